@@ -1,0 +1,34 @@
+# Sourced by .ci/test and .ci/demo: installs what mcudeploy needs on a Debian/Ubuntu machine
+# (apt: C compilers and QEMU; PyPI: the project and its test tools in .venv), then activates .venv.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+need_apt=()
+command -v gcc >/dev/null || need_apt+=(gcc libc6-dev)
+command -v arm-none-eabi-gcc >/dev/null || need_apt+=(gcc-arm-none-eabi)
+[ -e /usr/lib/arm-none-eabi/newlib/libc.a ] || [ -e /usr/lib/arm-none-eabi/lib/libc.a ] || need_apt+=(libnewlib-arm-none-eabi)
+command -v qemu-system-arm >/dev/null || need_apt+=(qemu-system-arm)
+python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
+if [ ${#need_apt[@]} -gt 0 ]; then
+    echo "setup: installing ${need_apt[*]} with apt"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+VENV="${MCUDEPLOY_VENV:-$ROOT/.venv}"
+if [ ! -x "$VENV/bin/python" ]; then
+    echo "setup: creating $VENV"
+    python3 -m venv "$VENV"
+fi
+# shellcheck disable=SC1091
+source "$VENV/bin/activate"
+stamp="$VENV/.mcudeploy-installed"
+if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
+    echo "setup: installing mcudeploy and its test tools into $VENV"
+    python -m pip install -q --upgrade pip
+    python -m pip install -q -e "$ROOT[test]"
+    touch "$stamp"
+fi

@@ -1,0 +1,77 @@
+/* mcudeploy kernel library: tensor views and the integer arithmetic shared by all kernels.
+ *
+ * A view is a base pointer, a shape and strides in elements, so a kernel can read or write a
+ * slice of a larger buffer (a piece of a split operator) without copies. The requantization
+ * below is bit-identical to mcudeploy/ops/quant.py. */
+#ifndef MCUD_H
+#define MCUD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MCUD_MAX_DIMS 6
+
+typedef struct {
+    void *data;
+    int32_t ndim;
+    int32_t shape[MCUD_MAX_DIMS];
+    int32_t stride[MCUD_MAX_DIMS]; /* in elements */
+} mcud_view;
+
+/* (acc * mult + 2^(shift-1)) >> shift with a 64-bit product; shift is in [1, 62].
+ * Right shift of a negative int64_t is arithmetic on every compiler mcudeploy supports. */
+static inline int32_t mcud_requant(int32_t acc, int32_t mult, int32_t shift)
+{
+    int64_t p = (int64_t)acc * (int64_t)mult + ((int64_t)1 << (shift - 1));
+    return (int32_t)(p >> shift);
+}
+
+static inline int32_t mcud_clamp(int32_t v, int32_t lo, int32_t hi)
+{
+    return v < lo ? lo : (v > hi ? hi : v);
+}
+
+static inline float mcud_clampf(float v, float lo, float hi)
+{
+    return v < lo ? lo : (v > hi ? hi : v);
+}
+
+static inline int32_t mcud_numel(const mcud_view *v)
+{
+    int32_t n = 1;
+    for (int32_t i = 0; i < v->ndim; i++) {
+        n *= v->shape[i];
+    }
+    return n;
+}
+
+/* Element offset of the flat row-major index `flat` of `shape` inside view `v`, whose shape
+ * broadcasts to `shape` (dimensions of extent 1 in v are read at 0; v may have fewer dims). */
+static inline int32_t mcud_bcast_offset(const mcud_view *v, const int32_t *shape, int32_t ndim, int32_t flat)
+{
+    int32_t off = 0;
+    for (int32_t d = ndim - 1; d >= 0; d--) {
+        int32_t i = flat % shape[d];
+        flat /= shape[d];
+        int32_t vd = d - (ndim - v->ndim);
+        if (vd >= 0 && v->shape[vd] != 1) {
+            off += i * v->stride[vd];
+        }
+    }
+    return off;
+}
+
+/* Whether a view is dense row-major (its elements are data[0 .. numel-1] in order). */
+static inline int mcud_is_contiguous(const mcud_view *v)
+{
+    int32_t expect = 1;
+    for (int32_t d = v->ndim - 1; d >= 0; d--) {
+        if (v->shape[d] != 1 && v->stride[d] != expect) {
+            return 0;
+        }
+        expect *= v->shape[d];
+    }
+    return 1;
+}
+
+#endif /* MCUD_H */

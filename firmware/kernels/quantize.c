@@ -1,0 +1,44 @@
+/* QuantizeLinear / DequantizeLinear on views, per tensor or per axis. Rounding is to nearest
+ * even (lrintf in the default rounding mode), as numpy's rint in the reference. */
+#include <math.h>
+
+#include "mcud_quantize.h"
+
+static int32_t channel_of(const mcud_qdq_params *p, int32_t flat)
+{
+    return p->channels == 1 ? 0 : (flat / p->inner) % p->channels;
+}
+
+#define QUANTIZE(NAME, T, LO, HI)                                                          \
+    void NAME(const mcud_view *x, const mcud_view *y, const mcud_qdq_params *p)            \
+    {                                                                                      \
+        const float *xd = (const float *)x->data;                                          \
+        T *yd = (T *)y->data;                                                              \
+        int32_t n = mcud_numel(y);                                                         \
+        for (int32_t i = 0; i < n; i++) {                                                  \
+            int32_t c = channel_of(p, i);                                                  \
+            float v = xd[mcud_bcast_offset(x, y->shape, y->ndim, i)] / p->scale[c];        \
+            int32_t q = (int32_t)lrintf(v) + p->zero_point[c];                             \
+            yd[mcud_bcast_offset(y, y->shape, y->ndim, i)] = (T)mcud_clamp(q, LO, HI);     \
+        }                                                                                  \
+    }
+
+#define DEQUANTIZE(NAME, T)                                                                \
+    void NAME(const mcud_view *x, const mcud_view *y, const mcud_qdq_params *p)            \
+    {                                                                                      \
+        const T *xd = (const T *)x->data;                                                  \
+        float *yd = (float *)y->data;                                                      \
+        int32_t n = mcud_numel(y);                                                         \
+        for (int32_t i = 0; i < n; i++) {                                                  \
+            int32_t c = channel_of(p, i);                                                  \
+            int32_t q = (int32_t)xd[mcud_bcast_offset(x, y->shape, y->ndim, i)];           \
+            yd[mcud_bcast_offset(y, y->shape, y->ndim, i)] =                               \
+                (float)(q - p->zero_point[c]) * p->scale[c];                               \
+        }                                                                                  \
+    }
+
+QUANTIZE(mcud_quantize_s8, int8_t, -128, 127)
+QUANTIZE(mcud_quantize_u8, uint8_t, 0, 255)
+DEQUANTIZE(mcud_dequantize_s8, int8_t)
+DEQUANTIZE(mcud_dequantize_u8, uint8_t)
+DEQUANTIZE(mcud_dequantize_s32, int32_t)

@@ -1,0 +1,3 @@
+from mcudeploy.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,244 @@
+"""ONNX -> IR: static shapes, constant subgraphs folded, every node checked against the registry.
+
+What this module does not handle gets one sentence naming the file, the node (its name and op
+type) or the tensor, and why.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Mapping, Optional, Union
+
+import numpy as np
+import onnx
+from google.protobuf.message import DecodeError
+from onnx import helper, numpy_helper
+
+from mcudeploy.errors import MCUDeployError, UnsupportedError
+from mcudeploy.frontend.onnx_fold import evaluate_node
+from mcudeploy.ir import Graph, Node, Tensor, constant, dtype_of, verify
+from mcudeploy.ops import registry
+from mcudeploy.ops.base import OnnxNode
+
+log = logging.getLogger(__name__)
+
+ONNX_DTYPES = {
+    onnx.TensorProto.FLOAT: "float32",
+    onnx.TensorProto.INT8: "int8",
+    onnx.TensorProto.UINT8: "uint8",
+    onnx.TensorProto.INT16: "int16",
+    onnx.TensorProto.INT32: "int32",
+    onnx.TensorProto.INT64: "int64",
+    onnx.TensorProto.BOOL: "bool",
+}
+# Ops evaluated at compile time when all their inputs are known. DequantizeLinear is kept
+# as a node so QDQ lowering can see which constants are quantized weights.
+NEVER_FOLD = {"DequantizeLinear"}
+SHAPE_OPS = {"Shape", "Size"}
+
+
+def load_model(path: Union[str, os.PathLike]) -> onnx.ModelProto:
+    path = Path(path)
+    if not path.is_file():
+        raise MCUDeployError(f"{path}: no such model file")
+    data = path.read_bytes()
+    try:
+        model = onnx.load_from_string(data)
+    except (DecodeError, RuntimeError, ValueError) as exc:
+        raise MCUDeployError(f"{path} is not an ONNX model (it does not parse: {_first_line(exc)})") from None
+    if not model.graph.node and not model.graph.output:
+        raise MCUDeployError(f"{path} is not an ONNX model (it parses to an empty graph)")
+    if model.graph.node and not model.opset_import:
+        raise MCUDeployError(f"{path} is not a complete ONNX model (it declares no opset)")
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as exc:
+        raise MCUDeployError(f"{path} is not a valid ONNX model ({_first_line(exc)})") from None
+    return model
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0].rstrip(".") if text else type(exc).__name__
+
+
+def parse_input_shapes(specs) -> dict[str, tuple[int, ...]]:
+    """``["x=1x3x96x96", ...]`` -> {"x": (1, 3, 96, 96)}."""
+    shapes = {}
+    for spec in specs or ():
+        name, sep, dims = spec.rpartition("=")
+        try:
+            if not sep or not name:
+                raise ValueError
+            shapes[name] = tuple(int(d) for d in dims.lower().split("x"))
+            if any(d <= 0 for d in shapes[name]):
+                raise ValueError
+        except ValueError:
+            raise MCUDeployError(f"--input-shape {spec!r} is not of the form NAME=1x3x96x96") from None
+    return shapes
+
+
+def import_onnx(source: Union[str, os.PathLike, onnx.ModelProto],
+                input_shapes: Optional[Mapping[str, tuple[int, ...]]] = None) -> Graph:
+    model = source if isinstance(source, onnx.ModelProto) else load_model(source)
+    where = "the model" if isinstance(source, onnx.ModelProto) else str(source)
+    return _Importer(model, dict(input_shapes or {}), where).run()
+
+
+class _Importer:
+    def __init__(self, model: onnx.ModelProto, input_shapes: dict, where: str):
+        self.model = model
+        self.where = where
+        self.input_shapes = input_shapes
+        self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+        if self.opset and self.opset < 7:
+            raise UnsupportedError(f"{where} uses opset {self.opset}; mcudeploy needs opset 7 or later (11+ tested)")
+        self.tensors: dict[str, Tensor] = {}
+        self.nodes: list[Node] = []
+        self.node_names: set[str] = set()
+
+    # ----------------------------------------------------------------- inputs and constants
+    def run(self) -> Graph:
+        g = self.model.graph
+        for init in g.initializer:
+            self._add_const(init.name, numpy_helper.to_array(init))
+        unknown = set(self.input_shapes)
+        inputs = []
+        for vi in g.input:
+            if vi.name in self.tensors:  # an initializer listed as input (old exporters)
+                continue
+            unknown.discard(vi.name)
+            self.tensors[vi.name] = Tensor(vi.name, self._input_shape(vi), self._dtype(vi), "input")
+            inputs.append(vi.name)
+        if unknown:
+            raise MCUDeployError(f"--input-shape names {', '.join(sorted(unknown))}, which is not an input of "
+                                 f"{self.where} (inputs: {', '.join(inputs)})")
+        for index, proto in enumerate(g.node):
+            self._node(index, proto)
+        outputs = []
+        for vi in g.output:
+            t = self.tensors.get(vi.name)
+            if t is None:
+                raise MCUDeployError(f"{self.where}: graph output {vi.name} is never produced")
+            if t.kind in ("constant", "input"):
+                raise UnsupportedError(f"{self.where}: graph output {vi.name} is a {t.kind}, not computed by any "
+                                       f"operator")
+            self.tensors[vi.name] = t.with_(kind="output")
+            outputs.append(vi.name)
+        name = g.name or Path(self.where).stem
+        graph = Graph(name, self.tensors, self.nodes, inputs, outputs)
+        return verify(_drop_unused_constants(graph))
+
+    def _dtype(self, vi: onnx.ValueInfoProto) -> str:
+        elem = vi.type.tensor_type.elem_type
+        if elem not in ONNX_DTYPES:
+            raise UnsupportedError(f"{self.where}: input {vi.name} has element type "
+                                   f"{onnx.TensorProto.DataType.Name(elem)}, which is not supported")
+        return ONNX_DTYPES[elem]
+
+    def _input_shape(self, vi: onnx.ValueInfoProto) -> tuple[int, ...]:
+        if vi.name in self.input_shapes:
+            return self.input_shapes[vi.name]
+        if not vi.type.tensor_type.HasField("shape"):
+            raise MCUDeployError(f"{self.where}: input {vi.name} has no declared shape; pin it with "
+                                 f"--input-shape {vi.name}=1x...")
+        dims = []
+        for i, d in enumerate(vi.type.tensor_type.shape.dim):
+            if d.HasField("dim_value") and d.dim_value > 0:
+                dims.append(d.dim_value)
+            elif i == 0:
+                dims.append(1)  # a symbolic batch dimension
+            else:
+                label = d.dim_param or "?"
+                raise MCUDeployError(f"{self.where}: input {vi.name} has an unknown dimension {i} ({label}); pin it "
+                                     f"with --input-shape {vi.name}=" + "x".join(
+                                         str(x.dim_value or 1) if j == 0 else str(x.dim_value or "N")
+                                         for j, x in enumerate(vi.type.tensor_type.shape.dim)))
+        return tuple(dims)
+
+    def _add_const(self, name: str, value: np.ndarray) -> None:
+        value = np.asarray(value)
+        if value.dtype == np.float64:
+            value = value.astype(np.float32)
+        try:
+            dtype_of(value)
+        except TypeError:
+            raise UnsupportedError(f"{self.where}: constant {name} has element type {value.dtype}, which is not "
+                                   f"supported") from None
+        self.tensors[name] = constant(name, value)
+
+    def _const(self, name: str) -> Optional[np.ndarray]:
+        t = self.tensors.get(name)
+        return t.data if t is not None and t.is_const else None
+
+    # ----------------------------------------------------------------- nodes
+    def _node(self, index: int, proto: onnx.NodeProto) -> None:
+        name = proto.name or f"{proto.op_type}_{index}"
+        while name in self.node_names:
+            name = f"{name}_{index}"
+        self.node_names.add(name)
+        label = f"node {name} ({proto.op_type})"
+        for i in proto.input:
+            if i and i not in self.tensors:
+                raise MCUDeployError(f"{self.where}: {label} reads {i}, which no earlier node produces")
+        if proto.domain not in ("", "ai.onnx"):
+            raise UnsupportedError(f"{self.where}: {label} is in domain {proto.domain}, which is not supported")
+
+        if proto.op_type == "Constant":
+            self._add_const(proto.output[0], _constant_value(proto, label))
+            return
+        if proto.op_type in SHAPE_OPS and proto.input[0] in self.tensors:
+            shape = np.array(self.tensors[proto.input[0]].shape, dtype=np.int64)
+            value = shape if proto.op_type == "Shape" else np.array(shape.prod(), dtype=np.int64)
+            if proto.op_type == "Shape":
+                attrs = {a.name: helper.get_attribute_value(a) for a in proto.attribute}
+                value = value[attrs.get("start", 0): attrs.get("end", len(shape))]
+            self._add_const(proto.output[0], value)
+            return
+        known = [i for i in proto.input if i]
+        if proto.op_type not in NEVER_FOLD and known and all(self._const(i) is not None for i in known):
+            try:
+                results = evaluate_node(proto, [self._const(i) if i else None for i in proto.input], self.opset)
+            except Exception as exc:  # the reference evaluator raises many types
+                raise UnsupportedError(f"{self.where}: {label} has constant inputs but could not be folded "
+                                       f"({_first_line(exc)})") from None
+            for out, value in zip(proto.output, results):
+                if out:
+                    self._add_const(out, value)
+            return
+
+        op = registry.for_onnx(proto.op_type)
+        if op is None:
+            raise UnsupportedError(f"{self.where}: {label} uses operator {proto.op_type}, which mcudeploy does not "
+                                   f"support")
+        attrs = {a.name: helper.get_attribute_value(a) for a in proto.attribute}
+        attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items()}
+        onnx_node = OnnxNode(name, proto.op_type, tuple(proto.input), tuple(o for o in proto.output), attrs,
+                             self._const, self.opset)
+        try:
+            inputs, ir_attrs = op.from_onnx(onnx_node)
+            node = Node(name, op.name, tuple(inputs), tuple(o for o in proto.output if o), ir_attrs)
+            partial = Graph("partial", self.tensors, self.nodes, (), ())
+            types = op.infer(partial, node)
+        except UnsupportedError as exc:
+            raise UnsupportedError(f"{self.where}: {label} is not supported: {str(exc).rstrip('.')}") from None
+        for out, (shape, dtype) in zip(node.outputs, types):
+            self.tensors[out] = Tensor(out, tuple(int(d) for d in shape), dtype)
+        self.nodes.append(node)
+
+
+def _constant_value(proto: onnx.NodeProto, label: str) -> np.ndarray:
+    for a in proto.attribute:
+        if a.name == "value":
+            return numpy_helper.to_array(a.t)
+        if a.name in ("value_float", "value_int"):
+            return np.array(helper.get_attribute_value(a), dtype=np.float32 if a.name == "value_float" else np.int64)
+        if a.name in ("value_floats", "value_ints"):
+            return np.array(helper.get_attribute_value(a), dtype=np.float32 if a.name == "value_floats" else np.int64)
+    raise UnsupportedError(f"{label} holds a kind of constant mcudeploy does not read")
+
+
+def _drop_unused_constants(graph: Graph) -> Graph:
+    used = {i for n in graph.nodes for i in n.inputs if i} | set(graph.outputs) | set(graph.inputs)
+    return graph.replace(tensors={k: t for k, t in graph.tensors.items() if k in used or not t.is_const})

@@ -1,0 +1,99 @@
+"""Nodes and graphs. Both are immutable: a pass builds a new Graph with ``Graph.replace``."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from types import MappingProxyType
+from typing import Iterable, Mapping, Optional
+
+from mcudeploy.ir.tensor import Tensor
+
+
+def freeze(value):
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+def frozen_attrs(attrs: Mapping | None = None) -> Mapping:
+    return MappingProxyType({k: freeze(v) for k, v in dict(attrs or {}).items()})
+
+
+@dataclass(frozen=True, eq=False)
+class Node:
+    name: str
+    op: str
+    inputs: tuple[str, ...]  # "" marks an absent optional input
+    outputs: tuple[str, ...]
+    attrs: Mapping = field(default_factory=frozen_attrs)
+
+    def __post_init__(self):
+        if not isinstance(self.attrs, MappingProxyType):
+            object.__setattr__(self, "attrs", frozen_attrs(self.attrs))
+        object.__setattr__(self, "inputs", tuple(self.inputs))
+        object.__setattr__(self, "outputs", tuple(self.outputs))
+
+    def attr(self, key, default=None):
+        return self.attrs.get(key, default)
+
+    def with_(self, **changes) -> "Node":
+        if "attrs" in changes:
+            changes["attrs"] = frozen_attrs(changes["attrs"])
+        return replace(self, **changes)
+
+    def __repr__(self):
+        return f"Node({self.name!r}, {self.op}, {list(self.inputs)} -> {list(self.outputs)})"
+
+
+@dataclass(frozen=True, eq=False)
+class Graph:
+    name: str
+    tensors: Mapping[str, Tensor]
+    nodes: tuple[Node, ...]
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+
+    def __post_init__(self):
+        if not isinstance(self.tensors, MappingProxyType):
+            object.__setattr__(self, "tensors", MappingProxyType(dict(self.tensors)))
+        object.__setattr__(self, "nodes", tuple(self.nodes))
+        object.__setattr__(self, "inputs", tuple(self.inputs))
+        object.__setattr__(self, "outputs", tuple(self.outputs))
+
+    def replace(self, *, tensors: Optional[Iterable[Tensor] | Mapping[str, Tensor]] = None, **changes) -> "Graph":
+        if tensors is not None:
+            if not isinstance(tensors, Mapping):
+                tensors = {t.name: t for t in tensors}
+            changes["tensors"] = tensors
+        return replace(self, **changes)
+
+    def __getitem__(self, name: str) -> Tensor:
+        return self.tensors[name]
+
+    @cached_property
+    def producers(self) -> Mapping[str, Node]:
+        return MappingProxyType({out: n for n in self.nodes for out in n.outputs})
+
+    @cached_property
+    def consumers(self) -> Mapping[str, tuple[Node, ...]]:
+        table: dict[str, list[Node]] = {}
+        for n in self.nodes:
+            for i in n.inputs:
+                if i:
+                    table.setdefault(i, []).append(n)
+        return MappingProxyType({k: tuple(v) for k, v in table.items()})
+
+    def producer(self, tensor: str) -> Optional[Node]:
+        return self.producers.get(tensor)
+
+    def users(self, tensor: str) -> tuple[Node, ...]:
+        return self.consumers.get(tensor, ())
+
+    def node(self, name: str) -> Node:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise KeyError(name)
+
+    def is_const(self, tensor: str) -> bool:
+        return bool(tensor) and self.tensors[tensor].is_const

@@ -1,0 +1,103 @@
+"""Tensors of the IR: static shapes, a dtype, optional quantization, and data for constants."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Optional
+
+import numpy as np
+
+DTYPES = {
+    "int8": np.int8,
+    "uint8": np.uint8,
+    "int16": np.int16,
+    "int32": np.int32,
+    "int64": np.int64,
+    "float32": np.float32,
+    "bool": np.bool_,
+}
+CTYPES = {
+    "int8": "int8_t",
+    "uint8": "uint8_t",
+    "int16": "int16_t",
+    "int32": "int32_t",
+    "int64": "int64_t",
+    "float32": "float",
+    "bool": "uint8_t",
+}
+KINDS = ("input", "output", "activation", "constant")
+
+
+def itemsize(dtype: str) -> int:
+    return np.dtype(DTYPES[dtype]).itemsize
+
+
+def dtype_of(array: np.ndarray) -> str:
+    for name, np_type in DTYPES.items():
+        if array.dtype == np_type:
+            return name
+    raise TypeError(f"no IR dtype for numpy dtype {array.dtype}")
+
+
+@dataclass(frozen=True)
+class Quant:
+    """Affine quantization: real = scale * (q - zero_point), per tensor or along ``axis``."""
+
+    scale: tuple[float, ...]
+    zero_point: tuple[int, ...]
+    axis: Optional[int] = None
+
+    @property
+    def per_channel(self) -> bool:
+        return self.axis is not None and len(self.scale) > 1
+
+    def scale_array(self) -> np.ndarray:
+        return np.asarray(self.scale, dtype=np.float64)
+
+    def zp_array(self) -> np.ndarray:
+        return np.asarray(self.zero_point, dtype=np.int64)
+
+    def single(self) -> tuple[float, int]:
+        """Scale and zero point of a per-tensor quantization."""
+        if len(self.scale) != 1:
+            raise ValueError("per-channel quantization where a per-tensor one is required")
+        return float(self.scale[0]), int(self.zero_point[0])
+
+
+@dataclass(frozen=True, eq=False)
+class Tensor:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    kind: str = "activation"
+    quant: Optional[Quant] = None
+    data: Optional[np.ndarray] = field(default=None, repr=False)
+
+    def __post_init__(self):
+        if self.dtype not in DTYPES:
+            raise ValueError(f"tensor {self.name}: unknown dtype {self.dtype}")
+        if self.kind not in KINDS:
+            raise ValueError(f"tensor {self.name}: unknown kind {self.kind}")
+        if any((not isinstance(d, (int, np.integer))) or d < 0 for d in self.shape):
+            raise ValueError(f"tensor {self.name}: shape {self.shape} is not static")
+        if self.data is not None:
+            self.data.setflags(write=False)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * itemsize(self.dtype)
+
+    @property
+    def is_const(self) -> bool:
+        return self.kind == "constant"
+
+    def with_(self, **changes) -> "Tensor":
+        return replace(self, **changes)
+
+
+def constant(name: str, data: np.ndarray, quant: Optional[Quant] = None) -> Tensor:
+    data = np.ascontiguousarray(data)
+    return Tensor(name, tuple(int(d) for d in data.shape), dtype_of(data), "constant", quant, data)

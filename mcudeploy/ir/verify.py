@@ -1,0 +1,52 @@
+"""Invariants every graph between passes must keep."""
+from __future__ import annotations
+
+from mcudeploy.ir.graph import Graph
+
+
+class VerifyError(AssertionError):
+    pass
+
+
+def verify(graph: Graph) -> Graph:
+    """Check the graph's invariants; return it unchanged so it can sit in a pipeline."""
+    problems: list[str] = []
+    defined = set()
+    for name in graph.inputs:
+        t = graph.tensors.get(name)
+        if t is None:
+            problems.append(f"graph input {name} has no tensor")
+        elif t.kind != "input":
+            problems.append(f"graph input {name} has kind {t.kind}")
+        defined.add(name)
+    for name, t in graph.tensors.items():
+        if name != t.name:
+            problems.append(f"tensor stored under {name} is named {t.name}")
+        if t.is_const:
+            if t.data is None:
+                problems.append(f"constant {name} has no data")
+            elif tuple(t.data.shape) != t.shape:
+                problems.append(f"constant {name} has data of shape {t.data.shape}, declared {t.shape}")
+            defined.add(name)
+    names = set()
+    for n in graph.nodes:
+        if n.name in names:
+            problems.append(f"two nodes are named {n.name}")
+        names.add(n.name)
+        for i in n.inputs:
+            if i and i not in defined:
+                problems.append(f"node {n.name} reads {i} before it is produced (or it does not exist)")
+        for o in n.outputs:
+            if o in defined:
+                problems.append(f"tensor {o} is produced twice (again by {n.name})")
+            if o not in graph.tensors:
+                problems.append(f"node {n.name} produces {o}, which has no tensor")
+            elif graph.tensors[o].kind in ("input", "constant"):
+                problems.append(f"node {n.name} writes {graph.tensors[o].kind} {o}")
+            defined.add(o)
+    for name in graph.outputs:
+        if name not in defined:
+            problems.append(f"graph output {name} is never produced")
+    if problems:
+        raise VerifyError(f"graph {graph.name}: " + "; ".join(problems[:10]))
+    return graph

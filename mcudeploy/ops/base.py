@@ -1,0 +1,195 @@
+"""What every operator declares, in one place.
+
+An operator is a subclass of :class:`Op` registered under its canonical IR name. Its
+declaration carries the shape and dtype rule, the tensor expression (loop axes and how each
+input dimension is indexed by them), the numpy reference, the C kernel binding, and whether
+the output may reuse an input's buffer. Nothing else in the compiler needs per-operator code.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, ClassVar, Optional, Sequence, Union
+
+import numpy as np
+
+from mcudeploy.errors import UnsupportedError
+from mcudeploy.ir import Graph, Node
+
+# --------------------------------------------------------------------------- tensor expressions
+
+
+@dataclass(frozen=True)
+class Axis:
+    """A loop axis of an operator's computation."""
+
+    name: str
+    extent: int
+    kind: str = "spatial"  # "spatial" (appears in the output) or "reduction"
+
+
+@dataclass(frozen=True)
+class Dim:
+    """How one dimension of an input is indexed by the loop axes.
+
+    identity:  index = axis
+    window:    index = axis * stride + kernel * dilation - pad_begin   (convolution, pooling)
+    broadcast: the dimension has extent 1 and is read at 0 whatever the axes
+    full:      the whole dimension is read by every point of the computation (not splittable)
+    """
+
+    kind: str
+    axis: Optional[str] = None
+    kernel: Optional[str] = None
+    stride: int = 1
+    dilation: int = 1
+    pad: int = 0
+
+    @staticmethod
+    def identity(axis: str) -> "Dim":
+        return Dim("identity", axis)
+
+    @staticmethod
+    def window(axis: str, kernel: str, stride: int = 1, dilation: int = 1, pad: int = 0) -> "Dim":
+        return Dim("window", axis, kernel, stride, dilation, pad)
+
+    @staticmethod
+    def broadcast() -> "Dim":
+        return Dim("broadcast")
+
+    @staticmethod
+    def full() -> "Dim":
+        return Dim("full")
+
+
+@dataclass(frozen=True)
+class TensorExpr:
+    axes: tuple[Axis, ...]
+    inputs: tuple[Optional[tuple[Dim, ...]], ...]  # per node input; None for an absent input
+    outputs: tuple[tuple[Dim, ...], ...]  # per node output, one Dim per output dimension
+
+    def axis(self, name: str) -> Axis:
+        for a in self.axes:
+            if a.name == name:
+                return a
+        raise KeyError(name)
+
+
+def elementwise_expr(graph: Graph, node: Node) -> TensorExpr:
+    """Tensor expression of an operator whose output is indexed like its (broadcast) inputs."""
+    out = graph[node.outputs[0]]
+    axes = tuple(Axis(f"d{i}", n) for i, n in enumerate(out.shape))
+    inputs = []
+    for name in node.inputs:
+        if not name:
+            inputs.append(None)
+            continue
+        shape = graph[name].shape
+        offset = len(out.shape) - len(shape)
+        inputs.append(tuple(
+            Dim.broadcast() if (n == 1 and out.shape[offset + i] != 1) else Dim.identity(f"d{offset + i}")
+            for i, n in enumerate(shape)))
+    outputs = tuple(tuple(Dim.identity(a.name) for a in axes) for _ in node.outputs)
+    return TensorExpr(axes, tuple(inputs), outputs)
+
+
+def opaque_expr(graph: Graph, node: Node) -> TensorExpr:
+    """Every output element may depend on every input element: nothing can be split."""
+    inputs = tuple(None if not n else tuple(Dim.full() for _ in graph[n].shape) for n in node.inputs)
+    outputs = tuple(tuple(Dim.full() for _ in graph[o].shape) for o in node.outputs)
+    return TensorExpr((), inputs, outputs)
+
+
+# --------------------------------------------------------------------------- kernel bindings
+
+
+@dataclass(frozen=True)
+class Array:
+    """A constant array the generated code keeps in flash; a struct field points to it."""
+
+    ctype: str
+    values: tuple
+
+
+@dataclass(frozen=True)
+class Struct:
+    """A parameter struct: ``static const <ctype> P = { .field = value, ... }``.
+
+    A field's value is an int, a float, a tuple (a fixed-size array field), or an Array.
+    """
+
+    ctype: str
+    fields: tuple[tuple[str, object], ...]
+
+    @staticmethod
+    def of(ctype: str, **fields) -> "Struct":
+        return Struct(ctype, tuple(fields.items()))
+
+
+@dataclass(frozen=True)
+class Call:
+    """One kernel call: ``fn(&view, ..., &params)``; a view of "" is passed as NULL."""
+
+    fn: str
+    views: tuple[str, ...]
+    params: Optional[Struct] = None
+
+
+@dataclass(frozen=True)
+class OnnxNode:
+    """What an importer sees of an ONNX node."""
+
+    name: str
+    op_type: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    attrs: dict
+    const: Callable[[str], Optional[np.ndarray]]  # value of a constant input, else None
+    opset: int
+
+
+# --------------------------------------------------------------------------- the operator
+
+
+class Op:
+    """Base class of operator declarations; subclasses override what differs."""
+
+    name: ClassVar[str] = ""
+    onnx_types: ClassVar[tuple[str, ...]] = ()
+    view: ClassVar[bool] = False  # output is input 0's bytes reinterpreted (Reshape-like)
+
+    def from_onnx(self, onnx: OnnxNode) -> tuple[tuple[str, ...], dict]:
+        """Turn an ONNX node into IR inputs and attributes (constant inputs may become attributes)."""
+        return onnx.inputs, dict(onnx.attrs)
+
+    def infer(self, graph: Graph, node: Node) -> list[tuple[tuple[int, ...], str]]:
+        """Shape and dtype of each output."""
+        raise NotImplementedError(f"{self.name} has no shape rule")
+
+    def expr(self, graph: Graph, node: Node) -> TensorExpr:
+        return opaque_expr(graph, node)
+
+    def reference(self, graph: Graph, node: Node, inputs: Sequence[Optional[np.ndarray]]) -> list[np.ndarray]:
+        raise NotImplementedError(f"{self.name} has no reference")
+
+    def kernel(self, graph: Graph, node: Node) -> Call:
+        raise NotImplementedError(f"{self.name} has no kernel")
+
+    def inplace(self, graph: Graph, node: Node) -> Optional[int]:
+        """Index of the input whose buffer the output may take over when that input dies here."""
+        return None
+
+    def macs(self, graph: Graph, node: Node) -> int:
+        return sum(graph[o].size for o in node.outputs)
+
+
+def unsupported(reason: str) -> UnsupportedError:
+    return UnsupportedError(reason)
+
+
+def require(condition: bool, reason: str) -> None:
+    if not condition:
+        raise UnsupportedError(reason)
+
+
+Shape = tuple[int, ...]
+Value = Union[np.ndarray, None]

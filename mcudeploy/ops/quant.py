@@ -1,0 +1,88 @@
+"""Integer arithmetic shared by the int8 operators, mirrored exactly by firmware/include/mcud.h.
+
+Requantization maps an int32 accumulator to the output scale with a multiplier ``mult`` in
+[2^30, 2^31) and a right shift ``shift`` in [1, 62]:
+
+    y = (acc * mult + 2^(shift-1)) >> shift          (64-bit product, arithmetic shift)
+
+i.e. multiply by mult / 2^shift ≈ M and round half up. The C kernels compute the same
+expression, so the numpy reference and the C code agree bit for bit.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+
+from mcudeploy.errors import UnsupportedError
+from mcudeploy.ir import Graph, Node, Quant, Tensor
+
+QRANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767), "int32": (-2**31, 2**31 - 1)}
+
+
+def quantize_multiplier(real: float) -> tuple[int, int]:
+    """(mult, shift) with mult / 2^shift ≈ real; mult in [2^30, 2^31) and shift in [1, 62]."""
+    if not (real >= 0.0 and math.isfinite(real)):
+        raise UnsupportedError(f"requantization multiplier {real} is not a finite non-negative number")
+    if real == 0.0:
+        return 0, 1
+    frac, exp = math.frexp(real)  # real = frac * 2^exp, frac in [0.5, 1)
+    mult = int(round(frac * (1 << 31)))
+    if mult == 1 << 31:
+        mult //= 2
+        exp += 1
+    shift = 31 - exp
+    if shift > 62:  # tiny multiplier: keep as many bits as the 62-bit shift allows
+        mult = int(round(real * 2.0 ** 62))
+        shift = 62
+    if shift < 1:
+        raise UnsupportedError(f"requantization multiplier {real} is too large (at least 2^30)")
+    return mult, shift
+
+
+def quantize_multipliers(reals) -> tuple[np.ndarray, np.ndarray]:
+    pairs = [quantize_multiplier(float(r)) for r in np.ravel(reals)]
+    return (np.array([p[0] for p in pairs], dtype=np.int32), np.array([p[1] for p in pairs], dtype=np.int32))
+
+
+def requantize(acc: np.ndarray, mult, shift) -> np.ndarray:
+    """The integer requantization above, elementwise (mult and shift broadcast against acc)."""
+    acc = np.asarray(acc, dtype=np.int64)
+    mult = np.asarray(mult, dtype=np.int64)
+    shift = np.asarray(shift, dtype=np.int64)
+    return (acc * mult + (np.int64(1) << (shift - 1))) >> shift
+
+
+def clip_range(node: Node, out: Tensor) -> tuple[int, int]:
+    """Integer output range of an int8 op: its dtype's range narrowed by a fused Relu/Clip."""
+    lo, hi = QRANGE[out.dtype]
+    cmin, cmax = node.attr("clip_min"), node.attr("clip_max")
+    if out.quant is None:
+        return lo, hi
+    scale, zp = out.quant.single()
+    if cmin is not None and cmin != -math.inf:
+        lo = max(lo, min(hi, int(zp + np.round(cmin / scale))))
+    if cmax is not None and cmax != math.inf:
+        hi = min(hi, max(lo, int(zp + np.round(cmax / scale))))
+    return lo, hi
+
+
+def float_clip(node: Node) -> tuple[float, float]:
+    """Output range of a float op with a fused Relu/Clip (±FLT_MAX when none)."""
+    fmax = float(np.finfo(np.float32).max)
+    cmin, cmax = node.attr("clip_min"), node.attr("clip_max")
+    lo = -fmax if cmin is None or cmin == -math.inf else float(cmin)
+    hi = fmax if cmax is None or cmax == math.inf else float(cmax)
+    return lo, hi
+
+
+def qparams(graph: Graph, name: str) -> Quant:
+    t = graph[name]
+    if t.quant is None:
+        raise UnsupportedError(f"tensor {name} is {t.dtype} but carries no quantization")
+    return t.quant
+
+
+def is_quantized(graph: Graph, name: Optional[str]) -> bool:
+    return bool(name) and graph[name].dtype in ("int8", "uint8") and graph[name].quant is not None

@@ -1,0 +1,1 @@
+"""Graph-to-graph rewrites. Each is a pure function Graph -> Graph."""

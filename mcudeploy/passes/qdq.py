@@ -1,0 +1,242 @@
+"""QDQ lowering: DequantizeLinear -> float op(s) -> QuantizeLinear becomes one integer operator.
+
+1. Quantization parameters move onto tensors: a QuantizeLinear's output and a
+   DequantizeLinear's input carry that node's scale and zero point.
+2. For every float operator whose activation inputs all come from DequantizeLinear and whose
+   output reaches a QuantizeLinear through at most a bias Add (after Conv/Gemm/MatMul) and
+   Relu/Clip, the chain is replaced by the same operator on the integer tensors, with the
+   bias requantized to int32 at scale s_x*s_w and Relu/Clip kept as the output range. The
+   operator may decline (``accepts_int8``); it then stays in float, which is still correct.
+3. DequantizeLinear of a constant that is still needed in float (hybrid models) is folded.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+
+from mcudeploy.ir import Graph, Node, Quant, Tensor, constant
+from mcudeploy.ops import registry
+from mcudeploy.passes.graph_edit import eliminate_dead
+
+WITH_BIAS = {"Conv": 2, "Gemm": 2}
+
+
+def _quant_of(node: Node, rank: int) -> Quant:
+    scale = tuple(node.attr("scale"))
+    zp = tuple(node.attr("zero_point"))
+    axis = None
+    if len(scale) > 1:
+        axis = node.attr("axis", 1) % max(rank, 1)
+    return Quant(scale, zp, axis)
+
+
+def annotate(graph: Graph) -> Graph:
+    tensors = dict(graph.tensors)
+    for n in graph.nodes:
+        if n.op == "QuantizeLinear":
+            name = n.outputs[0]
+        elif n.op == "DequantizeLinear":
+            name = n.inputs[0]
+        else:
+            continue
+        t = tensors[name]
+        if t.quant is None:
+            tensors[name] = t.with_(quant=_quant_of(n, len(t.shape)))
+    return graph.replace(tensors=tensors)
+
+
+def activation_bounds(node: Node) -> tuple[float, float]:
+    """Real-valued output range a Relu or Clip imposes."""
+    if node.op == "Relu":
+        return 0.0, math.inf
+    lo, hi = node.attr("min"), node.attr("max")
+    return (-math.inf if lo is None else float(lo)), (math.inf if hi is None else float(hi))
+
+
+def _merge_clip(attrs: dict, bounds: tuple[float, float]) -> dict:
+    lo = max(attrs.get("clip_min", -math.inf) if attrs.get("clip_min") is not None else -math.inf, bounds[0])
+    hi = min(attrs.get("clip_max", math.inf) if attrs.get("clip_max") is not None else math.inf, bounds[1])
+    return {**attrs, "clip_min": lo, "clip_max": hi}
+
+
+class _Lowering:
+    def __init__(self, graph: Graph):
+        self.g = graph
+        self.tensors = dict(graph.tensors)
+        self.replaced: dict[str, Optional[Node]] = {}  # node name -> replacement (None: removed)
+
+    def dq_source(self, name: str) -> Optional[tuple[str, Quant]]:
+        p = self.g.producer(name)
+        if p is None or p.op != "DequantizeLinear":
+            return None
+        src = p.inputs[0]
+        q = _quant_of(p, len(self.g[src].shape))
+        return src, q
+
+    def chain(self, node: Node):
+        """(bias input or None, clip bounds, QuantizeLinear node, nodes in the chain) or None."""
+        cur, members, bias, bounds = node.outputs[0], [node], None, (-math.inf, math.inf)
+        while True:
+            users = self.g.users(cur)
+            if cur in self.g.outputs or len(users) != 1:
+                return None
+            u = users[0]
+            if u.op == "QuantizeLinear":
+                return bias, bounds, u, members
+            if u.op == "Add" and bias is None and len(members) == 1 and node.op in ("Conv", "MatMul", "Gemm"):
+                other = u.inputs[1] if u.inputs[0] == cur else u.inputs[0]
+                if node.op in WITH_BIAS and len(node.inputs) > 2 and node.inputs[2]:
+                    return None
+                if self.dq_source(other) is None and not self.g.is_const(other):
+                    return None
+                bias = other
+            elif u.op in ("Relu", "Clip") and self.g[cur].dtype == "float32":
+                b = activation_bounds(u)
+                bounds = (max(bounds[0], b[0]), min(bounds[1], b[1]))
+            else:
+                return None
+            members.append(u)
+            cur = u.outputs[0]
+
+    def bias_int32(self, bias: str, x_quant: Quant, w_quant: Quant, channels: int, what: str) -> Optional[str]:
+        """The bias as an int32 constant of shape [channels] at scale s_x*s_w."""
+        src = self.dq_source(bias)
+        if src is not None:
+            name, q = src
+            t = self.g[name]
+            if not t.is_const:
+                return None
+            real = (t.data.astype(np.float64) - q.zp_array()) * q.scale_array()
+        elif self.g.is_const(bias) and self.g[bias].dtype == "float32":
+            real = self.g[bias].data.astype(np.float64)
+        else:
+            return None
+        real = np.asarray(real, dtype=np.float64)
+        if real.size == 1:
+            real = np.full(channels, float(real.ravel()[0]))
+        if real.size != channels:
+            return None
+        real = real.reshape(channels)
+        s_x = x_quant.scale_array()[0]
+        s_w = w_quant.scale_array()
+        scale = s_x * (s_w if s_w.size == channels else np.full(channels, s_w[0]))
+        q = np.clip(np.rint(real / scale), -2**31, 2**31 - 1).astype(np.int32)
+        name = f"{what}/bias_int32"
+        self.tensors[name] = constant(name, q, Quant(tuple(float(s) for s in scale), (0,) * channels,
+                                                     0 if channels > 1 else None))
+        return name
+
+    def lower(self, node: Node) -> None:
+        op = registry.get(node.op)
+        found = self.chain(node)
+        if found is None:
+            return
+        bias, bounds, qnode, members = found
+        inputs = []
+        for i in node.inputs:
+            if not i:
+                inputs.append("")
+                continue
+            src = self.dq_source(i)
+            if src is None:
+                return
+            name, q = src
+            inputs.append(name)
+        new_op = node.op
+        attrs = dict(node.attrs)
+        if bias is not None or (node.op in WITH_BIAS and len(inputs) > 2 and inputs[2]):
+            w = self.g[inputs[1]]
+            if not w.is_const:
+                return
+            w_quant = self.dq_source(node.inputs[1])[1]
+            x_quant = self.dq_source(node.inputs[0])[1]
+            if node.op == "MatMul":
+                if len(self.g[inputs[0]].shape) != 2 or len(w.shape) != 2:
+                    return
+                new_op, attrs = "Gemm", {"alpha": 1.0, "beta": 1.0, "transA": 0, "transB": 0}
+                channels = w.shape[1]
+            elif node.op == "Gemm":
+                channels = w.shape[0] if node.attr("transB", 0) else w.shape[1]
+            else:
+                channels = w.shape[0]
+            b = bias if bias is not None else node.inputs[2]
+            b_int = self.bias_int32(b, x_quant, w_quant, channels, node.name)
+            if b_int is None:
+                return
+            inputs = inputs[:2] + [b_int]
+        if bounds != (-math.inf, math.inf):
+            attrs = _merge_clip(attrs, bounds)
+        out = qnode.outputs[0]
+        lowered = Node(node.name, new_op, tuple(inputs), (out,), attrs)
+        trial = self.g.replace(tensors={**self.tensors, **{n: self._with_dq_quant(n, node) for n in inputs if n}})
+        trial_tensors = dict(trial.tensors)
+        lowered_op = registry.get(new_op)
+        if not getattr(lowered_op, "quantizable", True):
+            return
+        accepts = getattr(lowered_op, "accepts_int8", None)
+        probe = trial
+        try:
+            shapes = lowered_op.infer(probe, lowered)
+        except Exception:
+            return
+        if tuple(shapes[0][0]) != self.g[out].shape or shapes[0][1] != self.g[out].dtype:
+            return
+        if lowered_op.view and trial_tensors[inputs[0]].quant != trial_tensors[out].quant:
+            return
+        if accepts is not None and not accepts(probe, lowered):
+            return
+        self.tensors.update({n: trial_tensors[n] for n in inputs if n})
+        self.replaced[node.name] = lowered
+        for m in members[1:] + [qnode]:
+            self.replaced[m.name] = None
+
+    def _with_dq_quant(self, name: str, node: Node) -> Tensor:
+        t = self.tensors[name]
+        if t.quant is not None:
+            return t
+        for i in node.inputs:
+            src = self.dq_source(i) if i else None
+            if src and src[0] == name:
+                return t.with_(quant=src[1])
+        return t
+
+    def run(self) -> Graph:
+        for node in self.g.nodes:
+            if node.op in ("QuantizeLinear", "DequantizeLinear") or node.name in self.replaced:
+                continue
+            if any(self.g[o].dtype != "float32" for o in node.outputs):
+                continue
+            self.lower(node)
+        nodes = []
+        for n in self.g.nodes:
+            if n.name in self.replaced:
+                if self.replaced[n.name] is not None:
+                    nodes.append(self.replaced[n.name])
+            else:
+                nodes.append(n)
+        return eliminate_dead(self.g.replace(nodes=tuple(nodes), tensors=self.tensors))
+
+
+def fold_constant_dequantize(graph: Graph) -> Graph:
+    """DequantizeLinear of a constant that is still needed becomes a float constant."""
+    tensors = dict(graph.tensors)
+    nodes = []
+    dq = registry.get("DequantizeLinear")
+    for n in graph.nodes:
+        if n.op == "DequantizeLinear" and graph.is_const(n.inputs[0]):
+            value = dq.reference(graph, n, [graph[n.inputs[0]].data])[0]
+            tensors[n.outputs[0]] = constant(n.outputs[0], value)
+            continue
+        nodes.append(n)
+    return graph.replace(nodes=tuple(nodes), tensors=tensors)
+
+
+def lower_qdq(graph: Graph) -> Graph:
+    if not any(n.op in ("QuantizeLinear", "DequantizeLinear") for n in graph.nodes):
+        return graph
+    graph = annotate(graph)
+    graph = _Lowering(graph).run()
+    graph = fold_constant_dequantize(graph)
+    return eliminate_dead(graph)

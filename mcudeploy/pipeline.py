@@ -1,0 +1,64 @@
+"""The compiler's table of contents: every pass, in order, by name."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Callable, Mapping, Optional, Union
+
+import onnx
+
+from mcudeploy.boards import Board, load_board
+from mcudeploy.frontend import import_onnx
+from mcudeploy.ir import Graph, Node, verify
+from mcudeploy.memory import Lifetimes, Placement, lifetimes, place
+from mcudeploy.passes.activation import fuse_activations
+from mcudeploy.passes.graph_edit import eliminate_dead
+from mcudeploy.passes.qdq import lower_qdq
+from mcudeploy.schedule import schedule
+
+
+def _fold_batchnorm(graph: Graph) -> Graph:
+    try:
+        from mcudeploy.passes.batchnorm import fold_batchnorm
+    except ImportError:  # the pass lands with the BatchNormalization operator
+        return graph
+    return fold_batchnorm(graph)
+
+
+PASSES: tuple[tuple[str, Callable[[Graph], Graph]], ...] = (
+    ("fold_batchnorm", _fold_batchnorm),
+    ("lower_qdq", lower_qdq),
+    ("fuse_activations", fuse_activations),
+    ("eliminate_dead", eliminate_dead),
+)
+
+
+def lower(graph: Graph, check: bool = False) -> Graph:
+    for _, run in PASSES:
+        graph = run(graph)
+        if check:
+            verify(graph)
+    return graph
+
+
+@dataclass(frozen=True)
+class Compiled:
+    model: str
+    board: Board
+    graph: Graph
+    order: tuple[Node, ...]
+    lifetimes: Lifetimes
+    placement: Placement
+    schedule_method: str
+
+
+def compile_model(source: Union[str, os.PathLike, onnx.ModelProto], board: Union[str, Board] = "host",
+                  input_shapes: Optional[Mapping[str, tuple[int, ...]]] = None,
+                  schedule_method: str = "model", check: bool = False) -> Compiled:
+    board = load_board(board) if isinstance(board, str) else board
+    graph = lower(import_onnx(source, input_shapes), check=check)
+    order = tuple(schedule(graph, schedule_method))
+    lives = lifetimes(graph, order, board.alignment)
+    placement = place(lives, board.alignment)
+    name = graph.name if isinstance(source, onnx.ModelProto) else os.fspath(source)
+    return Compiled(name, board, graph, order, lives, placement, schedule_method)
