@@ -46,7 +46,8 @@ def load_model(path: Union[str, os.PathLike]) -> onnx.ModelProto:
     try:
         model = onnx.load_from_string(data)
     except (DecodeError, RuntimeError, ValueError) as exc:
-        raise MCUDeployError(f"{path} is not an ONNX model (it does not parse: {_first_line(exc)})") from None
+        raise MCUDeployError(f"{path} is not a readable ONNX model: the file is truncated or not in ONNX format "
+                              f"({_first_line(exc)})") from None
     if not model.graph.node and not model.graph.output:
         raise MCUDeployError(f"{path} is not an ONNX model (it parses to an empty graph)")
     if model.graph.node and not model.opset_import:

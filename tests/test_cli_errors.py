@@ -1,0 +1,98 @@
+"""Bad input ends in one sentence naming the file, node or tensor, and a non-zero exit."""
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from mcudeploy.cli import main
+
+
+def _save(tmp_path, model, name="m.onnx"):
+    path = tmp_path / name
+    onnx.save(model, path)
+    return path
+
+
+def _qdq_model(dims=(1, 4)):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, list(dims))
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, list(dims))
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="quant"),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], name="dequant")]
+    inits = [helper.make_tensor("s", TensorProto.FLOAT, [], [0.1]), helper.make_tensor("z", TensorProto.INT8, [], [0])]
+    return helper.make_model(helper.make_graph(nodes, "g", [x], [y], inits),
+                             opset_imports=[helper.make_opsetid("", 13)])
+
+
+def _error(capsys, argv):
+    code = main(argv)
+    err = capsys.readouterr().err.strip()
+    assert code != 0
+    assert err.startswith("mcudeploy: error: ")
+    assert len(err.splitlines()) == 1, err
+    return err
+
+
+def test_not_an_onnx_file(tmp_path, capsys):
+    path = tmp_path / "notes.onnx"
+    path.write_text("this is not a model\n" * 20)
+    err = _error(capsys, ["plan", str(path), "-b", "host"])
+    assert str(path) in err and "not a readable ONNX model" in err
+
+
+def test_missing_file(tmp_path, capsys):
+    err = _error(capsys, ["plan", str(tmp_path / "absent.onnx"), "-b", "host"])
+    assert "absent.onnx" in err
+
+
+def test_truncated_model(tmp_path, capsys):
+    data = _qdq_model().SerializeToString()
+    path = tmp_path / "cut.onnx"
+    path.write_bytes(data[: len(data) // 2])
+    err = _error(capsys, ["plan", str(path), "-b", "host"])
+    assert str(path) in err
+
+
+def test_unsupported_operator_names_node_and_op(tmp_path, capsys):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    node = helper.make_node("Erf", ["x"], ["y"], name="my_erf")
+    model = helper.make_model(helper.make_graph([node], "g", [x], [y]), opset_imports=[helper.make_opsetid("", 13)])
+    err = _error(capsys, ["plan", str(_save(tmp_path, model)), "-b", "host"])
+    assert "my_erf" in err and "Erf" in err
+
+
+def test_unknown_dimension_names_the_tensor_and_can_be_pinned(tmp_path, capsys):
+    path = _save(tmp_path, _qdq_model(("batch", "width")))
+    err = _error(capsys, ["plan", str(path), "-b", "host"])
+    assert "input x" in err and "--input-shape" in err
+    assert main(["plan", str(path), "-b", "host", "--input-shape", "x=1x7"]) == 0
+    assert "arena" in capsys.readouterr().out
+
+
+def test_unknown_board_lists_the_known_ones(tmp_path, capsys):
+    err = _error(capsys, ["plan", str(_save(tmp_path, _qdq_model())), "-b", "no-such-board"])
+    assert "no-such-board" in err and "host" in err
+
+
+def test_bad_input_shape_spec(tmp_path, capsys):
+    err = _error(capsys, ["plan", str(_save(tmp_path, _qdq_model())), "-b", "host", "--input-shape", "x=1by4"])
+    assert "--input-shape" in err
+
+
+def test_no_traceback_from_the_command(tmp_path):
+    path = tmp_path / "junk.onnx"
+    path.write_bytes(np.random.default_rng(0).integers(0, 256, 500, dtype=np.uint8).tobytes())
+    proc = subprocess.run([sys.executable, "-m", "mcudeploy", "plan", str(path), "-b", "host"],
+                          capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    assert str(path) in proc.stderr
+
+
+@pytest.mark.parametrize("cmd", [["boards"]])
+def test_boards_lists_host(capsys, cmd):
+    assert main(cmd) == 0
+    assert "host" in capsys.readouterr().out
