@@ -12,21 +12,14 @@ from mcudeploy.frontend import import_onnx
 from mcudeploy.ir import Graph, Node, verify
 from mcudeploy.memory import Lifetimes, Placement, lifetimes, place
 from mcudeploy.passes.activation import fuse_activations
+from mcudeploy.passes.batchnorm import fold_batchnorm
 from mcudeploy.passes.graph_edit import eliminate_dead
 from mcudeploy.passes.qdq import lower_qdq
 from mcudeploy.schedule import schedule
 
 
-def _fold_batchnorm(graph: Graph) -> Graph:
-    try:
-        from mcudeploy.passes.batchnorm import fold_batchnorm
-    except ImportError:  # the pass lands with the BatchNormalization operator
-        return graph
-    return fold_batchnorm(graph)
-
-
 PASSES: tuple[tuple[str, Callable[[Graph], Graph]], ...] = (
-    ("fold_batchnorm", _fold_batchnorm),
+    ("fold_batchnorm", fold_batchnorm),
     ("lower_qdq", lower_qdq),
     ("fuse_activations", fuse_activations),
     ("eliminate_dead", eliminate_dead),

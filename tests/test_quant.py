@@ -21,10 +21,19 @@ def test_requantize_rounds_to_nearest(acc, real):
     mult, shift = quantize_multiplier(real)
     y = int(requantize(np.array([acc]), mult, shift)[0])
     exact = acc * mult / 2.0 ** shift
-    assert abs(y - exact) <= 0.5  # round half up of the fixed-point product
+    assert abs(y - exact) <= 0.5  # nearest to the fixed-point product
+    if exact - np.floor(exact) == 0.5:
+        assert y % 2 == 0  # ties to even
     assert abs(y - acc * real) <= 0.5 + abs(acc) * real * 2.0 ** -29 + 1e-9
 
 
 def test_zero_multiplier_gives_zero():
     mult, shift = quantize_multiplier(0.0)
     assert int(requantize(np.array([12345]), mult, shift)[0]) == 0
+
+
+def test_ties_round_to_even_like_quantize_linear():
+    # 1/4 is exact: acc/4 for acc = 2, 6, -2, -6, 10 are ties 0.5, 1.5, -0.5, -1.5, 2.5
+    mult, shift = quantize_multiplier(0.25)
+    got = requantize(np.array([2, 6, -2, -6, 10, 3, -3]), mult, shift).tolist()
+    assert got == np.rint(np.array([0.5, 1.5, -0.5, -1.5, 2.5, 0.75, -0.75])).astype(int).tolist()

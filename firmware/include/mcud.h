@@ -18,12 +18,17 @@ typedef struct {
     int32_t stride[MCUD_MAX_DIMS]; /* in elements */
 } mcud_view;
 
-/* (acc * mult + 2^(shift-1)) >> shift with a 64-bit product; shift is in [1, 62].
+/* p / 2^shift rounded half to even (shift in [1, 62]), as QuantizeLinear rounds.
  * Right shift of a negative int64_t is arithmetic on every compiler mcudeploy supports. */
+static inline int64_t mcud_round_shift(int64_t p, int32_t shift)
+{
+    return (p + ((int64_t)1 << (shift - 1)) - 1 + ((p >> shift) & 1)) >> shift;
+}
+
+/* acc * mult / 2^shift, rounded half to even, with a 64-bit product. */
 static inline int32_t mcud_requant(int32_t acc, int32_t mult, int32_t shift)
 {
-    int64_t p = (int64_t)acc * (int64_t)mult + ((int64_t)1 << (shift - 1));
-    return (int32_t)(p >> shift);
+    return (int32_t)mcud_round_shift((int64_t)acc * (int64_t)mult, shift);
 }
 
 static inline int32_t mcud_clamp(int32_t v, int32_t lo, int32_t hi)

@@ -12,6 +12,8 @@ def c_int(v) -> str:
     v = int(v)
     if v == INT_MIN:
         return "(-2147483647 - 1)"
+    if v == -(2 ** 63):
+        return "(-9223372036854775807LL - 1)"
     if v > 2 ** 31 - 1 or v < INT_MIN:
         return f"{v}LL"
     return str(v)

@@ -3,10 +3,12 @@
 Requantization maps an int32 accumulator to the output scale with a multiplier ``mult`` in
 [2^30, 2^31) and a right shift ``shift`` in [1, 62]:
 
-    y = (acc * mult + 2^(shift-1)) >> shift          (64-bit product, arithmetic shift)
+    p = acc * mult                                   (64-bit product)
+    y = (p + 2^(shift-1) - 1 + ((p >> shift) & 1)) >> shift      (arithmetic shift)
 
-i.e. multiply by mult / 2^shift ≈ M and round half up. The C kernels compute the same
-expression, so the numpy reference and the C code agree bit for bit.
+i.e. multiply by mult / 2^shift ≈ M and round half to even, as QuantizeLinear does (exact
+ties are common where the scales cancel, e.g. an average pool over 64 values). The C kernels
+compute the same expression, so the numpy reference and the C code agree bit for bit.
 """
 from __future__ import annotations
 
@@ -51,7 +53,14 @@ def requantize(acc: np.ndarray, mult, shift) -> np.ndarray:
     acc = np.asarray(acc, dtype=np.int64)
     mult = np.asarray(mult, dtype=np.int64)
     shift = np.asarray(shift, dtype=np.int64)
-    return (acc * mult + (np.int64(1) << (shift - 1))) >> shift
+    return round_shift(acc * mult, shift)
+
+
+def round_shift(p, shift):
+    """p / 2^shift rounded half to even, for int64 p and shift >= 1 (mcud_round_shift in C)."""
+    p = np.asarray(p, dtype=np.int64)
+    shift = np.asarray(shift, dtype=np.int64)
+    return (p + (np.int64(1) << (shift - 1)) - 1 + ((p >> shift) & 1)) >> shift
 
 
 def clip_range(node: Node, out: Tensor) -> tuple[int, int]:

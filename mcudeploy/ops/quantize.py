@@ -37,6 +37,7 @@ def _bcast(graph: Graph, node: Node, name: str, values) -> np.ndarray:
 
 class _QDQ(Op):
     def from_onnx(self, onnx: OnnxNode):
+        require(not onnx.attrs.get("block_size"), "blocked quantization (block_size) is not supported")
         scale, zp = _params(onnx, f"{onnx.op_type}")
         out_dtype = "int8" if zp is None else str(zp.dtype)
         attrs = {"scale": tuple(float(s) for s in np.ravel(scale)),

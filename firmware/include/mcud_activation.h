@@ -1,0 +1,32 @@
+#ifndef MCUD_ACTIVATION_H
+#define MCUD_ACTIVATION_H
+#include "mcud.h"
+
+/* Unary activations on views of the same shape (y may be x: every element is read before it
+ * is written). float32 kernels compute with math.h; int8/uint8 share one lookup table. */
+
+typedef struct {
+    float alpha; /* Clip: min; LeakyRelu, HardSigmoid: alpha */
+    float beta;  /* Clip: max; HardSigmoid: beta */
+} mcud_act_params;
+
+typedef struct {
+    const int8_t *table; /* 256 output codes, indexed by input code + 128 */
+} mcud_lut_s8_params;
+
+typedef struct {
+    const uint8_t *table; /* 256 output codes, indexed by input code */
+} mcud_lut_u8_params;
+
+void mcud_relu_f32(const mcud_view *x, const mcud_view *y);
+void mcud_clip_f32(const mcud_view *x, const mcud_view *y, const mcud_act_params *p);
+void mcud_leaky_relu_f32(const mcud_view *x, const mcud_view *y, const mcud_act_params *p);
+void mcud_sigmoid_f32(const mcud_view *x, const mcud_view *y);
+void mcud_tanh_f32(const mcud_view *x, const mcud_view *y);
+void mcud_hard_sigmoid_f32(const mcud_view *x, const mcud_view *y, const mcud_act_params *p);
+void mcud_hard_swish_f32(const mcud_view *x, const mcud_view *y);
+
+void mcud_lut_s8(const mcud_view *x, const mcud_view *y, const mcud_lut_s8_params *p);
+void mcud_lut_u8(const mcud_view *x, const mcud_view *y, const mcud_lut_u8_params *p);
+
+#endif

@@ -1,0 +1,60 @@
+#ifndef MCUD_BINARY_H
+#define MCUD_BINARY_H
+#include "mcud.h"
+
+/* Element-wise Add, Sub, Mul, Div and Sum with numpy broadcasting: every input view's shape
+ * broadcasts to the output's. */
+#define MCUD_SUM_MAX_INPUTS 8
+
+typedef struct {
+    float act_min;
+    float act_max;
+} mcud_binary_f32_params;
+
+/* int8 weighted sum (Add, Sub, Sum): acc = sum_i (x_i - zero[i]) * mult[i] in 64 bits,
+ * y = clamp(acc / 2^shift rounded half to even + y_zero). Absent inputs are NULL. */
+typedef struct {
+    int32_t zero[MCUD_SUM_MAX_INPUTS];
+    int32_t mult[MCUD_SUM_MAX_INPUTS];
+    int32_t shift;
+    int32_t y_zero;
+    int32_t act_min;
+    int32_t act_max;
+} mcud_sum_s8_params;
+
+/* int8 Mul: y = clamp(mcud_requant((a - a_zero) * (b - b_zero), mult, shift) + y_zero). */
+typedef struct {
+    int32_t a_zero;
+    int32_t b_zero;
+    int32_t mult;
+    int32_t shift;
+    int32_t y_zero;
+    int32_t act_min;
+    int32_t act_max;
+} mcud_mul_s8_params;
+
+void mcud_add_f32(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_binary_f32_params *p);
+void mcud_sub_f32(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_binary_f32_params *p);
+void mcud_mul_f32(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_binary_f32_params *p);
+void mcud_div_f32(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_binary_f32_params *p);
+void mcud_sum_f32(const mcud_view *x0, const mcud_view *x1, const mcud_view *x2, const mcud_view *x3,
+                  const mcud_view *x4, const mcud_view *x5, const mcud_view *x6, const mcud_view *x7,
+                  const mcud_view *y, const mcud_binary_f32_params *p);
+void mcud_sum_s8(const mcud_view *x0, const mcud_view *x1, const mcud_view *x2, const mcud_view *x3,
+                 const mcud_view *x4, const mcud_view *x5, const mcud_view *x6, const mcud_view *x7,
+                 const mcud_view *y, const mcud_sum_s8_params *p);
+void mcud_mul_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_mul_s8_params *p);
+
+/* Integers without quantization: wrap-around arithmetic; Div truncates toward zero, x / 0 = 0. */
+#define MCUD_BINARY_INT_DECL(T)                                                       \
+    void mcud_add_##T(const mcud_view *a, const mcud_view *b, const mcud_view *y); \
+    void mcud_sub_##T(const mcud_view *a, const mcud_view *b, const mcud_view *y); \
+    void mcud_mul_##T(const mcud_view *a, const mcud_view *b, const mcud_view *y); \
+    void mcud_div_##T(const mcud_view *a, const mcud_view *b, const mcud_view *y);
+MCUD_BINARY_INT_DECL(int8)
+MCUD_BINARY_INT_DECL(uint8)
+MCUD_BINARY_INT_DECL(int16)
+MCUD_BINARY_INT_DECL(int32)
+MCUD_BINARY_INT_DECL(int64)
+
+#endif

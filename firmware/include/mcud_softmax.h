@@ -1,0 +1,27 @@
+#ifndef MCUD_SOFTMAX_H
+#define MCUD_SOFTMAX_H
+#include "mcud.h"
+
+/* Softmax over the dimensions [axis, axis_end) of views x and y of the same shape (y may be x).
+ * The quantized kernels are integer-exact; see mcudeploy/ops/softmax.py for the arithmetic. */
+
+typedef struct {
+    int32_t axis;
+    int32_t axis_end;
+} mcud_softmax_params;
+
+typedef struct {
+    int32_t axis;
+    int32_t axis_end;
+    const int32_t *exp_table; /* 256 entries: round(exp(-s_x * d) * 2^24) */
+    int32_t inv_out_scale;    /* round(2^16 / s_y) */
+    int32_t out_zero_point;
+    int32_t out_min;
+    int32_t out_max;
+} mcud_softmax_q_params;
+
+void mcud_softmax_f32(const mcud_view *x, const mcud_view *y, const mcud_softmax_params *p);
+void mcud_softmax_s8(const mcud_view *x, const mcud_view *y, const mcud_softmax_q_params *p);
+void mcud_softmax_u8(const mcud_view *x, const mcud_view *y, const mcud_softmax_q_params *p);
+
+#endif

@@ -1,0 +1,253 @@
+/* Element-wise arithmetic with broadcasting, on views.
+ *
+ * A walker visits the output row by row (a row is the innermost dimension after merging
+ * dimensions every operand can step through with one stride), keeping each operand's offset;
+ * a broadcast dimension has stride 0. Same-shape contiguous operands make one row. */
+#include "mcud_binary.h"
+
+#define MCUD_WALK_MAX (MCUD_SUM_MAX_INPUTS + 1)
+
+typedef struct {
+    int32_t count;                                  /* operands; the last is the output */
+    int32_t ndim;                                   /* merged dimensions, >= 1 */
+    int32_t shape[MCUD_MAX_DIMS];
+    int32_t stride[MCUD_WALK_MAX][MCUD_MAX_DIMS];
+    int32_t index[MCUD_MAX_DIMS];
+    int32_t off[MCUD_WALK_MAX];
+} mcud_walk;
+
+/* views[count - 1] is the output; every other view broadcasts to it. */
+static void walk_init(mcud_walk *w, const mcud_view *const *views, int32_t count)
+{
+    const mcud_view *y = views[count - 1];
+    int32_t nd = 0;
+    w->count = count;
+    for (int32_t d = 0; d < y->ndim; d++) {
+        if (y->shape[d] == 1) {
+            continue; /* extent 1 never moves an offset */
+        }
+        int32_t st[MCUD_WALK_MAX];
+        for (int32_t v = 0; v < count; v++) {
+            int32_t vd = d - (y->ndim - views[v]->ndim);
+            st[v] = (vd >= 0 && views[v]->shape[vd] != 1) ? views[v]->stride[vd] : 0;
+        }
+        int merge = nd > 0;
+        for (int32_t v = 0; v < count && merge; v++) {
+            merge = w->stride[v][nd - 1] == st[v] * y->shape[d];
+        }
+        if (merge) {
+            w->shape[nd - 1] *= y->shape[d];
+            for (int32_t v = 0; v < count; v++) {
+                w->stride[v][nd - 1] = st[v];
+            }
+        } else {
+            w->shape[nd] = y->shape[d];
+            for (int32_t v = 0; v < count; v++) {
+                w->stride[v][nd] = st[v];
+            }
+            nd++;
+        }
+    }
+    if (nd == 0) { /* a scalar or all extents 1: one row of one element */
+        w->shape[0] = 1;
+        for (int32_t v = 0; v < count; v++) {
+            w->stride[v][0] = 0;
+        }
+        nd = 1;
+    }
+    w->ndim = nd;
+    for (int32_t d = 0; d < nd; d++) {
+        w->index[d] = 0;
+    }
+    for (int32_t v = 0; v < count; v++) {
+        w->off[v] = 0;
+    }
+}
+
+/* Step to the next row; 0 when all rows are done. */
+static int walk_next(mcud_walk *w)
+{
+    for (int32_t d = w->ndim - 2; d >= 0; d--) {
+        if (++w->index[d] < w->shape[d]) {
+            for (int32_t v = 0; v < w->count; v++) {
+                w->off[v] += w->stride[v][d];
+            }
+            return 1;
+        }
+        w->index[d] = 0;
+        for (int32_t v = 0; v < w->count; v++) {
+            w->off[v] -= w->stride[v][d] * (w->shape[d] - 1);
+        }
+    }
+    return 0;
+}
+
+#define BINARY_F32(NAME, EXPR)                                                                     \
+    void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_binary_f32_params *p) \
+    {                                                                                              \
+        const mcud_view *views[3] = {a, b, y};                                                     \
+        mcud_walk w;                                                                               \
+        walk_init(&w, views, 3);                                                                   \
+        int32_t len = w.shape[w.ndim - 1];                                                         \
+        int32_t sa = w.stride[0][w.ndim - 1], sb = w.stride[1][w.ndim - 1];                        \
+        int32_t sy = w.stride[2][w.ndim - 1];                                                      \
+        do {                                                                                       \
+            const float *pa = (const float *)a->data + w.off[0];                                   \
+            const float *pb = (const float *)b->data + w.off[1];                                   \
+            float *py = (float *)y->data + w.off[2];                                               \
+            for (int32_t i = 0; i < len; i++) {                                                    \
+                float va = pa[i * sa], vb = pb[i * sb];                                            \
+                py[i * sy] = mcud_clampf(EXPR, p->act_min, p->act_max);                            \
+            }                                                                                      \
+        } while (walk_next(&w));                                                                   \
+    }
+
+BINARY_F32(mcud_add_f32, va + vb)
+BINARY_F32(mcud_sub_f32, va - vb)
+BINARY_F32(mcud_mul_f32, va * vb)
+BINARY_F32(mcud_div_f32, va / vb)
+
+/* The non-NULL inputs, in order, then y; returns the operand count. */
+static int32_t gather(const mcud_view *const *xs, const mcud_view *y, const mcud_view **views)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < MCUD_SUM_MAX_INPUTS; i++) {
+        if (xs[i] != NULL) {
+            views[n++] = xs[i];
+        }
+    }
+    views[n++] = y;
+    return n;
+}
+
+void mcud_sum_f32(const mcud_view *x0, const mcud_view *x1, const mcud_view *x2, const mcud_view *x3,
+                  const mcud_view *x4, const mcud_view *x5, const mcud_view *x6, const mcud_view *x7,
+                  const mcud_view *y, const mcud_binary_f32_params *p)
+{
+    const mcud_view *xs[MCUD_SUM_MAX_INPUTS] = {x0, x1, x2, x3, x4, x5, x6, x7};
+    const mcud_view *views[MCUD_WALK_MAX];
+    int32_t count = gather(xs, y, views);
+    int32_t n = count - 1;
+    mcud_walk w;
+    walk_init(&w, views, count);
+    int32_t len = w.shape[w.ndim - 1];
+    do {
+        float *py = (float *)y->data + w.off[n];
+        for (int32_t i = 0; i < len; i++) {
+            float acc = ((const float *)views[0]->data)[w.off[0] + i * w.stride[0][w.ndim - 1]];
+            for (int32_t v = 1; v < n; v++) {
+                acc += ((const float *)views[v]->data)[w.off[v] + i * w.stride[v][w.ndim - 1]];
+            }
+            py[i * w.stride[n][w.ndim - 1]] = mcud_clampf(acc, p->act_min, p->act_max);
+        }
+    } while (walk_next(&w));
+}
+
+/* acc / 2^shift rounded half to even (as QuantizeLinear rounds), + y_zero, clamped. */
+static int8_t sum_s8_out(int64_t acc, const mcud_sum_s8_params *p)
+{
+    int64_t odd = (acc >> p->shift) & 1;
+    int32_t v = (int32_t)((acc + ((int64_t)1 << (p->shift - 1)) - 1 + odd) >> p->shift) + p->y_zero;
+    return (int8_t)mcud_clamp(v, p->act_min, p->act_max);
+}
+
+void mcud_sum_s8(const mcud_view *x0, const mcud_view *x1, const mcud_view *x2, const mcud_view *x3,
+                 const mcud_view *x4, const mcud_view *x5, const mcud_view *x6, const mcud_view *x7,
+                 const mcud_view *y, const mcud_sum_s8_params *p)
+{
+    const mcud_view *xs[MCUD_SUM_MAX_INPUTS] = {x0, x1, x2, x3, x4, x5, x6, x7};
+    const mcud_view *views[MCUD_WALK_MAX];
+    int32_t zero[MCUD_SUM_MAX_INPUTS], mult[MCUD_SUM_MAX_INPUTS];
+    int32_t n = 0;
+    for (int32_t i = 0; i < MCUD_SUM_MAX_INPUTS; i++) {
+        if (xs[i] != NULL) { /* parameters follow the inputs' slots */
+            views[n] = xs[i];
+            zero[n] = p->zero[i];
+            mult[n] = p->mult[i];
+            n++;
+        }
+    }
+    views[n] = y;
+    mcud_walk w;
+    walk_init(&w, views, n + 1);
+    int32_t last = w.ndim - 1, len = w.shape[last];
+    do {
+        int8_t *py = (int8_t *)y->data + w.off[n];
+        int32_t sy = w.stride[n][last];
+        if (n == 2) {
+            const int8_t *pa = (const int8_t *)views[0]->data + w.off[0];
+            const int8_t *pb = (const int8_t *)views[1]->data + w.off[1];
+            int32_t sa = w.stride[0][last], sb = w.stride[1][last];
+            for (int32_t i = 0; i < len; i++) {
+                int64_t acc = (int64_t)((int32_t)pa[i * sa] - zero[0]) * mult[0]
+                            + (int64_t)((int32_t)pb[i * sb] - zero[1]) * mult[1];
+                py[i * sy] = sum_s8_out(acc, p);
+            }
+        } else {
+            for (int32_t i = 0; i < len; i++) {
+                int64_t acc = 0;
+                for (int32_t v = 0; v < n; v++) {
+                    int32_t x = ((const int8_t *)views[v]->data)[w.off[v] + i * w.stride[v][last]];
+                    acc += (int64_t)(x - zero[v]) * mult[v];
+                }
+                py[i * sy] = sum_s8_out(acc, p);
+            }
+        }
+    } while (walk_next(&w));
+}
+
+void mcud_mul_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_mul_s8_params *p)
+{
+    const mcud_view *views[3] = {a, b, y};
+    mcud_walk w;
+    walk_init(&w, views, 3);
+    int32_t last = w.ndim - 1, len = w.shape[last];
+    int32_t sa = w.stride[0][last], sb = w.stride[1][last], sy = w.stride[2][last];
+    do {
+        const int8_t *pa = (const int8_t *)a->data + w.off[0];
+        const int8_t *pb = (const int8_t *)b->data + w.off[1];
+        int8_t *py = (int8_t *)y->data + w.off[2];
+        for (int32_t i = 0; i < len; i++) {
+            int32_t acc = ((int32_t)pa[i * sa] - p->a_zero) * ((int32_t)pb[i * sb] - p->b_zero);
+            int32_t v = mcud_requant(acc, p->mult, p->shift) + p->y_zero;
+            py[i * sy] = (int8_t)mcud_clamp(v, p->act_min, p->act_max);
+        }
+    } while (walk_next(&w));
+}
+
+/* Plain integers. The arithmetic runs in an unsigned type as wide as the result (no signed
+ * overflow, which C leaves undefined) and wraps like numpy when converted back. */
+#define BINARY_INT(NAME, T, U, EXPR)                                                          \
+    void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y)                   \
+    {                                                                                       \
+        const mcud_view *views[3] = {a, b, y};                                              \
+        mcud_walk w;                                                                        \
+        walk_init(&w, views, 3);                                                            \
+        int32_t last = w.ndim - 1, len = w.shape[last];                                     \
+        int32_t sa = w.stride[0][last], sb = w.stride[1][last], sy = w.stride[2][last];     \
+        do {                                                                                \
+            const T *pa = (const T *)a->data + w.off[0];                                    \
+            const T *pb = (const T *)b->data + w.off[1];                                    \
+            T *py = (T *)y->data + w.off[2];                                                \
+            for (int32_t i = 0; i < len; i++) {                                             \
+                T va = pa[i * sa], vb = pb[i * sb];                                         \
+                py[i * sy] = (T)(EXPR);                                                     \
+            }                                                                               \
+        } while (walk_next(&w));                                                            \
+    }
+
+/* Truncating division without traps: x / 0 = 0, and (signed) MIN / -1 wraps to MIN. */
+#define DIV_EXPR(T, U, SIGNED) \
+    (vb == 0 ? (T)0 : ((SIGNED) && vb == (T)-1) ? (T)(U)(0u - (U)va) : (T)(va / vb))
+
+#define BINARY_INT_ALL(SUFFIX, T, U, SIGNED)                                \
+    BINARY_INT(mcud_add_##SUFFIX, T, U, (U)va + (U)vb)                     \
+    BINARY_INT(mcud_sub_##SUFFIX, T, U, (U)va - (U)vb)                     \
+    BINARY_INT(mcud_mul_##SUFFIX, T, U, (U)va * (U)vb)                     \
+    BINARY_INT(mcud_div_##SUFFIX, T, U, DIV_EXPR(T, U, SIGNED))
+
+BINARY_INT_ALL(int8, int8_t, uint32_t, 1)
+BINARY_INT_ALL(uint8, uint8_t, uint32_t, 0)
+BINARY_INT_ALL(int16, int16_t, uint32_t, 1)
+BINARY_INT_ALL(int32, int32_t, uint32_t, 1)
+BINARY_INT_ALL(int64, int64_t, uint64_t, 1)

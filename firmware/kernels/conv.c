@@ -1,0 +1,126 @@
+/* Conv, float32 and int8, on strided views; grouped and depthwise convolutions share the loop.
+ * The tap range of each output row/column is clipped to the input once, so the inner loops
+ * carry no bounds checks; padded taps are skipped, which in int8 equals reading the input
+ * zero point (it contributes 0 after the zero point is subtracted). */
+#include "mcud_conv.h"
+
+typedef struct {
+    int32_t n, c, h, w;     /* extents */
+    int32_t sn, sc, sh, sw; /* strides in elements */
+} mcud_conv_dims;
+
+static mcud_conv_dims mcud_conv_dims_of(const mcud_view *v)
+{
+    mcud_conv_dims d;
+    d.n = v->shape[0];
+    d.sn = v->stride[0];
+    d.c = v->shape[1];
+    d.sc = v->stride[1];
+    if (v->ndim >= 4) {
+        d.h = v->shape[2];
+        d.sh = v->stride[2];
+        d.w = v->shape[3];
+        d.sw = v->stride[3];
+    } else {
+        d.h = 1;
+        d.sh = 0;
+        d.w = v->shape[2];
+        d.sw = v->stride[2];
+    }
+    return d;
+}
+
+/* Taps k in [*lo, *hi) whose input index start + k * dilation lies in [0, size). */
+static void mcud_conv_taps(int32_t start, int32_t dilation, int32_t kernel, int32_t size, int32_t *lo, int32_t *hi)
+{
+    int32_t k0 = 0;
+    int32_t k1 = kernel;
+    if (start < 0) {
+        k0 = (-start + dilation - 1) / dilation;
+    }
+    if (start + (kernel - 1) * dilation >= size) {
+        k1 = start >= size ? 0 : (size - 1 - start) / dilation + 1;
+    }
+    *lo = k0;
+    *hi = k1 > k0 ? k1 : k0;
+}
+
+void mcud_conv_f32(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
+                   const mcud_conv_f32_params *p)
+{
+    mcud_conv_dims X = mcud_conv_dims_of(x), W = mcud_conv_dims_of(w), Y = mcud_conv_dims_of(y);
+    const float *xd = (const float *)x->data;
+    const float *wd = (const float *)w->data;
+    const float *bd = b != NULL ? (const float *)b->data : NULL;
+    float *yd = (float *)y->data;
+    int32_t ocpg = Y.c / p->group;
+    for (int32_t n = 0; n < Y.n; n++) {
+        for (int32_t oc = 0; oc < Y.c; oc++) {
+            const float *xg = xd + n * X.sn + (oc / ocpg) * W.c * X.sc;
+            const float *wo = wd + oc * W.sn;
+            float bias = bd != NULL ? bd[oc * b->stride[0]] : 0.0f;
+            for (int32_t oh = 0; oh < Y.h; oh++) {
+                int32_t kh0, kh1;
+                int32_t ih0 = oh * p->stride[0] - p->pad[0];
+                mcud_conv_taps(ih0, p->dilation[0], W.h, X.h, &kh0, &kh1);
+                for (int32_t ow = 0; ow < Y.w; ow++) {
+                    int32_t kw0, kw1;
+                    int32_t iw0 = ow * p->stride[1] - p->pad[1];
+                    mcud_conv_taps(iw0, p->dilation[1], W.w, X.w, &kw0, &kw1);
+                    float acc = bias;
+                    for (int32_t ic = 0; ic < W.c; ic++) {
+                        for (int32_t kh = kh0; kh < kh1; kh++) {
+                            const float *xr = xg + ic * X.sc + (ih0 + kh * p->dilation[0]) * X.sh;
+                            const float *wr = wo + ic * W.sc + kh * W.sh;
+                            for (int32_t kw = kw0; kw < kw1; kw++) {
+                                acc += xr[(iw0 + kw * p->dilation[1]) * X.sw] * wr[kw * W.sw];
+                            }
+                        }
+                    }
+                    yd[n * Y.sn + oc * Y.sc + oh * Y.sh + ow * Y.sw] = mcud_clampf(acc, p->act_min, p->act_max);
+                }
+            }
+        }
+    }
+}
+
+void mcud_conv_s8(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
+                  const mcud_conv_s8_params *p)
+{
+    mcud_conv_dims X = mcud_conv_dims_of(x), W = mcud_conv_dims_of(w), Y = mcud_conv_dims_of(y);
+    const int8_t *xd = (const int8_t *)x->data;
+    const int8_t *wd = (const int8_t *)w->data;
+    const int32_t *bd = b != NULL ? (const int32_t *)b->data : NULL;
+    int8_t *yd = (int8_t *)y->data;
+    int32_t ocpg = Y.c / p->group;
+    int32_t zx = p->in_zero_point;
+    for (int32_t n = 0; n < Y.n; n++) {
+        for (int32_t oc = 0; oc < Y.c; oc++) {
+            const int8_t *xg = xd + n * X.sn + (oc / ocpg) * W.c * X.sc;
+            const int8_t *wo = wd + oc * W.sn;
+            int32_t bias = bd != NULL ? bd[oc * b->stride[0]] : 0;
+            for (int32_t oh = 0; oh < Y.h; oh++) {
+                int32_t kh0, kh1;
+                int32_t ih0 = oh * p->stride[0] - p->pad[0];
+                mcud_conv_taps(ih0, p->dilation[0], W.h, X.h, &kh0, &kh1);
+                for (int32_t ow = 0; ow < Y.w; ow++) {
+                    int32_t kw0, kw1;
+                    int32_t iw0 = ow * p->stride[1] - p->pad[1];
+                    mcud_conv_taps(iw0, p->dilation[1], W.w, X.w, &kw0, &kw1);
+                    int32_t acc = bias;
+                    for (int32_t ic = 0; ic < W.c; ic++) {
+                        for (int32_t kh = kh0; kh < kh1; kh++) {
+                            const int8_t *xr = xg + ic * X.sc + (ih0 + kh * p->dilation[0]) * X.sh;
+                            const int8_t *wr = wo + ic * W.sc + kh * W.sh;
+                            for (int32_t kw = kw0; kw < kw1; kw++) {
+                                acc += ((int32_t)xr[(iw0 + kw * p->dilation[1]) * X.sw] - zx) * (int32_t)wr[kw * W.sw];
+                            }
+                        }
+                    }
+                    int32_t q = mcud_requant(acc, p->mult[oc], p->shift[oc]) + p->out_zero_point;
+                    yd[n * Y.sn + oc * Y.sc + oh * Y.sh + ow * Y.sw] = (int8_t)mcud_clamp(q, p->act_min, p->act_max);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,139 @@
+/* Max and average pooling over strided views. The window of output (oh, ow) reads input rows
+ * oh * stride - pad_begin + kh * dilation; positions outside the input are skipped (max) or
+ * counted in the divisor only when count_include_pad (average). The int8 average follows the
+ * QDQ definition in float32 in the same order as ops/pool.py (dequantize, sum the taps row-major,
+ * divide by the count, divide by the output scale, round half to even). */
+#include <math.h>
+
+#include "mcud_pool.h"
+
+#define MCUD_POOL_FLT_LOWEST (-3.402823466e+38f)
+
+typedef struct {
+    int32_t n, c, h, w;
+    int32_t sn, sc, sh, sw;
+} pool_dims;
+
+static pool_dims dims_of(const mcud_view *v)
+{
+    pool_dims d;
+    int32_t r = v->ndim;
+    d.n = v->shape[0];
+    d.c = v->shape[1];
+    d.sn = v->stride[0];
+    d.sc = v->stride[1];
+    if (r == 3) {
+        d.h = 1;
+        d.sh = 0;
+    } else {
+        d.h = v->shape[2];
+        d.sh = v->stride[2];
+    }
+    d.w = v->shape[r - 1];
+    d.sw = v->stride[r - 1];
+    return d;
+}
+
+/* Kernel taps [*lo, *hi) whose input index start + k * dil lies in [0, size). */
+static void taps(int32_t start, int32_t dil, int32_t kernel, int32_t size, int32_t *lo, int32_t *hi)
+{
+    int32_t l = start < 0 ? (-start + dil - 1) / dil : 0;
+    int32_t h = size - start <= 0 ? 0 : (size - start + dil - 1) / dil;
+    if (h > kernel) {
+        h = kernel;
+    }
+    *lo = l;
+    *hi = h < l ? l : h;
+}
+
+/* Taps counted by the divisor: all those below size + pad_end (or only the inside ones). */
+static int32_t counted(int32_t start, int32_t dil, int32_t kernel, int32_t size, int32_t pad_end, int32_t include,
+                       int32_t lo, int32_t hi)
+{
+    if (!include) {
+        return hi - lo;
+    }
+    int32_t lim = size + pad_end - start;
+    int32_t n = lim <= 0 ? 0 : (lim + dil - 1) / dil;
+    return n > kernel ? kernel : n;
+}
+
+#define POOL_LOOP_BEGIN(P)                                                                    \
+    pool_dims xd = dims_of(x), yd = dims_of(y);                                               \
+    for (int32_t n = 0; n < yd.n; n++) {                                                      \
+        for (int32_t c = 0; c < yd.c; c++) {                                                  \
+            int32_t xbase = n * xd.sn + c * xd.sc;                                            \
+            for (int32_t oh = 0; oh < yd.h; oh++) {                                           \
+                int32_t h0 = oh * (P)->stride[0] - (P)->pad_begin[0], khl, khh;               \
+                taps(h0, (P)->dilation[0], (P)->kernel[0], xd.h, &khl, &khh);                 \
+                for (int32_t ow = 0; ow < yd.w; ow++) {                                       \
+                    int32_t w0 = ow * (P)->stride[1] - (P)->pad_begin[1], kwl, kwh;           \
+                    taps(w0, (P)->dilation[1], (P)->kernel[1], xd.w, &kwl, &kwh);             \
+                    int32_t yoff = n * yd.sn + c * yd.sc + oh * yd.sh + ow * yd.sw;
+
+#define POOL_LOOP_END \
+                }     \
+            }         \
+        }             \
+    }
+
+#define POOL_TAPS(P, BODY)                                                                    \
+    for (int32_t kh = khl; kh < khh; kh++) {                                                  \
+        int32_t row = xbase + (h0 + kh * (P)->dilation[0]) * xd.sh;                           \
+        for (int32_t kw = kwl; kw < kwh; kw++) {                                              \
+            int32_t at = row + (w0 + kw * (P)->dilation[1]) * xd.sw;                          \
+            BODY                                                                              \
+        }                                                                                     \
+    }
+
+void mcud_maxpool_f32(const mcud_view *x, const mcud_view *y, const mcud_maxpool_params *p)
+{
+    const float *xp = (const float *)x->data;
+    float *yp = (float *)y->data;
+    POOL_LOOP_BEGIN(p)
+    float m = MCUD_POOL_FLT_LOWEST;
+    POOL_TAPS(p, { if (xp[at] > m) { m = xp[at]; } })
+    yp[yoff] = mcud_clampf(m, p->clip_min, p->clip_max);
+    POOL_LOOP_END
+}
+
+void mcud_maxpool_s8(const mcud_view *x, const mcud_view *y, const mcud_maxpool_params *p)
+{
+    const int8_t *xp = (const int8_t *)x->data;
+    int8_t *yp = (int8_t *)y->data;
+    POOL_LOOP_BEGIN(p)
+    int32_t m = -128;
+    POOL_TAPS(p, { if (xp[at] > m) { m = xp[at]; } })
+    if (p->requant) {
+        m = mcud_requant(m - p->in_zero_point, p->mult, p->shift) + p->out_zero_point;
+    }
+    yp[yoff] = (int8_t)mcud_clamp(m, p->act_min, p->act_max);
+    POOL_LOOP_END
+}
+
+void mcud_avgpool_f32(const mcud_view *x, const mcud_view *y, const mcud_avgpool_params *p)
+{
+    const float *xp = (const float *)x->data;
+    float *yp = (float *)y->data;
+    POOL_LOOP_BEGIN(p)
+    float s = 0.0f;
+    POOL_TAPS(p, { s += xp[at]; })
+    int32_t cnt = counted(h0, p->dilation[0], p->kernel[0], xd.h, p->pad_end[0], p->count_include_pad, khl, khh) *
+                  counted(w0, p->dilation[1], p->kernel[1], xd.w, p->pad_end[1], p->count_include_pad, kwl, kwh);
+    yp[yoff] = mcud_clampf(s / (float)(cnt < 1 ? 1 : cnt), p->clip_min, p->clip_max);
+    POOL_LOOP_END
+}
+
+void mcud_avgpool_s8(const mcud_view *x, const mcud_view *y, const mcud_avgpool_params *p)
+{
+    const int8_t *xp = (const int8_t *)x->data;
+    int8_t *yp = (int8_t *)y->data;
+    POOL_LOOP_BEGIN(p)
+    float s = 0.0f;
+    POOL_TAPS(p, { s += (float)((int32_t)xp[at] - p->in_zero_point) * p->in_scale; })
+    int32_t cnt = counted(h0, p->dilation[0], p->kernel[0], xd.h, p->pad_end[0], p->count_include_pad, khl, khh) *
+                  counted(w0, p->dilation[1], p->kernel[1], xd.w, p->pad_end[1], p->count_include_pad, kwl, kwh);
+    int32_t v = (int32_t)lrintf((s / (float)(cnt < 1 ? 1 : cnt)) / p->out_scale) + p->out_zero_point;
+    yp[yoff] = (int8_t)mcud_clamp(v, p->act_min, p->act_max);
+    POOL_LOOP_END
+}

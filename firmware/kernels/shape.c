@@ -1,0 +1,112 @@
+/* Transpose and Split as strided copies. The element is moved with a fixed-size memcpy, which
+ * compilers turn into one load and one store and which is free of strict-aliasing trouble
+ * (float data is copied as bytes). */
+#include <string.h>
+
+#include "mcud_shape.h"
+
+/* Six nested loops over the block, the innermost contiguous in neither buffer necessarily. */
+#define COPY_ND(NAME, SIZE)                                                                        \
+    static void NAME(char *dst, const int32_t *ds, const char *src, const int32_t *ss, const int32_t *n) \
+    {                                                                                              \
+        for (int32_t i0 = 0; i0 < n[0]; i0++) {                                                   \
+            for (int32_t i1 = 0; i1 < n[1]; i1++) {                                               \
+                for (int32_t i2 = 0; i2 < n[2]; i2++) {                                           \
+                    for (int32_t i3 = 0; i3 < n[3]; i3++) {                                       \
+                        for (int32_t i4 = 0; i4 < n[4]; i4++) {                                   \
+                            const char *s = src + (i0 * ss[0] + i1 * ss[1] + i2 * ss[2] + i3 * ss[3] + \
+                                                   i4 * ss[4]) * (SIZE);                          \
+                            char *d = dst + (i0 * ds[0] + i1 * ds[1] + i2 * ds[2] + i3 * ds[3] +  \
+                                             i4 * ds[4]) * (SIZE);                                \
+                            for (int32_t i5 = 0; i5 < n[5]; i5++) {                               \
+                                memcpy(d, s, (SIZE));                                              \
+                                s += ss[5] * (SIZE);                                              \
+                                d += ds[5] * (SIZE);                                              \
+                            }                                                                      \
+                        }                                                                          \
+                    }                                                                              \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+COPY_ND(copy_nd_1, 1)
+COPY_ND(copy_nd_2, 2)
+COPY_ND(copy_nd_4, 4)
+COPY_ND(copy_nd_8, 8)
+
+void mcud_copy_strided(void *dst, const int32_t *dst_stride, const void *src, const int32_t *src_stride,
+                       const int32_t *shape, int32_t ndim, int32_t elem_size)
+{
+    /* pad to MCUD_MAX_DIMS leading dimensions of extent 1 */
+    int32_t n[MCUD_MAX_DIMS], ds[MCUD_MAX_DIMS], ss[MCUD_MAX_DIMS];
+    int32_t lead = MCUD_MAX_DIMS - ndim;
+    for (int32_t d = 0; d < MCUD_MAX_DIMS; d++) {
+        n[d] = d < lead ? 1 : shape[d - lead];
+        ds[d] = d < lead ? 0 : dst_stride[d - lead];
+        ss[d] = d < lead ? 0 : src_stride[d - lead];
+        if (n[d] == 0) {
+            return;
+        }
+    }
+    /* a block contiguous in both buffers is one memcpy */
+    int32_t expect = 1, contiguous = 1;
+    for (int32_t d = MCUD_MAX_DIMS - 1; d >= 0; d--) {
+        if (n[d] != 1 && (ds[d] != expect || ss[d] != expect)) {
+            contiguous = 0;
+            break;
+        }
+        expect *= n[d];
+    }
+    if (contiguous) {
+        memmove(dst, src, (size_t)expect * (size_t)elem_size);
+        return;
+    }
+    switch (elem_size) {
+    case 1: copy_nd_1((char *)dst, ds, (const char *)src, ss, n); break;
+    case 2: copy_nd_2((char *)dst, ds, (const char *)src, ss, n); break;
+    case 4: copy_nd_4((char *)dst, ds, (const char *)src, ss, n); break;
+    default: copy_nd_8((char *)dst, ds, (const char *)src, ss, n); break;
+    }
+}
+
+static void transpose(const mcud_view *x, const mcud_view *y, const mcud_transpose_params *p, int32_t size)
+{
+    int32_t src_stride[MCUD_MAX_DIMS];
+    for (int32_t d = 0; d < y->ndim; d++) {
+        src_stride[d] = x->stride[p->perm[d]];
+    }
+    mcud_copy_strided(y->data, y->stride, x->data, src_stride, y->shape, y->ndim, size);
+}
+
+static void split(const mcud_view *x, const mcud_view *const *ys, const mcud_split_params *p, int32_t size)
+{
+    int32_t start = 0;
+    for (int32_t k = 0; k < p->count; k++) {
+        const mcud_view *y = ys[k];
+        const char *src = (const char *)x->data + (size_t)start * (size_t)x->stride[p->axis] * (size_t)size;
+        mcud_copy_strided(y->data, y->stride, src, x->stride, y->shape, y->ndim, size);
+        start += y->shape[p->axis];
+    }
+}
+
+#define SHAPE_KERNELS(SUFFIX, SIZE)                                                                \
+    void mcud_transpose_##SUFFIX(const mcud_view *x, const mcud_view *y, const mcud_transpose_params *p) \
+    {                                                                                              \
+        transpose(x, y, p, (SIZE));                                                                \
+    }                                                                                              \
+    void mcud_split_##SUFFIX(const mcud_view *x, const mcud_view *y0, const mcud_view *y1,         \
+                             const mcud_view *y2, const mcud_view *y3, const mcud_view *y4,         \
+                             const mcud_view *y5, const mcud_view *y6, const mcud_view *y7,         \
+                             const mcud_split_params *p)                                           \
+    {                                                                                              \
+        const mcud_view *ys[MCUD_SPLIT_MAX_OUTPUTS] = {y0, y1, y2, y3, y4, y5, y6, y7};            \
+        split(x, ys, p, (SIZE));                                                                   \
+    }
+
+SHAPE_KERNELS(s8, 1)
+SHAPE_KERNELS(u8, 1)
+SHAPE_KERNELS(s16, 2)
+SHAPE_KERNELS(s32, 4)
+SHAPE_KERNELS(s64, 8)
+SHAPE_KERNELS(f32, 4)

@@ -1,0 +1,214 @@
+"""Unary activations: Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish.
+
+float32 runs one small math.h kernel per operator. int8 and uint8 run one shared lookup-table
+kernel: the table maps each of the 256 input codes to its output code, computed here at compile
+time (dequantize, the function in float64, quantize with round-half-even, zero point and
+saturation), so the C kernel is exact by construction and costs one load per element.
+"""
+from __future__ import annotations
+
+import math
+from typing import ClassVar, Optional
+
+import numpy as np
+
+from mcudeploy.ir import Graph, Node
+from mcudeploy.ops import quant
+from mcudeploy.ops.base import Array, Call, OnnxNode, Op, Struct, elementwise_expr, require
+from mcudeploy.ops.registry import register
+
+LUT_DTYPES = ("int8", "uint8")
+
+
+def lut_table(fn, in_scale: float, in_zp: int, out_scale: float, out_zp: int, dtype: str) -> np.ndarray:
+    """Output code for each input code, in the order of the codes (lowest first)."""
+    lo, hi = quant.QRANGE[dtype]
+    codes = np.arange(lo, hi + 1, dtype=np.int64)
+    real = fn((codes - in_zp).astype(np.float64) * in_scale)
+    q = np.rint(real / out_scale) + out_zp
+    return np.clip(q, lo, hi).astype(np.int64)
+
+
+class _Unary(Op):
+    """An element-wise function of one input; subclasses give the float64 math and the C names."""
+
+    c_name: ClassVar[str] = ""
+    integer_ok: ClassVar[bool] = False  # defined by ONNX on plain (unquantized) integers too
+
+    def fn(self, node: Node, x: np.ndarray) -> np.ndarray:
+        """The activation on real numbers (float32 in, float32 out; float64 in, float64 out)."""
+        raise NotImplementedError
+
+    def float_params(self, node: Node) -> Optional[Struct]:
+        return None
+
+    # ---------------------------------------------------------------- declaration
+    def infer(self, graph, node):
+        x = graph[node.inputs[0]]
+        require(x.dtype in ("float32",) + LUT_DTYPES, f"{self.name} of {x.dtype} is not supported")
+        return [(x.shape, x.dtype)]
+
+    def expr(self, graph, node):
+        return elementwise_expr(graph, node)
+
+    def inplace(self, graph, node):
+        return 0
+
+    def accepts_int8(self, graph: Graph, node: Node) -> bool:
+        x, y = graph[node.inputs[0]], graph[node.outputs[0]]
+        if x.dtype not in LUT_DTYPES or y.dtype != x.dtype or x.quant is None or y.quant is None:
+            return False
+        return len(x.quant.scale) == 1 and len(y.quant.scale) == 1 and y.quant.scale[0] > 0
+
+    # ---------------------------------------------------------------- int8 table
+    def table(self, graph: Graph, node: Node) -> np.ndarray:
+        x, y = graph[node.inputs[0]], graph[node.outputs[0]]
+        if self.integer_ok and x.quant is None and y.quant is None and x.dtype == y.dtype:
+            return lut_table(lambda v: self.fn(node, v), 1.0, 0, 1.0, 0, x.dtype)  # plain integers
+        require(self.accepts_int8(graph, node), f"{self.name} of {x.dtype} needs per-tensor quantized input and "
+                                                f"output of the same type")
+        sx, zx = x.quant.single()
+        sy, zy = y.quant.single()
+        return lut_table(lambda v: self.fn(node, v), sx, zx, sy, zy, x.dtype)
+
+    # ---------------------------------------------------------------- reference, kernel
+    def reference(self, graph, node, inputs):
+        x = inputs[0]
+        if x.dtype == np.float32:
+            with np.errstate(over="ignore"):
+                return [np.asarray(self.fn(node, x), dtype=np.float32)]
+        lo = quant.QRANGE[graph[node.inputs[0]].dtype][0]
+        table = self.table(graph, node)
+        return [table[x.astype(np.int64) - lo].astype(x.dtype)]
+
+    def kernel(self, graph, node):
+        views = (node.inputs[0], node.outputs[0])
+        dtype = graph[node.inputs[0]].dtype
+        if dtype == "float32":
+            return Call(f"mcud_{self.c_name}_f32", views, self.float_params(node))
+        suffix = "s8" if dtype == "int8" else "u8"
+        table = Array(f"{dtype}_t", tuple(int(v) for v in self.table(graph, node)))
+        return Call(f"mcud_lut_{suffix}", views, Struct.of(f"mcud_lut_{suffix}_params", table=table))
+
+
+def _f(x: np.ndarray, value: float):
+    """A scalar in the precision of x (float32 math stays float32, as in the C kernel)."""
+    return x.dtype.type(value)
+
+
+@register
+class Relu(_Unary):
+    name = "Relu"
+    onnx_types = ("Relu",)
+    integer_ok = True
+    c_name = "relu"
+
+    def fn(self, node, x):
+        return np.maximum(x, _f(x, 0.0))
+
+
+@register
+class Clip(_Unary):
+    """min and max (absent: unbounded) are attributes; opset 11+ constant inputs become them."""
+
+    name = "Clip"
+    onnx_types = ("Clip",)
+    integer_ok = True
+    c_name = "clip"
+
+    def from_onnx(self, onnx: OnnxNode):
+        attrs = {}
+        if onnx.opset < 11:
+            for key in ("min", "max"):
+                if key in onnx.attrs:
+                    attrs[key] = float(onnx.attrs[key])
+            return onnx.inputs[:1], attrs
+        for key, index in (("min", 1), ("max", 2)):
+            if len(onnx.inputs) > index and onnx.inputs[index]:
+                value = onnx.const(onnx.inputs[index])
+                require(value is not None, f"Clip needs a constant {key}")
+                require(np.size(value) == 1, f"Clip {key} must be a scalar")
+                attrs[key] = float(np.ravel(value)[0])
+        return onnx.inputs[:1], attrs
+
+    def bounds(self, node: Node) -> tuple[float, float]:
+        lo, hi = node.attr("min"), node.attr("max")
+        return (-math.inf if lo is None else float(lo)), (math.inf if hi is None else float(hi))
+
+    def fn(self, node, x):
+        lo, hi = self.bounds(node)
+        # ONNX (and onnxruntime) apply max then min, so min > max yields max everywhere.
+        return np.minimum(np.maximum(x, _f(x, lo)), _f(x, hi))
+
+    def float_params(self, node):
+        lo, hi = self.bounds(node)  # an infinite bound is written as -/+FLT_MAX
+        return Struct.of("mcud_act_params", alpha=lo, beta=hi)
+
+
+@register
+class LeakyRelu(_Unary):
+    name = "LeakyRelu"
+    onnx_types = ("LeakyRelu",)
+    c_name = "leaky_relu"
+
+    def from_onnx(self, onnx):
+        return onnx.inputs[:1], {"alpha": float(onnx.attrs.get("alpha", 0.01))}
+
+    def fn(self, node, x):
+        alpha = _f(x, node.attr("alpha", 0.01))
+        return np.where(x >= 0, x, x * alpha)
+
+    def float_params(self, node):
+        return Struct.of("mcud_act_params", alpha=float(node.attr("alpha", 0.01)), beta=0.0)
+
+
+@register
+class Sigmoid(_Unary):
+    name = "Sigmoid"
+    onnx_types = ("Sigmoid",)
+    c_name = "sigmoid"
+
+    def fn(self, node, x):
+        one = _f(x, 1.0)
+        return one / (one + np.exp(-x))
+
+
+@register
+class Tanh(_Unary):
+    name = "Tanh"
+    onnx_types = ("Tanh",)
+    c_name = "tanh"
+
+    def fn(self, node, x):
+        return np.tanh(x)
+
+
+@register
+class HardSigmoid(_Unary):
+    name = "HardSigmoid"
+    onnx_types = ("HardSigmoid",)
+    c_name = "hard_sigmoid"
+
+    def from_onnx(self, onnx):
+        return onnx.inputs[:1], {"alpha": float(onnx.attrs.get("alpha", 0.2)),
+                                 "beta": float(onnx.attrs.get("beta", 0.5))}
+
+    def fn(self, node, x):
+        alpha, beta = _f(x, node.attr("alpha", 0.2)), _f(x, node.attr("beta", 0.5))
+        return np.minimum(np.maximum(x * alpha + beta, _f(x, 0.0)), _f(x, 1.0))
+
+    def float_params(self, node):
+        return Struct.of("mcud_act_params", alpha=float(node.attr("alpha", 0.2)), beta=float(node.attr("beta", 0.5)))
+
+
+@register
+class HardSwish(_Unary):
+    """x * HardSigmoid(x) with alpha = 1/6, beta = 0.5 (opset 14)."""
+
+    name = "HardSwish"
+    onnx_types = ("HardSwish",)
+    c_name = "hard_swish"
+
+    def fn(self, node, x):
+        gate = np.minimum(np.maximum(x * _f(x, 1.0 / 6.0) + _f(x, 0.5), _f(x, 0.0)), _f(x, 1.0))
+        return x * gate

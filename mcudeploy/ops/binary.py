@@ -1,0 +1,284 @@
+"""Element-wise arithmetic with numpy broadcasting: Add, Sub, Mul, Div and variadic Sum.
+
+float32 computes in float32 like onnxruntime. int8 (per-tensor quantization everywhere):
+
+- Add, Sub and Sum are one weighted sum. Each input's scale ratio s_i / s_y becomes an integer
+  m_i = round(s_i / s_y * 2^k) with one shift k for all inputs (the largest m_i lies in
+  [2^29, 2^30]); then acc = sum_i (x_i - z_i) * m_i in 64 bits and y = acc / 2^k rounded half to
+  even, + z_y. Sub negates m_b. The only rounding is the last one, and it is QuantizeLinear's,
+  so with "round" scales (ties are common: 0.05 + 0.05 -> 0.1) the result still agrees with
+  onnxruntime's float path; otherwise it is within one step.
+- Mul: acc = (a - z_a) * (b - z_b), requantized by s_a * s_b / s_y like every int8 product.
+- Div stays in float.
+
+Integer tensors without quantization (int8, uint8, int16, int32, int64) are plain integers:
+two's complement wrap-around as in numpy, and Div truncates toward zero as in C (division
+by zero gives 0 rather than a trap).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mcudeploy.errors import UnsupportedError
+from mcudeploy.ir import Graph, Node
+from mcudeploy.ops import quant
+from mcudeploy.ops.base import Call, OnnxNode, Op, Struct, elementwise_expr, require
+from mcudeploy.ops.registry import register
+from mcudeploy.ops.util import broadcast_shape
+
+MAX_RANK = 6
+SUM_INPUTS = 8  # input slots of mcud_sum_f32 / mcud_sum_s8 (MCUD_SUM_MAX_INPUTS)
+PLAIN_INTS = ("int8", "uint8", "int16", "int32", "int64")
+
+
+def _plain(graph: Graph, node: Node) -> bool:
+    """Integer arithmetic on integers that carry no quantization."""
+    names = (*node.inputs, *node.outputs)
+    if graph[node.inputs[0]].dtype == "float32" or all(graph[n].quant is None for n in names):
+        return graph[node.inputs[0]].dtype != "float32"
+    require(all(graph[n].quant is not None for n in names),
+            f"{node.op} mixes quantized and plain integer tensors")
+    return False
+
+
+def _per_tensor_int8(graph: Graph, name: str) -> bool:
+    t = graph[name]
+    return t.dtype == "int8" and t.quant is not None and len(t.quant.scale) == 1
+
+
+def sum_plan(graph: Graph, node: Node, signs: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+    """(zero points, signed multipliers, shift k) of an int8 weighted sum."""
+    s_y, _ = quant.qparams(graph, node.outputs[0]).single()
+    scales, zeros = [], []
+    for name in node.inputs:
+        s, z = quant.qparams(graph, name).single()
+        scales.append(s)
+        zeros.append(z)
+    ratios = [s / s_y for s in scales]
+    top = max(ratios)
+    require(all(math.isfinite(r) and r > 0 for r in ratios), f"int8 {node.op} has a non-positive scale")
+    _, exp = math.frexp(top)  # top = f * 2^exp with f in [0.5, 1)
+    k = min(62, 30 - exp)
+    # (acc >> k) must stay in int32: at most 8 * 255 * 2^20 < 2^31
+    require(k >= 10, f"int8 {node.op} input scale is more than 2^20 times the output's")
+    mults = tuple(sign * int(round(r * 2.0 ** k)) for sign, r in zip(signs, ratios))
+    return tuple(zeros), mults, k
+
+
+def _sum_reference(graph, node, inputs, signs):
+    zeros, mults, k = sum_plan(graph, node, signs)
+    acc = np.zeros((), dtype=np.int64)
+    for x, z, m in zip(inputs, zeros, mults):
+        acc = acc + (x.astype(np.int64) - z) * m
+    _, z_y = quant.qparams(graph, node.outputs[0]).single()
+    k = np.int64(k)
+    q = ((acc + (np.int64(1) << (k - 1)) - 1 + ((acc >> k) & 1)) >> k) + z_y  # round half to even
+    lo, hi = quant.clip_range(node, graph[node.outputs[0]])
+    shape = graph[node.outputs[0]].shape
+    return [np.broadcast_to(np.clip(q, lo, hi), shape).astype(np.int8)]
+
+
+def _sum_kernel(graph, node, signs):
+    zeros, mults, k = sum_plan(graph, node, signs)
+    pad = SUM_INPUTS - len(zeros)
+    _, z_y = quant.qparams(graph, node.outputs[0]).single()
+    lo, hi = quant.clip_range(node, graph[node.outputs[0]])
+    views = tuple(node.inputs) + ("",) * pad + (node.outputs[0],)
+    return Call("mcud_sum_s8", views, Struct.of(
+        "mcud_sum_s8_params", zero=zeros + (0,) * pad, mult=mults + (0,) * pad, shift=k,
+        y_zero=z_y, act_min=lo, act_max=hi))
+
+
+class _Elementwise(Op):
+    fuses_activation = True
+    float_fn = ""  # C kernel of the float form
+    int_dtypes = PLAIN_INTS
+
+    def from_onnx(self, onnx: OnnxNode):
+        require(not onnx.attrs, f"{onnx.op_type} attribute {', '.join(sorted(onnx.attrs))} is not supported")
+        require(all(onnx.inputs), f"{onnx.op_type} with an empty input name is not supported")
+        return tuple(onnx.inputs), {}
+
+    def check_arity(self, node: Node) -> None:
+        require(len(node.inputs) == 2, f"{node.op} takes 2 inputs")
+
+    def infer(self, graph, node):
+        self.check_arity(node)
+        dtypes = {graph[i].dtype for i in node.inputs}
+        require(len(dtypes) == 1, f"{node.op} of mixed {', '.join(sorted(dtypes))} is not supported")
+        require(dtypes <= {"float32", *self.int_dtypes}, f"{node.op} of {', '.join(sorted(dtypes))} is not supported")
+        shape = broadcast_shape([graph[i].shape for i in node.inputs], node.op)
+        require(len(shape) <= MAX_RANK, f"{node.op} output of rank {len(shape)} exceeds {MAX_RANK}")
+        return [(shape, dtypes.pop())]
+
+    def expr(self, graph, node):
+        return elementwise_expr(graph, node)
+
+    def inplace(self, graph, node):
+        out = graph[node.outputs[0]]
+        for index, name in enumerate(node.inputs):
+            t = graph[name]
+            if t.shape == out.shape and t.dtype == out.dtype and not t.is_const:
+                return index
+        return None
+
+    def accepts_int8(self, graph, node) -> bool:
+        if not all(_per_tensor_int8(graph, n) for n in (*node.inputs, *node.outputs)):
+            return False
+        try:
+            self.int8_kernel(graph, node)
+        except (UnsupportedError, ValueError):
+            return False
+        return True
+
+    # float
+    def compute(self, xs: list[np.ndarray]) -> np.ndarray:
+        raise NotImplementedError
+
+    def reference(self, graph, node, inputs):
+        shape = graph[node.outputs[0]].shape
+        if inputs[0].dtype == np.float32:
+            lo, hi = quant.float_clip(node)
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                y = self.compute([x.astype(np.float32) for x in inputs])
+            y = np.clip(y.astype(np.float32), np.float32(lo), np.float32(hi))
+            return [np.broadcast_to(y, shape).copy()]
+        if _plain(graph, node):
+            require(node.attr("clip_min") is None and node.attr("clip_max") is None,
+                    f"integer {node.op} with a fused activation is not supported")
+            with np.errstate(over="ignore"):
+                y = self.compute_int(inputs).astype(inputs[0].dtype)
+            return [np.broadcast_to(y, shape).copy()]
+        return self.int8_reference(graph, node, inputs)
+
+    def kernel(self, graph, node):
+        views = tuple(node.inputs) + (node.outputs[0],)
+        if graph[node.inputs[0]].dtype == "float32":
+            lo, hi = quant.float_clip(node)
+            return Call(self.float_fn, views, Struct.of("mcud_binary_f32_params", act_min=lo, act_max=hi))
+        if _plain(graph, node):
+            return Call(f"{self.float_fn[:-4]}_{graph[node.inputs[0]].dtype}", views)
+        return self.int8_kernel(graph, node)
+
+    def compute_int(self, xs: list[np.ndarray]) -> np.ndarray:
+        return self.compute(xs)
+
+    # int8
+    def int8_reference(self, graph, node, inputs):
+        raise UnsupportedError(f"int8 {node.op} is not supported")
+
+    def int8_kernel(self, graph, node):
+        raise UnsupportedError(f"int8 {node.op} is not supported")
+
+
+@register
+class Add(_Elementwise):
+    name = "Add"
+    onnx_types = ("Add",)
+    float_fn = "mcud_add_f32"
+
+    def compute(self, xs):
+        return xs[0] + xs[1]
+
+    def int8_reference(self, graph, node, inputs):
+        return _sum_reference(graph, node, inputs, (1, 1))
+
+    def int8_kernel(self, graph, node):
+        return _sum_kernel(graph, node, (1, 1))
+
+
+@register
+class Sub(_Elementwise):
+    name = "Sub"
+    onnx_types = ("Sub",)
+    float_fn = "mcud_sub_f32"
+
+    def compute(self, xs):
+        return xs[0] - xs[1]
+
+    def int8_reference(self, graph, node, inputs):
+        return _sum_reference(graph, node, inputs, (1, -1))
+
+    def int8_kernel(self, graph, node):
+        return _sum_kernel(graph, node, (1, -1))
+
+
+@register
+class Mul(_Elementwise):
+    name = "Mul"
+    onnx_types = ("Mul",)
+    float_fn = "mcud_mul_f32"
+
+    def compute(self, xs):
+        return xs[0] * xs[1]
+
+    def _plan(self, graph, node):
+        s_a, z_a = quant.qparams(graph, node.inputs[0]).single()
+        s_b, z_b = quant.qparams(graph, node.inputs[1]).single()
+        s_y, z_y = quant.qparams(graph, node.outputs[0]).single()
+        mult, shift = quant.quantize_multiplier(s_a * s_b / s_y)
+        lo, hi = quant.clip_range(node, graph[node.outputs[0]])
+        return dict(a_zero=z_a, b_zero=z_b, mult=mult, shift=shift, y_zero=z_y, act_min=lo, act_max=hi)
+
+    def int8_reference(self, graph, node, inputs):
+        p = self._plan(graph, node)
+        acc = (inputs[0].astype(np.int64) - p["a_zero"]) * (inputs[1].astype(np.int64) - p["b_zero"])
+        q = quant.requantize(acc, p["mult"], p["shift"]) + p["y_zero"]
+        y = np.clip(q, p["act_min"], p["act_max"]).astype(np.int8)
+        return [np.broadcast_to(y, graph[node.outputs[0]].shape).copy()]
+
+    def int8_kernel(self, graph, node):
+        return Call("mcud_mul_s8", tuple(node.inputs) + (node.outputs[0],),
+                    Struct.of("mcud_mul_s8_params", **self._plan(graph, node)))
+
+
+@register
+class Div(_Elementwise):
+    name = "Div"
+    onnx_types = ("Div",)
+    float_fn = "mcud_div_f32"
+
+    def compute(self, xs):
+        return xs[0] / xs[1]
+
+    def compute_int(self, xs):
+        a, b = np.broadcast_arrays(xs[0].astype(np.int64), xs[1].astype(np.int64))
+        safe = np.where(b == 0, 1, b)
+        q = np.abs(a) // np.abs(safe) * np.sign(a) * np.sign(safe)  # truncation toward zero
+        return np.where(b == 0, 0, q)
+
+    def accepts_int8(self, graph, node) -> bool:
+        return False
+
+
+@register
+class Sum(_Elementwise):
+    name = "Sum"
+    onnx_types = ("Sum",)
+    int_dtypes = ("int8",)  # quantized only: ONNX Sum is float
+
+    def check_arity(self, node):
+        require(1 <= len(node.inputs) <= SUM_INPUTS, f"Sum of {len(node.inputs)} inputs is not supported "
+                                                     f"(at most {SUM_INPUTS})")
+
+    def compute(self, xs):
+        y = xs[0]
+        for x in xs[1:]:
+            y = y + x
+        return y
+
+    def kernel(self, graph, node):
+        if graph[node.inputs[0]].dtype == "float32":
+            lo, hi = quant.float_clip(node)
+            pad = SUM_INPUTS - len(node.inputs)
+            return Call("mcud_sum_f32", tuple(node.inputs) + ("",) * pad + (node.outputs[0],),
+                        Struct.of("mcud_binary_f32_params", act_min=lo, act_max=hi))
+        return self.int8_kernel(graph, node)
+
+    def int8_reference(self, graph, node, inputs):
+        return _sum_reference(graph, node, inputs, (1,) * len(inputs))
+
+    def int8_kernel(self, graph, node):
+        return _sum_kernel(graph, node, (1,) * len(node.inputs))

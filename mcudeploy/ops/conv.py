@@ -1,0 +1,289 @@
+"""Conv: 1-D and 2-D convolution over NCHW, float32 and int8, any group count.
+
+A 1-D convolution (N, C, W) is handled everywhere as a 2-D one with H = 1; only the tensor
+expression keeps the caller's rank. The int8 form takes a per-tensor quantized input and
+output, int8 weights quantized per output channel (or per tensor) with zero point 0, and an
+int32 bias in scale s_x * s_w[c]; each output channel is requantized with its own multiplier.
+Padded input positions hold the input zero point, so they contribute nothing to the sum.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mcudeploy.errors import UnsupportedError
+from mcudeploy.ir import Graph, Node
+from mcudeploy.ops import quant
+from mcudeploy.ops.base import Array, Axis, Call, Dim, OnnxNode, Op, Struct, TensorExpr, require
+from mcudeploy.ops.registry import register
+from mcudeploy.ops.util import ints
+
+AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Everything a Conv computes with, resolved against the input shape (always 2-D)."""
+
+    spatial: int  # 1 or 2: the rank the model uses
+    n: int
+    cin: int
+    cout: int
+    group: int
+    in_hw: tuple[int, int]
+    kernel: tuple[int, int]
+    stride: tuple[int, int]
+    dilation: tuple[int, int]
+    pad_begin: tuple[int, int]
+    pad_end: tuple[int, int]
+    out_hw: tuple[int, int]
+
+    @property
+    def cin_per_group(self) -> int:
+        return self.cin // self.group
+
+    @property
+    def cout_per_group(self) -> int:
+        return self.cout // self.group
+
+    @property
+    def depthwise(self) -> bool:
+        """Each output channel reads exactly the input channel of the same index."""
+        return self.group == self.cin == self.cout and self.group > 1
+
+
+def _pads_1d(auto_pad: str, size: int, k: int, s: int, d: int, begin: int, end: int) -> tuple[int, int, int]:
+    """(pad_begin, pad_end, output size) along one spatial axis, as ONNX defines them."""
+    span = d * (k - 1) + 1
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        out = -(-size // s)
+        total = max(0, (out - 1) * s + span - size)
+        small, large = total // 2, total - total // 2
+        begin, end = (small, large) if auto_pad == "SAME_UPPER" else (large, small)
+        return begin, end, out
+    if auto_pad == "VALID":
+        begin = end = 0
+    return begin, end, (size + begin + end - span) // s + 1
+
+
+def geometry(graph: Graph, node: Node) -> Geometry:
+    xs, ws = graph[node.inputs[0]].shape, graph[node.inputs[1]].shape
+    require(len(xs) in (3, 4), f"Conv supports 1-D and 2-D convolutions, not an input of rank {len(xs)}")
+    require(len(ws) == len(xs), f"Conv weights of rank {len(ws)} do not match an input of rank {len(xs)}")
+    spatial = len(xs) - 2
+    group = int(node.attr("group", 1))
+    n, cin = xs[0], xs[1]
+    cout = ws[0]
+    require(group >= 1 and cin % group == 0 and cout % group == 0,
+            f"Conv group {group} does not divide {cin} input and {cout} output channels")
+    require(ws[1] * group == cin, f"Conv weights have {ws[1]} input channels per group; the input has {cin} "
+                                  f"channels in {group} groups")
+    kernel = tuple(ws[2:])
+    given = node.attr("kernel_shape")
+    require(given is None or tuple(given) == kernel, f"Conv kernel_shape {given} differs from the weights' {kernel}")
+    strides = tuple(node.attr("strides") or (1,) * spatial)
+    dilations = tuple(node.attr("dilations") or (1,) * spatial)
+    pads = tuple(node.attr("pads") or (0,) * (2 * spatial))
+    require(len(strides) == spatial and len(dilations) == spatial and len(pads) == 2 * spatial,
+            "Conv strides, dilations or pads do not match the spatial rank")
+    require(all(s >= 1 for s in strides) and all(d >= 1 for d in dilations), "Conv strides and dilations must be >= 1")
+    require(all(p >= 0 for p in pads), "Conv with negative pads is not supported")
+    auto_pad = node.attr("auto_pad", "NOTSET")
+    require(auto_pad in AUTO_PADS, f"Conv auto_pad {auto_pad} is not supported")
+    resolved = [_pads_1d(auto_pad, xs[2 + i], kernel[i], strides[i], dilations[i], pads[i], pads[spatial + i])
+                for i in range(spatial)]
+    begin, end, out = (list(v) for v in zip(*resolved))
+    require(all(o >= 1 for o in out), f"Conv output would be empty (output extent {out})")
+    if spatial == 1:  # view as H = 1
+        return Geometry(1, n, cin, cout, group, (1, xs[2]), (1, kernel[0]), (1, strides[0]), (1, dilations[0]),
+                        (0, begin[0]), (0, end[0]), (1, out[0]))
+    return Geometry(2, n, cin, cout, group, tuple(xs[2:]), kernel, strides, dilations, tuple(begin), tuple(end),
+                    tuple(out))
+
+
+def _bias(node: Node) -> str:
+    """The bias input's name, or "" when there is none."""
+    return node.inputs[2] if len(node.inputs) > 2 else ""
+
+
+def _weights_constant(graph: Graph, name: str) -> bool:
+    """Constant weights, or a DequantizeLinear of constant ones (before QDQ lowering)."""
+    if graph.is_const(name):
+        return True
+    producer = graph.producer(name)
+    return producer is not None and producer.op == "DequantizeLinear" and graph.is_const(producer.inputs[0])
+
+
+def _windows(x: np.ndarray, g: Geometry, pad_value) -> list[tuple[int, int, np.ndarray]]:
+    """(kh, kw, x[:, :, oh*s + kh*d - p, ow*s + kw*d - p]) for every kernel tap, as (N, C, OH, OW)."""
+    (ph, pw), (eh, ew) = g.pad_begin, g.pad_end
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, eh), (pw, ew)), constant_values=pad_value)
+    (sh, sw), (dh, dw), (oh, ow) = g.stride, g.dilation, g.out_hw
+    taps = []
+    for kh in range(g.kernel[0]):
+        for kw in range(g.kernel[1]):
+            h0, w0 = kh * dh, kw * dw
+            taps.append((kh, kw, xp[:, :, h0:h0 + sh * (oh - 1) + 1:sh, w0:w0 + sw * (ow - 1) + 1:sw]))
+    return taps
+
+
+def _correlate(x: np.ndarray, w: np.ndarray, g: Geometry, pad_value, acc_dtype) -> np.ndarray:
+    """sum over (ic, kh, kw) of x * w, grouped; x (N, C, H, W), w (OC, C/g, KH, KW) -> (N, OC, OH, OW)."""
+    n, (oh, ow) = g.n, g.out_hw
+    wg = w.astype(acc_dtype).reshape(g.group, g.cout_per_group, g.cin_per_group, *g.kernel)
+    acc = np.zeros((n, g.group, g.cout_per_group, oh, ow), dtype=acc_dtype)
+    for kh, kw, tap in _windows(x.astype(acc_dtype), g, pad_value):
+        tap = tap.reshape(n, g.group, g.cin_per_group, oh, ow)
+        acc += np.einsum("ngchw,gkc->ngkhw", tap, wg[:, :, :, kh, kw])
+    return acc.reshape(n, g.cout, oh, ow)
+
+
+@register
+class Conv(Op):
+    name = "Conv"
+    onnx_types = ("Conv",)
+    fuses_activation = True
+
+    def from_onnx(self, onnx: OnnxNode):
+        require(len(onnx.inputs) >= 2 and onnx.inputs[1], "Conv needs weights")
+        bias = onnx.inputs[2] if len(onnx.inputs) > 2 else ""
+        attrs = {"group": int(onnx.attrs.get("group", 1)), "auto_pad": str(onnx.attrs.get("auto_pad", "NOTSET"))}
+        for key in ("kernel_shape", "strides", "dilations", "pads"):
+            if key in onnx.attrs:
+                attrs[key] = ints(onnx.attrs[key])
+        unknown = set(onnx.attrs) - set(attrs)
+        require(not unknown, f"Conv attribute {', '.join(sorted(unknown))} is not supported")
+        return (onnx.inputs[0], onnx.inputs[1], bias), attrs
+
+    # ------------------------------------------------------------------ shape, expression
+    def infer(self, graph, node):
+        g = geometry(graph, node)
+        x, w = graph[node.inputs[0]], graph[node.inputs[1]]
+        require(_weights_constant(graph, node.inputs[1]), "Conv needs constant weights (they are compiled into flash)")
+        bias = _bias(node)
+        if bias:
+            require(graph[bias].shape == (g.cout,), f"Conv bias of shape {graph[bias].shape} does not match "
+                                                    f"{g.cout} output channels")
+        if x.dtype == "float32":
+            require(w.dtype == "float32" and (not bias or graph[bias].dtype == "float32"),
+                    "a float32 Conv needs float32 weights and bias")
+        else:
+            require(x.dtype == "int8" and w.dtype == "int8", f"Conv of {x.dtype} input and {w.dtype} weights "
+                                                             f"is not supported")
+            require(not bias or graph[bias].dtype == "int32", "an int8 Conv needs an int32 bias")
+        out = (g.n, g.cout, g.out_hw[1]) if g.spatial == 1 else (g.n, g.cout, *g.out_hw)
+        return [(out, x.dtype)]
+
+    def expr(self, graph, node):
+        g = geometry(graph, node)
+        axes = [Axis("n", g.n), Axis("oc", g.cout)]
+        spatial = ["oh", "ow"][2 - g.spatial:]
+        kernel = ["kh", "kw"][2 - g.spatial:]
+        first = 2 - g.spatial  # index into the 2-D geometry of the first real spatial axis
+        axes += [Axis(a, g.out_hw[first + i]) for i, a in enumerate(spatial)]
+        axes += [Axis("ic", g.cin_per_group, "reduction")]
+        axes += [Axis(k, g.kernel[first + i], "reduction") for i, k in enumerate(kernel)]
+        if g.group == 1:
+            channel = Dim.identity("ic")
+        elif g.depthwise:
+            channel = Dim.identity("oc")
+        else:  # input channel = (oc // (C_out/g)) * (C_in/g) + ic: not one axis
+            channel = Dim.full()
+        x_dims = (Dim.identity("n"), channel) + tuple(
+            Dim.window(a, k, g.stride[first + i], g.dilation[first + i], g.pad_begin[first + i])
+            for i, (a, k) in enumerate(zip(spatial, kernel)))
+        w_dims = (Dim.identity("oc"), Dim.identity("ic")) + tuple(Dim.identity(k) for k in kernel)
+        bias = _bias(node)
+        inputs = (x_dims, w_dims, (Dim.identity("oc"),) if bias else None)
+        outputs = ((Dim.identity("n"), Dim.identity("oc")) + tuple(Dim.identity(a) for a in spatial),)
+        return TensorExpr(tuple(axes), inputs, outputs)
+
+    def macs(self, graph, node):
+        g = geometry(graph, node)
+        return g.n * g.cout * g.out_hw[0] * g.out_hw[1] * g.cin_per_group * g.kernel[0] * g.kernel[1]
+
+    # ------------------------------------------------------------------ int8 acceptance
+    def accepts_int8(self, graph, node) -> bool:
+        x, w, y = graph[node.inputs[0]], graph[node.inputs[1]], graph[node.outputs[0]]
+        if x.dtype != "int8" or w.dtype != "int8" or y.dtype != "int8" or not w.is_const:
+            return False
+        if x.quant is None or w.quant is None or y.quant is None:
+            return False
+        if len(x.quant.scale) != 1 or len(y.quant.scale) != 1:
+            return False
+        if any(z != 0 for z in w.quant.zero_point):
+            return False  # asymmetric weights would need a per-window input sum
+        if len(w.quant.scale) != 1 and (len(w.quant.scale) != w.shape[0] or (w.quant.axis or 0) % len(w.shape) != 0):
+            return False  # only per output channel (axis 0) or per tensor
+        bias = _bias(node)
+        if bias:
+            b = graph[bias]
+            if b.dtype != "int32":
+                return False
+            if b.quant is not None:
+                expect = x.quant.scale_array() * w.quant.scale_array()
+                if not np.allclose(np.broadcast_to(b.quant.scale_array(), (w.shape[0],)),
+                                   np.broadcast_to(expect, (w.shape[0],)), rtol=1e-5, atol=0):
+                    return False
+        try:
+            self._requant(graph, node)
+        except UnsupportedError:  # a multiplier out of range
+            return False
+        # The C kernel accumulates in int32: keep the worst case |x - z_x| <= 255 inside it.
+        worst = np.abs(w.data.astype(np.int64)).reshape(w.shape[0], -1).sum(axis=1) * 255
+        if bias:
+            if not graph.is_const(bias):
+                return False
+            worst = worst + np.abs(graph[bias].data.astype(np.int64))
+        return bool(np.all(worst < 2**31))
+
+    def _requant(self, graph: Graph, node: Node) -> tuple[np.ndarray, np.ndarray]:
+        x, w, y = graph[node.inputs[0]], graph[node.inputs[1]], graph[node.outputs[0]]
+        sx, _ = quant.qparams(graph, x.name).single()
+        sy, _ = quant.qparams(graph, y.name).single()
+        sw = np.broadcast_to(quant.qparams(graph, w.name).scale_array(), (w.shape[0],))
+        return quant.quantize_multipliers(sx * sw / sy)
+
+    # ------------------------------------------------------------------ reference
+    def reference(self, graph, node, inputs):
+        g = geometry(graph, node)
+        x, w = inputs[0], inputs[1]
+        bias = inputs[2] if len(inputs) > 2 else None
+        x4 = x.reshape(g.n, g.cin, *g.in_hw)
+        w4 = w.reshape(g.cout, g.cin_per_group, *g.kernel)
+        out_shape = graph[node.outputs[0]].shape
+        if x.dtype == np.float32:
+            acc = _correlate(x4, w4, g, 0.0, np.float64)
+            if bias is not None:
+                acc += bias.astype(np.float64).reshape(1, -1, 1, 1)
+            lo, hi = quant.float_clip(node)
+            y = np.clip(acc.astype(np.float32), np.float32(lo), np.float32(hi))
+            return [y.reshape(out_shape)]
+        _, zx = quant.qparams(graph, node.inputs[0]).single()
+        _, zy = quant.qparams(graph, node.outputs[0]).single()
+        acc = _correlate(x4.astype(np.int64) - zx, w4, g, 0, np.int64)
+        if bias is not None:
+            acc += bias.astype(np.int64).reshape(1, -1, 1, 1)
+        mult, shift = self._requant(graph, node)
+        q = quant.requantize(acc, mult.reshape(1, -1, 1, 1), shift.reshape(1, -1, 1, 1)) + zy
+        lo, hi = quant.clip_range(node, graph[node.outputs[0]])
+        return [np.clip(q, lo, hi).astype(np.int8).reshape(out_shape)]
+
+    # ------------------------------------------------------------------ kernel
+    def kernel(self, graph, node):
+        g = geometry(graph, node)
+        require(graph.is_const(node.inputs[1]), "Conv needs constant weights (they are compiled into flash)")
+        bias = _bias(node)
+        views = (node.inputs[0], node.inputs[1], bias, node.outputs[0])
+        common = dict(group=g.group, stride=g.stride, dilation=g.dilation, pad=g.pad_begin)
+        if graph[node.inputs[0]].dtype == "float32":
+            lo, hi = quant.float_clip(node)
+            return Call("mcud_conv_f32", views, Struct.of("mcud_conv_f32_params", **common, act_min=lo, act_max=hi))
+        _, zx = quant.qparams(graph, node.inputs[0]).single()
+        _, zy = quant.qparams(graph, node.outputs[0]).single()
+        lo, hi = quant.clip_range(node, graph[node.outputs[0]])
+        mult, shift = self._requant(graph, node)
+        return Call("mcud_conv_s8", views, Struct.of(
+            "mcud_conv_s8_params", **common, in_zero_point=zx, out_zero_point=zy, act_min=lo, act_max=hi,
+            mult=Array("int32_t", tuple(int(m) for m in mult)), shift=Array("int32_t", tuple(int(s) for s in shift))))

@@ -1,0 +1,275 @@
+"""Gemm and MatMul: matrix products, float32 and int8, on one kernel per dtype.
+
+Gemm is Y = alpha * A' B' + beta * C with A' = A or A^T, B' = B or B^T and C broadcast to
+(M, N). MatMul follows numpy: leading batch dimensions broadcast, a 1-D A is a row and a
+1-D B a column whose dimension is dropped from the result. The IR MatMul may carry an
+optional third input, a bias along N, like Gemm's C.
+
+The int8 form takes a per-tensor quantized A and output, constant int8 B with zero point 0
+quantized per tensor or per output column, and an optional constant bias. Everything that
+does not depend on A is folded into one int32 per column at compile time,
+
+    bias_acc[n] = round(beta * real(C[n]) / (alpha * s_a * s_b[n])) - z_a * sum_k B[k, n]
+
+(exactly C[n] for the int32 bias at scale s_a * s_b[n] that QDQ lowering produces), so the
+kernel's inner loop is a plain sum of a * b, and each column is requantized with its own
+multiplier alpha * s_a * s_b[n] / s_y.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+import numpy as np
+
+from mcudeploy.errors import UnsupportedError
+from mcudeploy.ir import Graph, Node
+from mcudeploy.ops import quant
+from mcudeploy.ops.base import Array, Axis, Call, Dim, OnnxNode, Op, Struct, TensorExpr, require
+from mcudeploy.ops.registry import register
+from mcudeploy.ops.util import broadcast_shape
+
+MAX_RANK = 6
+INT32_MAX = 2 ** 31 - 1
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The shapes of one (batched) matrix product."""
+
+    a_shape: tuple[int, ...]
+    b_shape: tuple[int, ...]
+    trans_a: bool
+    trans_b: bool
+    m: int
+    k: int
+    n: int
+    batch: tuple[int, ...]  # broadcast batch dimensions of the output
+    out: tuple[int, ...]
+
+    @property
+    def a_vector(self) -> bool:
+        return len(self.a_shape) == 1
+
+    @property
+    def b_vector(self) -> bool:
+        return len(self.b_shape) == 1
+
+
+def _bias_name(node: Node) -> str:
+    return node.inputs[2] if len(node.inputs) > 2 else ""
+
+
+def layout(graph: Graph, node: Node) -> Layout:
+    a, b = graph[node.inputs[0]].shape, graph[node.inputs[1]].shape
+    ta, tb = bool(node.attr("transA", 0)), bool(node.attr("transB", 0))
+    if node.op == "Gemm":
+        require(len(a) == 2 and len(b) == 2, f"Gemm needs 2-D A and B, not ranks {len(a)} and {len(b)}")
+    require(len(a) >= 1 and len(b) >= 1, "MatMul of a scalar is not defined")
+    require(not ((ta and len(a) < 2) or (tb and len(b) < 2)), "transA/transB need a 2-D operand")
+    if len(a) == 1:
+        m, ka = 1, a[0]
+    else:
+        m, ka = (a[-1], a[-2]) if ta else (a[-2], a[-1])
+    if len(b) == 1:
+        kb, n = b[0], 1
+    else:
+        kb, n = (b[-1], b[-2]) if tb else (b[-2], b[-1])
+    require(ka == kb, f"{node.op} inner dimensions differ: A {a} and B {b}")
+    batch = broadcast_shape([a[:-2], b[:-2]], node.op)
+    out = batch + (() if len(a) == 1 else (m,)) + (() if len(b) == 1 else (n,))
+    require(len(out) <= MAX_RANK, f"{node.op} output of rank {len(out)} exceeds {MAX_RANK}")
+    return Layout(a, b, ta, tb, m, ka, n, batch, out)
+
+
+def _int8_bias_shape_ok(shape: tuple[int, ...], n: int) -> bool:
+    """A bias the int8 kernel folds per column: one value, or n values along the last axis."""
+    size = int(np.prod(shape, dtype=np.int64))
+    return size == 1 or (len(shape) >= 1 and shape[-1] == n and size == n)
+
+
+@dataclass(frozen=True)
+class Int8Plan:
+    bias: np.ndarray  # int64 [N]: folded bias in accumulator units
+    mult: np.ndarray  # int32 [1 or N]
+    shift: np.ndarray
+    y_zero: int
+    lo: int
+    hi: int
+
+
+def int8_plan(graph: Graph, node: Node) -> Int8Plan:
+    """The compile-time integers of an int8 product; raises UnsupportedError where it cannot."""
+    lay = layout(graph, node)
+    a, b, y = graph[node.inputs[0]], graph[node.inputs[1]], graph[node.outputs[0]]
+    require(a.dtype == "int8" and b.dtype == "int8" and y.dtype == "int8",
+            f"int8 {node.op} of {a.dtype} and {b.dtype} to {y.dtype} is not supported")
+    require(b.is_const and len(b.shape) == 2, f"int8 {node.op} needs a constant 2-D B")
+    qa, qb, qy = quant.qparams(graph, a.name), quant.qparams(graph, b.name), quant.qparams(graph, y.name)
+    require(len(qa.scale) == 1 and len(qy.scale) == 1, f"int8 {node.op} needs per-tensor A and output")
+    require(all(z == 0 for z in qb.zero_point), f"int8 {node.op} needs symmetric B (zero point 0)")
+    n_axis = 0 if lay.trans_b else 1
+    if len(qb.scale) > 1:
+        require(qb.axis is not None and qb.axis % 2 == n_axis and len(qb.scale) == lay.n,
+                f"int8 {node.op} quantizes B per tensor or per output column only")
+    alpha, beta = float(node.attr("alpha", 1.0)), float(node.attr("beta", 1.0))
+    require(alpha > 0.0, f"int8 {node.op} needs alpha > 0")
+    s_a, z_a = qa.single()
+    s_y, z_y = qy.single()
+    s_b = np.broadcast_to(qb.scale_array(), (lay.n,))
+    acc_scale = alpha * s_a * s_b  # real value of one accumulator unit, per column
+
+    w = b.data.astype(np.int64)
+    if lay.trans_b:
+        w = w.T
+    bias = -z_a * w.sum(axis=0)
+    name = _bias_name(node)
+    if name:
+        c = graph[name]
+        require(c.is_const, f"int8 {node.op} needs a constant bias")
+        require(_int8_bias_shape_ok(c.shape, lay.n), f"int8 {node.op} bias of shape {c.shape} is not per column")
+        if c.dtype == "float32":
+            real = beta * np.broadcast_to(c.data.reshape(-1).astype(np.float64), (lay.n,))
+            bias = bias + np.rint(real / acc_scale).astype(np.int64)
+        else:
+            values = np.broadcast_to(c.data.reshape(-1), (lay.n,)).astype(np.int64)
+            qc = quant.qparams(graph, name)
+            require(c.dtype in ("int8", "int32"), f"int8 {node.op} bias of {c.dtype} is not supported")
+            s_c = np.broadcast_to(qc.scale_array(), (lay.n,))
+            z_c = np.broadcast_to(qc.zp_array(), (lay.n,))
+            ratio = beta * s_c / acc_scale
+            if np.allclose(ratio, 1.0, rtol=1e-5, atol=0) and not np.any(z_c):
+                bias = bias + values  # the usual case: the bias already is in accumulator units
+            else:
+                bias = bias + np.rint((values - z_c) * ratio).astype(np.int64)
+    require(np.abs(bias).max(initial=0) + lay.k * 128 * 128 <= INT32_MAX,
+            f"int8 {node.op} accumulator could overflow 32 bits")
+    mult, shift = quant.quantize_multipliers(alpha * s_a * qb.scale_array() / s_y)
+    lo, hi = quant.clip_range(node, y)
+    return Int8Plan(bias, mult, shift, z_y, lo, hi)
+
+
+class _Product(Op):
+    fuses_activation = True
+
+    def infer(self, graph, node):
+        lay = layout(graph, node)
+        a, b = graph[node.inputs[0]], graph[node.inputs[1]]
+        name = _bias_name(node)
+        if name:
+            c = graph[name].shape
+            require(len(c) <= 2 and not lay.b_vector,
+                    f"{node.op} bias of shape {c} needs a 2-D B and rank at most 2")
+            require(broadcast_shape([lay.out, c], node.op) == lay.out,
+                    f"{node.op} bias of shape {c} does not broadcast to the output {lay.out}")
+        if a.dtype == "float32":
+            require(b.dtype == "float32" and (not name or graph[name].dtype == "float32"),
+                    f"a float32 {node.op} needs float32 operands")
+            return [(lay.out, "float32")]
+        require(a.dtype == "int8" and b.dtype == "int8", f"{node.op} of {a.dtype} and {b.dtype} is not supported")
+        return [(lay.out, "int8")]
+
+    def accepts_int8(self, graph, node) -> bool:
+        try:
+            int8_plan(graph, node)
+        except (UnsupportedError, ValueError):
+            return False
+        return True
+
+    def expr(self, graph, node):
+        lay = layout(graph, node)
+        axes = [Axis(f"d{i}", n) for i, n in enumerate(lay.out)] + [Axis("k", lay.k, "reduction")]
+        nb = len(lay.batch)
+        m_axis = None if lay.a_vector else f"d{nb}"
+        n_axis = None if lay.b_vector else f"d{len(lay.out) - 1}"
+
+        def batch_dims(shape):
+            dims = shape[:-2]
+            off = nb - len(dims)
+            return tuple(Dim.broadcast() if d == 1 and lay.batch[off + i] != 1 else Dim.identity(f"d{off + i}")
+                         for i, d in enumerate(dims))
+
+        def mat(shape, row, col, trans):
+            def one(axis):
+                return Dim.identity(axis) if axis is not None else Dim.broadcast()
+            dims = (one(row), one(col))
+            return batch_dims(shape) + (dims[::-1] if trans else dims)
+
+        a_dims = (Dim.identity("k"),) if lay.a_vector else mat(lay.a_shape, m_axis, "k", lay.trans_a)
+        b_dims = (Dim.identity("k"),) if lay.b_vector else mat(lay.b_shape, "k", n_axis, lay.trans_b)
+        inputs = [a_dims, b_dims]
+        name = _bias_name(node)
+        if len(node.inputs) > 2:
+            if name:
+                c = graph[name].shape
+                off = len(lay.out) - len(c)
+                inputs.append(tuple(Dim.broadcast() if d == 1 and lay.out[off + i] != 1 else
+                                    Dim.identity(f"d{off + i}") for i, d in enumerate(c)))
+            else:
+                inputs.append(None)
+        outputs = (tuple(Dim.identity(f"d{i}") for i in range(len(lay.out))),)
+        return TensorExpr(tuple(axes), tuple(inputs), outputs)
+
+    def macs(self, graph, node):
+        lay = layout(graph, node)
+        return int(np.prod(lay.batch, dtype=np.int64)) * lay.m * lay.n * lay.k
+
+    def reference(self, graph, node, inputs):
+        lay = layout(graph, node)
+        a, b = inputs[0], inputs[1]
+        c = inputs[2] if len(inputs) > 2 else None
+        if lay.trans_a:
+            a = np.swapaxes(a, -1, -2)
+        if lay.trans_b:
+            b = np.swapaxes(b, -1, -2)
+        if a.dtype == np.float32:
+            alpha, beta = float(node.attr("alpha", 1.0)), float(node.attr("beta", 1.0))
+            acc = alpha * np.matmul(a.astype(np.float64), b.astype(np.float64))
+            if c is not None:
+                acc = acc + beta * c.astype(np.float64)
+            lo, hi = quant.float_clip(node)
+            return [np.clip(acc.astype(np.float32), np.float32(lo), np.float32(hi)).reshape(lay.out)]
+        plan = int8_plan(graph, node)
+        acc = np.matmul(a.astype(np.int64), b.astype(np.int64)) + plan.bias  # bias runs along the last axis (N)
+        q = quant.requantize(acc, plan.mult.astype(np.int64), plan.shift.astype(np.int64)) + plan.y_zero
+        return [np.clip(q, plan.lo, plan.hi).astype(np.int8).reshape(lay.out)]
+
+    def kernel(self, graph, node):
+        lay = layout(graph, node)
+        a, b, y = node.inputs[0], node.inputs[1], node.outputs[0]
+        if graph[a].dtype == "float32":
+            lo, hi = quant.float_clip(node)
+            return Call("mcud_gemm_f32", (a, b, _bias_name(node), y), Struct.of(
+                "mcud_gemm_f32_params", trans_a=int(lay.trans_a), trans_b=int(lay.trans_b),
+                alpha=float(node.attr("alpha", 1.0)), beta=float(node.attr("beta", 1.0)), act_min=lo, act_max=hi))
+        plan = int8_plan(graph, node)
+        return Call("mcud_gemm_s8", (a, b, y), Struct.of(
+            "mcud_gemm_s8_params", trans_a=int(lay.trans_a), trans_b=int(lay.trans_b),
+            channels=len(plan.mult),
+            bias=Array("int32_t", tuple(int(v) for v in plan.bias)),
+            mult=Array("int32_t", tuple(int(v) for v in plan.mult)),
+            shift=Array("int32_t", tuple(int(v) for v in plan.shift)),
+            y_zero=plan.y_zero, act_min=plan.lo, act_max=plan.hi))
+
+
+@register
+class Gemm(_Product):
+    name = "Gemm"
+    onnx_types = ("Gemm",)
+
+    def from_onnx(self, onnx: OnnxNode):
+        unknown = set(onnx.attrs) - {"alpha", "beta", "transA", "transB"}
+        require(not unknown, f"Gemm attribute {', '.join(sorted(unknown))} is not supported")
+        attrs = {"alpha": float(onnx.attrs.get("alpha", 1.0)), "beta": float(onnx.attrs.get("beta", 1.0)),
+                 "transA": int(onnx.attrs.get("transA", 0)), "transB": int(onnx.attrs.get("transB", 0))}
+        inputs = tuple(onnx.inputs[:3])
+        if len(inputs) > 2 and inputs[2] and attrs["beta"] == 0.0:
+            inputs = inputs[:2] + ("",)  # beta = 0: C does not contribute
+        return inputs, attrs
+
+
+@register
+class MatMul(_Product):
+    name = "MatMul"
+    onnx_types = ("MatMul",)
+
+    def from_onnx(self, onnx: OnnxNode):
+        return tuple(onnx.inputs[:2]), {}

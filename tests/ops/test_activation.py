@@ -1,0 +1,330 @@
+"""Unary activations: the numpy reference against onnxruntime (float, and int8/uint8 QDQ models
+over every input code), the C kernels against the reference (whole models on the host and the
+bare kernels on strided views), and the declarations (tables, expression, in place, errors)."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from mcudeploy.errors import UnsupportedError
+from mcudeploy.frontend import import_onnx
+from mcudeploy.ir import Graph, Node, Quant, Tensor
+from mcudeploy.ops import registry
+from mcudeploy.ops.activation import lut_table
+from mcudeploy.ops.base import Array, Dim
+from mcudeploy.pipeline import lower
+from mcudeploy.reference import run_reference
+from mcudeploy.resources import firmware_dir
+
+IR_VERSION = 8
+needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
+
+
+def _ort(model: onnx.ModelProto, feeds: dict) -> list[np.ndarray]:
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds)
+
+
+def _model(nodes, inputs, outputs, inits, opset) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "activation_test", inputs, outputs, inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR_VERSION)
+
+
+def _op_node(case, src: str, dst: str) -> tuple[list, list]:
+    """The activation node of a case and its constant inputs (Clip 11+ min/max)."""
+    _, op, attrs, opset = case
+    attrs = dict(attrs)
+    inits, inputs = [], [src]
+    if op == "Clip" and opset >= 11:
+        for key in ("min", "max"):
+            if key in attrs:
+                value = attrs.pop(key)
+                name = f"clip_{key}"
+                if value is not None:
+                    inits.append(numpy_helper.from_array(np.array(value, np.float32), name))
+                inputs.append(name if value is not None else "")
+        while inputs[-1] == "":
+            inputs.pop()
+    return [helper.make_node(op, inputs, [dst], **attrs)], inits
+
+
+def float_model(case, shape) -> onnx.ModelProto:
+    nodes, inits = _op_node(case, "x", "y")
+    return _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits, case[3])
+
+
+# (id, op, attributes (Clip 11+: min/max become inputs; None = absent), opset)
+CASES = [
+    ("relu", "Relu", {}, 13),
+    ("clip10_attrs", "Clip", {"min": -0.5, "max": 1.5}, 10),
+    ("clip7_default", "Clip", {}, 7),
+    ("clip13_both", "Clip", {"min": 0.0, "max": 6.0}, 13),
+    ("clip13_max_only", "Clip", {"min": None, "max": 0.7}, 13),
+    ("clip11_min_only", "Clip", {"min": -1.0}, 11),
+    ("clip13_none", "Clip", {}, 13),
+    ("leaky_default", "LeakyRelu", {}, 13),
+    ("leaky_alpha", "LeakyRelu", {"alpha": 0.3}, 13),
+    ("sigmoid", "Sigmoid", {}, 13),
+    ("tanh", "Tanh", {}, 13),
+    ("hard_sigmoid_default", "HardSigmoid", {}, 13),
+    ("hard_sigmoid_attrs", "HardSigmoid", {"alpha": 0.3, "beta": 0.4}, 13),
+    ("hard_swish", "HardSwish", {}, 14),
+]
+IDS = [c[0] for c in CASES]
+
+
+def _float_input(seed: int, shape=(2, 3, 5, 7)) -> np.ndarray:
+    return (np.random.default_rng(seed).standard_normal(shape) * 4).astype(np.float32)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_float_reference_matches_onnxruntime(case):
+    x = _float_input(1)
+    model = float_model(case, x.shape)
+    graph = lower(import_onnx(model), check=True)
+    assert [n.op for n in graph.nodes] == [case[1]]
+    np.testing.assert_allclose(run_reference(graph, [x])[0], _ort(model, {"x": x})[0], rtol=1e-5, atol=1e-6)
+
+
+# --------------------------------------------------------------------------- int8 / uint8 QDQ models
+
+
+def qdq_model(case, shape, dtype="int8", s_x=0.05, z_x=3) -> tuple[onnx.ModelProto, float, int]:
+    """q x -> DequantizeLinear -> op -> QuantizeLinear -> q y, the output scale set from the real
+    range the op produces over every input code."""
+    lo, hi = (-128, 127) if dtype == "int8" else (0, 255)
+    codes = np.arange(lo, hi + 1)
+    real = _ort(float_model(case, [codes.size]), {"x": ((codes - z_x) * s_x).astype(np.float32)})[0]
+    r_lo, r_hi = min(float(real.min()), 0.0), max(float(real.max()), 0.0)
+    s_y = float(np.float32(max(r_hi - r_lo, 1e-3) / 255))
+    z_y = int(np.clip(np.rint(lo - r_lo / s_y), lo, hi))
+    elem = TensorProto.INT8 if dtype == "int8" else TensorProto.UINT8
+    np_type = np.int8 if dtype == "int8" else np.uint8
+    nodes, inits = _op_node(case, "x_f", "y_f")
+    nodes = ([helper.make_node("DequantizeLinear", ["x", "s_x", "z_x"], ["x_f"])] + nodes +
+             [helper.make_node("QuantizeLinear", ["y_f", "s_y", "z_y"], ["y"])])
+    inits += [numpy_helper.from_array(np.array(s_x, np.float32), "s_x"),
+              numpy_helper.from_array(np.array(z_x, np_type), "z_x"),
+              numpy_helper.from_array(np.array(s_y, np.float32), "s_y"),
+              numpy_helper.from_array(np.array(z_y, np_type), "z_y")]
+    model = _model(nodes, [helper.make_tensor_value_info("x", elem, shape)],
+                   [helper.make_tensor_value_info("y", elem, None)], inits, max(case[3], 10))
+    return model, s_y, z_y
+
+
+def _all_codes(dtype: str) -> np.ndarray:
+    info = np.iinfo(dtype)
+    return np.arange(info.min, info.max + 1).astype(dtype).reshape(1, 16, 16)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_int8_reference_matches_onnxruntime_on_every_code(case, dtype):
+    z_x = 3 if dtype == "int8" else 131
+    model, _, _ = qdq_model(case, [1, 16, 16], dtype, z_x=z_x)
+    graph = lower(import_onnx(model), check=True)
+    assert [n.op for n in graph.nodes] == [case[1]] and graph[graph.nodes[0].inputs[0]].dtype == dtype
+    x = _all_codes(dtype)
+    got, expected = run_reference(graph, [x])[0], _ort(model, {"x": x})[0]
+    diff = np.abs(got.astype(np.int32) - expected.astype(np.int32))
+    # The table is computed in float64, onnxruntime in float32: they can only disagree on ties.
+    assert diff.max() <= 1, f"off by {diff.max()} steps"
+    assert np.mean(diff > 0) <= 0.05
+
+
+def test_table_is_dequantize_function_quantize():
+    """Golden: Relu with s_x = 0.1, z_x = -10 onto s_y = 0.05, z_y = -128: code q maps to
+    clip(rint(max(0, (q + 10) * 0.1) / 0.05) - 128) = max(-128, min(127, 2 * (q + 10) - 128))
+    for q >= -10; ties round to even (0.25 / 0.1 = 2.5 -> 2)."""
+    table = lut_table(lambda v: np.maximum(v, 0.0), 0.1, -10, 0.05, -128, "int8")
+    q = np.arange(-128, 128)
+    expected = np.where(q >= -10, np.clip(2 * (q + 10) - 128, -128, 127), -128)
+    np.testing.assert_array_equal(table, expected)
+    halves = lut_table(lambda v: v, 0.25, 0, 0.1, 0, "int8")
+    assert halves[128 + 1] == 2 and halves[128 + 3] == 8  # 2.5 -> 2, 7.5 -> 8
+
+
+# --------------------------------------------------------------------------- C on the host, whole models
+
+
+def _run_host(model, samples):
+    host = pytest.importorskip("mcudeploy.device.host")
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed")
+    return host.run_model_on_host(model, samples)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_float_c_matches_reference(case):
+    x = _float_input(2, (1, 4, 6, 5))
+    x.flat[:3] = (0.0, -0.0, 100.0)
+    model = float_model(case, x.shape)
+    got = _run_host(model, [{"x": x}])[0][0]
+    np.testing.assert_allclose(got, run_reference(lower(import_onnx(model)), [x])[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_int8_c_matches_reference_bit_exact(case, dtype):
+    model, _, _ = qdq_model(case, [1, 16, 16], dtype, s_x=0.03, z_x=-5 if dtype == "int8" else 120)
+    x = _all_codes(dtype)
+    got = _run_host(model, [{"x": x}])[0][0]
+    np.testing.assert_array_equal(got, run_reference(lower(import_onnx(model)), [x])[0])
+
+
+# --------------------------------------------------------------------------- bare kernels on strided views
+
+
+def _c_literal(value) -> str:
+    from mcudeploy.codegen.values import c_float, c_int
+    return c_float(value) if isinstance(value, float) else c_int(value)
+
+
+def run_unary_kernel(tmp_path: Path, call, graph: Graph, x: np.ndarray, pad: int, inplace: bool = False,
+                     source: str = "activation.c", header: str = "mcud_activation.h") -> np.ndarray:
+    """Run a (x, y[, params]) kernel with x and y inside bigger garbage-filled buffers (``pad``
+    extra elements on both sides of every dimension, y transposed in its parent so its strides
+    differ from x's), or on one shared view when ``inplace``. Checks nothing outside y is touched."""
+    from mcudeploy.codegen.values import c_numbers
+    from mcudeploy.ir import CTYPES
+
+    t = graph[call.views[0]]
+    ctype = CTYPES[t.dtype]
+    fill = 99 if t.dtype != "float32" else 1e6
+    lines = ["#include <stdio.h>", '#include "mcud.h"', f'#include "{header}"']
+    px = np.full(tuple(d + 2 * pad for d in t.shape), fill, dtype=x.dtype)
+    inner = tuple(slice(pad, pad + d) for d in t.shape)
+    px[inner] = x
+    # y lives in a parent of reversed dimension order: its view strides are not row-major.
+    py = np.full(tuple(d + 2 * pad for d in reversed(t.shape)), fill, dtype=x.dtype)
+    for i, (parent, order) in enumerate(((px, None),) if inplace else ((px, None), (py, "T"))):
+        strides = [s // parent.itemsize for s in parent.strides]
+        if order == "T":
+            strides = strides[::-1]
+        offset = pad * sum(strides)
+        lines.append(f"static {ctype} buf{i}[{parent.size}] = {{{', '.join(c_numbers(parent, ctype))}}};")
+        lines.append(f"static const mcud_view view{i} = {{buf{i} + {offset}, {len(t.shape)}, "
+                     f"{{{', '.join(map(str, t.shape))}}}, {{{', '.join(map(str, strides))}}}}};")
+    args = "&view0, &view0" if inplace else "&view0, &view1"
+    if call.params is not None:
+        fields = []
+        for j, (field, value) in enumerate(call.params.fields):
+            if isinstance(value, Array):
+                lines.append(f"static const {value.ctype} arr{j}[] = "
+                             f"{{{', '.join(_c_literal(v) for v in value.values)}}};")
+                fields.append(f".{field} = arr{j}")
+            else:
+                fields.append(f".{field} = {_c_literal(value)}")
+        lines.append(f"static const {call.params.ctype} params = {{{', '.join(fields)}}};")
+        args += ", &params"
+    out = 0 if inplace else 1
+    lines += ["int main(void)", "{", f"    {call.fn}({args});",
+              f"    fwrite(buf{out}, sizeof(buf{out}), 1, stdout);", "    return 0;", "}"]
+    (tmp_path / "main.c").write_text("\n".join(lines) + "\n")
+    fw = firmware_dir()
+    exe = tmp_path / "kernel"
+    subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O1", "-I", str(fw / "include"),
+                    str(fw / "kernels" / source), str(tmp_path / "main.c"), "-o", str(exe), "-lm"],
+                   check=True, capture_output=True, text=True)
+    raw = subprocess.run([str(exe)], check=True, capture_output=True).stdout
+    parent = px if inplace else py
+    result = np.frombuffer(raw, dtype=x.dtype).reshape(parent.shape)
+    if not inplace:
+        result = result.transpose()
+        parent = parent.transpose()
+    untouched = np.ones(parent.shape, bool)
+    untouched[inner] = False
+    assert np.all(result[untouched] == parent[untouched]), "the kernel wrote outside its output view"
+    return result[inner]
+
+
+def _single_op_graph(op: str, attrs: dict, shape, dtype: str, quant=None) -> tuple[Graph, Node]:
+    qx, qy = quant if quant else (None, None)
+    tensors = [Tensor("x", shape, dtype, "input", qx), Tensor("y", shape, dtype, "output", qy)]
+    node = Node("n", op, ("x",), ("y",), attrs)
+    return Graph("g", {t.name: t for t in tensors}, (node,), ("x",), ("y",)), node
+
+
+STRIDED = [("Relu", {}), ("Clip", {"min": -0.5, "max": 0.25}), ("LeakyRelu", {"alpha": 0.2}), ("Sigmoid", {}),
+           ("Tanh", {}), ("HardSigmoid", {"alpha": 0.2, "beta": 0.5}), ("HardSwish", {})]
+
+
+@needs_gcc
+@pytest.mark.parametrize("op,attrs", STRIDED, ids=[s[0] for s in STRIDED])
+@pytest.mark.parametrize("inplace", [False, True], ids=["strided", "inplace"])
+def test_float_kernel_on_strided_views(tmp_path, op, attrs, inplace):
+    graph, node = _single_op_graph(op, attrs, (2, 3, 4), "float32")
+    x = _float_input(3, (2, 3, 4))
+    call = registry.get(op).kernel(graph, node)
+    got = run_unary_kernel(tmp_path, call, graph, x, pad=0 if inplace else 2, inplace=inplace)
+    np.testing.assert_allclose(got, run_reference(graph, [x])[0], rtol=1e-6, atol=1e-7)
+
+
+@needs_gcc
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+@pytest.mark.parametrize("inplace", [False, True], ids=["strided", "inplace"])
+def test_lut_kernel_on_strided_views_is_bit_exact(tmp_path, dtype, inplace):
+    quant = (Quant((0.04,), (7,)), Quant((1 / 255,), (-128 if dtype == "int8" else 0,)))
+    graph, node = _single_op_graph("Sigmoid", {}, (4, 8, 8), dtype, quant)
+    x = _all_codes(dtype).reshape(4, 8, 8)
+    call = registry.get("Sigmoid").kernel(graph, node)
+    assert call.fn == f"mcud_lut_{'s8' if dtype == 'int8' else 'u8'}"
+    got = run_unary_kernel(tmp_path, call, graph, x, pad=0 if inplace else 1, inplace=inplace)
+    np.testing.assert_array_equal(got, run_reference(graph, [x])[0])
+
+
+@pytest.mark.parametrize("cc", [
+    ["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2"],
+    ["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2"],
+], ids=["gcc", "arm"])
+def test_kernel_compiles_cleanly(tmp_path, cc):
+    if shutil.which(cc[0]) is None:
+        pytest.skip(f"{cc[0]} is not installed")
+    fw = firmware_dir()
+    subprocess.run(cc + ["-I", str(fw / "include"), "-c", str(fw / "kernels" / "activation.c"), "-o",
+                         str(tmp_path / "activation.o")], check=True, capture_output=True, text=True)
+
+
+# --------------------------------------------------------------------------- the declarations
+
+
+def test_expr_inplace_and_macs():
+    graph, node = _single_op_graph("Tanh", {}, (1, 3, 4), "float32")
+    op = registry.get("Tanh")
+    e = op.expr(graph, node)
+    assert [(a.name, a.extent, a.kind) for a in e.axes] == [("d0", 1, "spatial"), ("d1", 3, "spatial"),
+                                                             ("d2", 4, "spatial")]
+    assert e.inputs == ((Dim.identity("d0"), Dim.identity("d1"), Dim.identity("d2")),)
+    assert e.outputs == e.inputs
+    assert op.inplace(graph, node) == 0
+    assert op.macs(graph, node) == 12
+
+
+def test_int8_declines_per_channel_or_mixed_types():
+    op = registry.get("Relu")
+    per_channel = (Quant((0.1, 0.2, 0.3), (0, 0, 0), 1), Quant((0.1,), (0,)))
+    graph, node = _single_op_graph("Relu", {}, (1, 3, 4), "int8", per_channel)
+    assert not op.accepts_int8(graph, node)
+    graph, node = _single_op_graph("Relu", {}, (1, 3, 4), "int8", (Quant((0.1,), (0,)), Quant((0.1,), (0,))))
+    assert op.accepts_int8(graph, node)
+    mixed = graph.replace(tensors={**graph.tensors, "y": graph["y"].with_(dtype="uint8")})
+    assert not op.accepts_int8(mixed, node)
+
+
+def test_clip_with_computed_bound_is_rejected():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    lo = helper.make_tensor_value_info("lo", TensorProto.FLOAT, [])
+    model = _model([helper.make_node("Clip", ["x", "lo"], ["y"])], [x, lo],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [], 13)
+    with pytest.raises(UnsupportedError, match="constant min"):
+        import_onnx(model)

@@ -1,0 +1,46 @@
+"""Whole MLPerf Tiny reference models on the host board against onnxruntime and the reference."""
+import numpy as np
+import pytest
+
+from conftest import need_models, shared_models
+from mcudeploy import check
+from mcudeploy.device.host import run_compiled_on_host
+from mcudeploy.pipeline import compile_model
+
+# TensorFlow Lite Micro's activation bytes from ../shared/models/README.md (measured there):
+# mcudeploy's arena must not exceed them on the int8 models.
+TFLM_ACTIVATION_BYTES = {
+    "kws_dscnn_int8.onnx": 16000,
+    "vww_mobilenetv1_int8.onnx": 73728,
+    "ic_resnet8_int8.onnx": 49152,
+    "ic_resnet8_large_int8.onnx": 122880,
+    "ad_autoencoder_int8.onnx": 768,
+    "sww_streaming_int8.onnx": 6656,
+}
+
+MODELS = shared_models() or [None]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", MODELS, ids=lambda p: p.stem if p else "no-models")
+def test_model_on_host_matches_onnxruntime(path, tmp_path):
+    need_models()
+    compiled = compile_model(path, "host", check=True)
+    samples = check.random_inputs(compiled.graph, 20)
+    outputs = run_compiled_on_host(compiled, samples, tmp_path)
+    report = check.compare(compiled.graph, outputs, check.run_onnxruntime(path, samples), samples)
+    assert report.ok, "\n".join(report.lines())
+    if "int8" in path.name:
+        assert any(n.op == "Conv" or n.op == "Gemm" for n in compiled.graph.nodes)
+        assert all(compiled.graph[n.outputs[0]].dtype != "float32" for n in compiled.graph.nodes
+                   if n.op in ("Conv", "Gemm")), "an int8 model kept a float Conv/Gemm"
+
+
+@pytest.mark.parametrize("path", MODELS, ids=lambda p: p.stem if p else "no-models")
+def test_int8_arena_within_tflite_micro(path):
+    need_models()
+    if path.name not in TFLM_ACTIVATION_BYTES:
+        pytest.skip(f"{path.name} has no TFLite Micro int8 figure")
+    compiled = compile_model(path, "host")
+    assert compiled.placement.arena_bytes <= TFLM_ACTIVATION_BYTES[path.name]
+    assert compiled.placement.arena_bytes >= compiled.placement.lower_bound_bytes

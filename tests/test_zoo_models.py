@@ -1,0 +1,130 @@
+"""The zoo models (tests/zoo.py), float and int8 QDQ: they import, onnxruntime runs them, and the
+numpy reference and the host-compiled C agree with onnxruntime (float within 1e-4; int8 within
+2 quantization steps of the output, and the C bit-exact with the reference)."""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper, numpy_helper
+
+import zoo
+from mcudeploy import check
+from mcudeploy.frontend import import_onnx
+from mcudeploy.pipeline import lower
+from mcudeploy.reference import run_reference
+
+FLOAT_ABS = 1e-4
+INT8_STEPS = 2
+SAMPLES = 4
+
+logging.getLogger().setLevel(logging.ERROR)  # onnxruntime's quantizer suggests pre-processing on every call
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            cache[name] = zoo.BUILDERS[name](tmp_path_factory.mktemp(name))
+        return cache[name]
+
+    return get
+
+
+def pick(built, name, kind):
+    float_model, qdq_model, example = built(name)
+    return (float_model if kind == "float" else qdq_model), example
+
+
+def inputs_for(model: onnx.ModelProto, example: dict) -> list[dict]:
+    graph = import_onnx(model)
+    return [example] + check.random_inputs(graph, SAMPLES - 1, seed=3)
+
+
+def output_scales(model: onnx.ModelProto) -> list[float]:
+    """Scale of each graph output of a QDQ model (each comes out of a DequantizeLinear)."""
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    producer = {o: n for n in model.graph.node for o in n.output}
+    scales = []
+    for out in model.graph.output:
+        node = producer[out.name]
+        assert node.op_type == "DequantizeLinear", f"output {out.name} is not dequantized"
+        scales.append(float(inits[node.input[1]]))
+    return scales
+
+
+def assert_close(kind, model, got, want, what):
+    if kind == "float":
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=0, atol=FLOAT_ABS, err_msg=what)
+    else:
+        for g, w, s in zip(got, want, output_scales(model)):
+            steps = np.abs(g.astype(np.float64) - w) / s
+            assert steps.max() <= INT8_STEPS + 1e-3, f"{what}: {steps.max():.2f} steps from onnxruntime"
+
+
+NAMES = sorted(zoo.BUILDERS)
+KINDS = ("float", "qdq")
+
+
+def test_zoo_covers_every_operator(built):
+    used = set()
+    conv_kinds, resize_modes = set(), set()
+    for name in NAMES:
+        float_model, qdq_model, _ = built(name)
+        used |= {n.op_type for n in float_model.graph.node}
+        inits = {t.name: t for t in float_model.graph.initializer}
+        for n in float_model.graph.node:
+            attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
+            if n.op_type == "Conv":
+                group, cin_per_group = attrs.get("group", 1), inits[n.input[1]].dims[1]
+                conv_kinds.add("depthwise" if group > 1 and cin_per_group == 1 else
+                               "grouped" if group > 1 else "group=1")
+                if max(attrs.get("strides", [1])) > 1:
+                    conv_kinds.add("stride")
+                if max(attrs.get("dilations", [1])) > 1:
+                    conv_kinds.add("dilation")
+            if n.op_type == "Resize":
+                resize_modes.add(attrs.get("mode", b"nearest").decode())
+        assert any(n.op_type == "QuantizeLinear" for n in qdq_model.graph.node), f"{name} was not quantized"
+    assert set(zoo.REQUIRED_OPS) <= used, f"missing {sorted(set(zoo.REQUIRED_OPS) - used)}"
+    assert conv_kinds == {"group=1", "depthwise", "grouped", "stride", "dilation"}
+    assert resize_modes == {"nearest", "linear"}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("name", NAMES)
+def test_zoo_model_imports_and_runs(built, name, kind):
+    model, example = pick(built, name, kind)
+    graph = lower(import_onnx(model), check=True)
+    if kind == "qdq":
+        assert any(graph[n.outputs[0]].dtype == "int8" for n in graph.nodes if n.op in ("Conv", "Gemm", "MatMul")), \
+            "no integer Conv/Gemm after lowering"
+    samples = inputs_for(model, example)
+    for sample, want in zip(samples, check.run_onnxruntime(model, samples)):
+        assert all(np.isfinite(w).all() for w in want)
+        assert_close(kind, model, run_reference(graph, sample), want, f"{name} {kind} reference")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("name", NAMES)
+def test_zoo_model_on_host(built, name, kind, tmp_path):
+    from mcudeploy.device.host import run_compiled_on_host
+    from mcudeploy.pipeline import compile_model
+
+    model, example = pick(built, name, kind)
+    compiled = compile_model(model, "host", check=True)
+    samples = inputs_for(model, example)
+    c_outputs = run_compiled_on_host(compiled, samples, tmp_path)
+    for sample, c, want in zip(samples, c_outputs, check.run_onnxruntime(model, samples)):
+        ref = run_reference(compiled.graph, sample)
+        assert_close(kind, model, c, want, f"{name} {kind} C")
+        for g, r in zip(c, ref):
+            if kind == "float":
+                np.testing.assert_allclose(g, r, rtol=0, atol=1e-5)
+            else:
+                np.testing.assert_array_equal(g, r)  # the dequantized output: equal iff the int8 values are

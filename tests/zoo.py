@@ -1,0 +1,236 @@
+"""A zoo of small models, float and int8 QDQ, that together use every operator mcudeploy supports.
+
+Each builder takes a work directory (a pytest tmp_path: never the repository), builds a float
+ONNX model with onnx.helper and deterministic seeded weights, quantizes it with onnxruntime's
+``quantize_static`` (QDQ, per-channel int8 weights, int8 activations, a seeded calibration
+reader) and returns ``(float_model, qdq_model, example_inputs)``.
+
+Operators onnxruntime's quantizer leaves in float by default (Sub, Sum, Tanh, HardSwish) are
+added to ``op_types_to_quantize`` so the int8 path sees them too.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 13
+CALIBRATION_SAMPLES = 16
+EXTRA_QUANTIZED = ("Sub", "Sum", "Tanh", "HardSwish")
+
+Built = tuple[onnx.ModelProto, onnx.ModelProto, dict[str, np.ndarray]]
+
+
+class Net:
+    """A tiny graph builder: each method appends a node and returns its output name."""
+
+    def __init__(self, name: str, seed: int):
+        self.name = name
+        self.rng = np.random.default_rng(seed)
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[onnx.TensorProto] = []
+        self.count = 0
+
+    def _name(self, op: str) -> str:
+        self.count += 1
+        return f"{op.lower()}{self.count}"
+
+    def const(self, value: np.ndarray, hint: str = "c") -> str:
+        name = self._name(hint)
+        self.inits.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def ints(self, values) -> str:
+        return self.const(np.asarray(values, dtype=np.int64), "i")
+
+    def op(self, op_type: str, inputs, **attrs) -> str:
+        out = self._name(op_type)
+        self.nodes.append(helper.make_node(op_type, list(inputs), [out], name=out, **attrs))
+        return out
+
+    def weights(self, shape, fan_in: int) -> np.ndarray:
+        return (self.rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)).astype(np.float32)
+
+    def bias(self, n: int) -> np.ndarray:
+        return (self.rng.standard_normal(n) * 0.1).astype(np.float32)
+
+    def conv(self, x: str, cin: int, cout: int, k: int = 3, stride: int = 1, pad: int | None = None,
+             dilation: int = 1, group: int = 1) -> str:
+        pad = (k // 2) * dilation if pad is None else pad
+        w = self.const(self.weights((cout, cin // group, k, k), cin // group * k * k), "w")
+        b = self.const(self.bias(cout), "b")
+        return self.op("Conv", [x, w, b], kernel_shape=[k, k], strides=[stride, stride], pads=[pad] * 4,
+                       dilations=[dilation, dilation], group=group)
+
+    def model(self, inputs: dict[str, tuple], outputs: dict[str, str], opset: int = OPSET) -> onnx.ModelProto:
+        """Rename the chosen node outputs to the graph output names and check the model."""
+        for new, old in outputs.items():
+            for node in self.nodes:
+                node.input[:] = [new if i == old else i for i in node.input]
+                node.output[:] = [new if o == old else o for o in node.output]
+        graph = helper.make_graph(
+            self.nodes, self.name,
+            [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs.items()],
+            [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs], self.inits)
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="mcudeploy-zoo")
+        m.ir_version = 8
+        m = onnx.shape_inference.infer_shapes(m, strict_mode=True)
+        onnx.checker.check_model(m, full_check=True)
+        return m
+
+
+def samples(inputs: dict[str, tuple], count: int, seed: int) -> list[dict[str, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    return [{n: rng.standard_normal(s).astype(np.float32) for n, s in inputs.items()} for _ in range(count)]
+
+
+def quantize(model: onnx.ModelProto, inputs: dict[str, tuple], workdir: Path, seed: int = 1) -> onnx.ModelProto:
+    """The int8 QDQ version of a float model, calibrated on seeded random inputs."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.registry import QDQRegistry, QLinearOpsRegistry
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.data = iter(samples(inputs, CALIBRATION_SAMPLES, seed))
+
+        def get_next(self):
+            return next(self.data, None)
+
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    src, dst = workdir / f"{model.graph.name}_float.onnx", workdir / f"{model.graph.name}_qdq.onnx"
+    onnx.save(model, src)
+    ops = sorted(set(QLinearOpsRegistry) | set(QDQRegistry) | set(EXTRA_QUANTIZED))
+    quantize_static(str(src), str(dst), Reader(), quant_format=QuantFormat.QDQ, op_types_to_quantize=ops,
+                    per_channel=True, activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
+    return onnx.load(dst)
+
+
+def _finish(net: Net, inputs: dict[str, tuple], outputs: dict[str, str], workdir: Path, opset: int = OPSET) -> Built:
+    m = net.model(inputs, outputs, opset)
+    return m, quantize(m, inputs, workdir), samples(inputs, 1, seed=2)[0]
+
+
+# --------------------------------------------------------------------------- the models
+
+
+def convs(workdir: Path) -> Built:
+    """Conv in every geometry: plain, strided, dilated, grouped, depthwise; Relu and Clip."""
+    net = Net("convs", 10)
+    x = net.conv("x", 3, 8, 3, stride=1)
+    x = net.op("Relu", [x])
+    x = net.conv(x, 8, 16, 3, stride=2)
+    x = net.op("Clip", [x, net.const(np.float32(0.0)), net.const(np.float32(6.0))])
+    x = net.conv(x, 16, 16, 3, group=16)  # depthwise
+    x = net.op("Relu", [x])
+    x = net.conv(x, 16, 16, 3, dilation=2)
+    x = net.conv(x, 16, 8, 1, group=4)  # grouped pointwise
+    x = net.conv(x, 8, 8, 5, stride=2, pad=1, group=2)  # grouped, strided, asymmetric extent
+    return _finish(net, {"x": (1, 3, 16, 16)}, {"y": x}, workdir)
+
+
+def mlp(workdir: Path) -> Built:
+    """Flatten, Gemm (transB), LeakyRelu, MatMul with a bias Add, Softmax."""
+    net = Net("mlp", 11)
+    x = net.op("Flatten", ["x"], axis=1)
+    x = net.op("Gemm", [x, net.const(net.weights((32, 48), 48), "w"), net.const(net.bias(32), "b")], transB=1)
+    x = net.op("LeakyRelu", [x], alpha=0.1)
+    x = net.op("MatMul", [x, net.const(net.weights((32, 10), 32), "w")])
+    x = net.op("Add", [x, net.const(net.bias(10), "b")])
+    x = net.op("Softmax", [x], axis=-1)
+    return _finish(net, {"x": (1, 3, 4, 4)}, {"y": x}, workdir)
+
+
+def branching(workdir: Path) -> Built:
+    """A branching model with Concat and Sum: an inception-like block and a three-way residual."""
+    net = Net("branching", 12)
+    s = net.op("Relu", [net.conv("x", 3, 8, 3, stride=2)])
+    a = net.op("Relu", [net.conv(s, 8, 4, 1)])
+    b = net.op("Relu", [net.conv(s, 8, 6, 3)])
+    c = net.op("MaxPool", [s], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
+    c = net.conv(c, 8, 2, 1)
+    x = net.op("Concat", [a, b, c], axis=1)  # 4 + 6 + 2 channels
+    p = net.conv(x, 12, 12, 3)
+    q = net.conv(x, 12, 12, 3, group=12)
+    x = net.op("Relu", [net.op("Sum", [x, p, q])])
+    x = net.op("GlobalAveragePool", [x])
+    x = net.op("Flatten", [x])
+    x = net.op("Gemm", [x, net.const(net.weights((12, 5), 12), "w"), net.const(net.bias(5), "b")])
+    return _finish(net, {"x": (1, 3, 16, 16)}, {"y": x}, workdir)
+
+
+def unet(workdir: Path) -> Built:
+    """An encoder-decoder (U-Net-like) with MaxPool down and Resize (nearest, bilinear) up, skips by Concat."""
+    net = Net("unet", 13)
+    e1 = net.op("Relu", [net.conv("x", 1, 4, 3)])  # 16x16
+    d = net.op("MaxPool", [e1], kernel_shape=[2, 2], strides=[2, 2])
+    e2 = net.op("Relu", [net.conv(d, 4, 8, 3)])  # 8x8
+    d = net.op("MaxPool", [e2], kernel_shape=[2, 2], strides=[2, 2])
+    m = net.op("Relu", [net.conv(d, 8, 8, 3)])  # 4x4
+    scales = net.const(np.array([1, 1, 2, 2], np.float32), "scales")
+    u = net.op("Resize", [m, "", scales], mode="nearest", coordinate_transformation_mode="asymmetric",
+               nearest_mode="floor")  # 8x8
+    u = net.op("Concat", [u, e2], axis=1)
+    u = net.op("Relu", [net.conv(u, 16, 8, 3)])
+    u = net.op("Resize", [u, "", scales], mode="linear", coordinate_transformation_mode="half_pixel")  # 16x16
+    u = net.op("Concat", [u, e1], axis=1)
+    u = net.op("Relu", [net.conv(u, 12, 4, 3)])
+    y = net.conv(u, 4, 2, 1)
+    return _finish(net, {"x": (1, 1, 16, 16)}, {"y": y}, workdir)
+
+
+def activations(workdir: Path) -> Built:
+    """Sigmoid, Tanh, HardSwish, LeakyRelu, Clip, and Add/Sub/Mul with broadcasting
+    (squeeze-and-excitation gating, per-channel scale and shift, scalar operands). Opset 14 for HardSwish."""
+    net = Net("activations", 14)
+    x = net.conv("x", 4, 8, 3)
+    x = net.op("HardSwish", [x])
+    g = net.op("GlobalAveragePool", [x])  # [1, 8, 1, 1]
+    g = net.op("Sigmoid", [net.conv(g, 8, 8, 1)])
+    x = net.op("Mul", [x, g])  # broadcast over H, W
+    x = net.op("Sub", [x, net.const(np.float32(0.25))])  # scalar
+    x = net.op("Mul", [x, net.const((net.rng.random((1, 8, 1, 1)) + 0.5).astype(np.float32))])  # per channel
+    t = net.op("Tanh", [net.conv(x, 8, 8, 3)])
+    x = net.op("Add", [x, t])
+    x = net.op("Add", [x, net.const(net.bias(8).reshape(8, 1, 1))])  # rank-3 constant against rank 4
+    x = net.op("LeakyRelu", [x], alpha=0.2)
+    x = net.op("Clip", [x, net.const(np.float32(-1.0)), net.const(np.float32(1.5))])
+    row = net.op("Sub", [x, net.op("GlobalAveragePool", [x])])  # [1,8,8,8] - [1,8,1,1]
+    return _finish(net, {"x": (1, 4, 8, 8)}, {"y": row}, workdir, opset=14)
+
+
+def shapes(workdir: Path) -> Built:
+    """AveragePool, Pad, Reshape, Transpose, Unsqueeze, Squeeze, GlobalAveragePool, MatMul."""
+    net = Net("shapes", 15)
+    x = net.op("Relu", [net.conv("x", 4, 8, 3)])  # [1, 8, 8, 8]
+    x = net.op("AveragePool", [x], kernel_shape=[2, 2], strides=[2, 2])  # [1, 8, 4, 4]
+    x = net.op("Pad", [x, net.ints([0, 0, 1, 2, 0, 0, 1, 0])], mode="constant")  # [1, 8, 6, 6]
+    x = net.conv(x, 8, 8, 3, pad=0)  # [1, 8, 4, 4]
+    x = net.op("Reshape", [x, net.ints([0, 8, -1])])  # [1, 8, 16]
+    x = net.op("Transpose", [x], perm=[0, 2, 1])  # [1, 16, 8]
+    x = net.op("Unsqueeze", [x, net.ints([1])])  # [1, 1, 16, 8]
+    x = net.op("Relu", [net.conv(x, 1, 4, 3)])  # [1, 4, 16, 8]
+    x = net.op("Transpose", [x], perm=[0, 2, 3, 1])  # NHWC [1, 16, 8, 4]
+    x = net.op("AveragePool", [x], kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, 0, 0])  # [1, 16, 4, 2]
+    x = net.op("GlobalAveragePool", [x])  # [1, 16, 1, 1]
+    x = net.op("Squeeze", [x, net.ints([2, 3])])  # [1, 16]
+    x = net.op("MatMul", [x, net.const(net.weights((16, 6), 16), "w")])
+    return _finish(net, {"x": (1, 4, 8, 8)}, {"y": x}, workdir)
+
+
+BUILDERS: dict[str, Callable[[Path], Built]] = {
+    "convs": convs,
+    "mlp": mlp,
+    "branching": branching,
+    "unet": unet,
+    "activations": activations,
+    "shapes": shapes,
+}
+
+# Every operator the zoo must use (the list mcudeploy supports on real models).
+REQUIRED_OPS = ("Conv", "Gemm", "MatMul", "Add", "Sub", "Mul", "Sum", "Concat", "Relu", "Clip", "LeakyRelu",
+                "Sigmoid", "Tanh", "HardSwish", "MaxPool", "AveragePool", "GlobalAveragePool", "Reshape", "Flatten",
+                "Squeeze", "Unsqueeze", "Transpose", "Softmax", "Pad", "Resize")
