@@ -16,6 +16,7 @@ from typing import Optional
 
 import numpy as np
 
+from mcudeploy.errors import UnsupportedError
 from mcudeploy.ir import Graph, Node, Quant, Tensor, constant
 from mcudeploy.ops import registry
 from mcudeploy.passes.graph_edit import eliminate_dead
@@ -59,6 +60,22 @@ def _merge_clip(attrs: dict, bounds: tuple[float, float]) -> dict:
     lo = max(attrs.get("clip_min", -math.inf) if attrs.get("clip_min") is not None else -math.inf, bounds[0])
     hi = min(attrs.get("clip_max", math.inf) if attrs.get("clip_max") is not None else math.inf, bounds[1])
     return {**attrs, "clip_min": lo, "clip_max": hi}
+
+
+def _accepts(op, graph: Graph, node: Node) -> bool:
+    """Whether the integer form of `node` computes its output as declared (shape and dtype) and
+    the operator takes these quantization parameters."""
+    out = graph[node.outputs[0]]
+    try:
+        (shape, dtype), *_ = op.infer(graph, node)
+    except UnsupportedError:
+        return False
+    if tuple(shape) != out.shape or dtype != out.dtype:
+        return False
+    if op.view and graph[node.inputs[0]].quant != out.quant:
+        return False
+    accepts = getattr(op, "accepts_int8", None)
+    return accepts is None or accepts(graph, node)
 
 
 class _Lowering:
@@ -171,28 +188,16 @@ class _Lowering:
         out = qnode.outputs[0]
         lowered = Node(node.name, new_op, tuple(inputs), (out,), attrs)
         trial = self.g.replace(tensors={**self.tensors, **{n: self._with_dq_quant(n, node) for n in inputs if n}})
-        trial_tensors = dict(trial.tensors)
-        lowered_op = registry.get(new_op)
-        if not getattr(lowered_op, "quantizable", True):
+        if not _accepts(registry.get(new_op), trial, lowered):
             return
-        accepts = getattr(lowered_op, "accepts_int8", None)
-        probe = trial
-        try:
-            shapes = lowered_op.infer(probe, lowered)
-        except Exception:
-            return
-        if tuple(shapes[0][0]) != self.g[out].shape or shapes[0][1] != self.g[out].dtype:
-            return
-        if lowered_op.view and trial_tensors[inputs[0]].quant != trial_tensors[out].quant:
-            return
-        if accepts is not None and not accepts(probe, lowered):
-            return
+        trial_tensors = trial.tensors
         self.tensors.update({n: trial_tensors[n] for n in inputs if n})
         self.replaced[node.name] = lowered
         for m in members[1:] + [qnode]:
             self.replaced[m.name] = None
 
     def _with_dq_quant(self, name: str, node: Node) -> Tensor:
+        """The tensor with the quantization of the DequantizeLinear through which `node` reads it."""
         t = self.tensors[name]
         if t.quant is not None:
             return t
