@@ -57,6 +57,13 @@ def cmd_plan(args) -> int:
     return 0
 
 
+def cmd_report(args) -> int:
+    from mcudeploy.report.html import write_report
+
+    print(f"wrote {write_report(args.plan, args.output)}")
+    return 0
+
+
 def cmd_run(args) -> int:
     from mcudeploy import check
     from mcudeploy.device.host import run_compiled_on_host
@@ -101,6 +108,11 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("plan", help="print the memory plan, no C")
     _model_options(s)
     s.set_defaults(run=cmd_plan)
+
+    s = sub.add_parser("report", help="draw a plan.json as a self-contained HTML page")
+    s.add_argument("plan", help="a plan.json (or the folder `compile` wrote it to)")
+    s.add_argument("-o", "--output", help="the HTML file to write (default: report.html beside the plan)")
+    s.set_defaults(run=cmd_report)
 
     s = sub.add_parser("run", help="build and run the model on a board")
     _model_options(s)

@@ -1,0 +1,149 @@
+"""What a report shows, computed from plan.json alone: one pure function from the plan's plain
+data to the plain data that the text summary and the HTML page both render.
+
+Time runs over steps: step -1 is "before the first operator" (the graph inputs are written
+there), step s is the s-th operator of the order. A buffer occupies steps first..last and the
+bytes offset..offset+size of its region. Live bytes at a step is the sum of the sizes of the
+buffers occupying it; the peak is the first step where that sum is largest.
+
+Fields added to plan.json after version 1 ("regions", a buffer's "region", "tensors", and
+"schedule"/"placement" as objects) are read when present and derived or left out when not.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from mcudeploy.errors import MCUDeployError
+
+DEFAULT_REGION = "arena"
+REQUIRED = ("model", "board", "arena_bytes", "lower_bound_bytes", "order", "buffers")
+REQUIRED_BUFFER = ("name", "offset", "size", "first", "last")
+
+
+def short_name(name: str, width: int = 40) -> str:
+    """A readable label for a long framework name: the last ';'-separated part (TensorFlow
+    joins fused names with ';'), cut from the left to ``width`` characters."""
+    tail = name.rsplit(";", 1)[-1] or name
+    return tail if len(tail) <= width else "…" + tail[-(width - 1):]
+
+
+def check_plan(plan: Any, source: str = "the plan") -> None:
+    """Raise an MCUDeployError naming the first field a report cannot do without."""
+    if not isinstance(plan, dict):
+        raise MCUDeployError(f"{source} is not a plan.json: it holds no JSON object")
+    for key in REQUIRED:
+        if key not in plan:
+            raise MCUDeployError(f"{source} is not a plan.json: it has no \"{key}\" field")
+    for i, b in enumerate(plan["buffers"]):
+        for key in REQUIRED_BUFFER:
+            if key not in b:
+                raise MCUDeployError(f"{source} is not a plan.json: buffer {i} has no \"{key}\" field")
+
+
+def method_info(value: Any) -> dict:
+    """"schedule"/"placement" are a method name in version 1 and an object later."""
+    if isinstance(value, dict):
+        return {"method": str(value.get("method", "?")), "proven_optimal": value.get("proven_optimal"),
+                "time_s": value.get("time_s")}
+    return {"method": str(value) if value is not None else "?", "proven_optimal": None, "time_s": None}
+
+
+def _regions(plan: dict, buffers: list[dict]) -> list[dict]:
+    listed = plan.get("regions") or []
+    regions = [{"name": str(r["name"]), "size": r.get("size"), "arena_bytes": r.get("arena_bytes")} for r in listed]
+    names = [r["name"] for r in regions]
+    for b in buffers:
+        if b["region"] not in names:
+            names.append(b["region"])
+            regions.append({"name": b["region"], "size": None, "arena_bytes": None})
+    if not regions:
+        regions.append({"name": DEFAULT_REGION, "size": None, "arena_bytes": plan["arena_bytes"]})
+    for r in regions:
+        used = max((b["offset"] + b["size"] for b in buffers if b["region"] == r["name"]), default=0)
+        if r["arena_bytes"] is None:
+            r["arena_bytes"] = used
+        r["drawn_bytes"] = max(r["arena_bytes"], used)  # the y extent of its picture
+        r["buffers"] = sum(1 for b in buffers if b["region"] == r["name"])
+    return regions
+
+
+def _tensor_details(plan: dict) -> dict[str, list[dict]]:
+    """Buffer name -> its tensors with shape, dtype and offset, from "tensors" when present."""
+    shapes = {t["name"]: t for t in plan.get("inputs", []) + plan.get("outputs", [])}
+    by_buffer: dict[str, list[dict]] = {}
+    for t in plan.get("tensors") or []:
+        by_buffer.setdefault(t.get("buffer"), []).append(
+            {"name": t["name"], "shape": t.get("shape"), "dtype": t.get("dtype"), "offset": t.get("offset")})
+    for b in plan["buffers"]:
+        if b["name"] not in by_buffer:
+            by_buffer[b["name"]] = [{"name": n, "shape": shapes.get(n, {}).get("shape"),
+                                     "dtype": shapes.get(n, {}).get("dtype"), "offset": None}
+                                    for n in b.get("tensors") or [b["name"]]]
+    return by_buffer
+
+
+def live_bytes(buffers: list[dict], steps: int) -> list[int]:
+    """Live bytes at steps -1..steps-1 (index 0 is step -1)."""
+    live = [0] * (steps + 1)
+    for b in buffers:
+        for t in range(max(b["first"], -1), min(b["last"], steps - 1) + 1):
+            live[t + 1] += b["size"]
+    return live
+
+
+def split_rows(plan: dict) -> list[dict]:
+    """The split scheme, one row per entry, for the (later) split section. Entries are shown as
+    given until the partition pass settles their fields."""
+    rows = []
+    for i, entry in enumerate(plan.get("scheme") or []):
+        rows.append({"index": i, "fields": entry if isinstance(entry, dict) else {"entry": entry}})
+    return rows
+
+
+def plan_view(plan: dict, source: str = "the plan") -> dict:
+    check_plan(plan, source)
+    order = list(plan["order"])
+    steps = len(order)
+    first_region = (plan.get("regions") or [{"name": DEFAULT_REGION}])[0]["name"]
+    details = _tensor_details(plan)
+    buffers = []
+    for b in plan["buffers"]:
+        buffers.append({"name": b["name"], "region": str(b.get("region") or first_region),
+                        "offset": int(b["offset"]), "size": int(b["size"]),
+                        "first": int(b["first"]), "last": int(b["last"]),
+                        "tensors": details.get(b["name"], [])})
+    regions = _regions(plan, buffers)
+    live = live_bytes(buffers, steps)
+    peak_index = max(range(len(live)), key=lambda i: (live[i], -i))
+    peak_step = peak_index - 1
+    at_peak = sorted((b for b in buffers if b["first"] <= peak_step <= b["last"]),
+                     key=lambda b: (b["region"], b["offset"], b["name"]))
+    rows = [{"step": int(o.get("step", i)), "node": o["node"], "label": short_name(o["node"]), "op": o["op"],
+             "macs": o.get("macs"), "live": live[i + 1], "peak": i == peak_step,
+             "inputs": o.get("inputs", []), "outputs": o.get("outputs", [])}
+            for i, o in enumerate(order)]
+    arena, bound = int(plan["arena_bytes"]), int(plan["lower_bound_bytes"])
+    latency = plan.get("latency") or {}
+    return {
+        "model": plan["model"], "board": plan["board"], "version": plan.get("version"),
+        "arena_bytes": arena, "lower_bound_bytes": bound,
+        "above_bound": (arena / bound - 1) if bound else 0.0,
+        "alignment": plan.get("alignment"), "weights_bytes": plan.get("weights_bytes"),
+        "macs": plan.get("macs", sum(r["macs"] or 0 for r in rows)),
+        "schedule": method_info(plan.get("schedule")), "placement": method_info(plan.get("placement")),
+        "latency": {"ticks": latency.get("ticks"), "baseline_ticks": latency.get("baseline_ticks"),
+                    "source": latency.get("source", "none")},
+        "steps": steps, "regions": regions, "buffers": buffers, "live": live,
+        "peak": {"step": peak_step, "bytes": live[peak_index],
+                 "ties": [i - 1 for i in range(peak_index + 1, len(live)) if live[i] == live[peak_index]],
+                 "op": order[peak_step]["op"] if peak_step >= 0 else "inputs",
+                 "node": order[peak_step]["node"] if peak_step >= 0 else "",
+                 "buffers": at_peak},
+        "operators": rows, "split": split_rows(plan),
+    }
+
+
+def kb(n: Optional[int]) -> str:
+    if n is None:
+        return "–"
+    return f"{n:,} B" if n < 10240 else f"{n / 1024:,.1f} KB"

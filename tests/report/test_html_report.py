@@ -1,0 +1,215 @@
+"""`mcudeploy report`: the HTML page opens in headless Chromium without console messages, and the
+rectangles its script draws sit where plan.json puts the buffers; the memory curve and the peak
+it marks are the compiler's own live bytes. The text summary of `mcudeploy plan` shows the same.
+
+The page's script reads each drawn <rect> back from the SVG, maps it through the inverse of the
+chart's scales and writes the result into <script id="drawn">; the tests read it with --dump-dom.
+Tests that need Chromium skip when it is absent (Debian package: chromium).
+"""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+import zoo
+from conftest import need_models, shared_models
+from mcudeploy.cli import main
+from mcudeploy.errors import MCUDeployError
+from mcudeploy.pipeline import compile_model
+from mcudeploy.plan import plan_dict
+from mcudeploy.report.html import render, write_report
+from mcudeploy.report.text import plan_text, summary
+from mcudeploy.report.view import plan_view
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--enable-logging=stderr", "--v=0")
+
+
+def chromium() -> str:
+    found = os.environ.get("MCUDEPLOY_CHROMIUM") or next(filter(None, map(shutil.which, BROWSERS)), None)
+    if not found:
+        pytest.skip("headless Chromium is not installed (Debian: apt-get install chromium; or set MCUDEPLOY_CHROMIUM)")
+    return found
+
+
+def open_in_chromium(html_path, tmp_path) -> tuple[str, list[str]]:
+    """The page's DOM after its scripts ran, and every console message it logged."""
+    profile = tmp_path / "chromium-profile"
+    run = subprocess.run([chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom",
+                          html_path.resolve().as_uri()], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    console = [line for line in run.stderr.splitlines() if ":CONSOLE" in line]
+    return run.stdout, console
+
+
+def drawn(dom: str) -> dict:
+    m = re.search(r'<script type="application/json" id="drawn">(.*?)</script>', dom, re.S)
+    assert m, "the page has no drawn-data element"
+    return json.loads(m.group(1))
+
+
+def check_page(plan: dict, html_path, tmp_path, live_bytes: list[int]) -> dict:
+    """Open the page; compare what it drew with plan.json and with the compiler's live bytes."""
+    dom, console = open_in_chromium(html_path, tmp_path)
+    assert console == [], console
+    d = drawn(dom)
+    assert d["errors"] == []
+    regions = {b.get("region") for b in plan["buffers"]}
+    default = (plan.get("regions") or [{"name": "arena"}])[0]["name"]
+    expected = sorted((b["name"], b.get("region") or default, b["first"], b["last"], b["offset"], b["size"])
+                      for b in plan["buffers"])
+    got = sorted((r["buffer"], r["region"], r["first"], r["last"], r["offset"], r["size"]) for r in d["rects"])
+    assert got == expected, f"{len(got)} rectangles drawn for {len(expected)} buffers in regions {regions}"
+    assert d["memory"] == live_bytes
+    assert d["peak"]["bytes"] == max(live_bytes)
+    assert live_bytes[d["peak"]["step"] + 1] == max(live_bytes)
+    return d
+
+
+def self_contained(html: str) -> bool:
+    """No <link>, no src=, no url(...), no @import: nothing for the browser to fetch."""
+    return not re.search(r"<link\b|\bsrc\s*=|url\(|@import", html, re.I)
+
+
+@pytest.fixture(scope="module")
+def unet(tmp_path_factory):
+    float_model, _, _ = zoo.unet(tmp_path_factory.mktemp("unet"))
+    return compile_model(float_model, "host")
+
+
+def test_zoo_unet_report_in_chromium(unet, tmp_path):
+    plan = plan_dict(unet)
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    out = write_report(tmp_path / "plan.json", tmp_path / "report.html")
+    html = out.read_text()
+    assert self_contained(html)
+    assert len(plan["buffers"]) > 10
+    check_page(plan, out, tmp_path, unet.lifetimes.live_bytes())
+
+
+@pytest.mark.parametrize("name", ["vww_mobilenetv1_int8", "ic_resnet8_int8", "kws_dscnn_int8"])
+def test_reference_model_report_in_chromium(name, tmp_path):
+    need_models()
+    model = [p for p in shared_models(f"{name}.onnx")]
+    if not model:
+        pytest.skip(f"{name}.onnx is not among the shared models")
+    compiled = compile_model(model[0], "host")
+    assert main(["compile", str(model[0]), "-b", "host", "-o", str(tmp_path / "out")]) == 0
+    assert main(["report", str(tmp_path / "out" / "plan.json"), "-o", str(tmp_path / "report.html")]) == 0
+    plan = json.loads((tmp_path / "out" / "plan.json").read_text())
+    d = check_page(plan, tmp_path / "report.html", tmp_path, compiled.lifetimes.live_bytes())
+    assert d["peak"]["bytes"] == plan["lower_bound_bytes"] == compiled.placement.lower_bound_bytes
+
+
+def with_regions(plan: dict) -> dict:
+    """The plan as the layout work will write it: buffers over two regions, "tensors" and
+    "regions", and schedule/placement as objects. Odd buffers move to a second region,
+    stacked in order (not a valid layout, only a drawing check)."""
+    p = copy.deepcopy(plan)
+    top = 0
+    for i, b in enumerate(p["buffers"]):
+        b["region"] = "sram" if i % 2 == 0 else "ccm"
+        if i % 2:
+            b["offset"], top = top, top + b["size"]
+    p["regions"] = [{"name": "sram", "size": 131072, "arena_bytes": plan["arena_bytes"]},
+                    {"name": "ccm", "size": 65536, "arena_bytes": top}]
+    p["tensors"] = [{"name": t, "buffer": b["name"], "offset": b["offset"], "shape": [1, 2], "dtype": "int8",
+                     "strides": [2, 1]} for b in p["buffers"] for t in b["tensors"]]
+    p["schedule"] = {"method": "exact", "proven_optimal": True, "time_s": 0.25}
+    p["placement"] = {"method": "exact", "proven_optimal": False}
+    return p
+
+
+def test_regions_and_tensors_in_chromium(unet, tmp_path):
+    plan = with_regions(plan_dict(unet))
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    out = write_report(tmp_path / "plan.json")
+    assert out == tmp_path / "report.html"
+    d = check_page(plan, out, tmp_path, unet.lifetimes.live_bytes())
+    assert {r["region"] for r in d["rects"]} == {"sram", "ccm"}
+    html = out.read_text()
+    assert "exact, proven optimal, 0.25 s" in html and "not proven optimal" in html
+
+
+def test_view_without_new_fields_matches_compiler(unet):
+    v = plan_view(plan_dict(unet))
+    live = unet.lifetimes.live_bytes()
+    assert v["live"] == live
+    assert v["peak"]["bytes"] == max(live) == unet.placement.lower_bound_bytes
+    assert [r["name"] for r in v["regions"]] == ["arena"]
+    assert v["regions"][0]["arena_bytes"] == unet.placement.arena_bytes
+    peak = v["peak"]["step"]
+    assert {b["name"] for b in v["peak"]["buffers"]} == {
+        b.name for b in unet.lifetimes.buffers if b.first <= peak <= b.last}
+    assert sum(b["size"] for b in v["peak"]["buffers"]) == max(live)
+    assert v["schedule"]["method"] == "model" and v["schedule"]["proven_optimal"] is None
+
+
+def test_html_names_the_peak_tensors_and_every_operator(unet):
+    plan = plan_dict(unet)
+    html = render(plan)
+    v = plan_view(plan)
+    for b in v["peak"]["buffers"]:
+        for t in b["tensors"]:
+            assert t["name"] in html
+    rows = re.findall(r'<tr data-step="(-?\d+)"', html)
+    assert rows == [str(s) for s in range(-1, len(plan["order"]))]
+    assert 'id="split-none"' in html
+
+
+def test_split_section_lists_the_scheme(unet):
+    plan = plan_dict(unet)
+    plan["scheme"] = [{"component": 0, "axis": "h", "factor": 4}]
+    html = render(plan)
+    assert 'id="split-table"' in html and "<b>factor</b> 4" in html
+
+
+def test_plan_text_shows_the_same_summary(unet):
+    text = summary(unet, detail=True)
+    v = plan_view(plan_dict(unet))
+    peak = v["peak"]
+    assert f"peak {peak['bytes']:,} bytes at step {peak['step']}" in text
+    assert len([line for line in text.splitlines() if line.endswith("<- peak")]) == 1
+    assert f"live at the peak (step {peak['step']}): {len(peak['buffers'])} buffers" in text
+    for r in v["operators"]:
+        assert re.search(rf"^\s+{r['step']}\s.*\b{r['op']}\b.*\s{r['live']:,}\s", text, re.M), r
+    assert text == plan_text(plan_dict(unet), detail=True)  # host board: no SRAM line
+
+
+def test_plan_command_prints_the_table(tmp_path, capsys):
+    import onnx
+
+    float_model, _, _ = zoo.unet(tmp_path)
+    onnx.save(float_model, tmp_path / "unet.onnx")
+    assert main(["plan", str(tmp_path / "unet.onnx"), "-b", "host"]) == 0
+    out = capsys.readouterr().out
+    assert "memory over time: peak" in out and "live at the peak" in out and "MACs" in out
+
+
+@pytest.mark.parametrize("content, says", [
+    (None, "there is no plan at"),
+    ("{not json", "is not valid JSON"),
+    ("[]", "holds no JSON object"),
+    ('{"model": "m"}', 'has no "board" field'),
+])
+def test_report_errors_are_one_sentence(tmp_path, capsys, content, says):
+    path = tmp_path / "plan.json"
+    if content is not None:
+        path.write_text(content)
+    assert main(["report", str(path), "-o", str(tmp_path / "r.html")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("mcudeploy: error: ") and says in err and len(err.splitlines()) == 1
+
+
+def test_buffer_without_offset_is_named(unet):
+    plan = plan_dict(unet)
+    del plan["buffers"][3]["offset"]
+    with pytest.raises(MCUDeployError, match='buffer 3 has no "offset" field'):
+        render(plan)
