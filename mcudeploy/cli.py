@@ -18,13 +18,19 @@ def _model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-b", "--board", required=True, help="target board (see `mcudeploy boards`)")
     p.add_argument("--input-shape", action="append", default=[], metavar="NAME=1x3x96x96",
                    help="pin the shape of an input with unknown dimensions (repeatable)")
+    p.add_argument("--schedule", default="auto", metavar="METHOD",
+                   help="execution order: auto, exact, refine, bfs, dfs, rpo or model (default auto: exact where "
+                        "it can finish within the time limit, else the refined heuristic)")
+    p.add_argument("--time-limit", type=float, default=10.0, metavar="S",
+                   help="seconds the schedule method may search (default 10)")
 
 
 def _compile(args):
     from mcudeploy.frontend import parse_input_shapes
     from mcudeploy.pipeline import compile_model
 
-    return compile_model(args.model, args.board, parse_input_shapes(args.input_shape))
+    return compile_model(args.model, args.board, parse_input_shapes(args.input_shape), schedule_method=args.schedule,
+                         schedule_time_limit=args.time_limit)
 
 
 def cmd_boards(args) -> int:
@@ -69,13 +75,19 @@ def cmd_run(args) -> int:
     from mcudeploy.device.host import run_compiled_on_host
 
     compiled = _compile(args)
-    if compiled.board.kind != "host":
-        raise MCUDeployError(f"running on board '{compiled.board.name}' needs the device support of a later "
-                             f"release; use -b host")
     graph = compiled.graph
     samples = check.load_input(args.input, graph) if args.input else check.random_inputs(graph, args.samples)
-    with tempfile.TemporaryDirectory(prefix="mcud-run-") as tmp:
-        outputs = run_compiled_on_host(compiled, samples, Path(tmp))
+    board_run = None
+    if compiled.board.kind == "host":
+        with tempfile.TemporaryDirectory(prefix="mcud-run-") as tmp:
+            outputs = run_compiled_on_host(compiled, samples, Path(tmp))
+    else:
+        from mcudeploy.device.runner import run_on_board, ticks_lines
+
+        board_run = run_on_board(compiled, samples, port=args.port)
+        outputs = board_run.outputs
+        for line in board_run.firmware.report.lines() + ticks_lines(board_run):
+            print(line)
     if args.output:
         import numpy as np
 
@@ -88,7 +100,44 @@ def cmd_run(args) -> int:
     report = check.compare(graph, outputs, check.run_onnxruntime(args.model, samples), samples)
     for line in report.lines():
         print(line)
-    return 0 if report.ok else 1
+    same_as_host = True
+    if board_run is not None:
+        from mcudeploy.device.runner import compare_with_host
+
+        same_as_host, lines = compare_with_host(compiled, outputs, samples)
+        for line in lines:
+            print(line)
+    return 0 if report.ok and same_as_host else 1
+
+
+def cmd_measure(args) -> int:
+    import json
+
+    from mcudeploy.device.measure import measure_model
+
+    result = measure_model(_compile(args), port=args.port, repeat=args.repeat)
+    if args.json:
+        print(json.dumps(result.as_dict(), indent=1))
+    else:
+        for line in (result.memory.lines() if result.memory else []) + result.lines():
+            print(line)
+    return 0
+
+
+def cmd_flash(args) -> int:
+    from mcudeploy.device import platformio
+
+    if args.stop:
+        emu = platformio.stop_emulator(args.board)
+        print(f"stopped the emulator of {args.board} (pid {emu.pid})" if emu else f"no emulator runs for {args.board}")
+        return 0
+    from mcudeploy.frontend import parse_input_shapes
+
+    result = platformio.flash(args.model, args.board, port=args.port, project=args.project_dir,
+                              upload_firmware=not args.no_upload, input_shapes=parse_input_shapes(args.input_shape))
+    for line in platformio.summary(result):
+        print(line)
+    return 0
 
 
 def parser() -> argparse.ArgumentParser:
@@ -120,7 +169,27 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--check", action="store_true", help="compare with onnxruntime and the numpy reference")
     s.add_argument("--samples", type=int, default=20, help="random inputs for --check (default 20)")
     s.add_argument("-o", "--output", help="save the outputs to this .npz")
+    s.add_argument("--port", help="serial port of a flashed board (a pyserial URL: /dev/ttyACM0, socket://HOST:PORT)")
     s.set_defaults(run=cmd_run)
+
+    s = sub.add_parser("measure", help="per-operator timings on a board (cached per kernel)")
+    _model_options(s)
+    s.add_argument("--port", help="serial port of a flashed board (a pyserial URL: /dev/ttyACM0, socket://HOST:PORT)")
+    s.add_argument("--json", action="store_true", help="print the timings as JSON")
+    s.add_argument("--repeat", type=int, default=5, help="runs of each operator; the least ticks count (default 5)")
+    s.set_defaults(run=cmd_measure)
+
+    s = sub.add_parser("flash", help="build the measurer (and a model) with PlatformIO and upload it")
+    s.add_argument("model", nargs="?", help="the ONNX model file (none: the measurer alone)")
+    s.add_argument("-b", "--board", required=True, help="target board (see `mcudeploy boards`)")
+    s.add_argument("--input-shape", action="append", default=[], metavar="NAME=1x3x96x96",
+                   help="pin the shape of an input with unknown dimensions (repeatable)")
+    s.add_argument("--port", help="emulated board: socket://127.0.0.1:PORT to listen on (default: a free port); "
+                                  "real board: its serial port, e.g. /dev/ttyACM0")
+    s.add_argument("--project-dir", help="where to write the PlatformIO project (default: in the mcudeploy cache)")
+    s.add_argument("--no-upload", action="store_true", help="build and report memory use, do not upload")
+    s.add_argument("--stop", action="store_true", help="stop the emulator an earlier flash of BOARD started")
+    s.set_defaults(run=cmd_flash)
     return p
 
 

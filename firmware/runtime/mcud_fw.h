@@ -1,0 +1,72 @@
+/* mcudeploy measurer firmware: what the generated main.c hands to the runtime, and the small
+ * port interface (UART, timer, system) that each board's drivers implement.
+ *
+ * The runtime is plain C99 and board independent; which UART and timer driver is linked in,
+ * and every address, comes from the board file through the generated main.c. */
+#ifndef MCUD_FW_H
+#define MCUD_FW_H
+
+#include <stdint.h>
+
+/* One read-modify-write of a memory-mapped register, run before the UART starts
+ * (clock enables, pin multiplexing): *addr = (*addr & ~clear) | set. */
+typedef struct {
+    uint32_t addr;
+    uint32_t clear;
+    uint32_t set;
+} mcud_fw_reg_write;
+
+typedef struct {
+    const char *board;            /* board name, as in boards/NAME.json */
+    const char *firmware_version; /* mcudeploy version that generated the firmware */
+    uint32_t model_id;            /* CRC-32 of the generated model.c (0: no model) */
+    uint32_t uart_base;
+    uint32_t uart_brr;            /* baud-rate register value (ignored by QEMU's models) */
+    uint32_t timer_hz;            /* ticks per second of mcud_timer_now() */
+    uint32_t emulated;            /* 1: semihosting is available (QEMU), 0: real hardware */
+    const mcud_fw_reg_write *init;
+    uint32_t init_count;
+    uint64_t *op_ticks;           /* MCUD_NUM_OPS counters, owned by main.c */
+    uint32_t num_ops;
+    uint32_t arena_bytes;
+} mcud_fw_config;
+
+/* ---- the measurer (protocol.c, measure.c) ---- */
+void mcud_fw_serve(const mcud_fw_config *config); /* never returns */
+void mcud_fw_measure_init(const mcud_fw_config *config);
+/* Run the whole model once; fills config->op_ticks, returns the total ticks. */
+uint64_t mcud_fw_run_model(void);
+/* Run operator `op` alone `repeat` times; the ticks of each repetition are summarised. */
+void mcud_fw_run_op(uint32_t op, uint32_t repeat, uint64_t *total, uint64_t *min, uint64_t *max);
+/* A fixed loop of 2 instructions per iteration, to relate ticks to instructions. */
+uint64_t mcud_fw_calibrate(uint32_t iterations);
+/* What MCUD_OP_BEGIN / MCUD_OP_END call (see mcud_measure.h, generated). */
+int32_t mcud_fw_op_enabled(int32_t op);
+void mcud_fw_op_begin(int32_t op);
+void mcud_fw_op_end(int32_t op);
+
+/* ---- CRC-32 (IEEE 802.3, as zlib.crc32) ---- */
+uint32_t mcud_fw_crc32(uint32_t crc, const uint8_t *data, uint32_t n);
+
+/* ---- port: UART (uart_*.c) ---- */
+void mcud_uart_init(const mcud_fw_config *config);
+void mcud_uart_write(const uint8_t *data, uint32_t n);
+int32_t mcud_uart_read(void); /* a received byte, or -1 when none is waiting */
+
+/* ---- port: timer (timer_*.c) ---- */
+void mcud_timer_init(void);
+void mcud_timer_restart(void); /* aligns the tick phase to this instruction (deterministic under QEMU -icount) */
+uint64_t mcud_timer_now(void);
+
+/* ---- port: system (system.c) ---- */
+void mcud_sys_init(const mcud_fw_config *config); /* runs the register writes of config->init */
+void mcud_sys_reset(void);                        /* never returns */
+void mcud_sys_exit(int32_t code);                 /* QEMU: ends the emulator with `code`; hardware: resets */
+void mcud_sys_fault(void);                        /* a CPU fault: QEMU exits with MCUD_EXIT_FAULT, hardware resets */
+/* Emulated boards: read n bytes at `offset` of the host file `path` (Arm semihosting); 0 on success. */
+int32_t mcud_sys_read_host_file(const char *path, uint32_t offset, uint8_t *dst, uint32_t n);
+
+/* QEMU's exit status when the firmware takes a fault (HardFault, MemManage, BusFault, UsageFault). */
+#define MCUD_EXIT_FAULT 3
+
+#endif /* MCUD_FW_H */

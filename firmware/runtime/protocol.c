@@ -1,0 +1,309 @@
+/* The measurer's command loop: receive a frame, check it, act, answer. A frame that fails
+ * its checksum, is too long, or stops half-way is never acted on; the device answers
+ * ERROR and keeps serving. Every command is idempotent except RESET and EXIT, so the host
+ * may simply resend a request whose answer it did not get. */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "mcud_fw.h"
+#include "mcud_protocol.h"
+#include "model.h"
+
+#define FRAME_BYTES (MCUD_PROTO_HEADER + MCUD_PROTO_MAX_PAYLOAD + MCUD_PROTO_TRAILER)
+
+/* One buffer for the request and its reply: every handler reads all of its request before it
+ * writes the reply, so they can share it (2 KB of SRAM less for the model). */
+static uint8_t frame[FRAME_BYTES];
+#define rx frame
+#define tx frame
+static const mcud_fw_config *cfg;
+
+
+static void put16(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    put16(p, v & 0xFFFFu);
+    put16(p + 2, v >> 16);
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    put32(p, (uint32_t)v);
+    put32(p + 4, (uint32_t)(v >> 32));
+}
+
+static uint32_t get16(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+    return get16(p) | (get16(p + 2) << 16);
+}
+
+/* The payload of the reply being built lives at tx + MCUD_PROTO_HEADER. */
+#define OUT (tx + MCUD_PROTO_HEADER)
+
+static void send_frame(uint32_t cmd, uint32_t seq, uint32_t n)
+{
+    tx[0] = MCUD_PROTO_MAGIC0;
+    tx[1] = MCUD_PROTO_MAGIC1;
+    tx[2] = MCUD_PROTO_VERSION;
+    tx[3] = (uint8_t)cmd;
+    put16(tx + 4, seq);
+    put16(tx + 6, n);
+    put32(tx + MCUD_PROTO_HEADER + n, mcud_fw_crc32(0, tx + 2, MCUD_PROTO_HEADER - 2 + n));
+    mcud_uart_write(tx, MCUD_PROTO_HEADER + n + MCUD_PROTO_TRAILER);
+}
+
+static uint32_t put_string(uint8_t *p, const char *s)
+{
+    size_t n = strlen(s);
+    if (n > 255) {
+        n = 255;
+    }
+    p[0] = (uint8_t)n;
+    memcpy(p + 1, s, n);
+    return (uint32_t)n + 1;
+}
+
+static void send_error(uint32_t seq, uint32_t code, const char *message)
+{
+    OUT[0] = (uint8_t)code;
+    send_frame(MCUD_CMD_ERROR, seq, 1 + put_string(OUT + 1, message));
+}
+
+static void send_boot(void)
+{
+    OUT[0] = MCUD_PROTO_VERSION;
+    send_frame(MCUD_CMD_BOOT, 0, 1 + put_string(OUT + 1, cfg->board));
+}
+
+static uint32_t identify(void)
+{
+    uint32_t n = 0;
+    OUT[n++] = MCUD_PROTO_VERSION;
+    OUT[n++] = MCUD_NUM_INPUTS;
+    OUT[n++] = MCUD_NUM_OUTPUTS;
+    OUT[n++] = (uint8_t)(cfg->emulated ? 1 : 0);
+    put16(OUT + n, MCUD_PROTO_MAX_PAYLOAD);
+    n += 2;
+    put16(OUT + n, cfg->num_ops);
+    n += 2;
+    put32(OUT + n, cfg->arena_bytes);
+    n += 4;
+    put32(OUT + n, cfg->timer_hz);
+    n += 4;
+    put32(OUT + n, cfg->model_id);
+    n += 4;
+    for (int32_t i = 0; i < MCUD_NUM_INPUTS; i++, n += 4) {
+        put32(OUT + n, (uint32_t)mcud_model_input_bytes(i));
+    }
+    for (int32_t i = 0; i < MCUD_NUM_OUTPUTS; i++, n += 4) {
+        put32(OUT + n, (uint32_t)mcud_model_output_bytes(i));
+    }
+    n += put_string(OUT + n, cfg->board);
+    n += put_string(OUT + n, cfg->firmware_version);
+    return n;
+}
+
+/* Checks an (index, offset, length) access to a model input or output. */
+static uint8_t *io_span(int input, uint32_t index, uint32_t offset, uint32_t length)
+{
+    const uint32_t count = input ? (uint32_t)MCUD_NUM_INPUTS : (uint32_t)MCUD_NUM_OUTPUTS;
+    if (index >= count) {
+        return NULL;
+    }
+    size_t size = input ? mcud_model_input_bytes((int32_t)index) : mcud_model_output_bytes((int32_t)index);
+    if (offset > size || length > size - offset) {
+        return NULL;
+    }
+    return (uint8_t *)(input ? mcud_model_input((int32_t)index) : mcud_model_output((int32_t)index)) + offset;
+}
+
+static void handle(uint32_t cmd, uint32_t seq, const uint8_t *in, uint32_t n)
+{
+    uint32_t reply = cmd | MCUD_PROTO_REPLY;
+    switch (cmd) {
+    case MCUD_CMD_IDENTIFY:
+        send_frame(reply, seq, identify());
+        return;
+    case MCUD_CMD_ECHO:
+        memmove(OUT, in, n);
+        send_frame(reply, seq, n);
+        return;
+    case MCUD_CMD_LOAD_INPUT: {
+        uint8_t *dst = n >= 5 ? io_span(1, in[0], get32(in + 1), n - 5) : NULL;
+        if (dst == NULL) {
+            send_error(seq, MCUD_ERR_BAD_ARGUMENT, "LOAD_INPUT outside the model's inputs");
+            return;
+        }
+        memcpy(dst, in + 5, n - 5);
+        send_frame(reply, seq, 0);
+        return;
+    }
+    case MCUD_CMD_LOAD_INPUT_FILE: {
+        /* u8 index, u32 offset in the input, u32 length, u32 offset in the file, str path */
+        uint32_t length = n >= 14 ? get32(in + 5) : 0;
+        uint8_t *dst = n >= 14 ? io_span(1, in[0], get32(in + 1), length) : NULL;
+        char path[256];
+        uint32_t path_len = n >= 14 ? in[13] : 0;
+        if (!cfg->emulated) {
+            send_error(seq, MCUD_ERR_UNSUPPORTED, "LOAD_INPUT_FILE is only for emulated boards");
+            return;
+        }
+        if (dst == NULL || n < 14 + path_len) {
+            send_error(seq, MCUD_ERR_BAD_ARGUMENT, "LOAD_INPUT_FILE outside the model's inputs");
+            return;
+        }
+        memcpy(path, in + 14, path_len);
+        path[path_len] = '\0';
+        if (mcud_sys_read_host_file(path, get32(in + 9), dst, length) != 0) {
+            send_error(seq, MCUD_ERR_BAD_ARGUMENT, "LOAD_INPUT_FILE could not read the host file");
+            return;
+        }
+        send_frame(reply, seq, 0);
+        return;
+    }
+    case MCUD_CMD_READ_OUTPUT: {
+        uint32_t length = n >= 7 ? get16(in + 5) : 0;
+        const uint8_t *src = n >= 7 ? io_span(0, in[0], get32(in + 1), length) : NULL;
+        if (src == NULL || length > MCUD_PROTO_MAX_PAYLOAD) {
+            send_error(seq, MCUD_ERR_BAD_ARGUMENT, "READ_OUTPUT outside the model's outputs");
+            return;
+        }
+        memcpy(OUT, src, length);
+        send_frame(reply, seq, length);
+        return;
+    }
+    case MCUD_CMD_RUN:
+        put64(OUT, mcud_fw_run_model());
+        put16(OUT + 8, cfg->num_ops);
+        send_frame(reply, seq, 10);
+        return;
+    case MCUD_CMD_READ_TICKS: {
+        uint32_t first = n >= 4 ? get16(in) : 0, count = n >= 4 ? get16(in + 2) : 0;
+        if (n < 4 || first > cfg->num_ops || count > cfg->num_ops - first || count * 8 > MCUD_PROTO_MAX_PAYLOAD) {
+            send_error(seq, MCUD_ERR_BAD_ARGUMENT, "READ_TICKS outside the model's operators");
+            return;
+        }
+        for (uint32_t i = 0; i < count; i++) {
+            put64(OUT + 8 * i, cfg->op_ticks[first + i]);
+        }
+        send_frame(reply, seq, 8 * count);
+        return;
+    }
+    case MCUD_CMD_RUN_OP: {
+        uint64_t total, lo, hi;
+        if (n < 6 || get16(in) >= cfg->num_ops || get32(in + 2) == 0) {
+            send_error(seq, MCUD_ERR_BAD_ARGUMENT, "RUN_OP needs an operator index of the model and a repeat of 1 or more");
+            return;
+        }
+        mcud_fw_run_op(get16(in), get32(in + 2), &total, &lo, &hi);
+        put64(OUT, total);
+        put64(OUT + 8, lo);
+        put64(OUT + 16, hi);
+        send_frame(reply, seq, 24);
+        return;
+    }
+    case MCUD_CMD_CALIBRATE:
+        if (n < 4 || get32(in) == 0) {
+            send_error(seq, MCUD_ERR_BAD_ARGUMENT, "CALIBRATE needs a number of iterations");
+            return;
+        }
+        put64(OUT, mcud_fw_calibrate(get32(in)));
+        send_frame(reply, seq, 8);
+        return;
+    case MCUD_CMD_RESET:
+        send_frame(reply, seq, 0);
+        mcud_sys_reset();
+        return;
+    case MCUD_CMD_EXIT: {
+        const int32_t code = n >= 1 ? in[0] : 0; /* read before the reply overwrites it */
+        if (!cfg->emulated) {
+            send_error(seq, MCUD_ERR_UNSUPPORTED, "EXIT is only for emulated boards");
+            return;
+        }
+        send_frame(reply, seq, 0);
+        mcud_sys_exit(code);
+        return;
+    }
+    default:
+        send_error(seq, MCUD_ERR_UNKNOWN_COMMAND, "unknown command");
+        return;
+    }
+}
+
+/* Acts on a complete frame in rx[0 .. total-1]. */
+static void dispatch(uint32_t total)
+{
+    uint32_t n = get16(rx + 6), seq = get16(rx + 4);
+    uint32_t crc = mcud_fw_crc32(0, rx + 2, total - 2 - MCUD_PROTO_TRAILER);
+    if (crc != get32(rx + total - MCUD_PROTO_TRAILER)) {
+        send_error(seq, MCUD_ERR_BAD_CRC, "bad checksum");
+    } else if (rx[2] != MCUD_PROTO_VERSION) {
+        send_error(seq, MCUD_ERR_BAD_VERSION, "protocol version mismatch");
+    } else {
+        handle(rx[3], seq, rx + MCUD_PROTO_HEADER, n);
+    }
+}
+
+void mcud_fw_serve(const mcud_fw_config *config)
+{
+    cfg = config;
+    const uint64_t frame_timeout = (uint64_t)config->timer_hz * MCUD_PROTO_FRAME_TIMEOUT_MS / 1000u;
+    uint32_t got = 0, want = MCUD_PROTO_HEADER;
+    uint64_t started = 0;
+    const uint32_t idle_pause = config->emulated ? 128u : 0u;
+    send_boot();
+    for (;;) {
+        int32_t c = mcud_uart_read();
+        if (c < 0) {
+            /* Emulated boards idle a little between polls: under QEMU -icount every register read
+             * ends a translation block, so a loop of reads alone ran guest time ~50x slower than real
+             * time (the 100 ms frame timeout took 6 s); plain instructions keep it near real time.
+             * Real boards poll flat out: at 4 MHz a pause would overrun the UART at 115200 baud. */
+            for (volatile uint32_t pause = 0; pause < idle_pause; pause++) {
+            }
+            if (got > 0 && mcud_timer_now() - started > frame_timeout) {
+                send_error(got >= 6 ? get16(rx + 4) : 0, MCUD_ERR_TRUNCATED, "frame truncated");
+                got = 0;
+            }
+            continue;
+        }
+        if (got == 0) {
+            if ((uint32_t)c == MCUD_PROTO_MAGIC0) { /* anything else before a frame is line noise */
+                rx[got++] = (uint8_t)c;
+                started = mcud_timer_now();
+                want = MCUD_PROTO_HEADER;
+            }
+            continue;
+        }
+        if (got == 1 && (uint32_t)c != MCUD_PROTO_MAGIC1) {
+            got = (uint32_t)c == MCUD_PROTO_MAGIC0 ? 1 : 0;
+            continue;
+        }
+        rx[got++] = (uint8_t)c;
+        started = mcud_timer_now(); /* the timeout is a gap between bytes, whatever the baud rate */
+        if (got == MCUD_PROTO_HEADER) {
+            uint32_t n = get16(rx + 6);
+            if (n > MCUD_PROTO_MAX_PAYLOAD) {
+                send_error(get16(rx + 4), MCUD_ERR_TOO_LONG, "payload too long");
+                got = 0;
+                continue;
+            }
+            want = MCUD_PROTO_HEADER + n + MCUD_PROTO_TRAILER;
+        }
+        if (got == want) {
+            dispatch(got);
+            got = 0;
+        }
+    }
+}

@@ -1,0 +1,83 @@
+/* Board bring-up from data (register writes listed in the board file), reset, and, on emulated
+ * boards, Arm semihosting: leaving the emulator, and reading inputs from a host file (the UART
+ * model of QEMU moves one byte per main-loop turn, some 50 us; a 110 KB input took seconds). */
+#include <stdint.h>
+#include <string.h>
+
+#include "mcud_fw.h"
+
+#define SCB_AIRCR (*(volatile uint32_t *)0xE000ED0Cu)
+#define SEMIHOSTING_SYS_OPEN 0x01u
+#define SEMIHOSTING_SYS_CLOSE 0x02u
+#define SEMIHOSTING_SYS_READ 0x06u
+#define SEMIHOSTING_SYS_SEEK 0x0Au
+#define SEMIHOSTING_SYS_EXIT_EXTENDED 0x20u
+#define SEMIHOSTING_MODE_RB 1u
+#define ADP_STOPPED_APPLICATION_EXIT 0x20026u
+
+static uint32_t emulated;
+
+void mcud_sys_init(const mcud_fw_config *config)
+{
+    emulated = config->emulated;
+    for (uint32_t i = 0; i < config->init_count; i++) {
+        volatile uint32_t *reg = (volatile uint32_t *)(uintptr_t)config->init[i].addr;
+        *reg = (*reg & ~config->init[i].clear) | config->init[i].set;
+        (void)*reg; /* read back: a peripheral clock enable takes effect before the next access */
+    }
+}
+
+void mcud_sys_reset(void)
+{
+    __asm__ volatile("dsb" : : : "memory");
+    SCB_AIRCR = 0x05FA0004u; /* VECTKEY | SYSRESETREQ */
+    __asm__ volatile("dsb" : : : "memory");
+    for (;;) {
+    }
+}
+
+static int32_t semihosting(uint32_t op, const uint32_t *block)
+{
+    register uint32_t r0 __asm__("r0") = op;
+    register uint32_t r1 __asm__("r1") = (uint32_t)(uintptr_t)block;
+    __asm__ volatile("bkpt 0xAB" : "+r"(r0) : "r"(r1) : "memory");
+    return (int32_t)r0;
+}
+
+static void semihosting_exit(int32_t code)
+{
+    const uint32_t block[2] = {ADP_STOPPED_APPLICATION_EXIT, (uint32_t)code};
+    (void)semihosting(SEMIHOSTING_SYS_EXIT_EXTENDED, block);
+}
+
+int32_t mcud_sys_read_host_file(const char *path, uint32_t offset, uint8_t *dst, uint32_t n)
+{
+    if (!emulated) {
+        return -1;
+    }
+    const uint32_t open_block[3] = {(uint32_t)(uintptr_t)path, SEMIHOSTING_MODE_RB, (uint32_t)strlen(path)};
+    int32_t handle = semihosting(SEMIHOSTING_SYS_OPEN, open_block);
+    if (handle < 0) {
+        return -1;
+    }
+    const uint32_t seek_block[2] = {(uint32_t)handle, offset};
+    const uint32_t read_block[3] = {(uint32_t)handle, (uint32_t)(uintptr_t)dst, n};
+    int32_t status = semihosting(SEMIHOSTING_SYS_SEEK, seek_block) == 0 && semihosting(SEMIHOSTING_SYS_READ, read_block) == 0
+                         ? 0 : -1; /* SYS_READ returns the number of bytes it could NOT read */
+    const uint32_t close_block[1] = {(uint32_t)handle};
+    (void)semihosting(SEMIHOSTING_SYS_CLOSE, close_block);
+    return status;
+}
+
+void mcud_sys_exit(int32_t code)
+{
+    if (emulated) {
+        semihosting_exit(code);
+    }
+    mcud_sys_reset();
+}
+
+void mcud_sys_fault(void)
+{
+    mcud_sys_exit(MCUD_EXIT_FAULT);
+}

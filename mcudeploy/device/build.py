@@ -1,0 +1,306 @@
+"""Build the measurer firmware (and the model's generated C) for a Cortex-M board into an ELF.
+
+``firmware_build_spec(board, project_dir)`` renders the firmware's generated files (main.c,
+the per-operator timing header, the linker scripts) into ``project_dir/firmware`` and returns
+every source, include directory and flag of the build. ``build_firmware`` compiles that list
+directly with arm-none-eabi-gcc; the PlatformIO builder compiles exactly the same list.
+Objects of the kernel library and the runtime are cached by content and flags.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Union
+
+from mcudeploy import __version__
+from mcudeploy.boards import Board, Region, load_board
+from mcudeploy.codegen.emit import BANNER, environment
+from mcudeploy.device.elfsize import MemoryReport, check_fits, memory_report
+from mcudeploy.device.host import BuildError, cache_dir
+from mcudeploy.errors import MCUDeployError
+from mcudeploy.resources import firmware_dir
+
+log = logging.getLogger(__name__)
+
+CC = "arm-none-eabi-gcc"
+CFLAGS = ["-std=c99", "-O2", "-ffp-contract=off", "-Wall", "-Wextra", "-Werror",
+          "-ffunction-sections", "-fdata-sections"]
+LDFLAGS = ["-nostartfiles", "--specs=nano.specs", "-Wl,--gc-sections"]
+LIBS = ["-lm"]
+UART_DRIVERS = {"cmsdk": "uart_cmsdk.c", "stm32_usart": "uart_stm32_usart.c",
+                "stm32_usart_v2": "uart_stm32_usart_v2.c"}
+TIMER_DRIVERS = {"systick": "timer_systick.c", "dwt": "timer_dwt.c"}
+RUNTIME_COMMON = ("startup.c", "system.c", "crc32.c", "protocol.c", "measure.c")
+UNBOUNDED = 0x10000000  # region length of the sizing link: 256 MB, more than any board
+
+
+def _int(value) -> int:
+    return value if isinstance(value, int) else int(str(value), 0)
+
+
+def ram_region(board: Board) -> Region:
+    """The region holding .data, .bss (the arena) and the stack: the board's first usable one."""
+    for region in board.regions:
+        if not region.excluded:
+            return region
+    raise MCUDeployError(f"board {board.name} has no usable memory region")
+
+
+def _uart_brr(board: Board) -> tuple[int, str]:
+    uart = board.data["uart"]
+    baud = int(uart.get("baud", board.data.get("serial", {}).get("baud", 115200)))
+    clock = int(uart.get("clock_hz", board.data.get("clock_hz", 0)))
+    if not clock:
+        return 0, "no clock given"
+    if uart.get("lpuart"):
+        return round(256 * clock / baud), f"256 * {clock} Hz / {baud} baud (LPUART)"
+    return round(clock / baud), f"{clock} Hz / {baud} baud"
+
+
+def _check_firmware_board(board: Board) -> None:
+    if board.kind == "host":
+        raise MCUDeployError(f"board {board.name} runs the generated C natively; it has no firmware")
+    for key in ("cpu_flags", "uart", "timer", "flash_origin"):
+        if key not in board.data:
+            raise MCUDeployError(f"board file {board.name}.json lacks the field '{key}' a firmware needs")
+    if board.data["uart"].get("driver") not in UART_DRIVERS:
+        raise MCUDeployError(f"board {board.name}: unknown UART driver '{board.data['uart'].get('driver')}' "
+                             f"(known: {', '.join(UART_DRIVERS)})")
+    if board.data["timer"].get("driver") not in TIMER_DRIVERS:
+        raise MCUDeployError(f"board {board.name}: unknown timer driver '{board.data['timer'].get('driver')}' "
+                             f"(known: {', '.join(TIMER_DRIVERS)})")
+
+
+def model_id(project_dir: Optional[Path]) -> int:
+    """CRC-32 of the generated model.c (0 for the measurer alone); IDENTIFY reports it."""
+    if project_dir is None or not (Path(project_dir) / "model.c").is_file():
+        return 0
+    return zlib.crc32((Path(project_dir) / "model.c").read_bytes()) or 1
+
+
+def _context(board: Board, mid: int, has_model: bool) -> dict:
+    uart, timer = board.data["uart"], board.data["timer"]
+    brr, brr_note = _uart_brr(board)
+    ram = ram_region(board)
+    init = [{"addr": f"0x{_int(w['reg']):08X}", "clear": f"0x{_int(w.get('clear', 0)):08X}",
+             "set": f"0x{_int(w.get('set', 0)):08X}", "what": str(w.get("what", "")).replace("*/", "* /")}
+            for w in uart.get("init", [])]
+    return {
+        "banner": BANNER,
+        "board": board.name,
+        "core": board.core,
+        "firmware_version": __version__,
+        "model_id": f"0x{mid:08X}",
+        "model_note": "CRC-32 of model.c" if has_model else "no model: the measurer alone",
+        "uart_driver": uart["driver"],
+        "uart_base": f"0x{_int(uart['base']):08X}",
+        "uart_brr": brr,
+        "uart_brr_note": brr_note,
+        "timer_hz": int(timer["hz"]),
+        "emulated": board.kind == "qemu",
+        "init": init,
+        "flash_origin": f"0x{_int(board.data['flash_origin']):08X}",
+        "flash_bytes": board.flash_bytes,
+        "ram_name": ram.name,
+        "ram_origin": f"0x{ram.origin:08X}",
+        "ram_bytes": ram.size,
+        "stack_bytes": int(board.data.get("stack_bytes", 8192)),
+        "extra_regions": extra_regions(board),
+        "ram_section": _sections(board).get(ram.name),
+    }
+
+
+def _sections(board: Board) -> dict:
+    return {r.get("name"): r.get("section") for r in board.data.get("regions", []) if isinstance(r, dict)}
+
+
+def extra_regions(board: Board) -> list[dict]:
+    """The board's other usable regions that name a linker section (where codegen puts their arenas)."""
+    sections = _sections(board)
+    main = ram_region(board)
+    out = []
+    for r in board.regions:
+        if r.excluded or r is main or not sections.get(r.name):
+            continue
+        out.append({"name": r.name, "mem": "RAM_" + "".join(c if c.isalnum() else "_" for c in r.name).upper(),
+                    "origin": f"0x{r.origin:08X}", "bytes": r.size, "section": sections[r.name]})
+    return out
+
+
+def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.PathLike, None]) -> dict:
+    """Everything needed to build the firmware of ``project_dir`` (a `write_project` output) for ``board``.
+
+    Writes ``project_dir/firmware/`` (main.c, mcud_measure.h, link.ld, link-sizing.ld and a copy of
+    the runtime sources). A ``project_dir`` without model.c (or None, then a temporary folder is
+    made) builds the measurer alone. Returns a dict with ``cc``, ``sources``, ``include_dirs``,
+    ``cflags`` (for every source, CPU flags and ``-include mcud_measure.h`` included), ``ldflags``
+    (without ``-T``), ``libs``, ``linker_script``, ``sizing_linker_script``, ``model_id``, and
+    the board's ``flash_bytes``, ``sram_bytes`` and ``sram_region`` for the memory report.
+    """
+    board = load_board(board) if isinstance(board, str) else board
+    _check_firmware_board(board)
+    project = Path(project_dir) if project_dir is not None else Path(tempfile.mkdtemp(prefix="mcud-measurer-"))
+    project.mkdir(parents=True, exist_ok=True)
+    fw = project / "firmware"
+    runtime = fw / "runtime"
+    if runtime.exists():
+        shutil.rmtree(runtime)
+    shutil.copytree(firmware_dir() / "runtime", runtime)
+    has_model = (project / "model.c").is_file()
+    env = environment()
+    values = _context(board, model_id(project), has_model)
+    (fw / "main.c").write_text(env.get_template("firmware/main.c.j2").render(values))
+    (fw / "mcud_measure.h").write_text(env.get_template("firmware/mcud_measure.h.j2").render(values))
+    for name, sizing in (("link.ld", False), ("link-sizing.ld", True)):
+        lengths = ({"flash_length": f"0x{UNBOUNDED:X}", "ram_length": f"0x{UNBOUNDED:X}",
+                    "extra_length": f"0x{UNBOUNDED:X}"} if sizing else
+                   {"flash_length": str(board.flash_bytes), "ram_length": str(values["ram_bytes"]), "extra_length": None})
+        (fw / name).write_text(env.get_template("firmware/link.ld.j2").render(**values, **lengths, sizing=sizing))
+    sources = []
+    include_dirs = [fw, runtime]
+    if has_model:
+        sources.append(project / "model.c")
+        sources += sorted((project / "mcud" / "kernels").glob("*.c"))
+        include_dirs += [project, project / "mcud" / "include"]
+    else:
+        stub = fw / "no_model"
+        stub.mkdir(exist_ok=True)
+        (stub / "model.c").write_text(env.get_template("firmware/no_model.c.j2").render(values))
+        (stub / "model.h").write_text(env.get_template("firmware/no_model.h.j2").render(values))
+        sources.append(stub / "model.c")
+        include_dirs.append(stub)
+    sources.append(fw / "main.c")
+    drivers = (UART_DRIVERS[board.data["uart"]["driver"]], TIMER_DRIVERS[board.data["timer"]["driver"]])
+    sources += [runtime / name for name in RUNTIME_COMMON + drivers]
+    cpu = list(board.data["cpu_flags"])
+    return {
+        "board": board.name,
+        "cc": CC,
+        "project_dir": str(project),
+        "sources": [str(s) for s in sources],
+        "include_dirs": [str(d) for d in include_dirs],
+        "cflags": cpu + CFLAGS + ["-include", str(fw / "mcud_measure.h")],
+        "ldflags": cpu + LDFLAGS,
+        "libs": list(LIBS),
+        "linker_script": str(fw / "link.ld"),
+        "sizing_linker_script": str(fw / "link-sizing.ld"),
+        "model_id": model_id(project),
+        "flash_bytes": board.flash_bytes,
+        "sram_bytes": values["ram_bytes"],
+        "sram_region": values["ram_name"],
+        "extra_regions": [(r["name"], r["section"], r["bytes"]) for r in values["extra_regions"]],
+    }
+
+
+# --------------------------------------------------------------------------- direct build
+
+
+@dataclass(frozen=True)
+class Firmware:
+    elf: Path
+    report: MemoryReport
+    model_id: int
+    spec: dict
+
+
+def _digest_flags(flags: list[str]) -> list[str]:
+    """Flags with file paths replaced by their contents' digest, so a cache key survives a new folder."""
+    out = []
+    for f in flags:
+        p = Path(f)
+        out.append(hashlib.sha256(p.read_bytes()).hexdigest() if f.startswith("/") and p.is_file() else f)
+    return out
+
+
+def _headers_digest(include_dirs: list[str]) -> str:
+    h = hashlib.sha256()
+    for d in include_dirs:
+        for p in sorted(Path(d).glob("*.h")):
+            h.update(p.name.encode() + p.read_bytes())
+    return h.hexdigest()
+
+
+def _compile_one(cc: str, cflags: list[str], incs: list[str], source: Path, obj: Path) -> None:
+    proc = subprocess.run([cc, *cflags, *incs, "-c", str(source), "-o", str(obj)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BuildError(f"{cc} failed on {source.name}:\n{proc.stderr[-4000:]}")
+
+
+def _objects(spec: dict, build_dir: Path) -> list[Path]:
+    cc, cflags = spec["cc"], spec["cflags"]
+    incs = [f"-I{d}" for d in spec["include_dirs"]]
+    key_base = "\0".join([cc, *_digest_flags(cflags), _headers_digest(spec["include_dirs"])])
+    cache = cache_dir() / "arm-objects"
+    cache.mkdir(parents=True, exist_ok=True)
+    jobs, objs = [], []
+    for src in map(Path, spec["sources"]):
+        per_model = src.name in ("model.c", "main.c")
+        if per_model:
+            obj = build_dir / (src.parent.name + "-" + src.stem + ".o")
+        else:
+            key = hashlib.sha256((key_base + "\0" + src.name).encode() + src.read_bytes()).hexdigest()[:24]
+            obj = cache / f"{src.stem}-{key}.o"
+            if obj.exists():
+                objs.append(obj)
+                continue
+        objs.append(obj)
+        jobs.append((src, obj, not per_model))
+
+    def run(job):
+        src, obj, cached = job
+        target = obj.with_suffix(f".{os.getpid()}.tmp") if cached else obj
+        _compile_one(cc, cflags, incs, src, target)
+        if cached:
+            os.replace(target, obj)
+
+    with ThreadPoolExecutor(max_workers=max(os.cpu_count() or 1, 2)) as pool:
+        list(pool.map(run, jobs))
+    return objs
+
+
+def _link(spec: dict, objs: list[Path], script: str, elf: Path) -> subprocess.CompletedProcess:
+    cmd = [spec["cc"], *spec["ldflags"], "-T", script, *map(str, objs), *spec["libs"], "-o", str(elf),
+           f"-Wl,-Map={elf.with_suffix('.map')}"]
+    return subprocess.run(cmd, capture_output=True, text=True)
+
+
+def build_firmware(board: Union[str, Board], project_dir: Union[str, os.PathLike, None],
+                   model_name: str = "(measurer alone)") -> Firmware:
+    """Compile and link ``project_dir`` for ``board``; refuse a firmware larger than the board.
+
+    The memory check comes from the ELF itself: when the firmware does not fit, it is linked
+    once more against unbounded regions only to measure how far over it is.
+    """
+    board = load_board(board) if isinstance(board, str) else board
+    if shutil.which(CC) is None:
+        raise MCUDeployError(f"board {board.name} needs the cross compiler {CC}, which is not installed "
+                             f"(apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi)")
+    spec = firmware_build_spec(board, project_dir)
+    build_dir = Path(spec["project_dir"]) / "firmware" / "build"
+    build_dir.mkdir(parents=True, exist_ok=True)
+    objs = _objects(spec, build_dir)
+    elf = build_dir / "firmware.elf"
+    proc = _link(spec, objs, spec["linker_script"], elf)
+    if proc.returncode != 0:
+        if "overflowed" not in proc.stderr and "will not fit" not in proc.stderr:
+            raise BuildError(f"linking the firmware for {board.name} failed:\n{proc.stderr[-4000:]}")
+        sizing = build_dir / "firmware-sizing.elf"
+        proc2 = _link(spec, objs, spec["sizing_linker_script"], sizing)
+        if proc2.returncode != 0:
+            raise BuildError(f"linking the firmware for {board.name} failed:\n{proc2.stderr[-4000:]}")
+        report = memory_report(sizing, spec["flash_bytes"], spec["sram_bytes"], spec["sram_region"],
+                               spec["extra_regions"])
+        check_fits(report, model_name, board.name)
+        raise BuildError(f"the linker refused the firmware for {board.name} though it fits:\n{proc.stderr[-4000:]}")
+    report = memory_report(elf, spec["flash_bytes"], spec["sram_bytes"], spec["sram_region"], spec["extra_regions"])
+    check_fits(report, model_name, board.name)
+    log.info("built %s: %s", elf, "; ".join(report.lines()))
+    return Firmware(elf, report, spec["model_id"], spec)

@@ -1,0 +1,142 @@
+"""``mcudeploy measure``: per-operator ticks on a board, through the timing cache.
+
+Each operator is timed alone (RUN_OP, ``repeat`` times, after one full RUN on a seeded random
+input so its operands hold realistic values); its figure is the least ticks of one repetition.
+Operators whose kernel signature is already in the board's timing cache are not measured
+again, and when all are cached the board is not touched at all.
+"""
+from __future__ import annotations
+
+import logging
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from mcudeploy import check
+from mcudeploy.device import qemu
+from mcudeploy.device.elfsize import MemoryReport
+from mcudeploy.device.runner import build_for_board, connect, model_name, op_labels, sample_bytes, timed_nodes
+from mcudeploy.errors import MCUDeployError
+from mcudeploy.ops import registry
+from mcudeploy.simulate.timing_cache import TimingCache, kernel_signature
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class OpTime:
+    index: int
+    label: str
+    kernel: str
+    signature: str
+    ticks: int       # least ticks of one repetition
+    mean: float
+    max: int
+    repeat: int
+    cached: bool
+
+    def as_dict(self, ipt: Optional[float]) -> dict:
+        d = {"index": self.index, "name": self.label, "kernel": self.kernel, "signature": self.signature,
+             "ticks": self.ticks, "mean_ticks": self.mean, "max_ticks": self.max, "repeat": self.repeat,
+             "cached": self.cached}
+        if ipt is not None:
+            d["instructions"] = round(self.ticks * ipt)
+        return d
+
+
+@dataclass(frozen=True)
+class Measurement:
+    model: str
+    board: str
+    timer_hz: int
+    instructions_per_tick: Optional[float]
+    ops: list[OpTime]
+    device_used: bool
+    memory: Optional[MemoryReport] = None
+
+    @property
+    def total_ticks(self) -> int:
+        return sum(o.ticks for o in self.ops)
+
+    def as_dict(self) -> dict:
+        ipt = self.instructions_per_tick
+        d = {"model": self.model, "board": self.board, "timer_hz": self.timer_hz, "total_ticks": self.total_ticks,
+             "device_used": self.device_used, "ops": [o.as_dict(ipt) for o in self.ops]}
+        if ipt is not None:
+            d["instructions_per_tick"] = ipt
+            d["total_instructions"] = round(self.total_ticks * ipt)
+        if self.memory is not None:
+            d["memory"] = self.memory.as_dict()
+        return d
+
+    def lines(self) -> list[str]:
+        ipt = self.instructions_per_tick
+        out = [f"{'#':>3}  {'operator':<48} {'kernel':<22} {'ticks':>12} {'~instructions' if ipt else 'us':>14}"]
+        for o in self.ops:
+            extra = f"{o.ticks * ipt:>14,.0f}" if ipt else f"{o.ticks * 1e6 / self.timer_hz:>14,.1f}"
+            mark = "  (cached)" if o.cached else ""
+            out.append(f"{o.index:>3}  {o.label[:48]:<48} {o.kernel[:22]:<22} {o.ticks:>12,}{extra}{mark}")
+        total = self.total_ticks
+        extra = f"{total * ipt:>14,.0f}" if ipt else f"{total * 1e6 / self.timer_hz:>14,.1f}"
+        out.append(f"{'':>3}  {'total':<48} {'':<22} {total:>12,}{extra}")
+        source = "measured on the board" if self.device_used else "all from the timing cache (board not used)"
+        unit = (f"1 tick = {ipt:g} guest instructions under QEMU -icount" if ipt else
+                f"1 tick = 1 cycle at {self.timer_hz:,} Hz")
+        out.append(f"{self.board}: {source}; {unit}")
+        return out
+
+
+def timed_ops(compiled) -> list[tuple[int, object, str, str]]:
+    """(index, node, label, kernel fn) of every operator model.c times, in MCUD_OP_BEGIN order."""
+    nodes, labels = timed_nodes(compiled), op_labels(compiled)
+    elided = compiled.lifetimes.elided
+    return [(i, n, labels[i], "-" if n.name in elided else registry.get(n.op).kernel(compiled.graph, n).fn)
+            for i, n in enumerate(nodes)]
+
+
+def measure_model(compiled, port: Optional[str] = None, repeat: int = 5, workdir: Optional[Path] = None,
+                  timeout: float = 5.0, cache: Optional[TimingCache] = None) -> Measurement:
+    if repeat < 1:
+        raise MCUDeployError(f"--repeat must be 1 or more, not {repeat}")
+    board, graph = compiled.board, compiled.graph
+    if board.kind == "host":
+        raise MCUDeployError("measure needs a Cortex-M board (emulated or real); the host board has no timer protocol")
+    cache = TimingCache(board.name) if cache is None else cache
+    ops = [(i, node, label, fn, kernel_signature(graph, node, compiled.lifetimes, compiled.placement))
+           for i, node, label, fn in timed_ops(compiled)]
+    missing: dict[str, int] = {}
+    for i, _, _, _, sig in ops:
+        if sig is not None and sig not in cache and sig not in missing:
+            missing[sig] = i
+    memory = None
+    if missing:
+        fresh = {}
+        with tempfile.TemporaryDirectory(prefix="mcud-measure-") as tmp:
+            firmware = build_for_board(compiled, Path(workdir or tmp))
+            memory = firmware.report
+            with connect(board, firmware, port, timeout) as session:
+                hz = session.info.timer_hz
+                sample = check.random_inputs(graph, 1, seed=0)[0]
+                for k, data in enumerate(sample_bytes(graph, sample)):
+                    session.load_input(k, data)
+                session.run()
+                ipt = qemu.instructions_per_tick(board, hz) if board.kind == "qemu" else None
+                for sig, i in missing.items():
+                    t = session.run_op(i, repeat)
+                    log.info("op %d: %d ticks (min of %d)", i, t.min, repeat)
+                    fresh[sig] = {"ticks": t.min, "mean": t.mean, "max": t.max, "repeat": repeat, "timer_hz": hz,
+                                  "instructions_per_tick": ipt, "kernel": ops[i][3], "model": model_name(compiled)}
+        cache.put(fresh)
+    rows = []
+    for i, _, label, fn, sig in ops:
+        if sig is None:  # its work is done by sharing memory: no kernel runs
+            rows.append(OpTime(i, label, fn, "", 0, 0.0, 0, 0, False))
+            continue
+        e = cache.get(sig)
+        rows.append(OpTime(i, label, fn, sig, int(e["ticks"]), float(e["mean"]), int(e["max"]), int(e["repeat"]),
+                           sig not in missing))
+    first = next((cache.get(sig) for *_, sig in ops if sig is not None), None)
+    hz = int(first["timer_hz"]) if first else int(board.data["timer"]["hz"])
+    ipt = qemu.instructions_per_tick(board, hz) if board.kind == "qemu" else None
+    return Measurement(model_name(compiled), board.name, hz, ipt, rows, bool(missing), memory)

@@ -1,0 +1,203 @@
+"""Run a compiled model on a Cortex-M board: build, refuse what does not fit, start QEMU or open
+the serial port, then load inputs, run and read outputs and per-operator ticks (one session
+for all samples)."""
+from __future__ import annotations
+
+import contextlib
+import logging
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Mapping, Optional, Sequence
+
+import numpy as np
+
+from mcudeploy.boards import Board
+from mcudeploy.codegen import write_project
+from mcudeploy.device import qemu
+from mcudeploy.device.build import Firmware, build_firmware
+from mcudeploy.device.protocol import DeviceInfo
+from mcudeploy.device.session import RunResult, Session
+from mcudeploy.device.transport import Transport
+from mcudeploy.errors import MCUDeployError
+from mcudeploy.ir import DTYPES, Graph
+from mcudeploy.ops import registry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BoardRun:
+    outputs: list[list[np.ndarray]]  # per sample, per graph output
+    runs: list[RunResult]            # per sample
+    info: DeviceInfo
+    firmware: Firmware
+    op_labels: list[str]
+    instructions_per_tick: Optional[float]  # emulated boards: guest instructions per tick
+
+
+def timed_nodes(compiled) -> list:
+    """The operators model.c times, in the order of their MCUD_OP_BEGIN indices (view operators emit no call)."""
+    return [n for n in compiled.order if not registry.get(n.op).view]
+
+
+def op_labels(compiled) -> list[str]:
+    return [f"{n.op}: {n.name}" for n in timed_nodes(compiled)]
+
+
+def model_name(compiled) -> str:
+    return Path(compiled.model).name
+
+
+def build_for_board(compiled, workdir: Path) -> Firmware:
+    project = write_project(compiled, workdir)
+    return build_firmware(compiled.board, project, model_name(compiled))
+
+
+@contextlib.contextmanager
+def connect(board: Board, firmware: Optional[Firmware], port: Optional[str] = None, timeout: float = 5.0,
+            qmp: bool = False) -> Iterator[Session]:
+    """A session with the board: QEMU started on ``firmware`` for an emulated board, else ``port``.
+
+    For an emulated board the emulator is stopped cleanly at the end (EXIT, then its exit
+    status is checked); an error while it runs names how QEMU ended, if it did.
+    """
+    if port is None and board.kind != "qemu":
+        raise MCUDeployError(f"board {board.name} is real hardware: flash it (mcudeploy flash) and give its "
+                             f"serial port with --port, e.g. --port /dev/ttyACM0")
+    if port is not None:
+        baud = int(board.data.get("serial", {}).get("baud", 115200))
+        with Transport.open(port, baud, connect_timeout=2.0) as transport:
+            session = Session(transport, board.name, timeout=timeout)
+            session.open(boot_wait=0.0)
+            _check_model(session, firmware, board)
+            yield session
+        return
+    emulator = qemu.QemuBoard(board, firmware.elf, qmp=qmp)
+    try:
+        transport = emulator.start()
+        session = Session(transport, board.name, timeout=timeout)
+        session.open(boot_wait=5.0)
+        _check_model(session, firmware, board)
+        yield session
+        session.exit(0)
+    except MCUDeployError as exc:
+        code = emulator.stop(timeout=0.5)
+        if code not in (None, 0) and code != -9:
+            raise MCUDeployError(f"QEMU for board {board.name} ended with {emulator.exit_reason()} "
+                                 f"(the host saw: {str(exc).rstrip('.')})") from None
+        raise
+    finally:
+        emulator.stop()
+    if emulator.returncode not in (0, None):
+        raise MCUDeployError(f"QEMU for board {board.name} ended with {emulator.exit_reason()}")
+
+
+def _check_model(session: Session, firmware: Optional[Firmware], board: Board) -> None:
+    info = session.info
+    if firmware is not None and info.model_id != firmware.model_id:
+        raise MCUDeployError(f"board {board.name} runs another build (model id 0x{info.model_id:08X}, this one is "
+                             f"0x{firmware.model_id:08X}); flash it first with mcudeploy flash")
+
+
+def sample_bytes(graph: Graph, sample: Mapping[str, np.ndarray]) -> list[bytes]:
+    out = []
+    for name in graph.inputs:
+        t = graph[name]
+        x = np.asarray(sample[name])
+        if x.shape != t.shape:
+            raise MCUDeployError(f"input {name} has shape {x.shape}; the model expects {t.shape}")
+        out.append(np.ascontiguousarray(x.astype(DTYPES[t.dtype], copy=False)).tobytes())
+    return out
+
+
+def run_on_board(compiled, samples: Sequence[Mapping[str, np.ndarray]], port: Optional[str] = None,
+                 workdir: Optional[Path] = None, timeout: float = 5.0) -> BoardRun:
+    """Build the model's firmware for ``compiled.board`` and run every sample in one session."""
+    graph, board = compiled.graph, compiled.board
+    with tempfile.TemporaryDirectory(prefix="mcud-board-") as tmp:
+        firmware = build_for_board(compiled, Path(workdir or tmp))
+        out_bytes = [graph[n].nbytes for n in graph.outputs]
+        outputs, runs = [], []
+        with connect(board, firmware, port, timeout) as session:
+            info = session.info
+            expected = tuple(graph[n].nbytes for n in graph.inputs)
+            if info.input_bytes != expected:
+                raise MCUDeployError(f"board {board.name} reports inputs of {list(info.input_bytes)} bytes, "
+                                     f"the model has {list(expected)}")
+            # QEMU started here reads the inputs from a host file (semihosting): its UART model moves
+            # one byte per main-loop turn, which made a 110 KB input take seconds
+            local = info.emulated and port is None
+            if local:
+                bulk = Path(workdir or tmp) / "inputs.bin"
+                bulk.write_bytes(b"".join(b for sample in samples for b in sample_bytes(graph, sample)))
+            offset = 0
+            for k, sample in enumerate(samples):
+                data = sample_bytes(graph, sample)
+                if local:
+                    for i, b in enumerate(data):
+                        session.load_input_file(i, str(bulk.resolve()), offset, len(b))
+                        offset += len(b)
+                    result = session.run()
+                    raw = [session.read_output(i, n) for i, n in enumerate(out_bytes)]
+                else:
+                    raw, result = session.infer(data, out_bytes)
+                outputs.append([np.frombuffer(b, dtype=DTYPES[graph[n].dtype]).reshape(graph[n].shape).copy()
+                                for b, n in zip(raw, graph.outputs)])
+                runs.append(result)
+                log.info("sample %d: %d ticks", k, result.total_ticks)
+    ipt = qemu.instructions_per_tick(board, info.timer_hz) if board.kind == "qemu" else None
+    return BoardRun(outputs, runs, info, firmware, op_labels(compiled), ipt)
+
+
+def ticks_lines(run: BoardRun) -> list[str]:
+    """The per-operator ticks of the first sample, and the spread of the total over all samples."""
+    if not run.runs:
+        return []
+    ipt = run.instructions_per_tick
+    first = run.runs[0]
+    head = "~instructions" if ipt else "us"
+    lines = [f"{'#':>3}  {'operator':<56} {'ticks':>12} {head:>14}"]
+    hz = run.info.timer_hz
+
+    def extra(ticks: int) -> str:
+        return f"{ticks * ipt:>14,.0f}" if ipt else f"{ticks * 1e6 / hz:>14,.1f}"
+
+    for i, ticks in enumerate(first.op_ticks):
+        label = run.op_labels[i] if i < len(run.op_labels) else f"op {i}"
+        lines.append(f"{i:>3}  {label[:56]:<56} {ticks:>12,}{extra(ticks)}")
+    lines.append(f"{'':>3}  {'total (sample 0)':<56} {first.total_ticks:>12,}{extra(first.total_ticks)}")
+    totals = [r.total_ticks for r in run.runs]
+    unit = f"1 tick = {ipt:g} guest instructions (QEMU -icount)" if ipt else f"1 tick = 1 cycle at {hz:,} Hz"
+    lines.append(f"total ticks over {len(totals)} sample(s): {min(totals):,} .. {max(totals):,}; {unit}")
+    return lines
+
+
+HOST_FLOAT_ABS = 1e-5
+
+
+def compare_with_host(compiled, outputs: Sequence[Sequence[np.ndarray]], samples) -> tuple[bool, list[str]]:
+    """The board's outputs against the host board's (same plan, built natively): integers bit for
+    bit, float within HOST_FLOAT_ABS."""
+    import dataclasses
+
+    from mcudeploy.boards import load_board
+    from mcudeploy.device.host import run_compiled_on_host
+
+    host = run_compiled_on_host(dataclasses.replace(compiled, board=load_board("host")), samples)
+    ok, lines = True, []
+    for k, name in enumerate(compiled.graph.outputs):
+        dev = np.stack([np.asarray(o[k]) for o in outputs])
+        ref = np.stack([np.asarray(o[k]) for o in host])
+        if compiled.graph[name].dtype == "float32":
+            diff = float(np.max(np.abs(dev.astype(np.float64) - ref.astype(np.float64)), initial=0.0))
+            good = diff <= HOST_FLOAT_ABS
+            lines.append(f"{name} (float32) vs the host board: max difference {diff:g} (limit {HOST_FLOAT_ABS:g})")
+        else:
+            differ = int(np.count_nonzero(dev != ref))
+            good = differ == 0
+            lines.append(f"{name} ({compiled.graph[name].dtype}) vs the host board: "
+                         f"{'bit for bit identical' if good else f'{differ} element(s) differ'}")
+        ok = ok and good
+    lines.append(f"{'SAME' if ok else 'DIFFERENT'} as the host board on {len(samples)} input(s)")
+    return ok, lines

@@ -1,0 +1,143 @@
+"""Measured kernel timings, cached on disk per board and kernel signature.
+
+A kernel signature names what decides a kernel's time: the C function, its parameter
+struct (arrays by content digest), the shape, strides and dtype of every view and where it
+lives (flash, or which SRAM region), plus a digest of the kernel library's sources. Two operators with the same
+signature run the same instructions, so one measurement serves both, across models and runs;
+an edited kernel gets new signatures.
+
+The device session writes here, the simulator reads, the search asks both. Files live in
+``$MCUDEPLOY_CACHE/timings/<board>.json`` (default ``~/.cache/mcudeploy``); a write merges
+with what is on disk and replaces the file atomically, so parallel runs do not lose entries.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Mapping, Optional
+
+import numpy as np
+
+from mcudeploy.ir import Graph, Node
+from mcudeploy.ops import registry
+from mcudeploy.ops.base import Array, Struct
+from mcudeploy.resources import firmware_dir
+
+CACHE_VERSION = 1
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("MCUDEPLOY_CACHE", Path.home() / ".cache" / "mcudeploy"))
+
+
+@functools.lru_cache(maxsize=None)
+def _library_digest(folder: str) -> str:
+    h = hashlib.sha256()
+    root = Path(folder)
+    for sub in ("include", "kernels"):
+        for p in sorted((root / sub).glob("*")):
+            if p.is_file():
+                h.update(p.name.encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def library_digest() -> str:
+    """Digest of the kernel library (firmware/include, firmware/kernels)."""
+    return _library_digest(str(firmware_dir()))
+
+
+def _row_major(shape) -> list[int]:
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= d
+    return list(reversed(strides))
+
+
+def _plain(value):
+    if isinstance(value, Array):
+        data = np.ascontiguousarray(np.asarray(value.values))
+        return {"array": value.ctype, "n": int(data.size), "sha": hashlib.sha256(data.tobytes()).hexdigest()[:16]}
+    if isinstance(value, Struct):
+        return {"struct": value.ctype, "fields": [[k, _plain(v)] for k, v in value.fields]}
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(np.float32(value)).hex()
+    return str(value)
+
+
+def kernel_signature(graph: Graph, node: Node, lifetimes=None, placement=None) -> Optional[str]:
+    """The signature of the kernel call that runs ``node``; None when it runs no kernel.
+
+    With the plan's ``lifetimes`` (memory/lifetimes.py) a view's strides are those of its slot
+    in a shared buffer, and an operator whose work is done by sharing has no kernel; with its
+    ``placement`` each view also names its memory region (regions differ in speed on a board).
+    """
+    op = registry.get(node.op)
+    if op.view or (lifetimes is not None and node.name in lifetimes.elided):
+        return None
+    call = op.kernel(graph, node)
+    slots = lifetimes.slots if lifetimes is not None else {}
+    views = []
+    for name in call.views:
+        if not name:
+            views.append(None)
+            continue
+        t = graph[name]
+        slot = slots.get(name)
+        region = None
+        if placement is not None and not t.is_const and lifetimes is not None:
+            region = placement.regions.get(lifetimes.buffer_of.get(name))
+        views.append({"dtype": t.dtype, "shape": list(t.shape),
+                      "strides": list(slot.strides) if slot is not None else _row_major(t.shape),
+                      "flash": t.is_const, "region": region})
+    key = {"fn": call.fn, "views": views, "params": _plain(call.params) if call.params is not None else None,
+           "library": library_digest()}
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
+
+
+class TimingCache:
+    """Timings of one board: signature -> {"ticks": int, "timer_hz": int, ...} (whatever the writer stores)."""
+
+    def __init__(self, board: str, root: Optional[Path] = None):
+        self.board = board
+        self.path = Path(root or cache_root()) / "timings" / f"{board}.json"
+        self._entries = self._load()
+
+    def _load(self) -> dict:
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+        if data.get("version") != CACHE_VERSION or data.get("board") != self.board:
+            return {}
+        return dict(data.get("timings", {}))
+
+    def get(self, signature: str) -> Optional[dict]:
+        return self._entries.get(signature)
+
+    def __contains__(self, signature: str) -> bool:
+        return signature in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def put(self, entries: Mapping[str, dict]) -> None:
+        """Add timings and write the file (merged with any written meanwhile)."""
+        merged = self._load()
+        merged.update(entries)
+        self._entries = merged
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.board}-", suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            json.dump({"version": CACHE_VERSION, "board": self.board, "timings": merged}, f, indent=1, sort_keys=True)
+        os.replace(tmp, self.path)

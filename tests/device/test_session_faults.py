@@ -1,0 +1,93 @@
+"""Fault injection through a fake board: every fault ends in a retry that succeeds or in one
+sentence, within the timeout; never a hang."""
+from __future__ import annotations
+
+import time
+
+import pytest
+from fakes import NBYTES, OP_TICKS, FakeDevice
+
+from mcudeploy.device import protocol as P
+from mcudeploy.device.session import Session
+from mcudeploy.errors import MCUDeployError
+
+
+def session(device: FakeDevice, timeout: float = 1.0, retries: int = 3) -> Session:
+    s = Session(device, device.board, timeout=timeout, run_timeout=timeout, retries=retries, gap=0.2)
+    s.open()
+    return s
+
+
+def one_sentence(text: str) -> bool:
+    return "\n" not in text and text.count(". ") == 0
+
+
+def test_happy_path():
+    dev = FakeDevice()
+    s = session(dev)
+    assert s.info.board == "fake-board" and s.info.num_ops == 2 and s.info.input_bytes == (NBYTES,)
+    outs, result = s.infer([bytes(range(NBYTES))], [NBYTES])
+    assert outs == [bytes(range(1, NBYTES + 1))]
+    assert result.total_ticks == sum(OP_TICKS) and result.op_ticks == OP_TICKS
+    t = s.run_op(1, repeat=4)
+    assert (t.total, t.min, t.max, t.mean) == (800, 200, 200, 200)
+
+
+@pytest.mark.parametrize("fault", ["corrupt_replies", "truncate_replies", "corrupt_requests", "truncate_requests"])
+def test_damaged_frames_are_resent(fault):
+    dev = FakeDevice()
+    s = session(dev)
+    setattr(dev, fault, 2)
+    outs, result = s.infer([bytes(NBYTES)], [NBYTES])
+    assert outs == [bytes([1] * NBYTES)] and result.op_ticks == OP_TICKS
+    assert getattr(dev, fault) == 0  # both faults were met, and survived
+    if fault.endswith("replies"):
+        assert dev.seen.count(P.Command.LOAD_INPUT) == 3  # acted on three times: two replies were lost
+
+
+def test_persistent_damage_is_one_sentence_after_the_retries():
+    dev = FakeDevice()
+    s = session(dev, retries=2)
+    dev.corrupt_replies = 100
+    start = time.monotonic()
+    with pytest.raises(MCUDeployError) as err:
+        s.run()
+    assert time.monotonic() - start < 1.0
+    assert "fake-board answered RUN only with damaged frames after 3 attempt(s)" in str(err.value)
+    assert one_sentence(str(err.value))
+
+
+def test_a_silent_board_is_one_sentence_within_the_timeout():
+    dev = FakeDevice()
+    s = session(dev, timeout=0.3)
+    dev.silent = True
+    start = time.monotonic()
+    with pytest.raises(MCUDeployError, match=r"^board fake-board did not answer IDENTIFY within 0.3 s$"):
+        s.identify()
+    assert time.monotonic() - start < 0.3 + 0.5
+
+
+def test_a_reset_mid_run_is_detected():
+    dev = FakeDevice()
+    s = session(dev)
+    s.load_input(0, bytes(NBYTES))
+    dev.reset_on = {P.Command.RUN}
+    with pytest.raises(MCUDeployError, match="board fake-board restarted while handling RUN") as err:
+        s.run()
+    assert one_sentence(str(err.value))
+
+
+def test_stale_replies_are_skipped():
+    dev = FakeDevice()
+    s = session(dev)
+    dev.stale_before_reply = 3
+    assert s.echo(b"ping") == b"ping"
+    assert s.run_op(0).min == OP_TICKS[0]
+
+
+def test_a_refusal_is_reported_not_retried():
+    dev = FakeDevice()
+    s = session(dev)
+    with pytest.raises(MCUDeployError, match="board fake-board refused CALIBRATE: unknown command"):
+        s.calibrate(10)
+    assert dev.seen.count(P.Command.CALIBRATE) == 1

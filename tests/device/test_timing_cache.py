@@ -1,0 +1,35 @@
+"""The timing cache: one signature per kernel call, shared across models; entries survive and merge."""
+from __future__ import annotations
+
+from devmodels import matmul
+
+from mcudeploy.ops import registry
+from mcudeploy.pipeline import compile_model
+from mcudeploy.simulate.timing_cache import TimingCache, kernel_signature
+
+
+def signatures(compiled) -> list:
+    return [kernel_signature(compiled.graph, n, compiled.lifetimes, compiled.placement)
+            for n in compiled.order if not registry.get(n.op).view]
+
+
+def test_signatures_follow_the_kernel_not_the_model(tmp_path):
+    a = signatures(compile_model(matmul(tmp_path / "a.onnx", 8), "qemu-m4"))
+    b = signatures(compile_model(matmul(tmp_path / "b.onnx", 8), "qemu-m4"))
+    c = signatures(compile_model(matmul(tmp_path / "c.onnx", 16), "qemu-m4"))
+    d = signatures(compile_model(matmul(tmp_path / "d.onnx", 8, seed=1), "qemu-m4"))
+    assert a == b  # same kernel, shapes and weights in two files: one measurement serves both
+    assert a != c  # other shapes
+    assert a == d  # other weight values, same instructions: a constant view counts by shape and place
+    assert all(isinstance(s, str) and len(s) == 32 for s in a)
+
+
+def test_the_cache_persists_and_merges_concurrent_writers(tmp_path):
+    one, two = TimingCache("qemu-m4", tmp_path), TimingCache("qemu-m4", tmp_path)
+    one.put({"sig-a": {"ticks": 10}})
+    two.put({"sig-b": {"ticks": 20}})  # written after `one`, without having read it: both survive
+    fresh = TimingCache("qemu-m4", tmp_path)
+    assert fresh.get("sig-a") == {"ticks": 10} and fresh.get("sig-b") == {"ticks": 20} and len(fresh) == 2
+    assert "sig-a" not in TimingCache("qemu-m7", tmp_path)  # per board
+    (tmp_path / "timings" / "qemu-m4.json").write_text("not json")
+    assert len(TimingCache("qemu-m4", tmp_path)) == 0  # a damaged file is a cold cache, not a crash
