@@ -10,12 +10,12 @@ import onnx
 from mcudeploy.boards import Board, load_board
 from mcudeploy.frontend import import_onnx
 from mcudeploy.ir import Graph, Node, verify
-from mcudeploy.memory import Lifetimes, Placement, lifetimes, place
+from mcudeploy.memory import Lifetimes, Placement, areas, lifetimes, place
 from mcudeploy.passes.activation import fuse_activations
 from mcudeploy.passes.batchnorm import fold_batchnorm
 from mcudeploy.passes.graph_edit import eliminate_dead
 from mcudeploy.passes.qdq import lower_qdq
-from mcudeploy.schedule import schedule
+from mcudeploy.schedule import Schedule, schedule
 
 
 PASSES: tuple[tuple[str, Callable[[Graph], Graph]], ...] = (
@@ -43,15 +43,18 @@ class Compiled:
     lifetimes: Lifetimes
     placement: Placement
     schedule_method: str
+    schedule: Optional[Schedule] = None  # the order's method, time and whether it is proven optimal
 
 
 def compile_model(source: Union[str, os.PathLike, onnx.ModelProto], board: Union[str, Board] = "host",
                   input_shapes: Optional[Mapping[str, tuple[int, ...]]] = None,
-                  schedule_method: str = "model", check: bool = False) -> Compiled:
+                  schedule_method: str = "auto", check: bool = False, placement_method: str = "exact",
+                  placement_time_limit: float = 5.0, schedule_time_limit: float = 10.0) -> Compiled:
     board = load_board(board) if isinstance(board, str) else board
     graph = lower(import_onnx(source, input_shapes), check=check)
-    order = tuple(schedule(graph, schedule_method))
+    sched = schedule(graph, schedule_method, schedule_time_limit, board.alignment)
+    order = sched.order
     lives = lifetimes(graph, order, board.alignment)
-    placement = place(lives, board.alignment)
+    placement = place(lives, areas(board), placement_method, board.alignment, placement_time_limit)
     name = graph.name if isinstance(source, onnx.ModelProto) else os.fspath(source)
-    return Compiled(name, board, graph, order, lives, placement, schedule_method)
+    return Compiled(name, board, graph, order, lives, placement, schedule_method, sched)

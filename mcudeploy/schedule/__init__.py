@@ -1,10 +1,65 @@
-"""Execution orders. For now the model's own (topological) order; issue 3 adds the others."""
+"""Execution orders: ``schedule(graph, method, time_limit) -> Schedule``.
+
+Methods: ``model`` (the model's own order), ``rpo`` (reverse post-order), ``bfs``
+(lifetime-aware breadth-first), ``dfs`` (memory-aware depth-first over windows), ``refine`` (the
+heuristics refined around the peak, the best kept), ``exact`` (CP-SAT, seeded with ``refine``;
+says whether it proved the order optimal) and ``auto`` (``exact`` where it can finish within the
+time limit, else ``refine``). Every method is judged by the same yardstick,
+``lifetimes(graph, order, alignment).lower_bound()``, and reports it.
+"""
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
+
+from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import Graph, Node
+from mcudeploy.memory.lifetimes import lifetimes
+from mcudeploy.schedule import auto as _auto
+from mcudeploy.schedule.bfs import bfs
+from mcudeploy.schedule.bound import lower_bound
+from mcudeploy.schedule.dfs import dfs
+from mcudeploy.schedule.order import is_topological, model_order
+from mcudeploy.schedule.problem import build
+from mcudeploy.schedule.rpo import rpo
+
+METHODS = ("auto", "exact", "refine", "bfs", "dfs", "rpo", "model")
 
 
-def schedule(graph: Graph, method: str = "model", time_limit: float = 10.0) -> list[Node]:
-    if method != "model":
-        raise ValueError(f"unknown schedule method {method}")
-    return list(graph.nodes)
+@dataclass(frozen=True)
+class Schedule:
+    order: tuple[Node, ...]
+    method: str  # the method asked for
+    used: str  # the method that produced the order (auto: exact or refine(...))
+    peak_bytes: int  # lifetimes(graph, order, alignment).lower_bound()
+    bound_bytes: int  # no order of the graph peaks lower (static bound, or the solver's)
+    proven_optimal: bool  # peak_bytes meets bound_bytes: no order peaks lower
+    time_s: float
+
+
+PLAIN = {"bfs": bfs, "dfs": dfs, "rpo": rpo, "model": model_order}
+
+
+def schedule(graph: Graph, method: str = "auto", time_limit: float = 10.0, alignment: int = 4) -> Schedule:
+    if method not in METHODS:
+        raise MCUDeployError(f"unknown schedule method '{method}'; choose one of {', '.join(METHODS)}")
+    if not time_limit > 0:
+        raise MCUDeployError(f"the schedule time limit must be positive, not {time_limit}")
+    start = time.perf_counter()
+    problem = build(graph, alignment)
+
+    def measure(order) -> int:
+        return lifetimes(graph, [graph.nodes[v] for v in order], alignment).lower_bound()
+
+    if method == "auto":
+        found = _auto.auto(problem, time_limit, measure)
+    elif method == "exact":
+        found = _auto.exact(problem, time_limit, measure)
+    elif method == "refine":
+        found = _auto.heuristic(problem, time_limit, measure=measure)
+    else:
+        found = _auto.Found(PLAIN[method](problem), method, lower_bound(problem))
+    assert is_topological(problem, found.order), f"{found.used} returned an order that is not topological"
+    peak = measure(found.order)
+    return Schedule(tuple(graph.nodes[v] for v in found.order), method, found.used, peak, found.bound,
+                    problem.sound and peak <= found.bound, time.perf_counter() - start)

@@ -1,0 +1,83 @@
+"""The fast model the methods optimise agrees with lifetimes(); the lower bounds hold for it."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # the generated graphs come from benchmarks/graphs.py
+
+import os
+import random
+
+import pytest
+
+from benchmarks.graphs import FAMILIES, make  # noqa: E402
+from mcudeploy.memory.lifetimes import lifetimes  # noqa: E402
+from mcudeploy.schedule.bound import lower_bound  # noqa: E402
+from mcudeploy.schedule.peak import Profiler  # noqa: E402
+from mcudeploy.schedule.problem import build  # noqa: E402
+
+
+def random_orders(problem, count, seed):
+    rng = random.Random(seed)
+    for _ in range(count):
+        waiting = [len(p) for p in problem.preds]
+        ready = [v for v in range(problem.size) if not waiting[v]]
+        order = []
+        while ready:
+            v = ready.pop(rng.randrange(len(ready)))
+            order.append(v)
+            for s in problem.succs[v]:
+                waiting[s] -= 1
+                if not waiting[s]:
+                    ready.append(s)
+        yield order
+
+
+CASES = [(f, ops, seed, "int8" if seed % 2 else "float32") for f in sorted(FAMILIES) for ops in (20, 60)
+         for seed in range(3)]
+
+
+MODELS = Path(os.environ.get("MCUDEPLOY_MODELS", ROOT.parent / "shared" / "models")) / "onnx"
+
+
+def graphs():
+    for case in CASES:
+        yield "-".join(map(str, case)), make(*case)
+    if MODELS.is_dir():  # the reference models too, where they are at hand
+        from mcudeploy.frontend import import_onnx
+        from mcudeploy.pipeline import lower
+
+        for path in sorted(MODELS.glob("*.onnx")):
+            yield path.stem, lower(import_onnx(path))
+
+
+@pytest.mark.parametrize("name, graph", list(graphs()), ids=lambda x: x if isinstance(x, str) else "")
+def test_plain_model_equals_lifetimes_without_slice_sharing(name, graph):
+    problem = build(graph, 4)
+    plain = Profiler(problem, shares=False)
+    for order in random_orders(problem, 6, seed=1):
+        nodes = [graph.nodes[v] for v in order]
+        expected = lifetimes(graph, nodes, 4, sharing=frozenset({"inplace"})).live_bytes()
+        assert plain.live(order).tolist() == expected
+
+
+@pytest.mark.parametrize("name, graph", list(graphs()), ids=lambda x: x if isinstance(x, str) else "")
+def test_lower_bound_holds_for_every_order(name, graph):
+    problem = build(graph, 4)
+    bound = lower_bound(problem)
+    peaks = [lifetimes(graph, [graph.nodes[v] for v in o], 4).lower_bound() for o in random_orders(problem, 10, 2)]
+    assert bound <= min(peaks)
+
+
+@pytest.mark.parametrize("name, graph", list(graphs()), ids=lambda x: x if isinstance(x, str) else "")
+def test_slice_sharing_only_lowers_the_peak(name, graph):
+    """lifetimes() shares a Concat's or Split's slices only where the peak does not rise, so the
+    plain model's peak is never below it; the model with sharing picks up most of the difference."""
+    problem = build(graph, 4)
+    plain, shared = Profiler(problem, shares=False), Profiler(problem)
+    for order in random_orders(problem, 6, seed=3):
+        measured = lifetimes(graph, [graph.nodes[v] for v in order], 4).lower_bound()
+        assert plain.peak(order) >= measured
+        assert shared.peak(order) <= plain.peak(order)
