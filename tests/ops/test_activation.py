@@ -3,13 +3,8 @@ over every input code), the C kernels against the reference (whole models on the
 bare kernels on strided views), and the declarations (tables, expression, in place, errors)."""
 from __future__ import annotations
 
-import shutil
-import subprocess
-from pathlib import Path
-
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -18,20 +13,14 @@ from mcudeploy.frontend import import_onnx
 from mcudeploy.ir import Graph, Node, Quant, Tensor
 from mcudeploy.ops import registry
 from mcudeploy.ops.activation import lut_table
-from mcudeploy.ops.base import Array, Dim
+from mcudeploy.ops.base import Dim
 from mcudeploy.pipeline import lower
 from mcudeploy.reference import run_reference
-from mcudeploy.resources import firmware_dir
+
+from .kernel_harness import needs_gcc, run_unary_kernel
+from .onnx_helpers import host_outputs, ort_outputs
 
 IR_VERSION = 8
-needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
-
-
-def _ort(model: onnx.ModelProto, feeds: dict) -> list[np.ndarray]:
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    return sess.run(None, feeds)
 
 
 def _model(nodes, inputs, outputs, inits, opset) -> onnx.ModelProto:
@@ -93,7 +82,7 @@ def test_float_reference_matches_onnxruntime(case):
     model = float_model(case, x.shape)
     graph = lower(import_onnx(model), check=True)
     assert [n.op for n in graph.nodes] == [case[1]]
-    np.testing.assert_allclose(run_reference(graph, [x])[0], _ort(model, {"x": x})[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(run_reference(graph, [x])[0], ort_outputs(model, {"x": x})[0], rtol=1e-5, atol=1e-6)
 
 
 # --------------------------------------------------------------------------- int8 / uint8 QDQ models
@@ -104,7 +93,7 @@ def qdq_model(case, shape, dtype="int8", s_x=0.05, z_x=3) -> tuple[onnx.ModelPro
     range the op produces over every input code."""
     lo, hi = (-128, 127) if dtype == "int8" else (0, 255)
     codes = np.arange(lo, hi + 1)
-    real = _ort(float_model(case, [codes.size]), {"x": ((codes - z_x) * s_x).astype(np.float32)})[0]
+    real = ort_outputs(float_model(case, [codes.size]), {"x": ((codes - z_x) * s_x).astype(np.float32)})[0]
     r_lo, r_hi = min(float(real.min()), 0.0), max(float(real.max()), 0.0)
     s_y = float(np.float32(max(r_hi - r_lo, 1e-3) / 255))
     z_y = int(np.clip(np.rint(lo - r_lo / s_y), lo, hi))
@@ -135,7 +124,7 @@ def test_int8_reference_matches_onnxruntime_on_every_code(case, dtype):
     graph = lower(import_onnx(model), check=True)
     assert [n.op for n in graph.nodes] == [case[1]] and graph[graph.nodes[0].inputs[0]].dtype == dtype
     x = _all_codes(dtype)
-    got, expected = run_reference(graph, [x])[0], _ort(model, {"x": x})[0]
+    got, expected = run_reference(graph, [x])[0], ort_outputs(model, {"x": x})[0]
     diff = np.abs(got.astype(np.int32) - expected.astype(np.int32))
     # The table is computed in float64, onnxruntime in float32: they can only disagree on ties.
     assert diff.max() <= 1, f"off by {diff.max()} steps"
@@ -157,19 +146,12 @@ def test_table_is_dequantize_function_quantize():
 # --------------------------------------------------------------------------- C on the host, whole models
 
 
-def _run_host(model, samples):
-    host = pytest.importorskip("mcudeploy.device.host")
-    if shutil.which("gcc") is None:
-        pytest.skip("gcc is not installed")
-    return host.run_model_on_host(model, samples)
-
-
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_float_c_matches_reference(case):
     x = _float_input(2, (1, 4, 6, 5))
     x.flat[:3] = (0.0, -0.0, 100.0)
     model = float_model(case, x.shape)
-    got = _run_host(model, [{"x": x}])[0][0]
+    got = host_outputs(model, [{"x": x}])[0][0]
     np.testing.assert_allclose(got, run_reference(lower(import_onnx(model)), [x])[0], rtol=1e-5, atol=1e-6)
 
 
@@ -178,74 +160,11 @@ def test_float_c_matches_reference(case):
 def test_int8_c_matches_reference_bit_exact(case, dtype):
     model, _, _ = qdq_model(case, [1, 16, 16], dtype, s_x=0.03, z_x=-5 if dtype == "int8" else 120)
     x = _all_codes(dtype)
-    got = _run_host(model, [{"x": x}])[0][0]
+    got = host_outputs(model, [{"x": x}])[0][0]
     np.testing.assert_array_equal(got, run_reference(lower(import_onnx(model)), [x])[0])
 
 
 # --------------------------------------------------------------------------- bare kernels on strided views
-
-
-def _c_literal(value) -> str:
-    from mcudeploy.codegen.values import c_float, c_int
-    return c_float(value) if isinstance(value, float) else c_int(value)
-
-
-def run_unary_kernel(tmp_path: Path, call, graph: Graph, x: np.ndarray, pad: int, inplace: bool = False,
-                     source: str = "activation.c", header: str = "mcud_activation.h") -> np.ndarray:
-    """Run a (x, y[, params]) kernel with x and y inside bigger garbage-filled buffers (``pad``
-    extra elements on both sides of every dimension, y transposed in its parent so its strides
-    differ from x's), or on one shared view when ``inplace``. Checks nothing outside y is touched."""
-    from mcudeploy.codegen.values import c_numbers
-    from mcudeploy.ir import CTYPES
-
-    t = graph[call.views[0]]
-    ctype = CTYPES[t.dtype]
-    fill = 99 if t.dtype != "float32" else 1e6
-    lines = ["#include <stdio.h>", '#include "mcud.h"', f'#include "{header}"']
-    px = np.full(tuple(d + 2 * pad for d in t.shape), fill, dtype=x.dtype)
-    inner = tuple(slice(pad, pad + d) for d in t.shape)
-    px[inner] = x
-    # y lives in a parent of reversed dimension order: its view strides are not row-major.
-    py = np.full(tuple(d + 2 * pad for d in reversed(t.shape)), fill, dtype=x.dtype)
-    for i, (parent, order) in enumerate(((px, None),) if inplace else ((px, None), (py, "T"))):
-        strides = [s // parent.itemsize for s in parent.strides]
-        if order == "T":
-            strides = strides[::-1]
-        offset = pad * sum(strides)
-        lines.append(f"static {ctype} buf{i}[{parent.size}] = {{{', '.join(c_numbers(parent, ctype))}}};")
-        lines.append(f"static const mcud_view view{i} = {{buf{i} + {offset}, {len(t.shape)}, "
-                     f"{{{', '.join(map(str, t.shape))}}}, {{{', '.join(map(str, strides))}}}}};")
-    args = "&view0, &view0" if inplace else "&view0, &view1"
-    if call.params is not None:
-        fields = []
-        for j, (field, value) in enumerate(call.params.fields):
-            if isinstance(value, Array):
-                lines.append(f"static const {value.ctype} arr{j}[] = "
-                             f"{{{', '.join(_c_literal(v) for v in value.values)}}};")
-                fields.append(f".{field} = arr{j}")
-            else:
-                fields.append(f".{field} = {_c_literal(value)}")
-        lines.append(f"static const {call.params.ctype} params = {{{', '.join(fields)}}};")
-        args += ", &params"
-    out = 0 if inplace else 1
-    lines += ["int main(void)", "{", f"    {call.fn}({args});",
-              f"    fwrite(buf{out}, sizeof(buf{out}), 1, stdout);", "    return 0;", "}"]
-    (tmp_path / "main.c").write_text("\n".join(lines) + "\n")
-    fw = firmware_dir()
-    exe = tmp_path / "kernel"
-    subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O1", "-I", str(fw / "include"),
-                    str(fw / "kernels" / source), str(tmp_path / "main.c"), "-o", str(exe), "-lm"],
-                   check=True, capture_output=True, text=True)
-    raw = subprocess.run([str(exe)], check=True, capture_output=True).stdout
-    parent = px if inplace else py
-    result = np.frombuffer(raw, dtype=x.dtype).reshape(parent.shape)
-    if not inplace:
-        result = result.transpose()
-        parent = parent.transpose()
-    untouched = np.ones(parent.shape, bool)
-    untouched[inner] = False
-    assert np.all(result[untouched] == parent[untouched]), "the kernel wrote outside its output view"
-    return result[inner]
 
 
 def _single_op_graph(op: str, attrs: dict, shape, dtype: str, quant=None) -> tuple[Graph, Node]:
@@ -281,18 +200,6 @@ def test_lut_kernel_on_strided_views_is_bit_exact(tmp_path, dtype, inplace):
     assert call.fn == f"mcud_lut_{'s8' if dtype == 'int8' else 'u8'}"
     got = run_unary_kernel(tmp_path, call, graph, x, pad=0 if inplace else 1, inplace=inplace)
     np.testing.assert_array_equal(got, run_reference(graph, [x])[0])
-
-
-@pytest.mark.parametrize("cc", [
-    ["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2"],
-    ["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2"],
-], ids=["gcc", "arm"])
-def test_kernel_compiles_cleanly(tmp_path, cc):
-    if shutil.which(cc[0]) is None:
-        pytest.skip(f"{cc[0]} is not installed")
-    fw = firmware_dir()
-    subprocess.run(cc + ["-I", str(fw / "include"), "-c", str(fw / "kernels" / "activation.c"), "-o",
-                         str(tmp_path / "activation.o")], check=True, capture_output=True, text=True)
 
 
 # --------------------------------------------------------------------------- the declarations

@@ -3,12 +3,8 @@ Conv (the folded graph computes what the unfolded one does), the cases that must
 C kernel (whole models on the host and on strided views), and the unsupported forms."""
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -20,22 +16,11 @@ from mcudeploy.ops.base import Dim
 from mcudeploy.passes.batchnorm import fold_batchnorm
 from mcudeploy.pipeline import lower
 from mcudeploy.reference import run_reference
-from mcudeploy.resources import firmware_dir
 
-try:  # the strided-view harness lives with the activation tests (tests/ops is on sys.path under pytest)
-    from test_activation import run_unary_kernel
-except ImportError:
-    from tests.ops.test_activation import run_unary_kernel
+from .kernel_harness import needs_gcc, run_unary_kernel
+from .onnx_helpers import host_outputs, ort_outputs
 
 OPSET, IR_VERSION = 13, 8
-needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
-
-
-def _ort(model: onnx.ModelProto, feeds: dict) -> list[np.ndarray]:
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    return sess.run(None, feeds)
 
 
 def _model(nodes, x_shape, outputs, inits, opset=OPSET) -> onnx.ModelProto:
@@ -74,7 +59,7 @@ def test_float_reference_matches_onnxruntime(shape, epsilon):
     graph = lower(import_onnx(model), check=True)
     assert [n.op for n in graph.nodes] == ["BatchNormalization"]
     x = _x(2, shape)
-    np.testing.assert_allclose(run_reference(graph, [x])[0], _ort(model, {"x": x})[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(run_reference(graph, [x])[0], ort_outputs(model, {"x": x})[0], rtol=1e-5, atol=1e-5)
 
 
 def test_fused_relu_matches_onnxruntime():
@@ -82,7 +67,7 @@ def test_fused_relu_matches_onnxruntime():
     graph = lower(import_onnx(model), check=True)
     assert [n.op for n in graph.nodes] == ["BatchNormalization"], "the Relu should fuse into the BN"
     x = _x(4, (1, 6, 4, 4))
-    np.testing.assert_allclose(run_reference(graph, [x])[0], _ort(model, {"x": x})[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(run_reference(graph, [x])[0], ort_outputs(model, {"x": x})[0], rtol=1e-5, atol=1e-5)
 
 
 # --------------------------------------------------------------------------- folding into Conv
@@ -136,7 +121,7 @@ def test_fold_into_conv_computes_the_same(case):
     x = _x(6, x_shape)
     expected = run_reference(unfolded, [x])[0]
     np.testing.assert_allclose(run_reference(folded, [x])[0], expected, rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(run_reference(lower(unfolded), [x])[0], _ort(model, {"x": x})[0], rtol=1e-4,
+    np.testing.assert_allclose(run_reference(lower(unfolded), [x])[0], ort_outputs(model, {"x": x})[0], rtol=1e-4,
                                atol=1e-4)
 
 
@@ -164,7 +149,7 @@ def test_no_fold_when_conv_output_has_another_reader():
     graph = lower(import_onnx(model), check=True)
     assert sorted(n.op for n in graph.nodes) == ["BatchNormalization", "Conv", "Relu"]
     x = _x(8, (1, 3, 6, 6))
-    for got, expected in zip(run_reference(graph, [x]), _ort(model, {"x": x})):
+    for got, expected in zip(run_reference(graph, [x]), ort_outputs(model, {"x": x})):
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
 
 
@@ -182,18 +167,11 @@ def test_no_fold_without_conv_and_after_fused_activation():
 # --------------------------------------------------------------------------- C on the host
 
 
-def _run_host(model, samples):
-    host = pytest.importorskip("mcudeploy.device.host")
-    if shutil.which("gcc") is None:
-        pytest.skip("gcc is not installed")
-    return host.run_model_on_host(model, samples)
-
-
 @pytest.mark.parametrize("shape,epsilon", [c[1:] for c in BN_CASES], ids=[c[0] for c in BN_CASES])
 def test_float_c_matches_reference(shape, epsilon):
     model = bn_model(shape, seed=10, epsilon=epsilon, relu=shape == (2, 4, 5, 6))
     x = _x(11, shape)
-    got = _run_host(model, [{"x": x}])[0][0]
+    got = host_outputs(model, [{"x": x}])[0][0]
     np.testing.assert_allclose(got, run_reference(lower(import_onnx(model)), [x])[0], rtol=1e-5, atol=1e-6)
 
 
@@ -203,7 +181,7 @@ def test_folded_conv_c_matches_reference(case):
     _, x_shape, cout, kernel, attrs, bias = case
     model = conv_bn_model(x_shape, cout, kernel, attrs, bias, seed=12)
     x = _x(13, x_shape)
-    got = _run_host(model, [{"x": x}])[0][0]
+    got = host_outputs(model, [{"x": x}])[0][0]
     np.testing.assert_allclose(got, run_reference(lower(import_onnx(model)), [x])[0], rtol=1e-5, atol=1e-5)
 
 
@@ -224,9 +202,9 @@ def test_bn_between_qdq_stays_float():
     assert len(bn) == 1 and lowered[bn[0].inputs[0]].dtype == "float32"
     x = np.random.default_rng(15).integers(-128, 128, (1, 4, 3, 3)).astype(np.int8)
     got = run_reference(lowered, [x])[0]
-    diff = np.abs(got.astype(np.int32) - _ort(model, {"x": x})[0].astype(np.int32))
+    diff = np.abs(got.astype(np.int32) - ort_outputs(model, {"x": x})[0].astype(np.int32))
     assert diff.max() <= 1
-    np.testing.assert_array_equal(_run_host(model, [{"x": x}])[0][0], got)
+    np.testing.assert_array_equal(host_outputs(model, [{"x": x}])[0][0], got)
 
 
 # --------------------------------------------------------------------------- kernel and declaration
@@ -250,21 +228,8 @@ def test_kernel_on_strided_views(tmp_path, inplace):
     graph, node = _graph((2, 3, 4, 2))
     x = _x(17, (2, 3, 4, 2))
     call = registry.get("BatchNormalization").kernel(graph, node)
-    got = run_unary_kernel(tmp_path, call, graph, x, pad=0 if inplace else 1, inplace=inplace,
-                           source="batchnorm.c", header="mcud_batchnorm.h")
+    got = run_unary_kernel(tmp_path, call, graph, x, pad=0 if inplace else 1, inplace=inplace)
     np.testing.assert_allclose(got, run_reference(graph, [x])[0], rtol=1e-6, atol=1e-6)
-
-
-@pytest.mark.parametrize("cc", [
-    ["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2"],
-    ["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2"],
-], ids=["gcc", "arm"])
-def test_kernel_compiles_cleanly(tmp_path, cc):
-    if shutil.which(cc[0]) is None:
-        pytest.skip(f"{cc[0]} is not installed")
-    fw = firmware_dir()
-    subprocess.run(cc + ["-I", str(fw / "include"), "-c", str(fw / "kernels" / "batchnorm.c"), "-o",
-                         str(tmp_path / "batchnorm.o")], check=True, capture_output=True, text=True)
 
 
 def test_expr_and_inplace():

@@ -3,13 +3,8 @@ models), the C kernels against the reference (whole models on the host, and the 
 on strided views inside bigger buffers), and the declarations themselves."""
 from __future__ import annotations
 
-import shutil
-import subprocess
-from pathlib import Path
-
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,13 +14,14 @@ from mcudeploy.errors import UnsupportedError
 from mcudeploy.frontend import import_onnx
 from mcudeploy.ir import Graph, Node, Quant, Tensor, constant
 from mcudeploy.ops import registry
-from mcudeploy.ops.base import Array, Dim
+from mcudeploy.ops.base import Dim
 from mcudeploy.pipeline import lower
 from mcudeploy.reference import run_reference
-from mcudeploy.resources import firmware_dir
+
+from .kernel_harness import needs_gcc, run_kernel
+from .onnx_helpers import host_outputs, ort_outputs
 
 OPSET, IR_VERSION = 13, 8
-needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
 
 # --------------------------------------------------------------------------- model builders
 
@@ -33,13 +29,6 @@ needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not i
 def _model(nodes, inputs, outputs, inits=(), opset=OPSET) -> onnx.ModelProto:
     graph = helper.make_graph(nodes, "binary_test", inputs, outputs, list(inits))
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR_VERSION)
-
-
-def _ort(model: onnx.ModelProto, feeds: dict) -> list[np.ndarray]:
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    return sess.run(None, feeds)
 
 
 def _names(n: int) -> list[str]:
@@ -110,7 +99,7 @@ def test_float_reference_matches_onnxruntime(op, case):
     xs = _floats(np.random.default_rng(1), shapes, op)
     model = float_model(op, shapes)
     feeds = dict(zip(_names(len(xs)), xs))
-    expected = _ort(model, feeds)[0]
+    expected = ort_outputs(model, feeds)[0]
     got = run_reference(lower(import_onnx(model)), xs)[0]
     assert got.shape == expected.shape
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
@@ -121,7 +110,7 @@ def test_float_reference_matches_onnxruntime(op, case):
 def test_float_sum_matches_onnxruntime(shapes):
     xs = _floats(np.random.default_rng(len(shapes)), shapes, "Sum")
     model = float_model("Sum", shapes)
-    expected = _ort(model, dict(zip(_names(len(xs)), xs)))[0]
+    expected = ort_outputs(model, dict(zip(_names(len(xs)), xs)))[0]
     got = run_reference(lower(import_onnx(model)), xs)[0]
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
 
@@ -134,7 +123,7 @@ def test_float_add_relu_is_fused_and_matches_onnxruntime():
     assert [n.op for n in graph.nodes] == ["Add"]
     assert graph.nodes[0].attr("clip_min") == 0.0
     got = run_reference(graph, xs)[0]
-    np.testing.assert_allclose(got, _ort(model, dict(zip(_names(2), xs)))[0], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got, ort_outputs(model, dict(zip(_names(2), xs)))[0], rtol=1e-6, atol=1e-6)
     assert got.min() == 0.0
 
 
@@ -169,7 +158,7 @@ def test_int8_reference_matches_onnxruntime(case):
     assert [n.op for n in graph.nodes] == [case[1]], "the QDQ pattern must lower to one int8 node"
     assert graph[graph.nodes[0].outputs[0]].dtype == "int8"
     got = run_reference(graph, xs)[0]
-    expected = _ort(model, dict(zip(_names(len(xs)), xs)))[0]
+    expected = ort_outputs(model, dict(zip(_names(len(xs)), xs)))[0]
     assert got.shape == expected.shape and got.dtype == np.int8
     diff = np.abs(got.astype(np.int32) - expected.astype(np.int32))
     assert diff.max() <= 2
@@ -184,7 +173,7 @@ def test_int8_div_stays_float():
     assert len(div) == 1 and graph[div[0].outputs[0]].dtype == "float32"
     xs = [np.array([10, -20, 30, 40], np.int8), np.array([5, 7, -9, 100], np.int8)]
     got = run_reference(graph, xs)[0]
-    expected = _ort(model, dict(zip(_names(2), xs)))[0]
+    expected = ort_outputs(model, dict(zip(_names(2), xs)))[0]
     assert np.abs(got.astype(int) - expected.astype(int)).max() <= 1
 
 
@@ -207,13 +196,6 @@ def test_int8_add_is_the_real_result_rounded(s_a, s_b, s_y, z_a, z_b, z_y, op):
 # --------------------------------------------------------------------------- C on the host, whole models
 
 
-def _run_host(model, samples):
-    host = pytest.importorskip("mcudeploy.device.host")
-    if shutil.which("gcc") is None:
-        pytest.skip("gcc is not installed")
-    return host.run_model_on_host(model, samples)
-
-
 @pytest.mark.parametrize("op", FLOAT_OPS)
 @pytest.mark.parametrize("case", [SHAPES[0], SHAPES[4], SHAPES[6]], ids=[SHAPES[i][0] for i in (0, 4, 6)])
 def test_float_c_matches_reference(op, case):
@@ -221,7 +203,7 @@ def test_float_c_matches_reference(op, case):
     xs = _floats(np.random.default_rng(5), shapes, op)
     model = float_model(op, shapes, act="Relu" if op == "Add" else None)
     expected = run_reference(lower(import_onnx(model)), xs)[0]
-    got = _run_host(model, [dict(zip(_names(len(xs)), xs))])[0][0]
+    got = host_outputs(model, [dict(zip(_names(len(xs)), xs))])[0][0]
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
 
 
@@ -230,7 +212,7 @@ def test_float_sum_c_matches_reference():
     xs = _floats(np.random.default_rng(6), shapes, "Sum")
     model = float_model("Sum", shapes)
     expected = run_reference(lower(import_onnx(model)), xs)[0]
-    got = _run_host(model, [dict(zip(_names(len(xs)), xs))])[0][0]
+    got = host_outputs(model, [dict(zip(_names(len(xs)), xs))])[0][0]
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
 
 
@@ -240,76 +222,12 @@ def test_int8_c_matches_reference_bit_exact(case):
     xs2 = _int8s(np.random.default_rng(7), case[2])
     graph = lower(import_onnx(model))
     samples = [dict(zip(_names(len(x)), x)) for x in (xs, xs2)]
-    got = _run_host(model, samples)
+    got = host_outputs(model, samples)
     for sample, out in zip((xs, xs2), got):
         np.testing.assert_array_equal(out[0], run_reference(graph, sample)[0])
 
 
 # --------------------------------------------------------------------------- bare kernels on strided views
-
-
-def _c_literal(value) -> str:
-    from mcudeploy.codegen.values import c_float, c_int
-    return c_float(value) if isinstance(value, float) else c_int(value)
-
-
-def kernel_harness(tmp_path: Path, call, graph: Graph, values: dict, pads: dict, source: str) -> np.ndarray:
-    """Run one kernel call with every view placed inside a bigger, garbage-filled buffer
-    (``pads[name]`` extra elements on both sides of each dimension), so the kernel must honour
-    the strides and must not write outside its output view. Returns the output view's contents."""
-    from mcudeploy.codegen.values import c_numbers
-    from mcudeploy.ir import CTYPES
-
-    lines = ["#include <stdio.h>", '#include "mcud.h"', f'#include "mcud_{source}.h"']
-    out_name = call.views[-1]
-    parents, index = {}, {}
-    for i, name in enumerate(call.views):
-        if not name or name in index:  # a view named twice (in place) is one buffer
-            continue
-        index[name] = i
-        t = graph[name]
-        extra = pads.get(name, 0)
-        parent = np.full(tuple(d + 2 * extra for d in t.shape), 99 if t.dtype != "float32" else 1e6,
-                         dtype=values[name].dtype)
-        inner = tuple(slice(extra, extra + d) for d in t.shape)
-        if i < len(call.views) - 1:
-            parent[inner] = values[name]
-        parents[name] = (parent, inner)
-        strides = [s // parent.itemsize for s in parent.strides]
-        offset = sum(extra * s for s in strides)
-        ctype = CTYPES[t.dtype]
-        lines.append(f"static {ctype} buf{i}[{max(parent.size, 1)}] = {{{', '.join(c_numbers(parent, ctype))}}};")
-        lines.append(f"static const mcud_view view{i} = {{buf{i} + {offset}, {len(t.shape)}, "
-                     f"{{{', '.join(map(str, t.shape)) or '0'}}}, {{{', '.join(map(str, strides)) or '0'}}}}};")
-    fields = []
-    for j, (field, value) in enumerate(call.params.fields if call.params else ()):
-        if isinstance(value, Array):
-            lines.append(f"static const {value.ctype} arr{j}[] = {{{', '.join(_c_literal(v) for v in value.values)}}};")
-            fields.append(f".{field} = arr{j}")
-        elif isinstance(value, tuple):
-            fields.append(f".{field} = {{{', '.join(_c_literal(v) for v in value)}}}")
-        else:
-            fields.append(f".{field} = {_c_literal(value)}")
-    args = ", ".join(f"&view{index[name]}" if name else "NULL" for name in call.views)
-    if call.params is not None:
-        lines.append(f"static const {call.params.ctype} params = {{{', '.join(fields)}}};")
-        args += ", &params"
-    out = index[out_name]
-    lines += ["int main(void)", "{", f"    {call.fn}({args});",
-              f"    fwrite(buf{out}, sizeof(buf{out}), 1, stdout);", "    return 0;", "}"]
-    (tmp_path / "main.c").write_text("\n".join(lines) + "\n")
-    fw = firmware_dir()
-    exe = tmp_path / "kernel"
-    subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O1", "-I", str(fw / "include"),
-                    str(fw / "kernels" / f"{source}.c"), str(tmp_path / "main.c"), "-o", str(exe), "-lm"],
-                   check=True, capture_output=True, text=True)
-    raw = subprocess.run([str(exe)], check=True, capture_output=True).stdout
-    parent, inner = parents[out_name]
-    result = np.frombuffer(raw, dtype=parent.dtype).reshape(parent.shape)
-    untouched = np.ones(parent.shape, bool)
-    untouched[inner] = False
-    assert np.all(result[untouched] == parent[untouched]), "the kernel wrote outside its output view"
-    return result[inner]
 
 
 def _int8_graph(op, shapes, in_q, out_q, clip=None) -> tuple[Graph, Node]:
@@ -342,9 +260,8 @@ def test_int8_kernel_on_strided_views_is_bit_exact(tmp_path, case):
     assert registry.get(op).accepts_int8(graph, node)
     xs = _int8s(np.random.default_rng(8), shapes)
     expected = run_reference(graph, xs)[0]
-    values = {**dict(zip(graph.inputs, xs)), "y": np.zeros(expected.shape, np.int8)}
-    got = kernel_harness(tmp_path, registry.get(op).kernel(graph, node), graph, values,
-                         {"x0": 1, "x1": 2, "x2": 1, "y": 1}, "binary")
+    got = run_kernel(tmp_path, registry.get(op).kernel(graph, node), graph, dict(zip(graph.inputs, xs)),
+                     {"x0": 1, "x1": 2, "x2": 1, "y": 1})[0]
     np.testing.assert_array_equal(got, expected)
 
 
@@ -357,9 +274,8 @@ def test_float_kernel_on_strided_views(tmp_path, op, case):
     graph, node = _float_graph(op, shapes, clip=(-0.8, 1.5))
     xs = _floats(np.random.default_rng(9), shapes, op)
     expected = run_reference(graph, xs)[0]
-    values = {**dict(zip(graph.inputs, xs)), "y": np.zeros(expected.shape, np.float32)}
-    got = kernel_harness(tmp_path, registry.get(op).kernel(graph, node), graph, values,
-                         {"x0": 2, "x1": 1, "y": 1}, "binary")
+    got = run_kernel(tmp_path, registry.get(op).kernel(graph, node), graph, dict(zip(graph.inputs, xs)),
+                     {"x0": 2, "x1": 1, "y": 1})[0]
     np.testing.assert_array_equal(got, expected)  # the same float32 operations in the same order
 
 
@@ -370,23 +286,9 @@ def test_inplace_kernel_reads_before_it_writes(tmp_path):
     assert registry.get("Add").inplace(graph, node) == 0
     xs = _int8s(np.random.default_rng(10), [(3, 8), (8,)])
     expected = run_reference(graph, xs)[0]
-    call = registry.get("Add").kernel(graph, node)
-    aliased = type(call)(call.fn, call.views[:-1] + ("x0",), call.params)  # y's view is x0's
-    got = kernel_harness(tmp_path, aliased, graph, dict(zip(graph.inputs, xs)), {}, "binary")
+    got = run_kernel(tmp_path, registry.get("Add").kernel(graph, node), graph, dict(zip(graph.inputs, xs)),
+                     inplace={"y": "x0"})[0]  # y's view is x0's
     np.testing.assert_array_equal(got, expected)
-
-
-@pytest.mark.parametrize("cc", [
-    ["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2"],
-    ["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2"],
-], ids=["gcc", "arm"])
-def test_kernel_compiles_cleanly(tmp_path, cc):
-    if shutil.which(cc[0]) is None:
-        pytest.skip(f"{cc[0]} is not installed")
-    fw = firmware_dir()
-    proc = subprocess.run([*cc, "-I", str(fw / "include"), "-c", str(fw / "kernels" / "binary.c"), "-o",
-                           str(tmp_path / "binary.o")], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
 
 
 # --------------------------------------------------------------------------- integers without quantization
@@ -414,7 +316,7 @@ def test_plain_integers_match_onnxruntime(op, dtype):
                    [helper.make_tensor_value_info(n, INT_TYPES[dtype], s) for n, s in zip(_names(2), shapes)],
                    [helper.make_tensor_value_info("y", INT_TYPES[dtype], None)], opset=14)  # 14: all integer types
     got = run_reference(lower(import_onnx(model)), xs)[0]
-    expected = _ort(model, dict(zip(_names(2), xs)))[0]
+    expected = ort_outputs(model, dict(zip(_names(2), xs)))[0]
     assert got.dtype == expected.dtype
     np.testing.assert_array_equal(got, expected)
 
@@ -437,10 +339,8 @@ def test_plain_integer_kernels_are_bit_exact(tmp_path, dtype):
         node = Node("n", op, ("x0", "x1"), ("y",))
         graph = Graph("g", tensors, (node,), ("x0", "x1"), ("y",))
         expected = run_reference(graph, [a, b])[0]
-        values = {"x0": a, "x1": b, "y": np.zeros((4, 6), dtype)}
-        (tmp_path / op).mkdir()
-        got = kernel_harness(tmp_path / op, registry.get(op).kernel(graph, node), graph, values,
-                             {"x0": 1, "x1": 2, "y": 1}, "binary")
+        got = run_kernel(tmp_path, registry.get(op).kernel(graph, node), graph, {"x0": a, "x1": b},
+                         {"x0": 1, "x1": 2, "y": 1})[0]
         np.testing.assert_array_equal(got, expected, err_msg=op)
     assert run_reference(graph, [a, b])[0][0, 0] == 0  # Div by zero (b[0] == 0)
 

@@ -2,51 +2,22 @@
 bit-exact with the numpy reference, also on strided views; tensor expression and errors."""
 from __future__ import annotations
 
-import ctypes
-import subprocess
-from pathlib import Path
-
 import numpy as np
-import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from mcudeploy.errors import UnsupportedError
 from mcudeploy.frontend import import_onnx
+from mcudeploy.ir import Graph, Node, Quant, Tensor
 from mcudeploy.ops import registry
 from mcudeploy.ops.base import Dim
 from mcudeploy.pipeline import lower
-from mcudeploy.reference import run_reference
 
-ROOT = Path(__file__).resolve().parents[2]
+from .kernel_harness import Place, needs_gcc, run_kernel
+from .onnx_helpers import checked_model, host_outputs, ort_outputs, reference_outputs
+
 ELEM = {"float32": TensorProto.FLOAT, "int8": TensorProto.INT8, "uint8": TensorProto.UINT8,
         "int32": TensorProto.INT32, "int64": TensorProto.INT64}
-
-
-def model(nodes, inputs, outputs, inits=(), opset=13):
-    graph = helper.make_graph(nodes, "t", inputs, outputs, list(inits))
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 8
-    onnx.checker.check_model(m)
-    return m
-
-
-def ort_run(m, feeds):
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    return ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
-
-
-def ref_run(m, feeds):
-    graph = lower(import_onnx(m), check=True)
-    return graph, run_reference(graph, feeds)
-
-
-def host_run(m, feeds):
-    from mcudeploy.device.host import run_model_on_host
-
-    return run_model_on_host(m, [feeds])[0]
 
 
 def concat_model(shapes, axis, dtype="float32"):
@@ -55,8 +26,8 @@ def concat_model(shapes, axis, dtype="float32"):
     out = list(shapes[0])
     out[ax] = sum(s[ax] for s in shapes)
     node = helper.make_node("Concat", names, ["y"], axis=axis)
-    return model([node], [helper.make_tensor_value_info(n, ELEM[dtype], s) for n, s in zip(names, shapes)],
-                 [helper.make_tensor_value_info("y", ELEM[dtype], out)])
+    return checked_model([node], [helper.make_tensor_value_info(n, ELEM[dtype], s) for n, s in zip(names, shapes)],
+                         [helper.make_tensor_value_info("y", ELEM[dtype], out)])
 
 
 def feeds_for(shapes, dtype, seed):
@@ -83,10 +54,10 @@ CASES = [
 def test_concat_copy(shapes, axis, dtype):
     m = concat_model(shapes, axis, dtype)
     feeds = feeds_for(shapes, dtype, 0)
-    want = ort_run(m, feeds)[0]
-    _, (got,) = ref_run(m, feeds)
+    want = ort_outputs(m, feeds)[0]
+    _, (got,) = reference_outputs(m, feeds)
     np.testing.assert_array_equal(got, want)
-    np.testing.assert_array_equal(host_run(m, feeds)[0], want)
+    np.testing.assert_array_equal(host_outputs(m, [feeds])[0][0], want)
 
 
 def qdq_concat(shapes, axis, in_q, out_q, qtype=TensorProto.INT8):
@@ -107,18 +78,18 @@ def qdq_concat(shapes, axis, in_q, out_q, qtype=TensorProto.INT8):
     ax = axis % len(shapes[0])
     out = list(shapes[0])
     out[ax] = sum(s[ax] for s in shapes)
-    return model(nodes, [helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, s) for i, s in enumerate(shapes)],
-                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, out)], inits)
+    inputs = [helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, s) for i, s in enumerate(shapes)]
+    return checked_model(nodes, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, out)], inits)
 
 
 def check_int8(m, feeds, scale, max_steps):
-    graph, (got,) = ref_run(m, feeds)
+    graph, (got,) = reference_outputs(m, feeds)
     concat = [n for n in graph.nodes if n.op == "Concat"]
     assert len(concat) == 1 and graph[concat[0].outputs[0]].dtype in ("int8", "uint8"), "Concat was not lowered"
-    want = ort_run(m, feeds)[0]
+    want = ort_outputs(m, feeds)[0]
     steps = np.abs(got.astype(np.float64) - want) / scale
     assert steps.max() <= max_steps + 1e-3, steps.max()
-    np.testing.assert_array_equal(host_run(m, feeds)[0], got)
+    np.testing.assert_array_equal(host_outputs(m, [feeds])[0][0], got)
     return steps
 
 
@@ -201,78 +172,38 @@ def test_concat_shape_mismatch():
 # --------------------------------------------------------------------------- C kernel on strided views
 
 
-class View(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("ndim", ctypes.c_int32), ("shape", ctypes.c_int32 * 6),
-                ("stride", ctypes.c_int32 * 6)]
+def _concat_graph(shapes, dtype, quants=None, out_quant=None, axis=1):
+    names = tuple(f"x{i}" for i in range(len(shapes)))
+    quants = quants or [None] * len(shapes)
+    out = list(shapes[0])
+    out[axis] = sum(s[axis] for s in shapes)
+    tensors = [Tensor(n, s, dtype, "input", q) for n, s, q in zip(names, shapes, quants)]
+    tensors.append(Tensor("y", tuple(out), dtype, "output", out_quant))
+    node = Node("c", "Concat", names, ("y",), {"axis": axis})
+    return Graph("g", {t.name: t for t in tensors}, (node,), names, ("y",)), node
 
 
-class Params(ctypes.Structure):
-    _fields_ = [("axis", ctypes.c_int32), ("count", ctypes.c_int32), ("out_zp", ctypes.c_int32),
-                ("lo", ctypes.c_int32), ("hi", ctypes.c_int32), ("in_zp", ctypes.POINTER(ctypes.c_int32)),
-                ("mult", ctypes.POINTER(ctypes.c_int32)), ("shift", ctypes.POINTER(ctypes.c_int32))]
-
-
-def view_of(sub: np.ndarray) -> View:
-    v = View()
-    v.data = sub.ctypes.data
-    v.ndim = sub.ndim
-    for d in range(sub.ndim):
-        v.shape[d] = sub.shape[d]
-        v.stride[d] = sub.strides[d] // sub.itemsize
-    return v
-
-
-@pytest.fixture(scope="module")
-def kernels(tmp_path_factory):
-    lib = tmp_path_factory.mktemp("kernels") / "libconcat.so"
-    fw = ROOT / "firmware"
-    subprocess.run(["gcc", "-std=c99", "-O2", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror",
-                    "-I", str(fw / "include"), str(fw / "kernels" / "concat.c"), str(fw / "kernels" / "shape.c"),
-                    "-o", str(lib)], check=True)
-    return ctypes.CDLL(str(lib))
-
-
-def test_concat_kernel_on_slices_matches_reference(kernels):
+@needs_gcc
+def test_concat_kernel_on_slices_matches_reference(tmp_path):
     """Requantized int8 inputs read from and written to slices of bigger buffers, compared with
     the numpy reference of the same node."""
-    from mcudeploy.ir import Graph, Node, Quant, Tensor
-
     rng = np.random.default_rng(4)
-    bigs = [rng.integers(-128, 128, size=(3, 6, 8)).astype(np.int8) for _ in range(3)]
-    xs = [bigs[0][1:3, 0:4, ::2], bigs[1][0:2, 1:3, 1:5], bigs[2][1:, 2:5, 3:7]]  # axis 1: 4 + 2 + 3
-    big_y = np.zeros((4, 12, 7), np.int8)
-    region = (slice(1, 3), slice(2, 11), slice(1, 5))
-    y = big_y[region]
+    xs = [rng.integers(-128, 128, size=s).astype(np.int8) for s in ((2, 4, 4), (2, 2, 4), (2, 3, 4))]  # axis 1
     quants = [Quant((0.03,), (4,)), Quant((0.05,), (-2,)), Quant((0.011,), (-60,))]
-    out_q = Quant((0.05,), (-2,))
-    tensors = [Tensor(f"x{i}", x.shape, "int8", "input", q) for i, (x, q) in enumerate(zip(xs, quants))]
-    tensors.append(Tensor("y", y.shape, "int8", "output", out_q))
-    node = Node("c", "Concat", ("x0", "x1", "x2"), ("y",), {"axis": 1})
-    graph = Graph("g", {t.name: t for t in tensors}, (node,), ("x0", "x1", "x2"), ("y",))
+    graph, node = _concat_graph([x.shape for x in xs], "int8", quants, Quant((0.05,), (-2,)))
     op = registry.get("Concat")
     assert op.accepts_int8(graph, node)
-    want = op.reference(graph, node, [np.ascontiguousarray(x) for x in xs])[0]
-    fields = dict(op.kernel(graph, node).params.fields)
-    arr = {k: (ctypes.c_int32 * 3)(*fields[k].values) for k in ("in_zp", "mult", "shift")}
-    p = Params(1, 3, fields["out_zp"], fields["lo"], fields["hi"],
-               *(ctypes.cast(arr[k], ctypes.POINTER(ctypes.c_int32)) for k in ("in_zp", "mult", "shift")))
-    views = [view_of(x) for x in xs]
-    kernels.mcud_concat_s8(*(ctypes.byref(v) for v in views), *([None] * 5), ctypes.byref(view_of(y)),
-                           ctypes.byref(p))
-    np.testing.assert_array_equal(y, want)
-    outside = np.ones(big_y.shape, bool)
-    outside[region] = False
-    assert not big_y[outside].any()
+    want = op.reference(graph, node, xs)[0]
+    got = run_kernel(tmp_path, op.kernel(graph, node), graph, dict(zip(graph.inputs, xs)),
+                     {"x0": Place(1, step=2), "x1": 1, "x2": 2, "y": 1})[0]
+    np.testing.assert_array_equal(got, want)
 
 
-def test_concat_float_kernel_on_slices(kernels):
+@needs_gcc
+def test_concat_float_kernel_on_slices(tmp_path):
     rng = np.random.default_rng(5)
-    big = rng.standard_normal((5, 9)).astype(np.float32)
-    xs = [big[0:4:2, 1:4], big[1:3, 5:9]]
-    big_y = np.zeros((4, 10), np.float32)
-    y = big_y[1:3, 2:9]
-    p = Params(1, 2)
-    kernels.mcud_concat_f32(*(ctypes.byref(view_of(x)) for x in xs), *([None] * 6), ctypes.byref(view_of(y)),
-                            ctypes.byref(p))
-    np.testing.assert_array_equal(y, np.concatenate(xs, axis=1))
-    assert big_y[0].sum() == 0 and big_y[:, :2].sum() == 0 and big_y[:, 9].sum() == 0
+    xs = [rng.standard_normal(s).astype(np.float32) for s in ((2, 3), (2, 4))]
+    graph, node = _concat_graph([x.shape for x in xs], "float32")
+    got = run_kernel(tmp_path, registry.get("Concat").kernel(graph, node), graph, dict(zip(graph.inputs, xs)),
+                     {"x0": Place(1, step=2), "x1": 1, "y": 1})[0]
+    np.testing.assert_array_equal(got, np.concatenate(xs, axis=1))

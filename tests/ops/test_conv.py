@@ -4,13 +4,9 @@ and the declaration itself (tensor expression, MACs, unsupported cases)."""
 from __future__ import annotations
 
 import math
-import shutil
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -18,10 +14,12 @@ from mcudeploy.errors import UnsupportedError
 from mcudeploy.frontend import import_onnx
 from mcudeploy.ir import Graph, Node, Quant, Tensor, constant
 from mcudeploy.ops import registry
-from mcudeploy.ops.base import Array, Dim
+from mcudeploy.ops.base import Dim
 from mcudeploy.pipeline import lower
 from mcudeploy.reference import run_reference
-from mcudeploy.resources import firmware_dir
+
+from .kernel_harness import Place, channels_last, needs_gcc, run_kernel
+from .onnx_helpers import host_outputs, ort_outputs
 
 OPSET, IR_VERSION = 13, 8
 
@@ -33,13 +31,6 @@ def _model(nodes, inputs, outputs, inits) -> onnx.ModelProto:
     graph = helper.make_graph(nodes, "conv_test", inputs, outputs, inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
     return model
-
-
-def _ort(model: onnx.ModelProto, feeds: dict) -> list[np.ndarray]:
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    return sess.run(None, feeds)
 
 
 def _act_nodes(act, src: str, dst: str) -> list:
@@ -137,7 +128,7 @@ def _float_case(case, seed=0):
 def test_float_reference_matches_onnxruntime(case):
     x, w, b, attrs = _float_case(case)
     model = float_conv_model(x.shape, w, b, attrs)
-    expected = _ort(float_conv_model(x.shape, w, b, ORT_EQUIVALENT.get(case[0], attrs)), {"x": x})[0]
+    expected = ort_outputs(float_conv_model(x.shape, w, b, ORT_EQUIVALENT.get(case[0], attrs)), {"x": x})[0]
     graph = lower(import_onnx(model), check=True)
     got = run_reference(graph, [x])[0]
     assert got.shape == expected.shape
@@ -150,7 +141,7 @@ def test_float_fused_activation_matches_onnxruntime(act):
     model = float_conv_model(x.shape, w, b, attrs, act)
     graph = lower(import_onnx(model), check=True)
     assert [n.op for n in graph.nodes] == ["Conv"], "the activation should fuse into the Conv"
-    np.testing.assert_allclose(run_reference(graph, [x])[0], _ort(model, {"x": x})[0], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(run_reference(graph, [x])[0], ort_outputs(model, {"x": x})[0], rtol=1e-4, atol=1e-4)
 
 
 # --------------------------------------------------------------------------- int8 QDQ models
@@ -210,7 +201,7 @@ def qdq_conv_model(rng, x_shape, cout, kernel, attrs, act=None, bias=True, per_c
         return _model(nodes, [helper.make_tensor_value_info("x", TensorProto.INT8, x_shape)], [out], inits)
 
     ort_attrs = ort_attrs or attrs
-    real = _ort(build(attrs=ort_attrs), {"x": x_q})[0]
+    real = ort_outputs(build(attrs=ort_attrs), {"x": x_q})[0]
     lo, hi = min(float(real.min()), 0.0), max(float(real.max()), 0.0)
     s_y = np.float32(max(hi - lo, 1e-3) / 255)
     z_y = int(np.clip(np.rint(-128 - lo / s_y), -128, 127))
@@ -255,7 +246,7 @@ def test_int8_reference_matches_onnxruntime(case):
     conv = [n for n in graph.nodes if n.op == "Conv"]
     assert len(conv) == 1 and graph[conv[0].inputs[0]].dtype == "int8", "the Conv should be lowered to int8"
     assert [n.op for n in graph.nodes] == ["Conv"], "DQ/Q and the activation should be folded into the Conv"
-    _assert_close_int8(run_reference(graph, [x_q])[0], _ort(ort_model, {"x": x_q})[0])
+    _assert_close_int8(run_reference(graph, [x_q])[0], ort_outputs(ort_model, {"x": x_q})[0])
 
 
 def test_int8_asymmetric_weights_stay_float():
@@ -266,7 +257,7 @@ def test_int8_asymmetric_weights_stay_float():
     graph = lower(import_onnx(model), check=True)
     conv = [n for n in graph.nodes if n.op == "Conv"]
     assert len(conv) == 1 and graph[conv[0].inputs[0]].dtype == "float32"
-    _assert_close_int8(run_reference(graph, [x_q])[0], _ort(model, {"x": x_q})[0])
+    _assert_close_int8(run_reference(graph, [x_q])[0], ort_outputs(model, {"x": x_q})[0])
 
 
 def test_int8_padding_reads_input_zero_point():
@@ -277,17 +268,10 @@ def test_int8_padding_reads_input_zero_point():
     graph = lower(import_onnx(model), check=True)
     got = run_reference(graph, [x_q])[0]
     assert np.all(got == got[:, :, :1, :1]), "padded and interior positions must agree"
-    _assert_close_int8(got, _ort(model, {"x": x_q})[0])
+    _assert_close_int8(got, ort_outputs(model, {"x": x_q})[0])
 
 
 # --------------------------------------------------------------------------- C on the host, whole models
-
-
-def _run_host(model, samples):
-    host = pytest.importorskip("mcudeploy.device.host")
-    if shutil.which("gcc") is None:
-        pytest.skip("gcc is not installed")
-    return host.run_model_on_host(model, samples)
 
 
 @pytest.mark.parametrize("case", FLOAT_CASES, ids=[c[0] for c in FLOAT_CASES])
@@ -295,7 +279,7 @@ def test_float_c_matches_reference(case):
     x, w, b, attrs = _float_case(case, seed=2)
     model = float_conv_model(x.shape, w, b, attrs, act=(-0.5, 0.5) if case[0] == "3x3" else None)
     expected = run_reference(lower(import_onnx(model)), [x])[0]
-    got = _run_host(model, [{"x": x}])[0][0]
+    got = host_outputs(model, [{"x": x}])[0][0]
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
 
 
@@ -304,79 +288,12 @@ def test_int8_c_matches_reference_bit_exact(case):
     model, _, x_q = _int8_case(case, seed=6)
     graph = lower(import_onnx(model))
     x2 = np.random.default_rng(7).integers(-128, 128, x_q.shape).astype(np.int8)
-    got = _run_host(model, [{"x": x_q}, {"x": x2}])
+    got = host_outputs(model, [{"x": x_q}, {"x": x2}])
     for sample, out in zip([x_q, x2], got):
         np.testing.assert_array_equal(out[0], run_reference(graph, [sample])[0])
 
 
 # --------------------------------------------------------------------------- bare kernels on strided views
-
-
-def _c_literal(value) -> str:
-    from mcudeploy.codegen.values import c_float, c_int
-    return c_float(value) if isinstance(value, float) else c_int(value)
-
-
-def _kernel_harness(tmp_path: Path, call, graph: Graph, values: dict, pads: dict, channels_last=()) -> np.ndarray:
-    """Run one kernel call with views placed inside bigger, garbage-filled buffers (``pads[name]``
-    extra elements per dimension, on both sides; tensors named in ``channels_last`` laid out with
-    the channel dimension innermost), so the kernel must honour the strides and must not read
-    outside its views. Returns the output view's contents."""
-    from mcudeploy.codegen.values import c_numbers
-    from mcudeploy.ir import CTYPES
-
-    lines = ['#include <stdio.h>', '#include "mcud.h"', '#include "mcud_conv.h"']
-    out_name = call.views[-1]
-    parents = {}
-    for i, name in enumerate(call.views):
-        if not name:
-            continue
-        t = graph[name]
-        extra = pads.get(name, 0)
-        rank = len(t.shape)
-        perm = (0, *range(2, rank), 1) if name in channels_last else tuple(range(rank))
-        fill = 99 if t.dtype != "float32" else 1e6
-        physical = np.full(tuple(t.shape[d] + 2 * extra for d in perm), fill, dtype=values[name].dtype)
-        parent = physical.transpose(np.argsort(perm))  # logical (N, C, ...) order over the same memory
-        inner = tuple(slice(extra, extra + d) for d in t.shape)
-        if name != out_name:
-            parent[inner] = values[name]
-        parents[name] = (parent, inner, perm)
-        strides = [s // parent.itemsize for s in parent.strides]
-        offset = sum(extra * s for s in strides)
-        ctype = CTYPES[t.dtype]
-        lines.append(f"static {ctype} buf{i}[{physical.size}] = {{{', '.join(c_numbers(physical, ctype))}}};")
-        dims = len(t.shape)
-        lines.append(f"static const mcud_view view{i} = {{buf{i} + {offset}, {dims}, "
-                     f"{{{', '.join(map(str, t.shape))}}}, {{{', '.join(map(str, strides))}}}}};")
-    fields = []
-    for j, (field, value) in enumerate(call.params.fields):
-        if isinstance(value, Array):
-            lines.append(f"static const {value.ctype} arr{j}[] = {{{', '.join(_c_literal(v) for v in value.values)}}};")
-            fields.append(f".{field} = arr{j}")
-        elif isinstance(value, tuple):
-            fields.append(f".{field} = {{{', '.join(_c_literal(v) for v in value)}}}")
-        else:
-            fields.append(f".{field} = {_c_literal(value)}")
-    lines.append(f"static const {call.params.ctype} params = {{{', '.join(fields)}}};")
-    args = ", ".join(f"&view{i}" if name else "NULL" for i, name in enumerate(call.views))
-    out_index = len(call.views) - 1
-    lines += ["int main(void)", "{", f"    {call.fn}({args}, &params);",
-              f"    fwrite(buf{out_index}, sizeof(buf{out_index}), 1, stdout);", "    return 0;", "}"]
-    (tmp_path / "main.c").write_text("\n".join(lines) + "\n")
-    fw = firmware_dir()
-    exe = tmp_path / "kernel"
-    subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O1", "-I", str(fw / "include"),
-                    str(fw / "kernels" / "conv.c"), str(tmp_path / "main.c"), "-o", str(exe), "-lm"],
-                   check=True, capture_output=True, text=True)
-    raw = subprocess.run([str(exe)], check=True, capture_output=True).stdout
-    parent, inner, perm = parents[out_name]
-    physical = np.frombuffer(raw, dtype=parent.dtype).reshape(tuple(parent.shape[d] for d in perm))
-    result = physical.transpose(np.argsort(perm))
-    untouched = np.ones(parent.shape, bool)
-    untouched[inner] = False
-    assert np.all(result[untouched] == parent[untouched]), "the kernel wrote outside its output view"
-    return result[inner]
 
 
 def _int8_graph(x_shape, cout, kernel, attrs, clip=None, seed=0, bias=True) -> tuple[Graph, Node, dict]:
@@ -400,10 +317,7 @@ def _int8_graph(x_shape, cout, kernel, attrs, clip=None, seed=0, bias=True) -> t
     shape, dtype = registry.get("Conv").infer(partial, node)[0]
     tensors.append(Tensor("y", shape, dtype, "output", Quant((s_y,), (z_y,))))
     graph = Graph("g", {t.name: t for t in tensors}, (node,), ("x",), ("y",))
-    values = {"x": x, "w": w, "y": np.zeros(shape, np.int8)}
-    if bias:
-        values["b"] = b
-    return graph, node, values
+    return graph, node, {"x": x}
 
 
 def _float_graph(x_shape, cout, kernel, attrs, clip=None, seed=0) -> tuple[Graph, Node, dict]:
@@ -421,7 +335,12 @@ def _float_graph(x_shape, cout, kernel, attrs, clip=None, seed=0) -> tuple[Graph
     shape, dtype = registry.get("Conv").infer(partial, node)[0]
     tensors.append(Tensor("y", shape, dtype, "output"))
     graph = Graph("g", {t.name: t for t in tensors}, (node,), ("x",), ("y",))
-    return graph, node, {"x": x, "w": w, "b": b, "y": np.zeros(shape, np.float32)}
+    return graph, node, {"x": x}
+
+
+def _place(graph: Graph, pads: dict, nhwc: bool) -> dict:
+    """Each view padded, and with the channels innermost in memory when ``nhwc``."""
+    return {name: Place(pad, channels_last(len(graph[name].shape)) if nhwc else None) for name, pad in pads.items()}
 
 
 STRIDED_CASES = [
@@ -431,20 +350,19 @@ STRIDED_CASES = [
     ("grouped", (1, 6, 5, 5), 9, (1, 1), {"group": 3}),
     ("conv1d", (1, 3, 13), 4, (4,), {"auto_pad": "SAME_LOWER", "dilations": [2]}),
 ]
-needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
 
 
 @needs_gcc
 @pytest.mark.parametrize("case", STRIDED_CASES, ids=[c[0] for c in STRIDED_CASES])
 @pytest.mark.parametrize("clip", [None, (0.0, 2.0)], ids=["noclip", "clip"])
-@pytest.mark.parametrize("layout", [(), ("x", "y")], ids=["nchw", "channels_last"])
-def test_int8_kernel_on_strided_views_is_bit_exact(tmp_path, case, clip, layout):
+@pytest.mark.parametrize("nhwc", [False, True], ids=["nchw", "channels_last"])
+def test_int8_kernel_on_strided_views_is_bit_exact(tmp_path, case, clip, nhwc):
     _, x_shape, cout, kernel, attrs = case
     graph, node, values = _int8_graph(x_shape, cout, kernel, attrs, clip, seed=8)
     op = registry.get("Conv")
     assert op.accepts_int8(graph, node)
     expected = run_reference(graph, [values["x"]])[0]
-    got = _kernel_harness(tmp_path, op.kernel(graph, node), graph, values, {"x": 1, "y": 2}, layout)
+    got = run_kernel(tmp_path, op.kernel(graph, node), graph, values, _place(graph, {"x": 1, "y": 2}, nhwc))[0]
     np.testing.assert_array_equal(got, expected)
 
 
@@ -453,33 +371,19 @@ def test_int8_kernel_without_bias_is_bit_exact(tmp_path):
     graph, node, values = _int8_graph((1, 4, 6, 6), 3, (3, 3), {"pads": [1, 1, 1, 1]}, seed=9, bias=False)
     op = registry.get("Conv")
     expected = run_reference(graph, [values["x"]])[0]
-    np.testing.assert_array_equal(_kernel_harness(tmp_path, op.kernel(graph, node), graph, values, {"x": 1}),
-                                  expected)
+    np.testing.assert_array_equal(run_kernel(tmp_path, op.kernel(graph, node), graph, values, {"x": 1})[0], expected)
 
 
 @needs_gcc
 @pytest.mark.parametrize("case", STRIDED_CASES, ids=[c[0] for c in STRIDED_CASES])
-@pytest.mark.parametrize("layout", [(), ("x", "y")], ids=["nchw", "channels_last"])
-def test_float_kernel_on_strided_views(tmp_path, case, layout):
+@pytest.mark.parametrize("nhwc", [False, True], ids=["nchw", "channels_last"])
+def test_float_kernel_on_strided_views(tmp_path, case, nhwc):
     _, x_shape, cout, kernel, attrs = case
     graph, node, values = _float_graph(x_shape, cout, kernel, attrs, clip=(-0.7, 0.9), seed=10)
     op = registry.get("Conv")
     expected = run_reference(graph, [values["x"]])[0]
-    got = _kernel_harness(tmp_path, op.kernel(graph, node), graph, values, {"x": 2, "y": 1}, layout)
+    got = run_kernel(tmp_path, op.kernel(graph, node), graph, values, _place(graph, {"x": 2, "y": 1}, nhwc))[0]
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
-
-
-@pytest.mark.parametrize("cc", [
-    ["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2"],
-    ["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2"],
-], ids=["gcc", "arm"])
-def test_kernel_compiles_cleanly(tmp_path, cc):
-    if shutil.which(cc[0]) is None:
-        pytest.skip(f"{cc[0]} is not installed")
-    fw = firmware_dir()
-    proc = subprocess.run([*cc, "-I", str(fw / "include"), "-c", str(fw / "kernels" / "conv.c"), "-o",
-                           str(tmp_path / "conv.o")], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
 
 
 # --------------------------------------------------------------------------- declaration
@@ -588,7 +492,7 @@ def test_int8_quantize_static_model(tmp_path):
     graph = lower(import_onnx(model), check=True)
     assert any(n.op == "Conv" and graph[n.inputs[0]].dtype == "int8" for n in graph.nodes)
     x = samples[0]
-    expected = _ort(model, {"x": x})[0]
+    expected = ort_outputs(model, {"x": x})[0]
     got = run_reference(graph, [x])[0]
     # float in and out: compare in units of the output's quantization step
     step = graph[[n for n in graph.nodes if n.op == "Conv"][0].outputs[0]].quant.scale[0]

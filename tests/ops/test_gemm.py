@@ -5,12 +5,9 @@ declarations themselves (tensor expression, MACs, what int8 declines)."""
 from __future__ import annotations
 
 import shutil
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -18,13 +15,14 @@ from mcudeploy.errors import UnsupportedError
 from mcudeploy.frontend import import_onnx
 from mcudeploy.ir import Graph, Node, Quant, Tensor, constant
 from mcudeploy.ops import registry
-from mcudeploy.ops.base import Array, Dim
+from mcudeploy.ops.base import Dim
 from mcudeploy.pipeline import lower
 from mcudeploy.reference import run_reference
-from mcudeploy.resources import firmware_dir
+
+from .kernel_harness import needs_gcc, run_kernel
+from .onnx_helpers import host_outputs, ort_outputs
 
 OPSET, IR_VERSION = 13, 8
-needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
 
 # --------------------------------------------------------------------------- model builders
 
@@ -32,13 +30,6 @@ needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not i
 def _model(nodes, inputs, outputs, inits=()) -> onnx.ModelProto:
     graph = helper.make_graph(nodes, "gemm_test", inputs, outputs, list(inits))
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
-
-
-def _ort(model: onnx.ModelProto, feeds: dict) -> list[np.ndarray]:
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    return sess.run(None, feeds)
 
 
 def _vi(name, dtype, shape):
@@ -163,7 +154,7 @@ def test_gemm_float_reference_matches_onnxruntime(case):
     model, a_shape = gemm_model(rng, m, k, n, attrs, c_shape)
     a = _randn(rng, a_shape)
     got = run_reference(lower(import_onnx(model)), [a])[0]
-    np.testing.assert_allclose(got, _ort(model, {"a": a})[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got, ort_outputs(model, {"a": a})[0], rtol=1e-5, atol=1e-5)
 
 
 def test_gemm_float_c_as_input_and_relu():
@@ -173,7 +164,7 @@ def test_gemm_float_c_as_input_and_relu():
     assert [n.op for n in graph.nodes] == ["Gemm"] and graph.nodes[0].attr("clip_min") == 0.0
     a, c = _randn(rng, a_shape), _randn(rng, (4, 3))
     got = run_reference(graph, [a, c])[0]
-    np.testing.assert_allclose(got, _ort(model, {"a": a, "c": c})[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got, ort_outputs(model, {"a": a, "c": c})[0], rtol=1e-5, atol=1e-5)
     assert got.min() == 0.0
 
 
@@ -200,7 +191,7 @@ def test_matmul_float_reference_matches_onnxruntime(case, const_b):
     model = matmul_model(a_shape, b_shape, b if const_b else None)
     feeds = {"a": a} if const_b else {"a": a, "b": b}
     got = run_reference(lower(import_onnx(model)), list(feeds.values()))[0]
-    expected = _ort(model, feeds)[0]
+    expected = ort_outputs(model, feeds)[0]
     assert got.shape == expected.shape
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
 
@@ -233,7 +224,7 @@ def test_int8_reference_matches_onnxruntime(case):
     assert [n.op for n in graph.nodes] == [case[-1]], "the QDQ pattern must lower to one int8 node"
     assert graph[graph.nodes[0].outputs[0]].dtype == "int8"
     got = run_reference(graph, [a])[0]
-    expected = _ort(model, {"a": a})[0]
+    expected = ort_outputs(model, {"a": a})[0]
     assert got.shape == expected.shape and got.dtype == np.int8
     diff = np.abs(got.astype(np.int32) - expected.astype(np.int32))
     assert diff.max() <= 2
@@ -272,7 +263,7 @@ def test_int8_quantize_static_mlp_matches_onnxruntime(tmp_path):
     y_scale = graph[graph.nodes[4].outputs[0]].quant.scale[0]
     for x in samples[:4]:
         got = run_reference(graph, [x])[0]
-        expected = _ort(model, {"x": x})[0]
+        expected = ort_outputs(model, {"x": x})[0]
         assert np.abs(got - expected).max() <= 2 * y_scale + 1e-6
     if shutil.which("gcc") is not None:
         host = pytest.importorskip("mcudeploy.device.host")
@@ -294,17 +285,10 @@ def test_int8_matmul_of_two_activations_stays_float():
     assert len(mm) == 1 and graph[mm[0].outputs[0]].dtype == "float32"
     a, b = (rng.integers(-128, 128, s).astype(np.int8) for s in ((3, 4), (4, 2)))
     got = run_reference(graph, [a, b])[0]
-    assert np.abs(got.astype(int) - _ort(model, {"a": a, "b": b})[0].astype(int)).max() <= 1
+    assert np.abs(got.astype(int) - ort_outputs(model, {"a": a, "b": b})[0].astype(int)).max() <= 1
 
 
 # --------------------------------------------------------------------------- C on the host, whole models
-
-
-def _run_host(model, samples):
-    host = pytest.importorskip("mcudeploy.device.host")
-    if shutil.which("gcc") is None:
-        pytest.skip("gcc is not installed")
-    return host.run_model_on_host(model, samples)
 
 
 @pytest.mark.parametrize("case", GEMM_CASES, ids=[c[0] for c in GEMM_CASES])
@@ -314,7 +298,7 @@ def test_gemm_float_c_matches_reference(case):
     model, a_shape = gemm_model(rng, m, k, n, attrs, c_shape)
     a = _randn(rng, a_shape)
     expected = run_reference(lower(import_onnx(model)), [a])[0]
-    np.testing.assert_allclose(_run_host(model, [{"a": a}])[0][0], expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(host_outputs(model, [{"a": a}])[0][0], expected, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("case", MATMUL_CASES, ids=[c[0] for c in MATMUL_CASES])
@@ -324,7 +308,7 @@ def test_matmul_float_c_matches_reference(case):
     a, b = _randn(rng, a_shape), _randn(rng, b_shape)
     model = matmul_model(a_shape, b_shape)
     expected = run_reference(lower(import_onnx(model)), [a, b])[0]
-    got = _run_host(model, [{"a": a, "b": b}])[0][0]
+    got = host_outputs(model, [{"a": a, "b": b}])[0][0]
     assert got.shape == expected.shape
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
 
@@ -334,76 +318,12 @@ def test_int8_c_matches_reference_bit_exact(case):
     model, a = _int8_case(case, seed=9)
     graph = lower(import_onnx(model))
     a2 = np.random.default_rng(10).integers(-128, 128, a.shape).astype(np.int8)
-    got = _run_host(model, [{"a": a}, {"a": a2}])
+    got = host_outputs(model, [{"a": a}, {"a": a2}])
     for sample, out in zip((a, a2), got):
         np.testing.assert_array_equal(out[0], run_reference(graph, [sample])[0])
 
 
 # --------------------------------------------------------------------------- bare kernels on strided views
-
-
-def _c_literal(value) -> str:
-    from mcudeploy.codegen.values import c_float, c_int
-    return c_float(value) if isinstance(value, float) else c_int(value)
-
-
-def kernel_harness(tmp_path: Path, call, graph: Graph, values: dict, pads: dict, source: str) -> np.ndarray:
-    """Run one kernel call with every view placed inside a bigger, garbage-filled buffer
-    (``pads[name]`` extra elements on both sides of each dimension), so the kernel must honour
-    the strides and must not write outside its output view. Returns the output view's contents."""
-    from mcudeploy.codegen.values import c_numbers
-    from mcudeploy.ir import CTYPES
-
-    lines = ["#include <stdio.h>", '#include "mcud.h"', f'#include "mcud_{source}.h"']
-    out_name = call.views[-1]
-    parents, index = {}, {}
-    for i, name in enumerate(call.views):
-        if not name or name in index:  # a view named twice (in place) is one buffer
-            continue
-        index[name] = i
-        t = graph[name]
-        extra = pads.get(name, 0)
-        parent = np.full(tuple(d + 2 * extra for d in t.shape), 99 if t.dtype != "float32" else 1e6,
-                         dtype=values[name].dtype)
-        inner = tuple(slice(extra, extra + d) for d in t.shape)
-        if i < len(call.views) - 1:
-            parent[inner] = values[name]
-        parents[name] = (parent, inner)
-        strides = [s // parent.itemsize for s in parent.strides]
-        offset = sum(extra * s for s in strides)
-        ctype = CTYPES[t.dtype]
-        lines.append(f"static {ctype} buf{i}[{max(parent.size, 1)}] = {{{', '.join(c_numbers(parent, ctype))}}};")
-        lines.append(f"static const mcud_view view{i} = {{buf{i} + {offset}, {len(t.shape)}, "
-                     f"{{{', '.join(map(str, t.shape)) or '0'}}}, {{{', '.join(map(str, strides)) or '0'}}}}};")
-    fields = []
-    for j, (field, value) in enumerate(call.params.fields if call.params else ()):
-        if isinstance(value, Array):
-            lines.append(f"static const {value.ctype} arr{j}[] = {{{', '.join(_c_literal(v) for v in value.values)}}};")
-            fields.append(f".{field} = arr{j}")
-        elif isinstance(value, tuple):
-            fields.append(f".{field} = {{{', '.join(_c_literal(v) for v in value)}}}")
-        else:
-            fields.append(f".{field} = {_c_literal(value)}")
-    args = ", ".join(f"&view{index[name]}" if name else "NULL" for name in call.views)
-    if call.params is not None:
-        lines.append(f"static const {call.params.ctype} params = {{{', '.join(fields)}}};")
-        args += ", &params"
-    out = index[out_name]
-    lines += ["int main(void)", "{", f"    {call.fn}({args});",
-              f"    fwrite(buf{out}, sizeof(buf{out}), 1, stdout);", "    return 0;", "}"]
-    (tmp_path / "main.c").write_text("\n".join(lines) + "\n")
-    fw = firmware_dir()
-    exe = tmp_path / "kernel"
-    subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O1", "-I", str(fw / "include"),
-                    str(fw / "kernels" / f"{source}.c"), str(tmp_path / "main.c"), "-o", str(exe), "-lm"],
-                   check=True, capture_output=True, text=True)
-    raw = subprocess.run([str(exe)], check=True, capture_output=True).stdout
-    parent, inner = parents[out_name]
-    result = np.frombuffer(raw, dtype=parent.dtype).reshape(parent.shape)
-    untouched = np.ones(parent.shape, bool)
-    untouched[inner] = False
-    assert np.all(result[untouched] == parent[untouched]), "the kernel wrote outside its output view"
-    return result[inner]
 
 
 def _float_graph(op, a_shape, b_shape, attrs=None, c_shape=None, clip=None, seed=0):
@@ -419,9 +339,7 @@ def _float_graph(op, a_shape, b_shape, attrs=None, c_shape=None, clip=None, seed
     shape, dtype = registry.get(op).infer(Graph("g", tensors, (), tuple(names), ()), node)[0]
     tensors["y"] = Tensor("y", shape, dtype, "output")
     graph = Graph("g", tensors, (node,), tuple(names), ("y",))
-    values = {n: _randn(rng, s) for n, s in zip(names, shapes)}
-    values["y"] = np.zeros(shape, np.float32)
-    return graph, node, values
+    return graph, node, {n: _randn(rng, s) for n, s in zip(names, shapes)}
 
 
 def _int8_graph(op, a_shape, k, n, attrs=None, per_channel=True, bias=True, clip=None, seed=0, z_a=-7):
@@ -445,8 +363,7 @@ def _int8_graph(op, a_shape, k, n, attrs=None, per_channel=True, bias=True, clip
     shape, dtype = registry.get(op).infer(Graph("g", tensors, (), ("a",), ()), node)[0]
     tensors["y"] = Tensor("y", shape, dtype, "output", Quant((s_y,), (z_y,)))
     graph = Graph("g", tensors, (node,), ("a",), ("y",))
-    values = {"a": rng.integers(-128, 128, a_shape).astype(np.int8), "w": w, "b": b, "y": np.zeros(shape, np.int8)}
-    return graph, node, values
+    return graph, node, {"a": rng.integers(-128, 128, a_shape).astype(np.int8)}
 
 
 STRIDED_FLOAT = [
@@ -465,8 +382,8 @@ def test_float_kernel_on_strided_views(tmp_path, case):
     _, op, a_shape, b_shape, attrs, c_shape = case
     graph, node, values = _float_graph(op, a_shape, b_shape, attrs, c_shape, clip=(-1.5, 2.0), seed=11)
     expected = run_reference(graph, [values[n] for n in graph.inputs])[0]
-    got = kernel_harness(tmp_path, registry.get(op).kernel(graph, node), graph, values,
-                         {"a": 1, "b": 2, "c": 1, "y": 1}, "gemm")
+    got = run_kernel(tmp_path, registry.get(op).kernel(graph, node), graph, values,
+                     {"a": 1, "b": 2, "c": 1, "y": 1})[0]
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
 
 
@@ -487,7 +404,7 @@ def test_int8_kernel_on_strided_views_is_bit_exact(tmp_path, case, clip):
     graph, node, values = _int8_graph(op, a_shape, k, n, attrs, per_channel, bias, clip, seed=12)
     assert registry.get(op).accepts_int8(graph, node)
     expected = run_reference(graph, [values["a"]])[0]
-    got = kernel_harness(tmp_path, registry.get(op).kernel(graph, node), graph, values, {"a": 1, "y": 2}, "gemm")
+    got = run_kernel(tmp_path, registry.get(op).kernel(graph, node), graph, values, {"a": 1, "y": 2})[0]
     np.testing.assert_array_equal(got, expected)
 
 
@@ -496,21 +413,8 @@ def test_int8_kernel_contiguous_fast_path_is_bit_exact(tmp_path):
     """transB with dense views: the k loop reads both operands with stride 1."""
     graph, node, values = _int8_graph("Gemm", (4, 33), 33, 7, {"transB": 1}, True, True, seed=13, z_a=-128)
     expected = run_reference(graph, [values["a"]])[0]
-    got = kernel_harness(tmp_path, registry.get("Gemm").kernel(graph, node), graph, values, {}, "gemm")
+    got = run_kernel(tmp_path, registry.get("Gemm").kernel(graph, node), graph, values)[0]
     np.testing.assert_array_equal(got, expected)
-
-
-@pytest.mark.parametrize("cc", [
-    ["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2"],
-    ["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2"],
-], ids=["gcc", "arm"])
-def test_kernel_compiles_cleanly(tmp_path, cc):
-    if shutil.which(cc[0]) is None:
-        pytest.skip(f"{cc[0]} is not installed")
-    fw = firmware_dir()
-    proc = subprocess.run([*cc, "-I", str(fw / "include"), "-c", str(fw / "kernels" / "gemm.c"), "-o",
-                           str(tmp_path / "gemm.o")], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
 
 
 # --------------------------------------------------------------------------- declarations

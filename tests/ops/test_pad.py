@@ -9,8 +9,9 @@ from onnx import TensorProto, helper
 from mcudeploy.errors import UnsupportedError
 from mcudeploy.frontend import import_onnx
 from mcudeploy.ops import registry
-from test_pool import (check_strided_c, compile_graph, host_available, host_run, int8_input, make_model, ort_run,
-                       ref_run, single_node)
+
+from .onnx_helpers import (check_strided_c, compile_graph, host_available, host_run, int8_input, make_model,
+                           ort_run, ref_run, single_node)
 
 
 def pad_model(shape, pads, mode="constant", value=None, axes=None, opset=19, qdq=None):
@@ -75,7 +76,7 @@ def test_int32(mode, value, tmp_path):
         extra.append(("value", np.array(value, np.int32)))
     model = make_model("Pad", {"mode": mode}, shape, extra_inputs=extra, dtype=TensorProto.INT32)
     np.testing.assert_array_equal(ref_run(model, x), ort_run(model, x))
-    check_strided_c("pad", tmp_path, model, x, rng)
+    check_strided_c(tmp_path, model, x)
     if host_available():
         np.testing.assert_array_equal(host_run(model, x), ref_run(model, x))
 
@@ -124,10 +125,10 @@ C_CASES = [CASES[i] for i in (0, 2, 3, 4, 5, 6, 9, 11, 13)]
 @pytest.mark.parametrize("shape,pads,mode,value,axes,opset", C_CASES)
 def test_c_strided_views_match_reference(shape, pads, mode, value, axes, opset, tmp_path):
     rng = np.random.default_rng(4)
-    check_strided_c("pad", tmp_path, pad_model(shape, pads, mode, value, axes, opset),
-                    rng.standard_normal(shape).astype(np.float32), rng)
-    check_strided_c("pad", tmp_path, pad_model(shape, pads, mode, value, axes, opset, qdq=(0.05, 7, 0.05, 7)),
-                    int8_input(rng, shape), rng)
+    check_strided_c(tmp_path, pad_model(shape, pads, mode, value, axes, opset),
+                    rng.standard_normal(shape).astype(np.float32))
+    check_strided_c(tmp_path, pad_model(shape, pads, mode, value, axes, opset, qdq=(0.05, 7, 0.05, 7)),
+                    int8_input(rng, shape))
 
 
 @pytest.mark.skipif(not host_available(), reason="mcudeploy.device.host is not there yet")

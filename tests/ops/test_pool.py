@@ -1,218 +1,18 @@
 """MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool: numpy reference against onnxruntime
 (float, and int8 QDQ within one step), the C kernels against the reference (bit-exact for int8)
-through the host build and, on strided views, through ctypes.
-
-The helpers at the top are shared with test_pad.py and test_resize.py."""
+through the host build and on strided views."""
 from __future__ import annotations
 
-import ctypes
-import subprocess
-from pathlib import Path
-
 import numpy as np
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from mcudeploy.frontend import import_onnx
 from mcudeploy.ops import registry
-from mcudeploy.pipeline import lower
 from mcudeploy.reference import run_reference
 
-ROOT = Path(__file__).resolve().parents[2]
-
-# --------------------------------------------------------------------------- shared helpers
-
-
-def make_model(op, attrs, x_shape, opset=19, extra_inputs=(), dtype=TensorProto.FLOAT, qdq=None, outputs=1):
-    """A one-operator model. extra_inputs: (name, array or None) constant inputs after x ("" when None).
-    qdq=(sx, zx, sy, zy): int8 in and out, DequantizeLinear -> op -> QuantizeLinear."""
-    inits, names = [], ["x"]
-    for name, value in extra_inputs:
-        if value is None:
-            names.append("")
-        else:
-            inits.append(numpy_helper.from_array(np.asarray(value), name))
-            names.append(name)
-    nodes = []
-    if qdq is not None:
-        sx, zx, sy, zy = qdq
-        inits += [numpy_helper.from_array(np.array(sx, np.float32), "sx"),
-                  numpy_helper.from_array(np.array(zx, np.int8), "zx"),
-                  numpy_helper.from_array(np.array(sy, np.float32), "sy"),
-                  numpy_helper.from_array(np.array(zy, np.int8), "zy")]
-        nodes.append(helper.make_node("DequantizeLinear", ["x", "sx", "zx"], ["xf"]))
-        names[0] = "xf"
-        out_names = ["yf"] + [f"extra{i}" for i in range(1, outputs)]
-        nodes.append(helper.make_node(op, names, out_names, **attrs))
-        nodes.append(helper.make_node("QuantizeLinear", ["yf", "sy", "zy"], ["y"]))
-        dtype = TensorProto.INT8
-    else:
-        out_names = ["y"] + [f"extra{i}" for i in range(1, outputs)]
-        nodes.append(helper.make_node(op, names, out_names, **attrs))
-    x = helper.make_tensor_value_info("x", dtype, list(x_shape))
-    y = helper.make_tensor_value_info("y", dtype, None)
-    graph = helper.make_graph(nodes, f"{op.lower()}_test", [x], [y], inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
-
-
-def ort_run(model, x):
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    return sess.run(None, {"x": x})[0]
-
-
-def compile_graph(model):
-    return lower(import_onnx(model), check=True)
-
-
-def ref_run(model, x):
-    return run_reference(compile_graph(model), [x])[0]
-
-
-def single_node(graph, op, dtype):
-    """The graph is one node of op in dtype (so an int8 test really exercises the int8 path)."""
-    assert [n.op for n in graph.nodes] == [op], [n.op for n in graph.nodes]
-    assert graph[graph.nodes[0].inputs[0]].dtype == dtype
-    return graph.nodes[0]
-
-
-def host_available() -> bool:
-    try:
-        import mcudeploy.device.host  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def host_run(model, x):
-    from mcudeploy.device.host import run_model_on_host
-
-    return run_model_on_host(model, [{"x": x}])[0][0]
-
-
-def qparams(rng):
-    """A random per-tensor (scale, zero point) pair for int8."""
-    return float(rng.uniform(0.01, 0.1)), int(rng.integers(-20, 21))
-
-
-def int8_input(rng, shape):
-    return rng.integers(-128, 128, size=shape).astype(np.int8)
-
-
-# ctypes harness: run one kernel Call on numpy arrays that may be strided views of larger buffers.
-
-class CView(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("ndim", ctypes.c_int32),
-                ("shape", ctypes.c_int32 * 6), ("stride", ctypes.c_int32 * 6)]
-
-
-_CTYPES = {"int32_t": ctypes.c_int32, "float": ctypes.c_float, "int8_t": ctypes.c_int8, "uint8_t": ctypes.c_uint8,
-           "int16_t": ctypes.c_int16}
-_LIBS: dict = {}
-
-
-def kernel_library(family: str, tmp_dir: Path):
-    if family not in _LIBS:
-        so = tmp_dir / f"lib{family}.so"
-        subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O1", "-shared", "-fPIC",
-                        "-I", str(ROOT / "firmware" / "include"), str(ROOT / "firmware" / "kernels" / f"{family}.c"),
-                        "-o", str(so), "-lm"], check=True, capture_output=True)
-        _LIBS[family] = ctypes.CDLL(str(so))
-    return _LIBS[family]
-
-
-def _cview(a: np.ndarray) -> CView:
-    v = CView()
-    v.data = a.ctypes.data
-    v.ndim = a.ndim
-    for i, (n, s) in enumerate(zip(a.shape, a.strides)):
-        v.shape[i] = n
-        v.stride[i] = s // a.itemsize
-    return v
-
-
-def _cstruct(struct, keep: list):
-    """A ctypes instance of a params Struct, field types read off the values (header order)."""
-    from mcudeploy.ops.base import Array
-
-    fields, values = [], []
-    for name, value in struct.fields:
-        if isinstance(value, Array):
-            arr = (_CTYPES[value.ctype] * max(len(value.values), 1))(*value.values)
-            keep.append(arr)
-            fields.append((name, ctypes.POINTER(_CTYPES[value.ctype])))
-            values.append(ctypes.cast(arr, ctypes.POINTER(_CTYPES[value.ctype])))
-        elif isinstance(value, tuple):
-            fields.append((name, ctypes.c_int32 * len(value)))
-            values.append((ctypes.c_int32 * len(value))(*value))
-        elif isinstance(value, float):
-            fields.append((name, ctypes.c_float))
-            values.append(value)
-        else:
-            fields.append((name, ctypes.c_int32))
-            values.append(int(value))
-    cls = type("Params", (ctypes.Structure,), {"_fields_": fields})
-    return cls(*values)
-
-
-def run_call(family, tmp_dir, graph, node, arrays: dict):
-    """Run node's kernel with arrays[name] as the views (outputs written in place)."""
-    call = registry.get(node.op).kernel(graph, node)
-    lib = kernel_library(family, tmp_dir)
-    keep: list = []
-    args = [ctypes.byref(_cview(arrays[v])) if v else None for v in call.views]
-    if call.params is not None:
-        args.append(ctypes.byref(_cstruct(call.params, keep)))
-    getattr(lib, call.fn)(*args)
-
-
-def strided(shape, dtype, rng):
-    """An array of `shape` that is a non-contiguous window of a larger buffer (garbage around it)."""
-    big_shape = tuple(n + 3 for n in shape[:-1]) + (2 * shape[-1] + 1,)
-    big = (rng.standard_normal(big_shape) * 50).astype(dtype) if dtype != np.int8 else \
-        rng.integers(-128, 128, big_shape).astype(np.int8)
-    return big, big[tuple(slice(1, 1 + n) for n in shape[:-1]) + (slice(1, 1 + 2 * shape[-1], 2),)]
-
-
-def check_strided_c(family, tmp_dir, model, x, rng):
-    """The kernel on strided input and output views agrees with the reference, and writes nothing else."""
-    graph = compile_graph(model)
-    node = graph.nodes[0]
-    expect = run_reference(graph, [x])[0]
-    _, xin = strided(x.shape, x.dtype, rng)
-    xin[...] = x
-    big_out, yout = strided(expect.shape, expect.dtype, rng)
-    before = big_out.copy()
-    run_call(family, tmp_dir, graph, node, {node.inputs[0]: xin, node.outputs[0]: yout})
-    if expect.dtype == np.float32:
-        np.testing.assert_allclose(yout, expect, rtol=1e-5, atol=1e-5)
-    else:
-        np.testing.assert_array_equal(yout, expect)
-    mask = np.ones(big_out.shape, bool)
-    mask[tuple(slice(1, 1 + n) for n in expect.shape[:-1]) + (slice(1, 1 + 2 * expect.shape[-1], 2),)] = False
-    np.testing.assert_array_equal(big_out[mask], before[mask])
-
-
-def check_float(model, x, rtol=1e-5, atol=1e-5):
-    want = ort_run(model, x)
-    got = ref_run(model, x)
-    assert got.shape == want.shape
-    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
-    return got
-
-
-def check_int8(model, x, op, steps=1):
-    graph = compile_graph(model)
-    single_node(graph, op, "int8")
-    want = ort_run(model, x).astype(np.int32)
-    got = run_reference(graph, [x])[0]
-    assert got.dtype == np.int8 and got.shape == want.shape
-    diff = np.abs(got.astype(np.int32) - want)
-    assert diff.max() <= steps, f"{diff.max()} steps off onnxruntime"
-    return got
-
+from .onnx_helpers import (check_float, check_int8, check_strided_c, compile_graph, host_available, host_run,
+                           int8_input, make_model, ort_run, qparams, ref_run, single_node)
 
 # --------------------------------------------------------------------------- cases
 
@@ -391,11 +191,10 @@ C_CASES = [POOL_CASES[i] for i in (0, 2, 3, 6, 8, 11, 13, 14, 17, 20, 21, 23, 25
 @pytest.mark.parametrize("op,shape,attrs", C_CASES)
 def test_c_strided_views_match_reference(op, shape, attrs, tmp_path):
     rng = np.random.default_rng(5)
-    check_strided_c("pool", tmp_path, make_model(op, attrs, shape), rng.standard_normal(shape).astype(np.float32),
-                    rng)
+    check_strided_c(tmp_path, make_model(op, attrs, shape), rng.standard_normal(shape).astype(np.float32))
     sx, zx = qparams(rng)
     sy, zy = qparams(rng)
-    check_strided_c("pool", tmp_path, make_model(op, attrs, shape, qdq=(sx, zx, sy, zy)), int8_input(rng, shape), rng)
+    check_strided_c(tmp_path, make_model(op, attrs, shape, qdq=(sx, zx, sy, zy)), int8_input(rng, shape))
 
 
 @pytest.mark.skipif(not host_available(), reason="mcudeploy.device.host is not there yet")

@@ -12,8 +12,9 @@ import pytest
 from mcudeploy.errors import UnsupportedError
 from mcudeploy.frontend import import_onnx
 from mcudeploy.ops import registry
-from test_pool import (check_float, check_int8, check_strided_c, compile_graph, host_available, host_run, int8_input,
-                       make_model, ort_run, ref_run, single_node)
+
+from .onnx_helpers import (check_float, check_int8, check_strided_c, compile_graph, host_available, host_run,
+                           int8_input, make_model, ort_run, ref_run, single_node)
 
 COORDS = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn",
           "half_pixel_symmetric")
@@ -206,11 +207,11 @@ C_CASES = [
 @pytest.mark.parametrize("mode,coord,nearest,scales,sizes", C_CASES)
 def test_c_strided_views_match_reference(mode, coord, nearest, scales, sizes, tmp_path):
     rng = np.random.default_rng(7)
-    check_strided_c("resize", tmp_path, resize_model(SHAPE, mode, coord, nearest, scales, sizes),
-                    rng.standard_normal(SHAPE).astype(np.float32), rng)
+    check_strided_c(tmp_path, resize_model(SHAPE, mode, coord, nearest, scales, sizes),
+                    rng.standard_normal(SHAPE).astype(np.float32))
     for qdq in ((0.04, 5, 0.04, 5), (0.04, 5, 0.03, -9)):
-        check_strided_c("resize", tmp_path, resize_model(SHAPE, mode, coord, nearest, scales, sizes, qdq=qdq),
-                        int8_input(rng, SHAPE), rng)
+        check_strided_c(tmp_path, resize_model(SHAPE, mode, coord, nearest, scales, sizes, qdq=qdq),
+                        int8_input(rng, SHAPE))
 
 
 @pytest.mark.skipif(not host_available(), reason="mcudeploy.device.host is not there yet")

@@ -2,26 +2,22 @@
 against onnxruntime, the C kernels on strided views, tensor expressions, and errors."""
 from __future__ import annotations
 
-import ctypes
 import itertools
-import subprocess
-from pathlib import Path
 
 import numpy as np
-import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from mcudeploy.errors import UnsupportedError
 from mcudeploy.frontend import import_onnx
+from mcudeploy.ir import Graph, Node, Tensor
 from mcudeploy.ops import registry
 from mcudeploy.ops.base import Dim
 from mcudeploy.ops.shape import reshape_expr
-from mcudeploy.pipeline import lower
-from mcudeploy.reference import run_reference
 
-ROOT = Path(__file__).resolve().parents[2]
+from .kernel_harness import Place, needs_gcc, run_kernel
+from .onnx_helpers import checked_model, host_outputs, ort_outputs, reference_outputs
+
 ELEM = {"float32": TensorProto.FLOAT, "int8": TensorProto.INT8, "uint8": TensorProto.UINT8,
         "int32": TensorProto.INT32, "int64": TensorProto.INT64}
 
@@ -29,33 +25,8 @@ ELEM = {"float32": TensorProto.FLOAT, "int8": TensorProto.INT8, "uint8": TensorP
 # --------------------------------------------------------------------------- helpers
 
 
-def model(nodes, inputs, outputs, inits=(), opset=13):
-    graph = helper.make_graph(nodes, "t", inputs, outputs, list(inits))
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 8
-    onnx.checker.check_model(m)
-    return m
-
-
 def vi(name, dtype, shape):
     return helper.make_tensor_value_info(name, ELEM[dtype], shape)
-
-
-def ort_run(m, feeds):
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    return ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
-
-
-def ref_run(m, feeds):
-    graph = lower(import_onnx(m), check=True)
-    return graph, run_reference(graph, feeds)
-
-
-def host_run(m, feeds):
-    from mcudeploy.device.host import run_model_on_host
-
-    return run_model_on_host(m, [feeds])[0]
 
 
 def random(dtype, shape, rng):
@@ -67,9 +38,9 @@ def random(dtype, shape, rng):
 
 def check_exact(m, feeds):
     """Reference and host C equal onnxruntime exactly (data movement only)."""
-    want = ort_run(m, feeds)
-    _, got = ref_run(m, feeds)
-    c = host_run(m, feeds)
+    want = ort_outputs(m, feeds)
+    _, got = reference_outputs(m, feeds)
+    c = host_outputs(m, [feeds])[0]
     for w, g, h in zip(want, got, c):
         assert g.dtype == w.dtype and g.shape == w.shape
         np.testing.assert_array_equal(g, w)
@@ -79,8 +50,8 @@ def check_exact(m, feeds):
 def one_op(op_type, dtype, in_shape, out_shapes, inits=(), opset=13, extra_inputs=(), **attrs):
     outs = [f"y{i}" for i in range(len(out_shapes))]
     node = helper.make_node(op_type, ["x", *extra_inputs], outs, **attrs)
-    return model([node], [vi("x", dtype, in_shape)], [vi(o, dtype, s) for o, s in zip(outs, out_shapes)],
-                 inits, opset)
+    return checked_model([node], [vi("x", dtype, in_shape)], [vi(o, dtype, s) for o, s in zip(outs, out_shapes)],
+                         inits, opset)
 
 
 def i64(name, values):
@@ -153,8 +124,8 @@ def test_identity_and_chain_of_views():
              helper.make_node("Unsqueeze", ["b", "ax"], ["c"]),
              helper.make_node("Transpose", ["c"], ["d"], perm=[1, 0, 2]),
              helper.make_node("Flatten", ["d"], ["y"], axis=1)]
-    m = model(nodes, [vi("x", "float32", (2, 3, 4))], [vi("y", "float32", (6, 4))],
-              [i64("s", (6, 4)), i64("ax", (0,))])
+    m = checked_model(nodes, [vi("x", "float32", (2, 3, 4))], [vi("y", "float32", (6, 4))],
+                      [i64("s", (6, 4)), i64("ax", (0,))])
     check_exact(m, {"x": random("float32", (2, 3, 4), np.random.default_rng(4))})
 
 
@@ -167,8 +138,8 @@ def test_view_ops_are_views():
 
 def test_reshape_needs_constant_shape():
     node = helper.make_node("Reshape", ["x", "s"], ["y"])
-    m = model([node], [vi("x", "float32", (2, 3)), helper.make_tensor_value_info("s", TensorProto.INT64, [2])],
-              [vi("y", "float32", (3, 2))])
+    s_input = helper.make_tensor_value_info("s", TensorProto.INT64, [2])
+    m = checked_model([node], [vi("x", "float32", (2, 3)), s_input], [vi("y", "float32", (3, 2))])
     with pytest.raises(UnsupportedError, match="constant"):
         import_onnx(m)
 
@@ -203,7 +174,7 @@ def test_transpose_all_perms_4d():
     x = random("float32", (2, 3, 4, 5), rng)
     for perm in itertools.permutations(range(4)):
         m = one_op("Transpose", "float32", x.shape, [tuple(x.shape[i] for i in perm)], perm=list(perm))
-        np.testing.assert_array_equal(ref_run(m, {"x": x})[1][0], ort_run(m, {"x": x})[0])
+        np.testing.assert_array_equal(reference_outputs(m, {"x": x})[1][0], ort_outputs(m, {"x": x})[0])
 
 
 @pytest.mark.parametrize("opset,shape,axis,sizes,n", [
@@ -250,7 +221,7 @@ def qdq_around(op_nodes, in_shape, out_shape, inits=(), scale=0.05, zp=3, out_sc
              *op_nodes,
              helper.make_node("QuantizeLinear", ["r", "s_out", "z_out"], ["rq"]),
              helper.make_node("DequantizeLinear", ["rq", "s_out", "z_out"], ["y"])]
-    return model(nodes, [vi("x", "float32", in_shape)], [vi("y", "float32", out_shape)], [*q, *inits])
+    return checked_model(nodes, [vi("x", "float32", in_shape)], [vi("y", "float32", out_shape)], [*q, *inits])
 
 
 @pytest.mark.parametrize("op", ["Reshape", "Transpose", "Flatten", "Unsqueeze"])
@@ -263,7 +234,7 @@ def test_int8_data_movement_is_lowered(op):
         "Unsqueeze": (helper.make_node("Unsqueeze", ["xd", "a"], ["r"]), [i64("a", (2,))], (1, 4, 1, 3, 2)),
     }[op]
     m = qdq_around([node], shape, out, inits)
-    graph, _ = ref_run(m, {"x": np.zeros(shape, np.float32)})
+    graph, _ = reference_outputs(m, {"x": np.zeros(shape, np.float32)})
     lowered = [n for n in graph.nodes if n.op == op]
     assert len(lowered) == 1 and graph[lowered[0].outputs[0]].dtype == "int8"
     x = np.random.default_rng(8).standard_normal(shape).astype(np.float32) * 3
@@ -273,7 +244,7 @@ def test_int8_data_movement_is_lowered(op):
 def test_int8_transpose_with_other_output_scale_stays_float():
     node = helper.make_node("Transpose", ["xd"], ["r"], perm=[1, 0])
     m = qdq_around([node], (3, 4), (4, 3), out_scale=0.1)
-    graph, _ = ref_run(m, {"x": np.zeros((3, 4), np.float32)})
+    graph, _ = reference_outputs(m, {"x": np.zeros((3, 4), np.float32)})
     t = next(n for n in graph.nodes if n.op == "Transpose")
     assert graph[t.outputs[0]].dtype == "float32"
     x = np.random.default_rng(9).standard_normal((3, 4)).astype(np.float32)
@@ -315,79 +286,33 @@ def test_transpose_and_split_expr():
 # --------------------------------------------------------------------------- C kernels on strided views
 
 
-class View(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("ndim", ctypes.c_int32), ("shape", ctypes.c_int32 * 6),
-                ("stride", ctypes.c_int32 * 6)]
-
-
-def view_of(base: np.ndarray, sub: np.ndarray) -> View:
-    """A view of `sub`, a numpy slice of the C-contiguous array `base`."""
-    assert sub.base is base or sub is base
-    v = View()
-    v.data = sub.ctypes.data
-    v.ndim = sub.ndim
-    for d in range(sub.ndim):
-        v.shape[d] = sub.shape[d]
-        v.stride[d] = sub.strides[d] // sub.itemsize
-    return v
-
-
-@pytest.fixture(scope="module")
-def kernels(tmp_path_factory):
-    lib = tmp_path_factory.mktemp("kernels") / "libshape.so"
-    fw = ROOT / "firmware"
-    subprocess.run(["gcc", "-std=c99", "-O2", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror",
-                    "-I", str(fw / "include"), str(fw / "kernels" / "shape.c"), "-o", str(lib)], check=True)
-    return ctypes.CDLL(str(lib))
-
-
+@needs_gcc
 @pytest.mark.parametrize("dtype,suffix", [("int8", "s8"), ("float32", "f32"), ("int16", "s16"), ("int32", "s32"),
                                           ("int64", "s64")])
-def test_transpose_kernel_on_slices(kernels, dtype, suffix):
-    rng = np.random.default_rng(10)
-    big_x = rng.integers(-100, 100, size=(3, 7, 9, 5)).astype(dtype)
-    big_y = np.zeros((5, 4, 10, 9), dtype)
-    x = big_x[1:3, 2:6, 1:9:2, 1:4]  # (2, 4, 4, 3), strided in every dimension
+def test_transpose_kernel_on_slices(tmp_path, dtype, suffix):
+    x = np.random.default_rng(10).integers(-100, 100, size=(2, 4, 4, 3)).astype(dtype)
     perm = (3, 0, 2, 1)
-    region = (slice(1, 4), slice(1, 3), slice(1, 9, 2), slice(2, 6))
-    y = big_y[region]  # (3, 2, 4, 4)
-    params = (ctypes.c_int32 * 6)(*perm, 4, 5)
-    fn = getattr(kernels, f"mcud_transpose_{suffix}")
-    fn(ctypes.byref(view_of(big_x, x)), ctypes.byref(view_of(big_y, y)), ctypes.byref(params))
-    np.testing.assert_array_equal(y, np.transpose(x, perm))
-    outside = np.ones(big_y.shape, bool)
-    outside[region] = False
-    assert not big_y[outside].any()
+    node = Node("t", "Transpose", ("x",), ("y",), {"perm": perm})
+    graph = Graph("g", {"x": Tensor("x", x.shape, dtype, "input"), "y": Tensor("y", (3, 2, 4, 4), dtype, "output")},
+                  (node,), ("x",), ("y",))
+    call = registry.get("Transpose").kernel(graph, node)
+    assert call.fn == f"mcud_transpose_{suffix}"
+    strided = Place(pad=1, step=2)  # garbage around both, and every other element along the last dimension
+    got = run_kernel(tmp_path, call, graph, {"x": x}, {"x": strided, "y": strided})[0]
+    np.testing.assert_array_equal(got, np.transpose(x, perm))
 
 
-def test_split_kernel_on_slices(kernels):
-    class SplitParams(ctypes.Structure):
-        _fields_ = [("axis", ctypes.c_int32), ("count", ctypes.c_int32)]
-
-    rng = np.random.default_rng(11)
-    big_x = rng.standard_normal((4, 10, 6)).astype(np.float32)
-    x = big_x[1:3, 1:8, ::2]  # (2, 7, 3)
-    bigs = [np.zeros((3, 9, 5), np.float32) for _ in range(3)]
-    ys = [b[1:3, :s, 1:4] for b, s in zip(bigs, (2, 4, 1))]
-    views = [view_of(b, y) for b, y in zip(bigs, ys)]
-    args = [ctypes.byref(v) for v in views] + [None] * 5
-    kernels.mcud_split_f32(ctypes.byref(view_of(big_x, x)), *args, ctypes.byref(SplitParams(1, 3)))
-    for y, part in zip(ys, np.split(x, [2, 6], axis=1)):
+@needs_gcc
+def test_split_kernel_on_slices(tmp_path):
+    x = np.random.default_rng(11).standard_normal((2, 7, 3)).astype(np.float32)
+    parts = np.split(x, [2, 6], axis=1)
+    outs = tuple(f"y{i}" for i in range(3))
+    node = Node("s", "Split", ("x",), outs, {"axis": 1, "split": (2, 4, 1)})
+    tensors = [Tensor("x", x.shape, "float32", "input")]
+    tensors += [Tensor(n, p.shape, "float32", "output") for n, p in zip(outs, parts)]
+    graph = Graph("g", {t.name: t for t in tensors}, (node,), ("x",), outs)
+    got = run_kernel(tmp_path, registry.get("Split").kernel(graph, node), graph, {"x": x},
+                     {"x": Place(pad=1, step=2), **{n: 1 for n in outs}})
+    assert len(got) == 3
+    for y, part in zip(got, parts):
         np.testing.assert_array_equal(y, part)
-    assert all(b[0].sum() == 0 and b[:, :, 0].sum() == 0 for b in bigs)
-
-
-@pytest.mark.parametrize("cc,flags", [
-    ("gcc", ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]),
-    ("arm-none-eabi-gcc", ["-mcpu=cortex-m4", "-mthumb", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2"]),
-])
-@pytest.mark.parametrize("source", ["shape.c", "concat.c"])
-def test_kernels_compile(cc, flags, source, tmp_path):
-    import shutil
-
-    if shutil.which(cc) is None:
-        pytest.skip(f"{cc} is not installed")
-    fw = ROOT / "firmware"
-    proc = subprocess.run([cc, *flags, "-I", str(fw / "include"), "-c", str(fw / "kernels" / source),
-                           "-o", str(tmp_path / "k.o")], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr

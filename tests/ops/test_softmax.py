@@ -4,12 +4,8 @@ reference (whole models on the host, bare kernels on strided and in-place views)
 integer arithmetic on a hand-checked case, and the declaration."""
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -20,22 +16,11 @@ from mcudeploy.ops.base import Dim
 from mcudeploy.ops.softmax import exp_table, inv_scale
 from mcudeploy.pipeline import lower
 from mcudeploy.reference import run_reference
-from mcudeploy.resources import firmware_dir
 
-try:  # the strided-view harness lives with the activation tests (tests/ops is on sys.path under pytest)
-    from test_activation import run_unary_kernel
-except ImportError:
-    from tests.ops.test_activation import run_unary_kernel
+from .kernel_harness import needs_gcc, run_unary_kernel
+from .onnx_helpers import host_outputs, ort_outputs
 
 IR_VERSION = 8
-needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
-
-
-def _ort(model: onnx.ModelProto, feeds: dict) -> list[np.ndarray]:
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    return sess.run(None, feeds)
 
 
 def _model(nodes, inputs, outputs, inits, opset) -> onnx.ModelProto:
@@ -77,7 +62,7 @@ def test_float_reference_matches_onnxruntime(case):
     model = float_model(shape, axis, opset)
     x = _float_input(1, shape)
     graph = lower(import_onnx(model), check=True)
-    np.testing.assert_allclose(run_reference(graph, [x])[0], _ort(model, {"x": x})[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(run_reference(graph, [x])[0], ort_outputs(model, {"x": x})[0], rtol=1e-5, atol=1e-6)
 
 
 # --------------------------------------------------------------------------- int8 / uint8 QDQ models
@@ -127,7 +112,7 @@ def test_int8_reference_matches_onnxruntime(case):
         x = _int8_input(seed, shape, dtype)
         if seed == 2:  # one dominant value per row: outputs near 0 and 1
             x = np.where(np.arange(x.size).reshape(shape) % 7 == 0, np.iinfo(dtype).max, x).astype(dtype)
-        got, expected = run_reference(graph, [x])[0], _ort(model, {"x": x})[0]
+        got, expected = run_reference(graph, [x])[0], ort_outputs(model, {"x": x})[0]
         diff = np.abs(got.astype(np.int32) - expected.astype(np.int32))
         assert diff.max() <= 2, f"off by {diff.max()} quantization steps"
         assert np.mean(diff > 1) <= 0.01
@@ -156,7 +141,7 @@ def test_int8_rounds_ties_to_even_like_onnxruntime():
         model = qdq_model((1, n), -1, 13, "int8", 0.1, 0, 1 / 256, -128)
         x = np.full((1, n), 17, np.int8)
         got = run_reference(lower(import_onnx(model)), [x])[0]
-        np.testing.assert_array_equal(got, _ort(model, {"x": x})[0])
+        np.testing.assert_array_equal(got, ort_outputs(model, {"x": x})[0])
         assert np.all(got == expected)
 
 
@@ -178,19 +163,12 @@ def test_int8_declines_unsupported_quantization():
 # --------------------------------------------------------------------------- C on the host, whole models
 
 
-def _run_host(model, samples):
-    host = pytest.importorskip("mcudeploy.device.host")
-    if shutil.which("gcc") is None:
-        pytest.skip("gcc is not installed")
-    return host.run_model_on_host(model, samples)
-
-
 @pytest.mark.parametrize("case", FLOAT_CASES, ids=FLOAT_IDS)
 def test_float_c_matches_reference(case):
     _, shape, axis, opset = case
     model = float_model(shape, axis, opset)
     x = _float_input(2, shape)
-    got = _run_host(model, [{"x": x}])[0][0]
+    got = host_outputs(model, [{"x": x}])[0][0]
     np.testing.assert_allclose(got, run_reference(lower(import_onnx(model)), [x])[0], rtol=1e-5, atol=1e-7)
 
 
@@ -201,7 +179,7 @@ def test_int8_c_matches_reference_bit_exact(case):
     graph = lower(import_onnx(model))
     samples = [_int8_input(seed, shape, dtype) for seed in (5, 6)]
     samples.append(np.full(shape, np.iinfo(dtype).min, dtype))  # every row uniform
-    got = _run_host(model, [{"x": x} for x in samples])
+    got = host_outputs(model, [{"x": x} for x in samples])
     for x, out in zip(samples, got):
         np.testing.assert_array_equal(out[0], run_reference(graph, [x])[0])
 
@@ -210,7 +188,7 @@ def test_int8_c_rounds_ties_to_even():
     model = qdq_model((2, 512), -1, 13, "int8", 0.1, 0, 1 / 256, -128)
     x = np.full((2, 512), 17, np.int8)
     x[1, 256:] = -128  # second row: 256 values of e^0 and 256 of e^-14.5: not a tie
-    got = _run_host(model, [{"x": x}])[0][0]
+    got = host_outputs(model, [{"x": x}])[0][0]
     np.testing.assert_array_equal(got, run_reference(lower(import_onnx(model)), [x])[0])
     assert np.all(got[0] == -128)
 
@@ -234,8 +212,7 @@ def test_float_kernel_on_strided_views(tmp_path, name, attrs, inplace):
     graph, node = _graph((2, 3, 4), attrs, "float32")
     x = _float_input(3, (2, 3, 4))
     call = registry.get("Softmax").kernel(graph, node)
-    got = run_unary_kernel(tmp_path, call, graph, x, pad=0 if inplace else 2, inplace=inplace,
-                           source="softmax.c", header="mcud_softmax.h")
+    got = run_unary_kernel(tmp_path, call, graph, x, pad=0 if inplace else 2, inplace=inplace)
     np.testing.assert_allclose(got, run_reference(graph, [x])[0], rtol=1e-6, atol=1e-7)
 
 
@@ -248,21 +225,8 @@ def test_int8_kernel_on_strided_views_is_bit_exact(tmp_path, name, attrs, dtype,
     graph, node = _graph((3, 5, 4), attrs, dtype, (Quant((0.09,), (1,)), Quant((1 / 256,), (zy,))))
     x = _int8_input(4, (3, 5, 4), dtype)
     call = registry.get("Softmax").kernel(graph, node)
-    got = run_unary_kernel(tmp_path, call, graph, x, pad=0 if inplace else 1, inplace=inplace,
-                           source="softmax.c", header="mcud_softmax.h")
+    got = run_unary_kernel(tmp_path, call, graph, x, pad=0 if inplace else 1, inplace=inplace)
     np.testing.assert_array_equal(got, run_reference(graph, [x])[0])
-
-
-@pytest.mark.parametrize("cc", [
-    ["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2"],
-    ["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2"],
-], ids=["gcc", "arm"])
-def test_kernel_compiles_cleanly(tmp_path, cc):
-    if shutil.which(cc[0]) is None:
-        pytest.skip(f"{cc[0]} is not installed")
-    fw = firmware_dir()
-    subprocess.run(cc + ["-I", str(fw / "include"), "-c", str(fw / "kernels" / "softmax.c"), "-o",
-                         str(tmp_path / "softmax.o")], check=True, capture_output=True, text=True)
 
 
 # --------------------------------------------------------------------------- the declaration
