@@ -137,7 +137,7 @@ def placement_methods() -> tuple[str, ...]:
 
 
 def mcudeploy_arena(onnx_path: Path, board: str) -> dict:
-    from mcudeploy.memory import place
+    from mcudeploy.memory import areas, place
     from mcudeploy.pipeline import compile_model
 
     start = time.perf_counter()
@@ -147,7 +147,7 @@ def mcudeploy_arena(onnx_path: Path, board: str) -> dict:
     for method in placement_methods():
         t0 = time.perf_counter()
         try:
-            p = place(compiled.lifetimes, compiled.board.alignment, method)
+            p = place(compiled.lifetimes, areas(compiled.board), method, compiled.board.alignment)
         except Exception as exc:  # noqa: BLE001 - a method that fails is a row of the table
             methods[method] = {"error": f"{type(exc).__name__}: {exc}"[:120]}
             continue

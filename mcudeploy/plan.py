@@ -8,6 +8,39 @@ from mcudeploy.ops import registry
 PLAN_VERSION = 1
 
 
+def _first_region(compiled) -> str:
+    return next(iter(compiled.placement.arenas), None) or next(
+        (r.name for r in compiled.board.regions if not r.excluded), "arena")
+
+
+def _region_of(compiled, buffer: str) -> str:
+    return compiled.placement.regions.get(buffer) or _first_region(compiled)
+
+
+def _regions(compiled) -> list[dict]:
+    sizes = {r.name: r.size for r in compiled.board.regions}
+    arenas = compiled.placement.arenas or {_first_region(compiled): compiled.placement.arena_bytes}
+    return [{"name": name, "size": sizes.get(name), "arena_bytes": size} for name, size in arenas.items()]
+
+
+def _tensors(compiled) -> list[dict]:
+    """Every tensor in the arena: its buffer, byte offset in its region's arena, and strides (elements)."""
+    graph, lives, offsets = compiled.graph, compiled.lifetimes, compiled.placement.offsets
+    out = []
+    for name, slot in lives.slots.items():
+        t = graph[name]
+        out.append({"name": name, "buffer": slot.buffer, "offset": offsets[slot.buffer] + slot.offset,
+                    "shape": list(t.shape), "dtype": t.dtype, "strides": list(slot.strides)})
+    return out
+
+
+def _schedule(compiled) -> dict:
+    """The order's method, and whether it is proven optimal (None: not known) and how long it took."""
+    info = getattr(compiled, "schedule", None)
+    return {"method": compiled.schedule_method, "proven_optimal": getattr(info, "proven_optimal", None),
+            "time_s": getattr(info, "time_s", None)}
+
+
 def plan_dict(compiled, scheme=None, latency=None) -> dict:
     graph = compiled.graph
     lives = compiled.lifetimes
@@ -19,13 +52,18 @@ def plan_dict(compiled, scheme=None, latency=None) -> dict:
         "board": compiled.board.name,
         "arena_bytes": compiled.placement.arena_bytes,
         "lower_bound_bytes": compiled.placement.lower_bound_bytes,
-        "placement": compiled.placement.method,
-        "schedule": compiled.schedule_method,
+        "placement": {"method": compiled.placement.method, "proven_optimal": compiled.placement.proven_optimal,
+                      "detail": compiled.placement.detail, "time_s": round(compiled.placement.time_s, 3)},
+        "schedule": _schedule(compiled),
         "alignment": compiled.board.alignment,
         "order": [{"step": step[n.name], "node": n.name, "op": n.op, "inputs": [i for i in n.inputs if i],
-                   "outputs": list(n.outputs), "macs": registry.get(n.op).macs(graph, n)} for n in compiled.order],
+                   "outputs": list(n.outputs), "macs": registry.get(n.op).macs(graph, n),
+                   "kernel": not registry.get(n.op).view and n.name not in lives.elided} for n in compiled.order],
+        "regions": _regions(compiled),
         "buffers": [{"name": b.name, "tensors": list(b.tensors), "offset": compiled.placement.offsets[b.name],
-                     "size": b.size, "first": b.first, "last": b.last} for b in lives.buffers],
+                     "size": b.size, "first": b.first, "last": b.last, "region": _region_of(compiled, b.name)}
+                    for b in lives.buffers],
+        "tensors": _tensors(compiled),
         "inputs": [{"name": n, "shape": list(graph[n].shape), "dtype": graph[n].dtype} for n in graph.inputs],
         "outputs": [{"name": n, "shape": list(graph[n].shape), "dtype": graph[n].dtype} for n in graph.outputs],
         "weights_bytes": sum(t.nbytes for t in graph.tensors.values() if t.is_const),

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from functools import lru_cache
 from pathlib import Path
@@ -42,6 +43,8 @@ class _Context:
         self.views: dict[str, dict] = {}
         self.constants: list[dict] = []
         self.params: list[dict] = []
+        arenas = compiled.placement.arenas
+        self.first_region = next(iter(arenas)) if arenas else None
 
     def const_array(self, values: np.ndarray, ctype: str, comment: str) -> str:
         sym = f"K{len(self.constants)}"
@@ -58,17 +61,23 @@ class _Context:
         t = self.graph[name]
         sym = f"V{len(self.views)}"
         entry = {"sym": sym, "shape": list(t.shape), "strides": row_major_strides(t.shape),
-                 "comment": f"{name} {t.dtype}{list(t.shape)}", "const": None, "offset": None}
+                 "comment": f"{name} {t.dtype}{list(t.shape)}", "const": None, "base": None}
         if t.is_const:
             entry["const"] = self.const_array(t.data, CTYPES[t.dtype], f"{name} {t.dtype}{list(t.shape)}")
         else:
-            entry["offset"] = self.offset(name)
+            entry["base"] = self.base(name)
+            slot = self.c.lifetimes.slots.get(name)
+            if slot is not None:
+                entry["strides"] = list(slot.strides)
         self.views[name] = entry
         return sym
 
-    def offset(self, tensor: str) -> int:
+    def base(self, tensor: str) -> str:
+        """C expression of the tensor's first byte: its region's arena + buffer offset + offset in the buffer."""
         buf = self.c.lifetimes.buffer_of[tensor]
-        return self.c.placement.offsets[buf]
+        slot = self.c.lifetimes.slots.get(tensor)
+        region = self.c.placement.regions.get(buf)
+        return f"{arena_symbol(region, self.first_region)} + {self.c.placement.offsets[buf] + (slot.offset if slot else 0)}"
 
     def struct(self, s: Struct, label: str) -> str:
         sym = f"P{len(self.params)}"
@@ -92,6 +101,24 @@ class _Context:
         raise TypeError(f"{comment}: cannot write {type(value).__name__} as a C value")
 
 
+def arena_symbol(region, first_region) -> str:
+    """The first region's arena is mcud_arena; another region's is mcud_arena_<region>."""
+    if region is None or region == first_region:
+        return "mcud_arena"
+    return "mcud_arena_" + re.sub(r"\W", "_", region)
+
+
+def arenas(compiled) -> list[dict]:
+    """One static array per region in use (the first region's always), with the board's linker section."""
+    sections = {r.get("name"): r.get("section") for r in compiled.board.data.get("regions", []) if isinstance(r, dict)}
+    items = list(compiled.placement.arenas.items()) or [(None, compiled.placement.arena_bytes)]
+    first = items[0][0]
+    used = set(compiled.placement.regions.values())
+    return [{"sym": arena_symbol(name, first), "region": name or "arena", "bytes": size,
+             "section": sections.get(name) or None}
+            for i, (name, size) in enumerate(items) if i == 0 or name in used]
+
+
 def context(compiled) -> dict:
     ctx = _Context(compiled)
     graph = compiled.graph
@@ -100,15 +127,18 @@ def context(compiled) -> dict:
         op = registry.get(node.op)
         if op.view:
             continue
-        call = op.kernel(graph, node)
         label = f"{node.name} ({node.op})".replace("*/", "* /").replace('"', "'").replace("\\", "/")
+        if node.name in compiled.lifetimes.elided:  # its work is done by sharing: timed, but no call
+            calls.append({"fn": None, "args": [], "label": label, "node": node.name})
+            continue
+        call = op.kernel(graph, node)
         args = [ctx.view(v) for v in call.views]
         if call.params is not None:
             args.append(ctx.struct(call.params, node.name))
         calls.append({"fn": call.fn, "args": args, "label": label, "node": node.name})
     io = {}
     for kind, names in (("inputs", graph.inputs), ("outputs", graph.outputs)):
-        io[kind] = [{"name": n, "offset": ctx.offset(n), "nbytes": graph[n].nbytes} for n in names]
+        io[kind] = [{"name": n, "base": ctx.base(n), "nbytes": graph[n].nbytes} for n in names]
     headers = sorted(p.name for p in (firmware_dir() / "include").glob("mcud*.h"))
     return {
         "banner": BANNER,
@@ -119,6 +149,7 @@ def context(compiled) -> dict:
         "arena_bytes": compiled.placement.arena_bytes,
         "lower_bound_bytes": compiled.placement.lower_bound_bytes,
         "alignment": max(compiled.board.alignment, 4),
+        "arenas": arenas(compiled),
         "headers": headers,
         "constants": ctx.constants,
         "views": list(ctx.views.values()),

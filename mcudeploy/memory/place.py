@@ -1,74 +1,108 @@
-"""Offsets for buffers in one arena.
+"""Offsets for buffers in one arena per memory region: ``place(lifetimes, regions, method)``.
 
-Greedy placement (the algorithm of TFLite Micro's greedy planner, tried under several
-orderings): take buffers one at a time; put each at the lowest offset where it overlaps no
-already-placed buffer that is live at the same time. The best of the orderings is kept; ties
-are broken deterministically (size, then lifetime, then name). Greedy is not optimal in
-general, so the result reports the live-bytes lower bound next to the arena it reached.
+Methods:
+- ``greedy``: TFLite Micro's greedy planner under several orderings, the best kept
+  (mcudeploy/memory/greedy.py);
+- ``exact``: greedy, then, when greedy is above the live-bytes lower bound, CP-SAT on the
+  time x offset rectangles within the time limit (mcudeploy/memory/exact.py).
+A placement is ``proven_optimal`` when its arena equals the lower bound (no placement can go
+below the bytes live at the peak step), or, for ``exact``, when the solver proves that no
+smaller arena exists. The result always reports the bound next to the arena it reached.
+
+Several regions (mcudeploy/memory/regions.py): buffers are assigned to regions first, then each
+region's buffers are placed in that region's own arena.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Sequence
+import time
+from dataclasses import dataclass, field
+from typing import Mapping, Optional, Sequence
 
-from mcudeploy.memory.lifetimes import Buffer, Lifetimes, align_up
+from mcudeploy.errors import MCUDeployError
+from mcudeploy.memory.greedy import greedy, live_peak
+from mcudeploy.memory.lifetimes import Buffer, Lifetimes
+from mcudeploy.memory.regions import DEFAULT, Area, allowed_areas, assign
+
+METHODS = ("greedy", "exact")
 
 
 @dataclass(frozen=True)
 class Placement:
-    offsets: dict  # buffer name -> byte offset
-    arena_bytes: int
-    lower_bound_bytes: int
+    offsets: dict  # buffer name -> byte offset in its region's arena
+    arena_bytes: int  # all regions together
+    lower_bound_bytes: int  # the largest sum of bytes live at one step
     method: str
+    regions: dict = field(default_factory=dict)  # buffer name -> region name
+    arenas: dict = field(default_factory=dict)  # region name -> arena bytes, every usable region in order
+    proven_optimal: bool = False
+    detail: str = ""  # how the arena was reached
+    time_s: float = 0.0
 
 
-ORDERINGS: dict[str, Callable[[Buffer], tuple]] = {
-    "size": lambda b: (-b.size, -(b.last - b.first), b.name),
-    "area": lambda b: (-b.size * (b.last - b.first + 1), -b.size, b.name),
-    "lifetime": lambda b: (-(b.last - b.first), -b.size, b.name),
-    "first": lambda b: (b.first, -b.size, b.name),
-}
-
-
-def _greedy(buffers: Sequence[Buffer], key, alignment: int) -> dict:
-    placed: list[tuple[Buffer, int]] = []
-    offsets = {}
-    for b in sorted(buffers, key=key):
-        busy = sorted((off, off + p.size) for p, off in placed if p.overlaps_in_time(b))
-        offset = 0
-        for start, end in busy:
-            if offset + b.size <= start:
+def check_no_overlap(buffers: Sequence[Buffer], offsets: Mapping, regions: Optional[Mapping] = None) -> None:
+    """Raise if two buffers in the same region, live at the same time, share a byte."""
+    regions = regions or {}
+    order = sorted(buffers, key=lambda b: (b.first, b.name))
+    for i, a in enumerate(order):
+        for b in order[i + 1:]:
+            if b.first > a.last:
                 break
-            offset = max(offset, align_up(end, alignment))
-        offsets[b.name] = offset
-        placed.append((b, offset))
-    return offsets
+            if regions.get(a.name) != regions.get(b.name) or a.size == 0 or b.size == 0:
+                continue
+            oa, ob = offsets[a.name], offsets[b.name]
+            if oa < ob + b.size and ob < oa + a.size:
+                raise AssertionError(f"buffers {a.name} and {b.name} are live together and overlap")
 
 
-def arena_size(buffers: Sequence[Buffer], offsets: dict) -> int:
-    return max((offsets[b.name] + b.size for b in buffers), default=0)
+def _place_one(buffers: Sequence[Buffer], alignment: int, method: str, time_limit: float) -> tuple[dict, int, bool, str]:
+    offsets, size, ordering = greedy(buffers, alignment)
+    bound = live_peak(buffers)
+    if size <= bound or method == "greedy":
+        return offsets, size, size <= bound, f"greedy ({ordering} first)"
+    from mcudeploy.memory.exact import solve
+
+    found, found_size, proven, how = solve(buffers, alignment, offsets, bound, time_limit)
+    if found_size < size:
+        return found, found_size, proven, f"{how}, {'optimal' if proven else f'best in {time_limit:g} s'}"
+    return offsets, size, proven, f"greedy ({ordering} first){', proven optimal by cp-sat' if proven else ''}"
 
 
-def check_no_overlap(buffers: Sequence[Buffer], offsets: dict) -> None:
-    """Raise if two buffers live at the same time share a byte."""
-    for i, a in enumerate(buffers):
-        for b in buffers[i + 1:]:
-            if a.overlaps_in_time(b):
-                oa, ob = offsets[a.name], offsets[b.name]
-                if oa < ob + b.size and ob < oa + a.size:
-                    raise AssertionError(f"buffers {a.name} and {b.name} are live together and overlap")
+def place(lifetimes: Lifetimes, regions: Sequence[Area] = DEFAULT, method: str = "greedy", alignment: int = 4,
+          time_limit: float = 10.0, allowed: Optional[Mapping[str, Sequence[str]]] = None) -> Placement:
+    """Place every buffer: a region, and an offset in that region's arena.
 
-
-def place(lifetimes: Lifetimes, alignment: int = 4, method: str = "greedy") -> Placement:
-    if method != "greedy":
-        raise ValueError(f"unknown placement method {method}")
+    allowed: buffer name -> names of the regions it may go in (others: any region; a buffer that
+    holds a graph input or output never goes in a region with "dma": false)."""
+    if method not in METHODS:
+        raise MCUDeployError(f"unknown placement method '{method}'; choose one of {', '.join(METHODS)}")
+    t0 = time.perf_counter()
     buffers = lifetimes.buffers
-    best = None
-    for name, key in ORDERINGS.items():
-        offsets = _greedy(buffers, key, alignment)
-        size = arena_size(buffers, offsets)
-        if best is None or size < best[0]:
-            best = (size, offsets, name)
-    size, offsets, name = best
-    check_no_overlap(buffers, offsets)
-    return Placement(offsets, size, lifetimes.lower_bound(), f"greedy-{name}")
+    regions = tuple(regions)
+    may = allowed_areas(buffers, regions, allowed)
+    where = {b.name: may[b.name][0] for b in buffers}
+    if len(regions) > 1:
+        where = assign(buffers, regions, may, lifetimes.steps)
+    over: dict[str, int] = {}
+    for _ in range(8):  # re-assign while a region's arena, placed above its bound, overflows
+        offsets, arenas, proofs, details = {}, {}, [], []
+        for a in regions:
+            inside = [b for b in buffers if where[b.name] == a.name]
+            placed, size, proven, how = _place_one(inside, alignment, method, time_limit)
+            offsets.update(placed)
+            arenas[a.name] = size
+            proofs.append(proven)
+            if inside:
+                details.append(f"{a.name}: {how}" if len(regions) > 1 else how)
+            over[a.name] = size - live_peak(inside)
+        if len(regions) == 1 or all(arenas[a.name] <= a.capacity for a in regions):
+            break
+        again = assign(buffers, regions, may, lifetimes.steps, over)
+        if again == where:
+            break
+        where = again
+    total = sum(arenas.values())
+    bound = lifetimes.lower_bound()
+    check_no_overlap(buffers, offsets, where)
+    proven = total <= bound or (len(regions) == 1 and all(proofs))
+    return Placement(offsets, total, bound, method, dict(where), arenas, proven, "; ".join(details),
+                     time.perf_counter() - t0)

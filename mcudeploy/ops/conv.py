@@ -199,6 +199,17 @@ class Conv(Op):
         outputs = ((Dim.identity("n"), Dim.identity("oc")) + tuple(Dim.identity(a) for a in spatial),)
         return TensorExpr(tuple(axes), inputs, outputs)
 
+    def inplace(self, graph, node):
+        # Only a 1x1, stride-1, unpadded per-channel convolution: conv.c reads each output's one
+        # input element, at the output's own position, before writing it. A wider depthwise window
+        # reads neighbours an in-place write would already have replaced (that needs a row buffer).
+        g = geometry(graph, node)
+        x, y = graph[node.inputs[0]], graph[node.outputs[0]]
+        pointwise = g.kernel == (1, 1) and g.stride == (1, 1) and not any(g.pad_begin + g.pad_end)
+        if g.group == g.cin == g.cout and pointwise and x.shape == y.shape and x.dtype == y.dtype:
+            return 0
+        return None
+
     def macs(self, graph, node):
         g = geometry(graph, node)
         return g.n * g.cout * g.out_hw[0] * g.out_hw[1] * g.cin_per_group * g.kernel[0] * g.kernel[1]

@@ -90,7 +90,7 @@ def test_zoo_unet_report_in_chromium(unet, tmp_path):
     out = write_report(tmp_path / "plan.json", tmp_path / "report.html")
     html = out.read_text()
     assert self_contained(html)
-    assert len(plan["buffers"]) > 10
+    assert len(plan["buffers"]) > 6  # 9 once the Concat inputs are written into their outputs
     check_page(plan, out, tmp_path, unet.lifetimes.live_bytes())
 
 
@@ -139,7 +139,13 @@ def test_regions_and_tensors_in_chromium(unet, tmp_path):
 
 
 def test_view_without_new_fields_matches_compiler(unet):
-    v = plan_view(plan_dict(unet))
+    plan = plan_dict(unet)
+    for key in ("regions", "tensors"):  # a version-1 plan, as written before the layout work
+        plan.pop(key)
+    for b in plan["buffers"]:
+        b.pop("region")
+    plan["schedule"], plan["placement"] = plan["schedule"]["method"], plan["placement"]["method"]
+    v = plan_view(plan)
     live = unet.lifetimes.live_bytes()
     assert v["live"] == live
     assert v["peak"]["bytes"] == max(live) == unet.placement.lower_bound_bytes
@@ -149,7 +155,7 @@ def test_view_without_new_fields_matches_compiler(unet):
     assert {b["name"] for b in v["peak"]["buffers"]} == {
         b.name for b in unet.lifetimes.buffers if b.first <= peak <= b.last}
     assert sum(b["size"] for b in v["peak"]["buffers"]) == max(live)
-    assert v["schedule"]["method"] == "model" and v["schedule"]["proven_optimal"] is None
+    assert v["schedule"]["method"] == unet.schedule_method and v["schedule"]["proven_optimal"] is None
 
 
 def test_html_names_the_peak_tensors_and_every_operator(unet):

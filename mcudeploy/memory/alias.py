@@ -1,0 +1,333 @@
+"""Which tensors share storage, decided before placement.
+
+Every non-constant tensor gets a *slot*: the buffer that holds it (named after the tensor that
+owns the buffer), a byte offset inside that buffer and strides in elements. Kernels take strided
+views, so a tensor needs no copy to sit inside a larger buffer. Four kinds of sharing:
+
+- view: a Reshape-like operator's output is its input's bytes (always: the operator has no
+  kernel). Tensors joined by views form a *view group*; a group of several tensors, or one holding
+  a graph input or output, must stay contiguous.
+- concat: each input of a Concat is written by its producer straight into its slice of the
+  output, and the Concat runs no kernel. All inputs or none: each must be produced by a kernel
+  (not a constant or graph input), appear once, carry the output's dtype and quantization (no
+  requantization), and have no other place yet.
+- split: each output of a Split is a slice of its input, and the Split runs no kernel.
+- in place: an operator that declares an in-place input (``Op.inplace``) writes its output over
+  that input's buffer when the input fills the whole buffer, nothing in the buffer is read after
+  this step or is a graph output, and no other input of the operator reads that buffer.
+
+Concat and Split sharing can cost memory (a Concat's buffer is live from its first input's
+producer on; a Split's input lives until its last slice is read), so each is kept only when the
+live-bytes peak of the order (with in-place sharing applied) does not rise. Concats are decided
+from the last to the first (an outer Concat fixes where an inner one's output goes), then Splits
+in order, then in-place sharing in order, which only merges whole buffers and so never moves a
+decided slice.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Optional, Sequence
+
+import numpy as np
+
+from mcudeploy.ir import Graph, Node
+from mcudeploy.ir.tensor import itemsize
+from mcudeploy.ops import registry
+
+SHARING = frozenset({"concat", "split", "inplace"})  # views are not optional: a view op has no kernel
+CONCAT_OPS = ("Concat",)  # output = the inputs side by side along attribute "axis"
+SPLIT_OPS = ("Split",)  # outputs = slices of input 0 along attribute "axis"
+
+
+@dataclass(frozen=True)
+class Slot:
+    buffer: str  # the buffer's name: the tensor that owns it
+    offset: int  # bytes from the start of the buffer
+    strides: tuple[int, ...]  # in elements
+
+
+@dataclass(frozen=True)
+class Span:
+    """A buffer's lifetime, as the placement sees it."""
+
+    name: str
+    tensors: tuple[str, ...]
+    nbytes: int  # unaligned
+    first: int
+    last: int
+    io: bool  # holds a graph input or output
+
+
+@dataclass(frozen=True)
+class Sharing:
+    slots: Mapping[str, Slot]  # every non-constant tensor
+    spans: tuple[Span, ...]  # one per buffer
+    elided: frozenset  # nodes that run no kernel (views, absorbed Concats, Splits as slices)
+
+
+def row_major(shape: Sequence[int]) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= d
+    return tuple(reversed(strides))
+
+
+def contiguous(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether a view is dense row-major (mcud_is_contiguous in firmware/include/mcud.h)."""
+    expect = 1
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n != 1 and s != expect:
+            return False
+        expect *= n
+    return True
+
+
+@dataclass(frozen=True)
+class _Link:
+    """The view group of `member` sits in `parent` as the slice from `start` along `axis`."""
+
+    member: str
+    parent: str
+    axis: int
+    start: int
+
+
+class _Facts:
+    """What the decisions read about a scheduled graph, computed once."""
+
+    def __init__(self, graph: Graph, order: Sequence[Node], alignment: int):
+        self.graph = graph
+        self.order = tuple(order)
+        self.alignment = alignment
+        self.steps = len(order)
+        self.outputs = frozenset(graph.outputs)
+        self.inputs = frozenset(graph.inputs)
+        born: dict[str, int] = {name: -1 for name in graph.inputs}
+        dies: dict[str, int] = {}
+        for i, n in enumerate(order):
+            for t in n.inputs:
+                if t and not graph[t].is_const:
+                    dies[t] = i
+            for t in n.outputs:
+                born[t] = i
+        for name in graph.outputs:
+            dies[name] = len(order) - 1
+        self.born = born
+        self.dies = {t: dies.get(t, b) for t, b in born.items()}
+        self.nbytes = {t: graph[t].nbytes for t in born}
+        self.base: dict[str, str] = {t: t for t in born}  # view group of each tensor, by its base
+        self.view_nodes = set()
+        for n in order:
+            src = n.inputs[0] if n.inputs else ""
+            if registry.get(n.op).view and src and not graph[src].is_const:
+                self.base[n.outputs[0]] = self.base[src]
+                self.view_nodes.add(n.name)
+        self.members: dict[str, list[str]] = {}
+        for t in born:
+            self.members.setdefault(self.base[t], []).append(t)
+        self.pinned = {b for b, ms in self.members.items()
+                       if len(ms) > 1 or any(m in self.inputs or m in self.outputs for m in ms)}
+        # per view group: (first write, last read, holds graph I/O, holds a graph output)
+        self.group: dict[str, tuple[int, int, bool, bool]] = {
+            b: (min(born[m] for m in ms), max(self.dies[m] for m in ms),
+                any(m in self.inputs or m in self.outputs for m in ms), any(m in self.outputs for m in ms))
+            for b, ms in self.members.items()}
+        # in-place candidates: (step, src, out, the node's other non-constant inputs)
+        self.inplace: list[tuple[int, str, str, tuple[str, ...]]] = []
+        for i, n in enumerate(order):
+            k = registry.get(n.op).inplace(graph, n) if n.outputs else None
+            if k is None or not n.inputs[k] or graph[n.inputs[k]].is_const:
+                continue
+            src, out = n.inputs[k], n.outputs[0]
+            if self.base[out] != out or graph[src].shape != graph[out].shape or graph[src].dtype != graph[out].dtype:
+                continue
+            others = tuple(x for j, x in enumerate(n.inputs) if j != k and x and not graph[x].is_const)
+            self.inplace.append((i, src, out, others))
+
+
+class _State:
+    """Concat and Split decisions: links between view groups, and the root group of each group."""
+
+    def __init__(self, facts: _Facts):
+        self.f = facts
+        self.links: dict[str, _Link] = {}  # group base -> its link
+        self.up: dict[str, str] = {}  # union-find over group bases: a linked group -> a group nearer its root
+        self.agg = dict(facts.group)  # root group -> aggregate of every tensor under it
+
+    def find(self, b: str) -> str:
+        up = self.up
+        r = b
+        while r in up:
+            r = up[r]
+        while b in up and up[b] != r:
+            up[b], b = r, up[b]
+        return r
+
+    def root(self, tensor: str) -> str:
+        """Base of the root view group holding `tensor` (before in-place sharing)."""
+        return self.find(self.f.base[tensor])
+
+    def slot(self, tensor: str, memo: dict) -> Slot:
+        """Slot of `tensor` in its root group's buffer (before in-place sharing)."""
+        f = self.f
+        pending, t = [], tensor
+        while t not in memo:
+            b = f.base[t]
+            if b not in self.links:
+                memo[t] = Slot(b, 0, row_major(f.graph[t].shape))
+                break
+            pending.append(t)
+            t = self.links[b].parent
+        for t in reversed(pending):
+            link = self.links[f.base[t]]
+            ps = memo[link.parent]
+            offset = ps.offset + link.start * ps.strides[link.axis] * itemsize(f.graph[link.member].dtype)
+            memo[t] = Slot(ps.buffer, offset, ps.strides if t == link.member else row_major(f.graph[t].shape))
+        return memo[tensor]
+
+    def trial(self, links: Sequence[_Link]) -> tuple[dict, dict]:
+        """(root group -> its new root, changed aggregates) if `links` were added."""
+        into = self.root(links[0].parent)
+        moved = {self.f.base[link.member]: into for link in links}
+        firsts, lasts, ios, outs = zip(*(self.agg[r] for r in (into, *moved)))
+        return moved, {into: (min(firsts), max(lasts), any(ios), any(outs))}
+
+    def commit(self, links: Sequence[_Link]) -> None:
+        moved, agg = self.trial(links)
+        for link in links:
+            self.links[self.f.base[link.member]] = link
+        for r, into in moved.items():
+            self.up[r] = into
+            del self.agg[r]
+        self.agg.update(agg)
+
+
+def _axis(node: Node, rank: int) -> int:
+    axis = int(node.attr("axis", 0))
+    return axis + rank if axis < 0 else axis
+
+
+def _slices(state: _State, whole: str, parts: Sequence[str], axis: int, written: bool) -> Optional[list[_Link]]:
+    """Links putting each of `parts` in `whole` as consecutive slices along `axis`, or None.
+
+    written: the parts are written by their producers (Concat inputs), else read (Split outputs)."""
+    f, g = state.f, state.f.graph
+    w = g[whole]
+    if not parts or w.size == 0 or len(set(parts)) != len(parts):
+        return None
+    if any(p not in f.base for p in parts) or len({f.base[p] for p in parts}) != len(parts):
+        return None
+    strides = state.slot(whole, {}).strides
+    links, start = [], 0
+    for p in parts:
+        t = g.tensors.get(p) if p else None
+        if t is None or t.is_const or p not in f.born:
+            return None
+        b = f.base[p]
+        if t.dtype != w.dtype or t.quant != w.quant or len(t.shape) != len(w.shape) or b in state.links:
+            return None
+        if written and (f.born[b] < 0 or state.root(whole) == b):
+            return None
+        if not written and b != p:
+            return None
+        if b in f.pinned and not contiguous(t.shape, strides):
+            return None
+        links.append(_Link(p, whole, axis, start))
+        start += t.shape[axis]
+    return links if start == w.shape[axis] else None
+
+
+def _concat_links(state: _State, node: Node) -> Optional[list[_Link]]:
+    out = node.outputs[0]
+    return _slices(state, out, node.inputs, _axis(node, len(state.f.graph[out].shape)), written=True)
+
+
+def _split_links(state: _State, node: Node) -> Optional[list[_Link]]:
+    src = node.inputs[0] if node.inputs else ""
+    if not src or state.f.graph[src].is_const:
+        return None
+    return _slices(state, src, node.outputs, _axis(node, len(state.f.graph[src].shape)), written=False)
+
+
+def _buffers(state: _State, sharing: frozenset, moved: Optional[dict] = None, changed: Optional[dict] = None):
+    """In-place sharing over the root groups (with a trial's `moved` and `changed` applied).
+
+    Returns (root group -> the buffer it went into, for the merged ones; buffer -> (first write,
+    last read, holds graph I/O, holds a graph output))."""
+    f = state.f
+    moved = moved or {}
+    agg = dict(state.agg)
+    for r in moved:
+        agg.pop(r, None)
+    agg.update(changed or {})
+
+    def root(t: str) -> str:
+        r = state.root(t)
+        return moved.get(r, r)
+
+    merged: dict[str, str] = {}
+
+    def find(r: str) -> str:
+        while r in merged:
+            r = merged[r]
+        return r
+
+    if "inplace" in sharing:
+        linked = state.links
+        for step, src, out, others in f.inplace:
+            if out in linked or out in moved:
+                continue
+            r = find(root(src))
+            first, last, io, outs = agg[r]
+            if last > step or outs or f.nbytes[r] != f.nbytes[src] or r == out:
+                continue
+            if any(find(root(x)) == r for x in others):
+                continue
+            o_first, o_last, o_io, o_outs = agg.pop(out)
+            merged[out] = r
+            agg[r] = (min(first, o_first), max(last, o_last), io or o_io, outs or o_outs)
+    return {r: find(r) for r in merged}, agg
+
+
+def _peak(f: _Facts, agg: dict) -> int:
+    live = np.zeros(f.steps + 2, dtype=np.int64)
+    a = f.alignment
+    for r, (first, last, _, _) in agg.items():
+        size = (f.nbytes[r] + a - 1) // a * a
+        live[first + 1] += size
+        live[last + 2] -= size
+    return int(np.cumsum(live).max(initial=0))
+
+
+def share(graph: Graph, order: Sequence[Node], alignment: int = 4, sharing: frozenset = SHARING) -> Sharing:
+    """Decide every tensor's slot for this order (see the module's docstring)."""
+    f = _Facts(graph, order, alignment)
+    state = _State(f)
+    elided = set(f.view_nodes)
+    best = _peak(f, _buffers(state, sharing)[1]) if sharing & {"concat", "split"} else 0
+    candidates = []
+    if "concat" in sharing:
+        candidates += [(n, _concat_links) for n in reversed(f.order) if n.op in CONCAT_OPS]
+    if "split" in sharing:
+        candidates += [(n, _split_links) for n in f.order if n.op in SPLIT_OPS]
+    for node, links_of in candidates:
+        links = links_of(state, node)
+        if links is None:
+            continue
+        peak = _peak(f, _buffers(state, sharing, *state.trial(links))[1])
+        if peak <= best:
+            state.commit(links)
+            best = peak
+            elided.add(node.name)
+    merged, agg = _buffers(state, sharing)
+    slots, memo = {}, {}
+    members: dict[str, list[str]] = {}
+    for t in f.born:
+        s = state.slot(t, memo)
+        r = state.find(s.buffer)
+        buffer = merged.get(r, r)
+        slots[t] = Slot(buffer, s.offset, s.strides)
+        members.setdefault(buffer, []).append(t)
+    spans = tuple(Span(r, tuple(members[r]), f.nbytes[r], first, last, io) for r, (first, last, io, _) in agg.items())
+    return Sharing(slots, spans, frozenset(elided))

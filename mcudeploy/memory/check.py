@@ -1,0 +1,85 @@
+"""Run a plan in byte arenas with the numpy references: the oracle for sharing and placement.
+
+Every tensor is read and written through its slot (region arena + buffer offset + offset in the
+buffer, strides), exactly where the generated C would; nodes that run no kernel (views, absorbed
+Concats, Splits as slices) do nothing. The arenas start filled with noise, so a tensor read
+before it is written, or overwritten while still needed, shows up as a wrong output. An
+operator reads all its inputs before it writes, as the in-place kernels do element by element;
+so that this cannot hide a hazard, an operator's output may share bytes only with the input it
+declares in place, and then only as exactly the same view.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from mcudeploy.ir import DTYPES, Graph, Node
+from mcudeploy.ir.tensor import itemsize
+from mcudeploy.ops import registry
+
+
+def _arenas(lifetimes, placement, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    sizes: dict = {}
+    for b in lifetimes.buffers:
+        region = placement.regions.get(b.name)
+        sizes[region] = max(sizes.get(region, 0), placement.offsets[b.name] + b.size)
+    return {r: rng.integers(0, 256, size=max(n, 1), dtype=np.uint8) for r, n in sizes.items()}
+
+
+def tensor_view(graph: Graph, lifetimes, placement, arenas: Mapping, name: str) -> np.ndarray:
+    """A numpy view of `name` inside its region's arena."""
+    t = graph[name]
+    slot = lifetimes.slots[name]
+    size = itemsize(t.dtype)
+    return np.ndarray(t.shape, DTYPES[t.dtype], buffer=arenas[placement.regions.get(slot.buffer)],
+                      offset=placement.offsets[slot.buffer] + slot.offset, strides=[s * size for s in slot.strides])
+
+
+def _addresses(graph: Graph, lifetimes, placement, name: str) -> tuple:
+    t = graph[name]
+    slot = lifetimes.slots[name]
+    size = itemsize(t.dtype)
+    addr = np.zeros((1,), np.int64) + placement.offsets[slot.buffer] + slot.offset
+    for n, s in zip(t.shape, slot.strides):
+        addr = (addr[:, None] + np.arange(n, dtype=np.int64)[None, :] * s * size).ravel()
+    addr = (addr[:, None] + np.arange(size, dtype=np.int64)[None, :]).ravel()
+    return placement.regions.get(slot.buffer), addr
+
+
+def _check_writes(graph: Graph, node: Node, lifetimes, placement) -> None:
+    k = registry.get(node.op).inplace(graph, node)
+    outs = [(o, _addresses(graph, lifetimes, placement, o)) for o in node.outputs]
+    ins = [(j, i, _addresses(graph, lifetimes, placement, i)) for j, i in enumerate(node.inputs)
+           if i and not graph[i].is_const]
+    for n, (o, (region, addr)) in enumerate(outs):
+        for other, (r2, a2) in outs[n + 1:]:
+            if region == r2 and np.intersect1d(addr, a2).size:
+                raise AssertionError(f"{node.name}: outputs {o} and {other} share bytes")
+        for j, i, (r2, a2) in ins:
+            if region != r2 or not np.intersect1d(addr, a2).size:
+                continue
+            same = lifetimes.slots[o] == lifetimes.slots[i] and graph[o].shape == graph[i].shape
+            if j != k or not same:
+                raise AssertionError(f"{node.name}: output {o} overwrites input {i}, which it does not take in place")
+
+
+def run_in_arena(graph: Graph, order: Sequence[Node], lifetimes, placement,
+                 inputs: Mapping[str, np.ndarray], seed: int = 0) -> list[np.ndarray]:
+    arenas = _arenas(lifetimes, placement, seed)
+
+    def view(name: str) -> np.ndarray:
+        return tensor_view(graph, lifetimes, placement, arenas, name)
+
+    for name in graph.inputs:
+        view(name)[...] = inputs[name]
+    for node in order:
+        op = registry.get(node.op)
+        if op.view or node.name in lifetimes.elided:
+            continue
+        _check_writes(graph, node, lifetimes, placement)
+        args = [None if not i else graph[i].data if graph[i].is_const else view(i).copy() for i in node.inputs]
+        for out, value in zip(node.outputs, op.reference(graph, node, args)):
+            view(out)[...] = value
+    return [view(name).copy() for name in graph.outputs]

@@ -1,0 +1,36 @@
+"""Memory regions from board data: excluded regions are unusable, the first usable one keeps
+room for the stack, and "dma"/"section"/"reserved" are read per region."""
+import dataclasses
+
+import pytest
+
+from mcudeploy.boards import Region, all_boards, load_board
+from mcudeploy.errors import MCUDeployError
+from mcudeploy.memory import Area, areas
+
+
+def board_with(regions, **extra):
+    host = load_board("host")
+    return dataclasses.replace(host, regions=tuple(Region(r["name"], r["size"], 0, bool(r.get("excluded")))
+                                                   for r in regions),
+                               data=dict(host.data, regions=regions, **extra))
+
+
+def test_every_board_has_a_usable_region():
+    for board in all_boards():
+        usable = areas(board)
+        assert [a.name for a in usable] == [r.name for r in board.regions if not r.excluded] != []
+        assert 0 < usable[0].capacity <= board.regions[0].size or board.regions[0].excluded
+
+
+def test_region_fields():
+    board = board_with([{"name": "sram", "size": 131072}, {"name": "ccm", "size": 65536, "dma": False,
+                                                            "section": ".ccmram", "reserved": 1024},
+                        {"name": "bkp", "size": 4096, "excluded": True}], stack_bytes=8192)
+    assert areas(board) == (Area("sram", 131072 - 8192), Area("ccm", 65536 - 1024, ".ccmram", dma=False))
+
+
+def test_a_board_with_every_region_excluded():
+    board = board_with([{"name": "sram", "size": 1024, "excluded": True}])
+    with pytest.raises(MCUDeployError, match="no usable memory region"):
+        areas(board)
