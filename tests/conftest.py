@@ -1,24 +1,10 @@
-"""Shared fixtures. Tests that need the MLPerf Tiny reference models read them from
-../shared/models (or $MCUDEPLOY_MODELS) and skip with a reason where the folder is absent."""
+"""Fixtures for every test. Helpers to import live in plainly named modules (shared_models.py),
+not here: pytest loads several conftest.py files under one module name."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-MODELS = Path(os.environ.get("MCUDEPLOY_MODELS", ROOT.parent / "shared" / "models"))
-
-
-def shared_models(pattern: str = "*.onnx") -> list[Path]:
-    folder = MODELS / "onnx"
-    return sorted(folder.glob(pattern)) if folder.is_dir() else []
-
-
-def need_models():
-    if not (MODELS / "onnx").is_dir():
-        pytest.skip(f"the MLPerf Tiny reference models are not at {MODELS} (set MCUDEPLOY_MODELS)")
 
 
 @pytest.fixture(autouse=True, scope="session")

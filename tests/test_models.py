@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from conftest import need_models, shared_models
+from shared_models import need_models, shared_models
 from mcudeploy import check
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.pipeline import compile_model

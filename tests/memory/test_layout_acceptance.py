@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import ROOT, need_models, shared_models
+from shared_models import ROOT, need_models, shared_models
 from mcudeploy import check
 from mcudeploy.memory import lifetimes, place
 from mcudeploy.memory.check import run_in_arena

@@ -18,7 +18,7 @@ import subprocess
 import pytest
 
 import zoo
-from conftest import need_models, shared_models
+from shared_models import need_models, shared_models
 from mcudeploy.cli import main
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.pipeline import compile_model

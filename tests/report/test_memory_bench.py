@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from conftest import MODELS, ROOT, need_models
+from shared_models import MODELS, ROOT, need_models
 
 
 def bench():
