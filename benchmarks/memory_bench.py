@@ -131,9 +131,9 @@ def tflm_version() -> str:
 # --- mcudeploy ----------------------------------------------------------------------------------
 
 def placement_methods() -> tuple[str, ...]:
-    from mcudeploy.memory import place as place_module
+    from mcudeploy.memory.place import METHODS
 
-    return tuple(getattr(place_module, "METHODS", ("greedy",)))
+    return tuple(METHODS)
 
 
 def mcudeploy_arena(onnx_path: Path, board: str) -> dict:
