@@ -39,11 +39,17 @@ class Compiled:
     model: str
     board: Board
     graph: Graph
-    order: tuple[Node, ...]
+    schedule: Schedule  # the order, its method, time and whether it is proven optimal
     lifetimes: Lifetimes
     placement: Placement
-    schedule_method: str
-    schedule: Optional[Schedule] = None  # the order's method, time and whether it is proven optimal
+
+    @property
+    def order(self) -> tuple[Node, ...]:
+        return self.schedule.order
+
+    @property
+    def schedule_method(self) -> str:
+        return self.schedule.method
 
 
 def compile_model(source: Union[str, os.PathLike, onnx.ModelProto], board: Union[str, Board] = "host",
@@ -53,8 +59,7 @@ def compile_model(source: Union[str, os.PathLike, onnx.ModelProto], board: Union
     board = load_board(board) if isinstance(board, str) else board
     graph = lower(import_onnx(source, input_shapes), check=check)
     sched = schedule(graph, schedule_method, schedule_time_limit, board.alignment)
-    order = sched.order
-    lives = lifetimes(graph, order, board.alignment)
+    lives = lifetimes(graph, sched.order, board.alignment)
     placement = place(lives, areas(board), placement_method, board.alignment, placement_time_limit)
     name = graph.name if isinstance(source, onnx.ModelProto) else os.fspath(source)
-    return Compiled(name, board, graph, order, lives, placement, schedule_method, sched)
+    return Compiled(name, board, graph, sched, lives, placement)

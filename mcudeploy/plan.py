@@ -35,10 +35,9 @@ def _tensors(compiled) -> list[dict]:
 
 
 def _schedule(compiled) -> dict:
-    """The order's method, and whether it is proven optimal (None: not known) and how long it took."""
-    info = getattr(compiled, "schedule", None)
-    return {"method": compiled.schedule_method, "proven_optimal": getattr(info, "proven_optimal", None),
-            "time_s": getattr(info, "time_s", None)}
+    """The order's method, whether it is proven optimal, and how long it took."""
+    sched = compiled.schedule
+    return {"method": sched.method, "proven_optimal": sched.proven_optimal, "time_s": sched.time_s}
 
 
 def plan_dict(compiled, scheme=None, latency=None) -> dict:

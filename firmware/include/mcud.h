@@ -66,6 +66,16 @@ static inline int32_t mcud_bcast_offset(const mcud_view *v, const int32_t *shape
     return off;
 }
 
+/* `ndim` dimensions padded on the left to MCUD_MAX_DIMS: leading extents 1, strides 0. */
+static inline void mcud_pad_dims(int32_t ndim, const int32_t *shape, const int32_t *stride, int32_t *n, int32_t *s)
+{
+    int32_t lead = MCUD_MAX_DIMS - ndim;
+    for (int32_t d = 0; d < MCUD_MAX_DIMS; d++) {
+        n[d] = d < lead ? 1 : shape[d - lead];
+        s[d] = d < lead ? 0 : stride[d - lead];
+    }
+}
+
 /* Whether a view is dense row-major (its elements are data[0 .. numel-1] in order). */
 static inline int mcud_is_contiguous(const mcud_view *v)
 {

@@ -28,16 +28,6 @@
 REQUANT_ND(requant_nd_s8, int8_t)
 REQUANT_ND(requant_nd_u8, uint8_t)
 
-/* Pad a view's shape and strides to MCUD_MAX_DIMS leading dimensions. */
-static void pad6(const mcud_view *v, int32_t *n, int32_t *s)
-{
-    int32_t lead = MCUD_MAX_DIMS - v->ndim;
-    for (int32_t d = 0; d < MCUD_MAX_DIMS; d++) {
-        n[d] = d < lead ? 1 : v->shape[d - lead];
-        s[d] = d < lead ? 0 : v->stride[d - lead];
-    }
-}
-
 /* kind: 0 copy only, 1 int8 requant allowed, 2 uint8 requant allowed */
 static void concat(const mcud_view *const *xs, const mcud_view *y, const mcud_concat_params *p, int32_t size,
                    int32_t kind)
@@ -52,8 +42,8 @@ static void concat(const mcud_view *const *xs, const mcud_view *y, const mcud_co
             continue;
         }
         int32_t n[MCUD_MAX_DIMS], ss[MCUD_MAX_DIMS], ds[MCUD_MAX_DIMS], unused[MCUD_MAX_DIMS];
-        pad6(x, n, ss);
-        pad6(y, unused, ds);
+        mcud_pad_dims(x->ndim, x->shape, x->stride, n, ss);
+        mcud_pad_dims(y->ndim, y->shape, y->stride, unused, ds);
         if (kind == 1) {
             requant_nd_s8((int8_t *)dst, ds, (const int8_t *)x->data, ss, n, p->in_zp[k], p->mult[k], p->shift[k], p);
         } else {

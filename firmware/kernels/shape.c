@@ -38,13 +38,10 @@ COPY_ND(copy_nd_8, 8)
 void mcud_copy_strided(void *dst, const int32_t *dst_stride, const void *src, const int32_t *src_stride,
                        const int32_t *shape, int32_t ndim, int32_t elem_size)
 {
-    /* pad to MCUD_MAX_DIMS leading dimensions of extent 1 */
     int32_t n[MCUD_MAX_DIMS], ds[MCUD_MAX_DIMS], ss[MCUD_MAX_DIMS];
-    int32_t lead = MCUD_MAX_DIMS - ndim;
+    mcud_pad_dims(ndim, shape, dst_stride, n, ds);
+    mcud_pad_dims(ndim, shape, src_stride, n, ss);
     for (int32_t d = 0; d < MCUD_MAX_DIMS; d++) {
-        n[d] = d < lead ? 1 : shape[d - lead];
-        ds[d] = d < lead ? 0 : dst_stride[d - lead];
-        ss[d] = d < lead ? 0 : src_stride[d - lead];
         if (n[d] == 0) {
             return;
         }
