@@ -1,0 +1,106 @@
+/* Packed 16-bit arithmetic for int8 kernels: the Cortex-M DSP instructions where the core has
+ * them (ACLE intrinsics from arm_acle.h), the same operations in portable C elsewhere (host,
+ * Cortex-M0/M3), so one algorithm gives the same bits on every target.
+ *
+ * A "pair" is a uint32_t holding two signed 16-bit halves: (lo, hi). */
+#ifndef MCUD_DSP_H
+#define MCUD_DSP_H
+
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+#include <arm_acle.h>
+#define MCUD_HAVE_DSP 1
+#else
+#define MCUD_HAVE_DSP 0
+#endif
+
+/* Four bytes from any address (unaligned loads are legal on M3/M4/M7; memcpy compiles to one LDR
+ * unless the kernels are built with -ffreestanding, which they must not be). */
+static inline uint32_t mcud_load32(const void *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void mcud_store32(void *p, uint32_t v)
+{
+    memcpy(p, &v, sizeof v);
+}
+
+/* Two int16 from any address, as a pair. */
+static inline uint32_t mcud_load_pair(const int16_t *p)
+{
+    return mcud_load32(p);
+}
+
+static inline uint32_t mcud_pack16(int32_t lo, int32_t hi)
+{
+    return ((uint32_t)(uint16_t)lo) | ((uint32_t)(uint16_t)hi << 16);
+}
+
+static inline int32_t mcud_lo16(uint32_t v)
+{
+    return (int32_t)(int16_t)(uint16_t)(v & 0xffffu);
+}
+
+static inline int32_t mcud_hi16(uint32_t v)
+{
+    return (int32_t)(int16_t)(uint16_t)(v >> 16);
+}
+
+static inline uint32_t mcud_ror(uint32_t v, uint32_t n)
+{
+    return (v >> n) | (v << ((32u - n) & 31u));
+}
+
+#if MCUD_HAVE_DSP
+
+/* bytes 0 and 2, sign-extended: (b0, b2) */
+static inline uint32_t mcud_sxtb16(uint32_t v) { return (uint32_t)__sxtb16((int32_t)v); }
+/* bytes 1 and 3, sign-extended: (b1, b3); one instruction (GCC does not fold the rotation itself) */
+static inline uint32_t mcud_sxtb16_ror8(uint32_t v)
+{
+    uint32_t r;
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(v));
+    return r;
+}
+/* acc + a.lo * b.lo + a.hi * b.hi */
+static inline int32_t mcud_smlad(uint32_t a, uint32_t b, int32_t acc) { return __smlad((int16x2_t)a, (int16x2_t)b, acc); }
+/* per-half a + b (wrapping) */
+static inline uint32_t mcud_sadd16(uint32_t a, uint32_t b) { return (uint32_t)__sadd16((int16x2_t)a, (int16x2_t)b); }
+/* (a.lo, b.lo) */
+static inline uint32_t mcud_pkhbt(uint32_t a, uint32_t b) { return (a & 0xffffu) | (b << 16); }
+/* (a.hi, b.hi) */
+static inline uint32_t mcud_pkhtb(uint32_t a, uint32_t b) { return (a >> 16) | (b & 0xffff0000u); }
+
+#else
+
+static inline uint32_t mcud_sxtb16(uint32_t v)
+{
+    return mcud_pack16((int8_t)(uint8_t)(v & 0xffu), (int8_t)(uint8_t)((v >> 16) & 0xffu));
+}
+
+static inline uint32_t mcud_sxtb16_ror8(uint32_t v)
+{
+    return mcud_pack16((int8_t)(uint8_t)((v >> 8) & 0xffu), (int8_t)(uint8_t)(v >> 24));
+}
+
+static inline int32_t mcud_smlad(uint32_t a, uint32_t b, int32_t acc)
+{
+    return (int32_t)((uint32_t)acc + (uint32_t)(mcud_lo16(a) * mcud_lo16(b)) + (uint32_t)(mcud_hi16(a) * mcud_hi16(b)));
+}
+
+static inline uint32_t mcud_sadd16(uint32_t a, uint32_t b)
+{
+    return mcud_pack16(mcud_lo16(a) + mcud_lo16(b), mcud_hi16(a) + mcud_hi16(b));
+}
+
+static inline uint32_t mcud_pkhbt(uint32_t a, uint32_t b) { return (a & 0xffffu) | (b << 16); }
+static inline uint32_t mcud_pkhtb(uint32_t a, uint32_t b) { return (a >> 16) | (b & 0xffff0000u); }
+
+#endif
+
+#endif /* MCUD_DSP_H */
