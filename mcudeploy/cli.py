@@ -57,6 +57,13 @@ def cmd_compile(args) -> int:
 
 
 def cmd_plan(args) -> int:
+    if args.show_axes:
+        from mcudeploy.frontend import import_onnx, parse_input_shapes
+        from mcudeploy.pipeline import lower
+        from mcudeploy.report.axes import axes_lines
+
+        print("\n".join(axes_lines(lower(import_onnx(args.model, parse_input_shapes(args.input_shape))))))
+        return 0
     from mcudeploy.report.text import summary
 
     print(summary(_compile(args), detail=True))
@@ -124,6 +131,29 @@ def cmd_measure(args) -> int:
     return 0
 
 
+def cmd_tune(args) -> int:
+    from mcudeploy.frontend import parse_input_shapes
+    from mcudeploy.search import Tuner, write_result
+
+    tuner = Tuner(args.model, args.board, args.output, max_overhead=args.max_overhead, time_limit=args.time_limit,
+                  port=args.port, input_shapes=parse_input_shapes(args.input_shape))
+    try:
+        result = tuner.run()
+    except KeyboardInterrupt:
+        print(f"mcudeploy: tune interrupted; what it learnt is in {tuner.state.path}: run the same command to resume",
+              file=sys.stderr)
+        return 130
+    out = write_result(result, args.model)
+    best, base = result.best, result.baseline
+    saved = 1 - best.arena / base.arena
+    print(f"arena {best.arena:,} B (unsplit {base.arena:,} B, {saved:.1%} less); "
+          f"{best.ticks:,} ticks (unsplit {base.ticks:,}, {best.ticks / base.ticks - 1:+.1%}, budget "
+          f"{result.budget_ticks:,}); {result.evaluated} schemes compiled, {result.measured} timed on the board"
+          + ("; stopped at the time limit" if result.timed_out else ""))
+    print(f"wrote {out}/model.c, model.h and plan.json")
+    return 0
+
+
 def cmd_flash(args) -> int:
     from mcudeploy.device import platformio
 
@@ -156,6 +186,8 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("plan", help="print the memory plan, no C")
     _model_options(s)
+    s.add_argument("--show-axes", action="store_true",
+                   help="print the loop axes that connect operators (the components a split can cut) and stop")
     s.set_defaults(run=cmd_plan)
 
     s = sub.add_parser("report", help="draw a plan.json as a self-contained HTML page")
@@ -178,6 +210,19 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print the timings as JSON")
     s.add_argument("--repeat", type=int, default=5, help="runs of each operator; the least ticks count (default 5)")
     s.set_defaults(run=cmd_measure)
+
+    s = sub.add_parser("tune", help="split operators for the least memory within a latency budget, timed on a board")
+    s.add_argument("model", help="the ONNX model file")
+    s.add_argument("-b", "--board", required=True, help="target board (see `mcudeploy boards`)")
+    s.add_argument("--input-shape", action="append", default=[], metavar="NAME=1x3x96x96",
+                   help="pin the shape of an input with unknown dimensions (repeatable)")
+    s.add_argument("--max-overhead", type=float, default=0.05, metavar="F",
+                   help="latency the split may add, as a fraction of the unsplit model's (default 0.05)")
+    s.add_argument("--time-limit", type=float, default=600.0, metavar="S",
+                   help="seconds the search may take; it then keeps the best plan found (default 600)")
+    s.add_argument("--port", help="serial port of a flashed board (a pyserial URL: /dev/ttyACM0, socket://HOST:PORT)")
+    s.add_argument("-o", "--output", required=True, help="output directory (C project, plan.json, tune-state.json)")
+    s.set_defaults(run=cmd_tune)
 
     s = sub.add_parser("flash", help="build the measurer (and a model) with PlatformIO and upload it")
     s.add_argument("model", nargs="?", help="the ONNX model file (none: the measurer alone)")

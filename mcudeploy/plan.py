@@ -1,6 +1,8 @@
 """plan.json: what was decided for a model on a board, as plain data."""
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 
 from mcudeploy.ops import registry
@@ -40,12 +42,28 @@ def _schedule(compiled) -> dict:
     return {"method": sched.method, "proven_optimal": sched.proven_optimal, "time_s": sched.time_s}
 
 
-def plan_dict(compiled, scheme=None, latency=None) -> dict:
+def _entry(e) -> dict:
+    """A scheme entry as plain data: describe() gives dicts; a dataclass (a Cut) becomes one."""
+    if isinstance(e, dict):
+        return dict(e)
+    if dataclasses.is_dataclass(e):
+        return json.loads(json.dumps(dataclasses.asdict(e), default=str))
+    return {"entry": str(e)}
+
+
+def plan_dict(compiled, scheme=None, latency=None, split=None) -> dict:
+    """plan.json of ``compiled``. The split's fields come from the arguments, else from the same
+    attributes of ``compiled`` when it carries them (a split result may): ``scheme`` (a list of
+    partition.describe entries), ``latency`` ({"ticks", "baseline_ticks", "source"}) and ``split``
+    ({"arena_bytes_unsplit", "arena_bytes", "saved_bytes"}, written only when known)."""
+    scheme = scheme if scheme is not None else getattr(compiled, "scheme", None)
+    latency = latency if latency is not None else getattr(compiled, "latency", None)
+    split = split if split is not None else getattr(compiled, "split", None)
     graph = compiled.graph
     lives = compiled.lifetimes
     step = {n.name: i for i, n in enumerate(compiled.order)}
     macs = sum(registry.get(n.op).macs(graph, n) for n in compiled.order)
-    return {
+    plan = {
         "version": PLAN_VERSION,
         "model": Path(compiled.model).name,
         "board": compiled.board.name,
@@ -67,6 +85,9 @@ def plan_dict(compiled, scheme=None, latency=None) -> dict:
         "outputs": [{"name": n, "shape": list(graph[n].shape), "dtype": graph[n].dtype} for n in graph.outputs],
         "weights_bytes": sum(t.nbytes for t in graph.tensors.values() if t.is_const),
         "macs": macs,
-        "scheme": scheme or [],
-        "latency": latency or {"ticks": None, "baseline_ticks": None, "source": "none"},
+        "scheme": [_entry(e) for e in scheme or []],
+        "latency": dict(latency) if latency else {"ticks": None, "baseline_ticks": None, "source": "none"},
     }
+    if split:
+        plan["split"] = dict(split)
+    return plan

@@ -221,6 +221,44 @@ def shapes(workdir: Path) -> Built:
     return _finish(net, {"x": (1, 4, 8, 8)}, {"y": x}, workdir)
 
 
+def _inverted_residual(net: Net, x: str, cin: int, cout: int, expand: int, stride: int) -> str:
+    """MobileNetV2's block: 1x1 expand + ReLU6, 3x3 depthwise + ReLU6, 1x1 project; a residual Add when
+    the shapes allow."""
+    six = (net.const(np.float32(0.0)), net.const(np.float32(6.0)))
+    hidden = cin * expand
+    y = x
+    if expand != 1:
+        y = net.op("Clip", [net.conv(y, cin, hidden, 1), *six])
+    y = net.op("Clip", [net.conv(y, hidden, hidden, 3, stride=stride, group=hidden), *six])
+    y = net.conv(y, hidden, cout, 1)
+    return net.op("Add", [x, y]) if stride == 1 and cin == cout else y
+
+
+# (expansion, output channels, blocks, first stride) of MobileNetV2's first stages
+MOBILENETV2_STAGES = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 2, 2))
+
+
+def mobilenetv2(workdir: Path, size: int = 128, stages=MOBILENETV2_STAGES, classes: int = 10,
+                stem: int = 32) -> Built:
+    """MobileNetV2's first stages (stem, inverted residual blocks), then global pooling and a classifier.
+
+    The first stage dwarfs the rest: a 6x expansion at half the input resolution. Not in BUILDERS
+    (its size makes it a benchmark and tuning model, not a per-operator zoo entry)."""
+    net = Net(f"mobilenetv2_{size}", 16)
+    six = (net.const(np.float32(0.0)), net.const(np.float32(6.0)))
+    x = net.op("Clip", [net.conv("x", 3, stem, 3, stride=2), *six])
+    cin = stem
+    for expand, cout, blocks, stride in stages:
+        for i in range(blocks):
+            x = _inverted_residual(net, x, cin, cout, expand, stride if i == 0 else 1)
+            cin = cout
+    x = net.op("GlobalAveragePool", [x])
+    x = net.op("Flatten", [x])
+    x = net.op("Gemm", [x, net.const(net.weights((classes, cin), cin), "w"), net.const(net.bias(classes), "b")],
+               transB=1)
+    return _finish(net, {"x": (1, 3, size, size)}, {"y": x}, workdir)
+
+
 BUILDERS: dict[str, Callable[[Path], Built]] = {
     "convs": convs,
     "mlp": mlp,

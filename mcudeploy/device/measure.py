@@ -19,6 +19,7 @@ from mcudeploy.device.elfsize import MemoryReport
 from mcudeploy.device.runner import build_for_board, connect, model_name, op_labels, sample_bytes, timed_nodes
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ops import registry
+from mcudeploy.simulate.simulate import work
 from mcudeploy.simulate.timing_cache import TimingCache, kernel_signature
 
 log = logging.getLogger(__name__)
@@ -125,9 +126,11 @@ def measure_model(compiled, port: Optional[str] = None, repeat: int = 5, workdir
                 for sig, i in missing.items():
                     t = session.run_op(i, repeat)
                     log.info("op %d: %d ticks (min of %d)", i, t.min, repeat)
+                    macs, nbytes = work(graph, ops[i][1])  # what the simulator fits its estimates on
                     fresh[sig] = {"ticks": t.min, "mean": t.mean, "max": t.max, "repeat": repeat, "timer_hz": hz,
-                                  "instructions_per_tick": ipt, "kernel": ops[i][3], "model": model_name(compiled)}
-        cache.put(fresh)
+                                  "instructions_per_tick": ipt, "kernel": ops[i][3], "model": model_name(compiled),
+                                  "macs": macs, "bytes": nbytes}
+                    cache.put({sig: fresh[sig]})  # at once: an interrupted run keeps what it measured
     rows = []
     for i, _, label, fn, sig in ops:
         if sig is None:  # its work is done by sharing memory: no kernel runs

@@ -2,7 +2,7 @@
 
 Every non-constant tensor gets a *slot*: the buffer that holds it (named after the tensor that
 owns the buffer), a byte offset inside that buffer and strides in elements. Kernels take strided
-views, so a tensor needs no copy to sit inside a larger buffer. Four kinds of sharing:
+views, so a tensor needs no copy to sit inside a larger buffer. Five kinds of sharing:
 
 - view: a Reshape-like operator's output is its input's bytes (always: the operator has no
   kernel). Tensors joined by views form a *view group*; a group of several tensors, or one holding
@@ -12,16 +12,21 @@ views, so a tensor needs no copy to sit inside a larger buffer. Four kinds of sh
   (not a constant or graph input), appear once, carry the output's dtype and quantization (no
   requantization), and have no other place yet.
 - split: each output of a Split is a slice of its input, and the Split runs no kernel.
+- slice: a Slice's output (``Op.subview``) is always a window of its input's slot (an offset, the
+  input's strides): the operator has no kernel. Slices compose (a Slice of a Slice, of a tensor
+  placed in a Concat's output). A Slice whose view group must stay contiguous (it is reshaped, or
+  is a graph output) is refused unless the window is contiguous, and a tensor such a window hangs
+  from is not moved into a Concat later, which would change its strides.
 - in place: an operator that declares an in-place input (``Op.inplace``) writes its output over
   that input's buffer when the input fills the whole buffer, nothing in the buffer is read after
   this step or is a graph output, and no other input of the operator reads that buffer.
 
 Concat and Split sharing can cost memory (a Concat's buffer is live from its first input's
 producer on; a Split's input lives until its last slice is read), so each is kept only when the
-live-bytes peak of the order (with in-place sharing applied) does not rise. Concats are decided
-from the last to the first (an outer Concat fixes where an inner one's output goes), then Splits
-in order, then in-place sharing in order, which only merges whole buffers and so never moves a
-decided slice.
+live-bytes peak of the order (with in-place sharing applied) does not rise. Slices come first
+(they are not optional), then Concats are decided from the last to the first (an outer Concat
+fixes where an inner one's output goes), then Splits in order, then in-place sharing in order,
+which only merges whole buffers and so never moves a decided slice.
 """
 from __future__ import annotations
 
@@ -30,6 +35,7 @@ from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
+from mcudeploy.errors import UnsupportedError
 from mcudeploy.ir import Graph, Node
 from mcudeploy.ir.tensor import itemsize
 from mcudeploy.ops import registry
@@ -85,12 +91,16 @@ def contiguous(shape: Sequence[int], strides: Sequence[int]) -> bool:
 
 @dataclass(frozen=True)
 class _Link:
-    """The view group of `member` sits in `parent` as the slice from `start` along `axis`."""
+    """The view group of `member` sits in `parent` at index `starts` (one start per dimension),
+    with the parent's strides."""
 
     member: str
     parent: str
-    axis: int
-    start: int
+    starts: tuple[int, ...]
+
+    @staticmethod
+    def along(member: str, parent: str, rank: int, axis: int, start: int) -> "_Link":
+        return _Link(member, parent, tuple(start if i == axis else 0 for i in range(rank)))
 
 
 class _Facts:
@@ -154,6 +164,7 @@ class _State:
         self.links: dict[str, _Link] = {}  # group base -> its link
         self.up: dict[str, str] = {}  # union-find over group bases: a linked group -> a group nearer its root
         self.agg = dict(facts.group)  # root group -> aggregate of every tensor under it
+        self.fixed: set[str] = set()  # groups whose strides a contiguous-only Slice window relies on
 
     def find(self, b: str) -> str:
         up = self.up
@@ -182,7 +193,8 @@ class _State:
         for t in reversed(pending):
             link = self.links[f.base[t]]
             ps = memo[link.parent]
-            offset = ps.offset + link.start * ps.strides[link.axis] * itemsize(f.graph[link.member].dtype)
+            elements = sum(a * s for a, s in zip(link.starts, ps.strides))
+            offset = ps.offset + elements * itemsize(f.graph[link.member].dtype)
             memo[t] = Slot(ps.buffer, offset, ps.strides if t == link.member else row_major(f.graph[t].shape))
         return memo[tensor]
 
@@ -233,7 +245,9 @@ def _slices(state: _State, whole: str, parts: Sequence[str], axis: int, written:
             return None
         if b in f.pinned and not contiguous(t.shape, strides):
             return None
-        links.append(_Link(p, whole, axis, start))
+        if written and b in state.fixed:
+            return None
+        links.append(_Link.along(p, whole, len(w.shape), axis, start))
         start += t.shape[axis]
     return links if start == w.shape[axis] else None
 
@@ -248,6 +262,29 @@ def _split_links(state: _State, node: Node) -> Optional[list[_Link]]:
     if not src or state.f.graph[src].is_const:
         return None
     return _slices(state, src, node.outputs, _axis(node, len(state.f.graph[src].shape)), written=False)
+
+
+def _slice_link(state: _State, node: Node) -> _Link:
+    """The window a Slice's output takes in its input's slot (see the module's docstring)."""
+    f = state.f
+    src, out = node.inputs[0], node.outputs[0]
+    if f.graph[src].is_const:
+        raise UnsupportedError(f"Slice {node.name} reads constant {src}, which has no place in the arena")
+    begin = registry.get(node.op).bounds(f.graph, node)[0]
+    link = _Link(out, src, begin)
+    if f.base[out] in f.pinned:
+        strides = state.slot(src, {}).strides
+        if not contiguous(f.graph[out].shape, strides):
+            raise UnsupportedError(f"the output of Slice {node.name} is reshaped or is a graph input or output, "
+                                   f"but its window of {src} is not contiguous")
+        t = src
+        while True:  # pin the strides of every group above the window
+            b = f.base[t]
+            state.fixed.add(b)
+            if b not in state.links:
+                break
+            t = state.links[b].parent
+    return link
 
 
 def _buffers(state: _State, sharing: frozenset, moved: Optional[dict] = None, changed: Optional[dict] = None):
@@ -305,6 +342,10 @@ def share(graph: Graph, order: Sequence[Node], alignment: int = 4, sharing: froz
     f = _Facts(graph, order, alignment)
     state = _State(f)
     elided = set(f.view_nodes)
+    for node in f.order:
+        if registry.get(node.op).subview:
+            state.commit([_slice_link(state, node)])
+            elided.add(node.name)
     best = _peak(f, _buffers(state, sharing)[1]) if sharing & {"concat", "split"} else 0
     candidates = []
     if "concat" in sharing:

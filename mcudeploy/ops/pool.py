@@ -177,6 +177,29 @@ class _Pool(Op):
         g = _geometry(graph, node)
         return graph[node.outputs[0]].size * int(np.prod(g.kernel))
 
+    def piece(self, graph, node, axis, rows, pads):
+        """A piece along n or c keeps its attributes; along a spatial axis it takes the pads the
+        partition gives. An average that counts padded positions divides by the positions in
+        [-pad_begin, in + pad_end): the last piece, when its window crosses the end, keeps the
+        pool's own end padding so that it counts the same (refusing when ceil_mode lets that
+        window run past even the padding by more than its rows allow)."""
+        attrs = dict(node.attrs)
+        if pads is None:
+            return attrs
+        names = ("oh", "ow") if len(graph[node.inputs[0]].shape) == 4 else ("ol",)
+        if node.attr("global") or axis not in names:
+            return None
+        i = names.index(axis)
+        g = _geometry(graph, node)
+        begin, end = list(g.pad_begin), list(g.pad_end)
+        begin[i], end[i] = pads
+        if rows[1] == g.out[i] and pads[1] > 0 and node.attr("count_include_pad", 0):
+            if (rows[1] - rows[0] - 1) * g.stride[i] + g.pad_end[i] < pads[1]:
+                return None  # the piece's padded rows would be fewer than one window
+            end[i] = g.pad_end[i]
+        ceil_mode = int(node.attr("ceil_mode", 0)) if node.attr("auto_pad", "NOTSET") == "NOTSET" else 0
+        return {**attrs, "pads": tuple(begin + end), "auto_pad": "NOTSET", "ceil_mode": ceil_mode}
+
     # ------------------------------------------------------------------ kernel
     def _geometry_fields(self, graph, node) -> dict:
         """Geometry as 2-D (H, W) fields; a 1-D pool is a 2-D one with H = 1."""

@@ -28,6 +28,11 @@ def header_lines(v: dict) -> list[str]:
     lines = [f"model {v['model']} on {v['board']}: {v['steps']} operators, {macs}",
              f"arena {v['arena_bytes']:,} bytes (live-bytes lower bound {bound:,}, {gap}), "
              f"weights {v['weights_bytes'] or 0:,} bytes in flash, {_methods(v)}"]
+    lat = latency_text(v["latency"])
+    if lat:
+        lines.append(lat)
+    if v["split"]["cut"] or v["split"]["saving"]:
+        lines.append(split_summary(v["split"]))
     if len(v["regions"]) > 1 or v["regions"][0]["size"]:
         lines.append("regions: " + ", ".join(
             f"{r['name']} {r['arena_bytes']:,}" + (f" of {r['size']:,} bytes" if r["size"] else " bytes")
@@ -67,8 +72,49 @@ def detail_lines(v: dict) -> list[str]:
         where = f"{b['region']:<{rw}} " if rw > 0 else ""
         names = ", ".join(short_name(t["name"], 60) for t in b["tensors"]) or b["name"]
         lines.append(f"  {where}@{b['offset']:>8,}  {kb(b['size']):>9}  steps {b['first']}..{b['last']}  {names}")
-    if v["split"]:
-        lines += ["", f"split: {len(v['split'])} entries in the scheme"]
+    return lines + [""] + split_lines(v["split"])
+
+
+def latency_text(lat: dict) -> str:
+    """"latency 1,234 ticks (measured on qemu-m4), unsplit 1,200 ticks: +2.8%", or "" when unknown."""
+    if lat["ticks"] is None:
+        return ""
+    text = f"latency {lat['ticks']:,} ticks ({lat['source']})"
+    if lat["baseline_ticks"] is not None:
+        text += f", unsplit {lat['baseline_ticks']:,} ticks"
+        if lat["overhead"] is not None:
+            text += f": {lat['overhead']:+.1%}"
+    return text
+
+
+def split_summary(split: dict) -> str:
+    if not split["cut"]:
+        return "split: not split (every operator runs whole)"
+    text = f"split: {split['operators']} operators cut"
+    s = split["saving"]
+    if s:
+        ratio = f", {s['ratio']:.2f}x" if s["ratio"] is not None else ""
+        text += (f", arena {s['arena_bytes']:,} bytes instead of {s['arena_bytes_unsplit']:,} "
+                 f"(saved {s['saved_bytes']:,} bytes{ratio})")
+    return text
+
+
+def _more(more) -> str:
+    """Work the pieces add to the operator's own (recomputed halo rows)."""
+    return "–" if more is None else "same" if abs(more) < 5e-4 else f"{more:+.1%}"
+
+
+def split_lines(split: dict) -> list[str]:
+    """Which operators the split cut, along which axis, into how many pieces, with which halo."""
+    lines = [split_summary(split)]
+    if not split["cut"]:
+        return lines
+    lines.append(f"  {'#':>3}  {'operator':<{NAME_WIDTH}} {'op':<16} {'axis':<6} {'pieces':>6}  {'halo':<9}  MACs")
+    for r in split["rows"]:
+        pieces = r["pieces"] if r["pieces"] is not None else "–"
+        extra = "".join(f"  {k} {val}" for k, val in r["extra"].items())
+        lines.append(f"  {r['index']:>3}  {short_name(r['node'], NAME_WIDTH) if r['node'] else '–':<{NAME_WIDTH}} "
+                     f"{r['op'][:16]:<16} {r['axis'][:6]:<6} {pieces:>6}  {r['halo']:<9}  {_more(r['more_macs'])}{extra}")
     return lines
 
 

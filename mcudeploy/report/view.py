@@ -7,7 +7,8 @@ bytes offset..offset+size of its region. Live bytes at a step is the sum of the 
 buffers occupying it; the peak is the first step where that sum is largest.
 
 Fields added to plan.json after version 1 ("regions", a buffer's "region", "tensors", and
-"schedule"/"placement" as objects) are read when present and derived or left out when not.
+"schedule"/"placement" as objects) are read when present and derived or left out when not; so
+are the split's: "scheme" (the operators cut), "split" (what it saved) and "latency".
 """
 from __future__ import annotations
 
@@ -91,13 +92,63 @@ def live_bytes(buffers: list[dict], steps: int) -> list[int]:
     return live
 
 
+SCHEME_FIELDS = ("node", "op", "axis", "pieces", "halo", "piece_nodes", "macs", "piece_macs")
+
+
+def _halo(value: Any) -> str:
+    """The halo of a cut: a mode ("keep": read from the neighbouring piece kept alive,
+    "recompute": the producer's pieces compute the overlap again), or whatever else was given."""
+    if value is None or value == "":
+        return "–"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v}" for k, v in value.items())
+    return str(value)
+
+
 def split_rows(plan: dict) -> list[dict]:
-    """The split scheme, one row per entry, for the (later) split section. Entries are shown as
-    given until the partition pass settles their fields."""
+    """plan.json's "scheme" (mcudeploy.partition.describe: one entry per operator cut, with
+    "node", "op", "axis", "pieces", "halo", "piece_nodes", and "macs"/"piece_macs": the node's
+    work whole and in pieces), one row per entry; "more_macs" is what recomputed halos add
+    (piece_macs / macs - 1). Fields the row does not know are kept in "extra" and shown as given."""
     rows = []
     for i, entry in enumerate(plan.get("scheme") or []):
-        rows.append({"index": i, "fields": entry if isinstance(entry, dict) else {"entry": entry}})
+        e = entry if isinstance(entry, dict) else {"entry": entry}
+        node = str(e.get("node") or "")
+        pieces = e.get("piece_nodes")
+        pieces = [str(p) for p in pieces] if isinstance(pieces, (list, tuple)) else []
+        macs, piece_macs = e.get("macs"), e.get("piece_macs")
+        more = piece_macs / macs - 1 if isinstance(macs, int) and isinstance(piece_macs, int) and macs > 0 else None
+        rows.append({"index": i, "node": node, "label": short_name(node) if node else "–",
+                     "op": str(e.get("op") or "–"), "axis": str(e.get("axis") or "–"), "pieces": e.get("pieces"),
+                     "halo": _halo(e.get("halo")), "piece_nodes": pieces, "more_macs": more,
+                     "extra": {k: v for k, v in e.items() if k not in SCHEME_FIELDS}})
     return rows
+
+
+def split_view(plan: dict) -> dict:
+    """The split section: the operators cut (rows), and what the split saved, from plan.json's
+    "split" ({"arena_bytes_unsplit", "arena_bytes", "saved_bytes"}) when present. "ratio" is the
+    split arena over the unsplit one (0.6 means 40% saved)."""
+    rows = split_rows(plan)
+    s = plan.get("split") if isinstance(plan.get("split"), dict) else {}
+    saving = None
+    unsplit = s.get("arena_bytes_unsplit")
+    if isinstance(unsplit, int):
+        arena = int(s.get("arena_bytes", plan["arena_bytes"]))
+        saving = {"arena_bytes_unsplit": unsplit, "arena_bytes": arena,
+                  "saved_bytes": int(s.get("saved_bytes", unsplit - arena)),
+                  "ratio": arena / unsplit if unsplit else None}
+    return {"cut": bool(rows), "rows": rows, "operators": len({r["node"] for r in rows}), "saving": saving}
+
+
+def latency_view(plan: dict) -> dict:
+    """plan.json's "latency": ticks, the unsplit model's ticks, where they come from, and the
+    overhead of the split (ticks / baseline - 1) when both are known."""
+    latency = plan.get("latency") if isinstance(plan.get("latency"), dict) else {}
+    ticks, base = latency.get("ticks"), latency.get("baseline_ticks")
+    known = isinstance(ticks, (int, float)) and isinstance(base, (int, float)) and base > 0
+    return {"ticks": ticks, "baseline_ticks": base, "source": str(latency.get("source") or "none"),
+            "overhead": ticks / base - 1 if known else None}
 
 
 def plan_view(plan: dict, source: str = "the plan") -> dict:
@@ -123,7 +174,6 @@ def plan_view(plan: dict, source: str = "the plan") -> dict:
              "inputs": o.get("inputs", []), "outputs": o.get("outputs", [])}
             for i, o in enumerate(order)]
     arena, bound = int(plan["arena_bytes"]), int(plan["lower_bound_bytes"])
-    latency = plan.get("latency") or {}
     return {
         "model": plan["model"], "board": plan["board"], "version": plan.get("version"),
         "arena_bytes": arena, "lower_bound_bytes": bound,
@@ -131,15 +181,14 @@ def plan_view(plan: dict, source: str = "the plan") -> dict:
         "alignment": plan.get("alignment"), "weights_bytes": plan.get("weights_bytes"),
         "macs": plan.get("macs", sum(r["macs"] or 0 for r in rows)),
         "schedule": method_info(plan.get("schedule")), "placement": method_info(plan.get("placement")),
-        "latency": {"ticks": latency.get("ticks"), "baseline_ticks": latency.get("baseline_ticks"),
-                    "source": latency.get("source", "none")},
+        "latency": latency_view(plan),
         "steps": steps, "regions": regions, "buffers": buffers, "live": live,
         "peak": {"step": peak_step, "bytes": live[peak_index],
                  "ties": [i - 1 for i in range(peak_index + 1, len(live)) if live[i] == live[peak_index]],
                  "op": order[peak_step]["op"] if peak_step >= 0 else "inputs",
                  "node": order[peak_step]["node"] if peak_step >= 0 else "",
                  "buffers": at_peak},
-        "operators": rows, "split": split_rows(plan),
+        "operators": rows, "split": split_view(plan),
     }
 
 

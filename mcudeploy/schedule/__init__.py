@@ -1,6 +1,7 @@
 """Execution orders: ``schedule(graph, method, time_limit) -> Schedule``.
 
-Methods: ``model`` (the model's own order), ``rpo`` (reverse post-order), ``bfs``
+Methods: ``model`` (the model's own order), ``rpo`` (reverse post-order), ``demand`` (depth-first from the
+outputs, inputs in order: piece by piece on a split graph), ``bfs``
 (lifetime-aware breadth-first), ``dfs`` (memory-aware depth-first over windows), ``refine`` (the
 heuristics refined around the peak, the best kept), ``exact`` (CP-SAT, seeded with ``refine``;
 says whether it proved the order optimal) and ``auto`` (``exact`` where it can finish within the
@@ -18,12 +19,13 @@ from mcudeploy.memory.lifetimes import lifetimes
 from mcudeploy.schedule import auto as _auto
 from mcudeploy.schedule.bfs import bfs
 from mcudeploy.schedule.bound import lower_bound
+from mcudeploy.schedule.demand import demand
 from mcudeploy.schedule.dfs import dfs
 from mcudeploy.schedule.order import is_topological, model_order
 from mcudeploy.schedule.problem import build
 from mcudeploy.schedule.rpo import rpo
 
-METHODS = ("auto", "exact", "refine", "bfs", "dfs", "rpo", "model")
+METHODS = ("auto", "exact", "refine", "bfs", "dfs", "rpo", "demand", "model")
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,7 @@ class Schedule:
     time_s: float
 
 
-PLAIN = {"bfs": bfs, "dfs": dfs, "rpo": rpo, "model": model_order}
+PLAIN = {"bfs": bfs, "dfs": dfs, "rpo": rpo, "demand": demand, "model": model_order}
 
 
 def schedule(graph: Graph, method: str = "auto", time_limit: float = 10.0, alignment: int = 4) -> Schedule:

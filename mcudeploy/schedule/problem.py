@@ -96,7 +96,7 @@ def build(graph: Graph, alignment: int = 4) -> Problem:
         for out in n.outputs:
             root[out] = out
         src = n.inputs[0] if n.inputs else ""
-        if op.view and src and not graph[src].is_const:
+        if (op.view or op.subview) and src and not graph[src].is_const:  # a Slice is a window of its input
             root[n.outputs[0]] = find(src)
 
     groups: dict[str, list[str]] = {}
@@ -116,7 +116,7 @@ def build(graph: Graph, alignment: int = 4) -> Problem:
     sound = True
     inplace = []
     for v, (n, op) in enumerate(zip(graph.nodes, ops)):
-        if op.view:
+        if op.view or op.subview:
             continue
         k = op.inplace(graph, n)
         if k is None or not n.inputs[k] or graph[n.inputs[k]].is_const:
@@ -141,6 +141,11 @@ def build(graph: Graph, alignment: int = 4) -> Problem:
     wholes = [sh.whole for sh in shares]
     if len(set(wholes)) != len(wholes):
         sound = False  # a Concat feeding a Split, both shared: one buffer this model counts twice
+
+    for v, (n, op) in enumerate(zip(graph.nodes, ops)):
+        scratch = 0 if op.view else op.scratch(graph, n)
+        if scratch > 0:  # a kernel's working memory: read by nobody, so live at its step only
+            buffers.append(Buffer(align_up(scratch, alignment), v, (), False, ()))
 
     preds = [sorted({producer[i] for i in n.inputs if i in producer}) for n in graph.nodes]
     succs: list[list[int]] = [[] for _ in graph.nodes]

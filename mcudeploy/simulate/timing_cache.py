@@ -131,6 +131,10 @@ class TimingCache:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def entries(self) -> dict:
+        """A copy of every entry (signature -> entry), e.g. for the simulator's estimates."""
+        return dict(self._entries)
+
     def put(self, entries: Mapping[str, dict]) -> None:
         """Add timings and write the file (merged with any written meanwhile)."""
         merged = self._load()

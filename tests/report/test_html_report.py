@@ -170,7 +170,7 @@ def test_html_names_the_peak_tensors_and_every_operator(unet):
     assert 'id="split-none"' in html
 
 
-def test_split_section_lists_the_scheme(unet):
+def test_split_section_lists_unknown_scheme_fields_as_given(unet):
     plan = plan_dict(unet)
     plan["scheme"] = [{"component": 0, "axis": "h", "factor": 4}]
     html = render(plan)

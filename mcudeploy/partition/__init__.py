@@ -1,0 +1,59 @@
+"""The split rewrite: cut chains of operators along a loop axis they share into pieces.
+
+A scheme is a tuple of cuts; each names nodes of one axis component (node, loop axis) and a
+number of pieces. ``split`` returns an ordinary, verified Graph of smaller operators on views
+(mcudeploy/ops/slice.py) that computes bit for bit what the original does, so scheduling,
+placement and code generation need no special case; the pieces of a tensor are tensors of their
+own, with their own lifetimes, which is what lets a depth-first order run below the per-operator
+memory bound. The cuts of a scheme are applied one after the other and must name distinct nodes.
+"""
+from __future__ import annotations
+
+import re
+from mcudeploy.ir import Graph
+from mcudeploy.ops import registry
+from mcudeploy.partition.rewrite import split_segment
+from mcudeploy.partition.segment import HALOS, Cut, Scheme, SplitError, analyse, check_cut
+
+__all__ = ["Cut", "Scheme", "SplitError", "HALOS", "split", "check_cut", "describe", "macs"]
+
+
+def split(graph: Graph, scheme: Scheme) -> Graph:
+    """`graph` with every cut of `scheme` applied; SplitError (one sentence) if one cannot be."""
+    seen: dict[str, int] = {}
+    for k, cut in enumerate(scheme):
+        for name in dict.fromkeys(name for name, _ in cut.axes):  # repeated in one cut: analyse says so
+            if name in seen:
+                raise SplitError(f"node {name} is named by cuts {seen[name]} and {k} of the scheme")
+            seen[name] = k
+    for cut in scheme:
+        found = analyse(graph, cut)
+        if isinstance(found, str):
+            raise SplitError(found)
+        graph = split_segment(found)
+    return graph
+
+
+def _pieces_of(split_graph: Graph, node: str) -> list:
+    pattern = re.compile(re.escape(node) + r"#p\d+(~\d+)?")
+    return [n for n in split_graph.nodes if pattern.fullmatch(n.name)]
+
+
+def describe(graph: Graph, split_graph: Graph, scheme: Scheme) -> list[dict]:
+    """Per original node cut: what it became, for plan.json and the report. ``macs`` is the
+    node's own work, ``piece_macs`` its pieces' (more with recomputed halos)."""
+    out = []
+    for cut in scheme:
+        for name, axis in cut.axes:
+            node = graph.node(name)
+            pieces = _pieces_of(split_graph, name)
+            op = registry.get(node.op)
+            out.append({"node": name, "op": node.op, "axis": axis, "pieces": cut.pieces, "halo": cut.halo,
+                        "piece_nodes": [p.name for p in pieces], "macs": op.macs(graph, node),
+                        "piece_macs": sum(op.macs(split_graph, p) for p in pieces)})
+    return out
+
+
+def macs(graph: Graph) -> int:
+    """Total multiply-accumulates of a graph (what recomputed halos add to)."""
+    return sum(registry.get(n.op).macs(graph, n) for n in graph.nodes)

@@ -1,0 +1,229 @@
+"""The split rewrite of one cut: every node of the segment becomes `pieces` nodes of the same
+operator on slices of its inputs.
+
+- Output ranges: with halo "keep", every node's pieces tile its axis in balanced ranges. With
+  "recompute", a node whose outputs are read only inside the segment computes, for piece j, the
+  hull of what its consumers' pieces j read (walking the segment backwards), so a windowed
+  consumer's halo is computed again by its producer; an output also needed whole (read outside
+  the segment, or a graph output) is produced as tiling pieces.
+- Inputs: a piece reads a Slice of a tensor from outside the segment; of a tensor cut in the
+  segment, a Slice of the piece that holds its rows, or, when they span several pieces (a halo
+  kept in the neighbours), a Concat of Slices of those pieces (a copy of the rows, no MACs).
+  Constants indexed by the axis (weights, bias, per-channel scales of a channel cut) are sliced
+  into new constants.
+- Outputs needed whole are reassembled by a Concat of the tiling pieces; memory/alias.py lets the
+  pieces write straight into it when that does not raise the peak.
+
+Names: node N's pieces are "N#p<j>", tensor T's pieces "T#p<j>", a slice of T "T@<dim>:<lo>:<hi>"
+(a gathered range too, its node "...#gather"), a reassembled T keeps its name.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from mcudeploy.errors import MCUDeployError
+from mcudeploy.ir import Graph, Node, Quant, Tensor, verify
+from mcudeploy.ops import registry
+from mcudeploy.ops.concat import MAX_INPUTS
+from mcudeploy.partition.ranges import balanced, cover, hull
+from mcudeploy.partition.segment import Segment, SplitError
+
+
+def sliced_quant(q: Optional[Quant], rank: int, dim: int, lo: int, hi: int) -> Optional[Quant]:
+    """The quantization of rows [lo, hi) of dimension `dim`: per-channel along it is sliced."""
+    if q is None or q.axis is None or len(q.scale) <= 1 or q.axis % rank != dim:
+        return q
+    return Quant(q.scale[lo:hi], q.zero_point[lo:hi], q.axis)
+
+
+def _fresh(name: str, taken) -> str:
+    if name not in taken:
+        return name
+    k = 1
+    while f"{name}~{k}" in taken:
+        k += 1
+    return f"{name}~{k}"
+
+
+class _Builder:
+    """The new graph's tensors and nodes, and the slices made so far (made once, by key)."""
+
+    def __init__(self, graph: Graph):
+        self.g = graph
+        self.tensors = dict(graph.tensors)
+        self.nodes: list[Node] = []
+        self.node_names = {n.name for n in graph.nodes}
+        self.made: dict[tuple, str] = {}
+
+    def tensor(self, name: str, like: Tensor, dim: int, lo: int, hi: int) -> str:
+        """A new activation holding rows [lo, hi) of `like` along `dim`."""
+        name = _fresh(name, self.tensors)
+        shape = like.shape[:dim] + (hi - lo,) + like.shape[dim + 1:]
+        self.tensors[name] = Tensor(name, shape, like.dtype, "activation",
+                                    sliced_quant(like.quant, len(like.shape), dim, lo, hi))
+        return name
+
+    def node(self, name: str, op: str, inputs, outputs, attrs) -> Node:
+        node = Node(_fresh(name, self.node_names), op, tuple(inputs), tuple(outputs), attrs)
+        self.node_names.add(node.name)
+        self.nodes.append(node)
+        return node
+
+    def slice(self, src: str, dim: int, lo: int, hi: int) -> str:
+        """`src` itself when [lo, hi) is all of it, else its rows [lo, hi) along `dim`."""
+        t = self.tensors[src]
+        if (lo, hi) == (0, t.shape[dim]):
+            return src
+        key = ("slice", src, dim, lo, hi)
+        if key not in self.made:
+            if t.is_const:
+                name = _fresh(f"{src}@{dim}:{lo}:{hi}", self.tensors)
+                index = tuple(slice(lo, hi) if i == dim else slice(None) for i in range(len(t.shape)))
+                data = np.ascontiguousarray(t.data[index])
+                self.tensors[name] = Tensor(name, data.shape, t.dtype, "constant",
+                                            sliced_quant(t.quant, len(t.shape), dim, lo, hi), data)
+            else:
+                name = self.tensor(f"{src}@{dim}:{lo}:{hi}", t, dim, lo, hi)
+                self.node(f"{name}#slice", "Slice", (src,), (name,), {"starts": (lo,), "ends": (hi,), "axes": (dim,)})
+            self.made[key] = name
+        return self.made[key]
+
+    def concat(self, parts: list[str], dim: int, out: str, node: str) -> None:
+        """`out` = `parts` side by side along `dim`, as a tree when they exceed one Concat's inputs."""
+        while len(parts) > MAX_INPUTS:
+            groups = [parts[i:i + MAX_INPUTS] for i in range(0, len(parts), MAX_INPUTS)]
+            parts = [self._group(g, dim, f"{out}#cat{k}", f"{node}{k}") if len(g) > 1 else g[0]
+                     for k, g in enumerate(groups)]
+        self.node(node, "Concat", parts, (out,), {"axis": dim})
+
+    def _group(self, parts: list[str], dim: int, name: str, node: str) -> str:
+        like = self.tensors[parts[0]]
+        extent = sum(self.tensors[p].shape[dim] for p in parts)
+        name = self.tensor(name, like, dim, 0, extent)
+        self.node(node, "Concat", parts, (name,), {"axis": dim})
+        return name
+
+
+def _ranges(seg: Segment) -> dict[str, list[tuple[int, int]]]:
+    """Output rows of every piece of every node of the segment."""
+    pieces, g = seg.cut.pieces, seg.graph
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    for node in reversed(list(seg.nodes.values())):
+        tiling = balanced(seg.extent[node.name], pieces)
+        if seg.cut.halo == "keep" or any(o in seg.whole for o in node.outputs):
+            ranges[node.name] = tiling
+            continue
+        reads = [[] for _ in range(pieces)]
+        for o in node.outputs:
+            for user in g.users(o):
+                for i, x in enumerate(user.inputs):
+                    if x != o:
+                        continue
+                    for j in range(pieces):
+                        r = seg.read(user, i, ranges[user.name][j])
+                        if r.hi > r.lo:
+                            reads[j].append((r.lo, r.hi))
+        ranges[node.name] = [hull(r) if r else tiling[j] for j, r in enumerate(reads)]
+    return ranges
+
+
+def plan(seg: Segment) -> dict[str, list[tuple[tuple[int, int], list, dict]]]:
+    """Per node of the segment, per piece: (output rows, what it reads of each input (a Read, or
+    None for an input read whole), its attributes). SplitError if a piece cannot be made."""
+    out = {}
+    for name, rows in _ranges(seg).items():
+        node, axis = seg.nodes[name], seg.axis[name]
+        op = registry.get(node.op)
+        out[name] = []
+        for j, (lo, hi) in enumerate(rows):
+            reads, pads = [], None
+            for i, x in enumerate(node.inputs):
+                if not x or seg.in_dim[name][i] is None:
+                    reads.append(None)
+                    continue
+                r = seg.read(node, i, (lo, hi))
+                if r.hi <= r.lo:
+                    raise SplitError(f"piece {j} of node {name} ({node.op}) along axis {axis!r} would read "
+                                     f"no row of {x}")
+                pads = r.pads if r.pads is not None else pads
+                reads.append(r)
+            attrs = op.piece(seg.graph, node, axis, (lo, hi), pads)
+            if attrs is None:
+                raise SplitError(f"node {name} ({node.op}) cannot be cut along axis {axis!r} at rows {lo}..{hi - 1}")
+            _check_shapes(seg, node, j, (lo, hi), reads, attrs)
+            out[name].append(((lo, hi), reads, attrs))
+    return out
+
+
+def _rows_of(t: Tensor, dim: int, lo: int, hi: int) -> Tensor:
+    shape = t.shape[:dim] + (hi - lo,) + t.shape[dim + 1:]
+    data = None
+    if t.data is not None:
+        data = t.data[tuple(slice(lo, hi) if i == dim else slice(None) for i in range(len(t.shape)))]
+    return Tensor(t.name, shape, t.dtype, t.kind, sliced_quant(t.quant, len(t.shape), dim, lo, hi), data)
+
+
+def _check_shapes(seg: Segment, node: Node, j: int, rows, reads, attrs) -> None:
+    """The piece's own shape rule must give its rows (else a piece hook is wrong)."""
+    g = seg.graph
+    scope = {}
+    for i, (x, r) in enumerate(zip(node.inputs, reads)):
+        if x:
+            scope[x] = g[x] if r is None else _rows_of(g[x], seg.in_dim[node.name][i][0], r.lo, r.hi)
+    piece = node.with_(name=f"{node.name}#p{j}", attrs=attrs)
+    try:
+        inferred = registry.get(node.op).infer(Graph("piece", scope, (), (), ()), piece)
+    except MCUDeployError as err:
+        raise SplitError(f"piece {j} of node {node.name} ({node.op}) is not valid: {err}") from None
+    for o, d, (shape, dtype) in zip(node.outputs, seg.out_dim[node.name], inferred):
+        want = _rows_of(g[o], d, *rows)
+        if tuple(shape) != want.shape or dtype != want.dtype:
+            raise SplitError(f"piece {j} of node {node.name} ({node.op}) computes {dtype}{tuple(shape)}, "
+                             f"not the {want.dtype}{want.shape} of its rows")
+
+
+def split_segment(seg: Segment) -> Graph:
+    """The graph with the segment's nodes replaced by their pieces (see the module's docstring)."""
+    g = seg.graph
+    b = _Builder(g)
+    pieces_of = plan(seg)
+    pieces: dict[str, list[tuple[str, int, int]]] = {}  # cut tensor -> its pieces (name, lo, hi)
+
+    def read(x: str, dim: int, lo: int, hi: int, j: int) -> str:
+        if x not in pieces:
+            return b.slice(x, dim, lo, hi)
+        have = pieces[x]
+        parts = cover([(a, c) for _, a, c in have], lo, hi, prefer=j)
+        if parts is None:
+            raise SplitError(f"the pieces of {x} do not hold its rows {lo}..{hi - 1}")
+        names = [b.slice(have[k][0], dim, a - have[k][1], c - have[k][1]) for k, a, c in parts]
+        if len(names) == 1:
+            return names[0]
+        key = ("gather", x, dim, lo, hi)
+        if key not in b.made:
+            out = b.tensor(f"{x}@{dim}:{lo}:{hi}", g[x], dim, lo, hi)
+            b.concat(names, dim, out, f"{out}#gather")
+            b.made[key] = out
+        return b.made[key]
+
+    for node in g.nodes:
+        if node.name not in seg.nodes:
+            b.nodes.append(node)
+            continue
+        for j, ((lo, hi), reads, attrs) in enumerate(pieces_of[node.name]):
+            inputs = [x if r is None else read(x, seg.in_dim[node.name][i][0], r.lo, r.hi, j)
+                      for i, (x, r) in enumerate(zip(node.inputs, reads))]
+            outputs = [b.tensor(f"{o}#p{j}", g[o], d, lo, hi) for o, d in zip(node.outputs, seg.out_dim[node.name])]
+            b.node(f"{node.name}#p{j}", node.op, inputs, outputs, attrs)
+            for o, p in zip(node.outputs, outputs):
+                pieces.setdefault(o, []).append((p, lo, hi))
+        for o, d in zip(node.outputs, seg.out_dim[node.name]):
+            if o in seg.whole:
+                b.concat([p for p, _, _ in pieces[o]], d, o, f"{node.name}#concat")
+    used = set(g.inputs) | set(g.outputs)
+    for n in b.nodes:
+        used.update(x for x in (*n.inputs, *n.outputs) if x)
+    tensors = {name: t for name, t in b.tensors.items() if name in used}
+    return verify(g.replace(tensors=tensors, nodes=tuple(b.nodes)))

@@ -1,0 +1,155 @@
+"""A cut read against a graph: which dimension of each tensor follows the cut axis, and whether
+the cut is valid (``analyse`` returns the facts, or the one-sentence reason it is not)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Optional, Union
+
+from mcudeploy.errors import MCUDeployError
+from mcudeploy.ir import Graph, Node
+from mcudeploy.ops import registry
+from mcudeploy.ops.base import Dim, TensorExpr
+from mcudeploy.partition.ranges import Read, balanced, window_read
+
+HALOS = ("keep", "recompute")
+
+
+class SplitError(MCUDeployError):
+    """A split scheme that cannot be applied to the graph, explained in one sentence."""
+
+
+@dataclass(frozen=True)
+class Cut:
+    """Cut each named node along its loop axis into `pieces` balanced ranges.
+
+    axes: (node name, loop-axis name from Op.expr) for every node cut, a set of nodes of one axis
+    component; halo: how a windowed consumer gets the rows its neighbours produce, "keep" (read
+    them from the neighbouring pieces, kept alive) or "recompute" (each producer piece computes
+    every row its consumer piece reads)."""
+
+    axes: tuple[tuple[str, str], ...]
+    pieces: int
+    halo: str = "keep"
+
+
+Scheme = tuple[Cut, ...]
+
+
+@dataclass(frozen=True)
+class Segment:
+    """The facts of a valid cut, per node of the segment (by name)."""
+
+    graph: Graph
+    cut: Cut
+    nodes: Mapping[str, Node]  # in graph order
+    axis: Mapping[str, str]
+    expr: Mapping[str, TensorExpr]
+    extent: Mapping[str, int]  # of the node's cut axis
+    out_dim: Mapping[str, tuple[int, ...]]  # per output: the dimension the axis indexes
+    in_dim: Mapping[str, tuple[Optional[tuple[int, Dim]], ...]]  # per input: (dimension, how), or None
+    cut_tensors: Mapping[str, int]  # tensor produced by the segment -> its cut dimension
+    whole: frozenset  # cut tensors also needed in one piece: graph outputs, read outside the segment
+
+    def read(self, node: Node, index: int, rows: tuple[int, int]) -> Read:
+        """What output rows `rows` of `node` read of its input `index` along the cut dimension."""
+        d, dim = self.in_dim[node.name][index]
+        lo, hi = rows
+        if dim.kind == "identity":
+            return Read(lo, hi)
+        size = self.graph[node.inputs[index]].shape[d]
+        kernel = self.expr[node.name].axis(dim.kernel).extent
+        return window_read(lo, hi, size, dim.stride, dim.dilation, dim.pad, kernel)
+
+
+def analyse(graph: Graph, cut: Cut) -> Union[Segment, str]:
+    """The cut's facts, or the reason it cannot be applied (one sentence naming node and axis)."""
+    if not isinstance(cut.pieces, int) or cut.pieces < 2:
+        return f"a cut needs at least 2 pieces, not {cut.pieces!r}"
+    if cut.halo not in HALOS:
+        return f"halo must be one of {', '.join(HALOS)}, not {cut.halo!r}"
+    if not cut.axes:
+        return "the cut names no node"
+    by_name = {n.name: n for n in graph.nodes}
+    wanted: dict[str, str] = {}
+    for name, axis in cut.axes:
+        if name not in by_name:
+            return f"there is no node {name!r} in graph {graph.name}"
+        if name in wanted:
+            return f"node {name} appears twice in the cut"
+        wanted[name] = axis
+    nodes = {n.name: n for n in graph.nodes if n.name in wanted}
+    exprs, extents, out_dims, in_dims = {}, {}, {}, {}
+    for name, node in nodes.items():
+        axis = wanted[name]
+        op = registry.get(node.op)
+        try:
+            e = op.expr(graph, node)
+        except MCUDeployError as err:
+            return f"node {name} ({node.op}) has no tensor expression: {err}"
+        names = [a.name for a in e.axes]
+        if axis not in names:
+            return f"node {name} ({node.op}) has no loop axis {axis!r} (its axes: {', '.join(names) or 'none'})"
+        a = e.axis(axis)
+        if a.kind != "spatial":
+            return f"axis {axis!r} of node {name} ({node.op}) is a reduction axis; cutting one is not supported yet"
+        if a.extent < cut.pieces:
+            return f"axis {axis!r} of node {name} ({node.op}) has extent {a.extent}, fewer than {cut.pieces} pieces"
+        outs = []
+        for o, dims in zip(node.outputs, e.outputs):
+            found = [d for d, dim in enumerate(dims) if dim.kind == "identity" and dim.axis == axis]
+            if len(found) != 1 or any(dim.axis == axis and dim.kind != "identity" for dim in dims):
+                return f"output {o} of node {name} ({node.op}) does not run along axis {axis!r}"
+            outs.append(found[0])
+        ins = []
+        windowed = 0
+        for x, dims in zip(node.inputs, e.inputs):
+            if not x or dims is None:
+                ins.append(None)
+                continue
+            along = [(d, dim) for d, dim in enumerate(dims) if dim.axis == axis]
+            if len(along) > 1:
+                return f"node {name} ({node.op}) reads input {x} along axis {axis!r} in more than one dimension"
+            if along and along[0][1].kind not in ("identity", "window"):
+                return f"node {name} ({node.op}) reads input {x} along axis {axis!r} in a way a cut cannot follow"
+            windowed += bool(along) and along[0][1].kind == "window"
+            ins.append(along[0] if along else None)
+        if not any(ins):  # the axis comes from attributes (Resize's scales), not from an input
+            return f"node {name} ({node.op}) reads no input along axis {axis!r}, so a piece cannot be computed alone"
+        if windowed > 1:
+            return f"node {name} ({node.op}) reads more than one input through a window along axis {axis!r}"
+        exprs[name], extents[name], out_dims[name], in_dims[name] = e, a.extent, tuple(outs), tuple(ins)
+        rows = balanced(a.extent, cut.pieces)[0]
+        if op.piece(graph, node, axis, rows, (0, 0) if windowed else None) is None:
+            return f"node {name} ({node.op}) cannot be cut along axis {axis!r}"
+    cut_tensors = {o: d for name in nodes for o, d in zip(nodes[name].outputs, out_dims[name])}
+    outputs = set(graph.outputs)
+    whole = set()
+    for t, d in cut_tensors.items():
+        producer = graph.producer(t).name
+        for user in graph.users(t):
+            if user.name not in nodes:
+                whole.add(t)
+                continue
+            for x, spec in zip(user.inputs, in_dims[user.name]):
+                if x != t:
+                    continue
+                if spec is None or spec[0] != d:
+                    return (f"node {user.name} ({user.op}) does not read {t} along the dimension node {producer} "
+                            f"is cut in (axis {wanted[user.name]!r} is not connected to axis {wanted[producer]!r})")
+        if t in outputs:
+            whole.add(t)
+    return Segment(graph, cut, nodes, wanted, exprs, extents, out_dims, in_dims, cut_tensors, frozenset(whole))
+
+
+def check_cut(graph: Graph, cut: Cut) -> Optional[str]:
+    """None if `cut` can be applied to `graph`, else the one-sentence reason it cannot."""
+    from mcudeploy.partition.rewrite import plan  # the pieces themselves: rows, reads, attributes
+
+    found = analyse(graph, cut)
+    if isinstance(found, str):
+        return found
+    try:
+        plan(found)
+    except SplitError as err:
+        return str(err)
+    return None

@@ -1,0 +1,204 @@
+"""Peak memory and latency of a compiled plan, without running it.
+
+Memory comes from the plan itself: the placed arena and the live-bytes lower bound. Latency is
+the sum, over the operators model.c times (every operator of the order that is not a view,
+the rule of ``device.runner.timed_nodes``), of the ticks the timing cache holds for the
+operator's kernel signature. An operator whose signature is not cached is estimated:
+
+1. from the board's cache entries of the same kernel function, by a least-squares fit
+   ``ticks ~ a * MACs + b * bytes + c`` with a, b, c >= 0 (at least ``MIN_FIT`` entries);
+2. else from all entries of the board, the same fit;
+3. else from a default: ``DEFAULT_INSTRUCTIONS_PER_MAC`` per MAC, ``DEFAULT_INSTRUCTIONS_PER_BYTE`` per byte
+   touched and ``DEFAULT_INSTRUCTIONS_PER_CALL``, turned into ticks with the board's timer (on
+   QEMU boards 1e9 / timer_hz / 2^icount_shift instructions per tick; on real boards one
+   instruction per cycle of ``clock_hz``).
+
+Entries without "macs" and "bytes" (written before the measurer stored them) are skipped by
+the fits. An operator whose work is done by sharing memory (an elided copy) runs no kernel
+and costs 0 ticks; it counts as neither measured nor estimated.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+from mcudeploy.ir import Graph, Node
+from mcudeploy.ops import registry
+from mcudeploy.simulate.timing_cache import TimingCache, kernel_signature
+
+MIN_FIT = 3  # entries a fit needs (three coefficients)
+# A scalar int8 multiply-accumulate inner loop on Cortex-M (load, load, extend, MLA, loop) runs
+# about 4 instructions per MAC; one more per byte moved, and a fixed cost per call.
+DEFAULT_INSTRUCTIONS_PER_MAC = 4.0
+DEFAULT_INSTRUCTIONS_PER_BYTE = 1.0
+DEFAULT_INSTRUCTIONS_PER_CALL = 200.0
+
+
+@dataclass(frozen=True)
+class OpCost:
+    index: int       # MCUD_OP_BEGIN index (position among the timed operators)
+    node: str
+    op: str
+    kernel: str      # C function, "-" when no kernel runs
+    signature: str   # "" when no kernel runs
+    macs: int
+    bytes: int
+    ticks: float
+    source: str      # "measured" | "estimated" | "none" (no kernel runs)
+    how: str = ""    # for an estimate: "fit <fn>", "fit board" or "default"
+
+
+@dataclass(frozen=True)
+class Simulation:
+    arena_bytes: int
+    lower_bound_bytes: int
+    ops: tuple[OpCost, ...]
+
+    @property
+    def ticks(self) -> int:
+        return int(round(sum(o.ticks for o in self.ops)))
+
+    @property
+    def measured(self) -> tuple[str, ...]:
+        return tuple(o.node for o in self.ops if o.source == "measured")
+
+    @property
+    def estimated(self) -> tuple[str, ...]:
+        return tuple(o.node for o in self.ops if o.source == "estimated")
+
+    @property
+    def counts(self) -> dict:
+        return {"measured": len(self.measured), "estimated": len(self.estimated),
+                "none": sum(1 for o in self.ops if o.source == "none")}
+
+    @property
+    def source(self) -> str:
+        """What plan.json's latency.source says: "measured" (every kernel from the cache),
+        "estimated" (none), or "partly estimated"."""
+        if not self.estimated:
+            return "measured"
+        return "estimated" if not self.measured else "partly estimated"
+
+    def latency(self, baseline_ticks: Optional[int] = None) -> dict:
+        return {"ticks": self.ticks, "baseline_ticks": baseline_ticks, "source": self.source, **self.counts}
+
+
+def work(graph: Graph, node: Node) -> tuple[int, int]:
+    """(MACs, bytes touched) of one operator that runs a kernel: its MAC count and the bytes of
+    every view its kernel call reads or writes (weights included); what the estimates are fitted on."""
+    op = registry.get(node.op)
+    macs = int(op.macs(graph, node))
+    if op.view:
+        return macs, 0
+    call = op.kernel(graph, node)
+    return macs, int(sum(graph[v].nbytes for v in call.views if v))
+
+
+# --------------------------------------------------------------------------- the fit
+
+
+def nnls(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Least squares with non-negative coefficients for a few columns: the best unconstrained
+    fit over every subset of columns whose solution is non-negative (exact for few columns)."""
+    best, best_err = np.zeros(x.shape[1]), float(np.sum(y.astype(np.float64) ** 2))
+    cols = range(x.shape[1])
+    for k in range(1, x.shape[1] + 1):
+        for subset in itertools.combinations(cols, k):
+            sol, *_ = np.linalg.lstsq(x[:, subset], y, rcond=None)
+            if np.any(sol < 0):
+                continue
+            err = float(np.sum((x[:, subset] @ sol - y) ** 2))
+            if err < best_err - 1e-9 * max(1.0, best_err):
+                best, best_err = np.zeros(x.shape[1]), err
+                best[list(subset)] = sol
+    return best
+
+
+@dataclass(frozen=True)
+class Fit:
+    per_mac: float
+    per_byte: float
+    per_call: float
+    entries: int
+
+    def __call__(self, macs: int, nbytes: int) -> float:
+        return self.per_mac * macs + self.per_byte * nbytes + self.per_call
+
+
+def fit(entries: Sequence[dict]) -> Optional[Fit]:
+    """ticks ~ a * macs + b * bytes + c, a, b, c >= 0, over entries that carry all three; None
+    with fewer than MIN_FIT of them. Columns are scaled to unit size first so the fit does not
+    depend on their units."""
+    rows = [(float(e["macs"]), float(e["bytes"]), float(e["ticks"])) for e in entries
+            if all(isinstance(e.get(k), (int, float)) for k in ("macs", "bytes", "ticks"))]
+    if len(rows) < MIN_FIT:
+        return None
+    data = np.array(rows, dtype=np.float64)
+    x = np.column_stack([data[:, 0], data[:, 1], np.ones(len(rows))])
+    scale = np.maximum(np.abs(x).max(axis=0), 1e-12)
+    coef = nnls(x / scale, data[:, 2]) / scale
+    return Fit(float(coef[0]), float(coef[1]), float(coef[2]), len(rows))
+
+
+def default_ticks(board, macs: int, nbytes: int) -> float:
+    instructions = (DEFAULT_INSTRUCTIONS_PER_MAC * macs + DEFAULT_INSTRUCTIONS_PER_BYTE * nbytes
+                    + DEFAULT_INSTRUCTIONS_PER_CALL)
+    timer_hz = float(board.data.get("timer", {}).get("hz") or board.data.get("clock_hz") or 1.0)
+    if board.kind == "qemu":  # -icount: 2^shift ns per instruction
+        shift = int(board.data.get("qemu", {}).get("icount_shift", 0))
+        return instructions / (1e9 / timer_hz / (1 << shift))
+    clock = float(board.data.get("clock_hz") or timer_hz)
+    return instructions * timer_hz / clock
+
+
+class Estimator:
+    """Estimates from one cache, fitted once per kernel function (and once for the board)."""
+
+    def __init__(self, cache: TimingCache, board):
+        self.board = board
+        self.entries = [e for e in cache.entries().values() if isinstance(e, dict)]
+        self._fits: dict = {}
+
+    def _fit(self, fn: Optional[str]) -> Optional[Fit]:
+        if fn not in self._fits:
+            chosen = self.entries if fn is None else [e for e in self.entries if e.get("kernel") == fn]
+            self._fits[fn] = fit(chosen)
+        return self._fits[fn]
+
+    def __call__(self, fn: str, macs: int, nbytes: int) -> tuple[float, str]:
+        f = self._fit(fn)
+        if f is not None:
+            return f(macs, nbytes), f"fit {fn}"
+        f = self._fit(None)
+        if f is not None:
+            return f(macs, nbytes), "fit board"
+        return default_ticks(self.board, macs, nbytes), "default"
+
+
+# --------------------------------------------------------------------------- the simulation
+
+
+def simulate(compiled, cache: TimingCache) -> Simulation:
+    """Memory and latency of ``compiled`` (a pipeline.Compiled) on its board, from ``cache``."""
+    graph, lives = compiled.graph, compiled.lifetimes
+    estimate = Estimator(cache, compiled.board)
+    timed = [n for n in compiled.order if not registry.get(n.op).view]
+    ops = []
+    for i, node in enumerate(timed):
+        sig = kernel_signature(graph, node, lives, compiled.placement)
+        if sig is None:  # placed as a view of its input (an elided Slice, copy, ...): no kernel runs
+            macs = int(registry.get(node.op).macs(graph, node))
+            ops.append(OpCost(i, node.name, node.op, "-", "", macs, 0, 0.0, "none"))
+            continue
+        macs, nbytes = work(graph, node)
+        fn = registry.get(node.op).kernel(graph, node).fn
+        entry = cache.get(sig)
+        if entry is not None and isinstance(entry.get("ticks"), (int, float)):
+            ops.append(OpCost(i, node.name, node.op, fn, sig, macs, nbytes, float(entry["ticks"]), "measured"))
+        else:
+            ticks, how = estimate(fn, macs, nbytes)
+            ops.append(OpCost(i, node.name, node.op, fn, sig, macs, nbytes, ticks, "estimated", how))
+    return Simulation(compiled.placement.arena_bytes, compiled.placement.lower_bound_bytes, tuple(ops))
