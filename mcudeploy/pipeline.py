@@ -1,6 +1,7 @@
 """The compiler's table of contents: every pass, in order, by name."""
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from typing import Callable, Mapping, Optional, Union
@@ -11,6 +12,8 @@ from mcudeploy.boards import Board, load_board
 from mcudeploy.frontend import import_onnx
 from mcudeploy.ir import Graph, Node, verify
 from mcudeploy.memory import Lifetimes, Placement, areas, lifetimes, place
+from mcudeploy.memory.lifetimes import fit_scratch
+from mcudeploy.partition import Scheme, split
 from mcudeploy.passes.activation import fuse_activations
 from mcudeploy.passes.batchnorm import fold_batchnorm
 from mcudeploy.passes.graph_edit import eliminate_dead
@@ -42,6 +45,7 @@ class Compiled:
     schedule: Schedule  # the order, its method, time and whether it is proven optimal
     lifetimes: Lifetimes
     placement: Placement
+    scheme: Scheme = ()  # the split applied to the lowered graph (mcudeploy/partition), if any
 
     @property
     def order(self) -> tuple[Node, ...]:
@@ -55,11 +59,28 @@ class Compiled:
 def compile_model(source: Union[str, os.PathLike, onnx.ModelProto], board: Union[str, Board] = "host",
                   input_shapes: Optional[Mapping[str, tuple[int, ...]]] = None,
                   schedule_method: str = "auto", check: bool = False, placement_method: str = "exact",
-                  placement_time_limit: float = 5.0, schedule_time_limit: float = 10.0) -> Compiled:
-    board = load_board(board) if isinstance(board, str) else board
+                  placement_time_limit: float = 5.0, schedule_time_limit: float = 10.0,
+                  scheme: Scheme = ()) -> Compiled:
+    """Import, lower, split by `scheme` (none: the operators as they are), then compile_graph."""
     graph = lower(import_onnx(source, input_shapes), check=check)
+    if scheme:
+        graph = split(graph, scheme)
+    name = graph.name if isinstance(source, onnx.ModelProto) else os.fspath(source)
+    return compile_graph(graph, board, name, schedule_method=schedule_method, placement_method=placement_method,
+                         placement_time_limit=placement_time_limit, schedule_time_limit=schedule_time_limit,
+                         scheme=scheme)
+
+
+def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optional[str] = None,
+                  schedule_method: str = "auto", placement_method: str = "exact",
+                  placement_time_limit: float = 5.0, schedule_time_limit: float = 10.0,
+                  scheme: Scheme = ()) -> Compiled:
+    """Schedule, find lifetimes and place an already lowered graph (split by `scheme`, which is
+    only recorded here)."""
+    board = load_board(board) if isinstance(board, str) else board
     sched = schedule(graph, schedule_method, schedule_time_limit, board.alignment)
+    graph, order = fit_scratch(graph, sched.order, board.alignment)  # no kernel scratch at the peak
+    sched = dataclasses.replace(sched, order=order)
     lives = lifetimes(graph, sched.order, board.alignment)
     placement = place(lives, areas(board), placement_method, board.alignment, placement_time_limit)
-    name = graph.name if isinstance(source, onnx.ModelProto) else os.fspath(source)
-    return Compiled(name, board, graph, sched, lives, placement)
+    return Compiled(name or graph.name, board, graph, sched, lives, placement, tuple(scheme))

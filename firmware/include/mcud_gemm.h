@@ -15,7 +15,15 @@ typedef struct {
 } mcud_gemm_f32_params;
 
 /* int8: acc[n] = bias[n] + sum_k a * b (a with its zero point, folded into bias at compile
- * time), y = clamp(mcud_requant(acc, mult[c], shift[c]) + y_zero), c = n or 0. */
+ * time), y = clamp(mcud_requant(acc, mult[c], shift[c]) + y_zero), c = n or 0.
+ *
+ * B is constant and 2-D, so it is packed at compile time (mcudeploy/ops/gemm.py, pack_weights)
+ * for the dual-MAC loop: the kernel reads `packed` and ignores b (codegen passes NULL, so flash
+ * holds the weights once); K comes from A and N from Y. The layout:
+ * columns in blocks of four, each block 4K bytes, for every k-quad q the 16 bytes
+ * B[4q..4q+3, n0], B[4q..4q+3, n0+1], B[.., n0+2], B[.., n0+3], then for each remaining k
+ * the four bytes B[k, n0..n0+3]; the N % 4 last columns follow, each as K bytes padded to a
+ * multiple of 4. The array must be word aligned (codegen aligns every constant to 4). */
 typedef struct {
     int32_t trans_a;
     int32_t trans_b;
@@ -26,6 +34,7 @@ typedef struct {
     int32_t y_zero;
     int32_t act_min;
     int32_t act_max;
+    const int8_t *packed;  /* B packed as above */
 } mcud_gemm_s8_params;
 
 void mcud_gemm_f32(const mcud_view *a, const mcud_view *b, const mcud_view *c, const mcud_view *y,

@@ -12,6 +12,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from mcudeploy.codegen.values import c_float, c_int, c_numbers
 from mcudeploy.ir import CTYPES, Graph
+from mcudeploy.memory.lifetimes import SCRATCH
 from mcudeploy.ops import registry
 from mcudeploy.ops.base import Array, Struct
 from mcudeploy.plan import plan_dict
@@ -79,6 +80,12 @@ class _Context:
         region = self.c.placement.regions.get(buf)
         return f"{arena_symbol(region, self.first_region)} + {self.c.placement.offsets[buf] + (slot.offset if slot else 0)}"
 
+    def scratch(self, node: str) -> str:
+        """C expression of the first byte of a node's scratch buffer in its region's arena."""
+        buf = node + SCRATCH
+        region = self.c.placement.regions.get(buf)
+        return f"{arena_symbol(region, self.first_region)} + {self.c.placement.offsets[buf]}"
+
     def struct(self, s: Struct, label: str) -> str:
         sym = f"P{len(self.params)}"
         fields = []
@@ -135,6 +142,9 @@ def context(compiled) -> dict:
         args = [ctx.view(v) for v in call.views]
         if call.params is not None:
             args.append(ctx.struct(call.params, node.name))
+        args = [f"&{a}" if a else "NULL" for a in args]
+        if call.scratch:
+            args.append(f"(void *)({ctx.scratch(node.name)})")
         calls.append({"fn": call.fn, "args": args, "label": label, "node": node.name})
     io = {}
     for kind, names in (("inputs", graph.inputs), ("outputs", graph.outputs)):

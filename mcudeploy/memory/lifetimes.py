@@ -3,7 +3,9 @@
 Sharing (views, Concat inputs written into the output, Split outputs as slices, in place) is
 decided in mcudeploy/memory/alias.py. A buffer lives from the step that writes its first tensor
 to the step that last reads any of its tensors; graph inputs live from step -1, graph outputs to
-the last step. Its size is its owner's bytes rounded up to the alignment.
+the last step. Its size is its owner's bytes rounded up to the alignment. A kernel's scratch
+memory (``Op.scratch``) is a buffer of its own, "<node>#scratch", with no tensors, live at the
+kernel's step only.
 
 ``lifetimes(graph, order, alignment).lower_bound()`` -- the largest sum of bytes live at one
 step -- is the objective every scheduling method is judged by.
@@ -15,6 +17,7 @@ from typing import Mapping, Optional, Sequence
 
 from mcudeploy.ir import Graph, Node
 from mcudeploy.memory.alias import SHARING, Slot, share
+from mcudeploy.ops import registry
 
 
 def align_up(n: int, alignment: int) -> int:
@@ -58,12 +61,52 @@ class Lifetimes:
         return max(self.live_bytes(), default=0)
 
 
+SCRATCH = "#scratch"
+
+
+def scratch_buffers(graph: Graph, order: Sequence[Node], alignment: int = 4, elided=frozenset()) -> list[Buffer]:
+    """A buffer "<node>#scratch" (no tensors) for every kernel that needs working memory, live at its step only."""
+    out = []
+    for step, node in enumerate(order):
+        if node.name in elided:
+            continue
+        size = registry.get(node.op).scratch(graph, node)
+        if size > 0:
+            out.append(Buffer(node.name + SCRATCH, (), align_up(size, alignment), step, step))
+    return out
+
+
 def lifetimes(graph: Graph, order: Sequence[Node], alignment: int = 4, sharing: frozenset = SHARING) -> Lifetimes:
     s = share(graph, order, alignment, frozenset(sharing))
     buffers = [Buffer(sp.name, sp.tensors, align_up(sp.nbytes, alignment), sp.first, sp.last, io=sp.io)
                for sp in s.spans]
+    buffers += scratch_buffers(graph, order, alignment, s.elided)
     buffers.sort(key=lambda b: (b.first, b.name))
     return Lifetimes(tuple(buffers), {t: sl.buffer for t, sl in s.slots.items()}, len(order), s.slots, s.elided)
 
 
-__all__ = ["Buffer", "Lifetimes", "Slot", "align_up", "lifetimes"]
+def fit_scratch(graph: Graph, order: Sequence[Node], alignment: int = 4,
+                sharing: frozenset = SHARING) -> tuple[Graph, tuple[Node, ...]]:
+    """The graph and order with the attribute "scratch" = 0 on every node whose working memory
+    would raise the arena's peak: those run a kernel that needs none (slower), so the scratch of
+    fast kernels costs no memory. A node that writes its output over its input keeps its scratch
+    (its kernel relies on it); the peak then is the highest such step, if above the others."""
+    lives = lifetimes(graph, order, alignment, sharing)
+    scratch = {b.first: b for b in lives.buffers if not b.tensors and b.name.endswith(SCRATCH)}
+    if not scratch:
+        return graph, tuple(order)
+    base = Lifetimes(tuple(b for b in lives.buffers if b.tensors), lives.buffer_of, lives.steps).live_bytes()
+    kept = {}
+    for step, b in scratch.items():
+        node = order[step]
+        ins = [i for i in node.inputs if i and i in lives.buffer_of]
+        kept[step] = any(lives.buffer_of[o] == lives.buffer_of[i] for o in node.outputs for i in ins)
+    peak = max([max(base)] + [base[step + 1] + scratch[step].size for step in scratch if kept[step]])
+    drop = {order[step].name for step, b in scratch.items() if not kept[step] and base[step + 1] + b.size > peak}
+    if not drop:
+        return graph, tuple(order)
+    new = {n.name: n.with_(attrs={**n.attrs, "scratch": 0}) if n.name in drop else n for n in graph.nodes}
+    return graph.replace(nodes=tuple(new[n.name] for n in graph.nodes)), tuple(new[n.name] for n in order)
+
+
+__all__ = ["SCRATCH", "Buffer", "Lifetimes", "Slot", "align_up", "fit_scratch", "lifetimes", "scratch_buffers"]

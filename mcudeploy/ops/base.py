@@ -127,11 +127,15 @@ class Struct:
 
 @dataclass(frozen=True)
 class Call:
-    """One kernel call: ``fn(&view, ..., &params)``; a view of "" is passed as NULL."""
+    """One kernel call: ``fn(&view, ..., &params[, scratch])``; a view of "" is passed as NULL.
+
+    scratch: bytes of working memory the kernel needs during the call (it gets a pointer to them
+    in the arena as its last argument when > 0); it must equal ``Op.scratch`` of the node."""
 
     fn: str
     views: tuple[str, ...]
     params: Optional[Struct] = None
+    scratch: int = 0
 
 
 @dataclass(frozen=True)
@@ -156,6 +160,7 @@ class Op:
     name: ClassVar[str] = ""
     onnx_types: ClassVar[tuple[str, ...]] = ()
     view: ClassVar[bool] = False  # output is input 0's bytes reinterpreted (Reshape-like)
+    subview: ClassVar[bool] = False  # output is a strided window into input 0's bytes (Slice): no kernel
 
     def from_onnx(self, onnx: OnnxNode) -> tuple[tuple[str, ...], dict]:
         """Turn an ONNX node into IR inputs and attributes (constant inputs may become attributes)."""
@@ -180,6 +185,30 @@ class Op:
 
     def macs(self, graph: Graph, node: Node) -> int:
         return sum(graph[o].size for o in node.outputs)
+
+    def scratch(self, graph: Graph, node: Node) -> int:
+        """Bytes of working memory the kernel needs while it runs (counted in the arena).
+
+        Cheap (the memory planner asks for every order), and equal to ``kernel().scratch``."""
+        return 0
+
+    def piece(self, graph: Graph, node: Node, axis: str, rows: tuple[int, int],
+              pads: Optional[tuple[int, int]]) -> Optional[dict]:
+        """Attributes of the piece of `node` that computes output indices [rows[0], rows[1]) of
+        loop axis `axis` (mcudeploy/partition), or None when the operator cannot be cut so.
+
+        pads: None when no input reads the axis through a window, else the piece's (pad_begin,
+        pad_end) along it, which the partition computed from the rows its windowed input reads.
+        The default serves operators whose inputs follow the axis one to one or not at all: the
+        attributes stay as they are, unless one holds a value per index of the cut dimension (a
+        per-channel scale), which a piece would have to slice. Views refuse: a Reshape-like
+        output of a strided slice would have to be contiguous."""
+        if self.view or pads is not None:
+            return None
+        extent = self.expr(graph, node).axis(axis).extent
+        if any(isinstance(v, tuple) and len(v) == extent > 1 for v in node.attrs.values()):
+            return None
+        return dict(node.attrs)
 
 
 def unsupported(reason: str) -> UnsupportedError:

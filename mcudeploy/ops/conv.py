@@ -20,6 +20,7 @@ from mcudeploy.ops.registry import register
 from mcudeploy.ops.util import ints
 
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+PIXELS = 4  # output pixels per block of mcud_conv_s8_fast: its scratch is PIXELS columns of kpad int16
 
 
 @dataclass(frozen=True)
@@ -200,19 +201,43 @@ class Conv(Op):
         return TensorExpr(tuple(axes), inputs, outputs)
 
     def inplace(self, graph, node):
-        # Only a 1x1, stride-1, unpadded per-channel convolution: conv.c reads each output's one
-        # input element, at the output's own position, before writing it. A wider depthwise window
-        # reads neighbours an in-place write would already have replaced (that needs a row buffer).
+        # Only a 1x1, stride-1, unpadded convolution: conv.c reads each output's one input element,
+        # at the output's own position, before writing it (per channel), and mcud_conv_s8_fast copies
+        # a block of pixels, every channel, into its scratch before it writes those pixels (group 1).
+        # A wider window reads neighbours an in-place write would already have replaced.
         g = geometry(graph, node)
         x, y = graph[node.inputs[0]], graph[node.outputs[0]]
         pointwise = g.kernel == (1, 1) and g.stride == (1, 1) and not any(g.pad_begin + g.pad_end)
-        if g.group == g.cin == g.cout and pointwise and x.shape == y.shape and x.dtype == y.dtype:
+        if not (pointwise and x.shape == y.shape and x.dtype == y.dtype):
+            return None
+        if g.group == g.cin == g.cout or (_fast(graph, node, g) and _uses_scratch(node)):
             return 0
         return None
 
     def macs(self, graph, node):
         g = geometry(graph, node)
         return g.n * g.cout * g.out_hw[0] * g.out_hw[1] * g.cin_per_group * g.kernel[0] * g.kernel[1]
+
+    def piece(self, graph, node, axis, rows, pads):
+        """A piece along n, along output channels (plain or depthwise: the weights, bias and
+        per-channel scales are sliced by the partition), or along a spatial axis with the pads
+        the partition gives; a grouped convolution's channels are not one axis."""
+        g = geometry(graph, node)
+        attrs = dict(node.attrs)
+        spatial = ["oh", "ow"][2 - g.spatial:]
+        if axis == "n":
+            return attrs
+        if axis == "oc":
+            if g.group == 1:
+                return attrs
+            return {**attrs, "group": rows[1] - rows[0]} if g.depthwise else None
+        if axis not in spatial or pads is None:
+            return None
+        first = 2 - g.spatial
+        begin, end = list(g.pad_begin[first:]), list(g.pad_end[first:])
+        i = spatial.index(axis)
+        begin[i], end[i] = pads
+        return {**attrs, "pads": tuple(begin + end), "auto_pad": "NOTSET"}
 
     # ------------------------------------------------------------------ int8 acceptance
     def accepts_int8(self, graph, node) -> bool:
@@ -295,6 +320,73 @@ class Conv(Op):
         _, zy = quant.qparams(graph, node.outputs[0]).single()
         lo, hi = quant.clip_range(node, graph[node.outputs[0]])
         mult, shift = self._requant(graph, node)
-        return Call("mcud_conv_s8", views, Struct.of(
+        mults, shifts = Array("int32_t", tuple(int(m) for m in mult)), Array("int32_t", tuple(int(s) for s in shift))
+        if _fast(graph, node, g):
+            return self._fast_call(graph, node, g, views, zx, zy, lo, hi, mults, shifts, _uses_scratch(node))
+        fn = "mcud_conv_s8_dw" if g.depthwise else "mcud_conv_s8"
+        return Call(fn, views, Struct.of(
             "mcud_conv_s8_params", **common, in_zero_point=zx, out_zero_point=zy, act_min=lo, act_max=hi,
-            mult=Array("int32_t", tuple(int(m) for m in mult)), shift=Array("int32_t", tuple(int(s) for s in shift))))
+            mult=mults, shift=shifts))
+
+    def scratch(self, graph, node):
+        if graph[node.inputs[0]].dtype != "int8" or int(node.attr("group", 1)) != 1 or not _uses_scratch(node):
+            return 0  # cheap answers first: the planner asks for every node of every order it tries
+        g = geometry(graph, node)
+        return _scratch_bytes(g) if _fast(graph, node, g) else 0
+
+    def _fast_call(self, graph, node, g, views, zx, zy, lo, hi, mults, shifts, scratch: bool) -> Call:
+        """mcud_conv_s8_fast (firmware/include/mcud_conv_fast.h): repacked weights, zero point in the
+        bias; or, for a node whose "scratch" attribute is 0, mcud_conv_s8_direct (same params, no
+        working memory, slower: it is chosen where the scratch would raise the arena's peak)."""
+        w4 = graph[node.inputs[1]].data.astype(np.int64).reshape(g.cout, g.cin, *g.kernel)
+        hwc = g.cin % 4 == 0 and g.kernel != (1, 1)  # the scratch's tap order (mcud_conv_fast_col)
+        w = (w4.transpose(0, 2, 3, 1) if hwc else w4).reshape(g.cout, -1)
+        kpad = _kpad(g)
+        packed = np.zeros((g.cout, kpad), np.int64)
+        packed[:, :w.shape[1]] = w
+        packed = packed.reshape(g.cout, kpad // 4, 4)[:, :, [0, 2, 1, 3]].reshape(-1)
+        bias = _bias(node)
+        b = graph[bias].data.astype(np.int64) if bias else np.zeros(g.cout, np.int64)
+        folded = b - zx * w.sum(axis=1)
+        require(bool(np.all(np.abs(folded) < 2**31)), "the Conv bias with the input zero point folded in "
+                                                      "overflows int32")
+        return Call("mcud_conv_s8_fast" if scratch else "mcud_conv_s8_direct", views, Struct.of(
+            "mcud_conv_s8_fast_params", stride=g.stride, dilation=g.dilation, pad=g.pad_begin,
+            inside=int(_inside(g)), hwc=int(hwc), in_zero_point=zx, out_zero_point=zy, act_min=lo, act_max=hi,
+            kpad=kpad, hi_shift=int(all(33 <= s <= 62 for s in shifts.values)),
+            w=Array("int8_t", tuple(int(v) for v in packed)), bias=Array("int32_t", tuple(int(v) for v in folded)),
+            bias_raw=0 if scratch else Array("int32_t", tuple(int(v) for v in b)),
+            w3=0 if scratch or not _row3(g) else Array("int8_t", tuple(int(v) for v in np.pad(
+                w4.reshape(-1, 3), ((0, 0), (0, 1))).reshape(-1))),
+            mult=mults, shift=shifts), scratch=_scratch_bytes(g) if scratch else 0)
+
+
+def _fast(graph: Graph, node: Node, g: Geometry) -> bool:
+    """Whether the int8 Conv runs as im2col + SMLAD product (group 1; weights of any shape)."""
+    return g.group == 1 and graph[node.inputs[0]].dtype == "int8"
+
+
+def _uses_scratch(node: Node) -> bool:
+    """False where memory.lifetimes.fit_scratch set the node's "scratch" attribute to 0."""
+    return bool(node.attr("scratch", 1))
+
+
+def _kpad(g: Geometry) -> int:
+    """Taps per output (C * KH * KW) rounded up to a multiple of 4: one SMLAD pair of pairs per step."""
+    return -(-g.cin * g.kernel[0] * g.kernel[1] // 4) * 4
+
+
+def _scratch_bytes(g: Geometry) -> int:
+    """PIXELS columns of kpad int16 (the arena's alignment, at least 4, is all LDRD needs)."""
+    return PIXELS * 2 * _kpad(g)
+
+
+def _row3(g: Geometry) -> bool:
+    """mcud_conv_s8_direct's pair-packed path: a kernel 3 wide, stride and dilation 1 along W."""
+    return g.kernel[1] == 3 and g.stride[1] == 1 and g.dilation[1] == 1
+
+
+def _inside(g: Geometry) -> bool:
+    """No window reaches outside the input, so the im2col needs no bounds checks."""
+    return not any(g.pad_begin) and all((o - 1) * s + (k - 1) * d <= n - 1 for o, s, k, d, n in
+                                        zip(g.out_hw, g.stride, g.kernel, g.dilation, g.in_hw))

@@ -147,6 +147,24 @@ def int8_plan(graph: Graph, node: Node) -> Int8Plan:
     return Int8Plan(bias, mult, shift, z_y, lo, hi)
 
 
+def pack_weights(w: np.ndarray) -> np.ndarray:
+    """Constant int8 B (K, N) in the order the int8 kernel reads it (firmware/include/mcud_gemm.h):
+    columns in blocks of four, each block every k-quad's 4 x 4 bytes column by column, then the
+    K % 4 remaining rows' four bytes; the N % 4 last columns each as K bytes padded to a multiple
+    of 4. One 32-bit load then holds four consecutive k of one column, in A's byte order."""
+    k, n = w.shape
+    quads, blocks = k // 4, n // 4
+    parts = []
+    for j in range(blocks):
+        cols = w[:, 4 * j:4 * j + 4]
+        parts.append(cols[:4 * quads].reshape(quads, 4, 4).transpose(0, 2, 1).reshape(-1))
+        parts.append(cols[4 * quads:].reshape(-1))
+    k4 = -(-k // 4) * 4
+    for c in range(4 * blocks, n):
+        parts.append(np.concatenate([w[:, c], np.zeros(k4 - k, w.dtype)]))
+    return np.concatenate(parts).astype(np.int8) if parts else np.zeros(0, np.int8)
+
+
 class _Product(Op):
     fuses_activation = True
 
@@ -241,13 +259,18 @@ class _Product(Op):
                 "mcud_gemm_f32_params", trans_a=int(lay.trans_a), trans_b=int(lay.trans_b),
                 alpha=float(node.attr("alpha", 1.0)), beta=float(node.attr("beta", 1.0)), act_min=lo, act_max=hi))
         plan = int8_plan(graph, node)
-        return Call("mcud_gemm_s8", (a, b, y), Struct.of(
+        w = graph[b].data
+        packed = pack_weights(w.T if lay.trans_b else w)
+        # B reaches the kernel packed (flash holds it once): no view of it, the kernel takes K and N
+        # from A and Y.
+        return Call("mcud_gemm_s8", (a, "", y), Struct.of(
             "mcud_gemm_s8_params", trans_a=int(lay.trans_a), trans_b=int(lay.trans_b),
             channels=len(plan.mult),
             bias=Array("int32_t", tuple(int(v) for v in plan.bias)),
             mult=Array("int32_t", tuple(int(v) for v in plan.mult)),
             shift=Array("int32_t", tuple(int(v) for v in plan.shift)),
-            y_zero=plan.y_zero, act_min=plan.lo, act_max=plan.hi))
+            y_zero=plan.y_zero, act_min=plan.lo, act_max=plan.hi,
+            packed=Array("int8_t", tuple(int(v) for v in packed))))
 
 
 @register

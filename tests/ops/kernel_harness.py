@@ -104,6 +104,10 @@ def _program(call: Call, buffers: dict[str, _Buffer]) -> str:
         fields = [f".{field} = {_c_value(value, arrays)}" for field, value in call.params.fields]
         lines += arrays + [f"static const {call.params.ctype} params = {{{', '.join(fields)}}};"]
         args.append("&params")
+    if call.scratch:  # working memory full of garbage, as an arena would hold
+        words = (call.scratch + 3) // 4
+        lines.append(f"static uint32_t scratch[{words}] = {{{', '.join(['0xa5c3e1f7u'] * words)}}};")
+        args.append("(void *)scratch")
     lines += ["int main(void)", "{", f"    {call.fn}({', '.join(args)});"]
     lines += [f"    fwrite(buf{i}, sizeof(buf{i}), 1, stdout);" for i in index.values()]
     lines += ["    return 0;", "}"]

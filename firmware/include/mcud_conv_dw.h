@@ -1,0 +1,303 @@
+/* Fast int8 depthwise convolution (group == C_in == C_out) on NCHW views.
+ *
+ * Why static inline: model.c calls it with pointers to its static const views and params, so
+ * GCC inlines it and folds every extent, stride and the output range into constants. The same
+ * code runs on host and Cortex-M0/M3 through the portable operations of mcud_dsp.h, so the host
+ * tests check the exact algorithm the M4 runs.
+ *
+ * The fast path covers 3x3 windows, dilation 1, stride 1 or 2 along W (any stride along H). Each
+ * channel is one plane, copied into a stack buffer whose padding holds the input zero point: the
+ * whole padded plane when it fits (KWS's 25 x 5 planes: no per-row bookkeeping at all), else a
+ * ring of three padded rows, each input row copied once, plus a row of zero points for the rows
+ * above and below the input. So every output pixel sums all nine taps with no bounds checks, and
+ * the zero point is folded into the bias once per channel: sum (x - zx) w = sum x w - zx sum w,
+ * exact, and a padded tap holding zx adds nothing. The copy also reads any input strides (a
+ * channels-last or stepped view), so the loops below always see dense rows.
+ *
+ * Stride 1 computes two neighbouring outputs from one 32-bit load per window row:
+ * v = (x0, x1, x2, x3), sxtb16(v) = (x0, x2) and its ror8 form (x1, x3) meet the weight pair
+ * (w0, w2) in one SMLAD each, the middle taps (x1 for the first, x2 for the second) in one
+ * 16x16 multiply-accumulate each. Requantization takes the 32-bit route of mcud_dw_requant_hi
+ * when the channel's shift is in [33, 62] and mcud_requant otherwise, both exact.
+ *
+ * Stack: MCUD_DW_BUF (528) bytes of buffer; no scratch in the arena.
+ *
+ * Anything else (other windows, dilation, stride > 2 along W, rows wider than the ring, 1-D) goes
+ * to the generic mcud_conv_s8. */
+#ifndef MCUD_CONV_DW_H
+#define MCUD_CONV_DW_H
+#include "mcud.h"
+#include "mcud_conv.h"
+#include "mcud_dsp.h"
+
+#ifndef MCUD_INLINE
+#if defined(__GNUC__)
+#define MCUD_INLINE static inline __attribute__((always_inline))
+#else
+#define MCUD_INLINE static inline
+#endif
+#endif
+
+/* Bytes of the stack buffer: the padded plane of a channel when it fits (KWS: 27 rows of 8), else
+ * four rows of up to MCUD_DW_BUF / 4 bytes each (input rows up to 128 wide at stride 1, about twice
+ * the output width at stride 2). */
+#ifndef MCUD_DW_BUF
+#define MCUD_DW_BUF 528
+#endif
+
+#if MCUD_HAVE_DSP
+/* acc + a.lo * b.lo, acc + a.hi * b.lo, acc + a.lo * b.hi, acc + a.hi * b.hi */
+MCUD_INLINE int32_t mcud_dw_mac_bb(uint32_t a, uint32_t b, int32_t acc) { return __smlabb((int32_t)a, (int32_t)b, acc); }
+MCUD_INLINE int32_t mcud_dw_mac_tb(uint32_t a, uint32_t b, int32_t acc) { return __smlatb((int32_t)a, (int32_t)b, acc); }
+MCUD_INLINE int32_t mcud_dw_mac_bt(uint32_t a, uint32_t b, int32_t acc) { return __smlabt((int32_t)a, (int32_t)b, acc); }
+MCUD_INLINE int32_t mcud_dw_mac_tt(uint32_t a, uint32_t b, int32_t acc) { return __smlatt((int32_t)a, (int32_t)b, acc); }
+/* v clamped to [-128, 127] in one instruction */
+MCUD_INLINE int32_t mcud_dw_sat8(int32_t v) { return __ssat(v, 8); }
+#else
+MCUD_INLINE int32_t mcud_dw_mac_bb(uint32_t a, uint32_t b, int32_t acc)
+{
+    return (int32_t)((uint32_t)acc + (uint32_t)(mcud_lo16(a) * mcud_lo16(b)));
+}
+MCUD_INLINE int32_t mcud_dw_mac_tb(uint32_t a, uint32_t b, int32_t acc)
+{
+    return (int32_t)((uint32_t)acc + (uint32_t)(mcud_hi16(a) * mcud_lo16(b)));
+}
+MCUD_INLINE int32_t mcud_dw_mac_bt(uint32_t a, uint32_t b, int32_t acc)
+{
+    return (int32_t)((uint32_t)acc + (uint32_t)(mcud_lo16(a) * mcud_hi16(b)));
+}
+MCUD_INLINE int32_t mcud_dw_mac_tt(uint32_t a, uint32_t b, int32_t acc)
+{
+    return (int32_t)((uint32_t)acc + (uint32_t)(mcud_hi16(a) * mcud_hi16(b)));
+}
+MCUD_INLINE int32_t mcud_dw_sat8(int32_t v) { return mcud_clamp(v, -128, 127); }
+#endif
+
+/* v clamped to [lo, hi] within [-128, 127]; the bounds are constants once inlined into model.c,
+ * so the usual ranges cost one instruction (SSAT) and a fused Relu6 one compare more. */
+MCUD_INLINE int8_t mcud_dw_clamp8(int32_t v, int32_t lo, int32_t hi)
+{
+    v = mcud_dw_sat8(v);
+    if (lo > -128) {
+        v = v < lo ? lo : v;
+    }
+    if (hi < 127) {
+        v = v > hi ? hi : v;
+    }
+    return (int8_t)v;
+}
+
+/* mcud_requant for a shift in [33, 62] (r = shift - 32 in [1, 30]) on the two words of the
+ * product p = hi * 2^32 + lo: (p + 2^(shift-1) - 1 + odd) >> shift, odd = (p >> shift) & 1, is
+ * (hi + 2^(r-1)) >> r unless lo + odd == 0, where it is one less before the shift. |hi| < 2^30. */
+MCUD_INLINE int32_t mcud_dw_requant_hi(int32_t acc, int32_t mult, int32_t r, int32_t half)
+{
+    int64_t prod = (int64_t)acc * (int64_t)mult;
+    int32_t hi = (int32_t)(prod >> 32);
+    if (__builtin_expect((uint32_t)prod == 0u, 0)) {
+        hi -= (int32_t)(~(uint32_t)(hi >> r) & 1u);
+    }
+    return (hi + half) >> r;
+}
+
+typedef struct {
+    int32_t bias;       /* b - zx * sum w */
+    uint32_t pair[3];   /* (w[kh][0], w[kh][2]) */
+    uint32_t mid01;     /* (w[0][1], w[1][1]) */
+    uint32_t mid2;      /* w[2][1] in the low half */
+    int32_t mult, shift, r, half;
+} mcud_dw_channel;
+
+MCUD_INLINE int8_t mcud_dw_out(int32_t acc, const mcud_dw_channel *ch, int32_t hi_route,
+                               const mcud_conv_s8_params *p)
+{
+    int32_t q = hi_route ? mcud_dw_requant_hi(acc, ch->mult, ch->r, ch->half)
+                         : mcud_requant(acc, ch->mult, ch->shift);
+    return mcud_dw_clamp8(q + p->out_zero_point, p->act_min, p->act_max);
+}
+
+/* One output row: ow in [0, ow_n), window columns start at buffer index ow * sw. */
+MCUD_INLINE void mcud_dw_row(const int8_t *r0, const int8_t *r1, const int8_t *r2, int8_t *yr, int32_t ysw,
+                             int32_t ow_n, int32_t sw, const mcud_dw_channel *ch, int32_t hi_route,
+                             const mcud_conv_s8_params *p)
+{
+    const uint32_t p0 = ch->pair[0], p1 = ch->pair[1], p2 = ch->pair[2];
+    const uint32_t m01 = ch->mid01, m2 = ch->mid2;
+    int32_t ow = 0;
+    if (sw == 1) {
+        for (; ow + 2 <= ow_n; ow += 2) {
+            int32_t a0 = ch->bias, a1 = ch->bias;
+            uint32_t v, e, o;
+            v = mcud_load32(r0 + ow);
+            e = mcud_sxtb16(v);
+            o = mcud_sxtb16_ror8(v);
+            a0 = mcud_smlad(e, p0, a0);
+            a1 = mcud_smlad(o, p0, a1);
+            a0 = mcud_dw_mac_bb(o, m01, a0);
+            a1 = mcud_dw_mac_tb(e, m01, a1);
+            v = mcud_load32(r1 + ow);
+            e = mcud_sxtb16(v);
+            o = mcud_sxtb16_ror8(v);
+            a0 = mcud_smlad(e, p1, a0);
+            a1 = mcud_smlad(o, p1, a1);
+            a0 = mcud_dw_mac_bt(o, m01, a0);
+            a1 = mcud_dw_mac_tt(e, m01, a1);
+            v = mcud_load32(r2 + ow);
+            e = mcud_sxtb16(v);
+            o = mcud_sxtb16_ror8(v);
+            a0 = mcud_smlad(e, p2, a0);
+            a1 = mcud_smlad(o, p2, a1);
+            a0 = mcud_dw_mac_bb(o, m2, a0);
+            a1 = mcud_dw_mac_tb(e, m2, a1);
+            yr[ow * ysw] = mcud_dw_out(a0, ch, hi_route, p);
+            yr[(ow + 1) * ysw] = mcud_dw_out(a1, ch, hi_route, p);
+        }
+    }
+    for (; ow < ow_n; ow++) {
+        int32_t j = ow * sw;
+        int32_t a0 = ch->bias;
+        uint32_t v;
+        v = mcud_load32(r0 + j);
+        a0 = mcud_smlad(mcud_sxtb16(v), p0, a0);
+        a0 = mcud_dw_mac_bb(mcud_sxtb16_ror8(v), m01, a0);
+        v = mcud_load32(r1 + j);
+        a0 = mcud_smlad(mcud_sxtb16(v), p1, a0);
+        a0 = mcud_dw_mac_bt(mcud_sxtb16_ror8(v), m01, a0);
+        v = mcud_load32(r2 + j);
+        a0 = mcud_smlad(mcud_sxtb16(v), p2, a0);
+        a0 = mcud_dw_mac_bb(mcud_sxtb16_ror8(v), m2, a0);
+        yr[ow * ysw] = mcud_dw_out(a0, ch, hi_route, p);
+    }
+}
+
+/* Input row ih of the plane into buf[pad + c] for the columns c in [0, n) the windows reach. */
+MCUD_INLINE void mcud_dw_copy_row(int8_t *buf, const int8_t *xr, int32_t xsw, int32_t n)
+{
+    if (xsw == 1) {
+        int32_t c = 0;
+        for (; c + 4 <= n; c += 4) {
+            mcud_store32(buf + c, mcud_load32(xr + c));
+        }
+        for (; c < n; c++) {
+            buf[c] = xr[c];
+        }
+    } else {
+        for (int32_t c = 0; c < n; c++) {
+            buf[c] = xr[c * xsw];
+        }
+    }
+}
+
+MCUD_INLINE void mcud_conv_s8_dw(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
+                                 const mcud_conv_s8_params *p)
+{
+    const int32_t rank4 = x->ndim >= 4;
+    const int32_t kh_n = w->ndim >= 4 ? w->shape[2] : 1, kw_n = w->shape[w->ndim - 1];
+    const int32_t sh = p->stride[0], sw = p->stride[1];
+    const int32_t yh = y->shape[y->ndim - 2], yw = y->shape[y->ndim - 1];
+    /* bytes of one buffered row: what the 32-bit loads of one output row touch, rounded to words */
+    const int32_t rw = ((yw - 1) * sw + 4 + 3) & ~3;
+    const int32_t plane_rows = (yh - 1) * sh + 3;
+    if (!rank4 || kh_n != 3 || kw_n != 3 || p->dilation[0] != 1 || p->dilation[1] != 1 || sw > 2 ||
+        4 * rw > MCUD_DW_BUF) {
+        mcud_conv_s8(x, w, b, y, p);
+        return;
+    }
+    /* the whole padded plane when it fits, else a ring of three rows and a zero-point row */
+    const int32_t whole = plane_rows * rw <= MCUD_DW_BUF;
+    const int32_t xn_s = x->stride[0], xc_s = x->stride[1], xh = x->shape[2], xh_s = x->stride[2];
+    const int32_t xw = x->shape[3], xw_s = x->stride[3];
+    const int32_t yn = y->shape[0], yc = y->shape[1];
+    const int32_t yn_s = y->stride[0], yc_s = y->stride[1], yh_s = y->stride[2], yw_s = y->stride[3];
+    const int32_t ph = p->pad[0], pw = p->pad[1];
+    const int32_t zx = p->in_zero_point;
+    /* input columns [c0, c1) land at row index pw + c; input rows [r0, r1) at plane row ph + r */
+    const int32_t c0 = pw > 0 ? 0 : -pw;
+    const int32_t c1 = xw < rw - pw ? xw : rw - pw;
+    const int32_t ncopy = c1 > c0 ? c1 - c0 : 0;
+    const int32_t r0 = ph > 0 ? 0 : -ph;
+    const int32_t r1 = xh < plane_rows - ph ? xh : plane_rows - ph;
+
+    uint32_t mem[MCUD_DW_BUF / 4];
+    int8_t *buf = (int8_t *)mem;
+    int8_t *zrow = buf + 3 * rw;
+    const int32_t used = whole ? plane_rows * rw : 4 * rw;
+    const uint32_t zx4 = (uint32_t)(uint8_t)zx * 0x01010101u;
+    for (int32_t i = 0; i < used / 4; i++) {
+        mem[i] = zx4;
+    }
+
+    const int8_t *xd = (const int8_t *)x->data;
+    const int8_t *wd = (const int8_t *)w->data;
+    const int32_t *bd = b != NULL ? (const int32_t *)b->data : NULL;
+    int8_t *yd = (int8_t *)y->data;
+    for (int32_t c = 0; c < yc; c++) {
+        mcud_dw_channel ch;
+        const int8_t *wc = wd + c * w->stride[0];
+        int32_t sum = 0, mid[3];
+        for (int32_t kh = 0; kh < 3; kh++) {
+            const int8_t *wr = wc + kh * w->stride[2];
+            int32_t w0 = wr[0], w1 = wr[w->stride[3]], w2 = wr[2 * w->stride[3]];
+            ch.pair[kh] = mcud_pack16(w0, w2);
+            mid[kh] = w1;
+            sum += w0 + w1 + w2;
+        }
+        ch.mid01 = mcud_pack16(mid[0], mid[1]);
+        ch.mid2 = mcud_pack16(mid[2], 0);
+        ch.bias = (bd != NULL ? bd[c * b->stride[0]] : 0) - zx * sum;
+        ch.mult = p->mult[c];
+        ch.shift = p->shift[c];
+        ch.r = ch.shift - 32;
+        ch.half = ch.r >= 1 ? (int32_t)1 << (ch.r - 1) : 0;
+        const int32_t hi_route = ch.shift >= 33 && ch.shift <= 62;
+        for (int32_t n = 0; n < yn; n++) {
+            const int8_t *xp = xd + n * xn_s + c * xc_s + c0 * xw_s;
+            int8_t *yp = yd + n * yn_s + c * yc_s;
+            if (whole) {
+                for (int32_t r = r0; r < r1; r++) {
+                    mcud_dw_copy_row(buf + (ph + r) * rw + pw + c0, xp + r * xh_s, xw_s, ncopy);
+                }
+                for (int32_t oh = 0; oh < yh; oh++) {
+                    const int8_t *top = buf + oh * sh * rw;
+                    if (hi_route) {
+                        mcud_dw_row(top, top + rw, top + 2 * rw, yp + oh * yh_s, yw_s, yw, sw, &ch, 1, p);
+                    } else {
+                        mcud_dw_row(top, top + rw, top + 2 * rw, yp + oh * yh_s, yw_s, yw, sw, &ch, 0, p);
+                    }
+                }
+                continue;
+            }
+            /* rows[k] is input row next - 3 + k: a ring slot, or the zero-point row outside the input */
+            int8_t *slot[3] = {buf, buf + rw, buf + 2 * rw};
+            const int8_t *rows[3] = {zrow, zrow, zrow};
+            int32_t next = -ph;
+            for (int32_t oh = 0; oh < yh; oh++) {
+                const int32_t top = oh * sh - ph + 3;
+                if (top - next > 3) {
+                    next = top - 3; /* rows no window reads (stride above 3) */
+                }
+                for (; next < top; next++) {
+                    int8_t *s = slot[0];
+                    slot[0] = slot[1];
+                    slot[1] = slot[2];
+                    slot[2] = s;
+                    rows[0] = rows[1];
+                    rows[1] = rows[2];
+                    if (next >= 0 && next < xh) {
+                        mcud_dw_copy_row(s + pw + c0, xp + next * xh_s, xw_s, ncopy);
+                        rows[2] = s;
+                    } else {
+                        rows[2] = zrow;
+                    }
+                }
+                if (hi_route) {
+                    mcud_dw_row(rows[0], rows[1], rows[2], yp + oh * yh_s, yw_s, yw, sw, &ch, 1, p);
+                } else {
+                    mcud_dw_row(rows[0], rows[1], rows[2], yp + oh * yh_s, yw_s, yw, sw, &ch, 0, p);
+                }
+            }
+        }
+    }
+}
+
+#endif /* MCUD_CONV_DW_H */

@@ -1,0 +1,492 @@
+/* Fast int8 convolution (group 1, any kernel, stride, dilation and padding) as an im2col into a
+ * small int16 scratch followed by a dual-MAC (SMLAD) matrix product.
+ *
+ * Why a header of static inline functions: model.c calls them with pointers to its static const
+ * views and params, so GCC inlines them and folds every extent, stride and parameter into
+ * constants (loop bounds included). The same code runs on host and on Cortex-M0/M3 through the
+ * portable operations of mcud_dsp.h, so the host tests check the exact algorithm the M4 runs.
+ *
+ * Per block of four output pixels the scratch holds their receptive fields as int16: the input
+ * value for a tap inside the input and the input zero point for a padded tap, in the weights'
+ * (ic, kh, kw) order, or (kh, kw, ic) when C is a multiple of 4 (p->hwc: each tap's channels
+ * then fill whole groups, copied four at a time, one bounds check per tap), then zeros up to
+ * kpad. The four columns are interleaved by groups of four taps, [kpad / 4][pixel][4], so that
+ * one pointer walks them and each pixel's four taps are one 64-bit load (LDRD) at a fixed offset.
+ * The zero point is folded into the bias at compile time (bias' = b - zx * sum w):
+ * sum (x - zx) w = sum x w - zx sum w, exact, and a padded tap holding zx adds zx * w - zx * w = 0.
+ * The weights are repacked at compile time, (OC, kpad) bytes with each group of four as
+ * [w0 w2 w1 w3], so that sxtb16 and its ror8 form give the pairs (w0, w1) and (w2, w3) that
+ * line up with the scratch pairs.
+ *
+ * Where a layer's scratch would raise the arena's peak, mcud_conv_s8_direct (below) does the
+ * same without working memory, slower (mcudeploy.memory.lifetimes.fit_scratch chooses). */
+#ifndef MCUD_CONV_FAST_H
+#define MCUD_CONV_FAST_H
+#include "mcud.h"
+#include "mcud_dsp.h"
+#if defined(__ARM_FEATURE_SAT) && __ARM_FEATURE_SAT
+#include <arm_acle.h>
+#endif
+
+#ifndef MCUD_INLINE
+#if defined(__GNUC__)
+#define MCUD_INLINE static inline __attribute__((always_inline))
+#else
+#define MCUD_INLINE static inline
+#endif
+#endif
+
+#define MCUD_CONV_FAST_PIXELS 4 /* output pixels per block: the scratch holds this many columns */
+
+typedef struct {
+    int32_t stride[2];      /* along H, W */
+    int32_t dilation[2];
+    int32_t pad[2];         /* begin padding along H, W */
+    int32_t inside;         /* 1: no window leaves the input (no bounds checks) */
+    int32_t hwc;            /* 1: taps (and p->w) in (kh, kw, c) order, C % 4 == 0; else (c, kh, kw) */
+    int32_t in_zero_point;
+    int32_t out_zero_point;
+    int32_t act_min;
+    int32_t act_max;
+    int32_t kpad;           /* C * KH * KW rounded up to a multiple of 4 */
+    int32_t hi_shift;       /* 1: every shift is in [33, 62] (mcud_requant_hi applies) */
+    const int8_t *w;        /* (OC, kpad), repacked as above */
+    const int32_t *bias;    /* per output channel, zero point folded in */
+    const int32_t *bias_raw; /* the bias as given (mcud_conv_s8_direct's edge pixels; else NULL) */
+    const int8_t *w3;       /* mcud_conv_s8_direct, 3-wide kernel, stride and dilation 1 along W: each
+                               kernel row as [w0 w1 w2 0] (mcud_conv_direct_row3); else NULL */
+    const int32_t *mult;
+    const int32_t *shift;
+} mcud_conv_s8_fast_params;
+
+/* mcud_requant for a shift in [33, 62], in 32-bit operations on the high and low words of the
+ * product: with t = shift - 32 and p = hi * 2^32 + lo, (p + 2^(shift-1) - 1 + b) >> shift is
+ * (hi + 2^(t-1) - 1 + (lo + b >= 1)) >> t, where b = (p >> shift) & 1. |hi| < 2^30, so no overflow. */
+MCUD_INLINE int32_t mcud_requant_hi(int32_t acc, int32_t mult, int32_t shift)
+{
+    int64_t prod = (int64_t)acc * (int64_t)mult;
+    int32_t hi = (int32_t)(prod >> 32);
+    uint32_t lo = (uint32_t)prod;
+    int32_t t = shift - 32;
+    uint32_t odd = (uint32_t)(hi >> t) & 1u;
+    return (hi + (1 << (t - 1)) - 1 + ((lo | odd) != 0u)) >> t;
+}
+
+/* v clamped to [-128, 127]: one SSAT where the core has it. */
+MCUD_INLINE int32_t mcud_sat8(int32_t v)
+{
+#if defined(__ARM_FEATURE_SAT) && __ARM_FEATURE_SAT
+    return __ssat(v, 8);
+#else
+    return mcud_clamp(v, -128, 127);
+#endif
+}
+
+typedef struct {
+    int32_t n, c, h, w;
+    int32_t sn, sc, sh, sw;
+} mcud_fast_dims;
+
+MCUD_INLINE mcud_fast_dims mcud_fast_dims_of(const mcud_view *v)
+{
+    mcud_fast_dims d;
+    d.n = v->shape[0];
+    d.sn = v->stride[0];
+    d.c = v->shape[1];
+    d.sc = v->stride[1];
+    d.h = v->ndim >= 4 ? v->shape[2] : 1;
+    d.sh = v->ndim >= 4 ? v->stride[2] : 0;
+    d.w = v->shape[v->ndim - 1];
+    d.sw = v->stride[v->ndim - 1];
+    return d;
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#define MCUD_UNROLL _Pragma("GCC unroll 16")
+#else
+#define MCUD_UNROLL
+#endif
+
+/* Where tap kk of pixel i sits in the interleaved scratch. */
+#define MCUD_COL_AT(kk, i) ((((kk) >> 2) << 4) + ((i) << 2) + ((kk) & 3))
+
+/* The receptive field of output pixel (oh, ow) into column d (already offset to its pixel). */
+MCUD_INLINE void mcud_conv_fast_col(const int8_t *xn, const mcud_fast_dims *X, int32_t kh_n, int32_t kw_n,
+                                    const mcud_conv_s8_fast_params *p, int32_t oh, int32_t ow, int16_t *d)
+{
+    int32_t ih0 = oh * p->stride[0] - p->pad[0];
+    int32_t iw0 = ow * p->stride[1] - p->pad[1];
+    int32_t dh = p->dilation[0] * X->sh, dw = p->dilation[1] * X->sw;
+    int32_t kk = 0;
+    if (p->hwc) { /* taps in (kh, kw, c) order, C a multiple of 4: four channels per group */
+        int16_t zx = (int16_t)p->in_zero_point;
+        for (int32_t kh = 0; kh < kh_n; kh++) {
+            int32_t ih = ih0 + kh * p->dilation[0];
+            for (int32_t kw = 0; kw < kw_n; kw++) {
+                int32_t iw = iw0 + kw * p->dilation[1];
+                if (p->inside || ((uint32_t)ih < (uint32_t)X->h && (uint32_t)iw < (uint32_t)X->w)) {
+                    const int8_t *xr = xn + ih * X->sh + iw * X->sw;
+                    for (int32_t c = 0; c < X->c; c += 4) {
+                        d[0] = xr[0];
+                        d[1] = xr[X->sc];
+                        d[2] = xr[2 * X->sc];
+                        d[3] = xr[3 * X->sc];
+                        xr += 4 * X->sc;
+                        d += 16;
+                    }
+                } else {
+                    for (int32_t c = 0; c < X->c; c += 4) {
+                        d[0] = zx;
+                        d[1] = zx;
+                        d[2] = zx;
+                        d[3] = zx;
+                        d += 16;
+                    }
+                }
+            }
+        }
+        return;
+    }
+    if (p->inside && kh_n == 1 && kw_n == 1) { /* pointwise: four channels per group */
+        const int8_t *xr = xn + ih0 * X->sh + iw0 * X->sw;
+        int32_t c = 0;
+        for (; c + 4 <= X->c; c += 4) {
+            d[0] = xr[0];
+            d[1] = xr[X->sc];
+            d[2] = xr[2 * X->sc];
+            d[3] = xr[3 * X->sc];
+            xr += 4 * X->sc;
+            d += 16;
+        }
+        for (; c < X->c; c++) {
+            d[c & 3] = xr[(c & 3) * X->sc];
+        }
+        return;
+    }
+    if (p->inside || (ih0 >= 0 && iw0 >= 0 && ih0 + (kh_n - 1) * p->dilation[0] < X->h &&
+                      iw0 + (kw_n - 1) * p->dilation[1] < X->w)) { /* the window is inside the input */
+        const int8_t *xp = xn + ih0 * X->sh + iw0 * X->sw;
+        for (int32_t c = 0; c < X->c; c++) {
+            for (int32_t kh = 0; kh < kh_n; kh++) {
+                const int8_t *xr = xp + c * X->sc + kh * dh;
+                MCUD_UNROLL
+                for (int32_t kw = 0; kw < kw_n; kw++) {
+                    d[MCUD_COL_AT(kk + kw, 0)] = xr[kw * dw];
+                }
+                kk += kw_n;
+            }
+        }
+        return;
+    }
+    int16_t zx = (int16_t)p->in_zero_point;
+    for (int32_t c = 0; c < X->c; c++) {
+        for (int32_t kh = 0; kh < kh_n; kh++) {
+            int32_t ih = ih0 + kh * p->dilation[0];
+            if ((uint32_t)ih >= (uint32_t)X->h) {
+                for (int32_t kw = 0; kw < kw_n; kw++, kk++) {
+                    d[MCUD_COL_AT(kk, 0)] = zx;
+                }
+                continue;
+            }
+            const int8_t *xr = xn + c * X->sc + ih * X->sh;
+            for (int32_t kw = 0; kw < kw_n; kw++, kk++) {
+                int32_t iw = iw0 + kw * p->dilation[1];
+                d[MCUD_COL_AT(kk, 0)] = (uint32_t)iw < (uint32_t)X->w ? (int16_t)xr[iw * X->sw] : zx;
+            }
+        }
+    }
+}
+
+MCUD_INLINE int8_t mcud_conv_fast_out(int32_t acc, int32_t oc, const mcud_conv_s8_fast_params *p)
+{
+    int32_t q = p->hi_shift ? mcud_requant_hi(acc, p->mult[oc], p->shift[oc])
+                            : mcud_requant(acc, p->mult[oc], p->shift[oc]);
+    if (p->act_min == -128 && p->act_max == 127) {
+        return (int8_t)mcud_sat8(q + p->out_zero_point);
+    }
+    return (int8_t)mcud_clamp(q + p->out_zero_point, p->act_min, p->act_max);
+}
+
+/* Two pairs (four int16) at byte offset `off` of p: one LDRD on cores with the DSP extension
+ * (GCC does not fuse the two loads by itself), two loads elsewhere. */
+typedef struct {
+    uint32_t w[8];
+} __attribute__((__may_alias__)) mcud_col_group;
+
+#if MCUD_HAVE_DSP && defined(__GNUC__)
+#define MCUD_LOAD_QUAD(lo, hi, p, off) \
+    __asm__("ldrd %0, %1, [%2, #" #off "]" : "=r"(lo), "=r"(hi) : "r"(p), "m"(*(const mcud_col_group *)(p)))
+#else
+#define MCUD_LOAD_QUAD(lo, hi, p, off) \
+    do { \
+        (lo) = mcud_load32((const uint8_t *)(p) + (off)); \
+        (hi) = mcud_load32((const uint8_t *)(p) + (off) + 4); \
+    } while (0)
+#endif
+
+/* One group of four taps for four pixels: a weight word unpacked once, used four times. */
+#define MCUD_GEMM4_STEP(wp, cp) \
+    do { \
+        uint32_t v_ = mcud_load32(wp); \
+        uint32_t lo_ = mcud_sxtb16(v_), hi_ = mcud_sxtb16_ror8(v_); \
+        uint32_t x0_, x1_; \
+        MCUD_LOAD_QUAD(x0_, x1_, cp, 0); \
+        a0 = mcud_smlad(lo_, x0_, a0); \
+        a0 = mcud_smlad(hi_, x1_, a0); \
+        MCUD_LOAD_QUAD(x0_, x1_, cp, 8); \
+        a1 = mcud_smlad(lo_, x0_, a1); \
+        a1 = mcud_smlad(hi_, x1_, a1); \
+        MCUD_LOAD_QUAD(x0_, x1_, cp, 16); \
+        a2 = mcud_smlad(lo_, x0_, a2); \
+        a2 = mcud_smlad(hi_, x1_, a2); \
+        MCUD_LOAD_QUAD(x0_, x1_, cp, 24); \
+        a3 = mcud_smlad(lo_, x0_, a3); \
+        a3 = mcud_smlad(hi_, x1_, a3); \
+    } while (0)
+
+/* Every output channel of the four pixels in the scratch, one channel at a time. */
+MCUD_INLINE void mcud_conv_fast_gemm4(const int16_t *cols, int8_t *const *yp, int32_t oc_n, int32_t ysc,
+                                      const mcud_conv_s8_fast_params *p)
+{
+    const int32_t q = p->kpad / 4; /* groups of four taps */
+    const int8_t *wa = p->w;
+    for (int32_t oc = 0; oc < oc_n; oc++) {
+        const int16_t *c = cols;
+        int32_t a0 = p->bias[oc], a1 = a0, a2 = a0, a3 = a0;
+        int32_t j = 0;
+        for (; j + 2 <= q; j += 2) {
+            MCUD_GEMM4_STEP(wa, c);
+            MCUD_GEMM4_STEP(wa + 4, c + 16);
+            wa += 8;
+            c += 32;
+        }
+        if (j < q) {
+            MCUD_GEMM4_STEP(wa, c);
+            wa += 4;
+        }
+        yp[0][oc * ysc] = mcud_conv_fast_out(a0, oc, p);
+        yp[1][oc * ysc] = mcud_conv_fast_out(a1, oc, p);
+        yp[2][oc * ysc] = mcud_conv_fast_out(a2, oc, p);
+        yp[3][oc * ysc] = mcud_conv_fast_out(a3, oc, p);
+    }
+}
+
+/* Every output channel of pixel i of the scratch (a tail block of fewer than four pixels). */
+MCUD_INLINE void mcud_conv_fast_gemm1(const int16_t *cols, int32_t i, int8_t *y0, int32_t oc_n, int32_t ysc,
+                                      const mcud_conv_s8_fast_params *p)
+{
+    const int32_t q = p->kpad / 4;
+    const int8_t *wa = p->w;
+    for (int32_t oc = 0; oc < oc_n; oc++) {
+        const int16_t *c = cols + 4 * i;
+        int32_t a0 = p->bias[oc];
+        for (int32_t j = 0; j < q; j++) {
+            uint32_t v = mcud_load32(wa);
+            a0 = mcud_smlad(mcud_sxtb16(v), mcud_load32(c), a0);
+            a0 = mcud_smlad(mcud_sxtb16_ror8(v), mcud_load32(c + 2), a0);
+            wa += 4;
+            c += 16;
+        }
+        y0[oc * ysc] = mcud_conv_fast_out(a0, oc, p);
+    }
+}
+
+/* int8 Conv, group 1, on NCHW views (rank 4, or rank 3 read as H = 1). The weights come from
+ * p->w (w and b are the model's tensors, unused here); scratch holds 4 * kpad int16, 4-byte
+ * aligned (LDRD needs word alignment only on ARMv7-M). */
+MCUD_INLINE void mcud_conv_s8_fast(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
+                                   const mcud_conv_s8_fast_params *p, void *scratch)
+{
+    mcud_fast_dims X = mcud_fast_dims_of(x), Y = mcud_fast_dims_of(y);
+    int32_t kh_n = w->ndim >= 4 ? w->shape[2] : 1;
+    int32_t kw_n = w->shape[w->ndim - 1];
+    int32_t k = X.c * kh_n * kw_n;
+    int16_t *cols = (int16_t *)scratch;
+    (void)b;
+    for (int32_t i = 0; i < MCUD_CONV_FAST_PIXELS; i++) {
+        for (int32_t kk = k; kk < p->kpad; kk++) {
+            cols[MCUD_COL_AT(kk, i)] = 0;
+        }
+    }
+    for (int32_t n = 0; n < Y.n; n++) {
+        const int8_t *xn = (const int8_t *)x->data + n * X.sn;
+        int8_t *yn = (int8_t *)y->data + n * Y.sn;
+        int8_t *yp[MCUD_CONV_FAST_PIXELS];
+        int32_t oh = 0, ow = 0;
+        int32_t left = Y.h * Y.w;
+        for (; left > 0; left -= MCUD_CONV_FAST_PIXELS) {
+            int32_t m = left < MCUD_CONV_FAST_PIXELS ? left : MCUD_CONV_FAST_PIXELS;
+            for (int32_t i = 0; i < m; i++) {
+                yp[i] = yn + oh * Y.sh + ow * Y.sw;
+                mcud_conv_fast_col(xn, &X, kh_n, kw_n, p, oh, ow, cols + 4 * i);
+                if (++ow == Y.w) {
+                    ow = 0;
+                    oh++;
+                }
+            }
+            if (m == MCUD_CONV_FAST_PIXELS) {
+                mcud_conv_fast_gemm4(cols, yp, Y.c, Y.sc, p);
+            } else {
+                for (int32_t i = 0; i < m; i++) {
+                    mcud_conv_fast_gemm1(cols, i, yp[i], Y.c, Y.sc, p);
+                }
+            }
+        }
+    }
+}
+
+/* Taps k in [*lo, *hi) whose input index start + k * dilation lies in [0, size). */
+MCUD_INLINE void mcud_fast_taps(int32_t start, int32_t dilation, int32_t kernel, int32_t size, int32_t *lo, int32_t *hi)
+{
+    int32_t k0 = start < 0 ? (-start + dilation - 1) / dilation : 0;
+    int32_t k1 = kernel;
+    if (start + (kernel - 1) * dilation >= size) {
+        k1 = start >= size ? 0 : (size - 1 - start) / dilation + 1;
+    }
+    *lo = k0;
+    *hi = k1 > k0 ? k1 : k0;
+}
+
+/* One output pixel whose window may leave the input: the taps inside it, with the unfolded bias. */
+MCUD_INLINE void mcud_conv_direct_edge(const int8_t *xn, const mcud_fast_dims *X, const int8_t *wd,
+                                       const mcud_fast_dims *W, int32_t ih, int32_t iw, int8_t *yp, int32_t oc_n,
+                                       int32_t ysc, const mcud_conv_s8_fast_params *p)
+{
+    int32_t kh0, kh1, kw0, kw1;
+    mcud_fast_taps(ih, p->dilation[0], W->h, X->h, &kh0, &kh1);
+    mcud_fast_taps(iw, p->dilation[1], W->w, X->w, &kw0, &kw1);
+    for (int32_t oc = 0; oc < oc_n; oc++) {
+        uint32_t a = (uint32_t)p->bias_raw[oc];
+        for (int32_t c = 0; c < X->c; c++) {
+            for (int32_t kh = kh0; kh < kh1; kh++) {
+                const int8_t *xr = xn + c * X->sc + (ih + kh * p->dilation[0]) * X->sh + iw * X->sw;
+                const int8_t *wr = wd + oc * W->sn + c * W->sc + kh * W->sh;
+                for (int32_t kw = kw0; kw < kw1; kw++) {
+                    a += (uint32_t)(((int32_t)xr[kw * p->dilation[1] * X->sw] - p->in_zero_point) * wr[kw * W->sw]);
+                }
+            }
+        }
+        yp[oc * ysc] = mcud_conv_fast_out((int32_t)a, oc, p);
+    }
+}
+
+/* acc + a.lo * b.lo and acc + a.hi * b.lo (SMLABB, SMLATB), modulo 2^32. */
+#if MCUD_HAVE_DSP
+MCUD_INLINE int32_t mcud_smlabb(uint32_t a, uint32_t b, int32_t acc) { return __smlabb((int32_t)a, (int32_t)b, acc); }
+MCUD_INLINE int32_t mcud_smlatb(uint32_t a, uint32_t b, int32_t acc) { return __smlatb((int32_t)a, (int32_t)b, acc); }
+#else
+MCUD_INLINE int32_t mcud_smlabb(uint32_t a, uint32_t b, int32_t acc)
+{
+    return (int32_t)((uint32_t)acc + (uint32_t)(mcud_lo16(a) * mcud_lo16(b)));
+}
+MCUD_INLINE int32_t mcud_smlatb(uint32_t a, uint32_t b, int32_t acc)
+{
+    return (int32_t)((uint32_t)acc + (uint32_t)(mcud_hi16(a) * mcud_lo16(b)));
+}
+#endif
+
+/* Four adjacent pixels of a row (stride 1) of a 3-wide kernel (dilation 1) whose windows are
+ * inside, input rows contiguous: for pixel i, taps (0, 2) are one pair and tap 1 one half, all
+ * from two words x[0..3] and x[2..5] of each input row: (x0, x2) (x1, x3) (x2, x4) (x3, x5).
+ * p->w3 holds each kernel row as [w0 w1 w2 0], so sxtb16 gives (w0, w2) and its ror8 (w1, 0). */
+MCUD_INLINE void mcud_conv_direct_row3(const int8_t *x0, const mcud_fast_dims *X, int32_t kh_n, int32_t dh,
+                                       int8_t *y0, int32_t oc_n, int32_t ysc, int32_t ysw,
+                                       const mcud_conv_s8_fast_params *p)
+{
+    const int8_t *wq = p->w3;
+    for (int32_t oc = 0; oc < oc_n; oc++) {
+        int32_t a0 = p->bias[oc], a1 = a0, a2 = a0, a3 = a0;
+        for (int32_t c = 0; c < X->c; c++) {
+            const int8_t *xr = x0 + c * X->sc;
+            for (int32_t kh = 0; kh < kh_n; kh++, xr += dh, wq += 4) {
+                uint32_t v = mcud_load32(wq);
+                uint32_t w02 = mcud_sxtb16(v), w1 = mcud_sxtb16_ror8(v);
+                uint32_t lo = mcud_load32(xr), hi = mcud_load32(xr + 2);
+                uint32_t e0 = mcud_sxtb16(lo), o0 = mcud_sxtb16_ror8(lo);
+                a0 = mcud_smlad(e0, w02, a0);
+                a0 = mcud_smlabb(o0, w1, a0);
+                a1 = mcud_smlad(o0, w02, a1);
+                a1 = mcud_smlatb(e0, w1, a1);
+                a2 = mcud_smlatb(o0, w1, a2);
+                uint32_t e2 = mcud_sxtb16(hi), o2 = mcud_sxtb16_ror8(hi);
+                a2 = mcud_smlad(e2, w02, a2);
+                a3 = mcud_smlad(o2, w02, a3);
+                a3 = mcud_smlatb(e2, w1, a3);
+            }
+        }
+        y0[oc * ysc] = mcud_conv_fast_out(a0, oc, p);
+        y0[oc * ysc + ysw] = mcud_conv_fast_out(a1, oc, p);
+        y0[oc * ysc + 2 * ysw] = mcud_conv_fast_out(a2, oc, p);
+        y0[oc * ysc + 3 * ysw] = mcud_conv_fast_out(a3, oc, p);
+    }
+}
+
+/* The same convolution without working memory, for a layer whose scratch would raise the arena's
+ * peak (mcudeploy.memory.lifetimes.fit_scratch): straight from the input, one multiply-accumulate
+ * per instruction (there is nowhere to keep packed pairs). Four pixels of one row at a time where
+ * their windows are inside the input (each weight loaded once for four MACs, the offsets constant),
+ * pixel by pixel elsewhere (edges: only the taps inside, with p->bias_raw, the unfolded bias).
+ * Same params as mcud_conv_s8_fast; the weights come from w. Sums modulo 2^32, like SMLAD. */
+MCUD_INLINE void mcud_conv_s8_direct(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
+                                     const mcud_conv_s8_fast_params *p)
+{
+    mcud_fast_dims X = mcud_fast_dims_of(x), Y = mcud_fast_dims_of(y), W = mcud_fast_dims_of(w);
+    const int8_t *wd = (const int8_t *)w->data;
+    const int32_t dh = p->dilation[0] * X.sh, dw = p->dilation[1] * X.sw, step = p->stride[1] * X.sw;
+    (void)b;
+    for (int32_t n = 0; n < Y.n; n++) {
+        const int8_t *xn = (const int8_t *)x->data + n * X.sn;
+        int8_t *yn = (int8_t *)y->data + n * Y.sn;
+        for (int32_t oh = 0; oh < Y.h; oh++) {
+            int32_t ih = oh * p->stride[0] - p->pad[0];
+            int32_t rows_in = p->inside || (ih >= 0 && ih + (W.h - 1) * p->dilation[0] < X.h);
+            int32_t ow = 0;
+            for (; ow < Y.w; ow++) { /* left edge, pixel by pixel */
+                int32_t iw = ow * p->stride[1] - p->pad[1];
+                if (rows_in && (p->inside || iw >= 0)) {
+                    break;
+                }
+                mcud_conv_direct_edge(xn, &X, wd, &W, ih, iw, yn + oh * Y.sh + ow * Y.sw, Y.c, Y.sc, p);
+            }
+            for (; ow + 4 <= Y.w; ow += 4) {
+                int32_t iw = ow * p->stride[1] - p->pad[1];
+                if (!p->inside && iw + 3 * p->stride[1] + (W.w - 1) * p->dilation[1] >= X.w) {
+                    break;
+                }
+                const int8_t *x0 = xn + ih * X.sh + iw * X.sw;
+                int8_t *y0 = yn + oh * Y.sh + ow * Y.sw;
+                if (p->w3 != NULL && X.sw == 1) {
+                    mcud_conv_direct_row3(x0, &X, W.h, dh, y0, Y.c, Y.sc, Y.sw, p);
+                    continue;
+                }
+                for (int32_t oc = 0; oc < Y.c; oc++) {
+                    uint32_t a0 = (uint32_t)p->bias[oc], a1 = a0, a2 = a0, a3 = a0;
+                    for (int32_t c = 0; c < X.c; c++) {
+                        for (int32_t kh = 0; kh < W.h; kh++) {
+                            const int8_t *wr = wd + oc * W.sn + c * W.sc + kh * W.sh;
+                            const int8_t *xr = x0 + c * X.sc + kh * dh;
+                            MCUD_UNROLL
+                            for (int32_t kw = 0; kw < W.w; kw++) {
+                                int32_t wv = wr[kw * W.sw];
+                                a0 += (uint32_t)(xr[kw * dw] * wv);
+                                a1 += (uint32_t)(xr[kw * dw + step] * wv);
+                                a2 += (uint32_t)(xr[kw * dw + 2 * step] * wv);
+                                a3 += (uint32_t)(xr[kw * dw + 3 * step] * wv);
+                            }
+                        }
+                    }
+                    y0[oc * Y.sc] = mcud_conv_fast_out((int32_t)a0, oc, p);
+                    y0[oc * Y.sc + Y.sw] = mcud_conv_fast_out((int32_t)a1, oc, p);
+                    y0[oc * Y.sc + 2 * Y.sw] = mcud_conv_fast_out((int32_t)a2, oc, p);
+                    y0[oc * Y.sc + 3 * Y.sw] = mcud_conv_fast_out((int32_t)a3, oc, p);
+                }
+            }
+            for (; ow < Y.w; ow++) { /* the rest of the row, pixel by pixel */
+                int32_t iw = ow * p->stride[1] - p->pad[1];
+                mcud_conv_direct_edge(xn, &X, wd, &W, ih, iw, yn + oh * Y.sh + ow * Y.sw, Y.c, Y.sc, p);
+            }
+        }
+    }
+}
+
+#endif /* MCUD_CONV_FAST_H */

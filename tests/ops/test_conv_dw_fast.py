@@ -1,0 +1,205 @@
+"""The int8 depthwise kernel (firmware/include/mcud_conv_dw.h) against the numpy reference, bit for
+bit: its fast 3x3 paths (stride 1 and 2, any padding, odd and tiny widths, both requantization
+routes) and its fallback, on views inside garbage-filled bigger buffers, on row bands and channel
+ranges of a larger convolution (as split execution passes them), and on random shapes."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mcudeploy.ir import Graph, Node, Quant, Tensor, constant
+from mcudeploy.ops import registry
+from mcudeploy.reference import run_reference
+
+from .kernel_harness import Place, channels_last, needs_gcc, run_kernel
+
+CONV = registry.get("Conv")
+
+
+def dw_graph(x_shape, kernel=(3, 3), attrs=None, seed=0, s_y=0.05, clip=None, bias=True):
+    """An int8 depthwise Conv as QDQ lowering produces it; s_y sets the requantization shifts
+    (0.05 gives shifts >= 33, 0.0001 gives shifts < 33)."""
+    rng = np.random.default_rng(seed)
+    c = x_shape[1]
+    s_x, z_x, z_y = 0.03, -9, 4
+    s_w = rng.uniform(0.002, 0.01, c)
+    w = rng.integers(-127, 128, (c, 1, *kernel)).astype(np.int8)
+    b = rng.integers(-5000, 5000, c).astype(np.int32)
+    x = rng.integers(-128, 128, x_shape).astype(np.int8)
+    tensors = [Tensor("x", tuple(x_shape), "int8", "input", Quant((s_x,), (z_x,))),
+               constant("w", w, Quant(tuple(s_w), (0,) * c, 0))]
+    if bias:
+        tensors.append(constant("b", b, Quant(tuple(s_x * s_w), (0,) * c, 0)))
+    node_attrs = {"group": c, **(attrs or {})}
+    if clip is not None:
+        node_attrs.update(clip_min=clip[0], clip_max=clip[1])
+    node = Node("dw", "Conv", ("x", "w", "b" if bias else ""), ("y",), node_attrs)
+    partial = Graph("g", {t.name: t for t in tensors}, (), ("x",), ())
+    shape, dtype = CONV.infer(partial, node)[0]
+    tensors.append(Tensor("y", shape, dtype, "output", Quant((s_y,), (z_y,))))
+    graph = Graph("g", {t.name: t for t in tensors}, (node,), ("x",), ("y",))
+    return graph, node, x
+
+
+def check(tmp_path, graph, node, x, place=None):
+    assert CONV.accepts_int8(graph, node)
+    call = CONV.kernel(graph, node)
+    assert call.fn == "mcud_conv_s8_dw"
+    expected = run_reference(graph, [x])[0]
+    got = run_kernel(tmp_path, call, graph, {"x": x}, place or {"x": 1, "y": 2})[0]
+    np.testing.assert_array_equal(got, expected)
+    return call
+
+
+FAST_CASES = [
+    ("kws", (1, 64, 25, 5), {"pads": [1, 1, 1, 1]}),
+    ("vww_small", (1, 8, 12, 12), {"pads": [1, 1, 1, 1]}),
+    ("stride2", (1, 4, 12, 12), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
+    ("stride2_same_upper", (1, 5, 10, 10), {"auto_pad": "SAME_UPPER", "strides": [2, 2]}),
+    ("stride2_odd", (2, 3, 9, 7), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
+    ("valid", (1, 3, 6, 7), {}),
+    ("odd_width", (2, 3, 7, 7), {"pads": [1, 1, 1, 1]}),
+    ("width1", (1, 2, 5, 1), {"pads": [1, 1, 1, 1]}),
+    ("width2", (1, 2, 4, 2), {"pads": [1, 1, 1, 1]}),
+    ("asym_pads", (1, 3, 6, 5), {"pads": [0, 2, 2, 1]}),
+    ("stride_h_only", (1, 3, 9, 6), {"pads": [1, 1, 1, 1], "strides": [2, 1]}),
+    ("stride_w_only", (1, 3, 6, 9), {"pads": [1, 1, 1, 1], "strides": [1, 2]}),
+    ("stride_h3", (1, 2, 11, 6), {"pads": [1, 1, 1, 1], "strides": [3, 1]}),
+    ("big_pad", (1, 2, 3, 3), {"pads": [2, 2, 2, 2]}),
+    # planes too big for the stack buffer: a ring of rows
+    ("ring", (1, 3, 20, 40), {"pads": [1, 1, 1, 1]}),
+    ("ring_stride2", (2, 2, 30, 41), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
+    ("ring_stride_h3", (1, 2, 25, 50), {"pads": [0, 1, 2, 1], "strides": [3, 1]}),
+    ("ring_stride_h5", (1, 2, 31, 60), {"pads": [1, 1, 1, 1], "strides": [5, 2]}),
+]
+
+
+@needs_gcc
+@pytest.mark.parametrize("case", FAST_CASES, ids=[c[0] for c in FAST_CASES])
+@pytest.mark.parametrize("route", ["hi_shift", "low_shift"])
+def test_fast_paths_are_bit_exact(tmp_path, case, route):
+    _, x_shape, attrs = case
+    graph, node, x = dw_graph(x_shape, attrs=attrs, seed=3, s_y=0.05 if route == "hi_shift" else 0.0001)
+    call = check(tmp_path, graph, node, x)
+    shifts = np.array(dict(call.params.fields)["shift"].values)
+    assert np.all(shifts >= 33) if route == "hi_shift" else np.all(shifts < 33)
+
+
+@needs_gcc
+def test_mixed_shifts_and_exact_ties(tmp_path):
+    """Per-channel shifts on both sides of 33; weights of +-1 and a zero bias make exact halves."""
+    graph, node, x = dw_graph((1, 6, 6, 6), attrs={"pads": [1, 1, 1, 1]}, seed=4)
+    w = graph["w"]
+    scales = (0.03 / 0.05 * np.array([1.0, 0.5, 2 ** -7, 2 ** -9, 0.25, 2 ** -12]))  # M = s_x s_w / s_y
+    data = np.random.default_rng(5).choice(np.array([-1, 1], np.int8), w.shape)
+    tensors = dict(graph.tensors)
+    tensors["w"] = constant("w", data, Quant(tuple(scales * 0.05 / 0.03), (0,) * 6, 0))
+    tensors["b"] = constant("b", np.zeros(6, np.int32), Quant(tuple(scales * 0.05), (0,) * 6, 0))
+    graph = replace(graph, tensors=tensors)
+    call = check(tmp_path, graph, node, x)
+    shifts = dict(call.params.fields)["shift"].values
+    assert min(shifts) < 33 <= max(shifts)
+
+
+@needs_gcc
+@pytest.mark.parametrize("clip", [(0.0, 6.0), (0.0, None), (-0.5, 0.5)], ids=["relu6", "relu", "narrow"])
+def test_fused_activation_range(tmp_path, clip):
+    lo, hi = clip[0], clip[1] if clip[1] is not None else float("inf")
+    graph, node, x = dw_graph((1, 4, 7, 6), attrs={"pads": [1, 1, 1, 1]}, seed=6, clip=(lo, hi))
+    check(tmp_path, graph, node, x)
+
+
+@needs_gcc
+def test_without_bias(tmp_path):
+    graph, node, x = dw_graph((1, 3, 5, 6), attrs={"pads": [1, 1, 1, 1], "strides": [2, 2]}, seed=7, bias=False)
+    check(tmp_path, graph, node, x)
+
+
+@needs_gcc
+@pytest.mark.parametrize("where", ["step2", "channels_last", "padded"])
+def test_views_inside_bigger_buffers(tmp_path, where):
+    """Innermost input stride 2, channels-last memory (innermost stride C), garbage around."""
+    graph, node, x = dw_graph((2, 5, 7, 9), attrs={"pads": [1, 1, 1, 1]}, seed=8)
+    place = {"step2": {"x": Place(1, step=2), "y": Place(1, step=3)},
+             "channels_last": {"x": Place(1, channels_last(4)), "y": Place(2, channels_last(4))},
+             "padded": {"x": 3, "y": 1}}[where]
+    check(tmp_path, graph, node, x, place)
+
+
+FALLBACK_CASES = [
+    ("5x5", (1, 3, 8, 8), (5, 5), {"pads": [2, 2, 2, 2]}),
+    ("dilated", (1, 3, 9, 9), (3, 3), {"pads": [2, 2, 2, 2], "dilations": [2, 2]}),
+    ("stride3_w", (1, 3, 9, 10), (3, 3), {"pads": [1, 1, 1, 1], "strides": [1, 3]}),
+    ("wide", (1, 2, 4, 200), (3, 3), {"pads": [1, 1, 1, 1]}),
+    ("conv1d", (1, 4, 13), (3,), {"pads": [1, 1]}),
+    ("3x1", (1, 3, 6, 6), (3, 1), {"pads": [1, 0, 1, 0]}),
+]
+
+
+@needs_gcc
+@pytest.mark.parametrize("case", FALLBACK_CASES, ids=[c[0] for c in FALLBACK_CASES])
+def test_fallback_is_bit_exact(tmp_path, case):
+    _, x_shape, kernel, attrs = case
+    graph, node, x = dw_graph(x_shape, kernel, attrs, seed=9)
+    check(tmp_path, graph, node, x)
+
+
+def _piece(graph: Graph, node: Node, x: np.ndarray, rows: tuple[int, int], chans: tuple[int, int]):
+    """The piece of a depthwise Conv (3x3, pad 1) that computes output rows [r0, r1) of channels
+    [c0, c1): its own graph (input band with the halo it reads, begin padding adjusted) and input."""
+    (r0, r1), (c0, c1) = rows, chans
+    s, ph = node.attr("strides")[0], node.attr("pads")[0]
+    h = graph["x"].shape[2]
+    xa, xb = max(0, r0 * s - ph), min(h, (r1 - 1) * s - ph + 3)
+    top = ph - r0 * s + xa
+    bottom = (r1 - r0 - 1) * s + 3 - (xb - xa) - top
+    pads = list(node.attr("pads"))
+    attrs = dict(node.attrs, pads=[top, pads[1], bottom, pads[3]])
+    band = x[:, c0:c1, xa:xb]
+    w, b, y = graph["w"], graph["b"], graph["y"]
+    sub = slice(c0, c1)
+    tensors = {
+        "x": replace(graph["x"], shape=band.shape),
+        "w": constant("w", w.data[sub], Quant(w.quant.scale[sub], w.quant.zero_point[sub], 0)),
+        "b": constant("b", b.data[sub], Quant(b.quant.scale[sub], b.quant.zero_point[sub], 0)),
+    }
+    piece = Node("dw", "Conv", node.inputs, node.outputs, {**attrs, "group": c1 - c0})
+    partial = Graph("g", tensors, (), ("x",), ())
+    shape, _ = CONV.infer(partial, piece)[0]
+    tensors["y"] = replace(y, shape=shape)
+    return Graph("g", tensors, (piece,), ("x",), ("y",)), piece, band
+
+
+@needs_gcc
+@pytest.mark.parametrize("stride", [1, 2])
+@pytest.mark.parametrize("width", [11, 45], ids=["plane", "ring"])
+@pytest.mark.parametrize("rows,chans", [((0, 3), (0, 8)), ((3, 7), (0, 8)), ((5, 8), (2, 7)), ((0, 8), (3, 5))],
+                         ids=["top_band", "middle_band", "bottom_band_channels", "channel_range"])
+def test_pieces_of_a_split_conv_equal_the_whole(tmp_path, stride, width, rows, chans):
+    graph, node, x = dw_graph((1, 8, 16, width), attrs={"pads": [1, 1, 1, 1], "strides": [stride, stride]}, seed=10)
+    whole = run_reference(graph, [x])[0]
+    oh = graph["y"].shape[2]
+    rows = (min(rows[0], oh - 1), min(rows[1], oh))
+    pg, pn, band = _piece(graph, node, x, rows, chans)
+    assert pg["y"].shape[2] == rows[1] - rows[0]
+    call = CONV.kernel(pg, pn)
+    assert call.fn == "mcud_conv_s8_dw"
+    got = run_kernel(tmp_path, call, pg, {"x": band}, {"x": 2, "y": 1})[0]
+    np.testing.assert_array_equal(got, whole[:, chans[0]:chans[1], rows[0]:rows[1]])
+
+
+@needs_gcc
+@settings(max_examples=25, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(1, 2), c=st.integers(2, 6), h=st.integers(1, 24), w=st.integers(1, 64),
+       stride=st.sampled_from([(1, 1), (2, 2), (1, 2), (2, 1)]), pads=st.tuples(*[st.integers(0, 2)] * 4),
+       s_y=st.sampled_from([0.05, 0.0001]), seed=st.integers(0, 1000))
+def test_random_shapes(tmp_path, n, c, h, w, stride, pads, s_y, seed):
+    if (h + pads[0] + pads[2] < 3) or (w + pads[1] + pads[3] < 3):
+        return  # no output
+    graph, node, x = dw_graph((n, c, h, w), attrs={"pads": list(pads), "strides": list(stride)}, seed=seed, s_y=s_y)
+    check(tmp_path, graph, node, x)

@@ -1,0 +1,186 @@
+"""The int8 Gemm/MatMul kernel with packed weights (firmware/kernels/gemm.c, mcudeploy/ops/gemm.py
+pack_weights) against the numpy reference, bit for bit: the dual-MAC path (A rows contiguous)
+for every K and N remainder modulo 4, both requantization routes, and the path for A read
+through strides (transA, a step between elements), on views inside bigger buffers and random
+shapes; and a QEMU run of a depthwise + fully connected model on Cortex-M4 and M3."""
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mcudeploy.ir import Graph, Node, Quant, Tensor, constant
+from mcudeploy.ops import registry
+from mcudeploy.ops.gemm import pack_weights
+from mcudeploy.reference import run_reference
+
+from .kernel_harness import Place, needs_gcc, run_kernel
+
+
+def packed_offset(k: int, n: int, kk: int, nn: int) -> int:
+    """Where B[k, n] sits in pack_weights' output: the layout mcud_gemm.h documents, written out."""
+    blocks, quads = nn // 4, kk // 4
+    if n < 4 * blocks:
+        base, i = (n // 4) * 4 * kk, n % 4
+        if k < 4 * quads:
+            return base + (k // 4) * 16 + i * 4 + k % 4
+        return base + 16 * quads + (k - 4 * quads) * 4 + i
+    return 4 * kk * blocks + (n - 4 * blocks) * (-(-kk // 4) * 4) + k
+
+
+@pytest.mark.parametrize("kk,nn", [(1, 1), (3, 5), (4, 4), (7, 9), (16, 12), (33, 6), (640, 13)])
+def test_pack_weights_follows_the_documented_layout(kk, nn):
+    w = np.random.default_rng(kk * 100 + nn).integers(-128, 128, (kk, nn)).astype(np.int8)
+    packed = pack_weights(w)
+    blocks = nn // 4
+    assert packed.size == 4 * kk * blocks + (nn - 4 * blocks) * (-(-kk // 4) * 4)
+    where = np.array([[packed_offset(k, n, kk, nn) for n in range(nn)] for k in range(kk)])
+    assert len(np.unique(where)) == kk * nn  # every weight has its own byte
+    np.testing.assert_array_equal(packed[where], w)
+
+
+def int8_product(op, a_shape, k, n, attrs=None, per_channel=True, bias=True, clip=None, seed=0, s_y=0.2):
+    """An int8 Gemm/MatMul as QDQ lowering produces it; s_y = 0.2 gives shifts >= 33, 0.0002 below."""
+    rng = np.random.default_rng(seed)
+    attrs = dict(attrs or {})
+    trans_b = bool(attrs.get("transB", 0))
+    s_a, z_a, z_y = 0.03, -7, 3
+    s_w = rng.uniform(0.002, 0.01, n) if per_channel else np.array([0.006])
+    w = rng.integers(-127, 128, (n, k) if trans_b else (k, n)).astype(np.int8)
+    w_quant = Quant(tuple(s_w), (0,) * len(s_w), (0 if trans_b else 1) if per_channel else None)
+    tensors = {"a": Tensor("a", tuple(a_shape), "int8", "input", Quant((s_a,), (z_a,))),
+               "w": constant("w", w, w_quant)}
+    names = ["a", "w"]
+    if bias:
+        b = rng.integers(-5000, 5000, n).astype(np.int32)
+        tensors["b"] = constant("b", b, Quant(tuple(s_a * np.broadcast_to(s_w, (n,))), (0,) * n, 0))
+        names.append("b")
+    if clip is not None:
+        attrs.update(clip_min=clip[0], clip_max=clip[1])
+    node = Node("n", op, tuple(names), ("y",), attrs)
+    shape, dtype = registry.get(op).infer(Graph("g", tensors, (), ("a",), ()), node)[0]
+    tensors["y"] = Tensor("y", shape, dtype, "output", Quant((s_y,), (z_y,)))
+    graph = Graph("g", tensors, (node,), ("a",), ("y",))
+    return graph, node, rng.integers(-128, 128, a_shape).astype(np.int8)
+
+
+def check(tmp_path, graph, node, a, place=None):
+    op = registry.get(node.op)
+    assert op.accepts_int8(graph, node)
+    call = op.kernel(graph, node)
+    assert call.views[1] == ""  # B reaches the kernel packed, not through a view
+    expected = run_reference(graph, [a])[0]
+    got = run_kernel(tmp_path, call, graph, {"a": a}, place or {"a": 1, "y": 2})[0]
+    np.testing.assert_array_equal(got, expected)
+    return call
+
+
+FAST_CASES = [  # (id, op, A shape, K, N, attrs)
+    ("fc_640_128", "Gemm", (1, 640), 640, 128, {}),
+    ("k_tail_n_tail", "Gemm", (2, 37), 37, 11, {}),
+    ("k_small", "Gemm", (3, 3), 3, 6, {}),
+    ("n_small", "Gemm", (1, 20), 20, 3, {}),
+    ("one_quad", "Gemm", (1, 4), 4, 4, {}),
+    ("odd_quads", "Gemm", (1, 12), 12, 8, {}),
+    ("transB", "Gemm", (2, 41), 41, 9, {"transB": 1}),
+    ("matmul_batch", "MatMul", (2, 3, 24), 24, 10, {}),
+    ("matmul_vec", "MatMul", (19,), 19, 7, {}),
+]
+
+
+@needs_gcc
+@pytest.mark.parametrize("case", FAST_CASES, ids=[c[0] for c in FAST_CASES])
+@pytest.mark.parametrize("route", ["hi_shift", "low_shift"])
+def test_dual_mac_path_is_bit_exact(tmp_path, case, route):
+    _, op, a_shape, k, n, attrs = case
+    graph, node, a = int8_product(op, a_shape, k, n, attrs, seed=k + n, s_y=0.2 if route == "hi_shift" else 0.0002)
+    call = check(tmp_path, graph, node, a)
+    shifts = np.array(dict(call.params.fields)["shift"].values)
+    assert np.all(shifts >= 33) if route == "hi_shift" else np.all(shifts < 33)
+
+
+@needs_gcc
+@pytest.mark.parametrize("clip", [(0.0, 6.0), (0.0, None)], ids=["relu6", "relu"])
+@pytest.mark.parametrize("per_channel", [True, False], ids=["per_channel", "per_tensor"])
+def test_activation_and_multiplier_kinds(tmp_path, clip, per_channel):
+    lo, hi = clip[0], clip[1] if clip[1] is not None else float("inf")
+    graph, node, a = int8_product("Gemm", (2, 30), 30, 10, per_channel=per_channel, clip=(lo, hi), seed=5)
+    check(tmp_path, graph, node, a)
+
+
+@needs_gcc
+def test_without_bias(tmp_path):
+    graph, node, a = int8_product("MatMul", (3, 13), 13, 6, bias=False, seed=6)
+    check(tmp_path, graph, node, a)
+
+
+STRIDED_CASES = [  # A read through strides: the packed weights through their index
+    ("transA", "Gemm", (21, 3), 21, 6, {"transA": 1}, {"a": 1, "y": 2}),
+    ("a_step", "Gemm", (2, 18), 18, 9, {}, {"a": Place(1, step=2), "y": Place(1, step=3)}),
+    ("y_reversed", "MatMul", (2, 2, 12), 12, 5, {}, {"a": 2, "y": Place(1, (2, 1, 0))}),
+]
+
+
+@needs_gcc
+@pytest.mark.parametrize("case", STRIDED_CASES, ids=[c[0] for c in STRIDED_CASES])
+def test_strided_views_are_bit_exact(tmp_path, case):
+    _, op, a_shape, k, n, attrs, place = case
+    graph, node, a = int8_product(op, a_shape, k, n, attrs, seed=7)
+    check(tmp_path, graph, node, a, place)
+
+
+@needs_gcc
+@settings(max_examples=25, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(m=st.integers(1, 3), k=st.integers(1, 70), n=st.integers(1, 19), trans_b=st.booleans(),
+       per_channel=st.booleans(), s_y=st.sampled_from([0.2, 0.0002]), seed=st.integers(0, 1000))
+def test_random_shapes(tmp_path, m, k, n, trans_b, per_channel, s_y, seed):
+    graph, node, a = int8_product("Gemm", (m, k), k, n, {"transB": int(trans_b)}, per_channel, seed=seed, s_y=s_y)
+    check(tmp_path, graph, node, a)
+
+
+# --------------------------------------------------------------------------- under QEMU
+
+
+@pytest.fixture(scope="module")
+def dw_fc_model(tmp_path_factory):
+    """Conv, depthwise 3x3 (stride 1 and 2), Flatten and two Gemms, quantized by onnxruntime."""
+    import zoo
+
+    net = zoo.Net("dw_fc", 21)
+    x = net.op("Relu", [net.conv("x", 3, 16, 3)])
+    x = net.op("Relu", [net.conv(x, 16, 16, 3, group=16)])  # 20 x 6, as KWS's narrow planes
+    x = net.op("Relu", [net.conv(x, 16, 16, 3, stride=2, group=16)])  # 10 x 3
+    x = net.op("Flatten", [x])
+    x = net.op("Relu", [net.op("Gemm", [x, net.const(net.weights((480, 37), 480), "w"),
+                                        net.const(net.bias(37), "b")])])
+    x = net.op("Gemm", [x, net.const(net.weights((10, 37), 37), "w"), net.const(net.bias(10), "b")], transB=1)
+    inputs = {"x": (1, 3, 20, 6)}
+    work = tmp_path_factory.mktemp("dw_fc")
+    float_model = net.model(inputs, {"y": x})
+    return zoo.quantize(float_model, inputs, work)
+
+
+needs_qemu = pytest.mark.skipif(any(shutil.which(t) is None for t in ("qemu-system-arm", "arm-none-eabi-gcc")),
+                                reason="needs qemu-system-arm and arm-none-eabi-gcc")
+
+
+@pytest.mark.qemu
+@needs_qemu
+@pytest.mark.parametrize("board", ["qemu-m4", "qemu-m3"])
+def test_depthwise_and_fully_connected_on_qemu_equal_the_host(dw_fc_model, board, tmp_path):
+    from mcudeploy import check as mcheck
+    from mcudeploy.device.runner import compare_with_host, run_on_board
+    from mcudeploy.pipeline import compile_model
+
+    compiled = compile_model(dw_fc_model, board)
+    kernels = {registry.get(n.op).kernel(compiled.graph, n).fn for n in compiled.graph.nodes
+               if not registry.get(n.op).view}
+    assert {"mcud_conv_s8_dw", "mcud_gemm_s8"} <= kernels
+    samples = mcheck.random_inputs(compiled.graph, 3, seed=4)
+    result = run_on_board(compiled, samples, workdir=tmp_path / "p")
+    same, lines = compare_with_host(compiled, result.outputs, samples)
+    assert same, lines
