@@ -1,0 +1,151 @@
+"""The cross-board matrix (issue 6, acceptance 4): every int8 conformance case and every int8
+reference model gives, on each emulated board, the host board's outputs bit for bit.
+
+Cost is kept low by batching: the int8 conformance cases (the builders of
+conformance/test_int8_cases.py, same seeds) are put side by side in one ONNX model, each
+case's names prefixed with its own, so one firmware and one QEMU session per board run all of
+them; each case is still its own test, reading its output from that run. Each reference model
+is one firmware per board. Models too large for a board are skipped with the bytes over.
+The seconds each board took are printed at the end of the module (pytest's terminal summary):
+about 30 s per board on a quiet two-core machine, 1 minute per board under load (4 boards, 161
+tests: 2 to 5 minutes).
+
+The comparison is with the host board on the same plan (``compare_with_host``'s way): the
+host build is checked against the numpy reference and onnxruntime by the conformance and
+model tests themselves.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+import onnx
+import pytest
+from conformance.test_int8_cases import CASES, OPSET, quantized
+from onnx import compose, helper
+from shared_models import need_models, shared_models
+
+from mcudeploy import check
+from mcudeploy.boards import load_board
+from mcudeploy.device.host import run_compiled_on_host
+from mcudeploy.device.runner import run_on_board
+from mcudeploy.errors import MCUDeployError
+from mcudeploy.pipeline import compile_model
+
+pytestmark = pytest.mark.qemu
+
+BOARDS = ["qemu-m4", "qemu-m7", "qemu-stm32f4", "qemu-m3"]
+CASE_SAMPLES = 4
+MODEL_SAMPLES = 3
+SEP = "__"
+MODELS = shared_models("*int8*.onnx") or [None]
+
+
+def batched_cases() -> onnx.ModelProto:
+    """All int8 conformance cases in one model: case ``name``'s output is ``name__y``."""
+    parts = []
+    for name in sorted(CASES):
+        build, _ = CASES[name]
+        model, _ = quantized(build, seed=sorted(CASES).index(name) + 1)  # the seeds test_int8_case uses
+        parts.append(compose.add_prefix(model, f"{name}{SEP}"))
+    graph = helper.make_graph([n for m in parts for n in m.graph.node], "int8_cases",
+                              [v for m in parts for v in m.graph.input], [v for m in parts for v in m.graph.output],
+                              [t for m in parts for t in m.graph.initializer])
+    model = helper.make_model(graph, opset_imports=[helper.make_operatorsetid("", OPSET)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+@dataclasses.dataclass
+class BoardOutputs:
+    names: list[str]                  # graph outputs
+    board: list[list[np.ndarray]]     # per sample, per output
+    host: list[list[np.ndarray]]
+
+    def differing(self, output: str) -> list[str]:
+        k = self.names.index(output)
+        out = []
+        for s, (dev, ref) in enumerate(zip(self.board, self.host)):
+            n = int(np.count_nonzero(dev[k] != ref[k]))
+            if n:
+                out.append(f"sample {s}: {n} of {ref[k].size} elements differ")
+        return out
+
+
+def run_and_compare(compiled, samples, workdir) -> BoardOutputs:
+    result = run_on_board(compiled, samples, workdir=workdir / "board")
+    host = run_compiled_on_host(dataclasses.replace(compiled, board=load_board("host")), samples, workdir / "host")
+    assert all(compiled.graph[n].dtype != "float32" for n in compiled.graph.outputs), "the matrix is for int8"
+    return BoardOutputs(list(compiled.graph.outputs), result.outputs, host)
+
+
+@pytest.fixture(scope="module")
+def seconds(request):
+    """Seconds per (board, what), printed after the tests whatever pytest's capture."""
+    spent: dict[tuple[str, str], float] = {}
+    yield spent
+    plugins = request.config.pluginmanager
+    reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
+    if reporter is None or capture is None or not spent:
+        return
+    lines = ["", "board matrix, seconds spent (build + QEMU + host build):"]
+    for board in BOARDS:
+        mine = {what: s for (b, what), s in spent.items() if b == board}
+        if mine:
+            lines.append(f"  {board:<14} {sum(mine.values()):6.1f} s  "
+                         + ", ".join(f"{w} {s:.1f}" for w, s in mine.items()))
+    lines.append(f"  {'total':<14} {sum(spent.values()):6.1f} s")
+    with capture.global_and_fixture_disabled():  # what capsys.disabled() does, for a module fixture
+        for line in lines:
+            reporter.write_line(line)
+
+
+@pytest.fixture(scope="module")
+def case_runs(tmp_path_factory, seconds):
+    """The batched conformance cases, run once per board on first use."""
+    runs: dict[str, object] = {}
+
+    def get(board: str) -> BoardOutputs:
+        if board not in runs:
+            start = time.monotonic()
+            try:
+                compiled = compile_model(batched_cases(), board)
+                samples = check.random_inputs(compiled.graph, CASE_SAMPLES, seed=11)
+                runs[board] = run_and_compare(compiled, samples, tmp_path_factory.mktemp(f"cases-{board}"))
+            except Exception as exc:  # noqa: BLE001 -- kept, so the other cases fail at once instead of rebuilding
+                runs[board] = exc
+            seconds[(board, "int8 cases")] = time.monotonic() - start
+        if isinstance(runs[board], Exception):
+            raise runs[board]
+        return runs[board]
+    return get
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("board", BOARDS)
+def test_int8_case_equals_the_host_board(board, case, case_runs, need_qemu):
+    runs = case_runs(board)
+    output = f"{case}{SEP}y"
+    assert output in runs.names
+    assert not runs.differing(output), f"{case} on {board} vs the host board: {runs.differing(output)}"
+
+
+@pytest.mark.parametrize("path", MODELS, ids=lambda p: p.stem if p else "no-models")
+@pytest.mark.parametrize("board", BOARDS)
+def test_int8_model_equals_the_host_board(board, path, tmp_path, seconds, need_qemu):
+    need_models()
+    start = time.monotonic()
+    compiled = compile_model(path, board)
+    samples = check.random_inputs(compiled.graph, MODEL_SAMPLES, seed=5)
+    try:
+        runs = run_and_compare(compiled, samples, tmp_path)
+    except MCUDeployError as exc:
+        if "over by" in str(exc):  # the firmware does not fit: the message names the bytes over
+            pytest.skip(str(exc))
+        raise
+    finally:
+        seconds[(board, path.stem)] = time.monotonic() - start
+    bad = {name: runs.differing(name) for name in runs.names if runs.differing(name)}
+    assert not bad, f"{path.name} on {board} vs the host board: {bad}"

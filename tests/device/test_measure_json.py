@@ -1,0 +1,44 @@
+"""``mcudeploy measure --json`` on an emulated board: the shape benchmarks and scripts rely on
+(issue 6): every operator's ``ticks`` and, under QEMU -icount, its guest ``instructions``."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import onnx
+import pytest
+from conformance.test_int8_cases import CASES, quantized
+
+pytestmark = pytest.mark.qemu
+
+OP_KEYS = {"index", "name", "kernel", "signature", "ticks", "mean_ticks", "max_ticks", "repeat", "cached",
+           "instructions"}
+
+
+def test_measure_json_reports_ticks_and_instructions_per_operator(tmp_path, need_qemu):
+    build, _ = CASES["conv_k3_s1_p1"]
+    model, _ = quantized(build, seed=1)
+    path = tmp_path / "conv_int8.onnx"
+    onnx.save(model, path)
+    env = {**os.environ, "MCUDEPLOY_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.run([sys.executable, "-m", "mcudeploy", "measure", str(path), "-b", "qemu-m4", "--json",
+                           "--repeat", "2"], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    d = json.loads(proc.stdout)
+
+    assert d["board"] == "qemu-m4" and d["device_used"] is True
+    assert d["instructions_per_tick"] == 40.0  # -icount shift=0: a 25 MHz SysTick tick is 40 instructions
+    assert d["total_ticks"] == sum(o["ticks"] for o in d["ops"])
+    assert d["total_instructions"] == round(d["total_ticks"] * 40)
+    assert [o["index"] for o in d["ops"]] == list(range(len(d["ops"])))
+    for o in d["ops"]:
+        assert OP_KEYS <= set(o), f"operator {o.get('name')} lacks {OP_KEYS - set(o)}"
+        assert isinstance(o["ticks"], int) and isinstance(o["instructions"], int)
+        assert o["instructions"] == round(o["ticks"] * 40)
+        assert o["repeat"] == 2 and not o["cached"]
+    conv = [o for o in d["ops"] if o["name"].startswith("Conv:")]
+    assert len(conv) == 1 and conv[0]["ticks"] > 0 and conv[0]["kernel"].startswith("mcud_")
+    # 6 output channels x 9x9 pixels x 4x3x3 taps; SMLAD's two multiply-adds per instruction are the floor
+    assert conv[0]["instructions"] >= 6 * 9 * 9 * 4 * 3 * 3 / 2
