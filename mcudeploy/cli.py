@@ -143,7 +143,7 @@ def cmd_tune(args) -> int:
         print(f"mcudeploy: tune interrupted; what it learnt is in {tuner.state.path}: run the same command to resume",
               file=sys.stderr)
         return 130
-    out = write_result(result, args.model)
+    out = write_result(result)
     best, base = result.best, result.baseline
     saved = 1 - best.arena / base.arena
     print(f"arena {best.arena:,} B (unsplit {base.arena:,} B, {saved:.1%} less); "

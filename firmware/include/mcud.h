@@ -8,6 +8,16 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#if defined(__ARM_FEATURE_SAT) && __ARM_FEATURE_SAT
+#include <arm_acle.h>
+#endif
+
+/* Kernels inlined into model.c, where their shapes and parameters become constants. */
+#if defined(__GNUC__)
+#define MCUD_INLINE static inline __attribute__((always_inline))
+#else
+#define MCUD_INLINE static inline
+#endif
 
 #define MCUD_MAX_DIMS 6
 
@@ -29,6 +39,36 @@ static inline int64_t mcud_round_shift(int64_t p, int32_t shift)
 static inline int32_t mcud_requant(int32_t acc, int32_t mult, int32_t shift)
 {
     return (int32_t)mcud_round_shift((int64_t)acc * (int64_t)mult, shift);
+}
+
+/* mcud_requant for a shift in [33, 62], in 32-bit steps, with r = shift - 32 and half = 2^(r-1) given
+ * (kernels compute them once per channel). With the product p = hi * 2^32 + lo, the result is
+ * (hi + half) >> r, one less before the shift when lo == 0 and bit r of hi is clear (the tie
+ * that rounds to even). |hi| < 2^30, so nothing overflows. */
+MCUD_INLINE int32_t mcud_requant_hi_r(int32_t acc, int32_t mult, int32_t r, int32_t half)
+{
+    int64_t prod = (int64_t)acc * (int64_t)mult;
+    int32_t hi = (int32_t)(prod >> 32);
+    if (__builtin_expect((uint32_t)prod == 0u, 0)) {
+        hi -= (int32_t)(~(uint32_t)(hi >> r) & 1u);
+    }
+    return (hi + half) >> r;
+}
+
+MCUD_INLINE int32_t mcud_requant_hi(int32_t acc, int32_t mult, int32_t shift)
+{
+    int32_t r = shift - 32;
+    return mcud_requant_hi_r(acc, mult, r, (int32_t)1 << (r - 1));
+}
+
+/* v clamped to [-128, 127]: one SSAT where the core has it. */
+MCUD_INLINE int32_t mcud_sat8(int32_t v)
+{
+#if defined(__ARM_FEATURE_SAT) && __ARM_FEATURE_SAT
+    return __ssat(v, 8);
+#else
+    return v < -128 ? -128 : (v > 127 ? 127 : v);
+#endif
 }
 
 static inline int32_t mcud_clamp(int32_t v, int32_t lo, int32_t hi)

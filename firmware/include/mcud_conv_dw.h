@@ -17,7 +17,7 @@
  * Stride 1 computes two neighbouring outputs from one 32-bit load per window row:
  * v = (x0, x1, x2, x3), sxtb16(v) = (x0, x2) and its ror8 form (x1, x3) meet the weight pair
  * (w0, w2) in one SMLAD each, the middle taps (x1 for the first, x2 for the second) in one
- * 16x16 multiply-accumulate each. Requantization takes the 32-bit route of mcud_dw_requant_hi
+ * 16x16 multiply-accumulate each. Requantization takes the 32-bit route of mcud_requant_hi_r
  * when the channel's shift is in [33, 62] and mcud_requant otherwise, both exact.
  *
  * Stack: MCUD_DW_BUF (528) bytes of buffer; no scratch in the arena.
@@ -29,14 +29,6 @@
 #include "mcud.h"
 #include "mcud_conv.h"
 #include "mcud_dsp.h"
-
-#ifndef MCUD_INLINE
-#if defined(__GNUC__)
-#define MCUD_INLINE static inline __attribute__((always_inline))
-#else
-#define MCUD_INLINE static inline
-#endif
-#endif
 
 /* Bytes of the stack buffer: the padded plane of a channel when it fits (KWS: 27 rows of 8), else
  * four rows of up to MCUD_DW_BUF / 4 bytes each (input rows up to 128 wide at stride 1, about twice
@@ -51,8 +43,6 @@ MCUD_INLINE int32_t mcud_dw_mac_bb(uint32_t a, uint32_t b, int32_t acc) { return
 MCUD_INLINE int32_t mcud_dw_mac_tb(uint32_t a, uint32_t b, int32_t acc) { return __smlatb((int32_t)a, (int32_t)b, acc); }
 MCUD_INLINE int32_t mcud_dw_mac_bt(uint32_t a, uint32_t b, int32_t acc) { return __smlabt((int32_t)a, (int32_t)b, acc); }
 MCUD_INLINE int32_t mcud_dw_mac_tt(uint32_t a, uint32_t b, int32_t acc) { return __smlatt((int32_t)a, (int32_t)b, acc); }
-/* v clamped to [-128, 127] in one instruction */
-MCUD_INLINE int32_t mcud_dw_sat8(int32_t v) { return __ssat(v, 8); }
 #else
 MCUD_INLINE int32_t mcud_dw_mac_bb(uint32_t a, uint32_t b, int32_t acc)
 {
@@ -70,14 +60,13 @@ MCUD_INLINE int32_t mcud_dw_mac_tt(uint32_t a, uint32_t b, int32_t acc)
 {
     return (int32_t)((uint32_t)acc + (uint32_t)(mcud_hi16(a) * mcud_hi16(b)));
 }
-MCUD_INLINE int32_t mcud_dw_sat8(int32_t v) { return mcud_clamp(v, -128, 127); }
 #endif
 
 /* v clamped to [lo, hi] within [-128, 127]; the bounds are constants once inlined into model.c,
  * so the usual ranges cost one instruction (SSAT) and a fused Relu6 one compare more. */
 MCUD_INLINE int8_t mcud_dw_clamp8(int32_t v, int32_t lo, int32_t hi)
 {
-    v = mcud_dw_sat8(v);
+    v = mcud_sat8(v);
     if (lo > -128) {
         v = v < lo ? lo : v;
     }
@@ -85,19 +74,6 @@ MCUD_INLINE int8_t mcud_dw_clamp8(int32_t v, int32_t lo, int32_t hi)
         v = v > hi ? hi : v;
     }
     return (int8_t)v;
-}
-
-/* mcud_requant for a shift in [33, 62] (r = shift - 32 in [1, 30]) on the two words of the
- * product p = hi * 2^32 + lo: (p + 2^(shift-1) - 1 + odd) >> shift, odd = (p >> shift) & 1, is
- * (hi + 2^(r-1)) >> r unless lo + odd == 0, where it is one less before the shift. |hi| < 2^30. */
-MCUD_INLINE int32_t mcud_dw_requant_hi(int32_t acc, int32_t mult, int32_t r, int32_t half)
-{
-    int64_t prod = (int64_t)acc * (int64_t)mult;
-    int32_t hi = (int32_t)(prod >> 32);
-    if (__builtin_expect((uint32_t)prod == 0u, 0)) {
-        hi -= (int32_t)(~(uint32_t)(hi >> r) & 1u);
-    }
-    return (hi + half) >> r;
 }
 
 typedef struct {
@@ -111,7 +87,7 @@ typedef struct {
 MCUD_INLINE int8_t mcud_dw_out(int32_t acc, const mcud_dw_channel *ch, int32_t hi_route,
                                const mcud_conv_s8_params *p)
 {
-    int32_t q = hi_route ? mcud_dw_requant_hi(acc, ch->mult, ch->r, ch->half)
+    int32_t q = hi_route ? mcud_requant_hi_r(acc, ch->mult, ch->r, ch->half)
                          : mcud_requant(acc, ch->mult, ch->shift);
     return mcud_dw_clamp8(q + p->out_zero_point, p->act_min, p->act_max);
 }

@@ -24,17 +24,6 @@
 #define MCUD_CONV_FAST_H
 #include "mcud.h"
 #include "mcud_dsp.h"
-#if defined(__ARM_FEATURE_SAT) && __ARM_FEATURE_SAT
-#include <arm_acle.h>
-#endif
-
-#ifndef MCUD_INLINE
-#if defined(__GNUC__)
-#define MCUD_INLINE static inline __attribute__((always_inline))
-#else
-#define MCUD_INLINE static inline
-#endif
-#endif
 
 #define MCUD_CONV_FAST_PIXELS 4 /* output pixels per block: the scratch holds this many columns */
 
@@ -58,29 +47,6 @@ typedef struct {
     const int32_t *mult;
     const int32_t *shift;
 } mcud_conv_s8_fast_params;
-
-/* mcud_requant for a shift in [33, 62], in 32-bit operations on the high and low words of the
- * product: with t = shift - 32 and p = hi * 2^32 + lo, (p + 2^(shift-1) - 1 + b) >> shift is
- * (hi + 2^(t-1) - 1 + (lo + b >= 1)) >> t, where b = (p >> shift) & 1. |hi| < 2^30, so no overflow. */
-MCUD_INLINE int32_t mcud_requant_hi(int32_t acc, int32_t mult, int32_t shift)
-{
-    int64_t prod = (int64_t)acc * (int64_t)mult;
-    int32_t hi = (int32_t)(prod >> 32);
-    uint32_t lo = (uint32_t)prod;
-    int32_t t = shift - 32;
-    uint32_t odd = (uint32_t)(hi >> t) & 1u;
-    return (hi + (1 << (t - 1)) - 1 + ((lo | odd) != 0u)) >> t;
-}
-
-/* v clamped to [-128, 127]: one SSAT where the core has it. */
-MCUD_INLINE int32_t mcud_sat8(int32_t v)
-{
-#if defined(__ARM_FEATURE_SAT) && __ARM_FEATURE_SAT
-    return __ssat(v, 8);
-#else
-    return mcud_clamp(v, -128, 127);
-#endif
-}
 
 typedef struct {
     int32_t n, c, h, w;

@@ -121,15 +121,7 @@ static int32_t gemm_s8_out(int32_t acc, int32_t n, const mcud_gemm_s8_params *p)
     int32_t c = p->channels == 1 ? 0 : n;
     int32_t mult = p->mult[c], shift = p->shift[c], q;
     if (shift >= 33 && shift <= 62) {
-        /* mcud_requant in 32-bit steps (as in mcud_conv_dw.h): with r = shift - 32 and the product
-         * p = hi * 2^32 + lo, the result is (hi + 2^(r-1)) >> r, one less before the shift when
-         * lo == 0 and bit r of hi is clear. */
-        int64_t prod = (int64_t)acc * (int64_t)mult;
-        int32_t hi = (int32_t)(prod >> 32), r = shift - 32;
-        if ((uint32_t)prod == 0u) {
-            hi -= (int32_t)(~(uint32_t)(hi >> r) & 1u);
-        }
-        q = (hi + ((int32_t)1 << (r - 1))) >> r;
+        q = mcud_requant_hi(acc, mult, shift);
     } else {
         q = mcud_requant(acc, mult, shift);
     }

@@ -7,7 +7,7 @@ the output may reuse an input's buffer. Nothing else in the compiler needs per-o
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, ClassVar, Optional, Sequence, Union
 
 import numpy as np

@@ -146,7 +146,6 @@ class _Lowering:
         return name
 
     def lower(self, node: Node) -> None:
-        op = registry.get(node.op)
         found = self.chain(node)
         if found is None:
             return

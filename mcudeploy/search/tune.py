@@ -24,7 +24,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from mcudeploy.boards import Board, load_board
 from mcudeploy.errors import MCUDeployError
@@ -291,7 +291,7 @@ class Tuner:
         return best
 
 
-def write_result(result: TuneResult, model: str) -> Path:
+def write_result(result: TuneResult) -> Path:
     """The C project and plan.json of the best plan, with the scheme, the saving and the latency."""
     from mcudeploy.codegen import write_project
     from mcudeploy.plan import plan_dict

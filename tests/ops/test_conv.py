@@ -18,6 +18,7 @@ from mcudeploy.ops.base import Dim
 from mcudeploy.pipeline import lower
 from mcudeploy.reference import run_reference
 
+from .conv_graphs import int8_conv
 from .kernel_harness import Place, channels_last, needs_gcc, run_kernel
 from .onnx_helpers import host_outputs, ort_outputs
 
@@ -298,26 +299,7 @@ def test_int8_c_matches_reference_bit_exact(case):
 
 def _int8_graph(x_shape, cout, kernel, attrs, clip=None, seed=0, bias=True) -> tuple[Graph, Node, dict]:
     """An int8 Conv as the QDQ lowering produces it, built directly."""
-    rng = np.random.default_rng(seed)
-    group = attrs.get("group", 1)
-    s_x, z_x, s_y, z_y = 0.03, -9, 0.05, 4
-    s_w = rng.uniform(0.002, 0.01, cout)
-    w = rng.integers(-127, 128, (cout, x_shape[1] // group, *kernel)).astype(np.int8)
-    b = rng.integers(-5000, 5000, cout).astype(np.int32)
-    x = rng.integers(-128, 128, x_shape).astype(np.int8)
-    tensors = [Tensor("x", x_shape, "int8", "input", Quant((s_x,), (z_x,))),
-               constant("w", w, Quant(tuple(s_w), (0,) * cout, 0))]
-    if bias:
-        tensors.append(constant("b", b, Quant(tuple(s_x * s_w), (0,) * cout, 0)))
-    node_attrs = dict(attrs)
-    if clip is not None:
-        node_attrs.update(clip_min=clip[0], clip_max=clip[1])
-    node = Node("conv", "Conv", ("x", "w", "b" if bias else ""), ("y",), node_attrs)
-    partial = Graph("g", {t.name: t for t in tensors}, (), ("x",), ())
-    shape, dtype = registry.get("Conv").infer(partial, node)[0]
-    tensors.append(Tensor("y", shape, dtype, "output", Quant((s_y,), (z_y,))))
-    graph = Graph("g", {t.name: t for t in tensors}, (node,), ("x",), ("y",))
-    return graph, node, {"x": x}
+    return int8_conv(x_shape, cout, kernel, attrs, clip=clip, seed=seed, bias=bias)
 
 
 def _float_graph(x_shape, cout, kernel, attrs, clip=None, seed=0) -> tuple[Graph, Node, dict]:

@@ -9,7 +9,6 @@ import pytest
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ops import registry
 from mcudeploy.search import Tuner, write_result
-from mcudeploy.search import tune as tune_module
 from mcudeploy.simulate.timing_cache import TimingCache
 
 
@@ -45,7 +44,7 @@ def test_tune_keeps_the_least_memory_within_budget(small_mobilenet, tmp_path):
     assert result.best.arena < result.baseline.arena
     assert result.best.ticks <= result.budget_ticks
     assert result.best.ticks == fake_ticks(result.best.compiled)
-    out = write_result(result, str(small_mobilenet))
+    out = write_result(result)
     plan = json.loads((out / "plan.json").read_text())
     assert plan["arena_bytes"] == result.best.arena
     assert plan["latency"]["baseline_ticks"] == result.baseline.ticks
