@@ -20,6 +20,7 @@ from mcudeploy.ops.registry import register
 from mcudeploy.ops.util import ints
 
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+DW_BUF = 528  # MCUD_DW_BUF in firmware/include/mcud_conv_dw.h: bytes of the depthwise kernel's stack buffer
 PIXELS = 4  # output pixels per block of mcud_conv_s8_fast: its scratch is PIXELS columns of kpad int16
 
 
@@ -205,10 +206,17 @@ class Conv(Op):
         # at the output's own position, before writing it (per channel), and mcud_conv_s8_fast copies
         # a block of pixels, every channel, into its scratch before it writes those pixels (group 1).
         # A wider window reads neighbours an in-place write would already have replaced.
+        # Also an int8 depthwise convolution on mcud_conv_s8_dw's fast path whose output has the
+        # input's shape: it copies each input plane, or rows of it, to a stack buffer before it
+        # writes the output rows that sit over them (_dw_inplace_safe).
         g = geometry(graph, node)
         x, y = graph[node.inputs[0]], graph[node.outputs[0]]
+        if x.shape != y.shape or x.dtype != y.dtype:
+            return None
+        if x.dtype == "int8" and g.depthwise and _dw_fast(g) and _dw_inplace_safe(g):
+            return 0
         pointwise = g.kernel == (1, 1) and g.stride == (1, 1) and not any(g.pad_begin + g.pad_end)
-        if not (pointwise and x.shape == y.shape and x.dtype == y.dtype):
+        if not pointwise:
             return None
         if g.group == g.cin == g.cout or (_fast(graph, node, g) and _uses_scratch(node)):
             return 0
@@ -364,6 +372,30 @@ class Conv(Op):
 def _fast(graph: Graph, node: Node, g: Geometry) -> bool:
     """Whether the int8 Conv runs as im2col + SMLAD product (group 1; weights of any shape)."""
     return g.group == 1 and graph[node.inputs[0]].dtype == "int8"
+
+
+def _dw_row_bytes(g: Geometry) -> int:
+    """Bytes of one buffered row in mcud_conv_s8_dw (its rw)."""
+    return ((g.out_hw[1] - 1) * g.stride[1] + 4 + 3) & ~3
+
+
+def _dw_fast(g: Geometry) -> bool:
+    """Whether mcud_conv_s8_dw takes its fast path (the test at its top) rather than mcud_conv_s8."""
+    return (g.spatial == 2 and g.kernel == (3, 3) and g.dilation == (1, 1) and g.stride[1] <= 2
+            and 4 * _dw_row_bytes(g) <= DW_BUF)
+
+
+def _dw_inplace_safe(g: Geometry) -> bool:
+    """Whether mcud_conv_s8_dw may write its output over its input (same shape, both dense).
+
+    The kernel works plane by plane (channel, then batch), so only the plane being computed matters:
+    either the whole padded plane is copied to the stack first, or a ring of rows, where output
+    row oh is written once input rows up to oh * stride - pad + 2 are copied. Output row oh sits
+    over input row oh, so it must be among them for every row."""
+    plane_rows = (g.out_hw[0] - 1) * g.stride[0] + 3
+    if plane_rows * _dw_row_bytes(g) <= DW_BUF:
+        return True
+    return all(oh <= oh * g.stride[0] - g.pad_begin[0] + 2 for oh in range(g.out_hw[0]))
 
 
 def _uses_scratch(node: Node) -> bool:

@@ -203,3 +203,53 @@ def test_random_shapes(tmp_path, n, c, h, w, stride, pads, s_y, seed):
         return  # no output
     graph, node, x = dw_graph((n, c, h, w), attrs={"pads": list(pads), "strides": list(stride)}, seed=seed, s_y=s_y)
     check(tmp_path, graph, node, x)
+
+
+def test_stack_buffer_size_matches_the_header():
+    """ops/conv.py decides the kernel's paths (and so in-place safety) from MCUD_DW_BUF's value."""
+    from mcudeploy.ops.conv import DW_BUF
+    from mcudeploy.resources import firmware_dir
+
+    header = (firmware_dir() / "include" / "mcud_conv_dw.h").read_text()
+    assert f"#define MCUD_DW_BUF {DW_BUF}\n" in header
+
+
+SAME_SHAPE = [c for c in FAST_CASES if dw_graph(c[1], attrs=c[2])[0]["y"].shape == tuple(c[1])]
+SAME_SHAPE += [("ring_pad2_top", (1, 2, 20, 40), {"pads": [2, 1, 0, 1]}),
+               ("ring_batch", (2, 3, 18, 44), {"pads": [1, 1, 1, 1]}),
+               ("plane_pad2_top", (1, 3, 6, 5), {"pads": [2, 1, 0, 1]})]
+
+
+@needs_gcc
+@pytest.mark.parametrize("case", SAME_SHAPE, ids=[c[0] for c in SAME_SHAPE])
+def test_in_place_on_the_fast_path_is_bit_exact(tmp_path, case):
+    """Where Conv.inplace offers the depthwise kernel its input's bytes, the kernel, reading and
+    writing one array, gives the reference's output."""
+    _, x_shape, attrs = case
+    graph, node, x = dw_graph(x_shape, attrs=attrs, seed=11)
+    assert CONV.inplace(graph, node) == 0
+    call = CONV.kernel(graph, node)
+    got = run_kernel(tmp_path, call, graph, {"x": x}, {"x": 0}, inplace={"y": "x"})[0]
+    np.testing.assert_array_equal(got, run_reference(graph, [x])[0])
+
+
+@pytest.mark.parametrize("x_shape,kernel,attrs", [
+    ((1, 3, 8, 8), (5, 5), {"pads": [2, 2, 2, 2]}),  # the generic kernel: no row buffer
+    ((1, 2, 6, 200), (3, 3), {"pads": [1, 1, 1, 1]}),  # rows wider than the ring: the generic kernel
+    ((1, 2, 20, 40), (3, 3), {"pads": [3, 1, 0, 1]}),  # the output is taller
+    ((1, 4, 12, 12), (3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),  # the output is smaller
+], ids=["5x5", "wide", "taller", "stride2"])
+def test_in_place_is_refused_off_the_safe_path(x_shape, kernel, attrs):
+    graph, node, _ = dw_graph(x_shape, kernel, attrs)
+    assert CONV.inplace(graph, node) is None
+
+
+def test_ring_rows_must_be_copied_before_they_are_overwritten():
+    """On the ring path output row oh goes over input row oh, copied only once oh * stride - pad + 2
+    reaches it: a begin padding of 3 would write rows the kernel has not read yet."""
+    from mcudeploy.ops.conv import _dw_inplace_safe, geometry
+
+    graph, node, _ = dw_graph((1, 2, 20, 40), attrs={"pads": [1, 1, 1, 1]})
+    g = geometry(graph, node)
+    assert _dw_inplace_safe(g)
+    assert not _dw_inplace_safe(replace(g, pad_begin=(3, 1)))
