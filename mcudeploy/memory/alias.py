@@ -19,7 +19,9 @@ views, so a tensor needs no copy to sit inside a larger buffer. Five kinds of sh
   from is not moved into a Concat later, which would change its strides.
 - in place: an operator that declares an in-place input (``Op.inplace``) writes its output over
   that input's buffer when the input fills the whole buffer, nothing in the buffer is read after
-  this step or is a graph output, and no other input of the operator reads that buffer.
+  this step or is a graph output, and no other input of the operator reads that buffer. With
+  "resize", also where the output is bigger or smaller than the input: the buffer is then a
+  staircase, the input's size up to the step and the output's after it (``Span.steps``).
 
 Concat and Split sharing can cost memory (a Concat's buffer is live from its first input's
 producer on; a Split's input lives until its last slice is read), so each is kept only when the
@@ -40,7 +42,8 @@ from mcudeploy.ir import Graph, Node
 from mcudeploy.ir.tensor import itemsize
 from mcudeploy.ops import registry
 
-SHARING = frozenset({"concat", "split", "inplace"})  # views are not optional: a view op has no kernel
+# views are not optional (a view op has no kernel); "resize" lets an in-place output differ in size from its input
+SHARING = frozenset({"concat", "split", "inplace", "resize"})
 CONCAT_OPS = ("Concat",)  # output = the inputs side by side along attribute "axis"
 SPLIT_OPS = ("Split",)  # outputs = slices of input 0 along attribute "axis"
 
@@ -62,6 +65,7 @@ class Span:
     first: int
     last: int
     io: bool  # holds a graph input or output
+    steps: tuple[tuple[int, int, int], ...] = ()  # (first, last, bytes) when its size changes (in place)
 
 
 @dataclass(frozen=True)
@@ -150,7 +154,7 @@ class _Facts:
             if k is None or not n.inputs[k] or graph[n.inputs[k]].is_const:
                 continue
             src, out = n.inputs[k], n.outputs[0]
-            if self.base[out] != out or graph[src].shape != graph[out].shape or graph[src].dtype != graph[out].dtype:
+            if self.base[out] != out or graph[src].dtype != graph[out].dtype:
                 continue
             others = tuple(x for j, x in enumerate(n.inputs) if j != k and x and not graph[x].is_const)
             self.inplace.append((i, src, out, others))
@@ -291,7 +295,10 @@ def _buffers(state: _State, sharing: frozenset, moved: Optional[dict] = None, ch
     """In-place sharing over the root groups (with a trial's `moved` and `changed` applied).
 
     Returns (root group -> the buffer it went into, for the merged ones; buffer -> (first write,
-    last read, holds graph I/O, holds a graph output))."""
+    last read, holds graph I/O, holds a graph output); buffer -> its (first, last, bytes) steps, for
+    the buffers whose size changes at an in-place step: an operator may write an output bigger or
+    smaller than the input it takes over, so the buffer is the input's size up to that step, the
+    larger of the two at it, and the output's after it)."""
     f = state.f
     moved = moved or {}
     agg = dict(state.agg)
@@ -304,6 +311,7 @@ def _buffers(state: _State, sharing: frozenset, moved: Optional[dict] = None, ch
         return moved.get(r, r)
 
     merged: dict[str, str] = {}
+    steps: dict[str, list[tuple[int, int, int]]] = {}
 
     def find(r: str) -> str:
         while r in merged:
@@ -317,24 +325,44 @@ def _buffers(state: _State, sharing: frozenset, moved: Optional[dict] = None, ch
                 continue
             r = find(root(src))
             first, last, io, outs = agg[r]
-            if last > step or outs or f.nbytes[r] != f.nbytes[src] or r == out:
+            now = steps[r][-1][2] if r in steps else f.nbytes[r]
+            if last > step or outs or now != f.nbytes[src] or r == out or out not in agg:
                 continue
             if any(find(root(x)) == r for x in others):
+                continue
+            grown = f.nbytes[out]
+            if grown != now and "resize" not in sharing:
                 continue
             o_first, o_last, o_io, o_outs = agg.pop(out)
             merged[out] = r
             agg[r] = (min(first, o_first), max(last, o_last), io or o_io, outs or o_outs)
-    return {r: find(r) for r in merged}, agg
+            if r in steps or grown != now:
+                before = steps.pop(r, [(first, last, now)])
+                before[-1] = (before[-1][0], step, max(now, grown))
+                if before[-1][0] < step:  # the input alone, up to the step before
+                    before[-1:] = [(before[-1][0], step - 1, now), (step, step, max(now, grown))]
+                after = [(step + 1, o_last, grown)] if o_last > step else []
+                if after and before[-1][2] == grown:  # the same size on: one step
+                    before[-1], after = (before[-1][0], o_last, grown), []
+                steps[r] = before + after
+    return {r: find(r) for r in merged}, agg, steps
 
 
-def _peak(f: _Facts, agg: dict) -> int:
+def _peak(f: _Facts, agg: dict, steps: Optional[dict] = None) -> int:
     live = np.zeros(f.steps + 2, dtype=np.int64)
     a = f.alignment
+    steps = steps or {}
     for r, (first, last, _, _) in agg.items():
-        size = (f.nbytes[r] + a - 1) // a * a
-        live[first + 1] += size
-        live[last + 2] -= size
+        for s0, s1, n in steps.get(r, ((first, last, f.nbytes[r]),)):
+            size = (n + a - 1) // a * a
+            live[s0 + 1] += size
+            live[s1 + 2] -= size
     return int(np.cumsum(live).max(initial=0))
+
+
+def _width(f: _Facts, r: str, steps: dict) -> int:
+    """Bytes of a buffer: its widest step."""
+    return max((n for _, _, n in steps[r]), default=f.nbytes[r]) if r in steps else f.nbytes[r]
 
 
 def share(graph: Graph, order: Sequence[Node], alignment: int = 4, sharing: frozenset = SHARING) -> Sharing:
@@ -346,7 +374,7 @@ def share(graph: Graph, order: Sequence[Node], alignment: int = 4, sharing: froz
         if registry.get(node.op).subview:
             state.commit([_slice_link(state, node)])
             elided.add(node.name)
-    best = _peak(f, _buffers(state, sharing)[1]) if sharing & {"concat", "split"} else 0
+    best = _peak(f, *_buffers(state, sharing)[1:]) if sharing & {"concat", "split"} else 0
     candidates = []
     if "concat" in sharing:
         candidates += [(n, _concat_links) for n in reversed(f.order) if n.op in CONCAT_OPS]
@@ -356,12 +384,12 @@ def share(graph: Graph, order: Sequence[Node], alignment: int = 4, sharing: froz
         links = links_of(state, node)
         if links is None:
             continue
-        peak = _peak(f, _buffers(state, sharing, *state.trial(links))[1])
+        peak = _peak(f, *_buffers(state, sharing, *state.trial(links))[1:])
         if peak <= best:
             state.commit(links)
             best = peak
             elided.add(node.name)
-    merged, agg = _buffers(state, sharing)
+    merged, agg, steps = _buffers(state, sharing)
     slots, memo = {}, {}
     members: dict[str, list[str]] = {}
     for t in f.born:
@@ -370,5 +398,6 @@ def share(graph: Graph, order: Sequence[Node], alignment: int = 4, sharing: froz
         buffer = merged.get(r, r)
         slots[t] = Slot(buffer, s.offset, s.strides)
         members.setdefault(buffer, []).append(t)
-    spans = tuple(Span(r, tuple(members[r]), f.nbytes[r], first, last, io) for r, (first, last, io, _) in agg.items())
+    spans = tuple(Span(r, tuple(members[r]), _width(f, r, steps), first, last, io, tuple(steps.get(r, ())))
+                  for r, (first, last, io, _) in agg.items())
     return Sharing(slots, spans, frozenset(elided))

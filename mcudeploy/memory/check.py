@@ -6,7 +6,8 @@ Concats, Splits as slices) do nothing. The arenas start filled with noise, so a 
 before it is written, or overwritten while still needed, shows up as a wrong output. An
 operator reads all its inputs before it writes, as the in-place kernels do element by element;
 so that this cannot hide a hazard, an operator's output may share bytes only with the input it
-declares in place, and then only as exactly the same view.
+declares in place, and then only starting at the same byte (the operator's kernel guarantees its
+writes stay behind its reads: mcudeploy/ops, ``Op.inplace``).
 """
 from __future__ import annotations
 
@@ -60,7 +61,8 @@ def _check_writes(graph: Graph, node: Node, lifetimes, placement) -> None:
         for j, i, (r2, a2) in ins:
             if region != r2 or not np.intersect1d(addr, a2).size:
                 continue
-            same = lifetimes.slots[o] == lifetimes.slots[i] and graph[o].shape == graph[i].shape
+            so, si = lifetimes.slots[o], lifetimes.slots[i]
+            same = (so.buffer, so.offset) == (si.buffer, si.offset)  # in place: from the input's first byte
             if j != k or not same:
                 raise AssertionError(f"{node.name}: output {o} overwrites input {i}, which it does not take in place")
 

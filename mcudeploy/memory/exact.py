@@ -46,6 +46,15 @@ def _solver(seconds: float):
     return solver
 
 
+def _rectangles(m, b, k, unit: int, xs: list, ys: list, demands: list) -> None:
+    """The buffer's rectangles (time x offset) at offset `k` (a variable or a constant), in units."""
+    for off, size, first, last in b.rects():
+        units = _units(size, unit)
+        ys.append(m.NewFixedSizeIntervalVar(k + off // unit, units, f"y_{b.name}_{off}_{first}"))
+        xs.append(m.NewFixedSizeIntervalVar(first + 1, last - first + 1, f"x_{b.name}_{off}_{first}"))
+        demands.append(units)
+
+
 def full(buffers: Sequence, unit: int, hint: Mapping[str, int], lower: int,
          seconds: float) -> tuple[dict, int, bool]:
     """(offsets, arena, proven optimal), one CP-SAT model over all buffers."""
@@ -55,17 +64,16 @@ def full(buffers: Sequence, unit: int, hint: Mapping[str, int], lower: int,
     horizon = _units(upper, unit)
     m = cp_model.CpModel()
     arena = m.NewIntVar(_units(lower, unit), horizon, "arena")
-    xs, ys, starts = [], [], {}
+    xs, ys, demands, starts = [], [], [], {}
     for b in buffers:
         units = _units(b.size, unit)
         k = m.NewIntVar(0, horizon - units, f"k_{b.name}")
         starts[b.name] = k
-        ys.append(m.NewFixedSizeIntervalVar(k, units, f"y_{b.name}"))
-        xs.append(m.NewFixedSizeIntervalVar(b.first + 1, b.last - b.first + 1, f"x_{b.name}"))
+        _rectangles(m, b, k, unit, xs, ys, demands)
         m.Add(arena >= k + units)
         m.AddHint(k, hint[b.name] // unit)
     m.AddNoOverlap2D(xs, ys)
-    m.AddCumulative(xs, [_units(b.size, unit) for b in buffers], arena)
+    m.AddCumulative(xs, demands, arena)
     m.AddHint(arena, horizon)
     m.Minimize(arena)
     solver = _solver(seconds)
@@ -86,21 +94,19 @@ def _refit(free: Sequence, fixed: Sequence, offsets: Mapping[str, int], cap: int
 
     top = cap // unit
     m = cp_model.CpModel()
-    xs, ys, starts = [], [], {}
+    xs, ys, demands, starts = [], [], [], {}
     for b in free:
         units = _units(b.size, unit)
         if units > top:
             return None
         k = m.NewIntVar(0, top - units, f"k_{b.name}")
         starts[b.name] = k
-        ys.append(m.NewFixedSizeIntervalVar(k, units, f"y_{b.name}"))
-        xs.append(m.NewFixedSizeIntervalVar(b.first + 1, b.last - b.first + 1, f"x_{b.name}"))
+        _rectangles(m, b, k, unit, xs, ys, demands)
         m.AddHint(k, min(offsets[b.name] // unit, top - units))
     for b in fixed:
-        xs.append(m.NewFixedSizeIntervalVar(b.first + 1, b.last - b.first + 1, f"x_{b.name}"))
-        ys.append(m.NewFixedSizeIntervalVar(offsets[b.name] // unit, _units(b.size, unit), f"y_{b.name}"))
+        _rectangles(m, b, offsets[b.name] // unit, unit, xs, ys, demands)
     m.AddNoOverlap2D(xs, ys)
-    m.AddCumulative(xs, [_units(b.size, unit) for b in list(free) + list(fixed)], top)
+    m.AddCumulative(xs, demands, top)
     solver = _solver(seconds)
     status = solver.Solve(m)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):

@@ -29,23 +29,23 @@ ORDERINGS: dict[str, Callable] = {
 
 
 def _greedy(buffers: Sequence, key, alignment: int) -> dict:
-    n = len(buffers)
-    first = np.empty(n, np.int64)
-    last = np.empty(n, np.int64)
-    start = np.empty(n, np.int64)
-    end = np.empty(n, np.int64)
+    rects = []  # (first, last, start, end) of every placed rectangle
     offsets = {}
-    for i, b in enumerate(sorted(buffers, key=key)):
-        mask = (first[:i] <= b.last) & (last[:i] >= b.first)
+    for b in sorted(buffers, key=key):
+        parts = b.rects()
+        placed = np.asarray(rects, dtype=np.int64).reshape(-1, 4)
+        busy = []  # offsets o the buffer may not take: o in [lo, hi)
+        for off, size, first, last in parts:
+            mask = (placed[:, 0] <= last) & (placed[:, 1] >= first)
+            if mask.any():
+                busy += zip((placed[mask, 2] - off - size + 1).tolist(), (placed[mask, 3] - off).tolist())
         offset = 0
-        if mask.any():
-            busy = sorted(zip(start[:i][mask].tolist(), end[:i][mask].tolist()))
-            for lo, hi in busy:
-                if offset + b.size <= lo:
-                    break
-                offset = max(offset, align_up(hi, alignment))
+        for lo, hi in sorted(busy):
+            if offset < lo:
+                break
+            offset = max(offset, align_up(hi, alignment))
         offsets[b.name] = offset
-        first[i], last[i], start[i], end[i] = b.first, b.last, offset, offset + b.size
+        rects += [(first, last, offset + off, offset + off + size) for off, size, first, last in parts]
     return offsets
 
 
@@ -57,8 +57,9 @@ def live_peak(buffers: Sequence) -> int:
     """The live-bytes lower bound of a set of buffers."""
     events: dict[int, int] = {}
     for b in buffers:
-        events[b.first] = events.get(b.first, 0) + b.size
-        events[b.last + 1] = events.get(b.last + 1, 0) - b.size
+        for _, size, first, last in b.rects():
+            events[first] = events.get(first, 0) + size
+            events[last + 1] = events.get(last + 1, 0) - size
     peak = acc = 0
     for t in sorted(events):
         acc += events[t]

@@ -33,9 +33,17 @@ class Buffer:
     last: int  # step index of last read
     region: Optional[str] = None
     io: bool = False  # holds a graph input or output (the caller reads or writes it)
+    # (bytes from the buffer's start, size, first step, last step) per piece of the buffer that is live
+    # on its own; empty: the whole buffer from first to last. A buffer whose tensor an operator writes
+    # over a bigger or smaller input (in place) is a staircase of such rectangles at offset 0.
+    parts: tuple[tuple[int, int, int, int], ...] = ()
 
     def overlaps_in_time(self, other: "Buffer") -> bool:
         return self.first <= other.last and other.first <= self.last
+
+    def rects(self) -> tuple[tuple[int, int, int, int], ...]:
+        """(offset, size, first, last) of every rectangle the buffer takes in time x bytes."""
+        return self.parts or ((0, self.size, self.first, self.last),)
 
 
 @dataclass(frozen=True)
@@ -49,8 +57,9 @@ class Lifetimes:
     def live_bytes(self) -> list[int]:
         diff = [0] * (self.steps + 2)  # index 0 is step -1
         for b in self.buffers:
-            diff[b.first + 1] += b.size
-            diff[b.last + 2] -= b.size
+            for _, size, first, last in b.rects():
+                diff[first + 1] += size
+                diff[last + 2] -= size
         live, acc = [], 0
         for d in diff[:-1]:
             acc += d
@@ -78,7 +87,8 @@ def scratch_buffers(graph: Graph, order: Sequence[Node], alignment: int = 4, eli
 
 def lifetimes(graph: Graph, order: Sequence[Node], alignment: int = 4, sharing: frozenset = SHARING) -> Lifetimes:
     s = share(graph, order, alignment, frozenset(sharing))
-    buffers = [Buffer(sp.name, sp.tensors, align_up(sp.nbytes, alignment), sp.first, sp.last, io=sp.io)
+    buffers = [Buffer(sp.name, sp.tensors, align_up(sp.nbytes, alignment), sp.first, sp.last, io=sp.io,
+                      parts=tuple((0, align_up(n, alignment), a, z) for a, z, n in sp.steps))
                for sp in s.spans]
     buffers += scratch_buffers(graph, order, alignment, s.elided)
     buffers.sort(key=lambda b: (b.first, b.name))

@@ -49,9 +49,11 @@ def check_no_overlap(buffers: Sequence[Buffer], offsets: Mapping, regions: Optio
                 break
             if regions.get(a.name) != regions.get(b.name) or a.size == 0 or b.size == 0:
                 continue
-            oa, ob = offsets[a.name], offsets[b.name]
-            if oa < ob + b.size and ob < oa + a.size:
-                raise AssertionError(f"buffers {a.name} and {b.name} are live together and overlap")
+            for pa, sa, fa, la in a.rects():
+                for pb, sb, fb, lb in b.rects():
+                    oa, ob = offsets[a.name] + pa, offsets[b.name] + pb
+                    if fa <= lb and fb <= la and oa < ob + sb and ob < oa + sa:
+                        raise AssertionError(f"buffers {a.name} and {b.name} are live together and overlap")
 
 
 def _place_one(buffers: Sequence[Buffer], alignment: int, method: str, time_limit: float) -> tuple[dict, int, bool, str]:

@@ -72,8 +72,9 @@ def allowed_areas(buffers, regions: Sequence[Area], allowed: Optional[Mapping] =
 def _live(buffers, steps: int) -> np.ndarray:
     diff = np.zeros(steps + 3, dtype=np.int64)
     for b in buffers:
-        diff[b.first + 1] += b.size
-        diff[b.last + 2] -= b.size
+        for _, size, first, last in b.rects():
+            diff[first + 1] += size
+            diff[last + 2] -= size
     return np.cumsum(diff)
 
 
@@ -96,14 +97,12 @@ def assign(buffers, regions: Sequence[Area], allowed: Mapping[str, tuple[str, ..
             for b in buffers:
                 if where[b.name] != a.name or not at[b.first + 1:b.last + 2].any():
                     continue
-                rest = live[a.name].copy()
-                rest[b.first + 1:b.last + 2] -= b.size
-                benefit = peak - int(rest.max())
+                mine = _live([b], steps)
+                benefit = peak - int((live[a.name] - mine).max())
                 for other in allowed[b.name]:
                     if other == a.name:
                         continue
-                    if int(live[other][b.first + 1:b.last + 2].max()) + b.size <= room[other] and \
-                            int(live[other].max()) <= room[other]:
+                    if int((live[other] + mine).max()) <= room[other] and int(live[other].max()) <= room[other]:
                         key = (-benefit, -b.size, b.name)
                         if best is None or key < best[0]:
                             best = (key, b, other)
@@ -111,8 +110,9 @@ def assign(buffers, regions: Sequence[Area], allowed: Mapping[str, tuple[str, ..
             if best is not None:
                 _, b, other = best
                 where[b.name] = other
-                live[a.name][b.first + 1:b.last + 2] -= b.size
-                live[other][b.first + 1:b.last + 2] += b.size
+                mine = _live([b], steps)
+                live[a.name] -= mine
+                live[other] += mine
                 moved = True
                 break
         if not moved:

@@ -180,7 +180,10 @@ class Op:
         raise NotImplementedError(f"{self.name} has no kernel")
 
     def inplace(self, graph: Graph, node: Node) -> Optional[int]:
-        """Index of the input whose buffer the output may take over when that input dies here."""
+        """Index of the input whose buffer the output may take over when that input dies here.
+
+        The output is then written from the input's first byte, dense, and may be bigger or smaller
+        than the input: the operator's kernel must write no byte it still has to read."""
         return None
 
     def macs(self, graph: Graph, node: Node) -> int:

@@ -202,23 +202,27 @@ class Conv(Op):
         return TensorExpr(tuple(axes), inputs, outputs)
 
     def inplace(self, graph, node):
-        # Only a 1x1, stride-1, unpadded convolution: conv.c reads each output's one input element,
-        # at the output's own position, before writing it (per channel), and mcud_conv_s8_fast copies
-        # a block of pixels, every channel, into its scratch before it writes those pixels (group 1).
-        # A wider window reads neighbours an in-place write would already have replaced.
-        # Also an int8 depthwise convolution on mcud_conv_s8_dw's fast path whose output has the
-        # input's shape: it copies each input plane, or rows of it, to a stack buffer before it
-        # writes the output rows that sit over them (_dw_inplace_safe).
+        # The output is written from the input's first byte (mcudeploy/memory/alias.py); each case
+        # below keeps every write behind the reads still to come:
+        # - a 1x1, stride-1, unpadded convolution: conv.c reads each output's one input element, at
+        #   the output's own position, before writing it (per channel: same shape only), and
+        #   mcud_conv_s8_fast copies a block of pixels, every channel, into its scratch before it writes
+        #   those pixels; out(c, p) then lands on in(c, p), already copied, or past the input. Another
+        #   number of output channels is fine for one image (the planes keep their size).
+        # - an int8 depthwise convolution on mcud_conv_s8_dw's fast path (_dw_inplace_safe).
+        # A wider window in the other kernels reads neighbours an in-place write would already have replaced.
         g = geometry(graph, node)
         x, y = graph[node.inputs[0]], graph[node.outputs[0]]
-        if x.shape != y.shape or x.dtype != y.dtype:
+        if x.dtype != y.dtype:
             return None
         if x.dtype == "int8" and g.depthwise and _dw_fast(g) and _dw_inplace_safe(g):
             return 0
         pointwise = g.kernel == (1, 1) and g.stride == (1, 1) and not any(g.pad_begin + g.pad_end)
         if not pointwise:
             return None
-        if g.group == g.cin == g.cout or (_fast(graph, node, g) and _uses_scratch(node)):
+        if x.shape == y.shape and g.group == g.cin == g.cout:
+            return 0
+        if _fast(graph, node, g) and _uses_scratch(node) and (x.shape == y.shape or g.n == 1):
             return 0
         return None
 
@@ -386,16 +390,21 @@ def _dw_fast(g: Geometry) -> bool:
 
 
 def _dw_inplace_safe(g: Geometry) -> bool:
-    """Whether mcud_conv_s8_dw may write its output over its input (same shape, both dense).
+    """Whether mcud_conv_s8_dw may write its output from its input's first byte (both dense NCHW).
 
-    The kernel works plane by plane (channel, then batch), so only the plane being computed matters:
-    either the whole padded plane is copied to the stack first, or a ring of rows, where output
-    row oh is written once input rows up to oh * stride - pad + 2 are copied. Output row oh sits
-    over input row oh, so it must be among them for every row."""
-    plane_rows = (g.out_hw[0] - 1) * g.stride[0] + 3
+    The kernel works plane by plane (channel, then image): it copies the whole padded plane to its
+    stack buffer first, or a ring of rows, where output row oh is written once input rows up to
+    oh * stride - pad + 2 are copied. So the output rows written must end at or before the first
+    input row not copied yet: in plane 0 that is (oh + 1) * W_out <= copied * W_in for every row;
+    later planes hold no more output than input, so they follow. Images are interleaved by the
+    channel loop, so a different shape is safe for one image only."""
+    (hi, wi), (ho, wo) = g.in_hw, g.out_hw
+    if ho * wo > hi * wi or ((ho, wo) != (hi, wi) and g.n != 1):
+        return False
+    plane_rows = (ho - 1) * g.stride[0] + 3
     if plane_rows * _dw_row_bytes(g) <= DW_BUF:
         return True
-    return all(oh <= oh * g.stride[0] - g.pad_begin[0] + 2 for oh in range(g.out_hw[0]))
+    return all((oh + 1) * wo <= min(oh * g.stride[0] - g.pad_begin[0] + 3, hi) * wi for oh in range(ho))
 
 
 def _uses_scratch(node: Node) -> bool:

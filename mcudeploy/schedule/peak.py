@@ -1,7 +1,7 @@
 """Live bytes at every step of an order, vectorised, for the methods that try many orders.
 
 Without slice sharing it computes exactly what ``lifetimes(graph, order, alignment,
-sharing={"inplace"}).live_bytes()`` computes (a test checks that), in a few numpy operations.
+sharing={"inplace", "resize"}).live_bytes()`` computes (a test checks that), in a few numpy operations.
 With ``shares=True`` it then takes the Concat and Split sharings the way lifetimes() does —
 from the last in the order to the first, each where the peak does not rise — but without
 re-deciding in-place sharing around them, so it is close to the yardstick, not equal to it.

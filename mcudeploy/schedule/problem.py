@@ -122,16 +122,17 @@ def build(graph: Graph, alignment: int = 4) -> Problem:
         if k is None or not n.inputs[k] or graph[n.inputs[k]].is_const:
             continue
         src, out = n.inputs[k], n.outputs[0]
-        if graph[src].shape != graph[out].shape or graph[src].dtype != graph[out].dtype:
+        if graph[src].dtype != graph[out].dtype:
             continue
         a, b = buffer_of[src], buffer_of[out]
         if buffers[a].to_end or any(buffer_of[i] == a for j, i in enumerate(n.inputs)
                                     if j != k and i and not graph[i].is_const):
             continue  # the buffer holds a graph output, or another input reads it too
-        if buffers[a].size != buffers[b].size:
-            sound = False  # merged storage this model does not count; rare (views that change size)
+        if align_up(graph[src].nbytes, alignment) != buffers[a].size:
+            sound = False  # the input is a smaller view of its buffer: lifetimes() will not share it
             continue
-        inplace.append(InPlace(v, a, b, buffers[a].size))
+        # the output starts at the input's first byte: at the step they take the larger of the two
+        inplace.append(InPlace(v, a, b, min(buffers[a].size, buffers[b].size)))
 
     shares = []
     for v, n in enumerate(graph.nodes):

@@ -10,6 +10,7 @@ import pytest
 from shared_models import ROOT, need_models, shared_models
 from mcudeploy import check
 from mcudeploy.memory import lifetimes, place
+from mcudeploy.memory.layout import lay_out
 from mcudeploy.memory.check import run_in_arena
 from mcudeploy.pipeline import compile_model
 from mcudeploy.reference import run_reference
@@ -41,8 +42,7 @@ def test_generated_suite_is_placed_near_the_bound():
     rows = []
     for spec in suite(SMALL + MEDIUM):
         graph = spec.build()
-        lives = lifetimes(graph, graph.nodes, 4)
-        p = place(lives, method="exact", alignment=4, time_limit=5.0)
+        lives, p = lay_out(graph, graph.nodes, method="exact", alignment=4, time_limit=5.0)
         assert p.arena_bytes >= p.lower_bound_bytes
         if p.arena_bytes == p.lower_bound_bytes:
             assert p.proven_optimal, f"{spec}: at the bound but not proven"

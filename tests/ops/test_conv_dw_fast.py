@@ -237,19 +237,23 @@ def test_in_place_on_the_fast_path_is_bit_exact(tmp_path, case):
     ((1, 3, 8, 8), (5, 5), {"pads": [2, 2, 2, 2]}),  # the generic kernel: no row buffer
     ((1, 2, 6, 200), (3, 3), {"pads": [1, 1, 1, 1]}),  # rows wider than the ring: the generic kernel
     ((1, 2, 20, 40), (3, 3), {"pads": [3, 1, 0, 1]}),  # the output is taller
-    ((1, 4, 12, 12), (3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),  # the output is smaller
-], ids=["5x5", "wide", "taller", "stride2"])
+    ((2, 4, 12, 12), (3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),  # smaller planes, two images
+], ids=["5x5", "wide", "taller", "stride2_batch2"])
 def test_in_place_is_refused_off_the_safe_path(x_shape, kernel, attrs):
     graph, node, _ = dw_graph(x_shape, kernel, attrs)
     assert CONV.inplace(graph, node) is None
 
 
 def test_ring_rows_must_be_copied_before_they_are_overwritten():
-    """On the ring path output row oh goes over input row oh, copied only once oh * stride - pad + 2
-    reaches it: a begin padding of 3 would write rows the kernel has not read yet."""
+    """On the ring path output rows up to oh end where input row oh + 1 begins (same shape), and
+    only rows up to oh * stride - pad + 2 are copied by then: a begin padding of 3 would write
+    rows the kernel has not read yet. A stride-2 output of one image stays behind its reads
+    (tests/memory/test_inplace_resize.py runs it)."""
     from mcudeploy.ops.conv import _dw_inplace_safe, geometry
 
     graph, node, _ = dw_graph((1, 2, 20, 40), attrs={"pads": [1, 1, 1, 1]})
     g = geometry(graph, node)
     assert _dw_inplace_safe(g)
     assert not _dw_inplace_safe(replace(g, pad_begin=(3, 1)))
+    graph, node, _ = dw_graph((1, 2, 40, 60), attrs={"pads": [1, 1, 1, 1], "strides": [2, 2]})
+    assert _dw_inplace_safe(geometry(graph, node))

@@ -5,7 +5,10 @@ shrinks.
 
 Derivation of the unsplit figure: the input (4 x 64 x 64 = 16,384 B), the expanded tensor and the
 depthwise output (24 x 64 x 64 = 98,304 B each): the depthwise step holds both wide tensors,
-196,608 B; no order of whole operators does better. Split, the input and output (16,384 B each)
+196,608 B, unless the operators write their outputs over their inputs: the expansion from the
+input's first byte on, the depthwise convolution over its input, the projection back down
+(mcudeploy/memory/alias.py, "resize"), which keeps one wide tensor (98,304 B) and the kernels'
+scratch. Split, the input and output (16,384 B each)
 stay whole and a strip of 8 rows of a wide tensor is 24 x 8 x 64 = 12,288 B (plus a halo row on
 each side for the depthwise input); keeping the halo in the neighbouring strips adds a gathered
 copy and a neighbour kept alive, recomputing it adds MACs instead."""
@@ -17,7 +20,8 @@ from split_cases import bottleneck, rows_cut
 from mcudeploy.partition import macs, split
 from mcudeploy.pipeline import compile_graph
 
-WHOLE = 2 * 24 * 64 * 64  # the two wide tensors, int8
+WIDE = 24 * 64 * 64  # one wide tensor, int8
+WHOLE = 2 * WIDE  # both: the bound of whole operators that do not run in place
 
 
 @pytest.mark.parametrize("halo", ("keep", "recompute"))
@@ -30,8 +34,9 @@ def test_cutting_the_chain_into_strips_shrinks_the_arena(halo):
     print(f"\n{halo}: arena unsplit {unsplit.placement.arena_bytes} B, split into 8 {cut.placement.arena_bytes} B "
           f"(lower bound {cut.placement.lower_bound_bytes} B, schedule {cut.schedule.used}); "
           f"MACs {macs(graph)} + {added} recomputed")
-    assert unsplit.placement.arena_bytes == WHOLE
-    assert cut.placement.arena_bytes < 0.5 * unsplit.placement.arena_bytes
+    assert WIDE <= unsplit.placement.arena_bytes < WIDE + 1024  # in place: one wide tensor, and scratch
+    assert cut.placement.arena_bytes < 0.5 * WHOLE
+    assert cut.placement.arena_bytes < unsplit.placement.arena_bytes
     if halo == "keep":
         assert added == 0
     else:

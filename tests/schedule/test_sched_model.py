@@ -59,7 +59,7 @@ def test_plain_model_equals_lifetimes_without_slice_sharing(name, graph):
     plain = Profiler(problem, shares=False)
     for order in random_orders(problem, 6, seed=1):
         nodes = [graph.nodes[v] for v in order]
-        expected = lifetimes(graph, nodes, 4, sharing=frozenset({"inplace"})).live_bytes()
+        expected = lifetimes(graph, nodes, 4, sharing=frozenset({"inplace", "resize"})).live_bytes()
         assert plain.live(order).tolist() == expected
 
 
