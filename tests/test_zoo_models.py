@@ -128,3 +128,61 @@ def test_zoo_model_on_host(built, name, kind, tmp_path):
                 np.testing.assert_allclose(g, r, rtol=0, atol=1e-5)
             else:
                 np.testing.assert_array_equal(g, r)  # the dequantized output: equal iff the int8 values are
+
+
+# --------------------------------------------------------------------------- MobileNetV2 with an int8 input
+
+MNV2_SMALL = dict(size=24, stages=((1, 8, 1, 1), (6, 8, 2, 2)), stem=8, classes=4)
+
+
+@pytest.fixture(scope="module")
+def mnv2_pair(tmp_path_factory):
+    """The same small MobileNetV2 built twice (seeded alike): float graph input, and int8 graph input."""
+    _, float_input, example = zoo.mobilenetv2(tmp_path_factory.mktemp("mnv2f"), **MNV2_SMALL)
+    _, int8_input, example_q = zoo.mobilenetv2(tmp_path_factory.mktemp("mnv2q"), **MNV2_SMALL, int8_input=True)
+    return float_input, example, int8_input, example_q
+
+
+def test_mobilenetv2_int8_input_is_valid_onnx(mnv2_pair):
+    float_input, _, model, example = mnv2_pair
+    onnx.checker.check_model(model, full_check=True)
+    (inp,) = model.graph.input
+    assert inp.name == "x" and inp.type.tensor_type.elem_type == onnx.TensorProto.INT8
+    assert [n.op_type for n in model.graph.node if "x" in n.input] == ["DequantizeLinear"]
+    assert len(model.graph.node) == len(float_input.graph.node) - 1  # only the input's QuantizeLinear went
+    assert example["x"].dtype == np.int8 and example["x"].shape == (1, 3, 24, 24)
+    graph = lower(import_onnx(model), check=True)
+    x = graph[graph.inputs[0]]
+    assert x.dtype == "int8" and x.quant is not None and len(x.quant.scale) == 1
+    assert x.nbytes * 4 == lower(import_onnx(float_input))[graph.inputs[0]].nbytes
+
+
+def test_mobilenetv2_int8_input_runs_and_matches(mnv2_pair):
+    """onnxruntime runs it; the reference is within INT8_STEPS of onnxruntime and bit for bit what the
+    float-input model computes on the float example (the int8 example is that example quantized)."""
+    float_input, example, model, example_q = mnv2_pair
+    graph = lower(import_onnx(model), check=True)
+    samples = inputs_for(model, example_q)
+    for sample, want in zip(samples, check.run_onnxruntime(model, samples)):
+        assert_close("qdq", model, run_reference(graph, sample), want, "mnv2 int8-input reference")
+    float_graph = lower(import_onnx(float_input), check=True)
+    for got, want in zip(run_reference(graph, example_q), run_reference(float_graph, example)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_mobilenetv2_int8_input_on_host(mnv2_pair, tmp_path):
+    from mcudeploy.device.host import run_compiled_on_host
+    from mcudeploy.pipeline import compile_model
+
+    _, _, model, example = mnv2_pair
+    compiled = compile_model(model, "host", check=True)
+    samples = inputs_for(model, example)
+    for c, sample in zip(run_compiled_on_host(compiled, samples, tmp_path), samples):
+        for g, r in zip(c, run_reference(compiled.graph, sample)):
+            np.testing.assert_array_equal(g, r)
+
+
+def test_int8_inputs_needs_a_quantized_input(built):
+    float_model, _, _ = built("mlp")
+    with pytest.raises(ValueError, match="not read by QuantizeLinear"):
+        zoo.with_int8_inputs(float_model)
