@@ -9,9 +9,11 @@ from typing import Callable, Mapping, Optional, Union
 import onnx
 
 from mcudeploy.boards import Board, load_board
+from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_onnx
 from mcudeploy.ir import Graph, Node, verify
-from mcudeploy.memory import Lifetimes, Placement, areas, lifetimes, place
+from mcudeploy.memory import Lifetimes, Placement, areas
+from mcudeploy.memory.layout import lay_out
 from mcudeploy.memory.lifetimes import fit_scratch
 from mcudeploy.partition import Scheme, split
 from mcudeploy.passes.activation import fuse_activations
@@ -20,6 +22,8 @@ from mcudeploy.passes.graph_edit import eliminate_dead
 from mcudeploy.passes.qdq import lower_qdq
 from mcudeploy.schedule import Schedule, schedule
 
+
+SCRATCH_POLICIES = ("fit", "keep")  # compile_graph's choice of kernels with working memory
 
 PASSES: tuple[tuple[str, Callable[[Graph], Graph]], ...] = (
     ("fold_batchnorm", fold_batchnorm),
@@ -74,13 +78,18 @@ def compile_model(source: Union[str, os.PathLike, onnx.ModelProto], board: Union
 def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optional[str] = None,
                   schedule_method: str = "auto", placement_method: str = "exact",
                   placement_time_limit: float = 5.0, schedule_time_limit: float = 10.0,
-                  scheme: Scheme = ()) -> Compiled:
+                  scheme: Scheme = (), scratch: str = "fit") -> Compiled:
     """Schedule, find lifetimes and place an already lowered graph (split by `scheme`, which is
-    only recorded here)."""
+    only recorded here). scratch "fit": kernels whose working memory would raise the peak run
+    their scratch-free (slower) variant (fit_scratch); "keep": every kernel keeps its scratch
+    (the fastest plan, a little more memory; tune times both)."""
+    if scratch not in SCRATCH_POLICIES:
+        raise MCUDeployError(f"scratch must be one of {', '.join(SCRATCH_POLICIES)}, not {scratch!r}")
     board = load_board(board) if isinstance(board, str) else board
     sched = schedule(graph, schedule_method, schedule_time_limit, board.alignment)
-    graph, order = fit_scratch(graph, sched.order, board.alignment)  # no kernel scratch at the peak
-    sched = dataclasses.replace(sched, order=order)
-    lives = lifetimes(graph, sched.order, board.alignment)
-    placement = place(lives, areas(board), placement_method, board.alignment, placement_time_limit)
+    if scratch == "fit":
+        graph, order = fit_scratch(graph, sched.order, board.alignment)  # no kernel scratch at the peak
+        sched = dataclasses.replace(sched, order=order)
+    lives, placement = lay_out(graph, sched.order, areas(board), placement_method, board.alignment,
+                               placement_time_limit)
     return Compiled(name or graph.name, board, graph, sched, lives, placement, tuple(scheme))

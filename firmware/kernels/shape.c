@@ -5,10 +5,11 @@
 
 #include "mcud_shape.h"
 
-/* Six nested loops over the block, the innermost contiguous in neither buffer necessarily. */
+/* Six nested loops over the block; the innermost, when contiguous in both buffers, is one memmove. */
 #define COPY_ND(NAME, SIZE)                                                                        \
     static void NAME(char *dst, const int32_t *ds, const char *src, const int32_t *ss, const int32_t *n) \
     {                                                                                              \
+        const int run = ds[5] == 1 && ss[5] == 1 && n[5] * (SIZE) >= 16; /* a long contiguous row: memmove */ \
         for (int32_t i0 = 0; i0 < n[0]; i0++) {                                                   \
             for (int32_t i1 = 0; i1 < n[1]; i1++) {                                               \
                 for (int32_t i2 = 0; i2 < n[2]; i2++) {                                           \
@@ -18,6 +19,10 @@
                                                    i4 * ss[4]) * (SIZE);                          \
                             char *d = dst + (i0 * ds[0] + i1 * ds[1] + i2 * ds[2] + i3 * ds[3] +  \
                                              i4 * ds[4]) * (SIZE);                                \
+                            if (run) {                                                             \
+                                memmove(d, s, (size_t)n[5] * (SIZE));                              \
+                                continue;                                                          \
+                            }                                                                      \
                             for (int32_t i5 = 0; i5 < n[5]; i5++) {                               \
                                 memcpy(d, s, (SIZE));                                              \
                                 s += ss[5] * (SIZE);                                              \
@@ -35,6 +40,33 @@ COPY_ND(copy_nd_2, 2)
 COPY_ND(copy_nd_4, 4)
 COPY_ND(copy_nd_8, 8)
 
+/* Merge each dimension into the next inner one wherever both buffers step over the inner one
+ * contiguously (and drop dimensions of extent 1), so the innermost run is as long as it can be:
+ * the rows of a slice of a tensor cut along its height become one run per channel. */
+static void coalesce(int32_t *n, int32_t *ds, int32_t *ss)
+{
+    int32_t cn[MCUD_MAX_DIMS], cd[MCUD_MAX_DIMS], cs[MCUD_MAX_DIMS], m = 0;
+    for (int32_t d = MCUD_MAX_DIMS - 1; d >= 0; d--) { /* innermost first */
+        if (n[d] == 1) {
+            continue;
+        }
+        if (m > 0 && ds[d] == cd[m - 1] * cn[m - 1] && ss[d] == cs[m - 1] * cn[m - 1]) {
+            cn[m - 1] *= n[d];
+            continue;
+        }
+        cn[m] = n[d];
+        cd[m] = ds[d];
+        cs[m] = ss[d];
+        m++;
+    }
+    for (int32_t d = 0; d < MCUD_MAX_DIMS; d++) {
+        int32_t k = MCUD_MAX_DIMS - 1 - d; /* position d from the inside */
+        n[k] = d < m ? cn[d] : 1;
+        ds[k] = d < m ? cd[d] : 0;
+        ss[k] = d < m ? cs[d] : 0;
+    }
+}
+
 void mcud_copy_strided(void *dst, const int32_t *dst_stride, const void *src, const int32_t *src_stride,
                        const int32_t *shape, int32_t ndim, int32_t elem_size)
 {
@@ -46,6 +78,7 @@ void mcud_copy_strided(void *dst, const int32_t *dst_stride, const void *src, co
             return;
         }
     }
+    coalesce(n, ds, ss);
     /* a block contiguous in both buffers is one memcpy */
     int32_t expect = 1, contiguous = 1;
     for (int32_t d = MCUD_MAX_DIMS - 1; d >= 0; d--) {

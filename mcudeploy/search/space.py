@@ -111,10 +111,13 @@ def piece_counts(seg: Segment, pieces: Sequence[int] = PIECES) -> list[int]:
 
 
 def candidate_cuts(graph, segs: Iterable[Segment], taken: frozenset, near: frozenset,
-                   pieces: Sequence[int] = PIECES, halos: Sequence[str] = HALOS, top: Optional[int] = None) -> list[Cut]:
-    """Valid cuts on the ``top`` best-ranked segments that avoid ``taken`` and cross ``near``."""
+                   pieces: Sequence[int] = PIECES, halos: Sequence[str] = HALOS, top: Optional[int] = None,
+                   skip: int = 0) -> list[Cut]:
+    """Valid cuts on the ``top`` best-ranked segments after the first ``skip`` that avoid ``taken``
+    and cross ``near``."""
     cuts = []
-    for seg in ranked_segments(graph, segs, taken, near)[:top]:
+    ranked = ranked_segments(graph, segs, taken, near)
+    for seg in ranked[skip:None if top is None else skip + top]:
         for k in piece_counts(seg, pieces):
             for halo in halos:
                 cut = Cut(seg.axes, k, halo)

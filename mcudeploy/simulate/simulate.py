@@ -5,9 +5,15 @@ the sum, over the operators model.c times (every operator of the order that is n
 the rule of ``device.runner.timed_nodes``), of the ticks the timing cache holds for the
 operator's kernel signature. An operator whose signature is not cached is estimated:
 
+0. for a piece of a split operator ("N#p<j>") when the caller gives the ``reference`` costs of
+   the unsplit plan (``reference_costs``) and N ran the same kernel function there: N's ticks
+   scaled by the piece's share of N's MACs (of its bytes, for kernels without MACs). A piece runs
+   the same loops over fewer rows, so this is close (measured: within a few percent, the piece's
+   fixed cost per call being the difference), where a fit across shapes can be off by half;
 1. from the board's cache entries of the same kernel function, by a least-squares fit
    ``ticks ~ a * MACs + b * bytes + c`` with a, b, c >= 0 (at least ``MIN_FIT`` entries);
-2. else from all entries of the board, the same fit;
+2. for a kernel without MACs (a copy: Concat, Slice, Transpose), the same fit over the board's
+   entries without MACs, else the default below; for any other, over all entries of the board;
 3. else from a default: ``DEFAULT_INSTRUCTIONS_PER_MAC`` per MAC, ``DEFAULT_INSTRUCTIONS_PER_BYTE`` per byte
    touched and ``DEFAULT_INSTRUCTIONS_PER_CALL``, turned into ticks with the board's timer (on
    QEMU boards 1e9 / timer_hz / 2^icount_shift instructions per tick; on real boards one
@@ -48,7 +54,7 @@ class OpCost:
     bytes: int
     ticks: float
     source: str      # "measured" | "estimated" | "none" (no kernel runs)
-    how: str = ""    # for an estimate: "fit <fn>", "fit board" or "default"
+    how: str = ""    # for an estimate: "scaled <node>", "fit <fn>", "fit copies", "fit board" or "default"
 
 
 @dataclass(frozen=True)
@@ -168,21 +174,76 @@ class Estimator:
             self._fits[fn] = fit(chosen)
         return self._fits[fn]
 
+    def _fit_copies(self) -> Optional[Fit]:
+        key = ("copies",)  # not a kernel function's name
+        if key not in self._fits:
+            self._fits[key] = fit([e for e in self.entries if e.get("macs") == 0])
+        return self._fits[key]
+
     def __call__(self, fn: str, macs: int, nbytes: int) -> tuple[float, str]:
         f = self._fit(fn)
         if f is not None:
             return f(macs, nbytes), f"fit {fn}"
+        if macs == 0:  # a copy: other kernels' cost per MAC says nothing about it
+            f = self._fit_copies()
+            if f is not None:
+                return f(macs, nbytes), "fit copies"
+            return default_ticks(self.board, macs, nbytes), "default"
         f = self._fit(None)
         if f is not None:
             return f(macs, nbytes), "fit board"
         return default_ticks(self.board, macs, nbytes), "default"
 
 
+@dataclass(frozen=True)
+class Reference:
+    """What one operator of the unsplit plan cost: its kernel function, work and cached ticks."""
+
+    kernel: str
+    macs: int
+    bytes: int
+    ticks: float
+
+    def scaled(self, kernel: str, macs: int, nbytes: int) -> Optional[float]:
+        """Ticks of a piece of this operator running ``kernel``, by its share of the work; None
+        when the piece runs another kernel or the share is not defined."""
+        if kernel != self.kernel:
+            return None
+        if self.macs > 0 and macs > 0:
+            return self.ticks * macs / self.macs
+        if self.macs == 0 and macs == 0 and self.bytes > 0:
+            return self.ticks * nbytes / self.bytes
+        return None
+
+
+def original_name(node_name: str) -> str:
+    """The operator a piece was cut from (mcudeploy/partition names pieces ``<node>#p<j>``)."""
+    return node_name.split("#", 1)[0]
+
+
+def reference_costs(compiled, cache: TimingCache) -> dict:
+    """Node name -> Reference for every operator of ``compiled`` (an unsplit plan) whose timing is
+    cached: what ``simulate(..., reference=...)`` scales the pieces of a split plan from."""
+    graph, lives = compiled.graph, compiled.lifetimes
+    out = {}
+    for node in compiled.order:
+        if registry.get(node.op).view:
+            continue
+        sig = kernel_signature(graph, node, lives, compiled.placement)
+        entry = cache.get(sig) if sig is not None else None
+        if entry is None or not isinstance(entry.get("ticks"), (int, float)):
+            continue
+        macs, nbytes = work(graph, node)
+        out[node.name] = Reference(registry.get(node.op).kernel(graph, node).fn, macs, nbytes, float(entry["ticks"]))
+    return out
+
+
 # --------------------------------------------------------------------------- the simulation
 
 
-def simulate(compiled, cache: TimingCache) -> Simulation:
-    """Memory and latency of ``compiled`` (a pipeline.Compiled) on its board, from ``cache``."""
+def simulate(compiled, cache: TimingCache, reference: Optional[dict] = None) -> Simulation:
+    """Memory and latency of ``compiled`` (a pipeline.Compiled) on its board, from ``cache``; the
+    pieces of a split plan are estimated from ``reference`` (reference_costs of the unsplit plan)."""
     graph, lives = compiled.graph, compiled.lifetimes
     estimate = Estimator(cache, compiled.board)
     timed = [n for n in compiled.order if not registry.get(n.op).view]
@@ -199,6 +260,11 @@ def simulate(compiled, cache: TimingCache) -> Simulation:
         if entry is not None and isinstance(entry.get("ticks"), (int, float)):
             ops.append(OpCost(i, node.name, node.op, fn, sig, macs, nbytes, float(entry["ticks"]), "measured"))
         else:
-            ticks, how = estimate(fn, macs, nbytes)
+            ref = (reference or {}).get(original_name(node.name)) if "#" in node.name else None
+            scaled = ref.scaled(fn, macs, nbytes) if ref is not None else None
+            if scaled is not None:
+                ticks, how = scaled, f"scaled {original_name(node.name)}"
+            else:
+                ticks, how = estimate(fn, macs, nbytes)
             ops.append(OpCost(i, node.name, node.op, fn, sig, macs, nbytes, ticks, "estimated", how))
     return Simulation(compiled.placement.arena_bytes, compiled.placement.lower_bound_bytes, tuple(ops))

@@ -6,9 +6,14 @@ import json
 
 import pytest
 
+from mcudeploy.boards import load_board
 from mcudeploy.errors import MCUDeployError
+from mcudeploy.frontend import import_onnx
 from mcudeploy.ops import registry
-from mcudeploy.search import Tuner, write_result
+from mcudeploy.partition import split
+from mcudeploy.pipeline import compile_graph, lower
+from mcudeploy.search import Tuner, space, write_result
+from mcudeploy.search.tune import FINAL_SCHEDULES, FINAL_SCRATCH, compile_scheme, peak_nodes
 from mcudeploy.simulate.timing_cache import TimingCache
 
 
@@ -21,6 +26,11 @@ def fake_ticks(compiled, per_call: int = 50) -> int:
             continue
         total += op.macs(graph, node) + per_call
     return total
+
+
+def dropped_scratch(compiled) -> set:
+    """Nodes whose kernel runs without its scratch (memory.lifetimes.fit_scratch set "scratch" to 0)."""
+    return {n.name for n in compiled.graph.nodes if n.attrs.get("scratch", 1) == 0}
 
 
 class Counting:
@@ -49,9 +59,18 @@ def test_tune_keeps_the_least_memory_within_budget(small_mobilenet, tmp_path):
     assert plan["arena_bytes"] == result.best.arena
     assert plan["latency"]["baseline_ticks"] == result.baseline.ticks
     assert plan["latency"]["ticks"] == result.best.ticks
+    assert plan["latency"]["run_ticks"] == result.best.run_ticks == fake_ticks(result.best.compiled)
+    assert plan["latency"]["baseline_run_ticks"] == result.baseline.run_ticks == result.baseline.ticks
     assert plan["split"]["saved_bytes"] == result.baseline.arena - result.best.arena
     assert plan["scheme"] and all(entry["pieces"] >= 2 for entry in plan["scheme"])
     assert any("baseline" in line for line in lines) and any("kept" in line for line in lines)
+    # the baseline is the fastest unsplit plan: every kernel keeps its scratch
+    assert not dropped_scratch(result.baseline.compiled)
+    # the final plan is the least arena among every schedule and scratch policy on the kept scheme
+    # (the fake timing is blind to scratch, so each is within budget)
+    options = [tuner.compile(result.best.scheme, method=m, placement="exact", scratch=s)
+               for m in FINAL_SCHEDULES for s in FINAL_SCRATCH]
+    assert result.best.arena == min(o.placement.arena_bytes for o in options)
 
 
 def test_an_interrupted_tune_resumes_without_measuring_twice(small_mobilenet, tmp_path):
@@ -74,7 +93,12 @@ def test_an_interrupted_tune_resumes_without_measuring_twice(small_mobilenet, tm
     assert resumed.state.resumed
     result = resumed.run()
     state = json.loads((out / "tune-state.json").read_text())["candidates"]
-    assert len(seen) == sum("ticks" in v for v in state.values()) - 2  # nothing timed before is timed again
+    # nothing timed before is timed again (kernel sums and the final whole runs both count)
+    assert len(seen) == sum(("ticks" in v) + ("run_ticks" in v) for v in state.values()) - 2
+    again = Tuner(small_mobilenet, "qemu-m4", out, time_limit=300, measure=second, progress=lambda m: None,
+                  cache=cache).run()
+    assert len(seen) == sum(("ticks" in v) + ("run_ticks" in v) for v in state.values()) - 2  # a finished run: none
+    assert (again.best.arena, again.best.ticks) == (result.best.arena, result.best.ticks)
     fresh = Tuner(small_mobilenet, "qemu-m4", tmp_path / "fresh", time_limit=300, measure=Counting(),
                   progress=lambda m: None, cache=TimingCache("qemu-m4", tmp_path / "cache2")).run()
     assert (result.best.arena, result.best.ticks) == (fresh.best.arena, fresh.best.ticks)
@@ -87,3 +111,26 @@ def test_tune_refuses_the_host_board_and_bad_limits(small_mobilenet, tmp_path):
         Tuner(small_mobilenet, "qemu-m4", tmp_path, max_overhead=-1)
     with pytest.raises(MCUDeployError, match="time-limit"):
         Tuner(small_mobilenet, "qemu-m4", tmp_path, time_limit=0)
+
+
+def test_tune_compiles_through_compile_graph(small_mobilenet):
+    """compile_scheme is pipeline.compile_graph on the split graph: with scratch "fit" the plan is
+    the one `mcudeploy compile` makes; with "keep" no kernel loses its scratch, for more memory."""
+    board = load_board("qemu-m4")
+    lowered = lower(import_onnx(small_mobilenet))
+    base = compile_scheme(lowered, (), board, "m", method="auto", placement="exact", scratch="keep")
+    segs = space.segments(lowered)
+    cut = space.candidate_cuts(lowered, segs, frozenset(), peak_nodes(base), pieces=(4,), halos=("keep",), top=1)[0]
+    fitted = compile_scheme(lowered, (cut,), board, "m", scratch="fit")
+    direct = compile_graph(split(lowered, (cut,)), board, "m", schedule_method="refine", placement_method="greedy",
+                           scheme=(cut,))
+    assert [n.name for n in fitted.order] == [n.name for n in direct.order]
+    assert dropped_scratch(fitted) == dropped_scratch(direct) and fitted.scheme == (cut,)
+    assert fitted.placement.arena_bytes == direct.placement.arena_bytes
+    kept = compile_scheme(lowered, (cut,), board, "m", scratch="keep")
+    assert not dropped_scratch(kept)
+    assert kept.placement.lower_bound_bytes >= fitted.placement.lower_bound_bytes
+    unsplit_fit = compile_scheme(lowered, (), board, "m", method="auto", placement="exact", scratch="fit")
+    assert base.placement.lower_bound_bytes >= unsplit_fit.placement.lower_bound_bytes
+    with pytest.raises(MCUDeployError, match="scratch must be one of"):
+        compile_scheme(lowered, (), board, "m", scratch="some")

@@ -1,0 +1,81 @@
+"""Estimates for a split plan: the pieces of an operator are scaled from what the operator itself
+cost in the unsplit plan (simulate.reference_costs), and copies are not estimated from the
+multiply-accumulate kernels' fit."""
+from __future__ import annotations
+
+import pytest
+
+from mcudeploy.partition import Cut
+from mcudeploy.pipeline import compile_model
+from mcudeploy.simulate.simulate import Estimator, Reference, reference_costs, simulate
+from mcudeploy.simulate.timing_cache import TimingCache
+from simulate_graphs import conv_chain_model
+
+PER_MAC, PER_BYTE, PER_CALL = 3.0, 0.5, 100.0  # the made-up board behind the cached unsplit timings
+
+
+@pytest.fixture(scope="module")
+def plans():
+    model = conv_chain_model()
+    unsplit = compile_model(model, "qemu-m4")
+    # conv1 (3x3, padded) and conv2 (1x1) cut along the output rows; conv2 reads conv1's rows with
+    # a halo of none, pool is left whole
+    cut = Cut((("conv1", "oh"), ("conv2", "oh")), 3, "keep")
+    return unsplit, compile_model(model, "qemu-m4", scheme=(cut,))
+
+
+def fill(cache: TimingCache, compiled) -> None:
+    entries = {}
+    for o in simulate(compiled, cache).ops:
+        if o.source != "none":
+            entries[o.signature] = {"ticks": PER_MAC * o.macs + PER_BYTE * o.bytes + PER_CALL, "macs": o.macs,
+                                    "bytes": o.bytes, "kernel": o.kernel}
+    cache.put(entries)
+
+
+def test_pieces_are_scaled_from_the_unsplit_operator(plans, tmp_path):
+    unsplit, split = plans
+    cache = TimingCache("qemu-m4", tmp_path)
+    fill(cache, unsplit)
+    ref = reference_costs(unsplit, cache)
+    assert {"conv1", "conv2", "pool"} <= set(ref)
+    sim = simulate(split, cache, ref)
+    pieces = [o for o in sim.ops if o.node.startswith(("conv1#p", "conv2#p"))]
+    assert len(pieces) == 6
+    for o in pieces:
+        whole = ref[o.node.split("#")[0]]
+        assert o.source == "estimated" and o.how == f"scaled {o.node.split('#')[0]}"
+        assert o.ticks == pytest.approx(whole.ticks * o.macs / whole.macs)
+    # pieces of a kept halo tile the operator: together they cost what it cost
+    for name in ("conv1", "conv2"):
+        assert sum(o.ticks for o in pieces if o.node.startswith(name + "#")) == pytest.approx(ref[name].ticks)
+    pool = next(o for o in sim.ops if o.node == "pool")
+    assert pool.source == "measured"  # not cut: the very signature the unsplit plan timed
+    # without the reference the same pieces fall back to a fit over the cached kernels
+    assert all(not o.how.startswith("scaled") for o in simulate(split, cache).ops)
+
+
+def test_reference_scales_only_the_same_kernel():
+    ref = Reference("mcud_conv_s8_fast", 1000, 400, 500.0)
+    assert ref.scaled("mcud_conv_s8_fast", 250, 100) == pytest.approx(125.0)
+    assert ref.scaled("mcud_conv_s8_direct", 250, 100) is None  # another kernel: another cost per MAC
+    copy = Reference("mcud_concat_s8", 0, 2000, 80.0)
+    assert copy.scaled("mcud_concat_s8", 0, 500) == pytest.approx(20.0)  # a copy scales with its bytes
+    assert copy.scaled("mcud_concat_s8", 10, 500) is None
+
+
+def test_copies_are_not_estimated_from_the_mac_kernels(plans, tmp_path):
+    unsplit, _ = plans
+    cache = TimingCache("qemu-m4", tmp_path)
+    macs = {f"mac-{k}": {"ticks": 1000.0 + 50 * k, "macs": 100 * (k + 1), "bytes": 10 * k, "kernel": "mac"}
+            for k in range(5)}
+    cache.put(macs)
+    est = Estimator(cache, unsplit.board)
+    ticks, how = est("mcud_concat_s8", 0, 4096)
+    assert how == "default"  # the MAC kernels' fit (1000 ticks a call) says nothing about a copy
+    _, how = est("mcud_conv_s8_fast", 5000, 4096)
+    assert how == "fit board"
+    cache.put({f"copy-{k}": {"ticks": 10.0 + 0.25 * b, "macs": 0, "bytes": b, "kernel": "mcud_transpose_s8"}
+               for k, b in enumerate((512, 2048, 8192, 1024))})
+    ticks, how = Estimator(cache, unsplit.board)("mcud_concat_s8", 0, 4096)
+    assert how == "fit copies" and ticks == pytest.approx(10.0 + 0.25 * 4096)
