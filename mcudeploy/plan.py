@@ -78,7 +78,9 @@ def plan_dict(compiled, scheme=None, latency=None, split=None) -> dict:
                    "kernel": not registry.get(n.op).view and n.name not in lives.elided} for n in compiled.order],
         "regions": _regions(compiled),
         "buffers": [{"name": b.name, "tensors": list(b.tensors), "offset": compiled.placement.offsets[b.name],
-                     "size": b.size, "first": b.first, "last": b.last, "region": _region_of(compiled, b.name)}
+                     "size": b.size, "first": b.first, "last": b.last, "region": _region_of(compiled, b.name),
+                     # [offset in the buffer, size, first, last] where the buffer's size changes in place
+                     **({"parts": [list(r) for r in b.parts]} if b.parts else {})}
                     for b in lives.buffers],
         "tensors": _tensors(compiled),
         "inputs": [{"name": n, "shape": list(graph[n].shape), "dtype": graph[n].dtype} for n in graph.inputs],

@@ -87,8 +87,9 @@ def live_bytes(buffers: list[dict], steps: int) -> list[int]:
     """Live bytes at steps -1..steps-1 (index 0 is step -1)."""
     live = [0] * (steps + 1)
     for b in buffers:
-        for t in range(max(b["first"], -1), min(b["last"], steps - 1) + 1):
-            live[t + 1] += b["size"]
+        for _, size, first, last in b.get("parts") or [(0, b["size"], b["first"], b["last"])]:
+            for t in range(max(first, -1), min(last, steps - 1) + 1):
+                live[t + 1] += size
     return live
 
 
@@ -162,6 +163,7 @@ def plan_view(plan: dict, source: str = "the plan") -> dict:
         buffers.append({"name": b["name"], "region": str(b.get("region") or first_region),
                         "offset": int(b["offset"]), "size": int(b["size"]),
                         "first": int(b["first"]), "last": int(b["last"]),
+                        "parts": [[int(v) for v in part] for part in b.get("parts") or []],
                         "tensors": details.get(b["name"], [])})
     regions = _regions(plan, buffers)
     live = live_bytes(buffers, steps)
