@@ -105,12 +105,11 @@ def assign(buffers, regions: Sequence[Area], allowed: Mapping[str, tuple[str, ..
                     if int((live[other] + mine).max()) <= room[other] and int(live[other].max()) <= room[other]:
                         key = (-benefit, -b.size, b.name)
                         if best is None or key < best[0]:
-                            best = (key, b, other)
+                            best = (key, b, other, mine)
                         break
             if best is not None:
-                _, b, other = best
+                _, b, other, mine = best
                 where[b.name] = other
-                mine = _live([b], steps)
                 live[a.name] -= mine
                 live[other] += mine
                 moved = True

@@ -183,13 +183,19 @@ class Tuner:
         result = run_on_board(compiled, check.random_inputs(compiled.graph, 1, seed=0), port=self.port)
         return int(result.runs[0].total_ticks)
 
+    def _recorded(self, key: str, field: str, measure: Callable[[], int]) -> tuple[int, bool]:
+        """(the value of `field` for scheme `key`, from the state file if known, else measured and
+        recorded; whether it was measured now)."""
+        known = self.state.candidates.get(key, {}).get(field)
+        if known is not None:
+            return int(known), False
+        value = int(measure())
+        self.state.record(key, **{field: value})
+        return value, True
+
     def run_whole(self, plan: Plan, key: str) -> int:
         """One whole run's ticks of a plan, from the state file when it was run before."""
-        known = self.state.candidates.get(key, {}).get("run_ticks")
-        if known is None:
-            known = int(self._run(plan.compiled))
-            self.state.record(key, run_ticks=known)
-        plan.run_ticks = int(known)
+        plan.run_ticks, _ = self._recorded(key, "run_ticks", lambda: self._run(plan.compiled))
         return plan.run_ticks
 
     def compile(self, scheme, **kw) -> Compiled:
@@ -197,13 +203,8 @@ class Tuner:
 
     def time(self, plan: Plan, key: str) -> int:
         """Measured ticks of a plan, from the state file when this scheme was timed before."""
-        known = self.state.candidates.get(key, {}).get("ticks")
-        if known is not None:
-            plan.ticks = int(known)
-            return plan.ticks
-        plan.ticks = int(self._measure(plan.compiled))
-        self.measured += 1
-        self.state.record(key, ticks=plan.ticks)
+        plan.ticks, measured = self._recorded(key, "ticks", lambda: self._measure(plan.compiled))
+        self.measured += measured
         return plan.ticks
 
     def estimate(self, compiled: Compiled) -> Optional[float]:
