@@ -8,9 +8,11 @@ views, so a tensor needs no copy to sit inside a larger buffer. Five kinds of sh
   kernel). Tensors joined by views form a *view group*; a group of several tensors, or one holding
   a graph input or output, must stay contiguous.
 - concat: each input of a Concat is written by its producer straight into its slice of the
-  output, and the Concat runs no kernel. All inputs or none: each must be produced by a kernel
-  (not a constant or graph input), appear once, carry the output's dtype and quantization (no
-  requantization), and have no other place yet.
+  output, and the Concat runs no kernel. Each must be produced by a kernel (not a constant or
+  graph input), appear once, carry the output's dtype and quantization (no requantization), and
+  have no other place yet. With "partial", when only some inputs qualify, those are written into
+  the output and the Concat copies the others (its kernel skips an input already in its slice):
+  the gather of a split's kept halo then copies the neighbours' rows, not its own piece.
 - split: each output of a Split is a slice of its input, and the Split runs no kernel.
 - slice: a Slice's output (``Op.subview``) is always a window of its input's slot (an offset, the
   input's strides): the operator has no kernel. Slices compose (a Slice of a Slice, of a tensor
@@ -42,8 +44,9 @@ from mcudeploy.ir import Graph, Node
 from mcudeploy.ir.tensor import itemsize
 from mcudeploy.ops import registry
 
-# views are not optional (a view op has no kernel); "resize" lets an in-place output differ in size from its input
-SHARING = frozenset({"concat", "split", "inplace", "resize"})
+# views are not optional (a view op has no kernel); "partial" writes the inputs of a Concat that qualify into
+# its output and copies the rest; "resize" lets an in-place output differ in size from its input
+SHARING = frozenset({"concat", "partial", "split", "inplace", "resize"})
 CONCAT_OPS = ("Concat",)  # output = the inputs side by side along attribute "axis"
 SPLIT_OPS = ("Split",)  # outputs = slices of input 0 along attribute "axis"
 
@@ -209,6 +212,12 @@ class _State:
         firsts, lasts, ios, outs = zip(*(self.agg[r] for r in (into, *moved)))
         return moved, {into: (min(firsts), max(lasts), any(ios), any(outs))}
 
+    def snapshot(self) -> tuple:
+        return dict(self.links), dict(self.up), dict(self.agg), set(self.fixed)
+
+    def restore(self, saved: tuple) -> None:
+        self.links, self.up, self.agg, self.fixed = (type(x)(x) for x in saved)
+
     def commit(self, links: Sequence[_Link]) -> None:
         moved, agg = self.trial(links)
         for link in links:
@@ -224,41 +233,46 @@ def _axis(node: Node, rank: int) -> int:
     return axis + rank if axis < 0 else axis
 
 
-def _slices(state: _State, whole: str, parts: Sequence[str], axis: int, written: bool) -> Optional[list[_Link]]:
+def _slices(state: _State, whole: str, parts: Sequence[str], axis: int, written: bool,
+            partial: bool = False) -> Optional[list[_Link]]:
     """Links putting each of `parts` in `whole` as consecutive slices along `axis`, or None.
 
-    written: the parts are written by their producers (Concat inputs), else read (Split outputs)."""
+    written: the parts are written by their producers (Concat inputs), else read (Split outputs).
+    partial (written only): link the parts that qualify and leave the others to the Concat's copy;
+    None unless some, but not all, qualify."""
     f, g = state.f, state.f.graph
     w = g[whole]
-    if not parts or w.size == 0 or len(set(parts)) != len(parts):
+    if not parts or w.size == 0 or any(p not in g.tensors for p in parts if p):
         return None
-    if any(p not in f.base for p in parts) or len({f.base[p] for p in parts}) != len(parts):
+    if sum(g[p].shape[axis] if p else 0 for p in parts) != w.shape[axis]:
         return None
     strides = state.slot(whole, {}).strides
+    counts = {p: parts.count(p) for p in parts}
+    bases = [f.base.get(p) for p in parts]
     links, start = [], 0
-    for p in parts:
+    for p, b in zip(parts, bases):
         t = g.tensors.get(p) if p else None
-        if t is None or t.is_const or p not in f.born:
+        ok = (t is not None and not t.is_const and p in f.born and counts[p] == 1 and bases.count(b) == 1
+              and t.dtype == w.dtype and t.quant == w.quant and len(t.shape) == len(w.shape)
+              and b not in state.links and not (b in f.pinned and not contiguous(t.shape, strides)))
+        if ok and written:
+            ok = f.born[b] >= 0 and state.root(whole) != b and b not in state.fixed
+        if ok and not written:
+            ok = b == p
+        if ok:
+            links.append(_Link.along(p, whole, len(w.shape), axis, start))
+        elif not partial:
             return None
-        b = f.base[p]
-        if t.dtype != w.dtype or t.quant != w.quant or len(t.shape) != len(w.shape) or b in state.links:
-            return None
-        if written and (f.born[b] < 0 or state.root(whole) == b):
-            return None
-        if not written and b != p:
-            return None
-        if b in f.pinned and not contiguous(t.shape, strides):
-            return None
-        if written and b in state.fixed:
-            return None
-        links.append(_Link.along(p, whole, len(w.shape), axis, start))
-        start += t.shape[axis]
-    return links if start == w.shape[axis] else None
+        start += t.shape[axis] if t is not None else 0
+    if partial and (not links or len(links) == len(parts)):
+        return None
+    return links
 
 
-def _concat_links(state: _State, node: Node) -> Optional[list[_Link]]:
+def _concat_links(state: _State, node: Node, partial: bool = False) -> Optional[list[_Link]]:
     out = node.outputs[0]
-    return _slices(state, out, node.inputs, _axis(node, len(state.f.graph[out].shape)), written=True)
+    return _slices(state, out, node.inputs, _axis(node, len(state.f.graph[out].shape)), written=True,
+                   partial=partial)
 
 
 def _split_links(state: _State, node: Node) -> Optional[list[_Link]]:
@@ -380,15 +394,44 @@ def share(graph: Graph, order: Sequence[Node], alignment: int = 4, sharing: froz
         candidates += [(n, _concat_links) for n in reversed(f.order) if n.op in CONCAT_OPS]
     if "split" in sharing:
         candidates += [(n, _split_links) for n in f.order if n.op in SPLIT_OPS]
+    again = []  # partial Concats refused: tried once more, first to last (see below)
     for node, links_of in candidates:
-        links = links_of(state, node)
+        links, whole = links_of(state, node), True
+        if links is None and links_of is _concat_links and "partial" in sharing:
+            links, whole = _concat_links(state, node, partial=True), False
         if links is None:
             continue
         peak = _peak(f, *_buffers(state, sharing, *state.trial(links))[1:])
         if peak <= best:
             state.commit(links)
             best = peak
-            elided.add(node.name)
+            if whole:
+                elided.add(node.name)
+        elif not whole:
+            again.append(node)
+    # The gathers of kept halos come in a row: each raises the live bytes a little before its step
+    # (its output now lives from its piece's producer on) and lowers them at it, so one at a time
+    # none may be taken while all together lower the peak. Refused ones are tried together, first
+    # to last, then (if that does not help) one by one in that order.
+    if again:
+        saved = state.snapshot()
+        for node in reversed(again):
+            links = _concat_links(state, node, partial=True)
+            if links is not None:
+                state.commit(links)
+        peak = _peak(f, *_buffers(state, sharing)[1:])
+        if peak <= best:
+            best, again = peak, []
+        else:
+            state.restore(saved)
+    for node in reversed(again):
+        links = _concat_links(state, node, partial=True)
+        if links is None:
+            continue
+        peak = _peak(f, *_buffers(state, sharing, *state.trial(links))[1:])
+        if peak <= best:
+            state.commit(links)
+            best = peak
     merged, agg, steps = _buffers(state, sharing)
     slots, memo = {}, {}
     members: dict[str, list[str]] = {}

@@ -1,29 +1,49 @@
 """Lifetimes and placement of a scheduled graph together: ``lay_out``.
 
-In-place sharing with a size change ("resize", mcudeploy/memory/alias.py) lowers the live-bytes
-bound, but ties the input and the output of the operator to one offset: a staircase the placement
-must keep whole, which can leave an arena above what two separate buffers reach. So where the
-sharing makes such a staircase, the order is also placed without it, and the smaller arena wins
-(ties: with it, the lower bound).
+Two kinds of sharing lower the live-bytes bound but make bigger rigid shapes the placement must
+keep whole, which can leave an arena above what separate buffers reach:
+
+- in place with a size change ("resize", mcudeploy/memory/alias.py) ties an operator's input and
+  output to one offset, a staircase;
+- a Concat's inputs written into its output while it copies the others ("partial") make the
+  output live from its first such input's producer on.
+
+So where the sharing used either, the order is also placed without it, and the smallest arena
+wins (ties: with it, the lower bound).
 """
 from __future__ import annotations
 
 from typing import Sequence
 
 from mcudeploy.ir import Graph, Node
-from mcudeploy.memory.alias import SHARING
+from mcudeploy.memory.alias import CONCAT_OPS, SHARING
 from mcudeploy.memory.lifetimes import Lifetimes, lifetimes
 from mcudeploy.memory.place import Placement, place
 from mcudeploy.memory.regions import DEFAULT, Area
 
 
+def _partial(lives: Lifetimes, order: Sequence[Node]) -> bool:
+    """Whether some Concat that still runs has an input written into its output."""
+    of = lives.buffer_of
+    return any(n.op in CONCAT_OPS and n.name not in lives.elided and any(of.get(i) == of.get(n.outputs[0])
+                                                                          for i in n.inputs)
+               for n in order)
+
+
 def lay_out(graph: Graph, order: Sequence[Node], regions: Sequence[Area] = DEFAULT, method: str = "greedy",
             alignment: int = 4, time_limit: float = 10.0) -> tuple[Lifetimes, Placement]:
     lives = lifetimes(graph, order, alignment, SHARING)
-    placed = place(lives, regions, method, alignment, time_limit)
-    if any(len(b.rects()) > 1 for b in lives.buffers) and placed.arena_bytes > placed.lower_bound_bytes:
-        plain = lifetimes(graph, order, alignment, SHARING - {"resize"})
-        other = place(plain, regions, method, alignment, time_limit)
-        if other.arena_bytes < placed.arena_bytes:
-            return plain, other
-    return lives, placed
+    best = (lives, place(lives, regions, method, alignment, time_limit))
+    if best[1].arena_bytes <= best[1].lower_bound_bytes:
+        return best
+    others = []
+    if any(len(b.rects()) > 1 for b in lives.buffers):
+        others.append(SHARING - {"resize"})
+    if _partial(lives, order):
+        others.append(SHARING - {"partial"})
+    for sharing in others:
+        plain = lifetimes(graph, order, alignment, sharing)
+        placed = place(plain, regions, method, alignment, time_limit)
+        if placed.arena_bytes < best[1].arena_bytes:
+            best = (plain, placed)
+    return best

@@ -2,7 +2,8 @@
 
 Methods: ``model`` (the model's own order), ``rpo`` (reverse post-order), ``demand`` (depth-first from the
 outputs, inputs in order: piece by piece on a split graph), ``bfs``
-(lifetime-aware breadth-first), ``dfs`` (memory-aware depth-first over windows), ``refine`` (the
+(lifetime-aware breadth-first), ``dfs`` (memory-aware depth-first over windows), ``pieces`` (a split
+graph's pieces one after the other, mcudeploy/schedule/pieces.py), ``refine`` (the
 heuristics refined around the peak, the best kept), ``exact`` (CP-SAT, seeded with ``refine``;
 says whether it proved the order optimal) and ``auto`` (``exact`` where it can finish within the
 time limit, else ``refine``). Every method is judged by the same yardstick,
@@ -22,10 +23,11 @@ from mcudeploy.schedule.bound import lower_bound
 from mcudeploy.schedule.demand import demand
 from mcudeploy.schedule.dfs import dfs
 from mcudeploy.schedule.order import is_topological, model_order
+from mcudeploy.schedule.pieces import pieces
 from mcudeploy.schedule.problem import build
 from mcudeploy.schedule.rpo import rpo
 
-METHODS = ("auto", "exact", "refine", "bfs", "dfs", "rpo", "demand", "model")
+METHODS = ("auto", "exact", "refine", "bfs", "dfs", "rpo", "demand", "model", "pieces")
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,7 @@ class Schedule:
     time_s: float
 
 
-PLAIN = {"bfs": bfs, "dfs": dfs, "rpo": rpo, "demand": demand, "model": model_order}
+PLAIN = {"bfs": bfs, "dfs": dfs, "rpo": rpo, "demand": demand, "model": model_order, "pieces": pieces}
 
 
 def schedule(graph: Graph, method: str = "auto", time_limit: float = 10.0, alignment: int = 4) -> Schedule:

@@ -1,8 +1,9 @@
 """The refined heuristic, the exact method around the solver, and ``auto``, which picks.
 
-The refined heuristic starts from the bfs and dfs orders, and from the baselines (reverse
-post-order and the model's own order) so that it is never worse than they are; it refines the
-most promising start first, then the others while time remains, and keeps the best.
+The refined heuristic starts from the bfs and dfs orders, the piece-major order (a split graph's
+pieces one after the other), and the baselines (reverse post-order and the model's own order) so
+that it is never worse than they are; it refines the most promising start first, then the others
+while time remains, and keeps the best.
 
 The exact method seeds CP-SAT with the refined heuristic (given a tenth of the time, at most a
 second) and keeps whichever order the yardstick measures lower. It skips the solver when the
@@ -27,6 +28,7 @@ from mcudeploy.schedule.dfs import dfs
 from mcudeploy.schedule.exact import solve
 from mcudeploy.schedule.order import model_order
 from mcudeploy.schedule.peak import Profiler
+from mcudeploy.schedule.pieces import pieces
 from mcudeploy.schedule.problem import Problem
 from mcudeploy.schedule.refine import refine
 from mcudeploy.schedule.rpo import rpo
@@ -38,7 +40,7 @@ MEASURE_MAX_NODES = 500  # up to here, the heuristic's final choice is checked w
 log = logging.getLogger("mcudeploy")
 
 STARTS: tuple[tuple[str, Callable[[Problem], tuple[int, ...]]], ...] = (
-    ("bfs", bfs), ("dfs", dfs), ("rpo", rpo), ("model", model_order))
+    ("bfs", bfs), ("dfs", dfs), ("rpo", rpo), ("model", model_order), ("pieces", pieces))
 
 Measure = Callable[[Sequence[int]], int]  # the yardstick: an order's peak as lifetimes() sees it
 

@@ -105,7 +105,39 @@ def test_concat_stays_a_copy(case):
         lives = lifetimes(graph, graph.nodes, 4)
     else:
         lives, _ = run_both(graph)
+    assert "n_y" not in lives.elided
+    if case in ("graph input", "constant"):  # a qualifies alone: written into y, the other copied ("partial")
+        assert lives.buffer_of["a"] == "y" and lives.slots["a"].offset == 0
+    else:
+        assert lives.buffer_of["a"] != lives.buffer_of["y"]
+
+
+@pytest.mark.parametrize("case", ["graph input", "constant"])
+def test_concat_without_partial_sharing_stays_a_copy(case):
+    from mcudeploy.memory.alias import SHARING
+    g = G()
+    x = g.input("x", (1, 2, 2, 2))
+    a = g.op("Relu", (x,), "a")
+    other = {"graph input": x, "constant": g.const("k", np.ones((1, 2, 2, 2)))}[case]
+    graph = g.graph(g.op("Sigmoid", (g.op("Concat", (a, other), "y", axis=1),), "z"))
+    lives = lifetimes(graph, graph.nodes, 4, SHARING - {"partial"})
     assert "n_y" not in lives.elided and lives.buffer_of["a"] != lives.buffer_of["y"]
+
+
+def test_partial_concat_writes_the_piece_and_copies_the_halo():
+    # The gather of a kept halo: y = [last row of p0, p1] along H. p1 is written into y by its
+    # producer; the Concat copies p0's row only. Run in the arena, the result is the reference's.
+    g = G()
+    x = g.input("x", (1, 2, 4, 4))
+    p0 = g.op("Sigmoid", (x,), "p0")
+    p1 = g.conv(x, "p1", 2, k=1)
+    row = g.op("Slice", (p0,), "row", starts=(3,), ends=(4,), axes=(2,))
+    y = g.op("Concat", (row, p1), "y", axis=2)
+    graph = g.graph(g.conv(y, "z", 2, k=1))
+    lives, _ = run_both(graph)
+    assert "n_y" not in lives.elided  # it still copies the row
+    assert lives.buffer_of["p1"] == "y" and lives.slots["p1"].offset == 1 * 4 * 4  # one row of 4 floats in
+    assert lives.buffer_of["p0"] != "y"
 
 
 def test_concat_that_would_raise_the_peak_stays_a_copy():

@@ -41,3 +41,39 @@ def test_cutting_the_chain_into_strips_shrinks_the_arena(halo):
         assert added == 0
     else:
         assert 0 < added < 0.2 * macs(graph)
+
+
+def test_a_gather_writes_its_own_strip_in_place_and_copies_only_the_halo():
+    """Kept halos: the depthwise strip j reads [row above, strip j of the expansion, row below]
+    through a gather (Concat). With "partial" sharing the expansion's strip j is written into the
+    gather's output by its convolution and the Concat copies the two neighbour rows only, so the
+    strip is not held twice; in the piece-major order that lowers the live-bytes bound. The plan
+    still computes what the reference does, run in a byte arena (memory/check.py)."""
+    import numpy as np
+
+    from mcudeploy.boards import load_board
+    from mcudeploy.memory import areas, lifetimes, place
+    from mcudeploy.memory.alias import SHARING
+    from mcudeploy.memory.check import run_in_arena
+    from mcudeploy.reference import run_reference
+    from mcudeploy.schedule import schedule
+
+    from mcudeploy.pipeline import lower
+
+    whole = lower(bottleneck("int8", hw=64))  # activations fused: each piece is one convolution
+    graph = split(whole, (rows_cut(whole, 8, "keep"),))
+    order = schedule(graph, "pieces").order
+    with_partial = lifetimes(graph, order, 4, SHARING)
+    without = lifetimes(graph, order, 4, SHARING - {"partial"})
+    gathers = [n for n in order if n.op == "Concat" and n.name not in with_partial.elided]
+    written = [n for n in gathers if any(with_partial.buffer_of[i] == with_partial.buffer_of[n.outputs[0]]
+                                         for i in n.inputs)]
+    print(f"\nbound with partial gathers {with_partial.lower_bound()} B, without {without.lower_bound()} B; "
+          f"{len(written)} of {len(gathers)} gathers write their strip in place")
+    assert written
+    assert with_partial.lower_bound() < without.lower_bound()
+    placement = place(with_partial, areas(load_board("host")), "greedy", 4)
+    rng = np.random.default_rng(0)
+    x = {n: rng.integers(-128, 128, graph[n].shape, dtype=np.int8) for n in graph.inputs}
+    for got, want in zip(run_in_arena(graph, order, with_partial, placement, x), run_reference(graph, x)):
+        assert np.array_equal(got, want)
