@@ -12,8 +12,9 @@ are compared bit for bit with the unsplit graph's reference.
                                      [--max-overhead 0.05] [--mobilenetv2 128,160] [--out DIR]
                                      [--cached] [--samples 5] [--json]
 
-``mcudeploy run --check`` compiles the model it is given afresh (unsplit) and takes no tuned
-project, so the check here runs the tuned plan through the same library calls cmd_run makes.
+The check loads the folder tune wrote as ``mcudeploy run DIR --check`` does (mcudeploy/project.py:
+the recorded plan rebuilt from the model and verified against plan.json and model.c), then runs
+it through the same library calls cmd_run makes.
 Every figure is printed, none is asserted: the target ratio column says met or missed.
 """
 from __future__ import annotations
@@ -120,9 +121,10 @@ def check_tuned(result, model_path: Path, samples_count: int) -> tuple[str, list
 
     from mcudeploy import check
     from mcudeploy.device.runner import compare_with_host, run_on_board
+    from mcudeploy.project import load_project
     from mcudeploy.reference import run_reference
 
-    compiled = result.best.compiled
+    compiled = load_project(result.out_dir).compiled
     samples = check.random_inputs(compiled.graph, samples_count, seed=0)
     board_run = run_on_board(compiled, samples)
     report = check.compare(compiled.graph, board_run.outputs, check.run_onnxruntime(model_path, samples), samples)

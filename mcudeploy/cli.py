@@ -11,17 +11,23 @@ from mcudeploy import __version__
 from mcudeploy.errors import MCUDeployError
 
 log = logging.getLogger("mcudeploy")
+SCHEDULE_TIME_LIMIT = 10.0  # --time-limit of the commands that compile a model
 
 
-def _model_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", help="the ONNX model file")
-    p.add_argument("-b", "--board", required=True, help="target board (see `mcudeploy boards`)")
+def _model_options(p: argparse.ArgumentParser, project: bool = False) -> None:
+    if project:
+        p.add_argument("model", help="the ONNX model file, or a folder written by compile -o or tune -o (or its "
+                                     "plan.json): run exactly the plan recorded there")
+        p.add_argument("-b", "--board", help="target board (see `mcudeploy boards`); for a folder, its plan's board")
+    else:
+        p.add_argument("model", help="the ONNX model file")
+        p.add_argument("-b", "--board", required=True, help="target board (see `mcudeploy boards`)")
     p.add_argument("--input-shape", action="append", default=[], metavar="NAME=1x3x96x96",
                    help="pin the shape of an input with unknown dimensions (repeatable)")
     p.add_argument("--schedule", default="auto", metavar="METHOD",
-                   help="execution order: auto, exact, refine, bfs, dfs, rpo or model (default auto: exact where "
+                   help="execution order: auto, exact, refine, bfs, dfs, rpo, demand, pieces or model (default auto: exact where "
                         "it can finish within the time limit, else the refined heuristic)")
-    p.add_argument("--time-limit", type=float, default=10.0, metavar="S",
+    p.add_argument("--time-limit", type=float, default=SCHEDULE_TIME_LIMIT, metavar="S",
                    help="seconds the schedule method may search (default 10)")
 
 
@@ -77,11 +83,32 @@ def cmd_report(args) -> int:
     return 0
 
 
+def _run_target(args):
+    """(compiled, the graph of the numpy reference, the ONNX model) for ``run``: the recorded plan of a
+    project folder (mcudeploy/project.py), else the model compiled afresh."""
+    from mcudeploy.project import is_project, load_project
+
+    if not is_project(args.model):
+        if args.board is None:
+            raise MCUDeployError("give the board with -b BOARD (see mcudeploy boards)")
+        compiled = _compile(args)
+        return compiled, compiled.graph, args.model
+    fixed = [opt for opt, given in (("--input-shape", args.input_shape), ("--schedule", args.schedule != "auto"),
+                                    ("--time-limit", args.time_limit != SCHEDULE_TIME_LIMIT)) if given]
+    if fixed:
+        raise MCUDeployError(f"{args.model} holds a plan whose shapes, order and offsets are fixed: {fixed[0]} "
+                             f"applies only to a model file")
+    project = load_project(args.model, args.board)
+    for line in project.lines():
+        print(line)
+    return project.compiled, project.unsplit, project.model_path
+
+
 def cmd_run(args) -> int:
     from mcudeploy import check
     from mcudeploy.device.host import run_compiled_on_host
 
-    compiled = _compile(args)
+    compiled, reference, model = _run_target(args)
     graph = compiled.graph
     samples = check.load_input(args.input, graph) if args.input else check.random_inputs(graph, args.samples)
     board_run = None
@@ -104,7 +131,7 @@ def cmd_run(args) -> int:
         for k, name in enumerate(graph.outputs):
             print(f"{name}: {outputs[0][k].ravel()[:16].tolist()}{' ...' if outputs[0][k].size > 16 else ''}")
         return 0
-    report = check.compare(graph, outputs, check.run_onnxruntime(args.model, samples), samples)
+    report = check.compare(graph, outputs, check.run_onnxruntime(model, samples), samples, reference)
     for line in report.lines():
         print(line)
     same_as_host = True
@@ -195,8 +222,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", help="the HTML file to write (default: report.html beside the plan)")
     s.set_defaults(run=cmd_report)
 
-    s = sub.add_parser("run", help="build and run the model on a board")
-    _model_options(s)
+    s = sub.add_parser("run", help="build and run the model (or a compiled or tuned project) on a board")
+    _model_options(s, project=True)
     s.add_argument("--input", help="an input as .npy (one input) or .npz (by input name)")
     s.add_argument("--check", action="store_true", help="compare with onnxruntime and the numpy reference")
     s.add_argument("--samples", type=int, default=20, help="random inputs for --check (default 20)")

@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
+import os
 from pathlib import Path
 
 from mcudeploy.ops import registry
+from mcudeploy.partition import Cut
 
 PLAN_VERSION = 1
 
@@ -37,9 +40,31 @@ def _tensors(compiled) -> list[dict]:
 
 
 def _schedule(compiled) -> dict:
-    """The order's method, whether it is proven optimal, and how long it took."""
+    """The order's method (asked for, and the one that produced it), its peak and the bound no order
+    goes below, whether it is proven optimal, and how long it took."""
     sched = compiled.schedule
-    return {"method": sched.method, "proven_optimal": sched.proven_optimal, "time_s": sched.time_s}
+    return {"method": sched.method, "used": sched.used, "peak_bytes": sched.peak_bytes,
+            "bound_bytes": sched.bound_bytes, "proven_optimal": sched.proven_optimal, "time_s": sched.time_s}
+
+
+def model_sha256(path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _source(compiled) -> dict:
+    """Where the model came from: its absolute path and digest, so that ``mcudeploy run DIR`` can
+    rebuild exactly this plan and refuse a model that changed (none for a model given in memory)."""
+    path = Path(compiled.model)
+    if not path.is_file():
+        return {"model_path": None, "model_sha256": None}
+    return {"model_path": os.fspath(path.resolve()), "model_sha256": model_sha256(path)}
+
+
+def _cuts(compiled) -> list[dict]:
+    """The split as the rewrite takes it (the partition.Cut entries of ``compiled.scheme``): "scheme"
+    describes it per operator, which does not say which operators one cut groups."""
+    return [{"axes": [list(a) for a in cut.axes], "pieces": cut.pieces, "halo": cut.halo}
+            for cut in getattr(compiled, "scheme", ()) or () if isinstance(cut, Cut)]
 
 
 def _entry(e) -> dict:
@@ -66,6 +91,7 @@ def plan_dict(compiled, scheme=None, latency=None, split=None) -> dict:
     plan = {
         "version": PLAN_VERSION,
         "model": Path(compiled.model).name,
+        **_source(compiled),
         "board": compiled.board.name,
         "arena_bytes": compiled.placement.arena_bytes,
         "lower_bound_bytes": compiled.placement.lower_bound_bytes,
@@ -75,8 +101,11 @@ def plan_dict(compiled, scheme=None, latency=None, split=None) -> dict:
         "alignment": compiled.board.alignment,
         "order": [{"step": step[n.name], "node": n.name, "op": n.op, "inputs": [i for i in n.inputs if i],
                    "outputs": list(n.outputs), "macs": registry.get(n.op).macs(graph, n),
-                   "kernel": not registry.get(n.op).view and n.name not in lives.elided} for n in compiled.order],
+                   "kernel": not registry.get(n.op).view and n.name not in lives.elided,
+                   # memory.lifetimes.fit_scratch chose the kernel without working memory
+                   **({"scratch": 0} if n.attrs.get("scratch", 1) == 0 else {})} for n in compiled.order],
         "regions": _regions(compiled),
+        "sharing": sorted(lives.sharing),  # memory.layout.lay_out keeps the set that placed smallest
         "buffers": [{"name": b.name, "tensors": list(b.tensors), "offset": compiled.placement.offsets[b.name],
                      "size": b.size, "first": b.first, "last": b.last, "region": _region_of(compiled, b.name),
                      # [offset in the buffer, size, first, last] where the buffer's size changes in place
@@ -88,6 +117,7 @@ def plan_dict(compiled, scheme=None, latency=None, split=None) -> dict:
         "weights_bytes": sum(t.nbytes for t in graph.tensors.values() if t.is_const),
         "macs": macs,
         "scheme": [_entry(e) for e in scheme or []],
+        "cuts": _cuts(compiled),
         "latency": dict(latency) if latency else {"ticks": None, "baseline_ticks": None, "source": "none"},
     }
     if split:

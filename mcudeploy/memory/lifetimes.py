@@ -53,6 +53,7 @@ class Lifetimes:
     steps: int
     slots: Mapping = field(default_factory=dict)  # tensor name -> Slot(buffer, byte offset, strides)
     elided: frozenset = frozenset()  # nodes that run no kernel: their work is done by sharing
+    sharing: frozenset = frozenset()  # the kinds of sharing these lifetimes were made with (alias.SHARING)
 
     def live_bytes(self) -> list[int]:
         diff = [0] * (self.steps + 2)  # index 0 is step -1
@@ -92,7 +93,8 @@ def lifetimes(graph: Graph, order: Sequence[Node], alignment: int = 4, sharing: 
                for sp in s.spans]
     buffers += scratch_buffers(graph, order, alignment, s.elided)
     buffers.sort(key=lambda b: (b.first, b.name))
-    return Lifetimes(tuple(buffers), {t: sl.buffer for t, sl in s.slots.items()}, len(order), s.slots, s.elided)
+    return Lifetimes(tuple(buffers), {t: sl.buffer for t, sl in s.slots.items()}, len(order), s.slots, s.elided,
+                     frozenset(sharing))
 
 
 def fit_scratch(graph: Graph, order: Sequence[Node], alignment: int = 4,

@@ -1,0 +1,252 @@
+"""A project folder that ``mcudeploy compile -o DIR`` or ``mcudeploy tune -o DIR`` wrote, loaded back
+as the plan it records, so that ``mcudeploy run DIR`` runs (and ``--check`` checks) exactly that plan.
+
+How: the model named in plan.json is imported and lowered again and split by the plan's recorded
+cuts; then, instead of scheduling and placing afresh, the recorded order, the kernels that run
+without scratch and the recorded offsets are taken as they are. Scheduling and placement are not
+repeated because they need not give the same answer twice: CP-SAT under a time limit returns
+whatever it found by then, and tune's final plan is one of several it tried. Nothing recorded is
+trusted either: the model's digest must be the one in plan.json, the lifetimes computed for the
+recorded order must give exactly the recorded buffers and tensor slots, no two live buffers may
+overlap at the recorded offsets, the plan written from the rebuilt plan must equal the recorded
+one (order, buffers, tensors, arena), and the C the rebuilt plan generates must equal the folder's
+model.c and model.h byte for byte when they are there. So what runs is the plan in DIR, and the
+firmware is built from the same C as DIR's.
+
+This is sounder than building the folder's C files alone: ``--check`` needs the model's graph
+anyway (inputs, onnxruntime, the numpy reference, the host board's run of the same plan), and
+only the rebuilt plan ties the C, plan.json and the model together; a folder that disagrees
+with its model is refused in one sentence naming the file.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Union
+
+from mcudeploy.boards import Board, load_board
+from mcudeploy.errors import MCUDeployError
+from mcudeploy.frontend import import_onnx
+from mcudeploy.frontend.onnx_import import load_model
+from mcudeploy.ir import Graph, Node
+from mcudeploy.memory import Lifetimes, Placement, check_no_overlap, lifetimes
+from mcudeploy.memory.alias import SHARING
+from mcudeploy.partition import Cut, SplitError, split
+from mcudeploy.pipeline import Compiled, lower
+from mcudeploy.plan import model_sha256, plan_dict
+from mcudeploy.schedule import Schedule
+
+PLAN_FILE = "plan.json"
+# plan.json fields the rebuilt plan must reproduce exactly
+CHECKED = ("order", "sharing", "buffers", "tensors", "regions", "inputs", "outputs", "arena_bytes", "lower_bound_bytes",
+           "cuts")
+GENERATED = ("model.c", "model.h", "main_host.c")  # what codegen writes next to plan.json and the mcud library
+
+
+@dataclass(frozen=True)
+class Project:
+    plan_path: Path
+    plan: dict
+    model_path: Path
+    compiled: Compiled  # the recorded plan, rebuilt
+    unsplit: Graph  # the lowered model before the split: the numpy reference --check compares with
+
+    def lines(self) -> list[str]:
+        cuts = self.plan.get("cuts") or []
+        split_ = f"split by {len(cuts)} cut(s)" if cuts else "unsplit"
+        latency = self.plan.get("latency") or {}
+        ticks = f"; recorded {latency['ticks']:,} ticks ({latency.get('source')})" if latency.get("ticks") else ""
+        return [f"plan {self.plan_path}: {self.model_path.name} on {self.compiled.board.name}, {split_}, "
+                f"arena {self.compiled.placement.arena_bytes:,} B{ticks}; rebuilt from the model and verified"]
+
+
+def is_project(path: Union[str, os.PathLike]) -> bool:
+    """A folder (compile's or tune's output) or a plan.json, rather than a model file."""
+    p = Path(path)
+    return p.is_dir() or p.suffix == ".json"
+
+
+def plan_file(path: Union[str, os.PathLike]) -> Path:
+    p = Path(path)
+    return p / PLAN_FILE if p.is_dir() else p
+
+
+def load_project(path: Union[str, os.PathLike], board: Optional[str] = None) -> Project:
+    """The plan recorded in ``path`` (a folder or its plan.json), rebuilt from its model and verified;
+    MCUDeployError naming plan.json where it does not match."""
+    where = plan_file(path)
+    plan = _read(where)
+    model_path = _model(where, plan)
+    target = _board(where, plan, board)
+    unsplit = lower(import_onnx(model_path, _input_shapes(model_path, plan)))
+    try:
+        cuts = tuple(Cut(tuple((n, a) for n, a in c["axes"]), int(c["pieces"]), c["halo"]) for c in plan["cuts"])
+        graph = split(unsplit, cuts) if cuts else unsplit
+    except (SplitError, KeyError, TypeError, ValueError) as exc:
+        raise MCUDeployError(f"{where} does not match {model_path}: its cuts do not apply ({_clause(exc)})") from None
+    graph, order = _order(where, plan, graph, model_path)
+    lives = _lifetimes(where, plan, graph, order, target.alignment, model_path)
+    placement = _placement(where, plan, lives)
+    sched = plan.get("schedule") or {}
+    schedule = Schedule(order, sched.get("method", "model"), sched.get("used", sched.get("method", "model")),
+                        int(sched.get("peak_bytes", lives.lower_bound())),
+                        int(sched.get("bound_bytes", lives.lower_bound())), bool(sched.get("proven_optimal")),
+                        float(sched.get("time_s", 0.0)))
+    compiled = Compiled(os.fspath(model_path), target, graph, schedule, lives, placement, cuts)
+    _same_plan(where, plan, compiled)
+    _same_c(where, compiled)
+    return Project(where, plan, model_path, compiled, unsplit)
+
+
+def _clause(exc) -> str:
+    return str(exc).rstrip(".")
+
+
+def _read(where: Path) -> dict:
+    if not where.is_file():
+        if where.parent.is_dir() and where.name == PLAN_FILE:
+            raise MCUDeployError(f"{where.parent} holds no {PLAN_FILE}: give a folder written by mcudeploy compile -o "
+                                 f"or mcudeploy tune -o, or a model file")
+        raise MCUDeployError(f"{where}: no such plan file")
+    try:
+        plan = json.loads(where.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise MCUDeployError(f"{where} is not a plan.json: it is not valid JSON ({exc})") from None
+    if not isinstance(plan, dict):
+        raise MCUDeployError(f"{where} is not a plan.json: it holds no JSON object")
+    for key in ("model", "board", "order", "buffers", "tensors", "regions", "inputs", "arena_bytes", "placement"):
+        if key not in plan:
+            raise MCUDeployError(f"{where} is not a plan.json: it has no \"{key}\" field")
+    for key in ("model_path", "cuts"):
+        if key not in plan:
+            raise MCUDeployError(f"{where} was written by an older mcudeploy and lacks \"{key}\": compile or tune "
+                                 f"the model again to run this plan")
+    return plan
+
+
+def _model(where: Path, plan: dict) -> Path:
+    """The model file plan.json was made from: its recorded path, else a file of its name beside
+    plan.json (a folder moved with its model); its content must have the recorded digest."""
+    candidates = [Path(plan["model_path"])] if plan["model_path"] else []
+    candidates.append(where.parent / plan["model"])
+    path = next((p for p in candidates if p.is_file()), None)
+    if path is None:
+        named = plan["model_path"] or plan["model"]
+        raise MCUDeployError(f"{where} was made from {named}, which is not there (nor {plan['model']} beside it)")
+    if plan.get("model_sha256") and model_sha256(path) != plan["model_sha256"]:
+        raise MCUDeployError(f"{where} was not made from {path} as it is now (its SHA-256 differs): compile or "
+                             f"tune it again")
+    return path
+
+
+def _board(where: Path, plan: dict, name: Optional[str]) -> Board:
+    """The plan's board; a board given on the command line must be that one (offsets, alignment
+    and kernels were chosen for it), or another name of it."""
+    board = load_board(plan["board"])
+    if name is not None and name != board.name:
+        given = load_board(name)
+        if (given.alias_of or given.name) != (board.alias_of or board.name):
+            raise MCUDeployError(f"{where} is a plan for board {board.name}, not {given.name}: compile or tune the "
+                                 f"model for {given.name}")
+    return board
+
+
+def _input_shapes(model_path: Path, plan: dict) -> dict:
+    """The recorded shape of every model input plan.json lists (what --input-shape pinned, if anything)."""
+    names = {vi.name for vi in load_model(model_path).graph.input}
+    return {i["name"]: tuple(i["shape"]) for i in plan["inputs"] if i["name"] in names}
+
+
+def _order(where: Path, plan: dict, graph: Graph, model_path: Path) -> tuple[Graph, tuple[Node, ...]]:
+    """The recorded order on the rebuilt graph, with "scratch" = 0 on the nodes fit_scratch set it on."""
+    names = [e.get("node") for e in plan["order"]]
+    known = {n.name for n in graph.nodes}
+    stray = next((n for n in names if n not in known), None)
+    if stray is not None:
+        raise MCUDeployError(f"{where} does not match {model_path}: its order names node {stray}, which the model "
+                             f"(split by the plan's cuts) does not have")
+    if len(names) != len(set(names)) or len(names) != len(known):
+        raise MCUDeployError(f"{where} does not match {model_path}: its order holds {len(names)} steps for "
+                             f"{len(known)} operators")
+    without = {e["node"] for e in plan["order"] if e.get("scratch") == 0}
+    nodes = {n.name: n.with_(attrs={**n.attrs, "scratch": 0}) if n.name in without else n for n in graph.nodes}
+    graph = graph.replace(nodes=tuple(nodes[n.name] for n in graph.nodes))
+    order = tuple(nodes[n] for n in names)
+    made = set(graph.inputs) | {t for t in graph.tensors if graph.is_const(t)}
+    for node in order:
+        late = next((i for i in node.inputs if i and i not in made), None)
+        if late is not None:
+            raise MCUDeployError(f"{where} is not a valid order: step {node.name} reads {late} before it is written")
+        made.update(node.outputs)
+    return graph, order
+
+
+def _buffers(lives: Lifetimes) -> list:
+    return [(b.name, list(b.tensors), b.size, b.first, b.last, [list(r) for r in b.parts]) for b in lives.buffers]
+
+
+def _lifetimes(where: Path, plan: dict, graph: Graph, order, alignment: int, model_path: Path) -> Lifetimes:
+    """Lifetimes of the recorded order under the recorded kinds of sharing (memory.layout.lay_out
+    keeps the set that placed smallest), which must give exactly the recorded buffers."""
+    kinds = plan.get("sharing")
+    if not isinstance(kinds, list) or not set(kinds) <= SHARING:
+        raise MCUDeployError(f"{where} does not say which memory sharing its buffers use (written by an older "
+                             f"mcudeploy?): compile or tune again")
+    lives = lifetimes(graph, order, alignment, frozenset(kinds))
+    recorded = [(b["name"], list(b["tensors"]), b["size"], b["first"], b["last"], [list(r) for r in b.get("parts", [])])
+                for b in plan["buffers"]]
+    if _buffers(lives) == recorded:
+        return lives
+    got = {b[0]: b for b in _buffers(lives)}
+    want = {b[0]: b for b in recorded}
+    odd = next((n for n in list(want) + list(got) if want.get(n) != got.get(n)), "?")
+    raise MCUDeployError(f"{where} does not match {model_path}: buffer {odd} is not what its order gives")
+
+
+def _placement(where: Path, plan: dict, lives: Lifetimes) -> Placement:
+    """The recorded offsets and regions, checked: no two live buffers overlap, each fits its arena."""
+    offsets = {b["name"]: int(b["offset"]) for b in plan["buffers"]}
+    arenas = {r["name"]: int(r["arena_bytes"]) for r in plan["regions"]}
+    regions = {b["name"]: b.get("region") or next(iter(arenas)) for b in plan["buffers"]}
+    try:
+        check_no_overlap(lives.buffers, offsets, regions)
+    except AssertionError as exc:
+        raise MCUDeployError(f"{where} is not a valid plan: {_clause(exc)}") from None
+    for b in lives.buffers:
+        if regions[b.name] not in arenas or offsets[b.name] + b.size > arenas[regions[b.name]]:
+            raise MCUDeployError(f"{where} is not a valid plan: buffer {b.name} ends past its region's arena")
+    if sum(arenas.values()) != plan["arena_bytes"]:
+        raise MCUDeployError(f"{where} is not a valid plan: its regions' arenas do not add up to arena_bytes")
+    p = plan["placement"]
+    return Placement(offsets, int(plan["arena_bytes"]), lives.lower_bound(), p.get("method", "greedy"), regions,
+                     arenas, bool(p.get("proven_optimal")), p.get("detail", ""), float(p.get("time_s", 0.0)))
+
+
+def _same_plan(where: Path, plan: dict, compiled: Compiled) -> None:
+    again = json.loads(json.dumps(plan_dict(compiled)))
+    for key in CHECKED:
+        if again.get(key) != plan.get(key):
+            raise MCUDeployError(f"{where} does not match {compiled.model}: its \"{key}\" differs from what the "
+                                 f"model gives for the plan's cuts and order")
+
+
+def _same_c(where: Path, compiled: Compiled) -> None:
+    """The folder's generated C, where present, must be what the rebuilt plan generates."""
+    from mcudeploy.codegen import write_project
+
+    present = [name for name in GENERATED if (where.parent / name).is_file()]
+    if not present:
+        return
+    with tempfile.TemporaryDirectory(prefix="mcud-project-") as tmp:
+        write_project(compiled, tmp)
+        for name in present:
+            fresh = Path(tmp) / name
+            if not fresh.is_file() or fresh.read_bytes() != (where.parent / name).read_bytes():
+                raise MCUDeployError(f"{where.parent / name} is not the C of {where} (edited since it was written?): "
+                                     f"compile or tune again")
+
+
+__all__ = ["PLAN_FILE", "Project", "is_project", "load_project", "plan_file"]
