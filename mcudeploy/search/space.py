@@ -3,13 +3,14 @@
 A candidate cut is a segment of one axis component (a connected run of operators that share a
 loop axis, from mcudeploy/analysis), a number of pieces and a halo mode. The search grows a
 scheme one cut at a time, so it asks for the cuts that can join a scheme: their operators are
-not cut yet, and, to keep the space small, they cross the operators live at the plan's peak
-(a cut elsewhere cannot lower the peak).
+not cut yet (or the new segment holds a cut's operators all and replaces it), and, to keep the
+space small, they cross the operators at the plan's peak (mcudeploy/search/peak.py; a cut
+elsewhere cannot lower the peak), ranked by the bytes live at the peak they would cut.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Mapping, Optional, Sequence
 
 from mcudeploy import analysis
 from mcudeploy.partition import Cut, check_cut
@@ -28,14 +29,19 @@ def scheme_key(scheme: Sequence[Cut]) -> str:
     return " + ".join(parts) or "unsplit"
 
 
+def short_name(name: str) -> str:
+    """An operator's name for progress lines: its last 24 characters at most."""
+    return name if len(name) <= 24 else "..." + name[-21:]
+
+
+def short_axes(axes: Sequence[tuple[str, str]]) -> str:
+    """A segment for progress lines: how many operators, the first and last, the axis."""
+    return f"{len(axes)} ops {short_name(axes[0][0])} .. {short_name(axes[-1][0])} along {axes[0][1]}"
+
+
 def short(scheme: Sequence[Cut]) -> str:
     """A scheme for progress lines: per cut, its first and last operator, the axis, pieces and halo."""
-    parts = []
-    for cut in scheme:
-        first, last = cut.axes[0][0], cut.axes[-1][0]
-        first, last = (n if len(n) <= 24 else "..." + n[-21:] for n in (first, last))
-        parts.append(f"[{len(cut.axes)} ops {first} .. {last} along {cut.axes[0][1]}, {cut.pieces} pieces, {cut.halo}]")
-    return " + ".join(parts) or "unsplit"
+    return " + ".join(f"[{short_axes(c.axes)}, {c.pieces} pieces, {c.halo}]" for c in scheme) or "unsplit"
 
 
 def cut_from_dict(d: dict) -> Cut:
@@ -73,9 +79,10 @@ def segments(graph, max_len: Optional[int] = None) -> list[Segment]:
 def boundary_bytes(graph, seg: Segment) -> int:
     """Bytes of the whole tensors at a segment's edges: what enters it from outside and what leaves it.
 
-    Both stay whole while the pieces run (the input until its last piece is read, the output
-    from its first piece on), so their sum is a floor under any split of the segment: the
-    search ranks segments by it before compiling anything."""
+    Unless the memory plan frees a tensor read only through slices by rows and keeps a tensor
+    written by pieces live by rows, both stay whole while the pieces run (the input until its
+    last piece is read, the output from its first piece on). The ranking uses them as a tie
+    break, not as a floor."""
     inside = seg.nodes
     total = 0
     seen = set()
@@ -98,29 +105,110 @@ def boundary_bytes(graph, seg: Segment) -> int:
     return total
 
 
-def ranked_segments(graph, segs: Iterable[Segment], taken: frozenset, near: frozenset) -> list[Segment]:
+def peak_share(graph, seg: Segment, live: Mapping[str, int]) -> tuple[int, int]:
+    """(inside, edge): bytes of the tensors live at the peak (``live``: Peak.tensors) that a cut of
+    ``seg`` turns into pieces, and those at its edge.
+
+    Inside: produced in the segment and read only in it; each piece of it lives only while the
+    pieces around it run, so nearly all of its bytes leave the peak. Edge: produced in it and read
+    outside, or read only in it and produced outside: they stay whole, but a buffer written by
+    pieces or read through slices only can be live by rows, so a cut may shrink them too."""
+    inside = seg.nodes
+    cut = edge = 0
+    for t, nbytes in live.items():
+        if t not in graph.tensors:
+            continue
+        producer = graph.producer(t)
+        readers = graph.users(t)
+        made = producer is not None and producer.name in inside
+        used = bool(readers) and t not in graph.outputs and all(r.name in inside for r in readers)
+        if made and used:
+            cut += nbytes
+        elif made or used:
+            edge += nbytes
+    return cut, edge
+
+
+def inner_bytes(graph, seg: Segment) -> int:
+    """Bytes of every tensor produced in the segment and read only in it: what its cut turns into pieces."""
+    inside, total = seg.nodes, 0
+    for name in inside:
+        for t in graph.node(name).outputs:
+            readers = graph.users(t)
+            if readers and t not in graph.outputs and all(r.name in inside for r in readers):
+                total += graph[t].nbytes
+    return total
+
+
+def forecast(graph, seg: Segment, peak_bytes: int, live: Mapping[str, int], pieces: Sequence[int] = PIECES) -> int:
+    """A rough arena after cutting ``seg`` into its most pieces, before compiling anything: the
+    larger of the old peak less what the cut removes from it, and the segment's own working set,
+    its whole edge tensors (boundary_bytes) plus two pieces (one kept for a neighbour's halo) of
+    each tensor inside. A long segment cuts more of the peak but holds more tensors at once and
+    allows fewer pieces (its narrowest axis), which is what the second term weighs."""
+    counts = piece_counts(seg, pieces)
+    k = counts[-1] if counts else 1
+    cut, _ = peak_share(graph, seg, live)
+    at_peak = max(0, peak_bytes - cut) + 2 * cut // k
+    own = boundary_bytes(graph, seg) + 2 * inner_bytes(graph, seg) // k
+    return max(at_peak, own)
+
+
+def ranked_segments(graph, segs: Iterable[Segment], taken: frozenset, near: frozenset,
+                    live: Optional[Mapping[str, int]] = None, cuts: Sequence[frozenset] = (),
+                    peak_bytes: Optional[int] = None, pieces: Sequence[int] = PIECES) -> list[Segment]:
     """Segments clear of ``taken`` that cross an operator in ``near`` and can be cut into at least
-    MIN_EXTENT pieces, the smallest boundary first (then the longer: it moves more of the graph
-    below the boundary)."""
-    usable = [s for s in segs if s.extent >= MIN_EXTENT and not s.nodes & taken and (not near or s.nodes & near)]
-    return sorted(usable, key=lambda s: (boundary_bytes(graph, s), -len(s.axes), s.axes))
+    MIN_EXTENT pieces, ranked by what a cut of them can remove from the peak (``peak_bytes``, with
+    ``live`` its tensors): the least forecast arena, then the most peak bytes inside
+    (peak_share), then at the edge, then the shorter (fewer halos to widen). A segment may
+    overlap the operators of a cut in ``cuts`` (node sets of the scheme's cuts) only by holding
+    them all: its cut then replaces that one (grow). Of segments over the same operators (along
+    another axis) only the best-ranked comes early, the others after the rest.
+
+    Boundary bytes alone rank a short segment far from the peak first (a narrow part of the
+    model), which cuts nothing that is live there; peak bytes alone rank first the longest
+    segments, whose many windows widen every piece."""
+    def allowed(s):
+        return all(not s.nodes & c or c <= s.nodes for c in cuts)
+
+    usable = [s for s in segs if s.extent >= MIN_EXTENT and not s.nodes & taken and allowed(s)
+              and (not near or s.nodes & near)]
+    live = live or {}
+    if peak_bytes is None:
+        peak_bytes = sum(live.values())
+
+    def key(s):
+        cut, edge = peak_share(graph, s, live)
+        return (forecast(graph, s, peak_bytes, live, pieces), -cut, -edge, len(s.axes), s.axes)
+
+    ranked = sorted(usable, key=key)
+    first, later, seen = [], [], set()
+    for s in ranked:
+        (later if s.nodes in seen else first).append(s)
+        seen.add(s.nodes)
+    return first + later
+
+
+def grow(scheme: Sequence[Cut], cut: Cut) -> tuple[Cut, ...]:
+    """``scheme`` with ``cut`` added, in place of the cuts whose operators it holds."""
+    nodes = {n for n, _ in cut.axes}
+    return tuple(c for c in scheme if not {n for n, _ in c.axes} <= nodes) + (cut,)
 
 
 def piece_counts(seg: Segment, pieces: Sequence[int] = PIECES) -> list[int]:
     return [k for k in pieces if k <= seg.extent]
 
 
+def segment_cuts(graph, seg: Segment, pieces: Sequence[int] = PIECES, halos: Sequence[str] = HALOS) -> list[Cut]:
+    """The valid cuts of one segment: every piece count it allows, each halo mode."""
+    cuts = [Cut(seg.axes, k, halo) for k in piece_counts(seg, pieces) for halo in halos]
+    return [c for c in cuts if check_cut(graph, c) is None]
+
+
 def candidate_cuts(graph, segs: Iterable[Segment], taken: frozenset, near: frozenset,
                    pieces: Sequence[int] = PIECES, halos: Sequence[str] = HALOS, top: Optional[int] = None,
-                   skip: int = 0) -> list[Cut]:
+                   skip: int = 0, live: Optional[Mapping[str, int]] = None) -> list[Cut]:
     """Valid cuts on the ``top`` best-ranked segments after the first ``skip`` that avoid ``taken``
     and cross ``near``."""
-    cuts = []
-    ranked = ranked_segments(graph, segs, taken, near)
-    for seg in ranked[skip:None if top is None else skip + top]:
-        for k in piece_counts(seg, pieces):
-            for halo in halos:
-                cut = Cut(seg.axes, k, halo)
-                if check_cut(graph, cut) is None:
-                    cuts.append(cut)
-    return cuts
+    ranked = ranked_segments(graph, segs, taken, near, live)
+    return [c for seg in ranked[skip:None if top is None else skip + top] for c in segment_cuts(graph, seg, pieces, halos)]

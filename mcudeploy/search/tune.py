@@ -4,14 +4,17 @@
    budget is ``baseline * (1 + max_overhead)``. Plans are compiled by pipeline.compile_graph, the
    path of ``mcudeploy compile``; while searching, every kernel keeps its scratch (SEARCH_SCRATCH),
    so the baseline is the fastest unsplit plan.
-2. The scheme grows one cut at a time. Each round lists the cuts (mcudeploy/search/space.py) that
-   cross the operators live at the current plan's peak, compiles each candidate scheme with fast
-   settings and ranks them by arena (memory first: no board needed); segments come in batches,
-   the next batch only while no cut lowers the arena. From the smallest arena up, a candidate is
-   estimated by the simulator (cached kernel timings, pieces scaled from the baseline's
-   operators); one clearly over budget is dropped unmeasured, others are timed on the board,
-   which is asked only for kernel signatures the timing cache lacks. The first candidate within
-   budget is kept, and the next round starts from it.
+2. The scheme grows one cut at a time (a new cut may also take the place of a cut whose operators
+   it holds: a longer segment, or the same one cut again). Each round finds the current plan's
+   peak (mcudeploy/search/peak.py) and ranks the segments that cross it by what their cut would
+   leave of it (mcudeploy/search/space.py: forecast, from the bytes live there that it cuts). Segments come in batches: each is
+   probed with its most pieces and kept halos, and the few with the least arena among
+   those the simulator (cached kernel timings, pieces scaled from the baseline's operators) does
+   not put clearly over budget get more piece counts and the other halo mode; all compiled with fast settings, memory
+   first, no board needed. From the smallest arena up, a candidate clearly over budget is
+   dropped unmeasured, others are timed on the board, which is asked only for kernel signatures
+   the timing cache lacks. The first candidate within budget is kept and the next round starts
+   from it; the next batch only comes while none is.
 3. When no cut helps or the time limit is reached, the kept scheme is compiled with every
    schedule method, exact placement and both scratch policies ("fit" drops the scratch of kernels
    at the peak for slower scratch-free ones). From the smallest arena up, the first within budget
@@ -38,19 +41,46 @@ from mcudeploy.frontend import import_onnx
 from mcudeploy.partition import Cut, describe, split
 from mcudeploy.pipeline import Compiled, compile_graph, lower
 from mcudeploy.search import space
+from mcudeploy.search.peak import find_peak
 from mcudeploy.search.state import TuneState, model_digest
-from mcudeploy.simulate.simulate import original_name, reference_costs, simulate
+from mcudeploy.simulate.simulate import reference_costs, simulate
 from mcudeploy.simulate.timing_cache import TimingCache
 
 SEARCH_SCHEDULE = "refine"  # fast and good on graphs of hundreds of pieces
+# A candidate is compiled with each of these and keeps the least arena: the heuristics are not
+# monotone in the scheme (measured: a second cut made refine order the first cut's pieces 16 KB
+# worse, where demand, a tenth of refine's time, did not).
+SEARCH_SCHEDULES = (SEARCH_SCHEDULE, "demand")
 # Kernels keep their scratch while the search runs and for the baseline: the scratch-free variants
 # fit_scratch picks cost 2x on a convolution, far more than any split saves in time, so the
 # baseline is the fastest unsplit plan; finish() then also tries "fit" on the kept scheme.
 SEARCH_SCRATCH = "keep"
 FINAL_SCHEDULES = ("auto", "refine", "demand", "dfs", "rpo")
 FINAL_SCRATCH = ("keep", "fit")
-ESTIMATE_SLACK = 1.25  # a candidate estimated above budget * slack is not worth a board run
-TOP_SEGMENTS = 10  # segments compiled per round, the smallest boundary bytes first (space.ranked_segments)
+# The final compiles (every schedule method, exact placement, both scratch policies: each several
+# times a search compile) and whole runs get this share of the time limit (measured on MobileNetV2
+# 128: 170-190 s of ten compiles and three runs).
+FINISH_SHARE = 0.3
+ESTIMATE_SLACK = 1.1  # a candidate estimated above budget * slack is not worth a board run (pieces scaled from
+# the baseline's operators came within 2% of their measured ticks on MobileNetV2)
+TOP_SEGMENTS = 10  # segments probed per batch, in the order of space.ranked_segments
+SWEEP = 3  # of a batch's probed segments, those compiled with every piece count and halo mode
+PACE = 0.75  # share of the overhead left that a candidate may spend before those that spend less are timed
+PROBE_HALO = "keep"  # a probe adds no work (recomputed halos rarely stay within 5% on long segments)
+
+
+@dataclass(frozen=True)
+class Trial:
+    arena: int
+    key: str
+    scheme: tuple
+    estimate: float  # simulated ticks
+    budget: int  # the run's budget in ticks
+
+    @property
+    def plausible(self) -> bool:
+        """The simulator does not put it over budget * ESTIMATE_SLACK: worth a board run."""
+        return self.estimate <= self.budget * ESTIMATE_SLACK
 
 
 @dataclass
@@ -78,14 +108,21 @@ class TuneResult:
 
 
 class Clock:
-    def __init__(self, limit: float):
+    """The time limit: the search may use all but ``reserve`` of it, the final compiles the rest."""
+
+    def __init__(self, limit: float, reserve: float = 0.0):
         self.start = time.monotonic()
         self.limit = limit
+        self.reserve = reserve
 
     def elapsed(self) -> float:
         return time.monotonic() - self.start
 
     def left(self) -> float:
+        """Seconds left for the search."""
+        return self.limit - self.reserve - self.elapsed()
+
+    def left_in_all(self) -> float:
         return self.limit - self.elapsed()
 
 
@@ -104,22 +141,6 @@ def compile_scheme(lowered, scheme: Sequence[Cut], board: Board, name: str, meth
                          scratch=scratch)
 
 
-def peak_nodes(compiled: Compiled) -> frozenset:
-    """Original names of the operators that write or read a buffer live at the peak step."""
-    lives = compiled.lifetimes
-    live = lives.live_bytes()  # index 0 is step -1
-    step = max(range(len(live)), key=live.__getitem__) - 1
-    tensors = set()
-    for b in lives.buffers:
-        if b.first <= step <= b.last:
-            tensors.update(b.tensors)
-    names = set()
-    for i, node in enumerate(compiled.order):
-        if i == step or tensors & set(node.inputs) or tensors & set(node.outputs):
-            names.add(original_name(node.name))
-    return frozenset(names)
-
-
 class Tuner:
     """One tuning run. ``measure(compiled) -> ticks`` times a plan on the board, kernel by kernel
     through the timing cache; ``run(compiled) -> ticks`` times one whole run of the plan's own
@@ -131,7 +152,7 @@ class Tuner:
                  run: Optional[Callable[[Compiled], int]] = None,
                  progress: Callable[[str], None] = _default_progress, input_shapes=None,
                  pieces: Sequence[int] = space.PIECES, max_segment: Optional[int] = None,
-                 top_segments: int = TOP_SEGMENTS):
+                 top_segments: int = TOP_SEGMENTS, sweep: int = SWEEP):
         if not max_overhead >= 0:
             raise MCUDeployError(f"--max-overhead must be 0 or more, not {max_overhead}")
         if not time_limit > 0:
@@ -145,7 +166,7 @@ class Tuner:
                                  f"board for now; {self.board.name} would have to be flashed for each one")
         self.out = Path(out_dir)
         self.max_overhead = max_overhead
-        self.clock = Clock(time_limit)
+        self.clock = Clock(time_limit, time_limit * FINISH_SHARE)
         self.port = port
         self.cache = cache if cache is not None else TimingCache(self.board.name)
         self._measure = measure or self._measure_on_board
@@ -154,6 +175,9 @@ class Tuner:
         self.pieces = tuple(pieces)
         self.max_segment = max_segment
         self.top_segments = top_segments
+        self.sweep = sweep
+        self._compiled: dict = {}  # this round's compiled candidates, by scheme key
+        self.rounds = 0
         self.lowered = lower(import_onnx(self.model, input_shapes))
         self.state = TuneState(self.out, {"model": model_digest(self.model), "board": self.board.name,
                                           "max_overhead": max_overhead})
@@ -201,6 +225,15 @@ class Tuner:
     def compile(self, scheme, **kw) -> Compiled:
         return compile_scheme(self.lowered, scheme, self.board, self.model, **kw)
 
+    def search_compile(self, scheme) -> Compiled:
+        """The least arena of the search's schedule methods (SEARCH_SCHEDULES), the first on a tie."""
+        best = None
+        for method in SEARCH_SCHEDULES:
+            compiled = self.compile(scheme, method=method)
+            if best is None or compiled.placement.arena_bytes < best.placement.arena_bytes:
+                best = compiled
+        return best
+
     def time(self, plan: Plan, key: str) -> int:
         """Measured ticks of a plan, from the state file when this scheme was timed before."""
         plan.ticks, measured = self._recorded(key, "ticks", lambda: self._measure(plan.compiled))
@@ -223,43 +256,115 @@ class Tuner:
         self.say(f"baseline: {ticks:,} ticks")
         return plan
 
-    def trials(self, scheme: tuple, near: frozenset, best_arena: int) -> tuple[list, bool]:
-        """(arena, key, trial) for ``scheme`` plus each candidate cut near the peak (compiled, or read
-        from the state file), and whether the clock ran out. Segments come in batches of
-        ``top_segments``, the least boundary bytes first; those bytes are a floor, not a forecast
-        (a short segment cannot be cut finely), so while no cut lowers the arena the next batch
-        is compiled too."""
-        taken = frozenset(n for cut in scheme for n, _ in cut.axes)
-        ranked, batch = [], 0
-        while True:
-            cuts = space.candidate_cuts(self.lowered, self.segments, taken, near, self.pieces,
-                                        top=self.top_segments, skip=batch * self.top_segments)
-            if not cuts:
-                return ranked, False
-            self.say(f"round {len(scheme) + 1}: {len(cuts)} candidate cuts near the peak" if batch == 0 else
-                     f"  no cut lowers the arena yet: {len(cuts)} cuts on the next {self.top_segments} segments")
-            for i, cut in enumerate(cuts):
+    def trial(self, scheme: tuple, cut: Cut, budget: int) -> Optional[Trial]:
+        """``cut`` grown into ``scheme`` (space.grow), compiled with the search's settings and
+        estimated by the simulator, or read from the state file; None if the split is invalid."""
+        trial = space.grow(scheme, cut)
+        key = space.scheme_key(trial)
+        known = self.state.candidates.get(key, {})
+        if known.get("status", "").startswith("invalid"):
+            return None
+        if "arena" in known and "estimate" in known:
+            return Trial(known["arena"], key, trial, known["estimate"], budget)
+        try:
+            compiled = self.search_compile(trial)
+        except MCUDeployError as exc:
+            self.state.record(key, status=f"invalid: {exc}")
+            return None
+        est = self.estimate(compiled)
+        self.state.record(key, arena=compiled.placement.arena_bytes, estimate=est)
+        self.evaluated += 1
+        self._compiled[key] = compiled
+        return Trial(compiled.placement.arena_bytes, key, trial, est, budget)
+
+    def round(self, scheme: tuple, best: Plan, budget: int, base: Plan) -> tuple[Optional[Plan], bool]:
+        """One cut more (or one cut grown longer or cut again): (the plan kept, or None; whether
+        the clock ran out).
+
+        The segments that cross the peak come ranked by the arena forecast after their cut
+        (space.ranked_segments), in batches of ``top_segments``. Each of a batch is probed with
+        its most pieces and kept halos (PROBE_HALO: no extra work; more pieces, less memory, so
+        a probe that does not lower the arena rules its segment out); the ``sweep`` with the
+        least arena below the current one among probes the simulator does not put clearly over
+        budget get their other cuts: per halo mode, from the most pieces down to the first the
+        simulator puts within budget (fewer pieces run faster but hold more memory). The
+        batch's candidates that lower the arena are then timed from the least arena up, and the
+        first within budget is kept; the next batch only comes if none is."""
+        peak = find_peak(best.compiled)
+        cuts = [frozenset(n for n, _ in c.axes) for c in scheme]
+        ranked = space.ranked_segments(self.lowered, self.segments, frozenset(), peak.nodes, peak.tensors, cuts,
+                                        peak.bytes, self.pieces)
+        self._compiled = {}
+        self.rounds += 1
+        self.say(f"round {self.rounds}: peak {peak.bytes:,} B at step {peak.step} ({space.short_name(peak.node) if peak.node else 'input'}); "
+                 f"{len(ranked)} segments cross it")
+        for start in range(0, len(ranked), self.top_segments):
+            batch = ranked[start:start + self.top_segments]
+            probes: list[tuple[int, int, space.Segment]] = []
+            trials: list[Trial] = []
+            for i, seg in enumerate(batch):
                 if self.clock.left() <= 0:
-                    return ranked, True
-                trial = scheme + (cut,)
-                key = space.scheme_key(trial)
-                known = self.state.candidates.get(key)
-                if known is not None and "arena" in known:
-                    arena = known["arena"]
-                else:
-                    try:
-                        arena = self.compile(trial).placement.arena_bytes
-                    except MCUDeployError as exc:
-                        self.state.record(key, status=f"invalid: {exc}")
-                        continue
-                    self.state.record(key, arena=arena)
-                    self.evaluated += 1
-                ranked.append((arena, key, trial))
-                if (i + 1) % 20 == 0:
-                    self.say(f"  compiled {i + 1}/{len(cuts)}; least arena so far {min(ranked)[0]:,} B")
-            if any(r[0] < best_arena for r in ranked):
-                return ranked, False
-            batch += 1
+                    return self.accept(trials, best, budget, base), True
+                counts = space.piece_counts(seg, self.pieces)
+                t = self.trial(scheme, Cut(seg.axes, counts[-1], PROBE_HALO), budget) if counts else None
+                if t is not None:
+                    trials.append(t)
+                    if t.plausible:
+                        probes.append((t.arena, i, seg))
+            probes.sort(key=lambda p: p[:2])
+            lowest = f"; least arena {probes[0][0]:,} B" if probes else ""
+            self.say(f"  segments {start + 1}-{start + len(batch)}: probed {len(batch)}{lowest}")
+            for arena, _, seg in [p for p in probes if p[0] < best.arena][:self.sweep]:
+                self.say(f"  sweeping [{space.short_axes(seg.axes)}] (probe {arena:,} B)")
+                cuts_here = space.segment_cuts(self.lowered, seg, self.pieces)
+                for halo in space.HALOS:
+                    for cut in sorted((c for c in cuts_here if c.halo == halo), key=lambda c: -c.pieces):
+                        if self.clock.left() <= 0:
+                            return self.accept(trials, best, budget, base), True
+                        t = self.trial(scheme, cut, budget)
+                        if t is not None:
+                            trials.append(t)
+                            if t.estimate <= budget:
+                                break  # fewer pieces: faster, but more memory
+            kept = self.accept(trials, best, budget, base)
+            if kept is not None:
+                return kept, False
+            if self.clock.left() <= 0:
+                return None, True
+        return None, False
+
+    def accept(self, trials: list, best: Plan, budget: int, base: Plan) -> Optional[Plan]:
+        """From the least arena below ``best``'s up: the first candidate whose ticks, measured on the
+        board, are within budget (one estimated clearly over budget is skipped unmeasured).
+
+        Candidates the simulator puts within PACE of the overhead ``best`` has left come first:
+        a cut that spends the whole budget at once leaves none for the cuts after it (measured
+        on VWW: a recomputed first stage at +4.5% for 42,656 B, and then no cut at all)."""
+        pace = best.ticks + PACE * (budget - best.ticks)
+        ordered = sorted({t.key: t for t in trials}.values(), key=lambda t: (t.arena, len(t.key)))
+        ordered = [t for t in ordered if t.arena < best.arena]
+        ordered = [t for t in ordered if t.estimate <= pace] + [t for t in ordered if t.estimate > pace]
+        for t in ordered:
+            if self.clock.left() <= 0:
+                break
+            entry = self.state.candidates.get(t.key, {})
+            if entry.get("status") in ("over budget", "estimate over budget"):
+                continue
+            if not t.plausible and "ticks" not in entry:
+                self.state.record(t.key, status="estimate over budget")
+                continue
+            compiled = self._compiled.get(t.key) or self.search_compile(t.scheme)
+            plan = Plan(t.scheme, compiled)
+            est = entry.get("estimate")
+            self.say(f"  timing {space.short(t.scheme)}: arena {t.arena:,} B"
+                     + (f", estimated {est:,.0f} ticks" if est else ""))
+            ticks = self.time(plan, t.key)
+            ok = ticks <= budget
+            self.state.record(t.key, status="within budget" if ok else "over budget")
+            self.say(f"  {'kept' if ok else 'over budget'}: {ticks:,} ticks ({ticks / base.ticks - 1:+.1%})")
+            if ok:
+                return plan
+        return None
 
     def run(self) -> TuneResult:
         if self.state.resumed:
@@ -272,7 +377,7 @@ class Tuner:
         scheme = tuple(space.cut_from_dict(d) for d in self.state.accepted)
         best = base
         if scheme:
-            best = Plan(scheme, self.compile(scheme))
+            best = Plan(scheme, self.search_compile(scheme))
             self.time(best, space.scheme_key(scheme))
             self.say(f"resumed scheme {space.short(scheme)}: arena {best.arena:,} B, {best.ticks:,} ticks")
         timed_out = False
@@ -280,34 +385,8 @@ class Tuner:
             if self.clock.left() <= 0:
                 timed_out = True
                 break
-            ranked, out_of_time = self.trials(scheme, peak_nodes(best.compiled), best.arena)
+            accepted, out_of_time = self.round(scheme, best, budget, base)
             timed_out = timed_out or out_of_time
-            if not ranked and not out_of_time:
-                break
-            ranked.sort(key=lambda r: (r[0], len(r[1])))
-            accepted = None
-            for arena, key, trial in ranked:
-                if arena >= best.arena or self.clock.left() <= 0:
-                    break
-                entry = self.state.candidates.get(key, {})
-                if entry.get("status") == "over budget":
-                    continue
-                plan = Plan(trial, self.compile(trial))
-                est = self.estimate(plan.compiled)
-                if est is not None:
-                    self.state.record(key, estimate=est)
-                    if est > budget * ESTIMATE_SLACK and "ticks" not in entry:
-                        self.state.record(key, status="estimate over budget")
-                        self.say(f"  skip {space.short(trial)}: arena {arena:,} B, estimated {est:,.0f} ticks")
-                        continue
-                self.say(f"  timing {space.short(trial)}: arena {arena:,} B" + (f", estimated {est:,.0f} ticks" if est else ""))
-                ticks = self.time(plan, key)
-                ok = ticks <= budget
-                self.state.record(key, status="within budget" if ok else "over budget")
-                self.say(f"  {'kept' if ok else 'over budget'}: {ticks:,} ticks ({ticks / base.ticks - 1:+.1%})")
-                if ok:
-                    accepted = plan
-                    break
             if accepted is None:
                 break
             scheme, best = accepted.scheme, accepted
@@ -323,14 +402,16 @@ class Tuner:
         if not best.scheme:
             return best
         options = []
-        for method in FINAL_SCHEDULES:
-            for scratch in FINAL_SCRATCH:
-                try:
-                    compiled = self.compile(best.scheme, method=method, placement="exact", scratch=scratch)
-                except MCUDeployError as exc:
-                    self.say(f"final: schedule {method} ({scratch} scratch) failed: {exc}")
-                    continue
-                options.append((Plan(best.scheme, compiled), scratch))
+        for method, scratch in [(m, sc) for m in FINAL_SCHEDULES for sc in FINAL_SCRATCH]:
+            if options and self.clock.left_in_all() <= 0:
+                self.say(f"final: out of time before schedule {method} ({scratch} scratch)")
+                break
+            try:
+                compiled = self.compile(best.scheme, method=method, placement="exact", scratch=scratch)
+            except MCUDeployError as exc:
+                self.say(f"final: schedule {method} ({scratch} scratch) failed: {exc}")
+                continue
+            options.append((Plan(best.scheme, compiled), scratch))
         key = space.scheme_key(best.scheme)
         ranked = sorted(options, key=lambda o: (o[0].arena, FINAL_SCRATCH.index(o[1])))
         ranked = [(p, f"{key} @ {p.compiled.schedule_method}/exact/{s}", s) for p, s in ranked if p.arena < best.arena]

@@ -13,7 +13,8 @@ from mcudeploy.ops import registry
 from mcudeploy.partition import split
 from mcudeploy.pipeline import compile_graph, lower
 from mcudeploy.search import Tuner, space, write_result
-from mcudeploy.search.tune import FINAL_SCHEDULES, FINAL_SCRATCH, compile_scheme, peak_nodes
+from mcudeploy.search.peak import peak_nodes
+from mcudeploy.search.tune import FINAL_SCHEDULES, FINAL_SCRATCH, compile_scheme
 from mcudeploy.simulate.timing_cache import TimingCache
 
 
