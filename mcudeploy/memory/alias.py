@@ -379,6 +379,15 @@ def _width(f: _Facts, r: str, steps: dict) -> int:
     return max((n for _, _, n in steps[r]), default=f.nbytes[r]) if r in steps else f.nbytes[r]
 
 
+def _take(state: _State, sharing: frozenset, links: Sequence[_Link], best: int) -> Optional[int]:
+    """Commit ``links`` if the live-bytes peak with them stays at most ``best``: the new peak, or None."""
+    peak = _peak(state.f, *_buffers(state, sharing, *state.trial(links))[1:])
+    if peak > best:
+        return None
+    state.commit(links)
+    return peak
+
+
 def share(graph: Graph, order: Sequence[Node], alignment: int = 4, sharing: frozenset = SHARING) -> Sharing:
     """Decide every tensor's slot for this order (see the module's docstring)."""
     f = _Facts(graph, order, alignment)
@@ -401,9 +410,8 @@ def share(graph: Graph, order: Sequence[Node], alignment: int = 4, sharing: froz
             links, whole = _concat_links(state, node, partial=True), False
         if links is None:
             continue
-        peak = _peak(f, *_buffers(state, sharing, *state.trial(links))[1:])
-        if peak <= best:
-            state.commit(links)
+        peak = _take(state, sharing, links, best)
+        if peak is not None:
             best = peak
             if whole:
                 elided.add(node.name)
@@ -426,12 +434,8 @@ def share(graph: Graph, order: Sequence[Node], alignment: int = 4, sharing: froz
             state.restore(saved)
     for node in reversed(again):
         links = _concat_links(state, node, partial=True)
-        if links is None:
-            continue
-        peak = _peak(f, *_buffers(state, sharing, *state.trial(links))[1:])
-        if peak <= best:
-            state.commit(links)
-            best = peak
+        peak = _take(state, sharing, links, best) if links is not None else None
+        best = best if peak is None else peak
     merged, agg, steps = _buffers(state, sharing)
     slots, memo = {}, {}
     members: dict[str, list[str]] = {}
