@@ -113,15 +113,11 @@ def peak_share(graph, seg: Segment, live: Mapping[str, int]) -> tuple[int, int]:
     pieces around it run, so nearly all of its bytes leave the peak. Edge: produced in it and read
     outside, or read only in it and produced outside: they stay whole, but a buffer written by
     pieces or read through slices only can be live by rows, so a cut may shrink them too."""
-    inside = seg.nodes
     cut = edge = 0
     for t, nbytes in live.items():
         if t not in graph.tensors:
             continue
-        producer = graph.producer(t)
-        readers = graph.users(t)
-        made = producer is not None and producer.name in inside
-        used = bool(readers) and t not in graph.outputs and all(r.name in inside for r in readers)
+        made, used = _made_used(graph, seg.nodes, t)
         if made and used:
             cut += nbytes
         elif made or used:
@@ -129,15 +125,19 @@ def peak_share(graph, seg: Segment, live: Mapping[str, int]) -> tuple[int, int]:
     return cut, edge
 
 
+def _made_used(graph, inside: frozenset, t: str) -> tuple[bool, bool]:
+    """(produced in the segment, read only in it) of tensor ``t``."""
+    producer = graph.producer(t)
+    readers = graph.users(t)
+    made = producer is not None and producer.name in inside
+    used = bool(readers) and t not in graph.outputs and all(r.name in inside for r in readers)
+    return made, used
+
+
 def inner_bytes(graph, seg: Segment) -> int:
     """Bytes of every tensor produced in the segment and read only in it: what its cut turns into pieces."""
-    inside, total = seg.nodes, 0
-    for name in inside:
-        for t in graph.node(name).outputs:
-            readers = graph.users(t)
-            if readers and t not in graph.outputs and all(r.name in inside for r in readers):
-                total += graph[t].nbytes
-    return total
+    return sum(graph[t].nbytes for name in seg.nodes for t in graph.node(name).outputs
+               if _made_used(graph, seg.nodes, t)[1])
 
 
 def forecast(graph, seg: Segment, peak_bytes: int, live: Mapping[str, int], pieces: Sequence[int] = PIECES) -> int:
