@@ -46,7 +46,7 @@ from mcudeploy.ops import registry
 
 # views are not optional (a view op has no kernel); "partial" writes the inputs of a Concat that qualify into
 # its output and copies the rest; "resize" lets an in-place output differ in size from its input
-SHARING = frozenset({"concat", "partial", "split", "inplace", "resize"})
+SHARING = frozenset({"concat", "partial", "split", "inplace", "resize", "parts"})
 CONCAT_OPS = ("Concat",)  # output = the inputs side by side along attribute "axis"
 SPLIT_OPS = ("Split",)  # outputs = slices of input 0 along attribute "axis"
 

@@ -8,8 +8,12 @@ keep whole, which can leave an arena above what separate buffers reach:
 - a Concat's inputs written into its output while it copies the others ("partial") make the
   output live from its first such input's producer on.
 
-So where the sharing used either, the order is also placed without it, and the smallest arena
-wins (ties: with it, the lower bound).
+Buffers freed and taken part by part ("parts", mcudeploy/memory/parts.py) lower the bound too,
+but a buffer whose parts interleave (a row band of an NCHW tensor is one part per channel) is a
+comb the placement can seldom fill.
+
+So where the sharing used any of these, the order is also placed without it, and the smallest
+arena that fits the regions wins (ties: with it, the lower bound).
 """
 from __future__ import annotations
 
@@ -41,9 +45,16 @@ def lay_out(graph: Graph, order: Sequence[Node], regions: Sequence[Area] = DEFAU
         others.append(SHARING - {"resize"})
     if _partial(lives, order):
         others.append(SHARING - {"partial"})
+    if any(len(b.tensors) > 1 and len(b.rects()) > 1 for b in lives.buffers):
+        others.append(SHARING - {"parts"})
     for sharing in others:
         plain = lifetimes(graph, order, alignment, sharing)
         placed = place(plain, regions, method, alignment, time_limit)
-        if placed.arena_bytes < best[1].arena_bytes:
+        if (_overflow(placed, regions), placed.arena_bytes) < (_overflow(best[1], regions), best[1].arena_bytes):
             best = (plain, placed)
     return best
+
+
+def _overflow(placed: Placement, regions: Sequence[Area]) -> int:
+    """Bytes by which the placement's arenas exceed their regions."""
+    return sum(max(placed.arenas.get(a.name, 0) - a.capacity, 0) for a in regions)

@@ -17,6 +17,7 @@ from typing import Mapping, Optional, Sequence
 
 from mcudeploy.ir import Graph, Node
 from mcudeploy.memory.alias import SHARING, Slot, share
+from mcudeploy.memory.parts import by_parts
 from mcudeploy.ops import registry
 
 
@@ -91,6 +92,8 @@ def lifetimes(graph: Graph, order: Sequence[Node], alignment: int = 4, sharing: 
     buffers = [Buffer(sp.name, sp.tensors, align_up(sp.nbytes, alignment), sp.first, sp.last, io=sp.io,
                       parts=tuple((0, align_up(n, alignment), a, z) for a, z, n in sp.steps))
                for sp in s.spans]
+    if "parts" in sharing:
+        buffers = by_parts(graph, order, buffers, s.slots, s.elided, alignment)
     buffers += scratch_buffers(graph, order, alignment, s.elided)
     buffers.sort(key=lambda b: (b.first, b.name))
     return Lifetimes(tuple(buffers), {t: sl.buffer for t, sl in s.slots.items()}, len(order), s.slots, s.elided,
