@@ -16,7 +16,6 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from mcudeploy.memory.lifetimes import align_up
 
 
 ORDERINGS: dict[str, Callable] = {
@@ -29,23 +28,31 @@ ORDERINGS: dict[str, Callable] = {
 
 
 def _greedy(buffers: Sequence, key, alignment: int) -> dict:
-    rects = []  # (first, last, start, end) of every placed rectangle
+    total = sum(len(b.rects()) for b in buffers)
+    placed = np.zeros((total, 4), dtype=np.int64)  # (first, last, start, end) of every placed rectangle
+    n = 0
     offsets = {}
     for b in sorted(buffers, key=key):
-        parts = b.rects()
-        placed = np.asarray(rects, dtype=np.int64).reshape(-1, 4)
-        busy = []  # offsets o the buffer may not take: o in [lo, hi)
-        for off, size, first, last in parts:
-            mask = (placed[:, 0] <= last) & (placed[:, 1] >= first)
-            if mask.any():
-                busy += zip((placed[mask, 2] - off - size + 1).tolist(), (placed[mask, 3] - off).tolist())
+        parts = np.asarray(b.rects(), dtype=np.int64).reshape(-1, 4)
+        now = placed[:n]
+        # offsets o the buffer may not take: o in [lo, hi), one pair per (part, placed rectangle) live together
+        live = (now[None, :, 0] <= parts[:, 3:4]) & (now[None, :, 1] >= parts[:, 2:3])
+        k, j = np.nonzero(live)
         offset = 0
-        for lo, hi in sorted(busy):
-            if offset < lo:
-                break
-            offset = max(offset, align_up(hi, alignment))
+        if len(j):
+            lo = now[j, 2] - parts[k, 0] - parts[k, 1] + 1
+            hi = now[j, 3] - parts[k, 0]
+            at = np.argsort(lo, kind="stable")
+            lo, hi = lo[at], -(-hi[at] // alignment) * alignment
+            # sweep up from 0: the first interval starting above every earlier one's (aligned) end
+            reach = np.maximum.accumulate(np.maximum(hi, 0))
+            before = np.concatenate(([0], reach[:-1]))
+            gap = np.flatnonzero(before < lo)
+            offset = int(before[gap[0]] if len(gap) else reach[-1])
         offsets[b.name] = offset
-        rects += [(first, last, offset + off, offset + off + size) for off, size, first, last in parts]
+        m = len(parts)
+        placed[n:n + m] = np.stack([parts[:, 2], parts[:, 3], offset + parts[:, 0], offset + parts[:, 0] + parts[:, 1]], 1)
+        n += m
     return offsets
 
 

@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Mapping, Optional, Sequence
 
+import numpy as np
+
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.memory.greedy import greedy, live_peak
 from mcudeploy.memory.lifetimes import Buffer, Lifetimes
@@ -42,18 +44,20 @@ class Placement:
 def check_no_overlap(buffers: Sequence[Buffer], offsets: Mapping, regions: Optional[Mapping] = None) -> None:
     """Raise if two buffers in the same region, live at the same time, share a byte."""
     regions = regions or {}
-    order = sorted(buffers, key=lambda b: (b.first, b.name))
-    for i, a in enumerate(order):
-        for b in order[i + 1:]:
-            if b.first > a.last:
-                break
-            if regions.get(a.name) != regions.get(b.name) or a.size == 0 or b.size == 0:
-                continue
-            for pa, sa, fa, la in a.rects():
-                for pb, sb, fb, lb in b.rects():
-                    oa, ob = offsets[a.name] + pa, offsets[b.name] + pb
-                    if fa <= lb and fb <= la and oa < ob + sb and ob < oa + sa:
-                        raise AssertionError(f"buffers {a.name} and {b.name} are live together and overlap")
+    sized = [b for b in buffers if b.size > 0]
+    where = {r: i for i, r in enumerate(sorted({str(regions.get(b.name)) for b in sized}))}
+    rows = [(i, where[str(regions.get(b.name))], first, last, offsets[b.name] + off, offsets[b.name] + off + size)
+            for i, b in enumerate(sized) for off, size, first, last in b.rects()]
+    r = np.asarray(rows, dtype=np.int64).reshape(-1, 6)
+    r = r[np.argsort(r[:, 2], kind="stable")]  # by first step: a rectangle meets only later-starting ones it outlives
+    ends = np.searchsorted(r[:, 2], r[:, 3], side="right")
+    for k in range(len(r)):
+        rest = r[k + 1:ends[k]]
+        hit = ((rest[:, 2] <= r[k, 3]) & (rest[:, 0] != r[k, 0]) & (rest[:, 1] == r[k, 1])
+               & (rest[:, 4] < r[k, 5]) & (r[k, 4] < rest[:, 5]))
+        if hit.any():
+            a, b = sized[r[k, 0]], sized[rest[np.argmax(hit), 0]]
+            raise AssertionError(f"buffers {a.name} and {b.name} are live together and overlap")
 
 
 def _place_one(buffers: Sequence[Buffer], alignment: int, method: str, time_limit: float) -> tuple[dict, int, bool, str]:
