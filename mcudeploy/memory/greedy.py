@@ -17,7 +17,6 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 
-
 ORDERINGS: dict[str, Callable] = {
     "size": lambda b: (-b.size, -(b.last - b.first), b.name),
     "area": lambda b: (-b.size * (b.last - b.first + 1), -b.size, b.name),

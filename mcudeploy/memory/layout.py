@@ -45,7 +45,7 @@ def lay_out(graph: Graph, order: Sequence[Node], regions: Sequence[Area] = DEFAU
         others.append(SHARING - {"resize"})
     if _partial(lives, order):
         others.append(SHARING - {"partial"})
-    if any(len(b.tensors) > 1 and len(b.rects()) > 1 for b in lives.buffers):
+    if any(len({off for off, _, _, _ in b.rects()}) > 1 for b in lives.buffers):  # staircases sit at offset 0
         others.append(SHARING - {"parts"})
     for sharing in others:
         plain = lifetimes(graph, order, alignment, sharing)

@@ -9,17 +9,16 @@ write it. The placement may put other buffers in the bytes not yet taken or alre
 
 Per buffer, every tensor's footprint (its slot's offset and strides over its shape) gives each
 alignment unit of the buffer the steps of the kernels that write and read it (nodes that run no
-kernel, such as views, Slices and absorbed Concats, neither write nor read). The units are then
-grouped into at most MAX_PARTS runs of equal size, each live from the first write to the last
-read of any of its units, and neighbouring runs live at the same steps are merged. A unit no
-kernel touches (padding) keeps the buffer's whole lifetime. Runs of units live at the same steps
-are the parts; where there are more than MAX_PARTS, units are first grouped into MAX_PARTS chunks
+kernel, such as views, Slices and absorbed Concats, neither write nor read). A unit no kernel
+touches (padding) keeps the buffer's whole lifetime. Runs of units live at the same steps are the
+parts; where there are more than MAX_PARTS, units are first grouped into MAX_PARTS chunks
 of equal size, each live from the first write to the last read of any of its units (a row band
 of an NCHW tensor is one run per channel). Staircases of in-place sharing and buffers of one
 tensor keep their one rectangle; a graph output lives to the last step (the caller reads it).
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -72,9 +71,8 @@ def _steps(graph: Graph, order: Sequence[Node], elided) -> tuple[dict, dict]:
 
 def by_parts(graph: Graph, order: Sequence[Node], buffers: Sequence, slots: Mapping, elided,
              alignment: int) -> list:
-    """`buffers` with ``parts`` where their bytes are taken or freed at different steps."""
-    from mcudeploy.memory.lifetimes import Buffer
-
+    """`buffers` (memory.lifetimes.Buffer) with ``parts`` where their bytes are taken or freed at
+    different steps."""
     unit = max(alignment, 1)
     writes, reads = _steps(graph, order, elided)
     out = []
@@ -113,6 +111,6 @@ def by_parts(graph: Graph, order: Sequence[Node], buffers: Sequence, slots: Mapp
             out.append(b)
             continue
         rects = tuple((s * unit, n * unit, a, e) for s, n, a, e in parts)
-        out.append(Buffer(b.name, b.tensors, b.size, min(r[2] for r in rects), max(r[3] for r in rects),
-                          b.region, b.io, rects))
+        out.append(dataclasses.replace(b, first=min(r[2] for r in rects), last=max(r[3] for r in rects),
+                                       parts=rects))
     return out

@@ -81,10 +81,4 @@ def find_peak(compiled) -> Peak:
                 frozenset(nodes), tensors)
 
 
-def peak_nodes(compiled) -> frozenset:
-    """Original names of the operators that write or read a tensor of a rectangle live at the peak,
-    while that rectangle lasts (and the peak step's own operator)."""
-    return find_peak(compiled).nodes
-
-
-__all__ = ["Peak", "find_peak", "original_tensor", "peak_nodes"]
+__all__ = ["Peak", "find_peak", "original_tensor"]

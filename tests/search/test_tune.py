@@ -13,7 +13,7 @@ from mcudeploy.ops import registry
 from mcudeploy.partition import split
 from mcudeploy.pipeline import compile_graph, lower
 from mcudeploy.search import Tuner, space, write_result
-from mcudeploy.search.peak import peak_nodes
+from mcudeploy.search.peak import find_peak
 from mcudeploy.search.tune import FINAL_SCHEDULES, FINAL_SCRATCH, compile_scheme
 from mcudeploy.simulate.timing_cache import TimingCache
 
@@ -121,7 +121,7 @@ def test_tune_compiles_through_compile_graph(small_mobilenet):
     lowered = lower(import_onnx(small_mobilenet))
     base = compile_scheme(lowered, (), board, "m", method="auto", placement="exact", scratch="keep")
     segs = space.segments(lowered)
-    cut = space.candidate_cuts(lowered, segs, frozenset(), peak_nodes(base), pieces=(4,), halos=("keep",), top=1)[0]
+    cut = space.candidate_cuts(lowered, segs, frozenset(), find_peak(base).nodes, pieces=(4,), halos=("keep",), top=1)[0]
     fitted = compile_scheme(lowered, (cut,), board, "m", scratch="fit")
     direct = compile_graph(split(lowered, (cut,)), board, "m", schedule_method="refine", placement_method="greedy",
                            scheme=(cut,))
