@@ -104,6 +104,7 @@ def _context(board: Board, mid: int, has_model: bool) -> dict:
         "uart_base": f"0x{_int(uart['base']):08X}",
         "uart_brr": brr,
         "uart_brr_note": brr_note,
+        "uart_irq": int(uart.get("irq", -1)),
         "timer_hz": int(timer["hz"]),
         "emulated": board.kind == "qemu",
         "init": init,

@@ -97,7 +97,7 @@ def timed_ops(compiled) -> list[tuple[int, object, str, str]]:
 
 
 def measure_model(compiled, port: Optional[str] = None, repeat: int = 5, workdir: Optional[Path] = None,
-                  timeout: float = 5.0, cache: Optional[TimingCache] = None) -> Measurement:
+                  timeout: Optional[float] = None, cache: Optional[TimingCache] = None) -> Measurement:
     if repeat < 1:
         raise MCUDeployError(f"--repeat must be 1 or more, not {repeat}")
     board, graph = compiled.board, compiled.graph
@@ -119,6 +119,7 @@ def measure_model(compiled, port: Optional[str] = None, repeat: int = 5, workdir
             with connect(board, firmware, port, timeout) as session:
                 hz = session.info.timer_hz
                 sample = check.random_inputs(graph, 1, seed=0)[0]
+                session.begin_run()
                 for k, data in enumerate(sample_bytes(graph, sample)):
                     session.load_input(k, data)
                 session.run()

@@ -60,6 +60,7 @@ BUILD_SPEC = "mcudeploy-build.json"
 PLATFORM_SUBDIR = "platformio"
 PIO_TIMEOUT_S = 900  # a cold build of every kernel takes well under a minute; this only stops a hang
 EMULATOR_START_TIMEOUT_S = 15.0
+EMULATOR_BOOT_WAIT_S = 5.0  # for the BOOT frame (it comes 45-85 ms after the connection; a lost one costs this)
 PORT_ENV = "MCUDEPLOY_EMULATOR_PORT"
 LIFETIME_ENV = "MCUDEPLOY_EMULATOR_LIFETIME"
 DEFAULT_LIFETIME_S = 3600.0
@@ -475,37 +476,29 @@ def start_emulator(board: Board, elf: Path, port: int = 0, lifetime: Optional[fl
 
 
 def _await_boot(board: Board, port: int, proc: subprocess.Popen, log_path: Path) -> None:
-    """Connect once and take the firmware's BOOT frame, then hang up.
+    """Connect once, take the firmware's BOOT frame and ask it to IDENTIFY, then hang up.
 
     QEMU holds the guest until the first connection; this one plays the board's reset. Afterwards
     the emulated board is where a real one is after an upload: booted, its greeting gone, waiting
-    for requests, so the host's first frame is answered, not met by BOOT.
+    for requests, so the host's first frame is answered, not met by BOOT. The IDENTIFY (with the
+    session's resending) proves the firmware serves, even when its BOOT frame was lost.
     """
-    from mcudeploy.device import protocol as P
+    from mcudeploy.device.session import Session
     from mcudeploy.device.transport import LinkLost, open_transport
 
-    deadline = time.monotonic() + EMULATOR_START_TIMEOUT_S
-    reader = P.FrameReader()
     try:
         with open_transport(f"socket://127.0.0.1:{port}", connect_timeout=EMULATOR_START_TIMEOUT_S) as link:
-            while True:
-                try:
-                    frame = reader.read(link, deadline)
-                except P.FrameError:
-                    continue
-                if frame is None:
-                    break
-                if frame.command == P.Command.BOOT:
-                    log.info("the firmware booted on QEMU (pid %d) for board %s", proc.pid, board.name)
-                    return
-    except LinkLost:
-        pass
+            info = Session(link, board.name).open(boot_wait=EMULATOR_BOOT_WAIT_S)
+            log.info("the firmware booted on QEMU (pid %d) for board %s: %s", proc.pid, board.name, info.board)
+            return
+    except (LinkLost, MCUDeployError) as exc:
+        failure = exc
     if proc.poll() is not None:
         lines = log_path.read_text(errors="replace").strip().splitlines()
         raise MCUDeployError(f"QEMU exited with status {proc.returncode} before the firmware booted"
                              f"{': ' + lines[-1] if lines else ''}")
-    raise MCUDeployError(f"the firmware sent no BOOT frame within {EMULATOR_START_TIMEOUT_S:.0f} s of starting "
-                         f"on QEMU for board {board.name}")
+    raise MCUDeployError(f"the firmware on QEMU for board {board.name} did not start serving "
+                         f"({str(failure).rstrip('.')})")
 
 
 # ---------------------------------------------------------------- flash

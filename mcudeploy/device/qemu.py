@@ -170,6 +170,15 @@ class QemuBoard:
             self._log = None
         return code
 
+    def wait(self, timeout: float) -> Optional[int]:
+        """QEMU's exit status once it has ended, waiting up to ``timeout`` s; None if it still runs."""
+        if self.proc is None:
+            return None
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()

@@ -55,7 +55,7 @@ def build_for_board(compiled, workdir: Path) -> Firmware:
 
 
 @contextlib.contextmanager
-def connect(board: Board, firmware: Optional[Firmware], port: Optional[str] = None, timeout: float = 5.0,
+def connect(board: Board, firmware: Optional[Firmware], port: Optional[str] = None, timeout: Optional[float] = None,
             qmp: bool = False) -> Iterator[Session]:
     """A session with the board: QEMU started on ``firmware`` for an emulated board, else ``port``.
 
@@ -68,7 +68,7 @@ def connect(board: Board, firmware: Optional[Firmware], port: Optional[str] = No
     if port is not None:
         baud = int(board.data.get("serial", {}).get("baud", 115200))
         with Transport.open(port, baud, connect_timeout=2.0) as transport:
-            session = Session(transport, board.name, timeout=timeout)
+            session = Session(transport, board.name, timeout=timeout, baud=baud)
             session.open(boot_wait=0.0)
             _check_model(session, firmware, board)
             yield session
@@ -80,7 +80,7 @@ def connect(board: Board, firmware: Optional[Firmware], port: Optional[str] = No
         session.open(boot_wait=5.0)
         _check_model(session, firmware, board)
         yield session
-        session.exit(0)
+        _end_emulation(session, emulator)
     except MCUDeployError as exc:
         code = emulator.stop(timeout=0.5)
         if code not in (None, 0) and code != -9:
@@ -91,6 +91,19 @@ def connect(board: Board, firmware: Optional[Firmware], port: Optional[str] = No
         emulator.stop()
     if emulator.returncode not in (0, None):
         raise MCUDeployError(f"QEMU for board {board.name} ended with {emulator.exit_reason()}")
+
+
+def _end_emulation(session: Session, emulator: "qemu.QemuBoard", wait: float = 5.0) -> None:
+    """Ask the emulated board to exit. EXIT is the one request a resend cannot repeat (the emulator
+    is gone after the first): when its answer is lost, QEMU's own exit status says how it ended."""
+    try:
+        session.exit(0)
+        return
+    except MCUDeployError as exc:
+        failure = exc
+    code = emulator.wait(wait)
+    if code != 0:
+        raise failure
 
 
 def _check_model(session: Session, firmware: Optional[Firmware], board: Board) -> None:
@@ -112,7 +125,7 @@ def sample_bytes(graph: Graph, sample: Mapping[str, np.ndarray]) -> list[bytes]:
 
 
 def run_on_board(compiled, samples: Sequence[Mapping[str, np.ndarray]], port: Optional[str] = None,
-                 workdir: Optional[Path] = None, timeout: float = 5.0) -> BoardRun:
+                 workdir: Optional[Path] = None, timeout: Optional[float] = None) -> BoardRun:
     """Build the model's firmware for ``compiled.board`` and run every sample in one session."""
     graph, board = compiled.graph, compiled.board
     with tempfile.TemporaryDirectory(prefix="mcud-board-") as tmp:
@@ -135,6 +148,7 @@ def run_on_board(compiled, samples: Sequence[Mapping[str, np.ndarray]], port: Op
             for k, sample in enumerate(samples):
                 data = sample_bytes(graph, sample)
                 if local:
+                    session.begin_run()
                     for i, b in enumerate(data):
                         session.load_input_file(i, str(bulk.resolve()), offset, len(b))
                         offset += len(b)

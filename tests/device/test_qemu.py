@@ -187,7 +187,7 @@ def test_requests_damaged_on_the_way_are_resent(m4_session):
     link = Flaky(s.transport)
     flaky = Session(link, "qemu-m4", timeout=2.0)
     info = flaky.identify()
-    result = flaky.run()
+    _, result = flaky.infer([bytes(n) for n in info.input_bytes], info.output_bytes)
     assert info.num_ops >= 1 and len(result.op_ticks) == info.num_ops and result.total_ticks > 0
     assert link.writes == 2 * len(link.sent)  # every request was damaged once, answered BAD_CRC, and resent
 
@@ -197,9 +197,10 @@ def test_a_board_that_stops_answering_is_one_sentence_within_the_timeout(m4_sess
     os.kill(emulator.proc.pid, signal.SIGSTOP)
     try:
         start = time.monotonic()
-        with pytest.raises(MCUDeployError, match=r"^board qemu-m4 did not answer IDENTIFY within 2 s$"):
+        with pytest.raises(MCUDeployError, match=r"^board qemu-m4 did not answer IDENTIFY \(4 attempts, no answer "
+                                                 r"within 2.\d s each\)$"):
             s.identify()
-        assert time.monotonic() - start < 2.0 + 1.0
+        assert time.monotonic() - start < 4 * 2.2 + 1.0
     finally:
         os.kill(emulator.proc.pid, signal.SIGCONT)
 
