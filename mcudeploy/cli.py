@@ -7,7 +7,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from mcudeploy import __version__
+from mcudeploy import __version__, interrupts
 from mcudeploy.errors import MCUDeployError
 
 log = logging.getLogger("mcudeploy")
@@ -125,7 +125,13 @@ def cmd_run(args) -> int:
     if args.output:
         import numpy as np
 
-        np.savez(args.output, **{n: np.stack([o[k] for o in outputs]) for k, n in enumerate(graph.outputs)})
+        import io
+
+        from mcudeploy.files import write_atomic
+
+        buf = io.BytesIO()
+        np.savez(buf, **{n: np.stack([o[k] for o in outputs]) for k, n in enumerate(graph.outputs)})
+        write_atomic(args.output, buf.getvalue())
         print(f"wrote the outputs of {len(samples)} sample(s) to {args.output}")
     if not args.check:
         for k, name in enumerate(graph.outputs):
@@ -161,14 +167,15 @@ def cmd_measure(args) -> int:
 def cmd_tune(args) -> int:
     from mcudeploy.frontend import parse_input_shapes
     from mcudeploy.search import Tuner, write_result
+    from mcudeploy.search.state import STATE_FILE
 
-    tuner = Tuner(args.model, args.board, args.output, max_overhead=args.max_overhead, time_limit=args.time_limit,
-                  port=args.port, input_shapes=parse_input_shapes(args.input_shape))
     try:
+        tuner = Tuner(args.model, args.board, args.output, max_overhead=args.max_overhead,
+                      time_limit=args.time_limit, port=args.port, input_shapes=parse_input_shapes(args.input_shape))
         result = tuner.run()
     except KeyboardInterrupt:
-        print(f"mcudeploy: tune interrupted; what it learnt is in {tuner.state.path}: run the same command to resume",
-              file=sys.stderr)
+        print(f"mcudeploy: tune interrupted; what it learnt is in {Path(args.output) / STATE_FILE}: run the same "
+              f"command to resume", file=sys.stderr)
         return 130
     out = write_result(result)
     best, base = result.best, result.baseline
@@ -184,9 +191,16 @@ def cmd_tune(args) -> int:
 def cmd_flash(args) -> int:
     from mcudeploy.device import platformio
 
-    if args.stop:
-        emu = platformio.stop_emulator(args.board)
-        print(f"stopped the emulator of {args.board} (pid {emu.pid})" if emu else f"no emulator runs for {args.board}")
+    if args.stop or args.all:
+        if args.all:
+            stopped = platformio.stop_emulators(args.board)
+        else:
+            emu = platformio.stop_emulator(args.board, platformio.socket_port(args.port) if args.port else None)
+            stopped = [emu] if emu else []
+        for emu in stopped:
+            print(f"stopped the emulator of {emu.board} on {emu.url} (pid {emu.pid})")
+        if not stopped:
+            print(f"no emulator runs for {args.board}" + (f" on {args.port}" if args.port else ""))
         return 0
     from mcudeploy.frontend import parse_input_shapes
 
@@ -260,22 +274,30 @@ def parser() -> argparse.ArgumentParser:
                                   "real board: its serial port, e.g. /dev/ttyACM0")
     s.add_argument("--project-dir", help="where to write the PlatformIO project (default: in the mcudeploy cache)")
     s.add_argument("--no-upload", action="store_true", help="build and report memory use, do not upload")
-    s.add_argument("--stop", action="store_true", help="stop the emulator an earlier flash of BOARD started")
+    s.add_argument("--stop", action="store_true", help="stop the emulator an earlier flash of BOARD started (the one "
+                                                      "on --port when several run)")
+    s.add_argument("--all", action="store_true", help="with --stop: stop every emulator of BOARD")
     s.set_defaults(run=cmd_flash)
     return p
 
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
+    interrupts.install()
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
     try:
         return args.run(args)
-    except MCUDeployError as exc:
-        print(f"mcudeploy: error: {exc}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         print("mcudeploy: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if interrupts.received():  # the interruption surfaced as another error (e.g. in an import)
+            print("mcudeploy: interrupted", file=sys.stderr)
+            return 130
+        if not isinstance(exc, MCUDeployError):
+            raise
+        print(f"mcudeploy: error: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

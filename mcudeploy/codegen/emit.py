@@ -4,13 +4,16 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import tempfile
 from functools import lru_cache
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from mcudeploy.codegen.values import c_float, c_int, c_numbers
+from mcudeploy.files import write_atomic
 from mcudeploy.ir import CTYPES, Graph
 from mcudeploy.memory.lifetimes import SCRATCH
 from mcudeploy.ops import registry
@@ -169,20 +172,39 @@ def context(compiled) -> dict:
     }
 
 
-def write_project(compiled, out_dir) -> Path:
-    """Write the C project and plan.json into out_dir; return it."""
+def write_project(compiled, out_dir, plan: Optional[dict] = None) -> Path:
+    """Write the C project and plan.json (``plan``, default plan_dict(compiled)) into out_dir; return it.
+
+    An interrupted write never leaves a folder that looks complete: the old plan.json goes first,
+    every file is written whole under a temporary name and renamed, and the new plan.json comes last.
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    (out / "plan.json").unlink(missing_ok=True)
     env = environment()
     values = context(compiled)
-    (out / "model.c").write_text(env.get_template("model.c.j2").render(values))
-    (out / "model.h").write_text(env.get_template("model.h.j2").render(values))
+    write_atomic(out / "model.c", env.get_template("model.c.j2").render(values))
+    write_atomic(out / "model.h", env.get_template("model.h.j2").render(values))
     if compiled.board.kind == "host":
-        (out / "main_host.c").write_text(env.get_template("main_host.c.j2").render(values))
-    lib = out / "mcud"
-    if lib.exists():
-        shutil.rmtree(lib)
-    shutil.copytree(firmware_dir() / "include", lib / "include")
-    shutil.copytree(firmware_dir() / "kernels", lib / "kernels")
-    (out / "plan.json").write_text(json.dumps(plan_dict(compiled), indent=1) + "\n")
+        write_atomic(out / "main_host.c", env.get_template("main_host.c.j2").render(values))
+    _replace_dir(out / "mcud", {"include": firmware_dir() / "include", "kernels": firmware_dir() / "kernels"})
+    write_atomic(out / "plan.json", json.dumps(plan if plan is not None else plan_dict(compiled), indent=1) + "\n")
     return out
+
+
+def _replace_dir(target: Path, parts: dict) -> None:
+    """``target`` becomes a folder holding a copy of each of ``parts`` (name -> source folder), swapped in whole."""
+    fresh = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        for name, source in parts.items():
+            shutil.copytree(source, fresh / name)
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
+            target.rename(old / target.name)
+            fresh.rename(target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            fresh.rename(target)
+    except BaseException:
+        shutil.rmtree(fresh, ignore_errors=True)
+        raise

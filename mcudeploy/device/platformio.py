@@ -15,14 +15,15 @@ the version and owner PlatformIO looks for, so PlatformIO finds it and never dow
 
 Emulated boards upload with ``upload_protocol = custom``: the upload command is this module's
 ``emulate`` hook, which starts QEMU in the background with the board's UART on
-``socket://127.0.0.1:PORT``, connects once to take the firmware's BOOT frame (as a real board
-boots after its upload; this also proves the firmware runs) and records the emulator under
-``<mcudeploy cache>/emulators/<board>.json``. The emulator keeps running after ``flash``
-returns, so ``--port socket://127.0.0.1:PORT`` reaches the measurer, connection after
-connection. It stops when the firmware exits (EXIT), when the board is flashed again, with
-``stop_emulator`` (``mcudeploy flash -b BOARD --stop``), or after $MCUDEPLOY_EMULATOR_LIFETIME
-seconds (default an hour: the measurer polls its UART, so even an idle emulator keeps a host
-core busy). Real boards upload through PlatformIO's usual means (OpenOCD or st-flash for
+``socket://127.0.0.1:PORT``, connects once to take the firmware's BOOT frame and IDENTIFY it (as a
+real board boots after its upload; this also proves the firmware serves) and records the emulator
+under ``<mcudeploy cache>/emulators/<board>@<port>.json``. The emulator keeps running after
+``flash`` returns, so ``--port socket://127.0.0.1:PORT`` reaches the measurer, connection after
+connection. One emulator runs per port: flashing another port leaves it running (several boards
+side by side), flashing its port again replaces it. It stops when the firmware exits (EXIT),
+with ``stop_emulator`` (``mcudeploy flash -b BOARD --stop [--port URL | --all]``), or after
+$MCUDEPLOY_EMULATOR_LIFETIME seconds (default an hour; an idle measurer sleeps until its UART
+has a byte, so a forgotten emulator costs no CPU, but it holds its port and memory). Real boards upload through PlatformIO's usual means (OpenOCD or st-flash for
 ST-LINK, a copy to the board's USB disk for mbed), and fail in one sentence when none is there.
 """
 from __future__ import annotations
@@ -48,10 +49,12 @@ from pathlib import Path
 from typing import Optional, Sequence
 from urllib.parse import urlparse
 
+from mcudeploy import interrupts
 from mcudeploy.boards import Board, load_board
 from mcudeploy.device import elfsize, qemu
 from mcudeploy.device.host import BuildError, cache_dir
 from mcudeploy.errors import MCUDeployError
+from mcudeploy.files import write_atomic
 from mcudeploy.resources import firmware_dir
 
 log = logging.getLogger(__name__)
@@ -212,16 +215,24 @@ def run_pio(project: Path, targets: Sequence[str] = (), core: Optional[Path] = N
     for t in targets:
         cmd += ["--target", t]
     log.info("running %s", " ".join(cmd[2:]))
-    try:
-        proc = subprocess.run(cmd, cwd=project, env={**pio_environment(core), **(env or {})},
-                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise MCUDeployError(f"PlatformIO did not finish `pio run {' '.join(targets)}` within {timeout:.0f} s") \
-            from None
-    for line in proc.stdout.splitlines():
+    with tempfile.TemporaryFile() as out:
+        # a process group of its own: an interrupt or a timeout ends PlatformIO and whatever it started
+        proc = subprocess.Popen(cmd, cwd=project, env={**pio_environment(core), **(env or {})},
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            interrupts.wait(proc, timeout)
+        except subprocess.TimeoutExpired:
+            _end_group(proc.pid)
+            raise MCUDeployError(f"PlatformIO did not finish `pio run {' '.join(targets)}` within {timeout:.0f} s") \
+                from None
+        except BaseException:
+            _end_group(proc.pid)
+            raise
+        out.seek(0)
+        text = out.read().decode(errors="replace")
+    for line in text.splitlines():
         log.info("pio: %s", line)
-    return proc
+    return subprocess.CompletedProcess(cmd, proc.returncode, text)
 
 
 def _pio_failure(proc: subprocess.CompletedProcess) -> str:
@@ -360,11 +371,8 @@ class Emulator:
 
 
 def emulator_lifetime() -> float:
-    """Seconds a flashed emulator may run ($MCUDEPLOY_EMULATOR_LIFETIME, 0 for no limit; default an hour).
-
-    The measurer polls its UART, so an idle emulator still takes most of a host core: the limit
-    keeps a forgotten one from holding it for ever.
-    """
+    """Seconds a flashed emulator may run ($MCUDEPLOY_EMULATOR_LIFETIME, 0 for no limit; default an hour):
+    a forgotten one does not hold its port and memory for ever."""
     try:
         return max(float(os.environ.get(LIFETIME_ENV) or DEFAULT_LIFETIME_S), 0.0)
     except ValueError:
@@ -402,19 +410,6 @@ def _is_our_emulator(emu: Emulator) -> bool:
     return b"supervise" in cmdline and emu.elf.encode() in cmdline
 
 
-def running_emulator(board_name: str) -> Optional[Emulator]:
-    """The emulator the last flash of this board started, if it still runs."""
-    path = _emulators_dir() / f"{board_name}.json"
-    try:
-        emu = Emulator(**json.loads(path.read_text()))
-    except (OSError, ValueError, TypeError):
-        return None
-    if _alive(emu.pid) and _is_our_emulator(emu):
-        return emu
-    path.unlink(missing_ok=True)
-    return None
-
-
 def _end_group(pid: int) -> None:
     for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 1.0)):
         try:
@@ -428,50 +423,117 @@ def _end_group(pid: int) -> None:
             return
 
 
-def stop_emulator(board_name: str) -> Optional[Emulator]:
-    """Stop the emulator the last flash of this board started; return it (None when none ran)."""
-    emu = running_emulator(board_name)
-    if emu is None:
-        return None
+def _record(board_name: str, port: int) -> Path:
+    return _emulators_dir() / f"{board_name}@{port}.json"
+
+
+def running_emulators(board_name: Optional[str] = None) -> list[Emulator]:
+    """The emulators earlier flashes started that still run (of one board, or of all), newest first."""
+    found = []
+    for path in _emulators_dir().glob(f"{board_name or '*'}@*.json"):
+        try:
+            emu = Emulator(**json.loads(path.read_text()))
+        except (OSError, ValueError, TypeError):
+            path.unlink(missing_ok=True)
+            continue
+        if _alive(emu.pid) and _is_our_emulator(emu):
+            found.append((path.stat().st_mtime, emu))
+        else:
+            path.unlink(missing_ok=True)
+    return [emu for _, emu in sorted(found, key=lambda f: (-f[0], f[1].port))]
+
+
+def running_emulator(board_name: str, port: Optional[int] = None) -> Optional[Emulator]:
+    """The emulator of this board listening on ``port`` (None: the one flashed last), if it still runs."""
+    for emu in running_emulators(board_name):
+        if port is None or emu.port == port:
+            return emu
+    return None
+
+
+def _stop(emu: Emulator) -> Emulator:
     _end_group(emu.pid)
-    (_emulators_dir() / f"{board_name}.json").unlink(missing_ok=True)
+    _record(emu.board, emu.port).unlink(missing_ok=True)
     return emu
 
 
-def start_emulator(board: Board, elf: Path, port: int = 0, lifetime: Optional[float] = None) -> Emulator:
-    """Start QEMU on ``elf`` in the background, its UART listening on 127.0.0.1:port (0: any free port).
+def stop_emulator(board_name: str, port: Optional[int] = None) -> Optional[Emulator]:
+    """Stop the emulator of this board on ``port`` (None: the only one that runs); return it, or None
+    when none runs there. Several running and no port given is one sentence asking for one."""
+    running = running_emulators(board_name)
+    if port is not None:
+        running = [e for e in running if e.port == port]
+    elif len(running) > 1:
+        ports = ", ".join(f"socket://127.0.0.1:{e.port}" for e in running)
+        raise MCUDeployError(f"{len(running)} emulators of board {board_name} run ({ports}): say which with "
+                             f"--port, or stop them all with --all")
+    return _stop(running[0]) if running else None
 
-    QEMU runs under a small supervisor (``supervise`` below) in a process group of its own, so it
-    outlives PlatformIO's upload step, ends after ``lifetime`` seconds, and one signal stops both.
+
+def stop_emulators(board_name: Optional[str] = None) -> list[Emulator]:
+    """Stop every emulator of this board (None: of every board)."""
+    return [_stop(emu) for emu in running_emulators(board_name)]
+
+
+def _emulator_port(board: Board) -> int:
+    """The port a flash without --port uses: that of the board's emulator flashed last (it is
+    replaced), else a free one."""
+    last = running_emulator(board.name)
+    return last.port if last else qemu.free_port()
+
+
+def _end_emulators_on(port: int) -> None:
+    """Stop the emulator listening on ``port``, recorded or not (a flash interrupted before it
+    recorded the emulator it started leaves only the supervisor's command line to find it by)."""
+    for emu in running_emulators():
+        if emu.port == port:
+            _stop(emu)
+    needle = f"tcp:127.0.0.1:{port},".encode()
+    for entry in Path("/proc").iterdir():
+        try:
+            cmd = (entry / "cmdline").read_bytes() if entry.name.isdigit() else b""
+        except OSError:
+            continue
+        if b"mcudeploy.device.platformio" in cmd and b"supervise" in cmd and needle in cmd:
+            _end_group(int(entry.name))
+
+
+def start_emulator(board: Board, elf: Path, port: int = 0, lifetime: Optional[float] = None) -> Emulator:
+    """Start QEMU on ``elf`` in the background, its UART listening on 127.0.0.1:port.
+
+    ``port`` 0: the port of this board's emulator flashed last (which this one replaces), else a
+    free one; an emulator already on the port asked for stops first, and emulators on other ports
+    keep running, so several boards can be flashed side by side, one per port. QEMU runs under a
+    small supervisor (``supervise`` below) in a process group of its own, so it outlives
+    PlatformIO's upload step, ends after ``lifetime`` seconds, and one signal stops both.
     """
-    stop_emulator(board.name)
+    port = port or _emulator_port(board)
+    _end_emulators_on(port)
     lifetime = emulator_lifetime() if lifetime is None else lifetime
-    port = port or qemu.free_port()
     if _port_taken(port):
         raise MCUDeployError(f"port {port} on 127.0.0.1 is taken; flash with another --port socket://127.0.0.1:PORT")
-    log_path = _emulators_dir() / f"{board.name}.log"
+    log_path = _emulators_dir() / f"{board.name}@{port}.log"
     cmd = [sys.executable, "-m", "mcudeploy.device.platformio", "supervise", "--lifetime", f"{lifetime:g}", "--",
            *qemu.command_line(board, elf.resolve(), port)]
     with open(log_path, "wb") as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True, env=pio_python_env())
-    deadline = time.monotonic() + EMULATOR_START_TIMEOUT_S
-    while not _port_taken(port):
-        if proc.poll() is not None:
-            message = log_path.read_text(errors="replace").strip().splitlines()
-            raise MCUDeployError(f"QEMU exited with status {proc.returncode} before listening on port {port}"
-                                 f"{': ' + message[-1] if message else ''}")
-        if time.monotonic() > deadline:
-            _end_group(proc.pid)
-            raise MCUDeployError(f"QEMU did not listen on port {port} within {EMULATOR_START_TIMEOUT_S:.0f} s")
-        time.sleep(0.01)
     try:
+        deadline = time.monotonic() + EMULATOR_START_TIMEOUT_S
+        while not _port_taken(port):
+            if proc.poll() is not None:
+                message = log_path.read_text(errors="replace").strip().splitlines()
+                raise MCUDeployError(f"QEMU exited with status {proc.returncode} before listening on port {port}"
+                                     f"{': ' + message[-1] if message else ''}")
+            if time.monotonic() > deadline:
+                raise MCUDeployError(f"QEMU did not listen on port {port} within {EMULATOR_START_TIMEOUT_S:.0f} s")
+            time.sleep(0.01)
         _await_boot(board, port, proc, log_path)
     except BaseException:
         _end_group(proc.pid)
         raise
     emu = Emulator(board.name, proc.pid, port, str(elf.resolve()), str(log_path), lifetime)
-    (_emulators_dir() / f"{board.name}.json").write_text(json.dumps(emu.__dict__) + "\n")
+    write_atomic(_record(board.name, port), json.dumps(emu.__dict__) + "\n")
     return emu
 
 
@@ -583,9 +645,16 @@ def flash(model: Optional[str], board_name: str, port: Optional[str] = None, pro
     elf, report = build_and_check(board, project, spec, Path(model).name if model else "(measurer alone)", core)
     if not upload_firmware:
         return FlashResult(board, project, elf, report, _what(compiled), port, uploaded=False)
-    upload(project, board, core, port)
     if board.kind == "qemu":
-        emu = running_emulator(board.name)
+        port = port or f"socket://127.0.0.1:{_emulator_port(board)}"
+    try:
+        upload(project, board, core, port)
+    except BaseException:
+        if board.kind == "qemu":  # an emulator the interrupted upload started must not outlive it
+            _end_emulators_on(socket_port(port))
+        raise
+    if board.kind == "qemu":
+        emu = running_emulator(board.name, socket_port(port))
         if emu is None:
             raise MCUDeployError(f"the emulator for board '{board.name}' stopped right after it started")
         return FlashResult(board, project, elf, report, _what(compiled), emu.url, emulator=emu)
@@ -600,7 +669,8 @@ def summary(result: FlashResult) -> list[str]:
     elif result.board.kind == "qemu":
         limit = result.emulator.lifetime if result.emulator else 0
         lines.append(f"QEMU runs it in the background{f' for up to {limit:g} s' if limit else ''}; talk to it with "
-                     f"--port {result.port} (stop it with `mcudeploy flash -b {result.board.name} --stop`)")
+                     f"--port {result.port} (stop it with `mcudeploy flash -b {result.board.name} --stop "
+                     f"--port {result.port}`)")
     else:
         where = f"--port {result.port}" if result.port else "--port with its serial port, e.g. /dev/ttyACM0"
         lines.append(f"uploaded to {result.board.name}; talk to it with {where}")
@@ -639,6 +709,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     s.add_argument("elf")
     s = sub.add_parser("stop", help="stop the emulator of a board")
     s.add_argument("--board", required=True)
+    s.add_argument("--port", type=int, help="the TCP port of the one to stop (default: the only one)")
     s = sub.add_parser("supervise", help="run a command, ending it after --lifetime seconds (0: never)")
     s.add_argument("--lifetime", type=float, default=0.0)
     s.add_argument("cmd", nargs=argparse.REMAINDER)
@@ -650,7 +721,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             emu = start_emulator(load_board(args.board), Path(args.elf), args.port)
             print(f"QEMU (pid {emu.pid}) runs {Path(args.elf).name}; its UART is at {emu.url}")
         else:
-            emu = stop_emulator(args.board)
+            emu = stop_emulator(args.board, args.port)
             print(f"stopped QEMU (pid {emu.pid})" if emu else f"no emulator runs for board '{args.board}'")
     except MCUDeployError as exc:
         print(f"Error: {exc}", file=sys.stderr)

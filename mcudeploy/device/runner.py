@@ -87,6 +87,9 @@ def connect(board: Board, firmware: Optional[Firmware], port: Optional[str] = No
             raise MCUDeployError(f"QEMU for board {board.name} ended with {emulator.exit_reason()} "
                                  f"(the host saw: {str(exc).rstrip('.')})") from None
         raise
+    except BaseException:  # an interrupt: the emulator goes at once
+        emulator.kill()
+        raise
     finally:
         emulator.stop()
     if emulator.returncode not in (0, None):

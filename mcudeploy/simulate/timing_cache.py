@@ -7,8 +7,9 @@ signature run the same instructions, so one measurement serves both, across mode
 an edited kernel gets new signatures.
 
 The device session writes here, the simulator reads, the search asks both. Files live in
-``$MCUDEPLOY_CACHE/timings/<board>.json`` (default ``~/.cache/mcudeploy``); a write merges
-with what is on disk and replaces the file atomically, so parallel runs do not lose entries.
+``$MCUDEPLOY_CACHE/timings/<board>.json`` (default ``~/.cache/mcudeploy``); a write takes the
+file's lock, merges with what is on disk and replaces the file atomically, so parallel runs (two
+tunes on two boards of one kind) neither lose entries nor leave a half-written file.
 """
 from __future__ import annotations
 
@@ -16,12 +17,12 @@ import functools
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Mapping, Optional
 
 import numpy as np
 
+from mcudeploy.files import locked, write_atomic
 from mcudeploy.ir import Graph, Node
 from mcudeploy.ops import registry
 from mcudeploy.ops.base import Array, Struct
@@ -136,12 +137,11 @@ class TimingCache:
         return dict(self._entries)
 
     def put(self, entries: Mapping[str, dict]) -> None:
-        """Add timings and write the file (merged with any written meanwhile)."""
-        merged = self._load()
-        merged.update(entries)
-        self._entries = merged
+        """Add timings and write the file (merged with any written meanwhile, under the file's lock)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.board}-", suffix=".json")
-        with os.fdopen(fd, "w") as f:
-            json.dump({"version": CACHE_VERSION, "board": self.board, "timings": merged}, f, indent=1, sort_keys=True)
-        os.replace(tmp, self.path)
+        with locked(self.path):
+            merged = self._load()
+            merged.update(entries)
+            self._entries = merged
+            write_atomic(self.path, json.dumps({"version": CACHE_VERSION, "board": self.board, "timings": merged},
+                                               indent=1, sort_keys=True))

@@ -20,6 +20,27 @@ from faultline import Fault, Tally, inject
 from mcudeploy.errors import MCUDeployError
 
 
+@contextlib.contextmanager
+def built_once(workdir: Path):
+    """Each plan's firmware is built once for the whole campaign (a build never touches the serial
+    line, and it is most of a short command's time): runner.build_for_board is memoized."""
+    from mcudeploy.device import measure, runner
+
+    real = runner.build_for_board
+    built: dict[int, tuple[object, object]] = {}
+
+    def build(compiled, _workdir=None):
+        if id(compiled) not in built:  # the plan is kept in the memo, so its id is not reused
+            built[id(compiled)] = (compiled, real(compiled, workdir / f"fw{len(built)}"))
+        return built[id(compiled)][1]
+
+    runner.build_for_board = measure.build_for_board = build
+    try:
+        yield
+    finally:
+        runner.build_for_board = measure.build_for_board = real
+
+
 class Hang(BaseException):
     """Raised in the command by the campaign's alarm: it ran past its bound."""
 

@@ -9,7 +9,7 @@ benchmarks/fault_bench.py runs the same campaigns with the real timeouts and pri
 from __future__ import annotations
 
 import pytest
-from campaign import clean, our_emulators, run_faults
+from campaign import built_once, clean, our_emulators, run_faults
 from faultline import plan
 from shared_models import MODELS, need_models
 
@@ -25,9 +25,11 @@ DELAY = 0.8  # past the answer timeout (0.3 s plus the wire time of the longest 
 
 
 @pytest.fixture
-def short_timeouts(monkeypatch, need_qemu):
+def short_timeouts(monkeypatch, need_qemu, tmp_path):
     monkeypatch.setattr(session, "DEFAULT_TIMEOUT", TIMEOUT)
     monkeypatch.setattr(session, "GAP", TIMEOUT)
+    with built_once(tmp_path / "builds"):
+        yield
 
 
 @pytest.fixture(scope="module")
