@@ -75,10 +75,8 @@ class _Context:
 
     def base(self, tensor: str) -> str:
         """C expression of the tensor's first byte: its region's arena + buffer offset + offset in the buffer."""
-        buf = self.c.lifetimes.buffer_of[tensor]
-        slot = self.c.lifetimes.slots.get(tensor)
-        region = self.c.placement.regions.get(buf)
-        return f"{arena_symbol(region, self.first_region)} + {self.c.placement.offsets[buf] + (slot.offset if slot else 0)}"
+        sym, offset, _ = location(self.c, tensor)
+        return f"{sym} + {offset}"
 
     def scratch(self, node: str) -> str:
         """C expression of the first byte of a node's scratch buffer in its region's arena."""
@@ -106,6 +104,17 @@ class _Context:
         if isinstance(value, (float, np.floating)):
             return c_float(value)
         raise TypeError(f"{comment}: cannot write {type(value).__name__} as a C value")
+
+
+def location(compiled, tensor: str) -> tuple[str, int, list[int]]:
+    """Where model.c keeps an activation: its arena's symbol, the byte offset of its first element
+    there (buffer offset + offset in the buffer), and its strides in elements."""
+    buf = compiled.lifetimes.buffer_of[tensor]
+    slot = compiled.lifetimes.slots.get(tensor)
+    arenas_ = compiled.placement.arenas
+    sym = arena_symbol(compiled.placement.regions.get(buf), next(iter(arenas_)) if arenas_ else None)
+    strides = list(slot.strides) if slot is not None else row_major_strides(compiled.graph[tensor].shape)
+    return sym, compiled.placement.offsets[buf] + (slot.offset if slot else 0), strides
 
 
 def arena_symbol(region, first_region) -> str:
@@ -169,8 +178,9 @@ def context(compiled) -> dict:
     }
 
 
-def write_project(compiled, out_dir) -> Path:
-    """Write the C project and plan.json into out_dir; return it."""
+def write_project(compiled, out_dir, trace: bool = False) -> Path:
+    """Write the C project and plan.json into out_dir; return it. ``trace`` (host board): also
+    mcud_trace.h, which the host's trace build force-includes into model.c (device/host.py)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     env = environment()
@@ -179,6 +189,8 @@ def write_project(compiled, out_dir) -> Path:
     (out / "model.h").write_text(env.get_template("model.h.j2").render(values))
     if compiled.board.kind == "host":
         (out / "main_host.c").write_text(env.get_template("main_host.c.j2").render(values))
+        if trace:
+            (out / "mcud_trace.h").write_text(env.get_template("mcud_trace.h.j2").render(values))
     lib = out / "mcud"
     if lib.exists():
         shutil.rmtree(lib)
