@@ -7,6 +7,6 @@ from mcudeploy.check.onnxrt import quantized_from, run_onnxruntime, tensor_value
 from mcudeploy.check.trace import Difference, first_difference
 from mcudeploy.check.verdict import Verdict, check_outputs
 
-__all__ = ["Difference", "FloatModel", "float_model", "LocalReport", "OpAgreement", "OutputFigures", "Verdict", "check_outputs",
-           "compare_operators", "first_difference", "load_input", "output_step", "quantized_from", "random_inputs",
-           "run_onnxruntime", "tensor_values"]
+__all__ = ["Difference", "FloatModel", "LocalReport", "OpAgreement", "OutputFigures", "Verdict", "check_outputs",
+           "compare_operators", "first_difference", "float_model", "load_input", "output_step", "quantized_from",
+           "random_inputs", "run_onnxruntime", "tensor_values"]

@@ -17,8 +17,10 @@ disagrees as much. On identical inputs, an operator is judged by two figures:
   elements that differ at all count instead.
 
 Float operators: within FLOAT_REL of their output's largest magnitude. An operator whose output
-onnxruntime does not show (no ONNX tensor of that name) is evaluated on the values it is given and
-compared where its result reaches a tensor onnxruntime shows, as part of that operator (``merged``).
+onnxruntime does not show (no ONNX tensor of that name; none in the models tested, since the
+lowering keeps ONNX names) is evaluated on the values it is given and compared where its result
+reaches a tensor onnxruntime shows, as part of that operator (``merged``): a tie it rounds the
+other way then shows multiplied by that operator's gain.
 """
 from __future__ import annotations
 
@@ -62,7 +64,8 @@ class OpAgreement:
     def figure(self) -> str:
         if self.unit == "rel":
             return f"{self.max_diff:.2g} of its largest value"
-        text = f"{self.max_diff:g} step{'s' if self.max_diff != 1 else ''} at {self.differ:,} of {self.count:,} elements"
+        steps = f"{self.max_diff:g} step{'s' if self.max_diff != 1 else ''}"
+        text = f"{steps} at {self.differ:,} of {self.count:,} elements"
         if self.unrounded and self.off:
             text += f", {self.off:,} not the nearest step to onnxruntime's unrounded value"
         elif self.unrounded and self.differ:

@@ -46,8 +46,9 @@ class Difference:
     def sentence(self) -> str:
         r = self.rows
         rows = f" (rows {r.lo}..{r.hi - 1} of {short(r.of)} along dimension {r.dim})" if r is not None else ""
+        tensor = short(self.tensor)
         return (f"the C first differs at operator {self.index}, {name(self.node)}: {self.differ:,} of {self.count:,} "
-                f"elements of {short(self.tensor)}{rows} differ; {CAUSES[self.cause].format(tensor=short(self.tensor))}")
+                f"elements of {tensor}{rows} differ; {CAUSES[self.cause].format(tensor=tensor)}")
 
 
 def name(node: Node) -> str:
@@ -92,7 +93,8 @@ def read(compiled, trace: Trace, index: int, tensor: str) -> Optional[np.ndarray
                       strides=[s * size for s in strides]).copy()
 
 
-def first_difference(compiled, sample: Mapping[str, np.ndarray], reference: Optional[Graph] = None) -> Optional[Difference]:
+def first_difference(compiled, sample: Mapping[str, np.ndarray],
+                     reference: Optional[Graph] = None) -> Optional[Difference]:
     """The first operator of ``compiled`` (a plan) whose inputs or outputs in the host build differ from
     ``reference``'s (default: the plan's own graph) on ``sample``; None if every one agrees."""
     graph = compiled.graph

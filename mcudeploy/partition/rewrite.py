@@ -63,8 +63,8 @@ class _Builder:
         """A new activation holding rows [lo, hi) of `like` along `dim`."""
         name = _fresh(name, self.tensors)
         shape = like.shape[:dim] + (hi - lo,) + like.shape[dim + 1:]
-        self.tensors[name] = Tensor(name, shape, like.dtype, "activation",
-                                    sliced_quant(like.quant, len(like.shape), dim, lo, hi), rows=_rows(like, dim, lo, hi))
+        quant = sliced_quant(like.quant, len(like.shape), dim, lo, hi)
+        self.tensors[name] = Tensor(name, shape, like.dtype, "activation", quant, rows=_rows(like, dim, lo, hi))
         return name
 
     def node(self, name: str, op: str, inputs, outputs, attrs, piece: Piece) -> Node:
