@@ -12,7 +12,7 @@ from typing import Optional, Sequence, Union
 import numpy as np
 import onnx
 
-from mcudeploy.check.onnxrt import _proto, run_onnxruntime
+from mcudeploy.check.onnxrt import model_proto, run_onnxruntime
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import Graph, Quant
 
@@ -153,7 +153,7 @@ def float_model(path: Union[str, os.PathLike], graph: Graph) -> FloatModel:
     """``path`` loaded and matched with ``graph`` (the deployed model) by position: as many inputs and
     outputs, float32 inputs of the same shapes; MCUDeployError (one sentence) where it does not match."""
     try:
-        model = _proto(path)
+        model = model_proto(path)
     except MCUDeployError as exc:
         raise MCUDeployError(f"--float-model: {exc}") from None
     inits = {i.name for i in model.graph.initializer}

@@ -32,27 +32,27 @@ def _session(model: onnx.ModelProto):
     return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
 
 
-def _proto(model: Model) -> onnx.ModelProto:
+def model_proto(model: Model) -> onnx.ModelProto:
     return model if isinstance(model, onnx.ModelProto) else load_model(model)
 
 
 def run_onnxruntime(model: Model, samples, input_shapes=None) -> list[list[np.ndarray]]:
     """The model's outputs on each sample (dict input name -> array), in graph order."""
-    session = _session(_proto(model))
+    session = _session(model_proto(model))
     return [session.run(None, dict(s)) for s in samples]
 
 
 def quantized_from(model: Model) -> dict[str, str]:
     """ONNX tensor a QuantizeLinear makes -> the float tensor it rounds (what onnxruntime computed
     before rounding: an integer operator's output in real numbers)."""
-    return {n.output[0]: n.input[0] for n in _proto(model).graph.node if n.op_type == "QuantizeLinear"}
+    return {n.output[0]: n.input[0] for n in model_proto(model).graph.node if n.op_type == "QuantizeLinear"}
 
 
 def tensor_values(model: Model, graph: Graph, samples: Sequence[dict]) -> list[dict[str, np.ndarray]]:
     """Per sample, onnxruntime's value of the graph's inputs and outputs, of every activation of
     ``graph`` (the model lowered) that is a tensor of the ONNX model, shaped as ``graph`` declares,
     and of the float tensor each QuantizeLinear among them rounds (quantized_from)."""
-    proto = _proto(model)
+    proto = model_proto(model)
     made = {o for n in proto.graph.node for o in n.output if o}
     shown = {o.name for o in proto.graph.output}
     ours = [n for n, t in graph.tensors.items() if not t.is_const and n in made]

@@ -89,7 +89,7 @@ def read(compiled, trace: Trace, index: int, tensor: str) -> Optional[np.ndarray
     sym, offset, strides = location(compiled, tensor)
     where = [a["sym"] for a in arenas(compiled)].index(sym)
     size = itemsize(t.dtype)
-    return np.ndarray(t.shape, DTYPES[t.dtype], buffer=trace.arenas(index)[where], offset=offset,
+    return np.ndarray(t.shape, DTYPES[t.dtype], buffer=trace.at(index)[where], offset=offset,
                       strides=[s * size for s in strides]).copy()
 
 

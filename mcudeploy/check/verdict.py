@@ -19,7 +19,7 @@ import numpy as np
 
 from mcudeploy.check import local
 from mcudeploy.check.figures import FloatModel, OutputFigures, end_to_end
-from mcudeploy.check.onnxrt import Model, quantized_from, tensor_values
+from mcudeploy.check.onnxrt import Model, model_proto, quantized_from, tensor_values
 from mcudeploy.check.trace import FLOAT_ABS, Difference, first_difference
 from mcudeploy.ir import Graph
 from mcudeploy.reference import run_reference
@@ -70,6 +70,7 @@ def check_outputs(model: Model, compiled, outputs: Sequence[Sequence[np.ndarray]
     (default ``compiled.graph``); ``float_model``: a float model to report figures against (figures.float_model);
     ``trace``: where the C differs from the reference, trace the host build to find where."""
     graph = reference or compiled.graph
+    model = model_proto(model)
     values = tensor_values(model, graph, samples)
     agreement = local.compare_operators(graph, values, quantized_from(model))
     ort_outputs = [[v[o] for o in graph.outputs] for v in values]

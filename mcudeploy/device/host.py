@@ -137,7 +137,7 @@ class Trace:
     before: tuple[np.ndarray, ...]  # uint8 per arena
     after: list[tuple[np.ndarray, ...]]  # per timed operator (MCUD_OP_END index), uint8 per arena
 
-    def arenas(self, index: int) -> tuple[np.ndarray, ...]:
+    def at(self, index: int) -> tuple[np.ndarray, ...]:
         """The arenas after operator ``index`` (-1: before the first)."""
         return self.before if index < 0 else self.after[index]
 
