@@ -180,7 +180,7 @@ def context(compiled) -> dict:
 
 def write_project(compiled, out_dir, trace: bool = False) -> Path:
     """Write the C project and plan.json into out_dir; return it. ``trace`` (host board): also
-    mcud_trace.h, which the host's trace build force-includes into model.c (device/host.py)."""
+    mcud_trace.h and mcud_trace.c, the host's trace build (device/host.py)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     env = environment()
@@ -190,7 +190,8 @@ def write_project(compiled, out_dir, trace: bool = False) -> Path:
     if compiled.board.kind == "host":
         (out / "main_host.c").write_text(env.get_template("main_host.c.j2").render(values))
         if trace:
-            (out / "mcud_trace.h").write_text(env.get_template("mcud_trace.h.j2").render(values))
+            for name in ("mcud_trace.h", "mcud_trace.c"):
+                (out / name).write_text(env.get_template(name + ".j2").render(values))
     lib = out / "mcud"
     if lib.exists():
         shutil.rmtree(lib)

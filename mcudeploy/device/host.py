@@ -26,7 +26,7 @@ from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import DTYPES, Graph
 
 
-TRACE_HEADER = "mcud_trace.h"  # what write_project(..., trace=True) writes for the trace build
+TRACE_HEADER = "mcud_trace.h"  # what write_project(..., trace=True) writes for the trace build (and mcud_trace.c)
 
 
 class BuildError(RuntimeError):
@@ -78,12 +78,12 @@ def build(project: Path, board: Board, trace: bool = False) -> Path:
         raise MCUDeployError(f"the host board needs the C compiler '{cc}', which is not installed")
     lib = project / "mcud"
     objs = _kernel_objects(cc, flags, lib)
-    extra = {"model.c": ["-DMCUD_TRACE", "-include", str(project / TRACE_HEADER)], "main_host.c": ["-DMCUD_TRACE"]}
-    for name in ("model.c", "main_host.c"):
-        _compile(cc, flags + (extra[name] if trace else []), project / name, project / (name[:-2] + ".o"),
-                 lib / "include")
+    sources = ("model.c", "main_host.c") + (("mcud_trace.c",) if trace else ())
+    for name in sources:
+        extra = ["-include", str(project / TRACE_HEADER)] if trace and name == "model.c" else []
+        _compile(cc, flags + extra, project / name, project / (name[:-2] + ".o"), lib / "include")
     exe = project / "model"
-    proc = subprocess.run([cc, str(project / "model.o"), str(project / "main_host.o"), *map(str, objs), "-o",
+    proc = subprocess.run([cc, *(str(project / (name[:-2] + ".o")) for name in sources), *map(str, objs), "-o",
                            str(exe), *build_cfg.get("ldflags", [])], capture_output=True, text=True)
     if proc.returncode != 0:
         raise BuildError(f"linking failed:\n{proc.stderr[-4000:]}")
@@ -93,7 +93,7 @@ def build(project: Path, board: Board, trace: bool = False) -> Path:
 def run(exe: Path, graph: Graph, samples: Sequence[Mapping[str, np.ndarray]],
         trace: Optional[Path] = None) -> list[list[np.ndarray]]:
     """Run the built model on each sample; return the outputs of each, in graph order. ``trace``:
-    the file a trace build writes its arenas to."""
+    the file a trace build writes its arenas to (MCUD_TRACE_FILE)."""
     work = exe.parent
     with open(work / "in.bin", "wb") as f:
         for sample in samples:
@@ -103,8 +103,9 @@ def run(exe: Path, graph: Graph, samples: Sequence[Mapping[str, np.ndarray]],
                 if x.shape != t.shape:
                     raise MCUDeployError(f"input {name} has shape {x.shape}; the model expects {t.shape}")
                 f.write(np.ascontiguousarray(x.astype(DTYPES[t.dtype], copy=False)).tobytes())
-    proc = subprocess.run([str(exe), str(work / "in.bin"), str(work / "out.bin"), str(len(samples)),
-                           *([str(trace)] if trace is not None else [])], capture_output=True, text=True)
+    env = {**os.environ, "MCUD_TRACE_FILE": str(trace)} if trace is not None else None
+    proc = subprocess.run([str(exe), str(work / "in.bin"), str(work / "out.bin"), str(len(samples))],
+                          capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         raise MCUDeployError(f"the host build of the model exited with status {proc.returncode}: "
                              f"{proc.stderr.strip() or 'no message'}")
