@@ -108,8 +108,11 @@ def cmd_run(args) -> int:
     from mcudeploy import check
     from mcudeploy.device.host import run_compiled_on_host
 
+    if args.float_model and not args.check:
+        raise MCUDeployError("--float-model applies only with --check")
     compiled, reference, model = _run_target(args)
     graph = compiled.graph
+    float_model = check.float_model(args.float_model, reference) if args.float_model else None
     samples = check.load_input(args.input, graph) if args.input else check.random_inputs(graph, args.samples)
     board_run = None
     if compiled.board.kind == "host":
@@ -137,9 +140,6 @@ def cmd_run(args) -> int:
         for k, name in enumerate(graph.outputs):
             print(f"{name}: {outputs[0][k].ravel()[:16].tolist()}{' ...' if outputs[0][k].size > 16 else ''}")
         return 0
-    report = check.compare(graph, outputs, check.run_onnxruntime(model, samples), samples, reference)
-    for line in report.lines():
-        print(line)
     same_as_host = True
     if board_run is not None:
         from mcudeploy.device.runner import compare_with_host
@@ -147,7 +147,10 @@ def cmd_run(args) -> int:
         same_as_host, lines = compare_with_host(compiled, outputs, samples)
         for line in lines:
             print(line)
-    return 0 if report.ok and same_as_host else 1
+    verdict = check.check_outputs(model, compiled, outputs, samples, reference, float_model)
+    for line in verdict.lines():
+        print(line)
+    return 0 if verdict.ok and same_as_host else 1
 
 
 def cmd_measure(args) -> int:
@@ -239,8 +242,12 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("run", help="build and run the model (or a compiled or tuned project) on a board")
     _model_options(s, project=True)
     s.add_argument("--input", help="an input as .npy (one input) or .npz (by input name)")
-    s.add_argument("--check", action="store_true", help="compare with onnxruntime and the numpy reference")
+    s.add_argument("--check", action="store_true",
+                   help="check every operator against onnxruntime and the C against the numpy reference")
     s.add_argument("--samples", type=int, default=20, help="random inputs for --check (default 20)")
+    s.add_argument("--float-model", metavar="FILE",
+                   help="with --check, also report the outputs' SNR and top-1 against this float ONNX model (the "
+                        "one the int8 model was quantized from)")
     s.add_argument("-o", "--output", help="save the outputs to this .npz")
     s.add_argument("--port", help="serial port of a flashed board (a pyserial URL: /dev/ttyACM0, socket://HOST:PORT)")
     s.set_defaults(run=cmd_run)

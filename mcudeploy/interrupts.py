@@ -35,7 +35,9 @@ def _handler(signum, frame) -> None:
 
 
 def install() -> None:
-    """SIGINT and SIGTERM raise KeyboardInterrupt (deferred inside ``deferred()``)."""
+    """SIGINT and SIGTERM raise KeyboardInterrupt (deferred inside ``deferred()``); no signal received yet."""
+    global _pending, _received
+    _pending = _received = False
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, _handler)
         signal.signal(signal.SIGTERM, _handler)

@@ -78,10 +78,8 @@ class _Context:
 
     def base(self, tensor: str) -> str:
         """C expression of the tensor's first byte: its region's arena + buffer offset + offset in the buffer."""
-        buf = self.c.lifetimes.buffer_of[tensor]
-        slot = self.c.lifetimes.slots.get(tensor)
-        region = self.c.placement.regions.get(buf)
-        return f"{arena_symbol(region, self.first_region)} + {self.c.placement.offsets[buf] + (slot.offset if slot else 0)}"
+        sym, offset, _ = location(self.c, tensor)
+        return f"{sym} + {offset}"
 
     def scratch(self, node: str) -> str:
         """C expression of the first byte of a node's scratch buffer in its region's arena."""
@@ -109,6 +107,17 @@ class _Context:
         if isinstance(value, (float, np.floating)):
             return c_float(value)
         raise TypeError(f"{comment}: cannot write {type(value).__name__} as a C value")
+
+
+def location(compiled, tensor: str) -> tuple[str, int, list[int]]:
+    """Where model.c keeps an activation: its arena's symbol, the byte offset of its first element
+    there (buffer offset + offset in the buffer), and its strides in elements."""
+    buf = compiled.lifetimes.buffer_of[tensor]
+    slot = compiled.lifetimes.slots.get(tensor)
+    arenas_ = compiled.placement.arenas
+    sym = arena_symbol(compiled.placement.regions.get(buf), next(iter(arenas_)) if arenas_ else None)
+    strides = list(slot.strides) if slot is not None else row_major_strides(compiled.graph[tensor].shape)
+    return sym, compiled.placement.offsets[buf] + (slot.offset if slot else 0), strides
 
 
 def arena_symbol(region, first_region) -> str:
@@ -172,8 +181,9 @@ def context(compiled) -> dict:
     }
 
 
-def write_project(compiled, out_dir, plan: Optional[dict] = None) -> Path:
+def write_project(compiled, out_dir, plan: Optional[dict] = None, trace: bool = False) -> Path:
     """Write the C project and plan.json (``plan``, default plan_dict(compiled)) into out_dir; return it.
+    ``trace`` (host board): also mcud_trace.h and mcud_trace.c, the host's trace build (device/host.py).
 
     An interrupted write never leaves a folder that looks complete: the old plan.json goes first,
     every file is written whole under a temporary name and renamed, and the new plan.json comes last.
@@ -187,6 +197,9 @@ def write_project(compiled, out_dir, plan: Optional[dict] = None) -> Path:
     write_atomic(out / "model.h", env.get_template("model.h.j2").render(values))
     if compiled.board.kind == "host":
         write_atomic(out / "main_host.c", env.get_template("main_host.c.j2").render(values))
+        if trace:
+            for name in ("mcud_trace.h", "mcud_trace.c"):
+                write_atomic(out / name, env.get_template(name + ".j2").render(values))
     _replace_dir(out / "mcud", {"include": firmware_dir() / "include", "kernels": firmware_dir() / "kernels"})
     write_atomic(out / "plan.json", json.dumps(plan if plan is not None else plan_dict(compiled), indent=1) + "\n")
     return out

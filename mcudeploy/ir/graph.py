@@ -19,6 +19,15 @@ def frozen_attrs(attrs: Mapping | None = None) -> Mapping:
     return MappingProxyType({k: freeze(v) for k, v in dict(attrs or {}).items()})
 
 
+@dataclass(frozen=True)
+class Piece:
+    """What a node of a split graph is of the graph before the split: piece ``index`` of node
+    ``of``, or (index None) a Slice or Concat the split added to feed or reassemble ``of``'s pieces."""
+
+    of: str
+    index: Optional[int] = None
+
+
 @dataclass(frozen=True, eq=False)
 class Node:
     name: str
@@ -26,6 +35,7 @@ class Node:
     inputs: tuple[str, ...]  # "" marks an absent optional input
     outputs: tuple[str, ...]
     attrs: Mapping = field(default_factory=frozen_attrs)
+    piece: Optional[Piece] = None  # set by the split rewrite (mcudeploy/partition)
 
     def __post_init__(self):
         if not isinstance(self.attrs, MappingProxyType):

@@ -63,6 +63,17 @@ class Quant:
         return float(self.scale[0]), int(self.zero_point[0])
 
 
+@dataclass(frozen=True)
+class Rows:
+    """What a tensor of a split graph holds of the graph before the split: rows [lo, hi) of
+    dimension ``dim`` of tensor ``of`` (mcudeploy/partition)."""
+
+    of: str
+    dim: int
+    lo: int
+    hi: int
+
+
 @dataclass(frozen=True, eq=False)
 class Tensor:
     name: str
@@ -71,6 +82,7 @@ class Tensor:
     kind: str = "activation"
     quant: Optional[Quant] = None
     data: Optional[np.ndarray] = field(default=None, repr=False)
+    rows: Optional[Rows] = None  # a piece or slice made by the split: which rows of which tensor
 
     def __post_init__(self):
         if self.dtype not in DTYPES:

@@ -84,8 +84,8 @@ def test_int8_model_equals_the_host_board_bit_for_bit(int8_model, tmp_path, need
     result = run_on_board(compiled, samples, workdir=tmp_path / "p")
     same, lines = compare_with_host(compiled, result.outputs, samples)
     assert same, lines
-    report = check.compare(compiled.graph, result.outputs, check.run_onnxruntime(int8_model, samples), samples)
-    assert report.ok, report.lines()
+    verdict = check.check_outputs(int8_model, compiled, result.outputs, samples)
+    assert verdict.ok, verdict.lines()
     assert len(result.runs) == 4 and len(result.runs[0].op_ticks) == len(result.op_labels) == result.info.num_ops
     assert all(t > 0 for t in result.runs[0].op_ticks)
     assert result.runs[0].total_ticks >= sum(result.runs[0].op_ticks)
