@@ -41,6 +41,48 @@ def built_once(workdir: Path):
         runner.build_for_board = measure.build_for_board = real
 
 
+@contextlib.contextmanager
+def compiled_once():
+    """Each scheme a tune tries is compiled once for the whole campaign (compiling never touches the
+    serial line): search.tune.compile_scheme is memoized by scheme and settings."""
+    from mcudeploy.search import tune
+
+    real = tune.compile_scheme
+    memo: dict = {}
+
+    def compile_scheme(lowered, scheme, board, name, **kw):
+        key = (repr(tuple(scheme)), tuple(sorted(kw.items())))
+        if key not in memo:
+            memo[key] = real(lowered, scheme, board, name, **kw)
+        return memo[key]
+
+    tune.compile_scheme = compile_scheme
+    try:
+        yield
+    finally:
+        tune.compile_scheme = real
+
+
+def short_tune(model: Path, workdir: Path) -> Callable[[], tuple]:
+    """A tune small enough to end by itself, long before its time limit (so a fault that costs
+    seconds changes nothing in what it finds): (scheme, arena, summed ticks, whole-run ticks).
+    Every call starts from nothing: a fresh output folder and timing cache."""
+    from mcudeploy.search import Tuner, space
+    from mcudeploy.simulate.timing_cache import TimingCache
+
+    calls = iter(range(1_000_000))
+
+    def tune():
+        k = next(calls)
+        result = Tuner(model, "qemu-m4", workdir / f"out{k}", time_limit=3600, progress=lambda m: None,
+                       pieces=(2,), top_segments=1, sweep=1,
+                       cache=TimingCache("qemu-m4", workdir / f"cache{k}")).run()
+        best = result.best
+        return space.scheme_key(best.scheme), best.arena, best.ticks, best.run_ticks
+
+    return tune
+
+
 class Hang(BaseException):
     """Raised in the command by the campaign's alarm: it ran past its bound."""
 

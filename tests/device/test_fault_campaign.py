@@ -1,15 +1,17 @@
 """Faults on the serial line, one at a time, over whole commands on qemu-m4: every frame of a
-KWS run, of a KWS measure and of a flash's start-up, in both directions, with each kind of fault
-(faultline.KINDS), and a sample of the frames of a short tune. The outcome must be the clean
-result or one sentence of error: never other numbers with exit 0, a hang or a traceback.
+KWS run and of a flash's start-up, every third frame of a KWS measure (the frame turning with the
+kind of fault, so every frame meets some), in both directions, with each kind of fault
+(faultline.KINDS), and two frames per kind and direction of a short tune. The outcome must be
+the clean result or one sentence of error: never other numbers with exit 0, a hang or a traceback.
 
 The session's timeouts are shortened here (0.3 s instead of 1 s) so the campaign fits in CI;
-benchmarks/fault_bench.py runs the same campaigns with the real timeouts and prints the figures.
+benchmarks/fault_bench.py runs every frame of each campaign with the real timeouts and prints
+the figures.
 """
 from __future__ import annotations
 
 import pytest
-from campaign import built_once, clean, our_emulators, run_faults
+from campaign import built_once, clean, compiled_once, our_emulators, run_faults, short_tune
 from faultline import plan
 from shared_models import MODELS, need_models
 
@@ -64,7 +66,7 @@ def test_every_fault_of_a_measure(kws, short_timeouts, tmp_path):
         return [o.ticks for o in measure_model(kws, repeat=2, cache=cache).ops]
 
     expected, counts, seconds = clean(measure)
-    faults = plan(counts, delay=DELAY)
+    faults = plan(counts, stride=3, delay=DELAY)
     check(run_faults(measure, expected, faults, bound=seconds + 15), faults, "measure")
 
 
@@ -82,3 +84,21 @@ def test_every_fault_of_a_flash(kws, short_timeouts, tmp_path):
     expected, counts, seconds = clean(flash)
     faults = plan(counts, delay=DELAY)
     check(run_faults(flash, expected, faults, bound=seconds + 15), faults, "flash")
+
+
+def test_faults_in_a_short_tune(short_timeouts, tmp_path):
+    from zoo import mobilenetv2
+
+    import onnx
+
+    _, qdq, _ = mobilenetv2(tmp_path / "zoo", size=32, stages=((6, 8, 1, 1),), stem=8, classes=4)
+    model = tmp_path / "mnv2_32_int8.onnx"
+    onnx.save(qdq, model)
+    tune = short_tune(model, tmp_path / "tune")
+    with compiled_once():
+        expected, counts, seconds = clean(tune)
+        assert expected[0], "the short tune finds a cut"
+        every = plan(counts, delay=DELAY)
+        # two frames per kind and direction, spread over the conversation
+        faults = [f for f in every if f.index in {counts[f.direction] // 3, 2 * counts[f.direction] // 3}]
+        check(run_faults(tune, expected, faults, bound=seconds + 30), faults, "tune")
