@@ -26,7 +26,7 @@ from shared_models import MODELS  # noqa: E402
 
 from mcudeploy.boards import load_board  # noqa: E402
 from mcudeploy.check import random_inputs  # noqa: E402
-from mcudeploy.device import platformio, runner, session  # noqa: E402
+from mcudeploy.device import emulator, runner, session  # noqa: E402
 from mcudeploy.device.measure import measure_model  # noqa: E402
 from mcudeploy.pipeline import compile_model  # noqa: E402
 from mcudeploy.simulate.timing_cache import TimingCache  # noqa: E402
@@ -49,11 +49,11 @@ def commands(work: Path):
 
     def flash():
         elf = runner.build_for_board(kws, work / "flash").elf
-        emu = platformio.start_emulator(board, elf, lifetime=120)
+        emu = emulator.start_emulator(board, elf, lifetime=120)
         try:
             return emu.board
         finally:
-            platformio.stop_emulator(board.name, port=emu.port)
+            emulator.stop_emulator(board.name, port=emu.port)
 
     def tune_model() -> Path:
         import onnx

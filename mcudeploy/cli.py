@@ -192,13 +192,13 @@ def cmd_tune(args) -> int:
 
 
 def cmd_flash(args) -> int:
-    from mcudeploy.device import platformio
+    from mcudeploy.device import emulator, flash
 
     if args.stop or args.all:
         if args.all:
-            stopped = platformio.stop_emulators(args.board)
+            stopped = emulator.stop_emulators(args.board)
         else:
-            emu = platformio.stop_emulator(args.board, platformio.socket_port(args.port) if args.port else None)
+            emu = emulator.stop_emulator(args.board, emulator.socket_port(args.port) if args.port else None)
             stopped = [emu] if emu else []
         for emu in stopped:
             print(f"stopped the emulator of {emu.board} on {emu.url} (pid {emu.pid})")
@@ -207,9 +207,9 @@ def cmd_flash(args) -> int:
         return 0
     from mcudeploy.frontend import parse_input_shapes
 
-    result = platformio.flash(args.model, args.board, port=args.port, project=args.project_dir,
+    result = flash.flash(args.model, args.board, port=args.port, project=args.project_dir,
                               upload_firmware=not args.no_upload, input_shapes=parse_input_shapes(args.input_shape))
-    for line in platformio.summary(result):
+    for line in flash.summary(result):
         print(line)
     return 0
 

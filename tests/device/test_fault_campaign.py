@@ -17,7 +17,7 @@ from shared_models import MODELS, need_models
 
 from mcudeploy.boards import load_board
 from mcudeploy.check import random_inputs
-from mcudeploy.device import platformio, runner, session
+from mcudeploy.device import emulator, runner, session
 from mcudeploy.device.measure import measure_model
 from mcudeploy.pipeline import compile_model
 from mcudeploy.simulate.timing_cache import TimingCache
@@ -75,11 +75,11 @@ def test_every_fault_of_a_flash(kws, short_timeouts, tmp_path):
     elf = runner.build_for_board(kws, tmp_path / "p").elf
 
     def flash():
-        emu = platformio.start_emulator(board, elf, lifetime=60)
+        emu = emulator.start_emulator(board, elf, lifetime=60)
         try:
             return emu.board
         finally:
-            platformio.stop_emulator(board.name, port=emu.port)
+            emulator.stop_emulator(board.name, port=emu.port)
 
     expected, counts, seconds = clean(flash)
     faults = plan(counts, delay=DELAY)

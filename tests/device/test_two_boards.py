@@ -12,7 +12,7 @@ import pytest
 from devmodels import matmul
 
 from mcudeploy.check import random_inputs
-from mcudeploy.device import platformio, qemu
+from mcudeploy.device import emulator, qemu
 from mcudeploy.device.runner import compare_with_host, run_on_board
 from mcudeploy.pipeline import compile_model
 
@@ -54,7 +54,7 @@ def test_two_boards_flashed_run_in_turn_and_idle(tmp_path, need_qemu, monkeypatc
         for model, url in zip(models, urls):
             done = mcudeploy("flash", str(model), "-b", "qemu-m4", "--port", url, env=env)
             assert done.returncode == 0, done.stderr
-        assert {e.port for e in platformio.running_emulators("qemu-m4")} == set(ports)  # the second left the first
+        assert {e.port for e in emulator.running_emulators("qemu-m4")} == set(ports)  # the second left the first
         compiled = [compile_model(m, "qemu-m4") for m in models]
         samples = [random_inputs(c.graph, 2, seed=k) for k, c in enumerate(compiled)]
         first_ticks = {}
@@ -75,7 +75,7 @@ def test_two_boards_flashed_run_in_turn_and_idle(tmp_path, need_qemu, monkeypatc
         done = mcudeploy("flash", "-b", "qemu-m4", "--stop", env=env)
         assert done.returncode == 1 and "say which with --port, or stop them all with --all" in done.stderr
         done = mcudeploy("flash", "-b", "qemu-m4", "--stop", "--port", urls[0], env=env)
-        assert done.returncode == 0 and [e.port for e in platformio.running_emulators("qemu-m4")] == [ports[1]]
+        assert done.returncode == 0 and [e.port for e in emulator.running_emulators("qemu-m4")] == [ports[1]]
     finally:
         mcudeploy("flash", "-b", "qemu-m4", "--stop", "--all", env=env)
-    assert not platformio.running_emulators("qemu-m4")
+    assert not emulator.running_emulators("qemu-m4")
