@@ -22,8 +22,9 @@ import onnx
 from mcudeploy.boards import Board, load_board
 from mcudeploy.codegen import write_project
 from mcudeploy.codegen.emit import arenas
+from mcudeploy.device.samples import output_array, sample_bytes
 from mcudeploy.errors import MCUDeployError
-from mcudeploy.ir import DTYPES, Graph
+from mcudeploy.ir import Graph
 
 
 TRACE_HEADER = "mcud_trace.h"  # what write_project(..., trace=True) writes for the trace build (and mcud_trace.c)
@@ -95,14 +96,7 @@ def run(exe: Path, graph: Graph, samples: Sequence[Mapping[str, np.ndarray]],
     """Run the built model on each sample; return the outputs of each, in graph order. ``trace``:
     the file a trace build writes its arenas to (MCUD_TRACE_FILE)."""
     work = exe.parent
-    with open(work / "in.bin", "wb") as f:
-        for sample in samples:
-            for name in graph.inputs:
-                t = graph[name]
-                x = np.asarray(sample[name])
-                if x.shape != t.shape:
-                    raise MCUDeployError(f"input {name} has shape {x.shape}; the model expects {t.shape}")
-                f.write(np.ascontiguousarray(x.astype(DTYPES[t.dtype], copy=False)).tobytes())
+    (work / "in.bin").write_bytes(b"".join(b for sample in samples for b in sample_bytes(graph, sample)))
     env = {**os.environ, "MCUD_TRACE_FILE": str(trace)} if trace is not None else None
     proc = subprocess.run([str(exe), str(work / "in.bin"), str(work / "out.bin"), str(len(samples))],
                           capture_output=True, text=True, env=env)
@@ -114,10 +108,8 @@ def run(exe: Path, graph: Graph, samples: Sequence[Mapping[str, np.ndarray]],
     for _ in samples:
         outs = []
         for name in graph.outputs:
-            t = graph[name]
-            n = t.nbytes
-            outs.append(np.frombuffer(data[pos:pos + n], dtype=DTYPES[t.dtype]).reshape(t.shape).copy())
-            pos += n
+            outs.append(output_array(graph, name, data[pos:pos + graph[name].nbytes]))
+            pos += graph[name].nbytes
         results.append(outs)
     return results
 

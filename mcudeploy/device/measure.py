@@ -16,7 +16,8 @@ from typing import Optional
 from mcudeploy import check, interrupts
 from mcudeploy.device import qemu
 from mcudeploy.device.elfsize import MemoryReport
-from mcudeploy.device.runner import build_for_board, connect, model_name, op_labels, sample_bytes, timed_nodes
+from mcudeploy.device.runner import build_for_board, connect, model_name, op_labels, timed_nodes
+from mcudeploy.device.samples import sample_bytes
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ops import registry
 from mcudeploy.simulate.simulate import work

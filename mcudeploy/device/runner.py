@@ -17,10 +17,10 @@ from mcudeploy.codegen import write_project
 from mcudeploy.device import qemu
 from mcudeploy.device.build import Firmware, build_firmware
 from mcudeploy.device.protocol import DeviceInfo
+from mcudeploy.device.samples import output_array, sample_bytes
 from mcudeploy.device.session import RunResult, Session
 from mcudeploy.device.transport import Transport
 from mcudeploy.errors import MCUDeployError
-from mcudeploy.ir import DTYPES, Graph
 from mcudeploy.ops import registry
 
 log = logging.getLogger(__name__)
@@ -116,17 +116,6 @@ def _check_model(session: Session, firmware: Optional[Firmware], board: Board) -
                              f"0x{firmware.model_id:08X}); flash it first with mcudeploy flash")
 
 
-def sample_bytes(graph: Graph, sample: Mapping[str, np.ndarray]) -> list[bytes]:
-    out = []
-    for name in graph.inputs:
-        t = graph[name]
-        x = np.asarray(sample[name])
-        if x.shape != t.shape:
-            raise MCUDeployError(f"input {name} has shape {x.shape}; the model expects {t.shape}")
-        out.append(np.ascontiguousarray(x.astype(DTYPES[t.dtype], copy=False)).tobytes())
-    return out
-
-
 def run_on_board(compiled, samples: Sequence[Mapping[str, np.ndarray]], port: Optional[str] = None,
                  workdir: Optional[Path] = None, timeout: Optional[float] = None) -> BoardRun:
     """Build the model's firmware for ``compiled.board`` and run every sample in one session."""
@@ -159,8 +148,7 @@ def run_on_board(compiled, samples: Sequence[Mapping[str, np.ndarray]], port: Op
                     raw = [session.read_output(i, n) for i, n in enumerate(out_bytes)]
                 else:
                     raw, result = session.infer(data, out_bytes)
-                outputs.append([np.frombuffer(b, dtype=DTYPES[graph[n].dtype]).reshape(graph[n].shape).copy()
-                                for b, n in zip(raw, graph.outputs)])
+                outputs.append([output_array(graph, n, b) for b, n in zip(raw, graph.outputs)])
                 runs.append(result)
                 log.info("sample %d: %d ticks", k, result.total_ticks)
     ipt = qemu.instructions_per_tick(board, info.timer_hz) if board.kind == "qemu" else None

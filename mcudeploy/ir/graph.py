@@ -46,6 +46,16 @@ class Node:
     def attr(self, key, default=None):
         return self.attrs.get(key, default)
 
+    @property
+    def original(self) -> str:
+        """The node of the graph before the split that this one is (a piece of) or serves."""
+        return self.piece.of if self.piece is not None else self.name
+
+    @property
+    def piece_index(self) -> Optional[int]:
+        """j of piece j of an operator cut by the split; None for any other node."""
+        return self.piece.index if self.piece is not None else None
+
     def with_(self, **changes) -> "Node":
         if "attrs" in changes:
             changes["attrs"] = frozen_attrs(changes["attrs"])

@@ -27,6 +27,15 @@ CTYPES = {
 KINDS = ("input", "output", "activation", "constant")
 
 
+def row_major(shape) -> tuple[int, ...]:
+    """Element strides of a dense row-major (C order) array of ``shape``."""
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= d
+    return tuple(reversed(strides))
+
+
 def itemsize(dtype: str) -> int:
     return np.dtype(DTYPES[dtype]).itemsize
 
@@ -83,6 +92,11 @@ class Tensor:
     quant: Optional[Quant] = None
     data: Optional[np.ndarray] = field(default=None, repr=False)
     rows: Optional[Rows] = None  # a piece or slice made by the split: which rows of which tensor
+
+    @property
+    def original(self) -> str:
+        """The tensor of the graph before the split whose rows this one holds (itself if none)."""
+        return self.rows.of if self.rows is not None else self.name
 
     def __post_init__(self):
         if self.dtype not in DTYPES:

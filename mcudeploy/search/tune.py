@@ -39,7 +39,7 @@ from mcudeploy import interrupts
 from mcudeploy.boards import Board, load_board
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_onnx
-from mcudeploy.partition import Cut, describe, split
+from mcudeploy.partition import HALOS, Cut, describe, split
 from mcudeploy.pipeline import Compiled, compile_graph, lower
 from mcudeploy.search import space
 from mcudeploy.search.peak import find_peak
@@ -325,7 +325,7 @@ class Tuner:
             for arena, _, seg in [p for p in probes if p[0] < best.arena][:self.sweep]:
                 self.say(f"  sweeping [{space.short_axes(seg.axes)}] (probe {arena:,} B)")
                 cuts_here = space.segment_cuts(self.lowered, seg, self.pieces)
-                for halo in space.HALOS:
+                for halo in HALOS:
                     for cut in sorted((c for c in cuts_here if c.halo == halo), key=lambda c: -c.pieces):
                         if self.clock.left() <= 0:
                             return self.accept(trials, best, budget, base), True

@@ -23,7 +23,7 @@ from typing import Mapping, Optional
 import numpy as np
 
 from mcudeploy.files import locked, write_atomic
-from mcudeploy.ir import Graph, Node
+from mcudeploy.ir import Graph, Node, row_major
 from mcudeploy.ops import registry
 from mcudeploy.ops.base import Array, Struct
 from mcudeploy.resources import firmware_dir
@@ -49,14 +49,6 @@ def _library_digest(folder: str) -> str:
 def library_digest() -> str:
     """Digest of the kernel library (firmware/include, firmware/kernels)."""
     return _library_digest(str(firmware_dir()))
-
-
-def _row_major(shape) -> list[int]:
-    strides, acc = [], 1
-    for d in reversed(shape):
-        strides.append(acc)
-        acc *= d
-    return list(reversed(strides))
 
 
 def _plain(value):
@@ -99,7 +91,7 @@ def kernel_signature(graph: Graph, node: Node, lifetimes=None, placement=None) -
         if placement is not None and not t.is_const and lifetimes is not None:
             region = placement.regions.get(lifetimes.buffer_of.get(name))
         views.append({"dtype": t.dtype, "shape": list(t.shape),
-                      "strides": list(slot.strides) if slot is not None else _row_major(t.shape),
+                      "strides": list(slot.strides) if slot is not None else list(row_major(t.shape)),
                       "flash": t.is_const, "region": region})
     key = {"fn": call.fn, "views": views, "params": _plain(call.params) if call.params is not None else None,
            "library": library_digest()}
