@@ -121,7 +121,7 @@ def arena_symbol(region, first_region) -> str:
 
 def arenas(compiled) -> list[dict]:
     """One static array per region in use (the first region's always), with the board's linker section."""
-    sections = {r.get("name"): r.get("section") for r in compiled.board.data.get("regions", []) if isinstance(r, dict)}
+    sections = {r.name: r.section for r in compiled.board.regions}
     items = list(compiled.placement.arenas.items()) or [(None, compiled.placement.arena_bytes)]
     first = items[0][0]
     used = set(compiled.placement.regions.values())

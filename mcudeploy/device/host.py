@@ -73,8 +73,7 @@ def _kernel_objects(cc: str, flags: Sequence[str], lib: Path) -> list[Path]:
 def build(project: Path, board: Board, trace: bool = False) -> Path:
     """Compile the project in ``project`` for the host; return the executable. ``trace``: the trace
     build (the project written with ``write_project(..., trace=True)``; see ``trace_compiled_on_host``)."""
-    build_cfg = board.data["build"]
-    cc, flags = build_cfg["cc"], list(build_cfg["cflags"])
+    cc, flags = board.build.cc, list(board.build.cflags)
     if shutil.which(cc) is None:
         raise MCUDeployError(f"the host board needs the C compiler '{cc}', which is not installed")
     lib = project / "mcud"
@@ -85,7 +84,7 @@ def build(project: Path, board: Board, trace: bool = False) -> Path:
         _compile(cc, flags + extra, project / name, project / (name[:-2] + ".o"), lib / "include")
     exe = project / "model"
     proc = subprocess.run([cc, *(str(project / (name[:-2] + ".o")) for name in sources), *map(str, objs), "-o",
-                           str(exe), *build_cfg.get("ldflags", [])], capture_output=True, text=True)
+                           str(exe), *board.build.ldflags], capture_output=True, text=True)
     if proc.returncode != 0:
         raise BuildError(f"linking failed:\n{proc.stderr[-4000:]}")
     return exe

@@ -66,7 +66,7 @@ def connect(board: Board, firmware: Optional[Firmware], port: Optional[str] = No
         raise MCUDeployError(f"board {board.name} is real hardware: flash it (mcudeploy flash) and give its "
                              f"serial port with --port, e.g. --port /dev/ttyACM0")
     if port is not None:
-        baud = int(board.data.get("serial", {}).get("baud", 115200))
+        baud = board.uart.baud if board.uart else 115200
         with Transport.open(port, baud, connect_timeout=2.0) as transport:
             session = Session(transport, board.name, timeout=timeout, baud=baud)
             session.open(boot_wait=0.0)

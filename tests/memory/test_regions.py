@@ -9,11 +9,10 @@ from mcudeploy.errors import MCUDeployError
 from mcudeploy.memory import Area, areas
 
 
-def board_with(regions, **extra):
-    host = load_board("host")
-    return dataclasses.replace(host, regions=tuple(Region(r["name"], r["size"], 0, bool(r.get("excluded")))
-                                                   for r in regions),
-                               data=dict(host.data, regions=regions, **extra))
+def board_with(regions, **fields):
+    return dataclasses.replace(load_board("host"), regions=tuple(
+        Region(r["name"], r["size"], 0, bool(r.get("excluded")), r.get("reserved", 0), r.get("section"),
+               r.get("dma", True)) for r in regions), **fields)
 
 
 def test_every_board_has_a_usable_region():
