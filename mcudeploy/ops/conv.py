@@ -408,7 +408,7 @@ def _dw_inplace_safe(g: Geometry) -> bool:
 
 
 def _uses_scratch(node: Node) -> bool:
-    """False where memory.lifetimes.fit_scratch set the node's "scratch" attribute to 0."""
+    """False where offload.fit_scratch set the node's "scratch" attribute to 0."""
     return bool(node.attr("scratch", 1))
 
 

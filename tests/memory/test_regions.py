@@ -33,3 +33,22 @@ def test_a_board_with_every_region_excluded():
     board = board_with([{"name": "sram", "size": 1024, "excluded": True}])
     with pytest.raises(MCUDeployError, match="no usable memory region"):
         areas(board)
+
+
+def test_a_tensor_put_in_a_region_keeps_its_buffer_there():
+    """Room for swap: a rewrite that copies a tensor out to slow memory says so in Tensor.region."""
+    from random_graphs import random_graph
+
+    from mcudeploy.memory.layout import lay_out
+
+    graph = random_graph(3)
+    regions = (Area("fast", 1 << 20), Area("slow", 1 << 20))
+    lives, placed = lay_out(graph, graph.nodes, regions)
+    moved = next(t for t in graph.tensors.values() if t.kind == "activation" and placed.regions[lives.buffer_of[t.name]]
+                 == "fast" and t.name not in graph.outputs)
+    pinned = graph.replace(tensors={**graph.tensors, moved.name: dataclasses.replace(moved, region="slow")})
+    lives, placed = lay_out(pinned, pinned.nodes, regions)
+    assert placed.regions[lives.buffer_of[moved.name]] == "slow"
+    wrong = pinned.replace(tensors={**pinned.tensors, moved.name: dataclasses.replace(moved, region="nowhere")})
+    with pytest.raises(MCUDeployError, match="fits no memory region"):
+        lay_out(wrong, wrong.nodes, regions)
