@@ -13,8 +13,8 @@ from typing import Optional
 
 from mcudeploy.ir import Graph
 from mcudeploy.ops import registry
-from mcudeploy.partition.rewrite import plan, split_segment
-from mcudeploy.partition.segment import HALOS, Cut, Scheme, SplitError, analyse
+from mcudeploy.partition.rewrite import plan, split_cut
+from mcudeploy.partition.cut import HALOS, Cut, Scheme, SplitError, analyse
 
 __all__ = ["Cut", "Scheme", "SplitError", "HALOS", "split", "check_cut", "describe", "macs"]
 
@@ -28,7 +28,7 @@ def split(graph: Graph, scheme: Scheme) -> Graph:
                 raise SplitError(f"node {name} is named by cuts {seen[name]} and {k} of the scheme")
             seen[name] = k
     for cut in scheme:
-        graph = split_segment(analyse(graph, cut))
+        graph = split_cut(analyse(graph, cut))
     return graph
 
 

@@ -37,7 +37,7 @@ Scheme = tuple[Cut, ...]
 
 
 @dataclass(frozen=True)
-class Segment:
+class CutFacts:
     """The facts of a valid cut, per node of the segment (by name)."""
 
     graph: Graph
@@ -62,7 +62,7 @@ class Segment:
         return window_read(lo, hi, size, dim.stride, dim.dilation, dim.pad, kernel)
 
 
-def analyse(graph: Graph, cut: Cut) -> Segment:
+def analyse(graph: Graph, cut: Cut) -> CutFacts:
     """The cut's facts; SplitError with the reason it cannot be applied (one sentence naming node and axis)."""
     if not isinstance(cut.pieces, int) or cut.pieces < 2:
         raise SplitError(f"a cut needs at least 2 pieces, not {cut.pieces!r}")
@@ -146,4 +146,4 @@ def analyse(graph: Graph, cut: Cut) -> Segment:
                                            f"is cut in (axis {wanted[user.name]!r} is not connected to axis {wanted[producer]!r})")
         if t in outputs:
             whole.add(t)
-    return Segment(graph, cut, nodes, wanted, exprs, extents, out_dims, in_dims, cut_tensors, frozenset(whole))
+    return CutFacts(graph, cut, nodes, wanted, exprs, extents, out_dims, in_dims, cut_tensors, frozenset(whole))
