@@ -14,10 +14,9 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Optional, Sequence, Union
+from typing import Mapping, Optional, Sequence
 
 import numpy as np
-import onnx
 
 from mcudeploy.boards import Board, load_board
 from mcudeploy.codegen import write_project
@@ -157,12 +156,3 @@ def trace_compiled_on_host(compiled, sample: Mapping[str, np.ndarray], workdir: 
     if not records:
         raise BuildError("the trace build wrote no trace")
     return Trace(outputs, records[0], records[1:])
-
-
-def run_model_on_host(model: Union[str, os.PathLike, onnx.ModelProto], samples: Sequence[Mapping[str, np.ndarray]],
-                      input_shapes=None, workdir: Optional[Path] = None) -> list[list[np.ndarray]]:
-    """Compile a model for the host board, build it, and run it on each sample (dict input name -> array)."""
-    from mcudeploy.pipeline import compile_model
-
-    compiled = compile_model(model, load_board("host"), input_shapes)
-    return run_compiled_on_host(compiled, samples, workdir)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ctypes
 import json
 import logging
-import os
 import shutil
 import signal
 import socket
@@ -212,7 +211,3 @@ class _PortTaken(Exception):
 def _last_line(text: str) -> str:
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     return lines[-1] if lines else "no message"
-
-
-def available() -> bool:
-    return shutil.which(QEMU) is not None and os.access(shutil.which(QEMU), os.X_OK)

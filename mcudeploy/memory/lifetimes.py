@@ -39,9 +39,6 @@ class Buffer:
     # over a bigger or smaller input (in place) is a staircase of such rectangles at offset 0.
     parts: tuple[tuple[int, int, int, int], ...] = ()
 
-    def overlaps_in_time(self, other: "Buffer") -> bool:
-        return self.first <= other.last and other.first <= self.last
-
     def rects(self) -> tuple[tuple[int, int, int, int], ...]:
         """(offset, size, first, last) of every rectangle the buffer takes in time x bytes."""
         return self.parts or ((0, self.size, self.first, self.last),)

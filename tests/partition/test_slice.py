@@ -8,7 +8,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from mcudeploy.device.host import run_model_on_host
+from ops.onnx_helpers import run_model_on_host
 from mcudeploy.errors import UnsupportedError
 from mcudeploy.ir import Graph, Node, Tensor, verify
 from mcudeploy.memory import Area, lifetimes, place
