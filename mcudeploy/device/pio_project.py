@@ -16,6 +16,9 @@ from pathlib import Path
 from typing import Optional
 
 from mcudeploy.boards import Board
+from mcudeploy.codegen import write_project
+from mcudeploy.codegen.emit import BANNER, environment
+from mcudeploy.device.build import firmware_build_spec
 from mcudeploy.device.host import cache_dir
 from mcudeploy.resources import firmware_dir
 
@@ -69,7 +72,6 @@ def board_manifest(board: Board, upload: dict, spec: Optional[dict] = None) -> d
 
 def write_platformio_project(board: Board, project: Path, spec: dict, what: str) -> Path:
     """Write platformio.ini, boards/<board>.json and the build spec into ``project``; return the ini's path."""
-    from mcudeploy.codegen.emit import BANNER, environment
 
     project.mkdir(parents=True, exist_ok=True)
     env = environment()
@@ -95,14 +97,12 @@ def firmware_elf(project: Path, board: Board) -> Path:
 
 def generate_project(board: Board, project: Path, compiled=None) -> dict:
     """Write the firmware sources (measurer, plus the model when given) and the PlatformIO project; return the spec."""
-    from mcudeploy.device.build import firmware_build_spec
 
     project.mkdir(parents=True, exist_ok=True)
     for stale in ("model.c", "model.h"):  # a measurer-alone project must not pick up an earlier model
         if compiled is None:
             (project / stale).unlink(missing_ok=True)
     if compiled is not None:
-        from mcudeploy.codegen import write_project
 
         write_project(compiled, project)
     spec = firmware_build_spec(board, project)
