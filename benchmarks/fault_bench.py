@@ -92,6 +92,8 @@ def main(argv=None) -> int:
                 print(tally.line(name) + f" ({time.monotonic() - start:.0f} s)")
                 for words, n in sorted(tally.error_kinds.items(), key=lambda kv: -kv[1]):
                     print(f"  {n:>5}  {words} ...")
+                for f in tally.error_faults:
+                    print(f"  error   {f}")
                 for f in tally.failures:
                     print(f"  FAILURE {f}")
                 failures += len(tally.failures)

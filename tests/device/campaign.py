@@ -127,6 +127,7 @@ def run_faults(action: Callable[[], object], expected, faults: Iterable[Fault], 
                 tally.errors += 1
                 first = " ".join(text.split()[:5])
                 tally.error_kinds[first] = tally.error_kinds.get(first, 0) + 1
+                tally.error_faults.append(f"{fault}: {text}")
         except Exception as exc:  # noqa: BLE001 - any other exception is what the user would see as a traceback
             tally.failures.append(f"{fault}: {type(exc).__name__}: {exc}")
         else:

@@ -206,7 +206,8 @@ class Tally:
     right: int = 0
     errors: int = 0
     failures: list[str] = field(default_factory=list)
-    error_kinds: dict = field(default_factory=dict)
+    error_kinds: dict = field(default_factory=dict)  # the first words of each clear error -> how many
+    error_faults: list[str] = field(default_factory=list)  # which fault ended in which clear error
 
     @property
     def tried(self) -> int:
