@@ -5,13 +5,16 @@ import argparse
 import logging
 import sys
 import tempfile
+import traceback
 from pathlib import Path
 
 from mcudeploy import __version__
 from mcudeploy.errors import MCUDeployError
+from mcudeploy.outputs import check_output, writing
 
 log = logging.getLogger("mcudeploy")
 SCHEDULE_TIME_LIMIT = 10.0  # --time-limit of the commands that compile a model
+INTERNAL_ERROR = 3  # exit status of a bug (1: an error the user can fix, 2: argparse's usage errors)
 
 
 def _model_options(p: argparse.ArgumentParser, project: bool = False) -> None:
@@ -55,8 +58,10 @@ def cmd_compile(args) -> int:
     from mcudeploy.codegen import write_project
     from mcudeploy.report.text import summary
 
+    check_output(args.output, folder=True)
     compiled = _compile(args)
-    out = write_project(compiled, args.output)
+    with writing(args.output):
+        out = write_project(compiled, args.output)
     print(summary(compiled))
     print(f"wrote {out}/model.c, model.h and plan.json")
     return 0
@@ -79,6 +84,8 @@ def cmd_plan(args) -> int:
 def cmd_report(args) -> int:
     from mcudeploy.report.html import write_report
 
+    if args.output:
+        check_output(args.output, folder=False)
     print(f"wrote {write_report(args.plan, args.output)}")
     return 0
 
@@ -108,6 +115,8 @@ def cmd_run(args) -> int:
     from mcudeploy import check
     from mcudeploy.device.host import run_compiled_on_host
 
+    if args.output:
+        check_output(args.output, folder=False)
     compiled, reference, model = _run_target(args)
     graph = compiled.graph
     samples = check.load_input(args.input, graph) if args.input else check.random_inputs(graph, args.samples)
@@ -125,7 +134,8 @@ def cmd_run(args) -> int:
     if args.output:
         import numpy as np
 
-        np.savez(args.output, **{n: np.stack([o[k] for o in outputs]) for k, n in enumerate(graph.outputs)})
+        with writing(args.output):
+            np.savez(args.output, **{n: np.stack([o[k] for o in outputs]) for k, n in enumerate(graph.outputs)})
         print(f"wrote the outputs of {len(samples)} sample(s) to {args.output}")
     if not args.check:
         for k, name in enumerate(graph.outputs):
@@ -162,6 +172,7 @@ def cmd_tune(args) -> int:
     from mcudeploy.frontend import parse_input_shapes
     from mcudeploy.search import Tuner, write_result
 
+    check_output(args.output, folder=True)
     tuner = Tuner(args.model, args.board, args.output, max_overhead=args.max_overhead, time_limit=args.time_limit,
                   port=args.port, input_shapes=parse_input_shapes(args.input_shape))
     try:
@@ -170,7 +181,8 @@ def cmd_tune(args) -> int:
         print(f"mcudeploy: tune interrupted; what it learnt is in {tuner.state.path}: run the same command to resume",
               file=sys.stderr)
         return 130
-    out = write_result(result)
+    with writing(args.output):
+        out = write_result(result)
     best, base = result.best, result.baseline
     saved = 1 - best.arena / base.arena
     print(f"arena {best.arena:,} B (unsplit {base.arena:,} B, {saved:.1%} less); "
@@ -190,6 +202,8 @@ def cmd_flash(args) -> int:
         return 0
     from mcudeploy.frontend import parse_input_shapes
 
+    if args.project_dir:
+        check_output(args.project_dir, folder=True)
     result = platformio.flash(args.model, args.board, port=args.port, project=args.project_dir,
                               upload_firmware=not args.no_upload, input_shapes=parse_input_shapes(args.input_shape))
     for line in platformio.summary(result):
@@ -276,6 +290,14 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("mcudeploy: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # noqa: BLE001  (the last resort: a bug, told in one sentence)
+        if args.verbose:
+            traceback.print_exc()
+        text = str(exc).strip().splitlines()
+        print(f"mcudeploy: internal error: {type(exc).__name__}: {text[0] if text else '(no message)'}; please "
+              f"report it with the model and this command{'' if args.verbose else ' (-v shows the traceback)'}",
+              file=sys.stderr)
+        return INTERNAL_ERROR
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import numpy as np
 
 from mcudeploy.ir import Graph, Node
 from mcudeploy.ops import quant
-from mcudeploy.ops.base import Array, Axis, Call, Dim, OnnxNode, Op, Struct, TensorExpr, require
+from mcudeploy.ops.base import Array, Axis, Call, Dim, OnnxNode, Op, Struct, TensorExpr, require, require_valid
 from mcudeploy.ops.registry import register
 from mcudeploy.ops.util import ints, norm_axis
 
@@ -110,10 +110,12 @@ def _plan(graph: Graph, node: Node) -> tuple[tuple[int, ...], tuple[_DimMap, ...
     if node.attr("scales") is not None:
         given = node.attr("scales")
         require(len(given) == len(axes), f"{len(given)} scales for {len(axes)} axes")
-        require(all(s > 0 for s in given), "scales must be positive")
         for a, s in zip(axes, given):
+            size = F32(s) * F32(shape[a])
+            require_valid(s > 0 and np.isfinite(size), f"has scale {s:g} for axis {a}: a scale must be positive "
+                                                       f"and make a finite size")
             scales[a] = float(F32(s))
-            out[a] = int(F32(s) * F32(shape[a]))
+            out[a] = int(size)
     else:
         sizes = node.attr("sizes")
         require(sizes is not None, "Resize needs scales or sizes")
