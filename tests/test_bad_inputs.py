@@ -57,10 +57,22 @@ def _plan(capsys, path):
 def test_nan_weight_names_the_tensor_and_the_node(tmp_path, capsys):
     w = np.ones((2, 1, 1, 1), np.float32)
     w[1] = np.nan
-    path = _save(tmp_path, [helper.make_node("Conv", ["x", "w"], ["y"], name="conv")], [numpy_helper.from_array(w, "w")],
+    path = _save(tmp_path, [helper.make_node("Conv", ["x", "w"], ["y"], name="conv")],
+                 [numpy_helper.from_array(w, "w")],
                  [_value("x", (1, 1, 4, 4))], [_value("y", (1, 2, 4, 4))])
     err = _plan(capsys, path)
     assert "constant w" in err and "node conv (Conv)" in err and "NaN or infinite values (1 of 2)" in err
+
+
+def test_nan_read_by_a_node_folded_at_compile_time(tmp_path, capsys):
+    w = np.ones((1, 1, 1, 2), np.float32)
+    w[0, 0, 0, 1] = np.nan
+    nodes = [helper.make_node("Transpose", ["w"], ["wt"], name="turn", perm=[3, 2, 1, 0]),
+             helper.make_node("Conv", ["x", "wt"], ["y"], name="conv")]
+    path = _save(tmp_path, nodes, [numpy_helper.from_array(w, "w")], [_value("x", (1, 1, 4, 4))],
+                 [_value("y", (1, 2, 4, 4))])
+    err = _plan(capsys, path)
+    assert "node turn (Transpose) reads constant w, which holds NaN values (1 of 2)" in err
 
 
 def test_infinite_bias(tmp_path, capsys):
@@ -85,6 +97,17 @@ def test_negative_variance(tmp_path, capsys):
 def test_zero_scale(tmp_path, capsys):
     err = _plan(capsys, _qdq(tmp_path, 0.0, helper.make_tensor("z", TensorProto.INT8, [], [0])))
     assert "node quant (QuantizeLinear)" in err and "scale 0 in s" in err and "positive and finite" in err
+
+
+def test_weights_quantized_at_compile_time_with_a_zero_scale(tmp_path, capsys):
+    w = numpy_helper.from_array(np.ones((2, 1, 1, 1), np.float32), "w")
+    scale, zp = numpy_helper.from_array(np.float32(0), "ws"), numpy_helper.from_array(np.int8(0), "wz")
+    nodes = [helper.make_node("QuantizeLinear", ["w", "ws", "wz"], ["wq"], name="q_w"),
+             helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["wf"], name="dq_w"),
+             helper.make_node("Conv", ["x", "wf"], ["y"], name="conv")]
+    path = _save(tmp_path, nodes, [w, scale, zp], [_value("x", (1, 1, 4, 4))], [_value("y", (1, 2, 4, 4))])
+    err = _plan(capsys, path)
+    assert "node q_w (QuantizeLinear) has scale 0 in ws" in err
 
 
 def test_negative_per_channel_scale(tmp_path, capsys):
@@ -186,7 +209,8 @@ def test_no_board_has_a_region_bigger_than_a_tensor_may_be():
 
 
 def test_cycle_names_its_nodes(tmp_path, capsys):
-    nodes = [helper.make_node("Add", ["x", "b"], ["a"], name="add"), helper.make_node("Relu", ["a"], ["b"], name="relu"),
+    nodes = [helper.make_node("Add", ["x", "b"], ["a"], name="add"),
+             helper.make_node("Relu", ["a"], ["b"], name="relu"),
              helper.make_node("Relu", ["b"], ["y"], name="out")]
     err = _plan(capsys, _save(tmp_path, nodes))
     assert "cycle: node relu (Relu) -> node add (Add) -> node relu (Relu)" in err
@@ -198,7 +222,8 @@ def test_dangling_input(tmp_path, capsys):
 
 
 def test_two_producers(tmp_path, capsys):
-    nodes = [helper.make_node("Relu", ["x"], ["y"], name="first"), helper.make_node("Sigmoid", ["x"], ["y"], name="second")]
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="first"),
+             helper.make_node("Sigmoid", ["x"], ["y"], name="second")]
     err = _plan(capsys, _save(tmp_path, nodes))
     assert "tensor y is produced twice, by node first (Relu) and by node second (Sigmoid)" in err
 

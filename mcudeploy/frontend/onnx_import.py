@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Mapping, Optional, Union
 
@@ -210,46 +211,66 @@ class _Importer:
             return
         known = [i for i in proto.input if i]
         if proto.op_type not in NEVER_FOLD and known and all(self._const(i) is not None for i in known):
-            values = [self._const(i) if i else None for i in proto.input]
-            for out, shape in zip(proto.output, output_shapes(proto, values, self.opset)):
-                if out and shape is not None:
-                    check_shape(shape, 1, f"{self.where}: {out}, which {label} would make at compile time,",
-                                empty_ok=True)
-            try:
-                results = evaluate_node(proto, values, self.opset)
-            except Exception as exc:  # the reference evaluator raises many types
-                raise UnsupportedError(f"{self.where}: {label} has constant inputs but could not be folded "
-                                       f"({_first_line(exc)})") from None
-            for out, value in zip(proto.output, results):
-                if out:
-                    check_shape(np.shape(value), np.asarray(value).dtype.itemsize, f"{self.where}: {out}, made "
-                                f"by {label} at compile time,", empty_ok=True)
-                    self._add_const(out, value)
+            self._fold(proto, name, label)
             return
 
         op = registry.for_onnx(proto.op_type)
         if op is None:
             raise UnsupportedError(f"{self.where}: {label} uses operator {proto.op_type}, which mcudeploy does not "
                                    f"support")
-        attrs = {a.name: helper.get_attribute_value(a) for a in proto.attribute}
-        attrs = {k: (v.decode(errors="replace") if isinstance(v, bytes) else v) for k, v in attrs.items()}
-        onnx_node = OnnxNode(name, proto.op_type, tuple(proto.input), tuple(o for o in proto.output), attrs,
-                             self._const, self.opset)
-        try:
-            inputs, ir_attrs = op.from_onnx(onnx_node)
+        with self._about(label):
+            inputs, ir_attrs = op.from_onnx(self._onnx_node(proto, name))
             node = Node(name, op.name, tuple(inputs), tuple(o for o in proto.output if o), ir_attrs)
             self._check_values(node)
             partial = Graph("partial", self.tensors, self.nodes, (), ())
             types = op.infer(partial, node)
-        except UnsupportedError as exc:
-            raise UnsupportedError(f"{self.where}: {label} is not supported: {str(exc).rstrip('.')}") from None
-        except InvalidModelError as exc:
-            raise InvalidModelError(f"{self.where}: {label} {str(exc).rstrip('.')}") from None
         for out, (shape, dtype) in zip(node.outputs, types):
             shape = tuple(int(d) for d in shape)
             check_shape(shape, itemsize(dtype), f"{self.where}: {out}, the output of {label},")
             self.tensors[out] = Tensor(out, shape, dtype)
         self.nodes.append(node)
+
+    @contextmanager
+    def _about(self, label: str):
+        """An operator's complaint about a node, prefixed with the file and the node."""
+        try:
+            yield
+        except UnsupportedError as exc:
+            raise UnsupportedError(f"{self.where}: {label} is not supported: {str(exc).rstrip('.')}") from None
+        except InvalidModelError as exc:
+            raise InvalidModelError(f"{self.where}: {label} {str(exc).rstrip('.')}") from None
+
+    def _onnx_node(self, proto: onnx.NodeProto, name: str) -> OnnxNode:
+        attrs = {a.name: helper.get_attribute_value(a) for a in proto.attribute}
+        attrs = {k: (v.decode(errors="replace") if isinstance(v, bytes) else v) for k, v in attrs.items()}
+        return OnnxNode(name, proto.op_type, tuple(proto.input), tuple(o for o in proto.output), attrs, self._const,
+                        self.opset)
+
+    def _fold(self, proto: onnx.NodeProto, name: str, label: str) -> None:
+        """Evaluate a node whose inputs are all constants (onnx's reference evaluator), once it reads no
+        NaN, a QuantizeLinear's scale and zero point pass the checks they pass when it runs, and the
+        outputs' sizes, as shape inference predicts them, are within MAX_TENSOR_BYTES."""
+        values = [self._const(i) if i else None for i in proto.input]
+        for i, value in zip(proto.input, values):
+            if value is not None and value.dtype.kind == "f" and np.isnan(value).any():
+                raise InvalidModelError(f"{self.where}: {label} reads constant {i}, which holds NaN values "
+                                        f"({int(np.isnan(value).sum())} of {value.size})")
+        if proto.op_type == "QuantizeLinear":
+            with self._about(label):
+                registry.for_onnx("QuantizeLinear").from_onnx(self._onnx_node(proto, name))
+        for out, shape in zip(proto.output, output_shapes(proto, values, self.opset)):
+            if out and shape is not None:
+                check_shape(shape, 1, f"{self.where}: {out}, which {label} would make at compile time,", empty_ok=True)
+        try:
+            results = evaluate_node(proto, values, self.opset)
+        except Exception as exc:  # the reference evaluator raises many types
+            raise UnsupportedError(f"{self.where}: {label} has constant inputs but could not be folded "
+                                   f"({_first_line(exc)})") from None
+        for out, value in zip(proto.output, results):
+            if out:
+                check_shape(np.shape(value), np.asarray(value).dtype.itemsize, f"{self.where}: {out}, made by {label} "
+                            f"at compile time,", empty_ok=True)
+                self._add_const(out, value)
 
     def _check_values(self, node: Node) -> None:
         """The constants an operator reads (weights, biases) and its float attributes are finite."""

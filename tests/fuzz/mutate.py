@@ -203,7 +203,8 @@ def _set_attribute(a: AttributeProto, kind: str, rng: random.Random) -> None:
         a.type, a.s = AttributeProto.STRING, rng.choice(STRINGS)
     elif kind == "ints":
         a.type = AttributeProto.INTS
-        a.ints.extend(_int(rng) if rng.random() < 0.3 else rng.randint(0, 3) for _ in range(rng.choice((0, 1, 2, 4, 8))))
+        count = rng.choice((0, 1, 2, 4, 8))
+        a.ints.extend(_int(rng) if rng.random() < 0.3 else rng.randint(0, 3) for _ in range(count))
     else:
         a.type = AttributeProto.FLOATS
         a.floats.extend(_float(rng) for _ in range(rng.choice((0, 1, 2, 4))))

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from mcudeploy.errors import MCUDeployError
 
-_NAMES = re.compile(r"\b(node|tensor|input|output|initializer|constant|reads|writes)( constant)? (?!\()(b'[^']*'|[^\s,]+)")
+_NAMES = re.compile(r"\b(node|tensor|input|output|initializer|constant|reads|writes)( constant)? "
+                    r"(?!\()(b'[^']*'|[^\s,]+)")
 _NUMBERS = re.compile(r"-?\b\d[\d,.e+-]*")
 
 
