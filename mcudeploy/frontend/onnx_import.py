@@ -248,16 +248,22 @@ class _Importer:
 
     def _fold(self, proto: onnx.NodeProto, name: str, label: str) -> None:
         """Evaluate a node whose inputs are all constants (onnx's reference evaluator), once it reads no
-        NaN, a QuantizeLinear's scale and zero point pass the checks they pass when it runs, and the
-        outputs' sizes, as shape inference predicts them, are within MAX_TENSOR_BYTES."""
+        NaN, a QuantizeLinear's scale and zero point pass the checks they pass when it runs (and its
+        input over its scale is finite), and the outputs' sizes, as shape inference predicts them,
+        are within MAX_TENSOR_BYTES."""
         values = [self._const(i) if i else None for i in proto.input]
         for i, value in zip(proto.input, values):
             if value is not None and value.dtype.kind == "f" and np.isnan(value).any():
                 raise InvalidModelError(f"{self.where}: {label} reads constant {i}, which holds NaN values "
                                         f"({int(np.isnan(value).sum())} of {value.size})")
-        if proto.op_type == "QuantizeLinear":
+        if proto.op_type == "QuantizeLinear":  # weights quantized at compile time
             with self._about(label):
-                registry.for_onnx("QuantizeLinear").from_onnx(self._onnx_node(proto, name))
+                _, attrs = registry.for_onnx("QuantizeLinear").from_onnx(self._onnx_node(proto, name))
+            with np.errstate(all="ignore"):
+                reach = np.float32(np.abs(values[0]).max(initial=0) / min(attrs["scale"]))
+            if not np.isfinite(reach):  # onnx's reference would cast inf to int32 (INT_MIN), not saturate
+                raise InvalidModelError(f"{self.where}: {label} quantizes {proto.input[0]} to values beyond what a "
+                                        f"float holds")
         for out, shape in zip(proto.output, output_shapes(proto, values, self.opset)):
             if out and shape is not None:
                 check_shape(shape, 1, f"{self.where}: {out}, which {label} would make at compile time,", empty_ok=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from mcudeploy.errors import MCUDeployError
 
-_NAMES = re.compile(r"\b(node|tensor|input|output|initializer|constant|reads|writes)( constant)? "
+_NAMES = re.compile(r"\b(node|tensor|input|output|initializer|constant|reads|writes|dequantizes|quantizes)( constant)? "
                     r"(?!\()(b'[^']*'|[^\s,]+)")
 _NUMBERS = re.compile(r"-?\b\d[\d,.e+-]*")
 
