@@ -78,6 +78,10 @@ def main(argv=None) -> int:
             args.save.mkdir(parents=True, exist_ok=True)
             for i in indices:
                 (args.save / f"case-{i}.onnx").write_bytes(case(seeds, args.seed, i)[1])
+    if result.warnings:
+        print("numeric warnings (not failures; a hint at a value computed wrong without an error), first cases:")
+        for warning, indices in sorted(result.warnings.items()):
+            print(f"          {warning}  (cases {', '.join(map(str, indices))})")
     return 1 if failures else 0
 
 

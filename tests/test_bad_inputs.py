@@ -110,15 +110,16 @@ def test_weights_quantized_at_compile_time_with_a_zero_scale(tmp_path, capsys):
     assert "node q_w (QuantizeLinear) has scale 0 in ws" in err
 
 
-def test_weights_quantized_at_compile_time_beyond_a_float(tmp_path, capsys):
-    w = numpy_helper.from_array(np.array([1.0, -np.inf], np.float32).reshape(2, 1, 1, 1), "w")
+@pytest.mark.parametrize("big", [-np.inf, 1e20])
+def test_weights_quantized_at_compile_time_beyond_int32(tmp_path, capsys, big):
+    w = numpy_helper.from_array(np.array([1.0, big], np.float32).reshape(2, 1, 1, 1), "w")
     scale, zp = numpy_helper.from_array(np.float32(0.1), "ws"), numpy_helper.from_array(np.int8(0), "wz")
     nodes = [helper.make_node("QuantizeLinear", ["w", "ws", "wz"], ["wq"], name="q_w"),
              helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["wf"], name="dq_w"),
              helper.make_node("Conv", ["x", "wf"], ["y"], name="conv")]
     path = _save(tmp_path, nodes, [w, scale, zp], [_value("x", (1, 1, 4, 4))], [_value("y", (1, 2, 4, 4))])
     err = _plan(capsys, path)
-    assert "node q_w (QuantizeLinear) quantizes w to values beyond what a float holds" in err
+    assert f"node q_w (QuantizeLinear) quantizes w to {abs(big) / 0.1:.3g} steps of its scale, beyond the int32" in err
 
 
 def test_negative_per_channel_scale(tmp_path, capsys):

@@ -249,8 +249,8 @@ class _Importer:
     def _fold(self, proto: onnx.NodeProto, name: str, label: str) -> None:
         """Evaluate a node whose inputs are all constants (onnx's reference evaluator), once it reads no
         NaN, a QuantizeLinear's scale and zero point pass the checks they pass when it runs (and its
-        input over its scale is finite), and the outputs' sizes, as shape inference predicts them,
-        are within MAX_TENSOR_BYTES."""
+        input over its scale stays within int32), and the outputs' sizes, as shape inference
+        predicts them, are within MAX_TENSOR_BYTES."""
         values = [self._const(i) if i else None for i in proto.input]
         for i, value in zip(proto.input, values):
             if value is not None and value.dtype.kind == "f" and np.isnan(value).any():
@@ -260,10 +260,10 @@ class _Importer:
             with self._about(label):
                 _, attrs = registry.for_onnx("QuantizeLinear").from_onnx(self._onnx_node(proto, name))
             with np.errstate(all="ignore"):
-                reach = np.float32(np.abs(values[0]).max(initial=0) / min(attrs["scale"]))
-            if not np.isfinite(reach):  # onnx's reference would cast inf to int32 (INT_MIN), not saturate
-                raise InvalidModelError(f"{self.where}: {label} quantizes {proto.input[0]} to values beyond what a "
-                                        f"float holds")
+                steps = float(np.abs(values[0]).max(initial=0)) / min(attrs["scale"])
+            if not steps < 2 ** 31:  # onnx's reference casts x / scale to int32 before it saturates: INT_MIN
+                raise InvalidModelError(f"{self.where}: {label} quantizes {proto.input[0]} to {steps:.3g} steps of "
+                                        f"its scale, beyond the int32 range constant folding computes in")
         for out, shape in zip(proto.output, output_shapes(proto, values, self.opset)):
             if out and shape is not None:
                 check_shape(shape, 1, f"{self.where}: {out}, which {label} would make at compile time,", empty_ok=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from fuzz.mutate import mutant
-from fuzz.target import outcome
+from fuzz.target import warned
 
 MEMORY_HEADROOM = 3 << 30  # bytes a worker may allocate beyond what it holds at start
 
@@ -33,6 +33,7 @@ class Result:
     counts: Counter = field(default_factory=Counter)
     examples: dict[str, list[int]] = field(default_factory=dict)  # outcome -> the first case indices
     slowest: tuple[float, int] = (0.0, -1)  # seconds and index of the slowest case that finished
+    warnings: dict[str, list[int]] = field(default_factory=dict)  # numeric warning -> the first case indices
 
     @property
     def failures(self) -> dict[str, list[int]]:
@@ -59,7 +60,7 @@ def _serve(conn, seeds, seed: int, folder: str) -> None:
             return
         began = time.monotonic()
         path.write_bytes(case(seeds, seed, index)[1])
-        conn.send((outcome(path), time.monotonic() - began))
+        conn.send((*warned(path), time.monotonic() - began))
 
 
 class _Worker:
@@ -116,8 +117,10 @@ def fuzz(seeds: list[tuple[str, bytes]], count: int, seed: int = 0, start: int =
             for w in list(busy):
                 if w.conn in ready:
                     try:
-                        what, seconds = w.conn.recv()
+                        what, warning, seconds = w.conn.recv()
                         result.slowest = max(result.slowest, (seconds, w.index))
+                        if warning and len(result.warnings.setdefault(warning, [])) < keep:
+                            result.warnings[warning].append(w.index)
                     except (EOFError, OSError):
                         w.proc.join()
                         what = f"FAIL crash (exit {w.proc.exitcode})"

@@ -5,12 +5,15 @@ Outcomes: "ok"; "error: <its first words>" for an MCUDeployError whose message i
 sentence a user reads); anything else is a failure to fix: "FAIL <type> at <file:line>" for any
 other exception (it would reach the CLI's last resort as an internal error), "FAIL multi-line
 message", "FAIL timeout", "FAIL crash" (the worker died: a signal, the memory limit).
+Numeric warnings (an overflow, a NaN cast) are reported beside the outcome (``warned``).
 """
 from __future__ import annotations
 
 import re
 import traceback
+import warnings
 from pathlib import Path
+from typing import Optional
 
 from mcudeploy.errors import MCUDeployError
 
@@ -39,6 +42,16 @@ def outcome(path: Path) -> str:
     except Exception as exc:  # noqa: BLE001  (this is what the fuzzer looks for)
         return f"FAIL {type(exc).__name__} at {_where(exc)}"
     return "ok"
+
+
+def warned(path: Path) -> tuple[str, Optional[str]]:
+    """(outcome, the first numeric warning it raised, e.g. an overflow, else None): not a failure, but
+    a hint at a value computed wrong without an error."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        result = outcome(path)
+    first = next((w for w in caught if issubclass(w.category, RuntimeWarning)), None)
+    return result, (f"{first.filename.split('/')[-1]}:{first.lineno}: {first.message}" if first else None)
 
 
 def error_kind(text: str, path: str) -> str:
