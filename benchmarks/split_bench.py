@@ -124,19 +124,20 @@ def check_tuned(result, model_path: Path, samples_count: int) -> tuple[str, list
     from mcudeploy.project import load_project
     from mcudeploy.reference import run_reference
 
-    compiled = load_project(result.out_dir).compiled
+    project = load_project(result.out_dir)
+    compiled = project.compiled
     samples = check.random_inputs(compiled.graph, samples_count, seed=0)
     board_run = run_on_board(compiled, samples)
-    report = check.compare(compiled.graph, board_run.outputs, check.run_onnxruntime(model_path, samples), samples)
     same_as_host, lines = compare_with_host(compiled, board_run.outputs, samples)
+    verdict = check.check_outputs(model_path, compiled, board_run.outputs, samples, project.unsplit)
     unsplit = result.baseline.compiled.graph
     differ = 0
     for sample, outputs in zip(samples, board_run.outputs):
         for got, want in zip(outputs, run_reference(unsplit, sample)):
             differ += int(np.count_nonzero(np.asarray(got) != np.asarray(want)))
-    lines = report.lines() + lines + [f"vs the unsplit graph's reference: "
-                                      f"{'bit for bit identical' if not differ else f'{differ} element(s) differ'}"]
-    ok = report.ok and same_as_host and not differ
+    lines = lines + verdict.lines() + [f"vs the unsplit graph's reference: "
+                                       f"{'bit for bit identical' if not differ else f'{differ} element(s) differ'}"]
+    ok = verdict.ok and same_as_host and not differ
     return ("PASS" if ok else "FAIL"), lines, board_run.runs[0].total_ticks if board_run.runs else None
 
 

@@ -8,7 +8,7 @@ import tempfile
 import traceback
 from pathlib import Path
 
-from mcudeploy import __version__
+from mcudeploy import __version__, interrupts
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.outputs import check_output, writing
 
@@ -115,10 +115,13 @@ def cmd_run(args) -> int:
     from mcudeploy import check
     from mcudeploy.device.host import run_compiled_on_host
 
+    if args.float_model and not args.check:
+        raise MCUDeployError("--float-model applies only with --check")
     if args.output:
         check_output(args.output, folder=False)
     compiled, reference, model = _run_target(args)
     graph = compiled.graph
+    float_model = check.float_model(args.float_model, reference) if args.float_model else None
     samples = check.load_input(args.input, graph) if args.input else check.random_inputs(graph, args.samples)
     board_run = None
     if compiled.board.kind == "host":
@@ -134,16 +137,19 @@ def cmd_run(args) -> int:
     if args.output:
         import numpy as np
 
+        import io
+
+        from mcudeploy.files import write_atomic
+
+        buf = io.BytesIO()
+        np.savez(buf, **{n: np.stack([o[k] for o in outputs]) for k, n in enumerate(graph.outputs)})
         with writing(args.output):
-            np.savez(args.output, **{n: np.stack([o[k] for o in outputs]) for k, n in enumerate(graph.outputs)})
+            write_atomic(args.output, buf.getvalue())
         print(f"wrote the outputs of {len(samples)} sample(s) to {args.output}")
     if not args.check:
         for k, name in enumerate(graph.outputs):
             print(f"{name}: {outputs[0][k].ravel()[:16].tolist()}{' ...' if outputs[0][k].size > 16 else ''}")
         return 0
-    report = check.compare(graph, outputs, check.run_onnxruntime(model, samples), samples, reference)
-    for line in report.lines():
-        print(line)
     same_as_host = True
     if board_run is not None:
         from mcudeploy.device.runner import compare_with_host
@@ -151,7 +157,10 @@ def cmd_run(args) -> int:
         same_as_host, lines = compare_with_host(compiled, outputs, samples)
         for line in lines:
             print(line)
-    return 0 if report.ok and same_as_host else 1
+    verdict = check.check_outputs(model, compiled, outputs, samples, reference, float_model)
+    for line in verdict.lines():
+        print(line)
+    return 0 if verdict.ok and same_as_host else 1
 
 
 def cmd_measure(args) -> int:
@@ -171,15 +180,16 @@ def cmd_measure(args) -> int:
 def cmd_tune(args) -> int:
     from mcudeploy.frontend import parse_input_shapes
     from mcudeploy.search import Tuner, write_result
+    from mcudeploy.search.state import STATE_FILE
 
     check_output(args.output, folder=True)
-    tuner = Tuner(args.model, args.board, args.output, max_overhead=args.max_overhead, time_limit=args.time_limit,
-                  port=args.port, input_shapes=parse_input_shapes(args.input_shape))
     try:
+        tuner = Tuner(args.model, args.board, args.output, max_overhead=args.max_overhead,
+                      time_limit=args.time_limit, port=args.port, input_shapes=parse_input_shapes(args.input_shape))
         result = tuner.run()
     except KeyboardInterrupt:
-        print(f"mcudeploy: tune interrupted; what it learnt is in {tuner.state.path}: run the same command to resume",
-              file=sys.stderr)
+        print(f"mcudeploy: tune interrupted; what it learnt is in {Path(args.output) / STATE_FILE}: run the same "
+              f"command to resume", file=sys.stderr)
         return 130
     with writing(args.output):
         out = write_result(result)
@@ -194,19 +204,26 @@ def cmd_tune(args) -> int:
 
 
 def cmd_flash(args) -> int:
-    from mcudeploy.device import platformio
+    from mcudeploy.device import emulator, flash
 
-    if args.stop:
-        emu = platformio.stop_emulator(args.board)
-        print(f"stopped the emulator of {args.board} (pid {emu.pid})" if emu else f"no emulator runs for {args.board}")
+    if args.stop or args.all:
+        if args.all:
+            stopped = emulator.stop_emulators(args.board)
+        else:
+            emu = emulator.stop_emulator(args.board, emulator.socket_port(args.port) if args.port else None)
+            stopped = [emu] if emu else []
+        for emu in stopped:
+            print(f"stopped the emulator of {emu.board} on {emu.url} (pid {emu.pid})")
+        if not stopped:
+            print(f"no emulator runs for {args.board}" + (f" on {args.port}" if args.port else ""))
         return 0
     from mcudeploy.frontend import parse_input_shapes
 
     if args.project_dir:
         check_output(args.project_dir, folder=True)
-    result = platformio.flash(args.model, args.board, port=args.port, project=args.project_dir,
+    result = flash.flash(args.model, args.board, port=args.port, project=args.project_dir,
                               upload_firmware=not args.no_upload, input_shapes=parse_input_shapes(args.input_shape))
-    for line in platformio.summary(result):
+    for line in flash.summary(result):
         print(line)
     return 0
 
@@ -239,8 +256,12 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("run", help="build and run the model (or a compiled or tuned project) on a board")
     _model_options(s, project=True)
     s.add_argument("--input", help="an input as .npy (one input) or .npz (by input name)")
-    s.add_argument("--check", action="store_true", help="compare with onnxruntime and the numpy reference")
+    s.add_argument("--check", action="store_true",
+                   help="check every operator against onnxruntime and the C against the numpy reference")
     s.add_argument("--samples", type=int, default=20, help="random inputs for --check (default 20)")
+    s.add_argument("--float-model", metavar="FILE",
+                   help="with --check, also report the outputs' SNR and top-1 against this float ONNX model (the "
+                        "one the int8 model was quantized from)")
     s.add_argument("-o", "--output", help="save the outputs to this .npz")
     s.add_argument("--port", help="serial port of a flashed board (a pyserial URL: /dev/ttyACM0, socket://HOST:PORT)")
     s.set_defaults(run=cmd_run)
@@ -274,23 +295,29 @@ def parser() -> argparse.ArgumentParser:
                                   "real board: its serial port, e.g. /dev/ttyACM0")
     s.add_argument("--project-dir", help="where to write the PlatformIO project (default: in the mcudeploy cache)")
     s.add_argument("--no-upload", action="store_true", help="build and report memory use, do not upload")
-    s.add_argument("--stop", action="store_true", help="stop the emulator an earlier flash of BOARD started")
+    s.add_argument("--stop", action="store_true", help="stop the emulator an earlier flash of BOARD started (the one "
+                                                      "on --port when several run)")
+    s.add_argument("--all", action="store_true", help="with --stop: stop every emulator of BOARD")
     s.set_defaults(run=cmd_flash)
     return p
 
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
+    interrupts.install()
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
     try:
         return args.run(args)
-    except MCUDeployError as exc:
-        print(f"mcudeploy: error: {exc}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         print("mcudeploy: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:  # noqa: BLE001  (the last resort: a bug, told in one sentence)
+    except Exception as exc:  # noqa: BLE001  (the last resort below: a bug, told in one sentence)
+        if interrupts.received():  # the interruption surfaced as another error (e.g. in an import)
+            print("mcudeploy: interrupted", file=sys.stderr)
+            return 130
+        if isinstance(exc, MCUDeployError):
+            print(f"mcudeploy: error: {exc}", file=sys.stderr)
+            return 1
         if args.verbose:
             traceback.print_exc()
         text = str(exc).strip().splitlines()

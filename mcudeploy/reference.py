@@ -11,6 +11,12 @@ from mcudeploy.ops import registry
 
 
 def run_reference(graph: Graph, inputs: Sequence[np.ndarray] | Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    values = evaluate(graph, inputs)
+    return [values[o] for o in graph.outputs]
+
+
+def evaluate(graph: Graph, inputs: Sequence[np.ndarray] | Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The value of every tensor of the graph (constants included) on these inputs."""
     if not isinstance(inputs, Mapping):
         inputs = dict(zip(graph.inputs, inputs))
     values: dict[str, np.ndarray] = {}
@@ -35,4 +41,4 @@ def run_reference(graph: Graph, inputs: Sequence[np.ndarray] | Mapping[str, np.n
                 raise AssertionError(f"reference of {node.name} ({node.op}) gave {value.dtype}{value.shape} for {out}, "
                                      f"declared {t.dtype}{t.shape}")
             values[out] = value
-    return [values[o] for o in graph.outputs]
+    return values

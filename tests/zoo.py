@@ -266,6 +266,21 @@ def mobilenetv2(workdir: Path, size: int = 128, stages=MOBILENETV2_STAGES, class
     return float_model, qdq_model, example
 
 
+def drift(workdir: Path, gain: float = 4.0) -> Built:
+    """Conv, a 2x2 AveragePool, a gain and a Sigmoid: the int8 model drifts from onnxruntime end to end
+    (several steps at the output) although every operator agrees with it given the same inputs.
+
+    The average of four integers is often a tie (.5), which onnxruntime's float arithmetic and
+    mcudeploy's integer arithmetic may round either way; the gain and the steep middle of the
+    sigmoid (input steps much coarser than output steps) turn that one step into many. Not in
+    BUILDERS (it adds no operator)."""
+    net = Net("drift", 5)
+    x = net.conv("x", 4, 8, 3)
+    x = net.op("AveragePool", [x], kernel_shape=[2, 2], strides=[2, 2])
+    x = net.op("Mul", [x, net.const(np.float32(gain))])
+    return _finish(net, {"x": (1, 4, 16, 16)}, {"y": net.op("Sigmoid", [x])}, workdir)
+
+
 def with_int8_inputs(model: onnx.ModelProto, example: dict[str, np.ndarray] | None = None):
     """A QDQ model whose float graph inputs become the int8 tensors their QuantizeLinear made.
 

@@ -22,6 +22,7 @@ typedef struct {
     uint32_t model_id;            /* CRC-32 of the generated model.c (0: no model) */
     uint32_t uart_base;
     uint32_t uart_brr;            /* baud-rate register value (ignored by QEMU's models) */
+    int32_t uart_irq;             /* the UART's receive interrupt (NVIC number), -1: none known, poll */
     uint32_t timer_hz;            /* ticks per second of mcud_timer_now() */
     uint32_t emulated;            /* 1: semihosting is available (QEMU), 0: real hardware */
     const mcud_fw_reg_write *init;
@@ -52,11 +53,15 @@ uint32_t mcud_fw_crc32(uint32_t crc, const uint8_t *data, uint32_t n);
 void mcud_uart_init(const mcud_fw_config *config);
 void mcud_uart_write(const uint8_t *data, uint32_t n);
 int32_t mcud_uart_read(void); /* a received byte, or -1 when none is waiting */
+/* Sleeps (WFI) until a byte has arrived; returns at once when config->uart_irq < 0. */
+void mcud_uart_wait(void);
 
 /* ---- port: timer (timer_*.c) ---- */
 void mcud_timer_init(void);
 void mcud_timer_restart(void); /* aligns the tick phase to this instruction (deterministic under QEMU -icount) */
 uint64_t mcud_timer_now(void);
+void mcud_timer_suspend(void); /* before the device sleeps: nothing of the timer's may wake it */
+void mcud_timer_resume(void);  /* after: running again (the count restarts) */
 
 /* ---- port: system (system.c) ---- */
 void mcud_sys_init(const mcud_fw_config *config); /* runs the register writes of config->init */

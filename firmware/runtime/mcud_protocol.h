@@ -9,13 +9,18 @@
  *   6  2  payload length n (at most MCUD_PROTO_MAX_PAYLOAD)
  *   8  n  payload
  *   8+n 4 CRC-32 (zlib's) of bytes 2 .. 8+n-1
+ *
+ * LOAD_INPUT, LOAD_INPUT_FILE, RUN, READ_TICKS and READ_OUTPUT carry a run id: a RUN acts only on
+ * inputs loaded under its id, a RUN whose id the device has just run is answered from its result
+ * (not run again: the run may have overwritten its inputs in the arena), and outputs and ticks
+ * are read only under the id of the run that made them.
  */
 #ifndef MCUD_PROTOCOL_H
 #define MCUD_PROTOCOL_H
 
 #define MCUD_PROTO_MAGIC0 0xA5u
 #define MCUD_PROTO_MAGIC1 0x5Au
-#define MCUD_PROTO_VERSION 1u
+#define MCUD_PROTO_VERSION 2u
 #define MCUD_PROTO_HEADER 8u
 #define MCUD_PROTO_TRAILER 4u
 #define MCUD_PROTO_MAX_PAYLOAD 2048u
@@ -33,6 +38,7 @@ enum {
     MCUD_CMD_RESET = 0x09,
     MCUD_CMD_EXIT = 0x0A,
     MCUD_CMD_LOAD_INPUT_FILE = 0x0B, /* emulated boards: read input bytes from a host file (semihosting) */
+    MCUD_CMD_ACK = 0xFD,  /* "working on it": sent before a command that takes long (RUN, RUN_OP, CALIBRATE) */
     MCUD_CMD_BOOT = 0xFE, /* unsolicited, sent once at start-up */
     MCUD_CMD_ERROR = 0xFF
 };
@@ -44,7 +50,8 @@ enum {
     MCUD_ERR_BAD_VERSION = 4,
     MCUD_ERR_UNKNOWN_COMMAND = 5,
     MCUD_ERR_BAD_ARGUMENT = 6,
-    MCUD_ERR_UNSUPPORTED = 7
+    MCUD_ERR_UNSUPPORTED = 7,
+    MCUD_ERR_BAD_STATE = 8 /* a run id the device holds no inputs or results for */
 };
 
 /* A frame that stops for this long (ms) between two of its bytes is dropped and answered with

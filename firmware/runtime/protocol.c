@@ -1,7 +1,10 @@
 /* The measurer's command loop: receive a frame, check it, act, answer. A frame that fails
  * its checksum, is too long, or stops half-way is never acted on; the device answers
- * ERROR and keeps serving. Every command is idempotent except RESET and EXIT, so the host
- * may simply resend a request whose answer it did not get. */
+ * ERROR and keeps serving. Every command but RESET and EXIT is safe to receive twice, so the
+ * host may simply resend a request whose answer it did not get: a RUN is keyed by its run id
+ * (a repeated id is answered from the result, not run again over inputs the run overwrote),
+ * and inputs, outputs and ticks belong to one run id. Between frames the device sleeps until
+ * the UART has a byte, where the board names the UART's interrupt. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -18,6 +21,21 @@ static uint8_t frame[FRAME_BYTES];
 #define rx frame
 #define tx frame
 static const mcud_fw_config *cfg;
+
+/* The run the host is preparing (inputs loaded under load_id) and the last run made. */
+static uint32_t load_id;
+static const uint32_t num_inputs = MCUD_NUM_INPUTS; /* a variable: the measurer alone has none */
+static uint8_t loaded[MCUD_NUM_INPUTS > 0 ? MCUD_NUM_INPUTS : 1];
+static uint32_t run_id;
+static uint32_t run_valid;
+static uint64_t run_total;
+
+/* The last RUN_OP or CALIBRATE, by its frame's checksum, and its reply: the same frame again (the
+ * host resends when an answer is lost) is answered without measuring again. */
+static uint32_t long_crc;
+static uint32_t long_valid;
+static uint8_t long_reply[24];
+static uint32_t long_len;
 
 
 static void put16(uint8_t *p, uint32_t v)
@@ -128,7 +146,75 @@ static uint8_t *io_span(int input, uint32_t index, uint32_t offset, uint32_t len
     return (uint8_t *)(input ? mcud_model_input((int32_t)index) : mcud_model_output((int32_t)index)) + offset;
 }
 
-static void handle(uint32_t cmd, uint32_t seq, const uint8_t *in, uint32_t n)
+/* The arena is about to change under the inputs and outputs: no run result stays readable and
+ * every input must be loaded again. */
+static void forget_run(void)
+{
+    run_valid = 0;
+    for (uint32_t i = 0; i < num_inputs; i++) {
+        loaded[i] = 0;
+    }
+}
+
+static void note_load(uint32_t id, uint32_t index)
+{
+    if (id != load_id) {
+        forget_run();
+        load_id = id;
+    }
+    run_valid = 0; /* the bytes just written may lie where the last run's outputs are */
+    loaded[index] = 1;
+}
+
+static int32_t inputs_loaded(uint32_t id)
+{
+    if (num_inputs == 0) {
+        return 1;
+    }
+    if (id != load_id) {
+        return 0;
+    }
+    for (uint32_t i = 0; i < num_inputs; i++) {
+        if (!loaded[i]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int32_t run_readable(uint32_t id)
+{
+    return run_valid && id == run_id;
+}
+
+static void send_run_reply(uint32_t seq)
+{
+    put64(OUT, run_total);
+    put16(OUT + 8, cfg->num_ops);
+    send_frame(MCUD_CMD_RUN | MCUD_PROTO_REPLY, seq, 10);
+}
+
+/* Answers a repeated RUN_OP or CALIBRATE frame from its stored reply; 0 if the frame is new. */
+static int32_t replay_long(uint32_t cmd, uint32_t seq, uint32_t crc)
+{
+    if (!long_valid || crc != long_crc) {
+        return 0;
+    }
+    send_frame(MCUD_CMD_ACK, seq, 0);
+    memcpy(OUT, long_reply, long_len);
+    send_frame(cmd | MCUD_PROTO_REPLY, seq, long_len);
+    return 1;
+}
+
+static void keep_long(uint32_t crc, uint32_t len)
+{
+    memcpy(long_reply, OUT, len);
+    long_len = len;
+    long_crc = crc;
+    long_valid = 1;
+}
+
+static void handle(uint32_t cmd, uint32_t seq, const uint8_t *in, uint32_t n, uint32_t crc)
 {
     uint32_t reply = cmd | MCUD_PROTO_REPLY;
     switch (cmd) {
@@ -140,32 +226,36 @@ static void handle(uint32_t cmd, uint32_t seq, const uint8_t *in, uint32_t n)
         send_frame(reply, seq, n);
         return;
     case MCUD_CMD_LOAD_INPUT: {
-        uint8_t *dst = n >= 5 ? io_span(1, in[0], get32(in + 1), n - 5) : NULL;
+        /* u32 run id, u8 index, u32 offset, data */
+        uint8_t *dst = n >= 9 ? io_span(1, in[4], get32(in + 5), n - 9) : NULL;
         if (dst == NULL) {
             send_error(seq, MCUD_ERR_BAD_ARGUMENT, "LOAD_INPUT outside the model's inputs");
             return;
         }
-        memcpy(dst, in + 5, n - 5);
+        note_load(get32(in), in[4]);
+        memmove(dst, in + 9, n - 9);
         send_frame(reply, seq, 0);
         return;
     }
     case MCUD_CMD_LOAD_INPUT_FILE: {
-        /* u8 index, u32 offset in the input, u32 length, u32 offset in the file, str path */
-        uint32_t length = n >= 14 ? get32(in + 5) : 0;
-        uint8_t *dst = n >= 14 ? io_span(1, in[0], get32(in + 1), length) : NULL;
+        /* u32 run id, u8 index, u32 offset in the input, u32 length, u32 offset in the file, str path */
+        uint32_t length = n >= 18 ? get32(in + 9) : 0;
+        uint8_t *dst = n >= 18 ? io_span(1, in[4], get32(in + 5), length) : NULL;
         char path[256];
-        uint32_t path_len = n >= 14 ? in[13] : 0;
+        uint32_t path_len = n >= 18 ? in[17] : 0;
         if (!cfg->emulated) {
             send_error(seq, MCUD_ERR_UNSUPPORTED, "LOAD_INPUT_FILE is only for emulated boards");
             return;
         }
-        if (dst == NULL || n < 14 + path_len) {
+        if (dst == NULL || n < 18 + path_len) {
             send_error(seq, MCUD_ERR_BAD_ARGUMENT, "LOAD_INPUT_FILE outside the model's inputs");
             return;
         }
-        memcpy(path, in + 14, path_len);
+        memcpy(path, in + 18, path_len);
         path[path_len] = '\0';
-        if (mcud_sys_read_host_file(path, get32(in + 9), dst, length) != 0) {
+        note_load(get32(in), in[4]);
+        if (mcud_sys_read_host_file(path, get32(in + 13), dst, length) != 0) {
+            loaded[in[4]] = 0;
             send_error(seq, MCUD_ERR_BAD_ARGUMENT, "LOAD_INPUT_FILE could not read the host file");
             return;
         }
@@ -173,25 +263,53 @@ static void handle(uint32_t cmd, uint32_t seq, const uint8_t *in, uint32_t n)
         return;
     }
     case MCUD_CMD_READ_OUTPUT: {
-        uint32_t length = n >= 7 ? get16(in + 5) : 0;
-        const uint8_t *src = n >= 7 ? io_span(0, in[0], get32(in + 1), length) : NULL;
+        /* u32 run id, u8 index, u32 offset, u16 length */
+        uint32_t length = n >= 11 ? get16(in + 9) : 0;
+        const uint8_t *src = n >= 11 ? io_span(0, in[4], get32(in + 5), length) : NULL;
         if (src == NULL || length > MCUD_PROTO_MAX_PAYLOAD) {
             send_error(seq, MCUD_ERR_BAD_ARGUMENT, "READ_OUTPUT outside the model's outputs");
+            return;
+        }
+        if (!run_readable(get32(in))) {
+            send_error(seq, MCUD_ERR_BAD_STATE, "READ_OUTPUT of a run whose outputs the board no longer holds");
             return;
         }
         memcpy(OUT, src, length);
         send_frame(reply, seq, length);
         return;
     }
-    case MCUD_CMD_RUN:
-        put64(OUT, mcud_fw_run_model());
-        put16(OUT + 8, cfg->num_ops);
-        send_frame(reply, seq, 10);
+    case MCUD_CMD_RUN: {
+        const uint32_t id = n >= 4 ? get32(in) : 0;
+        if (n < 4) {
+            send_error(seq, MCUD_ERR_BAD_ARGUMENT, "RUN needs a run id");
+            return;
+        }
+        if (run_readable(id)) { /* a repeated request: its answer was lost on the way */
+            send_frame(MCUD_CMD_ACK, seq, 0);
+            send_run_reply(seq);
+            return;
+        }
+        if (!inputs_loaded(id)) {
+            send_error(seq, MCUD_ERR_BAD_STATE, "RUN before every input of this run id was loaded");
+            return;
+        }
+        send_frame(MCUD_CMD_ACK, seq, 0);
+        forget_run(); /* the run consumes its inputs: the arena holds them no longer */
+        run_total = mcud_fw_run_model();
+        run_id = id;
+        run_valid = 1;
+        send_run_reply(seq);
         return;
+    }
     case MCUD_CMD_READ_TICKS: {
-        uint32_t first = n >= 4 ? get16(in) : 0, count = n >= 4 ? get16(in + 2) : 0;
-        if (n < 4 || first > cfg->num_ops || count > cfg->num_ops - first || count * 8 > MCUD_PROTO_MAX_PAYLOAD) {
+        /* u32 run id, u16 first, u16 count */
+        uint32_t first = n >= 8 ? get16(in + 4) : 0, count = n >= 8 ? get16(in + 6) : 0;
+        if (n < 8 || first > cfg->num_ops || count > cfg->num_ops - first || count * 8 > MCUD_PROTO_MAX_PAYLOAD) {
             send_error(seq, MCUD_ERR_BAD_ARGUMENT, "READ_TICKS outside the model's operators");
+            return;
+        }
+        if (!run_readable(get32(in))) {
+            send_error(seq, MCUD_ERR_BAD_STATE, "READ_TICKS of a run whose ticks the board no longer holds");
             return;
         }
         for (uint32_t i = 0; i < count; i++) {
@@ -206,10 +324,17 @@ static void handle(uint32_t cmd, uint32_t seq, const uint8_t *in, uint32_t n)
             send_error(seq, MCUD_ERR_BAD_ARGUMENT, "RUN_OP needs an operator index of the model and a repeat of 1 or more");
             return;
         }
-        mcud_fw_run_op(get16(in), get32(in + 2), &total, &lo, &hi);
+        const uint32_t op = get16(in), repeat = get32(in + 2); /* read before the ACK overwrites them */
+        if (replay_long(cmd, seq, crc)) {
+            return;
+        }
+        send_frame(MCUD_CMD_ACK, seq, 0);
+        forget_run(); /* the operator writes into the arena */
+        mcud_fw_run_op(op, repeat, &total, &lo, &hi);
         put64(OUT, total);
         put64(OUT + 8, lo);
         put64(OUT + 16, hi);
+        keep_long(crc, 24);
         send_frame(reply, seq, 24);
         return;
     }
@@ -218,8 +343,13 @@ static void handle(uint32_t cmd, uint32_t seq, const uint8_t *in, uint32_t n)
             send_error(seq, MCUD_ERR_BAD_ARGUMENT, "CALIBRATE needs a number of iterations");
             return;
         }
-        put64(OUT, mcud_fw_calibrate(get32(in)));
-        send_frame(reply, seq, 8);
+        if (!replay_long(cmd, seq, crc)) {
+            const uint32_t iterations = get32(in);
+            send_frame(MCUD_CMD_ACK, seq, 0);
+            put64(OUT, mcud_fw_calibrate(iterations));
+            keep_long(crc, 8);
+            send_frame(reply, seq, 8);
+        }
         return;
     case MCUD_CMD_RESET:
         send_frame(reply, seq, 0);
@@ -251,7 +381,7 @@ static void dispatch(uint32_t total)
     } else if (rx[2] != MCUD_PROTO_VERSION) {
         send_error(seq, MCUD_ERR_BAD_VERSION, "protocol version mismatch");
     } else {
-        handle(rx[3], seq, rx + MCUD_PROTO_HEADER, n);
+        handle(rx[3], seq, rx + MCUD_PROTO_HEADER, n, crc);
     }
 }
 
@@ -266,6 +396,12 @@ void mcud_fw_serve(const mcud_fw_config *config)
     for (;;) {
         int32_t c = mcud_uart_read();
         if (c < 0) {
+            if (got == 0 && cfg->uart_irq >= 0) { /* between frames: sleep until a byte comes */
+                mcud_timer_suspend();
+                mcud_uart_wait();
+                mcud_timer_resume();
+                continue;
+            }
             /* Emulated boards idle a little between polls: under QEMU -icount every register read
              * ends a translation block, so a loop of reads alone ran guest time ~50x slower than real
              * time (the 100 ms frame timeout took 6 s); plain instructions keep it near real time.

@@ -38,3 +38,12 @@ uint64_t mcud_timer_now(void)
     last = now;
     return high + now;
 }
+
+/* The cycle counter raises no interrupt: nothing to stop while the device sleeps. */
+void mcud_timer_suspend(void)
+{
+}
+
+void mcud_timer_resume(void)
+{
+}

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "mcud_fw.h"
+#include "mcud_irq.h"
 
 #define SYST_CSR (*(volatile uint32_t *)0xE000E010u)
 #define SYST_RVR (*(volatile uint32_t *)0xE000E014u)
@@ -23,18 +24,6 @@ void SysTick_Handler(void)
     wraps++;
 }
 
-static uint32_t irq_save(void)
-{
-    uint32_t primask;
-    __asm__ volatile("mrs %0, primask\n\tcpsid i" : "=r"(primask) : : "memory");
-    return primask;
-}
-
-static void irq_restore(uint32_t primask)
-{
-    __asm__ volatile("msr primask, %0" : : "r"(primask) : "memory");
-}
-
 void mcud_timer_init(void)
 {
     SYST_RVR = RELOAD;
@@ -45,7 +34,7 @@ void mcud_timer_init(void)
 
 void mcud_timer_restart(void)
 {
-    uint32_t primask = irq_save();
+    uint32_t primask = mcud_irq_save();
     /* Writing CVR restarts the count at this instruction: from here on every reading is a
      * fixed function of the instructions executed, whatever the UART traffic before. The
      * counter reads 0 until its next clock edge reloads it; wait for that, then start. */
@@ -54,17 +43,31 @@ void mcud_timer_restart(void)
     }
     SCB_ICSR = ICSR_PENDSTCLR;
     wraps = 0;
-    irq_restore(primask);
+    mcud_irq_restore(primask);
 }
 
 uint64_t mcud_timer_now(void)
 {
-    uint32_t primask = irq_save();
+    uint32_t primask = mcud_irq_save();
     uint32_t high = wraps, value = SYST_CVR;
     if (SCB_ICSR & ICSR_PENDSTSET) { /* wrapped, interrupt not taken yet: value may be either side */
         value = SYST_CVR;
         high++;
     }
-    irq_restore(primask);
+    mcud_irq_restore(primask);
     return ((uint64_t)high << 24) + (RELOAD - value);
+}
+
+/* Stopped while the device sleeps between frames: a running SysTick would wake it at every wrap,
+ * and under QEMU -icount (sleep=off) the virtual clock jumps to each wrap at once, so an idle
+ * emulator would spin through them on a host core. */
+void mcud_timer_suspend(void)
+{
+    SYST_CSR = 0;
+    SCB_ICSR = ICSR_PENDSTCLR;
+}
+
+void mcud_timer_resume(void)
+{
+    mcud_timer_init();
 }

@@ -16,11 +16,12 @@ import subprocess
 import tempfile
 import zlib
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
 
-from mcudeploy import __version__
+from mcudeploy import __version__, interrupts
 from mcudeploy.boards import Board, Region, load_board
 from mcudeploy.codegen.emit import BANNER, environment
 from mcudeploy.device.elfsize import MemoryReport, check_fits, memory_report
@@ -104,6 +105,7 @@ def _context(board: Board, mid: int, has_model: bool) -> dict:
         "uart_base": f"0x{_int(uart['base']):08X}",
         "uart_brr": brr,
         "uart_brr_note": brr_note,
+        "uart_irq": int(uart.get("irq", -1)),
         "timer_hz": int(timer["hz"]),
         "emulated": board.kind == "qemu",
         "init": init,
@@ -228,10 +230,16 @@ def _headers_digest(include_dirs: list[str]) -> str:
     return h.hexdigest()
 
 
-def _compile_one(cc: str, cflags: list[str], incs: list[str], source: Path, obj: Path) -> None:
-    proc = subprocess.run([cc, *cflags, *incs, "-c", str(source), "-o", str(obj)], capture_output=True, text=True)
+def _compile_one(cc: str, cflags: list[str], incs: list[str], source: Path, obj: Path, running: set) -> None:
+    proc = subprocess.Popen([cc, *cflags, *incs, "-c", str(source), "-o", str(obj)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    running.add(proc)
+    try:
+        _, err = proc.communicate()
+    finally:
+        running.discard(proc)
     if proc.returncode != 0:
-        raise BuildError(f"{cc} failed on {source.name}:\n{proc.stderr[-4000:]}")
+        raise BuildError(f"{cc} failed on {source.name}:\n{err[-4000:]}")
 
 
 def _objects(spec: dict, build_dir: Path) -> list[Path]:
@@ -254,15 +262,30 @@ def _objects(spec: dict, build_dir: Path) -> list[Path]:
         objs.append(obj)
         jobs.append((src, obj, not per_model))
 
+    running: set = set()
+
     def run(job):
         src, obj, cached = job
         target = obj.with_suffix(f".{os.getpid()}.tmp") if cached else obj
-        _compile_one(cc, cflags, incs, src, target)
+        _compile_one(cc, cflags, incs, src, target, running)
         if cached:
             os.replace(target, obj)
 
-    with ThreadPoolExecutor(max_workers=max(os.cpu_count() or 1, 2)) as pool:
-        list(pool.map(run, jobs))
+    pool = ThreadPoolExecutor(max_workers=max(os.cpu_count() or 1, 2))
+    futures = [pool.submit(run, job) for job in jobs]
+    try:
+        while wait_futures(futures, timeout=0.05).not_done:
+            interrupts.check()  # a signal deferred by the caller ends the build
+        for f in futures:
+            f.result()
+    except BaseException:  # an interrupt or a failed compile: the other compilers stop at once
+        for f in futures:
+            f.cancel()
+        for proc in list(running):
+            proc.kill()
+        raise
+    finally:
+        pool.shutdown(wait=True)
     return objs
 
 

@@ -6,11 +6,13 @@ compiled per model.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Optional, Sequence, Union
 
@@ -19,8 +21,13 @@ import onnx
 
 from mcudeploy.boards import Board, load_board
 from mcudeploy.codegen import write_project
+from mcudeploy.codegen.emit import arenas
+from mcudeploy.device.samples import output_array, sample_bytes
 from mcudeploy.errors import MCUDeployError
-from mcudeploy.ir import DTYPES, Graph
+from mcudeploy.ir import Graph
+
+
+TRACE_HEADER = "mcud_trace.h"  # what write_project(..., trace=True) writes for the trace build (and mcud_trace.c)
 
 
 class BuildError(RuntimeError):
@@ -63,37 +70,36 @@ def _kernel_objects(cc: str, flags: Sequence[str], lib: Path) -> list[Path]:
     return objs
 
 
-def build(project: Path, board: Board) -> Path:
-    """Compile the project in ``project`` for the host; return the executable."""
+def build(project: Path, board: Board, trace: bool = False) -> Path:
+    """Compile the project in ``project`` for the host; return the executable. ``trace``: the trace
+    build (the project written with ``write_project(..., trace=True)``; see ``trace_compiled_on_host``)."""
     build_cfg = board.data["build"]
     cc, flags = build_cfg["cc"], list(build_cfg["cflags"])
     if shutil.which(cc) is None:
         raise MCUDeployError(f"the host board needs the C compiler '{cc}', which is not installed")
     lib = project / "mcud"
     objs = _kernel_objects(cc, flags, lib)
-    for name in ("model.c", "main_host.c"):
-        _compile(cc, flags, project / name, project / (name[:-2] + ".o"), lib / "include")
+    sources = ("model.c", "main_host.c") + (("mcud_trace.c",) if trace else ())
+    for name in sources:
+        extra = ["-include", str(project / TRACE_HEADER)] if trace and name == "model.c" else []
+        _compile(cc, flags + extra, project / name, project / (name[:-2] + ".o"), lib / "include")
     exe = project / "model"
-    proc = subprocess.run([cc, str(project / "model.o"), str(project / "main_host.o"), *map(str, objs), "-o",
+    proc = subprocess.run([cc, *(str(project / (name[:-2] + ".o")) for name in sources), *map(str, objs), "-o",
                            str(exe), *build_cfg.get("ldflags", [])], capture_output=True, text=True)
     if proc.returncode != 0:
         raise BuildError(f"linking failed:\n{proc.stderr[-4000:]}")
     return exe
 
 
-def run(exe: Path, graph: Graph, samples: Sequence[Mapping[str, np.ndarray]]) -> list[list[np.ndarray]]:
-    """Run the built model on each sample; return the outputs of each, in graph order."""
+def run(exe: Path, graph: Graph, samples: Sequence[Mapping[str, np.ndarray]],
+        trace: Optional[Path] = None) -> list[list[np.ndarray]]:
+    """Run the built model on each sample; return the outputs of each, in graph order. ``trace``:
+    the file a trace build writes its arenas to (MCUD_TRACE_FILE)."""
     work = exe.parent
-    with open(work / "in.bin", "wb") as f:
-        for sample in samples:
-            for name in graph.inputs:
-                t = graph[name]
-                x = np.asarray(sample[name])
-                if x.shape != t.shape:
-                    raise MCUDeployError(f"input {name} has shape {x.shape}; the model expects {t.shape}")
-                f.write(np.ascontiguousarray(x.astype(DTYPES[t.dtype], copy=False)).tobytes())
+    (work / "in.bin").write_bytes(b"".join(b for sample in samples for b in sample_bytes(graph, sample)))
+    env = {**os.environ, "MCUD_TRACE_FILE": str(trace)} if trace is not None else None
     proc = subprocess.run([str(exe), str(work / "in.bin"), str(work / "out.bin"), str(len(samples))],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         raise MCUDeployError(f"the host build of the model exited with status {proc.returncode}: "
                              f"{proc.stderr.strip() or 'no message'}")
@@ -102,10 +108,8 @@ def run(exe: Path, graph: Graph, samples: Sequence[Mapping[str, np.ndarray]]) ->
     for _ in samples:
         outs = []
         for name in graph.outputs:
-            t = graph[name]
-            n = t.nbytes
-            outs.append(np.frombuffer(data[pos:pos + n], dtype=DTYPES[t.dtype]).reshape(t.shape).copy())
-            pos += n
+            outs.append(output_array(graph, name, data[pos:pos + graph[name].nbytes]))
+            pos += graph[name].nbytes
         results.append(outs)
     return results
 
@@ -115,6 +119,45 @@ def run_compiled_on_host(compiled, samples, workdir: Optional[Path] = None) -> l
         project = write_project(compiled, Path(workdir or tmp))
         exe = build(project, compiled.board)
         return run(exe, compiled.graph, samples)
+
+
+@dataclass(frozen=True)
+class Trace:
+    """One sample through a trace build: its outputs, and the bytes of every arena (in the order of
+    ``codegen.emit.arenas``) before the first operator and after each one that model.c times."""
+
+    outputs: list[np.ndarray]
+    before: tuple[np.ndarray, ...]  # uint8 per arena
+    after: list[tuple[np.ndarray, ...]]  # per timed operator (MCUD_OP_END index), uint8 per arena
+
+    def at(self, index: int) -> tuple[np.ndarray, ...]:
+        """The arenas after operator ``index`` (-1: before the first)."""
+        return self.before if index < 0 else self.after[index]
+
+
+def trace_compiled_on_host(compiled, sample: Mapping[str, np.ndarray], workdir: Optional[Path] = None) -> Trace:
+    """Build ``compiled`` (retargeted to the host board) in trace mode and run it on one sample."""
+    host = dataclasses.replace(compiled, board=load_board("host")) if compiled.board.kind != "host" else compiled
+    sizes = [max(a["bytes"], 1) for a in arenas(host)]
+    with tempfile.TemporaryDirectory(prefix="mcud-trace-") as tmp:
+        project = write_project(host, Path(workdir or tmp), trace=True)
+        exe = build(project, host.board, trace=True)
+        outputs = run(exe, host.graph, [sample], trace=project / "trace.bin")[0]
+        data = (project / "trace.bin").read_bytes()
+    records, pos, index = [], 0, -1
+    while pos < len(data):
+        arenas_now = []
+        for size in sizes:
+            got = int(np.frombuffer(data[pos:pos + 4], dtype=np.int32)[0])
+            if got != index:
+                raise BuildError(f"the trace build wrote operator {got} where {index} was due")
+            arenas_now.append(np.frombuffer(data[pos + 4:pos + 4 + size], dtype=np.uint8))
+            pos += 4 + size
+        records.append(tuple(arenas_now))
+        index += 1
+    if not records:
+        raise BuildError("the trace build wrote no trace")
+    return Trace(outputs, records[0], records[1:])
 
 
 def run_model_on_host(model: Union[str, os.PathLike, onnx.ModelProto], samples: Sequence[Mapping[str, np.ndarray]],

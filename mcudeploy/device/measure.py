@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from mcudeploy import check
+from mcudeploy import check, interrupts
 from mcudeploy.device import qemu
 from mcudeploy.device.elfsize import MemoryReport
-from mcudeploy.device.runner import build_for_board, connect, model_name, op_labels, sample_bytes, timed_nodes
+from mcudeploy.device.runner import build_for_board, connect, model_name, op_labels, timed_nodes
+from mcudeploy.device.samples import sample_bytes
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ops import registry
 from mcudeploy.simulate.simulate import work
@@ -97,7 +98,7 @@ def timed_ops(compiled) -> list[tuple[int, object, str, str]]:
 
 
 def measure_model(compiled, port: Optional[str] = None, repeat: int = 5, workdir: Optional[Path] = None,
-                  timeout: float = 5.0, cache: Optional[TimingCache] = None) -> Measurement:
+                  timeout: Optional[float] = None, cache: Optional[TimingCache] = None) -> Measurement:
     if repeat < 1:
         raise MCUDeployError(f"--repeat must be 1 or more, not {repeat}")
     board, graph = compiled.board, compiled.graph
@@ -119,18 +120,21 @@ def measure_model(compiled, port: Optional[str] = None, repeat: int = 5, workdir
             with connect(board, firmware, port, timeout) as session:
                 hz = session.info.timer_hz
                 sample = check.random_inputs(graph, 1, seed=0)[0]
+                session.begin_run()
                 for k, data in enumerate(sample_bytes(graph, sample)):
                     session.load_input(k, data)
                 session.run()
                 ipt = qemu.instructions_per_tick(board, hz) if board.kind == "qemu" else None
                 for sig, i in missing.items():
-                    t = session.run_op(i, repeat)
+                    log.info("board %s: timing op %d (signature %s)", board.name, i, sig)
+                    with interrupts.deferred():  # a timing the board gave is recorded before a signal ends the run
+                        t = session.run_op(i, repeat)
+                        macs, nbytes = work(graph, ops[i][1])  # what the simulator fits its estimates on
+                        fresh[sig] = {"ticks": t.min, "mean": t.mean, "max": t.max, "repeat": repeat, "timer_hz": hz,
+                                      "instructions_per_tick": ipt, "kernel": ops[i][3], "model": model_name(compiled),
+                                      "macs": macs, "bytes": nbytes}
+                        cache.put({sig: fresh[sig]})
                     log.info("op %d: %d ticks (min of %d)", i, t.min, repeat)
-                    macs, nbytes = work(graph, ops[i][1])  # what the simulator fits its estimates on
-                    fresh[sig] = {"ticks": t.min, "mean": t.mean, "max": t.max, "repeat": repeat, "timer_hz": hz,
-                                  "instructions_per_tick": ipt, "kernel": ops[i][3], "model": model_name(compiled),
-                                  "macs": macs, "bytes": nbytes}
-                    cache.put({sig: fresh[sig]})  # at once: an interrupted run keeps what it measured
     rows = []
     for i, _, label, fn, sig in ops:
         if sig is None:  # its work is done by sharing memory: no kernel runs

@@ -10,29 +10,38 @@ Frame, all integers little-endian::
     8    n  payload
     8+n  4  CRC-32 (zlib.crc32) of bytes 2 .. 8+n-1
 
-Requests and their replies' payloads:
+Requests and their replies' payloads (run: a u32 run id the host picks for each inference):
 
     IDENTIFY     -                          -> u8 protocol, u8 inputs, u8 outputs, u8 flags (bit 0: emulated),
                                                u16 max payload, u16 ops, u32 arena bytes, u32 timer Hz,
                                                u32 model id, u32 bytes per input, u32 bytes per output,
                                                str board, str firmware version   (str: u8 length + bytes)
-    LOAD_INPUT   u8 index, u32 offset, data -> -
-    RUN          -                          -> u64 total ticks, u16 ops
-    READ_TICKS   u16 first, u16 count       -> u64 ticks of each operator of the last RUN
-    READ_OUTPUT  u8 index, u32 offset, u16 length -> data
+    LOAD_INPUT   u32 run, u8 index, u32 offset, data -> -
+    RUN          u32 run                    -> u64 total ticks, u16 ops
+    READ_TICKS   u32 run, u16 first, u16 count -> u64 ticks of each operator of that run
+    READ_OUTPUT  u32 run, u8 index, u32 offset, u16 length -> data
     RUN_OP       u16 op, u32 repeat         -> u64 total, u64 min, u64 max ticks over the repetitions
     CALIBRATE    u32 iterations             -> u64 ticks of a loop of 2 instructions per iteration
     ECHO         data                       -> data
     RESET        -                          -> - (then the board restarts and sends BOOT)
     EXIT         u8 code                    -> - (then QEMU exits with that status; emulated boards only)
-    LOAD_INPUT_FILE u8 index, u32 offset, u32 length, u32 file offset, str host path -> -
+    LOAD_INPUT_FILE u32 run, u8 index, u32 offset, u32 length, u32 file offset, str host path -> -
                                                (emulated boards only: the firmware reads the bytes from a host
                                                file through semihosting; QEMU's UART moves ~50 us per byte)
+    ACK          (device)                   -    sent with a request's sequence number before a command
+                                                 that takes long (RUN, RUN_OP, CALIBRATE): it is working
     BOOT         (device, unsolicited)      u8 protocol, str board
     ERROR        (device)                   u8 code, str message
 
 The device never acts on a frame that fails its checksum: it answers ERROR and keeps serving.
-Every command but RESET and EXIT is idempotent, which is what makes resending safe.
+Resending is safe for every command but RESET and EXIT:
+
+- a RUN acts only on inputs loaded under its run id, and consumes them; a RUN whose id is that
+  of the run just made is answered from its result, not run again (the run may have overwritten
+  its inputs in the arena); READ_OUTPUT and READ_TICKS answer only under the id of the run that
+  made them, and any LOAD_INPUT, RUN_OP or CALIBRATE makes that run unreadable. A request that
+  comes too late or twice can therefore make the host fail (BAD_STATE), never read other numbers;
+- a RUN_OP or CALIBRATE frame received twice (the same bytes) is answered from the first reply.
 """
 from __future__ import annotations
 
@@ -44,7 +53,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 MAGIC = b"\xa5\x5a"
-VERSION = 1
+VERSION = 2
 HEADER = 8
 TRAILER = 4
 MAX_PAYLOAD = 2048
@@ -63,6 +72,7 @@ class Command(enum.IntEnum):
     RESET = 0x09
     EXIT = 0x0A
     LOAD_INPUT_FILE = 0x0B
+    ACK = 0xFD
     BOOT = 0xFE
     ERROR = 0xFF
 
@@ -75,6 +85,7 @@ class ErrorCode(enum.IntEnum):
     UNKNOWN_COMMAND = 5
     BAD_ARGUMENT = 6
     UNSUPPORTED = 7
+    BAD_STATE = 8
 
 
 # The device saw a damaged request: sending it again is the cure.
@@ -243,23 +254,30 @@ def parse_error(p: bytes) -> tuple[int, str]:
     return p[0], message
 
 
-def pack_load_input(index: int, offset: int, data: bytes) -> bytes:
-    return struct.pack("<BI", index, offset) + data
+LOAD_INPUT_HEADER = 9  # u32 run, u8 index, u32 offset
 
 
-def pack_load_input_file(index: int, offset: int, length: int, file_offset: int, path: str) -> bytes:
+def pack_load_input(run: int, index: int, offset: int, data: bytes) -> bytes:
+    return struct.pack("<IBI", run, index, offset) + data
+
+
+def pack_load_input_file(run: int, index: int, offset: int, length: int, file_offset: int, path: str) -> bytes:
     raw = path.encode()
     if len(raw) > 255:
         raise ValueError(f"host path {path} is longer than 255 bytes")
-    return struct.pack("<BIII", index, offset, length, file_offset) + pack_string(path)
+    return struct.pack("<IBIII", run, index, offset, length, file_offset) + pack_string(path)
 
 
-def pack_read_output(index: int, offset: int, length: int) -> bytes:
-    return struct.pack("<BIH", index, offset, length)
+def pack_run(run: int) -> bytes:
+    return struct.pack("<I", run)
 
 
-def pack_read_ticks(first: int, count: int) -> bytes:
-    return struct.pack("<HH", first, count)
+def pack_read_output(run: int, index: int, offset: int, length: int) -> bytes:
+    return struct.pack("<IBIH", run, index, offset, length)
+
+
+def pack_read_ticks(run: int, first: int, count: int) -> bytes:
+    return struct.pack("<IHH", run, first, count)
 
 
 def pack_run_op(op: int, repeat: int) -> bytes:

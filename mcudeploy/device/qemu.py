@@ -7,10 +7,12 @@ the host connects (nothing the firmware prints is lost) and keeps round trips sh
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -18,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from mcudeploy import interrupts
 from mcudeploy.boards import Board
 from mcudeploy.device.transport import LinkLost, Transport
 from mcudeploy.errors import MCUDeployError
@@ -25,6 +28,7 @@ from mcudeploy.errors import MCUDeployError
 log = logging.getLogger(__name__)
 
 QEMU = "qemu-system-arm"
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 FAULT_EXIT = 3  # MCUD_EXIT_FAULT in firmware/runtime/mcud_fw.h
 EXIT_MEANING = {
     0: "a clean exit",
@@ -94,7 +98,8 @@ class QemuBoard:
             cmd = command_line(self.board, self.elf, self.port, self.qmp_port)
             log.info("starting %s", " ".join(cmd))
             self._log = tempfile.TemporaryFile()
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+                                         preexec_fn=_die_with_parent)
             try:
                 self.transport = self._connect(connect_timeout)
                 return self.transport
@@ -115,6 +120,7 @@ class QemuBoard:
             try:
                 return Transport.open(f"socket://127.0.0.1:{self.port}", connect_timeout=0.0)
             except LinkLost:
+                interrupts.check()
                 if time.monotonic() >= deadline:
                     self.kill()
                     raise MCUDeployError(f"QEMU for board {self.board.name} did not open its serial port "
@@ -170,6 +176,15 @@ class QemuBoard:
             self._log = None
         return code
 
+    def wait(self, timeout: float) -> Optional[int]:
+        """QEMU's exit status once it has ended, waiting up to ``timeout`` s; None if it still runs."""
+        if self.proc is None:
+            return None
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
@@ -180,6 +195,15 @@ class QemuBoard:
 
     def __exit__(self, *exc) -> None:
         self.stop(timeout=0.0 if exc[0] is not None else 5.0)
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: the kernel kills this QEMU when the process that started it dies,
+    however it dies (SIGKILL included), so no emulator outlives its command."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the command's own cleanup has to do
+        pass
 
 
 class _PortTaken(Exception):

@@ -17,10 +17,10 @@ from mcudeploy.codegen import write_project
 from mcudeploy.device import qemu
 from mcudeploy.device.build import Firmware, build_firmware
 from mcudeploy.device.protocol import DeviceInfo
+from mcudeploy.device.samples import output_array, sample_bytes
 from mcudeploy.device.session import RunResult, Session
 from mcudeploy.device.transport import Transport
 from mcudeploy.errors import MCUDeployError
-from mcudeploy.ir import DTYPES, Graph
 from mcudeploy.ops import registry
 
 log = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ def build_for_board(compiled, workdir: Path) -> Firmware:
 
 
 @contextlib.contextmanager
-def connect(board: Board, firmware: Optional[Firmware], port: Optional[str] = None, timeout: float = 5.0,
+def connect(board: Board, firmware: Optional[Firmware], port: Optional[str] = None, timeout: Optional[float] = None,
             qmp: bool = False) -> Iterator[Session]:
     """A session with the board: QEMU started on ``firmware`` for an emulated board, else ``port``.
 
@@ -68,7 +68,7 @@ def connect(board: Board, firmware: Optional[Firmware], port: Optional[str] = No
     if port is not None:
         baud = int(board.data.get("serial", {}).get("baud", 115200))
         with Transport.open(port, baud, connect_timeout=2.0) as transport:
-            session = Session(transport, board.name, timeout=timeout)
+            session = Session(transport, board.name, timeout=timeout, baud=baud)
             session.open(boot_wait=0.0)
             _check_model(session, firmware, board)
             yield session
@@ -80,17 +80,33 @@ def connect(board: Board, firmware: Optional[Firmware], port: Optional[str] = No
         session.open(boot_wait=5.0)
         _check_model(session, firmware, board)
         yield session
-        session.exit(0)
+        _end_emulation(session, emulator)
     except MCUDeployError as exc:
         code = emulator.stop(timeout=0.5)
         if code not in (None, 0) and code != -9:
             raise MCUDeployError(f"QEMU for board {board.name} ended with {emulator.exit_reason()} "
                                  f"(the host saw: {str(exc).rstrip('.')})") from None
         raise
+    except BaseException:  # an interrupt: the emulator goes at once
+        emulator.kill()
+        raise
     finally:
         emulator.stop()
     if emulator.returncode not in (0, None):
         raise MCUDeployError(f"QEMU for board {board.name} ended with {emulator.exit_reason()}")
+
+
+def _end_emulation(session: Session, emulator: "qemu.QemuBoard", wait: float = 5.0) -> None:
+    """Ask the emulated board to exit. EXIT is the one request a resend cannot repeat (the emulator
+    is gone after the first): when its answer is lost, QEMU's own exit status says how it ended."""
+    try:
+        session.exit(0)
+        return
+    except MCUDeployError as exc:
+        failure = exc
+    code = emulator.wait(wait)
+    if code != 0:
+        raise failure
 
 
 def _check_model(session: Session, firmware: Optional[Firmware], board: Board) -> None:
@@ -100,19 +116,8 @@ def _check_model(session: Session, firmware: Optional[Firmware], board: Board) -
                              f"0x{firmware.model_id:08X}); flash it first with mcudeploy flash")
 
 
-def sample_bytes(graph: Graph, sample: Mapping[str, np.ndarray]) -> list[bytes]:
-    out = []
-    for name in graph.inputs:
-        t = graph[name]
-        x = np.asarray(sample[name])
-        if x.shape != t.shape:
-            raise MCUDeployError(f"input {name} has shape {x.shape}; the model expects {t.shape}")
-        out.append(np.ascontiguousarray(x.astype(DTYPES[t.dtype], copy=False)).tobytes())
-    return out
-
-
 def run_on_board(compiled, samples: Sequence[Mapping[str, np.ndarray]], port: Optional[str] = None,
-                 workdir: Optional[Path] = None, timeout: float = 5.0) -> BoardRun:
+                 workdir: Optional[Path] = None, timeout: Optional[float] = None) -> BoardRun:
     """Build the model's firmware for ``compiled.board`` and run every sample in one session."""
     graph, board = compiled.graph, compiled.board
     with tempfile.TemporaryDirectory(prefix="mcud-board-") as tmp:
@@ -135,6 +140,7 @@ def run_on_board(compiled, samples: Sequence[Mapping[str, np.ndarray]], port: Op
             for k, sample in enumerate(samples):
                 data = sample_bytes(graph, sample)
                 if local:
+                    session.begin_run()
                     for i, b in enumerate(data):
                         session.load_input_file(i, str(bulk.resolve()), offset, len(b))
                         offset += len(b)
@@ -142,8 +148,7 @@ def run_on_board(compiled, samples: Sequence[Mapping[str, np.ndarray]], port: Op
                     raw = [session.read_output(i, n) for i, n in enumerate(out_bytes)]
                 else:
                     raw, result = session.infer(data, out_bytes)
-                outputs.append([np.frombuffer(b, dtype=DTYPES[graph[n].dtype]).reshape(graph[n].shape).copy()
-                                for b, n in zip(raw, graph.outputs)])
+                outputs.append([output_array(graph, n, b) for b, n in zip(raw, graph.outputs)])
                 runs.append(result)
                 log.info("sample %d: %d ticks", k, result.total_ticks)
     ipt = qemu.instructions_per_tick(board, info.timer_hz) if board.kind == "qemu" else None

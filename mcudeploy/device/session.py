@@ -1,18 +1,28 @@
 """A conversation with the measurer firmware: identify, load inputs, run, read outputs and ticks.
 
-Retry policy, per request:
+Retry policy, per request (every command but RESET and EXIT is safe to send twice, see
+protocol.py; each attempt sends the same frame, same sequence number):
 
-- a reply that arrives damaged (bad checksum, cut short) or an ERROR saying the device saw a
-  damaged request: send the same request again (same sequence number), at most ``retries``
-  more times, all within the request's timeout;
-- silence until the timeout: one sentence, "board X did not answer within N s";
-- a BOOT frame while a reply is awaited: the board restarted (crash, watchdog, power), the
-  inputs it held are gone, and the run stops with one sentence saying so;
+- a reply that arrives damaged (bad checksum, cut short), an ERROR saying the device saw a
+  damaged request, or silence for ``timeout`` seconds (plus the time the bytes need on the wire):
+  send the request again, at most
+  ``retries`` more times; then one sentence saying what went wrong;
+- an ACK (a long command has started): wait for its result, sending the request again now and
+  then in case the result was lost (the device answers a repeat from what it kept, it does not
+  run again), up to ``run_timeout`` seconds in all;
+- a BOOT frame while a reply is awaited: before the board has answered anything in this session,
+  it just came up and the request is sent again; otherwise it restarted (crash, watchdog, power),
+  what it held is gone, and the session stops with one sentence saying so;
 - a reply with another sequence number is a late answer to an earlier attempt: skipped.
+
+Every inference gets a run id of its own (``begin_run``): the device runs only on inputs loaded
+under that id and hands out outputs and ticks only under the id of the run that made them, so a
+request that is lost, repeated or late ends in an error, never in another inference's numbers.
 """
 from __future__ import annotations
 
 import logging
+import random
 import time
 from dataclasses import dataclass
 from typing import Optional, Sequence
@@ -22,7 +32,8 @@ from mcudeploy.errors import MCUDeployError
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TIMEOUT = 5.0
+DEFAULT_TIMEOUT = 1.0  # silence after a request (beyond the time its bytes need on the wire) before resending
+GAP = 1.0  # silence inside a frame that has begun before it counts as cut short
 RUN_TIMEOUT = 300.0
 
 
@@ -45,17 +56,21 @@ class OpTiming:
 
 
 class Session:
-    def __init__(self, transport, board: str, timeout: float = DEFAULT_TIMEOUT, run_timeout: float = RUN_TIMEOUT,
-                 retries: int = 3, gap: float = 1.0):
+    def __init__(self, transport, board: str, timeout: Optional[float] = None, run_timeout: float = RUN_TIMEOUT,
+                 retries: int = 3, gap: Optional[float] = None, baud: int = 115200):
         self.transport = transport
         self.board = board
-        self.timeout = timeout
+        self.timeout = DEFAULT_TIMEOUT if timeout is None else timeout
         self.run_timeout = run_timeout
         self.retries = retries
-        self.reader = P.FrameReader(gap)
+        self.baud = baud
+        self.reader = P.FrameReader(GAP if gap is None else gap)
         self.info: Optional[P.DeviceInfo] = None
         self.boots_seen = 0
+        self.run_id = 0
         self._seq = 0
+        self._next_run = random.SystemRandom().randrange(1, 1 << 32)
+        self._answered = False  # the board has answered a request of this session
 
     # ------------------------------------------------------------------ plumbing
 
@@ -63,45 +78,82 @@ class Session:
         self._seq = self._seq % 0xFFFF + 1  # 1 .. 65535; 0 is BOOT's
         return self._seq
 
+    def _wire_seconds(self, nbytes: int) -> float:
+        """Time ``nbytes`` take on a UART at the session's baud rate (10 bits a byte)."""
+        return nbytes * 10.0 / self.baud
+
     def request(self, command: P.Command, payload: bytes = b"", timeout: Optional[float] = None) -> bytes:
-        timeout = self.timeout if timeout is None else timeout
+        """Send one request and return its reply's payload (see the module's retry policy).
+
+        ``timeout``: how long a started long command (one the device ACKs) may take in all
+        (default ``run_timeout``)."""
         seq = self._next_seq()
         raw = P.encode(P.Frame(command, seq, payload))
-        deadline = time.monotonic() + timeout
-        damage = []
-        for attempt in range(self.retries + 1):
-            if attempt:
-                log.info("board %s: resending %s (attempt %d): %s", self.board, command.name, attempt + 1, damage[-1])
-            self.transport.write(raw)
-            while True:
-                try:
-                    reply = self.reader.read(self.transport, deadline)
-                except P.FrameError as exc:
-                    damage.append(f"damaged reply: {exc}")
-                    break
-                if reply is None:
-                    raise MCUDeployError(f"board {self.board} did not answer {command.name} within {timeout:g} s")
-                if reply.command == P.Command.BOOT:
-                    self.boots_seen += 1
-                    raise MCUDeployError(f"board {self.board} restarted while handling {command.name} "
-                                         f"(a crash, a watchdog or a power glitch), so its state is lost")
-                if reply.command == P.Command.ERROR:
-                    code, message = P.parse_error(reply.payload)
-                    if code in P.RETRYABLE:
-                        damage.append(f"the board received a damaged request ({message})")
-                        break
-                    if reply.seq != seq:
-                        continue
-                    raise MCUDeployError(f"board {self.board} refused {command.name}: {message}")
-                if reply.seq != seq or reply.command != (command | P.REPLY):
-                    log.debug("board %s: skipping a stale frame (command 0x%02x, seq %d)", self.board,
-                              reply.command, reply.seq)
+        answer = self.timeout + self._wire_seconds(len(raw) + P.HEADER + P.MAX_PAYLOAD + P.TRAILER)
+        patience = self.run_timeout if timeout is None else timeout
+        problems: list[str] = []
+        started: Optional[float] = None  # when the device acknowledged a long command
+        poll, polls = answer, 0
+        self.transport.write(raw)
+        deadline = time.monotonic() + answer
+        while True:
+            resend = None
+            try:
+                frame = self.reader.read(self.transport, deadline)
+            except P.FrameError as exc:
+                frame, resend = None, f"a damaged reply ({exc})"
+            if frame is None and resend is None:
+                if started is not None:
+                    if time.monotonic() - started >= patience and polls:
+                        raise MCUDeployError(f"board {self.board} started {command.name} but gave no result "
+                                             f"within {patience:g} s")
+                    # the result may have been lost on the way: ask again (the device answers from what it kept)
+                    log.info("board %s: no result of %s after %.1f s; asking again", self.board, command.name,
+                             time.monotonic() - started)
+                    self.transport.write(raw)
+                    polls += 1
+                    poll = min(poll * 2, 30.0)
+                    deadline = time.monotonic() + poll
                     continue
-                return reply.payload
-            if time.monotonic() >= deadline:
-                break
-        raise MCUDeployError(f"board {self.board} answered {command.name} only with damaged frames "
-                             f"after {len(damage)} attempt(s) (last: {damage[-1]})")
+                resend = f"no answer within {answer:.2g} s"
+            elif frame is not None:
+                if frame.command == P.Command.BOOT:
+                    self.boots_seen += 1
+                    if self._answered or started is not None:
+                        raise MCUDeployError(f"board {self.board} restarted while handling {command.name} "
+                                             f"(a crash, a watchdog or a power glitch), so its state is lost")
+                    resend = "the board had just started"
+                elif frame.command == P.Command.ERROR:
+                    code, message = P.parse_error(frame.payload)
+                    if code in P.RETRYABLE:
+                        resend = f"the board received a damaged request ({message})"
+                    elif frame.seq == seq:
+                        raise MCUDeployError(f"board {self.board} refused {command.name}: {message}")
+                elif frame.seq != seq:
+                    log.debug("board %s: skipping a stale frame (command 0x%02x, seq %d)", self.board,
+                              frame.command, frame.seq)
+                elif frame.command == P.Command.ACK:
+                    if started is None:
+                        started = time.monotonic()
+                    deadline = time.monotonic() + poll
+                elif frame.command == (command | P.REPLY):
+                    self._answered = True
+                    return frame.payload
+            if resend is None:
+                continue
+            problems.append(resend)
+            if len(problems) > self.retries:
+                raise MCUDeployError(self._failure(command, problems))
+            log.info("board %s: resending %s (attempt %d): %s", self.board, command.name, len(problems) + 1, resend)
+            self.transport.write(raw)
+            deadline = time.monotonic() + (poll if started is not None else answer)
+
+    def _failure(self, command: P.Command, problems: list[str]) -> str:
+        if all(p.startswith("no answer") for p in problems):
+            return (f"board {self.board} did not answer {command.name} "
+                    f"({len(problems)} attempts, {problems[-1]} each)")
+        return (f"board {self.board} answered {command.name} only with damaged frames after "
+                f"{len(problems)} attempt(s) (last: {problems[-1]})")
 
     # ------------------------------------------------------------------ commands
 
@@ -129,23 +181,29 @@ class Session:
         return self.info
 
     def _chunk(self) -> int:
-        return min(P.MAX_PAYLOAD, self.info.max_payload if self.info else P.MAX_PAYLOAD) - 8
+        return min(P.MAX_PAYLOAD, self.info.max_payload if self.info else P.MAX_PAYLOAD) - P.LOAD_INPUT_HEADER
+
+    def begin_run(self) -> int:
+        """A new run id: the inputs loaded next, the RUN and the outputs read after it belong to it."""
+        self.run_id = self._next_run
+        self._next_run = self._next_run % 0xFFFFFFFF + 1
+        return self.run_id
 
     def load_input(self, index: int, data: bytes) -> None:
         step = self._chunk()
         for offset in range(0, len(data), step):
-            self.request(P.Command.LOAD_INPUT, P.pack_load_input(index, offset, data[offset:offset + step]))
+            self.request(P.Command.LOAD_INPUT, P.pack_load_input(self.run_id, index, offset, data[offset:offset + step]))
 
     def load_input_file(self, index: int, path: str, file_offset: int, length: int) -> None:
         """Emulated boards: the firmware reads input ``index`` from ``length`` bytes of a host file."""
-        self.request(P.Command.LOAD_INPUT_FILE, P.pack_load_input_file(index, 0, length, file_offset, path))
+        self.request(P.Command.LOAD_INPUT_FILE, P.pack_load_input_file(self.run_id, index, 0, length, file_offset, path))
 
     def read_output(self, index: int, nbytes: int) -> bytes:
         step = self._chunk()
         out = bytearray()
         for offset in range(0, nbytes, step):
             length = min(step, nbytes - offset)
-            chunk = self.request(P.Command.READ_OUTPUT, P.pack_read_output(index, offset, length))
+            chunk = self.request(P.Command.READ_OUTPUT, P.pack_read_output(self.run_id, index, offset, length))
             if len(chunk) != length:
                 raise MCUDeployError(f"board {self.board} returned {len(chunk)} bytes of output {index} "
                                      f"where {length} were asked")
@@ -153,19 +211,21 @@ class Session:
         return bytes(out)
 
     def run(self) -> RunResult:
+        """Run the model once on the inputs loaded under the current run id; its total and per-operator ticks."""
         try:
-            total, ops = P.unpack_run(self.request(P.Command.RUN, timeout=self.run_timeout))
+            total, ops = P.unpack_run(self.request(P.Command.RUN, P.pack_run(self.run_id)))
             ticks: list[int] = []
             step = self._chunk() // 8
             for first in range(0, ops, step):
                 count = min(step, ops - first)
-                ticks += P.unpack_u64s(self.request(P.Command.READ_TICKS, P.pack_read_ticks(first, count)), count)
+                ticks += P.unpack_u64s(self.request(P.Command.READ_TICKS, P.pack_read_ticks(self.run_id, first, count)),
+                                       count)
         except P.FrameError as exc:
             raise MCUDeployError(f"board {self.board} sent a malformed RUN reply ({exc})") from None
         return RunResult(total, tuple(ticks))
 
     def run_op(self, op: int, repeat: int = 1) -> OpTiming:
-        payload = self.request(P.Command.RUN_OP, P.pack_run_op(op, repeat), timeout=self.run_timeout)
+        payload = self.request(P.Command.RUN_OP, P.pack_run_op(op, repeat))
         try:
             total, lo, hi = P.unpack_u64s(payload, 3)
         except P.FrameError as exc:
@@ -173,14 +233,17 @@ class Session:
         return OpTiming(repeat, total, lo, hi)
 
     def calibrate(self, iterations: int) -> int:
-        return P.unpack_u64s(self.request(P.Command.CALIBRATE, P.pack_calibrate(iterations),
-                                          timeout=self.run_timeout), 1)[0]
+        try:
+            return P.unpack_u64s(self.request(P.Command.CALIBRATE, P.pack_calibrate(iterations)), 1)[0]
+        except P.FrameError as exc:
+            raise MCUDeployError(f"board {self.board} sent a malformed CALIBRATE reply ({exc})") from None
 
     def echo(self, data: bytes) -> bytes:
         return self.request(P.Command.ECHO, data)
 
     def infer(self, inputs: Sequence[bytes], output_bytes: Sequence[int]) -> tuple[list[bytes], RunResult]:
-        """Load every input, run once, read every output."""
+        """Load every input, run once, read every output, all under a new run id."""
+        self.begin_run()
         for i, data in enumerate(inputs):
             self.load_input(i, data)
         result = self.run()

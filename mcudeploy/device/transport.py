@@ -16,9 +16,11 @@ from typing import Optional
 
 import serial
 
+from mcudeploy import interrupts
 from mcudeploy.errors import MCUDeployError
 
 log = logging.getLogger(__name__)
+POLL = 0.1  # longest single wait: a signal deferred meanwhile is honoured within this
 
 
 class LinkLost(MCUDeployError):
@@ -62,11 +64,12 @@ class Transport:
                     self._port.timeout = 0
                     data += self._port.read(n - len(data))
                     break
-                self._port.timeout = remaining
+                self._port.timeout = min(remaining, POLL)
                 chunk = self._port.read(n - len(data))
-                if not chunk:
-                    break
-                data += chunk
+                if chunk:
+                    data += chunk
+                else:
+                    interrupts.check()  # a signal that came while waiting ends the wait
         except (serial.SerialException, OSError) as exc:
             if data:
                 return bytes(data)

@@ -19,6 +19,15 @@ def frozen_attrs(attrs: Mapping | None = None) -> Mapping:
     return MappingProxyType({k: freeze(v) for k, v in dict(attrs or {}).items()})
 
 
+@dataclass(frozen=True)
+class Piece:
+    """What a node of a split graph is of the graph before the split: piece ``index`` of node
+    ``of``, or (index None) a Slice or Concat the split added to feed or reassemble ``of``'s pieces."""
+
+    of: str
+    index: Optional[int] = None
+
+
 @dataclass(frozen=True, eq=False)
 class Node:
     name: str
@@ -26,6 +35,7 @@ class Node:
     inputs: tuple[str, ...]  # "" marks an absent optional input
     outputs: tuple[str, ...]
     attrs: Mapping = field(default_factory=frozen_attrs)
+    piece: Optional[Piece] = None  # set by the split rewrite (mcudeploy/partition)
 
     def __post_init__(self):
         if not isinstance(self.attrs, MappingProxyType):
@@ -35,6 +45,16 @@ class Node:
 
     def attr(self, key, default=None):
         return self.attrs.get(key, default)
+
+    @property
+    def original(self) -> str:
+        """The node of the graph before the split that this one is (a piece of) or serves."""
+        return self.piece.of if self.piece is not None else self.name
+
+    @property
+    def piece_index(self) -> Optional[int]:
+        """j of piece j of an operator cut by the split; None for any other node."""
+        return self.piece.index if self.piece is not None else None
 
     def with_(self, **changes) -> "Node":
         if "attrs" in changes:

@@ -31,6 +31,15 @@ KINDS = ("input", "output", "activation", "constant")
 MAX_TENSOR_BYTES = 1 << 30
 
 
+def row_major(shape) -> tuple[int, ...]:
+    """Element strides of a dense row-major (C order) array of ``shape``."""
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= d
+    return tuple(reversed(strides))
+
+
 def itemsize(dtype: str) -> int:
     return np.dtype(DTYPES[dtype]).itemsize
 
@@ -67,6 +76,17 @@ class Quant:
         return float(self.scale[0]), int(self.zero_point[0])
 
 
+@dataclass(frozen=True)
+class Rows:
+    """What a tensor of a split graph holds of the graph before the split: rows [lo, hi) of
+    dimension ``dim`` of tensor ``of`` (mcudeploy/partition)."""
+
+    of: str
+    dim: int
+    lo: int
+    hi: int
+
+
 @dataclass(frozen=True, eq=False)
 class Tensor:
     name: str
@@ -75,6 +95,12 @@ class Tensor:
     kind: str = "activation"
     quant: Optional[Quant] = None
     data: Optional[np.ndarray] = field(default=None, repr=False)
+    rows: Optional[Rows] = None  # a piece or slice made by the split: which rows of which tensor
+
+    @property
+    def original(self) -> str:
+        """The tensor of the graph before the split whose rows this one holds (itself if none)."""
+        return self.rows.of if self.rows is not None else self.name
 
     def __post_init__(self):
         if self.dtype not in DTYPES:

@@ -41,7 +41,7 @@ import numpy as np
 
 from mcudeploy.errors import UnsupportedError
 from mcudeploy.ir import Graph, Node
-from mcudeploy.ir.tensor import itemsize
+from mcudeploy.ir.tensor import itemsize, row_major
 from mcudeploy.ops import registry
 
 # views are not optional (a view op has no kernel); "partial" writes the inputs of a Concat that qualify into
@@ -76,14 +76,6 @@ class Sharing:
     slots: Mapping[str, Slot]  # every non-constant tensor
     spans: tuple[Span, ...]  # one per buffer
     elided: frozenset  # nodes that run no kernel (views, absorbed Concats, Splits as slices)
-
-
-def row_major(shape: Sequence[int]) -> tuple[int, ...]:
-    strides, acc = [], 1
-    for d in reversed(shape):
-        strides.append(acc)
-        acc *= d
-    return tuple(reversed(strides))
 
 
 def contiguous(shape: Sequence[int], strides: Sequence[int]) -> bool:

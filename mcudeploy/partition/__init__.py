@@ -9,7 +9,6 @@ memory bound. The cuts of a scheme are applied one after the other and must name
 """
 from __future__ import annotations
 
-import re
 from mcudeploy.ir import Graph
 from mcudeploy.ops import registry
 from mcudeploy.partition.rewrite import split_segment
@@ -35,8 +34,7 @@ def split(graph: Graph, scheme: Scheme) -> Graph:
 
 
 def _pieces_of(split_graph: Graph, node: str) -> list:
-    pattern = re.compile(re.escape(node) + r"#p\d+(~\d+)?")
-    return [n for n in split_graph.nodes if pattern.fullmatch(n.name)]
+    return [n for n in split_graph.nodes if n.piece is not None and n.piece.of == node and n.piece.index is not None]
 
 
 def describe(graph: Graph, split_graph: Graph, scheme: Scheme) -> list[dict]:

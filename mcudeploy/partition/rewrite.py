@@ -15,7 +15,9 @@ operator on slices of its inputs.
   pieces write straight into it when that does not raise the peak.
 
 Names: node N's pieces are "N#p<j>", tensor T's pieces "T#p<j>", a slice of T "T@<dim>:<lo>:<hi>"
-(a gathered range too, its node "...#gather"), a reassembled T keeps its name.
+(a gathered range too, its node "...#gather"), a reassembled T keeps its name. The names are for
+people; what a node or tensor is of the graph before the split is data: ``Node.piece`` (piece j
+of N, or a Slice or Concat added for N) and ``Tensor.rows`` (rows [lo, hi) of T along a dimension).
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from typing import Optional
 import numpy as np
 
 from mcudeploy.errors import MCUDeployError
-from mcudeploy.ir import Graph, Node, Quant, Tensor, verify
+from mcudeploy.ir import Graph, Node, Piece, Quant, Rows, Tensor, verify
 from mcudeploy.ops import registry
 from mcudeploy.ops.concat import MAX_INPUTS
 from mcudeploy.partition.ranges import balanced, cover, hull
@@ -61,18 +63,18 @@ class _Builder:
         """A new activation holding rows [lo, hi) of `like` along `dim`."""
         name = _fresh(name, self.tensors)
         shape = like.shape[:dim] + (hi - lo,) + like.shape[dim + 1:]
-        self.tensors[name] = Tensor(name, shape, like.dtype, "activation",
-                                    sliced_quant(like.quant, len(like.shape), dim, lo, hi))
+        quant = sliced_quant(like.quant, len(like.shape), dim, lo, hi)
+        self.tensors[name] = Tensor(name, shape, like.dtype, "activation", quant, rows=_rows(like, dim, lo, hi))
         return name
 
-    def node(self, name: str, op: str, inputs, outputs, attrs) -> Node:
-        node = Node(_fresh(name, self.node_names), op, tuple(inputs), tuple(outputs), attrs)
+    def node(self, name: str, op: str, inputs, outputs, attrs, piece: Piece) -> Node:
+        node = Node(_fresh(name, self.node_names), op, tuple(inputs), tuple(outputs), attrs, piece)
         self.node_names.add(node.name)
         self.nodes.append(node)
         return node
 
-    def slice(self, src: str, dim: int, lo: int, hi: int) -> str:
-        """`src` itself when [lo, hi) is all of it, else its rows [lo, hi) along `dim`."""
+    def slice(self, src: str, dim: int, lo: int, hi: int, of: str) -> str:
+        """`src` itself when [lo, hi) is all of it, else its rows [lo, hi) along `dim` (for node `of`'s pieces)."""
         t = self.tensors[src]
         if (lo, hi) == (0, t.shape[dim]):
             return src
@@ -86,24 +88,38 @@ class _Builder:
                                             sliced_quant(t.quant, len(t.shape), dim, lo, hi), data)
             else:
                 name = self.tensor(f"{src}@{dim}:{lo}:{hi}", t, dim, lo, hi)
-                self.node(f"{name}#slice", "Slice", (src,), (name,), {"starts": (lo,), "ends": (hi,), "axes": (dim,)})
+                self.node(f"{name}#slice", "Slice", (src,), (name,), {"starts": (lo,), "ends": (hi,), "axes": (dim,)},
+                          Piece(of))
             self.made[key] = name
         return self.made[key]
 
-    def concat(self, parts: list[str], dim: int, out: str, node: str) -> None:
+    def concat(self, parts: list[str], dim: int, out: str, node: str, of: str) -> None:
         """`out` = `parts` side by side along `dim`, as a tree when they exceed one Concat's inputs."""
         while len(parts) > MAX_INPUTS:
             groups = [parts[i:i + MAX_INPUTS] for i in range(0, len(parts), MAX_INPUTS)]
-            parts = [self._group(g, dim, f"{out}#cat{k}", f"{node}{k}") if len(g) > 1 else g[0]
+            parts = [self._group(g, dim, f"{out}#cat{k}", f"{node}{k}", of) if len(g) > 1 else g[0]
                      for k, g in enumerate(groups)]
-        self.node(node, "Concat", parts, (out,), {"axis": dim})
+        self.node(node, "Concat", parts, (out,), {"axis": dim}, Piece(of))
 
-    def _group(self, parts: list[str], dim: int, name: str, node: str) -> str:
-        like = self.tensors[parts[0]]
-        extent = sum(self.tensors[p].shape[dim] for p in parts)
-        name = self.tensor(name, like, dim, 0, extent)
-        self.node(node, "Concat", parts, (name,), {"axis": dim})
+    def _group(self, parts: list[str], dim: int, name: str, node: str, of: str) -> str:
+        first, last = self.tensors[parts[0]].rows, self.tensors[parts[-1]].rows
+        if first is not None and last is not None and first.of == last.of and first.dim == last.dim == dim:
+            name = self.tensor(name, self.tensors[first.of], dim, first.lo, last.hi)
+        else:
+            like = self.tensors[parts[0]]
+            name = self.tensor(name, like, dim, 0, sum(self.tensors[p].shape[dim] for p in parts))
+        self.node(node, "Concat", parts, (name,), {"axis": dim}, Piece(of))
         return name
+
+
+def _rows(like: Tensor, dim: int, lo: int, hi: int) -> Optional[Rows]:
+    """Rows [lo, hi) along `dim` of `like`, as rows of the tensor before any split (None when `like`
+    is itself rows along another dimension)."""
+    if like.rows is None:
+        return Rows(like.name, dim, lo, hi)
+    if like.rows.dim != dim:
+        return None
+    return Rows(like.rows.of, dim, like.rows.lo + lo, like.rows.lo + hi)
 
 
 def _ranges(seg: Segment) -> dict[str, list[tuple[int, int]]]:
@@ -191,20 +207,20 @@ def split_segment(seg: Segment) -> Graph:
     pieces_of = plan(seg)
     pieces: dict[str, list[tuple[str, int, int]]] = {}  # cut tensor -> its pieces (name, lo, hi)
 
-    def read(x: str, dim: int, lo: int, hi: int, j: int) -> str:
+    def read(x: str, dim: int, lo: int, hi: int, j: int, of: str) -> str:
         if x not in pieces:
-            return b.slice(x, dim, lo, hi)
+            return b.slice(x, dim, lo, hi, of)
         have = pieces[x]
         parts = cover([(a, c) for _, a, c in have], lo, hi, prefer=j)
         if parts is None:
             raise SplitError(f"the pieces of {x} do not hold its rows {lo}..{hi - 1}")
-        names = [b.slice(have[k][0], dim, a - have[k][1], c - have[k][1]) for k, a, c in parts]
+        names = [b.slice(have[k][0], dim, a - have[k][1], c - have[k][1], of) for k, a, c in parts]
         if len(names) == 1:
             return names[0]
         key = ("gather", x, dim, lo, hi)
         if key not in b.made:
             out = b.tensor(f"{x}@{dim}:{lo}:{hi}", g[x], dim, lo, hi)
-            b.concat(names, dim, out, f"{out}#gather")
+            b.concat(names, dim, out, f"{out}#gather", of)
             b.made[key] = out
         return b.made[key]
 
@@ -212,16 +228,17 @@ def split_segment(seg: Segment) -> Graph:
         if node.name not in seg.nodes:
             b.nodes.append(node)
             continue
+        of = node.piece.of if node.piece is not None else node.name
         for j, ((lo, hi), reads, attrs) in enumerate(pieces_of[node.name]):
-            inputs = [x if r is None else read(x, seg.in_dim[node.name][i][0], r.lo, r.hi, j)
+            inputs = [x if r is None else read(x, seg.in_dim[node.name][i][0], r.lo, r.hi, j, of)
                       for i, (x, r) in enumerate(zip(node.inputs, reads))]
             outputs = [b.tensor(f"{o}#p{j}", g[o], d, lo, hi) for o, d in zip(node.outputs, seg.out_dim[node.name])]
-            b.node(f"{node.name}#p{j}", node.op, inputs, outputs, attrs)
+            b.node(f"{node.name}#p{j}", node.op, inputs, outputs, attrs, Piece(of, j))
             for o, p in zip(node.outputs, outputs):
                 pieces.setdefault(o, []).append((p, lo, hi))
         for o, d in zip(node.outputs, seg.out_dim[node.name]):
             if o in seg.whole:
-                b.concat([p for p, _, _ in pieces[o]], d, o, f"{node.name}#concat")
+                b.concat([p for p, _, _ in pieces[o]], d, o, f"{node.name}#concat", of)
     used = set(g.inputs) | set(g.outputs)
     for n in b.nodes:
         used.update(x for x in (*n.inputs, *n.outputs) if x)

@@ -14,6 +14,7 @@ from markupsafe import Markup
 
 from mcudeploy import __version__
 from mcudeploy.errors import MCUDeployError
+from mcudeploy.files import write_atomic
 from mcudeploy.report.view import plan_view, short_name
 from mcudeploy.resources import templates_dir
 
@@ -72,7 +73,7 @@ def write_report(plan_path, out_path=None) -> Path:
     out = Path(out_path) if out_path else (plan_path if plan_path.is_dir() else plan_path.parent) / "report.html"
     html = render(plan, str(plan_path))
     try:
-        out.write_text(html, encoding="utf-8")
+        write_atomic(out, html)
     except OSError as exc:
         raise MCUDeployError(f"cannot write the report to {out}: {exc.strerror}") from None
     return out

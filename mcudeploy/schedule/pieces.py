@@ -1,6 +1,6 @@
 """Piece-major order: the pieces of a split graph one after the other, as a tiled loop runs them.
 
-A split graph (mcudeploy/partition) names the pieces of node N "N#p<j>". This order is a list
+A split graph (mcudeploy/partition) marks piece j of node N (Node.piece). This order is a list
 schedule over the ready nodes that always takes the one of the lowest piece index, then the one
 first in the graph: piece j of every cut node runs before piece j + 1 of any, so a chain's pieces
 go depth-first and each piece's working rows are freed before the next piece's are made. A node
@@ -12,23 +12,15 @@ the refined heuristic starts from it (mcudeploy/schedule/auto.py STARTS).
 from __future__ import annotations
 
 import heapq
-import re
 
 from mcudeploy.schedule.problem import Problem
 
-_PIECE = re.compile(r"#p(\d+)(?:~\d+)?$")
 NONE = 1 << 30  # the index of a node that neither is a piece nor feeds one
-
-
-def piece_index(name: str) -> int:
-    """j of a piece "N#p<j>" (mcudeploy/partition/rewrite.py names them), else NONE."""
-    found = _PIECE.search(name)
-    return int(found.group(1)) if found else NONE
 
 
 def pieces(problem: Problem) -> tuple[int, ...]:
     nodes = problem.graph.nodes
-    key = [piece_index(n.name) for n in nodes]
+    key = [NONE if n.piece_index is None else n.piece_index for n in nodes]
     for v in reversed(range(problem.size)):  # graph order is topological: consumers come later
         if key[v] == NONE and problem.succs[v]:
             key[v] = min(key[s] for s in problem.succs[v])

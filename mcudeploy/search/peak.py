@@ -6,23 +6,16 @@ Both come from the buffers' rectangles (Buffer.rects()), not from a buffer's fir
 a buffer that many in-place operators write in turn (a staircase) is live through most of the
 plan, but at the peak only one rectangle of it is, and only the operators that touch the buffer
 while that rectangle lasts made it; the operators before and after own other rectangles, which a
-cut here does not change. Names are those of the unsplit graph (a piece ``N#p3`` counts as ``N``,
-a piece or slice of tensor ``T`` as ``T``), so a plan of a scheme maps back onto the lowered graph
-the search cuts.
+cut here does not change. Names are those of the unsplit graph (Node.original, Tensor.original: a
+piece of operator ``N`` and the slices and gathers that serve it count as ``N``, a piece or slice
+of tensor ``T`` as ``T``), so a plan of a scheme maps back onto the lowered graph the search cuts.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Mapping
 
 from mcudeploy.ops import registry
-from mcudeploy.simulate.simulate import original_name
-
-
-def original_tensor(name: str) -> str:
-    """The tensor a piece (``T#p3``), a group of pieces (``T#cat0``) or a slice (``T@2:0:8``) is part of."""
-    return re.split(r"[#@]", name, maxsplit=1)[0]
 
 
 @dataclass(frozen=True)
@@ -58,7 +51,7 @@ def find_peak(compiled) -> Peak:
         for t in n.inputs:
             if t:
                 readers.setdefault(t, []).append(n)
-    nodes = {original_name(order[step].name)} if step >= 0 else set()
+    nodes = {order[step].original} if step >= 0 else set()
     tensors: dict[str, int] = {}
     for b in lives.buffers:
         for _, size, first, last in b.rects():
@@ -71,14 +64,14 @@ def find_peak(compiled) -> Peak:
                     continue
                 for node in (writers.get(t), *readers.get(t, ())):
                     if node is not None and not registry.get(node.op).view:
-                        nodes.add(original_name(node.name))
+                        nodes.add(node.original)
                 if min(steps[t]) <= step <= max(steps[t]):
-                    o = original_tensor(t)
+                    o = graph[t].original
                     here[o] = min(size, here.get(o, 0) + graph[t].nbytes)
             for o, n in here.items():
                 tensors[o] = tensors.get(o, 0) + n
-    return Peak(step, live[step + 1], original_name(order[step].name) if step >= 0 else "",
+    return Peak(step, live[step + 1], order[step].original if step >= 0 else "",
                 frozenset(nodes), tensors)
 
 
-__all__ = ["Peak", "find_peak", "original_tensor"]
+__all__ = ["Peak", "find_peak"]

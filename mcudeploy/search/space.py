@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Optional, Sequence
 
 from mcudeploy import analysis
-from mcudeploy.partition import Cut, check_cut
+from mcudeploy.partition import HALOS, Cut, check_cut
 
 PIECES = (2, 3, 4, 6, 8, 12, 16, 24, 32)
-HALOS = ("keep", "recompute")
 MIN_EXTENT = 4  # a segment whose axis is shorter somewhere cannot be cut finely enough to matter
 
 

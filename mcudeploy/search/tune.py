@@ -27,7 +27,7 @@ a run that is interrupted resumes without compiling or measuring anything twice.
 """
 from __future__ import annotations
 
-import json
+import logging
 import os
 import sys
 import time
@@ -35,16 +35,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
+from mcudeploy import interrupts
 from mcudeploy.boards import Board, load_board
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_onnx
-from mcudeploy.partition import Cut, describe, split
+from mcudeploy.partition import HALOS, Cut, describe, split
 from mcudeploy.pipeline import Compiled, compile_graph, lower
 from mcudeploy.search import space
 from mcudeploy.search.peak import find_peak
 from mcudeploy.search.state import TuneState, model_digest
 from mcudeploy.simulate.simulate import reference_costs, simulate
 from mcudeploy.simulate.timing_cache import TimingCache
+
+log = logging.getLogger(__name__)
 
 SEARCH_SCHEDULE = "refine"  # fast and good on graphs of hundreds of pieces
 # A candidate is compiled with each of these and keeps the least arena: the heuristics are not
@@ -213,13 +216,18 @@ class Tuner:
         known = self.state.candidates.get(key, {}).get(field)
         if known is not None:
             return int(known), False
-        value = int(measure())
-        self.state.record(key, **{field: value})
+        with interrupts.deferred():  # what the board answered is recorded before a signal ends the tune
+            value = int(measure())
+            self.state.record(key, **{field: value})
         return value, True
 
     def run_whole(self, plan: Plan, key: str) -> int:
         """One whole run's ticks of a plan, from the state file when it was run before."""
-        plan.run_ticks, _ = self._recorded(key, "run_ticks", lambda: self._run(plan.compiled))
+        def run() -> int:
+            log.info("board %s: one whole run of %s", self.board.name, key)
+            return self._run(plan.compiled)
+
+        plan.run_ticks, _ = self._recorded(key, "run_ticks", run)
         return plan.run_ticks
 
     def compile(self, scheme, **kw) -> Compiled:
@@ -317,7 +325,7 @@ class Tuner:
             for arena, _, seg in [p for p in probes if p[0] < best.arena][:self.sweep]:
                 self.say(f"  sweeping [{space.short_axes(seg.axes)}] (probe {arena:,} B)")
                 cuts_here = space.segment_cuts(self.lowered, seg, self.pieces)
-                for halo in space.HALOS:
+                for halo in HALOS:
                     for cut in sorted((c for c in cuts_here if c.halo == halo), key=lambda c: -c.pieces):
                         if self.clock.left() <= 0:
                             return self.accept(trials, best, budget, base), True
@@ -441,7 +449,6 @@ def write_result(result: TuneResult) -> Path:
     from mcudeploy.plan import plan_dict
 
     best, base = result.best, result.baseline
-    out = write_project(best.compiled, result.out_dir)
     scheme = describe(base.compiled.graph, best.compiled.graph, best.scheme) if best.scheme else []
     source = f"measured on {best.compiled.board.name}"
     latency = {"ticks": best.ticks, "baseline_ticks": base.ticks, "source": source,
@@ -449,5 +456,4 @@ def write_result(result: TuneResult) -> Path:
     plan = plan_dict(best.compiled, scheme=scheme, latency=latency)
     plan["split"] = {"arena_bytes_unsplit": base.arena, "arena_bytes": best.arena,
                      "saved_bytes": base.arena - best.arena, "ratio": round(best.arena / base.arena, 4)}
-    (out / "plan.json").write_text(json.dumps(plan, indent=1) + "\n")
-    return out
+    return write_project(best.compiled, result.out_dir, plan)

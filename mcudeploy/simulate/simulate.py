@@ -5,7 +5,7 @@ the sum, over the operators model.c times (every operator of the order that is n
 the rule of ``device.runner.timed_nodes``), of the ticks the timing cache holds for the
 operator's kernel signature. An operator whose signature is not cached is estimated:
 
-0. for a piece of a split operator ("N#p<j>") when the caller gives the ``reference`` costs of
+0. for a piece of a split operator (Node.piece) when the caller gives the ``reference`` costs of
    the unsplit plan (``reference_costs``) and N ran the same kernel function there: N's ticks
    scaled by the piece's share of N's MACs (of its bytes, for kernels without MACs). A piece runs
    the same loops over fewer rows, so this is close (measured: within a few percent, the piece's
@@ -216,11 +216,6 @@ class Reference:
         return None
 
 
-def original_name(node_name: str) -> str:
-    """The operator a piece was cut from (mcudeploy/partition names pieces ``<node>#p<j>``)."""
-    return node_name.split("#", 1)[0]
-
-
 def reference_costs(compiled, cache: TimingCache) -> dict:
     """Node name -> Reference for every operator of ``compiled`` (an unsplit plan) whose timing is
     cached: what ``simulate(..., reference=...)`` scales the pieces of a split plan from."""
@@ -260,10 +255,10 @@ def simulate(compiled, cache: TimingCache, reference: Optional[dict] = None) -> 
         if entry is not None and isinstance(entry.get("ticks"), (int, float)):
             ops.append(OpCost(i, node.name, node.op, fn, sig, macs, nbytes, float(entry["ticks"]), "measured"))
         else:
-            ref = (reference or {}).get(original_name(node.name)) if "#" in node.name else None
+            ref = (reference or {}).get(node.original) if node.piece_index is not None else None
             scaled = ref.scaled(fn, macs, nbytes) if ref is not None else None
             if scaled is not None:
-                ticks, how = scaled, f"scaled {original_name(node.name)}"
+                ticks, how = scaled, f"scaled {node.original}"
             else:
                 ticks, how = estimate(fn, macs, nbytes)
             ops.append(OpCost(i, node.name, node.op, fn, sig, macs, nbytes, ticks, "estimated", how))

@@ -7,8 +7,9 @@ signature run the same instructions, so one measurement serves both, across mode
 an edited kernel gets new signatures.
 
 The device session writes here, the simulator reads, the search asks both. Files live in
-``$MCUDEPLOY_CACHE/timings/<board>.json`` (default ``~/.cache/mcudeploy``); a write merges
-with what is on disk and replaces the file atomically, so parallel runs do not lose entries.
+``$MCUDEPLOY_CACHE/timings/<board>.json`` (default ``~/.cache/mcudeploy``); a write takes the
+file's lock, merges with what is on disk and replaces the file atomically, so parallel runs (two
+tunes on two boards of one kind) neither lose entries nor leave a half-written file.
 """
 from __future__ import annotations
 
@@ -16,13 +17,13 @@ import functools
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Mapping, Optional
 
 import numpy as np
 
-from mcudeploy.ir import Graph, Node
+from mcudeploy.files import locked, write_atomic
+from mcudeploy.ir import Graph, Node, row_major
 from mcudeploy.ops import registry
 from mcudeploy.ops.base import Array, Struct
 from mcudeploy.resources import firmware_dir
@@ -48,14 +49,6 @@ def _library_digest(folder: str) -> str:
 def library_digest() -> str:
     """Digest of the kernel library (firmware/include, firmware/kernels)."""
     return _library_digest(str(firmware_dir()))
-
-
-def _row_major(shape) -> list[int]:
-    strides, acc = [], 1
-    for d in reversed(shape):
-        strides.append(acc)
-        acc *= d
-    return list(reversed(strides))
 
 
 def _plain(value):
@@ -98,7 +91,7 @@ def kernel_signature(graph: Graph, node: Node, lifetimes=None, placement=None) -
         if placement is not None and not t.is_const and lifetimes is not None:
             region = placement.regions.get(lifetimes.buffer_of.get(name))
         views.append({"dtype": t.dtype, "shape": list(t.shape),
-                      "strides": list(slot.strides) if slot is not None else _row_major(t.shape),
+                      "strides": list(slot.strides) if slot is not None else list(row_major(t.shape)),
                       "flash": t.is_const, "region": region})
     key = {"fn": call.fn, "views": views, "params": _plain(call.params) if call.params is not None else None,
            "library": library_digest()}
@@ -136,12 +129,11 @@ class TimingCache:
         return dict(self._entries)
 
     def put(self, entries: Mapping[str, dict]) -> None:
-        """Add timings and write the file (merged with any written meanwhile)."""
-        merged = self._load()
-        merged.update(entries)
-        self._entries = merged
+        """Add timings and write the file (merged with any written meanwhile, under the file's lock)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.board}-", suffix=".json")
-        with os.fdopen(fd, "w") as f:
-            json.dump({"version": CACHE_VERSION, "board": self.board, "timings": merged}, f, indent=1, sort_keys=True)
-        os.replace(tmp, self.path)
+        with locked(self.path):
+            merged = self._load()
+            merged.update(entries)
+            self._entries = merged
+            write_atomic(self.path, json.dumps({"version": CACHE_VERSION, "board": self.board, "timings": merged},
+                                               indent=1, sort_keys=True))

@@ -1,7 +1,10 @@
 """A fake measurer in Python, behind the Transport interface, with faults to inject.
 
 It speaks the protocol of mcudeploy/device/protocol.py for a pretend model with one 16-byte
-int8 input, one 16-byte output (input + 1) and two operators of 100 and 200 ticks. Each fault
+int8 input, one 16-byte output (input + 1) and two operators of 100 and 200 ticks, with the
+firmware's rules for run ids (firmware/runtime/protocol.c): a RUN needs inputs loaded under its
+id and consumes them, a repeated RUN id is answered from its result, outputs and ticks are read
+under the id of the run that made them; long commands are acknowledged (ACK) first. Each fault
 knob counts down as it is used, so a test says "corrupt the next two replies" and then
 checks that the session resent and succeeded, or gave up with one sentence.
 """
@@ -24,11 +27,18 @@ class FakeDevice:
         self.input = bytearray(NBYTES)
         self.output = bytearray(NBYTES)
         self.seen: list[int] = []  # commands acted on
+        self.runs = 0  # model runs actually made
+        self.load_id = 0
+        self.loaded = False
+        self.run_id = 0
+        self.run_valid = False
         # faults
         self.corrupt_replies = 0    # flip a byte of the next N replies (their CRC fails)
         self.truncate_replies = 0   # send only the first half of the next N replies
         self.corrupt_requests = 0   # the link damages the next N requests: the device answers BAD_CRC
         self.truncate_requests = 0  # the link drops the tail of the next N requests: the device answers TRUNCATED
+        self.drop_requests = 0      # the link loses the next N requests whole
+        self.drop_replies = 0       # the link loses the next N replies whole (ACKs still arrive)
         self.silent = False         # the device stopped answering
         self.reset_on: set[int] = set()  # commands during which the device restarts (it sends BOOT)
         self.stale_before_reply = 0  # send a reply with a wrong sequence number before the next N replies
@@ -43,6 +53,9 @@ class FakeDevice:
             seq = struct.unpack_from("<H", data, 4)[0] if len(data) >= 6 else 0
             self.rx.clear()  # the firmware drops a frame that stops half-way, after its frame timeout
             self._send(P.Frame(P.Command.ERROR, seq, bytes([P.ErrorCode.TRUNCATED]) + P.pack_string("frame truncated")))
+            return
+        if self.drop_requests:
+            self.drop_requests -= 1
             return
         if self.corrupt_requests:
             self.corrupt_requests -= 1
@@ -73,10 +86,13 @@ class FakeDevice:
         if self.silent:
             return
         raw = bytearray(P.encode(frame))
-        if frame.command & P.REPLY and frame.command not in (P.Command.BOOT, P.Command.ERROR):
+        if frame.command & P.REPLY and frame.command not in (P.Command.BOOT, P.Command.ERROR, P.Command.ACK):
             if self.stale_before_reply:
                 self.stale_before_reply -= 1
                 self.tx += P.encode(P.Frame(frame.command, (frame.seq + 7) & 0xFFFF, frame.payload))
+            if self.drop_replies:
+                self.drop_replies -= 1
+                return
             if self.corrupt_replies:
                 self.corrupt_replies -= 1
                 raw[P.HEADER - 1 + len(frame.payload) // 2 + 1] ^= 0x01
@@ -125,21 +141,43 @@ class FakeDevice:
                                0x1234, NBYTES, NBYTES)
             self._send(P.Frame(reply, f.seq, body + P.pack_string(self.board) + P.pack_string("fake")))
         elif f.command == P.Command.LOAD_INPUT:
-            index, offset = struct.unpack_from("<BI", p)
-            self.input[offset:offset + len(p) - 5] = p[5:]
+            run, index, offset = struct.unpack_from("<IBI", p)
+            if run != self.load_id:
+                self.load_id, self.loaded = run, False
+            self.run_valid = False
+            self.input[offset:offset + len(p) - 9] = p[9:]
+            self.loaded = True
             self._send(P.Frame(reply, f.seq))
         elif f.command == P.Command.RUN:
-            self.output[:] = bytes((b + 1) & 0xFF for b in self.input)
+            (run,) = struct.unpack_from("<I", p)
+            if not (self.run_valid and run == self.run_id):
+                if not (self.loaded and run == self.load_id):
+                    self._send(P.Frame(P.Command.ERROR, f.seq, bytes([P.ErrorCode.BAD_STATE]) +
+                                       P.pack_string("RUN before every input of this run id was loaded")))
+                    return
+                self._send(P.Frame(P.Command.ACK, f.seq))
+                self.output[:] = bytes((b + 1) & 0xFF for b in self.input)
+                self.input[:] = bytes(NBYTES)  # a run overwrites its inputs (in the arena)
+                self.runs += 1
+                self.loaded, self.run_id, self.run_valid = False, run, True
+            else:
+                self._send(P.Frame(P.Command.ACK, f.seq))
             self._send(P.Frame(reply, f.seq, struct.pack("<QH", sum(OP_TICKS), len(OP_TICKS))))
+        elif f.command in (P.Command.READ_TICKS, P.Command.READ_OUTPUT) and not (
+                self.run_valid and struct.unpack_from("<I", p)[0] == self.run_id):
+            self._send(P.Frame(P.Command.ERROR, f.seq, bytes([P.ErrorCode.BAD_STATE]) +
+                               P.pack_string("no such run")))
         elif f.command == P.Command.READ_TICKS:
-            first, count = struct.unpack_from("<HH", p)
+            _, first, count = struct.unpack_from("<IHH", p)
             self._send(P.Frame(reply, f.seq, struct.pack(f"<{count}Q", *OP_TICKS[first:first + count])))
         elif f.command == P.Command.READ_OUTPUT:
-            index, offset, length = struct.unpack_from("<BIH", p)
+            _, index, offset, length = struct.unpack_from("<IBIH", p)
             self._send(P.Frame(reply, f.seq, bytes(self.output[offset:offset + length])))
         elif f.command == P.Command.RUN_OP:
             op, repeat = struct.unpack_from("<HI", p)
             t = OP_TICKS[op]
+            self.run_valid = self.loaded = False
+            self._send(P.Frame(P.Command.ACK, f.seq))
             self._send(P.Frame(reply, f.seq, struct.pack("<QQQ", t * repeat, t, t)))
         elif f.command == P.Command.ECHO:
             self._send(P.Frame(reply, f.seq, p))

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from mcudeploy.boards import all_boards, load_board
-from mcudeploy.device import platformio as pio
+from mcudeploy.device import emulator, flash, pio_core, pio_project
 from mcudeploy.device.build import build_firmware
 from mcudeploy.errors import MCUDeployError
 
@@ -41,7 +41,7 @@ def core(tmp_path_factory):
     """One fresh PlatformIO core dir for the module, prepared for offline builds."""
     path = tmp_path_factory.mktemp("pio-core")
     try:
-        pio.prepare_core(path)
+        pio_core.prepare_core(path)
     except MCUDeployError as exc:
         pytest.skip(str(exc))
     return path
@@ -51,15 +51,15 @@ def core(tmp_path_factory):
 
 
 def test_scons_package_versions_map_to_scons_releases():
-    assert pio.scons_version_for("4.41101.0") == "4.11.1"
-    assert pio.scons_version_for("4.40801.0") == "4.8.1"
-    assert pio.scons_version_for("4.40502.0") == "4.5.2"
+    assert pio_core.scons_version_for("4.41101.0") == "4.11.1"
+    assert pio_core.scons_version_for("4.40801.0") == "4.8.1"
+    assert pio_core.scons_version_for("4.40502.0") == "4.5.2"
 
 
 @pytest.mark.parametrize("board", DEVICE_BOARDS, ids=lambda b: b.name)
 def test_board_manifest_states_the_boards_capacity(board, tmp_path):
     spec = {"sources": [], "include_dirs": [], "cflags": [], "ldflags": []}
-    pio.write_platformio_project(board, tmp_path, spec, "test")
+    pio_project.write_platformio_project(board, tmp_path, spec, "test")
     manifest = json.loads((tmp_path / "boards" / f"{board.name}.json").read_text())
     assert {"name", "url", "vendor"} <= set(manifest)  # PlatformIO refuses a manifest without them
     assert manifest["upload"]["maximum_size"] == board.flash_bytes
@@ -70,11 +70,11 @@ def test_board_manifest_states_the_boards_capacity(board, tmp_path):
     platform = re.search(r"^platform = symlink://(.+)$", ini, re.M).group(1)
     assert (Path(platform) / "platform.json").is_file()
     assert re.search(rf"^board = {board.name}$", ini, re.M)
-    assert json.loads((tmp_path / pio.BUILD_SPEC).read_text()) == spec
+    assert json.loads((tmp_path / pio_project.BUILD_SPEC).read_text()) == spec
     if board.kind == "qemu":
         assert "upload_protocol = custom" in ini
         command = re.search(r"^upload_command = (.+)$", ini, re.M).group(1)
-        assert "-m mcudeploy.device.platformio emulate --board " + board.name in command
+        assert "-m mcudeploy.device.emulator emulate --board " + board.name in command
         assert command.endswith("$SOURCE")
     else:
         assert f"upload_protocol = {manifest['upload']['protocol']}" in ini
@@ -83,27 +83,27 @@ def test_board_manifest_states_the_boards_capacity(board, tmp_path):
 
 
 def test_the_shipped_platform_keeps_every_package_optional():
-    data = json.loads((pio.platform_dir() / "platform.json").read_text())
+    data = json.loads((pio_project.platform_dir() / "platform.json").read_text())
     assert data["name"] == "mcudeploy"
     assert all(p.get("optional") for p in data["packages"].values())
-    assert (pio.platform_dir() / "builder" / "main.py").is_file()
+    assert (pio_project.platform_dir() / "builder" / "main.py").is_file()
 
 
 def test_an_emulated_board_takes_only_a_local_socket_url():
     with pytest.raises(MCUDeployError, match="socket://127.0.0.1:PORT"):
-        pio.flash(None, "qemu-m4", port="/dev/ttyACM0")
-    assert pio.socket_port("socket://127.0.0.1:4567") == 4567
+        flash.flash(None, "qemu-m4", port="/dev/ttyACM0")
+    assert emulator.socket_port("socket://127.0.0.1:4567") == 4567
 
 
 def test_flash_refuses_the_host_board():
     with pytest.raises(MCUDeployError, match="not a microcontroller"):
-        pio.flash(None, "host")
+        flash.flash(None, "host")
 
 
 def test_the_emulator_keeper_ends_its_command_after_the_lifetime():
-    assert pio.supervise([sys.executable, "-c", "pass"], 30) == 0
-    assert pio.supervise([sys.executable, "-c", "raise SystemExit(3)"], 30) == 3
-    assert pio.supervise([sys.executable, "-c", "import time; time.sleep(30)"], 0.5) == 124
+    assert emulator.supervise([sys.executable, "-c", "pass"], 30) == 0
+    assert emulator.supervise([sys.executable, "-c", "raise SystemExit(3)"], 30) == 3
+    assert emulator.supervise([sys.executable, "-c", "import time; time.sleep(30)"], 0.5) == 124
 
 
 def test_prepare_core_installs_a_tool_scons_platformio_accepts(core):
@@ -115,7 +115,7 @@ def test_prepare_core_installs_a_tool_scons_platformio_accepts(core):
     pm = ToolPackageManager(str(core / "packages"))
     found = pm.get_package(PackageSpec(owner="platformio", name="tool-scons", requirements=requirement))
     assert found is not None, "PlatformIO would download its own tool-scons"
-    assert Path(found.path) == pio.prepare_core(core)  # idempotent: the same package, nothing fetched again
+    assert Path(found.path) == pio_core.prepare_core(core)  # idempotent: the same package, nothing fetched again
     assert (Path(found.path) / "scons.py").is_file() and (Path(found.path) / "SCons" / "Script").is_dir()
 
 
@@ -128,7 +128,7 @@ OFFLINE_SCRIPT = textwrap.dedent('''
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         flags = struct.unpack("16sH14x", fcntl.ioctl(s, 0x8913, struct.pack("16sH14x", b"lo", 0)))[1]
         fcntl.ioctl(s, 0x8914, struct.pack("16sH14x", b"lo", flags | 1))  # SIOCSIFFLAGS |= IFF_UP
-    from mcudeploy.device import platformio
+    from mcudeploy.device import emulator
     from mcudeploy.device.session import Session
     from mcudeploy.device.transport import open_transport
     url = sys.argv[2]
@@ -154,7 +154,7 @@ OFFLINE_SCRIPT = textwrap.dedent('''
                                   timeout=60)
             out["stop"] = stop.stdout.strip()
     finally:
-        platformio.stop_emulator("qemu-m4")
+        emulator.stop_emulator("qemu-m4")
     print(json.dumps(out))
 ''')
 
@@ -173,7 +173,7 @@ def offline_runner() -> tuple[list[str], dict, str]:
 def test_flash_the_measurer_from_a_fresh_core_with_no_network_then_measure(tmp_path):
     have_tools("arm-none-eabi-gcc", "qemu-system-arm")
     try:
-        wheel = pio.scons_wheel()  # the one download from PyPI, done before the network goes away
+        wheel = pio_core.scons_wheel()  # the one download from PyPI, done before the network goes away
     except MCUDeployError as exc:
         pytest.skip(str(exc))
     core, cache = tmp_path / "pio-core", tmp_path / "cache"
@@ -224,7 +224,7 @@ def small_model(path: Path, channels: int = 8, size: int = 16) -> Path:
 
 def platformio_usage(project: Path, core: Path) -> dict:
     """PlatformIO's own "RAM: ... (used N bytes from M bytes)" lines, from an up-to-date `pio run`."""
-    proc = pio.run_pio(project, core=core)
+    proc = pio_core.run_pio(project, core=core)
     lines = re.findall(r"^(RAM|Flash):.*\(used (\d+) bytes from (\d+) bytes\)", proc.stdout, re.M)
     return {kind: (int(used), int(capacity)) for kind, used, capacity in lines}
 
@@ -234,7 +234,7 @@ def platformio_usage(project: Path, core: Path) -> dict:
 def test_a_real_board_builds_offline_and_reports_its_capacity(name, core, tmp_path):
     have_tools("arm-none-eabi-gcc")
     board = load_board(name)
-    result = pio.flash(str(small_model(tmp_path / "small.onnx")), name, project=tmp_path / "project",
+    result = flash.flash(str(small_model(tmp_path / "small.onnx")), name, project=tmp_path / "project",
                        upload_firmware=False, core=core)
     report = result.memory
     assert not result.uploaded and result.elf.is_file() and (result.elf.parent / "firmware.bin").is_file()
@@ -259,7 +259,7 @@ def test_missing_upload_tool_is_one_sentence(core, tmp_path):
         pytest.skip("an ST-LINK upload tool is installed here")
     with pytest.raises(MCUDeployError, match=r"^cannot upload to board 'nucleo-f446re': the stlink upload needs "
                                              r"OpenOCD .* and none is installed$"):
-        pio.flash(None, "nucleo-f446re", project=tmp_path / "project", core=core)
+        flash.flash(None, "nucleo-f446re", project=tmp_path / "project", core=core)
 
 
 @pytest.mark.qemu
@@ -276,7 +276,7 @@ def test_a_real_board_uploads_through_the_usual_tool_when_present(tool, core, tm
     if tool == "st-flash":  # OpenOCD comes first when both are there: hide a real one
         path = os.pathsep.join(d for d in path.split(os.pathsep) if not (Path(d) / "openocd").exists())
     monkeypatch.setenv("PATH", os.pathsep.join([str(bin_dir), path]))
-    result = pio.flash(None, "nucleo-f446re", project=tmp_path / "project", core=core)
+    result = flash.flash(None, "nucleo-f446re", project=tmp_path / "project", core=core)
     assert result.uploaded
     args = json.loads(record.read_text())
     elf = os.path.relpath(result.elf, result.project)  # PlatformIO runs the upload in the project folder
@@ -303,11 +303,11 @@ def big_activation_model(path: Path) -> Path:
 @pytest.mark.qemu
 def test_a_model_that_does_not_fit_is_refused_before_upload(core, tmp_path):
     have_tools("arm-none-eabi-gcc", "qemu-system-arm")
-    pio.stop_emulator("qemu-stm32f4")
+    emulator.stop_emulator("qemu-stm32f4")
     with pytest.raises(MCUDeployError, match=r"needs [\d,]+ bytes of SRAM, board qemu-stm32f4 has 131,072 "
                                              r"\(over by [\d,]+ bytes\)") as err:
-        pio.flash(str(big_activation_model(tmp_path / "big.onnx")), "qemu-stm32f4", project=tmp_path / "project",
+        flash.flash(str(big_activation_model(tmp_path / "big.onnx")), "qemu-stm32f4", project=tmp_path / "project",
                   core=core)
     over = int(re.search(r"over by ([\d,]+)", str(err.value)).group(1).replace(",", ""))
     assert over >= 589_824 - 131_072  # the arena alone (Relu runs in place: input and output share it)
-    assert pio.running_emulator("qemu-stm32f4") is None  # nothing was uploaded
+    assert emulator.running_emulator("qemu-stm32f4") is None  # nothing was uploaded

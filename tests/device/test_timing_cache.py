@@ -33,3 +33,27 @@ def test_the_cache_persists_and_merges_concurrent_writers(tmp_path):
     assert "sig-a" not in TimingCache("qemu-m7", tmp_path)  # per board
     (tmp_path / "timings" / "qemu-m4.json").write_text("not json")
     assert len(TimingCache("qemu-m4", tmp_path)) == 0  # a damaged file is a cold cache, not a crash
+
+
+def _writer(root: str, who: int, count: int) -> None:
+    cache = TimingCache("qemu-m4", root)
+    for i in range(count):
+        cache.put({f"sig-{who}-{i}": {"ticks": i}})
+
+
+def test_processes_writing_at_once_lose_nothing(tmp_path):
+    """Two tunes on two boards of one kind share the file: four processes put 50 entries each, one
+    at a time, all at once; every entry survives and the file is never half written."""
+    import json
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_writer, args=(str(tmp_path), who, 50)) for who in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    data = json.loads((tmp_path / "timings" / "qemu-m4.json").read_text())
+    assert len(data["timings"]) == 200 and len(TimingCache("qemu-m4", tmp_path)) == 200
+    assert not [p for p in (tmp_path / "timings").iterdir() if p.name.endswith(".tmp")]

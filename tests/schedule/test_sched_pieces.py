@@ -9,19 +9,13 @@ sys.path.append(str(Path(__file__).resolve().parents[1] / "partition"))
 from split_cases import bottleneck, rows_cut  # noqa: E402
 from mcudeploy.partition import split  # noqa: E402
 from mcudeploy.schedule import schedule  # noqa: E402
-from mcudeploy.schedule.pieces import NONE, piece_index  # noqa: E402
-
-
-def test_piece_index_reads_the_partition_names():
-    assert piece_index("conv#p12") == 12 and piece_index("conv#p3~1") == 3
-    assert piece_index("conv") == NONE and piece_index("t@2:0:4#slice") == NONE
 
 
 def test_pieces_run_strip_after_strip_and_peak_below_the_plain_orders():
     graph = bottleneck("int8", hw=64)
     cut = split(graph, (rows_cut(graph, 8, "keep"),))
     found = schedule(cut, "pieces")
-    seen = [piece_index(n.name) for n in found.order if piece_index(n.name) != NONE]
+    seen = [n.piece_index for n in found.order if n.piece_index is not None]
     assert sorted(set(seen)) == list(range(8))
     # a kept halo below needs the producer's next strip first: never more than one strip ahead
     assert all(max(seen[:i + 1]) - j <= 1 for i, j in enumerate(seen))

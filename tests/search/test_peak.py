@@ -2,16 +2,19 @@
 that cut the most of it ranked first, so that round 1 already finds the cut that lowers it."""
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import onnx
 import pytest
 import zoo
 
 from mcudeploy.boards import load_board
 from mcudeploy.frontend import import_onnx
-from mcudeploy.partition import Cut
+from mcudeploy.partition import Cut, split
 from mcudeploy.pipeline import lower
 from mcudeploy.search import Tuner, space
-from mcudeploy.search.peak import find_peak, original_tensor
+from mcudeploy.search.peak import find_peak
 from mcudeploy.search.tune import compile_scheme
 from mcudeploy.simulate.timing_cache import TimingCache
 
@@ -52,11 +55,18 @@ def test_the_peak_is_the_live_rectangle_not_the_whole_staircase(first_stage_peak
     assert len(touching) > 2 * len(peak.nodes)
 
 
-def test_pieces_and_slices_count_as_their_tensor():
-    assert original_tensor("conv5_out#p3") == "conv5_out"
-    assert original_tensor("x@2:0:8") == "x"
-    assert original_tensor("y#cat0") == "y"
-    assert original_tensor("plain") == "plain"
+def test_pieces_slices_and_gathers_count_as_their_tensor_and_operator():
+    sys.path.append(str(Path(__file__).resolve().parents[1] / "partition"))
+    from split_cases import bottleneck, rows_cut
+
+    graph = bottleneck("int8", hw=32)
+    cut = split(graph, (rows_cut(graph, 4, "keep"),))
+    made = [t for name, t in cut.tensors.items() if name not in graph.tensors and not t.is_const]
+    assert made and all(t.original in graph.tensors for t in made if t.rows is not None)
+    assert all(n.original in {m.name for m in graph.nodes} for n in cut.nodes)
+    pieces = [n for n in cut.nodes if n.piece_index is not None]
+    assert {n.piece_index for n in pieces} == set(range(4)) and all(n.name != n.original for n in pieces)
+    assert cut.tensors[graph.inputs[0]].original == graph.inputs[0]  # what the split left whole is itself
 
 
 def test_segments_whose_cut_leaves_the_least_of_the_peak_come_first(first_stage_peak):

@@ -1,0 +1,108 @@
+"""Fault campaigns at full size: every frame, both directions, every kind of fault, over a KWS
+run, a KWS measure, a flash's start-up and a short tune on qemu-m4, with the session's real
+timeouts. Prints, per command, the faults tried, right results, clear errors (by their first
+words) and failures; exits 1 if any fault ended in other numbers without an error, a hang, a
+traceback or an error of several lines.
+
+    python benchmarks/fault_bench.py [--only run,measure,flash,tune] [--stride N] [--tune-stride N]
+
+The CI tier (tests/device/test_fault_campaign.py) runs the same campaigns bounded, with short
+timeouts. Needs qemu-system-arm, arm-none-eabi-gcc and the KWS model (../shared/models).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "device")]
+
+from campaign import built_once, clean, compiled_once, our_emulators, run_faults, short_tune  # noqa: E402
+from faultline import Tally, plan  # noqa: E402
+from shared_models import MODELS  # noqa: E402
+
+from mcudeploy.boards import load_board  # noqa: E402
+from mcudeploy.check import random_inputs  # noqa: E402
+from mcudeploy.device import emulator, runner, session  # noqa: E402
+from mcudeploy.device.measure import measure_model  # noqa: E402
+from mcudeploy.pipeline import compile_model  # noqa: E402
+from mcudeploy.simulate.timing_cache import TimingCache  # noqa: E402
+
+DELAY_PAST_TIMEOUT = 1.5  # a delayed frame arrives this many answer timeouts late
+
+
+def commands(work: Path):
+    kws = compile_model(MODELS / "onnx" / "kws_dscnn_int8.onnx", "qemu-m4")
+    samples = random_inputs(kws.graph, 2, seed=3)
+    caches = iter(range(1_000_000))
+    board = load_board("qemu-m4")
+
+    def run():
+        return [tuple(o.tobytes() for o in outs) for outs in runner.run_on_board(kws, samples).outputs]
+
+    def measure():
+        cache = TimingCache("qemu-m4", work / f"cache{next(caches)}")
+        return [o.ticks for o in measure_model(kws, repeat=2, cache=cache).ops]
+
+    def flash():
+        elf = runner.build_for_board(kws, work / "flash").elf
+        emu = emulator.start_emulator(board, elf, lifetime=120)
+        try:
+            return emu.board
+        finally:
+            emulator.stop_emulator(board.name, port=emu.port)
+
+    def tune_model() -> Path:
+        import onnx
+        from zoo import mobilenetv2
+
+        _, qdq, _ = mobilenetv2(work / "zoo", size=32, stages=((6, 8, 1, 1),), stem=8, classes=4)
+        path = work / "mnv2_32_int8.onnx"
+        onnx.save(qdq, path)
+        return path
+
+    return {"run": run, "measure": measure, "flash": flash, "tune": lambda: short_tune(tune_model(), work / "tune")}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--only", default="run,measure,flash,tune", help="commands to run campaigns over")
+    p.add_argument("--stride", type=int, default=1, help="every N-th frame (default every frame)")
+    p.add_argument("--tune-stride", type=int, default=1, help="every N-th frame of the tune")
+    p.add_argument("-v", "--verbose", action="store_true", help="print each fault and its time")
+    args = p.parse_args(argv)
+    delay = DELAY_PAST_TIMEOUT * (session.DEFAULT_TIMEOUT + 0.2)
+    failures = 0
+    with tempfile.TemporaryDirectory(prefix="fault-bench-") as tmp:
+        work = Path(tmp)
+        cmds = commands(work)
+        with built_once(work / "builds"), compiled_once():
+            for name in args.only.split(","):
+                action = cmds[name]() if name == "tune" else cmds[name]
+                start = time.monotonic()
+                expected, counts, seconds = clean(action)
+                faults = plan(counts, stride=args.tune_stride if name == "tune" else args.stride, delay=delay)
+                print(f"{name}: a clean {name} carries {counts.get('request', 0)} requests and "
+                      f"{counts.get('reply', 0)} replies ({seconds:.1f} s); {len(faults)} faults to try", flush=True)
+                tally = run_faults(action, expected, faults, bound=seconds + 60, tally=Tally(),
+                                   progress=(lambda m: print("  " + m, flush=True)) if args.verbose else (lambda m: None))
+                print(tally.line(name) + f" ({time.monotonic() - start:.0f} s)")
+                for words, n in sorted(tally.error_kinds.items(), key=lambda kv: -kv[1]):
+                    print(f"  {n:>5}  {words} ...")
+                for f in tally.failures:
+                    print(f"  FAILURE {f}")
+                failures += len(tally.failures)
+                left = our_emulators()
+                if left:
+                    print(f"  FAILURE: emulators left running: {left}")
+                    failures += 1
+    print("PASS: no fault gave other numbers without an error, a hang or a traceback" if not failures
+          else f"FAIL: {failures} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""Where the generated C first parts from the numpy reference: the plan built for the host in trace
+mode (device/host.py) saves every arena before the first operator and after each one, and each
+operator's inputs (as it found them) and outputs (as it left them) are read there and compared with
+the reference's values of the same tensors.
+
+What a tensor should hold is the reference of the unsplit model (``reference``): a tensor of a
+split plan that keeps its name is that tensor, a piece or slice (``Tensor.rows``) is its rows. So
+the first operator that differs is named whether the kernel computes other values than its
+reference (``kernel``), the split rewrite gives a piece other rows than the model's (``split``:
+the split graph's own reference agrees with the C), or an input was overwritten between its
+producer and this reader (``memory``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Optional
+
+import numpy as np
+
+from mcudeploy.check.local import short
+from mcudeploy.codegen.emit import arenas, location
+from mcudeploy.device.host import Trace, trace_compiled_on_host
+from mcudeploy.device.runner import timed_nodes
+from mcudeploy.ir import DTYPES, Graph, Node, Rows, itemsize
+from mcudeploy.reference import evaluate
+
+FLOAT_ABS = 1e-4  # the C against the reference on float tensors: float kernels sum in another order than numpy
+CAUSES = {
+    "kernel": "its kernel and its numpy reference disagree",
+    "split": "the split gives this piece other values than the model's (the split graph's own reference agrees "
+             "with the C)",
+    "memory": "the operator found its input {tensor} changed since it was written (overwritten in between)",
+}
+
+
+@dataclass(frozen=True)
+class Difference:
+    index: int  # position among the operators model.c times (its MCUD_OP_END index)
+    node: Node
+    tensor: str
+    differ: int  # elements
+    count: int
+    cause: str  # a key of CAUSES
+    rows: Optional[Rows] = None  # the tensor's, when it is a piece or slice of a split plan
+
+    def sentence(self) -> str:
+        r = self.rows
+        rows = f" (rows {r.lo}..{r.hi - 1} of {short(r.of)} along dimension {r.dim})" if r is not None else ""
+        tensor = short(self.tensor)
+        return (f"the C first differs at operator {self.index}, {name(self.node)}: {self.differ:,} of {self.count:,} "
+                f"elements of {tensor}{rows} differ; {CAUSES[self.cause].format(tensor=tensor)}")
+
+
+def name(node: Node) -> str:
+    """The operator as the model knows it: a piece of a split plan by the operator it was cut from."""
+    if node.piece is None:
+        return f"{node.op} {short(node.name)}"
+    if node.piece.index is None:
+        return f"{node.op} {short(node.name)} (added by the split for {short(node.piece.of)})"
+    return f"{node.op} {short(node.piece.of)} (its piece {node.piece.index})"
+
+
+def expected_values(graph: Graph, reference: Graph, sample: Mapping[str, np.ndarray]) -> tuple[dict, dict]:
+    """(what every activation of ``graph`` should hold by ``reference``'s numpy reference, what
+    ``graph``'s own reference computes)."""
+    own = evaluate(graph, sample)
+    if reference is graph:
+        return own, own
+    model = evaluate(reference, sample)
+    want = {}
+    for n, t in graph.tensors.items():
+        if t.is_const:
+            continue
+        if n in reference.tensors and not reference[n].is_const:
+            want[n] = model[n]
+        elif t.rows is not None and t.rows.of in model:
+            r = t.rows
+            want[n] = model[r.of][tuple(slice(r.lo, r.hi) if d == r.dim else slice(None) for d in range(len(t.shape)))]
+        else:
+            want[n] = own[n]
+    return want, own
+
+
+def read(compiled, trace: Trace, index: int, tensor: str) -> Optional[np.ndarray]:
+    """The tensor as model.c holds it after operator ``index`` (-1: before the first)."""
+    if tensor not in compiled.lifetimes.buffer_of:
+        return None
+    t = compiled.graph[tensor]
+    sym, offset, strides = location(compiled, tensor)
+    where = [a["sym"] for a in arenas(compiled)].index(sym)
+    size = itemsize(t.dtype)
+    return np.ndarray(t.shape, DTYPES[t.dtype], buffer=trace.at(index)[where], offset=offset,
+                      strides=[s * size for s in strides]).copy()
+
+
+def first_difference(compiled, sample: Mapping[str, np.ndarray],
+                     reference: Optional[Graph] = None) -> Optional[Difference]:
+    """The first operator of ``compiled`` (a plan) whose inputs or outputs in the host build differ from
+    ``reference``'s (default: the plan's own graph) on ``sample``; None if every one agrees."""
+    graph = compiled.graph
+    want, own = expected_values(graph, reference or graph, sample)
+    trace = trace_compiled_on_host(compiled, sample)
+    for index, node in enumerate(timed_nodes(compiled)):
+        for tensor in (i for i in node.inputs if i and not graph[i].is_const):
+            found = _compare(compiled, trace, index - 1, tensor, want)
+            if found is not None:
+                split_ = np.array_equal(read(compiled, trace, index - 1, tensor), own[tensor])
+                return Difference(index, node, tensor, *found, "split" if split_ else "memory", graph[tensor].rows)
+        for tensor in node.outputs:
+            found = _compare(compiled, trace, index, tensor, want)
+            if found is not None:
+                split_ = np.array_equal(read(compiled, trace, index, tensor), own[tensor])
+                return Difference(index, node, tensor, *found, "split" if split_ else "kernel", graph[tensor].rows)
+    return None
+
+
+def _compare(compiled, trace: Trace, index: int, tensor: str, want: dict) -> Optional[tuple[int, int]]:
+    got = read(compiled, trace, index, tensor)
+    if got is None or tensor not in want:
+        return None
+    expected = np.asarray(want[tensor])
+    if compiled.graph[tensor].dtype == "float32":
+        differ = int(np.count_nonzero(~np.isclose(got, expected, rtol=0, atol=FLOAT_ABS)))
+    else:
+        differ = int(np.count_nonzero(got != expected))
+    return (differ, int(got.size)) if differ else None
+

@@ -1,0 +1,96 @@
+"""The verdict of ``run --check``.
+
+PASS when (1) every operator of the lowered model, given onnxruntime's values of its inputs, agrees
+with onnxruntime's output: within one quantization step, and the nearest step to onnxruntime's
+unrounded value at all but a few elements (check/local.py: what mcudeploy computes is what the
+model says), and (2) the generated C equals mcudeploy's numpy reference bit for bit (float: within
+FLOAT_ABS) on every input (the C computes what mcudeploy means). Where (2) fails, the host build
+is traced to name the first operator that differs (check/trace.py).
+
+The end-to-end distance from onnxruntime (and from a float model) is reported, not judged: integer
+rounding drifts through a deep network although every operator is right.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+from mcudeploy.check import local
+from mcudeploy.check.figures import FloatModel, OutputFigures, end_to_end
+from mcudeploy.check.onnxrt import Model, model_proto, quantized_from, tensor_values
+from mcudeploy.check.trace import FLOAT_ABS, Difference, first_difference
+from mcudeploy.ir import Graph
+from mcudeploy.reference import run_reference
+
+
+@dataclass(frozen=True)
+class Verdict:
+    samples: int
+    local: local.LocalReport
+    outputs: list[OutputFigures]
+    not_exact: dict  # output -> elements that differ from the numpy reference (over all samples)
+    difference: Optional[Difference] = None  # where the C first differs (traced on the host)
+    traced: bool = False  # the host build was traced (and found ``difference``, or nothing)
+
+    @property
+    def exact(self) -> bool:
+        return not any(self.not_exact.values())
+
+    @property
+    def ok(self) -> bool:
+        return self.local.ok and self.exact
+
+    def lines(self) -> list[str]:
+        out = self.local.lines() + [o.line() for o in self.outputs]
+        if self.exact:
+            out.append("the C vs mcudeploy's numpy reference: bit for bit")
+        else:
+            bad = ", ".join(f"{n}: {k:,} element(s)" for n, k in self.not_exact.items() if k)
+            out.append(f"the C vs mcudeploy's numpy reference: differs ({bad})")
+            if self.difference is not None:
+                out.append(self.difference.sentence())
+            elif self.traced:
+                out.append("the host build, traced, equals the reference at every operator: the difference is the "
+                           "board's build")
+        verdict = "PASS" if self.ok else "FAIL"
+        out.append(f"{verdict} on {self.samples} input(s); pass = every operator, given the same inputs, within "
+                   f"{local.STEPS} step of onnxruntime and the nearest step to its unrounded value at "
+                   f">= {1 - local.OFF_SHARE:.0%} of the elements (float: {local.FLOAT_REL:g} relative), and the C "
+                   f"bit for bit the numpy reference; end-to-end figures not judged")
+        return out
+
+
+def check_outputs(model: Model, compiled, outputs: Sequence[Sequence[np.ndarray]], samples,
+                  reference: Optional[Graph] = None, float_model: Optional[FloatModel] = None,
+                  trace: bool = True) -> Verdict:
+    """The verdict on ``outputs`` (per sample, per output), what the C of ``compiled`` gave on
+    ``samples``. ``model``: the ONNX model compiled; ``reference``: the lowered model before any split
+    (default ``compiled.graph``); ``float_model``: a float model to report figures against (figures.float_model);
+    ``trace``: where the C differs from the reference, trace the host build to find where."""
+    graph = reference or compiled.graph
+    model = model_proto(model)
+    values = tensor_values(model, graph, samples)
+    agreement = local.compare_operators(graph, values, quantized_from(model))
+    ort_outputs = [[v[o] for o in graph.outputs] for v in values]
+    floats = float_model.run(graph, samples) if float_model is not None else None
+    figures = end_to_end(compiled.graph, outputs, ort_outputs, floats)
+    ref_outputs = [run_reference(graph, s) for s in samples]
+    not_exact, first_bad = {}, None
+    for k, name in enumerate(compiled.graph.outputs):
+        count = 0
+        for s, (got, want) in enumerate(zip(outputs, ref_outputs)):
+            g, w = np.asarray(got[k]).reshape(want[k].shape), want[k]
+            if compiled.graph[name].dtype == "float32":
+                n = int(np.count_nonzero(~np.isclose(g, w, rtol=0, atol=FLOAT_ABS)))
+            else:
+                n = int(np.count_nonzero(g != w))
+            count += n
+            if n and first_bad is None:
+                first_bad = s
+        not_exact[name] = count
+    difference = None
+    if first_bad is not None and trace:
+        difference = first_difference(compiled, samples[first_bad], graph)
+    return Verdict(len(samples), agreement, figures, not_exact, difference, first_bad is not None and trace)

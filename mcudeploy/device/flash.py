@@ -1,0 +1,132 @@
+"""``mcudeploy flash``: build the measurer (and a model) with PlatformIO and upload it.
+
+``flash(model, board)`` writes the PlatformIO project (device/pio_project.py), runs ``pio run``
+(device/pio_core.py, offline), reports the firmware's SRAM and flash use against the board's
+capacity, refuses a firmware that does not fit, then runs ``pio run -t upload``: an emulated
+board starts in the background (device/emulator.py); real boards upload through PlatformIO's
+usual means (OpenOCD or st-flash for ST-LINK, a copy to the board's USB disk for mbed), and fail
+in one sentence when none is there.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from mcudeploy.boards import Board, load_board
+from mcudeploy.device import elfsize
+from mcudeploy.device.emulator import (PORT_ENV, Emulator, emulator_port, end_emulators_on, running_emulator,
+                                       socket_port)
+from mcudeploy.device.host import BuildError
+from mcudeploy.device.pio_core import pio_failure, run_pio
+from mcudeploy.device.pio_project import default_project_dir, describe, firmware_elf, generate_project
+from mcudeploy.errors import MCUDeployError
+
+
+def upload(project: Path, board: Board, core: Optional[Path] = None,
+           port: Optional[str] = None) -> subprocess.CompletedProcess:
+    """``pio run -t upload``: start the emulator (on ``port``, a socket URL, else a free port) or flash the board."""
+    env = {}
+    if board.kind == "qemu":
+        _need_tool("qemu-system-arm", "install qemu-system-arm")
+        env[PORT_ENV] = str(socket_port(port)) if port else "0"
+    proc = run_pio(project, ["upload"], core=core, env=env)
+    if proc.returncode != 0:
+        reason = pio_failure(proc)
+        if reason:
+            raise MCUDeployError(f"cannot upload to board '{board.name}': {reason.rstrip('.')}")
+        raise BuildError(f"PlatformIO failed to upload {project}:\n{proc.stdout[-6000:]}")
+    return proc
+
+
+def _need_tool(name: str, how: str) -> None:
+    if shutil.which(name) is None:
+        raise MCUDeployError(f"flashing needs {name}, which is not on PATH; {how}")
+
+
+@dataclass(frozen=True)
+class FlashResult:
+    board: Board
+    project: Path
+    elf: Path
+    memory: elfsize.MemoryReport
+    what: str
+    port: Optional[str] = None  # where to talk to the firmware: the emulator's socket URL, or the user's --port
+    uploaded: bool = True
+    emulator: Optional[Emulator] = None
+
+
+def build_and_check(board: Board, project: Path, spec: dict, model_name: str,
+                    core: Optional[Path] = None) -> tuple[Path, elfsize.MemoryReport]:
+    """``pio run``; the ELF and its memory report, or one sentence saying by how much it does not fit."""
+    _need_tool(spec.get("cc", "arm-none-eabi-gcc"), "install gcc-arm-none-eabi and libnewlib-arm-none-eabi")
+    proc = run_pio(project, core=core)
+    capacity = (spec["flash_bytes"], spec["sram_bytes"], spec["sram_region"])
+    if proc.returncode != 0:
+        if "overflowed" in proc.stdout or "will not fit" in proc.stdout:
+            sizing = run_pio(project, ["sizing"], core=core)
+            sizing_elf = firmware_elf(project, board).with_name("firmware-sizing.elf")
+            if sizing.returncode == 0 and sizing_elf.is_file():
+                elfsize.check_fits(elfsize.memory_report(sizing_elf, *capacity), model_name, board.name)
+        raise BuildError(f"PlatformIO failed to build {project}:\n{proc.stdout[-6000:]}")
+    elf = firmware_elf(project, board)
+    report = elfsize.memory_report(elf, *capacity)
+    elfsize.check_fits(report, model_name, board.name)
+    return elf, report
+
+
+def flash(model: Optional[str], board_name: str, port: Optional[str] = None, project: Optional[Path] = None,
+          upload_firmware: bool = True, input_shapes=None, core: Optional[Path] = None) -> FlashResult:
+    """Build the measurer (with ``model`` when given) for the board with PlatformIO and upload it.
+
+    A firmware that does not fit the board is refused after the build, before any upload.
+    """
+    board = load_board(board_name)
+    if board.kind not in ("qemu", "hardware"):
+        raise MCUDeployError(f"board '{board.name}' is not a microcontroller; flash needs a qemu or hardware "
+                             f"board (see `mcudeploy boards`)")
+    if board.kind == "qemu" and port:
+        socket_port(port)
+    compiled = None
+    if model:
+        from mcudeploy.pipeline import compile_model
+
+        compiled = compile_model(model, board, input_shapes)
+    project = Path(project or default_project_dir(board, model)).resolve()
+    spec = generate_project(board, project, compiled)
+    elf, report = build_and_check(board, project, spec, Path(model).name if model else "(measurer alone)", core)
+    if not upload_firmware:
+        return FlashResult(board, project, elf, report, describe(compiled), port, uploaded=False)
+    if board.kind == "qemu":
+        port = port or f"socket://127.0.0.1:{emulator_port(board)}"
+    try:
+        upload(project, board, core, port)
+    except BaseException:
+        if board.kind == "qemu":  # an emulator the interrupted upload started must not outlive it
+            end_emulators_on(socket_port(port))
+        raise
+    if board.kind == "qemu":
+        emu = running_emulator(board.name, socket_port(port))
+        if emu is None:
+            raise MCUDeployError(f"the emulator for board '{board.name}' stopped right after it started")
+        return FlashResult(board, project, elf, report, describe(compiled), emu.url, emulator=emu)
+    return FlashResult(board, project, elf, report, describe(compiled), port)
+
+
+def summary(result: FlashResult) -> list[str]:
+    """What ``mcudeploy flash`` prints."""
+    lines = [f"built the {result.what} for {result.board.name} with PlatformIO: {result.elf}", *result.memory.lines()]
+    if not result.uploaded:
+        lines.append("not uploaded (--no-upload)")
+    elif result.board.kind == "qemu":
+        limit = result.emulator.lifetime if result.emulator else 0
+        lines.append(f"QEMU runs it in the background{f' for up to {limit:g} s' if limit else ''}; talk to it with "
+                     f"--port {result.port} (stop it with `mcudeploy flash -b {result.board.name} --stop "
+                     f"--port {result.port}`)")
+    else:
+        where = f"--port {result.port}" if result.port else "--port with its serial port, e.g. /dev/ttyACM0"
+        lines.append(f"uploaded to {result.board.name}; talk to it with {where}")
+    return lines
+

@@ -1,0 +1,125 @@
+"""The PlatformIO project of a firmware: platformio.ini, a board manifest made from
+``boards/<name>.json`` and the build spec of ``mcudeploy.device.build``.
+
+The project names the platform shipped in ``firmware/platformio`` (``platform = symlink://…``;
+with ``file://`` PlatformIO would copy it once and keep using that copy after mcudeploy
+changes), which compiles with arm-none-eabi-gcc from PATH and asks for no package. Emulated
+boards upload with ``upload_protocol = custom``: the upload command is the ``emulate`` hook of
+``mcudeploy.device.emulator``; real boards upload through PlatformIO's usual means.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Optional
+
+from mcudeploy.boards import Board
+from mcudeploy.device.host import cache_dir
+from mcudeploy.resources import firmware_dir
+
+BUILD_SPEC = "mcudeploy-build.json"
+PLATFORM_SUBDIR = "platformio"
+OPENOCD_TARGETS = {"stm32f4": "stm32f4x", "stm32f7": "stm32f7x", "stm32h7": "stm32h7x", "stm32l4": "stm32l4x"}
+
+
+def platform_dir() -> Path:
+    return firmware_dir() / PLATFORM_SUBDIR
+
+
+def _upload_settings(board: Board) -> dict:
+    upload = dict(board.data.get("upload") or {})
+    if board.kind == "qemu":
+        # The port is not in the command (a changed platformio.ini makes PlatformIO rebuild everything):
+        # `flash` passes it in the environment, $MCUDEPLOY_EMULATOR_PORT.
+        cmd = [sys.executable, "-m", "mcudeploy.device.emulator", "emulate", "--board", board.name, "$SOURCE"]
+        return {"protocol": "custom", "protocols": ["custom"], "command": " ".join(_ini_quote(c) for c in cmd),
+                "port": "", "note": "starts QEMU with the UART on a TCP socket"}
+    protocol = upload.get("protocol", "stlink")
+    return {"protocol": protocol, "protocols": list(upload.get("protocols", [protocol])), "command": "",
+            "port": upload.get("port", ""), "note": f"flashes the board over {protocol}"}
+
+
+def _ini_quote(arg: str) -> str:
+    return f'"{arg}"' if re.search(r"[\s;#]", arg) else arg
+
+
+def board_manifest(board: Board, upload: dict, spec: Optional[dict] = None) -> dict:
+    """The values of templates/platformio/board.json.j2: PlatformIO's view of ``boards/<name>.json``.
+
+    The RAM capacity is that of the region the firmware's RAM lives in (the build spec's), so
+    PlatformIO's "RAM: used N bytes from M bytes" line agrees with mcudeploy's report.
+    """
+    spec = spec or {}
+    data = board.data
+    machine = (data.get("qemu") or {}).get("machine")
+    mcu = data.get("mcu") or machine or (data.get("platformio") or {}).get("board") or board.name
+    return {
+        "description": board.description,
+        "vendor": data.get("vendor", "mcudeploy"),
+        "url": data.get("url", "https://docs.platformio.org/en/latest/platforms/creating_board.html"),
+        "cpu": board.core,
+        "mcu": mcu,
+        "f_cpu": f"{int(data.get('clock_hz', 0))}L",
+        "flash_bytes": int(spec.get("flash_bytes", board.flash_bytes)),
+        "sram_bytes": int(spec.get("sram_bytes", board.sram_bytes)),
+        "flash_origin": hex(int(data.get("flash_origin", 0))),
+        "upload_protocol": upload["protocol"],
+        "upload_protocols": upload["protocols"],
+        "openocd_target": (data.get("upload") or {}).get("openocd_target",
+                                                         OPENOCD_TARGETS.get(data.get("family", ""), "")),
+    }
+
+
+def write_platformio_project(board: Board, project: Path, spec: dict, what: str) -> Path:
+    """Write platformio.ini, boards/<board>.json and the build spec into ``project``; return the ini's path."""
+    from mcudeploy.codegen.emit import BANNER, environment
+
+    project.mkdir(parents=True, exist_ok=True)
+    env = environment()
+    upload = _upload_settings(board)
+    (project / BUILD_SPEC).write_text(json.dumps(spec, indent=1) + "\n")
+    (project / "boards").mkdir(exist_ok=True)
+    manifest = env.get_template("platformio/board.json.j2").render(banner=BANNER,
+                                                                   **board_manifest(board, upload, spec))
+    json.loads(manifest)  # a template slip would only show up inside PlatformIO otherwise
+    (project / "boards" / f"{board.name}.json").write_text(manifest)
+    ini = env.get_template("platformio/platformio.ini.j2").render(
+        banner=BANNER, what=what, board=board.name, description=board.description,
+        platform_dir=platform_dir().resolve().as_posix(), env=board.name, build_spec=BUILD_SPEC,
+        upload_protocol=upload["protocol"], upload_command=upload["command"], upload_port=upload["port"],
+        upload_note=upload["note"], baud=int((board.data.get("serial") or {}).get("baud", 115200)))
+    (project / "platformio.ini").write_text(ini)
+    return project / "platformio.ini"
+
+
+def firmware_elf(project: Path, board: Board) -> Path:
+    return project / ".pio" / "build" / board.name / "firmware.elf"
+
+
+def generate_project(board: Board, project: Path, compiled=None) -> dict:
+    """Write the firmware sources (measurer, plus the model when given) and the PlatformIO project; return the spec."""
+    from mcudeploy.device.build import firmware_build_spec
+
+    project.mkdir(parents=True, exist_ok=True)
+    for stale in ("model.c", "model.h"):  # a measurer-alone project must not pick up an earlier model
+        if compiled is None:
+            (project / stale).unlink(missing_ok=True)
+    if compiled is not None:
+        from mcudeploy.codegen import write_project
+
+        write_project(compiled, project)
+    spec = firmware_build_spec(board, project)
+    write_platformio_project(board, project, spec, describe(compiled))
+    return spec
+
+
+def describe(compiled) -> str:
+    return f"measurer with model {Path(compiled.model).name}" if compiled is not None else "measurer alone"
+
+
+def default_project_dir(board: Board, model: Optional[str]) -> Path:
+    stem = Path(model).stem if model else "measurer"
+    return cache_dir() / "platformio" / f"{board.name}-{stem}"
+

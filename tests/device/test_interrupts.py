@@ -1,0 +1,101 @@
+"""Ctrl-C and SIGTERM at any moment: the command ends within 3 s with status 130 and one line,
+stops its emulators, and leaves no file that looks complete but is not."""
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+
+import pytest
+from devmodels import matmul
+from signals import interrupt, left_running, start, tagged_env
+
+from mcudeploy import interrupts
+
+pytestmark = pytest.mark.qemu
+
+
+@pytest.fixture
+def model(tmp_path):
+    return matmul(tmp_path / "m.onnx", 256, k=256, n=256)  # a run of a few seconds under QEMU
+
+
+def test_deferred_signals_wait_for_the_step_and_checks_end_waits():
+    old = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    interrupts.install()
+    try:
+        recorded = []
+        with pytest.raises(KeyboardInterrupt):
+            with interrupts.deferred():
+                signal.raise_signal(signal.SIGTERM)  # arrives after the board answered
+                recorded.append("timing")  # so the answer is still recorded
+        assert recorded == ["timing"]
+        with pytest.raises(KeyboardInterrupt):
+            with interrupts.deferred():
+                signal.raise_signal(signal.SIGINT)  # arrives while the board works
+                interrupts.check()  # the wait notices it at once
+                recorded.append("never")
+        assert recorded == ["timing"]
+        proc = subprocess.Popen(["sleep", "30"])
+        start_ = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            with interrupts.deferred():
+                signal.raise_signal(signal.SIGINT)
+                interrupts.wait(proc)
+        assert proc.returncode is not None and time.monotonic() - start_ < 2
+    finally:
+        signal.signal(signal.SIGTERM, old[0])
+        signal.signal(signal.SIGINT, old[1])
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("after", [0.5, 2.0, 4.0])
+def test_run_on_qemu_ends_within_3_s_and_leaves_no_emulator(model, tmp_path, need_qemu, sig, after):
+    env, tag = tagged_env(tmp_path / "cache")
+    out = tmp_path / "y.npz"
+    ended = interrupt(start(["run", str(model), "-b", "qemu-m4", "--samples", "8", "-o", str(out)], env), after, sig)
+    assert ended.returncode == 130, ended.stderr
+    assert ended.seconds_after_signal < 3.0
+    assert ended.stderr.strip().splitlines()[-1] == "mcudeploy: interrupted" and "Traceback" not in ended.stderr
+    assert not left_running(tag)
+    assert not out.exists()  # the outputs are written whole at the end, or not at all
+    assert not list(tmp_path.glob(".y.npz.*"))
+
+
+@pytest.mark.parametrize("after", [1.0, 3.0, 5.0])
+def test_measure_and_flash_end_within_3_s_and_leave_no_emulator(model, tmp_path, need_qemu, after):
+    env, tag = tagged_env(tmp_path / "cache")
+    for args in (["measure", str(model), "-b", "qemu-m4", "--repeat", "40"],
+                 ["flash", str(model), "-b", "qemu-m4", "--project-dir", str(tmp_path / "pio")]):
+        ended = interrupt(start(args, env), after)
+        if ended.returncode == 0:  # it finished first: a flash leaves its emulator running, as asked
+            assert args[0] == "flash"
+            start(["flash", "-b", "qemu-m4", "--stop", "--all"], env).wait(30)
+            continue
+        assert ended.returncode == 130, (args[0], ended.stderr)
+        assert ended.seconds_after_signal < 3.0, args[0]
+        assert ended.stderr.strip().splitlines()[-1] == "mcudeploy: interrupted" and "Traceback" not in ended.stderr
+        assert not left_running(tag), args[0]
+
+
+def test_an_interrupted_compile_leaves_no_plan(model, tmp_path, monkeypatch):
+    from mcudeploy.codegen import emit
+    from mcudeploy.pipeline import compile_model
+
+    compiled = compile_model(model, "host")
+    out = emit.write_project(compiled, tmp_path / "out")
+    assert (out / "plan.json").is_file()
+    calls = {"n": 0}
+    real = emit.write_atomic
+
+    def interrupted_write(path, data):
+        calls["n"] += 1
+        if calls["n"] == 2:  # model.c is written, model.h is not
+            raise KeyboardInterrupt
+        return real(path, data)
+
+    monkeypatch.setattr(emit, "write_atomic", interrupted_write)
+    with pytest.raises(KeyboardInterrupt):
+        emit.write_project(compiled, out)
+    assert not (out / "plan.json").exists()  # the old plan went first: the folder does not look complete
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]
