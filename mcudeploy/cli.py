@@ -10,7 +10,7 @@ from pathlib import Path
 
 from mcudeploy import __version__, interrupts
 from mcudeploy.errors import MCUDeployError
-from mcudeploy.outputs import check_output, writing
+from mcudeploy.files import check_output, writing
 
 log = logging.getLogger("mcudeploy")
 SCHEDULE_TIME_LIMIT = 10.0  # --time-limit of the commands that compile a model

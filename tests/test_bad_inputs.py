@@ -14,7 +14,7 @@ from mcudeploy.boards import all_boards
 from mcudeploy.cli import INTERNAL_ERROR, main
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import MAX_TENSOR_BYTES
-from mcudeploy.outputs import writing
+from mcudeploy.files import writing
 
 
 def _value(name, dims, elem=TensorProto.FLOAT):
