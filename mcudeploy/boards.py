@@ -1,17 +1,21 @@
-"""Boards are data: ``boards/*.json``, checked here so a missing field is named, not guessed."""
+"""Boards are data: ``boards/NAME.json``, checked once against ``boards/board.schema.json`` (which
+documents every field) and turned into a ``Board``; every other module asks the Board, never the
+file. A field that is missing or wrong is named in one sentence."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.resources import boards_dir
+from mcudeploy.schema import problems
 
-REQUIRED = {"name": str, "description": str, "kind": str, "core": str, "alignment": int, "regions": list,
-            "flash_bytes": int}
+SCHEMA = "board.schema.json"
 KINDS = ("host", "qemu", "hardware")
+DEFAULT_STACK_BYTES = 8192
 
 
 @dataclass(frozen=True)
@@ -20,6 +24,57 @@ class Region:
     size: int
     origin: int = 0
     excluded: bool = False  # not usable for the arena (e.g. not modelled by the emulator)
+    reserved: int = 0  # bytes kept from the arena beyond the stack
+    section: Optional[str] = None  # the linker section that puts an arena here (regions after the first)
+    dma: bool = True  # may hold the model's inputs and outputs
+
+
+@dataclass(frozen=True)
+class RegWrite:
+    """*addr = (*addr & ~clear) | set, done before the UART starts (clock enables, pins)."""
+    addr: int
+    clear: int
+    set: int
+    what: str = ""
+
+
+@dataclass(frozen=True)
+class Uart:
+    driver: str  # firmware/runtime/uart_<driver>.c
+    base: int
+    baud: int
+    clock_hz: int  # the UART's kernel clock (0: not known)
+    lpuart: bool = False
+    irq: int = -1  # the receive interrupt the measurer sleeps on between frames (-1: it polls)
+    init: tuple[RegWrite, ...] = ()
+
+
+@dataclass(frozen=True)
+class Timer:
+    driver: str  # firmware/runtime/timer_<driver>.c
+    hz: int
+
+
+@dataclass(frozen=True)
+class Qemu:
+    machine: str
+    icount_shift: int = 0
+    extra_args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Upload:
+    protocol: str
+    protocols: tuple[str, ...]
+    openocd_target: str = ""
+    port: str = ""
+
+
+@dataclass(frozen=True)
+class HostBuild:
+    cc: str
+    cflags: tuple[str, ...] = ()
+    ldflags: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -31,12 +86,42 @@ class Board:
     alignment: int
     regions: tuple[Region, ...]
     flash_bytes: int
-    data: dict  # the whole file, for the parts only some layers read (build, serial, qemu, platformio)
+    clock_hz: int = 0
+    family: str = ""
+    mcu: str = ""
+    vendor: str = ""
+    url: str = ""
+    cpu_flags: tuple[str, ...] = ()
+    flash_origin: int = 0
+    stack_bytes: int = 0  # reserved in the first usable region (firmware boards: 8192 unless given)
+    uart: Optional[Uart] = None
+    timer: Optional[Timer] = None
+    qemu: Optional[Qemu] = None
+    upload: Optional[Upload] = None
+    platformio_board: str = ""  # the board's name in PlatformIO's own platform (real boards)
+    build: Optional[HostBuild] = None
     alias_of: Optional[str] = None
 
     @property
     def sram_bytes(self) -> int:
         return sum(r.size for r in self.regions if not r.excluded)
+
+    @property
+    def has_firmware(self) -> bool:
+        return self.kind in ("qemu", "hardware")
+
+
+def _int(value) -> int:
+    return value if isinstance(value, int) else int(str(value), 0)
+
+
+@lru_cache(maxsize=1)
+def _schema() -> dict:
+    path = boards_dir() / SCHEMA
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise MCUDeployError(f"the board schema {path} cannot be read ({exc})") from None
 
 
 def _load_file(path: Path) -> dict:
@@ -44,41 +129,72 @@ def _load_file(path: Path) -> dict:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
         raise MCUDeployError(f"board file {path} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
-    if "alias_of" in data:
+    if isinstance(data, dict) and "alias_of" in data:
+        extra = sorted(set(data) - {"alias_of", "description"})
+        if extra or not isinstance(data["alias_of"], str):
+            raise MCUDeployError(f"board file {path} is an alias: it holds alias_of and description only")
         return data
-    for key, kind in REQUIRED.items():
-        if key not in data:
-            raise MCUDeployError(f"board file {path} lacks the required field '{key}'")
-        if not isinstance(data[key], kind):
-            raise MCUDeployError(f"board file {path}: field '{key}' should be a {kind.__name__}")
-    if data["kind"] not in KINDS:
-        raise MCUDeployError(f"board file {path}: kind '{data['kind']}' is not one of {', '.join(KINDS)}")
+    found = problems(data, _schema())
+    if found:
+        raise MCUDeployError(f"board file {path}: {found[0]}")
     if path.stem != data["name"]:
         raise MCUDeployError(f"board file {path} names the board '{data['name']}' (the file name must match)")
-    for r in data["regions"]:
-        if not isinstance(r, dict) or "name" not in r or "size" not in r:
-            raise MCUDeployError(f"board file {path}: every memory region needs a 'name' and a 'size'")
+    names = [r["name"] for r in data["regions"]]
+    if len(set(names)) != len(names):
+        raise MCUDeployError(f"board file {path}: two memory regions share a name")
     return data
+
+
+def _board(data: dict) -> Board:
+    uart = timer = qemu = upload = build = None
+    if "uart" in data:
+        u = data["uart"]
+        uart = Uart(u["driver"], _int(u["base"]), int(u["baud"]), int(u.get("clock_hz", data.get("clock_hz", 0))),
+                    bool(u.get("lpuart", False)), int(u.get("irq", -1)),
+                    tuple(RegWrite(_int(w["reg"]), _int(w.get("clear", 0)), _int(w.get("set", 0)), w.get("what", ""))
+                          for w in u.get("init", ())))
+    if "timer" in data:
+        timer = Timer(data["timer"]["driver"], int(data["timer"]["hz"]))
+    if "qemu" in data:
+        q = data["qemu"]
+        qemu = Qemu(q["machine"], int(q.get("icount_shift", 0)), tuple(q.get("extra_args", ())))
+    if "upload" in data:
+        up = data["upload"]
+        upload = Upload(up["protocol"], tuple(up.get("protocols", (up["protocol"],))), up.get("openocd_target", ""),
+                        up.get("port", ""))
+    if "build" in data:
+        b = data["build"]
+        build = HostBuild(b["cc"], tuple(b.get("cflags", ())), tuple(b.get("ldflags", ())))
+    regions = tuple(Region(r["name"], int(r["size"]), _int(r.get("origin", 0)), bool(r.get("excluded", False)),
+                           int(r.get("reserved", 0)), r.get("section"), bool(r.get("dma", True)))
+                    for r in data["regions"])
+    return Board(data["name"], data["description"], data["kind"], data["core"], int(data["alignment"]), regions,
+                 int(data["flash_bytes"]), int(data.get("clock_hz", 0)), data.get("family", ""), data.get("mcu", ""),
+                 data.get("vendor", ""), data.get("url", ""), tuple(data.get("cpu_flags", ())),
+                 _int(data.get("flash_origin", 0)), int(data.get("stack_bytes", _default_stack(data["kind"]))), uart, timer,
+                 qemu, upload, (data.get("platformio") or {}).get("board", ""), build)
+
+
+def _default_stack(kind: str) -> int:
+    """A firmware's stack when the file gives none; the host's program has a stack of its own."""
+    return 0 if kind == "host" else DEFAULT_STACK_BYTES
 
 
 def board_names(directory: Optional[Path] = None) -> list[str]:
     directory = directory or boards_dir()
-    return sorted(p.stem for p in directory.glob("*.json"))
+    return sorted(p.stem for p in directory.glob("*.json") if p.name != SCHEMA)
 
 
 def load_board(name: str, directory: Optional[Path] = None) -> Board:
     directory = directory or boards_dir()
     path = directory / f"{name}.json"
-    if not path.is_file():
+    if name == Path(SCHEMA).stem or not path.is_file():
         raise MCUDeployError(f"unknown board '{name}'; known boards: {', '.join(board_names(directory))}")
     data = _load_file(path)
     if "alias_of" in data:
         target = load_board(data["alias_of"], directory)
-        return Board(**{**target.__dict__, "alias_of": target.name, "name": name})
-    regions = tuple(Region(r["name"], int(r["size"]), int(r.get("origin", 0)), bool(r.get("excluded", False)))
-                    for r in data["regions"])
-    return Board(data["name"], data["description"], data["kind"], data["core"], data["alignment"], regions,
-                 data["flash_bytes"], data)
+        return replace(target, alias_of=target.name, name=name)
+    return _board(data)
 
 
 def all_boards(directory: Optional[Path] = None) -> list[Board]:

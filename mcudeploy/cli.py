@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import tempfile
 import traceback
@@ -82,8 +83,13 @@ def cmd_plan(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from mcudeploy.report.html import write_report
+    from mcudeploy.report.html import read_plan, write_report
 
+    if args.text:
+        from mcudeploy.report.text import plan_text
+
+        print(plan_text(read_plan(args.plan), detail=True))
+        return 0
     if args.output:
         check_output(args.output, folder=False)
     print(f"wrote {write_report(args.plan, args.output)}")
@@ -251,6 +257,7 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("report", help="draw a plan.json as a self-contained HTML page")
     s.add_argument("plan", help="a plan.json (or the folder `compile` wrote it to)")
     s.add_argument("-o", "--output", help="the HTML file to write (default: report.html beside the plan)")
+    s.add_argument("--text", action="store_true", help="print the plan's summary as text instead (what `plan` prints)")
     s.set_defaults(run=cmd_report)
 
     s = sub.add_parser("run", help="build and run the model (or a compiled or tuned project) on a board")
@@ -311,6 +318,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("mcudeploy: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader of stdout went away (`| head`): nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Exception as exc:  # noqa: BLE001  (the last resort below: a bug, told in one sentence)
         if interrupts.received():  # the interruption surfaced as another error (e.g. in an import)
             print("mcudeploy: interrupted", file=sys.stderr)

@@ -14,7 +14,7 @@ from mcudeploy.frontend import import_onnx
 from mcudeploy.ir import Graph, Node, verify
 from mcudeploy.memory import Lifetimes, Placement, areas
 from mcudeploy.memory.layout import lay_out
-from mcudeploy.memory.lifetimes import fit_scratch
+from mcudeploy.offload import fit_scratch
 from mcudeploy.partition import Scheme, split
 from mcudeploy.passes.activation import fuse_activations
 from mcudeploy.passes.batchnorm import fold_batchnorm
@@ -75,6 +75,15 @@ def compile_model(source: Union[str, os.PathLike, onnx.ModelProto], board: Union
                          scheme=scheme)
 
 
+def rewrite_ordered(graph: Graph, order, board: Board, scratch: str = "fit") -> tuple[Graph, tuple[Node, ...]]:
+    """The rewrites of a scheduled graph (mcudeploy/offload), in order: with scratch "fit", kernels
+    whose working memory would raise the peak run their variant without it. Swap and recompute
+    under a fast-memory budget will come here too."""
+    if scratch == "fit":
+        graph, order = fit_scratch(graph, order, board.alignment)
+    return graph, tuple(order)
+
+
 def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optional[str] = None,
                   schedule_method: str = "auto", placement_method: str = "exact",
                   placement_time_limit: float = 5.0, schedule_time_limit: float = 10.0,
@@ -87,9 +96,8 @@ def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optiona
         raise MCUDeployError(f"scratch must be one of {', '.join(SCRATCH_POLICIES)}, not {scratch!r}")
     board = load_board(board) if isinstance(board, str) else board
     sched = schedule(graph, schedule_method, schedule_time_limit, board.alignment)
-    if scratch == "fit":
-        graph, order = fit_scratch(graph, sched.order, board.alignment)  # no kernel scratch at the peak
-        sched = dataclasses.replace(sched, order=order)
+    graph, order = rewrite_ordered(graph, sched.order, board, scratch)
+    sched = dataclasses.replace(sched, order=order)
     lives, placement = lay_out(graph, sched.order, areas(board), placement_method, board.alignment,
                                placement_time_limit)
     return Compiled(name or graph.name, board, graph, sched, lives, placement, tuple(scheme))

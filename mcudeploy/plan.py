@@ -102,7 +102,7 @@ def plan_dict(compiled, scheme=None, latency=None, split=None) -> dict:
         "order": [{"step": step[n.name], "node": n.name, "op": n.op, "inputs": [i for i in n.inputs if i],
                    "outputs": list(n.outputs), "macs": registry.get(n.op).macs(graph, n),
                    "kernel": not registry.get(n.op).view and n.name not in lives.elided,
-                   # memory.lifetimes.fit_scratch chose the kernel without working memory
+                   # offload.fit_scratch chose the kernel without working memory
                    **({"scratch": 0} if n.attrs.get("scratch", 1) == 0 else {})} for n in compiled.order],
         "regions": _regions(compiled),
         "sharing": sorted(lives.sharing),  # memory.layout.lay_out keeps the set that placed smallest

@@ -18,8 +18,8 @@ from mcudeploy.cli import main
 from mcudeploy.codegen import emit
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.frontend import import_onnx
-from mcudeploy.ops import quant, registry
-from mcudeploy.partition import ranges, segment, split
+from mcudeploy.ops import registry, requant
+from mcudeploy.partition import cut as cut_module, ranges, split
 from mcudeploy.pipeline import compile_graph, compile_model, lower
 from mcudeploy.resources import firmware_dir
 from mcudeploy.search import space
@@ -133,13 +133,13 @@ def test_an_off_by_one_halo_in_a_split_plan_fails_naming_the_operator(models, mo
     model = models["mnv2"][1]
     lowered = lower(import_onnx(model))
     cut = longest_cut(lowered)
-    window_read = segment.window_read
+    window_read = cut_module.window_read
 
     def one_row_early(lo, hi, size, stride, dilation, pad, kernel):
         r = window_read(lo, hi, size, stride, dilation, pad, kernel)
         return ranges.Read(r.lo - 1, r.hi - 1, r.pads) if 0 < r.lo and r.hi < size else r
 
-    monkeypatch.setattr(segment, "window_read", one_row_early)
+    monkeypatch.setattr(cut_module, "window_read", one_row_early)
     compiled = compile_graph(split(lowered, (cut,)), "host", scheme=(cut,), schedule_method="pieces")
     monkeypatch.undo()
     verdict = verdict_on_host(model, compiled, lowered)
@@ -160,7 +160,7 @@ def test_a_wrong_rounding_in_a_reference_fails_against_onnxruntime(models, monke
 
     def floored(self, graph, node, inputs):
         with monkeypatch.context() as m:
-            m.setattr(quant, "round_shift", lambda p, shift: np.asarray(p, np.int64) >> np.asarray(shift, np.int64))
+            m.setattr(requant, "round_shift", lambda p, shift: np.asarray(p, np.int64) >> np.asarray(shift, np.int64))
             return reference(self, graph, node, inputs)
 
     monkeypatch.setattr(conv, "reference", floored)

@@ -1,5 +1,4 @@
 """Whole MLPerf Tiny reference models on the host board against onnxruntime and the reference."""
-import numpy as np
 import pytest
 
 from shared_models import need_models, shared_models

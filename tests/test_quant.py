@@ -3,7 +3,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcudeploy.ops.quant import quantize_multiplier, requantize
+from mcudeploy.ops.requant import quantize_multiplier, requantize
 
 
 @given(st.floats(min_value=1e-9, max_value=1e6, allow_nan=False))

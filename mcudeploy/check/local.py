@@ -31,7 +31,7 @@ import numpy as np
 
 from mcudeploy.ir import DTYPES, Graph
 from mcudeploy.ops import registry
-from mcudeploy.ops.quant import QRANGE
+from mcudeploy.ops.requant import QRANGE
 
 STEPS = 1  # quantized outputs: at most one step from onnxruntime at any element...
 OFF_SHARE = 0.1  # ...and not the nearest step to its unrounded value at no more than this share

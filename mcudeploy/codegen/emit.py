@@ -12,7 +12,7 @@ from typing import Optional
 import numpy as np
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from mcudeploy.codegen.values import c_float, c_int, c_numbers
+from mcudeploy.codegen.values import c_float, c_int, c_list, c_numbers
 from mcudeploy.files import write_atomic
 from mcudeploy.ir import CTYPES, Graph, row_major
 from mcudeploy.memory.lifetimes import SCRATCH
@@ -68,16 +68,17 @@ class _Context:
         self.views[name] = entry
         return sym
 
-    def base(self, tensor: str) -> str:
-        """C expression of the tensor's first byte: its region's arena + buffer offset + offset in the buffer."""
+    def base(self, tensor: str) -> dict:
+        """The tensor's first byte: its region's arena and the byte offset there (buffer offset +
+        offset in the buffer)."""
         sym, offset, _ = location(self.c, tensor)
-        return f"{sym} + {offset}"
+        return {"arena": sym, "offset": offset}
 
-    def scratch(self, node: str) -> str:
-        """C expression of the first byte of a node's scratch buffer in its region's arena."""
+    def scratch(self, node: str) -> dict:
+        """The first byte of a node's scratch buffer: its region's arena and the offset there."""
         buf = node + SCRATCH
         region = self.c.placement.regions.get(buf)
-        return f"{arena_symbol(region, self.first_region)} + {self.c.placement.offsets[buf]}"
+        return {"arena": arena_symbol(region, self.first_region), "offset": self.c.placement.offsets[buf]}
 
     def struct(self, s: Struct, label: str) -> str:
         sym = f"P{len(self.params)}"
@@ -91,9 +92,9 @@ class _Context:
         if isinstance(value, Array):
             return self.const_array(np.asarray(value.values), value.ctype, comment)
         if isinstance(value, (tuple, list)):
-            return "{" + ", ".join(self.value(v, comment) for v in value) + "}"
+            return c_list(self.value(v, comment) for v in value)
         if isinstance(value, (bool, np.bool_)):
-            return "1" if value else "0"
+            return c_int(int(value))
         if isinstance(value, (int, np.integer)):
             return c_int(value)
         if isinstance(value, (float, np.floating)):
@@ -121,7 +122,7 @@ def arena_symbol(region, first_region) -> str:
 
 def arenas(compiled) -> list[dict]:
     """One static array per region in use (the first region's always), with the board's linker section."""
-    sections = {r.get("name"): r.get("section") for r in compiled.board.data.get("regions", []) if isinstance(r, dict)}
+    sections = {r.name: r.section for r in compiled.board.regions}
     items = list(compiled.placement.arenas.items()) or [(None, compiled.placement.arena_bytes)]
     first = items[0][0]
     used = set(compiled.placement.regions.values())
@@ -143,12 +144,12 @@ def context(compiled) -> dict:
             calls.append({"fn": None, "args": [], "label": label, "node": node.name})
             continue
         call = op.kernel(graph, node)
-        args = [ctx.view(v) for v in call.views]
+        # each argument: a view or parameter struct by address ("ref"), NULL, or the scratch buffer
+        args = [{"ref": ctx.view(v) if v else None, "scratch": None} for v in call.views]
         if call.params is not None:
-            args.append(ctx.struct(call.params, node.name))
-        args = [f"&{a}" if a else "NULL" for a in args]
+            args.append({"ref": ctx.struct(call.params, node.name), "scratch": None})
         if call.scratch:
-            args.append(f"(void *)({ctx.scratch(node.name)})")
+            args.append({"ref": None, "scratch": ctx.scratch(node.name)})
         calls.append({"fn": call.fn, "args": args, "label": label, "node": node.name})
     io = {}
     for kind, names in (("inputs", graph.inputs), ("outputs", graph.outputs)):

@@ -41,3 +41,8 @@ def c_numbers(values: np.ndarray, ctype: str, per_row: int = 16) -> list[str]:
     if not items:
         items = ["0"]
     return [", ".join(items[i:i + per_row]) for i in range(0, len(items), per_row)]
+
+
+def c_list(items) -> str:
+    """A brace list of C literals, e.g. a struct field that is an array: {1, 2, 3}."""
+    return "{" + ", ".join(items) + "}"

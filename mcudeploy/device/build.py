@@ -36,15 +36,8 @@ CFLAGS = ["-std=c99", "-O2", "-ffp-contract=off", "-Wall", "-Wextra", "-Werror",
           "-ffunction-sections", "-fdata-sections"]
 LDFLAGS = ["-nostartfiles", "--specs=nano.specs", "-Wl,--gc-sections"]
 LIBS = ["-lm"]
-UART_DRIVERS = {"cmsdk": "uart_cmsdk.c", "stm32_usart": "uart_stm32_usart.c",
-                "stm32_usart_v2": "uart_stm32_usart_v2.c"}
-TIMER_DRIVERS = {"systick": "timer_systick.c", "dwt": "timer_dwt.c"}
 RUNTIME_COMMON = ("startup.c", "system.c", "crc32.c", "protocol.c", "measure.c")
 UNBOUNDED = 0x10000000  # region length of the sizing link: 256 MB, more than any board
-
-
-def _int(value) -> int:
-    return value if isinstance(value, int) else int(str(value), 0)
 
 
 def ram_region(board: Board) -> Region:
@@ -56,28 +49,17 @@ def ram_region(board: Board) -> Region:
 
 
 def _uart_brr(board: Board) -> tuple[int, str]:
-    uart = board.data["uart"]
-    baud = int(uart.get("baud", board.data.get("serial", {}).get("baud", 115200)))
-    clock = int(uart.get("clock_hz", board.data.get("clock_hz", 0)))
-    if not clock:
+    uart = board.uart
+    if not uart.clock_hz:
         return 0, "no clock given"
-    if uart.get("lpuart"):
-        return round(256 * clock / baud), f"256 * {clock} Hz / {baud} baud (LPUART)"
-    return round(clock / baud), f"{clock} Hz / {baud} baud"
+    if uart.lpuart:
+        return round(256 * uart.clock_hz / uart.baud), f"256 * {uart.clock_hz} Hz / {uart.baud} baud (LPUART)"
+    return round(uart.clock_hz / uart.baud), f"{uart.clock_hz} Hz / {uart.baud} baud"
 
 
 def _check_firmware_board(board: Board) -> None:
-    if board.kind == "host":
+    if not board.has_firmware:
         raise MCUDeployError(f"board {board.name} runs the generated C natively; it has no firmware")
-    for key in ("cpu_flags", "uart", "timer", "flash_origin"):
-        if key not in board.data:
-            raise MCUDeployError(f"board file {board.name}.json lacks the field '{key}' a firmware needs")
-    if board.data["uart"].get("driver") not in UART_DRIVERS:
-        raise MCUDeployError(f"board {board.name}: unknown UART driver '{board.data['uart'].get('driver')}' "
-                             f"(known: {', '.join(UART_DRIVERS)})")
-    if board.data["timer"].get("driver") not in TIMER_DRIVERS:
-        raise MCUDeployError(f"board {board.name}: unknown timer driver '{board.data['timer'].get('driver')}' "
-                             f"(known: {', '.join(TIMER_DRIVERS)})")
 
 
 def model_id(project_dir: Optional[Path]) -> int:
@@ -88,12 +70,11 @@ def model_id(project_dir: Optional[Path]) -> int:
 
 
 def _context(board: Board, mid: int, has_model: bool) -> dict:
-    uart, timer = board.data["uart"], board.data["timer"]
+    uart = board.uart
     brr, brr_note = _uart_brr(board)
     ram = ram_region(board)
-    init = [{"addr": f"0x{_int(w['reg']):08X}", "clear": f"0x{_int(w.get('clear', 0)):08X}",
-             "set": f"0x{_int(w.get('set', 0)):08X}", "what": str(w.get("what", "")).replace("*/", "* /")}
-            for w in uart.get("init", [])]
+    init = [{"addr": f"0x{w.addr:08X}", "clear": f"0x{w.clear:08X}", "set": f"0x{w.set:08X}",
+             "what": w.what.replace("*/", "* /")} for w in uart.init]
     return {
         "banner": BANNER,
         "board": board.name,
@@ -101,39 +82,34 @@ def _context(board: Board, mid: int, has_model: bool) -> dict:
         "firmware_version": __version__,
         "model_id": f"0x{mid:08X}",
         "model_note": "CRC-32 of model.c" if has_model else "no model: the measurer alone",
-        "uart_driver": uart["driver"],
-        "uart_base": f"0x{_int(uart['base']):08X}",
+        "uart_driver": uart.driver,
+        "uart_base": f"0x{uart.base:08X}",
         "uart_brr": brr,
         "uart_brr_note": brr_note,
-        "uart_irq": int(uart.get("irq", -1)),
-        "timer_hz": int(timer["hz"]),
+        "uart_irq": uart.irq,
+        "timer_hz": board.timer.hz,
         "emulated": board.kind == "qemu",
         "init": init,
-        "flash_origin": f"0x{_int(board.data['flash_origin']):08X}",
+        "flash_origin": f"0x{board.flash_origin:08X}",
         "flash_bytes": board.flash_bytes,
         "ram_name": ram.name,
         "ram_origin": f"0x{ram.origin:08X}",
         "ram_bytes": ram.size,
-        "stack_bytes": int(board.data.get("stack_bytes", 8192)),
+        "stack_bytes": board.stack_bytes,
         "extra_regions": extra_regions(board),
-        "ram_section": _sections(board).get(ram.name),
+        "ram_section": ram.section,
     }
-
-
-def _sections(board: Board) -> dict:
-    return {r.get("name"): r.get("section") for r in board.data.get("regions", []) if isinstance(r, dict)}
 
 
 def extra_regions(board: Board) -> list[dict]:
     """The board's other usable regions that name a linker section (where codegen puts their arenas)."""
-    sections = _sections(board)
     main = ram_region(board)
     out = []
     for r in board.regions:
-        if r.excluded or r is main or not sections.get(r.name):
+        if r.excluded or r is main or not r.section:
             continue
         out.append({"name": r.name, "mem": "RAM_" + "".join(c if c.isalnum() else "_" for c in r.name).upper(),
-                    "origin": f"0x{r.origin:08X}", "bytes": r.size, "section": sections[r.name]})
+                    "origin": f"0x{r.origin:08X}", "bytes": r.size, "section": r.section})
     return out
 
 
@@ -180,9 +156,9 @@ def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.Pat
         sources.append(stub / "model.c")
         include_dirs.append(stub)
     sources.append(fw / "main.c")
-    drivers = (UART_DRIVERS[board.data["uart"]["driver"]], TIMER_DRIVERS[board.data["timer"]["driver"]])
+    drivers = (f"uart_{board.uart.driver}.c", f"timer_{board.timer.driver}.c")  # the schema lists the drivers
     sources += [runtime / name for name in RUNTIME_COMMON + drivers]
-    cpu = list(board.data["cpu_flags"])
+    cpu = list(board.cpu_flags)
     return {
         "board": board.name,
         "cc": CC,

@@ -34,6 +34,8 @@ from mcudeploy.device import qemu
 from mcudeploy.device.host import cache_dir
 from mcudeploy.device.pio_core import pio_python_env
 from mcudeploy.device.processes import alive, command_lines, end_group
+from mcudeploy.device.session import Session
+from mcudeploy.device.transport import LinkLost, open_transport
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.files import write_atomic
 
@@ -220,8 +222,6 @@ def _await_boot(board: Board, port: int, proc: subprocess.Popen, log_path: Path)
     for requests, so the host's first frame is answered, not met by BOOT. The IDENTIFY (with the
     session's resending) proves the firmware serves, even when its BOOT frame was lost.
     """
-    from mcudeploy.device.session import Session
-    from mcudeploy.device.transport import LinkLost, open_transport
 
     try:
         with open_transport(f"socket://127.0.0.1:{port}", connect_timeout=EMULATOR_START_TIMEOUT_S) as link:

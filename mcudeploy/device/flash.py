@@ -17,12 +17,12 @@ from typing import Optional
 
 from mcudeploy.boards import Board, load_board
 from mcudeploy.device import elfsize
-from mcudeploy.device.emulator import (PORT_ENV, Emulator, emulator_port, end_emulators_on, running_emulator,
-                                       socket_port)
+from mcudeploy.device.emulator import PORT_ENV, Emulator, emulator_port, end_emulators_on, running_emulator, socket_port
 from mcudeploy.device.host import BuildError
 from mcudeploy.device.pio_core import pio_failure, run_pio
 from mcudeploy.device.pio_project import default_project_dir, describe, firmware_elf, generate_project
 from mcudeploy.errors import MCUDeployError
+from mcudeploy.pipeline import compile_model
 
 
 def upload(project: Path, board: Board, core: Optional[Path] = None,
@@ -91,7 +91,6 @@ def flash(model: Optional[str], board_name: str, port: Optional[str] = None, pro
         socket_port(port)
     compiled = None
     if model:
-        from mcudeploy.pipeline import compile_model
 
         compiled = compile_model(model, board, input_shapes)
     project = Path(project or default_project_dir(board, model)).resolve()

@@ -14,10 +14,9 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Optional, Sequence, Union
+from typing import Mapping, Optional, Sequence
 
 import numpy as np
-import onnx
 
 from mcudeploy.boards import Board, load_board
 from mcudeploy.codegen import write_project
@@ -73,8 +72,7 @@ def _kernel_objects(cc: str, flags: Sequence[str], lib: Path) -> list[Path]:
 def build(project: Path, board: Board, trace: bool = False) -> Path:
     """Compile the project in ``project`` for the host; return the executable. ``trace``: the trace
     build (the project written with ``write_project(..., trace=True)``; see ``trace_compiled_on_host``)."""
-    build_cfg = board.data["build"]
-    cc, flags = build_cfg["cc"], list(build_cfg["cflags"])
+    cc, flags = board.build.cc, list(board.build.cflags)
     if shutil.which(cc) is None:
         raise MCUDeployError(f"the host board needs the C compiler '{cc}', which is not installed")
     lib = project / "mcud"
@@ -85,7 +83,7 @@ def build(project: Path, board: Board, trace: bool = False) -> Path:
         _compile(cc, flags + extra, project / name, project / (name[:-2] + ".o"), lib / "include")
     exe = project / "model"
     proc = subprocess.run([cc, *(str(project / (name[:-2] + ".o")) for name in sources), *map(str, objs), "-o",
-                           str(exe), *build_cfg.get("ldflags", [])], capture_output=True, text=True)
+                           str(exe), *board.build.ldflags], capture_output=True, text=True)
     if proc.returncode != 0:
         raise BuildError(f"linking failed:\n{proc.stderr[-4000:]}")
     return exe
@@ -158,12 +156,3 @@ def trace_compiled_on_host(compiled, sample: Mapping[str, np.ndarray], workdir: 
     if not records:
         raise BuildError("the trace build wrote no trace")
     return Trace(outputs, records[0], records[1:])
-
-
-def run_model_on_host(model: Union[str, os.PathLike, onnx.ModelProto], samples: Sequence[Mapping[str, np.ndarray]],
-                      input_shapes=None, workdir: Optional[Path] = None) -> list[list[np.ndarray]]:
-    """Compile a model for the host board, build it, and run it on each sample (dict input name -> array)."""
-    from mcudeploy.pipeline import compile_model
-
-    compiled = compile_model(model, load_board("host"), input_shapes)
-    return run_compiled_on_host(compiled, samples, workdir)

@@ -144,6 +144,6 @@ def measure_model(compiled, port: Optional[str] = None, repeat: int = 5, workdir
         rows.append(OpTime(i, label, fn, sig, int(e["ticks"]), float(e["mean"]), int(e["max"]), int(e["repeat"]),
                            sig not in missing))
     first = next((cache.get(sig) for *_, sig in ops if sig is not None), None)
-    hz = int(first["timer_hz"]) if first else int(board.data["timer"]["hz"])
+    hz = int(first["timer_hz"]) if first else board.timer.hz
     ipt = qemu.instructions_per_tick(board, hz) if board.kind == "qemu" else None
     return Measurement(model_name(compiled), board.name, hz, ipt, rows, bool(missing), memory)

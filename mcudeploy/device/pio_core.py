@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from mcudeploy import interrupts
+from mcudeploy.codegen.emit import BANNER, environment
 from mcudeploy.device.host import cache_dir
 from mcudeploy.device.processes import end_group
 from mcudeploy.errors import MCUDeployError
@@ -108,7 +109,6 @@ def prepare_core(core: Optional[Path] = None) -> Path:
 
     Idempotent; an existing tool-scons of the right series (made by us or by PlatformIO) is kept.
     """
-    from mcudeploy.codegen.emit import BANNER, environment
 
     core = Path(core or core_dir())
     requirement = _scons_requirement()

@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import Optional
 
 from mcudeploy.boards import Board
+from mcudeploy.codegen import write_project
+from mcudeploy.codegen.emit import BANNER, environment
+from mcudeploy.device.build import firmware_build_spec
 from mcudeploy.device.host import cache_dir
 from mcudeploy.resources import firmware_dir
 
 BUILD_SPEC = "mcudeploy-build.json"
 PLATFORM_SUBDIR = "platformio"
-OPENOCD_TARGETS = {"stm32f4": "stm32f4x", "stm32f7": "stm32f7x", "stm32h7": "stm32h7x", "stm32l4": "stm32l4x"}
 
 
 def platform_dir() -> Path:
@@ -29,16 +31,15 @@ def platform_dir() -> Path:
 
 
 def _upload_settings(board: Board) -> dict:
-    upload = dict(board.data.get("upload") or {})
     if board.kind == "qemu":
         # The port is not in the command (a changed platformio.ini makes PlatformIO rebuild everything):
         # `flash` passes it in the environment, $MCUDEPLOY_EMULATOR_PORT.
         cmd = [sys.executable, "-m", "mcudeploy.device.emulator", "emulate", "--board", board.name, "$SOURCE"]
         return {"protocol": "custom", "protocols": ["custom"], "command": " ".join(_ini_quote(c) for c in cmd),
                 "port": "", "note": "starts QEMU with the UART on a TCP socket"}
-    protocol = upload.get("protocol", "stlink")
-    return {"protocol": protocol, "protocols": list(upload.get("protocols", [protocol])), "command": "",
-            "port": upload.get("port", ""), "note": f"flashes the board over {protocol}"}
+    up = board.upload
+    return {"protocol": up.protocol, "protocols": list(up.protocols), "command": "", "port": up.port,
+            "note": f"flashes the board over {up.protocol}"}
 
 
 def _ini_quote(arg: str) -> str:
@@ -52,29 +53,25 @@ def board_manifest(board: Board, upload: dict, spec: Optional[dict] = None) -> d
     PlatformIO's "RAM: used N bytes from M bytes" line agrees with mcudeploy's report.
     """
     spec = spec or {}
-    data = board.data
-    machine = (data.get("qemu") or {}).get("machine")
-    mcu = data.get("mcu") or machine or (data.get("platformio") or {}).get("board") or board.name
+    mcu = board.mcu or (board.qemu.machine if board.qemu else "") or board.platformio_board or board.name
     return {
         "description": board.description,
-        "vendor": data.get("vendor", "mcudeploy"),
-        "url": data.get("url", "https://docs.platformio.org/en/latest/platforms/creating_board.html"),
+        "vendor": board.vendor or "mcudeploy",
+        "url": board.url or "https://docs.platformio.org/en/latest/platforms/creating_board.html",
         "cpu": board.core,
         "mcu": mcu,
-        "f_cpu": f"{int(data.get('clock_hz', 0))}L",
+        "f_cpu": f"{board.clock_hz}L",
         "flash_bytes": int(spec.get("flash_bytes", board.flash_bytes)),
         "sram_bytes": int(spec.get("sram_bytes", board.sram_bytes)),
-        "flash_origin": hex(int(data.get("flash_origin", 0))),
+        "flash_origin": hex(board.flash_origin),
         "upload_protocol": upload["protocol"],
         "upload_protocols": upload["protocols"],
-        "openocd_target": (data.get("upload") or {}).get("openocd_target",
-                                                         OPENOCD_TARGETS.get(data.get("family", ""), "")),
+        "openocd_target": board.upload.openocd_target if board.upload else "",
     }
 
 
 def write_platformio_project(board: Board, project: Path, spec: dict, what: str) -> Path:
     """Write platformio.ini, boards/<board>.json and the build spec into ``project``; return the ini's path."""
-    from mcudeploy.codegen.emit import BANNER, environment
 
     project.mkdir(parents=True, exist_ok=True)
     env = environment()
@@ -89,7 +86,7 @@ def write_platformio_project(board: Board, project: Path, spec: dict, what: str)
         banner=BANNER, what=what, board=board.name, description=board.description,
         platform_dir=platform_dir().resolve().as_posix(), env=board.name, build_spec=BUILD_SPEC,
         upload_protocol=upload["protocol"], upload_command=upload["command"], upload_port=upload["port"],
-        upload_note=upload["note"], baud=int((board.data.get("serial") or {}).get("baud", 115200)))
+        upload_note=upload["note"], baud=board.uart.baud)
     (project / "platformio.ini").write_text(ini)
     return project / "platformio.ini"
 
@@ -100,14 +97,12 @@ def firmware_elf(project: Path, board: Board) -> Path:
 
 def generate_project(board: Board, project: Path, compiled=None) -> dict:
     """Write the firmware sources (measurer, plus the model when given) and the PlatformIO project; return the spec."""
-    from mcudeploy.device.build import firmware_build_spec
 
     project.mkdir(parents=True, exist_ok=True)
     for stale in ("model.c", "model.h"):  # a measurer-alone project must not pick up an earlier model
         if compiled is None:
             (project / stale).unlink(missing_ok=True)
     if compiled is not None:
-        from mcudeploy.codegen import write_project
 
         write_project(compiled, project)
     spec = firmware_build_spec(board, project)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ctypes
 import json
 import logging
-import os
 import shutil
 import signal
 import socket
@@ -53,24 +52,23 @@ def free_port() -> int:
 
 def instructions_per_tick(board: Board, timer_hz: Optional[int] = None) -> float:
     """Guest instructions per timer tick under -icount (1e9 / hz / 2^shift)."""
-    shift = int(board.data.get("qemu", {}).get("icount_shift", 0))
-    hz = timer_hz or int(board.data["timer"]["hz"])
-    return 1e9 / hz / (1 << shift)
+    hz = timer_hz or board.timer.hz
+    return 1e9 / hz / (1 << board.qemu.icount_shift)
 
 
 def command_line(board: Board, elf: Path, port: int, qmp_port: Optional[int] = None) -> list[str]:
-    q = board.data.get("qemu")
-    if board.kind != "qemu" or not q:
+    q = board.qemu
+    if board.kind != "qemu" or q is None:
         raise MCUDeployError(f"board {board.name} is not an emulated board")
-    cmd = [qemu_binary(), "-M", q["machine"], "-display", "none", "-monitor", "none",
+    cmd = [qemu_binary(), "-M", q.machine, "-display", "none", "-monitor", "none",
            # sleep=off: measured, the first request after boot otherwise waits about 1 s
-           "-icount", f"shift={int(q.get('icount_shift', 0))},sleep=off",
+           "-icount", f"shift={q.icount_shift},sleep=off",
            "-semihosting-config", "enable=on,target=native",
            "-kernel", str(elf),
            "-serial", f"tcp:127.0.0.1:{port},server=on,wait=on,nodelay=on"]
     if qmp_port is not None:
         cmd += ["-qmp", f"tcp:127.0.0.1:{qmp_port},server=on,wait=off"]
-    return cmd + list(q.get("extra_args", []))
+    return cmd + list(q.extra_args)
 
 
 class QemuBoard:
@@ -213,7 +211,3 @@ class _PortTaken(Exception):
 def _last_line(text: str) -> str:
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     return lines[-1] if lines else "no message"
-
-
-def available() -> bool:
-    return shutil.which(QEMU) is not None and os.access(shutil.which(QEMU), os.X_OK)

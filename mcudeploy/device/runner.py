@@ -12,10 +12,11 @@ from typing import Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 
-from mcudeploy.boards import Board
+from mcudeploy.boards import Board, load_board
 from mcudeploy.codegen import write_project
 from mcudeploy.device import qemu
 from mcudeploy.device.build import Firmware, build_firmware
+from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.device.protocol import DeviceInfo
 from mcudeploy.device.samples import output_array, sample_bytes
 from mcudeploy.device.session import RunResult, Session
@@ -66,7 +67,7 @@ def connect(board: Board, firmware: Optional[Firmware], port: Optional[str] = No
         raise MCUDeployError(f"board {board.name} is real hardware: flash it (mcudeploy flash) and give its "
                              f"serial port with --port, e.g. --port /dev/ttyACM0")
     if port is not None:
-        baud = int(board.data.get("serial", {}).get("baud", 115200))
+        baud = board.uart.baud if board.uart else 115200
         with Transport.open(port, baud, connect_timeout=2.0) as transport:
             session = Session(transport, board.name, timeout=timeout, baud=baud)
             session.open(boot_wait=0.0)
@@ -186,8 +187,6 @@ def compare_with_host(compiled, outputs: Sequence[Sequence[np.ndarray]], samples
     bit, float within HOST_FLOAT_ABS."""
     import dataclasses
 
-    from mcudeploy.boards import load_board
-    from mcudeploy.device.host import run_compiled_on_host
 
     host = run_compiled_on_host(dataclasses.replace(compiled, board=load_board("host")), samples)
     ok, lines = True, []

@@ -96,6 +96,7 @@ class Tensor:
     quant: Optional[Quant] = None
     data: Optional[np.ndarray] = field(default=None, repr=False)
     rows: Optional[Rows] = None  # a piece or slice made by the split: which rows of which tensor
+    region: Optional[str] = None  # the memory region a rewrite put it in (mcudeploy/offload); None: any
 
     @property
     def original(self) -> str:

@@ -24,6 +24,8 @@ from __future__ import annotations
 import time
 from typing import Mapping, Optional, Sequence
 
+from mcudeploy.memory.greedy import squeaky
+
 FULL_BUFFERS = 250
 SQUEAKY_PASSES = 100
 SQUEAKY_SHARE = 0.4  # of the time limit, at most
@@ -181,7 +183,6 @@ def repair(buffers: Sequence, unit: int, hint: Mapping[str, int], lower: int, se
 def solve(buffers: Sequence, alignment: int, hint: Mapping[str, int], lower: int,
           time_limit: float) -> tuple[dict, int, bool, str]:
     """(offsets, arena, proven optimal, how) for buffers that all go in one arena."""
-    from mcudeploy.memory.greedy import squeaky
 
     unit = max(alignment, 1)
     sized = [b for b in buffers if b.size > 0]

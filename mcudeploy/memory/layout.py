@@ -14,11 +14,14 @@ comb the placement can seldom fill.
 
 So where the sharing used any of these, the order is also placed without it, and the smallest
 arena that fits the regions wins (ties: with it, the lower bound).
+
+A tensor a rewrite put in a region (Tensor.region, mcudeploy/offload) keeps its buffer there.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Optional, Sequence
 
+from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import Graph, Node
 from mcudeploy.memory.alias import CONCAT_OPS, SHARING
 from mcudeploy.memory.lifetimes import Lifetimes, lifetimes
@@ -37,7 +40,7 @@ def _partial(lives: Lifetimes, order: Sequence[Node]) -> bool:
 def lay_out(graph: Graph, order: Sequence[Node], regions: Sequence[Area] = DEFAULT, method: str = "greedy",
             alignment: int = 4, time_limit: float = 10.0) -> tuple[Lifetimes, Placement]:
     lives = lifetimes(graph, order, alignment, SHARING)
-    best = (lives, place(lives, regions, method, alignment, time_limit))
+    best = (lives, place(lives, regions, method, alignment, time_limit, pinned(graph, lives)))
     if best[1].arena_bytes <= best[1].lower_bound_bytes:
         return best
     others = []
@@ -49,10 +52,23 @@ def lay_out(graph: Graph, order: Sequence[Node], regions: Sequence[Area] = DEFAU
         others.append(SHARING - {"parts"})
     for sharing in others:
         plain = lifetimes(graph, order, alignment, sharing)
-        placed = place(plain, regions, method, alignment, time_limit)
+        placed = place(plain, regions, method, alignment, time_limit, pinned(graph, plain))
         if (_overflow(placed, regions), placed.arena_bytes) < (_overflow(best[1], regions), best[1].arena_bytes):
             best = (plain, placed)
     return best
+
+
+def pinned(graph: Graph, lives: Lifetimes) -> Optional[dict[str, tuple[str, ...]]]:
+    """Buffer name -> the one region its tensors were put in (Tensor.region); None when no tensor is."""
+    out: dict[str, set] = {}
+    for name, buffer in lives.buffer_of.items():
+        region = graph[name].region
+        if region is not None:
+            out.setdefault(buffer, set()).add(region)
+    for buffer, regions in out.items():
+        if len(regions) > 1:
+            raise MCUDeployError(f"buffer {buffer} holds tensors put in different regions ({', '.join(sorted(regions))})")
+    return {b: tuple(r) for b, r in out.items()} or None
 
 
 def _overflow(placed: Placement, regions: Sequence[Area]) -> int:

@@ -42,15 +42,12 @@ DEFAULT = (Area("sram"),)
 
 def areas(board) -> tuple[Area, ...]:
     """The usable regions of a board, in order; the first also holds the stack."""
-    extra = {r.get("name"): r for r in board.data.get("regions", []) if isinstance(r, dict)}
     out = []
     for region in board.regions:
         if region.excluded:
             continue
-        data = extra.get(region.name, {})
-        reserved = int(data.get("reserved", 0)) + (int(board.data.get("stack_bytes", 0)) if not out else 0)
-        out.append(Area(region.name, max(region.size - reserved, 0), data.get("section") or None,
-                        bool(data.get("dma", True))))
+        reserved = region.reserved + (board.stack_bytes if not out else 0)
+        out.append(Area(region.name, max(region.size - reserved, 0), region.section, region.dma))
     if not out:
         raise MCUDeployError(f"board {board.name} has no usable memory region (every region is excluded)")
     return tuple(out)

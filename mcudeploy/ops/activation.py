@@ -13,7 +13,7 @@ from typing import ClassVar, Optional
 import numpy as np
 
 from mcudeploy.ir import Graph, Node
-from mcudeploy.ops import quant
+from mcudeploy.ops import requant
 from mcudeploy.ops.base import Array, Call, OnnxNode, Op, Struct, elementwise_expr, require
 from mcudeploy.ops.registry import register
 
@@ -22,7 +22,7 @@ LUT_DTYPES = ("int8", "uint8")
 
 def lut_table(fn, in_scale: float, in_zp: int, out_scale: float, out_zp: int, dtype: str) -> np.ndarray:
     """Output code for each input code, in the order of the codes (lowest first)."""
-    lo, hi = quant.QRANGE[dtype]
+    lo, hi = requant.QRANGE[dtype]
     codes = np.arange(lo, hi + 1, dtype=np.int64)
     real = fn((codes - in_zp).astype(np.float64) * in_scale)
     q = np.rint(real / out_scale) + out_zp
@@ -77,7 +77,7 @@ class _Unary(Op):
         if x.dtype == np.float32:
             with np.errstate(over="ignore"):
                 return [np.asarray(self.fn(node, x), dtype=np.float32)]
-        lo = quant.QRANGE[graph[node.inputs[0]].dtype][0]
+        lo = requant.QRANGE[graph[node.inputs[0]].dtype][0]
         table = self.table(graph, node)
         return [table[x.astype(np.int64) - lo].astype(x.dtype)]
 

@@ -214,9 +214,6 @@ class Op:
         return dict(node.attrs)
 
 
-def unsupported(reason: str) -> UnsupportedError:
-    return UnsupportedError(reason)
-
 
 def require(condition: bool, reason: str) -> None:
     if not condition:

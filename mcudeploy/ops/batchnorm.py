@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from mcudeploy.ir import Graph, Node
-from mcudeploy.ops import quant
+from mcudeploy.ops import requant
 from mcudeploy.ops.base import (Array, Call, Dim, OnnxNode, Op, Struct, TensorExpr, elementwise_expr, require,
                                 require_valid)
 from mcudeploy.ops.registry import register
@@ -78,12 +78,12 @@ class BatchNormalization(Op):
         x = inputs[0]
         shape = (1, -1) + (1,) * (x.ndim - 2)
         y = x * a.astype(np.float32).reshape(shape) + b.astype(np.float32).reshape(shape)
-        lo, hi = quant.float_clip(node)
+        lo, hi = requant.float_clip(node)
         return [np.clip(y, np.float32(lo), np.float32(hi)).astype(np.float32)]
 
     def kernel(self, graph, node):
         a, b = affine(graph, node)
-        lo, hi = quant.float_clip(node)
+        lo, hi = requant.float_clip(node)
         return Call("mcud_batchnorm_f32", (node.inputs[0], node.outputs[0]), Struct.of(
             "mcud_batchnorm_params", a=Array("float", tuple(float(v) for v in a.astype(np.float32))),
             b=Array("float", tuple(float(v) for v in b.astype(np.float32))), act_min=lo, act_max=hi))

@@ -23,7 +23,7 @@ import numpy as np
 
 from mcudeploy.errors import UnsupportedError
 from mcudeploy.ir import Graph, Node
-from mcudeploy.ops import quant
+from mcudeploy.ops import requant
 from mcudeploy.ops.base import Call, OnnxNode, Op, Struct, elementwise_expr, require
 from mcudeploy.ops.registry import register
 from mcudeploy.ops.util import broadcast_shape
@@ -50,10 +50,10 @@ def _per_tensor_int8(graph: Graph, name: str) -> bool:
 
 def sum_plan(graph: Graph, node: Node, signs: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...], int]:
     """(zero points, signed multipliers, shift k) of an int8 weighted sum."""
-    s_y, _ = quant.qparams(graph, node.outputs[0]).single()
+    s_y, _ = requant.qparams(graph, node.outputs[0]).single()
     scales, zeros = [], []
     for name in node.inputs:
-        s, z = quant.qparams(graph, name).single()
+        s, z = requant.qparams(graph, name).single()
         scales.append(s)
         zeros.append(z)
     ratios = [s / s_y for s in scales]
@@ -72,10 +72,10 @@ def _sum_reference(graph, node, inputs, signs):
     acc = np.zeros((), dtype=np.int64)
     for x, z, m in zip(inputs, zeros, mults):
         acc = acc + (x.astype(np.int64) - z) * m
-    _, z_y = quant.qparams(graph, node.outputs[0]).single()
+    _, z_y = requant.qparams(graph, node.outputs[0]).single()
     k = np.int64(k)
     q = ((acc + (np.int64(1) << (k - 1)) - 1 + ((acc >> k) & 1)) >> k) + z_y  # round half to even
-    lo, hi = quant.clip_range(node, graph[node.outputs[0]])
+    lo, hi = requant.clip_range(node, graph[node.outputs[0]])
     shape = graph[node.outputs[0]].shape
     return [np.broadcast_to(np.clip(q, lo, hi), shape).astype(np.int8)]
 
@@ -83,8 +83,8 @@ def _sum_reference(graph, node, inputs, signs):
 def _sum_kernel(graph, node, signs):
     zeros, mults, k = sum_plan(graph, node, signs)
     pad = SUM_INPUTS - len(zeros)
-    _, z_y = quant.qparams(graph, node.outputs[0]).single()
-    lo, hi = quant.clip_range(node, graph[node.outputs[0]])
+    _, z_y = requant.qparams(graph, node.outputs[0]).single()
+    lo, hi = requant.clip_range(node, graph[node.outputs[0]])
     views = tuple(node.inputs) + ("",) * pad + (node.outputs[0],)
     return Call("mcud_sum_s8", views, Struct.of(
         "mcud_sum_s8_params", zero=zeros + (0,) * pad, mult=mults + (0,) * pad, shift=k,
@@ -140,7 +140,7 @@ class _Elementwise(Op):
     def reference(self, graph, node, inputs):
         shape = graph[node.outputs[0]].shape
         if inputs[0].dtype == np.float32:
-            lo, hi = quant.float_clip(node)
+            lo, hi = requant.float_clip(node)
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 y = self.compute([x.astype(np.float32) for x in inputs])
             y = np.clip(y.astype(np.float32), np.float32(lo), np.float32(hi))
@@ -156,7 +156,7 @@ class _Elementwise(Op):
     def kernel(self, graph, node):
         views = tuple(node.inputs) + (node.outputs[0],)
         if graph[node.inputs[0]].dtype == "float32":
-            lo, hi = quant.float_clip(node)
+            lo, hi = requant.float_clip(node)
             return Call(self.float_fn, views, Struct.of("mcud_binary_f32_params", act_min=lo, act_max=hi))
         if _plain(graph, node):
             return Call(f"{self.float_fn[:-4]}_{graph[node.inputs[0]].dtype}", views)
@@ -215,17 +215,17 @@ class Mul(_Elementwise):
         return xs[0] * xs[1]
 
     def _plan(self, graph, node):
-        s_a, z_a = quant.qparams(graph, node.inputs[0]).single()
-        s_b, z_b = quant.qparams(graph, node.inputs[1]).single()
-        s_y, z_y = quant.qparams(graph, node.outputs[0]).single()
-        mult, shift = quant.quantize_multiplier(s_a * s_b / s_y)
-        lo, hi = quant.clip_range(node, graph[node.outputs[0]])
+        s_a, z_a = requant.qparams(graph, node.inputs[0]).single()
+        s_b, z_b = requant.qparams(graph, node.inputs[1]).single()
+        s_y, z_y = requant.qparams(graph, node.outputs[0]).single()
+        mult, shift = requant.quantize_multiplier(s_a * s_b / s_y)
+        lo, hi = requant.clip_range(node, graph[node.outputs[0]])
         return dict(a_zero=z_a, b_zero=z_b, mult=mult, shift=shift, y_zero=z_y, act_min=lo, act_max=hi)
 
     def int8_reference(self, graph, node, inputs):
         p = self._plan(graph, node)
         acc = (inputs[0].astype(np.int64) - p["a_zero"]) * (inputs[1].astype(np.int64) - p["b_zero"])
-        q = quant.requantize(acc, p["mult"], p["shift"]) + p["y_zero"]
+        q = requant.requantize(acc, p["mult"], p["shift"]) + p["y_zero"]
         y = np.clip(q, p["act_min"], p["act_max"]).astype(np.int8)
         return [np.broadcast_to(y, graph[node.outputs[0]].shape).copy()]
 
@@ -271,7 +271,7 @@ class Sum(_Elementwise):
 
     def kernel(self, graph, node):
         if graph[node.inputs[0]].dtype == "float32":
-            lo, hi = quant.float_clip(node)
+            lo, hi = requant.float_clip(node)
             pad = SUM_INPUTS - len(node.inputs)
             return Call("mcud_sum_f32", tuple(node.inputs) + ("",) * pad + (node.outputs[0],),
                         Struct.of("mcud_binary_f32_params", act_min=lo, act_max=hi))

@@ -15,7 +15,7 @@ import numpy as np
 
 from mcudeploy.ir import Graph, Node
 from mcudeploy.ops.base import Array, Axis, Call, Dim, Op, Struct, TensorExpr, require
-from mcudeploy.ops.quant import QRANGE, quantize_multiplier, requantize
+from mcudeploy.ops.requant import QRANGE, quantize_multiplier, requantize
 from mcudeploy.ops.registry import register
 from mcudeploy.ops.shape import MAX_DIMS, kernel_suffix
 from mcudeploy.ops.util import norm_axis

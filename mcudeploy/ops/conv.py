@@ -14,7 +14,7 @@ import numpy as np
 
 from mcudeploy.errors import UnsupportedError
 from mcudeploy.ir import Graph, Node
-from mcudeploy.ops import quant
+from mcudeploy.ops import requant
 from mcudeploy.ops.base import Array, Axis, Call, Dim, OnnxNode, Op, Struct, TensorExpr, require
 from mcudeploy.ops.registry import register
 from mcudeploy.ops.util import ints
@@ -288,10 +288,10 @@ class Conv(Op):
 
     def _requant(self, graph: Graph, node: Node) -> tuple[np.ndarray, np.ndarray]:
         x, w, y = graph[node.inputs[0]], graph[node.inputs[1]], graph[node.outputs[0]]
-        sx, _ = quant.qparams(graph, x.name).single()
-        sy, _ = quant.qparams(graph, y.name).single()
-        sw = np.broadcast_to(quant.qparams(graph, w.name).scale_array(), (w.shape[0],))
-        return quant.quantize_multipliers(sx * sw / sy)
+        sx, _ = requant.qparams(graph, x.name).single()
+        sy, _ = requant.qparams(graph, y.name).single()
+        sw = np.broadcast_to(requant.qparams(graph, w.name).scale_array(), (w.shape[0],))
+        return requant.quantize_multipliers(sx * sw / sy)
 
     # ------------------------------------------------------------------ reference
     def reference(self, graph, node, inputs):
@@ -305,17 +305,17 @@ class Conv(Op):
             acc = _correlate(x4, w4, g, 0.0, np.float64)
             if bias is not None:
                 acc += bias.astype(np.float64).reshape(1, -1, 1, 1)
-            lo, hi = quant.float_clip(node)
+            lo, hi = requant.float_clip(node)
             y = np.clip(acc.astype(np.float32), np.float32(lo), np.float32(hi))
             return [y.reshape(out_shape)]
-        _, zx = quant.qparams(graph, node.inputs[0]).single()
-        _, zy = quant.qparams(graph, node.outputs[0]).single()
+        _, zx = requant.qparams(graph, node.inputs[0]).single()
+        _, zy = requant.qparams(graph, node.outputs[0]).single()
         acc = _correlate(x4.astype(np.int64) - zx, w4, g, 0, np.int64)
         if bias is not None:
             acc += bias.astype(np.int64).reshape(1, -1, 1, 1)
         mult, shift = self._requant(graph, node)
-        q = quant.requantize(acc, mult.reshape(1, -1, 1, 1), shift.reshape(1, -1, 1, 1)) + zy
-        lo, hi = quant.clip_range(node, graph[node.outputs[0]])
+        q = requant.requantize(acc, mult.reshape(1, -1, 1, 1), shift.reshape(1, -1, 1, 1)) + zy
+        lo, hi = requant.clip_range(node, graph[node.outputs[0]])
         return [np.clip(q, lo, hi).astype(np.int8).reshape(out_shape)]
 
     # ------------------------------------------------------------------ kernel
@@ -326,11 +326,11 @@ class Conv(Op):
         views = (node.inputs[0], node.inputs[1], bias, node.outputs[0])
         common = dict(group=g.group, stride=g.stride, dilation=g.dilation, pad=g.pad_begin)
         if graph[node.inputs[0]].dtype == "float32":
-            lo, hi = quant.float_clip(node)
+            lo, hi = requant.float_clip(node)
             return Call("mcud_conv_f32", views, Struct.of("mcud_conv_f32_params", **common, act_min=lo, act_max=hi))
-        _, zx = quant.qparams(graph, node.inputs[0]).single()
-        _, zy = quant.qparams(graph, node.outputs[0]).single()
-        lo, hi = quant.clip_range(node, graph[node.outputs[0]])
+        _, zx = requant.qparams(graph, node.inputs[0]).single()
+        _, zy = requant.qparams(graph, node.outputs[0]).single()
+        lo, hi = requant.clip_range(node, graph[node.outputs[0]])
         mult, shift = self._requant(graph, node)
         mults, shifts = Array("int32_t", tuple(int(m) for m in mult)), Array("int32_t", tuple(int(s) for s in shift))
         if _fast(graph, node, g):
@@ -408,7 +408,7 @@ def _dw_inplace_safe(g: Geometry) -> bool:
 
 
 def _uses_scratch(node: Node) -> bool:
-    """False where memory.lifetimes.fit_scratch set the node's "scratch" attribute to 0."""
+    """False where offload.fit_scratch set the node's "scratch" attribute to 0."""
     return bool(node.attr("scratch", 1))
 
 

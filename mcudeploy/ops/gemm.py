@@ -22,7 +22,7 @@ import numpy as np
 
 from mcudeploy.errors import UnsupportedError
 from mcudeploy.ir import Graph, Node
-from mcudeploy.ops import quant
+from mcudeploy.ops import requant
 from mcudeploy.ops.base import Array, Axis, Call, Dim, OnnxNode, Op, Struct, TensorExpr, require
 from mcudeploy.ops.registry import register
 from mcudeploy.ops.util import broadcast_shape
@@ -103,7 +103,7 @@ def int8_plan(graph: Graph, node: Node) -> Int8Plan:
     require(a.dtype == "int8" and b.dtype == "int8" and y.dtype == "int8",
             f"int8 {node.op} of {a.dtype} and {b.dtype} to {y.dtype} is not supported")
     require(b.is_const and len(b.shape) == 2, f"int8 {node.op} needs a constant 2-D B")
-    qa, qb, qy = quant.qparams(graph, a.name), quant.qparams(graph, b.name), quant.qparams(graph, y.name)
+    qa, qb, qy = requant.qparams(graph, a.name), requant.qparams(graph, b.name), requant.qparams(graph, y.name)
     require(len(qa.scale) == 1 and len(qy.scale) == 1, f"int8 {node.op} needs per-tensor A and output")
     require(all(z == 0 for z in qb.zero_point), f"int8 {node.op} needs symmetric B (zero point 0)")
     n_axis = 0 if lay.trans_b else 1
@@ -131,7 +131,7 @@ def int8_plan(graph: Graph, node: Node) -> Int8Plan:
             bias = bias + np.rint(real / acc_scale).astype(np.int64)
         else:
             values = np.broadcast_to(c.data.reshape(-1), (lay.n,)).astype(np.int64)
-            qc = quant.qparams(graph, name)
+            qc = requant.qparams(graph, name)
             require(c.dtype in ("int8", "int32"), f"int8 {node.op} bias of {c.dtype} is not supported")
             s_c = np.broadcast_to(qc.scale_array(), (lay.n,))
             z_c = np.broadcast_to(qc.zp_array(), (lay.n,))
@@ -142,8 +142,8 @@ def int8_plan(graph: Graph, node: Node) -> Int8Plan:
                 bias = bias + np.rint((values - z_c) * ratio).astype(np.int64)
     require(np.abs(bias).max(initial=0) + lay.k * 128 * 128 <= INT32_MAX,
             f"int8 {node.op} accumulator could overflow 32 bits")
-    mult, shift = quant.quantize_multipliers(alpha * s_a * qb.scale_array() / s_y)
-    lo, hi = quant.clip_range(node, y)
+    mult, shift = requant.quantize_multipliers(alpha * s_a * qb.scale_array() / s_y)
+    lo, hi = requant.clip_range(node, y)
     return Int8Plan(bias, mult, shift, z_y, lo, hi)
 
 
@@ -243,18 +243,18 @@ class _Product(Op):
             acc = alpha * np.matmul(a.astype(np.float64), b.astype(np.float64))
             if c is not None:
                 acc = acc + beta * c.astype(np.float64)
-            lo, hi = quant.float_clip(node)
+            lo, hi = requant.float_clip(node)
             return [np.clip(acc.astype(np.float32), np.float32(lo), np.float32(hi)).reshape(lay.out)]
         plan = int8_plan(graph, node)
         acc = np.matmul(a.astype(np.int64), b.astype(np.int64)) + plan.bias  # bias runs along the last axis (N)
-        q = quant.requantize(acc, plan.mult.astype(np.int64), plan.shift.astype(np.int64)) + plan.y_zero
+        q = requant.requantize(acc, plan.mult.astype(np.int64), plan.shift.astype(np.int64)) + plan.y_zero
         return [np.clip(q, plan.lo, plan.hi).astype(np.int8).reshape(lay.out)]
 
     def kernel(self, graph, node):
         lay = layout(graph, node)
         a, b, y = node.inputs[0], node.inputs[1], node.outputs[0]
         if graph[a].dtype == "float32":
-            lo, hi = quant.float_clip(node)
+            lo, hi = requant.float_clip(node)
             return Call("mcud_gemm_f32", (a, b, _bias_name(node), y), Struct.of(
                 "mcud_gemm_f32_params", trans_a=int(lay.trans_a), trans_b=int(lay.trans_b),
                 alpha=float(node.attr("alpha", 1.0)), beta=float(node.attr("beta", 1.0)), act_min=lo, act_max=hi))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mcudeploy.ir import Graph, Node
-from mcudeploy.ops import quant
+from mcudeploy.ops import requant
 from mcudeploy.ops.base import Axis, Call, Dim, OnnxNode, Op, Struct, TensorExpr, require
 from mcudeploy.ops.registry import register
 
@@ -213,12 +213,12 @@ class _Pool(Op):
 
     def _act_fields(self, graph, node) -> dict:
         x, y = graph[node.inputs[0]], graph[node.outputs[0]]
-        lo_f, hi_f = quant.float_clip(node)
+        lo_f, hi_f = requant.float_clip(node)
         fields = {"clip_min": lo_f, "clip_max": hi_f, "in_zero_point": 0, "out_zero_point": 0,
                   "act_min": -128, "act_max": 127}
         if x.dtype == "int8":
             require(self.accepts_int8(graph, node), f"int8 {self.name} needs per-tensor int8 quantization")
-            lo, hi = quant.clip_range(node, y)
+            lo, hi = requant.clip_range(node, y)
             fields.update(in_zero_point=x.quant.single()[1], out_zero_point=y.quant.single()[1],
                           act_min=lo, act_max=hi)
         return fields
@@ -236,7 +236,7 @@ class _MaxPool(_Pool):
         xq, yq = graph[node.inputs[0]].quant.single(), graph[node.outputs[0]].quant.single()
         if xq == yq:
             return 0, 0, 1
-        mult, shift = quant.quantize_multiplier(xq[0] / yq[0])
+        mult, shift = requant.quantize_multiplier(xq[0] / yq[0])
         return 1, mult, shift
 
     def reference(self, graph, node, inputs):
@@ -246,7 +246,7 @@ class _MaxPool(_Pool):
         red = tuple(range(-k, 0))
         if x.dtype == np.float32:
             w, _ = _windows(x, g, np.float32(_FLT_LOWEST))
-            lo, hi = quant.float_clip(node)
+            lo, hi = requant.float_clip(node)
             y = np.clip(w.max(axis=red), np.float32(lo), np.float32(hi))
             return [y.astype(np.float32)]
         w, _ = _windows(x, g, np.int8(-128))
@@ -254,8 +254,8 @@ class _MaxPool(_Pool):
         flag, mult, shift = self._requant(graph, node)
         if flag:
             zx, zy = graph[node.inputs[0]].quant.single()[1], graph[node.outputs[0]].quant.single()[1]
-            m = quant.requantize(m - zx, mult, shift) + zy
-        lo, hi = quant.clip_range(node, graph[node.outputs[0]])
+            m = requant.requantize(m - zx, mult, shift) + zy
+        lo, hi = requant.clip_range(node, graph[node.outputs[0]])
         return [np.clip(m, lo, hi).astype(np.int8)]
 
     def kernel(self, graph, node):
@@ -280,7 +280,7 @@ class _AvgPool(_Pool):
             w, _ = _windows(x, g, np.float32(0))
             s = w.sum(axis=red, dtype=np.float32)
             y = s / np.maximum(counts, 1).astype(np.float32)
-            lo, hi = quant.float_clip(node)
+            lo, hi = requant.float_clip(node)
             return [np.clip(y, np.float32(lo), np.float32(hi)).astype(np.float32)]
         sx, zx = graph[node.inputs[0]].quant.single()
         sy, zy = graph[node.outputs[0]].quant.single()
@@ -291,7 +291,7 @@ class _AvgPool(_Pool):
             acc = acc + w[(Ellipsis,) + tap]
         avg = acc / np.maximum(counts, 1).astype(np.float32)
         y = np.rint(avg / np.float32(sy)).astype(np.int64) + zy
-        lo, hi = quant.clip_range(node, graph[node.outputs[0]])
+        lo, hi = requant.clip_range(node, graph[node.outputs[0]])
         return [np.clip(y, lo, hi).astype(np.int8)]
 
     def kernel(self, graph, node):

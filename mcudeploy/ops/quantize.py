@@ -5,7 +5,7 @@ import numpy as np
 
 from mcudeploy.ir import Graph, Node
 from mcudeploy.ops.base import Call, OnnxNode, Op, Struct, elementwise_expr, require, require_valid, Array
-from mcudeploy.ops.quant import QRANGE
+from mcudeploy.ops.requant import QRANGE
 from mcudeploy.ops.registry import register
 from mcudeploy.ops.util import norm_axis
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mcudeploy.ir import MAX_TENSOR_BYTES, Graph, Node, itemsize
-from mcudeploy.ops import quant
+from mcudeploy.ops import requant
 from mcudeploy.ops.base import Array, Axis, Call, Dim, OnnxNode, Op, Struct, TensorExpr, require, require_valid
 from mcudeploy.ops.registry import register
 from mcudeploy.ops.util import ints, norm_axis
@@ -205,12 +205,12 @@ class _Resample(Op):
         (sx, zx), (sy, zy) = graph[node.inputs[0]].quant.single(), graph[node.outputs[0]].quant.single()
         if (sx, zx) == (sy, zy):
             return zx, zy, 0, 0, 1
-        mult, shift = quant.quantize_multiplier(sx / sy)
+        mult, shift = requant.quantize_multiplier(sx / sy)
         return zx, zy, 1, mult, shift
 
     def _linear_requant(self, graph, node) -> tuple[int, int, int, int]:
         (sx, zx), (sy, zy) = graph[node.inputs[0]].quant.single(), graph[node.outputs[0]].quant.single()
-        mult, shift = quant.quantize_multiplier(sx / (sy * float(1 << (2 * QBITS))))
+        mult, shift = requant.quantize_multiplier(sx / (sy * float(1 << (2 * QBITS))))
         return zx, zy, mult, shift
 
     @staticmethod
@@ -229,7 +229,7 @@ class _Resample(Op):
             if int8:
                 zx, zy, flag, mult, shift = self._requant(graph, node)
                 if flag:
-                    y = np.clip(quant.requantize(y.astype(np.int64) - zx, mult, shift) + zy, -128, 127)
+                    y = np.clip(requant.requantize(y.astype(np.int64) - zx, mult, shift) + zy, -128, 127)
             return [np.ascontiguousarray(y, dtype=x.dtype).reshape(out)]
         h0, h1, w0, w1 = mh.index0[:, None], mh.index1[:, None], mw.index0[None, :], mw.index1[None, :]
         if not int8:
@@ -246,7 +246,7 @@ class _Resample(Op):
         top = qx0 * xs[..., h0, w0] + qx1 * xs[..., h0, w1]
         bottom = qx0 * xs[..., h1, w0] + qx1 * xs[..., h1, w1]
         acc = qy0 * top + qy1 * bottom
-        y = np.clip(quant.requantize(acc, mult, shift) + zy, -128, 127)
+        y = np.clip(requant.requantize(acc, mult, shift) + zy, -128, 127)
         return [y.astype(np.int8).reshape(out)]
 
     # ------------------------------------------------------------------ kernel

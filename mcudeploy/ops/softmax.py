@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from mcudeploy.ir import Graph, Node
-from mcudeploy.ops import quant
+from mcudeploy.ops import requant
 from mcudeploy.ops.base import Array, Axis, Call, Dim, OnnxNode, Op, Struct, TensorExpr, require
 from mcudeploy.ops.registry import register
 from mcudeploy.ops.util import norm_axis
@@ -115,7 +115,7 @@ class Softmax(Op):
         denom = e.sum(axis=axes, keepdims=True) << INV_BITS
         q, r = np.divmod(e * m, denom)
         q = q + ((2 * r > denom) | ((2 * r == denom) & (q % 2 == 1))) + zy
-        lo, hi = quant.QRANGE[graph[node.outputs[0]].dtype]
+        lo, hi = requant.QRANGE[graph[node.outputs[0]].dtype]
         return [np.clip(q, lo, hi).astype(x.dtype)]
 
     def kernel(self, graph, node):
@@ -125,7 +125,7 @@ class Softmax(Op):
         if dtype == "float32":
             return Call("mcud_softmax_f32", views, Struct.of("mcud_softmax_params", axis=a0, axis_end=a1))
         table, m, zy = self._int8_params(graph, node)
-        lo, hi = quant.QRANGE[dtype]
+        lo, hi = requant.QRANGE[dtype]
         fn = "mcud_softmax_s8" if dtype == "int8" else "mcud_softmax_u8"
         return Call(fn, views, Struct.of(
             "mcud_softmax_q_params", axis=a0, axis_end=a1, exp_table=Array("int32_t", tuple(int(v) for v in table)),

@@ -6,7 +6,6 @@ from typing import Sequence
 import numpy as np
 
 from mcudeploy.errors import InvalidModelError, UnsupportedError
-from mcudeploy.ir import Graph, Node
 
 
 def broadcast_shape(shapes: Sequence[tuple[int, ...]], what: str) -> tuple[int, ...]:
@@ -22,12 +21,6 @@ def norm_axis(axis: int, rank: int, what: str) -> int:
     return axis % rank
 
 
-def in_shapes(graph: Graph, node: Node) -> list[tuple[int, ...]]:
-    return [graph[i].shape for i in node.inputs if i]
-
-
-def dtype0(graph: Graph, node: Node) -> str:
-    return graph[node.inputs[0]].dtype
 
 
 def ints(value) -> tuple[int, ...]:

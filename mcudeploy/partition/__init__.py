@@ -9,10 +9,12 @@ memory bound. The cuts of a scheme are applied one after the other and must name
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from mcudeploy.ir import Graph
 from mcudeploy.ops import registry
-from mcudeploy.partition.rewrite import split_segment
-from mcudeploy.partition.segment import HALOS, Cut, Scheme, SplitError, analyse, check_cut
+from mcudeploy.partition.rewrite import plan, split_cut
+from mcudeploy.partition.cut import HALOS, Cut, Scheme, SplitError, analyse
 
 __all__ = ["Cut", "Scheme", "SplitError", "HALOS", "split", "check_cut", "describe", "macs"]
 
@@ -26,11 +28,17 @@ def split(graph: Graph, scheme: Scheme) -> Graph:
                 raise SplitError(f"node {name} is named by cuts {seen[name]} and {k} of the scheme")
             seen[name] = k
     for cut in scheme:
-        found = analyse(graph, cut)
-        if isinstance(found, str):
-            raise SplitError(found)
-        graph = split_segment(found)
+        graph = split_cut(analyse(graph, cut))
     return graph
+
+
+def check_cut(graph: Graph, cut: Cut) -> Optional[str]:
+    """None if `cut` can be applied to `graph`, else the one-sentence reason it cannot."""
+    try:
+        plan(analyse(graph, cut))  # the pieces themselves: rows, reads, attributes
+    except SplitError as err:
+        return str(err)
+    return None
 
 
 def _pieces_of(split_graph: Graph, node: str) -> list:

@@ -30,7 +30,7 @@ from mcudeploy.ir import Graph, Node, Piece, Quant, Rows, Tensor, verify
 from mcudeploy.ops import registry
 from mcudeploy.ops.concat import MAX_INPUTS
 from mcudeploy.partition.ranges import balanced, cover, hull
-from mcudeploy.partition.segment import Segment, SplitError
+from mcudeploy.partition.cut import CutFacts, SplitError
 
 
 def sliced_quant(q: Optional[Quant], rank: int, dim: int, lo: int, hi: int) -> Optional[Quant]:
@@ -122,7 +122,7 @@ def _rows(like: Tensor, dim: int, lo: int, hi: int) -> Optional[Rows]:
     return Rows(like.rows.of, dim, like.rows.lo + lo, like.rows.lo + hi)
 
 
-def _ranges(seg: Segment) -> dict[str, list[tuple[int, int]]]:
+def _ranges(seg: CutFacts) -> dict[str, list[tuple[int, int]]]:
     """Output rows of every piece of every node of the segment."""
     pieces, g = seg.cut.pieces, seg.graph
     ranges: dict[str, list[tuple[int, int]]] = {}
@@ -145,7 +145,7 @@ def _ranges(seg: Segment) -> dict[str, list[tuple[int, int]]]:
     return ranges
 
 
-def plan(seg: Segment) -> dict[str, list[tuple[tuple[int, int], list, dict]]]:
+def plan(seg: CutFacts) -> dict[str, list[tuple[tuple[int, int], list, dict]]]:
     """Per node of the segment, per piece: (output rows, what it reads of each input (a Read, or
     None for an input read whole), its attributes). SplitError if a piece cannot be made."""
     out = {}
@@ -181,7 +181,7 @@ def _rows_of(t: Tensor, dim: int, lo: int, hi: int) -> Tensor:
     return Tensor(t.name, shape, t.dtype, t.kind, sliced_quant(t.quant, len(t.shape), dim, lo, hi), data)
 
 
-def _check_shapes(seg: Segment, node: Node, j: int, rows, reads, attrs) -> None:
+def _check_shapes(seg: CutFacts, node: Node, j: int, rows, reads, attrs) -> None:
     """The piece's own shape rule must give its rows (else a piece hook is wrong)."""
     g = seg.graph
     scope = {}
@@ -200,7 +200,7 @@ def _check_shapes(seg: Segment, node: Node, j: int, rows, reads, attrs) -> None:
                              f"not the {want.dtype}{want.shape} of its rows")
 
 
-def split_segment(seg: Segment) -> Graph:
+def split_cut(seg: CutFacts) -> Graph:
     """The graph with the segment's nodes replaced by their pieces (see the module's docstring)."""
     g = seg.graph
     b = _Builder(g)

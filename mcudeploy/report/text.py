@@ -2,6 +2,7 @@
 (mcudeploy.report.view), drawn with characters."""
 from __future__ import annotations
 
+from mcudeploy.plan import plan_dict
 from mcudeploy.report.view import kb, plan_view, short_name
 
 BAR_WIDTH = 32
@@ -124,7 +125,6 @@ def plan_text(plan: dict, detail: bool = False) -> str:
 
 
 def summary(compiled, detail: bool = False) -> str:
-    from mcudeploy.plan import plan_dict
 
     v = plan_view(plan_dict(compiled))
     lines = header_lines(v)

@@ -152,11 +152,10 @@ def fit(entries: Sequence[dict]) -> Optional[Fit]:
 def default_ticks(board, macs: int, nbytes: int) -> float:
     instructions = (DEFAULT_INSTRUCTIONS_PER_MAC * macs + DEFAULT_INSTRUCTIONS_PER_BYTE * nbytes
                     + DEFAULT_INSTRUCTIONS_PER_CALL)
-    timer_hz = float(board.data.get("timer", {}).get("hz") or board.data.get("clock_hz") or 1.0)
-    if board.kind == "qemu":  # -icount: 2^shift ns per instruction
-        shift = int(board.data.get("qemu", {}).get("icount_shift", 0))
-        return instructions / (1e9 / timer_hz / (1 << shift))
-    clock = float(board.data.get("clock_hz") or timer_hz)
+    timer_hz = float((board.timer.hz if board.timer else 0) or board.clock_hz or 1.0)
+    if board.qemu is not None:  # -icount: 2^shift ns per instruction
+        return instructions / (1e9 / timer_hz / (1 << board.qemu.icount_shift))
+    clock = float(board.clock_hz or timer_hz)
     return instructions * timer_hz / clock
 
 

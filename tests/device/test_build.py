@@ -26,10 +26,10 @@ HARDWARE = [b.name for b in all_boards() if b.kind == "hardware" and b.alias_of 
 def test_the_board_files_describe_a_firmware():
     for name in DEVICE_BOARDS:
         b = load_board(name)
-        assert b.data["uart"]["driver"] and b.data["timer"]["driver"] and b.data["cpu_flags"], name
-        assert b.data["flash_origin"] >= 0 and b.flash_bytes > 0 and ram_region(b).size > 0, name
+        assert b.uart.driver and b.timer.driver and b.cpu_flags, name
+        assert b.flash_origin >= 0 and b.flash_bytes > 0 and ram_region(b).size > 0, name
         if b.kind == "qemu":
-            assert b.data["qemu"]["machine"] and b.data["qemu"]["icount_shift"] == 0, name
+            assert b.qemu.machine and b.qemu.icount_shift == 0, name
     assert load_board("stm32").alias_of == "nucleo-f446re"
     assert load_board("qemu-stm32f4").sram_bytes == 128 * 1024  # the 64 KB CCM is excluded: QEMU 7.2 lacks it
 
@@ -61,11 +61,11 @@ def test_real_boards_build_offline_with_a_model(board, tmp_path, need_arm_gcc):
     fw = build_firmware(b, write_project(compiled, tmp_path / "p"), "m.onnx")
     r = fw.report
     assert (r.sram_bytes, r.flash_bytes) == (ram_region(b).size, b.flash_bytes)
-    assert r.arena == compiled.placement.arena_bytes and r.stack == b.data["stack_bytes"]
+    assert r.arena == compiled.placement.arena_bytes and r.stack == b.stack_bytes
     assert r.sram_used == r.data + r.bss + r.stack < r.sram_bytes
     assert r.flash_used > 5 * 1024 and r.flash_used < r.flash_bytes
     sections = {s.name: s for s in read_sections(fw.elf)[0]}
-    assert sections[".isr_vector"].addr == b.data["flash_origin"]  # the vector table opens the flash
+    assert sections[".isr_vector"].addr == b.flash_origin  # the vector table opens the flash
     assert sections[".bss"].addr >= ram_region(b).origin
 
 
@@ -83,7 +83,7 @@ def test_a_model_too_large_is_refused_before_upload(tmp_path, need_arm_gcc, monk
     assert m, str(err.value)
     need, over = (int(g.replace(",", "")) for g in m.groups())
     assert need - 131_072 == over
-    assert need >= compiled.placement.arena_bytes + load_board("qemu-stm32f4").data["stack_bytes"]
+    assert need >= compiled.placement.arena_bytes + load_board("qemu-stm32f4").stack_bytes
 
     cli = subprocess.run([sys.executable, "-m", "mcudeploy", "run", str(model), "-b", "qemu-stm32f4"],
                          capture_output=True, text=True)

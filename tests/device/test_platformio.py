@@ -240,7 +240,7 @@ def test_a_real_board_builds_offline_and_reports_its_capacity(name, core, tmp_pa
     assert not result.uploaded and result.elf.is_file() and (result.elf.parent / "firmware.bin").is_file()
     assert report.flash_bytes == board.flash_bytes
     assert report.sram_bytes == next(r.size for r in board.regions if not r.excluded)
-    assert report.arena > 0 and report.stack == board.data.get("stack_bytes", 8192)
+    assert report.arena > 0 and report.stack == board.stack_bytes
     assert report.flash_used > report.text > 0
     # PlatformIO's figures (from `size -B` against the generated manifest) are the same numbers
     usage = platformio_usage(result.project, core)

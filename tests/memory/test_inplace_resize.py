@@ -2,7 +2,7 @@
 convolution that changes the channel count, a stride-2 depthwise convolution. The buffer is then
 a staircase (the input's size up to the step, the output's after), the placement keeps it whole,
 and the generated C on the host gives the numpy reference bit for bit, with the arena full of
-noise; the arena oracle (memory/check.py) agrees too."""
+noise; the arena oracle (memory/oracle.py) agrees too."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,7 +10,7 @@ import pytest
 
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.ir import Graph, Node, Quant, Tensor, constant
-from mcudeploy.memory.check import run_in_arena
+from mcudeploy.memory.oracle import run_in_arena
 from mcudeploy.ops import registry
 from mcudeploy.pipeline import compile_graph
 from mcudeploy.reference import run_reference

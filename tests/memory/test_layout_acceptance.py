@@ -11,7 +11,7 @@ from shared_models import ROOT, need_models, shared_models
 from mcudeploy import check
 from mcudeploy.memory import lifetimes, place
 from mcudeploy.memory.layout import lay_out
-from mcudeploy.memory.check import run_in_arena
+from mcudeploy.memory.oracle import run_in_arena
 from mcudeploy.pipeline import compile_model
 from mcudeploy.reference import run_reference
 

@@ -128,13 +128,16 @@ def _fits(bufs, cap: int) -> bool:
     it; placing buffers in order of those offsets, each one's offset is then 0 or the top of one
     already placed, so trying those offsets in every order is complete."""
 
+    def overlaps_in_time(a, b):
+        return a.first <= b.last and b.first <= a.last
+
     def go(remaining, placed):
         if not remaining:
             return True
         for b in remaining:
-            tops = {0} | {o + p.size for p, o in placed if p.overlaps_in_time(b)}
+            tops = {0} | {o + p.size for p, o in placed if overlaps_in_time(p, b)}
             for off in sorted(tops):
-                if off + b.size <= cap and all(not (p.overlaps_in_time(b) and o < off + b.size and off < o + p.size)
+                if off + b.size <= cap and all(not (overlaps_in_time(p, b) and o < off + b.size and off < o + p.size)
                                                for p, o in placed):
                     if go([x for x in remaining if x is not b], placed + [(b, off)]):
                         return True

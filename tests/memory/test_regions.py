@@ -9,11 +9,10 @@ from mcudeploy.errors import MCUDeployError
 from mcudeploy.memory import Area, areas
 
 
-def board_with(regions, **extra):
-    host = load_board("host")
-    return dataclasses.replace(host, regions=tuple(Region(r["name"], r["size"], 0, bool(r.get("excluded")))
-                                                   for r in regions),
-                               data=dict(host.data, regions=regions, **extra))
+def board_with(regions, **fields):
+    return dataclasses.replace(load_board("host"), regions=tuple(
+        Region(r["name"], r["size"], 0, bool(r.get("excluded")), r.get("reserved", 0), r.get("section"),
+               r.get("dma", True)) for r in regions), **fields)
 
 
 def test_every_board_has_a_usable_region():
@@ -34,3 +33,22 @@ def test_a_board_with_every_region_excluded():
     board = board_with([{"name": "sram", "size": 1024, "excluded": True}])
     with pytest.raises(MCUDeployError, match="no usable memory region"):
         areas(board)
+
+
+def test_a_tensor_put_in_a_region_keeps_its_buffer_there():
+    """Room for swap: a rewrite that copies a tensor out to slow memory says so in Tensor.region."""
+    from random_graphs import random_graph
+
+    from mcudeploy.memory.layout import lay_out
+
+    graph = random_graph(3)
+    regions = (Area("fast", 1 << 20), Area("slow", 1 << 20))
+    lives, placed = lay_out(graph, graph.nodes, regions)
+    moved = next(t for t in graph.tensors.values() if t.kind == "activation" and placed.regions[lives.buffer_of[t.name]]
+                 == "fast" and t.name not in graph.outputs)
+    pinned = graph.replace(tensors={**graph.tensors, moved.name: dataclasses.replace(moved, region="slow")})
+    lives, placed = lay_out(pinned, pinned.nodes, regions)
+    assert placed.regions[lives.buffer_of[moved.name]] == "slow"
+    wrong = pinned.replace(tensors={**pinned.tensors, moved.name: dataclasses.replace(moved, region="nowhere")})
+    with pytest.raises(MCUDeployError, match="fits no memory region"):
+        lay_out(wrong, wrong.nodes, regions)

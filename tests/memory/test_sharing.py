@@ -1,6 +1,6 @@
 """Sharing decided before placement: views, Concat inputs written into the output, Split outputs
 as slices, in place. Each plan is run in byte arenas with the numpy references
-(mcudeploy/memory/check.py) and must give the reference's outputs bit for bit."""
+(mcudeploy/memory/oracle.py) and must give the reference's outputs bit for bit."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from random_graphs import random_graph, random_inputs, random_order
 from mcudeploy.ir import Graph, Node, Tensor, verify
 from mcudeploy.memory import METHODS, Area, contiguous, lifetimes, place
-from mcudeploy.memory.check import run_in_arena
+from mcudeploy.memory.oracle import run_in_arena
 from mcudeploy.ops import registry
 from mcudeploy.reference import run_reference
 

@@ -167,10 +167,8 @@ def test_int8_concat_and_split_in_place_are_bit_exact(tmp_path):
 
 def two_region_board(first_bytes):
     host = load_board("host")
-    regions = (Region("sram", first_bytes), Region("ccm", 1 << 20))
-    data = dict(host.data, regions=[{"name": "sram", "size": first_bytes},
-                                    {"name": "ccm", "size": 1 << 20, "dma": False, "section": ".mcud_ccm"}])
-    return dataclasses.replace(host, regions=regions, data=data)
+    regions = (Region("sram", first_bytes), Region("ccm", 1 << 20, section=".mcud_ccm", dma=False))
+    return dataclasses.replace(host, regions=regions)
 
 
 def test_two_regions_in_c(tmp_path):

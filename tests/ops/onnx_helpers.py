@@ -30,10 +30,17 @@ def ort_outputs(model: onnx.ModelProto, feeds: dict) -> list[np.ndarray]:
 
 def host_outputs(model: onnx.ModelProto, samples: list[dict]) -> list[list[np.ndarray]]:
     """The outputs of each sample through the host build; skips where gcc is missing."""
-    host = pytest.importorskip("mcudeploy.device.host")
     if shutil.which("gcc") is None:
         pytest.skip("gcc is not installed")
-    return host.run_model_on_host(model, samples)
+    return run_model_on_host(model, samples)
+
+
+def run_model_on_host(model, samples, input_shapes=None, workdir=None) -> list[list[np.ndarray]]:
+    """Compile a model for the host board, build it, and run it on each sample (dict input name -> array)."""
+    from mcudeploy.device.host import run_compiled_on_host
+    from mcudeploy.pipeline import compile_model
+
+    return run_compiled_on_host(compile_model(model, "host", input_shapes), samples, workdir)
 
 
 def checked_model(nodes, inputs, outputs, inits=(), opset=13) -> onnx.ModelProto:
@@ -104,13 +111,6 @@ def single_node(graph, op, dtype):
     assert graph[graph.nodes[0].inputs[0]].dtype == dtype
     return graph.nodes[0]
 
-
-def host_available() -> bool:
-    try:
-        import mcudeploy.device.host  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def host_run(model, x):

@@ -250,7 +250,7 @@ def test_split_pieces_are_bit_exact(axis):
 def _arm_objdump(tmp_path, board: str) -> str:
     compiled = _compiled_conv(board)
     out = write_project(compiled, tmp_path / board)
-    flags = load_board(board).data["cpu_flags"]
+    flags = list(load_board(board).cpu_flags)
     obj = out / "model.o"
     proc = subprocess.run([ARM, *flags, *ARM_CFLAGS, "-I", str(out / "mcud" / "include"), "-c", str(out / "model.c"),
                            "-o", str(obj)], capture_output=True, text=True)

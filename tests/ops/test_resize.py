@@ -13,7 +13,7 @@ from mcudeploy.errors import UnsupportedError
 from mcudeploy.frontend import import_onnx
 from mcudeploy.ops import registry
 
-from .onnx_helpers import (check_float, check_int8, check_strided_c, compile_graph, host_available, host_run,
+from .onnx_helpers import (check_float, check_int8, check_strided_c, compile_graph, host_run,
                            int8_input, make_model, ort_run, ref_run, single_node)
 
 COORDS = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn",
@@ -214,7 +214,6 @@ def test_c_strided_views_match_reference(mode, coord, nearest, scales, sizes, tm
                         int8_input(rng, SHAPE))
 
 
-@pytest.mark.skipif(not host_available(), reason="mcudeploy.device.host is not there yet")
 @pytest.mark.parametrize("mode,coord,nearest,scales,sizes", C_CASES)
 def test_host_build_matches_reference(mode, coord, nearest, scales, sizes):
     rng = np.random.default_rng(8)

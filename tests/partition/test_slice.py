@@ -8,11 +8,11 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from mcudeploy.device.host import run_model_on_host
+from ops.onnx_helpers import run_model_on_host
 from mcudeploy.errors import UnsupportedError
 from mcudeploy.ir import Graph, Node, Tensor, verify
 from mcudeploy.memory import Area, lifetimes, place
-from mcudeploy.memory.check import run_in_arena
+from mcudeploy.memory.oracle import run_in_arena
 from mcudeploy.ops import registry
 from mcudeploy.reference import run_reference
 from mcudeploy.schedule.problem import build

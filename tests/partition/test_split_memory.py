@@ -48,13 +48,13 @@ def test_a_gather_writes_its_own_strip_in_place_and_copies_only_the_halo():
     through a gather (Concat). With "partial" sharing the expansion's strip j is written into the
     gather's output by its convolution and the Concat copies the two neighbour rows only, so the
     strip is not held twice; in the piece-major order that lowers the live-bytes bound. The plan
-    still computes what the reference does, run in a byte arena (memory/check.py)."""
+    still computes what the reference does, run in a byte arena (memory/oracle.py)."""
     import numpy as np
 
     from mcudeploy.boards import load_board
     from mcudeploy.memory import areas, lifetimes, place
     from mcudeploy.memory.alias import SHARING
-    from mcudeploy.memory.check import run_in_arena
+    from mcudeploy.memory.oracle import run_in_arena
     from mcudeploy.reference import run_reference
     from mcudeploy.schedule import schedule
 

@@ -6,7 +6,7 @@ gather (a Concat of the strip and its neighbours' rows). With "parts", a byte of
 only until the last strip that reads it, and a byte of a gather only from the step that writes it:
 the live-bytes bound falls, and the placement may put other buffers in bytes a whole buffer would
 hold. The plan then still computes what the reference does, run in a byte arena that starts as
-noise (memory/check.py), so a byte reused too early shows up as a wrong output.
+noise (memory/oracle.py), so a byte reused too early shows up as a wrong output.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from split_cases import bottleneck, rows_cut
 from mcudeploy.boards import load_board
 from mcudeploy.memory import areas, lifetimes, place
 from mcudeploy.memory.alias import SHARING
-from mcudeploy.memory.check import run_in_arena
+from mcudeploy.memory.oracle import run_in_arena
 from mcudeploy.memory.parts import _footprint
 from mcudeploy.partition import split
 from mcudeploy.reference import run_reference

@@ -189,6 +189,15 @@ def test_plan_text_shows_the_same_summary(unet):
     assert text == plan_text(plan_dict(unet), detail=True)  # host board: no SRAM line
 
 
+def test_report_text_prints_a_plan_json(unet, tmp_path, capsys):
+    from mcudeploy.cli import main
+    from mcudeploy.codegen import write_project
+
+    out = write_project(unet, tmp_path / "out")
+    assert main(["report", str(out), "--text"]) == 0
+    assert capsys.readouterr().out.rstrip("\n") == plan_text(plan_dict(unet), detail=True)
+
+
 def test_plan_command_prints_the_table(tmp_path, capsys):
     import onnx
 

@@ -30,7 +30,7 @@ def fake_ticks(compiled, per_call: int = 50) -> int:
 
 
 def dropped_scratch(compiled) -> set:
-    """Nodes whose kernel runs without its scratch (memory.lifetimes.fit_scratch set "scratch" to 0)."""
+    """Nodes whose kernel runs without its scratch (offload.fit_scratch set "scratch" to 0)."""
     return {n.name for n in compiled.graph.nodes if n.attrs.get("scratch", 1) == 0}
 
 

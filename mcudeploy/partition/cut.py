@@ -1,9 +1,10 @@
 """A cut read against a graph: which dimension of each tensor follows the cut axis, and whether
-the cut is valid (``analyse`` returns the facts, or the one-sentence reason it is not)."""
+the cut is valid (``analyse`` returns the facts, or raises SplitError with the one-sentence
+reason it is not)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Optional, Union
+from typing import Mapping, Optional
 
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import Graph, Node
@@ -36,7 +37,7 @@ Scheme = tuple[Cut, ...]
 
 
 @dataclass(frozen=True)
-class Segment:
+class CutFacts:
     """The facts of a valid cut, per node of the segment (by name)."""
 
     graph: Graph
@@ -61,21 +62,21 @@ class Segment:
         return window_read(lo, hi, size, dim.stride, dim.dilation, dim.pad, kernel)
 
 
-def analyse(graph: Graph, cut: Cut) -> Union[Segment, str]:
-    """The cut's facts, or the reason it cannot be applied (one sentence naming node and axis)."""
+def analyse(graph: Graph, cut: Cut) -> CutFacts:
+    """The cut's facts; SplitError with the reason it cannot be applied (one sentence naming node and axis)."""
     if not isinstance(cut.pieces, int) or cut.pieces < 2:
-        return f"a cut needs at least 2 pieces, not {cut.pieces!r}"
+        raise SplitError(f"a cut needs at least 2 pieces, not {cut.pieces!r}")
     if cut.halo not in HALOS:
-        return f"halo must be one of {', '.join(HALOS)}, not {cut.halo!r}"
+        raise SplitError(f"halo must be one of {', '.join(HALOS)}, not {cut.halo!r}")
     if not cut.axes:
-        return "the cut names no node"
+        raise SplitError("the cut names no node")
     by_name = {n.name: n for n in graph.nodes}
     wanted: dict[str, str] = {}
     for name, axis in cut.axes:
         if name not in by_name:
-            return f"there is no node {name!r} in graph {graph.name}"
+            raise SplitError(f"there is no node {name!r} in graph {graph.name}")
         if name in wanted:
-            return f"node {name} appears twice in the cut"
+            raise SplitError(f"node {name} appears twice in the cut")
         wanted[name] = axis
     nodes = {n.name: n for n in graph.nodes if n.name in wanted}
     exprs, extents, out_dims, in_dims = {}, {}, {}, {}
@@ -85,20 +86,23 @@ def analyse(graph: Graph, cut: Cut) -> Union[Segment, str]:
         try:
             e = op.expr(graph, node)
         except MCUDeployError as err:
-            return f"node {name} ({node.op}) has no tensor expression: {err}"
+            raise SplitError(f"node {name} ({node.op}) has no tensor expression: {err}")
         names = [a.name for a in e.axes]
         if axis not in names:
-            return f"node {name} ({node.op}) has no loop axis {axis!r} (its axes: {', '.join(names) or 'none'})"
+            raise SplitError(f"node {name} ({node.op}) has no loop axis {axis!r} "
+                             f"(its axes: {', '.join(names) or 'none'})")
         a = e.axis(axis)
         if a.kind != "spatial":
-            return f"axis {axis!r} of node {name} ({node.op}) is a reduction axis; cutting one is not supported yet"
+            raise SplitError(f"axis {axis!r} of node {name} ({node.op}) is a reduction axis; "
+                             f"cutting one is not supported yet")
         if a.extent < cut.pieces:
-            return f"axis {axis!r} of node {name} ({node.op}) has extent {a.extent}, fewer than {cut.pieces} pieces"
+            raise SplitError(f"axis {axis!r} of node {name} ({node.op}) has extent {a.extent}, "
+                             f"fewer than {cut.pieces} pieces")
         outs = []
         for o, dims in zip(node.outputs, e.outputs):
             found = [d for d, dim in enumerate(dims) if dim.kind == "identity" and dim.axis == axis]
             if len(found) != 1 or any(dim.axis == axis and dim.kind != "identity" for dim in dims):
-                return f"output {o} of node {name} ({node.op}) does not run along axis {axis!r}"
+                raise SplitError(f"output {o} of node {name} ({node.op}) does not run along axis {axis!r}")
             outs.append(found[0])
         ins = []
         windowed = 0
@@ -108,19 +112,23 @@ def analyse(graph: Graph, cut: Cut) -> Union[Segment, str]:
                 continue
             along = [(d, dim) for d, dim in enumerate(dims) if dim.axis == axis]
             if len(along) > 1:
-                return f"node {name} ({node.op}) reads input {x} along axis {axis!r} in more than one dimension"
+                raise SplitError(f"node {name} ({node.op}) reads input {x} along axis {axis!r} "
+                                 f"in more than one dimension")
             if along and along[0][1].kind not in ("identity", "window"):
-                return f"node {name} ({node.op}) reads input {x} along axis {axis!r} in a way a cut cannot follow"
+                raise SplitError(f"node {name} ({node.op}) reads input {x} along axis {axis!r} "
+                                 f"in a way a cut cannot follow")
             windowed += bool(along) and along[0][1].kind == "window"
             ins.append(along[0] if along else None)
         if not any(ins):  # the axis comes from attributes (Resize's scales), not from an input
-            return f"node {name} ({node.op}) reads no input along axis {axis!r}, so a piece cannot be computed alone"
+            raise SplitError(f"node {name} ({node.op}) reads no input along axis {axis!r}, "
+                             f"so a piece cannot be computed alone")
         if windowed > 1:
-            return f"node {name} ({node.op}) reads more than one input through a window along axis {axis!r}"
+            raise SplitError(f"node {name} ({node.op}) reads more than one input through a window "
+                             f"along axis {axis!r}")
         exprs[name], extents[name], out_dims[name], in_dims[name] = e, a.extent, tuple(outs), tuple(ins)
         rows = balanced(a.extent, cut.pieces)[0]
         if op.piece(graph, node, axis, rows, (0, 0) if windowed else None) is None:
-            return f"node {name} ({node.op}) cannot be cut along axis {axis!r}"
+            raise SplitError(f"node {name} ({node.op}) cannot be cut along axis {axis!r}")
     cut_tensors = {o: d for name in nodes for o, d in zip(nodes[name].outputs, out_dims[name])}
     outputs = set(graph.outputs)
     whole = set()
@@ -134,22 +142,8 @@ def analyse(graph: Graph, cut: Cut) -> Union[Segment, str]:
                 if x != t:
                     continue
                 if spec is None or spec[0] != d:
-                    return (f"node {user.name} ({user.op}) does not read {t} along the dimension node {producer} "
-                            f"is cut in (axis {wanted[user.name]!r} is not connected to axis {wanted[producer]!r})")
+                    raise SplitError(f"node {user.name} ({user.op}) does not read {t} along the dimension node {producer} "
+                                           f"is cut in (axis {wanted[user.name]!r} is not connected to axis {wanted[producer]!r})")
         if t in outputs:
             whole.add(t)
-    return Segment(graph, cut, nodes, wanted, exprs, extents, out_dims, in_dims, cut_tensors, frozenset(whole))
-
-
-def check_cut(graph: Graph, cut: Cut) -> Optional[str]:
-    """None if `cut` can be applied to `graph`, else the one-sentence reason it cannot."""
-    from mcudeploy.partition.rewrite import plan  # the pieces themselves: rows, reads, attributes
-
-    found = analyse(graph, cut)
-    if isinstance(found, str):
-        return found
-    try:
-        plan(found)
-    except SplitError as err:
-        return str(err)
-    return None
+    return CutFacts(graph, cut, nodes, wanted, exprs, extents, out_dims, in_dims, cut_tensors, frozenset(whole))

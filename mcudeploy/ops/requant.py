@@ -13,7 +13,6 @@ compute the same expression, so the numpy reference and the C code agree bit for
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 import numpy as np
 
@@ -91,7 +90,3 @@ def qparams(graph: Graph, name: str) -> Quant:
     if t.quant is None:
         raise UnsupportedError(f"tensor {name} is {t.dtype} but carries no quantization")
     return t.quant
-
-
-def is_quantized(graph: Graph, name: Optional[str]) -> bool:
-    return bool(name) and graph[name].dtype in ("int8", "uint8") and graph[name].quant is not None
