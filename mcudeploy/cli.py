@@ -6,13 +6,16 @@ import logging
 import os
 import sys
 import tempfile
+import traceback
 from pathlib import Path
 
 from mcudeploy import __version__, interrupts
 from mcudeploy.errors import MCUDeployError
+from mcudeploy.files import check_output, writing
 
 log = logging.getLogger("mcudeploy")
 SCHEDULE_TIME_LIMIT = 10.0  # --time-limit of the commands that compile a model
+INTERNAL_ERROR = 3  # exit status of a bug (1: an error the user can fix, 2: argparse's usage errors)
 
 
 def _model_options(p: argparse.ArgumentParser, project: bool = False) -> None:
@@ -56,8 +59,10 @@ def cmd_compile(args) -> int:
     from mcudeploy.codegen import write_project
     from mcudeploy.report.text import summary
 
+    check_output(args.output, folder=True)
     compiled = _compile(args)
-    out = write_project(compiled, args.output)
+    with writing(args.output):
+        out = write_project(compiled, args.output)
     print(summary(compiled))
     print(f"wrote {out}/model.c, model.h and plan.json")
     return 0
@@ -85,6 +90,8 @@ def cmd_report(args) -> int:
 
         print(plan_text(read_plan(args.plan), detail=True))
         return 0
+    if args.output:
+        check_output(args.output, folder=False)
     print(f"wrote {write_report(args.plan, args.output)}")
     return 0
 
@@ -116,6 +123,8 @@ def cmd_run(args) -> int:
 
     if args.float_model and not args.check:
         raise MCUDeployError("--float-model applies only with --check")
+    if args.output:
+        check_output(args.output, folder=False)
     compiled, reference, model = _run_target(args)
     graph = compiled.graph
     float_model = check.float_model(args.float_model, reference) if args.float_model else None
@@ -140,7 +149,8 @@ def cmd_run(args) -> int:
 
         buf = io.BytesIO()
         np.savez(buf, **{n: np.stack([o[k] for o in outputs]) for k, n in enumerate(graph.outputs)})
-        write_atomic(args.output, buf.getvalue())
+        with writing(args.output):
+            write_atomic(args.output, buf.getvalue())
         print(f"wrote the outputs of {len(samples)} sample(s) to {args.output}")
     if not args.check:
         for k, name in enumerate(graph.outputs):
@@ -178,6 +188,7 @@ def cmd_tune(args) -> int:
     from mcudeploy.search import Tuner, write_result
     from mcudeploy.search.state import STATE_FILE
 
+    check_output(args.output, folder=True)
     try:
         tuner = Tuner(args.model, args.board, args.output, max_overhead=args.max_overhead,
                       time_limit=args.time_limit, port=args.port, input_shapes=parse_input_shapes(args.input_shape))
@@ -186,7 +197,8 @@ def cmd_tune(args) -> int:
         print(f"mcudeploy: tune interrupted; what it learnt is in {Path(args.output) / STATE_FILE}: run the same "
               f"command to resume", file=sys.stderr)
         return 130
-    out = write_result(result)
+    with writing(args.output):
+        out = write_result(result)
     best, base = result.best, result.baseline
     saved = 1 - best.arena / base.arena
     print(f"arena {best.arena:,} B (unsplit {base.arena:,} B, {saved:.1%} less); "
@@ -213,6 +225,8 @@ def cmd_flash(args) -> int:
         return 0
     from mcudeploy.frontend import parse_input_shapes
 
+    if args.project_dir:
+        check_output(args.project_dir, folder=True)
     result = flash.flash(args.model, args.board, port=args.port, project=args.project_dir,
                               upload_firmware=not args.no_upload, input_shapes=parse_input_shapes(args.input_shape))
     for line in flash.summary(result):
@@ -307,14 +321,20 @@ def main(argv=None) -> int:
     except BrokenPipeError:  # the reader of stdout went away (`| head`): nothing more to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001  (the last resort below: a bug, told in one sentence)
         if interrupts.received():  # the interruption surfaced as another error (e.g. in an import)
             print("mcudeploy: interrupted", file=sys.stderr)
             return 130
-        if not isinstance(exc, MCUDeployError):
-            raise
-        print(f"mcudeploy: error: {exc}", file=sys.stderr)
-        return 1
+        if isinstance(exc, MCUDeployError):
+            print(f"mcudeploy: error: {exc}", file=sys.stderr)
+            return 1
+        if args.verbose:
+            traceback.print_exc()
+        text = str(exc).strip().splitlines()
+        print(f"mcudeploy: internal error: {type(exc).__name__}: {text[0] if text else '(no message)'}; please "
+              f"report it with the model and this command{'' if args.verbose else ' (-v shows the traceback)'}",
+              file=sys.stderr)
+        return INTERNAL_ERROR
 
 
 if __name__ == "__main__":

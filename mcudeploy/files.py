@@ -1,14 +1,20 @@
 """Files written so that an interruption never leaves one looking complete: the bytes go to a
 temporary name beside the target and are renamed over it in one step (a rename within a folder
-is atomic on POSIX), so a reader sees the old file or the new one, never half of one."""
+is atomic on POSIX), so a reader sees the old file or the new one, never half of one.
+
+The commands' output paths are checked before any long work (check_output), and an OSError while
+writing (a full disk, a permission) is told as one sentence naming the path (writing)."""
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Iterator, Union
+
+from mcudeploy.errors import MCUDeployError
 
 
 def write_atomic(path: Union[str, os.PathLike], data: Union[str, bytes]) -> Path:
@@ -38,3 +44,42 @@ def locked(path: Union[str, os.PathLike]) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def check_output(path, folder: bool) -> Path:
+    """Refuse an output `path` that cannot be written, before the work whose result it would hold:
+    a folder (folder=True, made if missing) that is a file, or a file that is a folder, or a path
+    whose nearest existing folder is not writable."""
+    path = Path(path)
+    if path.exists():
+        if folder and not path.is_dir():
+            raise MCUDeployError(f"{path} is a file, not a folder: give -o a folder (it is made if missing)")
+        if not folder and path.is_dir():
+            raise MCUDeployError(f"{path} is a folder, not a file: give -o the file to write")
+    parent = path if folder else path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise MCUDeployError(f"cannot write {path}: {parent} is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise MCUDeployError(f"cannot write {path}: the folder {parent} is not writable")
+    return path
+
+
+@contextlib.contextmanager
+def writing(path):
+    """An OSError raised in the block becomes one sentence naming the file it concerns (else `path`)."""
+    try:
+        yield
+    except shutil.Error as exc:  # copytree: a list of (source, destination, reason)
+        problems = exc.args[0] if exc.args and isinstance(exc.args[0], list) else []
+        where, why = (problems[0][1], problems[0][2]) if problems else (path, exc)
+        raise MCUDeployError(f"cannot write {where}: {_first_line(why)}") from None
+    except OSError as exc:
+        where = exc.filename2 or exc.filename or path  # os.replace(temporary, final): the final name
+        raise MCUDeployError(f"cannot write {where}: {exc.strerror or _first_line(exc)}") from None
+
+
+def _first_line(value) -> str:
+    text = str(value).strip().splitlines()
+    return text[0].rstrip(".") if text else type(value).__name__

@@ -6,18 +6,21 @@ type) or the tensor, and why.
 from __future__ import annotations
 
 import logging
+import math
 import os
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Mapping, Optional, Union
 
 import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
-from onnx import helper, numpy_helper
+from onnx import helper
 
-from mcudeploy.errors import MCUDeployError, UnsupportedError
-from mcudeploy.frontend.onnx_fold import evaluate_node
-from mcudeploy.ir import Graph, Node, Tensor, constant, dtype_of, verify
+from mcudeploy.errors import InvalidModelError, MCUDeployError, UnsupportedError
+from mcudeploy.frontend.onnx_check import check_shape, check_wiring, node_label, nonfinite, tensor_value
+from mcudeploy.frontend.onnx_fold import evaluate_node, output_shapes
+from mcudeploy.ir import Graph, Node, Tensor, constant, dtype_of, itemsize, verify
 from mcudeploy.ops import registry
 from mcudeploy.ops.base import OnnxNode
 
@@ -42,7 +45,10 @@ def load_model(path: Union[str, os.PathLike]) -> onnx.ModelProto:
     path = Path(path)
     if not path.is_file():
         raise MCUDeployError(f"{path}: no such model file")
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise MCUDeployError(f"cannot read {path}: {exc.strerror or _first_line(exc)}") from None
     try:
         model = onnx.load_from_string(data)
     except (DecodeError, RuntimeError, ValueError) as exc:
@@ -52,10 +58,13 @@ def load_model(path: Union[str, os.PathLike]) -> onnx.ModelProto:
         raise MCUDeployError(f"{path} is not an ONNX model (it parses to an empty graph)")
     if model.graph.node and not model.opset_import:
         raise MCUDeployError(f"{path} is not a complete ONNX model (it declares no opset)")
+    check_wiring(model.graph, str(path))
     try:
         onnx.checker.check_model(model)
     except onnx.checker.ValidationError as exc:
         raise MCUDeployError(f"{path} is not a valid ONNX model ({_first_line(exc)})") from None
+    except UnicodeDecodeError:
+        raise MCUDeployError(f"{path} is not a valid ONNX model (a name or text in it is not UTF-8)") from None
     return model
 
 
@@ -102,15 +111,18 @@ class _Importer:
     # ----------------------------------------------------------------- inputs and constants
     def run(self) -> Graph:
         g = self.model.graph
+        check_wiring(g, self.where)
         for init in g.initializer:
-            self._add_const(init.name, numpy_helper.to_array(init))
+            self._add_const(init.name, tensor_value(init, f"{self.where}: initializer {init.name}"))
         unknown = set(self.input_shapes)
         inputs = []
         for vi in g.input:
             if vi.name in self.tensors:  # an initializer listed as input (old exporters)
                 continue
             unknown.discard(vi.name)
-            self.tensors[vi.name] = Tensor(vi.name, self._input_shape(vi), self._dtype(vi), "input")
+            shape, dtype = self._input_shape(vi), self._dtype(vi)
+            check_shape(shape, itemsize(dtype), f"{self.where}: input {vi.name}")
+            self.tensors[vi.name] = Tensor(vi.name, shape, dtype, "input")
             inputs.append(vi.name)
         if unknown:
             raise MCUDeployError(f"--input-shape names {', '.join(sorted(unknown))}, which is not an input of "
@@ -134,8 +146,8 @@ class _Importer:
     def _dtype(self, vi: onnx.ValueInfoProto) -> str:
         elem = vi.type.tensor_type.elem_type
         if elem not in ONNX_DTYPES:
-            raise UnsupportedError(f"{self.where}: input {vi.name} has element type "
-                                   f"{onnx.TensorProto.DataType.Name(elem)}, which is not supported")
+            name = onnx.TensorProto.DataType.Name(elem) if elem in onnx.TensorProto.DataType.values() else elem
+            raise UnsupportedError(f"{self.where}: input {vi.name} has element type {name}, which is not supported")
         return ONNX_DTYPES[elem]
 
     def _input_shape(self, vi: onnx.ValueInfoProto) -> tuple[int, ...]:
@@ -151,11 +163,11 @@ class _Importer:
             elif i == 0:
                 dims.append(1)  # a symbolic batch dimension
             else:
-                label = d.dim_param or "?"
+                label = d.dim_param or (f"declared as {d.dim_value}" if d.HasField("dim_value") else "no size")
+                pinned = "x".join(str(x.dim_value) if x.dim_value > 0 else "1" if j == 0 else "N"
+                                  for j, x in enumerate(vi.type.tensor_type.shape.dim))
                 raise MCUDeployError(f"{self.where}: input {vi.name} has an unknown dimension {i} ({label}); pin it "
-                                     f"with --input-shape {vi.name}=" + "x".join(
-                                         str(x.dim_value or 1) if j == 0 else str(x.dim_value or "N")
-                                         for j, x in enumerate(vi.type.tensor_type.shape.dim)))
+                                     f"with --input-shape {vi.name}={pinned}")
         return tuple(dims)
 
     def _add_const(self, name: str, value: np.ndarray) -> None:
@@ -179,7 +191,7 @@ class _Importer:
         while name in self.node_names:
             name = f"{name}_{index}"
         self.node_names.add(name)
-        label = f"node {name} ({proto.op_type})"
+        label = node_label(proto, index)
         for i in proto.input:
             if i and i not in self.tensors:
                 raise MCUDeployError(f"{self.where}: {label} reads {i}, which no earlier node produces")
@@ -187,7 +199,7 @@ class _Importer:
             raise UnsupportedError(f"{self.where}: {label} is in domain {proto.domain}, which is not supported")
 
         if proto.op_type == "Constant":
-            self._add_const(proto.output[0], _constant_value(proto, label))
+            self._add_const(proto.output[0], _constant_value(proto, f"{self.where}: {label}"))
             return
         if proto.op_type in SHAPE_OPS and proto.input[0] in self.tensors:
             shape = np.array(self.tensors[proto.input[0]].shape, dtype=np.int64)
@@ -199,40 +211,90 @@ class _Importer:
             return
         known = [i for i in proto.input if i]
         if proto.op_type not in NEVER_FOLD and known and all(self._const(i) is not None for i in known):
-            try:
-                results = evaluate_node(proto, [self._const(i) if i else None for i in proto.input], self.opset)
-            except Exception as exc:  # the reference evaluator raises many types
-                raise UnsupportedError(f"{self.where}: {label} has constant inputs but could not be folded "
-                                       f"({_first_line(exc)})") from None
-            for out, value in zip(proto.output, results):
-                if out:
-                    self._add_const(out, value)
+            self._fold(proto, name, label)
             return
 
         op = registry.for_onnx(proto.op_type)
         if op is None:
             raise UnsupportedError(f"{self.where}: {label} uses operator {proto.op_type}, which mcudeploy does not "
                                    f"support")
-        attrs = {a.name: helper.get_attribute_value(a) for a in proto.attribute}
-        attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items()}
-        onnx_node = OnnxNode(name, proto.op_type, tuple(proto.input), tuple(o for o in proto.output), attrs,
-                             self._const, self.opset)
-        try:
-            inputs, ir_attrs = op.from_onnx(onnx_node)
+        with self._about(label):
+            inputs, ir_attrs = op.from_onnx(self._onnx_node(proto, name))
             node = Node(name, op.name, tuple(inputs), tuple(o for o in proto.output if o), ir_attrs)
+            self._check_values(node)
             partial = Graph("partial", self.tensors, self.nodes, (), ())
             types = op.infer(partial, node)
+        for out, (shape, dtype) in zip(node.outputs, types):
+            shape = tuple(int(d) for d in shape)
+            check_shape(shape, itemsize(dtype), f"{self.where}: {out}, the output of {label},")
+            self.tensors[out] = Tensor(out, shape, dtype)
+        self.nodes.append(node)
+
+    @contextmanager
+    def _about(self, label: str):
+        """An operator's complaint about a node, prefixed with the file and the node."""
+        try:
+            yield
         except UnsupportedError as exc:
             raise UnsupportedError(f"{self.where}: {label} is not supported: {str(exc).rstrip('.')}") from None
-        for out, (shape, dtype) in zip(node.outputs, types):
-            self.tensors[out] = Tensor(out, tuple(int(d) for d in shape), dtype)
-        self.nodes.append(node)
+        except InvalidModelError as exc:
+            raise InvalidModelError(f"{self.where}: {label} {str(exc).rstrip('.')}") from None
+
+    def _onnx_node(self, proto: onnx.NodeProto, name: str) -> OnnxNode:
+        attrs = {a.name: helper.get_attribute_value(a) for a in proto.attribute}
+        attrs = {k: (v.decode(errors="replace") if isinstance(v, bytes) else v) for k, v in attrs.items()}
+        return OnnxNode(name, proto.op_type, tuple(proto.input), tuple(o for o in proto.output), attrs, self._const,
+                        self.opset)
+
+    def _fold(self, proto: onnx.NodeProto, name: str, label: str) -> None:
+        """Evaluate a node whose inputs are all constants (onnx's reference evaluator), once it reads no
+        NaN, a QuantizeLinear's scale and zero point pass the checks they pass when it runs (and its
+        input over its scale stays within int32), and the outputs' sizes, as shape inference
+        predicts them, are within MAX_TENSOR_BYTES."""
+        values = [self._const(i) if i else None for i in proto.input]
+        for i, value in zip(proto.input, values):
+            if value is not None and value.dtype.kind == "f" and np.isnan(value).any():
+                raise InvalidModelError(f"{self.where}: {label} reads constant {i}, which holds NaN values "
+                                        f"({int(np.isnan(value).sum())} of {value.size})")
+        if proto.op_type == "QuantizeLinear":  # weights quantized at compile time
+            with self._about(label):
+                _, attrs = registry.for_onnx("QuantizeLinear").from_onnx(self._onnx_node(proto, name))
+            with np.errstate(all="ignore"):
+                steps = float(np.abs(values[0]).max(initial=0)) / min(attrs["scale"])
+            if not steps < 2 ** 31:  # onnx's reference casts x / scale to int32 before it saturates: INT_MIN
+                raise InvalidModelError(f"{self.where}: {label} quantizes {proto.input[0]} to {steps:.3g} steps of "
+                                        f"its scale, beyond the int32 range constant folding computes in")
+        for out, shape in zip(proto.output, output_shapes(proto, values, self.opset)):
+            if out and shape is not None:
+                check_shape(shape, 1, f"{self.where}: {out}, which {label} would make at compile time,", empty_ok=True)
+        try:
+            results = evaluate_node(proto, values, self.opset)
+        except Exception as exc:  # the reference evaluator raises many types
+            raise UnsupportedError(f"{self.where}: {label} has constant inputs but could not be folded "
+                                   f"({_first_line(exc)})") from None
+        for out, value in zip(proto.output, results):
+            if out:
+                check_shape(np.shape(value), np.asarray(value).dtype.itemsize, f"{self.where}: {out}, made by {label} "
+                            f"at compile time,", empty_ok=True)
+                self._add_const(out, value)
+
+    def _check_values(self, node: Node) -> None:
+        """The constants an operator reads (weights, biases) and its float attributes are finite."""
+        for i in node.inputs:
+            value = self._const(i) if i else None
+            bad = nonfinite(value) if value is not None else None
+            if bad:
+                raise InvalidModelError(f"reads constant {i}, which holds {bad}")
+        for key, value in node.attrs.items():
+            values = value if isinstance(value, tuple) else (value,)
+            if any(isinstance(v, float) and math.isnan(v) for v in values):
+                raise InvalidModelError(f"has attribute {key} = NaN")
 
 
 def _constant_value(proto: onnx.NodeProto, label: str) -> np.ndarray:
     for a in proto.attribute:
         if a.name == "value":
-            return numpy_helper.to_array(a.t)
+            return tensor_value(a.t, f"{label}'s value")
         if a.name in ("value_float", "value_int"):
             return np.array(helper.get_attribute_value(a), dtype=np.float32 if a.name == "value_float" else np.int64)
         if a.name in ("value_floats", "value_ints"):

@@ -25,6 +25,10 @@ CTYPES = {
     "bool": "uint8_t",
 }
 KINDS = ("input", "output", "activation", "constant")
+# The most bytes one tensor may take: the largest memory region of any board (the host's 1 GiB;
+# tests/test_bad_inputs.py keeps every board within it). A Cortex-M has a few MB and its kernels
+# index views with int32_t, so a bigger tensor is a damaged model, refused before any work.
+MAX_TENSOR_BYTES = 1 << 30
 
 
 def row_major(shape) -> tuple[int, ...]:

@@ -12,7 +12,7 @@ from typing import Callable, ClassVar, Optional, Sequence, Union
 
 import numpy as np
 
-from mcudeploy.errors import UnsupportedError
+from mcudeploy.errors import InvalidModelError, UnsupportedError
 from mcudeploy.ir import Graph, Node
 
 # --------------------------------------------------------------------------- tensor expressions
@@ -218,6 +218,12 @@ class Op:
 def require(condition: bool, reason: str) -> None:
     if not condition:
         raise UnsupportedError(reason)
+
+
+def require_valid(condition: bool, reason: str) -> None:
+    """A rule of ONNX or of arithmetic the model breaks; `reason` continues "node N (Op) ..."."""
+    if not condition:
+        raise InvalidModelError(reason)
 
 
 Shape = tuple[int, ...]

@@ -11,7 +11,8 @@ import numpy as np
 
 from mcudeploy.ir import Graph, Node
 from mcudeploy.ops import requant
-from mcudeploy.ops.base import Array, Call, Dim, OnnxNode, Op, Struct, TensorExpr, elementwise_expr, require
+from mcudeploy.ops.base import (Array, Call, Dim, OnnxNode, Op, Struct, TensorExpr, elementwise_expr, require,
+                                require_valid)
 from mcudeploy.ops.registry import register
 
 PARAMS = ("scale", "B", "mean", "var")
@@ -50,6 +51,12 @@ class BatchNormalization(Op):
             require(graph[n].size == channels, f"BatchNormalization parameter {n} has {graph[n].size} values for "
                                                f"{channels} channels")
             require(graph[n].dtype == "float32", f"BatchNormalization parameter {n} is {graph[n].dtype}")
+        var = graph[node.inputs[4]].data.astype(np.float64) + float(node.attr("epsilon", 1e-5))
+        require_valid(bool(np.all(var > 0)), f"has variance plus epsilon {var.min():g} in {node.inputs[4]}: it "
+                                             f"must be positive")
+        with np.errstate(all="ignore"):
+            folded = np.concatenate(affine(graph, node)).astype(np.float32)
+        require_valid(bool(np.isfinite(folded).all()), "folds to a scale or shift beyond what a float holds")
         return [(x.shape, x.dtype)]
 
     def expr(self, graph, node):

@@ -4,16 +4,44 @@ from __future__ import annotations
 import numpy as np
 
 from mcudeploy.ir import Graph, Node
-from mcudeploy.ops.base import Call, OnnxNode, Op, Struct, elementwise_expr, require, Array
+from mcudeploy.ops.base import Call, OnnxNode, Op, Struct, elementwise_expr, require, require_valid, Array
+from mcudeploy.ops.requant import QRANGE
 from mcudeploy.ops.registry import register
 from mcudeploy.ops.util import norm_axis
 
 
 def _params(onnx: OnnxNode, what: str):
+    require(len(onnx.inputs) > 1 and onnx.inputs[1], f"{what} needs a scale")
     scale = onnx.const(onnx.inputs[1])
     require(scale is not None, f"{what} needs a constant scale")
     zp = onnx.const(onnx.inputs[2]) if len(onnx.inputs) > 2 and onnx.inputs[2] else None
+    require(scale.dtype.kind == "f", f"{what} needs a float scale, not {scale.dtype}")
+    require(zp is None or zp.dtype.kind in "iu", f"{what} needs an integer zero point, not {getattr(zp, 'dtype', '')}")
+    require(scale.ndim <= 1 and (zp is None or zp.ndim <= 1), f"{what} needs a scalar or 1-D scale and zero point")
+    require_valid(scale.size > 0, f"has no value in its scale {onnx.inputs[1]}")
+    with np.errstate(all="ignore"):
+        f32 = np.ravel(scale).astype(np.float32)  # as the kernels hold it
+    bad = np.ravel(scale)[~(np.isfinite(f32) & (f32 > 0))]
+    require_valid(not bad.size, f"has scale {float(bad[0]) if bad.size else 0:g} in {onnx.inputs[1]}: a quantization "
+                                f"scale must be positive and finite")
+    require_valid(zp is None or zp.size == scale.size,
+                  f"has {zp.size if zp is not None else 0} zero points for {scale.size} scales")
     return scale, zp
+
+
+def _check_channels(graph: Graph, node: Node, name: str) -> None:
+    """A per-channel quantization has one scale per index of its axis; zero points lie in the
+    range of the quantized type."""
+    scale = node.attr("scale")
+    qdtype = graph[name].dtype if node.op == "DequantizeLinear" else node.attr("qdtype")
+    lo, hi = QRANGE.get(qdtype, (-2**31, 2**31 - 1))
+    bad = [z for z in node.attr("zero_point") if not lo <= z <= hi]
+    require_valid(not bad, f"has zero point {bad[0] if bad else 0}, outside the range of {qdtype} ({lo}..{hi})")
+    if len(scale) > 1:
+        shape = graph[name].shape
+        axis = norm_axis(node.attr("axis"), len(shape), node.op)
+        require_valid(shape[axis] == len(scale), f"has {len(scale)} scales for the {shape[axis]} channels of "
+                                                 f"axis {axis} of {name}")
 
 
 def _axis_info(graph: Graph, node: Node, name: str):
@@ -64,6 +92,7 @@ class QuantizeLinear(_QDQ):
     def infer(self, graph, node):
         require(graph[node.inputs[0]].dtype == "float32", "QuantizeLinear takes a float32 input")
         require(node.attr("qdtype") in ("int8", "uint8"), "QuantizeLinear produces int8 or uint8")
+        _check_channels(graph, node, node.inputs[0])
         return [(graph[node.inputs[0]].shape, node.attr("qdtype"))]
 
     def reference(self, graph, node, inputs):
@@ -89,9 +118,20 @@ class DequantizeLinear(_QDQ):
     name = "DequantizeLinear"
     onnx_types = ("DequantizeLinear",)
 
+    def from_onnx(self, onnx: OnnxNode):
+        inputs, attrs = super().from_onnx(onnx)
+        q = onnx.const(inputs[0])
+        if q is not None and q.size and q.dtype.kind in "iu":  # weights, whose float values must exist
+            scale, zp = max(attrs["scale"]), max(abs(z) for z in attrs["zero_point"])
+            reach = (float(np.abs(q.astype(np.int64)).max()) + zp) * scale  # a bound on |(q - zp) * scale|
+            require_valid(reach <= float(np.finfo(np.float32).max),
+                          f"dequantizes {inputs[0]} beyond what a float holds (scale {scale:g})")
+        return inputs, attrs
+
     def infer(self, graph, node):
         dtype = graph[node.inputs[0]].dtype
         require(dtype in ("int8", "uint8", "int32"), f"DequantizeLinear of {dtype} is not supported")
+        _check_channels(graph, node, node.inputs[0])
         return [(graph[node.inputs[0]].shape, "float32")]
 
     def reference(self, graph, node, inputs):

@@ -11,13 +11,14 @@ requantizes by s_x / (s_y * 2^22).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from mcudeploy.ir import Graph, Node
+from mcudeploy.ir import MAX_TENSOR_BYTES, Graph, Node, itemsize
 from mcudeploy.ops import requant
-from mcudeploy.ops.base import Array, Axis, Call, Dim, OnnxNode, Op, Struct, TensorExpr, require
+from mcudeploy.ops.base import Array, Axis, Call, Dim, OnnxNode, Op, Struct, TensorExpr, require, require_valid
 from mcudeploy.ops.registry import register
 from mcudeploy.ops.util import ints, norm_axis
 
@@ -110,10 +111,13 @@ def _plan(graph: Graph, node: Node) -> tuple[tuple[int, ...], tuple[_DimMap, ...
     if node.attr("scales") is not None:
         given = node.attr("scales")
         require(len(given) == len(axes), f"{len(given)} scales for {len(axes)} axes")
-        require(all(s > 0 for s in given), "scales must be positive")
         for a, s in zip(axes, given):
+            with np.errstate(over="ignore"):
+                size = F32(s) * F32(shape[a])
+            require_valid(s > 0 and np.isfinite(size), f"has scale {s:g} for axis {a}: a scale must be positive "
+                                                       f"and make a finite size")
             scales[a] = float(F32(s))
-            out[a] = int(F32(s) * F32(shape[a]))
+            out[a] = int(size)
     else:
         sizes = node.attr("sizes")
         require(sizes is not None, "Resize needs scales or sizes")
@@ -130,6 +134,9 @@ def _plan(graph: Graph, node: Node) -> tuple[tuple[int, ...], tuple[_DimMap, ...
                 scales[a] = float(r)
                 out[a] = int(np.round(r * F32(shape[a])))
     require(all(o > 0 for o in out), f"Resize to an empty shape {tuple(out)}")
+    nbytes = math.prod(out) * itemsize(graph[node.inputs[0]].dtype)  # before index tables as long as its dims
+    require_valid(nbytes <= MAX_TENSOR_BYTES, f"resizes to shape {tuple(out)}, {nbytes:,} bytes: more than the "
+                                              f"{MAX_TENSOR_BYTES:,} a tensor may take on any board")
     require(not (node.attr("antialias") and node.attr("mode") == "linear" and min(scales) < 1),
             "antialiased linear downsampling is not supported")
     maps = tuple(_dim_map(node, n, o, s) for n, o, s in zip(shape, out, scales))

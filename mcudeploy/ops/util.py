@@ -5,7 +5,7 @@ from typing import Sequence
 
 import numpy as np
 
-from mcudeploy.errors import UnsupportedError
+from mcudeploy.errors import InvalidModelError, UnsupportedError
 
 
 def broadcast_shape(shapes: Sequence[tuple[int, ...]], what: str) -> tuple[int, ...]:
@@ -24,4 +24,7 @@ def norm_axis(axis: int, rank: int, what: str) -> int:
 
 
 def ints(value) -> tuple[int, ...]:
-    return tuple(int(v) for v in np.ravel(value))
+    flat = np.ravel(value)
+    if flat.dtype.kind == "f" and not np.isfinite(flat).all():
+        raise InvalidModelError(f"has {flat[~np.isfinite(flat)][0]} where an integer is expected")
+    return tuple(int(v) for v in flat)

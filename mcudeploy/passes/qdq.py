@@ -139,7 +139,11 @@ class _Lowering:
         s_x = x_quant.scale_array()[0]
         s_w = w_quant.scale_array()
         scale = s_x * (s_w if s_w.size == channels else np.full(channels, s_w[0]))
-        q = np.clip(np.rint(real / scale), -2**31, 2**31 - 1).astype(np.int32)
+        with np.errstate(all="ignore"):
+            q = np.rint(real / scale)
+        if not np.all(np.abs(q) <= 2**31 - 1):  # no int32 holds it (or the scale underflowed): stay in float
+            return None
+        q = q.astype(np.int32)
         name = f"{what}/bias_int32"
         self.tensors[name] = constant(name, q, Quant(tuple(float(s) for s in scale), (0,) * channels,
                                                      0 if channels > 1 else None))

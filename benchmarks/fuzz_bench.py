@@ -1,0 +1,89 @@
+"""The mutation fuzzer at length: damaged models through what ``mcudeploy plan MODEL -b host`` does,
+counted by outcome (tests/fuzz/: the mutators, the target, the runner; the CI test runs 2,000).
+
+    python benchmarks/fuzz_bench.py [--cases 50000] [--seed 0] [--start 0] [--jobs 1] [--timeout 10]
+                                    [--no-shared] [--save DIR] [--case I]
+
+Seeds are the zoo's float and int8 models (tests/zoo.py) and the MLPerf Tiny reference models in
+../shared/models (or $MCUDEPLOY_MODELS) unless --no-shared. Prints the count of each outcome: ok,
+clear errors by their first words (names and numbers masked), and failures (any other exception, a
+message of several lines, a case over --timeout seconds, a worker that died) with the indices of
+their first cases; --save DIR writes those cases as DIR/case-I.onnx; --case I makes case I again,
+writes it to case-I.onnx and runs it in this process (a traceback shows where it fails).
+Exits 1 when any case failed.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # this checkout's mcudeploy, not an installed one
+
+from fuzz.runner import case, fuzz  # noqa: E402
+from fuzz.seeds import seed_models  # noqa: E402
+from fuzz.target import plan  # noqa: E402
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--cases", type=int, default=50_000, help="mutated models to run (default 50,000)")
+    p.add_argument("--seed", type=int, default=0, help="the fuzzer's seed (default 0)")
+    p.add_argument("--start", type=int, default=0, help="index of the first case (default 0)")
+    p.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds a case may take (default 10)")
+    p.add_argument("--no-shared", action="store_true", help="only the zoo's models as seeds")
+    p.add_argument("--save", type=Path, help="write the failing cases here")
+    p.add_argument("--case", type=int, help="make this one case again and run it here")
+    args = p.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="mcud-fuzz-seeds-") as tmp:
+        seeds = seed_models(Path(tmp), shared=not args.no_shared)
+    print(f"{len(seeds)} seed models: {', '.join(name for name, _ in seeds)}", file=sys.stderr)
+    if args.case is not None:
+        name, data, done = case(seeds, args.seed, args.case)
+        path = Path(f"case-{args.case}.onnx")
+        path.write_bytes(data)
+        print(f"case {args.case}: {name}, {'; '.join(done)} -> {path}")
+        plan(path)
+        print("ok")
+        return 0
+
+    began = time.monotonic()
+
+    def progress(done, result):
+        if done % 1000 == 0:
+            fails = sum(n for k, n in result.counts.items() if k.startswith("FAIL"))
+            print(f"{done:,} cases, {time.monotonic() - began:,.0f} s, {fails} failures", file=sys.stderr, flush=True)
+
+    result = fuzz(seeds, args.cases, seed=args.seed, start=args.start, jobs=args.jobs, timeout=args.timeout,
+                  progress=progress)
+    ok = result.counts.get("ok", 0)
+    errors = {k: n for k, n in result.counts.items() if k.startswith("error")}
+    failures = result.failures
+    print(f"{result.cases:,} cases (seed {args.seed}, from {args.start}) in {result.seconds:,.0f} s "
+          f"({result.seconds / max(result.cases, 1) * 1000:.0f} ms a case, {args.jobs} worker(s); the slowest, "
+          f"case {result.slowest[1]}, {result.slowest[0]:.2f} s)")
+    print(f"{ok:>8,}  ok")
+    print(f"{sum(errors.values()):>8,}  clear errors (one line, MCUDeployError), by first words:")
+    for kind, n in sorted(errors.items(), key=lambda kv: (-kv[1], kv[0])):
+        print(f"{n:>14,}  {kind[len('error: '):]}")
+    print(f"{sum(result.counts[k] for k in failures):>8,}  failures")
+    for kind, indices in sorted(failures.items()):
+        print(f"{result.counts[kind]:>14,}  {kind}  (cases {', '.join(map(str, indices))})")
+        if args.save:
+            args.save.mkdir(parents=True, exist_ok=True)
+            for i in indices:
+                (args.save / f"case-{i}.onnx").write_bytes(case(seeds, args.seed, i)[1])
+    if result.warnings:
+        print("numeric warnings (not failures; a hint at a value computed wrong without an error), first cases:")
+        for warning, indices in sorted(result.warnings.items()):
+            print(f"          {warning}  (cases {', '.join(map(str, indices))})")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
