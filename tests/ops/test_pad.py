@@ -10,7 +10,7 @@ from mcudeploy.errors import UnsupportedError
 from mcudeploy.frontend import import_onnx
 from mcudeploy.ops import registry
 
-from .onnx_helpers import (check_strided_c, compile_graph, host_available, host_run, int8_input, make_model,
+from .onnx_helpers import (check_strided_c, compile_graph, host_run, int8_input, make_model,
                            ort_run, ref_run, single_node)
 
 
@@ -77,8 +77,7 @@ def test_int32(mode, value, tmp_path):
     model = make_model("Pad", {"mode": mode}, shape, extra_inputs=extra, dtype=TensorProto.INT32)
     np.testing.assert_array_equal(ref_run(model, x), ort_run(model, x))
     check_strided_c(tmp_path, model, x)
-    if host_available():
-        np.testing.assert_array_equal(host_run(model, x), ref_run(model, x))
+    np.testing.assert_array_equal(host_run(model, x), ref_run(model, x))
 
 
 def test_int8_pad_value_is_the_zero_point():
@@ -131,7 +130,6 @@ def test_c_strided_views_match_reference(shape, pads, mode, value, axes, opset, 
                     int8_input(rng, shape))
 
 
-@pytest.mark.skipif(not host_available(), reason="mcudeploy.device.host is not there yet")
 @pytest.mark.parametrize("shape,pads,mode,value,axes,opset", C_CASES[::2])
 def test_host_build_matches_reference(shape, pads, mode, value, axes, opset):
     rng = np.random.default_rng(5)

@@ -11,7 +11,7 @@ from mcudeploy.frontend import import_onnx
 from mcudeploy.ops import registry
 from mcudeploy.reference import run_reference
 
-from .onnx_helpers import (check_float, check_int8, check_strided_c, compile_graph, host_available, host_run,
+from .onnx_helpers import (check_float, check_int8, check_strided_c, compile_graph, host_run,
                            int8_input, make_model, ort_run, qparams, ref_run, single_node)
 
 # --------------------------------------------------------------------------- cases
@@ -197,7 +197,6 @@ def test_c_strided_views_match_reference(op, shape, attrs, tmp_path):
     check_strided_c(tmp_path, make_model(op, attrs, shape, qdq=(sx, zx, sy, zy)), int8_input(rng, shape))
 
 
-@pytest.mark.skipif(not host_available(), reason="mcudeploy.device.host is not there yet")
 @pytest.mark.parametrize("op,shape,attrs", C_CASES[::2])
 def test_host_build_matches_reference(op, shape, attrs):
     rng = np.random.default_rng(6)
