@@ -1,3 +1,3 @@
-from mcudeploy.cli import main
+from mcudeploy.cli import entry
 
-raise SystemExit(main())
+entry()

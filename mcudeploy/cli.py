@@ -1,6 +1,7 @@
 """The ``mcudeploy`` command: thin commands over the library."""
 from __future__ import annotations
 
+import atexit
 import argparse
 import logging
 import os
@@ -339,3 +340,18 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def entry() -> None:
+    """The `mcudeploy` command: main(), then exit with its status."""
+    code = main()
+    if code == 130:
+        # Interrupted. CPython remembers a KeyboardInterrupt that went through PyRun_String (some
+        # C extensions run Python that way while they are imported) even after main() caught it,
+        # and would kill itself with SIGINT at exit instead of returning 130. Exit by hand, after
+        # what a normal exit does (atexit hooks, temporary folders, buffered output).
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    raise SystemExit(code)

@@ -20,17 +20,32 @@ def alive(pid: int) -> bool:
         return True
 
 
+def group_alive(pgid: int) -> bool:
+    """Some live (not zombie) process is in process group ``pgid``."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            return True
+    return False
+
+
 def end_group(pid: int) -> None:
-    """End the process group led by ``pid``: SIGTERM, and SIGKILL for what is left after 3 s."""
+    """End the process group led by ``pid`` and everything in it (the leader may have gone
+    first): SIGTERM, and SIGKILL for what is left after 3 s."""
     for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 1.0)):
         try:
             os.killpg(pid, sig)
         except ProcessLookupError:
             return
         deadline = time.monotonic() + wait
-        while alive(pid) and time.monotonic() < deadline:
+        while group_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.02)
-        if not alive(pid):
+        if not group_alive(pid):
             return
 
 
