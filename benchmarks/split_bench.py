@@ -2,14 +2,14 @@
 MobileNetV2 with an int8 input (issue 5, acceptance 2 and 3).
 
 Per model: the search (mcudeploy.search.Tuner, as ``mcudeploy tune -b BOARD --max-overhead F
---time-limit S -o DIR``) times the unsplit model on the board, grows a split scheme within the
+--budget N --time-limit S -o DIR``) times the unsplit model on the board, grows a split scheme within the
 latency budget, and writes the C project and plan.json to DIR; then the tuned plan itself is
 built, run on the board and checked as ``mcudeploy run --check`` checks a model (against
 onnxruntime and the numpy reference, and bit for bit against the host board), and its outputs
 are compared bit for bit with the unsplit graph's reference.
 
-    python benchmarks/split_bench.py [--board qemu-m4] [--models DIR] [--only NAME] [--time-limit 600]
-                                     [--max-overhead 0.05] [--mobilenetv2 128,160] [--out DIR]
+    python benchmarks/split_bench.py [--board qemu-m4] [--models DIR] [--only NAME] [--budget 150]
+                                     [--time-limit 3600] [--max-overhead 0.05] [--mobilenetv2 128,160] [--out DIR]
                                      [--cached] [--samples 5] [--json]
 
 The check loads the folder tune wrote as ``mcudeploy run DIR --check`` does (mcudeploy/project.py:
@@ -159,7 +159,7 @@ def tune_one(name: str, path: Path, args, out: Path, cache) -> Row:
     start = time.monotonic()
     try:
         tuner = Tuner(path, args.board, out, max_overhead=args.max_overhead, time_limit=args.time_limit,
-                      cache=cache, progress=progress)
+                      cache=cache, progress=progress, budget=args.budget)
         result = tuner.run()
         write_result(result)
         row.seconds = time.monotonic() - start
@@ -168,7 +168,7 @@ def tune_one(name: str, path: Path, args, out: Path, cache) -> Row:
         if row.bound is None:
             row.bound, row.bound_source = base.arena, "unsplit arena"
         row.baseline_ticks, row.tuned_ticks = base.ticks, best.ticks
-        row.evaluated, row.measured, row.timed_out = result.evaluated, result.measured, result.timed_out
+        row.evaluated, row.measured, row.timed_out = result.work.candidates, result.work.timed, result.timed_out
         row.schedule = best.compiled.schedule_method
         row.cuts = [space.short((cut,)) for cut in best.scheme]
         progress(f"checking the tuned plan on {args.board} ({args.samples} samples)")
@@ -191,7 +191,8 @@ def _n(v: Optional[int]) -> str:
 
 
 def table_lines(rows: list[Row], skipped: list[str], args) -> list[str]:
-    lines = [f"board {args.board}, --max-overhead {args.max_overhead:g}, --time-limit {args.time_limit:g} s", "",
+    lines = [f"board {args.board}, --max-overhead {args.max_overhead:g}, --budget {args.budget}, "
+             f"--time-limit {args.time_limit:g} s", "",
              "| model | op bound | unsplit | tuned arena | ratio | target | baseline ticks | tuned ticks | overhead "
              "| check | s |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
@@ -204,7 +205,7 @@ def table_lines(rows: list[Row], skipped: list[str], args) -> list[str]:
                      f"| {_n(r.baseline_ticks)} | {_n(r.tuned_ticks)} | {overhead} | {r.check} | {r.seconds:.0f} |")
     lines.append("")
     for r in rows:
-        note = f"{r.model}: bound from {r.bound_source or '-'}; {r.evaluated} schemes compiled, {r.measured} timed"
+        note = f"{r.model}: bound from {r.bound_source or '-'}; {r.evaluated} candidates evaluated, {r.measured} timed"
         note += "; stopped at the time limit" if r.timed_out else ""
         note += f"; schedule {r.schedule}; cuts: {' + '.join(r.cuts) or 'none'}" if not r.error else f"; error: {r.error}"
         if r.run_ticks:
@@ -215,11 +216,15 @@ def table_lines(rows: list[Row], skipped: list[str], args) -> list[str]:
 
 
 def main(argv=None) -> int:
+    from mcudeploy.search.budget import CANDIDATES, TIME_LIMIT
+
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--board", default="qemu-m4", help="an emulated board (default qemu-m4)")
     p.add_argument("--models", type=Path, default=DEFAULT_MODELS, help="folder holding onnx/*int8*.onnx")
     p.add_argument("--only", help="tune only the models whose name contains this")
-    p.add_argument("--time-limit", type=float, default=600.0, help="seconds per model's search (default 600)")
+    p.add_argument("--budget", type=int, default=CANDIDATES, help=f"candidates per model's search (default {CANDIDATES})")
+    p.add_argument("--time-limit", type=float, default=TIME_LIMIT,
+                   help=f"outer bound in seconds per model's search (default {TIME_LIMIT:g})")
     p.add_argument("--max-overhead", type=float, default=0.05, help="latency the split may add (default 0.05)")
     p.add_argument("--mobilenetv2", default="128", metavar="SIZES",
                    help="input sizes of the int8-input MobileNetV2 to tune, comma separated (default 128; '' for none)")
@@ -245,7 +250,8 @@ def main(argv=None) -> int:
             rows.append(tune_one(name, path, args, out / name, cache))
     except KeyboardInterrupt:
         skipped.append("the rest: interrupted (run again with the same --out to resume)")
-    data = {"board": args.board, "max_overhead": args.max_overhead, "time_limit": args.time_limit, "out": str(out),
+    data = {"board": args.board, "max_overhead": args.max_overhead, "budget": args.budget, "time_limit": args.time_limit,
+            "out": str(out),
             "models": [r.as_dict() for r in rows], "skipped": skipped}
     (out / "split_bench.json").write_text(json.dumps(data, indent=1) + "\n")
     if args.json:

@@ -13,9 +13,10 @@ from pathlib import Path
 from mcudeploy import __version__, interrupts
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.files import check_output, writing
+from mcudeploy.search.budget import CANDIDATES, TIME_LIMIT as TUNE_TIME_LIMIT
 
 log = logging.getLogger("mcudeploy")
-SCHEDULE_TIME_LIMIT = 10.0  # --time-limit of the commands that compile a model
+SCHEDULE_TIME_LIMIT = 10.0  # --time-limit of the commands that compile a model, in effort seconds
 INTERNAL_ERROR = 3  # exit status of a bug (1: an error the user can fix, 2: argparse's usage errors)
 
 
@@ -31,9 +32,11 @@ def _model_options(p: argparse.ArgumentParser, project: bool = False) -> None:
                    help="pin the shape of an input with unknown dimensions (repeatable)")
     p.add_argument("--schedule", default="auto", metavar="METHOD",
                    help="execution order: auto, exact, refine, bfs, dfs, rpo, demand, pieces or model (default auto: exact where "
-                        "it can finish within the time limit, else the refined heuristic)")
+                        "the graph is small enough for the time limit, else the refined heuristic)")
     p.add_argument("--time-limit", type=float, default=SCHEDULE_TIME_LIMIT, metavar="S",
-                   help="seconds the schedule method may search (default 10)")
+                   help="effort the schedule method may spend, in seconds of work on an idle machine (CP-SAT's "
+                        "deterministic time, the heuristics' own counts): the same order on a loaded machine, "
+                        "where it takes longer (default 10)")
 
 
 def _compile(args):
@@ -192,7 +195,8 @@ def cmd_tune(args) -> int:
     check_output(args.output, folder=True)
     try:
         tuner = Tuner(args.model, args.board, args.output, max_overhead=args.max_overhead,
-                      time_limit=args.time_limit, port=args.port, input_shapes=parse_input_shapes(args.input_shape))
+                      time_limit=args.time_limit, port=args.port, input_shapes=parse_input_shapes(args.input_shape),
+                      budget=args.budget)
         result = tuner.run()
     except KeyboardInterrupt:
         print(f"mcudeploy: tune interrupted; what it learnt is in {Path(args.output) / STATE_FILE}: run the same "
@@ -204,8 +208,15 @@ def cmd_tune(args) -> int:
     saved = 1 - best.arena / base.arena
     print(f"arena {best.arena:,} B (unsplit {base.arena:,} B, {saved:.1%} less); "
           f"{best.ticks:,} ticks (unsplit {base.ticks:,}, {best.ticks / base.ticks - 1:+.1%}, budget "
-          f"{result.budget_ticks:,}); {result.evaluated} schemes compiled, {result.measured} timed on the board"
-          + ("; stopped at the time limit" if result.timed_out else ""))
+          f"{result.budget_ticks:,})")
+    print(f"explored: {result.work.summary()} (budget {result.budget} candidates); {result.seconds:.0f} s")
+    if result.timed_out:
+        print(f"stopped at the time limit ({result.time_limit:g} s) before the search was done: this plan is not the "
+              f"reproducible result of --budget {result.budget}; run the same command again to resume, or give a "
+              f"larger --time-limit")
+    else:
+        print("stopped: " + ("the budget was spent" if result.stopped_by == "budget" else
+                             "no cut near the peak lowered the arena within the latency budget"))
     print(f"wrote {out}/model.c, model.h and plan.json")
     return 0
 
@@ -288,8 +299,13 @@ def parser() -> argparse.ArgumentParser:
                    help="pin the shape of an input with unknown dimensions (repeatable)")
     s.add_argument("--max-overhead", type=float, default=0.05, metavar="F",
                    help="latency the split may add, as a fraction of the unsplit model's (default 0.05)")
-    s.add_argument("--time-limit", type=float, default=600.0, metavar="S",
-                   help="seconds the search may take; it then keeps the best plan found (default 600)")
+    s.add_argument("--budget", type=int, default=CANDIDATES, metavar="N",
+                   help="candidate schemes the search may evaluate (compile and estimate; the best are timed on the "
+                        f"board): work, not seconds, so the same options give the same plan on a busy machine "
+                        f"(default {CANDIDATES})")
+    s.add_argument("--time-limit", type=float, default=TUNE_TIME_LIMIT, metavar="S",
+                   help="an outer bound in wall-clock seconds: the search stops there (keeping the best plan found) "
+                        f"and says it was cut short; run again to resume (default {TUNE_TIME_LIMIT:g})")
     s.add_argument("--port", help="serial port of a flashed board (a pyserial URL: /dev/ttyACM0, socket://HOST:PORT)")
     s.add_argument("-o", "--output", required=True, help="output directory (C project, plan.json, tune-state.json)")
     s.set_defaults(run=cmd_tune)

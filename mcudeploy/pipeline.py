@@ -89,7 +89,8 @@ def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optiona
                   placement_time_limit: float = 5.0, schedule_time_limit: float = 10.0,
                   scheme: Scheme = (), scratch: str = "fit") -> Compiled:
     """Schedule, find lifetimes and place an already lowered graph (split by `scheme`, which is
-    only recorded here). scratch "fit": kernels whose working memory would raise the peak run
+    only recorded here). The time limits are in effort seconds (mcudeploy/effort.py): work, not
+    wall-clock time, so the same graph gives the same plan on a loaded machine. scratch "fit": kernels whose working memory would raise the peak run
     their scratch-free (slower) variant (fit_scratch); "keep": every kernel keeps its scratch
     (the fastest plan, a little more memory; tune times both)."""
     if scratch not in SCRATCH_POLICIES:

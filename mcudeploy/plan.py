@@ -41,10 +41,12 @@ def _tensors(compiled) -> list[dict]:
 
 def _schedule(compiled) -> dict:
     """The order's method (asked for, and the one that produced it), its peak and the bound no order
-    goes below, whether it is proven optimal, and how long it took."""
+    goes below, whether it is proven optimal, the effort it was allowed and spent (mcudeploy/effort.py:
+    the same on any machine load) and how long it took (wall clock: not)."""
     sched = compiled.schedule
     return {"method": sched.method, "used": sched.used, "peak_bytes": sched.peak_bytes,
-            "bound_bytes": sched.bound_bytes, "proven_optimal": sched.proven_optimal, "time_s": sched.time_s}
+            "bound_bytes": sched.bound_bytes, "proven_optimal": sched.proven_optimal,
+            "effort_limit_s": sched.limit_s, "effort_s": round(sched.effort_s, 3), "time_s": sched.time_s}
 
 
 def model_sha256(path) -> str:
@@ -96,7 +98,8 @@ def plan_dict(compiled, scheme=None, latency=None, split=None) -> dict:
         "arena_bytes": compiled.placement.arena_bytes,
         "lower_bound_bytes": compiled.placement.lower_bound_bytes,
         "placement": {"method": compiled.placement.method, "proven_optimal": compiled.placement.proven_optimal,
-                      "detail": compiled.placement.detail, "time_s": round(compiled.placement.time_s, 3)},
+                      "detail": compiled.placement.detail, "effort_s": round(compiled.placement.effort_s, 3),
+                      "time_s": round(compiled.placement.time_s, 3)},
         "schedule": _schedule(compiled),
         "alignment": compiled.board.alignment,
         "order": [{"step": step[n.name], "node": n.name, "op": n.op, "inputs": [i for i in n.inputs if i],

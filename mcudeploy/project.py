@@ -4,8 +4,9 @@ as the plan it records, so that ``mcudeploy run DIR`` runs (and ``--check`` chec
 How: the model named in plan.json is imported and lowered again and split by the plan's recorded
 cuts; then, instead of scheduling and placing afresh, the recorded order, the kernels that run
 without scratch and the recorded offsets are taken as they are. Scheduling and placement are not
-repeated because they need not give the same answer twice: CP-SAT under a time limit returns
-whatever it found by then, and tune's final plan is one of several it tried. Nothing recorded is
+repeated: they are deterministic (mcudeploy/effort.py), but the limits and methods a plan was made
+with are not all recorded, tune's final plan is one of several it tried, and a folder written
+by an older mcudeploy (whose CP-SAT stopped on the wall clock) must run as written. Nothing recorded is
 trusted either: the model's digest must be the one in plan.json, the lifetimes computed for the
 recorded order must give exactly the recorded buffers and tensor slots, no two live buffers may
 overlap at the recorded offsets, the plan written from the rebuilt plan must equal the recorded
@@ -94,7 +95,7 @@ def load_project(path: Union[str, os.PathLike], board: Optional[str] = None) -> 
     schedule = Schedule(order, sched.get("method", "model"), sched.get("used", sched.get("method", "model")),
                         int(sched.get("peak_bytes", lives.lower_bound())),
                         int(sched.get("bound_bytes", lives.lower_bound())), bool(sched.get("proven_optimal")),
-                        float(sched.get("time_s", 0.0)))
+                        float(sched.get("time_s", 0.0)), float(sched.get("effort_s", 0.0)), sched.get("effort_limit_s"))
     compiled = Compiled(os.fspath(model_path), target, graph, schedule, lives, placement, cuts)
     _same_plan(where, plan, compiled)
     _same_c(where, compiled)
@@ -222,7 +223,8 @@ def _placement(where: Path, plan: dict, lives: Lifetimes) -> Placement:
         raise MCUDeployError(f"{where} is not a valid plan: its regions' arenas do not add up to arena_bytes")
     p = plan["placement"]
     return Placement(offsets, int(plan["arena_bytes"]), lives.lower_bound(), p.get("method", "greedy"), regions,
-                     arenas, bool(p.get("proven_optimal")), p.get("detail", ""), float(p.get("time_s", 0.0)))
+                     arenas, bool(p.get("proven_optimal")), p.get("detail", ""), float(p.get("time_s", 0.0)),
+                     float(p.get("effort_s", 0.0)))
 
 
 def _same_plan(where: Path, plan: dict, compiled: Compiled) -> None:

@@ -57,7 +57,7 @@ def write_split(model, board: str, out):
     best = Plan(scheme, compile_scheme(lowered, scheme, target, str(model), method="auto", placement="exact",
                                        scratch="fit"))
     base.ticks, best.ticks = fake_ticks(base.compiled), fake_ticks(best.compiled)
-    write_result(TuneResult(base, best, int(base.ticks * 2), 1, 1, False, out))
+    write_result(TuneResult(base, best, int(base.ticks * 2), out))
     return best.compiled
 
 

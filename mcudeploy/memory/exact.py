@@ -8,7 +8,7 @@ arena at the bound is optimal at once.
 
 - ``full`` (up to FULL_BUFFERS buffers): one model over every buffer, arena minimised; CP-SAT
   may also prove an arena above the bound optimal.
-- larger graphs: iterated greedy first (``greedy.squeaky``, up to SQUEAKY_SHARE of the time);
+- larger graphs: iterated greedy first (``greedy.squeaky``, up to SQUEAKY_SHARE of the effort);
 - then, for larger graphs and when ``full`` ran out of time above the bound, ``repair``: a
   large-neighbourhood search that squeezes the arena one alignment step below its top at a
   time. While some buffer ends above the cap, free a neighbourhood of the first such buffer
@@ -17,35 +17,40 @@ arena at the bound is optimal at once.
   and ask CP-SAT for offsets of the freed ones below the cap. It stops at the first cap it
   cannot meet, and proves nothing unless it reaches the bound.
 
-One worker and a fixed seed: the search is repeatable when it is not cut by the wall clock.
+The limit is in effort seconds (mcudeploy/effort.py): CP-SAT's deterministic time with one worker
+and a fixed seed, iterated greedy's passes, and a fixed cost per repair model for building it, so
+the placement stops at the same point, and is the same, however busy the machine is.
 """
 from __future__ import annotations
 
-import time
 from typing import Mapping, Optional, Sequence
 
 from mcudeploy.memory.greedy import squeaky
+from mcudeploy.effort import Effort, solver, solver_effort
 
 FULL_BUFFERS = 250
 SQUEAKY_PASSES = 100
-SQUEAKY_SHARE = 0.4  # of the time limit, at most
+SQUEAKY_SHARE = 0.4  # of the effort, at most
 WINDOW_MARGINS = (0, 1, 2, 4, 8, 16, 32)
 MAX_FREED = 160
 CORRIDORS = 4
+REFIT_SOLVER_S = 1.0  # effort a single repair model may spend
+# Deterministic seconds CP-SAT counts per second of one core on these models (mcudeploy/effort.py):
+# measured 0.035-0.13, median 0.075, on VWW's and ResNet-8's split plans. At 5 effort seconds
+# (0.4 deterministic) VWW's tuned plan places at 32,856 B, what 5 s of wall clock gave on an idle machine.
+DTIME_PER_S = 0.08
+# The same for a repair model: far lower where its fixed rectangles split into long NoOverlap
+# constraints (ResNet-8's split plan: 0.011, 7 s of one core for 0.08 deterministic seconds),
+# whose propagation CP-SAT's deterministic time undercounts.
+REFIT_DTIME_PER_S = 0.02
+# Seconds to build and hand over one repair model on an idle machine, per rectangle in it (what
+# CP-SAT's deterministic time does not count): fitted to ResNet-8's split plan (32 repair models of
+# 51,350 rectangles in all took 6.7 s of one core).
+REFIT_RECT_S = 120e-6
 
 
 def _units(n: int, unit: int) -> int:
     return -(-n // unit)
-
-
-def _solver(seconds: float):
-    from ortools.sat.python import cp_model
-
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(float(seconds), 0.01)
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = 0
-    return solver
 
 
 def _rectangles(m, b, k, unit: int, xs: list, ys: list, demands: list) -> None:
@@ -58,8 +63,8 @@ def _rectangles(m, b, k, unit: int, xs: list, ys: list, demands: list) -> None:
 
 
 def full(buffers: Sequence, unit: int, hint: Mapping[str, int], lower: int,
-         seconds: float) -> tuple[dict, int, bool]:
-    """(offsets, arena, proven optimal), one CP-SAT model over all buffers."""
+         effort: Effort) -> tuple[dict, int, bool]:
+    """(offsets, arena, proven optimal), one CP-SAT model over all buffers, within ``effort``."""
     from ortools.sat.python import cp_model
 
     upper = max((hint[b.name] + b.size for b in buffers), default=0)
@@ -78,11 +83,12 @@ def full(buffers: Sequence, unit: int, hint: Mapping[str, int], lower: int,
     m.AddCumulative(xs, demands, arena)
     m.AddHint(arena, horizon)
     m.Minimize(arena)
-    solver = _solver(seconds)
-    status = solver.Solve(m)
+    cp = solver(effort.left(), DTIME_PER_S)
+    status = cp.Solve(m)
+    effort.spend(solver_effort(cp, DTIME_PER_S))
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return dict(hint), upper, False
-    found = {b.name: solver.Value(starts[b.name]) * unit for b in buffers}
+    found = {b.name: cp.Value(starts[b.name]) * unit for b in buffers}
     size = max(found[b.name] + b.size for b in buffers)
     if size >= upper:
         return dict(hint), upper, status == cp_model.OPTIMAL
@@ -90,8 +96,9 @@ def full(buffers: Sequence, unit: int, hint: Mapping[str, int], lower: int,
 
 
 def _refit(free: Sequence, fixed: Sequence, offsets: Mapping[str, int], cap: int, unit: int,
-           seconds: float) -> Optional[dict]:
-    """Offsets below `cap` for the buffers in `free`, around the `fixed` ones, or None."""
+           effort: Effort) -> Optional[dict]:
+    """Offsets below `cap` for the buffers in `free`, around the `fixed` ones, or None; spends on
+    ``effort`` the model's building and at most REFIT_SOLVER_S of solving."""
     from ortools.sat.python import cp_model
 
     top = cap // unit
@@ -109,11 +116,13 @@ def _refit(free: Sequence, fixed: Sequence, offsets: Mapping[str, int], cap: int
         _rectangles(m, b, offsets[b.name] // unit, unit, xs, ys, demands)
     m.AddNoOverlap2D(xs, ys)
     m.AddCumulative(xs, demands, top)
-    solver = _solver(seconds)
-    status = solver.Solve(m)
+    effort.spend(REFIT_RECT_S * len(xs))
+    cp = solver(min(effort.left(), REFIT_SOLVER_S), REFIT_DTIME_PER_S)
+    status = cp.Solve(m)
+    effort.spend(solver_effort(cp, REFIT_DTIME_PER_S))
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
-    return {b.name: solver.Value(starts[b.name]) * unit for b in free}
+    return {b.name: cp.Value(starts[b.name]) * unit for b in free}
 
 
 def _neighbourhoods(buffers: Sequence, current: Mapping[str, int], v, cap: int):
@@ -143,7 +152,7 @@ def _neighbourhoods(buffers: Sequence, current: Mapping[str, int], v, cap: int):
             yield free
 
 
-def _repair(buffers: Sequence, offsets: Mapping[str, int], cap: int, unit: int, deadline: float) -> Optional[dict]:
+def _repair(buffers: Sequence, offsets: Mapping[str, int], cap: int, unit: int, effort: Effort) -> Optional[dict]:
     """A placement with every buffer below `cap`, changed one neighbourhood at a time, or None."""
     current = dict(offsets)
     while True:
@@ -152,13 +161,12 @@ def _repair(buffers: Sequence, offsets: Mapping[str, int], cap: int, unit: int, 
             return current
         v = min(over, key=lambda b: (b.first, b.name))
         for free in _neighbourhoods(buffers, current, v, cap):
-            left = deadline - time.perf_counter()
-            if left <= 0:
+            if effort.exhausted:
                 return None
             t0, t1 = min(b.first for b in free), max(b.last for b in free)
             names = {b.name for b in free}
             fixed = [b for b in buffers if b.name not in names and b.first <= t1 and b.last >= t0]
-            found = _refit(free, fixed, current, cap, unit, min(left, 1.0))
+            found = _refit(free, fixed, current, cap, unit, effort)
             if found is not None:
                 current.update(found)
                 break
@@ -166,13 +174,12 @@ def _repair(buffers: Sequence, offsets: Mapping[str, int], cap: int, unit: int, 
             return None
 
 
-def repair(buffers: Sequence, unit: int, hint: Mapping[str, int], lower: int, seconds: float) -> tuple[dict, int]:
+def repair(buffers: Sequence, unit: int, hint: Mapping[str, int], lower: int, effort: Effort) -> tuple[dict, int]:
     """(offsets, arena): squeeze the arena one step below its top until a cap cannot be met."""
-    deadline = time.perf_counter() + seconds
     best = dict(hint)
     size = max((best[b.name] + b.size for b in buffers), default=0)
-    while size > lower and time.perf_counter() < deadline:
-        found = _repair(buffers, best, size - unit, unit, deadline)
+    while size > lower and not effort.exhausted:
+        found = _repair(buffers, best, size - unit, unit, effort)
         if found is None:
             break
         best = found
@@ -181,26 +188,26 @@ def repair(buffers: Sequence, unit: int, hint: Mapping[str, int], lower: int, se
 
 
 def solve(buffers: Sequence, alignment: int, hint: Mapping[str, int], lower: int,
-          time_limit: float) -> tuple[dict, int, bool, str]:
-    """(offsets, arena, proven optimal, how) for buffers that all go in one arena."""
+          effort: Effort) -> tuple[dict, int, bool, str]:
+    """(offsets, arena, proven optimal, how) for buffers that all go in one arena, within ``effort``."""
 
     unit = max(alignment, 1)
     sized = [b for b in buffers if b.size > 0]
     upper = max((hint[b.name] + b.size for b in sized), default=0)
     if upper <= lower or not sized:
         return dict(hint), upper, True, "greedy"
-    start = time.perf_counter()
     offsets, size, proven = dict(hint), upper, False
     how = "cp-sat"
     if len(sized) <= FULL_BUFFERS:
-        offsets, size, proven = full(sized, unit, hint, lower, time_limit)
+        offsets, size, proven = full(sized, unit, hint, lower, effort)
     else:
         how = "iterated greedy and cp-sat repair"
-        found, found_size = squeaky(sized, unit, lower, SQUEAKY_PASSES, start + SQUEAKY_SHARE * time_limit)
+        part = effort.share(SQUEAKY_SHARE)
+        found, found_size = squeaky(sized, unit, lower, SQUEAKY_PASSES, part)
+        effort.settle(part)
         if found_size < size:
             offsets, size = found, found_size
-    left = time_limit - (time.perf_counter() - start)
-    if not proven and size > lower and left > 0:
-        offsets, size = repair(sized, unit, offsets, lower, left)
+    if not proven and size > lower and not effort.exhausted:
+        offsets, size = repair(sized, unit, offsets, lower, effort)
     out = {b.name: offsets.get(b.name, hint[b.name]) for b in buffers}
     return out, size, proven or size <= lower, how

@@ -4,7 +4,9 @@ Methods:
 - ``greedy``: TFLite Micro's greedy planner under several orderings, the best kept
   (mcudeploy/memory/greedy.py);
 - ``exact``: greedy, then, when greedy is above the live-bytes lower bound, CP-SAT on the
-  time x offset rectangles within the time limit (mcudeploy/memory/exact.py).
+  time x offset rectangles within the limit, in effort seconds per region (mcudeploy/effort.py:
+  work counted, not wall-clock time, so the offsets do not depend on the machine's load;
+  mcudeploy/memory/exact.py).
 A placement is ``proven_optimal`` when its arena equals the lower bound (no placement can go
 below the bytes live at the peak step), or, for ``exact``, when the solver proves that no
 smaller arena exists. The result always reports the bound next to the arena it reached.
@@ -20,6 +22,7 @@ from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
+from mcudeploy.effort import Effort
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.memory.greedy import greedy, live_peak
 from mcudeploy.memory.lifetimes import Buffer, Lifetimes
@@ -38,7 +41,8 @@ class Placement:
     arenas: dict = field(default_factory=dict)  # region name -> arena bytes, every usable region in order
     proven_optimal: bool = False
     detail: str = ""  # how the arena was reached
-    time_s: float = 0.0
+    time_s: float = 0.0  # wall-clock seconds (informative: the machine's load changes it, not the offsets)
+    effort_s: float = 0.0  # effort seconds spent (mcudeploy/effort.py), all regions together
 
 
 def check_no_overlap(buffers: Sequence[Buffer], offsets: Mapping, regions: Optional[Mapping] = None) -> None:
@@ -60,22 +64,24 @@ def check_no_overlap(buffers: Sequence[Buffer], offsets: Mapping, regions: Optio
             raise AssertionError(f"buffers {a.name} and {b.name} are live together and overlap")
 
 
-def _place_one(buffers: Sequence[Buffer], alignment: int, method: str, time_limit: float) -> tuple[dict, int, bool, str]:
+def _place_one(buffers: Sequence[Buffer], alignment: int, method: str,
+               effort: Effort) -> tuple[dict, int, bool, str]:
     offsets, size, ordering = greedy(buffers, alignment)
     bound = live_peak(buffers)
     if size <= bound or method == "greedy":
         return offsets, size, size <= bound, f"greedy ({ordering} first)"
     from mcudeploy.memory.exact import solve
 
-    found, found_size, proven, how = solve(buffers, alignment, offsets, bound, time_limit)
+    found, found_size, proven, how = solve(buffers, alignment, offsets, bound, effort)
     if found_size < size:
-        return found, found_size, proven, f"{how}, {'optimal' if proven else f'best in {time_limit:g} s'}"
+        return found, found_size, proven, f"{how}, {'optimal' if proven else f'best within {effort.limit:g} s of effort'}"
     return offsets, size, proven, f"greedy ({ordering} first){', proven optimal by cp-sat' if proven else ''}"
 
 
 def place(lifetimes: Lifetimes, regions: Sequence[Area] = DEFAULT, method: str = "greedy", alignment: int = 4,
           time_limit: float = 10.0, allowed: Optional[Mapping[str, Sequence[str]]] = None) -> Placement:
-    """Place every buffer: a region, and an offset in that region's arena.
+    """Place every buffer: a region, and an offset in that region's arena; ``time_limit`` is the
+    exact method's effort per region, in effort seconds (mcudeploy/effort.py).
 
     allowed: buffer name -> names of the regions it may go in (others: any region; a buffer that
     holds a graph input or output never goes in a region with "dma": false)."""
@@ -89,11 +95,14 @@ def place(lifetimes: Lifetimes, regions: Sequence[Area] = DEFAULT, method: str =
     if len(regions) > 1:
         where = assign(buffers, regions, may, lifetimes.steps)
     over: dict[str, int] = {}
+    spent = 0.0
     for _ in range(8):  # re-assign while a region's arena, placed above its bound, overflows
         offsets, arenas, proofs, details = {}, {}, [], []
         for a in regions:
             inside = [b for b in buffers if where[b.name] == a.name]
-            placed, size, proven, how = _place_one(inside, alignment, method, time_limit)
+            effort = Effort(float(time_limit))
+            placed, size, proven, how = _place_one(inside, alignment, method, effort)
+            spent += effort.spent
             offsets.update(placed)
             arenas[a.name] = size
             proofs.append(proven)
@@ -111,4 +120,4 @@ def place(lifetimes: Lifetimes, regions: Sequence[Area] = DEFAULT, method: str =
     check_no_overlap(buffers, offsets, where)
     proven = total <= bound or (len(regions) == 1 and all(proofs))
     return Placement(offsets, total, bound, method, dict(where), arenas, proven, "; ".join(details),
-                     time.perf_counter() - t0)
+                     time.perf_counter() - t0, spent)

@@ -1,4 +1,5 @@
-"""The exact order: an integer program solved by OR-Tools CP-SAT within a time limit.
+"""The exact order: an integer program solved by OR-Tools CP-SAT within a limit of deterministic
+time (mcudeploy/effort.py: one worker, a fixed seed, no wall-clock limit).
 
 Variables, for every node v and step t: ``done[v, t]`` (v has run by the end of step t),
 monotone in t, fixed to 0 before v's earliest step and to 1 from its latest one; exactly t + 1
@@ -30,16 +31,20 @@ from typing import Optional, Sequence
 
 from ortools.sat.python import cp_model
 
+from mcudeploy.effort import solver, solver_effort
 from mcudeploy.schedule.order import ancestors, descendants
 from mcudeploy.schedule.problem import Problem
 
-WORKERS = 2  # the machines this runs on have two cores
+# Deterministic seconds CP-SAT counts per second of one core on this model (mcudeploy/effort.py):
+# measured 0.17-0.4, median 0.35, on benchmarks/graphs.py's graphs of 30-100 operators.
+DTIME_PER_S = 0.35
 
 
 @dataclass(frozen=True)
 class Solved:
-    order: Optional[tuple[int, ...]]  # the model's best order; None when none was found in time
+    order: Optional[tuple[int, ...]]  # the model's best order; None when none was found within the limit
     bound: int  # no order has a smaller peak (bytes): the model is a relaxation of the yardstick
+    effort: float = 0.0  # effort seconds the solver spent
 
 
 def _maximal(nodes: Sequence[int], anc: list[int]) -> list[int]:
@@ -184,23 +189,22 @@ class _Model:
         return tuple(sorted(range(self.n), key=when))
 
 
-def solve(problem: Problem, time_limit: float, hint: Optional[Sequence[int]] = None,
+def solve(problem: Problem, effort: float, hint: Optional[Sequence[int]] = None,
           upper: Optional[int] = None, lower: int = 0) -> Solved:
-    """``upper``: a peak some order reaches (by the yardstick, or this model), if known."""
+    """``effort``: effort seconds the solver may spend; ``upper``: a peak some order reaches
+    (by the yardstick, or this model), if known."""
     if problem.size == 0:
         return Solved((), lower)
     model = _Model(problem)
     model.build(lower, upper)
     if hint is not None:
         model.hint(hint)
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = float(time_limit)
-    solver.parameters.num_workers = WORKERS
-    status = solver.Solve(model.m)
-    unit = model.unit
+    cp = solver(effort, DTIME_PER_S)
+    status = cp.Solve(model.m)
+    unit, spent = model.unit, solver_effort(cp, DTIME_PER_S)
     if status == cp_model.INFEASIBLE:  # only when ``upper`` was wrong; never claim anything then
-        return Solved(None, lower)
-    bound = max(lower, int(math.ceil(solver.BestObjectiveBound() - 1e-9)) * unit)
+        return Solved(None, lower, spent)
+    bound = max(lower, int(math.ceil(cp.BestObjectiveBound() - 1e-9)) * unit)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return Solved(None, bound)
-    return Solved(model.order(solver), bound)
+        return Solved(None, bound, spent)
+    return Solved(model.order(cp), bound, spent)

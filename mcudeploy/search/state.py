@@ -1,10 +1,15 @@
 """What a tuning run has learnt, kept on disk so an interrupted run resumes where it stopped.
 
 ``DIR/tune-state.json`` holds the baseline, every scheme evaluated (its arena, its estimated and
-measured ticks, and the verdict) and the scheme accepted so far. Device timings themselves live
-in the board's timing cache (mcudeploy/simulate/timing_cache.py), keyed by kernel signature, so a
-resumed run asks the board only for kernels it has never timed. The file is rewritten atomically
-after every change; a state written for another model, board or overhead limit is ignored.
+measured ticks, and the verdict), the scheme accepted so far with the work spent up to it
+(``progress``: rounds, candidates, timed plans; mcudeploy/search/budget.py), the signatures of the
+kernels the run has timed (``kernels``: the timings its estimates may read) and how many kernels
+the board measured for it. Device timings themselves live in the board's timing cache
+(mcudeploy/simulate/timing_cache.py), keyed by kernel signature, so a resumed run asks the board
+only for kernels it has never timed. The file is rewritten atomically after every change; a state
+written for another model, board, overhead limit or compile effort, or by a version without these
+fields, is ignored (the budget and the time limit only say where a search stops, so a state serves
+any of them).
 """
 from __future__ import annotations
 
@@ -16,7 +21,7 @@ from pathlib import Path
 from typing import Optional
 
 STATE_FILE = "tune-state.json"
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: progress, kernels and kernels_measured (a resumed run counts its work as the first did)
 
 
 def model_digest(path) -> str:
@@ -30,6 +35,9 @@ class TuneState:
         self.baseline: Optional[dict] = None
         self.candidates: dict[str, dict] = {}
         self.accepted: list[dict] = []
+        self.progress: dict = {}  # the work spent up to ``accepted`` (budget.Work fields)
+        self.kernels: set[str] = set()  # signatures of the kernels of every plan timed
+        self.kernels_measured = 0
         self.resumed = False
         self._load()
 
@@ -43,12 +51,16 @@ class TuneState:
         self.baseline = data.get("baseline")
         self.candidates = dict(data.get("candidates") or {})
         self.accepted = list(data.get("accepted") or [])
+        self.progress = dict(data.get("progress") or {})
+        self.kernels = set(data.get("kernels") or ())
+        self.kernels_measured = int(data.get("kernels_measured") or 0)
         self.resumed = True
 
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         data = {"identity": self.identity, "baseline": self.baseline, "candidates": self.candidates,
-                "accepted": self.accepted}
+                "accepted": self.accepted, "progress": self.progress, "kernels": sorted(self.kernels),
+                "kernels_measured": self.kernels_measured}
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".tune-state-", suffix=".json")
         with os.fdopen(fd, "w") as f:
             json.dump(data, f, indent=1)

@@ -1,29 +1,43 @@
 """``mcudeploy tune``: the least-memory plan whose latency, measured on the board, stays within budget.
 
 1. The unsplit model is compiled and timed on the board: its ticks are the baseline, and the
-   budget is ``baseline * (1 + max_overhead)``. Plans are compiled by pipeline.compile_graph, the
-   path of ``mcudeploy compile``; while searching, every kernel keeps its scratch (SEARCH_SCRATCH),
-   so the baseline is the fastest unsplit plan.
+   latency budget is ``baseline * (1 + max_overhead)``. Plans are compiled by
+   pipeline.compile_graph, the path of ``mcudeploy compile``; while searching, every kernel keeps
+   its scratch (SEARCH_SCRATCH), so the baseline is the fastest unsplit plan.
 2. The scheme grows one cut at a time (a new cut may also take the place of a cut whose operators
    it holds: a longer segment, or the same one cut again). Each round finds the current plan's
    peak (mcudeploy/search/peak.py) and ranks the segments that cross it by what their cut would
-   leave of it (mcudeploy/search/space.py: forecast, from the bytes live there that it cuts). Segments come in batches: each is
-   probed with its most pieces and kept halos, and the few with the least arena among
-   those the simulator (cached kernel timings, pieces scaled from the baseline's operators) does
-   not put clearly over budget get more piece counts and the other halo mode; all compiled with fast settings, memory
-   first, no board needed. From the smallest arena up, a candidate clearly over budget is
-   dropped unmeasured, others are timed on the board, which is asked only for kernel signatures
-   the timing cache lacks. The first candidate within budget is kept and the next round starts
-   from it; the next batch only comes while none is.
-3. When no cut helps or the time limit is reached, the kept scheme is compiled with every
-   schedule method, exact placement and both scratch policies ("fit" drops the scratch of kernels
-   at the peak for slower scratch-free ones). From the smallest arena up, the first within budget
-   whose whole run on the board (its own firmware, against the unsplit plan's whole run) also
-   stays within the overhead is written: the C project and plan.json (with the scheme, the
-   split's saving and both latencies).
+   leave of it (mcudeploy/search/space.py: forecast, from the bytes live there that it cuts).
+   Segments come in batches: each is probed with its most pieces and kept halos, and the few
+   with the least arena among those the simulator (kernel timings this run has taken, pieces
+   scaled from the baseline's operators) does not put clearly over budget get more piece counts
+   and the other halo mode; all compiled with fast settings, memory first, no board needed. From
+   the smallest arena up, a candidate clearly over budget is dropped unmeasured, others are
+   timed on the board, which is asked only for kernel signatures the timing cache lacks. The
+   first candidate within budget is kept and the next round starts from it; the next batch only
+   comes while none is.
+3. The search stops when no cut helps ("converged"), or when it has evaluated its budget of
+   candidates ("budget", mcudeploy/search/budget.py: work, not seconds). Then the kept scheme is
+   compiled with every schedule method, exact placement and both scratch policies ("fit" drops
+   the scratch of kernels at the peak for slower scratch-free ones). From the smallest arena up,
+   the first within budget whose whole run on the board (its own firmware, against the unsplit
+   plan's whole run) also stays within the overhead is written: the C project and plan.json (with
+   the scheme, the split's saving, both latencies, and what the search explored).
 
-Every verdict is saved to ``DIR/tune-state.json`` as it is reached (mcudeploy/search/state.py), so
-a run that is interrupted resumes without compiling or measuring anything twice.
+Nothing in this depends on the wall clock: the candidates' arenas come from compiles whose
+solvers count their effort (mcudeploy/effort.py), their ticks from the board (under QEMU
+-icount, instruction counts), their estimates from the timings this run took (not from whatever
+else the board's timing cache holds), and the search stops on counts. So the same model, board
+and options give the same plan on an idle machine and on a loaded one. ``time_limit`` is an outer
+bound on the wall clock only: when it stops the search first (FINISH_SHARE of it is kept for the
+final compiles) or the final compiles, the result says so ("time-limit") and is not the
+reproducible one.
+
+Every verdict is saved to ``DIR/tune-state.json`` as it is reached (mcudeploy/search/state.py),
+and with each kept scheme the work spent up to it, so a run that is interrupted resumes from the
+last kept scheme, re-reads that round's candidates from the file (counting them again, as the
+uninterrupted run counted them), and reaches the same plan without compiling a scheme's search
+candidate or timing a kernel twice.
 """
 from __future__ import annotations
 
@@ -41,11 +55,14 @@ from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_onnx
 from mcudeploy.partition import HALOS, Cut, describe, split
 from mcudeploy.pipeline import Compiled, compile_graph, lower
+from mcudeploy.ops import registry
+from mcudeploy.search import budget as budgets
 from mcudeploy.search import space
+from mcudeploy.search.budget import Work
 from mcudeploy.search.peak import find_peak
 from mcudeploy.search.state import TuneState, model_digest
 from mcudeploy.simulate.simulate import reference_costs, simulate
-from mcudeploy.simulate.timing_cache import TimingCache
+from mcudeploy.simulate.timing_cache import TimingCache, kernel_signature
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +78,10 @@ SEARCH_SCRATCH = "keep"
 FINAL_SCHEDULES = ("auto", "refine", "demand", "dfs", "rpo")
 FINAL_SCRATCH = ("keep", "fit")
 # The final compiles (every schedule method, exact placement, both scratch policies: each several
-# times a search compile) and whole runs get this share of the time limit (measured on MobileNetV2
+# times a search compile) and whole runs keep this share of the time limit (measured on MobileNetV2
 # 128: 170-190 s of ten compiles and three runs).
 FINISH_SHARE = 0.3
+EFFORT = 5.0  # effort seconds of a compile's schedule and of its placement (mcudeploy/effort.py)
 ESTIMATE_SLACK = 1.1  # a candidate estimated above budget * slack is not worth a board run (pieces scaled from
 # the baseline's operators came within 2% of their measured ticks on MobileNetV2)
 TOP_SEGMENTS = 10  # segments probed per batch, in the order of space.ranked_segments
@@ -103,15 +121,27 @@ class TuneResult:
     baseline: Plan
     best: Plan
     budget_ticks: int
-    evaluated: int
-    measured: int
-    timed_out: bool
     out_dir: Path
-    log: list = field(default_factory=list)
+    budget: int = budgets.CANDIDATES  # candidates the search could evaluate
+    work: Work = field(default_factory=Work)  # what it spent
+    stopped_by: str = budgets.CONVERGED  # budget.STOPS
+    time_limit: Optional[float] = None  # the outer bound in seconds
+    seconds: float = 0.0  # wall-clock seconds the run took (informative only)
+    effort: float = EFFORT  # effort seconds of each compile's solvers
+
+    @property
+    def timed_out(self) -> bool:
+        """The wall clock cut the search short: not the reproducible result of the budget."""
+        return self.stopped_by == budgets.TIMED_OUT
+
+    def record(self) -> dict:
+        """plan.json's "tune": the budget, what was explored, and what stopped the search."""
+        return {"budget": {"candidates": self.budget}, "used": self.work.as_dict(), "stopped_by": self.stopped_by,
+                "effort_s": self.effort, "time_limit_s": self.time_limit}
 
 
 class Clock:
-    """The time limit: the search may use all but ``reserve`` of it, the final compiles the rest."""
+    """The outer time limit: the search may use all but ``reserve`` of it, the final compiles the rest."""
 
     def __init__(self, limit: float, reserve: float = 0.0):
         self.start = time.monotonic()
@@ -134,10 +164,10 @@ def _default_progress(message: str) -> None:
 
 
 def compile_scheme(lowered, scheme: Sequence[Cut], board: Board, name: str, method: str = SEARCH_SCHEDULE,
-                   placement: str = "greedy", time_limit: float = 5.0, scratch: str = SEARCH_SCRATCH) -> Compiled:
+                   placement: str = "greedy", time_limit: float = EFFORT, scratch: str = SEARCH_SCRATCH) -> Compiled:
     """Split ``lowered`` by ``scheme`` and compile it through pipeline.compile_graph, the path of
     ``mcudeploy compile``, so the arena and kernels tune times are those of the project it writes
-    (``scratch`` is compile_graph's kernel-scratch policy)."""
+    (``scratch`` is compile_graph's kernel-scratch policy; ``time_limit`` its solvers' effort)."""
     graph = split(lowered, tuple(scheme)) if scheme else lowered
     return compile_graph(graph, board, name, schedule_method=method, placement_method=placement,
                          placement_time_limit=time_limit, schedule_time_limit=time_limit, scheme=tuple(scheme),
@@ -147,19 +177,27 @@ def compile_scheme(lowered, scheme: Sequence[Cut], board: Board, name: str, meth
 class Tuner:
     """One tuning run. ``measure(compiled) -> ticks`` times a plan on the board, kernel by kernel
     through the timing cache; ``run(compiled) -> ticks`` times one whole run of the plan's own
-    firmware, the final check (both injectable for tests; ``run`` defaults to ``measure`` then)."""
+    firmware, the final check (both injectable for tests; ``run`` defaults to ``measure`` then).
+    ``budget``: candidates the search may evaluate; ``time_limit``: the outer bound, in seconds;
+    ``effort``: the effort seconds of every compile's schedule and placement (part of the options
+    that decide the plan, like the budget)."""
 
-    def __init__(self, model, board, out_dir, max_overhead: float = 0.05, time_limit: float = 600.0,
+    def __init__(self, model, board, out_dir, max_overhead: float = 0.05, time_limit: float = budgets.TIME_LIMIT,
                  port: Optional[str] = None, cache: Optional[TimingCache] = None,
                  measure: Optional[Callable[[Compiled], int]] = None,
                  run: Optional[Callable[[Compiled], int]] = None,
                  progress: Callable[[str], None] = _default_progress, input_shapes=None,
                  pieces: Sequence[int] = space.PIECES, max_segment: Optional[int] = None,
-                 top_segments: int = TOP_SEGMENTS, sweep: int = SWEEP):
+                 top_segments: int = TOP_SEGMENTS, sweep: int = SWEEP, budget: int = budgets.CANDIDATES,
+                 effort: float = EFFORT):
         if not max_overhead >= 0:
             raise MCUDeployError(f"--max-overhead must be 0 or more, not {max_overhead}")
         if not time_limit > 0:
             raise MCUDeployError(f"--time-limit must be positive, not {time_limit}")
+        if not (isinstance(budget, int) and budget >= 0):
+            raise MCUDeployError(f"--budget must be a whole number of candidates, 0 or more, not {budget}")
+        if not effort > 0:
+            raise MCUDeployError(f"the compile effort must be positive, not {effort}")
         self.model = os.fspath(model)
         self.board = load_board(board) if isinstance(board, str) else board
         if self.board.kind == "host":
@@ -169,6 +207,9 @@ class Tuner:
                                  f"board for now; {self.board.name} would have to be flashed for each one")
         self.out = Path(out_dir)
         self.max_overhead = max_overhead
+        self.time_limit = time_limit
+        self.budget = budget
+        self.effort = effort
         self.clock = Clock(time_limit, time_limit * FINISH_SHARE)
         self.port = port
         self.cache = cache if cache is not None else TimingCache(self.board.name)
@@ -180,23 +221,25 @@ class Tuner:
         self.top_segments = top_segments
         self.sweep = sweep
         self._compiled: dict = {}  # this round's compiled candidates, by scheme key
-        self.rounds = 0
         self.lowered = lower(import_onnx(self.model, input_shapes))
         self.state = TuneState(self.out, {"model": model_digest(self.model), "board": self.board.name,
-                                          "max_overhead": max_overhead})
-        self.measured = 0
-        self.evaluated = 0  # schemes compiled (not read from the state file)
+                                          "max_overhead": max_overhead, "effort": effort})
+        self.work = Work(kernels_measured=self.state.kernels_measured)
+        self.compiled_now = 0  # candidates compiled by this process (not read from the state file)
+        self.stopped_by: Optional[str] = None
         self.segments: list = []
         self.reference: dict = {}  # the baseline's operator costs (simulate.reference_costs)
 
     # ------------------------------------------------------------------ helpers
     def say(self, message: str) -> None:
-        self.progress(f"[{self.clock.elapsed():6.1f}s] {message}")
+        self.progress(f"[{self.clock.elapsed():6.1f}s {self.work.candidates:>4}/{self.budget}] {message}")
 
     def _measure_on_board(self, compiled: Compiled) -> int:
         from mcudeploy.device.measure import measure_model
 
         result = measure_model(compiled, port=self.port, repeat=3, cache=self.cache)
+        self.work.kernels_measured += sum(not o.cached for o in result.ops)
+        self.state.kernels_measured = self.work.kernels_measured
         return result.total_ticks
 
     def _run_on_board(self, compiled: Compiled) -> int:
@@ -231,7 +274,7 @@ class Tuner:
         return plan.run_ticks
 
     def compile(self, scheme, **kw) -> Compiled:
-        return compile_scheme(self.lowered, scheme, self.board, self.model, **kw)
+        return compile_scheme(self.lowered, scheme, self.board, self.model, time_limit=self.effort, **kw)
 
     def search_compile(self, scheme) -> Compiled:
         """The least arena of the search's schedule methods (SEARCH_SCHEDULES), the first on a tie."""
@@ -243,14 +286,30 @@ class Tuner:
         return best
 
     def time(self, plan: Plan, key: str) -> int:
-        """Measured ticks of a plan, from the state file when this scheme was timed before."""
-        plan.ticks, measured = self._recorded(key, "ticks", lambda: self._measure(plan.compiled))
-        self.measured += measured
+        """Measured ticks of a plan, from the state file when this scheme was timed before. Its kernels
+        join those the estimates may read (state.kernels), whether they were measured now or not."""
+        plan.ticks, _ = self._recorded(key, "ticks", lambda: self._measure(plan.compiled))
+        graph, lives, placement = plan.compiled.graph, plan.compiled.lifetimes, plan.compiled.placement
+        signatures = {kernel_signature(graph, n, lives, placement) for n in plan.compiled.order
+                      if not registry.get(n.op).view} - {None}
+        if not signatures <= self.state.kernels:
+            self.state.kernels |= signatures
+            self.state.save()
         return plan.ticks
 
     def estimate(self, compiled: Compiled) -> Optional[float]:
-        """Simulated ticks: cached kernels as measured, pieces scaled from the baseline's operators."""
-        return float(simulate(compiled, self.cache, self.reference).ticks)
+        """Simulated ticks: kernels this run has timed as measured (not whatever else the board's
+        timing cache holds, which would make the search depend on earlier runs), pieces scaled
+        from the baseline's operators."""
+        return float(simulate(compiled, self.cache.view(self.state.kernels), self.reference).ticks)
+
+    def out_of_work(self) -> Optional[str]:
+        """What stops the search now, if anything: the outer time limit, or the budget spent."""
+        if self.clock.left() <= 0:
+            return budgets.TIMED_OUT
+        if self.work.candidates >= self.budget:
+            return budgets.BUDGET
+        return None
 
     # ------------------------------------------------------------------ the search
     def baseline(self) -> Plan:
@@ -266,7 +325,9 @@ class Tuner:
 
     def trial(self, scheme: tuple, cut: Cut, budget: int) -> Optional[Trial]:
         """``cut`` grown into ``scheme`` (space.grow), compiled with the search's settings and
-        estimated by the simulator, or read from the state file; None if the split is invalid."""
+        estimated by the simulator, or read from the state file; None if the split is invalid.
+        Either way it is one candidate of the budget."""
+        self.work.candidates += 1
         trial = space.grow(scheme, cut)
         key = space.scheme_key(trial)
         known = self.state.candidates.get(key, {})
@@ -281,13 +342,13 @@ class Tuner:
             return None
         est = self.estimate(compiled)
         self.state.record(key, arena=compiled.placement.arena_bytes, estimate=est)
-        self.evaluated += 1
+        self.compiled_now += 1
         self._compiled[key] = compiled
         return Trial(compiled.placement.arena_bytes, key, trial, est, budget)
 
-    def round(self, scheme: tuple, best: Plan, budget: int, base: Plan) -> tuple[Optional[Plan], bool]:
-        """One cut more (or one cut grown longer or cut again): (the plan kept, or None; whether
-        the clock ran out).
+    def round(self, scheme: tuple, best: Plan, budget: int, base: Plan) -> tuple[Optional[Plan], Optional[str]]:
+        """One cut more (or one cut grown longer or cut again): (the plan kept, or None; what cut
+        the round short, if anything: budget.BUDGET or budget.TIMED_OUT).
 
         The segments that cross the peak come ranked by the arena forecast after their cut
         (space.ranked_segments), in batches of ``top_segments``. Each of a batch is probed with
@@ -297,22 +358,24 @@ class Tuner:
         budget get their other cuts: per halo mode, from the most pieces down to the first the
         simulator puts within budget (fewer pieces run faster but hold more memory). The
         batch's candidates that lower the arena are then timed from the least arena up, and the
-        first within budget is kept; the next batch only comes if none is."""
+        first within budget is kept; the next batch only comes if none is. A round cut short
+        still times what it evaluated."""
         peak = find_peak(best.compiled)
         cuts = [frozenset(n for n, _ in c.axes) for c in scheme]
         ranked = space.ranked_segments(self.lowered, self.segments, frozenset(), peak.nodes, peak.tensors, cuts,
                                         peak.bytes, self.pieces)
         self._compiled = {}
-        self.rounds += 1
-        self.say(f"round {self.rounds}: peak {peak.bytes:,} B at step {peak.step} ({space.short_name(peak.node) if peak.node else 'input'}); "
+        self.work.rounds += 1
+        self.say(f"round {self.work.rounds}: peak {peak.bytes:,} B at step {peak.step} ({space.short_name(peak.node) if peak.node else 'input'}); "
                  f"{len(ranked)} segments cross it")
         for start in range(0, len(ranked), self.top_segments):
             batch = ranked[start:start + self.top_segments]
             probes: list[tuple[int, int, space.Segment]] = []
             trials: list[Trial] = []
             for i, seg in enumerate(batch):
-                if self.clock.left() <= 0:
-                    return self.accept(trials, best, budget, base), True
+                stop = self.out_of_work()
+                if stop:
+                    return self.accept(trials, best, budget, base), stop
                 counts = space.piece_counts(seg, self.pieces)
                 t = self.trial(scheme, Cut(seg.axes, counts[-1], PROBE_HALO), budget) if counts else None
                 if t is not None:
@@ -327,8 +390,9 @@ class Tuner:
                 cuts_here = space.segment_cuts(self.lowered, seg, self.pieces)
                 for halo in HALOS:
                     for cut in sorted((c for c in cuts_here if c.halo == halo), key=lambda c: -c.pieces):
-                        if self.clock.left() <= 0:
-                            return self.accept(trials, best, budget, base), True
+                        stop = self.out_of_work()
+                        if stop:
+                            return self.accept(trials, best, budget, base), stop
                         t = self.trial(scheme, cut, budget)
                         if t is not None:
                             trials.append(t)
@@ -336,10 +400,11 @@ class Tuner:
                                 break  # fewer pieces: faster, but more memory
             kept = self.accept(trials, best, budget, base)
             if kept is not None:
-                return kept, False
-            if self.clock.left() <= 0:
-                return None, True
-        return None, False
+                return kept, None
+            stop = self.out_of_work()
+            if stop:
+                return None, stop
+        return None, None
 
     def accept(self, trials: list, best: Plan, budget: int, base: Plan) -> Optional[Plan]:
         """From the least arena below ``best``'s up: the first candidate whose ticks, measured on the
@@ -354,9 +419,15 @@ class Tuner:
         ordered = [t for t in ordered if t.estimate <= pace] + [t for t in ordered if t.estimate > pace]
         for t in ordered:
             if self.clock.left() <= 0:
+                self.stopped_by = budgets.TIMED_OUT
                 break
             entry = self.state.candidates.get(t.key, {})
-            if entry.get("status") in ("over budget", "estimate over budget"):
+            if entry.get("status") == "over budget":
+                # timed before: in an earlier round, or in this one before an interruption (then the
+                # uninterrupted run counted it here)
+                self.work.timed += entry.get("round") == self.work.rounds
+                continue
+            if entry.get("status") == "estimate over budget":
                 continue
             if not t.plausible and "ticks" not in entry:
                 self.state.record(t.key, status="estimate over budget")
@@ -367,8 +438,9 @@ class Tuner:
             self.say(f"  timing {space.short(t.scheme)}: arena {t.arena:,} B"
                      + (f", estimated {est:,.0f} ticks" if est else ""))
             ticks = self.time(plan, t.key)
+            self.work.timed += 1
             ok = ticks <= budget
-            self.state.record(t.key, status="within budget" if ok else "over budget")
+            self.state.record(t.key, status="within budget" if ok else "over budget", round=self.work.rounds)
             self.say(f"  {'kept' if ok else 'over budget'}: {ticks:,} ticks ({ticks / base.ticks - 1:+.1%})")
             if ok:
                 return plan
@@ -379,29 +451,35 @@ class Tuner:
             self.say(f"resuming from {self.state.path} ({len(self.state.candidates)} schemes already evaluated)")
         base = self.baseline()
         budget = int(base.ticks * (1 + self.max_overhead))
-        self.say(f"budget: {budget:,} ticks (+{self.max_overhead:.0%})")
+        self.say(f"budget: {budget:,} ticks (+{self.max_overhead:.0%}), {self.budget} candidates")
         segs = self.segments = space.segments(self.lowered, self.max_segment)
         self.say(f"{len(segs)} segments in {len({s.component for s in segs})} axis components")
         scheme = tuple(space.cut_from_dict(d) for d in self.state.accepted)
         best = base
         if scheme:
+            # the work spent up to the kept scheme, as the run that kept it counted it
+            self.work = Work(**{**self.state.progress, "kernels_measured": self.work.kernels_measured})
             best = Plan(scheme, self.search_compile(scheme))
             self.time(best, space.scheme_key(scheme))
             self.say(f"resumed scheme {space.short(scheme)}: arena {best.arena:,} B, {best.ticks:,} ticks")
-        timed_out = False
         while True:
-            if self.clock.left() <= 0:
-                timed_out = True
+            stop = self.out_of_work()
+            if stop:
                 break
-            accepted, out_of_time = self.round(scheme, best, budget, base)
-            timed_out = timed_out or out_of_time
-            if accepted is None:
+            accepted, stop = self.round(scheme, best, budget, base)
+            if accepted is not None:
+                scheme, best = accepted.scheme, accepted
+                if stop is None:  # a round cut short is not where an uninterrupted run with more budget goes on
+                    self.state.accepted = [space.cut_to_dict(c) for c in scheme]
+                    self.state.progress = {k: v for k, v in self.work.as_dict().items() if k != "kernels_measured"}
+                    self.state.save()
+            if accepted is None or stop:
                 break
-            scheme, best = accepted.scheme, accepted
-            self.state.accepted = [space.cut_to_dict(c) for c in scheme]
-            self.state.save()
+        self.stopped_by = self.stopped_by or stop or budgets.CONVERGED
+        self.say(f"search stopped ({self.stopped_by}): {self.work.summary()}")
         final = self.finish(best, budget, base)
-        return TuneResult(base, final, budget, self.evaluated, self.measured, timed_out, self.out)
+        return TuneResult(base, final, budget, self.out, self.budget, self.work, self.stopped_by, self.time_limit,
+                          self.clock.elapsed(), self.effort)
 
     def finish(self, best: Plan, budget: int, base: Plan) -> Plan:
         """Every schedule method with exact placement and each scratch policy on the kept scheme:
@@ -413,6 +491,7 @@ class Tuner:
         for method, scratch in [(m, sc) for m in FINAL_SCHEDULES for sc in FINAL_SCRATCH]:
             if options and self.clock.left_in_all() <= 0:
                 self.say(f"final: out of time before schedule {method} ({scratch} scratch)")
+                self.stopped_by = budgets.TIMED_OUT
                 break
             try:
                 compiled = self.compile(best.scheme, method=method, placement="exact", scratch=scratch)
@@ -427,13 +506,16 @@ class Tuner:
         base_run = None
         for plan, plan_key, scratch in ranked:
             ticks = self.time(plan, plan_key)
+            self.work.timed += 1
             what = f"schedule {plan.compiled.schedule_method}, {scratch} scratch, arena {plan.arena:,} B, {ticks:,} ticks"
             if ticks > budget:
                 self.say(f"final: {what}: over budget")
                 continue
             if base_run is None:
                 base_run = self.run_whole(base, "unsplit")
+                self.work.whole_runs += 1
             run = self.run_whole(plan, plan_key)
+            self.work.whole_runs += 1
             if run <= base_run * (1 + self.max_overhead):
                 self.say(f"final: {what}; whole run {run:,} ticks (unsplit {base_run:,}, {run / base_run - 1:+.1%})")
                 return plan
@@ -444,7 +526,8 @@ class Tuner:
 
 
 def write_result(result: TuneResult) -> Path:
-    """The C project and plan.json of the best plan, with the scheme, the saving and the latency."""
+    """The C project and plan.json of the best plan, with the scheme, the saving, the latency and
+    what the search explored ("tune": TuneResult.record)."""
     from mcudeploy.codegen import write_project
     from mcudeploy.plan import plan_dict
 
@@ -456,4 +539,5 @@ def write_result(result: TuneResult) -> Path:
     plan = plan_dict(best.compiled, scheme=scheme, latency=latency)
     plan["split"] = {"arena_bytes_unsplit": base.arena, "arena_bytes": best.arena,
                      "saved_bytes": base.arena - best.arena, "ratio": round(best.arena / base.arena, 4)}
+    plan["tune"] = result.record()
     return write_project(best.compiled, result.out_dir, plan)

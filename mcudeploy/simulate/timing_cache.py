@@ -128,6 +128,10 @@ class TimingCache:
         """A copy of every entry (signature -> entry), e.g. for the simulator's estimates."""
         return dict(self._entries)
 
+    def view(self, signatures) -> "CacheView":
+        """The entries of these signatures only, read-only (what one tuning run has timed)."""
+        return CacheView({k: v for k, v in self._entries.items() if k in signatures})
+
     def put(self, entries: Mapping[str, dict]) -> None:
         """Add timings and write the file (merged with any written meanwhile, under the file's lock)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -137,3 +141,23 @@ class TimingCache:
             self._entries = merged
             write_atomic(self.path, json.dumps({"version": CACHE_VERSION, "board": self.board, "timings": merged},
                                                indent=1, sort_keys=True))
+
+
+class CacheView:
+    """Some entries of a TimingCache, read the way the simulator reads a cache: so that a search
+    estimates only from the timings it took itself, not from whatever else is on disk."""
+
+    def __init__(self, entries: Mapping[str, dict]):
+        self._entries = dict(entries)
+
+    def get(self, signature: str) -> Optional[dict]:
+        return self._entries.get(signature)
+
+    def __contains__(self, signature: str) -> bool:
+        return signature in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def entries(self) -> dict:
+        return dict(self._entries)

@@ -100,7 +100,7 @@ def test_round_one_cuts_the_first_stage(first_stage_peak, tmp_path):
     path, _, base = first_stage_peak
     peak = find_peak(base)
     lines = []
-    tuner = Tuner(path, "qemu-m4", tmp_path / "out", time_limit=300, measure=Counting(), progress=lines.append,
+    tuner = Tuner(path, "qemu-m4", tmp_path / "out", time_limit=300, measure=Counting(), progress=lines.append, effort=1.0,
                   cache=TimingCache("qemu-m4", tmp_path / "cache"))
     start = tuner.baseline()
     tuner.segments = space.segments(tuner.lowered)

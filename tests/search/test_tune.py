@@ -3,6 +3,7 @@ is interrupted resumes without compiling a scheme or timing a kernel twice."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -16,6 +17,8 @@ from mcudeploy.search import Tuner, space, write_result
 from mcudeploy.search.peak import find_peak
 from mcudeploy.search.tune import FINAL_SCHEDULES, FINAL_SCRATCH, compile_scheme
 from mcudeploy.simulate.timing_cache import TimingCache
+
+EFFORT = 1.0  # effort seconds of the tests' compiles: the search is what they test, not the solvers
 
 
 def fake_ticks(compiled, per_call: int = 50) -> int:
@@ -49,7 +52,8 @@ class Counting:
 def test_tune_keeps_the_least_memory_within_budget(small_mobilenet, tmp_path):
     lines = []
     tuner = Tuner(small_mobilenet, "qemu-m4", tmp_path / "out", max_overhead=0.05, time_limit=300,
-                  measure=Counting(), progress=lines.append, cache=TimingCache("qemu-m4", tmp_path / "cache"))
+                  measure=Counting(), progress=lines.append, cache=TimingCache("qemu-m4", tmp_path / "cache"),
+                  effort=EFFORT)
     result = tuner.run()
     assert result.best.scheme, "no scheme was kept: " + "\n".join(lines)
     assert result.best.arena < result.baseline.arena
@@ -79,7 +83,7 @@ def test_an_interrupted_tune_resumes_without_measuring_twice(small_mobilenet, tm
     first = Counting(fail_after=2)
     with pytest.raises(KeyboardInterrupt):
         Tuner(small_mobilenet, "qemu-m4", out, time_limit=300, measure=first, progress=lambda m: None,
-              cache=cache).run()
+              cache=cache, effort=EFFORT).run()
     assert first.calls == 3  # two plans timed, the third interrupted
     timed = {k for k, v in json.loads((out / "tune-state.json").read_text())["candidates"].items() if "ticks" in v}
     assert len(timed) == 2
@@ -90,19 +94,21 @@ def test_an_interrupted_tune_resumes_without_measuring_twice(small_mobilenet, tm
         return fake_ticks(compiled)
 
     resumed = Tuner(small_mobilenet, "qemu-m4", out, time_limit=300, measure=second, progress=lambda m: None,
-                    cache=cache)
+                    cache=cache, effort=EFFORT)
     assert resumed.state.resumed
     result = resumed.run()
     state = json.loads((out / "tune-state.json").read_text())["candidates"]
     # nothing timed before is timed again (kernel sums and the final whole runs both count)
     assert len(seen) == sum(("ticks" in v) + ("run_ticks" in v) for v in state.values()) - 2
     again = Tuner(small_mobilenet, "qemu-m4", out, time_limit=300, measure=second, progress=lambda m: None,
-                  cache=cache).run()
+                  cache=cache, effort=EFFORT).run()
     assert len(seen) == sum(("ticks" in v) + ("run_ticks" in v) for v in state.values()) - 2  # a finished run: none
     assert (again.best.arena, again.best.ticks) == (result.best.arena, result.best.ticks)
     fresh = Tuner(small_mobilenet, "qemu-m4", tmp_path / "fresh", time_limit=300, measure=Counting(),
-                  progress=lambda m: None, cache=TimingCache("qemu-m4", tmp_path / "cache2")).run()
+                  progress=lambda m: None, cache=TimingCache("qemu-m4", tmp_path / "cache2"), effort=EFFORT).run()
     assert (result.best.arena, result.best.ticks) == (fresh.best.arena, fresh.best.ticks)
+    # the resumed runs counted the work as the uninterrupted one did
+    assert result.work == again.work == fresh.work and result.stopped_by == fresh.stopped_by
 
 
 def test_tune_refuses_the_host_board_and_bad_limits(small_mobilenet, tmp_path):
@@ -135,3 +141,80 @@ def test_tune_compiles_through_compile_graph(small_mobilenet):
     assert base.placement.lower_bound_bytes >= unsplit_fit.placement.lower_bound_bytes
     with pytest.raises(MCUDeployError, match="scratch must be one of"):
         compile_scheme(lowered, (), board, "m", scratch="some")
+
+
+class LeapingClock:
+    """time.monotonic and time.perf_counter for a machine a thousand times slower: every reading
+    is a second after the last one."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        self.now += 1.0
+        return self.now
+
+
+def tune(model, out, cache, **kw):
+    return Tuner(model, "qemu-m4", out, measure=Counting(), progress=lambda m: None, cache=cache, effort=EFFORT,
+                 **kw).run()
+
+
+def plan_without_clock(out) -> dict:
+    """plan.json less the wall-clock figures, which a busier machine changes (and nothing else)."""
+    plan = json.loads((out / "plan.json").read_text())
+    plan["schedule"].pop("time_s")
+    plan["placement"].pop("time_s")
+    return plan
+
+
+def test_the_plan_does_not_depend_on_time_passing(small_mobilenet, tmp_path, monkeypatch):
+    """The search and its solvers count work, not seconds: with every clock reading a second after
+    the last (a very slow machine), the same plan, found by the same work, is written."""
+    cache = TimingCache("qemu-m4", tmp_path / "cache")
+    idle = tune(small_mobilenet, tmp_path / "idle", cache, time_limit=1e9)
+    write_result(idle)
+    monkeypatch.setattr(time, "monotonic", LeapingClock())
+    monkeypatch.setattr(time, "perf_counter", LeapingClock())
+    slow = tune(small_mobilenet, tmp_path / "slow", TimingCache("qemu-m4", tmp_path / "cache2"), time_limit=1e9)
+    write_result(slow)
+    monkeypatch.undo()
+    assert slow.best.scheme and slow.best.scheme == idle.best.scheme
+    assert slow.work == idle.work and slow.stopped_by == idle.stopped_by == "converged"
+    assert plan_without_clock(tmp_path / "slow") == plan_without_clock(tmp_path / "idle")
+    assert (tmp_path / "slow" / "model.c").read_bytes() == (tmp_path / "idle" / "model.c").read_bytes()
+    tuned = json.loads((tmp_path / "idle" / "plan.json").read_text())["tune"]
+    assert tuned == {"budget": {"candidates": idle.budget}, "used": idle.work.as_dict(), "stopped_by": "converged",
+                     "effort_s": EFFORT, "time_limit_s": idle.time_limit}
+    assert tuned["used"]["candidates"] > 0 and tuned["used"]["timed"] > 0 and tuned["used"]["rounds"] > 0
+
+
+def test_a_search_cut_short_by_the_clock_says_so_and_resumes(small_mobilenet, tmp_path, monkeypatch):
+    """The time limit is an outer bound: a search it stops is marked "time-limit" in plan.json, and
+    the same command run again resumes it to the plan of an uninterrupted search."""
+    cache = TimingCache("qemu-m4", tmp_path / "cache")
+    monkeypatch.setattr(time, "monotonic", LeapingClock())
+    cut = tune(small_mobilenet, tmp_path / "out", cache, time_limit=15)  # 10 readings for the search
+    monkeypatch.undo()
+    assert cut.stopped_by == "time-limit" and cut.timed_out
+    write_result(cut)
+    assert json.loads((tmp_path / "out" / "plan.json").read_text())["tune"]["stopped_by"] == "time-limit"
+    resumed = tune(small_mobilenet, tmp_path / "out", cache)
+    fresh = tune(small_mobilenet, tmp_path / "fresh", TimingCache("qemu-m4", tmp_path / "cache2"))
+    assert resumed.stopped_by == fresh.stopped_by == "converged"
+    assert (resumed.best.scheme, resumed.best.arena, resumed.work) == (fresh.best.scheme, fresh.best.arena, fresh.work)
+
+
+def test_the_budget_counts_candidates_and_a_larger_one_goes_on(small_mobilenet, tmp_path):
+    """A budget of N candidates stops the search after N, whatever they cost; run again with a
+    larger budget, the search goes on from where it stopped to the plan a fresh run of that budget
+    keeps."""
+    cache = TimingCache("qemu-m4", tmp_path / "cache")
+    small = tune(small_mobilenet, tmp_path / "out", cache, budget=4)
+    assert small.stopped_by == "budget" and small.work.candidates == 4
+    full = tune(small_mobilenet, tmp_path / "out", cache)
+    fresh = tune(small_mobilenet, tmp_path / "fresh", TimingCache("qemu-m4", tmp_path / "cache2"))
+    assert full.work.candidates > 4
+    assert (full.best.scheme, full.best.arena, full.work) == (fresh.best.scheme, fresh.best.arena, fresh.work)
+    with pytest.raises(MCUDeployError, match="--budget"):
+        Tuner(small_mobilenet, "qemu-m4", tmp_path, budget=-1)

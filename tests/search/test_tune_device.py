@@ -33,7 +33,7 @@ def test_a_resumed_tune_never_asks_the_board_twice(small_mobilenet, tmp_path, mo
 
     def tuner():
         return Tuner(small_mobilenet, "qemu-m4", out, time_limit=240, progress=lambda m: None, pieces=(2, 4),
-                     top_segments=2, cache=TimingCache("qemu-m4", cache_dir))
+                     top_segments=2, cache=TimingCache("qemu-m4", cache_dir), effort=1.0)
 
     with pytest.raises(KeyboardInterrupt):
         tuner().run()
