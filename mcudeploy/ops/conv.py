@@ -291,7 +291,7 @@ class Conv(Op):
         sx, _ = requant.qparams(graph, x.name).single()
         sy, _ = requant.qparams(graph, y.name).single()
         sw = np.broadcast_to(requant.qparams(graph, w.name).scale_array(), (w.shape[0],))
-        return requant.quantize_multipliers(sx * sw / sy)
+        return requant.multipliers(graph, sx * sw / sy)
 
     # ------------------------------------------------------------------ reference
     def reference(self, graph, node, inputs):
@@ -314,7 +314,7 @@ class Conv(Op):
         if bias is not None:
             acc += bias.astype(np.int64).reshape(1, -1, 1, 1)
         mult, shift = self._requant(graph, node)
-        q = requant.requantize(acc, mult.reshape(1, -1, 1, 1), shift.reshape(1, -1, 1, 1)) + zy
+        q = requant.requantize_as(graph, acc, mult.reshape(1, -1, 1, 1), shift.reshape(1, -1, 1, 1)) + zy
         lo, hi = requant.clip_range(node, graph[node.outputs[0]])
         return [np.clip(q, lo, hi).astype(np.int8).reshape(out_shape)]
 
