@@ -20,11 +20,11 @@ INTERNAL_ERROR = 3  # exit status of a bug (1: an error the user can fix, 2: arg
 
 def _model_options(p: argparse.ArgumentParser, project: bool = False) -> None:
     if project:
-        p.add_argument("model", help="the ONNX model file, or a folder written by compile -o or tune -o (or its "
+        p.add_argument("model", help="the model file (.onnx or .tflite), or a folder written by compile -o or tune -o (or its "
                                      "plan.json): run exactly the plan recorded there")
         p.add_argument("-b", "--board", help="target board (see `mcudeploy boards`); for a folder, its plan's board")
     else:
-        p.add_argument("model", help="the ONNX model file")
+        p.add_argument("model", help="the model file (.onnx or .tflite)")
         p.add_argument("-b", "--board", required=True, help="target board (see `mcudeploy boards`)")
     p.add_argument("--input-shape", action="append", default=[], metavar="NAME=1x3x96x96",
                    help="pin the shape of an input with unknown dimensions (repeatable)")
@@ -70,11 +70,11 @@ def cmd_compile(args) -> int:
 
 def cmd_plan(args) -> int:
     if args.show_axes:
-        from mcudeploy.frontend import import_onnx, parse_input_shapes
+        from mcudeploy.frontend import import_model, parse_input_shapes
         from mcudeploy.pipeline import lower
         from mcudeploy.report.axes import axes_lines
 
-        print("\n".join(axes_lines(lower(import_onnx(args.model, parse_input_shapes(args.input_shape))))))
+        print("\n".join(axes_lines(lower(import_model(args.model, parse_input_shapes(args.input_shape))))))
         return 0
     from mcudeploy.report.text import summary
 
@@ -235,7 +235,7 @@ def cmd_flash(args) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="mcudeploy", description="Deploy ONNX models on microcontrollers.")
+    p = argparse.ArgumentParser(prog="mcudeploy", description="Deploy ONNX and TFLite models on microcontrollers.")
     p.add_argument("--version", action="version", version=f"mcudeploy {__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="log progress and decisions")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -281,7 +281,7 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(run=cmd_measure)
 
     s = sub.add_parser("tune", help="split operators for the least memory within a latency budget, timed on a board")
-    s.add_argument("model", help="the ONNX model file")
+    s.add_argument("model", help="the model file (.onnx or .tflite)")
     s.add_argument("-b", "--board", required=True, help="target board (see `mcudeploy boards`)")
     s.add_argument("--input-shape", action="append", default=[], metavar="NAME=1x3x96x96",
                    help="pin the shape of an input with unknown dimensions (repeatable)")
@@ -294,7 +294,7 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(run=cmd_tune)
 
     s = sub.add_parser("flash", help="build the measurer (and a model) with PlatformIO and upload it")
-    s.add_argument("model", nargs="?", help="the ONNX model file (none: the measurer alone)")
+    s.add_argument("model", nargs="?", help="the model file, .onnx or .tflite (none: the measurer alone)")
     s.add_argument("-b", "--board", required=True, help="target board (see `mcudeploy boards`)")
     s.add_argument("--input-shape", action="append", default=[], metavar="NAME=1x3x96x96",
                    help="pin the shape of an input with unknown dimensions (repeatable)")

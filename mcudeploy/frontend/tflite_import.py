@@ -481,6 +481,12 @@ class _Importer:
 
     def _unary(self, kind: str, ins, outs, attrs=None):
         x = ins[0]
+        if self.dtype(x) != "float32":
+            if kind not in ("Relu", "Clip"):
+                self.fail(f"of {self.dtype(x)} is not supported (TFLite's integer arithmetic for it is not "
+                          f"implemented)")
+            if self.quant(x, 1) != self.quant(outs[0], 1):
+                self.fail("with different input and output quantization is not supported")
         layout = "nchw" if len(self.shape(x)) == 4 and x in self.nchw else "plain"
         self.emit(kind, (self.value(x, layout),), outs[0], attrs or {}, layout)
 

@@ -75,10 +75,10 @@ class Concat(Op):
         if any(t.quant is None or len(t.quant.scale) != 1 for t in tensors):
             return False
         try:
-            _requant_table(graph, node)
+            table = _requant_table(graph, node)
         except Exception:  # a multiplier out of range
             return False
-        return True
+        return table is None or getattr(graph, "arithmetic", "onnx") != "tflite"  # TFLite: one quantization
 
     def expr(self, graph, node):
         axis = self._axis(graph, node)

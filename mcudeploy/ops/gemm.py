@@ -267,7 +267,8 @@ class _Product(Op):
         packed = pack_weights(w.T if lay.trans_b else w)
         # B reaches the kernel packed (flash holds it once): no view of it, the kernel takes K and N
         # from A and Y.
-        return Call("mcud_gemm_s8", (a, "", y), Struct.of(
+        fn = "mcud_gemm_s8_tfl" if requant.arithmetic(graph) == "tflite" else "mcud_gemm_s8"
+        return Call(fn, (a, "", y), Struct.of(
             "mcud_gemm_s8_params", trans_a=int(lay.trans_a), trans_b=int(lay.trans_b),
             channels=len(plan.mult),
             bias=Array("int32_t", tuple(int(v) for v in plan.bias)),

@@ -231,6 +231,11 @@ class _Pool(Op):
 class _MaxPool(_Pool):
     kind = "max"
 
+    def accepts_int8(self, graph, node) -> bool:
+        if requant.arithmetic(graph) == "tflite" and graph[node.inputs[0]].quant != graph[node.outputs[0]].quant:
+            return False  # TFLite's int8 MAX_POOL_2D keeps the quantization
+        return super().accepts_int8(graph, node)
+
     def _requant(self, graph, node) -> tuple[int, int, int]:
         """(requant flag, mult, shift): flag 0 when input and output quantization agree."""
         xq, yq = graph[node.inputs[0]].quant.single(), graph[node.outputs[0]].quant.single()
