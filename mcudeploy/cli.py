@@ -123,10 +123,14 @@ def cmd_run(args) -> int:
 
     if args.float_model and not args.check:
         raise MCUDeployError("--float-model applies only with --check")
+    from mcudeploy.frontend import is_tflite_model
     if args.output:
         check_output(args.output, folder=False)
     compiled, reference, model = _run_target(args)
     graph = compiled.graph
+    tflite = is_tflite_model(model)
+    if tflite and args.float_model:
+        raise MCUDeployError(f"--float-model applies to ONNX models; {model} is checked against TensorFlow Lite Micro")
     float_model = check.float_model(args.float_model, reference) if args.float_model else None
     samples = check.load_input(args.input, graph) if args.input else check.random_inputs(graph, args.samples)
     board_run = None
@@ -163,7 +167,10 @@ def cmd_run(args) -> int:
         same_as_host, lines = compare_with_host(compiled, outputs, samples)
         for line in lines:
             print(line)
-    verdict = check.check_outputs(model, compiled, outputs, samples, reference, float_model)
+    if tflite:
+        verdict = check.check_tflite_outputs(model, compiled, outputs, samples, reference)
+    else:
+        verdict = check.check_outputs(model, compiled, outputs, samples, reference, float_model)
     for line in verdict.lines():
         print(line)
     return 0 if verdict.ok and same_as_host else 1
@@ -264,7 +271,8 @@ def parser() -> argparse.ArgumentParser:
     _model_options(s, project=True)
     s.add_argument("--input", help="an input as .npy (one input) or .npz (by input name)")
     s.add_argument("--check", action="store_true",
-                   help="check every operator against onnxruntime and the C against the numpy reference")
+                   help="check every operator against onnxruntime (a .tflite: the outputs against TensorFlow Lite "
+                        "Micro, bit for bit) and the C against the numpy reference")
     s.add_argument("--samples", type=int, default=20, help="random inputs for --check (default 20)")
     s.add_argument("--float-model", metavar="FILE",
                    help="with --check, also report the outputs' SNR and top-1 against this float ONNX model (the "

@@ -220,7 +220,14 @@ class _Importer:
             out = f"{name}/{layout}"
             src = self.tensors[name]
             self.tensors[out] = Tensor(out, tuple(src.shape[p] for p in perm), src.dtype, quant=src.quant)
-            self.nodes.append(Node(f"{out}/transpose", "Transpose", (name,), (out,), {"perm": perm}))
+            # a graph input is read in place through permuted strides; elsewhere the elements move
+            op = "TransposeView" if src.kind == "input" else "Transpose"
+            channels, pixels = ((src.shape[3], math.prod(src.shape[1:3])) if layout == "nchw"
+                                else (src.shape[1], math.prod(src.shape[2:])))
+            if 1 in (channels, pixels):
+                op = "Reshape"  # one channel, or one pixel: the same order of elements in both layouts
+            attrs = {"shape": self.tensors[out].shape, "allowzero": 0} if op == "Reshape" else {"perm": perm}
+            self.nodes.append(Node(f"{out}/{op.lower()}", op, (name,), (out,), attrs))
             self.converted[key] = out
         return self.converted[key]
 
