@@ -75,20 +75,21 @@ static inline int32_t mcud_requant_tfl(int32_t acc, int32_t mult, int32_t shift)
     return (h >> right) + ((h & mask) > (mask >> 1) + (h < 0 ? 1 : 0) ? 1 : 0);
 }
 
-/* mcud_requant_tfl for a shift in [32, 62], as one 64-bit multiply-accumulate: with r = shift - 31,
- * both roundings fold into (acc * mult + k) >> (31 + r), k = 2^30 + 2^(30+r), less 2^31 for a
- * negative accumulator (kernels compute k_pos and k_neg once per channel, and r1 = r - 1). */
-MCUD_INLINE int32_t mcud_requant_tfl_k(int32_t acc, int32_t mult, int64_t k_pos, int64_t k_neg, int32_t r1)
+/* mcud_requant_tfl for a shift in [33, 62] as one 32 x 32 + 64-bit multiply-accumulate (SMLAL): with
+ * r = shift - 31, both roundings fold into (acc * mult + k) >> (31 + r), k = 2^30 + 2^(30+r) less
+ * 2^31 for a negative accumulator. k's low word is 2^30 with acc's sign bit, its high word
+ * k_hi = 2^(r-2) plus acc >> 31 (kernels take k_hi and r1 = r - 1 = shift - 32 once per channel). */
+MCUD_INLINE int32_t mcud_requant_tfl_k(int32_t acc, int32_t mult, int32_t k_hi, int32_t r1)
 {
-    int64_t p = (int64_t)acc * (int64_t)mult + (acc < 0 ? k_neg : k_pos);
+    uint32_t lo = ((uint32_t)acc & 0x80000000u) | 0x40000000u;
+    int32_t hi = k_hi + (acc >> 31);
+    int64_t p = (int64_t)(((uint64_t)(uint32_t)hi << 32) | lo) + (int64_t)acc * (int64_t)mult;
     return (int32_t)(p >> 32) >> r1;
 }
 
 MCUD_INLINE int32_t mcud_requant_tfl_r(int32_t acc, int32_t mult, int32_t shift)
 {
-    int32_t r = shift - 31;
-    int64_t k = ((int64_t)1 << 30) + ((int64_t)1 << (30 + r));
-    return mcud_requant_tfl_k(acc, mult, k, k - ((int64_t)1 << 31), r - 1);
+    return mcud_requant_tfl_k(acc, mult, (int32_t)1 << (shift - 33), shift - 32);
 }
 
 /* v clamped to [-128, 127]: one SSAT where the core has it. */

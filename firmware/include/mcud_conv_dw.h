@@ -82,7 +82,7 @@ typedef struct {
     uint32_t mid01;     /* (w[0][1], w[1][1]) */
     uint32_t mid2;      /* w[2][1] in the low half */
     int32_t mult, shift, r, half;
-    int64_t k_pos, k_neg;  /* TFLite models' mcud_requant_tfl_k constants (r is then shift - 32) */
+    int32_t k_hi;         /* TFLite models: mcud_requant_tfl_k's constant (r1 is r, shift - 32) */
 } mcud_dw_channel;
 
 /* route (a constant at every call): 0 mcud_requant, 1 mcud_requant_hi_r; TFLite models: 2
@@ -90,7 +90,7 @@ typedef struct {
 MCUD_INLINE int8_t mcud_dw_out(int32_t acc, const mcud_dw_channel *ch, int32_t hi_route,
                                const mcud_conv_s8_params *p)
 {
-    int32_t q = hi_route == 3 ? mcud_requant_tfl_k(acc, ch->mult, ch->k_pos, ch->k_neg, ch->r)
+    int32_t q = hi_route == 3 ? mcud_requant_tfl_k(acc, ch->mult, ch->k_hi, ch->r)
               : hi_route == 2 ? mcud_requant_tfl(acc, ch->mult, ch->shift)
               : hi_route ? mcud_requant_hi_r(acc, ch->mult, ch->r, ch->half)
                          : mcud_requant(acc, ch->mult, ch->shift);
@@ -237,9 +237,7 @@ MCUD_INLINE void mcud_conv_s8_dw_body(const mcud_view *x, const mcud_view *w, co
         ch.half = ch.r >= 1 ? (int32_t)1 << (ch.r - 1) : 0;
         int32_t hi_route = ch.shift >= 33 && ch.shift <= 62;
         if (tfl) {
-            hi_route = ch.shift >= 32 && ch.shift <= 62;
-            ch.k_pos = hi_route ? ((int64_t)1 << 30) + ((int64_t)1 << (ch.shift - 1)) : 0;
-            ch.k_neg = ch.k_pos - ((int64_t)1 << 31);
+            ch.k_hi = hi_route ? (int32_t)1 << (ch.shift - 33) : 0;
         }
         for (int32_t n = 0; n < yn; n++) {
             const int8_t *xp = xd + n * xn_s + c * xc_s + c0 * xw_s;

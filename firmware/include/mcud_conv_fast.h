@@ -39,7 +39,7 @@ typedef struct {
     int32_t act_max;
     int32_t kpad;           /* C * KH * KW rounded up to a multiple of 4 */
     int32_t hi_shift;       /* requantization: 0 mcud_requant, 1 mcud_requant_hi (every shift in [33, 62]);
-                               TFLite models: 2 mcud_requant_tfl, 3 mcud_requant_tfl_r (every shift in [32, 62]) */
+                               TFLite models: 2 mcud_requant_tfl, 3 mcud_requant_tfl_r (every shift in [33, 62]) */
     const int8_t *w;        /* (OC, kpad), repacked as above */
     const int32_t *bias;    /* per output channel, zero point folded in */
     const int32_t *bias_raw; /* the bias as given (mcud_conv_s8_direct's edge pixels; else NULL) */

@@ -234,24 +234,22 @@ void mcud_add_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y,
     walk_init(&w, views, 3);
     int32_t last = w.ndim - 1, len = w.shape[last];
     int32_t sa = w.stride[0][last], sb = w.stride[1][last], sy = w.stride[2][last];
-    /* every shift in [32, 62] (the usual case): each requantization one multiply-accumulate */
-    const int fast = p->a_shift >= 32 && p->a_shift <= 62 && p->b_shift >= 32 && p->b_shift <= 62 &&
-                     p->y_shift >= 32 && p->y_shift <= 62;
-    const int64_t h = (int64_t)1 << 31;
-    const int64_t ka = fast ? ((int64_t)1 << 30) + ((int64_t)1 << (p->a_shift - 1)) : 0;
-    const int64_t kb = fast ? ((int64_t)1 << 30) + ((int64_t)1 << (p->b_shift - 1)) : 0;
-    const int64_t ky = fast ? ((int64_t)1 << 30) + ((int64_t)1 << (p->y_shift - 1)) : 0;
-    const int32_t ra = p->a_shift - 32, rb = p->b_shift - 32, ry = p->y_shift - 32;
+    /* every shift in [33, 62] (the usual case): each requantization one multiply-accumulate */
+    const int fast = p->a_shift >= 33 && p->a_shift <= 62 && p->b_shift >= 33 && p->b_shift <= 62 &&
+                     p->y_shift >= 33 && p->y_shift <= 62;
+    const int32_t ka = fast ? (int32_t)1 << (p->a_shift - 33) : 0, ra = p->a_shift - 32;
+    const int32_t kb = fast ? (int32_t)1 << (p->b_shift - 33) : 0, rb = p->b_shift - 32;
+    const int32_t ky = fast ? (int32_t)1 << (p->y_shift - 33) : 0, ry = p->y_shift - 32;
     do {
         const int8_t *pa = (const int8_t *)a->data + w.off[0];
         const int8_t *pb = (const int8_t *)b->data + w.off[1];
         int8_t *py = (int8_t *)y->data + w.off[2];
         if (fast) {
             for (int32_t i = 0; i < len; i++) {
-                int32_t va = mcud_requant_tfl_k(((int32_t)pa[i * sa] - p->a_zero) * (1 << 20), p->a_mult, ka, ka - h, ra);
-                int32_t vb = mcud_requant_tfl_k(((int32_t)pb[i * sb] - p->b_zero) * (1 << 20), p->b_mult, kb, kb - h, rb);
+                int32_t va = mcud_requant_tfl_k(((int32_t)pa[i * sa] - p->a_zero) * (1 << 20), p->a_mult, ka, ra);
+                int32_t vb = mcud_requant_tfl_k(((int32_t)pb[i * sb] - p->b_zero) * (1 << 20), p->b_mult, kb, rb);
                 int32_t sum = (int32_t)((uint32_t)va + (uint32_t)(p->sign * vb));
-                int32_t v = mcud_requant_tfl_k(sum, p->y_mult, ky, ky - h, ry) + p->y_zero;
+                int32_t v = mcud_requant_tfl_k(sum, p->y_mult, ky, ry) + p->y_zero;
                 py[i * sy] = (int8_t)mcud_clamp(v, p->act_min, p->act_max);
             }
             continue;

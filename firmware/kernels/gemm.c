@@ -132,7 +132,7 @@ static int32_t gemm_s8_out_tfl(int32_t acc, int32_t n, const mcud_gemm_s8_params
 {
     int32_t c = p->channels == 1 ? 0 : n;
     int32_t mult = p->mult[c], shift = p->shift[c], q;
-    if (shift >= 32 && shift <= 62) {
+    if (shift >= 33 && shift <= 62) {
         q = mcud_requant_tfl_r(acc, mult, shift);
     } else {
         q = mcud_requant_tfl(acc, mult, shift);

@@ -378,9 +378,9 @@ class Conv(Op):
 def _route(graph: Graph, shifts) -> int:
     """mcud_conv_fast_out's requantization (its "hi_shift" field, a constant once inlined): 0 the
     64-bit mcud_requant, 1 mcud_requant_hi (every shift in [33, 62]); for a TFLite model 2 the
-    general mcud_requant_tfl, 3 mcud_requant_tfl_r (every shift in [32, 62])."""
+    general mcud_requant_tfl, 3 mcud_requant_tfl_r (every shift in [33, 62])."""
     if requant.arithmetic(graph) == "tflite":
-        return 3 if all(32 <= s <= 62 for s in shifts) else 2
+        return 3 if all(33 <= s <= 62 for s in shifts) else 2
     return int(all(33 <= s <= 62 for s in shifts))
 
 
