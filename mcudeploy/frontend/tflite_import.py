@@ -107,6 +107,7 @@ class _Importer:
         self.names: dict[int, str] = {}  # TFLite tensor index -> IR name, in the layout it was made in
         self.nchw: set[int] = set()  # 4-D tensors kept NCHW inside
         self.converted: dict[tuple[int, str], str] = {}  # (index, "nchw"/"plain") -> IR name of the other layout
+        self.output_names: dict[int, str] = {}  # graph outputs made NCHW inside: their own names
         self.outputs = [int(i) for i in self.g.OutputsAsNumpy()] if self.g.OutputsLength() else []
         self.op_names = _op_names()
         self.label = ""
@@ -217,7 +218,7 @@ class _Importer:
         key = (i, layout)
         if key not in self.converted:
             perm = TO_NCHW if layout == "nchw" else TO_NHWC
-            out = f"{name}/{layout}"
+            out = self.output_names.get(i, f"{name}/{layout}") if layout == "plain" else f"{name}/{layout}"
             src = self.tensors[name]
             self.tensors[out] = Tensor(out, tuple(src.shape[p] for p in perm), src.dtype, quant=src.quant)
             # a graph input is read in place through permuted strides; elsewhere the elements move
@@ -291,7 +292,8 @@ class _Importer:
         q = self.quant(out, len(shape))
         ir_shape = tuple(shape[p] for p in TO_NCHW) if layout == "nchw" and len(shape) == 4 else shape
         oname = self.tname(out)
-        if out in self.outputs and ir_shape != shape:
+        if out in self.outputs and ir_shape != shape:  # the graph output keeps its name, in its own layout
+            self.output_names[out] = oname
             oname = f"{oname}/nchw"
             self.names[out] = oname
         check_shape(shape, itemsize(dtype), f"{self.where}: {oname}, the output of {self.label},")

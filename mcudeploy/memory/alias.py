@@ -146,12 +146,14 @@ class _Facts:
             for b, ms in self.members.items()}
         # in-place candidates: (step, src, out, the node's other non-constant inputs)
         self.inplace: list[tuple[int, str, str, tuple[str, ...]]] = []
+        # a permuted view (TransposeView) fills its buffer in another order than a dense output would
+        permuted = {n.outputs[0] for n in order if hasattr(registry.get(n.op), "view_perm")}
         for i, n in enumerate(order):
             k = registry.get(n.op).inplace(graph, n) if n.outputs else None
             if k is None or not n.inputs[k] or graph[n.inputs[k]].is_const:
                 continue
             src, out = n.inputs[k], n.outputs[0]
-            if self.base[out] != out or graph[src].dtype != graph[out].dtype:
+            if self.base[out] != out or graph[src].dtype != graph[out].dtype or src in permuted:
                 continue
             others = tuple(x for j, x in enumerate(n.inputs) if j != k and x and not graph[x].is_const)
             self.inplace.append((i, src, out, others))
