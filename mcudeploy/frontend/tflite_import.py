@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import os
+import struct
 from pathlib import Path
 from typing import Optional, Union
 
@@ -87,7 +88,11 @@ def load_tflite(path: Union[str, os.PathLike]):
 
 def import_tflite(source: Union[str, os.PathLike]) -> Graph:
     model, data = load_tflite(source)
-    return _Importer(model, data, str(source)).run()
+    try:
+        return _Importer(model, data, str(source)).run()
+    except (struct.error, IndexError) as exc:  # a table or vector reaching past the end of the file
+        raise MCUDeployError(f"{source} is not a readable TFLite model: the file is truncated or damaged "
+                             f"({type(exc).__name__}: {str(exc) or 'no detail'})") from None
 
 
 def _op_names() -> dict[int, str]:
@@ -234,9 +239,7 @@ class _Importer:
 
     # ------------------------------------------------------------------ the graph
     def run(self) -> Graph:
-        g = self.g
-        if self.model.SubgraphsLength() > 1:
-            pass  # only control-flow operators reach other subgraphs; they are refused by name below
+        g = self.g  # other subgraphs are reached only by control-flow operators, refused by name below
         inputs = []
         for i in (int(x) for x in g.InputsAsNumpy()) if g.InputsLength() else ():
             if self.is_const(i):
@@ -562,12 +565,9 @@ class _Importer:
         layout = "nchw" if rank == 4 else "plain"
         if layout == "nchw":
             pads = pads[list(TO_NCHW)]
-        value = 0.0
-        q = self.quant(x, rank)
-        if q is not None:  # TFLite pads an int8 tensor with its zero point (the real 0)
-            value = 0.0
+        # the real 0: an int8 tensor is padded with its zero point, as TFLite's PAD does
         attrs = {"pads": tuple(int(p) for p in pads[:, 0]) + tuple(int(p) for p in pads[:, 1]), "axes": None,
-                 "mode": "constant", "value": value}
+                 "mode": "constant", "value": 0.0}
         self.emit("Pad", (self.value(x, layout),), outs[0], attrs, layout)
 
     def op_transpose(self, index, op, ins, outs):

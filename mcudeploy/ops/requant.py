@@ -74,7 +74,7 @@ def round_shift(p, shift):
 
 def arithmetic(graph: Graph) -> str:
     """The model's origin's integer arithmetic: "onnx" (round half to even) or "tflite"."""
-    return getattr(graph, "arithmetic", "onnx")
+    return graph.arithmetic
 
 
 def tflite_multiplier(real: float) -> tuple[int, int]:
