@@ -4,8 +4,9 @@ Per layer of the issue's table: a one-layer int8 QDQ model of that exact shape (
 per-channel weights, built by the int8 conformance cases' own builders), compiled for the
 board and timed with ``measure_model``; the figure is the Conv/Gemm operator's own
 instructions, not the QuantizeLinear in front of it. Per whole model: every int8 model in
-MODELS/onnx, its total instructions, its MACs (the operators' ``macs`` summed) and
-instructions per MAC.
+MODELS/onnx and MODELS/tflite (the .tflite computing as TFLite Micro does, bit for bit), its total
+instructions, its MACs (the operators' ``macs`` summed) and instructions per MAC, next to
+CMSIS-NN's figure for KWS.
 
     python benchmarks/kernel_bench.py [--board qemu-m4] [--models DIR] [--json] [--cached] [--check]
                                       [--scratch always|fit] [--only layers|models]
@@ -155,7 +156,7 @@ def measure_whole(path: Path, board: str, cache: TimingCache, repeat: int) -> Ro
     m = measure_model(compiled, repeat=repeat, cache=cache)
     total = sum(instructions(m, o.index) for o in m.ops)
     cmsis = plain = None
-    if path.name == WHOLE_KWS[0]:
+    if path.stem == Path(WHOLE_KWS[0]).stem:  # the .onnx and the .tflite
         cmsis, plain = WHOLE_KWS[2], WHOLE_KWS[3]
     return Row(path.name, model_macs(compiled), total, "", cmsis, plain)
 
@@ -196,6 +197,10 @@ def acceptance(layers: list[Row], models: list[Row]) -> list[tuple[str, bool]]:
     if kws:
         found.append((f"KWS {kws.instructions:,} <= {KWS_MAX_INSTRUCTIONS:,} instructions",
                       kws.instructions <= KWS_MAX_INSTRUCTIONS))
+    kws_tfl = next((r for r in models if r.name == Path(WHOLE_KWS[0]).stem + ".tflite"), None)
+    if kws and kws_tfl:  # issue 18: TFLite's rounding costs no speed
+        found.append((f"KWS from the .tflite {kws_tfl.instructions:,} <= the ONNX twin's {kws.instructions:,} "
+                      f"instructions", kws_tfl.instructions <= kws.instructions))
     for r in layers:
         found.append((f"{r.name}: {r.instructions:,} <= CMSIS-NN {r.cmsis:,}", r.instructions <= r.cmsis))
     if len(layers) == len(LAYERS):
@@ -229,10 +234,11 @@ def main(argv=None) -> int:
                                                    for n in LAYERS]
         models, skipped = [], []
         if args.only != "layers":
-            paths = sorted((args.models / "onnx").glob("*int8*.onnx"))
+            paths = sorted((args.models / "onnx").glob("*int8*.onnx")) + sorted(
+                (args.models / "tflite").glob("*int8*.tflite"))
             if not paths:
-                skipped.append(f"whole models: no int8 models in {args.models / 'onnx'} (set --models or "
-                               f"MCUDEPLOY_MODELS)")
+                skipped.append(f"whole models: no int8 models in {args.models / 'onnx'} or {args.models / 'tflite'} "
+                               f"(set --models or MCUDEPLOY_MODELS)")
             models = [measure_whole(path, args.board, cache, args.repeat) for path in paths]
     seconds = time.monotonic() - start
     checks = acceptance(layers, models)

@@ -1,12 +1,13 @@
 """mcudeploy's arena next to TensorFlow Lite Micro's, measured in the same run.
 
-For every model in MODELS/onnx (and its namesake in MODELS/tflite):
+For every model in MODELS/tflite (and its namesake in MODELS/onnx):
 - TFLM: the smallest ``arena_size`` with which the ``tflite-micro`` interpreter (PyPI) allocates
-  the model and runs one inference, found by bisection to the byte, each model in a child
+  the .tflite and runs one inference, found by bisection to the byte, each model in a child
   process; and the part of that arena TFLM's planner gives to activations (the "head" of
   ``print_allocations()``; the rest is TFLM's own bookkeeping);
-- mcudeploy: ``arena_bytes`` and ``lower_bound_bytes`` of the compiled plan, and the arena each
-  placement method reaches on the same buffers, against the bound.
+- mcudeploy: ``arena_bytes`` and ``lower_bound_bytes`` of the plan compiled from the same .tflite
+  (the ONNX twin's arena beside it), and the arena each placement method reaches on the same
+  buffers, against the bound. A model with only an ONNX file is compiled from it.
 
     python benchmarks/memory_bench.py [--models DIR] [--board host] [--json out.json]
 
@@ -136,12 +137,12 @@ def placement_methods() -> tuple[str, ...]:
     return tuple(METHODS)
 
 
-def mcudeploy_arena(onnx_path: Path, board: str) -> dict:
+def mcudeploy_arena(model_path: Path, board: str) -> dict:
     from mcudeploy.memory import areas, place
     from mcudeploy.pipeline import compile_model
 
     start = time.perf_counter()
-    compiled = compile_model(onnx_path, board)
+    compiled = compile_model(model_path, board)
     seconds = time.perf_counter() - start
     methods = {}
     for method in placement_methods():
@@ -156,7 +157,7 @@ def mcudeploy_arena(onnx_path: Path, board: str) -> dict:
     return {"arena": compiled.placement.arena_bytes, "bound": compiled.placement.lower_bound_bytes,
             "placement": compiled.placement.method, "schedule": compiled.schedule_method,
             "operators": len(compiled.order), "alignment": compiled.board.alignment, "seconds": seconds,
-            "methods": methods}
+            "methods": methods, "from": model_path.suffix.lstrip(".")}
 
 
 # --- the run --------------------------------------------------------------------------------------
@@ -177,16 +178,17 @@ def _pct(a, b) -> str:
 
 def tables(rows: list[dict], methods: tuple[str, ...]) -> list[str]:
     w = max([len(r["model"]) for r in rows] + [5])
-    out = [f"{'model':<{w}}  {'TFLM arena':>10}  {'TFLM act.':>10}  {'mcud arena':>10}  {'bound':>8}  "
+    out = [f"{'model':<{w}}  {'TFLM arena':>10}  {'TFLM act.':>10}  {'mcud arena':>10}  {'(.onnx)':>9}  {'bound':>8}  "
            f"{'arena/bound':>11}  {'vs TFLM act.':>12}  {'vs TFLM arena':>13}"]
     notes = []
     for r in rows:
         t, m = r.get("tflm") or {}, r.get("mcudeploy") or {}
         ratio = f"{m['arena'] / m['bound']:.3f}" if m.get("bound") else "–"
+        o = r.get("mcudeploy_onnx") or {}
         out.append(f"{r['model']:<{w}}  {_n(t.get('arena')):>10}  {_n(t.get('activations')):>10}  "
-                   f"{_n(m.get('arena')):>10}  {_n(m.get('bound')):>8}  {ratio:>11}  "
+                   f"{_n(m.get('arena')):>10}  {_n(o.get('arena')):>9}  {_n(m.get('bound')):>8}  {ratio:>11}  "
                    f"{_pct(m.get('arena'), t.get('activations')):>12}  {_pct(m.get('arena'), t.get('arena')):>13}")
-        for who, d in (("TFLM", t), ("mcudeploy", m)):
+        for who, d in (("TFLM", t), ("mcudeploy", m), ("mcudeploy (.onnx)", o)):
             if d.get("error"):
                 notes.append(f"  {r['model']}: {who}: {d['error']}")
     out += notes
@@ -221,8 +223,8 @@ def main(argv=None) -> int:
     if args.tflm_worker:
         tflm_worker(args.tflm_worker)
         return 0
-    if not (args.models / "onnx").is_dir():
-        print(f"no models at {args.models}/onnx (set --models or MCUDEPLOY_MODELS)", file=sys.stderr)
+    if not (args.models / "onnx").is_dir() and not (args.models / "tflite").is_dir():
+        print(f"no models at {args.models}/tflite or /onnx (set --models or MCUDEPLOY_MODELS)", file=sys.stderr)
         return 1
     tflm_missing = "skipped (--no-tflm)" if args.no_tflm else tflm_status()
     methods = placement_methods()
@@ -240,20 +242,22 @@ def main(argv=None) -> int:
             row["tflm"] = {"error": tflm_missing}
         else:
             row["tflm"] = tflm_arena(tflite)
-        if onnx is None:
-            row["mcudeploy"] = {"error": "no .onnx"}
-        else:
+        for key, path in (("mcudeploy", tflite or onnx), ("mcudeploy_onnx", onnx if tflite else None)):
+            if path is None:
+                row[key] = {"error": "no .onnx"} if key == "mcudeploy_onnx" and tflite else {}
+                continue
             try:
-                row["mcudeploy"] = mcudeploy_arena(onnx, args.board)
+                row[key] = mcudeploy_arena(path, args.board)
             except Exception as exc:  # noqa: BLE001 - report and go on with the next model
-                row["mcudeploy"] = {"error": f"{type(exc).__name__}: {exc}"[:160]}
+                row[key] = {"error": f"{type(exc).__name__}: {exc}"[:160]}
         rows.append(row)
         print(f"  {name}: TFLM {_n(row['tflm'].get('arena'))}, mcudeploy {_n(row['mcudeploy'].get('arena'))}",
               file=sys.stderr, flush=True)
     print("\n".join(tables(rows, methods)))
     print()
     print("TFLM arena: the whole arena_size; TFLM act.: the part its planner gives to activations ('head').")
-    print("mcud arena: activations only, every offset fixed at compile time; the percentages are mcud arena against each.")
+    print("mcud arena: activations only, every offset fixed at compile time, compiled from the .tflite (.onnx: from the ONNX "
+          "twin); the percentages are mcud arena against each.")
     used = sorted({(r["mcudeploy"]["schedule"], r["mcudeploy"]["placement"]) for r in rows if "schedule" in r["mcudeploy"]})
     print("mcudeploy compile used: " + "; ".join(f"schedule {s}, placement {p}" for s, p in used))
     if args.json:

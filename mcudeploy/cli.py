@@ -22,11 +22,11 @@ INTERNAL_ERROR = 3  # exit status of a bug (1: an error the user can fix, 2: arg
 
 def _model_options(p: argparse.ArgumentParser, project: bool = False) -> None:
     if project:
-        p.add_argument("model", help="the ONNX model file, or a folder written by compile -o or tune -o (or its "
+        p.add_argument("model", help="the model file (.onnx or .tflite), or a folder written by compile -o or tune -o (or its "
                                      "plan.json): run exactly the plan recorded there")
         p.add_argument("-b", "--board", help="target board (see `mcudeploy boards`); for a folder, its plan's board")
     else:
-        p.add_argument("model", help="the ONNX model file")
+        p.add_argument("model", help="the model file (.onnx or .tflite)")
         p.add_argument("-b", "--board", required=True, help="target board (see `mcudeploy boards`)")
     p.add_argument("--input-shape", action="append", default=[], metavar="NAME=1x3x96x96",
                    help="pin the shape of an input with unknown dimensions (repeatable)")
@@ -74,11 +74,11 @@ def cmd_compile(args) -> int:
 
 def cmd_plan(args) -> int:
     if args.show_axes:
-        from mcudeploy.frontend import import_onnx, parse_input_shapes
+        from mcudeploy.frontend import import_model, parse_input_shapes
         from mcudeploy.pipeline import lower
         from mcudeploy.report.axes import axes_lines
 
-        print("\n".join(axes_lines(lower(import_onnx(args.model, parse_input_shapes(args.input_shape))))))
+        print("\n".join(axes_lines(lower(import_model(args.model, parse_input_shapes(args.input_shape))))))
         return 0
     from mcudeploy.report.text import summary
 
@@ -127,10 +127,14 @@ def cmd_run(args) -> int:
 
     if args.float_model and not args.check:
         raise MCUDeployError("--float-model applies only with --check")
+    from mcudeploy.frontend import is_tflite_model
     if args.output:
         check_output(args.output, folder=False)
     compiled, reference, model = _run_target(args)
     graph = compiled.graph
+    tflite = is_tflite_model(model)
+    if tflite and args.float_model:
+        raise MCUDeployError(f"--float-model applies to ONNX models; {model} is checked against TensorFlow Lite Micro")
     float_model = check.float_model(args.float_model, reference) if args.float_model else None
     samples = check.load_input(args.input, graph) if args.input else check.random_inputs(graph, args.samples)
     board_run = None
@@ -167,7 +171,10 @@ def cmd_run(args) -> int:
         same_as_host, lines = compare_with_host(compiled, outputs, samples)
         for line in lines:
             print(line)
-    verdict = check.check_outputs(model, compiled, outputs, samples, reference, float_model)
+    if tflite:
+        verdict = check.check_tflite_outputs(model, compiled, outputs, samples, reference)
+    else:
+        verdict = check.check_outputs(model, compiled, outputs, samples, reference, float_model)
     for line in verdict.lines():
         print(line)
     return 0 if verdict.ok and same_as_host else 1
@@ -247,7 +254,7 @@ def cmd_flash(args) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="mcudeploy", description="Deploy ONNX models on microcontrollers.")
+    p = argparse.ArgumentParser(prog="mcudeploy", description="Deploy ONNX and TFLite models on microcontrollers.")
     p.add_argument("--version", action="version", version=f"mcudeploy {__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="log progress and decisions")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -276,7 +283,8 @@ def parser() -> argparse.ArgumentParser:
     _model_options(s, project=True)
     s.add_argument("--input", help="an input as .npy (one input) or .npz (by input name)")
     s.add_argument("--check", action="store_true",
-                   help="check every operator against onnxruntime and the C against the numpy reference")
+                   help="check every operator against onnxruntime (a .tflite: the outputs against TensorFlow Lite "
+                        "Micro, bit for bit) and the C against the numpy reference")
     s.add_argument("--samples", type=int, default=20, help="random inputs for --check (default 20)")
     s.add_argument("--float-model", metavar="FILE",
                    help="with --check, also report the outputs' SNR and top-1 against this float ONNX model (the "
@@ -293,7 +301,7 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(run=cmd_measure)
 
     s = sub.add_parser("tune", help="split operators for the least memory within a latency budget, timed on a board")
-    s.add_argument("model", help="the ONNX model file")
+    s.add_argument("model", help="the model file (.onnx or .tflite)")
     s.add_argument("-b", "--board", required=True, help="target board (see `mcudeploy boards`)")
     s.add_argument("--input-shape", action="append", default=[], metavar="NAME=1x3x96x96",
                    help="pin the shape of an input with unknown dimensions (repeatable)")
@@ -311,7 +319,7 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(run=cmd_tune)
 
     s = sub.add_parser("flash", help="build the measurer (and a model) with PlatformIO and upload it")
-    s.add_argument("model", nargs="?", help="the ONNX model file (none: the measurer alone)")
+    s.add_argument("model", nargs="?", help="the model file, .onnx or .tflite (none: the measurer alone)")
     s.add_argument("-b", "--board", required=True, help="target board (see `mcudeploy boards`)")
     s.add_argument("--input-shape", action="append", default=[], metavar="NAME=1x3x96x96",
                    help="pin the shape of an input with unknown dimensions (repeatable)")

@@ -10,7 +10,7 @@ import onnx
 
 from mcudeploy.boards import Board, load_board
 from mcudeploy.errors import MCUDeployError
-from mcudeploy.frontend import import_onnx
+from mcudeploy.frontend import import_model
 from mcudeploy.ir import Graph, Node, verify
 from mcudeploy.memory import Lifetimes, Placement, areas
 from mcudeploy.memory.layout import lay_out
@@ -66,7 +66,7 @@ def compile_model(source: Union[str, os.PathLike, onnx.ModelProto], board: Union
                   placement_time_limit: float = 5.0, schedule_time_limit: float = 10.0,
                   scheme: Scheme = ()) -> Compiled:
     """Import, lower, split by `scheme` (none: the operators as they are), then compile_graph."""
-    graph = lower(import_onnx(source, input_shapes), check=check)
+    graph = lower(import_model(source, input_shapes), check=check)
     if scheme:
         graph = split(graph, scheme)
     name = graph.name if isinstance(source, onnx.ModelProto) else os.fspath(source)

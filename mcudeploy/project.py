@@ -30,7 +30,7 @@ from typing import Optional, Union
 
 from mcudeploy.boards import Board, load_board
 from mcudeploy.errors import MCUDeployError
-from mcudeploy.frontend import import_onnx
+from mcudeploy.frontend import import_model, is_tflite_model
 from mcudeploy.frontend.onnx_import import load_model
 from mcudeploy.ir import Graph, Node
 from mcudeploy.memory import Lifetimes, Placement, check_no_overlap, lifetimes
@@ -82,7 +82,7 @@ def load_project(path: Union[str, os.PathLike], board: Optional[str] = None) -> 
     plan = _read(where)
     model_path = _model(where, plan)
     target = _board(where, plan, board)
-    unsplit = lower(import_onnx(model_path, _input_shapes(model_path, plan)))
+    unsplit = lower(import_model(model_path, _input_shapes(model_path, plan)))
     try:
         cuts = tuple(Cut(tuple((n, a) for n, a in c["axes"]), int(c["pieces"]), c["halo"]) for c in plan["cuts"])
         graph = split(unsplit, cuts) if cuts else unsplit
@@ -157,6 +157,8 @@ def _board(where: Path, plan: dict, name: Optional[str]) -> Board:
 
 def _input_shapes(model_path: Path, plan: dict) -> dict:
     """The recorded shape of every model input plan.json lists (what --input-shape pinned, if anything)."""
+    if is_tflite_model(model_path):
+        return {}  # a .tflite's shapes are fixed
     names = {vi.name for vi in load_model(model_path).graph.input}
     return {i["name"]: tuple(i["shape"]) for i in plan["inputs"] if i["name"] in names}
 

@@ -2,7 +2,8 @@
  *
  * A view is a base pointer, a shape and strides in elements, so a kernel can read or write a
  * slice of a larger buffer (a piece of a split operator) without copies. The requantization
- * below is bit-identical to mcudeploy/ops/quant.py. */
+ * below is bit-identical to mcudeploy/ops/requant.py (mcud_requant for ONNX models, mcud_requant_tfl
+ * for TFLite models: a model's kernels are chosen at compile time, no kernel tests which at run time). */
 #ifndef MCUD_H
 #define MCUD_H
 
@@ -59,6 +60,36 @@ MCUD_INLINE int32_t mcud_requant_hi(int32_t acc, int32_t mult, int32_t shift)
 {
     int32_t r = shift - 32;
     return mcud_requant_hi_r(acc, mult, r, (int32_t)1 << (r - 1));
+}
+
+/* TFLite's requantization (a model imported from .tflite; mcudeploy/ops/requant.py): the same
+ * (mult, shift), TFLite's exponent being 31 - shift. gemmlowp's doubling high multiply of the
+ * accumulator (shifted left first when shift < 31) rounds half up, then a right shift by
+ * shift - 31 rounds half away from zero: two roundings, as TFLite's reference kernels and CMSIS-NN. */
+static inline int32_t mcud_requant_tfl(int32_t acc, int32_t mult, int32_t shift)
+{
+    int32_t left = shift < 31 ? 31 - shift : 0, right = shift > 31 ? shift - 31 : 0;
+    int32_t t = (int32_t)((uint32_t)acc << left); /* wraps as TFLite's x * (1 << left_shift) */
+    int32_t h = (int32_t)(((int64_t)t * (int64_t)mult + ((int64_t)1 << 30)) >> 31);
+    int32_t mask = (int32_t)(((int64_t)1 << right) - 1);
+    return (h >> right) + ((h & mask) > (mask >> 1) + (h < 0 ? 1 : 0) ? 1 : 0);
+}
+
+/* mcud_requant_tfl for a shift in [33, 62] as one 32 x 32 + 64-bit multiply-accumulate (SMLAL): with
+ * r = shift - 31, both roundings fold into (acc * mult + k) >> (31 + r), k = 2^30 + 2^(30+r) less
+ * 2^31 for a negative accumulator. k's low word is 2^30 with acc's sign bit, its high word
+ * k_hi = 2^(r-2) plus acc >> 31 (kernels take k_hi and r1 = r - 1 = shift - 32 once per channel). */
+MCUD_INLINE int32_t mcud_requant_tfl_k(int32_t acc, int32_t mult, int32_t k_hi, int32_t r1)
+{
+    uint32_t lo = ((uint32_t)acc & 0x80000000u) | 0x40000000u;
+    int32_t hi = k_hi + (acc >> 31);
+    int64_t p = (int64_t)(((uint64_t)(uint32_t)hi << 32) | lo) + (int64_t)acc * (int64_t)mult;
+    return (int32_t)(p >> 32) >> r1;
+}
+
+MCUD_INLINE int32_t mcud_requant_tfl_r(int32_t acc, int32_t mult, int32_t shift)
+{
+    return mcud_requant_tfl_k(acc, mult, (int32_t)1 << (shift - 33), shift - 32);
 }
 
 /* v clamped to [-128, 127]: one SSAT where the core has it. */

@@ -44,6 +44,20 @@ void mcud_sum_s8(const mcud_view *x0, const mcud_view *x1, const mcud_view *x2, 
                  const mcud_view *x4, const mcud_view *x5, const mcud_view *x6, const mcud_view *x7,
                  const mcud_view *y, const mcud_sum_s8_params *p);
 void mcud_mul_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_mul_s8_params *p);
+void mcud_mul_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_mul_s8_params *p);
+
+/* TFLite models' int8 ADD (sign 1) and SUB (sign -1), as TFLite computes them (mcudeploy/ops/binary.py):
+ * each input less its zero point, times 2^20, requantized by its multiplier; their sum (or
+ * difference) requantized by the output's, plus its zero point, clamped. */
+typedef struct {
+    int32_t a_zero, a_mult, a_shift;
+    int32_t b_zero, b_mult, b_shift;
+    int32_t y_zero, y_mult, y_shift;
+    int32_t act_min, act_max;
+    int32_t sign;
+} mcud_add_s8_tfl_params;
+
+void mcud_add_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_add_s8_tfl_params *p);
 
 /* Integers without quantization: wrap-around arithmetic; Div truncates toward zero, x / 0 = 0. */
 #define MCUD_BINARY_INT_DECL(T)                                                       \

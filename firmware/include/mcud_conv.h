@@ -32,5 +32,7 @@ void mcud_conv_f32(const mcud_view *x, const mcud_view *w, const mcud_view *b, c
                    const mcud_conv_f32_params *p);
 void mcud_conv_s8(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
                   const mcud_conv_s8_params *p);
+void mcud_conv_s8_tfl(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
+                      const mcud_conv_s8_params *p);
 
 #endif

@@ -82,12 +82,17 @@ typedef struct {
     uint32_t mid01;     /* (w[0][1], w[1][1]) */
     uint32_t mid2;      /* w[2][1] in the low half */
     int32_t mult, shift, r, half;
+    int32_t k_hi;         /* TFLite models: mcud_requant_tfl_k's constant (r1 is r, shift - 32) */
 } mcud_dw_channel;
 
+/* route (a constant at every call): 0 mcud_requant, 1 mcud_requant_hi_r; TFLite models: 2
+ * mcud_requant_tfl, 3 mcud_requant_tfl_k */
 MCUD_INLINE int8_t mcud_dw_out(int32_t acc, const mcud_dw_channel *ch, int32_t hi_route,
                                const mcud_conv_s8_params *p)
 {
-    int32_t q = hi_route ? mcud_requant_hi_r(acc, ch->mult, ch->r, ch->half)
+    int32_t q = hi_route == 3 ? mcud_requant_tfl_k(acc, ch->mult, ch->k_hi, ch->r)
+              : hi_route == 2 ? mcud_requant_tfl(acc, ch->mult, ch->shift)
+              : hi_route ? mcud_requant_hi_r(acc, ch->mult, ch->r, ch->half)
                          : mcud_requant(acc, ch->mult, ch->shift);
     return mcud_dw_clamp8(q + p->out_zero_point, p->act_min, p->act_max);
 }
@@ -164,8 +169,9 @@ MCUD_INLINE void mcud_dw_copy_row(int8_t *buf, const int8_t *xr, int32_t xsw, in
     }
 }
 
-MCUD_INLINE void mcud_conv_s8_dw(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
-                                 const mcud_conv_s8_params *p)
+/* The kernel for ONNX models (tfl 0) and for TFLite models (tfl 1), a constant in each wrapper below. */
+MCUD_INLINE void mcud_conv_s8_dw_body(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
+                                      const mcud_conv_s8_params *p, const int32_t tfl)
 {
     const int32_t rank4 = x->ndim >= 4;
     const int32_t kh_n = w->ndim >= 4 ? w->shape[2] : 1, kw_n = w->shape[w->ndim - 1];
@@ -176,7 +182,11 @@ MCUD_INLINE void mcud_conv_s8_dw(const mcud_view *x, const mcud_view *w, const m
     const int32_t plane_rows = (yh - 1) * sh + 3;
     if (!rank4 || kh_n != 3 || kw_n != 3 || p->dilation[0] != 1 || p->dilation[1] != 1 || sw > 2 ||
         4 * rw > MCUD_DW_BUF) {
-        mcud_conv_s8(x, w, b, y, p);
+        if (tfl) {
+            mcud_conv_s8_tfl(x, w, b, y, p);
+        } else {
+            mcud_conv_s8(x, w, b, y, p);
+        }
         return;
     }
     /* the whole padded plane when it fits, else a ring of three rows and a zero-point row */
@@ -225,7 +235,10 @@ MCUD_INLINE void mcud_conv_s8_dw(const mcud_view *x, const mcud_view *w, const m
         ch.shift = p->shift[c];
         ch.r = ch.shift - 32;
         ch.half = ch.r >= 1 ? (int32_t)1 << (ch.r - 1) : 0;
-        const int32_t hi_route = ch.shift >= 33 && ch.shift <= 62;
+        int32_t hi_route = ch.shift >= 33 && ch.shift <= 62;
+        if (tfl) {
+            ch.k_hi = hi_route ? (int32_t)1 << (ch.shift - 33) : 0;
+        }
         for (int32_t n = 0; n < yn; n++) {
             const int8_t *xp = xd + n * xn_s + c * xc_s + c0 * xw_s;
             int8_t *yp = yd + n * yn_s + c * yc_s;
@@ -235,7 +248,13 @@ MCUD_INLINE void mcud_conv_s8_dw(const mcud_view *x, const mcud_view *w, const m
                 }
                 for (int32_t oh = 0; oh < yh; oh++) {
                     const int8_t *top = buf + oh * sh * rw;
-                    if (hi_route) {
+                    if (tfl) {
+                        if (hi_route) {
+                            mcud_dw_row(top, top + rw, top + 2 * rw, yp + oh * yh_s, yw_s, yw, sw, &ch, 3, p);
+                        } else {
+                            mcud_dw_row(top, top + rw, top + 2 * rw, yp + oh * yh_s, yw_s, yw, sw, &ch, 2, p);
+                        }
+                    } else if (hi_route) {
                         mcud_dw_row(top, top + rw, top + 2 * rw, yp + oh * yh_s, yw_s, yw, sw, &ch, 1, p);
                     } else {
                         mcud_dw_row(top, top + rw, top + 2 * rw, yp + oh * yh_s, yw_s, yw, sw, &ch, 0, p);
@@ -266,7 +285,13 @@ MCUD_INLINE void mcud_conv_s8_dw(const mcud_view *x, const mcud_view *w, const m
                         rows[2] = zrow;
                     }
                 }
-                if (hi_route) {
+                if (tfl) {
+                    if (hi_route) {
+                        mcud_dw_row(rows[0], rows[1], rows[2], yp + oh * yh_s, yw_s, yw, sw, &ch, 3, p);
+                    } else {
+                        mcud_dw_row(rows[0], rows[1], rows[2], yp + oh * yh_s, yw_s, yw, sw, &ch, 2, p);
+                    }
+                } else if (hi_route) {
                     mcud_dw_row(rows[0], rows[1], rows[2], yp + oh * yh_s, yw_s, yw, sw, &ch, 1, p);
                 } else {
                     mcud_dw_row(rows[0], rows[1], rows[2], yp + oh * yh_s, yw_s, yw, sw, &ch, 0, p);
@@ -274,6 +299,18 @@ MCUD_INLINE void mcud_conv_s8_dw(const mcud_view *x, const mcud_view *w, const m
             }
         }
     }
+}
+
+MCUD_INLINE void mcud_conv_s8_dw(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
+                                 const mcud_conv_s8_params *p)
+{
+    mcud_conv_s8_dw_body(x, w, b, y, p, 0);
+}
+
+MCUD_INLINE void mcud_conv_s8_dw_tfl(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
+                                     const mcud_conv_s8_params *p)
+{
+    mcud_conv_s8_dw_body(x, w, b, y, p, 1);
 }
 
 #endif /* MCUD_CONV_DW_H */

@@ -38,7 +38,8 @@ typedef struct {
     int32_t act_min;
     int32_t act_max;
     int32_t kpad;           /* C * KH * KW rounded up to a multiple of 4 */
-    int32_t hi_shift;       /* 1: every shift is in [33, 62] (mcud_requant_hi applies) */
+    int32_t hi_shift;       /* requantization: 0 mcud_requant, 1 mcud_requant_hi (every shift in [33, 62]);
+                               TFLite models: 2 mcud_requant_tfl, 3 mcud_requant_tfl_r (every shift in [33, 62]) */
     const int8_t *w;        /* (OC, kpad), repacked as above */
     const int32_t *bias;    /* per output channel, zero point folded in */
     const int32_t *bias_raw; /* the bias as given (mcud_conv_s8_direct's edge pixels; else NULL) */
@@ -165,8 +166,13 @@ MCUD_INLINE void mcud_conv_fast_col(const int8_t *xn, const mcud_fast_dims *X, i
 
 MCUD_INLINE int8_t mcud_conv_fast_out(int32_t acc, int32_t oc, const mcud_conv_s8_fast_params *p)
 {
-    int32_t q = p->hi_shift ? mcud_requant_hi(acc, p->mult[oc], p->shift[oc])
-                            : mcud_requant(acc, p->mult[oc], p->shift[oc]);
+    int32_t q;
+    switch (p->hi_shift) { /* a constant once inlined into model.c */
+    case 1: q = mcud_requant_hi(acc, p->mult[oc], p->shift[oc]); break;
+    case 2: q = mcud_requant_tfl(acc, p->mult[oc], p->shift[oc]); break;
+    case 3: q = mcud_requant_tfl_r(acc, p->mult[oc], p->shift[oc]); break;
+    default: q = mcud_requant(acc, p->mult[oc], p->shift[oc]); break;
+    }
     if (p->act_min == -128 && p->act_max == 127) {
         return (int8_t)mcud_sat8(q + p->out_zero_point);
     }

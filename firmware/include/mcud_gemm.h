@@ -40,5 +40,6 @@ typedef struct {
 void mcud_gemm_f32(const mcud_view *a, const mcud_view *b, const mcud_view *c, const mcud_view *y,
                    const mcud_gemm_f32_params *p);
 void mcud_gemm_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p);
+void mcud_gemm_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p);
 
 #endif

@@ -36,9 +36,22 @@ typedef struct {
     float out_scale;
 } mcud_avgpool_params;
 
+/* TFLite models' int8 average (input and output share their quantization): the codes summed over
+ * the window's positions inside the input, divided by their count rounding half away from zero. */
+typedef struct {
+    int32_t kernel[2];
+    int32_t stride[2];
+    int32_t dilation[2];
+    int32_t pad_begin[2];
+    int32_t pad_end[2];
+    int32_t act_min;
+    int32_t act_max;
+} mcud_avgpool_tfl_params;
+
 void mcud_maxpool_f32(const mcud_view *x, const mcud_view *y, const mcud_maxpool_params *p);
 void mcud_maxpool_s8(const mcud_view *x, const mcud_view *y, const mcud_maxpool_params *p);
 void mcud_avgpool_f32(const mcud_view *x, const mcud_view *y, const mcud_avgpool_params *p);
 void mcud_avgpool_s8(const mcud_view *x, const mcud_view *y, const mcud_avgpool_params *p);
+void mcud_avgpool_s8_tfl(const mcud_view *x, const mcud_view *y, const mcud_avgpool_tfl_params *p);
 
 #endif

@@ -20,8 +20,19 @@ typedef struct {
     int32_t out_max;
 } mcud_softmax_q_params;
 
+/* TFLite models' int8 softmax (output scale 1/256, zero point -128), as TFLite's reference kernel:
+ * exp of each difference from the row's max in Q0.31 and its Q12.19 share of the sum come from two
+ * tables of 256 (mcudeploy/ops/softmax.py); per row, gemmlowp's fixed-point reciprocal of the sum. */
+typedef struct {
+    int32_t axis;
+    int32_t axis_end;
+    const int32_t *exp_q31; /* indexed by max - x */
+    const int32_t *exp_q19;
+} mcud_softmax_tfl_params;
+
 void mcud_softmax_f32(const mcud_view *x, const mcud_view *y, const mcud_softmax_params *p);
 void mcud_softmax_s8(const mcud_view *x, const mcud_view *y, const mcud_softmax_q_params *p);
 void mcud_softmax_u8(const mcud_view *x, const mcud_view *y, const mcud_softmax_q_params *p);
+void mcud_softmax_s8_tfl(const mcud_view *x, const mcud_view *y, const mcud_softmax_tfl_params *p);
 
 #endif

@@ -196,7 +196,8 @@ void mcud_sum_s8(const mcud_view *x0, const mcud_view *x1, const mcud_view *x2, 
     } while (walk_next(&w));
 }
 
-void mcud_mul_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_mul_s8_params *p)
+static inline __attribute__((always_inline)) void mul_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y,
+                                                          const mcud_mul_s8_params *p, const int tfl)
 {
     const mcud_view *views[3] = {a, b, y};
     mcud_walk w;
@@ -209,7 +210,55 @@ void mcud_mul_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y, con
         int8_t *py = (int8_t *)y->data + w.off[2];
         for (int32_t i = 0; i < len; i++) {
             int32_t acc = ((int32_t)pa[i * sa] - p->a_zero) * ((int32_t)pb[i * sb] - p->b_zero);
-            int32_t v = mcud_requant(acc, p->mult, p->shift) + p->y_zero;
+            int32_t v = (tfl ? mcud_requant_tfl(acc, p->mult, p->shift) : mcud_requant(acc, p->mult, p->shift)) + p->y_zero;
+            py[i * sy] = (int8_t)mcud_clamp(v, p->act_min, p->act_max);
+        }
+    } while (walk_next(&w));
+}
+
+/* tfl: TFLite's requantization (a TFLite model), a constant in each kernel */
+void mcud_mul_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_mul_s8_params *p)
+{
+    mul_s8(a, b, y, p, 0);
+}
+
+void mcud_mul_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_mul_s8_params *p)
+{
+    mul_s8(a, b, y, p, 1);
+}
+
+void mcud_add_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_add_s8_tfl_params *p)
+{
+    const mcud_view *views[3] = {a, b, y};
+    mcud_walk w;
+    walk_init(&w, views, 3);
+    int32_t last = w.ndim - 1, len = w.shape[last];
+    int32_t sa = w.stride[0][last], sb = w.stride[1][last], sy = w.stride[2][last];
+    /* every shift in [33, 62] (the usual case): each requantization one multiply-accumulate */
+    const int fast = p->a_shift >= 33 && p->a_shift <= 62 && p->b_shift >= 33 && p->b_shift <= 62 &&
+                     p->y_shift >= 33 && p->y_shift <= 62;
+    const int32_t ka = fast ? (int32_t)1 << (p->a_shift - 33) : 0, ra = p->a_shift - 32;
+    const int32_t kb = fast ? (int32_t)1 << (p->b_shift - 33) : 0, rb = p->b_shift - 32;
+    const int32_t ky = fast ? (int32_t)1 << (p->y_shift - 33) : 0, ry = p->y_shift - 32;
+    do {
+        const int8_t *pa = (const int8_t *)a->data + w.off[0];
+        const int8_t *pb = (const int8_t *)b->data + w.off[1];
+        int8_t *py = (int8_t *)y->data + w.off[2];
+        if (fast) {
+            for (int32_t i = 0; i < len; i++) {
+                int32_t va = mcud_requant_tfl_k(((int32_t)pa[i * sa] - p->a_zero) * (1 << 20), p->a_mult, ka, ra);
+                int32_t vb = mcud_requant_tfl_k(((int32_t)pb[i * sb] - p->b_zero) * (1 << 20), p->b_mult, kb, rb);
+                int32_t sum = (int32_t)((uint32_t)va + (uint32_t)(p->sign * vb));
+                int32_t v = mcud_requant_tfl_k(sum, p->y_mult, ky, ry) + p->y_zero;
+                py[i * sy] = (int8_t)mcud_clamp(v, p->act_min, p->act_max);
+            }
+            continue;
+        }
+        for (int32_t i = 0; i < len; i++) {
+            int32_t va = mcud_requant_tfl(((int32_t)pa[i * sa] - p->a_zero) * (1 << 20), p->a_mult, p->a_shift);
+            int32_t vb = mcud_requant_tfl(((int32_t)pb[i * sb] - p->b_zero) * (1 << 20), p->b_mult, p->b_shift);
+            int32_t sum = (int32_t)((uint32_t)va + (uint32_t)(p->sign * vb));
+            int32_t v = mcud_requant_tfl(sum, p->y_mult, p->y_shift) + p->y_zero;
             py[i * sy] = (int8_t)mcud_clamp(v, p->act_min, p->act_max);
         }
     } while (walk_next(&w));

@@ -84,8 +84,10 @@ void mcud_conv_f32(const mcud_view *x, const mcud_view *w, const mcud_view *b, c
     }
 }
 
-void mcud_conv_s8(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
-                  const mcud_conv_s8_params *p)
+/* tfl: TFLite's requantization (a TFLite model), a constant in each of the two kernels below */
+static inline __attribute__((always_inline)) void conv_s8(const mcud_view *x, const mcud_view *w,
+                                                          const mcud_view *b, const mcud_view *y,
+                                                          const mcud_conv_s8_params *p, const int tfl)
 {
     mcud_conv_dims X = mcud_conv_dims_of(x), W = mcud_conv_dims_of(w), Y = mcud_conv_dims_of(y);
     const int8_t *xd = (const int8_t *)x->data;
@@ -117,10 +119,23 @@ void mcud_conv_s8(const mcud_view *x, const mcud_view *w, const mcud_view *b, co
                             }
                         }
                     }
-                    int32_t q = mcud_requant(acc, p->mult[oc], p->shift[oc]) + p->out_zero_point;
+                    int32_t q = (tfl ? mcud_requant_tfl(acc, p->mult[oc], p->shift[oc])
+                                     : mcud_requant(acc, p->mult[oc], p->shift[oc])) + p->out_zero_point;
                     yd[n * Y.sn + oc * Y.sc + oh * Y.sh + ow * Y.sw] = (int8_t)mcud_clamp(q, p->act_min, p->act_max);
                 }
             }
         }
     }
+}
+
+void mcud_conv_s8(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
+                  const mcud_conv_s8_params *p)
+{
+    conv_s8(x, w, b, y, p, 0);
+}
+
+void mcud_conv_s8_tfl(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
+                      const mcud_conv_s8_params *p)
+{
+    conv_s8(x, w, b, y, p, 1);
 }

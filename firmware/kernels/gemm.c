@@ -128,6 +128,18 @@ static int32_t gemm_s8_out(int32_t acc, int32_t n, const mcud_gemm_s8_params *p)
     return mcud_clamp(q + p->y_zero, p->act_min, p->act_max);
 }
 
+static int32_t gemm_s8_out_tfl(int32_t acc, int32_t n, const mcud_gemm_s8_params *p)
+{
+    int32_t c = p->channels == 1 ? 0 : n;
+    int32_t mult = p->mult[c], shift = p->shift[c], q;
+    if (shift >= 33 && shift <= 62) {
+        q = mcud_requant_tfl_r(acc, mult, shift);
+    } else {
+        q = mcud_requant_tfl(acc, mult, shift);
+    }
+    return mcud_clamp(q + p->y_zero, p->act_min, p->act_max);
+}
+
 /* Where B[k, n] sits in the packed weights (see mcud_gemm.h). */
 static int32_t gemm_s8_packed_offset(int32_t k, int32_t n, int32_t kk, int32_t nn)
 {
@@ -170,93 +182,104 @@ static int32_t gemm_s8_packed_offset(int32_t k, int32_t n, int32_t kk, int32_t n
 /* One row of A (k contiguous) times packed B: four columns at a time, each 32-bit load of A
  * (a0..a3) giving the pairs (a0, a2) and (a1, a3) that meet the same halves of each column's
  * four weights in two SMLADs. */
-MCUD_GEMM_NO_SCHED static void gemm_s8_row(const int8_t *a, int8_t *y, int32_t y_n, int32_t kk, int32_t nn, const mcud_gemm_s8_params *p)
-{
+/* the packed weights are word aligned (codegen aligns every constant array to 4): GCC may fetch two
+ * columns' quads with one LDRD */
 #if defined(__arm__) && defined(__GNUC__)
-    /* the packed weights are word aligned (codegen aligns every constant array to 4): GCC may
-     * fetch two columns' quads with one LDRD */
-    const int8_t *wp = (const int8_t *)__builtin_assume_aligned(p->packed, 4);
+#define GEMM_PACKED(p) ((const int8_t *)__builtin_assume_aligned((p)->packed, 4))
 #else
-    const int8_t *wp = p->packed;
+#define GEMM_PACKED(p) ((p)->packed)
 #endif
-    const int32_t quads = kk >> 2, tail = kk & 3;
-    int32_t n = 0;
-    for (; n + 4 <= nn; n += 4) {
-        int32_t s0 = p->bias[n], s1 = p->bias[n + 1], s2 = p->bias[n + 2], s3 = p->bias[n + 3];
-        const int8_t *ap = a;
-        for (int32_t q = quads >> 1; q > 0; q--) {
-            GEMM_S8_QUAD(ap, wp);
-            GEMM_S8_QUAD(ap + 4, wp + 16);
-            ap += 8;
-            wp += 32;
-        }
-        if (quads & 1) {
-            GEMM_S8_QUAD(ap, wp);
-            ap += 4;
-            wp += 16;
-        }
-        for (int32_t t = 0; t < tail; t++) {
-            int32_t av = ap[t];
-            s0 += av * wp[0];
-            s1 += av * wp[1];
-            s2 += av * wp[2];
-            s3 += av * wp[3];
-            wp += 4;
-        }
-        y[n * y_n] = (int8_t)gemm_s8_out(s0, n, p);
-        y[(n + 1) * y_n] = (int8_t)gemm_s8_out(s1, n + 1, p);
-        y[(n + 2) * y_n] = (int8_t)gemm_s8_out(s2, n + 2, p);
-        y[(n + 3) * y_n] = (int8_t)gemm_s8_out(s3, n + 3, p);
-    }
-    const int8_t *wb = wp;
-    for (; n < nn; n++) {
-        int32_t s0 = p->bias[n];
-        int32_t k = 0;
-        for (; k + 4 <= kk; k += 4) {
-            uint32_t av = mcud_load32(a + k), w0 = mcud_load32(wb + k);
-            s0 = mcud_smlad(mcud_sxtb16(w0), mcud_sxtb16(av), s0);
-            s0 = mcud_smlad(mcud_sxtb16_ror8(w0), mcud_sxtb16_ror8(av), s0);
-        }
-        for (; k < kk; k++) {
-            s0 += (int32_t)a[k] * (int32_t)wb[k];
-        }
-        wb += (kk + 3) & ~3;
-        y[n * y_n] = (int8_t)gemm_s8_out(s0, n, p);
-    }
+
+/* One row for ONNX models (OUT = gemm_s8_out) and TFLite models (gemm_s8_out_tfl): one text, two functions. */
+#define GEMM_S8_ROW(NAME, OUT) \
+MCUD_GEMM_NO_SCHED static void NAME(const int8_t *a, int8_t *y, int32_t y_n, int32_t kk, int32_t nn, const mcud_gemm_s8_params *p)  \
+{                                                                                                                                   \
+    const int8_t *wp = GEMM_PACKED(p);                                                                                              \
+    const int32_t quads = kk >> 2, tail = kk & 3;                                                                                   \
+    int32_t n = 0;                                                                                                                  \
+    for (; n + 4 <= nn; n += 4) {                                                                                                   \
+        int32_t s0 = p->bias[n], s1 = p->bias[n + 1], s2 = p->bias[n + 2], s3 = p->bias[n + 3];                                     \
+        const int8_t *ap = a;                                                                                                       \
+        for (int32_t q = quads >> 1; q > 0; q--) {                                                                                  \
+            GEMM_S8_QUAD(ap, wp);                                                                                                   \
+            GEMM_S8_QUAD(ap + 4, wp + 16);                                                                                          \
+            ap += 8;                                                                                                                \
+            wp += 32;                                                                                                               \
+        }                                                                                                                           \
+        if (quads & 1) {                                                                                                            \
+            GEMM_S8_QUAD(ap, wp);                                                                                                   \
+            ap += 4;                                                                                                                \
+            wp += 16;                                                                                                               \
+        }                                                                                                                           \
+        for (int32_t t = 0; t < tail; t++) {                                                                                        \
+            int32_t av = ap[t];                                                                                                     \
+            s0 += av * wp[0];                                                                                                       \
+            s1 += av * wp[1];                                                                                                       \
+            s2 += av * wp[2];                                                                                                       \
+            s3 += av * wp[3];                                                                                                       \
+            wp += 4;                                                                                                                \
+        }                                                                                                                           \
+        y[n * y_n] = (int8_t)OUT(s0, n, p);                                                                                         \
+        y[(n + 1) * y_n] = (int8_t)OUT(s1, n + 1, p);                                                                               \
+        y[(n + 2) * y_n] = (int8_t)OUT(s2, n + 2, p);                                                                               \
+        y[(n + 3) * y_n] = (int8_t)OUT(s3, n + 3, p);                                                                               \
+    }                                                                                                                               \
+    const int8_t *wb = wp;                                                                                                          \
+    for (; n < nn; n++) {                                                                                                           \
+        int32_t s0 = p->bias[n];                                                                                                    \
+        int32_t k = 0;                                                                                                              \
+        for (; k + 4 <= kk; k += 4) {                                                                                               \
+            uint32_t av = mcud_load32(a + k), w0 = mcud_load32(wb + k);                                                             \
+            s0 = mcud_smlad(mcud_sxtb16(w0), mcud_sxtb16(av), s0);                                                                  \
+            s0 = mcud_smlad(mcud_sxtb16_ror8(w0), mcud_sxtb16_ror8(av), s0);                                                        \
+        }                                                                                                                           \
+        for (; k < kk; k++) {                                                                                                       \
+            s0 += (int32_t)a[k] * (int32_t)wb[k];                                                                                   \
+        }                                                                                                                           \
+        wb += (kk + 3) & ~3;                                                                                                        \
+        y[n * y_n] = (int8_t)OUT(s0, n, p);                                                                                         \
+    }                                                                                                                               \
 }
 
-void mcud_gemm_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p)
-{
-    /* B is 2-D, constant and packed: its extents come from A (K) and Y (N), a (K, N) view of them
-     * stands in for b in the shape computation */
-    mcud_gemm_shape s;
-    mcud_view kn;
-    int32_t na = a->ndim;
-    (void)b;
-    kn.data = NULL;
-    kn.ndim = 2;
-    kn.shape[0] = na == 1 ? a->shape[0] : a->shape[p->trans_a ? na - 2 : na - 1];
-    kn.shape[1] = y->shape[y->ndim - 1];
-    kn.stride[0] = kn.shape[1];
-    kn.stride[1] = 1;
-    gemm_shape(a, &kn, y, p->trans_a, 0, &s);
-    for (int32_t t = 0; t < s.batches; t++) {
-        const int8_t *ad = (const int8_t *)a->data + batch_offset(a, mat_dims(a), y, s.batch_dims, t);
-        int8_t *yd = (int8_t *)y->data + batch_offset(y, y->ndim - s.batch_dims, y, s.batch_dims, t);
-        for (int32_t m = 0; m < s.m; m++) {
-            const int8_t *pa = ad + m * s.a_m;
-            int8_t *py = yd + m * s.y_m;
-            if (s.a_k == 1) {
-                gemm_s8_row(pa, py, s.y_n, s.k, s.n, p);
-                continue;
-            }
-            for (int32_t n = 0; n < s.n; n++) { /* A through its strides (transA, a stepped view) */
-                int32_t acc = p->bias[n];
-                for (int32_t k = 0; k < s.k; k++) {
-                    acc += (int32_t)pa[k * s.a_k] * (int32_t)p->packed[gemm_s8_packed_offset(k, n, s.k, s.n)];
-                }
-                py[n * s.y_n] = (int8_t)gemm_s8_out(acc, n, p);
-            }
-        }
-    }
+GEMM_S8_ROW(gemm_s8_row, gemm_s8_out)
+GEMM_S8_ROW(gemm_s8_row_tfl, gemm_s8_out_tfl)
+
+#define GEMM_S8(NAME, ROW, OUT) \
+void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p)             \
+{                                                                                                               \
+    /* B is 2-D, constant and packed: its extents come from A (K) and Y (N), a (K, N) view of them              \
+     * stands in for b in the shape computation */                                                              \
+    mcud_gemm_shape s;                                                                                          \
+    mcud_view kn;                                                                                               \
+    int32_t na = a->ndim;                                                                                       \
+    (void)b;                                                                                                    \
+    kn.data = NULL;                                                                                             \
+    kn.ndim = 2;                                                                                                \
+    kn.shape[0] = na == 1 ? a->shape[0] : a->shape[p->trans_a ? na - 2 : na - 1];                               \
+    kn.shape[1] = y->shape[y->ndim - 1];                                                                        \
+    kn.stride[0] = kn.shape[1];                                                                                 \
+    kn.stride[1] = 1;                                                                                           \
+    gemm_shape(a, &kn, y, p->trans_a, 0, &s);                                                                   \
+    for (int32_t t = 0; t < s.batches; t++) {                                                                   \
+        const int8_t *ad = (const int8_t *)a->data + batch_offset(a, mat_dims(a), y, s.batch_dims, t);          \
+        int8_t *yd = (int8_t *)y->data + batch_offset(y, y->ndim - s.batch_dims, y, s.batch_dims, t);           \
+        for (int32_t m = 0; m < s.m; m++) {                                                                     \
+            const int8_t *pa = ad + m * s.a_m;                                                                  \
+            int8_t *py = yd + m * s.y_m;                                                                        \
+            if (s.a_k == 1) {                                                                                   \
+                ROW(pa, py, s.y_n, s.k, s.n, p);                                                                \
+                continue;                                                                                       \
+            }                                                                                                   \
+            for (int32_t n = 0; n < s.n; n++) { /* A through its strides (transA, a stepped view) */            \
+                int32_t acc = p->bias[n];                                                                       \
+                for (int32_t k = 0; k < s.k; k++) {                                                             \
+                    acc += (int32_t)pa[k * s.a_k] * (int32_t)p->packed[gemm_s8_packed_offset(k, n, s.k, s.n)];  \
+                }                                                                                               \
+                py[n * s.y_n] = (int8_t)OUT(acc, n, p);                                                         \
+            }                                                                                                   \
+        }                                                                                                       \
+    }                                                                                                           \
 }
+
+GEMM_S8(mcud_gemm_s8, gemm_s8_row, gemm_s8_out)
+GEMM_S8(mcud_gemm_s8_tfl, gemm_s8_row_tfl, gemm_s8_out_tfl)

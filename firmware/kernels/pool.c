@@ -137,3 +137,17 @@ void mcud_avgpool_s8(const mcud_view *x, const mcud_view *y, const mcud_avgpool_
     yp[yoff] = (int8_t)mcud_clamp(v, p->act_min, p->act_max);
     POOL_LOOP_END
 }
+
+void mcud_avgpool_s8_tfl(const mcud_view *x, const mcud_view *y, const mcud_avgpool_tfl_params *p)
+{
+    const int8_t *xp = (const int8_t *)x->data;
+    int8_t *yp = (int8_t *)y->data;
+    POOL_LOOP_BEGIN(p)
+    int32_t s = 0;
+    POOL_TAPS(p, { s += xp[at]; })
+    int32_t cnt = (khh - khl) * (kwh - kwl);
+    cnt = cnt < 1 ? 1 : cnt;
+    int32_t v = s > 0 ? (s + cnt / 2) / cnt : (s - cnt / 2) / cnt;
+    yp[yoff] = (int8_t)mcud_clamp(v, p->act_min, p->act_max);
+    POOL_LOOP_END
+}

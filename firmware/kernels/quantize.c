@@ -1,5 +1,6 @@
 /* QuantizeLinear / DequantizeLinear on views, per tensor or per axis. Rounding is to nearest
- * even (lrintf in the default rounding mode), as numpy's rint in the reference. */
+ * even (lrintf in the default rounding mode), as numpy's rint in the reference; the _tfl kernels
+ * (TFLite models) round half away from zero (lroundf), as TFLite's QUANTIZE. */
 #include <math.h>
 
 #include "mcud_quantize.h"
@@ -9,7 +10,7 @@ static int32_t channel_of(const mcud_qdq_params *p, int32_t flat)
     return p->channels == 1 ? 0 : (flat / p->inner) % p->channels;
 }
 
-#define QUANTIZE(NAME, T, LO, HI)                                                          \
+#define QUANTIZE(NAME, T, LO, HI, ROUND)                                                   \
     void NAME(const mcud_view *x, const mcud_view *y, const mcud_qdq_params *p)            \
     {                                                                                      \
         const float *xd = (const float *)x->data;                                          \
@@ -18,7 +19,7 @@ static int32_t channel_of(const mcud_qdq_params *p, int32_t flat)
         for (int32_t i = 0; i < n; i++) {                                                  \
             int32_t c = channel_of(p, i);                                                  \
             float v = xd[mcud_bcast_offset(x, y->shape, y->ndim, i)] / p->scale[c];        \
-            int32_t q = (int32_t)lrintf(v) + p->zero_point[c];                             \
+            int32_t q = (int32_t)ROUND(v) + p->zero_point[c];                              \
             yd[mcud_bcast_offset(y, y->shape, y->ndim, i)] = (T)mcud_clamp(q, LO, HI);     \
         }                                                                                  \
     }
@@ -37,8 +38,11 @@ static int32_t channel_of(const mcud_qdq_params *p, int32_t flat)
         }                                                                                  \
     }
 
-QUANTIZE(mcud_quantize_s8, int8_t, -128, 127)
-QUANTIZE(mcud_quantize_u8, uint8_t, 0, 255)
+QUANTIZE(mcud_quantize_s8, int8_t, -128, 127, lrintf)
+QUANTIZE(mcud_quantize_u8, uint8_t, 0, 255, lrintf)
+/* TFLite models: TfLiteRound, half away from zero */
+QUANTIZE(mcud_quantize_s8_tfl, int8_t, -128, 127, lroundf)
+QUANTIZE(mcud_quantize_u8_tfl, uint8_t, 0, 255, lroundf)
 DEQUANTIZE(mcud_dequantize_s8, int8_t)
 DEQUANTIZE(mcud_dequantize_u8, uint8_t)
 DEQUANTIZE(mcud_dequantize_s32, int32_t)

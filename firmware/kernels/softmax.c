@@ -116,3 +116,88 @@ void mcud_softmax_f32(const mcud_view *x, const mcud_view *y, const mcud_softmax
 
 SOFTMAX_Q(mcud_softmax_s8, int8_t)
 SOFTMAX_Q(mcud_softmax_u8, uint8_t)
+
+/* ---- TFLite models: gemmlowp's fixed point ---- */
+
+/* doubling high multiply, round half up (gemmlowp's SaturatingRoundingDoublingHighMul) */
+static int32_t fx_mul(int32_t a, int32_t b)
+{
+    if (a == b && a == INT32_MIN) {
+        return INT32_MAX;
+    }
+    return (int32_t)(((int64_t)a * (int64_t)b + ((int64_t)1 << 30)) >> 31);
+}
+
+/* x / 2^e rounded half away from zero (RoundingDivideByPOT) */
+static int32_t fx_div_pot(int32_t x, int32_t e)
+{
+    int32_t mask = (int32_t)(((int64_t)1 << e) - 1);
+    return (x >> e) + ((x & mask) > (mask >> 1) + (x < 0 ? 1 : 0) ? 1 : 0);
+}
+
+/* x * 2^e saturated (SaturatingRoundingMultiplyByPOT, e > 0) */
+static int32_t fx_shl_sat(int32_t x, int32_t e)
+{
+    int32_t threshold = (int32_t)(((uint32_t)1 << (31 - e)) - 1);
+    if (x > threshold) {
+        return INT32_MAX;
+    }
+    if (x < -threshold) {
+        return INT32_MIN;
+    }
+    return (int32_t)((uint32_t)x << e);
+}
+
+static int32_t fx_add(int32_t a, int32_t b)
+{
+    return (int32_t)((uint32_t)a + (uint32_t)b);
+}
+
+static int32_t fx_sub(int32_t a, int32_t b)
+{
+    return (int32_t)((uint32_t)a - (uint32_t)b);
+}
+
+/* 1 / sum of a Q12.19 sum, as a Q0.31 scale and the bits above one (TFLite's GetReciprocal:
+ * gemmlowp's one_over_one_plus_x_for_x_in_0_1, three Newton-Raphson steps) */
+static int32_t fx_reciprocal(int32_t sum, int32_t *over)
+{
+    int32_t headroom = __builtin_clz((uint32_t)sum);
+    *over = 12 - headroom;
+    int32_t a = (int32_t)(((uint32_t)sum << headroom) - ((uint32_t)1 << 31));
+    int64_t s = (int64_t)a + INT32_MAX;
+    int32_t half = (int32_t)((s + (s >= 0 ? 1 : -1)) / 2);
+    int32_t x = fx_add(1515870810, fx_mul(half, -1010580540));
+    for (int32_t i = 0; i < 3; i++) {
+        x = fx_add(x, fx_shl_sat(fx_mul(x, fx_sub(1 << 29, fx_mul(half, x))), 2));
+    }
+    return fx_shl_sat(x, 1);
+}
+
+void mcud_softmax_s8_tfl(const mcud_view *x, const mcud_view *y, const mcud_softmax_tfl_params *p)
+{
+    const int8_t *xd = (const int8_t *)x->data;
+    int8_t *yd = (int8_t *)y->data;
+    mcud_softmax_walk outer, inner;
+    mcud_softmax_pos o, r;
+    split_dims(x, y, p->axis, p->axis_end, &outer, &inner);
+    start(&o, 0, 0);
+    for (int32_t row = 0; row < outer.count; row++, step(&outer, &o)) {
+        int32_t max = xd[o.xo];
+        start(&r, o.xo, o.yo);
+        for (int32_t i = 0; i < inner.count; i++, step(&inner, &r)) {
+            max = xd[r.xo] > max ? xd[r.xo] : max;
+        }
+        int32_t sum = 0;
+        for (int32_t i = 0; i < inner.count; i++, step(&inner, &r)) {
+            sum += p->exp_q19[max - (int32_t)xd[r.xo]];
+        }
+        int32_t over;
+        int32_t scale = fx_reciprocal(sum, &over);
+        for (int32_t i = 0; i < inner.count; i++, step(&inner, &r)) {
+            int32_t e = p->exp_q31[max - (int32_t)xd[r.xo]];
+            int32_t v = fx_div_pot(fx_mul(scale, e), over + 23) - 128;
+            yd[r.yo] = (int8_t)mcud_clamp(v, -128, 127);
+        }
+    }
+}

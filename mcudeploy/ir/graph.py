@@ -8,6 +8,8 @@ from typing import Iterable, Mapping, Optional
 
 from mcudeploy.ir.tensor import Tensor
 
+ARITHMETICS = ("onnx", "tflite")
+
 
 def freeze(value):
     if isinstance(value, (list, tuple)):
@@ -72,8 +74,13 @@ class Graph:
     nodes: tuple[Node, ...]
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
+    # the integer arithmetic of the model's origin (mcudeploy/ops/requant.py): "onnx" rounds half to
+    # even as QuantizeLinear does, "tflite" as TFLite's reference kernels and CMSIS-NN do
+    arithmetic: str = "onnx"
 
     def __post_init__(self):
+        if self.arithmetic not in ARITHMETICS:
+            raise ValueError(f"graph {self.name}: unknown arithmetic {self.arithmetic!r}")
         if not isinstance(self.tensors, MappingProxyType):
             object.__setattr__(self, "tensors", MappingProxyType(dict(self.tensors)))
         object.__setattr__(self, "nodes", tuple(self.nodes))

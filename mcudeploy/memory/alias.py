@@ -15,7 +15,8 @@ views, so a tensor needs no copy to sit inside a larger buffer. Five kinds of sh
   the gather of a split's kept halo then copies the neighbours' rows, not its own piece.
 - split: each output of a Split is a slice of its input, and the Split runs no kernel.
 - slice: a Slice's output (``Op.subview``) is always a window of its input's slot (an offset, the
-  input's strides): the operator has no kernel. Slices compose (a Slice of a Slice, of a tensor
+  input's strides): the operator has no kernel. A TransposeView is one too, with the input's
+  strides permuted (an NHWC graph input read as NCHW). Slices compose (a Slice of a Slice, of a tensor
   placed in a Concat's output). A Slice whose view group must stay contiguous (it is reshaped, or
   is a graph output) is refused unless the window is contiguous, and a tensor such a window hangs
   from is not moved into a Concat later, which would change its strides.
@@ -96,6 +97,7 @@ class _Link:
     member: str
     parent: str
     starts: tuple[int, ...]
+    perm: Optional[tuple[int, ...]] = None  # a permuted view (TransposeView): the parent's strides in this order
 
     @staticmethod
     def along(member: str, parent: str, rank: int, axis: int, start: int) -> "_Link":
@@ -144,12 +146,14 @@ class _Facts:
             for b, ms in self.members.items()}
         # in-place candidates: (step, src, out, the node's other non-constant inputs)
         self.inplace: list[tuple[int, str, str, tuple[str, ...]]] = []
+        # a permuted view (TransposeView) fills its buffer in another order than a dense output would
+        permuted = {n.outputs[0] for n in order if hasattr(registry.get(n.op), "view_perm")}
         for i, n in enumerate(order):
             k = registry.get(n.op).inplace(graph, n) if n.outputs else None
             if k is None or not n.inputs[k] or graph[n.inputs[k]].is_const:
                 continue
             src, out = n.inputs[k], n.outputs[0]
-            if self.base[out] != out or graph[src].dtype != graph[out].dtype:
+            if self.base[out] != out or graph[src].dtype != graph[out].dtype or src in permuted:
                 continue
             others = tuple(x for j, x in enumerate(n.inputs) if j != k and x and not graph[x].is_const)
             self.inplace.append((i, src, out, others))
@@ -194,7 +198,8 @@ class _State:
             ps = memo[link.parent]
             elements = sum(a * s for a, s in zip(link.starts, ps.strides))
             offset = ps.offset + elements * itemsize(f.graph[link.member].dtype)
-            memo[t] = Slot(ps.buffer, offset, ps.strides if t == link.member else row_major(f.graph[t].shape))
+            strides = ps.strides if link.perm is None else tuple(ps.strides[p] for p in link.perm)
+            memo[t] = Slot(ps.buffer, offset, strides if t == link.member else row_major(f.graph[t].shape))
         return memo[tensor]
 
     def trial(self, links: Sequence[_Link]) -> tuple[dict, dict]:
@@ -280,10 +285,13 @@ def _slice_link(state: _State, node: Node) -> _Link:
     src, out = node.inputs[0], node.outputs[0]
     if f.graph[src].is_const:
         raise UnsupportedError(f"Slice {node.name} reads constant {src}, which has no place in the arena")
-    begin = registry.get(node.op).bounds(f.graph, node)[0]
-    link = _Link(out, src, begin)
+    op = registry.get(node.op)
+    begin = op.bounds(f.graph, node)[0]
+    perm = op.view_perm(f.graph, node) if hasattr(op, "view_perm") else None
+    link = _Link(out, src, begin, perm)
     if f.base[out] in f.pinned:
         strides = state.slot(src, {}).strides
+        strides = strides if perm is None else tuple(strides[p] for p in perm)
         if not contiguous(f.graph[out].shape, strides):
             raise UnsupportedError(f"the output of Slice {node.name} is reshaped or is a graph input or output, "
                                    f"but its window of {src} is not contiguous")

@@ -91,6 +91,41 @@ def _sum_kernel(graph, node, signs):
         y_zero=z_y, act_min=lo, act_max=hi))
 
 
+TFL_LEFT_SHIFT = 20  # TFLite's int8 ADD/SUB: inputs scaled up by 2^20 before their multipliers
+
+
+def tfl_sum_plan(graph: Graph, node: Node) -> dict:
+    """TFLite's int8 ADD/SUB (CalculateOpDataAdd): each input times s_i / (2 max s) at 2^20, the sum
+    times 2 max s / (2^20 s_y); every multiplier as TFLite quantizes it."""
+    (s_a, z_a), (s_b, z_b) = (requant.qparams(graph, n).single() for n in node.inputs)
+    s_y, z_y = requant.qparams(graph, node.outputs[0]).single()
+    twice = 2 * max(s_a, s_b)
+    a_mult, a_shift = requant.tflite_multiplier(s_a / twice)
+    b_mult, b_shift = requant.tflite_multiplier(s_b / twice)
+    y_mult, y_shift = requant.tflite_multiplier(twice / ((1 << TFL_LEFT_SHIFT) * s_y))
+    lo, hi = requant.clip_range(node, graph[node.outputs[0]])
+    require(min(a_shift, b_shift, y_shift) >= 31, f"int8 {node.op} has a scale ratio TFLite cannot take")
+    return dict(a_zero=z_a, b_zero=z_b, a_mult=a_mult, a_shift=a_shift, b_mult=b_mult, b_shift=b_shift,
+                y_mult=y_mult, y_shift=y_shift, y_zero=z_y, act_min=lo, act_max=hi)
+
+
+def _tfl_sum_reference(graph, node, inputs, sign: int):
+    p = tfl_sum_plan(graph, node)
+    a = requant.tflite_requantize((inputs[0].astype(np.int64) - p["a_zero"]) << TFL_LEFT_SHIFT, p["a_mult"],
+                                  p["a_shift"])
+    b = requant.tflite_requantize((inputs[1].astype(np.int64) - p["b_zero"]) << TFL_LEFT_SHIFT, p["b_mult"],
+                                  p["b_shift"])
+    q = requant.tflite_requantize(requant.wrap32(a + sign * b), p["y_mult"], p["y_shift"]) + p["y_zero"]
+    y = np.clip(q, p["act_min"], p["act_max"]).astype(np.int8)
+    return [np.broadcast_to(y, graph[node.outputs[0]].shape).copy()]
+
+
+def _tfl_sum_kernel(graph, node, sign: int):
+    p = tfl_sum_plan(graph, node)
+    return Call("mcud_add_s8_tfl", tuple(node.inputs) + (node.outputs[0],),
+                Struct.of("mcud_add_s8_tfl_params", **p, sign=sign))
+
+
 class _Elementwise(Op):
     fuses_activation = True
     float_fn = ""  # C kernel of the float form
@@ -183,9 +218,13 @@ class Add(_Elementwise):
         return xs[0] + xs[1]
 
     def int8_reference(self, graph, node, inputs):
+        if requant.arithmetic(graph) == "tflite":
+            return _tfl_sum_reference(graph, node, inputs, 1)
         return _sum_reference(graph, node, inputs, (1, 1))
 
     def int8_kernel(self, graph, node):
+        if requant.arithmetic(graph) == "tflite":
+            return _tfl_sum_kernel(graph, node, 1)
         return _sum_kernel(graph, node, (1, 1))
 
 
@@ -199,9 +238,13 @@ class Sub(_Elementwise):
         return xs[0] - xs[1]
 
     def int8_reference(self, graph, node, inputs):
+        if requant.arithmetic(graph) == "tflite":
+            return _tfl_sum_reference(graph, node, inputs, -1)
         return _sum_reference(graph, node, inputs, (1, -1))
 
     def int8_kernel(self, graph, node):
+        if requant.arithmetic(graph) == "tflite":
+            return _tfl_sum_kernel(graph, node, -1)
         return _sum_kernel(graph, node, (1, -1))
 
 
@@ -218,19 +261,20 @@ class Mul(_Elementwise):
         s_a, z_a = requant.qparams(graph, node.inputs[0]).single()
         s_b, z_b = requant.qparams(graph, node.inputs[1]).single()
         s_y, z_y = requant.qparams(graph, node.outputs[0]).single()
-        mult, shift = requant.quantize_multiplier(s_a * s_b / s_y)
+        mult, shift = requant.multiplier(graph, s_a * s_b / s_y)
         lo, hi = requant.clip_range(node, graph[node.outputs[0]])
         return dict(a_zero=z_a, b_zero=z_b, mult=mult, shift=shift, y_zero=z_y, act_min=lo, act_max=hi)
 
     def int8_reference(self, graph, node, inputs):
         p = self._plan(graph, node)
         acc = (inputs[0].astype(np.int64) - p["a_zero"]) * (inputs[1].astype(np.int64) - p["b_zero"])
-        q = requant.requantize(acc, p["mult"], p["shift"]) + p["y_zero"]
+        q = requant.requantize_as(graph, acc, p["mult"], p["shift"]) + p["y_zero"]
         y = np.clip(q, p["act_min"], p["act_max"]).astype(np.int8)
         return [np.broadcast_to(y, graph[node.outputs[0]].shape).copy()]
 
     def int8_kernel(self, graph, node):
-        return Call("mcud_mul_s8", tuple(node.inputs) + (node.outputs[0],),
+        fn = "mcud_mul_s8_tfl" if requant.arithmetic(graph) == "tflite" else "mcud_mul_s8"
+        return Call(fn, tuple(node.inputs) + (node.outputs[0],),
                     Struct.of("mcud_mul_s8_params", **self._plan(graph, node)))
 
 

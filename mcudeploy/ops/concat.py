@@ -15,7 +15,7 @@ import numpy as np
 
 from mcudeploy.ir import Graph, Node
 from mcudeploy.ops.base import Array, Axis, Call, Dim, Op, Struct, TensorExpr, require
-from mcudeploy.ops.requant import QRANGE, quantize_multiplier, requantize
+from mcudeploy.ops.requant import QRANGE, arithmetic, quantize_multiplier, requantize
 from mcudeploy.ops.registry import register
 from mcudeploy.ops.shape import MAX_DIMS, kernel_suffix
 from mcudeploy.ops.util import norm_axis
@@ -75,10 +75,10 @@ class Concat(Op):
         if any(t.quant is None or len(t.quant.scale) != 1 for t in tensors):
             return False
         try:
-            _requant_table(graph, node)
+            table = _requant_table(graph, node)
         except Exception:  # a multiplier out of range
             return False
-        return True
+        return table is None or arithmetic(graph) != "tflite"  # TFLite's CONCATENATION keeps one quantization
 
     def expr(self, graph, node):
         axis = self._axis(graph, node)

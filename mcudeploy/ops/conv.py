@@ -291,7 +291,7 @@ class Conv(Op):
         sx, _ = requant.qparams(graph, x.name).single()
         sy, _ = requant.qparams(graph, y.name).single()
         sw = np.broadcast_to(requant.qparams(graph, w.name).scale_array(), (w.shape[0],))
-        return requant.quantize_multipliers(sx * sw / sy)
+        return requant.multipliers(graph, sx * sw / sy)
 
     # ------------------------------------------------------------------ reference
     def reference(self, graph, node, inputs):
@@ -314,7 +314,7 @@ class Conv(Op):
         if bias is not None:
             acc += bias.astype(np.int64).reshape(1, -1, 1, 1)
         mult, shift = self._requant(graph, node)
-        q = requant.requantize(acc, mult.reshape(1, -1, 1, 1), shift.reshape(1, -1, 1, 1)) + zy
+        q = requant.requantize_as(graph, acc, mult.reshape(1, -1, 1, 1), shift.reshape(1, -1, 1, 1)) + zy
         lo, hi = requant.clip_range(node, graph[node.outputs[0]])
         return [np.clip(q, lo, hi).astype(np.int8).reshape(out_shape)]
 
@@ -336,6 +336,8 @@ class Conv(Op):
         if _fast(graph, node, g):
             return self._fast_call(graph, node, g, views, zx, zy, lo, hi, mults, shifts, _uses_scratch(node))
         fn = "mcud_conv_s8_dw" if g.depthwise else "mcud_conv_s8"
+        if requant.arithmetic(graph) == "tflite":
+            fn += "_tfl"
         return Call(fn, views, Struct.of(
             "mcud_conv_s8_params", **common, in_zero_point=zx, out_zero_point=zy, act_min=lo, act_max=hi,
             mult=mults, shift=shifts))
@@ -365,12 +367,21 @@ class Conv(Op):
         return Call("mcud_conv_s8_fast" if scratch else "mcud_conv_s8_direct", views, Struct.of(
             "mcud_conv_s8_fast_params", stride=g.stride, dilation=g.dilation, pad=g.pad_begin,
             inside=int(_inside(g)), hwc=int(hwc), in_zero_point=zx, out_zero_point=zy, act_min=lo, act_max=hi,
-            kpad=kpad, hi_shift=int(all(33 <= s <= 62 for s in shifts.values)),
+            kpad=kpad, hi_shift=_route(graph, shifts.values),
             w=Array("int8_t", tuple(int(v) for v in packed)), bias=Array("int32_t", tuple(int(v) for v in folded)),
             bias_raw=0 if scratch else Array("int32_t", tuple(int(v) for v in b)),
             w3=0 if scratch or not _row3(g) else Array("int8_t", tuple(int(v) for v in np.pad(
                 w4.reshape(-1, 3), ((0, 0), (0, 1))).reshape(-1))),
             mult=mults, shift=shifts), scratch=_scratch_bytes(g) if scratch else 0)
+
+
+def _route(graph: Graph, shifts) -> int:
+    """mcud_conv_fast_out's requantization (its "hi_shift" field, a constant once inlined): 0 the
+    64-bit mcud_requant, 1 mcud_requant_hi (every shift in [33, 62]); for a TFLite model 2 the
+    general mcud_requant_tfl, 3 mcud_requant_tfl_r (every shift in [33, 62])."""
+    if requant.arithmetic(graph) == "tflite":
+        return 3 if all(33 <= s <= 62 for s in shifts) else 2
+    return int(all(33 <= s <= 62 for s in shifts))
 
 
 def _fast(graph: Graph, node: Node, g: Geometry) -> bool:

@@ -142,7 +142,11 @@ def int8_plan(graph: Graph, node: Node) -> Int8Plan:
                 bias = bias + np.rint((values - z_c) * ratio).astype(np.int64)
     require(np.abs(bias).max(initial=0) + lay.k * 128 * 128 <= INT32_MAX,
             f"int8 {node.op} accumulator could overflow 32 bits")
-    mult, shift = requant.quantize_multipliers(alpha * s_a * qb.scale_array() / s_y)
+    if requant.arithmetic(graph) == "tflite":  # TFLite multiplies the two scales in float32 (GetQuantizedConvolutionMultipler)
+        product = (np.float32(s_a) * qb.scale_array().astype(np.float32)).astype(np.float64)
+        mult, shift = requant.tflite_multipliers(alpha * product / s_y)
+    else:
+        mult, shift = requant.quantize_multipliers(alpha * s_a * qb.scale_array() / s_y)
     lo, hi = requant.clip_range(node, y)
     return Int8Plan(bias, mult, shift, z_y, lo, hi)
 
@@ -247,7 +251,7 @@ class _Product(Op):
             return [np.clip(acc.astype(np.float32), np.float32(lo), np.float32(hi)).reshape(lay.out)]
         plan = int8_plan(graph, node)
         acc = np.matmul(a.astype(np.int64), b.astype(np.int64)) + plan.bias  # bias runs along the last axis (N)
-        q = requant.requantize(acc, plan.mult.astype(np.int64), plan.shift.astype(np.int64)) + plan.y_zero
+        q = requant.requantize_as(graph, acc, plan.mult.astype(np.int64), plan.shift.astype(np.int64)) + plan.y_zero
         return [np.clip(q, plan.lo, plan.hi).astype(np.int8).reshape(lay.out)]
 
     def kernel(self, graph, node):
@@ -263,7 +267,8 @@ class _Product(Op):
         packed = pack_weights(w.T if lay.trans_b else w)
         # B reaches the kernel packed (flash holds it once): no view of it, the kernel takes K and N
         # from A and Y.
-        return Call("mcud_gemm_s8", (a, "", y), Struct.of(
+        fn = "mcud_gemm_s8_tfl" if requant.arithmetic(graph) == "tflite" else "mcud_gemm_s8"
+        return Call(fn, (a, "", y), Struct.of(
             "mcud_gemm_s8_params", trans_a=int(lay.trans_a), trans_b=int(lay.trans_b),
             channels=len(plan.mult),
             bias=Array("int32_t", tuple(int(v) for v in plan.bias)),

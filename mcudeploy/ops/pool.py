@@ -231,6 +231,11 @@ class _Pool(Op):
 class _MaxPool(_Pool):
     kind = "max"
 
+    def accepts_int8(self, graph, node) -> bool:
+        if requant.arithmetic(graph) == "tflite" and graph[node.inputs[0]].quant != graph[node.outputs[0]].quant:
+            return False  # TFLite's int8 MAX_POOL_2D keeps the quantization
+        return super().accepts_int8(graph, node)
+
     def _requant(self, graph, node) -> tuple[int, int, int]:
         """(requant flag, mult, shift): flag 0 when input and output quantization agree."""
         xq, yq = graph[node.inputs[0]].quant.single(), graph[node.outputs[0]].quant.single()
@@ -282,6 +287,8 @@ class _AvgPool(_Pool):
             y = s / np.maximum(counts, 1).astype(np.float32)
             lo, hi = requant.float_clip(node)
             return [np.clip(y, np.float32(lo), np.float32(hi)).astype(np.float32)]
+        if requant.arithmetic(graph) == "tflite":
+            return [self._tflite_reference(graph, node, x, g, counts)]
         sx, zx = graph[node.inputs[0]].quant.single()
         sy, zy = graph[node.outputs[0]].quant.single()
         xf = (x.astype(np.int32) - zx).astype(np.float32) * np.float32(sx)
@@ -294,7 +301,31 @@ class _AvgPool(_Pool):
         lo, hi = requant.clip_range(node, graph[node.outputs[0]])
         return [np.clip(y, lo, hi).astype(np.int8)]
 
+    @staticmethod
+    def _tflite_reference(graph, node, x, g, counts):
+        """TFLite's int8 AVERAGE_POOL_2D: the raw codes summed over the window's positions inside the
+        input, divided by their count rounding half away from zero (input and output share their
+        quantization)."""
+        k = len(g.kernel)
+        w, _ = _windows(x.astype(np.int64), g, 0)
+        acc = w.sum(axis=tuple(range(-k, 0)))
+        n = np.maximum(counts, 1).astype(np.int64)
+        half = n // 2
+        q = np.where(acc > 0, (acc + half) // n, -((-(acc - half)) // n))  # C division truncates
+        lo, hi = requant.clip_range(node, graph[node.outputs[0]])
+        return np.clip(q, lo, hi).astype(np.int8)
+
+    def accepts_int8(self, graph, node) -> bool:
+        if requant.arithmetic(graph) == "tflite" and graph[node.inputs[0]].quant != graph[node.outputs[0]].quant:
+            return False
+        return super().accepts_int8(graph, node)
+
     def kernel(self, graph, node):
+        if graph[node.inputs[0]].dtype == "int8" and requant.arithmetic(graph) == "tflite":
+            fields = {**self._geometry_fields(graph, node), **self._act_fields(graph, node)}
+            del fields["clip_min"], fields["clip_max"], fields["in_zero_point"], fields["out_zero_point"]
+            return Call("mcud_avgpool_s8_tfl", (node.inputs[0], node.outputs[0]),
+                        Struct.of("mcud_avgpool_tfl_params", **fields))
         fields = {**self._geometry_fields(graph, node), "count_include_pad": int(node.attr("count_include_pad", 0)),
                   **self._act_fields(graph, node)}
         scales = (1.0, 1.0)

@@ -5,7 +5,7 @@ import numpy as np
 
 from mcudeploy.ir import Graph, Node
 from mcudeploy.ops.base import Call, OnnxNode, Op, Struct, elementwise_expr, require, require_valid, Array
-from mcudeploy.ops.requant import QRANGE
+from mcudeploy.ops.requant import QRANGE, arithmetic, tflite_round
 from mcudeploy.ops.registry import register
 from mcudeploy.ops.util import norm_axis
 
@@ -101,13 +101,18 @@ class QuantizeLinear(_QDQ):
         scale = _bcast(graph, node, node.inputs[0], np.float32(node.attr("scale")))
         zp = _bcast(graph, node, node.inputs[0], node.attr("zero_point"))
         lo, hi = (-128, 127) if node.attr("qdtype") == "int8" else (0, 255)
-        q = np.rint(x / scale).astype(np.int64) + zp
+        if arithmetic(graph) == "tflite":  # TFLite's AffineQuantize: float32 quotient, TfLiteRound
+            q = tflite_round(x / scale).astype(np.int64) + zp
+        else:
+            q = np.rint(x / scale).astype(np.int64) + zp
         return [np.clip(q, lo, hi).astype(node.attr("qdtype"))]
 
     def kernel(self, graph, node):
         node = self._axis(graph, node)
         channels, inner = _axis_info(graph, node, node.inputs[0])
         fn = "mcud_quantize_s8" if node.attr("qdtype") == "int8" else "mcud_quantize_u8"
+        if arithmetic(graph) == "tflite":
+            fn += "_tfl"
         return Call(fn, (node.inputs[0], node.outputs[0]), Struct.of(
             "mcud_qdq_params", scale=Array("float", node.attr("scale")),
             zero_point=Array("int32_t", node.attr("zero_point")), channels=channels, inner=inner))

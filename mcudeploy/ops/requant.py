@@ -9,6 +9,16 @@ Requantization maps an int32 accumulator to the output scale with a multiplier `
 i.e. multiply by mult / 2^shift ≈ M and round half to even, as QuantizeLinear does (exact
 ties are common where the scales cancel, e.g. an average pool over 64 values). The C kernels
 compute the same expression, so the numpy reference and the C code agree bit for bit.
+
+A model imported from TFLite (``Graph.arithmetic == "tflite"``) rounds as TFLite's reference
+kernels and CMSIS-NN do instead, with the same (mult, shift) (TFLite's exponent is 31 - shift):
+
+    t = acc << max(0, 31 - shift)                    (32-bit, wrapping)
+    h = (t * mult + 2^30) >> 31                      gemmlowp's doubling high multiply (round half up)
+    y = (h + 2^(r-1) - (h < 0)) >> r,  r = max(0, shift - 31)      (round half away from zero)
+
+and its multipliers come from TFLite's QuantizeMultiplier (frexp, std::round half away from zero,
+a shift below -31 flushed to zero). ``tflite_*`` below; ``mcud_requant_tfl`` in mcud.h.
 """
 from __future__ import annotations
 
@@ -60,6 +70,88 @@ def round_shift(p, shift):
     p = np.asarray(p, dtype=np.int64)
     shift = np.asarray(shift, dtype=np.int64)
     return (p + (np.int64(1) << (shift - 1)) - 1 + ((p >> shift) & 1)) >> shift
+
+
+def arithmetic(graph: Graph) -> str:
+    """The model's origin's integer arithmetic: "onnx" (round half to even) or "tflite"."""
+    return graph.arithmetic
+
+
+def tflite_multiplier(real: float) -> tuple[int, int]:
+    """TFLite's QuantizeMultiplier as (mult, shift) in this module's convention (shift = 31 - exponent)."""
+    if not (real >= 0.0 and math.isfinite(real)):
+        raise UnsupportedError(f"requantization multiplier {real} is not a finite non-negative number")
+    if real == 0.0:
+        return 0, 31
+    frac, exp = math.frexp(real)
+    scaled = frac * (1 << 31)
+    mult = int(math.floor(scaled + 0.5))  # std::round: half away from zero (scaled > 0)
+    if mult == 1 << 31:
+        mult //= 2
+        exp += 1
+    if exp < -31:
+        return 0, 31
+    if exp > 30:
+        raise UnsupportedError(f"requantization multiplier {real} is too large (at least 2^30)")
+    return mult, 31 - exp
+
+
+def tflite_multipliers(reals) -> tuple[np.ndarray, np.ndarray]:
+    pairs = [tflite_multiplier(float(r)) for r in np.ravel(reals)]
+    return (np.array([p[0] for p in pairs], dtype=np.int32), np.array([p[1] for p in pairs], dtype=np.int32))
+
+
+def multipliers(graph: Graph, reals) -> tuple[np.ndarray, np.ndarray]:
+    """(mult, shift) per real multiplier, as the model's arithmetic computes them."""
+    return tflite_multipliers(reals) if arithmetic(graph) == "tflite" else quantize_multipliers(reals)
+
+
+def multiplier(graph: Graph, real: float) -> tuple[int, int]:
+    return tflite_multiplier(real) if arithmetic(graph) == "tflite" else quantize_multiplier(real)
+
+
+def srdhm(a, b) -> np.ndarray:
+    """gemmlowp's SaturatingRoundingDoublingHighMul on int32 values (elementwise, int64 out)."""
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    out = (a * b + (1 << 30)) >> 31  # the nudge and truncating division are one round half up
+    return np.where((a == b) & (a == -2**31), 2**31 - 1, out)
+
+
+def rdbpot(x, exponent) -> np.ndarray:
+    """gemmlowp's RoundingDivideByPOT: x / 2^exponent rounded half away from zero."""
+    x = np.asarray(x, dtype=np.int64)
+    e = np.asarray(exponent, dtype=np.int64)
+    mask = (np.int64(1) << e) - 1
+    threshold = (mask >> 1) + (x < 0)
+    return (x >> e) + ((x & mask) > threshold)
+
+
+def wrap32(x) -> np.ndarray:
+    x = np.asarray(x, dtype=np.int64)
+    return ((x + 2**31) & 0xFFFFFFFF) - 2**31
+
+
+def tflite_requantize(acc, mult, shift) -> np.ndarray:
+    """TFLite's MultiplyByQuantizedMultiplier (double rounding), elementwise."""
+    acc = np.asarray(acc, dtype=np.int64)
+    shift = np.asarray(shift, dtype=np.int64)
+    left = np.maximum(0, 31 - shift)
+    right = np.maximum(0, shift - 31)
+    return rdbpot(srdhm(wrap32(acc << left), mult), right)
+
+
+def requantize_as(graph: Graph, acc, mult, shift) -> np.ndarray:
+    """``requantize`` or ``tflite_requantize``, by the model's arithmetic."""
+    if arithmetic(graph) == "tflite":
+        return tflite_requantize(acc, mult, shift)
+    return requantize(acc, mult, shift)
+
+
+def tflite_round(x) -> np.ndarray:
+    """TfLiteRound / std::round: half away from zero."""
+    x = np.asarray(x)
+    return np.sign(x) * np.floor(np.abs(x) + 0.5)
 
 
 def clip_range(node: Node, out: Tensor) -> tuple[int, int]:

@@ -267,6 +267,29 @@ class Transpose(Op):
 
 
 @register
+class TransposeView(Transpose):
+    """A Transpose placed as a view: its output is input 0's elements under permuted strides
+    (mcudeploy/memory/alias.py), so it costs no bytes and no time; the kernels that read it take
+    strided views. The TFLite frontend reads an NHWC graph input through one as the NCHW tensor
+    mcudeploy's kernels take."""
+
+    name = "TransposeView"
+    onnx_types = ()
+    subview = True
+
+    def bounds(self, graph, node):
+        shape = graph[node.inputs[0]].shape
+        return (0,) * len(shape), tuple(shape)
+
+    def view_perm(self, graph, node) -> tuple[int, ...]:
+        return self._perm(graph, node)
+
+    def kernel(self, graph, node):
+        raise NotImplementedError(f"TransposeView {node.name} has no kernel: mcudeploy/memory/alias.py places it "
+                                  f"as a view")
+
+
+@register
 class Split(Op):
     name = "Split"
     onnx_types = ("Split",)

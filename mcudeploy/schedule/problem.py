@@ -122,8 +122,9 @@ def build(graph: Graph, alignment: int = 4) -> Problem:
         if k is None or not n.inputs[k] or graph[n.inputs[k]].is_const:
             continue
         src, out = n.inputs[k], n.outputs[0]
-        if graph[src].dtype != graph[out].dtype:
-            continue
+        if graph[src].dtype != graph[out].dtype or hasattr(registry.get(graph.producer(src).op if graph.producer(src)
+                                                                         else "Identity"), "view_perm"):
+            continue  # a permuted view (TransposeView) is not in the order a dense output is written
         a, b = buffer_of[src], buffer_of[out]
         if buffers[a].to_end or any(buffer_of[i] == a for j, i in enumerate(n.inputs)
                                     if j != k and i and not graph[i].is_const):

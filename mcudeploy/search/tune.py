@@ -52,7 +52,7 @@ from typing import Callable, Optional, Sequence
 from mcudeploy import interrupts
 from mcudeploy.boards import Board, load_board
 from mcudeploy.errors import MCUDeployError
-from mcudeploy.frontend import import_onnx
+from mcudeploy.frontend import import_model
 from mcudeploy.partition import HALOS, Cut, describe, split
 from mcudeploy.pipeline import Compiled, compile_graph, lower
 from mcudeploy.ops import registry
@@ -221,7 +221,7 @@ class Tuner:
         self.top_segments = top_segments
         self.sweep = sweep
         self._compiled: dict = {}  # this round's compiled candidates, by scheme key
-        self.lowered = lower(import_onnx(self.model, input_shapes))
+        self.lowered = lower(import_model(self.model, input_shapes))
         self.state = TuneState(self.out, {"model": model_digest(self.model), "board": self.board.name,
                                           "max_overhead": max_overhead, "effort": effort})
         self.work = Work(kernels_measured=self.state.kernels_measured)

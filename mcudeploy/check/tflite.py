@@ -1,0 +1,119 @@
+"""The verdict of ``run --check`` on a .tflite model: TFLite Micro is the reference, end to end.
+
+PASS when (1) every output of the generated C equals TensorFlow Lite Micro's (its Python
+interpreter, reference kernels, run in a child process: check/tflm.py) bit for bit, float outputs
+within FLOAT_REL of their largest value, and (2) the C equals mcudeploy's numpy reference bit for
+bit (float within trace.FLOAT_ABS), as for ONNX models. Where (2) fails, the host build is traced
+to name the first operator that differs (check/trace.py). An ONNX model is judged operator by
+operator against onnxruntime instead (verdict.py): a .tflite model is imported with TFLite's own
+arithmetic (ops/requant.py), so nothing less than bit for bit is right.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+from mcudeploy.check.tflm import run_tflm
+from mcudeploy.check.trace import FLOAT_ABS, Difference, first_difference
+from mcudeploy.ir import Graph
+from mcudeploy.reference import run_reference
+
+FLOAT_REL = 1e-5  # float outputs: from TFLite Micro's, relative to the output's largest magnitude (at least 1)
+
+
+@dataclass(frozen=True)
+class OutputAgreement:
+    name: str
+    dtype: str
+    differ: int  # elements that differ from TFLite Micro's (float: by more than FLOAT_REL)
+    max_diff: float  # steps (integers) or relative to the largest magnitude (float)
+    count: int
+
+    @property
+    def ok(self) -> bool:
+        return self.differ == 0
+
+    def line(self) -> str:
+        if self.dtype == "float32":
+            return (f"{self.name} (float32) vs TensorFlow Lite Micro end to end: max difference {self.max_diff:.2g} of "
+                    f"its largest value ({self.differ:,} of {self.count:,} elements beyond {FLOAT_REL:g})")
+        if not self.differ:
+            return f"{self.name} ({self.dtype}) vs TensorFlow Lite Micro end to end: bit for bit"
+        return (f"{self.name} ({self.dtype}) vs TensorFlow Lite Micro end to end: {self.differ:,} of {self.count:,} "
+                f"elements differ, by up to {self.max_diff:g} step(s)")
+
+
+@dataclass(frozen=True)
+class TFLiteVerdict:
+    samples: int
+    outputs: tuple[OutputAgreement, ...]
+    not_exact: dict  # output -> elements that differ from the numpy reference
+    difference: Optional[Difference] = None
+    traced: bool = False
+
+    @property
+    def exact(self) -> bool:
+        return not any(self.not_exact.values())
+
+    @property
+    def ok(self) -> bool:
+        return self.exact and all(o.ok for o in self.outputs)
+
+    def lines(self) -> list[str]:
+        out = [o.line() for o in self.outputs]
+        if self.exact:
+            out.append("the C vs mcudeploy's numpy reference: bit for bit")
+        else:
+            bad = ", ".join(f"{n}: {k:,} element(s)" for n, k in self.not_exact.items() if k)
+            out.append(f"the C vs mcudeploy's numpy reference: differs ({bad})")
+            if self.difference is not None:
+                out.append(self.difference.sentence())
+            elif self.traced:
+                out.append("the host build, traced, equals the reference at every operator: the difference is the "
+                           "board's build")
+        out.append(f"{'PASS' if self.ok else 'FAIL'} on {self.samples} input(s); pass = every output of the C bit for "
+                   f"bit TensorFlow Lite Micro's (float: within {FLOAT_REL:g} of its largest value) and bit for bit "
+                   f"mcudeploy's numpy reference")
+        return out
+
+
+def _agreement(graph: Graph, name: str, got: np.ndarray, want: np.ndarray) -> OutputAgreement:
+    t = graph[name]
+    if t.dtype == "float32":
+        scale = max(1.0, float(np.max(np.abs(want), initial=0)))
+        diff = np.abs(got.astype(np.float64) - want.astype(np.float64)) / scale
+        return OutputAgreement(name, t.dtype, int(np.count_nonzero(diff > FLOAT_REL)), float(diff.max(initial=0)),
+                               int(diff.size))
+    diff = np.abs(got.astype(np.int64) - want.astype(np.int64))
+    return OutputAgreement(name, t.dtype, int(np.count_nonzero(diff)), float(diff.max(initial=0)), int(diff.size))
+
+
+def check_tflite_outputs(model, compiled, outputs: Sequence[Sequence[np.ndarray]], samples,
+                         reference: Optional[Graph] = None, trace: bool = True) -> TFLiteVerdict:
+    """The verdict on ``outputs`` (per sample, per output), what the C of ``compiled`` gave on ``samples``;
+    ``model`` the .tflite file compiled, ``reference`` the lowered model before any split."""
+    graph = reference or compiled.graph
+    tflm = run_tflm(model, graph.inputs, samples)
+    agreements = []
+    for k, name in enumerate(compiled.graph.outputs):
+        got = np.stack([np.asarray(o[k]).reshape(graph[name].shape) for o in outputs])
+        want = np.stack([np.asarray(o[k]).reshape(graph[name].shape) for o in tflm])
+        agreements.append(_agreement(graph, name, got, want))
+    ref_outputs = [run_reference(graph, s) for s in samples]
+    not_exact, first_bad = {}, None
+    for k, name in enumerate(compiled.graph.outputs):
+        count = 0
+        for s, (got, want) in enumerate(zip(outputs, ref_outputs)):
+            g, w = np.asarray(got[k]).reshape(want[k].shape), want[k]
+            if compiled.graph[name].dtype == "float32":
+                n = int(np.count_nonzero(~np.isclose(g, w, rtol=0, atol=FLOAT_ABS)))
+            else:
+                n = int(np.count_nonzero(g != w))
+            count += n
+            if n and first_bad is None:
+                first_bad = s
+        not_exact[name] = count
+    difference = first_difference(compiled, samples[first_bad], graph) if first_bad is not None and trace else None
+    return TFLiteVerdict(len(samples), tuple(agreements), not_exact, difference, first_bad is not None and trace)
