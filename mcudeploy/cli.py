@@ -39,6 +39,25 @@ def _model_options(p: argparse.ArgumentParser, project: bool = False) -> None:
                         "where it takes longer (default 10)")
 
 
+def _c_options(p: argparse.ArgumentParser) -> None:
+    """How the C meets the user's firmware (compile and tune write C)."""
+    p.add_argument("--name", help="prefix of every symbol the model exports (NAME_run, NAME.h, NAME_ARENA_BYTES); "
+                                  "default: the model's file name as a C identifier")
+    p.add_argument("--arena", choices=("static", "extern"), default="static",
+                   help="static (default): the arena is an array in model.c; extern: the firmware gives it to every "
+                        "call (NAME_run(arena)), so models that never run at once can share one")
+    p.add_argument("--arena-section", action="append", default=[], metavar="[REGION=]SECTION",
+                   help="put the static arena (of REGION, default the first region) in this linker section "
+                        "(repeatable)")
+    p.add_argument("--arduino", action="store_true", help="also write arduino/NAME/, an Arduino library")
+
+
+def _code(args):
+    from mcudeploy.codegen.options import CodeOptions
+
+    return CodeOptions.parse(args.name, args.arena, args.arena_section, args.arduino)
+
+
 def _compile(args):
     from mcudeploy.frontend import parse_input_shapes
     from mcudeploy.pipeline import compile_model
@@ -63,12 +82,18 @@ def cmd_compile(args) -> int:
     from mcudeploy.codegen import write_project
     from mcudeploy.report.text import summary
 
+    import dataclasses
+
+    from mcudeploy.codegen.emit import c_name
+
     check_output(args.output, folder=True)
-    compiled = _compile(args)
+    code = _code(args)
+    compiled = dataclasses.replace(_compile(args), code=code)
     with writing(args.output):
         out = write_project(compiled, args.output)
     print(summary(compiled))
-    print(f"wrote {out}/model.c, model.h and plan.json")
+    print(f"wrote {out}/model.c, {c_name(compiled)}.h, the build files (CMakeLists.txt, library.json"
+          f"{', arduino/' if code.arduino else ''}; README.txt) and plan.json")
     return 0
 
 
@@ -200,6 +225,7 @@ def cmd_tune(args) -> int:
     from mcudeploy.search.state import STATE_FILE
 
     check_output(args.output, folder=True)
+    code = _code(args)
     try:
         tuner = Tuner(args.model, args.board, args.output, max_overhead=args.max_overhead,
                       time_limit=args.time_limit, port=args.port, input_shapes=parse_input_shapes(args.input_shape),
@@ -210,7 +236,7 @@ def cmd_tune(args) -> int:
               f"command to resume", file=sys.stderr)
         return 130
     with writing(args.output):
-        out = write_result(result)
+        out = write_result(result, code)
     best, base = result.best, result.baseline
     saved = 1 - best.arena / base.arena
     print(f"arena {best.arena:,} B (unsplit {base.arena:,} B, {saved:.1%} less); "
@@ -224,7 +250,7 @@ def cmd_tune(args) -> int:
     else:
         print("stopped: " + ("the budget was spent" if result.stopped_by == "budget" else
                              "no cut near the peak lowered the arena within the latency budget"))
-    print(f"wrote {out}/model.c, model.h and plan.json")
+    print(f"wrote {out}/model.c, {code.c_name(args.model)}.h, the build files and plan.json")
     return 0
 
 
@@ -265,6 +291,7 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("compile", help="generate the C project and plan.json")
     _model_options(s)
     s.add_argument("-o", "--output", required=True, help="output directory")
+    _c_options(s)
     s.set_defaults(run=cmd_compile)
 
     s = sub.add_parser("plan", help="print the memory plan, no C")
@@ -316,6 +343,7 @@ def parser() -> argparse.ArgumentParser:
                         f"and says it was cut short; run again to resume (default {TUNE_TIME_LIMIT:g})")
     s.add_argument("--port", help="serial port of a flashed board (a pyserial URL: /dev/ttyACM0, socket://HOST:PORT)")
     s.add_argument("-o", "--output", required=True, help="output directory (C project, plan.json, tune-state.json)")
+    _c_options(s)
     s.set_defaults(run=cmd_tune)
 
     s = sub.add_parser("flash", help="build the measurer (and a model) with PlatformIO and upload it")

@@ -9,6 +9,7 @@ from typing import Callable, Mapping, Optional, Union
 import onnx
 
 from mcudeploy.boards import Board, load_board
+from mcudeploy.codegen.options import CodeOptions
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_model
 from mcudeploy.ir import Graph, Node, verify
@@ -50,6 +51,7 @@ class Compiled:
     lifetimes: Lifetimes
     placement: Placement
     scheme: Scheme = ()  # the split applied to the lowered graph (mcudeploy/partition), if any
+    code: CodeOptions = CodeOptions()  # how the C meets the user's firmware: name, arena, sections
 
     @property
     def order(self) -> tuple[Node, ...]:

@@ -123,6 +123,20 @@ def plan_dict(compiled, scheme=None, latency=None, split=None) -> dict:
         "cuts": _cuts(compiled),
         "latency": dict(latency) if latency else {"ticks": None, "baseline_ticks": None, "source": "none"},
     }
+    code = getattr(compiled, "code", None)
+    if code is not None:  # how the C meets the firmware (codegen/options.py): what `run DIR` regenerates
+        plan["c"] = code.as_plan(compiled.model)
     if split:
         plan["split"] = dict(split)
     return plan
+
+
+# what identifies a plan (PLAN_ID in the generated header): the model, the board, every decision and the C options
+PLAN_ID_FIELDS = ("model_sha256", "board", "order", "sharing", "buffers", "tensors", "regions", "inputs", "outputs",
+                  "arena_bytes", "cuts", "c")
+
+
+def plan_id(plan: dict) -> str:
+    """32 bits of the SHA-256 of the plan's identifying fields, as a C literal (0x........u)."""
+    data = json.dumps({k: plan.get(k) for k in PLAN_ID_FIELDS}, sort_keys=True, separators=(",", ":"))
+    return f"0x{hashlib.sha256(data.encode()).hexdigest()[:8].upper()}u"

@@ -11,7 +11,7 @@ trusted either: the model's digest must be the one in plan.json, the lifetimes c
 recorded order must give exactly the recorded buffers and tensor slots, no two live buffers may
 overlap at the recorded offsets, the plan written from the rebuilt plan must equal the recorded
 one (order, buffers, tensors, arena), and the C the rebuilt plan generates must equal the folder's
-model.c and model.h byte for byte when they are there. So what runs is the plan in DIR, and the
+model.c and its headers byte for byte when they are there. So what runs is the plan in DIR, and the
 firmware is built from the same C as DIR's.
 
 This is sounder than building the folder's C files alone: ``--check`` needs the model's graph
@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Optional, Union
 
 from mcudeploy.boards import Board, load_board
+from mcudeploy.codegen.options import CodeOptions
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_model, is_tflite_model
 from mcudeploy.frontend.onnx_import import load_model
@@ -44,7 +45,7 @@ PLAN_FILE = "plan.json"
 # plan.json fields the rebuilt plan must reproduce exactly
 CHECKED = ("order", "sharing", "buffers", "tensors", "regions", "inputs", "outputs", "arena_bytes", "lower_bound_bytes",
            "cuts")
-GENERATED = ("model.c", "model.h", "main_host.c")  # what codegen writes next to plan.json and the mcud library
+GENERATED = ("model.c", "mcud_model.h", "main_host.c")  # C codegen writes next to plan.json, NAME.h and mcud/
 
 
 @dataclass(frozen=True)
@@ -96,10 +97,19 @@ def load_project(path: Union[str, os.PathLike], board: Optional[str] = None) -> 
                         int(sched.get("peak_bytes", lives.lower_bound())),
                         int(sched.get("bound_bytes", lives.lower_bound())), bool(sched.get("proven_optimal")),
                         float(sched.get("time_s", 0.0)), float(sched.get("effort_s", 0.0)), sched.get("effort_limit_s"))
-    compiled = Compiled(os.fspath(model_path), target, graph, schedule, lives, placement, cuts)
+    code = _code(where, plan)
+    compiled = Compiled(os.fspath(model_path), target, graph, schedule, lives, placement, cuts, code)
     _same_plan(where, plan, compiled)
     _same_c(where, compiled)
     return Project(where, plan, model_path, compiled, unsplit)
+
+
+def _code(where: Path, plan: dict) -> CodeOptions:
+    """The C options the folder was written with (--name, --arena, ...): its C is regenerated with them."""
+    try:
+        return CodeOptions.from_plan(plan.get("c"))
+    except (MCUDeployError, AttributeError, KeyError, TypeError) as exc:
+        raise MCUDeployError(f"{where} is not a valid plan: its \"c\" options do not apply ({_clause(exc)})") from None
 
 
 def _clause(exc) -> str:
@@ -241,7 +251,9 @@ def _same_c(where: Path, compiled: Compiled) -> None:
     """The folder's generated C, where present, must be what the rebuilt plan generates."""
     from mcudeploy.codegen import write_project
 
-    present = [name for name in GENERATED if (where.parent / name).is_file()]
+    from mcudeploy.codegen.emit import c_name
+
+    present = [name for name in GENERATED + (f"{c_name(compiled)}.h",) if (where.parent / name).is_file()]
     if not present:
         return
     with tempfile.TemporaryDirectory(prefix="mcud-project-") as tmp:

@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 #include "mcud_fw.h"
-#include "model.h"
+#include "mcud_model.h"
 
 static const mcud_fw_config *cfg;
 static int32_t selected = -1; /* -1: every operator runs */

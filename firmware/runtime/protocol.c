@@ -11,7 +11,7 @@
 
 #include "mcud_fw.h"
 #include "mcud_protocol.h"
-#include "model.h"
+#include "mcud_model.h"
 
 #define FRAME_BYTES (MCUD_PROTO_HEADER + MCUD_PROTO_MAX_PAYLOAD + MCUD_PROTO_TRAILER)
 

@@ -13,6 +13,7 @@ import numpy as np
 import onnx
 
 from mcudeploy.check.onnxrt import model_proto, run_onnxruntime
+from mcudeploy.codegen.facts import quantization
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import Graph, Quant
 
@@ -53,23 +54,6 @@ def output_step(graph: Graph, name: str) -> Optional[float]:
     if producer is not None and producer.op == "DequantizeLinear" and len(producer.attr("scale")) == 1:
         return float(producer.attr("scale")[0])
     return None
-
-
-LAYOUT_OPS = ("Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze")  # move values, change none
-
-
-def quantization(graph: Graph, name: str) -> Optional[Quant]:
-    """A tensor's quantization; for an integer input that only a layout operator reads (an NHWC
-    input's Transpose), the quantization of what that operator makes of it."""
-    t = graph[name]
-    while t.quant is None and t.dtype != "float32":
-        users = graph.users(t.name)
-        if len(users) != 1 or users[0].op not in LAYOUT_OPS or graph[users[0].outputs[0]].dtype != t.dtype:
-            return None
-        t = graph[users[0].outputs[0]]
-        if t.quant is not None and t.quant.per_channel:
-            return None
-    return t.quant
 
 
 def real(graph: Graph, name: str, values: np.ndarray) -> np.ndarray:

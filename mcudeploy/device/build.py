@@ -9,6 +9,7 @@ Objects of the kernel library and the runtime are cached by content and flags.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import shutil
@@ -69,10 +70,22 @@ def model_id(project_dir: Optional[Path]) -> int:
     return zlib.crc32((Path(project_dir) / "model.c").read_bytes()) or 1
 
 
-def _context(board: Board, mid: int, has_model: bool) -> dict:
+def arena_sections(project_dir: Optional[Path]) -> dict[str, str]:
+    """The linker sections ``compile --arena-section`` put the model's arenas in (plan.json "c"), by
+    region ("" the first), so the firmware's linker script places them too."""
+    try:
+        plan = json.loads((Path(project_dir) / "plan.json").read_text()) if project_dir is not None else {}
+    except (OSError, ValueError):
+        return {}
+    c = plan.get("c") if isinstance(plan, dict) else None
+    return {s["region"]: s["section"] for s in (c or {}).get("sections", [])}
+
+
+def _context(board: Board, mid: int, has_model: bool, sections: Optional[dict] = None) -> dict:
     uart = board.uart
     brr, brr_note = _uart_brr(board)
     ram = ram_region(board)
+    sections = sections or {}
     init = [{"addr": f"0x{w.addr:08X}", "clear": f"0x{w.clear:08X}", "set": f"0x{w.set:08X}",
              "what": w.what.replace("*/", "* /")} for w in uart.init]
     return {
@@ -96,20 +109,23 @@ def _context(board: Board, mid: int, has_model: bool) -> dict:
         "ram_origin": f"0x{ram.origin:08X}",
         "ram_bytes": ram.size,
         "stack_bytes": board.stack_bytes,
-        "extra_regions": extra_regions(board),
+        "extra_regions": extra_regions(board, sections),
         "ram_section": ram.section,
+        "arena_section": sections.get("") or sections.get(ram.name),
     }
 
 
-def extra_regions(board: Board) -> list[dict]:
-    """The board's other usable regions that name a linker section (where codegen puts their arenas)."""
+def extra_regions(board: Board, sections: Optional[dict] = None) -> list[dict]:
+    """The board's other usable regions that name a linker section (where codegen puts their arenas),
+    with the section --arena-section chose for the region's arena, if any ("arena_section")."""
     main = ram_region(board)
     out = []
     for r in board.regions:
         if r.excluded or r is main or not r.section:
             continue
         out.append({"name": r.name, "mem": "RAM_" + "".join(c if c.isalnum() else "_" for c in r.name).upper(),
-                    "origin": f"0x{r.origin:08X}", "bytes": r.size, "section": r.section})
+                    "origin": f"0x{r.origin:08X}", "bytes": r.size, "section": r.section,
+                    "arena_section": (sections or {}).get(r.name)})
     return out
 
 
@@ -134,7 +150,7 @@ def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.Pat
     shutil.copytree(firmware_dir() / "runtime", runtime)
     has_model = (project / "model.c").is_file()
     env = environment()
-    values = _context(board, model_id(project), has_model)
+    values = _context(board, model_id(project), has_model, arena_sections(project) if has_model else None)
     (fw / "main.c").write_text(env.get_template("firmware/main.c.j2").render(values))
     (fw / "mcud_measure.h").write_text(env.get_template("firmware/mcud_measure.h.j2").render(values))
     for name, sizing in (("link.ld", False), ("link-sizing.ld", True)):
@@ -152,7 +168,7 @@ def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.Pat
         stub = fw / "no_model"
         stub.mkdir(exist_ok=True)
         (stub / "model.c").write_text(env.get_template("firmware/no_model.c.j2").render(values))
-        (stub / "model.h").write_text(env.get_template("firmware/no_model.h.j2").render(values))
+        (stub / "mcud_model.h").write_text(env.get_template("firmware/no_model.h.j2").render(values))
         sources.append(stub / "model.c")
         include_dirs.append(stub)
     sources.append(fw / "main.c")

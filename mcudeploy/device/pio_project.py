@@ -99,7 +99,7 @@ def generate_project(board: Board, project: Path, compiled=None) -> dict:
     """Write the firmware sources (measurer, plus the model when given) and the PlatformIO project; return the spec."""
 
     project.mkdir(parents=True, exist_ok=True)
-    for stale in ("model.c", "model.h"):  # a measurer-alone project must not pick up an earlier model
+    for stale in ("model.c", "mcud_model.h"):  # a measurer-alone project must not pick up an earlier model
         if compiled is None:
             (project / stale).unlink(missing_ok=True)
     if compiled is not None:

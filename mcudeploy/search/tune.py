@@ -525,13 +525,18 @@ class Tuner:
         return base
 
 
-def write_result(result: TuneResult) -> Path:
+def write_result(result: TuneResult, code=None) -> Path:
     """The C project and plan.json of the best plan, with the scheme, the saving, the latency and
-    what the search explored ("tune": TuneResult.record)."""
+    what the search explored ("tune": TuneResult.record); ``code``: the C options
+    (codegen.options.CodeOptions; default the defaults)."""
+    import dataclasses
+
     from mcudeploy.codegen import write_project
     from mcudeploy.plan import plan_dict
 
     best, base = result.best, result.baseline
+    if code is not None:
+        best = dataclasses.replace(best, compiled=dataclasses.replace(best.compiled, code=code))
     scheme = describe(base.compiled.graph, best.compiled.graph, best.scheme) if best.scheme else []
     source = f"measured on {best.compiled.board.name}"
     latency = {"ticks": best.ticks, "baseline_ticks": base.ticks, "source": source,
