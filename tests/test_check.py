@@ -88,13 +88,13 @@ def test_an_operator_onnxruntime_does_not_show_is_compared_with_its_reader(model
 
 @pytest.fixture
 def floored_sum_kernel(tmp_path, monkeypatch):
-    """The kernel library with the int8 Sum/Add kernel's round-half-to-even replaced by a floor, in a
+    """The kernel library with the int8 Sum kernel's round-half-to-even replaced by a floor, in a
     copy that write_project ships instead of firmware/ (the host build caches it apart)."""
     fw = tmp_path / "firmware"
     shutil.copytree(firmware_dir(), fw)
-    source = fw / "kernels" / "binary.c"
+    source = fw / "kernels" / "variadic.c"
     text = source.read_text()
-    rounding = "((int64_t)1 << (p->shift - 1)) - 1 + odd"  # in sum_s8_out
+    rounding = "((int64_t)1 << (p->shift - 1)) - 1 + odd"  # in variadic_s8_out
     assert text.count(rounding) == 1
     source.write_text(text.replace(rounding, "0 * odd"))
     monkeypatch.setattr(emit, "firmware_dir", lambda: fw)

@@ -39,6 +39,7 @@ class _Context:
         self.views: dict[str, dict] = {}
         self.constants: list[dict] = []
         self.params: list[dict] = []
+        self.lists: list[dict] = []
         arenas = compiled.placement.arenas
         self.first_region = next(iter(arenas)) if arenas else None
 
@@ -79,6 +80,12 @@ class _Context:
         buf = node + SCRATCH
         region = self.c.placement.regions.get(buf)
         return {"arena": arena_symbol(region, self.first_region), "offset": self.c.placement.offsets[buf]}
+
+    def view_list(self, names) -> dict:
+        """A constant array of the addresses of these views (a kernel's inputs of any number)."""
+        sym = f"L{len(self.lists)}"
+        self.lists.append({"sym": sym, "refs": [self.view(n) for n in names]})
+        return {"sym": sym, "count": len(names)}
 
     def struct(self, s: Struct, label: str) -> str:
         sym = f"P{len(self.params)}"
@@ -144,12 +151,14 @@ def context(compiled) -> dict:
             calls.append({"fn": None, "args": [], "label": label, "node": node.name})
             continue
         call = op.kernel(graph, node)
-        # each argument: a view or parameter struct by address ("ref"), NULL, or the scratch buffer
-        args = [{"ref": ctx.view(v) if v else None, "scratch": None} for v in call.views]
+        # each argument: a view or parameter struct by address ("ref"), NULL, an array of views and its
+        # length ("list"), or the scratch buffer
+        args = [{"ref": None, "scratch": None, "list": ctx.view_list(call.views[:call.listed])}] if call.listed else []
+        args += [{"ref": ctx.view(v) if v else None, "scratch": None, "list": None} for v in call.views[call.listed:]]
         if call.params is not None:
-            args.append({"ref": ctx.struct(call.params, node.name), "scratch": None})
+            args.append({"ref": ctx.struct(call.params, node.name), "scratch": None, "list": None})
         if call.scratch:
-            args.append({"ref": None, "scratch": ctx.scratch(node.name)})
+            args.append({"ref": None, "scratch": ctx.scratch(node.name), "list": None})
         calls.append({"fn": call.fn, "args": args, "label": label, "node": node.name})
     io = {}
     for kind, names in (("inputs", graph.inputs), ("outputs", graph.outputs)):
@@ -168,6 +177,7 @@ def context(compiled) -> dict:
         "headers": headers,
         "constants": ctx.constants,
         "views": list(ctx.views.values()),
+        "lists": ctx.lists,
         "params": ctx.params,
         "calls": calls,
         **io,
