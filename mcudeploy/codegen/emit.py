@@ -109,6 +109,14 @@ class _Context:
         raise TypeError(f"{comment}: cannot write {type(value).__name__} as a C value")
 
 
+def _quant(t) -> Optional[dict]:
+    """The C literals of a per-tensor quantized input's or output's scale and zero point."""
+    if t.quant is None or len(t.quant.scale) != 1:
+        return None
+    scale, zero = t.quant.single()
+    return {"scale": c_float(scale), "zero_point": c_int(zero)}
+
+
 def location(compiled, tensor: str) -> tuple[str, int, list[int]]:
     """Where model.c keeps an activation: its arena's symbol, the byte offset of its first element
     there (buffer offset + offset in the buffer), and its strides in elements."""
@@ -162,7 +170,8 @@ def context(compiled) -> dict:
         calls.append({"fn": call.fn, "args": args, "label": label, "node": node.name})
     io = {}
     for kind, names in (("inputs", graph.inputs), ("outputs", graph.outputs)):
-        io[kind] = [{"name": n, "base": ctx.base(n), "nbytes": graph[n].nbytes} for n in names]
+        io[kind] = [{"name": n, "base": ctx.base(n), "nbytes": graph[n].nbytes, "quant": _quant(graph[n]),
+                     "comment": f"{n} {graph[n].dtype}{list(graph[n].shape)}".replace("*/", "* /")} for n in names]
     headers = sorted(p.name for p in (firmware_dir() / "include").glob("mcud*.h"))
     return {
         "banner": BANNER,

@@ -134,14 +134,15 @@ def _default_progress(message: str) -> None:
 
 
 def compile_scheme(lowered, scheme: Sequence[Cut], board: Board, name: str, method: str = SEARCH_SCHEDULE,
-                   placement: str = "greedy", time_limit: float = 5.0, scratch: str = SEARCH_SCRATCH) -> Compiled:
+                   placement: str = "greedy", time_limit: float = 5.0, scratch: str = SEARCH_SCRATCH,
+                   int8_input: bool = False) -> Compiled:
     """Split ``lowered`` by ``scheme`` and compile it through pipeline.compile_graph, the path of
     ``mcudeploy compile``, so the arena and kernels tune times are those of the project it writes
-    (``scratch`` is compile_graph's kernel-scratch policy)."""
+    (``scratch`` is compile_graph's kernel-scratch policy; ``int8_input``: ``lowered`` was lowered so)."""
     graph = split(lowered, tuple(scheme)) if scheme else lowered
     return compile_graph(graph, board, name, schedule_method=method, placement_method=placement,
                          placement_time_limit=time_limit, schedule_time_limit=time_limit, scheme=tuple(scheme),
-                         scratch=scratch)
+                         scratch=scratch, int8_input=int8_input)
 
 
 class Tuner:
@@ -155,7 +156,7 @@ class Tuner:
                  run: Optional[Callable[[Compiled], int]] = None,
                  progress: Callable[[str], None] = _default_progress, input_shapes=None,
                  pieces: Sequence[int] = space.PIECES, max_segment: Optional[int] = None,
-                 top_segments: int = TOP_SEGMENTS, sweep: int = SWEEP):
+                 top_segments: int = TOP_SEGMENTS, sweep: int = SWEEP, int8_input: bool = False):
         if not max_overhead >= 0:
             raise MCUDeployError(f"--max-overhead must be 0 or more, not {max_overhead}")
         if not time_limit > 0:
@@ -181,9 +182,10 @@ class Tuner:
         self.sweep = sweep
         self._compiled: dict = {}  # this round's compiled candidates, by scheme key
         self.rounds = 0
-        self.lowered = lower(import_onnx(self.model, input_shapes))
+        self.int8_input = int8_input
+        self.lowered = lower(import_onnx(self.model, input_shapes), int8_input=int8_input)
         self.state = TuneState(self.out, {"model": model_digest(self.model), "board": self.board.name,
-                                          "max_overhead": max_overhead})
+                                          "max_overhead": max_overhead, **({"int8_input": True} if int8_input else {})})
         self.measured = 0
         self.evaluated = 0  # schemes compiled (not read from the state file)
         self.segments: list = []
@@ -231,7 +233,7 @@ class Tuner:
         return plan.run_ticks
 
     def compile(self, scheme, **kw) -> Compiled:
-        return compile_scheme(self.lowered, scheme, self.board, self.model, **kw)
+        return compile_scheme(self.lowered, scheme, self.board, self.model, int8_input=self.int8_input, **kw)
 
     def search_compile(self, scheme) -> Compiled:
         """The least arena of the search's schedule methods (SEARCH_SCHEDULES), the first on a tie."""
