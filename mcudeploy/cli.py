@@ -30,6 +30,7 @@ def _model_options(p: argparse.ArgumentParser, project: bool = False) -> None:
         p.add_argument("-b", "--board", required=True, help="target board (see `mcudeploy boards`)")
     p.add_argument("--input-shape", action="append", default=[], metavar="NAME=1x3x96x96",
                    help="pin the shape of an input with unknown dimensions (repeatable)")
+    _int8_input_option(p)
     p.add_argument("--schedule", default="auto", metavar="METHOD",
                    help="execution order: auto, exact, refine, bfs, dfs, rpo, demand, pieces or model (default auto: exact where "
                         "the graph is small enough for the time limit, else the refined heuristic)")
@@ -58,12 +59,18 @@ def _code(args):
     return CodeOptions.parse(args.name, args.arena, args.arena_section, args.arduino)
 
 
+def _int8_input_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--int8-input", action="store_true",
+                   help="take each quantized input as the int8 tensor its QuantizeLinear makes (the QuantizeLinear "
+                        "goes; model.h gives the scale and zero point)")
+
+
 def _compile(args):
     from mcudeploy.frontend import parse_input_shapes
     from mcudeploy.pipeline import compile_model
 
     return compile_model(args.model, args.board, parse_input_shapes(args.input_shape), schedule_method=args.schedule,
-                         schedule_time_limit=args.time_limit)
+                         schedule_time_limit=args.time_limit, int8_input=args.int8_input)
 
 
 def cmd_boards(args) -> int:
@@ -103,7 +110,8 @@ def cmd_plan(args) -> int:
         from mcudeploy.pipeline import lower
         from mcudeploy.report.axes import axes_lines
 
-        print("\n".join(axes_lines(lower(import_model(args.model, parse_input_shapes(args.input_shape))))))
+        print("\n".join(axes_lines(lower(import_model(args.model, parse_input_shapes(args.input_shape)),
+                                         int8_input=args.int8_input))))
         return 0
     from mcudeploy.report.text import summary
 
@@ -136,7 +144,8 @@ def _run_target(args):
         compiled = _compile(args)
         return compiled, compiled.graph, args.model
     fixed = [opt for opt, given in (("--input-shape", args.input_shape), ("--schedule", args.schedule != "auto"),
-                                    ("--time-limit", args.time_limit != SCHEDULE_TIME_LIMIT)) if given]
+                                    ("--time-limit", args.time_limit != SCHEDULE_TIME_LIMIT),
+                                    ("--int8-input", args.int8_input)) if given]
     if fixed:
         raise MCUDeployError(f"{args.model} holds a plan whose shapes, order and offsets are fixed: {fixed[0]} "
                              f"applies only to a model file")
@@ -229,7 +238,7 @@ def cmd_tune(args) -> int:
     try:
         tuner = Tuner(args.model, args.board, args.output, max_overhead=args.max_overhead,
                       time_limit=args.time_limit, port=args.port, input_shapes=parse_input_shapes(args.input_shape),
-                      budget=args.budget)
+                      budget=args.budget, int8_input=args.int8_input)
         result = tuner.run()
     except KeyboardInterrupt:
         print(f"mcudeploy: tune interrupted; what it learnt is in {Path(args.output) / STATE_FILE}: run the same "
@@ -332,6 +341,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("-b", "--board", required=True, help="target board (see `mcudeploy boards`)")
     s.add_argument("--input-shape", action="append", default=[], metavar="NAME=1x3x96x96",
                    help="pin the shape of an input with unknown dimensions (repeatable)")
+    _int8_input_option(s)
     s.add_argument("--max-overhead", type=float, default=0.05, metavar="F",
                    help="latency the split may add, as a fraction of the unsplit model's (default 0.05)")
     s.add_argument("--budget", type=int, default=CANDIDATES, metavar="N",

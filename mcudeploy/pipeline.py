@@ -20,6 +20,7 @@ from mcudeploy.partition import Scheme, split
 from mcudeploy.passes.activation import fuse_activations
 from mcudeploy.passes.batchnorm import fold_batchnorm
 from mcudeploy.passes.graph_edit import eliminate_dead
+from mcudeploy.passes.int8_input import take_int8_inputs
 from mcudeploy.passes.qdq import lower_qdq
 from mcudeploy.schedule import Schedule, schedule
 
@@ -32,10 +33,12 @@ PASSES: tuple[tuple[str, Callable[[Graph], Graph]], ...] = (
     ("fuse_activations", fuse_activations),
     ("eliminate_dead", eliminate_dead),
 )
+# what --int8-input adds in front: the quantized inputs are taken as the integers their QuantizeLinear makes
+INT8_INPUT: tuple[tuple[str, Callable[[Graph], Graph]], ...] = (("take_int8_inputs", take_int8_inputs),)
 
 
-def lower(graph: Graph, check: bool = False) -> Graph:
-    for _, run in PASSES:
+def lower(graph: Graph, check: bool = False, int8_input: bool = False) -> Graph:
+    for _, run in (INT8_INPUT if int8_input else ()) + PASSES:
         graph = run(graph)
         if check:
             verify(graph)
@@ -52,6 +55,7 @@ class Compiled:
     placement: Placement
     scheme: Scheme = ()  # the split applied to the lowered graph (mcudeploy/partition), if any
     code: CodeOptions = CodeOptions()  # how the C meets the user's firmware: name, arena, sections
+    int8_input: bool = False  # lowered with --int8-input (recorded in plan.json)
 
     @property
     def order(self) -> tuple[Node, ...]:
@@ -66,15 +70,16 @@ def compile_model(source: Union[str, os.PathLike, onnx.ModelProto], board: Union
                   input_shapes: Optional[Mapping[str, tuple[int, ...]]] = None,
                   schedule_method: str = "auto", check: bool = False, placement_method: str = "exact",
                   placement_time_limit: float = 5.0, schedule_time_limit: float = 10.0,
-                  scheme: Scheme = ()) -> Compiled:
-    """Import, lower, split by `scheme` (none: the operators as they are), then compile_graph."""
-    graph = lower(import_model(source, input_shapes), check=check)
+                  scheme: Scheme = (), int8_input: bool = False) -> Compiled:
+    """Import, lower (with `int8_input`, the quantized inputs taken as integers), split by `scheme`
+    (none: the operators as they are), then compile_graph."""
+    graph = lower(import_model(source, input_shapes), check=check, int8_input=int8_input)
     if scheme:
         graph = split(graph, scheme)
     name = graph.name if isinstance(source, onnx.ModelProto) else os.fspath(source)
     return compile_graph(graph, board, name, schedule_method=schedule_method, placement_method=placement_method,
                          placement_time_limit=placement_time_limit, schedule_time_limit=schedule_time_limit,
-                         scheme=scheme)
+                         scheme=scheme, int8_input=int8_input)
 
 
 def rewrite_ordered(graph: Graph, order, board: Board, scratch: str = "fit") -> tuple[Graph, tuple[Node, ...]]:
@@ -89,12 +94,13 @@ def rewrite_ordered(graph: Graph, order, board: Board, scratch: str = "fit") -> 
 def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optional[str] = None,
                   schedule_method: str = "auto", placement_method: str = "exact",
                   placement_time_limit: float = 5.0, schedule_time_limit: float = 10.0,
-                  scheme: Scheme = (), scratch: str = "fit") -> Compiled:
-    """Schedule, find lifetimes and place an already lowered graph (split by `scheme`, which is
-    only recorded here). The time limits are in effort seconds (mcudeploy/effort.py): work, not
-    wall-clock time, so the same graph gives the same plan on a loaded machine. scratch "fit": kernels whose working memory would raise the peak run
-    their scratch-free (slower) variant (fit_scratch); "keep": every kernel keeps its scratch
-    (the fastest plan, a little more memory; tune times both)."""
+                  scheme: Scheme = (), scratch: str = "fit", int8_input: bool = False) -> Compiled:
+    """Schedule, find lifetimes and place an already lowered graph (split by `scheme` and lowered
+    with `int8_input`, which are only recorded here). The time limits are in effort seconds
+    (mcudeploy/effort.py): work, not wall-clock time, so the same graph gives the same plan on a
+    loaded machine. scratch "fit": kernels whose working memory would raise the peak run their
+    scratch-free (slower) variant (fit_scratch); "keep": every kernel keeps its scratch (the
+    fastest plan, a little more memory; tune times both)."""
     if scratch not in SCRATCH_POLICIES:
         raise MCUDeployError(f"scratch must be one of {', '.join(SCRATCH_POLICIES)}, not {scratch!r}")
     board = load_board(board) if isinstance(board, str) else board
@@ -103,4 +109,4 @@ def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optiona
     sched = dataclasses.replace(sched, order=order)
     lives, placement = lay_out(graph, sched.order, areas(board), placement_method, board.alignment,
                                placement_time_limit)
-    return Compiled(name or graph.name, board, graph, sched, lives, placement, tuple(scheme))
+    return Compiled(name or graph.name, board, graph, sched, lives, placement, tuple(scheme), int8_input=int8_input)

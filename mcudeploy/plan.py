@@ -78,6 +78,14 @@ def _entry(e) -> dict:
     return {"entry": str(e)}
 
 
+def _quant(graph, name: str) -> dict:
+    """The scale and zero point of a quantized (per-tensor) input or output, else nothing."""
+    q = graph[name].quant
+    if q is None or len(q.scale) != 1:
+        return {}
+    return {"scale": float(q.scale[0]), "zero_point": int(q.zero_point[0])}
+
+
 def plan_dict(compiled, scheme=None, latency=None, split=None) -> dict:
     """plan.json of ``compiled``. The split's fields come from the arguments, else from the same
     attributes of ``compiled`` when it carries them (a split result may): ``scheme`` (a list of
@@ -115,8 +123,11 @@ def plan_dict(compiled, scheme=None, latency=None, split=None) -> dict:
                      **({"parts": [list(r) for r in b.parts]} if b.parts else {})}
                     for b in lives.buffers],
         "tensors": _tensors(compiled),
-        "inputs": [{"name": n, "shape": list(graph[n].shape), "dtype": graph[n].dtype} for n in graph.inputs],
-        "outputs": [{"name": n, "shape": list(graph[n].shape), "dtype": graph[n].dtype} for n in graph.outputs],
+        "int8_input": bool(getattr(compiled, "int8_input", False)),  # lowered with --int8-input
+        "inputs": [{"name": n, "shape": list(graph[n].shape), "dtype": graph[n].dtype,
+                    **_quant(graph, n)} for n in graph.inputs],
+        "outputs": [{"name": n, "shape": list(graph[n].shape), "dtype": graph[n].dtype,
+                     **_quant(graph, n)} for n in graph.outputs],
         "weights_bytes": sum(t.nbytes for t in graph.tensors.values() if t.is_const),
         "macs": macs,
         "scheme": [_entry(e) for e in scheme or []],

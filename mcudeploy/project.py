@@ -83,7 +83,8 @@ def load_project(path: Union[str, os.PathLike], board: Optional[str] = None) -> 
     plan = _read(where)
     model_path = _model(where, plan)
     target = _board(where, plan, board)
-    unsplit = lower(import_model(model_path, _input_shapes(model_path, plan)))
+    int8_input = bool(plan.get("int8_input", False))
+    unsplit = lower(import_model(model_path, _input_shapes(model_path, plan)), int8_input=int8_input)
     try:
         cuts = tuple(Cut(tuple((n, a) for n, a in c["axes"]), int(c["pieces"]), c["halo"]) for c in plan["cuts"])
         graph = split(unsplit, cuts) if cuts else unsplit
@@ -98,7 +99,7 @@ def load_project(path: Union[str, os.PathLike], board: Optional[str] = None) -> 
                         int(sched.get("bound_bytes", lives.lower_bound())), bool(sched.get("proven_optimal")),
                         float(sched.get("time_s", 0.0)), float(sched.get("effort_s", 0.0)), sched.get("effort_limit_s"))
     code = _code(where, plan)
-    compiled = Compiled(os.fspath(model_path), target, graph, schedule, lives, placement, cuts, code)
+    compiled = Compiled(os.fspath(model_path), target, graph, schedule, lives, placement, cuts, code=code, int8_input=int8_input)
     _same_plan(where, plan, compiled)
     _same_c(where, compiled)
     return Project(where, plan, model_path, compiled, unsplit)

@@ -32,7 +32,7 @@ logging.getLogger().setLevel(logging.ERROR)  # onnxruntime's quantizer suggests 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     """name -> (float model path, int8 QDQ model path): tests/zoo.py's drift and branching models, and a
-    small MobileNetV2 (a stem and one inverted residual block) with an int8 input, to split."""
+    small MobileNetV2 (a stem and one inverted residual block), to split with an int8 input."""
     work = tmp_path_factory.mktemp("check-models")
     out = {}
     for name, build in (("drift", zoo.drift), ("branching", zoo.branching)):
@@ -40,7 +40,7 @@ def models(tmp_path_factory):
         out[name] = (work / f"{name}_float.onnx", work / f"{name}_int8.onnx")
         onnx.save(float_model, out[name][0])
         onnx.save(qdq, out[name][1])
-    _, qdq, _ = zoo.mobilenetv2(work / "mnv2", size=32, stages=((6, 8, 1, 1),), stem=8, classes=4, int8_input=True)
+    _, qdq, _ = zoo.mobilenetv2(work / "mnv2", size=32, stages=((6, 8, 1, 1),), stem=8, classes=4)
     out["mnv2"] = (None, work / "mnv2_int8.onnx")
     onnx.save(qdq, out["mnv2"][1])
     return out
@@ -88,13 +88,13 @@ def test_an_operator_onnxruntime_does_not_show_is_compared_with_its_reader(model
 
 @pytest.fixture
 def floored_sum_kernel(tmp_path, monkeypatch):
-    """The kernel library with the int8 Sum/Add kernel's round-half-to-even replaced by a floor, in a
+    """The kernel library with the int8 Sum kernel's round-half-to-even replaced by a floor, in a
     copy that write_project ships instead of firmware/ (the host build caches it apart)."""
     fw = tmp_path / "firmware"
     shutil.copytree(firmware_dir(), fw)
-    source = fw / "kernels" / "binary.c"
+    source = fw / "kernels" / "variadic.c"
     text = source.read_text()
-    rounding = "((int64_t)1 << (p->shift - 1)) - 1 + odd"  # in sum_s8_out
+    rounding = "((int64_t)1 << (p->shift - 1)) - 1 + odd"  # in variadic_s8_out
     assert text.count(rounding) == 1
     source.write_text(text.replace(rounding, "0 * odd"))
     monkeypatch.setattr(emit, "firmware_dir", lambda: fw)
@@ -122,7 +122,7 @@ def longest_cut(lowered, halo: str = "keep"):
 @pytest.mark.parametrize("halo", ("keep", "recompute"))
 def test_the_trace_of_a_correct_split_plan_finds_no_difference(models, halo):
     model = models["mnv2"][1]
-    lowered = lower(import_onnx(model))
+    lowered = lower(import_onnx(model), int8_input=True)
     cut = longest_cut(lowered, halo)
     compiled = compile_graph(split(lowered, (cut,)), "host", scheme=(cut,), schedule_method="pieces")
     sample = check.random_inputs(lowered, 1, seed=2)[0]
@@ -131,7 +131,7 @@ def test_the_trace_of_a_correct_split_plan_finds_no_difference(models, halo):
 
 def test_an_off_by_one_halo_in_a_split_plan_fails_naming_the_operator(models, monkeypatch):
     model = models["mnv2"][1]
-    lowered = lower(import_onnx(model))
+    lowered = lower(import_onnx(model), int8_input=True)
     cut = longest_cut(lowered)
     window_read = cut_module.window_read
 
@@ -140,7 +140,8 @@ def test_an_off_by_one_halo_in_a_split_plan_fails_naming_the_operator(models, mo
         return ranges.Read(r.lo - 1, r.hi - 1, r.pads) if 0 < r.lo and r.hi < size else r
 
     monkeypatch.setattr(cut_module, "window_read", one_row_early)
-    compiled = compile_graph(split(lowered, (cut,)), "host", scheme=(cut,), schedule_method="pieces")
+    compiled = compile_graph(split(lowered, (cut,)), "host", scheme=(cut,), schedule_method="pieces",
+                             int8_input=True)
     monkeypatch.undo()
     verdict = verdict_on_host(model, compiled, lowered)
     assert not verdict.ok and verdict.local.ok and not verdict.exact

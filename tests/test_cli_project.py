@@ -3,6 +3,7 @@ recorded there, and a folder that does not match its model is refused in one sen
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import numpy as np
@@ -23,12 +24,12 @@ from mcudeploy.search.tune import Plan, TuneResult, compile_scheme
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
-    """Two small int8 MobileNetV2s (a stem and one inverted residual block), on which a split pays."""
+    """Two small int8 MobileNetV2s (a stem and one inverted residual block), on which a split pays with
+    an int8 input (--int8-input: every plan here is made so, and plan.json records it)."""
     work = tmp_path_factory.mktemp("project-models")
     paths = []
     for size, classes in ((32, 4), (24, 3)):
-        _, qdq, _ = zoo.mobilenetv2(work, size=size, stages=((6, 8, 1, 1),), stem=8, classes=classes,
-                                    int8_input=True)
+        _, qdq, _ = zoo.mobilenetv2(work, size=size, stages=((6, 8, 1, 1),), stem=8, classes=classes)
         paths.append(work / f"mnv2_{size}_int8.onnx")
         onnx.save(qdq, paths[-1])
     return paths
@@ -50,12 +51,13 @@ def the_cut(lowered):
 def write_split(model, board: str, out):
     """What ``mcudeploy tune -o out`` writes for a one-cut scheme, timed by fake_ticks (exact
     placement; "fit" lets compile_graph drop a kernel's scratch at the peak)."""
-    lowered = lower(import_onnx(model))
+    lowered = lower(import_onnx(model), int8_input=True)
     target = load_board(board)
-    base = Plan((), compile_scheme(lowered, (), target, str(model), method="auto", placement="exact"))
+    base = Plan((), compile_scheme(lowered, (), target, str(model), method="auto", placement="exact",
+                                   int8_input=True))
     scheme = (the_cut(lowered),)
     best = Plan(scheme, compile_scheme(lowered, scheme, target, str(model), method="auto", placement="exact",
-                                       scratch="fit"))
+                                       scratch="fit", int8_input=True))
     base.ticks, best.ticks = fake_ticks(base.compiled), fake_ticks(best.compiled)
     write_result(TuneResult(base, best, int(base.ticks * 2), out))
     return best.compiled
@@ -70,8 +72,15 @@ def _error(capsys, argv) -> str:
 
 def test_run_a_compiled_project_checks_on_host(models, tmp_path, capsys):
     out = tmp_path / "proj"
-    assert main(["compile", str(models[0]), "-b", "host", "-o", str(out)]) == 0
+    assert main(["compile", str(models[0]), "-b", "host", "--int8-input", "-o", str(out)]) == 0
     capsys.readouterr()
+    plan = json.loads((out / "plan.json").read_text())
+    (x,) = plan["inputs"]
+    assert plan["int8_input"] and x["dtype"] == "int8" and x["scale"] > 0  # --int8-input: recorded, and documented:
+    (header,) = [h.read_text() for h in out.glob("*.h") if not h.name.startswith("mcud_")]
+    zero = x["zero_point"]
+    assert re.search(r"#define \w+_INPUT0_SCALE ", header)
+    assert re.search(r"#define \w+_INPUT0_ZERO_POINT " + re.escape(f"({zero})" if zero < 0 else str(zero)) + "\n", header)
     assert main(["run", str(out), "--check", "--samples", "3"]) == 0
     text = capsys.readouterr().out
     assert "rebuilt from the model and verified" in text and "PASS on 3 input(s)" in text
@@ -94,7 +103,7 @@ def test_run_a_split_project_is_its_recorded_plan(models, tmp_path, capsys):
     assert main(["run", str(out), "--check", "--samples", "4"]) == 0
     assert "PASS on 4 input(s)" in capsys.readouterr().out
     # --input and -o: the outputs of the split plan are the unsplit model's reference, bit for bit
-    unsplit = lower(import_onnx(models[0]))
+    unsplit = lower(import_onnx(models[0]), int8_input=True)
     x = np.random.default_rng(7).integers(-128, 128, size=unsplit[unsplit.inputs[0]].shape).astype(np.int8)
     np.save(tmp_path / "x.npy", x)
     assert main(["run", str(out), "--input", str(tmp_path / "x.npy"), "-o", str(tmp_path / "y.npz")]) == 0
@@ -179,6 +188,7 @@ def test_another_board_or_options_that_a_plan_fixes(project, capsys):
     out, _ = project
     assert "is a plan for board host, not qemu-m4" in _error(capsys, ["run", str(out), "-b", "qemu-m4"])
     assert "--schedule applies only to a model file" in _error(capsys, ["run", str(out), "--schedule", "rpo"])
+    assert "--int8-input applies only to a model file" in _error(capsys, ["run", str(out), "--int8-input"])
     assert "give the board with -b" in _error(capsys, ["run", str(out / ".." / "m.onnx")])
 
 

@@ -136,53 +136,66 @@ MNV2_SMALL = dict(size=24, stages=((1, 8, 1, 1), (6, 8, 2, 2)), stem=8, classes=
 
 
 @pytest.fixture(scope="module")
-def mnv2_pair(tmp_path_factory):
-    """The same small MobileNetV2 built twice (seeded alike): float graph input, and int8 graph input."""
-    _, float_input, example = zoo.mobilenetv2(tmp_path_factory.mktemp("mnv2f"), **MNV2_SMALL)
-    _, int8_input, example_q = zoo.mobilenetv2(tmp_path_factory.mktemp("mnv2q"), **MNV2_SMALL, int8_input=True)
-    return float_input, example, int8_input, example_q
+def mnv2(tmp_path_factory):
+    """A small MobileNetV2 (QDQ) and its example input; compiled with int8_input=True it takes int8."""
+    _, model, example = zoo.mobilenetv2(tmp_path_factory.mktemp("mnv2"), **MNV2_SMALL)
+    return model, example
 
 
-def test_mobilenetv2_int8_input_is_valid_onnx(mnv2_pair):
-    float_input, _, model, example = mnv2_pair
-    onnx.checker.check_model(model, full_check=True)
-    (inp,) = model.graph.input
-    assert inp.name == "x" and inp.type.tensor_type.elem_type == onnx.TensorProto.INT8
-    assert [n.op_type for n in model.graph.node if "x" in n.input] == ["DequantizeLinear"]
-    assert len(model.graph.node) == len(float_input.graph.node) - 1  # only the input's QuantizeLinear went
-    assert example["x"].dtype == np.int8 and example["x"].shape == (1, 3, 24, 24)
-    graph = lower(import_onnx(model), check=True)
+def quantized_example(graph, example: dict) -> dict:
+    """The example as the int8-input graph takes it: quantized with the input's scale and zero point
+    (round half to even and saturation, as QuantizeLinear does)."""
+    out = {}
+    for name, value in example.items():
+        scale, zero = graph[name].quant.single()
+        q = np.rint(np.asarray(value, np.float32) / np.float32(scale)) + zero
+        out[name] = np.clip(q, -128, 127).astype(np.int8)
+    return out
+
+
+def test_int8_input_pass_takes_the_quantized_input(mnv2):
+    model, _ = mnv2
+    graph = lower(import_onnx(model), check=True, int8_input=True)
+    floating = lower(import_onnx(model), check=True)
     x = graph[graph.inputs[0]]
+    assert graph.inputs == floating.inputs == ("x",)
     assert x.dtype == "int8" and x.quant is not None and len(x.quant.scale) == 1
-    assert x.nbytes * 4 == lower(import_onnx(float_input))[graph.inputs[0]].nbytes
+    assert x.nbytes * 4 == floating[graph.inputs[0]].nbytes
+    assert [n.op for n in floating.nodes if "x" in n.inputs] == ["QuantizeLinear"]
+    assert len(graph.nodes) == len(floating.nodes) - 1  # only the input's QuantizeLinear went
+    assert not any(n.op == "QuantizeLinear" for n in graph.nodes)
 
 
-def test_mobilenetv2_int8_input_runs_and_matches(mnv2_pair):
-    """onnxruntime runs it; the reference is within INT8_STEPS of onnxruntime and bit for bit what the
-    float-input model computes on the float example (the int8 example is that example quantized)."""
-    float_input, example, model, example_q = mnv2_pair
-    graph = lower(import_onnx(model), check=True)
-    samples = inputs_for(model, example_q)
-    for sample, want in zip(samples, check.run_onnxruntime(model, samples)):
-        assert_close("qdq", model, run_reference(graph, sample), want, "mnv2 int8-input reference")
-    float_graph = lower(import_onnx(float_input), check=True)
-    for got, want in zip(run_reference(graph, example_q), run_reference(float_graph, example)):
+def test_int8_input_computes_what_the_float_input_model_does(mnv2):
+    """The reference on the quantized example is bit for bit the float-input model's on the float
+    example; onnxruntime (fed the int8 input dequantized) agrees within INT8_STEPS."""
+    model, example = mnv2
+    graph = lower(import_onnx(model), check=True, int8_input=True)
+    example_q = quantized_example(graph, example)
+    floating = lower(import_onnx(model), check=True)
+    for got, want in zip(run_reference(graph, example_q), run_reference(floating, example)):
         np.testing.assert_array_equal(got, want)
+    samples = [example_q] + check.random_inputs(graph, SAMPLES - 1, seed=3)
+    for sample, values in zip(samples, check.tensor_values(model, graph, samples)):
+        want = [values[o] for o in graph.outputs]
+        assert_close("qdq", model, run_reference(graph, sample), want, "mnv2 int8-input reference")
 
 
-def test_mobilenetv2_int8_input_on_host(mnv2_pair, tmp_path):
+def test_int8_input_on_host(mnv2, tmp_path):
     from mcudeploy.device.host import run_compiled_on_host
     from mcudeploy.pipeline import compile_model
 
-    _, _, model, example = mnv2_pair
-    compiled = compile_model(model, "host", check=True)
-    samples = inputs_for(model, example)
+    model, example = mnv2
+    compiled = compile_model(model, "host", check=True, int8_input=True)
+    samples = [quantized_example(compiled.graph, example)] + check.random_inputs(compiled.graph, SAMPLES - 1, seed=3)
     for c, sample in zip(run_compiled_on_host(compiled, samples, tmp_path), samples):
         for g, r in zip(c, run_reference(compiled.graph, sample)):
             np.testing.assert_array_equal(g, r)
 
 
-def test_int8_inputs_needs_a_quantized_input(built):
+def test_int8_input_needs_a_quantized_input(built):
+    from mcudeploy.errors import UnsupportedError
+
     float_model, _, _ = built("mlp")
-    with pytest.raises(ValueError, match="not read by QuantizeLinear"):
-        zoo.with_int8_inputs(float_model)
+    with pytest.raises(UnsupportedError, match="no input of the model is quantized"):
+        lower(import_onnx(float_model), int8_input=True)

@@ -239,20 +239,23 @@ MOBILENETV2_STAGES = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 2, 2)
 
 
 def mobilenetv2(workdir: Path, size: int = 128, stages=MOBILENETV2_STAGES, classes: int = 10,
-                stem: int = 32, int8_input: bool = False) -> Built:
+                stem: int = 32, width: float = 1.0) -> Built:
     """MobileNetV2's first stages (stem, inverted residual blocks), then global pooling and a classifier.
 
     The first stage dwarfs the rest: a 6x expansion at half the input resolution. Not in BUILDERS
-    (its size makes it a benchmark and tuning model, not a per-operator zoo entry).
+    (its size makes it a benchmark and tuning model, not a per-operator zoo entry). ``width``
+    scales every channel count (MobileNetV2-0.35: width=0.35, to multiples of 8).
 
-    ``int8_input``: the int8 model takes an int8 image (``with_int8_inputs``), as the MLPerf Tiny
-    int8 models do; its float32 input would otherwise be 4x the int8 one (196,608 B at 128x128)
-    and dominate every split plan. The example input is then quantized with the input's scale."""
+    The MLPerf Tiny int8 models take an int8 image; compile this one with ``int8_input=True``
+    (``--int8-input``, mcudeploy/passes/int8_input.py) for that: its float32 input would otherwise
+    be 4x the int8 one (196,608 B at 128x128) and dominate every split plan."""
     net = Net(f"mobilenetv2_{size}", 16)
     six = (net.const(np.float32(0.0)), net.const(np.float32(6.0)))
+    stem = _width(stem, width)
     x = net.op("Clip", [net.conv("x", 3, stem, 3, stride=2), *six])
     cin = stem
     for expand, cout, blocks, stride in stages:
+        cout = _width(cout, width)
         for i in range(blocks):
             x = _inverted_residual(net, x, cin, cout, expand, stride if i == 0 else 1)
             cin = cout
@@ -260,10 +263,15 @@ def mobilenetv2(workdir: Path, size: int = 128, stages=MOBILENETV2_STAGES, class
     x = net.op("Flatten", [x])
     x = net.op("Gemm", [x, net.const(net.weights((classes, cin), cin), "w"), net.const(net.bias(classes), "b")],
                transB=1)
-    float_model, qdq_model, example = _finish(net, {"x": (1, 3, size, size)}, {"y": x}, workdir)
-    if int8_input:
-        qdq_model, example = with_int8_inputs(qdq_model, example)
-    return float_model, qdq_model, example
+    return _finish(net, {"x": (1, 3, size, size)}, {"y": x}, workdir)
+
+
+def _width(channels: int, width: float, divisor: int = 8) -> int:
+    """torchvision's _make_divisible: channels * width to a multiple of divisor, not 10% below it."""
+    if width == 1.0:
+        return channels
+    v = max(divisor, int(channels * width + divisor / 2) // divisor * divisor)
+    return v + divisor if v < 0.9 * channels * width else v
 
 
 def drift(workdir: Path, gain: float = 4.0) -> Built:
@@ -279,54 +287,6 @@ def drift(workdir: Path, gain: float = 4.0) -> Built:
     x = net.op("AveragePool", [x], kernel_shape=[2, 2], strides=[2, 2])
     x = net.op("Mul", [x, net.const(np.float32(gain))])
     return _finish(net, {"x": (1, 4, 16, 16)}, {"y": net.op("Sigmoid", [x])}, workdir)
-
-
-def with_int8_inputs(model: onnx.ModelProto, example: dict[str, np.ndarray] | None = None):
-    """A QDQ model whose float graph inputs become the int8 tensors their QuantizeLinear made.
-
-    onnxruntime's quantizer keeps the graph input float and quantizes it first (x -> QuantizeLinear
-    -> DequantizeLinear -> ...). Here each such input is retyped to the QuantizeLinear's output
-    type under the same name and the QuantizeLinear is removed, so the DequantizeLinear (with the
-    input's scale and zero point) reads the graph input directly: the int8 models of MLPerf Tiny
-    look the same. Returns ``(model, example)`` with the example quantized likewise (round half to
-    even and saturation, as QuantizeLinear does), or None for the example when none was given."""
-    m = onnx.ModelProto()
-    m.CopyFrom(model)
-    g = m.graph
-    inits = {t.name: numpy_helper.to_array(t) for t in g.initializer}
-    quantized = {}
-    for inp in g.input:
-        if inp.name in inits or inp.type.tensor_type.elem_type != TensorProto.FLOAT:
-            continue
-        readers = [n for n in g.node if inp.name in n.input]
-        if not readers or any(n.op_type != "QuantizeLinear" for n in readers):
-            raise ValueError(f"input {inp.name} is not read by QuantizeLinear nodes only")
-        params = {(n.input[1], n.input[2] if len(n.input) > 2 else "") for n in readers}
-        if len(params) != 1:
-            raise ValueError(f"input {inp.name} is quantized with {len(params)} different scales")
-        scale_name, zp_name = params.pop()
-        zp = inits[zp_name] if zp_name else np.uint8(0)
-        if np.ndim(inits[scale_name]) != 0:
-            raise ValueError(f"input {inp.name} is quantized per axis; only a per-tensor scale can be an int8 input")
-        renames = {n.output[0]: inp.name for n in readers}
-        for n in readers:
-            g.node.remove(n)
-        for n in g.node:
-            n.input[:] = [renames.get(i, i) for i in n.input]
-        dead = [v for v in g.value_info if v.name in renames]
-        for v in dead:
-            g.value_info.remove(v)
-        inp.type.tensor_type.elem_type = helper.np_dtype_to_tensor_dtype(np.asarray(zp).dtype)
-        quantized[inp.name] = (float(inits[scale_name]), np.asarray(zp))
-    onnx.checker.check_model(m, full_check=True)
-    if example is None:
-        return m, None
-    out = dict(example)
-    for name, (scale, zp) in quantized.items():
-        info = np.iinfo(zp.dtype)
-        q = np.rint(np.asarray(example[name], np.float64) / scale) + int(zp)
-        out[name] = np.clip(q, info.min, info.max).astype(zp.dtype)
-    return m, out
 
 
 BUILDERS: dict[str, Callable[[Path], Built]] = {

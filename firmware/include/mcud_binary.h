@@ -2,7 +2,7 @@
 #define MCUD_BINARY_H
 #include "mcud.h"
 
-/* Element-wise Add, Sub, Mul, Div and Sum with numpy broadcasting: every input view's shape
+/* Element-wise Add, Sub, Mul and Div with numpy broadcasting: every input view's shape
  * broadcasts to the output's. */
 #define MCUD_SUM_MAX_INPUTS 8
 
@@ -11,7 +11,7 @@ typedef struct {
     float act_max;
 } mcud_binary_f32_params;
 
-/* int8 weighted sum (Add, Sub, Sum): acc = sum_i (x_i - zero[i]) * mult[i] in 64 bits,
+/* int8 weighted sum (Add, Sub: two of the slots): acc = sum_i (x_i - zero[i]) * mult[i] in 64 bits,
  * y = clamp(acc / 2^shift rounded half to even + y_zero). Absent inputs are NULL. */
 typedef struct {
     int32_t zero[MCUD_SUM_MAX_INPUTS];
@@ -37,9 +37,6 @@ void mcud_add_f32(const mcud_view *a, const mcud_view *b, const mcud_view *y, co
 void mcud_sub_f32(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_binary_f32_params *p);
 void mcud_mul_f32(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_binary_f32_params *p);
 void mcud_div_f32(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_binary_f32_params *p);
-void mcud_sum_f32(const mcud_view *x0, const mcud_view *x1, const mcud_view *x2, const mcud_view *x3,
-                  const mcud_view *x4, const mcud_view *x5, const mcud_view *x6, const mcud_view *x7,
-                  const mcud_view *y, const mcud_binary_f32_params *p);
 void mcud_sum_s8(const mcud_view *x0, const mcud_view *x1, const mcud_view *x2, const mcud_view *x3,
                  const mcud_view *x4, const mcud_view *x5, const mcud_view *x6, const mcud_view *x7,
                  const mcud_view *y, const mcud_sum_s8_params *p);

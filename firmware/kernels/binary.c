@@ -107,42 +107,6 @@ BINARY_F32(mcud_sub_f32, va - vb)
 BINARY_F32(mcud_mul_f32, va * vb)
 BINARY_F32(mcud_div_f32, va / vb)
 
-/* The non-NULL inputs, in order, then y; returns the operand count. */
-static int32_t gather(const mcud_view *const *xs, const mcud_view *y, const mcud_view **views)
-{
-    int32_t n = 0;
-    for (int32_t i = 0; i < MCUD_SUM_MAX_INPUTS; i++) {
-        if (xs[i] != NULL) {
-            views[n++] = xs[i];
-        }
-    }
-    views[n++] = y;
-    return n;
-}
-
-void mcud_sum_f32(const mcud_view *x0, const mcud_view *x1, const mcud_view *x2, const mcud_view *x3,
-                  const mcud_view *x4, const mcud_view *x5, const mcud_view *x6, const mcud_view *x7,
-                  const mcud_view *y, const mcud_binary_f32_params *p)
-{
-    const mcud_view *xs[MCUD_SUM_MAX_INPUTS] = {x0, x1, x2, x3, x4, x5, x6, x7};
-    const mcud_view *views[MCUD_WALK_MAX];
-    int32_t count = gather(xs, y, views);
-    int32_t n = count - 1;
-    mcud_walk w;
-    walk_init(&w, views, count);
-    int32_t len = w.shape[w.ndim - 1];
-    do {
-        float *py = (float *)y->data + w.off[n];
-        for (int32_t i = 0; i < len; i++) {
-            float acc = ((const float *)views[0]->data)[w.off[0] + i * w.stride[0][w.ndim - 1]];
-            for (int32_t v = 1; v < n; v++) {
-                acc += ((const float *)views[v]->data)[w.off[v] + i * w.stride[v][w.ndim - 1]];
-            }
-            py[i * w.stride[n][w.ndim - 1]] = mcud_clampf(acc, p->act_min, p->act_max);
-        }
-    } while (walk_next(&w));
-}
-
 /* acc / 2^shift rounded half to even (as QuantizeLinear rounds), + y_zero, clamped. */
 static int8_t sum_s8_out(int64_t acc, const mcud_sum_s8_params *p)
 {

@@ -48,6 +48,21 @@ def quantized_from(model: Model) -> dict[str, str]:
     return {n.output[0]: n.input[0] for n in model_proto(model).graph.node if n.op_type == "QuantizeLinear"}
 
 
+def onnx_feeds(model: onnx.ModelProto, graph: Graph, sample: dict) -> dict[str, np.ndarray]:
+    """The sample as the ONNX model takes it: an input the model has as float but the graph as
+    quantized integers (lowered with --int8-input) is fed dequantized, which the model's
+    QuantizeLinear turns back into the same codes."""
+    floats = {vi.name for vi in model.graph.input if vi.type.tensor_type.elem_type == onnx.TensorProto.FLOAT}
+    feeds = {}
+    for name, value in sample.items():
+        t = graph.tensors.get(name)
+        if name in floats and t is not None and t.dtype != "float32" and t.quant is not None:
+            scale, zero = t.quant.single()
+            value = ((np.asarray(value).astype(np.int64) - zero).astype(np.float32) * np.float32(scale))
+        feeds[name] = value
+    return feeds
+
+
 def tensor_values(model: Model, graph: Graph, samples: Sequence[dict]) -> list[dict[str, np.ndarray]]:
     """Per sample, onnxruntime's value of the graph's inputs and outputs, of every activation of
     ``graph`` (the model lowered) that is a tensor of the ONNX model, shaped as ``graph`` declares,
@@ -69,7 +84,7 @@ def tensor_values(model: Model, graph: Graph, samples: Sequence[dict]) -> list[d
     names = [o.name for o in exposed.graph.output]
     out = []
     for sample in samples:
-        values = dict(zip(names, session.run(None, dict(sample))))
+        values = dict(zip(names, session.run(None, onnx_feeds(proto, graph, sample))))
         values.update(sample)
         out.append({n: np.asarray(v).reshape(graph[n].shape) if n in graph.tensors else np.asarray(v)
                      for n, v in values.items()})

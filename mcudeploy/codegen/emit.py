@@ -53,6 +53,7 @@ class _Context:
         self.views: dict[str, dict] = {}
         self.constants: list[dict] = []
         self.params: list[dict] = []
+        self.lists: list[dict] = []
         arenas_ = compiled.placement.arenas
         self.first_region = next(iter(arenas_)) if arenas_ else None
 
@@ -96,6 +97,15 @@ class _Context:
         region = self.c.placement.regions.get(buf)
         return {"arena": arena_symbol(region, self.first_region, self.extern),
                 "offset": self.c.placement.offsets[buf]}
+
+    def view_list(self, names) -> dict:
+        """A constant array of the addresses of these views (a kernel's inputs of any number)."""
+        sym = f"L{len(self.lists)}"
+        refs = [self.view(n) for n in names]
+        local = any(e["local"] for e in self.views.values() if e["sym"] in refs)  # it points at local views
+        entry = {"sym": sym, "refs": refs, "count": len(names), "local": local}
+        self.lists.append(entry)
+        return entry
 
     def struct(self, s: Struct, label: str) -> str:
         sym = f"P{len(self.params)}"
@@ -179,24 +189,29 @@ def context(compiled) -> dict:
             continue
         label = f"{node.name} ({node.op})".replace("*/", "* /").replace('"', "'").replace("\\", "/")
         if node.name in compiled.lifetimes.elided:  # its work is done by sharing: timed, but no call
-            calls.append({"fn": None, "args": [], "label": label, "node": node.name, "locals": [], "unused": []})
+            calls.append({"fn": None, "args": [], "label": label, "node": node.name, "locals": [], "lists": [],
+                          "unused": []})
             continue
         call = op.kernel(graph, node)
-        # each argument: a view or parameter struct by address ("ref"), NULL, or the scratch buffer
-        args = [{"ref": ctx.view(v) if v else None, "scratch": None} for v in call.views]
+        # each argument: a view or parameter struct by address ("ref"), NULL, an array of views and its
+        # length ("list"), or the scratch buffer
+        args = [{"ref": None, "scratch": None, "list": ctx.view_list(call.views[:call.listed])}] if call.listed else []
+        args += [{"ref": ctx.view(v) if v else None, "scratch": None, "list": None} for v in call.views[call.listed:]]
         if call.params is not None:
-            args.append({"ref": ctx.struct(call.params, node.name), "scratch": None})
+            args.append({"ref": ctx.struct(call.params, node.name), "scratch": None, "list": None})
         if call.scratch:
-            args.append({"ref": None, "scratch": ctx.scratch(node.name)})
+            args.append({"ref": None, "scratch": ctx.scratch(node.name), "list": None})
         by_sym = {e["sym"]: e for e in ctx.views.values()}
         local, seen = [], set()
         for a in args:
-            entry = by_sym.get(a["ref"])
-            if entry is not None and entry["local"] and entry["sym"] not in seen:
-                seen.add(entry["sym"])
-                local.append(entry)
+            for ref in a["list"]["refs"] if a["list"] else [a["ref"]]:
+                entry = by_sym.get(ref)
+                if entry is not None and entry["local"] and entry["sym"] not in seen:
+                    seen.add(entry["sym"])
+                    local.append(entry)
         used = {e["base"]["arena"] for e in local} | {a["scratch"]["arena"] for a in args if a["scratch"]}
         calls.append({"fn": call.fn, "args": args, "label": label, "node": node.name, "locals": local,
+                      "lists": [a["list"] for a in args if a["list"] and a["list"]["local"]],
                       "unused": [p for p in params if p not in used]})
     io = {}
     for kind, names in (("inputs", graph.inputs), ("outputs", graph.outputs)):
@@ -226,6 +241,7 @@ def context(compiled) -> dict:
         "headers": headers,
         "constants": ctx.constants,
         "views": [v for v in ctx.views.values() if not v["local"]],
+        "lists": [l for l in ctx.lists if not l["local"]],
         "params": ctx.params,
         "calls": calls,
         **io,

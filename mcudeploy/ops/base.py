@@ -130,12 +130,16 @@ class Call:
     """One kernel call: ``fn(&view, ..., &params[, scratch])``; a view of "" is passed as NULL.
 
     scratch: bytes of working memory the kernel needs during the call (it gets a pointer to them
-    in the arena as its last argument when > 0); it must equal ``Op.scratch`` of the node."""
+    in the arena as its last argument when > 0); it must equal ``Op.scratch`` of the node.
+    listed: the first ``listed`` views reach the kernel as one argument pair, a constant array of
+    their addresses and its length (``fn(list, n, &view, ..., &params)``), for operators of any
+    number of inputs."""
 
     fn: str
     views: tuple[str, ...]
     params: Optional[Struct] = None
     scratch: int = 0
+    listed: int = 0
 
 
 @dataclass(frozen=True)

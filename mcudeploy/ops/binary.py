@@ -1,11 +1,12 @@
-"""Element-wise arithmetic with numpy broadcasting: Add, Sub, Mul, Div and variadic Sum.
+"""Element-wise arithmetic with numpy broadcasting: Add, Sub, Mul, Div (Sum, Mean, Max and Min of
+any number of inputs are in variadic.py).
 
 float32 computes in float32 like onnxruntime. int8 (per-tensor quantization everywhere):
 
-- Add, Sub and Sum are one weighted sum. Each input's scale ratio s_i / s_y becomes an integer
-  m_i = round(s_i / s_y * 2^k) with one shift k for all inputs (the largest m_i lies in
-  [2^29, 2^30]); then acc = sum_i (x_i - z_i) * m_i in 64 bits and y = acc / 2^k rounded half to
-  even, + z_y. Sub negates m_b. The only rounding is the last one, and it is QuantizeLinear's,
+- Add and Sub are one weighted sum (variadic.weighted_plan, Sum's too). Each input's scale ratio
+  s_i / s_y becomes an integer m_i = round(s_i / s_y * 2^k) with one shift k for all inputs (the
+  largest m_i lies in [2^29, 2^30]); then acc = sum_i (x_i - z_i) * m_i in 64 bits and y = acc / 2^k
+  rounded half to even, + z_y. Sub negates m_b. The only rounding is the last one, and it is QuantizeLinear's,
   so with "round" scales (ties are common: 0.05 + 0.05 -> 0.1) the result still agrees with
   onnxruntime's float path; otherwise it is within one step.
 - Mul: acc = (a - z_a) * (b - z_b), requantized by s_a * s_b / s_y like every int8 product.
@@ -17,8 +18,6 @@ by zero gives 0 rather than a trap).
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from mcudeploy.errors import UnsupportedError
@@ -27,9 +26,10 @@ from mcudeploy.ops import requant
 from mcudeploy.ops.base import Call, OnnxNode, Op, Struct, elementwise_expr, require
 from mcudeploy.ops.registry import register
 from mcudeploy.ops.util import broadcast_shape
+from mcudeploy.ops.variadic import round_half_even_shift, weighted_plan
 
 MAX_RANK = 6
-SUM_INPUTS = 8  # input slots of mcud_sum_f32 / mcud_sum_s8 (MCUD_SUM_MAX_INPUTS)
+SUM_INPUTS = 8  # input slots of mcud_sum_s8 (MCUD_SUM_MAX_INPUTS), of which Add and Sub use two
 PLAIN_INTS = ("int8", "uint8", "int16", "int32", "int64")
 
 
@@ -50,21 +50,8 @@ def _per_tensor_int8(graph: Graph, name: str) -> bool:
 
 def sum_plan(graph: Graph, node: Node, signs: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...], int]:
     """(zero points, signed multipliers, shift k) of an int8 weighted sum."""
-    s_y, _ = requant.qparams(graph, node.outputs[0]).single()
-    scales, zeros = [], []
-    for name in node.inputs:
-        s, z = requant.qparams(graph, name).single()
-        scales.append(s)
-        zeros.append(z)
-    ratios = [s / s_y for s in scales]
-    top = max(ratios)
-    require(all(math.isfinite(r) and r > 0 for r in ratios), f"int8 {node.op} has a non-positive scale")
-    _, exp = math.frexp(top)  # top = f * 2^exp with f in [0.5, 1)
-    k = min(62, 30 - exp)
-    # (acc >> k) must stay in int32: at most 8 * 255 * 2^20 < 2^31
-    require(k >= 10, f"int8 {node.op} input scale is more than 2^20 times the output's")
-    mults = tuple(sign * int(round(r * 2.0 ** k)) for sign, r in zip(signs, ratios))
-    return tuple(zeros), mults, k
+    zeros, mults, k = weighted_plan(graph, node)
+    return zeros, tuple(sign * m for sign, m in zip(signs, mults)), k
 
 
 def _sum_reference(graph, node, inputs, signs):
@@ -73,8 +60,7 @@ def _sum_reference(graph, node, inputs, signs):
     for x, z, m in zip(inputs, zeros, mults):
         acc = acc + (x.astype(np.int64) - z) * m
     _, z_y = requant.qparams(graph, node.outputs[0]).single()
-    k = np.int64(k)
-    q = ((acc + (np.int64(1) << (k - 1)) - 1 + ((acc >> k) & 1)) >> k) + z_y  # round half to even
+    q = round_half_even_shift(acc, k) + z_y
     lo, hi = requant.clip_range(node, graph[node.outputs[0]])
     shape = graph[node.outputs[0]].shape
     return [np.broadcast_to(np.clip(q, lo, hi), shape).astype(np.int8)]
@@ -295,34 +281,3 @@ class Div(_Elementwise):
 
     def accepts_int8(self, graph, node) -> bool:
         return False
-
-
-@register
-class Sum(_Elementwise):
-    name = "Sum"
-    onnx_types = ("Sum",)
-    int_dtypes = ("int8",)  # quantized only: ONNX Sum is float
-
-    def check_arity(self, node):
-        require(1 <= len(node.inputs) <= SUM_INPUTS, f"Sum of {len(node.inputs)} inputs is not supported "
-                                                     f"(at most {SUM_INPUTS})")
-
-    def compute(self, xs):
-        y = xs[0]
-        for x in xs[1:]:
-            y = y + x
-        return y
-
-    def kernel(self, graph, node):
-        if graph[node.inputs[0]].dtype == "float32":
-            lo, hi = requant.float_clip(node)
-            pad = SUM_INPUTS - len(node.inputs)
-            return Call("mcud_sum_f32", tuple(node.inputs) + ("",) * pad + (node.outputs[0],),
-                        Struct.of("mcud_binary_f32_params", act_min=lo, act_max=hi))
-        return self.int8_kernel(graph, node)
-
-    def int8_reference(self, graph, node, inputs):
-        return _sum_reference(graph, node, inputs, (1,) * len(inputs))
-
-    def int8_kernel(self, graph, node):
-        return _sum_kernel(graph, node, (1,) * len(node.inputs))

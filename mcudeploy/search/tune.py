@@ -164,14 +164,16 @@ def _default_progress(message: str) -> None:
 
 
 def compile_scheme(lowered, scheme: Sequence[Cut], board: Board, name: str, method: str = SEARCH_SCHEDULE,
-                   placement: str = "greedy", time_limit: float = EFFORT, scratch: str = SEARCH_SCRATCH) -> Compiled:
+                   placement: str = "greedy", time_limit: float = EFFORT, scratch: str = SEARCH_SCRATCH,
+                   int8_input: bool = False) -> Compiled:
     """Split ``lowered`` by ``scheme`` and compile it through pipeline.compile_graph, the path of
     ``mcudeploy compile``, so the arena and kernels tune times are those of the project it writes
-    (``scratch`` is compile_graph's kernel-scratch policy; ``time_limit`` its solvers' effort)."""
+    (``scratch`` is compile_graph's kernel-scratch policy; ``time_limit`` its solvers' effort;
+    ``int8_input``: ``lowered`` was lowered so)."""
     graph = split(lowered, tuple(scheme)) if scheme else lowered
     return compile_graph(graph, board, name, schedule_method=method, placement_method=placement,
                          placement_time_limit=time_limit, schedule_time_limit=time_limit, scheme=tuple(scheme),
-                         scratch=scratch)
+                         scratch=scratch, int8_input=int8_input)
 
 
 class Tuner:
@@ -189,7 +191,7 @@ class Tuner:
                  progress: Callable[[str], None] = _default_progress, input_shapes=None,
                  pieces: Sequence[int] = space.PIECES, max_segment: Optional[int] = None,
                  top_segments: int = TOP_SEGMENTS, sweep: int = SWEEP, budget: int = budgets.CANDIDATES,
-                 effort: float = EFFORT):
+                 effort: float = EFFORT, int8_input: bool = False):
         if not max_overhead >= 0:
             raise MCUDeployError(f"--max-overhead must be 0 or more, not {max_overhead}")
         if not time_limit > 0:
@@ -221,9 +223,11 @@ class Tuner:
         self.top_segments = top_segments
         self.sweep = sweep
         self._compiled: dict = {}  # this round's compiled candidates, by scheme key
-        self.lowered = lower(import_model(self.model, input_shapes))
+        self.int8_input = int8_input
+        self.lowered = lower(import_model(self.model, input_shapes), int8_input=int8_input)
         self.state = TuneState(self.out, {"model": model_digest(self.model), "board": self.board.name,
-                                          "max_overhead": max_overhead, "effort": effort})
+                                          "max_overhead": max_overhead, "effort": effort,
+                                          **({"int8_input": True} if int8_input else {})})
         self.work = Work(kernels_measured=self.state.kernels_measured)
         self.compiled_now = 0  # candidates compiled by this process (not read from the state file)
         self.stopped_by: Optional[str] = None
@@ -274,7 +278,8 @@ class Tuner:
         return plan.run_ticks
 
     def compile(self, scheme, **kw) -> Compiled:
-        return compile_scheme(self.lowered, scheme, self.board, self.model, time_limit=self.effort, **kw)
+        return compile_scheme(self.lowered, scheme, self.board, self.model, time_limit=self.effort,
+                              int8_input=self.int8_input, **kw)
 
     def search_compile(self, scheme) -> Compiled:
         """The least arena of the search's schedule methods (SEARCH_SCHEDULES), the first on a tie."""

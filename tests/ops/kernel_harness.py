@@ -99,6 +99,9 @@ def _program(call: Call, buffers: dict[str, _Buffer]) -> str:
         lines.append(f"static const mcud_view view{i} = "
                      f"{{buf{i} + {offset}, {view.ndim}, {{{shape}}}, {{{strides}}}}};")
     args = [f"&view{index[name]}" if name else "NULL" for name in call.views]
+    if call.listed:  # the first views as one array of their addresses and its length
+        lines.append(f"static const mcud_view *const listed[{call.listed}] = {{{', '.join(args[:call.listed])}}};")
+        args = ["listed", str(call.listed)] + args[call.listed:]
     if call.params is not None:
         arrays: list[str] = []
         fields = [f".{field} = {_c_value(value, arrays)}" for field, value in call.params.fields]

@@ -1,0 +1,206 @@
+/* Reductions on views. The input's dimensions split into kept ones (one output each) and reduced
+ * ones, each list merged where its strides allow (so a reduction over H and W of a dense NCHW
+ * tensor is one contiguous run per output); both are walked with an odometer over the strides,
+ * the reduced ones in row-major order, the order the numpy reference accumulates in. */
+#include <math.h>
+
+#include "mcud_dsp.h"
+#include "mcud_reduce.h"
+
+typedef struct {
+    int32_t ndim;
+    int32_t shape[MCUD_MAX_DIMS];
+    int32_t xs[MCUD_MAX_DIMS];
+    int32_t ys[MCUD_MAX_DIMS];
+    int32_t count;
+} reduce_walk;
+
+typedef struct {
+    int32_t idx[MCUD_MAX_DIMS];
+    int32_t xo;
+    int32_t yo;
+} reduce_pos;
+
+static void walk_add(reduce_walk *w, int32_t n, int32_t xs, int32_t ys)
+{
+    if (n == 1) {
+        return;
+    }
+    w->count *= n;
+    if (w->ndim > 0 && w->xs[w->ndim - 1] == xs * n && w->ys[w->ndim - 1] == ys * n) {
+        w->shape[w->ndim - 1] *= n;
+        w->xs[w->ndim - 1] = xs;
+        w->ys[w->ndim - 1] = ys;
+        return;
+    }
+    w->shape[w->ndim] = n;
+    w->xs[w->ndim] = xs;
+    w->ys[w->ndim] = ys;
+    w->ndim++;
+}
+
+static void plan(const mcud_view *x, const mcud_view *y, const int32_t *reduced, int32_t keepdims,
+                 reduce_walk *outer, reduce_walk *inner)
+{
+    outer->ndim = inner->ndim = 0;
+    outer->count = inner->count = 1;
+    int32_t yd = 0;
+    for (int32_t d = 0; d < x->ndim; d++) {
+        if (reduced[d]) {
+            walk_add(inner, x->shape[d], x->stride[d], 0);
+            yd += keepdims;
+        } else {
+            walk_add(outer, x->shape[d], x->stride[d], y->stride[yd]);
+            yd++;
+        }
+    }
+}
+
+static void start(reduce_pos *pos)
+{
+    for (int32_t d = 0; d < MCUD_MAX_DIMS; d++) {
+        pos->idx[d] = 0;
+    }
+    pos->xo = 0;
+    pos->yo = 0;
+}
+
+static void step(const reduce_walk *w, reduce_pos *pos)
+{
+    for (int32_t d = w->ndim - 1; d >= 0; d--) {
+        pos->xo += w->xs[d];
+        pos->yo += w->ys[d];
+        if (++pos->idx[d] < w->shape[d]) {
+            return;
+        }
+        pos->xo -= w->xs[d] * w->shape[d];
+        pos->yo -= w->ys[d] * w->shape[d];
+        pos->idx[d] = 0;
+    }
+}
+
+/* One reduced run of n elements `stride` apart (the common case: every reduced dim merged). */
+static int run_of(const reduce_walk *inner, int32_t *n, int32_t *stride)
+{
+    *n = inner->ndim ? inner->shape[0] : 1;
+    *stride = inner->ndim ? inner->xs[0] : 1;
+    return inner->ndim <= 1;
+}
+
+static float combine_f32(int32_t op, float acc, float v)
+{
+    switch (op) {
+    case MCUD_REDUCE_MAX: return v > acc ? v : acc;
+    case MCUD_REDUCE_MIN: return v < acc ? v : acc;
+    case MCUD_REDUCE_L2: return acc + v * v;
+    default: return acc + v;
+    }
+}
+
+void mcud_reduce_f32(const mcud_view *x, const mcud_view *y, const mcud_reduce_f32_params *p)
+{
+    const float *xd = (const float *)x->data;
+    float *yd = (float *)y->data;
+    reduce_walk outer, inner;
+    reduce_pos o, r;
+    int32_t n, s;
+    plan(x, y, p->reduced, p->keepdims, &outer, &inner);
+    const int flat = run_of(&inner, &n, &s);
+    start(&o);
+    for (int32_t k = 0; k < outer.count; k++, step(&outer, &o)) {
+        const float *base = xd + o.xo;
+        float acc = p->op == MCUD_REDUCE_L2 ? base[0] * base[0] : base[0];
+        if (flat) {
+            for (int32_t i = 1; i < n; i++) {
+                acc = combine_f32(p->op, acc, base[i * s]);
+            }
+        } else {
+            start(&r);
+            step(&inner, &r);
+            for (int32_t i = 1; i < inner.count; i++, step(&inner, &r)) {
+                acc = combine_f32(p->op, acc, base[r.xo]);
+            }
+        }
+        if (p->op == MCUD_REDUCE_MEAN) {
+            acc = acc / (float)inner.count;
+        } else if (p->op == MCUD_REDUCE_L2) {
+            acc = sqrtf(acc);
+        }
+        yd[o.yo] = acc;
+    }
+}
+
+/* Sum of n contiguous int8: four per load, each pair of bytes added by one SMLAD against (1, 1). */
+static int32_t sum_s8_run(const int8_t *v, int32_t n)
+{
+    int32_t acc = 0, i = 0;
+    const uint32_t ones = 0x00010001u;
+    for (; i + 8 <= n; i += 8) {
+        uint32_t a = mcud_load32(v + i), b = mcud_load32(v + i + 4);
+        acc = mcud_smlad(mcud_sxtb16(a), ones, acc);
+        acc = mcud_smlad(mcud_sxtb16_ror8(a), ones, acc);
+        acc = mcud_smlad(mcud_sxtb16(b), ones, acc);
+        acc = mcud_smlad(mcud_sxtb16_ror8(b), ones, acc);
+    }
+    for (; i < n; i++) {
+        acc += v[i];
+    }
+    return acc;
+}
+
+void mcud_reduce_s8(const mcud_view *x, const mcud_view *y, const mcud_reduce_s8_params *p)
+{
+    const int8_t *xd = (const int8_t *)x->data;
+    int8_t *yd = (int8_t *)y->data;
+    reduce_walk outer, inner;
+    reduce_pos o, r;
+    int32_t n, s;
+    plan(x, y, p->reduced, p->keepdims, &outer, &inner);
+    int flat = run_of(&inner, &n, &s);
+    const int32_t zx = p->in_zero_point;
+    start(&o);
+    for (int32_t k = 0; k < outer.count; k++, step(&outer, &o)) {
+        const int8_t *base = xd + o.xo;
+        int32_t q;
+        if (p->op == MCUD_REDUCE_SUM || p->op == MCUD_REDUCE_MEAN) {
+            int32_t acc = 0;
+            if (flat && s == 1) {
+                acc = sum_s8_run(base, n);
+            } else if (flat) {
+                for (int32_t i = 0; i < n; i++) {
+                    acc += base[i * s];
+                }
+            } else {
+                start(&r);
+                for (int32_t i = 0; i < inner.count; i++, step(&inner, &r)) {
+                    acc += base[r.xo];
+                }
+            }
+            q = mcud_requant(acc - zx * inner.count, p->mult, p->shift) + p->out_zero_point;
+        } else if (p->op == MCUD_REDUCE_L2) {
+            int64_t acc = 0;
+            start(&r);
+            for (int32_t i = 0; i < inner.count; i++) {
+                int32_t d = (int32_t)(flat ? base[i * s] : base[r.xo]) - zx;
+                acc += (int64_t)(d * d);
+                if (!flat) {
+                    step(&inner, &r);
+                }
+            }
+            q = (int32_t)lrintf(sqrtf((float)acc) * p->ratio) + p->out_zero_point;
+        } else {
+            const int is_max = p->op == MCUD_REDUCE_MAX;
+            int32_t m = is_max ? -128 : 127;
+            start(&r);
+            for (int32_t i = 0; i < inner.count; i++) {
+                int32_t v = flat ? base[i * s] : base[r.xo];
+                m = is_max ? (v > m ? v : m) : (v < m ? v : m);
+                if (!flat) {
+                    step(&inner, &r);
+                }
+            }
+            q = p->requant ? mcud_requant(m - zx, p->mult, p->shift) + p->out_zero_point : m;
+        }
+        yd[o.yo] = (int8_t)mcud_clamp(q, p->act_min, p->act_max);
+    }
+}
