@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Optional
+
+from mcudeploy.files import write_atomic, writing
 
 STATE_FILE = "tune-state.json"
 STATE_VERSION = 2  # 2: progress, kernels and kernels_measured (a resumed run counts its work as the first did)
@@ -57,14 +57,13 @@ class TuneState:
         self.resumed = True
 
     def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        """Write the state whole (a reader never sees half a file); a full disk is one sentence."""
         data = {"identity": self.identity, "baseline": self.baseline, "candidates": self.candidates,
                 "accepted": self.accepted, "progress": self.progress, "kernels": sorted(self.kernels),
                 "kernels_measured": self.kernels_measured}
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".tune-state-", suffix=".json")
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1)
-        os.replace(tmp, self.path)
+        with writing(self.path):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(self.path, json.dumps(data, indent=1))
 
     def record(self, key: str, **fields) -> dict:
         entry = self.candidates.setdefault(key, {})

@@ -22,7 +22,7 @@ from typing import Mapping, Optional
 
 import numpy as np
 
-from mcudeploy.files import locked, write_atomic
+from mcudeploy.files import locked, write_atomic, writing
 from mcudeploy.ir import Graph, Node, row_major
 from mcudeploy.ops import registry
 from mcudeploy.ops.base import Array, Struct
@@ -98,54 +98,11 @@ def kernel_signature(graph: Graph, node: Node, lifetimes=None, placement=None) -
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
 
 
-class TimingCache:
-    """Timings of one board: signature -> {"ticks": int, "timer_hz": int, ...} (whatever the writer stores)."""
-
-    def __init__(self, board: str, root: Optional[Path] = None):
-        self.board = board
-        self.path = Path(root or cache_root()) / "timings" / f"{board}.json"
-        self._entries = self._load()
-
-    def _load(self) -> dict:
-        try:
-            data = json.loads(self.path.read_text())
-        except (OSError, ValueError):
-            return {}
-        if data.get("version") != CACHE_VERSION or data.get("board") != self.board:
-            return {}
-        return dict(data.get("timings", {}))
-
-    def get(self, signature: str) -> Optional[dict]:
-        return self._entries.get(signature)
-
-    def __contains__(self, signature: str) -> bool:
-        return signature in self._entries
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def entries(self) -> dict:
-        """A copy of every entry (signature -> entry), e.g. for the simulator's estimates."""
-        return dict(self._entries)
-
-    def view(self, signatures) -> "CacheView":
-        """The entries of these signatures only, read-only (what one tuning run has timed)."""
-        return CacheView({k: v for k, v in self._entries.items() if k in signatures})
-
-    def put(self, entries: Mapping[str, dict]) -> None:
-        """Add timings and write the file (merged with any written meanwhile, under the file's lock)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with locked(self.path):
-            merged = self._load()
-            merged.update(entries)
-            self._entries = merged
-            write_atomic(self.path, json.dumps({"version": CACHE_VERSION, "board": self.board, "timings": merged},
-                                               indent=1, sort_keys=True))
-
-
 class CacheView:
-    """Some entries of a TimingCache, read the way the simulator reads a cache: so that a search
-    estimates only from the timings it took itself, not from whatever else is on disk."""
+    """Timings read the way the simulator reads them: signature -> {"ticks": int, "timer_hz": int,
+    ...}. A TimingCache is one with a file behind it; TimingCache.view gives some of its entries
+    alone, so that a search estimates only from the timings it took itself, not from whatever else
+    is on disk."""
 
     def __init__(self, entries: Mapping[str, dict]):
         self._entries = dict(entries)
@@ -160,4 +117,38 @@ class CacheView:
         return len(self._entries)
 
     def entries(self) -> dict:
+        """A copy of every entry (signature -> entry), e.g. for the simulator's estimates."""
         return dict(self._entries)
+
+
+class TimingCache(CacheView):
+    """Timings of one board, in the cache folder (whatever the writer stores per signature)."""
+
+    def __init__(self, board: str, root: Optional[Path] = None):
+        self.board = board
+        self.path = Path(root or cache_root()) / "timings" / f"{board}.json"
+        super().__init__(self._load())
+
+    def _load(self) -> dict:
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+        if data.get("version") != CACHE_VERSION or data.get("board") != self.board:
+            return {}
+        return dict(data.get("timings", {}))
+
+    def view(self, signatures) -> CacheView:
+        """The entries of these signatures only, read-only (what one tuning run has timed)."""
+        return CacheView({k: v for k, v in self._entries.items() if k in signatures})
+
+    def put(self, entries: Mapping[str, dict]) -> None:
+        """Add timings and write the file (merged with any written meanwhile, under the file's lock);
+        a file that cannot be written (a full disk) is said in one sentence naming it."""
+        with writing(self.path), locked(self.path):
+            merged = self._load()
+            merged.update(entries)
+            self._entries = merged
+            write_atomic(self.path, json.dumps({"version": CACHE_VERSION, "board": self.board, "timings": merged},
+                                               indent=1, sort_keys=True))
+

@@ -1,10 +1,13 @@
 """The timing cache: one signature per kernel call, shared across models; entries survive and merge."""
 from __future__ import annotations
 
+import pytest
 from devmodels import matmul
 
+from mcudeploy.errors import MCUDeployError
 from mcudeploy.ops import registry
 from mcudeploy.pipeline import compile_model
+from mcudeploy.search.state import TuneState
 from mcudeploy.simulate.timing_cache import TimingCache, kernel_signature
 
 
@@ -57,3 +60,13 @@ def test_processes_writing_at_once_lose_nothing(tmp_path):
     data = json.loads((tmp_path / "timings" / "qemu-m4.json").read_text())
     assert len(data["timings"]) == 200 and len(TimingCache("qemu-m4", tmp_path)) == 200
     assert not [p for p in (tmp_path / "timings").iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_cache_or_state_that_cannot_be_written_is_one_sentence_naming_the_file(tmp_path):
+    (tmp_path / "timings").write_text("a file where the cache's folder should be")
+    with pytest.raises(MCUDeployError, match=r"^cannot write .*timings"):
+        TimingCache("qemu-m4", tmp_path).put({"sig-a": {"ticks": 10}})
+    (tmp_path / "tuned").write_text("a file where tune's output folder should be")
+    state = TuneState(tmp_path / "tuned", {"model": "m"})
+    with pytest.raises(MCUDeployError, match=r"^cannot write .*tuned"):
+        state.save()
