@@ -198,6 +198,16 @@ def pool(op, shape=(1, 4, 8, 8), same_scale=False, **attrs):
     return build, op
 
 
+def matmul_act(a_shape=(1, 4, 16, 8), b_shape=(1, 4, 8, 16)):
+    """Both operands activations (attention's Q K^T): mcud_matmul_s8."""
+    def build(q: QDQ) -> str:
+        a = q.input("a", a_shape)
+        b = q.input("b", b_shape, -0.5, 1.5)
+        q.nodes.append(helper.make_node("MatMul", [a, b], ["mm"]))
+        return "mm"
+    return build, "MatMul"
+
+
 def reduce(op, shape=(1, 8, 6, 5), axes=(2, 3), keepdims=1):
     def build(q: QDQ) -> str:
         x = q.input("x", shape, channels=1 not in axes)
@@ -251,6 +261,8 @@ CASES = {
                                              count_include_pad=1),
     "averagepool_same_scale": pool("AveragePool", same_scale=True, kernel_shape=[2, 2], strides=[2, 2]),
     "globalaveragepool": pool("GlobalAveragePool", shape=(1, 8, 5, 7)),
+    "matmul_activations_heads": matmul_act(),
+    "matmul_activations_bcast": matmul_act((2, 7, 12), (1, 12, 9)),
     "reducemean_hw": reduce("ReduceMean"),
     "reducemean_last_flat": reduce("ReduceMean", shape=(1, 16, 24), axes=(-1,), keepdims=0),
     "reducesum_channels": reduce("ReduceSum", shape=(1, 3, 6, 5), axes=(1,)),
