@@ -37,9 +37,30 @@ typedef struct {
     const int8_t *packed;  /* B packed as above */
 } mcud_gemm_s8_params;
 
+/* int8 with both operands activations (per tensor): acc = sum_k (a - a_zero)(b - b_zero),
+ * y = clamp(mcud_requant(acc, mult, shift) + y_zero), B read through its strides (a transposed
+ * view of K is fine). With scratch (K rounded up to 4, times N bytes, then N int32; word aligned)
+ * each batch's B is packed there as above, with its zero-point terms per column, for the
+ * dual-MAC row loop of mcud_gemm_s8; scratch NULL, or rows of A that are not contiguous, run a
+ * plain loop (mcud_matmul_s8_direct passes NULL). The int32 sums are exact for K <= 8192. */
+typedef struct {
+    int32_t trans_a;
+    int32_t trans_b;
+    int32_t a_zero;
+    int32_t b_zero;
+    int32_t mult;
+    int32_t shift;
+    int32_t y_zero;
+    int32_t act_min;
+    int32_t act_max;
+} mcud_matmul_s8_params;
+
 void mcud_gemm_f32(const mcud_view *a, const mcud_view *b, const mcud_view *c, const mcud_view *y,
                    const mcud_gemm_f32_params *p);
 void mcud_gemm_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p);
 void mcud_gemm_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p);
+void mcud_matmul_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_matmul_s8_params *p,
+                    void *scratch);
+void mcud_matmul_s8_direct(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_matmul_s8_params *p);
 
 #endif

@@ -116,7 +116,27 @@ void mcud_gemm_f32(const mcud_view *a, const mcud_view *b, const mcud_view *c, c
 
 /* ---- int8 ---- */
 
-static int32_t gemm_s8_out(int32_t acc, int32_t n, const mcud_gemm_s8_params *p)
+/* The requantization of one product: per column (channels = N) or one for all (channels = 1);
+ * r > 0: one multiplier mult0 for all with its shift in [33, 62], r = shift - 32 and half = 2^(r-1)
+ * computed once (mcud_requant_hi_r), which saves a third of the epilogue where K is small. */
+typedef struct {
+    int32_t channels;
+    const int32_t *mult;
+    const int32_t *shift;
+    int32_t y_zero;
+    int32_t act_min;
+    int32_t act_max;
+    int32_t r;
+    int32_t half;
+    int32_t mult0;
+} gemm_requant;
+
+MCUD_INLINE int32_t gemm_s8_out_r(int32_t acc, const gemm_requant *p)
+{
+    return mcud_clamp(mcud_requant_hi_r(acc, p->mult0, p->r, p->half) + p->y_zero, p->act_min, p->act_max);
+}
+
+static int32_t gemm_s8_out(int32_t acc, int32_t n, const gemm_requant *p)
 {
     int32_t c = p->channels == 1 ? 0 : n;
     int32_t mult = p->mult[c], shift = p->shift[c], q;
@@ -128,7 +148,7 @@ static int32_t gemm_s8_out(int32_t acc, int32_t n, const mcud_gemm_s8_params *p)
     return mcud_clamp(q + p->y_zero, p->act_min, p->act_max);
 }
 
-static int32_t gemm_s8_out_tfl(int32_t acc, int32_t n, const mcud_gemm_s8_params *p)
+static int32_t gemm_s8_out_tfl(int32_t acc, int32_t n, const gemm_requant *p)
 {
     int32_t c = p->channels == 1 ? 0 : n;
     int32_t mult = p->mult[c], shift = p->shift[c], q;
@@ -179,72 +199,83 @@ static int32_t gemm_s8_packed_offset(int32_t k, int32_t n, int32_t kk, int32_t n
         s3 = mcud_smlad(mcud_sxtb16_ror8(w3_), ao_, s3);                       \
     } while (0)
 
-/* One row of A (k contiguous) times packed B: four columns at a time, each 32-bit load of A
- * (a0..a3) giving the pairs (a0, a2) and (a1, a3) that meet the same halves of each column's
- * four weights in two SMLADs. */
-/* the packed weights are word aligned (codegen aligns every constant array to 4): GCC may fetch two
- * columns' quads with one LDRD */
+/* the packed weights are word aligned (codegen aligns every constant array to 4, matmul's scratch is
+ * word aligned): GCC may fetch two columns' quads with one LDRD */
 #if defined(__arm__) && defined(__GNUC__)
-#define GEMM_PACKED(p) ((const int8_t *)__builtin_assume_aligned((p)->packed, 4))
+#define GEMM_PACKED(w) ((const int8_t *)__builtin_assume_aligned((w), 4))
 #else
-#define GEMM_PACKED(p) ((p)->packed)
+#define GEMM_PACKED(w) (w)
 #endif
 
-/* One row for ONNX models (OUT = gemm_s8_out) and TFLite models (gemm_s8_out_tfl): one text, two functions. */
-#define GEMM_S8_ROW(NAME, OUT) \
-MCUD_GEMM_NO_SCHED static void NAME(const int8_t *a, int8_t *y, int32_t y_n, int32_t kk, int32_t nn, const mcud_gemm_s8_params *p)  \
-{                                                                                                                                   \
-    const int8_t *wp = GEMM_PACKED(p);                                                                                              \
-    const int32_t quads = kk >> 2, tail = kk & 3;                                                                                   \
-    int32_t n = 0;                                                                                                                  \
-    for (; n + 4 <= nn; n += 4) {                                                                                                   \
-        int32_t s0 = p->bias[n], s1 = p->bias[n + 1], s2 = p->bias[n + 2], s3 = p->bias[n + 3];                                     \
-        const int8_t *ap = a;                                                                                                       \
-        for (int32_t q = quads >> 1; q > 0; q--) {                                                                                  \
-            GEMM_S8_QUAD(ap, wp);                                                                                                   \
-            GEMM_S8_QUAD(ap + 4, wp + 16);                                                                                          \
-            ap += 8;                                                                                                                \
-            wp += 32;                                                                                                               \
-        }                                                                                                                           \
-        if (quads & 1) {                                                                                                            \
-            GEMM_S8_QUAD(ap, wp);                                                                                                   \
-            ap += 4;                                                                                                                \
-            wp += 16;                                                                                                               \
-        }                                                                                                                           \
-        for (int32_t t = 0; t < tail; t++) {                                                                                        \
-            int32_t av = ap[t];                                                                                                     \
-            s0 += av * wp[0];                                                                                                       \
-            s1 += av * wp[1];                                                                                                       \
-            s2 += av * wp[2];                                                                                                       \
-            s3 += av * wp[3];                                                                                                       \
-            wp += 4;                                                                                                                \
-        }                                                                                                                           \
-        y[n * y_n] = (int8_t)OUT(s0, n, p);                                                                                         \
-        y[(n + 1) * y_n] = (int8_t)OUT(s1, n + 1, p);                                                                               \
-        y[(n + 2) * y_n] = (int8_t)OUT(s2, n + 2, p);                                                                               \
-        y[(n + 3) * y_n] = (int8_t)OUT(s3, n + 3, p);                                                                               \
-    }                                                                                                                               \
-    const int8_t *wb = wp;                                                                                                          \
-    for (; n < nn; n++) {                                                                                                           \
-        int32_t s0 = p->bias[n];                                                                                                    \
-        int32_t k = 0;                                                                                                              \
-        for (; k + 4 <= kk; k += 4) {                                                                                               \
-            uint32_t av = mcud_load32(a + k), w0 = mcud_load32(wb + k);                                                             \
-            s0 = mcud_smlad(mcud_sxtb16(w0), mcud_sxtb16(av), s0);                                                                  \
-            s0 = mcud_smlad(mcud_sxtb16_ror8(w0), mcud_sxtb16_ror8(av), s0);                                                        \
-        }                                                                                                                           \
-        for (; k < kk; k++) {                                                                                                       \
-            s0 += (int32_t)a[k] * (int32_t)wb[k];                                                                                   \
-        }                                                                                                                           \
-        wb += (kk + 3) & ~3;                                                                                                        \
-        y[n * y_n] = (int8_t)OUT(s0, n, p);                                                                                         \
-    }                                                                                                                               \
+/* One row of A (k contiguous) times packed B: four columns at a time, each 32-bit load of A
+ * (a0..a3) giving the pairs (a0, a2) and (a1, a3) that meet the same halves of each column's
+ * four weights in two SMLADs. Column n starts from bias[n] + bias_add. One text, two functions:
+ * ONNX models' rounding (OUT = gemm_s8_out) and TFLite models' (gemm_s8_out_tfl; p->r is 0 for
+ * TFLite models, whose products all have constant weights). */
+#define GEMM_S8_ROW(NAME, OUT)                                                                           \
+MCUD_GEMM_NO_SCHED static void NAME(const int8_t *a, int8_t *y, int32_t y_n, int32_t kk, int32_t nn,     \
+                                           const int8_t *packed, const int32_t *bias, int32_t bias_add,  \
+                                           const gemm_requant *p)                                        \
+{                                                                                                        \
+    const int8_t *wp = GEMM_PACKED(packed);                                                              \
+    const int32_t quads = kk >> 2, tail = kk & 3;                                                        \
+    int32_t n = 0;                                                                                       \
+    for (; n + 4 <= nn; n += 4) {                                                                        \
+        int32_t s0 = bias[n] + bias_add, s1 = bias[n + 1] + bias_add, s2 = bias[n + 2] + bias_add,       \
+                s3 = bias[n + 3] + bias_add;                                                             \
+        const int8_t *ap = a;                                                                            \
+        for (int32_t q = quads >> 1; q > 0; q--) {                                                       \
+            GEMM_S8_QUAD(ap, wp);                                                                        \
+            GEMM_S8_QUAD(ap + 4, wp + 16);                                                               \
+            ap += 8;                                                                                     \
+            wp += 32;                                                                                    \
+        }                                                                                                \
+        if (quads & 1) {                                                                                 \
+            GEMM_S8_QUAD(ap, wp);                                                                        \
+            ap += 4;                                                                                     \
+            wp += 16;                                                                                    \
+        }                                                                                                \
+        for (int32_t t = 0; t < tail; t++) {                                                             \
+            int32_t av = ap[t];                                                                          \
+            s0 += av * wp[0];                                                                            \
+            s1 += av * wp[1];                                                                            \
+            s2 += av * wp[2];                                                                            \
+            s3 += av * wp[3];                                                                            \
+            wp += 4;                                                                                     \
+        }                                                                                                \
+        if (p->r > 0) {                                                                                  \
+            y[n * y_n] = (int8_t)gemm_s8_out_r(s0, p);                                                   \
+            y[(n + 1) * y_n] = (int8_t)gemm_s8_out_r(s1, p);                                             \
+            y[(n + 2) * y_n] = (int8_t)gemm_s8_out_r(s2, p);                                             \
+            y[(n + 3) * y_n] = (int8_t)gemm_s8_out_r(s3, p);                                             \
+            continue;                                                                                    \
+        }                                                                                                \
+        y[n * y_n] = (int8_t)OUT(s0, n, p);                                                              \
+        y[(n + 1) * y_n] = (int8_t)OUT(s1, n + 1, p);                                                    \
+        y[(n + 2) * y_n] = (int8_t)OUT(s2, n + 2, p);                                                    \
+        y[(n + 3) * y_n] = (int8_t)OUT(s3, n + 3, p);                                                    \
+    }                                                                                                    \
+    const int8_t *wb = wp;                                                                               \
+    for (; n < nn; n++) {                                                                                \
+        int32_t s0 = bias[n] + bias_add;                                                                 \
+        int32_t k = 0;                                                                                   \
+        for (; k + 4 <= kk; k += 4) {                                                                    \
+            uint32_t av = mcud_load32(a + k), w0 = mcud_load32(wb + k);                                  \
+            s0 = mcud_smlad(mcud_sxtb16(w0), mcud_sxtb16(av), s0);                                       \
+            s0 = mcud_smlad(mcud_sxtb16_ror8(w0), mcud_sxtb16_ror8(av), s0);                             \
+        }                                                                                                \
+        for (; k < kk; k++) {                                                                            \
+            s0 += (int32_t)a[k] * (int32_t)wb[k];                                                        \
+        }                                                                                                \
+        wb += (kk + 3) & ~3;                                                                             \
+        y[n * y_n] = (int8_t)OUT(s0, n, p);                                                              \
+    }                                                                                                    \
 }
 
 GEMM_S8_ROW(gemm_s8_row, gemm_s8_out)
 GEMM_S8_ROW(gemm_s8_row_tfl, gemm_s8_out_tfl)
 
-#define GEMM_S8(NAME, ROW, OUT) \
+#define GEMM_S8(NAME, ROW, OUT)                                                                                 \
 void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p)             \
 {                                                                                                               \
     /* B is 2-D, constant and packed: its extents come from A (K) and Y (N), a (K, N) view of them              \
@@ -260,6 +291,7 @@ void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud
     kn.stride[0] = kn.shape[1];                                                                                 \
     kn.stride[1] = 1;                                                                                           \
     gemm_shape(a, &kn, y, p->trans_a, 0, &s);                                                                   \
+    const gemm_requant rq = {p->channels, p->mult, p->shift, p->y_zero, p->act_min, p->act_max, 0, 0, 0};       \
     for (int32_t t = 0; t < s.batches; t++) {                                                                   \
         const int8_t *ad = (const int8_t *)a->data + batch_offset(a, mat_dims(a), y, s.batch_dims, t);          \
         int8_t *yd = (int8_t *)y->data + batch_offset(y, y->ndim - s.batch_dims, y, s.batch_dims, t);           \
@@ -267,7 +299,7 @@ void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud
             const int8_t *pa = ad + m * s.a_m;                                                                  \
             int8_t *py = yd + m * s.y_m;                                                                        \
             if (s.a_k == 1) {                                                                                   \
-                ROW(pa, py, s.y_n, s.k, s.n, p);                                                                \
+                ROW(pa, py, s.y_n, s.k, s.n, p->packed, p->bias, 0, &rq);                                       \
                 continue;                                                                                       \
             }                                                                                                   \
             for (int32_t n = 0; n < s.n; n++) { /* A through its strides (transA, a stepped view) */            \
@@ -275,7 +307,7 @@ void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud
                 for (int32_t k = 0; k < s.k; k++) {                                                             \
                     acc += (int32_t)pa[k * s.a_k] * (int32_t)p->packed[gemm_s8_packed_offset(k, n, s.k, s.n)];  \
                 }                                                                                               \
-                py[n * s.y_n] = (int8_t)OUT(acc, n, p);                                                         \
+                py[n * s.y_n] = (int8_t)OUT(acc, n, &rq);                                                       \
             }                                                                                                   \
         }                                                                                                       \
     }                                                                                                           \
@@ -283,3 +315,159 @@ void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud
 
 GEMM_S8(mcud_gemm_s8, gemm_s8_row, gemm_s8_out)
 GEMM_S8(mcud_gemm_s8_tfl, gemm_s8_row_tfl, gemm_s8_out_tfl)
+
+/* ---- int8, both operands activations ---- */
+
+/* B of one batch (K x N, through its strides) in pack_weights's order, into `packed`; col[n] gets
+ * -a_zero * sum_k B[k, n] + K * a_zero * b_zero. */
+static void matmul_s8_pack(const int8_t *b, int32_t b_k, int32_t b_n, int32_t kk, int32_t nn, int32_t a_zero,
+                           int32_t b_zero, int8_t *packed, int32_t *col)
+{
+    const int32_t quads = kk >> 2, k4 = (kk + 3) & ~3, blocks = nn >> 2;
+    int8_t *w = packed;
+    for (int32_t j = 0; j < blocks && b_n == 1; j++) {
+        /* B's rows hold N contiguous: each k-quad of four columns is four words, transposed as 4x4 bytes */
+        const int8_t *bc = b + 4 * j;
+        for (int32_t q = 0; q < quads; q++) {
+            const int8_t *bq = bc + 4 * q * b_k;
+            uint32_t r0 = mcud_load32(bq), r1 = mcud_load32(bq + b_k);
+            uint32_t r2 = mcud_load32(bq + 2 * b_k), r3 = mcud_load32(bq + 3 * b_k);
+            uint32_t t0 = (r0 & 0x00ff00ffu) | ((r1 & 0x00ff00ffu) << 8);   /* r0[0] r1[0] r0[2] r1[2] */
+            uint32_t t1 = ((r0 >> 8) & 0x00ff00ffu) | (r1 & 0xff00ff00u);   /* r0[1] r1[1] r0[3] r1[3] */
+            uint32_t t2 = (r2 & 0x00ff00ffu) | ((r3 & 0x00ff00ffu) << 8);
+            uint32_t t3 = ((r2 >> 8) & 0x00ff00ffu) | (r3 & 0xff00ff00u);
+            mcud_store32(w, mcud_pkhbt(t0, t2));
+            mcud_store32(w + 4, mcud_pkhbt(t1, t3));
+            mcud_store32(w + 8, mcud_pkhtb(t0, t2));
+            mcud_store32(w + 12, mcud_pkhtb(t1, t3));
+            w += 16;
+        }
+        for (int32_t k = 4 * quads; k < kk; k++) {
+            mcud_store32(w, mcud_load32(bc + k * b_k));
+            w += 4;
+        }
+    }
+    for (int32_t j = 0; j < blocks && b_n != 1; j++) {
+        const int8_t *bc = b + 4 * j * b_n;
+        for (int32_t q = 0; q < quads; q++) {
+            for (int32_t i = 0; i < 4; i++) {
+                const int8_t *bq = bc + i * b_n + 4 * q * b_k;
+                w[0] = bq[0];
+                w[1] = bq[b_k];
+                w[2] = bq[2 * b_k];
+                w[3] = bq[3 * b_k];
+                w += 4;
+            }
+        }
+        for (int32_t k = 4 * quads; k < kk; k++) {
+            for (int32_t i = 0; i < 4; i++) {
+                *w++ = bc[i * b_n + k * b_k];
+            }
+        }
+    }
+    for (int32_t n = 4 * blocks; n < nn; n++) {
+        for (int32_t k = 0; k < k4; k++) {
+            *w++ = k < kk ? b[n * b_n + k * b_k] : 0;
+        }
+    }
+    /* column sums from the packed bytes: every word holds four k of one column (pad bytes are 0) */
+    const uint32_t ones = 0x00010001u;
+    const int8_t *wp = packed;
+    const int32_t base = kk * a_zero * b_zero;
+    for (int32_t j = 0; j < blocks; j++) {
+        int32_t c0 = 0, c1 = 0, c2 = 0, c3 = 0;
+        for (int32_t q = 0; q < quads; q++) {
+            uint32_t w0 = mcud_load32(wp), w1 = mcud_load32(wp + 4), w2 = mcud_load32(wp + 8);
+            uint32_t w3 = mcud_load32(wp + 12);
+            c0 = mcud_smlad(mcud_sxtb16(w0), ones, mcud_smlad(mcud_sxtb16_ror8(w0), ones, c0));
+            c1 = mcud_smlad(mcud_sxtb16(w1), ones, mcud_smlad(mcud_sxtb16_ror8(w1), ones, c1));
+            c2 = mcud_smlad(mcud_sxtb16(w2), ones, mcud_smlad(mcud_sxtb16_ror8(w2), ones, c2));
+            c3 = mcud_smlad(mcud_sxtb16(w3), ones, mcud_smlad(mcud_sxtb16_ror8(w3), ones, c3));
+            wp += 16;
+        }
+        for (int32_t k = 4 * quads; k < kk; k++) {
+            c0 += wp[0];
+            c1 += wp[1];
+            c2 += wp[2];
+            c3 += wp[3];
+            wp += 4;
+        }
+        col[4 * j] = base - a_zero * c0;
+        col[4 * j + 1] = base - a_zero * c1;
+        col[4 * j + 2] = base - a_zero * c2;
+        col[4 * j + 3] = base - a_zero * c3;
+    }
+    for (int32_t n = 4 * blocks; n < nn; n++) {
+        int32_t sum = 0;
+        for (int32_t k = 0; k < k4; k += 4) {
+            uint32_t w0 = mcud_load32(wp + k);
+            sum = mcud_smlad(mcud_sxtb16(w0), ones, mcud_smlad(mcud_sxtb16_ror8(w0), ones, sum));
+        }
+        wp += k4;
+        col[n] = base - a_zero * sum;
+    }
+}
+
+/* sum_k a[k] of one contiguous row */
+static int32_t row_sum_s8(const int8_t *a, int32_t kk)
+{
+    int32_t sum = 0, k = 0;
+    const uint32_t ones = 0x00010001u;
+    for (; k + 4 <= kk; k += 4) {
+        uint32_t v = mcud_load32(a + k);
+        sum = mcud_smlad(mcud_sxtb16(v), ones, mcud_smlad(mcud_sxtb16_ror8(v), ones, sum));
+    }
+    for (; k < kk; k++) {
+        sum += a[k];
+    }
+    return sum;
+}
+
+void mcud_matmul_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_matmul_s8_params *p,
+                    void *scratch)
+{
+    mcud_gemm_shape s;
+    gemm_shape(a, b, y, p->trans_a, p->trans_b, &s);
+    const int32_t one_mult[1] = {p->mult}, one_shift[1] = {p->shift};
+    const int32_t r = p->shift >= 33 && p->shift <= 62 ? p->shift - 32 : 0;
+    const gemm_requant rq = {1, one_mult, one_shift, p->y_zero, p->act_min, p->act_max, r,
+                             r > 0 ? (int32_t)1 << (r - 1) : 0, p->mult};
+    /* the packed rows need A's rows contiguous; otherwise (or without scratch) the plain loop */
+    const int32_t packs = scratch != NULL && s.a_k == 1;
+    int8_t *packed = (int8_t *)scratch;
+    int32_t *col = NULL;
+    if (packs) { /* the packed B (K rounded up to 4, times N: a multiple of 4 bytes), then N int32 */
+        col = (int32_t *)(void *)(packed + ((s.k + 3) & ~3) * s.n);
+    }
+    for (int32_t t = 0; t < s.batches; t++) {
+        const int8_t *ad = (const int8_t *)a->data + batch_offset(a, mat_dims(a), y, s.batch_dims, t);
+        const int8_t *bd = (const int8_t *)b->data + batch_offset(b, mat_dims(b), y, s.batch_dims, t);
+        int8_t *yd = (int8_t *)y->data + batch_offset(y, y->ndim - s.batch_dims, y, s.batch_dims, t);
+        if (packs) {
+            matmul_s8_pack(bd, s.b_k, s.b_n, s.k, s.n, p->a_zero, p->b_zero, packed, col);
+            for (int32_t m = 0; m < s.m; m++) {
+                const int8_t *pa = ad + m * s.a_m;
+                gemm_s8_row(pa, yd + m * s.y_m, s.y_n, s.k, s.n, packed, col, -p->b_zero * row_sum_s8(pa, s.k), &rq);
+            }
+            continue;
+        }
+        for (int32_t m = 0; m < s.m; m++) {
+            const int8_t *pa = ad + m * s.a_m;
+            int8_t *py = yd + m * s.y_m;
+            for (int32_t n = 0; n < s.n; n++) {
+                const int8_t *pb = bd + n * s.b_n;
+                int32_t acc = 0;
+                for (int32_t k = 0; k < s.k; k++) {
+                    acc += ((int32_t)pa[k * s.a_k] - p->a_zero) * ((int32_t)pb[k * s.b_k] - p->b_zero);
+                }
+                py[n * s.y_n] = (int8_t)gemm_s8_out(acc, n, &rq);
+            }
+        }
+    }
+}
+
+/* The same without working memory (offload.fit_scratch chose it where the scratch would raise the peak). */
+void mcud_matmul_s8_direct(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_matmul_s8_params *p)
+{
+    mcud_matmul_s8(a, b, y, p, NULL);
+}

@@ -14,6 +14,13 @@ does not depend on A is folded into one int32 per column at compile time,
 (exactly C[n] for the int32 bias at scale s_a * s_b[n] that QDQ lowering produces), so the
 kernel's inner loop is a plain sum of a * b, and each column is requantized with its own
 multiplier alpha * s_a * s_b[n] / s_y.
+
+A MatMul of two int8 activations (attention's Q K^T and softmax(.) V; batched, per-tensor A, B and
+output, any zero points) runs mcud_matmul_s8: acc = sum_k (a - z_a)(b - z_b), exact in int32 as
+sum a b - z_b sum_k a - z_a sum_k b + K z_a z_b, requantized by s_a s_b / s_y. Each batch's B is
+packed into the kernel's scratch in pack_weights's order, with its column sums, so the rows run the
+constant-B kernel's dual-MAC loop; without scratch (offload.fit_scratch) a plain loop does the same
+arithmetic.
 """
 from __future__ import annotations
 
@@ -151,6 +158,53 @@ def int8_plan(graph: Graph, node: Node) -> Int8Plan:
     return Int8Plan(bias, mult, shift, z_y, lo, hi)
 
 
+# mcud_matmul_s8's packed rows add four terms, sum a b, -z_b sum a, -z_a sum b and K z_a z_b, each
+# at most K 2^14 in magnitude: every partial sum stays below K 2^16 = 2^29 for K = 2^13, well inside int32
+MATMUL_MAX_K = 8192
+
+
+@dataclass(frozen=True)
+class DynamicPlan:
+    """The integers of a product of two int8 activations."""
+
+    a_zero: int
+    b_zero: int
+    mult: int
+    shift: int
+    y_zero: int
+    lo: int
+    hi: int
+
+
+def dynamic_plan(graph: Graph, node: Node) -> DynamicPlan:
+    """The plan of mcud_matmul_s8; UnsupportedError where the product does not fit it."""
+    lay = layout(graph, node)
+    a, b, y = graph[node.inputs[0]], graph[node.inputs[1]], graph[node.outputs[0]]
+    require(node.op == "MatMul" and not _bias_name(node), f"int8 {node.op} of two activations takes no bias")
+    require(requant.arithmetic(graph) == "onnx", f"int8 {node.op} of two activations rounds as ONNX does (no "
+                                                 f"TFLite model has one)")
+    require(all(t.dtype == "int8" and t.quant is not None and len(t.quant.scale) == 1 for t in (a, b, y)),
+            f"int8 {node.op} of two activations needs per-tensor int8 A, B and output")
+    require(lay.k <= MATMUL_MAX_K, f"int8 {node.op} of two activations with K = {lay.k} (at most {MATMUL_MAX_K})")
+    s_a, z_a = a.quant.single()
+    s_b, z_b = b.quant.single()
+    s_y, z_y = y.quant.single()
+    mult, shift = requant.quantize_multiplier(s_a * s_b / s_y)
+    lo, hi = requant.clip_range(node, y)
+    return DynamicPlan(z_a, z_b, mult, shift, z_y, lo, hi)
+
+
+def _dynamic(graph: Graph, node: Node) -> bool:
+    """An int8 product whose B is computed at run time (mcud_matmul_s8)."""
+    return graph[node.inputs[0]].dtype == "int8" and not graph[node.inputs[1]].is_const
+
+
+def dynamic_scratch(lay: Layout) -> int:
+    """Bytes of mcud_matmul_s8's scratch: one batch's B packed (K padded to 4), then N int32 column terms."""
+    k4 = -(-lay.k // 4) * 4
+    return -(-k4 * lay.n // 4) * 4 + 4 * lay.n
+
+
 def pack_weights(w: np.ndarray) -> np.ndarray:
     """Constant int8 B (K, N) in the order the int8 kernel reads it (firmware/include/mcud_gemm.h):
     columns in blocks of four, each block every k-quad's 4 x 4 bytes column by column, then the
@@ -191,10 +245,15 @@ class _Product(Op):
 
     def accepts_int8(self, graph, node) -> bool:
         try:
-            int8_plan(graph, node)
+            dynamic_plan(graph, node) if _dynamic(graph, node) else int8_plan(graph, node)
         except (UnsupportedError, ValueError):
             return False
         return True
+
+    def scratch(self, graph, node):
+        if not _dynamic(graph, node) or not node.attr("scratch", 1):
+            return 0
+        return dynamic_scratch(layout(graph, node))
 
     def expr(self, graph, node):
         lay = layout(graph, node)
@@ -249,6 +308,11 @@ class _Product(Op):
                 acc = acc + beta * c.astype(np.float64)
             lo, hi = requant.float_clip(node)
             return [np.clip(acc.astype(np.float32), np.float32(lo), np.float32(hi)).reshape(lay.out)]
+        if _dynamic(graph, node):
+            d = dynamic_plan(graph, node)
+            acc = np.matmul(a.astype(np.int64) - d.a_zero, b.astype(np.int64) - d.b_zero)
+            q = requant.requantize(acc, d.mult, d.shift) + d.y_zero
+            return [np.clip(q, d.lo, d.hi).astype(np.int8).reshape(lay.out)]
         plan = int8_plan(graph, node)
         acc = np.matmul(a.astype(np.int64), b.astype(np.int64)) + plan.bias  # bias runs along the last axis (N)
         q = requant.requantize_as(graph, acc, plan.mult.astype(np.int64), plan.shift.astype(np.int64)) + plan.y_zero
@@ -262,6 +326,13 @@ class _Product(Op):
             return Call("mcud_gemm_f32", (a, b, _bias_name(node), y), Struct.of(
                 "mcud_gemm_f32_params", trans_a=int(lay.trans_a), trans_b=int(lay.trans_b),
                 alpha=float(node.attr("alpha", 1.0)), beta=float(node.attr("beta", 1.0)), act_min=lo, act_max=hi))
+        if _dynamic(graph, node):
+            d = dynamic_plan(graph, node)
+            scratch = self.scratch(graph, node)
+            return Call("mcud_matmul_s8" if scratch else "mcud_matmul_s8_direct", (a, b, y), Struct.of(
+                "mcud_matmul_s8_params", trans_a=int(lay.trans_a), trans_b=int(lay.trans_b), a_zero=d.a_zero,
+                b_zero=d.b_zero, mult=d.mult, shift=d.shift, y_zero=d.y_zero, act_min=d.lo, act_max=d.hi),
+                scratch=scratch)
         plan = int8_plan(graph, node)
         w = graph[b].data
         packed = pack_weights(w.T if lay.trans_b else w)

@@ -43,14 +43,22 @@ class QDQ:
         self.qparams: dict[str, tuple[np.float32, np.int8]] = {}  # activation -> (scale, zero point)
         self.output_like: str = ""  # an activation whose quantization the output keeps
         self.output_span = 1.0  # < 1: the output range covers only part of the values (they saturate)
+        self.opset = OPSET
 
     def const(self, name: str, value: np.ndarray) -> str:
         self.inits.append(numpy_helper.from_array(np.asarray(value), name))
         return name
 
-    def input(self, name: str, shape: tuple[int, ...], lo: float = -1.0, hi: float = 1.0) -> str:
-        """A float graph input quantized per tensor (asymmetric) and dequantized again."""
+    def input(self, name: str, shape: tuple[int, ...], lo: float = -1.0, hi: float = 1.0, channels: bool = False) -> str:
+        """A float graph input quantized per tensor (asymmetric) and dequantized again; ``channels``: each
+        index of dimension 1 gets its own gain and offset (so a reduction over the others still spans
+        the output range)."""
         x = self.rng.uniform(lo, hi, size=shape).astype(np.float32)
+        if channels:
+            bshape = (1, shape[1]) + (1,) * (len(shape) - 2)
+            gain = np.linspace(0.1, 1.0, shape[1]).reshape(bshape)
+            offset = np.linspace(-1.0, 1.0, shape[1])[::-1].reshape(bshape)
+            x = (x * gain + offset).astype(np.float32)
         self.inputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, shape))
         self.feeds[name] = x
         return self.qdq(name, float(x.min()), float(x.max()))
@@ -96,7 +104,7 @@ class QDQ:
     def model(self, output: str, dtype: int, shape=None) -> onnx.ModelProto:
         graph = helper.make_graph(self.nodes, "int8_case", self.inputs,
                                   [helper.make_tensor_value_info(output, dtype, shape)], self.inits)
-        model = helper.make_model(graph, opset_imports=[helper.make_operatorsetid("", OPSET)])
+        model = helper.make_model(graph, opset_imports=[helper.make_operatorsetid("", self.opset)])
         model.ir_version = 8
         return model
 
@@ -108,9 +116,10 @@ def _ort(model: onnx.ModelProto, feeds: dict) -> list[np.ndarray]:
     return sess.run(None, feeds)
 
 
-def quantized(build: Callable[[QDQ], str], seed: int) -> tuple[onnx.ModelProto, dict]:
+def quantized(build: Callable[[QDQ], str], seed: int, opset: int = OPSET) -> tuple[onnx.ModelProto, dict]:
     """The QDQ model around ``build``'s float output, with an output scale from its real range."""
     q = QDQ(np.random.default_rng(seed))
+    q.opset = opset
     y = build(q)
     real = _ort(q.model(y, TensorProto.FLOAT), q.feeds)[0]
     if q.output_like:
@@ -189,6 +198,33 @@ def pool(op, shape=(1, 4, 8, 8), same_scale=False, **attrs):
     return build, op
 
 
+def matmul_act(a_shape=(1, 4, 16, 8), b_shape=(1, 4, 8, 16)):
+    """Both operands activations (attention's Q K^T): mcud_matmul_s8."""
+    def build(q: QDQ) -> str:
+        a = q.input("a", a_shape)
+        b = q.input("b", b_shape, -0.5, 1.5)
+        q.nodes.append(helper.make_node("MatMul", [a, b], ["mm"]))
+        return "mm"
+    return build, "MatMul"
+
+
+def reduce(op, shape=(1, 8, 6, 5), axes=(2, 3), keepdims=1):
+    def build(q: QDQ) -> str:
+        x = q.input("x", shape, channels=1 not in axes)
+        axes_name = q.const("axes", np.array(axes, np.int64))
+        q.nodes.append(helper.make_node(op, [x, axes_name], ["red"], keepdims=keepdims))
+        return "red"
+    return build, op
+
+
+def variadic(op, shapes):
+    def build(q: QDQ) -> str:
+        xs = [q.input(f"x{i}", s, -1.0 - 0.1 * i, 1.0 + 0.2 * i) for i, s in enumerate(shapes)]
+        q.nodes.append(helper.make_node(op, xs, ["v"]))
+        return "v"
+    return build, op
+
+
 CASES = {
     "conv_k3_s1_p1": conv(pads=[1, 1, 1, 1]),
     "conv_k3_s2_p1": conv(strides=[2, 2], pads=[1, 1, 1, 1]),
@@ -225,13 +261,26 @@ CASES = {
                                              count_include_pad=1),
     "averagepool_same_scale": pool("AveragePool", same_scale=True, kernel_shape=[2, 2], strides=[2, 2]),
     "globalaveragepool": pool("GlobalAveragePool", shape=(1, 8, 5, 7)),
+    "matmul_activations_heads": matmul_act(),
+    "matmul_activations_bcast": matmul_act((2, 7, 12), (1, 12, 9)),
+    "reducemean_hw": reduce("ReduceMean"),
+    "reducemean_last_flat": reduce("ReduceMean", shape=(1, 16, 24), axes=(-1,), keepdims=0),
+    "reducesum_channels": reduce("ReduceSum", shape=(1, 3, 6, 5), axes=(1,)),
+    "reducemax_hw": reduce("ReduceMax"),
+    "reducemin_w": reduce("ReduceMin", axes=(3,)),
+    "reducel2_hw": reduce("ReduceL2"),
+    "sum_11_inputs": variadic("Sum", [(1, 4, 5, 6)] * 11),
+    "mean_bcast": variadic("Mean", [(1, 4, 5, 6), (1, 4, 1, 1), (6,)]),
+    "max_3": variadic("Max", [(2, 6, 5)] * 3),
+    "min_bcast": variadic("Min", [(2, 6, 5), (5,)]),
 }
+OPSET_OF = {name: 18 for name in CASES if name.startswith("reduce")}  # axes as an input
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_int8_case(name, tmp_path):
     build, op = CASES[name]
-    model, feeds = quantized(build, seed=sorted(CASES).index(name) + 1)
+    model, feeds = quantized(build, seed=sorted(CASES).index(name) + 1, opset=OPSET_OF.get(name, OPSET))
 
     compiled = compile_model(model, "host")
     graph = compiled.graph

@@ -271,7 +271,8 @@ def test_int8_quantize_static_mlp_matches_onnxruntime(tmp_path):
             np.testing.assert_array_equal(out[0], run_reference(graph, [x])[0])
 
 
-def test_int8_matmul_of_two_activations_stays_float():
+def test_int8_matmul_of_two_activations_is_int8():
+    """(The batched forms and their kernel: test_matmul_int8.py.)"""
     rng = np.random.default_rng(6)
     nodes = [helper.make_node("DequantizeLinear", [n, "s", "z"], [n + "_f"]) for n in ("a", "b")]
     nodes += [helper.make_node("MatMul", ["a_f", "b_f"], ["mm"]),
@@ -280,8 +281,7 @@ def test_int8_matmul_of_two_activations_stays_float():
     model = _model(nodes, [_vi("a", TensorProto.INT8, (3, 4)), _vi("b", TensorProto.INT8, (4, 2))],
                    [_vi("y", TensorProto.INT8, None)], inits)
     graph = lower(import_onnx(model))
-    mm = [n for n in graph.nodes if n.op == "MatMul"]
-    assert len(mm) == 1 and graph[mm[0].outputs[0]].dtype == "float32"
+    assert [(n.op, graph[n.outputs[0]].dtype) for n in graph.nodes] == [("MatMul", "int8")]
     a, b = (rng.integers(-128, 128, s).astype(np.int8) for s in ((3, 4), (4, 2)))
     got = run_reference(graph, [a, b])[0]
     assert np.abs(got.astype(int) - ort_outputs(model, {"a": a, "b": b})[0].astype(int)).max() <= 1
