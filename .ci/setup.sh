@@ -11,6 +11,9 @@ command -v gcc >/dev/null || need_apt+=(gcc libc6-dev)
 command -v arm-none-eabi-gcc >/dev/null || need_apt+=(gcc-arm-none-eabi)
 [ -e /usr/lib/arm-none-eabi/newlib/libc.a ] || [ -e /usr/lib/arm-none-eabi/lib/libc.a ] || need_apt+=(libnewlib-arm-none-eabi)
 command -v qemu-system-arm >/dev/null || need_apt+=(qemu-system-arm)
+# the generated folder is built as a CMake library in its tests
+command -v cmake >/dev/null || need_apt+=(cmake)
+command -v make >/dev/null || need_apt+=(make)
 # headless Chromium renders the HTML report in its tests
 command -v chromium >/dev/null || command -v chromium-browser >/dev/null || need_apt+=(chromium)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
