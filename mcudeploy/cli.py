@@ -20,20 +20,38 @@ SCHEDULE_TIME_LIMIT = 10.0  # --time-limit of the commands that compile a model,
 INTERNAL_ERROR = 3  # exit status of a bug (1: an error the user can fix, 2: argparse's usage errors)
 
 
+# Execution orders, as in schedule.METHODS (tests/test_cli_errors.py checks that the two agree:
+# importing the scheduler here would cost every command half a second).
+SCHEDULE_METHODS = ("auto", "exact", "refine", "bfs", "dfs", "rpo", "demand", "model", "pieces")
+PORT_HELP = "serial port of a flashed board (a pyserial URL: /dev/ttyACM0, socket://HOST:PORT)"
+
+
+def _board_option(p: argparse.ArgumentParser, required: bool = True, help: str = "") -> None:
+    p.add_argument("-b", "--board", required=required, help="target board (see `mcudeploy boards`)" + help)
+
+
+def _input_shape_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--input-shape", action="append", default=[], metavar="NAME=1x3x96x96",
+                   help="pin the shape of an input with unknown dimensions (repeatable)")
+
+
+def _port_option(p: argparse.ArgumentParser, help: str = PORT_HELP) -> None:
+    p.add_argument("--port", help=help)
+
+
 def _model_options(p: argparse.ArgumentParser, project: bool = False) -> None:
     if project:
         p.add_argument("model", help="the model file (.onnx or .tflite), or a folder written by compile -o or tune -o (or its "
                                      "plan.json): run exactly the plan recorded there")
-        p.add_argument("-b", "--board", help="target board (see `mcudeploy boards`); for a folder, its plan's board")
+        _board_option(p, required=False, help="; for a folder, its plan's board")
     else:
         p.add_argument("model", help="the model file (.onnx or .tflite)")
-        p.add_argument("-b", "--board", required=True, help="target board (see `mcudeploy boards`)")
-    p.add_argument("--input-shape", action="append", default=[], metavar="NAME=1x3x96x96",
-                   help="pin the shape of an input with unknown dimensions (repeatable)")
+        _board_option(p)
+    _input_shape_option(p)
     _int8_input_option(p)
-    p.add_argument("--schedule", default="auto", metavar="METHOD",
-                   help="execution order: auto, exact, refine, bfs, dfs, rpo, demand, pieces or model (default auto: exact where "
-                        "the graph is small enough for the time limit, else the refined heuristic)")
+    p.add_argument("--schedule", default="auto", choices=SCHEDULE_METHODS, metavar="METHOD",
+                   help=f"execution order: {', '.join(SCHEDULE_METHODS)} (default auto: exact where the graph is small "
+                        f"enough for the time limit, else the refined heuristic)")
     p.add_argument("--time-limit", type=float, default=SCHEDULE_TIME_LIMIT, metavar="S",
                    help="effort the schedule method may spend, in seconds of work on an idle machine (CP-SAT's "
                         "deterministic time, the heuristics' own counts): the same order on a loaded machine, "
@@ -326,21 +344,20 @@ def parser() -> argparse.ArgumentParser:
                    help="with --check, also report the outputs' SNR and top-1 against this float ONNX model (the "
                         "one the int8 model was quantized from)")
     s.add_argument("-o", "--output", help="save the outputs to this .npz")
-    s.add_argument("--port", help="serial port of a flashed board (a pyserial URL: /dev/ttyACM0, socket://HOST:PORT)")
+    _port_option(s)
     s.set_defaults(run=cmd_run)
 
     s = sub.add_parser("measure", help="per-operator timings on a board (cached per kernel)")
     _model_options(s)
-    s.add_argument("--port", help="serial port of a flashed board (a pyserial URL: /dev/ttyACM0, socket://HOST:PORT)")
+    _port_option(s)
     s.add_argument("--json", action="store_true", help="print the timings as JSON")
     s.add_argument("--repeat", type=int, default=5, help="runs of each operator; the least ticks count (default 5)")
     s.set_defaults(run=cmd_measure)
 
     s = sub.add_parser("tune", help="split operators for the least memory within a latency budget, timed on a board")
     s.add_argument("model", help="the model file (.onnx or .tflite)")
-    s.add_argument("-b", "--board", required=True, help="target board (see `mcudeploy boards`)")
-    s.add_argument("--input-shape", action="append", default=[], metavar="NAME=1x3x96x96",
-                   help="pin the shape of an input with unknown dimensions (repeatable)")
+    _board_option(s)
+    _input_shape_option(s)
     _int8_input_option(s)
     s.add_argument("--max-overhead", type=float, default=0.05, metavar="F",
                    help="latency the split may add, as a fraction of the unsplit model's (default 0.05)")
@@ -351,18 +368,17 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--time-limit", type=float, default=TUNE_TIME_LIMIT, metavar="S",
                    help="an outer bound in wall-clock seconds: the search stops there (keeping the best plan found) "
                         f"and says it was cut short; run again to resume (default {TUNE_TIME_LIMIT:g})")
-    s.add_argument("--port", help="serial port of a flashed board (a pyserial URL: /dev/ttyACM0, socket://HOST:PORT)")
+    _port_option(s)
     s.add_argument("-o", "--output", required=True, help="output directory (C project, plan.json, tune-state.json)")
     _c_options(s)
     s.set_defaults(run=cmd_tune)
 
     s = sub.add_parser("flash", help="build the measurer (and a model) with PlatformIO and upload it")
     s.add_argument("model", nargs="?", help="the model file, .onnx or .tflite (none: the measurer alone)")
-    s.add_argument("-b", "--board", required=True, help="target board (see `mcudeploy boards`)")
-    s.add_argument("--input-shape", action="append", default=[], metavar="NAME=1x3x96x96",
-                   help="pin the shape of an input with unknown dimensions (repeatable)")
-    s.add_argument("--port", help="emulated board: socket://127.0.0.1:PORT to listen on (default: a free port); "
-                                  "real board: its serial port, e.g. /dev/ttyACM0")
+    _board_option(s)
+    _input_shape_option(s)
+    _port_option(s, "emulated board: socket://127.0.0.1:PORT to listen on (default: a free port); real board: its "
+                    "serial port, e.g. /dev/ttyACM0")
     s.add_argument("--project-dir", help="where to write the PlatformIO project (default: in the mcudeploy cache)")
     s.add_argument("--no-upload", action="store_true", help="build and report memory use, do not upload")
     s.add_argument("--stop", action="store_true", help="stop the emulator an earlier flash of BOARD started (the one "

@@ -96,3 +96,12 @@ def test_no_traceback_from_the_command(tmp_path):
 def test_boards_lists_host(capsys, cmd):
     assert main(cmd) == 0
     assert "host" in capsys.readouterr().out
+
+
+def test_the_schedule_option_offers_exactly_the_schedulers_methods(tmp_path, capsys):
+    from mcudeploy import cli, schedule
+
+    assert cli.SCHEDULE_METHODS == schedule.METHODS  # the CLI's copy (kept to start fast) has not drifted
+    with pytest.raises(SystemExit) as ended:
+        main(["plan", str(tmp_path / "m.onnx"), "-b", "host", "--schedule", "fastest"])
+    assert ended.value.code == 2 and "invalid choice: 'fastest'" in capsys.readouterr().err
