@@ -98,10 +98,7 @@ def test_boards_lists_host(capsys, cmd):
     assert "host" in capsys.readouterr().out
 
 
-def test_the_schedule_option_offers_exactly_the_schedulers_methods(tmp_path, capsys):
+def test_the_schedule_help_offers_exactly_the_schedulers_methods():
     from mcudeploy import cli, schedule
 
     assert cli.SCHEDULE_METHODS == schedule.METHODS  # the CLI's copy (kept to start fast) has not drifted
-    with pytest.raises(SystemExit) as ended:
-        main(["plan", str(tmp_path / "m.onnx"), "-b", "host", "--schedule", "fastest"])
-    assert ended.value.code == 2 and "invalid choice: 'fastest'" in capsys.readouterr().err

@@ -19,7 +19,7 @@ from mcudeploy.pipeline import lower
 from mcudeploy.project import load_project
 from mcudeploy.reference import run_reference
 from mcudeploy.search import space, write_result
-from mcudeploy.search.tune import Plan, TuneResult, compile_scheme
+from mcudeploy.search.tune import TimedScheme, TuneResult, compile_scheme
 
 
 @pytest.fixture(scope="module")
@@ -53,10 +53,10 @@ def write_split(model, board: str, out):
     placement; "fit" lets compile_graph drop a kernel's scratch at the peak)."""
     lowered = lower(import_onnx(model), int8_input=True)
     target = load_board(board)
-    base = Plan((), compile_scheme(lowered, (), target, str(model), method="auto", placement="exact",
+    base = TimedScheme((), compile_scheme(lowered, (), target, str(model), method="auto", placement="exact",
                                    int8_input=True))
     scheme = (the_cut(lowered),)
-    best = Plan(scheme, compile_scheme(lowered, scheme, target, str(model), method="auto", placement="exact",
+    best = TimedScheme(scheme, compile_scheme(lowered, scheme, target, str(model), method="auto", placement="exact",
                                        scratch="fit", int8_input=True))
     base.ticks, best.ticks = fake_ticks(base.compiled), fake_ticks(best.compiled)
     write_result(TuneResult(base, best, int(base.ticks * 2), out))

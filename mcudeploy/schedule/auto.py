@@ -31,7 +31,7 @@ from mcudeploy.schedule.bound import lower_bound
 from mcudeploy.schedule.dfs import dfs
 from mcudeploy.schedule.exact import solve
 from mcudeploy.schedule.order import model_order
-from mcudeploy.schedule.peak import Profiler
+from mcudeploy.schedule.profile import Profiler
 from mcudeploy.schedule.pieces import pieces
 from mcudeploy.schedule.problem import Problem
 from mcudeploy.schedule.refine import refine

@@ -10,7 +10,7 @@ At the first step where the live bytes reach the peak, every buffer live there i
   whose inputs are then all ready and come partly from the moved nodes (they free what the moved
   nodes create).
 
-Each candidate order is re-simulated (:class:`mcudeploy.schedule.peak.Profiler`); the best one
+Each candidate order is re-simulated (:class:`mcudeploy.schedule.profile.Profiler`); the best one
 is taken if it lowers the peak, or keeps it with fewer steps at the peak, or keeps both with
 fewer live bytes in all (so that the next peak comes into view). Buffers are tried largest
 first; the best move of the first buffer that has a helpful one is taken. This repeats until no
@@ -27,7 +27,7 @@ import numpy as np
 
 from mcudeploy.effort import Effort
 from mcudeploy.schedule.order import ancestors, descendants
-from mcudeploy.schedule.peak import Profiler
+from mcudeploy.schedule.profile import Profiler
 from mcudeploy.schedule.problem import Problem
 
 

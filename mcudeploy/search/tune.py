@@ -105,7 +105,10 @@ class Trial:
 
 
 @dataclass
-class Plan:
+class TimedScheme:
+    """A split scheme, its compiled plan and what the board said of it (plan.py writes a compiled
+    plan as plan.json; this is one of the search's candidates)."""
+
     scheme: tuple[Cut, ...]
     compiled: Compiled
     ticks: Optional[int] = None  # measured on the board: the sum of its kernels' timings (timing cache)
@@ -118,8 +121,8 @@ class Plan:
 
 @dataclass
 class TuneResult:
-    baseline: Plan
-    best: Plan
+    baseline: TimedScheme
+    best: TimedScheme
     budget_ticks: int
     out_dir: Path
     budget: int = budgets.CANDIDATES  # candidates the search could evaluate
@@ -268,7 +271,7 @@ class Tuner:
             self.state.record(key, **{field: value})
         return value, True
 
-    def run_whole(self, plan: Plan, key: str) -> int:
+    def run_whole(self, plan: TimedScheme, key: str) -> int:
         """One whole run's ticks of a plan, from the state file when it was run before."""
         def run() -> int:
             log.info("board %s: one whole run of %s", self.board.name, key)
@@ -290,7 +293,7 @@ class Tuner:
                 best = compiled
         return best
 
-    def time(self, plan: Plan, key: str) -> int:
+    def time(self, plan: TimedScheme, key: str) -> int:
         """Measured ticks of a plan, from the state file when this scheme was timed before. Its kernels
         join those the estimates may read (state.kernels), whether they were measured now or not."""
         plan.ticks, _ = self._recorded(key, "ticks", lambda: self._measure(plan.compiled))
@@ -317,8 +320,8 @@ class Tuner:
         return None
 
     # ------------------------------------------------------------------ the search
-    def baseline(self) -> Plan:
-        plan = Plan((), self.compile((), method="auto", placement="exact"))
+    def baseline(self) -> TimedScheme:
+        plan = TimedScheme((), self.compile((), method="auto", placement="exact"))
         self.say(f"baseline: {len(self.lowered.nodes)} operators, arena {plan.arena:,} B; timing it on "
                  f"{self.board.name}")
         ticks = self.time(plan, "unsplit")
@@ -351,7 +354,7 @@ class Tuner:
         self._compiled[key] = compiled
         return Trial(compiled.placement.arena_bytes, key, trial, est, budget)
 
-    def round(self, scheme: tuple, best: Plan, budget: int, base: Plan) -> tuple[Optional[Plan], Optional[str]]:
+    def round(self, scheme: tuple, best: TimedScheme, budget: int, base: TimedScheme) -> tuple[Optional[TimedScheme], Optional[str]]:
         """One cut more (or one cut grown longer or cut again): (the plan kept, or None; what cut
         the round short, if anything: budget.BUDGET or budget.TIMED_OUT).
 
@@ -411,7 +414,7 @@ class Tuner:
                 return None, stop
         return None, None
 
-    def accept(self, trials: list, best: Plan, budget: int, base: Plan) -> Optional[Plan]:
+    def accept(self, trials: list, best: TimedScheme, budget: int, base: TimedScheme) -> Optional[TimedScheme]:
         """From the least arena below ``best``'s up: the first candidate whose ticks, measured on the
         board, are within budget (one estimated clearly over budget is skipped unmeasured).
 
@@ -438,7 +441,7 @@ class Tuner:
                 self.state.record(t.key, status="estimate over budget")
                 continue
             compiled = self._compiled.get(t.key) or self.search_compile(t.scheme)
-            plan = Plan(t.scheme, compiled)
+            plan = TimedScheme(t.scheme, compiled)
             est = entry.get("estimate")
             self.say(f"  timing {space.short(t.scheme)}: arena {t.arena:,} B"
                      + (f", estimated {est:,.0f} ticks" if est else ""))
@@ -464,7 +467,7 @@ class Tuner:
         if scheme:
             # the work spent up to the kept scheme, as the run that kept it counted it
             self.work = Work(**{**self.state.progress, "kernels_measured": self.work.kernels_measured})
-            best = Plan(scheme, self.search_compile(scheme))
+            best = TimedScheme(scheme, self.search_compile(scheme))
             self.time(best, space.scheme_key(scheme))
             self.say(f"resumed scheme {space.short(scheme)}: arena {best.arena:,} B, {best.ticks:,} ticks")
         while True:
@@ -486,7 +489,7 @@ class Tuner:
         return TuneResult(base, final, budget, self.out, self.budget, self.work, self.stopped_by, self.time_limit,
                           self.clock.elapsed(), self.effort)
 
-    def finish(self, best: Plan, budget: int, base: Plan) -> Plan:
+    def finish(self, best: TimedScheme, budget: int, base: TimedScheme) -> TimedScheme:
         """Every schedule method with exact placement and each scratch policy on the kept scheme:
         the least arena within budget, confirmed by whole runs of its firmware and the baseline's
         (within the same overhead); else the next, down to the plan the search kept."""
@@ -503,7 +506,7 @@ class Tuner:
             except MCUDeployError as exc:
                 self.say(f"final: schedule {method} ({scratch} scratch) failed: {exc}")
                 continue
-            options.append((Plan(best.scheme, compiled), scratch))
+            options.append((TimedScheme(best.scheme, compiled), scratch))
         key = space.scheme_key(best.scheme)
         ranked = sorted(options, key=lambda o: (o[0].arena, FINAL_SCRATCH.index(o[1])))
         ranked = [(p, f"{key} @ {p.compiled.schedule_method}/exact/{s}", s) for p, s in ranked if p.arena < best.arena]

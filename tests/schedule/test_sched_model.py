@@ -15,7 +15,7 @@ import pytest
 from benchmarks.graphs import FAMILIES, make  # noqa: E402
 from mcudeploy.memory.lifetimes import lifetimes  # noqa: E402
 from mcudeploy.schedule.bound import lower_bound  # noqa: E402
-from mcudeploy.schedule.peak import Profiler  # noqa: E402
+from mcudeploy.schedule.profile import Profiler  # noqa: E402
 from mcudeploy.schedule.problem import build  # noqa: E402
 
 
