@@ -52,13 +52,10 @@ def test_generated_suite_is_placed_near_the_bound():
 
 @pytest.mark.slow
 def test_large_generated_graphs():
-    """The 2,000-operator graphs: sharing decided in well under a second, placement in its limit."""
-    import time
-
+    """The 2,000-operator graphs: placed within 5% of the live-bytes bound in the solver's effort
+    limit (no wall-clock bound: on a shared machine that is a benchmark's to measure, not a test's)."""
     for spec in suite(LARGE):
         graph = spec.build()
-        t0 = time.perf_counter()
         lives = lifetimes(graph, graph.nodes, 4)
-        assert time.perf_counter() - t0 < 2.0
         p = place(lives, method="exact", alignment=4, time_limit=10.0)
         assert p.lower_bound_bytes <= p.arena_bytes <= 1.05 * p.lower_bound_bytes
