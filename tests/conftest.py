@@ -13,3 +13,13 @@ def _isolated_cache(tmp_path_factory):
     if "MCUDEPLOY_CACHE" not in os.environ:
         os.environ["MCUDEPLOY_CACHE"] = str(tmp_path_factory.mktemp("mcudeploy-cache"))
     yield
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (`-n 2 --dist loadgroup`, as .ci/test runs), every test that starts
+    emulators, PlatformIO or a board runs on one worker, one after the other: they share the
+    session's PlatformIO core and measure ticks and idle CPU, which two at once would disturb. The
+    other tests spread over both workers."""
+    for item in items:
+        if item.get_closest_marker("qemu") or "device" in item.path.parts:
+            item.add_marker(pytest.mark.xdist_group("boards"))

@@ -28,11 +28,11 @@ def first_stage_peak(tmp_path_factory):
     (72 channels at 8x8 and below)."""
     work = tmp_path_factory.mktemp("mnv2_first")
     _, qdq, _ = zoo.mobilenetv2(work, size=32, stages=((1, 8, 1, 1), (6, 12, 2, 2), (6, 16, 1, 2)), stem=8,
-                                classes=4, int8_input=True)
+                                classes=4)
     path = work / "mnv2_first_stage.onnx"
     onnx.save(qdq, path)
-    graph = lower(import_onnx(path))
-    base = compile_scheme(graph, (), load_board("qemu-m4"), "m", method="auto", placement="exact")
+    graph = lower(import_onnx(path), int8_input=True)
+    base = compile_scheme(graph, (), load_board("qemu-m4"), "m", method="auto", placement="exact", int8_input=True)
     return path, graph, base
 
 
@@ -101,7 +101,7 @@ def test_round_one_cuts_the_first_stage(first_stage_peak, tmp_path):
     peak = find_peak(base)
     lines = []
     tuner = Tuner(path, "qemu-m4", tmp_path / "out", time_limit=300, measure=Counting(), progress=lines.append, effort=1.0,
-                  cache=TimingCache("qemu-m4", tmp_path / "cache"))
+                  int8_input=True, cache=TimingCache("qemu-m4", tmp_path / "cache"))
     start = tuner.baseline()
     tuner.segments = space.segments(tuner.lowered)
     budget = int(start.ticks * 1.05)
