@@ -15,7 +15,7 @@ import onnx
 from mcudeploy.check.onnxrt import model_proto, run_onnxruntime
 from mcudeploy.codegen.facts import quantization
 from mcudeploy.errors import MCUDeployError
-from mcudeploy.ir import Graph, Quant
+from mcudeploy.ir import Graph
 
 
 @dataclass(frozen=True)

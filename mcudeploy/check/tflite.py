@@ -16,9 +16,8 @@ from typing import Optional, Sequence
 import numpy as np
 
 from mcudeploy.check.tflm import run_tflm
-from mcudeploy.check.trace import FLOAT_ABS, Difference, first_difference
+from mcudeploy.check.trace import Difference, against_reference, first_difference
 from mcudeploy.ir import Graph
-from mcudeploy.reference import run_reference
 
 FLOAT_REL = 1e-5  # float outputs: from TFLite Micro's, relative to the output's largest magnitude (at least 1)
 
@@ -101,19 +100,6 @@ def check_tflite_outputs(model, compiled, outputs: Sequence[Sequence[np.ndarray]
         got = np.stack([np.asarray(o[k]).reshape(graph[name].shape) for o in outputs])
         want = np.stack([np.asarray(o[k]).reshape(graph[name].shape) for o in tflm])
         agreements.append(_agreement(graph, name, got, want))
-    ref_outputs = [run_reference(graph, s) for s in samples]
-    not_exact, first_bad = {}, None
-    for k, name in enumerate(compiled.graph.outputs):
-        count = 0
-        for s, (got, want) in enumerate(zip(outputs, ref_outputs)):
-            g, w = np.asarray(got[k]).reshape(want[k].shape), want[k]
-            if compiled.graph[name].dtype == "float32":
-                n = int(np.count_nonzero(~np.isclose(g, w, rtol=0, atol=FLOAT_ABS)))
-            else:
-                n = int(np.count_nonzero(g != w))
-            count += n
-            if n and first_bad is None:
-                first_bad = s
-        not_exact[name] = count
+    not_exact, first_bad = against_reference(compiled, graph, samples, outputs)
     difference = first_difference(compiled, samples[first_bad], graph) if first_bad is not None and trace else None
     return TFLiteVerdict(len(samples), tuple(agreements), not_exact, difference, first_bad is not None and trace)

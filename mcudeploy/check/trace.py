@@ -13,7 +13,7 @@ producer and this reader (``memory``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -22,7 +22,7 @@ from mcudeploy.codegen.emit import arenas, location
 from mcudeploy.device.host import Trace, trace_compiled_on_host
 from mcudeploy.device.runner import timed_nodes
 from mcudeploy.ir import DTYPES, Graph, Node, Rows, itemsize
-from mcudeploy.reference import evaluate
+from mcudeploy.reference import evaluate, run_reference
 
 FLOAT_ABS = 1e-4  # the C against the reference on float tensors: float kernels sum in another order than numpy
 CAUSES = {
@@ -91,6 +91,28 @@ def read(compiled, trace: Trace, index: int, tensor: str) -> Optional[np.ndarray
     size = itemsize(t.dtype)
     return np.ndarray(t.shape, DTYPES[t.dtype], buffer=trace.at(index)[where], offset=offset,
                       strides=[s * size for s in strides]).copy()
+
+
+def against_reference(compiled, graph: Graph, samples: Sequence[Mapping[str, np.ndarray]],
+                      outputs: Sequence[Sequence[np.ndarray]]) -> tuple[dict[str, int], Optional[int]]:
+    """The C's outputs (one list per sample) against the numpy reference of ``graph`` (the unsplit
+    model): per output, the elements that differ (float: by more than FLOAT_ABS), and the first
+    sample where any does (None: bit for bit)."""
+    ref_outputs = [run_reference(graph, s) for s in samples]
+    not_exact, first_bad = {}, None
+    for k, name in enumerate(compiled.graph.outputs):
+        count = 0
+        for s, (got, want) in enumerate(zip(outputs, ref_outputs)):
+            g, w = np.asarray(got[k]).reshape(want[k].shape), want[k]
+            if compiled.graph[name].dtype == "float32":
+                n = int(np.count_nonzero(~np.isclose(g, w, rtol=0, atol=FLOAT_ABS)))
+            else:
+                n = int(np.count_nonzero(g != w))
+            count += n
+            if n and first_bad is None:
+                first_bad = s
+        not_exact[name] = count
+    return not_exact, first_bad
 
 
 def first_difference(compiled, sample: Mapping[str, np.ndarray],

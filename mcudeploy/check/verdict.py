@@ -20,9 +20,8 @@ import numpy as np
 from mcudeploy.check import local
 from mcudeploy.check.figures import FloatModel, OutputFigures, end_to_end
 from mcudeploy.check.onnxrt import Model, model_proto, quantized_from, tensor_values
-from mcudeploy.check.trace import FLOAT_ABS, Difference, first_difference
+from mcudeploy.check.trace import Difference, against_reference, first_difference
 from mcudeploy.ir import Graph
-from mcudeploy.reference import run_reference
 
 
 @dataclass(frozen=True)
@@ -76,20 +75,7 @@ def check_outputs(model: Model, compiled, outputs: Sequence[Sequence[np.ndarray]
     ort_outputs = [[v[o] for o in graph.outputs] for v in values]
     floats = float_model.run(graph, samples) if float_model is not None else None
     figures = end_to_end(compiled.graph, outputs, ort_outputs, floats)
-    ref_outputs = [run_reference(graph, s) for s in samples]
-    not_exact, first_bad = {}, None
-    for k, name in enumerate(compiled.graph.outputs):
-        count = 0
-        for s, (got, want) in enumerate(zip(outputs, ref_outputs)):
-            g, w = np.asarray(got[k]).reshape(want[k].shape), want[k]
-            if compiled.graph[name].dtype == "float32":
-                n = int(np.count_nonzero(~np.isclose(g, w, rtol=0, atol=FLOAT_ABS)))
-            else:
-                n = int(np.count_nonzero(g != w))
-            count += n
-            if n and first_bad is None:
-                first_bad = s
-        not_exact[name] = count
+    not_exact, first_bad = against_reference(compiled, graph, samples, outputs)
     difference = None
     if first_bad is not None and trace:
         difference = first_difference(compiled, samples[first_bad], graph)
