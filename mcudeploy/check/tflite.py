@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from mcudeploy.check.tflm import run_tflm
-from mcudeploy.check.trace import Difference, against_reference, first_difference
+from mcudeploy.check.trace import Difference, against_reference, first_difference, reference_lines
 from mcudeploy.ir import Graph
 
 FLOAT_REL = 1e-5  # float outputs: from TFLite Micro's, relative to the output's largest magnitude (at least 1)
@@ -62,16 +62,7 @@ class TFLiteVerdict:
 
     def lines(self) -> list[str]:
         out = [o.line() for o in self.outputs]
-        if self.exact:
-            out.append("the C vs mcudeploy's numpy reference: bit for bit")
-        else:
-            bad = ", ".join(f"{n}: {k:,} element(s)" for n, k in self.not_exact.items() if k)
-            out.append(f"the C vs mcudeploy's numpy reference: differs ({bad})")
-            if self.difference is not None:
-                out.append(self.difference.sentence())
-            elif self.traced:
-                out.append("the host build, traced, equals the reference at every operator: the difference is the "
-                           "board's build")
+        out += reference_lines(self.not_exact, self.difference, self.traced)
         out.append(f"{'PASS' if self.ok else 'FAIL'} on {self.samples} input(s); pass = every output of the C bit for "
                    f"bit TensorFlow Lite Micro's (float: within {FLOAT_REL:g} of its largest value) and bit for bit "
                    f"mcudeploy's numpy reference")

@@ -115,6 +115,20 @@ def against_reference(compiled, graph: Graph, samples: Sequence[Mapping[str, np.
     return not_exact, first_bad
 
 
+def reference_lines(not_exact: Mapping[str, int], difference: Optional[Difference], traced: bool) -> list[str]:
+    """What --check says of the C against the numpy reference (against_reference's counts, and the
+    first differing operator the host trace found)."""
+    if not any(not_exact.values()):
+        return ["the C vs mcudeploy's numpy reference: bit for bit"]
+    bad = ", ".join(f"{n}: {k:,} element(s)" for n, k in not_exact.items() if k)
+    out = [f"the C vs mcudeploy's numpy reference: differs ({bad})"]
+    if difference is not None:
+        out.append(difference.sentence())
+    elif traced:
+        out.append("the host build, traced, equals the reference at every operator: the difference is the board's build")
+    return out
+
+
 def first_difference(compiled, sample: Mapping[str, np.ndarray],
                      reference: Optional[Graph] = None) -> Optional[Difference]:
     """The first operator of ``compiled`` (a plan) whose inputs or outputs in the host build differ from

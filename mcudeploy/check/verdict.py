@@ -20,7 +20,7 @@ import numpy as np
 from mcudeploy.check import local
 from mcudeploy.check.figures import FloatModel, OutputFigures, end_to_end
 from mcudeploy.check.onnxrt import Model, model_proto, quantized_from, tensor_values
-from mcudeploy.check.trace import Difference, against_reference, first_difference
+from mcudeploy.check.trace import Difference, against_reference, first_difference, reference_lines
 from mcudeploy.ir import Graph
 
 
@@ -43,16 +43,7 @@ class Verdict:
 
     def lines(self) -> list[str]:
         out = self.local.lines() + [o.line() for o in self.outputs]
-        if self.exact:
-            out.append("the C vs mcudeploy's numpy reference: bit for bit")
-        else:
-            bad = ", ".join(f"{n}: {k:,} element(s)" for n, k in self.not_exact.items() if k)
-            out.append(f"the C vs mcudeploy's numpy reference: differs ({bad})")
-            if self.difference is not None:
-                out.append(self.difference.sentence())
-            elif self.traced:
-                out.append("the host build, traced, equals the reference at every operator: the difference is the "
-                           "board's build")
+        out += reference_lines(self.not_exact, self.difference, self.traced)
         verdict = "PASS" if self.ok else "FAIL"
         out.append(f"{verdict} on {self.samples} input(s); pass = every operator, given the same inputs, within "
                    f"{local.STEPS} step of onnxruntime and the nearest step to its unrounded value at "

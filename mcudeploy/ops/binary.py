@@ -25,7 +25,7 @@ from mcudeploy.ir import Graph, Node
 from mcudeploy.ops import requant
 from mcudeploy.ops.base import Call, OnnxNode, Op, Struct, elementwise_expr, require
 from mcudeploy.ops.registry import register
-from mcudeploy.ops.util import broadcast_shape
+from mcudeploy.ops.util import broadcast_shape, same_shape_input
 from mcudeploy.ops.variadic import round_half_even_shift, weighted_plan
 
 MAX_RANK = 6
@@ -138,12 +138,7 @@ class _Elementwise(Op):
         return elementwise_expr(graph, node)
 
     def inplace(self, graph, node):
-        out = graph[node.outputs[0]]
-        for index, name in enumerate(node.inputs):
-            t = graph[name]
-            if t.shape == out.shape and t.dtype == out.dtype and not t.is_const:
-                return index
-        return None
+        return same_shape_input(graph, node)
 
     def accepts_int8(self, graph, node) -> bool:
         if not all(_per_tensor_int8(graph, n) for n in (*node.inputs, *node.outputs)):

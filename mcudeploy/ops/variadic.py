@@ -27,7 +27,7 @@ from mcudeploy.ir import Graph, Node
 from mcudeploy.ops import requant
 from mcudeploy.ops.base import Array, Call, OnnxNode, Op, Struct, elementwise_expr, require
 from mcudeploy.ops.registry import register
-from mcudeploy.ops.util import broadcast_shape
+from mcudeploy.ops.util import broadcast_shape, same_shape_input
 
 MAX_RANK = 6
 CODES = {"sum": 0, "max": 1, "min": 2}  # MCUD_VARIADIC_* in mcud_variadic.h
@@ -79,12 +79,7 @@ class _Variadic(Op):
         return elementwise_expr(graph, node)
 
     def inplace(self, graph, node):
-        out = graph[node.outputs[0]]
-        for index, name in enumerate(node.inputs):
-            t = graph[name]
-            if t.shape == out.shape and t.dtype == out.dtype and not t.is_const:
-                return index
-        return None
+        return same_shape_input(graph, node)
 
     def _quantized(self, graph: Graph, node: Node) -> bool:
         names = (*node.inputs, *node.outputs)
