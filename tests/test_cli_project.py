@@ -19,7 +19,8 @@ from mcudeploy.pipeline import lower
 from mcudeploy.project import load_project
 from mcudeploy.reference import run_reference
 from mcudeploy.search import space, write_result
-from mcudeploy.search.tune import TimedScheme, TuneResult, compile_scheme
+from mcudeploy.search.timing import TimedScheme
+from mcudeploy.search.tune import TuneResult, compile_scheme
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ reproducible result of the budget, and running the same command again resumes to
 """
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, fields
 
 # Candidates the search may evaluate. On qemu-m4 at --max-overhead 0.05 the search converges well
@@ -52,9 +53,35 @@ class Work:
         known = {f.name for f in fields(cls)}
         return cls(**{k: int(v) for k, v in (data or {}).items() if k in known})
 
+    def resume(self, progress: dict) -> None:
+        """Count as the run that kept a scheme had counted up to it (``progress``, tune-state.json's);
+        ``kernels_measured`` adds up over the runs and stays."""
+        spent = Work(**{**progress, "kernels_measured": self.kernels_measured})
+        for f in fields(self):
+            setattr(self, f.name, getattr(spent, f.name))
+
     def summary(self) -> str:
         return (f"{self.rounds} round(s), {self.candidates} candidate(s) evaluated, {self.timed} plan(s) timed on "
                 f"the board, {self.whole_runs} whole run(s), {self.kernels_measured} kernel(s) measured")
 
 
-__all__ = ["BUDGET", "CANDIDATES", "CONVERGED", "STOPS", "TIME_LIMIT", "TIMED_OUT", "Work"]
+class Clock:
+    """The outer time limit: the search may use all but ``reserve`` of it, the final compiles the rest."""
+
+    def __init__(self, limit: float, reserve: float = 0.0):
+        self.start = time.monotonic()
+        self.limit = limit
+        self.reserve = reserve
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+    def left(self) -> float:
+        """Seconds left for the search."""
+        return self.limit - self.reserve - self.elapsed()
+
+    def left_in_all(self) -> float:
+        return self.limit - self.elapsed()
+
+
+__all__ = ["BUDGET", "CANDIDATES", "CONVERGED", "Clock", "STOPS", "TIME_LIMIT", "TIMED_OUT", "Work"]

@@ -22,7 +22,11 @@
    the scratch of kernels at the peak for slower scratch-free ones). From the smallest arena up,
    the first within budget whose whole run on the board (its own firmware, against the unsplit
    plan's whole run) also stays within the overhead is written: the C project and plan.json (with
-   the scheme, the split's saving, both latencies, and what the search explored).
+   the scheme, the split's saving, both latencies, and what the search explored;
+   mcudeploy/search/write.py).
+
+The board is asked through mcudeploy/search/timing.py (BoardTimer), and what the search says as it
+goes is built in mcudeploy/search/progress.py.
 
 Nothing in this depends on the wall clock: the candidates' arenas come from compiles whose
 solvers count their effort (mcudeploy/effort.py), their ticks from the board (under QEMU
@@ -41,30 +45,26 @@ candidate or timing a kernel twice.
 """
 from __future__ import annotations
 
-import logging
 import os
-import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from mcudeploy import interrupts
 from mcudeploy.boards import Board, load_board
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_model
-from mcudeploy.partition import HALOS, Cut, describe, split
+from mcudeploy.partition import HALOS, Cut, split
 from mcudeploy.pipeline import Compiled, compile_graph, lower
-from mcudeploy.ops import registry
 from mcudeploy.search import budget as budgets
 from mcudeploy.search import space
-from mcudeploy.search.budget import Work
+from mcudeploy.search.budget import Clock, Work
 from mcudeploy.search.peak import find_peak
+from mcudeploy.search.progress import Progress, to_stderr
 from mcudeploy.search.state import TuneState, model_digest
+from mcudeploy.search.timing import BoardTimer, TimedScheme
 from mcudeploy.simulate.simulate import reference_costs, simulate
-from mcudeploy.simulate.timing_cache import TimingCache, kernel_signature
+from mcudeploy.simulate.timing_cache import TimingCache
 
-log = logging.getLogger(__name__)
 
 SEARCH_SCHEDULE = "refine"  # fast and good on graphs of hundreds of pieces
 # A candidate is compiled with each of these and keeps the least arena: the heuristics are not
@@ -105,22 +105,10 @@ class Trial:
 
 
 @dataclass
-class TimedScheme:
-    """A split scheme, its compiled plan and what the board said of it (plan.py writes a compiled
-    plan as plan.json; this is one of the search's candidates)."""
-
-    scheme: tuple[Cut, ...]
-    compiled: Compiled
-    ticks: Optional[int] = None  # measured on the board: the sum of its kernels' timings (timing cache)
-    run_ticks: Optional[int] = None  # one whole run of its own firmware (the final plan and the baseline)
-
-    @property
-    def arena(self) -> int:
-        return self.compiled.placement.arena_bytes
-
-
-@dataclass
 class TuneResult:
+    """What a tuning run found: the unsplit plan, the plan kept and what the search spent
+    (search/write.py writes it)."""
+
     baseline: TimedScheme
     best: TimedScheme
     budget_ticks: int
@@ -136,34 +124,6 @@ class TuneResult:
     def timed_out(self) -> bool:
         """The wall clock cut the search short: not the reproducible result of the budget."""
         return self.stopped_by == budgets.TIMED_OUT
-
-    def record(self) -> dict:
-        """plan.json's "tune": the budget, what was explored, and what stopped the search."""
-        return {"budget": {"candidates": self.budget}, "used": self.work.as_dict(), "stopped_by": self.stopped_by,
-                "effort_s": self.effort, "time_limit_s": self.time_limit}
-
-
-class Clock:
-    """The outer time limit: the search may use all but ``reserve`` of it, the final compiles the rest."""
-
-    def __init__(self, limit: float, reserve: float = 0.0):
-        self.start = time.monotonic()
-        self.limit = limit
-        self.reserve = reserve
-
-    def elapsed(self) -> float:
-        return time.monotonic() - self.start
-
-    def left(self) -> float:
-        """Seconds left for the search."""
-        return self.limit - self.reserve - self.elapsed()
-
-    def left_in_all(self) -> float:
-        return self.limit - self.elapsed()
-
-
-def _default_progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def compile_scheme(lowered, scheme: Sequence[Cut], board: Board, name: str, method: str = SEARCH_SCHEDULE,
@@ -182,7 +142,8 @@ def compile_scheme(lowered, scheme: Sequence[Cut], board: Board, name: str, meth
 class Tuner:
     """One tuning run. ``measure(compiled) -> ticks`` times a plan on the board, kernel by kernel
     through the timing cache; ``run(compiled) -> ticks`` times one whole run of the plan's own
-    firmware, the final check (both injectable for tests; ``run`` defaults to ``measure`` then).
+    firmware, the final check (both injectable for tests; ``run`` defaults to ``measure`` then; see
+    search/timing.py). ``progress`` receives each line the search says (search/progress.py).
     ``budget``: candidates the search may evaluate; ``time_limit``: the outer bound, in seconds;
     ``effort``: the effort seconds of every compile's schedule and placement (part of the options
     that decide the plan, like the budget)."""
@@ -191,7 +152,7 @@ class Tuner:
                  port: Optional[str] = None, cache: Optional[TimingCache] = None,
                  measure: Optional[Callable[[Compiled], int]] = None,
                  run: Optional[Callable[[Compiled], int]] = None,
-                 progress: Callable[[str], None] = _default_progress, input_shapes=None,
+                 progress: Callable[[str], None] = to_stderr, input_shapes=None,
                  pieces: Sequence[int] = space.PIECES, max_segment: Optional[int] = None,
                  top_segments: int = TOP_SEGMENTS, sweep: int = SWEEP, budget: int = budgets.CANDIDATES,
                  effort: float = EFFORT, int8_input: bool = False):
@@ -216,11 +177,6 @@ class Tuner:
         self.budget = budget
         self.effort = effort
         self.clock = Clock(time_limit, time_limit * FINISH_SHARE)
-        self.port = port
-        self.cache = cache if cache is not None else TimingCache(self.board.name)
-        self._measure = measure or self._measure_on_board
-        self._run = run or measure or self._run_on_board
-        self.progress = progress
         self.pieces = tuple(pieces)
         self.max_segment = max_segment
         self.top_segments = top_segments
@@ -232,54 +188,15 @@ class Tuner:
                                           "max_overhead": max_overhead, "effort": effort,
                                           **({"int8_input": True} if int8_input else {})})
         self.work = Work(kernels_measured=self.state.kernels_measured)
+        self.timer = BoardTimer(self.board, self.state, self.work,
+                                cache if cache is not None else TimingCache(self.board.name), port, measure, run)
+        self.progress = Progress(progress, self.clock, self.work, budget)
         self.compiled_now = 0  # candidates compiled by this process (not read from the state file)
         self.stopped_by: Optional[str] = None
         self.segments: list = []
         self.reference: dict = {}  # the baseline's operator costs (simulate.reference_costs)
 
-    # ------------------------------------------------------------------ helpers
-    def say(self, message: str) -> None:
-        self.progress(f"[{self.clock.elapsed():6.1f}s {self.work.candidates:>4}/{self.budget}] {message}")
-
-    def _measure_on_board(self, compiled: Compiled) -> int:
-        from mcudeploy.device.measure import measure_model
-
-        result = measure_model(compiled, port=self.port, repeat=3, cache=self.cache)
-        self.work.kernels_measured += sum(not o.cached for o in result.ops)
-        self.state.kernels_measured = self.work.kernels_measured
-        return result.total_ticks
-
-    def _run_on_board(self, compiled: Compiled) -> int:
-        """Ticks of one whole run of the plan's firmware on a seeded input. A kernel's time can
-        depend on what else model.c inlines next to it (measured: the same fast convolution took
-        5-18% more instructions in a firmware that also holds mcud_conv_s8_direct), which a sum of
-        cached kernel timings from other firmware does not see."""
-        from mcudeploy import check
-        from mcudeploy.device.runner import run_on_board
-
-        result = run_on_board(compiled, check.random_inputs(compiled.graph, 1, seed=0), port=self.port)
-        return int(result.runs[0].total_ticks)
-
-    def _recorded(self, key: str, field: str, measure: Callable[[], int]) -> tuple[int, bool]:
-        """(the value of `field` for scheme `key`, from the state file if known, else measured and
-        recorded; whether it was measured now)."""
-        known = self.state.candidates.get(key, {}).get(field)
-        if known is not None:
-            return int(known), False
-        with interrupts.deferred():  # what the board answered is recorded before a signal ends the tune
-            value = int(measure())
-            self.state.record(key, **{field: value})
-        return value, True
-
-    def run_whole(self, plan: TimedScheme, key: str) -> int:
-        """One whole run's ticks of a plan, from the state file when it was run before."""
-        def run() -> int:
-            log.info("board %s: one whole run of %s", self.board.name, key)
-            return self._run(plan.compiled)
-
-        plan.run_ticks, _ = self._recorded(key, "run_ticks", run)
-        return plan.run_ticks
-
+    # ------------------------------------------------------------------ compiles and estimates
     def compile(self, scheme, **kw) -> Compiled:
         return compile_scheme(self.lowered, scheme, self.board, self.model, time_limit=self.effort,
                               int8_input=self.int8_input, **kw)
@@ -293,23 +210,10 @@ class Tuner:
                 best = compiled
         return best
 
-    def time(self, plan: TimedScheme, key: str) -> int:
-        """Measured ticks of a plan, from the state file when this scheme was timed before. Its kernels
-        join those the estimates may read (state.kernels), whether they were measured now or not."""
-        plan.ticks, _ = self._recorded(key, "ticks", lambda: self._measure(plan.compiled))
-        graph, lives, placement = plan.compiled.graph, plan.compiled.lifetimes, plan.compiled.placement
-        signatures = {kernel_signature(graph, n, lives, placement) for n in plan.compiled.order
-                      if not registry.get(n.op).view} - {None}
-        if not signatures <= self.state.kernels:
-            self.state.kernels |= signatures
-            self.state.save()
-        return plan.ticks
-
     def estimate(self, compiled: Compiled) -> Optional[float]:
-        """Simulated ticks: kernels this run has timed as measured (not whatever else the board's
-        timing cache holds, which would make the search depend on earlier runs), pieces scaled
+        """Simulated ticks: kernels as this run has timed them (BoardTimer.taken), pieces scaled
         from the baseline's operators."""
-        return float(simulate(compiled, self.cache.view(self.state.kernels), self.reference).ticks)
+        return float(simulate(compiled, self.timer.taken(), self.reference).ticks)
 
     def out_of_work(self) -> Optional[str]:
         """What stops the search now, if anything: the outer time limit, or the budget spent."""
@@ -322,13 +226,12 @@ class Tuner:
     # ------------------------------------------------------------------ the search
     def baseline(self) -> TimedScheme:
         plan = TimedScheme((), self.compile((), method="auto", placement="exact"))
-        self.say(f"baseline: {len(self.lowered.nodes)} operators, arena {plan.arena:,} B; timing it on "
-                 f"{self.board.name}")
-        ticks = self.time(plan, "unsplit")
+        self.progress.baseline(len(self.lowered.nodes), plan.arena, self.board.name)
+        ticks = self.timer.time(plan, "unsplit")
         self.state.baseline = {"ticks": ticks, "arena_bytes": plan.arena}
-        self.reference = reference_costs(plan.compiled, self.cache)
+        self.reference = reference_costs(plan.compiled, self.timer.cache)
         self.state.save()
-        self.say(f"baseline: {ticks:,} ticks")
+        self.progress.baseline_timed(ticks)
         return plan
 
     def trial(self, scheme: tuple, cut: Cut, budget: int) -> Optional[Trial]:
@@ -374,8 +277,7 @@ class Tuner:
                                         peak.bytes, self.pieces)
         self._compiled = {}
         self.work.rounds += 1
-        self.say(f"round {self.work.rounds}: peak {peak.bytes:,} B at step {peak.step} ({space.short_name(peak.node) if peak.node else 'input'}); "
-                 f"{len(ranked)} segments cross it")
+        self.progress.round(peak, len(ranked))
         for start in range(0, len(ranked), self.top_segments):
             batch = ranked[start:start + self.top_segments]
             probes: list[tuple[int, int, space.Segment]] = []
@@ -391,10 +293,9 @@ class Tuner:
                     if t.plausible:
                         probes.append((t.arena, i, seg))
             probes.sort(key=lambda p: p[:2])
-            lowest = f"; least arena {probes[0][0]:,} B" if probes else ""
-            self.say(f"  segments {start + 1}-{start + len(batch)}: probed {len(batch)}{lowest}")
+            self.progress.probed(start + 1, len(batch), probes[0][0] if probes else None)
             for arena, _, seg in [p for p in probes if p[0] < best.arena][:self.sweep]:
-                self.say(f"  sweeping [{space.short_axes(seg.axes)}] (probe {arena:,} B)")
+                self.progress.sweeping(seg, arena)
                 cuts_here = space.segment_cuts(self.lowered, seg, self.pieces)
                 for halo in HALOS:
                     for cut in sorted((c for c in cuts_here if c.halo == halo), key=lambda c: -c.pieces):
@@ -442,34 +343,32 @@ class Tuner:
                 continue
             compiled = self._compiled.get(t.key) or self.search_compile(t.scheme)
             plan = TimedScheme(t.scheme, compiled)
-            est = entry.get("estimate")
-            self.say(f"  timing {space.short(t.scheme)}: arena {t.arena:,} B"
-                     + (f", estimated {est:,.0f} ticks" if est else ""))
-            ticks = self.time(plan, t.key)
+            self.progress.timing(t.scheme, t.arena, entry.get("estimate"))
+            ticks = self.timer.time(plan, t.key)
             self.work.timed += 1
             ok = ticks <= budget
             self.state.record(t.key, status="within budget" if ok else "over budget", round=self.work.rounds)
-            self.say(f"  {'kept' if ok else 'over budget'}: {ticks:,} ticks ({ticks / base.ticks - 1:+.1%})")
+            self.progress.verdict(ok, ticks, base.ticks)
             if ok:
                 return plan
         return None
 
     def run(self) -> TuneResult:
         if self.state.resumed:
-            self.say(f"resuming from {self.state.path} ({len(self.state.candidates)} schemes already evaluated)")
+            self.progress.resuming(self.state.path, len(self.state.candidates))
         base = self.baseline()
         budget = int(base.ticks * (1 + self.max_overhead))
-        self.say(f"budget: {budget:,} ticks (+{self.max_overhead:.0%}), {self.budget} candidates")
+        self.progress.latency_budget(budget, self.max_overhead, self.budget)
         segs = self.segments = space.segments(self.lowered, self.max_segment)
-        self.say(f"{len(segs)} segments in {len({s.component for s in segs})} axis components")
+        self.progress.segments(segs)
         scheme = tuple(space.cut_from_dict(d) for d in self.state.accepted)
         best = base
         if scheme:
             # the work spent up to the kept scheme, as the run that kept it counted it
-            self.work = Work(**{**self.state.progress, "kernels_measured": self.work.kernels_measured})
+            self.work.resume(self.state.progress)
             best = TimedScheme(scheme, self.search_compile(scheme))
-            self.time(best, space.scheme_key(scheme))
-            self.say(f"resumed scheme {space.short(scheme)}: arena {best.arena:,} B, {best.ticks:,} ticks")
+            self.timer.time(best, space.scheme_key(scheme))
+            self.progress.resumed_scheme(scheme, best.arena, best.ticks)
         while True:
             stop = self.out_of_work()
             if stop:
@@ -484,7 +383,7 @@ class Tuner:
             if accepted is None or stop:
                 break
         self.stopped_by = self.stopped_by or stop or budgets.CONVERGED
-        self.say(f"search stopped ({self.stopped_by}): {self.work.summary()}")
+        self.progress.stopped(self.stopped_by)
         final = self.finish(best, budget, base)
         return TuneResult(base, final, budget, self.out, self.budget, self.work, self.stopped_by, self.time_limit,
                           self.clock.elapsed(), self.effort)
@@ -498,13 +397,13 @@ class Tuner:
         options = []
         for method, scratch in [(m, sc) for m in FINAL_SCHEDULES for sc in FINAL_SCRATCH]:
             if options and self.clock.left_in_all() <= 0:
-                self.say(f"final: out of time before schedule {method} ({scratch} scratch)")
+                self.progress.final_out_of_time(method, scratch)
                 self.stopped_by = budgets.TIMED_OUT
                 break
             try:
                 compiled = self.compile(best.scheme, method=method, placement="exact", scratch=scratch)
             except MCUDeployError as exc:
-                self.say(f"final: schedule {method} ({scratch} scratch) failed: {exc}")
+                self.progress.final_failed(method, scratch, exc)
                 continue
             options.append((TimedScheme(best.scheme, compiled), scratch))
         key = space.scheme_key(best.scheme)
@@ -513,44 +412,19 @@ class Tuner:
         ranked.append((best, key, SEARCH_SCRATCH))
         base_run = None
         for plan, plan_key, scratch in ranked:
-            ticks = self.time(plan, plan_key)
+            ticks = self.timer.time(plan, plan_key)
             self.work.timed += 1
-            what = f"schedule {plan.compiled.schedule_method}, {scratch} scratch, arena {plan.arena:,} B, {ticks:,} ticks"
             if ticks > budget:
-                self.say(f"final: {what}: over budget")
+                self.progress.final_over_budget(plan, scratch, ticks)
                 continue
             if base_run is None:
-                base_run = self.run_whole(base, "unsplit")
+                base_run = self.timer.run_whole(base, "unsplit")
                 self.work.whole_runs += 1
-            run = self.run_whole(plan, plan_key)
+            run = self.timer.run_whole(plan, plan_key)
             self.work.whole_runs += 1
             if run <= base_run * (1 + self.max_overhead):
-                self.say(f"final: {what}; whole run {run:,} ticks (unsplit {base_run:,}, {run / base_run - 1:+.1%})")
+                self.progress.final_kept(plan, scratch, ticks, run, base_run)
                 return plan
-            self.say(f"final: {what}; whole run {run:,} ticks, over the unsplit run's {base_run:,} + "
-                     f"{self.max_overhead:.0%}")
-        self.say("final: no split plan held its budget in a whole run; keeping the unsplit plan")
+            self.progress.final_run_over(plan, scratch, ticks, run, base_run, self.max_overhead)
+        self.progress.final_unsplit()
         return base
-
-
-def write_result(result: TuneResult, code=None) -> Path:
-    """The C project and plan.json of the best plan, with the scheme, the saving, the latency and
-    what the search explored ("tune": TuneResult.record); ``code``: the C options
-    (codegen.options.CodeOptions; default the defaults)."""
-    import dataclasses
-
-    from mcudeploy.codegen import write_project
-    from mcudeploy.plan import plan_dict
-
-    best, base = result.best, result.baseline
-    if code is not None:
-        best = dataclasses.replace(best, compiled=dataclasses.replace(best.compiled, code=code))
-    scheme = describe(base.compiled.graph, best.compiled.graph, best.scheme) if best.scheme else []
-    source = f"measured on {best.compiled.board.name}"
-    latency = {"ticks": best.ticks, "baseline_ticks": base.ticks, "source": source,
-               "budget_ticks": result.budget_ticks, "run_ticks": best.run_ticks, "baseline_run_ticks": base.run_ticks}
-    plan = plan_dict(best.compiled, scheme=scheme, latency=latency)
-    plan["split"] = {"arena_bytes_unsplit": base.arena, "arena_bytes": best.arena,
-                     "saved_bytes": base.arena - best.arena, "ratio": round(best.arena / base.arena, 4)}
-    plan["tune"] = result.record()
-    return write_project(best.compiled, result.out_dir, plan)
