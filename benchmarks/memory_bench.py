@@ -111,13 +111,10 @@ def tflm_arena(tflite: Path) -> dict:
 
 
 def tflm_status() -> str | None:
-    """None if tflite-micro can be imported, else why not."""
-    run = subprocess.run([sys.executable, "-c", "from tflite_micro.python.tflite_micro import runtime"],
-                         capture_output=True, text=True)
-    if run.returncode == 0:
-        return None
-    lines = [line for line in run.stderr.splitlines() if line.strip()]
-    return (lines[-1] if lines else "import failed") + " (pip install tflite-micro)"
+    """None if tflite-micro can be imported, else why not (the test of run --check's TFLM oracle)."""
+    from mcudeploy.check import tflm
+
+    return tflm.available()
 
 
 def tflm_version() -> str:

@@ -46,6 +46,18 @@ def locked(path: Union[str, os.PathLike]) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def read_model(path: Union[str, os.PathLike]) -> tuple[Path, bytes]:
+    """The model file at ``path`` (as a Path) and its bytes; one sentence where it is missing or
+    cannot be read (the ONNX and TFLite importers' first step)."""
+    path = Path(path)
+    if not path.is_file():
+        raise MCUDeployError(f"{path}: no such model file")
+    try:
+        return path, path.read_bytes()
+    except OSError as exc:
+        raise MCUDeployError(f"cannot read {path}: {exc.strerror or _first_line(exc)}") from None
+
+
 def check_output(path, folder: bool) -> Path:
     """Refuse an output `path` that cannot be written, before the work whose result it would hold:
     a folder (folder=True, made if missing) that is a file, or a file that is a folder, or a path

@@ -136,84 +136,51 @@ class Model:
 # ---------------------------------------------------------------- options
 
 
-def add_options(activation: int = 0):
+def _options(table: str, **fields):
+    """The options table ``table`` (tflite.{table}: AddOptions, Pool2DOptions, ...) with its fields
+    set in the order given (tflite.{table}Add{field}), as an Op's ``options``."""
     def make(b):
-        tflite.AddOptionsStart(b)
-        tflite.AddOptionsAddFusedActivationFunction(b, activation)
-        return tflite.BuiltinOptions.AddOptions, tflite.AddOptionsEnd(b)
+        getattr(tflite, f"{table}Start")(b)
+        for name, value in fields.items():
+            getattr(tflite, f"{table}Add{name}")(b, value)
+        return getattr(tflite.BuiltinOptions, table), getattr(tflite, f"{table}End")(b)
     return make
+
+
+def add_options(activation: int = 0):
+    return _options("AddOptions", FusedActivationFunction=activation)
 
 
 def mul_options(activation: int = 0):
-    def make(b):
-        tflite.MulOptionsStart(b)
-        tflite.MulOptionsAddFusedActivationFunction(b, activation)
-        return tflite.BuiltinOptions.MulOptions, tflite.MulOptionsEnd(b)
-    return make
+    return _options("MulOptions", FusedActivationFunction=activation)
 
 
 def pool_options(k, s, padding, activation: int = 0):
-    def make(b):
-        tflite.Pool2DOptionsStart(b)
-        tflite.Pool2DOptionsAddPadding(b, padding)
-        tflite.Pool2DOptionsAddStrideH(b, s[0])
-        tflite.Pool2DOptionsAddStrideW(b, s[1])
-        tflite.Pool2DOptionsAddFilterHeight(b, k[0])
-        tflite.Pool2DOptionsAddFilterWidth(b, k[1])
-        tflite.Pool2DOptionsAddFusedActivationFunction(b, activation)
-        return tflite.BuiltinOptions.Pool2DOptions, tflite.Pool2DOptionsEnd(b)
-    return make
+    return _options("Pool2DOptions", Padding=padding, StrideH=s[0], StrideW=s[1], FilterHeight=k[0],
+                    FilterWidth=k[1], FusedActivationFunction=activation)
 
 
 def conv_options(s, padding, activation: int = 0):
-    def make(b):
-        tflite.Conv2DOptionsStart(b)
-        tflite.Conv2DOptionsAddPadding(b, padding)
-        tflite.Conv2DOptionsAddStrideH(b, s[0])
-        tflite.Conv2DOptionsAddStrideW(b, s[1])
-        tflite.Conv2DOptionsAddDilationHFactor(b, 1)
-        tflite.Conv2DOptionsAddDilationWFactor(b, 1)
-        tflite.Conv2DOptionsAddFusedActivationFunction(b, activation)
-        return tflite.BuiltinOptions.Conv2DOptions, tflite.Conv2DOptionsEnd(b)
-    return make
+    return _options("Conv2DOptions", Padding=padding, StrideH=s[0], StrideW=s[1], DilationHFactor=1,
+                    DilationWFactor=1, FusedActivationFunction=activation)
 
 
 def depthwise_options(s, padding, multiplier: int, activation: int = 0):
-    def make(b):
-        tflite.DepthwiseConv2DOptionsStart(b)
-        tflite.DepthwiseConv2DOptionsAddPadding(b, padding)
-        tflite.DepthwiseConv2DOptionsAddStrideH(b, s[0])
-        tflite.DepthwiseConv2DOptionsAddStrideW(b, s[1])
-        tflite.DepthwiseConv2DOptionsAddDepthMultiplier(b, multiplier)
-        tflite.DepthwiseConv2DOptionsAddDilationHFactor(b, 1)
-        tflite.DepthwiseConv2DOptionsAddDilationWFactor(b, 1)
-        tflite.DepthwiseConv2DOptionsAddFusedActivationFunction(b, activation)
-        return tflite.BuiltinOptions.DepthwiseConv2DOptions, tflite.DepthwiseConv2DOptionsEnd(b)
-    return make
+    return _options("DepthwiseConv2DOptions", Padding=padding, StrideH=s[0], StrideW=s[1],
+                    DepthMultiplier=multiplier, DilationHFactor=1, DilationWFactor=1,
+                    FusedActivationFunction=activation)
 
 
 def concat_options(axis: int):
-    def make(b):
-        tflite.ConcatenationOptionsStart(b)
-        tflite.ConcatenationOptionsAddAxis(b, axis)
-        return tflite.BuiltinOptions.ConcatenationOptions, tflite.ConcatenationOptionsEnd(b)
-    return make
+    return _options("ConcatenationOptions", Axis=axis)
 
 
 def softmax_options(beta: float):
-    def make(b):
-        tflite.SoftmaxOptionsStart(b)
-        tflite.SoftmaxOptionsAddBeta(b, beta)
-        return tflite.BuiltinOptions.SoftmaxOptions, tflite.SoftmaxOptionsEnd(b)
-    return make
+    return _options("SoftmaxOptions", Beta=beta)
 
 
 def fc_options(activation: int = 0):
-    def make(b):
-        tflite.FullyConnectedOptionsStart(b)
-        tflite.FullyConnectedOptionsAddFusedActivationFunction(b, activation)
-        return tflite.BuiltinOptions.FullyConnectedOptions, tflite.FullyConnectedOptionsEnd(b)
-    return make
+    return _options("FullyConnectedOptions", FusedActivationFunction=activation)
 
 
 # ---------------------------------------------------------------- cases

@@ -6,22 +6,9 @@
 
 #include "mcud_dsp.h"
 #include "mcud_reduce.h"
+#include "mcud_walk.h"
 
-typedef struct {
-    int32_t ndim;
-    int32_t shape[MCUD_MAX_DIMS];
-    int32_t xs[MCUD_MAX_DIMS];
-    int32_t ys[MCUD_MAX_DIMS];
-    int32_t count;
-} reduce_walk;
-
-typedef struct {
-    int32_t idx[MCUD_MAX_DIMS];
-    int32_t xo;
-    int32_t yo;
-} reduce_pos;
-
-static void walk_add(reduce_walk *w, int32_t n, int32_t xs, int32_t ys)
+static void walk_add(mcud_walk *w, int32_t n, int32_t xs, int32_t ys)
 {
     if (n == 1) {
         return;
@@ -40,7 +27,7 @@ static void walk_add(reduce_walk *w, int32_t n, int32_t xs, int32_t ys)
 }
 
 static void plan(const mcud_view *x, const mcud_view *y, const int32_t *reduced, int32_t keepdims,
-                 reduce_walk *outer, reduce_walk *inner)
+                 mcud_walk *outer, mcud_walk *inner)
 {
     outer->ndim = inner->ndim = 0;
     outer->count = inner->count = 1;
@@ -56,31 +43,8 @@ static void plan(const mcud_view *x, const mcud_view *y, const int32_t *reduced,
     }
 }
 
-static void start(reduce_pos *pos)
-{
-    for (int32_t d = 0; d < MCUD_MAX_DIMS; d++) {
-        pos->idx[d] = 0;
-    }
-    pos->xo = 0;
-    pos->yo = 0;
-}
-
-static void step(const reduce_walk *w, reduce_pos *pos)
-{
-    for (int32_t d = w->ndim - 1; d >= 0; d--) {
-        pos->xo += w->xs[d];
-        pos->yo += w->ys[d];
-        if (++pos->idx[d] < w->shape[d]) {
-            return;
-        }
-        pos->xo -= w->xs[d] * w->shape[d];
-        pos->yo -= w->ys[d] * w->shape[d];
-        pos->idx[d] = 0;
-    }
-}
-
 /* One reduced run of n elements `stride` apart (the common case: every reduced dim merged). */
-static int run_of(const reduce_walk *inner, int32_t *n, int32_t *stride)
+static int run_of(const mcud_walk *inner, int32_t *n, int32_t *stride)
 {
     *n = inner->ndim ? inner->shape[0] : 1;
     *stride = inner->ndim ? inner->xs[0] : 1;
@@ -101,13 +65,13 @@ void mcud_reduce_f32(const mcud_view *x, const mcud_view *y, const mcud_reduce_f
 {
     const float *xd = (const float *)x->data;
     float *yd = (float *)y->data;
-    reduce_walk outer, inner;
-    reduce_pos o, r;
+    mcud_walk outer, inner;
+    mcud_walk_pos o, r;
     int32_t n, s;
     plan(x, y, p->reduced, p->keepdims, &outer, &inner);
     const int flat = run_of(&inner, &n, &s);
-    start(&o);
-    for (int32_t k = 0; k < outer.count; k++, step(&outer, &o)) {
+    mcud_walk_start(&o, 0, 0);
+    for (int32_t k = 0; k < outer.count; k++, mcud_walk_step(&outer, &o)) {
         const float *base = xd + o.xo;
         float acc = p->op == MCUD_REDUCE_L2 ? base[0] * base[0] : base[0];
         if (flat) {
@@ -115,9 +79,9 @@ void mcud_reduce_f32(const mcud_view *x, const mcud_view *y, const mcud_reduce_f
                 acc = combine_f32(p->op, acc, base[i * s]);
             }
         } else {
-            start(&r);
-            step(&inner, &r);
-            for (int32_t i = 1; i < inner.count; i++, step(&inner, &r)) {
+            mcud_walk_start(&r, 0, 0);
+            mcud_walk_step(&inner, &r);
+            for (int32_t i = 1; i < inner.count; i++, mcud_walk_step(&inner, &r)) {
                 acc = combine_f32(p->op, acc, base[r.xo]);
             }
         }
@@ -152,14 +116,14 @@ void mcud_reduce_s8(const mcud_view *x, const mcud_view *y, const mcud_reduce_s8
 {
     const int8_t *xd = (const int8_t *)x->data;
     int8_t *yd = (int8_t *)y->data;
-    reduce_walk outer, inner;
-    reduce_pos o, r;
+    mcud_walk outer, inner;
+    mcud_walk_pos o, r;
     int32_t n, s;
     plan(x, y, p->reduced, p->keepdims, &outer, &inner);
     int flat = run_of(&inner, &n, &s);
     const int32_t zx = p->in_zero_point;
-    start(&o);
-    for (int32_t k = 0; k < outer.count; k++, step(&outer, &o)) {
+    mcud_walk_start(&o, 0, 0);
+    for (int32_t k = 0; k < outer.count; k++, mcud_walk_step(&outer, &o)) {
         const int8_t *base = xd + o.xo;
         int32_t q;
         if (p->op == MCUD_REDUCE_SUM || p->op == MCUD_REDUCE_MEAN) {
@@ -171,32 +135,32 @@ void mcud_reduce_s8(const mcud_view *x, const mcud_view *y, const mcud_reduce_s8
                     acc += base[i * s];
                 }
             } else {
-                start(&r);
-                for (int32_t i = 0; i < inner.count; i++, step(&inner, &r)) {
+                mcud_walk_start(&r, 0, 0);
+                for (int32_t i = 0; i < inner.count; i++, mcud_walk_step(&inner, &r)) {
                     acc += base[r.xo];
                 }
             }
             q = mcud_requant(acc - zx * inner.count, p->mult, p->shift) + p->out_zero_point;
         } else if (p->op == MCUD_REDUCE_L2) {
             int64_t acc = 0;
-            start(&r);
+            mcud_walk_start(&r, 0, 0);
             for (int32_t i = 0; i < inner.count; i++) {
                 int32_t d = (int32_t)(flat ? base[i * s] : base[r.xo]) - zx;
                 acc += (int64_t)(d * d);
                 if (!flat) {
-                    step(&inner, &r);
+                    mcud_walk_step(&inner, &r);
                 }
             }
             q = (int32_t)lrintf(sqrtf((float)acc) * p->ratio) + p->out_zero_point;
         } else {
             const int is_max = p->op == MCUD_REDUCE_MAX;
             int32_t m = is_max ? -128 : 127;
-            start(&r);
+            mcud_walk_start(&r, 0, 0);
             for (int32_t i = 0; i < inner.count; i++) {
                 int32_t v = flat ? base[i * s] : base[r.xo];
                 m = is_max ? (v > m ? v : m) : (v < m ? v : m);
                 if (!flat) {
-                    step(&inner, &r);
+                    mcud_walk_step(&inner, &r);
                 }
             }
             q = p->requant ? mcud_requant(m - zx, p->mult, p->shift) + p->out_zero_point : m;

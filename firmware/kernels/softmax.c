@@ -3,28 +3,15 @@
 #include <math.h>
 
 #include "mcud_softmax.h"
-
-typedef struct {
-    int32_t ndim;
-    int32_t shape[MCUD_MAX_DIMS];
-    int32_t xs[MCUD_MAX_DIMS];
-    int32_t ys[MCUD_MAX_DIMS];
-    int32_t count;
-} mcud_softmax_walk;
-
-typedef struct {
-    int32_t idx[MCUD_MAX_DIMS];
-    int32_t xo;
-    int32_t yo;
-} mcud_softmax_pos;
+#include "mcud_walk.h"
 
 static void split_dims(const mcud_view *x, const mcud_view *y, int32_t axis, int32_t axis_end,
-                       mcud_softmax_walk *outer, mcud_softmax_walk *inner)
+                       mcud_walk *outer, mcud_walk *inner)
 {
     outer->ndim = inner->ndim = 0;
     outer->count = inner->count = 1;
     for (int32_t d = 0; d < y->ndim; d++) {
-        mcud_softmax_walk *w = (d >= axis && d < axis_end) ? inner : outer;
+        mcud_walk *w = (d >= axis && d < axis_end) ? inner : outer;
         w->shape[w->ndim] = y->shape[d];
         w->xs[w->ndim] = x->stride[d];
         w->ys[w->ndim] = y->stride[d];
@@ -33,86 +20,58 @@ static void split_dims(const mcud_view *x, const mcud_view *y, int32_t axis, int
     }
 }
 
-static void start(mcud_softmax_pos *pos, int32_t xo, int32_t yo)
-{
-    for (int32_t d = 0; d < MCUD_MAX_DIMS; d++) {
-        pos->idx[d] = 0;
+/* Every kernel is one skeleton. Per softmax (each position of the outer dimensions): max, the
+ * row's largest x (of type M); the sum (of type S) of TERM over the row, each term also stored in y
+ * when KEEP (f32's exponentials, which OUT reads back); the statements ROW, once; then each
+ * y = OUT. TERM and OUT are expressions of the element at r (xd[r.xo], yd[r.yo]), of max, sum and
+ * what ROW declares; p is the kernel's parameters. */
+#define SOFTMAX(NAME, PARAMS, T, M, S, TERM, KEEP, ROW, OUT)                                   \
+    void NAME(const mcud_view *x, const mcud_view *y, const PARAMS *p)                         \
+    {                                                                                          \
+        const T *xd = (const T *)x->data;                                                      \
+        T *yd = (T *)y->data;                                                                  \
+        mcud_walk outer, inner;                                                                \
+        mcud_walk_pos o, r;                                                                    \
+        split_dims(x, y, p->axis, p->axis_end, &outer, &inner);                                \
+        mcud_walk_start(&o, 0, 0);                                                             \
+        for (int32_t row = 0; row < outer.count; row++, mcud_walk_step(&outer, &o)) {          \
+            M max = xd[o.xo];                                                                  \
+            mcud_walk_start(&r, o.xo, o.yo);                                                   \
+            for (int32_t i = 0; i < inner.count; i++, mcud_walk_step(&inner, &r)) {            \
+                max = xd[r.xo] > max ? xd[r.xo] : max;                                         \
+            }                                                                                  \
+            S sum = 0;                                                                         \
+            for (int32_t i = 0; i < inner.count; i++, mcud_walk_step(&inner, &r)) {            \
+                const S e = TERM;                                                              \
+                if (KEEP) {                                                                    \
+                    yd[r.yo] = (T)e;                                                           \
+                }                                                                              \
+                sum += e;                                                                      \
+            }                                                                                  \
+            ROW                                                                                \
+            for (int32_t i = 0; i < inner.count; i++, mcud_walk_step(&inner, &r)) {            \
+                yd[r.yo] = (T)(OUT);                                                           \
+            }                                                                                  \
+        }                                                                                      \
     }
-    pos->xo = xo;
-    pos->yo = yo;
+
+SOFTMAX(mcud_softmax_f32, mcud_softmax_params, float, float, float, expf(xd[r.xo] - max), 1, ,
+        yd[r.yo] / sum)
+
+/* ---- ONNX models: exp from a table of 256, the share rounded half to even ---- */
+
+/* round(e * inv_out_scale / denom) half to even, + the zero point, clamped; denom = the row's sum * 2^16 */
+static int32_t q_out(const mcud_softmax_q_params *p, int64_t e, int64_t denom)
+{
+    int64_t num = e * p->inv_out_scale;
+    int64_t q = num / denom, rem2 = 2 * (num - q * denom);
+    q += (rem2 > denom || (rem2 == denom && (q & 1))) ? 1 : 0; /* half even */
+    return mcud_clamp((int32_t)q + p->out_zero_point, p->out_min, p->out_max);
 }
 
-/* Advance to the next element; after the last one the position is back at the start. */
-static void step(const mcud_softmax_walk *w, mcud_softmax_pos *pos)
-{
-    for (int32_t d = w->ndim - 1; d >= 0; d--) {
-        pos->xo += w->xs[d];
-        pos->yo += w->ys[d];
-        if (++pos->idx[d] < w->shape[d]) {
-            return;
-        }
-        pos->xo -= w->xs[d] * w->shape[d];
-        pos->yo -= w->ys[d] * w->shape[d];
-        pos->idx[d] = 0;
-    }
-}
-
-void mcud_softmax_f32(const mcud_view *x, const mcud_view *y, const mcud_softmax_params *p)
-{
-    const float *xd = (const float *)x->data;
-    float *yd = (float *)y->data;
-    mcud_softmax_walk outer, inner;
-    mcud_softmax_pos o, r;
-    split_dims(x, y, p->axis, p->axis_end, &outer, &inner);
-    start(&o, 0, 0);
-    for (int32_t row = 0; row < outer.count; row++, step(&outer, &o)) {
-        float max = xd[o.xo];
-        start(&r, o.xo, o.yo);
-        for (int32_t i = 0; i < inner.count; i++, step(&inner, &r)) {
-            max = xd[r.xo] > max ? xd[r.xo] : max;
-        }
-        float sum = 0.0f;
-        for (int32_t i = 0; i < inner.count; i++, step(&inner, &r)) {
-            float e = expf(xd[r.xo] - max);
-            yd[r.yo] = e;
-            sum += e;
-        }
-        for (int32_t i = 0; i < inner.count; i++, step(&inner, &r)) {
-            yd[r.yo] = yd[r.yo] / sum;
-        }
-    }
-}
-
-#define SOFTMAX_Q(NAME, T)                                                                 \
-    void NAME(const mcud_view *x, const mcud_view *y, const mcud_softmax_q_params *p)      \
-    {                                                                                      \
-        const T *xd = (const T *)x->data;                                                  \
-        T *yd = (T *)y->data;                                                              \
-        mcud_softmax_walk outer, inner;                                                    \
-        mcud_softmax_pos o, r;                                                             \
-        split_dims(x, y, p->axis, p->axis_end, &outer, &inner);                            \
-        start(&o, 0, 0);                                                                   \
-        for (int32_t row = 0; row < outer.count; row++, step(&outer, &o)) {                \
-            int32_t max = xd[o.xo];                                                        \
-            start(&r, o.xo, o.yo);                                                         \
-            for (int32_t i = 0; i < inner.count; i++, step(&inner, &r)) {                  \
-                max = xd[r.xo] > max ? xd[r.xo] : max;                                     \
-            }                                                                              \
-            int64_t sum = 0;                                                               \
-            for (int32_t i = 0; i < inner.count; i++, step(&inner, &r)) {                  \
-                sum += p->exp_table[max - (int32_t)xd[r.xo]];                              \
-            }                                                                              \
-            int64_t denom = sum << 16;                                                     \
-            for (int32_t i = 0; i < inner.count; i++, step(&inner, &r)) {                  \
-                int64_t e = p->exp_table[max - (int32_t)xd[r.xo]];                         \
-                int64_t num = e * p->inv_out_scale;                                        \
-                int64_t q = num / denom, rem2 = 2 * (num - q * denom);                     \
-                q += (rem2 > denom || (rem2 == denom && (q & 1))) ? 1 : 0; /* half even */ \
-                yd[r.yo] = (T)mcud_clamp((int32_t)q + p->out_zero_point, p->out_min,       \
-                                         p->out_max);                                      \
-            }                                                                              \
-        }                                                                                  \
-    }
+#define SOFTMAX_Q(NAME, T)                                                                     \
+    SOFTMAX(NAME, mcud_softmax_q_params, T, int32_t, int64_t, p->exp_table[max - (int32_t)xd[r.xo]], 0, \
+            const int64_t denom = sum << 16;, q_out(p, p->exp_table[max - (int32_t)xd[r.xo]], denom))
 
 SOFTMAX_Q(mcud_softmax_s8, int8_t)
 SOFTMAX_Q(mcud_softmax_u8, uint8_t)
@@ -174,30 +133,6 @@ static int32_t fx_reciprocal(int32_t sum, int32_t *over)
     return fx_shl_sat(x, 1);
 }
 
-void mcud_softmax_s8_tfl(const mcud_view *x, const mcud_view *y, const mcud_softmax_tfl_params *p)
-{
-    const int8_t *xd = (const int8_t *)x->data;
-    int8_t *yd = (int8_t *)y->data;
-    mcud_softmax_walk outer, inner;
-    mcud_softmax_pos o, r;
-    split_dims(x, y, p->axis, p->axis_end, &outer, &inner);
-    start(&o, 0, 0);
-    for (int32_t row = 0; row < outer.count; row++, step(&outer, &o)) {
-        int32_t max = xd[o.xo];
-        start(&r, o.xo, o.yo);
-        for (int32_t i = 0; i < inner.count; i++, step(&inner, &r)) {
-            max = xd[r.xo] > max ? xd[r.xo] : max;
-        }
-        int32_t sum = 0;
-        for (int32_t i = 0; i < inner.count; i++, step(&inner, &r)) {
-            sum += p->exp_q19[max - (int32_t)xd[r.xo]];
-        }
-        int32_t over;
-        int32_t scale = fx_reciprocal(sum, &over);
-        for (int32_t i = 0; i < inner.count; i++, step(&inner, &r)) {
-            int32_t e = p->exp_q31[max - (int32_t)xd[r.xo]];
-            int32_t v = fx_div_pot(fx_mul(scale, e), over + 23) - 128;
-            yd[r.yo] = (int8_t)mcud_clamp(v, -128, 127);
-        }
-    }
-}
+SOFTMAX(mcud_softmax_s8_tfl, mcud_softmax_tfl_params, int8_t, int32_t, int32_t,
+        p->exp_q19[max - (int32_t)xd[r.xo]], 0, int32_t over; const int32_t scale = fx_reciprocal(sum, &over);,
+        mcud_clamp(fx_div_pot(fx_mul(scale, p->exp_q31[max - (int32_t)xd[r.xo]]), over + 23) - 128, -128, 127))

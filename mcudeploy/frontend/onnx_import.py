@@ -18,6 +18,7 @@ from google.protobuf.message import DecodeError
 from onnx import helper
 
 from mcudeploy.errors import InvalidModelError, MCUDeployError, UnsupportedError
+from mcudeploy.files import read_model
 from mcudeploy.frontend.onnx_check import check_shape, check_wiring, node_label, nonfinite, tensor_value
 from mcudeploy.frontend.onnx_fold import evaluate_node, output_shapes
 from mcudeploy.ir import Graph, Node, Tensor, constant, dtype_of, itemsize, verify
@@ -42,13 +43,7 @@ SHAPE_OPS = {"Shape", "Size"}
 
 
 def load_model(path: Union[str, os.PathLike]) -> onnx.ModelProto:
-    path = Path(path)
-    if not path.is_file():
-        raise MCUDeployError(f"{path}: no such model file")
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise MCUDeployError(f"cannot read {path}: {exc.strerror or _first_line(exc)}") from None
+    path, data = read_model(path)
     try:
         model = onnx.load_from_string(data)
     except (DecodeError, RuntimeError, ValueError) as exc:

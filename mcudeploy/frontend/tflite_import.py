@@ -25,6 +25,7 @@ from typing import Optional, Union
 import numpy as np
 
 from mcudeploy.errors import InvalidModelError, MCUDeployError, UnsupportedError
+from mcudeploy.files import read_model
 from mcudeploy.frontend.onnx_check import check_shape, nonfinite
 from mcudeploy.ir import Graph, Node, Quant, Tensor, constant, itemsize, verify
 from mcudeploy.ops import registry
@@ -56,13 +57,7 @@ def _tflite():
 
 def load_tflite(path: Union[str, os.PathLike]):
     """The parsed model (tflite.Model) and its bytes; one sentence where the file is not one."""
-    path = Path(path)
-    if not path.is_file():
-        raise MCUDeployError(f"{path}: no such model file")
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise MCUDeployError(f"cannot read {path}: {exc.strerror or exc}") from None
+    path, data = read_model(path)
     if len(data) < 8 or data[4:8] != IDENTIFIER:
         raise MCUDeployError(f"{path} is not a TFLite model (no \"TFL3\" flatbuffer identifier)")
     tflite = _tflite()

@@ -94,19 +94,33 @@ def _int8_bias_shape_ok(shape: tuple[int, ...], n: int) -> bool:
 
 
 @dataclass(frozen=True)
-class Int8Plan:
-    bias: np.ndarray  # int64 [N]: folded bias in accumulator units
-    mult: np.ndarray  # int32 [1 or N]
-    shift: np.ndarray
+class _Requant:
+    """How an int8 product's accumulators become its output: requantized by (mult, shift) (per
+    column in Int8Plan, one pair in DynamicPlan), + y_zero, clipped to [lo, hi]."""
+
+    mult: np.ndarray | int
+    shift: np.ndarray | int
     y_zero: int
     lo: int
     hi: int
 
+    def output(self, requantized: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        return np.clip(requantized + self.y_zero, self.lo, self.hi).astype(np.int8).reshape(shape)
+
+
+@dataclass(frozen=True)
+class Int8Plan(_Requant):
+    bias: np.ndarray  # int64 [N]: folded bias in accumulator units; mult and shift int32 [1 or N]
+
+
+def _operands(graph: Graph, node: Node):
+    """The layout of a product and its tensors A, B and Y."""
+    return layout(graph, node), graph[node.inputs[0]], graph[node.inputs[1]], graph[node.outputs[0]]
+
 
 def int8_plan(graph: Graph, node: Node) -> Int8Plan:
     """The compile-time integers of an int8 product; raises UnsupportedError where it cannot."""
-    lay = layout(graph, node)
-    a, b, y = graph[node.inputs[0]], graph[node.inputs[1]], graph[node.outputs[0]]
+    lay, a, b, y = _operands(graph, node)
     require(a.dtype == "int8" and b.dtype == "int8" and y.dtype == "int8",
             f"int8 {node.op} of {a.dtype} and {b.dtype} to {y.dtype} is not supported")
     require(b.is_const and len(b.shape) == 2, f"int8 {node.op} needs a constant 2-D B")
@@ -155,7 +169,7 @@ def int8_plan(graph: Graph, node: Node) -> Int8Plan:
     else:
         mult, shift = requant.quantize_multipliers(alpha * s_a * qb.scale_array() / s_y)
     lo, hi = requant.clip_range(node, y)
-    return Int8Plan(bias, mult, shift, z_y, lo, hi)
+    return Int8Plan(mult, shift, z_y, lo, hi, bias)
 
 
 # mcud_matmul_s8's packed rows add four terms, sum a b, -z_b sum a, -z_a sum b and K z_a z_b, each
@@ -164,22 +178,16 @@ MATMUL_MAX_K = 8192
 
 
 @dataclass(frozen=True)
-class DynamicPlan:
+class DynamicPlan(_Requant):
     """The integers of a product of two int8 activations."""
 
     a_zero: int
     b_zero: int
-    mult: int
-    shift: int
-    y_zero: int
-    lo: int
-    hi: int
 
 
 def dynamic_plan(graph: Graph, node: Node) -> DynamicPlan:
     """The plan of mcud_matmul_s8; UnsupportedError where the product does not fit it."""
-    lay = layout(graph, node)
-    a, b, y = graph[node.inputs[0]], graph[node.inputs[1]], graph[node.outputs[0]]
+    lay, a, b, y = _operands(graph, node)
     require(node.op == "MatMul" and not _bias_name(node), f"int8 {node.op} of two activations takes no bias")
     require(requant.arithmetic(graph) == "onnx", f"int8 {node.op} of two activations rounds as ONNX does (no "
                                                  f"TFLite model has one)")
@@ -191,7 +199,7 @@ def dynamic_plan(graph: Graph, node: Node) -> DynamicPlan:
     s_y, z_y = y.quant.single()
     mult, shift = requant.quantize_multiplier(s_a * s_b / s_y)
     lo, hi = requant.clip_range(node, y)
-    return DynamicPlan(z_a, z_b, mult, shift, z_y, lo, hi)
+    return DynamicPlan(mult, shift, z_y, lo, hi, z_a, z_b)
 
 
 def _dynamic(graph: Graph, node: Node) -> bool:
@@ -311,12 +319,11 @@ class _Product(Op):
         if _dynamic(graph, node):
             d = dynamic_plan(graph, node)
             acc = np.matmul(a.astype(np.int64) - d.a_zero, b.astype(np.int64) - d.b_zero)
-            q = requant.requantize(acc, d.mult, d.shift) + d.y_zero
-            return [np.clip(q, d.lo, d.hi).astype(np.int8).reshape(lay.out)]
+            return [d.output(requant.requantize(acc, d.mult, d.shift), lay.out)]
         plan = int8_plan(graph, node)
         acc = np.matmul(a.astype(np.int64), b.astype(np.int64)) + plan.bias  # bias runs along the last axis (N)
-        q = requant.requantize_as(graph, acc, plan.mult.astype(np.int64), plan.shift.astype(np.int64)) + plan.y_zero
-        return [np.clip(q, plan.lo, plan.hi).astype(np.int8).reshape(lay.out)]
+        return [plan.output(requant.requantize_as(graph, acc, plan.mult.astype(np.int64),
+                                                  plan.shift.astype(np.int64)), lay.out)]
 
     def kernel(self, graph, node):
         lay = layout(graph, node)

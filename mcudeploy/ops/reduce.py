@@ -30,7 +30,7 @@ import numpy as np
 from mcudeploy.ir import Graph, Node
 from mcudeploy.ops import requant
 from mcudeploy.ops.base import Axis, Call, Dim, OnnxNode, Op, Struct, TensorExpr, require
-from mcudeploy.ops.registry import register
+from mcudeploy.ops.registry import register_kinds
 from mcudeploy.ops.shape import MAX_DIMS
 from mcudeploy.ops.util import ints, norm_axis
 
@@ -178,37 +178,10 @@ class _Reduce(Op):
                     Struct.of("mcud_reduce_s8_params", **fields, **self._int8(graph, node)))
 
 
-@register
-class ReduceMean(_Reduce):
-    name = "ReduceMean"
-    onnx_types = ("ReduceMean",)
-    kind = "mean"
-
-
-@register
-class ReduceSum(_Reduce):
-    name = "ReduceSum"
-    onnx_types = ("ReduceSum",)
-    kind = "sum"
-    axes_input_opset = 13
-
-
-@register
-class ReduceMax(_Reduce):
-    name = "ReduceMax"
-    onnx_types = ("ReduceMax",)
-    kind = "max"
-
-
-@register
-class ReduceMin(_Reduce):
-    name = "ReduceMin"
-    onnx_types = ("ReduceMin",)
-    kind = "min"
-
-
-@register
-class ReduceL2(_Reduce):
-    name = "ReduceL2"
-    onnx_types = ("ReduceL2",)
-    kind = "l2"
+register_kinds(_Reduce, {
+    "ReduceMean": {"kind": "mean"},
+    "ReduceSum": {"kind": "sum", "axes_input_opset": 13},
+    "ReduceMax": {"kind": "max"},
+    "ReduceMin": {"kind": "min"},
+    "ReduceL2": {"kind": "l2"},
+})

@@ -23,6 +23,14 @@ def register(cls: type[Op]) -> type[Op]:
     return cls
 
 
+def register_kinds(base: type[Op], kinds: dict[str, dict]) -> None:
+    """A family whose operators differ only in class attributes (a reduction's ``kind``, ...): one
+    registered subclass of ``base`` per entry, named after the ONNX op type it imports, with the
+    attributes given."""
+    for name, attrs in kinds.items():
+        register(type(name, (base,), {"name": name, "onnx_types": (name,), "__module__": base.__module__, **attrs}))
+
+
 def get(name: str) -> Op:
     _load()
     return _BY_NAME[name]

@@ -26,7 +26,7 @@ from mcudeploy.errors import UnsupportedError
 from mcudeploy.ir import Graph, Node
 from mcudeploy.ops import requant
 from mcudeploy.ops.base import Array, Call, OnnxNode, Op, Struct, elementwise_expr, require
-from mcudeploy.ops.registry import register
+from mcudeploy.ops.registry import register_kinds
 from mcudeploy.ops.util import broadcast_shape, same_shape_input
 
 MAX_RANK = 6
@@ -156,31 +156,9 @@ class _Variadic(Op):
             y_zero=z_y, act_min=lo, act_max=hi), listed=n)
 
 
-@register
-class Sum(_Variadic):
-    name = "Sum"
-    onnx_types = ("Sum",)
-    kind = "sum"
-
-
-@register
-class Mean(_Variadic):
-    name = "Mean"
-    onnx_types = ("Mean",)
-    kind = "mean"
-
-
-@register
-class Max(_Variadic):
-    name = "Max"
-    onnx_types = ("Max",)
-    kind = "max"
-    plain_ints = PLAIN_INTS
-
-
-@register
-class Min(_Variadic):
-    name = "Min"
-    onnx_types = ("Min",)
-    kind = "min"
-    plain_ints = PLAIN_INTS
+register_kinds(_Variadic, {
+    "Sum": {"kind": "sum"},
+    "Mean": {"kind": "mean"},
+    "Max": {"kind": "max", "plain_ints": PLAIN_INTS},
+    "Min": {"kind": "min", "plain_ints": PLAIN_INTS},
+})

@@ -6,48 +6,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from graph_builder import GraphBuilder
 from random_graphs import random_graph, random_inputs, random_order
-from mcudeploy.ir import Graph, Node, Tensor, verify
 from mcudeploy.memory import METHODS, Area, contiguous, lifetimes, place
 from mcudeploy.memory.oracle import run_in_arena
-from mcudeploy.ops import registry
 from mcudeploy.reference import run_reference
 
 
-class G:
-    """A tiny float32 graph builder; shapes come from each operator's rule."""
-
-    def __init__(self):
-        self.tensors, self.nodes, self.inputs = {}, [], []
-
-    def input(self, name, shape):
-        self.tensors[name] = Tensor(name, tuple(shape), "float32", "input")
-        self.inputs.append(name)
-        return name
-
-    def const(self, name, data):
-        self.tensors[name] = Tensor(name, data.shape, "float32", "constant", None, np.asarray(data, np.float32))
-        return name
-
-    def op(self, op, inputs, outputs, **attrs):
-        outputs = (outputs,) if isinstance(outputs, str) else tuple(outputs)
-        node = Node(f"n_{outputs[0]}", op, tuple(inputs), outputs, attrs)
-        scope = Graph("s", {i: self.tensors[i] for i in inputs if i}, (), (), ())
-        for name, (shape, dtype) in zip(outputs, registry.get(op).infer(scope, node)):
-            self.tensors[name] = Tensor(name, tuple(shape), dtype)
-        self.nodes.append(node)
-        return outputs[0] if len(outputs) == 1 else outputs
-
+class G(GraphBuilder):
     def conv(self, x, out, cout, k=3):
         cin = self.tensors[x].shape[1]
         w = self.const(f"w_{out}", np.full((cout, cin, k, k), 0.1))
         return self.op("Conv", (x, w, ""), out, pads=(k // 2,) * 4)
-
-    def graph(self, *outputs):
-        tensors = dict(self.tensors)
-        for o in outputs:
-            tensors[o] = tensors[o].with_(kind="output")
-        return verify(Graph("g", tensors, tuple(self.nodes), tuple(self.inputs), tuple(outputs)))
 
 
 def run_both(graph, order=None, regions=(Area("sram"),), method="greedy"):

@@ -13,12 +13,13 @@ from onnx import TensorProto, helper, numpy_helper
 
 from mcudeploy.errors import UnsupportedError
 from mcudeploy.frontend import import_onnx
-from mcudeploy.ir import Graph, Node, Quant, Tensor, constant
+from mcudeploy.ir import Graph, Node, Quant, Tensor
 from mcudeploy.ops import registry
 from mcudeploy.ops.base import Dim
 from mcudeploy.pipeline import lower
 from mcudeploy.reference import run_reference
 
+from .gemm_graphs import int8_product
 from .kernel_harness import needs_gcc, run_kernel
 from .onnx_helpers import host_outputs, ort_outputs, run_model_on_host
 
@@ -147,13 +148,18 @@ GEMM_CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", GEMM_CASES, ids=[c[0] for c in GEMM_CASES])
-def test_gemm_float_reference_matches_onnxruntime(case):
+def _gemm_case(case, seed):
+    """A GEMM_CASES model, a random input A and the numpy reference's output on it."""
     _, m, k, n, attrs, c_shape = case
-    rng = np.random.default_rng(1)
+    rng = np.random.default_rng(seed)
     model, a_shape = gemm_model(rng, m, k, n, attrs, c_shape)
     a = _randn(rng, a_shape)
-    got = run_reference(lower(import_onnx(model)), [a])[0]
+    return model, a, run_reference(lower(import_onnx(model)), [a])[0]
+
+
+@pytest.mark.parametrize("case", GEMM_CASES, ids=[c[0] for c in GEMM_CASES])
+def test_gemm_float_reference_matches_onnxruntime(case):
+    model, a, got = _gemm_case(case, seed=1)
     np.testing.assert_allclose(got, ort_outputs(model, {"a": a})[0], rtol=1e-5, atol=1e-5)
 
 
@@ -292,11 +298,7 @@ def test_int8_matmul_of_two_activations_is_int8():
 
 @pytest.mark.parametrize("case", GEMM_CASES, ids=[c[0] for c in GEMM_CASES])
 def test_gemm_float_c_matches_reference(case):
-    _, m, k, n, attrs, c_shape = case
-    rng = np.random.default_rng(7)
-    model, a_shape = gemm_model(rng, m, k, n, attrs, c_shape)
-    a = _randn(rng, a_shape)
-    expected = run_reference(lower(import_onnx(model)), [a])[0]
+    model, a, expected = _gemm_case(case, seed=7)
     np.testing.assert_allclose(host_outputs(model, [{"a": a}])[0][0], expected, rtol=1e-5, atol=1e-5)
 
 
@@ -341,30 +343,6 @@ def _float_graph(op, a_shape, b_shape, attrs=None, c_shape=None, clip=None, seed
     return graph, node, {n: _randn(rng, s) for n, s in zip(names, shapes)}
 
 
-def _int8_graph(op, a_shape, k, n, attrs=None, per_channel=True, bias=True, clip=None, seed=0, z_a=-7):
-    """An int8 product as the QDQ lowering produces it, built directly."""
-    rng = np.random.default_rng(seed)
-    attrs = dict(attrs or {})
-    trans_b = bool(attrs.get("transB", 0))
-    s_a, s_y, z_y = 0.03, 0.2, 3
-    s_w = rng.uniform(0.002, 0.01, n) if per_channel else np.array([0.006])
-    w = rng.integers(-127, 128, (n, k) if trans_b else (k, n)).astype(np.int8)
-    b = rng.integers(-5000, 5000, n).astype(np.int32)
-    w_quant = Quant(tuple(s_w), (0,) * len(s_w), (0 if trans_b else 1) if per_channel else None)
-    tensors = {"a": Tensor("a", tuple(a_shape), "int8", "input", Quant((s_a,), (z_a,))), "w": constant("w", w, w_quant)}
-    names = ["a", "w"]
-    if bias:
-        tensors["b"] = constant("b", b, Quant(tuple(s_a * np.broadcast_to(s_w, (n,))), (0,) * n, 0))
-        names.append("b")
-    if clip is not None:
-        attrs.update(clip_min=clip[0], clip_max=clip[1])
-    node = Node("n", op, tuple(names), ("y",), attrs)
-    shape, dtype = registry.get(op).infer(Graph("g", tensors, (), ("a",), ()), node)[0]
-    tensors["y"] = Tensor("y", shape, dtype, "output", Quant((s_y,), (z_y,)))
-    graph = Graph("g", tensors, (node,), ("a",), ("y",))
-    return graph, node, {"a": rng.integers(-128, 128, a_shape).astype(np.int8)}
-
-
 STRIDED_FLOAT = [
     ("gemm", "Gemm", (3, 5), (5, 4), {}, (4,)),
     ("gemm_tt", "Gemm", (5, 3), (4, 5), {"transA": 1, "transB": 1, "alpha": 0.7, "beta": 1.5}, (3, 4)),
@@ -400,19 +378,19 @@ STRIDED_INT8 = [
 @pytest.mark.parametrize("clip", [None, (0.0, 6.0)], ids=["noclip", "clip"])
 def test_int8_kernel_on_strided_views_is_bit_exact(tmp_path, case, clip):
     _, op, a_shape, k, n, attrs, per_channel, bias = case
-    graph, node, values = _int8_graph(op, a_shape, k, n, attrs, per_channel, bias, clip, seed=12)
+    graph, node, a = int8_product(op, a_shape, k, n, attrs, per_channel, bias, clip, seed=12)
     assert registry.get(op).accepts_int8(graph, node)
-    expected = run_reference(graph, [values["a"]])[0]
-    got = run_kernel(tmp_path, registry.get(op).kernel(graph, node), graph, values, {"a": 1, "y": 2})[0]
+    expected = run_reference(graph, [a])[0]
+    got = run_kernel(tmp_path, registry.get(op).kernel(graph, node), graph, {"a": a}, {"a": 1, "y": 2})[0]
     np.testing.assert_array_equal(got, expected)
 
 
 @needs_gcc
 def test_int8_kernel_contiguous_fast_path_is_bit_exact(tmp_path):
     """transB with dense views: the k loop reads both operands with stride 1."""
-    graph, node, values = _int8_graph("Gemm", (4, 33), 33, 7, {"transB": 1}, True, True, seed=13, z_a=-128)
-    expected = run_reference(graph, [values["a"]])[0]
-    got = run_kernel(tmp_path, registry.get("Gemm").kernel(graph, node), graph, values)[0]
+    graph, node, a = int8_product("Gemm", (4, 33), 33, 7, {"transB": 1}, True, True, seed=13, z_a=-128)
+    expected = run_reference(graph, [a])[0]
+    got = run_kernel(tmp_path, registry.get("Gemm").kernel(graph, node), graph, {"a": a})[0]
     np.testing.assert_array_equal(got, expected)
 
 
@@ -446,7 +424,7 @@ def test_matmul_expr_broadcasts_batches():
 
 def test_int8_declines_what_it_cannot_do():
     op = registry.get("Gemm")
-    graph, node, _ = _int8_graph("Gemm", (2, 8), 8, 4)
+    graph, node, _ = int8_product("Gemm", (2, 8), 8, 4)
     assert op.accepts_int8(graph, node)
     t = dict(graph.tensors)
     w = t["w"]

@@ -8,40 +8,18 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from graph_builder import GraphBuilder
 from ops.onnx_helpers import run_model_on_host
 from mcudeploy.errors import UnsupportedError
-from mcudeploy.ir import Graph, Node, Tensor, verify
 from mcudeploy.memory import Area, lifetimes, place
 from mcudeploy.memory.oracle import run_in_arena
-from mcudeploy.ops import registry
 from mcudeploy.reference import run_reference
 from mcudeploy.schedule.problem import build
 
 
-class G:
-    def __init__(self):
-        self.tensors, self.nodes, self.inputs = {}, [], []
-
-    def input(self, name, shape):
-        self.tensors[name] = Tensor(name, tuple(shape), "float32", "input")
-        self.inputs.append(name)
-        return name
-
-    def op(self, op, inputs, out, **attrs):
-        node = Node(f"n_{out}", op, tuple(inputs), (out,), attrs)
-        (shape, dtype), = registry.get(op).infer(Graph("s", {i: self.tensors[i] for i in inputs}, (), (), ()), node)
-        self.tensors[out] = Tensor(out, tuple(shape), dtype)
-        self.nodes.append(node)
-        return out
-
+class G(GraphBuilder):
     def slice(self, x, out, starts, ends, axes):
         return self.op("Slice", (x,), out, starts=tuple(starts), ends=tuple(ends), axes=tuple(axes))
-
-    def graph(self, *outputs):
-        tensors = dict(self.tensors)
-        for o in outputs:
-            tensors[o] = tensors[o].with_(kind="output")
-        return verify(Graph("g", tensors, tuple(self.nodes), tuple(self.inputs), tuple(outputs)))
 
 
 def plan(graph):
