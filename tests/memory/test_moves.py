@@ -7,7 +7,6 @@ import json
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
 from mcudeploy.boards import Region, load_board
 from mcudeploy.codegen import write_project
@@ -16,29 +15,9 @@ from mcudeploy.errors import MCUDeployError
 from mcudeploy.offload import move, stays
 from mcudeploy.pipeline import compile_graph, compile_model
 from mcudeploy.reference import run_reference
+from residual import SHAPE, residual_model
 
 RNG = np.random.default_rng(11)
-SHAPE = (1, 8, 12, 12)
-
-
-def residual_model():
-    """x -> a = Relu(Conv x) -> b -> c (two convs) -> y = a + c: a waits idle while b and c run."""
-    def conv(name, src):
-        w = numpy_helper.from_array((RNG.standard_normal((8, 8, 3, 3)) * 0.2).astype(np.float32), name + "_w")
-        return helper.make_node("Conv", [src, w.name], [name], pads=[1, 1, 1, 1]), w
-    nodes, inits = [], []
-    for name, src in (("a0", "x"), ("b", "a"), ("c", "b")):
-        n, w = conv(name, src)
-        nodes.append(n)
-        inits.append(w)
-        if name == "a0":
-            nodes.append(helper.make_node("Relu", ["a0"], ["a"]))
-    nodes.append(helper.make_node("Add", ["a", "c"], ["y"]))
-    g = helper.make_graph(nodes, "residual", [helper.make_tensor_value_info("x", TensorProto.FLOAT, SHAPE)],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    return m
 
 
 def two_region_board():
