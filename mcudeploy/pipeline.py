@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
-from typing import Callable, Mapping, Optional, Union
+from typing import Callable, Mapping, Optional, Sequence, Union
 
 import onnx
 
@@ -82,10 +82,20 @@ def compile_model(source: Union[str, os.PathLike, onnx.ModelProto], board: Union
                          scheme=scheme, int8_input=int8_input)
 
 
-def rewrite_ordered(graph: Graph, order, board: Board, scratch: str = "fit") -> tuple[Graph, tuple[Node, ...]]:
-    """The rewrites of a scheduled graph (mcudeploy/offload), in order: with scratch "fit", kernels
-    whose working memory would raise the peak run their variant without it. Swap and recompute
-    under a fast-memory budget will come here too."""
+# a rewrite of a scheduled graph (mcudeploy/offload): the graph and its order in, both out
+Rewrite = Callable[[Graph, tuple[Node, ...]], tuple[Graph, tuple[Node, ...]]]
+
+
+def rewrite_ordered(graph: Graph, order, board: Board, scratch: str = "fit",
+                    rewrites: Sequence[Rewrite] = ()) -> tuple[Graph, tuple[Node, ...]]:
+    """The rewrites of a scheduled graph (mcudeploy/offload), in order: the caller's (moves of idle
+    tensors to another region: offload.move; the swap-or-recompute policy will give them), then,
+    with scratch "fit", kernels whose working memory would raise the peak run their variant
+    without it."""
+    order = tuple(order)
+    for rewrite in rewrites:
+        graph, order = rewrite(graph, order)
+        order = tuple(order)
     if scratch == "fit":
         graph, order = fit_scratch(graph, order, board.alignment)
     return graph, tuple(order)
@@ -94,18 +104,20 @@ def rewrite_ordered(graph: Graph, order, board: Board, scratch: str = "fit") -> 
 def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optional[str] = None,
                   schedule_method: str = "auto", placement_method: str = "exact",
                   placement_time_limit: float = 5.0, schedule_time_limit: float = 10.0,
-                  scheme: Scheme = (), scratch: str = "fit", int8_input: bool = False) -> Compiled:
+                  scheme: Scheme = (), scratch: str = "fit", int8_input: bool = False,
+                  rewrites: Sequence[Rewrite] = ()) -> Compiled:
     """Schedule, find lifetimes and place an already lowered graph (split by `scheme` and lowered
     with `int8_input`, which are only recorded here). The time limits are in effort seconds
     (mcudeploy/effort.py): work, not wall-clock time, so the same graph gives the same plan on a
     loaded machine. scratch "fit": kernels whose working memory would raise the peak run their
     scratch-free (slower) variant (fit_scratch); "keep": every kernel keeps its scratch (the
-    fastest plan, a little more memory; tune times both)."""
+    fastest plan, a little more memory; tune times both). rewrites: run on the scheduled graph
+    before the scratch fitting (rewrite_ordered)."""
     if scratch not in SCRATCH_POLICIES:
         raise MCUDeployError(f"scratch must be one of {', '.join(SCRATCH_POLICIES)}, not {scratch!r}")
     board = load_board(board) if isinstance(board, str) else board
     sched = schedule(graph, schedule_method, schedule_time_limit, board.alignment)
-    graph, order = rewrite_ordered(graph, sched.order, board, scratch)
+    graph, order = rewrite_ordered(graph, sched.order, board, scratch, rewrites)
     sched = dataclasses.replace(sched, order=order)
     lives, placement = lay_out(graph, sched.order, areas(board), placement_method, board.alignment,
                                placement_time_limit)

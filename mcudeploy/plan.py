@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+from mcudeploy.offload.moves import stays
 from mcudeploy.ops import registry
 from mcudeploy.partition import Cut
 
@@ -134,6 +135,10 @@ def plan_dict(compiled, scheme=None, latency=None, split=None) -> dict:
         "cuts": _cuts(compiled),
         "latency": dict(latency) if latency else {"ticks": None, "baseline_ticks": None, "source": "none"},
     }
+    moved = stays(compiled)
+    if moved:  # values a rewrite moved to another region and back (mcudeploy/offload/moves.py)
+        plan["moves"] = [{"value": chain[0].value, "stays": [{"tensor": s.tensor, "region": s.region, "first": s.first,
+                                                               "last": s.last} for s in chain]} for chain in moved]
     code = getattr(compiled, "code", None)
     if code is not None:  # how the C meets the firmware (codegen/options.py): what `run DIR` regenerates
         plan["c"] = code.as_plan(compiled.model)

@@ -34,7 +34,7 @@ class Buffer:
     last: int  # step index of last read
     region: Optional[str] = None
     io: bool = False  # holds a graph input or output (the caller reads or writes it)
-    # (bytes from the buffer's start, size, first step, last step) per piece of the buffer that is live
+    # (bytes from the buffer's start, size, first step, last step) per part of the buffer that is live
     # on its own; empty: the whole buffer from first to last. A buffer whose tensor an operator writes
     # over a bigger or smaller input (in place) is a staircase of such rectangles at offset 0.
     parts: tuple[tuple[int, int, int, int], ...] = ()

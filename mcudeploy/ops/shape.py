@@ -348,3 +348,16 @@ class Split(Op):
         suffix = kernel_suffix(graph[node.inputs[0]].dtype, "Split")
         return Call(f"mcud_split_{suffix}", (node.inputs[0],) + outs,
                     Struct.of("mcud_split_params", axis=axis, count=len(node.outputs)))
+
+
+@register
+class Copy(Transpose):
+    """A tensor copied element for element into a buffer of its own: what mcudeploy/offload inserts
+    to move a tensor to another memory region and back (not an ONNX operator). It runs Transpose's
+    strided copy with the identity order; attribute "of" names the value the copy holds."""
+
+    name = "Copy"
+    onnx_types = ()
+
+    def _perm(self, graph, node):
+        return tuple(range(len(graph[node.inputs[0]].shape)))

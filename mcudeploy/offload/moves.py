@@ -1,0 +1,99 @@
+"""A tensor moved to another memory region while it is idle, and back: ``move``.
+
+A value that waits between two uses (a residual branch's input, a U-Net's skip) holds fast memory
+for nothing. ``move`` copies it out to a slower region after one use and back before the next:
+three buffers, each in one region for its whole life, hold the value in turn (the tensor in its
+own region up to the copy out; the copy, pinned to the slow region by Tensor.region; the copy
+back, read by every later consumer). So lifetimes, placement, code and simulator see an ordinary
+graph with two Copy nodes, and a value lives in more than one region over time.
+
+``stays`` reads the moves back from a compiled plan: per moved value, where it is at which steps.
+Which tensors to move, when, and whether to run the producer again instead (recompute) is the
+policy of the swap-or-recompute issue; this module is its mechanism.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from mcudeploy.errors import MCUDeployError
+from mcudeploy.ir import Graph, Node
+
+COPY = "Copy"
+
+
+@dataclass(frozen=True)
+class Stay:
+    """One stretch of a value's life: tensor ``tensor`` holds it in ``region`` (None: the first usable
+    region) from step ``first`` to step ``last``."""
+
+    value: str
+    tensor: str
+    region: str | None
+    first: int
+    last: int
+
+
+def _fresh(graph: Graph, name: str) -> str:
+    taken = set(graph.tensors) | {n.name for n in graph.nodes}
+    out, k = name, 1
+    while out in taken:
+        k += 1
+        out = f"{name}_{k}"
+    return out
+
+
+def move(graph: Graph, order: Sequence[Node], tensor: str, region: str, after: int,
+         before: int) -> tuple[Graph, tuple[Node, ...]]:
+    """The graph and order with ``tensor`` copied to ``region`` right after step ``after`` and back
+    right before step ``before``; the nodes from step ``before`` on read the copy back.
+
+    ``after`` is the tensor's producer or one of its consumers, ``before`` a later consumer and no
+    consumer runs in between (the value is idle there)."""
+    order = tuple(order)
+    t = graph[tensor]
+    if t.is_const:
+        raise MCUDeployError(f"tensor {tensor} is a constant (it is in flash, not in an arena)")
+    if tensor in graph.outputs:
+        raise MCUDeployError(f"tensor {tensor} is a graph output: the caller reads it where it is")
+    uses = [i for i, n in enumerate(order) if tensor in n.inputs]
+    made = next((i for i, n in enumerate(order) if tensor in n.outputs), -1)
+    if not (made <= after < before <= len(order) - 1) or before not in uses:
+        raise MCUDeployError(f"tensor {tensor} cannot move out after step {after} and back before step {before}: "
+                             f"step {before} must be a later use (made at step {made}, used at steps {uses})")
+    if any(after < i < before for i in uses):
+        raise MCUDeployError(f"tensor {tensor} is used between steps {after} and {before}, so it is not idle there")
+    if after != made and after not in uses:
+        raise MCUDeployError(f"step {after} neither makes nor reads tensor {tensor}")
+    out_name = _fresh(graph, f"{tensor}@{region}")
+    back_name = _fresh(graph.replace(tensors={**graph.tensors, out_name: t}), f"{tensor}@back")
+    out_t = t.with_(name=out_name, kind="activation", region=region)
+    back_t = t.with_(name=back_name, kind="activation")
+    copy_out = Node(_fresh(graph, f"move_out_{tensor}"), COPY, (tensor,), (out_name,), {"of": tensor})
+    copy_back = Node(_fresh(graph, f"move_back_{tensor}"), COPY, (out_name,), (back_name,), {"of": tensor})
+    renamed = {n.name: n.with_(inputs=tuple(back_name if i == tensor else i for i in n.inputs))
+               for n in order[before:] if tensor in n.inputs}
+    new_order = order[:after + 1] + (copy_out,) + order[after + 1:before] + (copy_back,) + tuple(
+        renamed.get(n.name, n) for n in order[before:])
+    scheduled = {n.name for n in order}
+    nodes = new_order + tuple(n for n in graph.nodes if n.name not in scheduled)
+    return graph.replace(tensors={**graph.tensors, out_name: out_t, back_name: back_t}, nodes=nodes), new_order
+
+
+def stays(compiled) -> list[list[Stay]]:
+    """Per value that ``move`` moved (in order of its first copy out): where it is at which steps."""
+    lives, order = compiled.lifetimes, compiled.order
+    where = compiled.placement.regions
+    copies: dict[str, list[str]] = {}
+    for n in order:
+        if n.op == COPY and n.attr("of"):
+            copies.setdefault(n.attr("of"), [n.attr("of")])
+            copies[n.attr("of")].append(n.outputs[0])
+    out = []
+    for value, tensors in copies.items():
+        chain = []
+        for t in dict.fromkeys(tensors):
+            b = next(b for b in lives.buffers if b.name == lives.buffer_of[t])
+            chain.append(Stay(value, t, where.get(b.name), b.first, b.last))
+        out.append(chain)
+    return out
