@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Optional, Union
 
 from mcudeploy.boards import Board, load_board
+from mcudeploy.codegen import write_project
+from mcudeploy.codegen.emit import c_name
 from mcudeploy.codegen.options import CodeOptions
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_model, is_tflite_model
@@ -250,10 +252,6 @@ def _same_plan(where: Path, plan: dict, compiled: Compiled) -> None:
 
 def _same_c(where: Path, compiled: Compiled) -> None:
     """The folder's generated C, where present, must be what the rebuilt plan generates."""
-    from mcudeploy.codegen import write_project
-
-    from mcudeploy.codegen.emit import c_name
-
     present = [name for name in GENERATED + (f"{c_name(compiled)}.h",) if (where.parent / name).is_file()]
     if not present:
         return

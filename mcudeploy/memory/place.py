@@ -24,6 +24,7 @@ import numpy as np
 
 from mcudeploy.effort import Effort
 from mcudeploy.errors import MCUDeployError
+from mcudeploy.memory.exact import solve
 from mcudeploy.memory.greedy import greedy, live_peak
 from mcudeploy.memory.lifetimes import Buffer, Lifetimes
 from mcudeploy.memory.regions import DEFAULT, Area, allowed_areas, assign
@@ -70,8 +71,6 @@ def _place_one(buffers: Sequence[Buffer], alignment: int, method: str,
     bound = live_peak(buffers)
     if size <= bound or method == "greedy":
         return offsets, size, size <= bound, f"greedy ({ordering} first)"
-    from mcudeploy.memory.exact import solve
-
     found, found_size, proven, how = solve(buffers, alignment, offsets, bound, effort)
     if found_size < size:
         return found, found_size, proven, f"{how}, {'optimal' if proven else f'best within {effort.limit:g} s of effort'}"
