@@ -16,7 +16,7 @@ from mcudeploy.ir import Graph, Node, verify
 from mcudeploy.memory import Lifetimes, Placement, areas
 from mcudeploy.memory.layout import lay_out
 from mcudeploy.offload import fit_scratch
-from mcudeploy.offload.swap import Offload, fit_fast_memory, parse_budget
+from mcudeploy.offload.swap import Offload, parse_budget, place_within
 from mcudeploy.partition import Scheme, split
 from mcudeploy.passes.activation import fuse_activations
 from mcudeploy.passes.batchnorm import fold_batchnorm
@@ -107,22 +107,19 @@ def fast_memory_bytes(spec: Union[int, str], unconstrained: Callable[[], Compile
 Rewrite = Callable[[Graph, tuple[Node, ...]], tuple[Graph, tuple[Node, ...]]]
 
 
-def rewrite_ordered(graph: Graph, order, board: Board, scratch: str = "fit", rewrites: Sequence[Rewrite] = (),
-                    fast_memory: Optional[int] = None) -> tuple[Graph, tuple[Node, ...], Optional[Offload]]:
+def rewrite_ordered(graph: Graph, order, board: Board, scratch: str = "fit",
+                    rewrites: Sequence[Rewrite] = ()) -> tuple[Graph, tuple[Node, ...]]:
     """The rewrites of a scheduled graph (mcudeploy/offload), in order: the caller's (e.g. moves of
     idle tensors to another region, offload.move), then, with scratch "fit", kernels whose working
-    memory would raise the peak run their variant without it, then, with a fast-memory budget,
-    idle tensors swapped out to the board's slow region until the fast region's live bytes fit."""
+    memory would raise the peak run their variant without it. A fast-memory budget's swaps come
+    with the placement (offload.place_within), as the placed arena decides whether they suffice."""
     order = tuple(order)
     for rewrite in rewrites:
         graph, order = rewrite(graph, order)
         order = tuple(order)
     if scratch == "fit":
         graph, order = fit_scratch(graph, order, board.alignment)
-    offload = None
-    if fast_memory is not None:
-        graph, order, offload = fit_fast_memory(graph, order, board, fast_memory, board.alignment)
-    return graph, tuple(order), offload
+    return graph, tuple(order)
 
 
 def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optional[str] = None,
@@ -137,25 +134,20 @@ def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optiona
     scratch-free (slower) variant (fit_scratch); "keep": every kernel keeps its scratch (the
     fastest plan, a little more memory; tune times both). rewrites: run on the scheduled graph
     before the scratch fitting (rewrite_ordered). fast_memory: a budget in bytes for the board's
-    first region, met by swapping idle tensors to its slow region (offload/swap.py); where the
-    placed arena lands above the live bytes, the swaps aim that much lower, a few times."""
+    first region, met by swapping idle tensors to its slow region and keeping others there
+    (offload.place_within)."""
     if scratch not in SCRATCH_POLICIES:
         raise MCUDeployError(f"scratch must be one of {', '.join(SCRATCH_POLICIES)}, not {scratch!r}")
     board = load_board(board) if isinstance(board, str) else board
     sched = schedule(graph, schedule_method, schedule_time_limit, board.alignment)
-    target, first = fast_memory, areas(board)[0].name
-    for _ in range(FAST_MEMORY_ROUNDS if fast_memory is not None else 1):
-        rewritten, order, offload = rewrite_ordered(graph, sched.order, board, scratch, rewrites, target)
+    rewritten, order = rewrite_ordered(graph, sched.order, board, scratch, rewrites)
+    offload = None
+    if fast_memory is None:
         lives, placement = lay_out(rewritten, order, areas(board), placement_method, board.alignment,
                                    placement_time_limit)
-        over = placement.arenas.get(first, 0) - fast_memory if fast_memory is not None else 0
-        if over <= 0:
-            break
-        target -= over
     else:
-        raise MCUDeployError(f"a fast-memory budget of {fast_memory:,} B is not met: swapping brought the live bytes "
-                             f"of {first} to {target + over:,} B, but its placed arena stays {over:,} B above the "
-                             f"budget")
+        rewritten, order, lives, placement, offload = place_within(rewritten, order, board, fast_memory,
+                                                                   placement_method, placement_time_limit)
     sched = dataclasses.replace(sched, order=order)
     return Compiled(name or graph.name, board, rewritten, sched, lives, placement, tuple(scheme), int8_input=int8_input,
                     offload=offload)

@@ -14,7 +14,8 @@ region's live bytes, the planner follows the swap part of seed 004, for inferenc
 3. when no tensor idles at the peak (in a chain, an operator's input and output are both in use at
    its step), a tensor live there goes to the slow region for its whole life instead: its
    producer writes it there and its consumers read it there (what X-CUBE-AI does with whole
-   activation pools), the one whose accesses cost least per byte freed;
+   activation pools), the one whose accesses cost least per byte freed of the excess (bytes
+   beyond the excess lower nothing that matters);
    A graph input or output may go too where the slow region is reachable by the caller ("dma");
 4. when nothing at the peak can go, the budget cannot be met: the error says the least fast
    memory this order needs.
@@ -31,7 +32,9 @@ from typing import Optional, Sequence
 
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import Graph, Node
+from mcudeploy.memory.layout import lay_out
 from mcudeploy.memory.lifetimes import lifetimes
+from mcudeploy.memory.regions import areas
 from mcudeploy.offload.moves import COPY, move
 from mcudeploy.ops import registry
 from mcudeploy.simulate.simulate import Estimator, work
@@ -184,6 +187,12 @@ def _candidates(graph: Graph, order: Sequence[Node], lives, pinned, step: int, t
     return out
 
 
+def resident_ticks(speed, nbytes: int, reads: int) -> float:
+    """What a buffer kept in a slow region costs, at least: written there once, read once per use
+    (a kernel that reads a byte several times, a convolution's window, pays more)."""
+    return speed.copy_ticks(nbytes, out=True) + reads * speed.copy_ticks(nbytes, out=False)
+
+
 def _residents(graph: Graph, order: Sequence[Node], lives, pinned, step: int, slow):
     """(access ticks per byte, bytes, tensor, access ticks) of every tensor live at ``step`` in fast
     memory that could live in the slow region instead."""
@@ -193,16 +202,19 @@ def _residents(graph: Graph, order: Sequence[Node], lives, pinned, step: int, sl
             continue
         if any(graph[t].is_const for t in b.tensors) or (b.io and not slow.dma):
             continue
-        reads = sum(1 for n in order for i in n.inputs if i in b.tensors)
-        ticks = slow.speed.copy_ticks(b.size, out=True) + reads * slow.speed.copy_ticks(b.size, out=False)
+        ticks = resident_ticks(slow.speed, b.size, sum(1 for n in order for i in n.inputs if i in b.tensors))
         out.append((ticks / max(b.size, 1), b.size, b.name, ticks))
     return out
 
 
 def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, alignment: int = 4,
-                    cache: Optional[CacheView] = None) -> tuple[Graph, tuple[Node, ...], Offload]:
-    """The graph and order with idle tensors swapped out of the fast region until its live bytes
-    fit ``budget``, and what was done; a budget swapping cannot meet is refused in one sentence."""
+                    cache: Optional[CacheView] = None,
+                    keep: bool = True) -> tuple[Graph, tuple[Node, ...], Offload]:
+    """The graph and order with idle tensors swapped out of the fast region, and with ``keep``
+    tensors pinned to the slow region, until the fast region's live bytes fit ``budget``; and what
+    was done. Without ``keep`` it stops where no tensor idles at a step over the budget (the region
+    assignment then moves whole buffers, place_within); with it, a budget it cannot meet is
+    refused in one sentence."""
     fast, slow = regions_for_swap(board)
     order = tuple(order)
     baseline = sum(node_ticks(graph, order, board, cache, slow))
@@ -212,22 +224,26 @@ def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, ali
         peak = max(live)
         if peak <= budget:
             break
-        step = live.index(peak) - 1
         ticks = node_ticks(graph, order, board, cache, slow)
-        found = _candidates(graph, order, lives, pinned, step, ticks)
+        over = sorted((i - 1 for i, v in enumerate(live) if v > budget), key=lambda k: (-live[k + 1], k))
+        found = next((f for f in (_candidates(graph, order, lives, pinned, k, ticks) for k in over) if f), None)
         if found:
             idle, nbytes, tensor, after, before = min(found, key=lambda c: (-c[0], -c[1], c[2]))
             graph, order = move(graph, order, tensor, slow.name, after, before)
             cost = slow.speed.copy_ticks(nbytes, out=True) + slow.speed.copy_ticks(nbytes, out=False)
             swaps.append(Swap(tensor, graph[tensor].nbytes, after, before, idle, cost))
             continue
+        if not keep:
+            break
+        step = over[0]
         stay = _residents(graph, order, lives, pinned, step, slow)
         if not stay:
             at = order[step].name if step >= 0 else "the start"
             raise MCUDeployError(f"a fast-memory budget of {budget:,} B cannot be met with {slow.name}: at least "
                                  f"{peak:,} B stay live in {fast} at step {step} ({at}), where nothing live can "
                                  f"go to {slow.name}")
-        _, nbytes, buffer, cost = min(stay, key=lambda c: (c[0], -c[1], c[2]))
+        excess = peak - budget  # bytes beyond what is needed free nothing useful: price per byte that helps
+        _, nbytes, buffer, cost = min(stay, key=lambda c: (c[3] / max(min(c[1], excess), 1), -c[1], c[2]))
         held = [t for t, b in lives.buffer_of.items() if b == buffer]
         graph = graph.replace(tensors={**graph.tensors, **{t: graph[t].with_(region=slow.name) for t in held}})
         residents.append(Resident(buffer, nbytes, cost))
@@ -235,6 +251,56 @@ def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, ali
         raise MCUDeployError(f"swapping for a fast-memory budget of {budget:,} B did not converge in {MAX_ROUNDS} moves")
     return graph, order, Offload(budget, fast, slow.name, _final_steps(swaps, order, slow.name), tuple(residents),
                                  baseline, slow.speed.modelled)
+
+
+def residents_placed(offload: Offload, graph: Graph, order: Sequence[Node], lives, placement, slow) -> Offload:
+    """The offload with every buffer the placement put in the slow region (other than the swaps'
+    copies) as a resident, priced by resident_ticks."""
+    copies = {n.outputs[0] for n in order if n.op == COPY}
+    out = []
+    for b in lives.buffers:
+        if placement.regions.get(b.name) != slow.name or not b.tensors or any(t in copies for t in b.tensors):
+            continue
+        reads = sum(1 for n in order for i in n.inputs if i and lives.buffer_of.get(i) == b.name)
+        out.append(Resident(b.name, b.size, resident_ticks(slow.speed, b.size, reads)))
+    return replace(offload, residents=tuple(out))
+
+
+def place_within(graph: Graph, order: Sequence[Node], board, budget: int, method: str = "greedy",
+                 time_limit: float = 10.0, rounds: int = 4):
+    """(graph, order, lifetimes, placement, offload): the scheduled graph with swaps, and buffers in
+    the slow region, so that the fast region's placed arena fits ``budget``. Two ways are tried,
+    the one that adds fewer modelled ticks kept (ties: the first): the planner's own choice of
+    tensors to keep in slow memory, and the region assignment's (mcudeploy/memory/regions.py, whole
+    buffers by their benefit at the peak, X-CUBE-AI's approach) after the swaps. Where the placed
+    arena lands above the live bytes, the plan aims that much lower, ``rounds`` times at most."""
+    fast, slow = regions_for_swap(board)
+    regions = areas(board)
+    capped = (replace(regions[0], capacity=min(regions[0].capacity, budget)),) + regions[1:]
+    best, least, refusal = None, None, None
+    for keep in (True, False):
+        target = budget
+        for _ in range(rounds):
+            try:
+                g, o, offload = fit_fast_memory(graph, order, board, target, board.alignment, keep=keep)
+            except MCUDeployError as err:
+                refusal = refusal or err
+                break
+            lives, placement = lay_out(g, o, capped, method, board.alignment, time_limit)
+            placed = placement.arenas.get(fast, 0)
+            least = placed if least is None else min(least, placed)
+            if placed <= budget:
+                offload = residents_placed(offload, g, o, lives, placement, slow)
+                if best is None or offload.added_ticks < best[4].added_ticks:
+                    best = (g, o, lives, placement, offload)
+                break
+            target -= placed - budget
+    if best is None:
+        if refusal is not None and least is None:
+            raise refusal
+        raise MCUDeployError(f"a fast-memory budget of {budget:,} B cannot be met with {slow.name}: the least "
+                             f"arena {fast} reached is {least:,} B")
+    return best
 
 
 def _final_steps(swaps: Sequence[Swap], order: Sequence[Node], slow: str) -> tuple[Swap, ...]:
