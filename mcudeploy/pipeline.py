@@ -16,7 +16,7 @@ from mcudeploy.ir import Graph, Node, verify
 from mcudeploy.memory import Lifetimes, Placement, areas
 from mcudeploy.memory.layout import lay_out
 from mcudeploy.offload import fit_scratch
-from mcudeploy.offload.swap import Offload, parse_budget, place_within
+from mcudeploy.offload.swap import Offload, has_slow_region, parse_budget, place_within
 from mcudeploy.partition import Scheme, split
 from mcudeploy.passes.activation import fuse_activations
 from mcudeploy.passes.batchnorm import fold_batchnorm
@@ -135,7 +135,8 @@ def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optiona
     fastest plan, a little more memory; tune times both). rewrites: run on the scheduled graph
     before the scratch fitting (rewrite_ordered). fast_memory: a budget in bytes for the board's
     first region, met by swapping idle tensors to its slow region and keeping others there
-    (offload.place_within)."""
+    (offload.place_within); a plan too big for the first region gets its capacity as the budget
+    where the board has a slow region (its moves are then priced, and swaps tried)."""
     if scratch not in SCRATCH_POLICIES:
         raise MCUDeployError(f"scratch must be one of {', '.join(SCRATCH_POLICIES)}, not {scratch!r}")
     board = load_board(board) if isinstance(board, str) else board
@@ -145,7 +146,10 @@ def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optiona
     if fast_memory is None:
         lives, placement = lay_out(rewritten, order, areas(board), placement_method, board.alignment,
                                    placement_time_limit)
-    else:
+        fast = areas(board)[0]
+        if has_slow_region(board) and any(r != fast.name for r in placement.regions.values()):
+            fast_memory = fast.capacity  # too big for the fast region: swap too, where that costs less
+    if fast_memory is not None:
         rewritten, order, lives, placement, offload = place_within(rewritten, order, board, fast_memory,
                                                                    placement_method, placement_time_limit)
     sched = dataclasses.replace(sched, order=order)

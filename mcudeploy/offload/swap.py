@@ -104,6 +104,10 @@ class Offload:
                 "speeds": "modelled" if self.modelled else "measured"}
 
 
+def has_slow_region(board) -> bool:
+    return any(r.speed is not None for r in [r for r in board.regions if not r.excluded][1:])
+
+
 def regions_for_swap(board) -> tuple[str, "Region"]:
     """(the fast region's name, the slow region) of a board, or a sentence saying what it lacks."""
     usable = [r for r in board.regions if not r.excluded]

@@ -115,3 +115,17 @@ def test_shared_models_under_a_budget_compute_the_same(model, share, tmp_path):
     x = plain.graph[plain.graph.inputs[0]]
     samples = [{x.name: RNG.standard_normal(x.shape).astype(np.float32)} for _ in range(2)]
     assert same_outputs(plain, fitted, samples, tmp_path)
+
+
+def test_a_model_too_big_for_the_fast_region_swaps_without_being_asked(tmp_path):
+    """On a board whose first region cannot hold the arena, the plan uses the slow region by itself,
+    with swaps where they cost less than whole buffers there, and says what it added."""
+    host = load_board("host")
+    plain = compile_model(residual_model(), host, schedule_method="model")
+    room = fast_arena(plain) - plain.graph["a"].nbytes
+    small = dataclasses.replace(host, regions=(dataclasses.replace(host.regions[0], size=room),) + host.regions[1:])
+    fitted = compile_model(residual_model(), small, schedule_method="model")
+    assert fitted.offload is not None and fitted.offload.budget_bytes == room
+    assert fast_arena(fitted) <= room and [s.tensor for s in fitted.offload.swaps] == ["a"]
+    samples = [{"x": RNG.standard_normal(SHAPE).astype(np.float32)}]
+    assert same_outputs(plain, fitted, samples, tmp_path)
