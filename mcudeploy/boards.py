@@ -27,6 +27,21 @@ class Region:
     reserved: int = 0  # bytes kept from the arena beyond the stack
     section: Optional[str] = None  # the linker section that puts an arena here (regions after the first)
     dma: bool = True  # may hold the model's inputs and outputs
+    speed: Optional["Speed"] = None  # a slow memory: what moving bytes to and from it costs; None: fast
+
+
+@dataclass(frozen=True)
+class Speed:
+    """Copies between a slow region and the first region, in ticks of the board's timer."""
+
+    read_bytes_per_tick: float  # slow -> first region
+    write_bytes_per_tick: float  # first region -> slow
+    latency_ticks: float  # per transfer
+    modelled: bool  # a model (the emulator runs the memory at full speed), not a measurement
+
+    def copy_ticks(self, nbytes: int, out: bool) -> float:
+        """Ticks of one copy of ``nbytes`` out to this region (out) or back from it."""
+        return self.latency_ticks + nbytes / (self.write_bytes_per_tick if out else self.read_bytes_per_tick)
 
 
 @dataclass(frozen=True)
@@ -166,13 +181,20 @@ def _board(data: dict) -> Board:
         b = data["build"]
         build = HostBuild(b["cc"], tuple(b.get("cflags", ())), tuple(b.get("ldflags", ())))
     regions = tuple(Region(r["name"], int(r["size"]), _int(r.get("origin", 0)), bool(r.get("excluded", False)),
-                           int(r.get("reserved", 0)), r.get("section"), bool(r.get("dma", True)))
+                           int(r.get("reserved", 0)), r.get("section"), bool(r.get("dma", True)), _speed(r.get("speed")))
                     for r in data["regions"])
     return Board(data["name"], data["description"], data["kind"], data["core"], int(data["alignment"]), regions,
                  int(data["flash_bytes"]), int(data.get("clock_hz", 0)), data.get("family", ""), data.get("mcu", ""),
                  data.get("vendor", ""), data.get("url", ""), tuple(data.get("cpu_flags", ())),
                  _int(data.get("flash_origin", 0)), int(data.get("stack_bytes", _default_stack(data["kind"]))), uart, timer,
                  qemu, upload, (data.get("platformio") or {}).get("board", ""), build)
+
+
+def _speed(data: Optional[dict]) -> Optional[Speed]:
+    if data is None:
+        return None
+    return Speed(float(data["read_bytes_per_tick"]), float(data["write_bytes_per_tick"]), float(data["latency_ticks"]),
+                 bool(data["modelled"]))
 
 
 def _default_stack(kind: str) -> int:

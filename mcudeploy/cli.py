@@ -49,6 +49,10 @@ def _model_options(p: argparse.ArgumentParser, project: bool = False) -> None:
         _board_option(p)
     _input_shape_option(p)
     _int8_input_option(p)
+    p.add_argument("--fast-memory", metavar="BYTES|N%",
+                   help="a budget for the board's first (fast) memory region, in bytes (32K) or as a share of the "
+                        "arena without it (50%%): idle tensors are swapped to the board's slow region and back, or "
+                        "kept there, until the fast region fits (its speeds, modelled or measured, price the moves)")
     p.add_argument("--schedule", default="auto", metavar="METHOD",
                    help=f"execution order: {', '.join(SCHEDULE_METHODS)} (default auto: exact where the graph is small "
                         f"enough for the time limit, else the refined heuristic)")
@@ -88,7 +92,8 @@ def _compile(args):
     from mcudeploy.pipeline import compile_model
 
     return compile_model(args.model, args.board, parse_input_shapes(args.input_shape), schedule_method=args.schedule,
-                         schedule_time_limit=args.time_limit, int8_input=args.int8_input)
+                         schedule_time_limit=args.time_limit, int8_input=args.int8_input,
+                         fast_memory=args.fast_memory)
 
 
 def cmd_boards(args) -> int:
@@ -163,7 +168,8 @@ def _run_target(args):
         return compiled, compiled.graph, args.model
     fixed = [opt for opt, given in (("--input-shape", args.input_shape), ("--schedule", args.schedule != "auto"),
                                     ("--time-limit", args.time_limit != SCHEDULE_TIME_LIMIT),
-                                    ("--int8-input", args.int8_input)) if given]
+                                    ("--int8-input", args.int8_input), ("--fast-memory", args.fast_memory))
+             if given]
     if fixed:
         raise MCUDeployError(f"{args.model} holds a plan whose shapes, order and offsets are fixed: {fixed[0]} "
                              f"applies only to a model file")

@@ -16,6 +16,7 @@ from mcudeploy.ir import Graph, Node, verify
 from mcudeploy.memory import Lifetimes, Placement, areas
 from mcudeploy.memory.layout import lay_out
 from mcudeploy.offload import fit_scratch
+from mcudeploy.offload.swap import Offload, has_slow_region, parse_budget, place_within
 from mcudeploy.partition import Scheme, split
 from mcudeploy.passes.activation import fuse_activations
 from mcudeploy.passes.batchnorm import fold_batchnorm
@@ -25,7 +26,8 @@ from mcudeploy.passes.qdq import lower_qdq
 from mcudeploy.schedule import Schedule, schedule
 
 
-SCRATCH_POLICIES = ("fit", "keep")  # compile_graph's choice of kernels with working memory
+SCRATCH_POLICIES = ("fit", "keep")
+FAST_MEMORY_ROUNDS = 4  # plans aimed ever lower while the fast region's placed arena exceeds its budget  # compile_graph's choice of kernels with working memory
 
 PASSES: tuple[tuple[str, Callable[[Graph], Graph]], ...] = (
     ("fold_batchnorm", fold_batchnorm),
@@ -56,6 +58,7 @@ class Compiled:
     scheme: Scheme = ()  # the split applied to the lowered graph (mcudeploy/partition), if any
     code: CodeOptions = CodeOptions()  # how the C meets the user's firmware: name, arena, sections
     int8_input: bool = False  # lowered with --int8-input (recorded in plan.json)
+    offload: Optional[Offload] = None  # swaps made to meet a fast-memory budget (mcudeploy/offload/swap.py)
 
     @property
     def order(self) -> tuple[Node, ...]:
@@ -70,16 +73,34 @@ def compile_model(source: Union[str, os.PathLike, onnx.ModelProto], board: Union
                   input_shapes: Optional[Mapping[str, tuple[int, ...]]] = None,
                   schedule_method: str = "auto", check: bool = False, placement_method: str = "exact",
                   placement_time_limit: float = 5.0, schedule_time_limit: float = 10.0,
-                  scheme: Scheme = (), int8_input: bool = False) -> Compiled:
+                  scheme: Scheme = (), int8_input: bool = False,
+                  fast_memory: Union[int, str, None] = None) -> Compiled:
     """Import, lower (with `int8_input`, the quantized inputs taken as integers), split by `scheme`
-    (none: the operators as they are), then compile_graph."""
+    (none: the operators as they are), then compile_graph. fast_memory: bytes, or a share of the
+    unconstrained first region's arena ("50%"; that arena is compiled first to know it)."""
     graph = lower(import_model(source, input_shapes), check=check, int8_input=int8_input)
     if scheme:
         graph = split(graph, scheme)
     name = graph.name if isinstance(source, onnx.ModelProto) else os.fspath(source)
-    return compile_graph(graph, board, name, schedule_method=schedule_method, placement_method=placement_method,
-                         placement_time_limit=placement_time_limit, schedule_time_limit=schedule_time_limit,
-                         scheme=scheme, int8_input=int8_input)
+    options = dict(schedule_method=schedule_method, placement_method=placement_method,
+                   placement_time_limit=placement_time_limit, schedule_time_limit=schedule_time_limit,
+                   scheme=scheme, int8_input=int8_input)
+    if fast_memory is not None:
+        board = load_board(board) if isinstance(board, str) else board
+        fast_memory = fast_memory_bytes(fast_memory, lambda: compile_graph(graph, board, name, **options))
+    return compile_graph(graph, board, name, fast_memory=fast_memory, **options)
+
+
+def fast_memory_bytes(spec: Union[int, str], unconstrained: Callable[[], Compiled]) -> int:
+    """A --fast-memory budget in bytes: as given, or its share of the first region's arena in the
+    plan ``unconstrained`` compiles."""
+    if isinstance(spec, int):
+        return spec
+    nbytes, share = parse_budget(spec)
+    if nbytes is not None:
+        return nbytes
+    plain = unconstrained()
+    return int(plain.placement.arenas.get(areas(plain.board)[0].name, 0) * share)
 
 
 # a rewrite of a scheduled graph (mcudeploy/offload): the graph and its order in, both out
@@ -88,10 +109,10 @@ Rewrite = Callable[[Graph, tuple[Node, ...]], tuple[Graph, tuple[Node, ...]]]
 
 def rewrite_ordered(graph: Graph, order, board: Board, scratch: str = "fit",
                     rewrites: Sequence[Rewrite] = ()) -> tuple[Graph, tuple[Node, ...]]:
-    """The rewrites of a scheduled graph (mcudeploy/offload), in order: the caller's (moves of idle
-    tensors to another region: offload.move; the swap-or-recompute policy will give them), then,
-    with scratch "fit", kernels whose working memory would raise the peak run their variant
-    without it."""
+    """The rewrites of a scheduled graph (mcudeploy/offload), in order: the caller's (e.g. moves of
+    idle tensors to another region, offload.move), then, with scratch "fit", kernels whose working
+    memory would raise the peak run their variant without it. A fast-memory budget's swaps come
+    with the placement (offload.place_within), as the placed arena decides whether they suffice."""
     order = tuple(order)
     for rewrite in rewrites:
         graph, order = rewrite(graph, order)
@@ -105,20 +126,32 @@ def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optiona
                   schedule_method: str = "auto", placement_method: str = "exact",
                   placement_time_limit: float = 5.0, schedule_time_limit: float = 10.0,
                   scheme: Scheme = (), scratch: str = "fit", int8_input: bool = False,
-                  rewrites: Sequence[Rewrite] = ()) -> Compiled:
+                  rewrites: Sequence[Rewrite] = (), fast_memory: Optional[int] = None) -> Compiled:
     """Schedule, find lifetimes and place an already lowered graph (split by `scheme` and lowered
     with `int8_input`, which are only recorded here). The time limits are in effort seconds
     (mcudeploy/effort.py): work, not wall-clock time, so the same graph gives the same plan on a
     loaded machine. scratch "fit": kernels whose working memory would raise the peak run their
     scratch-free (slower) variant (fit_scratch); "keep": every kernel keeps its scratch (the
     fastest plan, a little more memory; tune times both). rewrites: run on the scheduled graph
-    before the scratch fitting (rewrite_ordered)."""
+    before the scratch fitting (rewrite_ordered). fast_memory: a budget in bytes for the board's
+    first region, met by swapping idle tensors to its slow region and keeping others there
+    (offload.place_within); a plan too big for the first region gets its capacity as the budget
+    where the board has a slow region (its moves are then priced, and swaps tried)."""
     if scratch not in SCRATCH_POLICIES:
         raise MCUDeployError(f"scratch must be one of {', '.join(SCRATCH_POLICIES)}, not {scratch!r}")
     board = load_board(board) if isinstance(board, str) else board
     sched = schedule(graph, schedule_method, schedule_time_limit, board.alignment)
-    graph, order = rewrite_ordered(graph, sched.order, board, scratch, rewrites)
+    rewritten, order = rewrite_ordered(graph, sched.order, board, scratch, rewrites)
+    offload = None
+    if fast_memory is None:
+        lives, placement = lay_out(rewritten, order, areas(board), placement_method, board.alignment,
+                                   placement_time_limit)
+        fast = areas(board)[0]
+        if has_slow_region(board) and any(r != fast.name for r in placement.regions.values()):
+            fast_memory = fast.capacity  # too big for the fast region: swap too, where that costs less
+    if fast_memory is not None:
+        rewritten, order, lives, placement, offload = place_within(rewritten, order, board, fast_memory,
+                                                                   placement_method, placement_time_limit)
     sched = dataclasses.replace(sched, order=order)
-    lives, placement = lay_out(graph, sched.order, areas(board), placement_method, board.alignment,
-                               placement_time_limit)
-    return Compiled(name or graph.name, board, graph, sched, lives, placement, tuple(scheme), int8_input=int8_input)
+    return Compiled(name or graph.name, board, rewritten, sched, lives, placement, tuple(scheme), int8_input=int8_input,
+                    offload=offload)

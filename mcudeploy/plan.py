@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from mcudeploy.offload.moves import stays
+from mcudeploy.offload.moves import COPY, stays
 from mcudeploy.ops import registry
 from mcudeploy.partition import Cut
 
@@ -115,7 +115,9 @@ def plan_dict(compiled, scheme=None, latency=None, split=None) -> dict:
                    "outputs": list(n.outputs), "macs": registry.get(n.op).macs(graph, n),
                    "kernel": not registry.get(n.op).view and n.name not in lives.elided,
                    # offload.fit_scratch chose the kernel without working memory
-                   **({"scratch": 0} if n.attrs.get("scratch", 1) == 0 else {})} for n in compiled.order],
+                   **({"scratch": 0} if n.attrs.get("scratch", 1) == 0 else {}),
+                   # offload.move's copies: the value each holds
+                   **({"of": n.attr("of")} if n.op == COPY else {})} for n in compiled.order],
         "regions": _regions(compiled),
         "sharing": sorted(lives.sharing),  # memory.layout.lay_out keeps the set that placed smallest
         "buffers": [{"name": b.name, "tensors": list(b.tensors), "offset": compiled.placement.offsets[b.name],
@@ -139,6 +141,9 @@ def plan_dict(compiled, scheme=None, latency=None, split=None) -> dict:
     if moved:  # values a rewrite moved to another region and back (mcudeploy/offload/moves.py)
         plan["moves"] = [{"value": chain[0].value, "stays": [{"tensor": s.tensor, "region": s.region, "first": s.first,
                                                                "last": s.last} for s in chain]} for chain in moved]
+    offload = getattr(compiled, "offload", None)
+    if offload is not None:  # swaps made to meet a fast-memory budget (mcudeploy/offload/swap.py)
+        plan["offload"] = offload.as_plan()
     code = getattr(compiled, "code", None)
     if code is not None:  # how the C meets the firmware (codegen/options.py): what `run DIR` regenerates
         plan["c"] = code.as_plan(compiled.model)
@@ -150,9 +155,11 @@ def plan_dict(compiled, scheme=None, latency=None, split=None) -> dict:
 # what identifies a plan (PLAN_ID in the generated header): the model, the board, every decision and the C options
 PLAN_ID_FIELDS = ("model_sha256", "board", "order", "sharing", "buffers", "tensors", "regions", "inputs", "outputs",
                   "arena_bytes", "cuts", "c")
+PLAN_ID_IF_PRESENT = ("offload",)  # counted only where a plan has them (the ids of plans without stay as they were)
 
 
 def plan_id(plan: dict) -> str:
     """32 bits of the SHA-256 of the plan's identifying fields, as a C literal (0x........u)."""
-    data = json.dumps({k: plan.get(k) for k in PLAN_ID_FIELDS}, sort_keys=True, separators=(",", ":"))
+    fields = {k: plan.get(k) for k in PLAN_ID_FIELDS} | {k: plan[k] for k in PLAN_ID_IF_PRESENT if k in plan}
+    data = json.dumps(fields, sort_keys=True, separators=(",", ":"))
     return f"0x{hashlib.sha256(data.encode()).hexdigest()[:8].upper()}u"

@@ -38,6 +38,8 @@ from mcudeploy.frontend.onnx_import import load_model
 from mcudeploy.ir import Graph, Node
 from mcudeploy.memory import Lifetimes, Placement, check_no_overlap, lifetimes
 from mcudeploy.memory.alias import SHARING
+from mcudeploy.offload.moves import COPY
+from mcudeploy.offload.swap import Offload
 from mcudeploy.partition import Cut, SplitError, split
 from mcudeploy.pipeline import Compiled, lower
 from mcudeploy.plan import model_sha256, plan_dict
@@ -46,7 +48,7 @@ from mcudeploy.schedule import Schedule
 PLAN_FILE = "plan.json"
 # plan.json fields the rebuilt plan must reproduce exactly
 CHECKED = ("order", "sharing", "buffers", "tensors", "regions", "inputs", "outputs", "arena_bytes", "lower_bound_bytes",
-           "cuts")
+           "cuts", "offload", "moves")
 GENERATED = ("model.c", "mcud_model.h", "main_host.c")  # C codegen writes next to plan.json, NAME.h and mcud/
 
 
@@ -101,7 +103,9 @@ def load_project(path: Union[str, os.PathLike], board: Optional[str] = None) -> 
                         int(sched.get("bound_bytes", lives.lower_bound())), bool(sched.get("proven_optimal")),
                         float(sched.get("time_s", 0.0)), float(sched.get("effort_s", 0.0)), sched.get("effort_limit_s"))
     code = _code(where, plan)
-    compiled = Compiled(os.fspath(model_path), target, graph, schedule, lives, placement, cuts, code=code, int8_input=int8_input)
+    offload = Offload.from_plan(plan["offload"]) if plan.get("offload") else None
+    compiled = Compiled(os.fspath(model_path), target, graph, schedule, lives, placement, cuts, code=code,
+                        int8_input=int8_input, offload=offload)
     _same_plan(where, plan, compiled)
     _same_c(where, compiled)
     return Project(where, plan, model_path, compiled, unsplit)
@@ -178,6 +182,7 @@ def _input_shapes(model_path: Path, plan: dict) -> dict:
 
 def _order(where: Path, plan: dict, graph: Graph, model_path: Path) -> tuple[Graph, tuple[Node, ...]]:
     """The recorded order on the rebuilt graph, with "scratch" = 0 on the nodes fit_scratch set it on."""
+    graph = _copies(where, plan, graph, model_path)
     names = [e.get("node") for e in plan["order"]]
     known = {n.name for n in graph.nodes}
     stray = next((n for n in names if n not in known), None)
@@ -198,6 +203,38 @@ def _order(where: Path, plan: dict, graph: Graph, model_path: Path) -> tuple[Gra
             raise MCUDeployError(f"{where} is not a valid order: step {node.name} reads {late} before it is written")
         made.update(node.outputs)
     return graph, order
+
+
+def _copies(where: Path, plan: dict, graph: Graph, model_path: Path) -> Graph:
+    """The graph with the Copy nodes a fast-memory budget added (mcudeploy/offload), as the plan's
+    order records them, and every later reader reading the copy it records."""
+    entries = [e for e in plan["order"] if e.get("op") == COPY]
+    if not entries:
+        return graph
+    tensors = dict(graph.tensors)
+    slow = (plan.get("offload") or {}).get("slow_region")
+    nodes = []
+    for e in entries:
+        try:
+            (src,), (dst,) = e["inputs"], e["outputs"]
+            out = tensors[src].with_(name=dst, kind="activation", region=slow if dst.endswith("@" + str(slow)) else None)
+        except (KeyError, TypeError, ValueError):
+            raise MCUDeployError(f"{where} does not match {model_path}: its copy {e.get('node')} does not apply") from None
+        tensors[dst] = out
+        nodes.append(Node(e["node"], COPY, (src,), (dst,), {"of": e.get("of", src)}))
+    recorded = {e["node"]: tuple(e["inputs"]) for e in plan["order"]}
+    copies = {n.outputs[0] for n in nodes}
+
+    def rewired(n: Node) -> Node:
+        ins = recorded.get(n.name)
+        if ins is None or ins == tuple(i for i in n.inputs if i):
+            return n
+        it = iter(ins)
+        new = tuple(next(it) if i else i for i in n.inputs)
+        if any(a != b and a not in copies for a, b in zip(new, n.inputs)):
+            raise MCUDeployError(f"{where} does not match {model_path}: step {n.name} reads other tensors than the model's")
+        return n.with_(inputs=new)
+    return graph.replace(tensors=tensors, nodes=tuple(rewired(n) for n in graph.nodes) + tuple(nodes))
 
 
 def _buffers(lives: Lifetimes) -> list:

@@ -21,7 +21,7 @@ def residual_model(seed: int = 11):
             nodes.append(helper.make_node("Relu", ["a0"], ["a"]))
     nodes.append(helper.make_node("Add", ["a", "c"], ["y"]))
     g = helper.make_graph(nodes, "residual", [helper.make_tensor_value_info("x", TensorProto.FLOAT, SHAPE)],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, SHAPE)], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
     return m

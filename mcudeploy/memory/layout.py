@@ -52,7 +52,7 @@ def lay_out(graph: Graph, order: Sequence[Node], regions: Sequence[Area] = DEFAU
         others.append(SHARING - {"parts"})
     for sharing in others:
         plain = lifetimes(graph, order, alignment, sharing)
-        if len(regions) == 1 and plain.lower_bound() >= best[1].arena_bytes:
+        if (len(regions) == 1 or not _overflow(best[1], regions)) and plain.lower_bound() >= best[1].arena_bytes:
             continue  # no placement goes below its bound, so none of it can win (and CP-SAT's effort is saved)
         placed = place(plain, regions, method, alignment, time_limit, pinned(graph, plain))
         if (_overflow(placed, regions), placed.arena_bytes) < (_overflow(best[1], regions), best[1].arena_bytes):

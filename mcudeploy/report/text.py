@@ -38,7 +38,18 @@ def header_lines(v: dict) -> list[str]:
         lines.append("regions: " + ", ".join(
             f"{r['name']} {r['arena_bytes']:,}" + (f" of {r['size']:,} bytes" if r["size"] else " bytes")
             for r in v["regions"]))
+    if v.get("offload"):
+        lines.append(offload_text(v["offload"]))
     return lines
+
+
+def offload_text(o: dict) -> str:
+    """plan.json's "offload" in one line: the budget, what went to the slow region, and its cost."""
+    share = f" ({o['added_ticks_modelled'] / o['baseline_ticks']:.1%} of the {o['baseline_ticks']:,.0f} estimated)" \
+        if o.get("baseline_ticks") else ""
+    return (f"fast memory {o['fast_region']} within {o['budget_bytes']:,} bytes: {len(o['swaps'])} tensor(s) swapped "
+            f"to {o['slow_region']} and back ({o['bytes_moved']:,} bytes moved), {len(o.get('resident', []))} kept "
+            f"there; added {o['added_ticks_modelled']:,.0f} ticks{share}, {o['speeds']} speeds")
 
 
 def _bar(n: int, top: int) -> str:

@@ -190,7 +190,7 @@ def plan_view(plan: dict, source: str = "the plan") -> dict:
                  "op": order[peak_step]["op"] if peak_step >= 0 else "inputs",
                  "node": order[peak_step]["node"] if peak_step >= 0 else "",
                  "buffers": at_peak},
-        "operators": rows, "split": split_view(plan),
+        "operators": rows, "split": split_view(plan), "offload": plan.get("offload"),
     }
 
 

@@ -194,7 +194,8 @@ def test_plan_lists_regions_and_tensor_slots(tmp_path):
     m = (concat_model("MaxPool"))
     compiled = compile_model(m, "host", schedule_method="model")
     plan = json.loads((write_project(compiled, tmp_path) / "plan.json").read_text())
-    assert plan["regions"] == [{"name": "sram", "size": 1073741824, "arena_bytes": compiled.placement.arena_bytes}]
+    assert plan["regions"] == [{"name": "sram", "size": 1073741824, "arena_bytes": compiled.placement.arena_bytes},
+                               {"name": "slow", "size": 1073741824, "arena_bytes": 0}]
     assert plan["placement"]["method"] == "exact" and plan["placement"]["proven_optimal"] is True
     assert {b["region"] for b in plan["buffers"]} == {"sram"}
     tensors = {t["name"]: t for t in plan["tensors"]}

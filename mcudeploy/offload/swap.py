@@ -1,0 +1,318 @@
+"""Swap under a fast-memory budget: ``fit_fast_memory(graph, order, board, budget)``.
+
+The first usable region of a board is its fast memory; a later region with a ``speed`` (board
+data: bytes per tick each way and a cost per transfer) is slow. Given a budget for the fast
+region's live bytes, the planner follows the swap part of seed 004, for inference:
+
+1. access tracking: every tensor's uses in the order, and between them its idle intervals, timed
+   by the ticks of the operators that run meanwhile (``node_ticks``: the timing cache's entries
+   given by the caller, else the board's default estimates, mcudeploy/simulate);
+2. while the fast region's live-bytes peak exceeds the budget: of the tensors live and idle at the
+   peak step (a buffer of its own, not a graph output), take the one with the longest idle time
+   (ties: the larger, then the name), and move it out after its last use before the peak and back
+   before its next one (offload/moves.py): its copies cost ``Speed.copy_ticks`` each way;
+3. when no tensor idles at the peak (in a chain, an operator's input and output are both in use at
+   its step), a tensor live there goes to the slow region for its whole life instead: its
+   producer writes it there and its consumers read it there (what X-CUBE-AI does with whole
+   activation pools), the one whose accesses cost least per byte freed of the excess (bytes
+   beyond the excess lower nothing that matters);
+   A graph input or output may go too where the slow region is reachable by the caller ("dma");
+4. when nothing at the peak can go, the budget cannot be met: the error says the least fast
+   memory this order needs.
+
+The copies are plain copies (no DMA engine on the boards modelled so far), so their whole time is
+added; the figures are modelled where the region's speed says so. Recompute (running a
+producer again instead of keeping its output) is not implemented yet.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Optional, Sequence
+
+from mcudeploy.errors import MCUDeployError
+from mcudeploy.ir import Graph, Node
+from mcudeploy.memory.layout import lay_out
+from mcudeploy.memory.lifetimes import lifetimes
+from mcudeploy.memory.regions import areas
+from mcudeploy.offload.moves import COPY, move
+from mcudeploy.ops import registry
+from mcudeploy.simulate.simulate import Estimator, work
+from mcudeploy.simulate.timing_cache import CacheView
+
+MAX_ROUNDS = 10_000  # every round moves one tensor out of the peak; a bound against a planner bug
+
+
+@dataclass(frozen=True)
+class Swap:
+    tensor: str
+    nbytes: int
+    out_step: int  # the step of the copy out in the final order
+    in_step: int  # the step of the copy back
+    idle_ticks: float  # what runs while the tensor is away
+    copy_ticks: float  # both copies, modelled from the slow region's speed
+
+
+@dataclass(frozen=True)
+class Resident:
+    """A tensor kept in the slow region for its whole life: written there once, read there by each use."""
+
+    tensor: str
+    nbytes: int
+    access_ticks: float  # its write and reads at the slow region's speed
+
+
+@dataclass(frozen=True)
+class Offload:
+    """What fit_fast_memory did: plan.json's "offload"."""
+
+    budget_bytes: int
+    fast_region: str
+    slow_region: str
+    swaps: tuple[Swap, ...]
+    residents: tuple[Resident, ...]
+    baseline_ticks: float  # the order's estimated ticks before the swaps
+    modelled: bool  # the slow region's speed is a model
+
+    @property
+    def bytes_moved(self) -> int:
+        return sum(2 * s.nbytes for s in self.swaps)
+
+    @property
+    def added_ticks(self) -> float:
+        return sum(s.copy_ticks for s in self.swaps) + sum(r.access_ticks for r in self.residents)
+
+    @staticmethod
+    def from_plan(d: dict) -> "Offload":
+        """plan.json's "offload" read back (what ``run DIR`` rebuilds)."""
+        swaps = tuple(Swap(s["tensor"], int(s["bytes"]), int(s["out_step"]), int(s["in_step"]), float(s["idle_ticks"]),
+                           float(s["copy_ticks"])) for s in d["swaps"])
+        residents = tuple(Resident(r["tensor"], int(r["bytes"]), float(r["access_ticks"])) for r in d.get("resident", []))
+        return Offload(int(d["budget_bytes"]), d["fast_region"], d["slow_region"], swaps, residents,
+                       float(d["baseline_ticks"]), d.get("speeds") == "modelled")
+
+    def as_plan(self) -> dict:
+        return {"budget_bytes": self.budget_bytes, "fast_region": self.fast_region, "slow_region": self.slow_region,
+                "swaps": [{"tensor": s.tensor, "bytes": s.nbytes, "out_step": s.out_step, "in_step": s.in_step,
+                           "trigger": s.out_step, "idle_ticks": round(s.idle_ticks, 1),
+                           "copy_ticks": round(s.copy_ticks, 1)} for s in self.swaps],
+                "resident": [{"tensor": r.tensor, "bytes": r.nbytes, "access_ticks": round(r.access_ticks, 1)}
+                             for r in self.residents],
+                "slow_bytes": sum(s.nbytes for s in self.swaps) + sum(r.nbytes for r in self.residents),
+                "recomputes": [], "bytes_moved": self.bytes_moved,
+                "added_ticks_modelled": round(self.added_ticks, 1), "baseline_ticks": round(self.baseline_ticks, 1),
+                "speeds": "modelled" if self.modelled else "measured"}
+
+
+def has_slow_region(board) -> bool:
+    return any(r.speed is not None for r in [r for r in board.regions if not r.excluded][1:])
+
+
+def regions_for_swap(board) -> tuple[str, "Region"]:
+    """(the fast region's name, the slow region) of a board, or a sentence saying what it lacks."""
+    usable = [r for r in board.regions if not r.excluded]
+    slow = next((r for r in usable[1:] if r.speed is not None), None)
+    if slow is None:
+        raise MCUDeployError(f"board {board.name} has no slower memory region to swap to (a region with a speed in "
+                             f"boards/{board.name}.json)")
+    return usable[0].name, slow
+
+
+def parse_budget(spec: str) -> tuple[Optional[int], Optional[float]]:
+    """--fast-memory: (bytes, None) for "BYTES" (K/M suffixes allowed), (None, fraction) for "N%"."""
+    text = str(spec).strip()
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*%", text)
+    if m:
+        share = float(m.group(1)) / 100
+        if not 0 < share <= 1:
+            raise MCUDeployError(f"--fast-memory {spec}: a share of the arena must be in (0%, 100%]")
+        return None, share
+    m = re.fullmatch(r"(\d+)\s*([kKmM]?)[bB]?", text)
+    if not m:
+        raise MCUDeployError(f"--fast-memory {spec}: give bytes (e.g. 32768, 32K) or a share of the arena (e.g. 50%)")
+    return int(m.group(1)) * {"": 1, "k": 1024, "m": 1 << 20}[m.group(2).lower()], None
+
+
+def node_ticks(graph: Graph, order: Sequence[Node], board, cache: Optional[CacheView] = None,
+               slow=None) -> list[float]:
+    """Estimated ticks of every step (views: 0); a Copy to or from the slow region costs its modelled copy."""
+    estimate = Estimator(cache or CacheView({}), board)
+    out = []
+    for node in order:
+        op = registry.get(node.op)
+        if op.view or op.subview:
+            out.append(0.0)
+        elif node.op == COPY and slow is not None and node.attr("of"):
+            nbytes = graph[node.outputs[0]].nbytes
+            out.append(slow.speed.copy_ticks(nbytes, out=graph[node.outputs[0]].region == slow.name))
+        else:
+            macs, nbytes = work(graph, node)
+            out.append(estimate(op.kernel(graph, node).fn, macs, nbytes)[0])
+    return out
+
+
+def _fast_live(graph: Graph, order: Sequence[Node], alignment: int, slow: str):
+    lives = lifetimes(graph, order, alignment)
+    pinned = {lives.buffer_of[t] for t in lives.buffer_of if graph[t].region == slow}
+    live = [0] * (lives.steps + 1)  # index 0 is step -1
+    for b in lives.buffers:
+        if b.name in pinned:
+            continue
+        for _, size, first, last in b.rects():
+            for i in range(first + 1, last + 2):
+                live[i] += size
+    return lives, pinned, live
+
+
+def _candidates(graph: Graph, order: Sequence[Node], lives, pinned, step: int, ticks: Sequence[float]):
+    """(idle ticks, bytes, tensor, after, before) of every tensor that idles across ``step`` in fast memory."""
+    out = []
+    made_at = {o: i for i, n in enumerate(order) for o in n.outputs}
+    for b in lives.buffers:
+        if b.name in pinned or b.parts or b.name not in b.tensors or not b.first < step < b.last:
+            continue
+        t = b.name  # the tensor that owns the buffer; the others must come after its next use
+        if t in graph.outputs or graph[t].is_const:
+            continue
+        uses = [i for i, n in enumerate(order) if t in n.inputs]
+        made = made_at.get(t, -1)
+        if step in uses:
+            continue
+        after = max([made] + [u for u in uses if u < step])
+        later = [u for u in uses if u > step]
+        if not later:
+            continue
+        before = later[0]
+        if any(made_at.get(u, -1) < before for u in b.tensors if u != t):
+            continue  # a view of it, or an output written over it, is in use while it would be away
+        if all(n.op == COPY for n in order[after + 1:before]):
+            continue  # only other swaps' copies run meanwhile: moving it would only add copies
+        out.append((sum(ticks[after + 1:before]), b.size, t, after, before))
+    return out
+
+
+def resident_ticks(speed, nbytes: int, reads: int) -> float:
+    """What a buffer kept in a slow region costs, at least: written there once, read once per use
+    (a kernel that reads a byte several times, a convolution's window, pays more)."""
+    return speed.copy_ticks(nbytes, out=True) + reads * speed.copy_ticks(nbytes, out=False)
+
+
+def _residents(graph: Graph, order: Sequence[Node], lives, pinned, step: int, slow):
+    """(access ticks per byte, bytes, tensor, access ticks) of every tensor live at ``step`` in fast
+    memory that could live in the slow region instead."""
+    out = []
+    for b in lives.buffers:
+        if b.name in pinned or not b.tensors or not b.first <= step <= b.last:
+            continue
+        if any(graph[t].is_const for t in b.tensors) or (b.io and not slow.dma):
+            continue
+        ticks = resident_ticks(slow.speed, b.size, sum(1 for n in order for i in n.inputs if i in b.tensors))
+        out.append((ticks / max(b.size, 1), b.size, b.name, ticks))
+    return out
+
+
+def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, alignment: int = 4,
+                    cache: Optional[CacheView] = None,
+                    keep: bool = True) -> tuple[Graph, tuple[Node, ...], Offload]:
+    """The graph and order with idle tensors swapped out of the fast region, and with ``keep``
+    tensors pinned to the slow region, until the fast region's live bytes fit ``budget``; and what
+    was done. Without ``keep`` it stops where no tensor idles at a step over the budget (the region
+    assignment then moves whole buffers, place_within); with it, a budget it cannot meet is
+    refused in one sentence."""
+    fast, slow = regions_for_swap(board)
+    order = tuple(order)
+    baseline = sum(node_ticks(graph, order, board, cache, slow))
+    swaps, residents = [], []
+    for _ in range(MAX_ROUNDS):
+        lives, pinned, live = _fast_live(graph, order, alignment, slow.name)
+        peak = max(live)
+        if peak <= budget:
+            break
+        ticks = node_ticks(graph, order, board, cache, slow)
+        over = sorted((i - 1 for i, v in enumerate(live) if v > budget), key=lambda k: (-live[k + 1], k))
+        found = next((f for f in (_candidates(graph, order, lives, pinned, k, ticks) for k in over) if f), None)
+        if found:
+            idle, nbytes, tensor, after, before = min(found, key=lambda c: (-c[0], -c[1], c[2]))
+            graph, order = move(graph, order, tensor, slow.name, after, before)
+            cost = slow.speed.copy_ticks(nbytes, out=True) + slow.speed.copy_ticks(nbytes, out=False)
+            swaps.append(Swap(tensor, graph[tensor].nbytes, after, before, idle, cost))
+            continue
+        if not keep:
+            break
+        step = over[0]
+        stay = _residents(graph, order, lives, pinned, step, slow)
+        if not stay:
+            at = order[step].name if step >= 0 else "the start"
+            raise MCUDeployError(f"a fast-memory budget of {budget:,} B cannot be met with {slow.name}: at least "
+                                 f"{peak:,} B stay live in {fast} at step {step} ({at}), where nothing live can "
+                                 f"go to {slow.name}")
+        excess = peak - budget  # bytes beyond what is needed free nothing useful: price per byte that helps
+        _, nbytes, buffer, cost = min(stay, key=lambda c: (c[3] / max(min(c[1], excess), 1), -c[1], c[2]))
+        held = [t for t, b in lives.buffer_of.items() if b == buffer]
+        graph = graph.replace(tensors={**graph.tensors, **{t: graph[t].with_(region=slow.name) for t in held}})
+        residents.append(Resident(buffer, nbytes, cost))
+    else:
+        raise MCUDeployError(f"swapping for a fast-memory budget of {budget:,} B did not converge in {MAX_ROUNDS} moves")
+    return graph, order, Offload(budget, fast, slow.name, _final_steps(swaps, order, slow.name), tuple(residents),
+                                 baseline, slow.speed.modelled)
+
+
+def residents_placed(offload: Offload, graph: Graph, order: Sequence[Node], lives, placement, slow) -> Offload:
+    """The offload with every buffer the placement put in the slow region (other than the swaps'
+    copies) as a resident, priced by resident_ticks."""
+    copies = {n.outputs[0] for n in order if n.op == COPY}
+    out = []
+    for b in lives.buffers:
+        if placement.regions.get(b.name) != slow.name or not b.tensors or any(t in copies for t in b.tensors):
+            continue
+        reads = sum(1 for n in order for i in n.inputs if i and lives.buffer_of.get(i) == b.name)
+        out.append(Resident(b.name, b.size, resident_ticks(slow.speed, b.size, reads)))
+    return replace(offload, residents=tuple(out))
+
+
+def place_within(graph: Graph, order: Sequence[Node], board, budget: int, method: str = "greedy",
+                 time_limit: float = 10.0, rounds: int = 4):
+    """(graph, order, lifetimes, placement, offload): the scheduled graph with swaps, and buffers in
+    the slow region, so that the fast region's placed arena fits ``budget``. Two ways are tried,
+    the one that adds fewer modelled ticks kept (ties: the first): the planner's own choice of
+    tensors to keep in slow memory, and the region assignment's (mcudeploy/memory/regions.py, whole
+    buffers by their benefit at the peak, X-CUBE-AI's approach) after the swaps. Where the placed
+    arena lands above the live bytes, the plan aims that much lower, ``rounds`` times at most."""
+    fast, slow = regions_for_swap(board)
+    regions = areas(board)
+    capped = (replace(regions[0], capacity=min(regions[0].capacity, budget)),) + regions[1:]
+    best, least, refusal = None, None, None
+    for keep in (True, False):
+        target = budget
+        for _ in range(rounds):
+            try:
+                g, o, offload = fit_fast_memory(graph, order, board, target, board.alignment, keep=keep)
+            except MCUDeployError as err:
+                refusal = refusal or err
+                break
+            lives, placement = lay_out(g, o, capped, method, board.alignment, time_limit)
+            placed = placement.arenas.get(fast, 0)
+            least = placed if least is None else min(least, placed)
+            if placed <= budget:
+                offload = residents_placed(offload, g, o, lives, placement, slow)
+                if best is None or offload.added_ticks < best[4].added_ticks:
+                    best = (g, o, lives, placement, offload)
+                break
+            target -= placed - budget
+    if best is None:
+        if refusal is not None and least is None:
+            raise refusal
+        raise MCUDeployError(f"a fast-memory budget of {budget:,} B cannot be met with {slow.name}: the least "
+                             f"arena {fast} reached is {least:,} B")
+    return best
+
+
+def _final_steps(swaps: Sequence[Swap], order: Sequence[Node], slow: str) -> tuple[Swap, ...]:
+    """The swaps with their steps in the final order: the copy out's step and the copy back's."""
+    out = []
+    for s in swaps:
+        copy_out = next(i for i, n in enumerate(order) if n.op == COPY and n.inputs[0] == s.tensor
+                        and n.attr("of") == s.tensor)
+        copy_in = next(i for i, n in enumerate(order) if n.op == COPY and n.inputs[0] == order[copy_out].outputs[0])
+        out.append(replace(s, out_step=copy_out, in_step=copy_in))
+    return tuple(out)
