@@ -71,6 +71,14 @@ class Timer:
 
 
 @dataclass(frozen=True)
+class DmaEngine:
+    """A DMA engine the firmware copies with: firmware/runtime/dma_<driver>.c at ``base``."""
+    driver: str
+    base: int
+    channels: int = 1
+
+
+@dataclass(frozen=True)
 class Qemu:
     machine: str
     icount_shift: int = 0
@@ -116,6 +124,7 @@ class Board:
     platformio_board: str = ""  # the board's name in PlatformIO's own platform (real boards)
     build: Optional[HostBuild] = None
     alias_of: Optional[str] = None
+    dma_engine: Optional[DmaEngine] = None  # None: mcud_dma_copy_start copies with memcpy
 
     @property
     def sram_bytes(self) -> int:
@@ -170,6 +179,10 @@ def _board(data: dict) -> Board:
                           for w in u.get("init", ())))
     if "timer" in data:
         timer = Timer(data["timer"]["driver"], int(data["timer"]["hz"]))
+    dma = None
+    if "dma_engine" in data:
+        d = data["dma_engine"]
+        dma = DmaEngine(d["driver"], _int(d["base"]), int(d.get("channels", 1)))
     if "qemu" in data:
         q = data["qemu"]
         qemu = Qemu(q["machine"], int(q.get("icount_shift", 0)), tuple(q.get("extra_args", ())))
@@ -187,7 +200,7 @@ def _board(data: dict) -> Board:
                  int(data["flash_bytes"]), int(data.get("clock_hz", 0)), data.get("family", ""), data.get("mcu", ""),
                  data.get("vendor", ""), data.get("url", ""), tuple(data.get("cpu_flags", ())),
                  _int(data.get("flash_origin", 0)), int(data.get("stack_bytes", _default_stack(data["kind"]))), uart, timer,
-                 qemu, upload, (data.get("platformio") or {}).get("board", ""), build)
+                 qemu, upload, (data.get("platformio") or {}).get("board", ""), build, dma_engine=dma)
 
 
 def _speed(data: Optional[dict]) -> Optional[Speed]:
