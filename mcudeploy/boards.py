@@ -76,6 +76,7 @@ class DmaEngine:
     driver: str
     base: int
     channels: int = 1
+    reaches: tuple[str, ...] = ()  # the regions it copies between, at their origins (default: every region)
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,10 @@ def _load_file(path: Path) -> dict:
     names = [r["name"] for r in data["regions"]]
     if len(set(names)) != len(names):
         raise MCUDeployError(f"board file {path}: two memory regions share a name")
+    unknown = [r for r in (data.get("dma_engine") or {}).get("reaches", ()) if r not in names]
+    if unknown:
+        raise MCUDeployError(f"board file {path}: field 'dma_engine.reaches' names '{unknown[0]}', which is not one of "
+                             f"the board's regions ({', '.join(names)})")
     return data
 
 
@@ -182,7 +187,8 @@ def _board(data: dict) -> Board:
     dma = None
     if "dma_engine" in data:
         d = data["dma_engine"]
-        dma = DmaEngine(d["driver"], _int(d["base"]), int(d.get("channels", 1)))
+        dma = DmaEngine(d["driver"], _int(d["base"]), int(d.get("channels", 1)),
+                        tuple(d.get("reaches", [r["name"] for r in data["regions"]])))
     if "qemu" in data:
         q = data["qemu"]
         qemu = Qemu(q["machine"], int(q.get("icount_shift", 0)), tuple(q.get("extra_args", ())))

@@ -58,6 +58,7 @@ def test_the_pl081_of_qemu_an505_copies_from_psram_to_sram_without_the_core(need
     board = load_board("qemu-an505")
     got = run_dma_firmware(board.name, tmp_path)
     regions = {r.name: r for r in board.regions}
+    assert {"psram", "sram"} <= set(board.dma_engine.reaches)  # the board data say the engine reaches both
     assert got["slow_address"] == regions["psram"].origin  # the source really is in the slow region
     assert regions["sram"].origin <= got["fast_address"] < regions["sram"].origin + regions["sram"].size
     # the bytes arrived, and the engine's channel read every one of them (its source pointer moved past the end)
