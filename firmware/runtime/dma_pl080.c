@@ -14,7 +14,7 @@
 #include "mcud_fw.h"
 
 #ifndef MCUD_DMA_PL080_ITEMS
-#define MCUD_DMA_PL080_ITEMS 16u /* linked-list items per channel and batch */
+#define MCUD_DMA_PL080_ITEMS 4u /* linked-list items per channel and batch: 64 KB of words; 512 B of RAM for 8 channels */
 #endif
 #define MAX_CHANNELS 8u
 #define MAX_ELEMENTS 4095u /* the control register's 12-bit transfer size */
