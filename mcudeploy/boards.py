@@ -71,6 +71,15 @@ class Timer:
 
 
 @dataclass(frozen=True)
+class DmaEngine:
+    """A DMA engine the firmware copies with: firmware/runtime/dma_<driver>.c at ``base``."""
+    driver: str
+    base: int
+    channels: int = 1
+    reaches: tuple[str, ...] = ()  # the regions it copies between, at their origins (default: every region)
+
+
+@dataclass(frozen=True)
 class Qemu:
     machine: str
     icount_shift: int = 0
@@ -116,6 +125,7 @@ class Board:
     platformio_board: str = ""  # the board's name in PlatformIO's own platform (real boards)
     build: Optional[HostBuild] = None
     alias_of: Optional[str] = None
+    dma_engine: Optional[DmaEngine] = None  # None: mcud_dma_copy_start copies with memcpy
 
     @property
     def sram_bytes(self) -> int:
@@ -157,6 +167,10 @@ def _load_file(path: Path) -> dict:
     names = [r["name"] for r in data["regions"]]
     if len(set(names)) != len(names):
         raise MCUDeployError(f"board file {path}: two memory regions share a name")
+    unknown = [r for r in (data.get("dma_engine") or {}).get("reaches", ()) if r not in names]
+    if unknown:
+        raise MCUDeployError(f"board file {path}: field 'dma_engine.reaches' names '{unknown[0]}', which is not one of "
+                             f"the board's regions ({', '.join(names)})")
     return data
 
 
@@ -170,6 +184,11 @@ def _board(data: dict) -> Board:
                           for w in u.get("init", ())))
     if "timer" in data:
         timer = Timer(data["timer"]["driver"], int(data["timer"]["hz"]))
+    dma = None
+    if "dma_engine" in data:
+        d = data["dma_engine"]
+        dma = DmaEngine(d["driver"], _int(d["base"]), int(d.get("channels", 1)),
+                        tuple(d.get("reaches", [r["name"] for r in data["regions"]])))
     if "qemu" in data:
         q = data["qemu"]
         qemu = Qemu(q["machine"], int(q.get("icount_shift", 0)), tuple(q.get("extra_args", ())))
@@ -187,7 +206,7 @@ def _board(data: dict) -> Board:
                  int(data["flash_bytes"]), int(data.get("clock_hz", 0)), data.get("family", ""), data.get("mcu", ""),
                  data.get("vendor", ""), data.get("url", ""), tuple(data.get("cpu_flags", ())),
                  _int(data.get("flash_origin", 0)), int(data.get("stack_bytes", _default_stack(data["kind"]))), uart, timer,
-                 qemu, upload, (data.get("platformio") or {}).get("board", ""), build)
+                 qemu, upload, (data.get("platformio") or {}).get("board", ""), build, dma_engine=dma)
 
 
 def _speed(data: Optional[dict]) -> Optional[Speed]:

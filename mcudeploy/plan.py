@@ -117,7 +117,9 @@ def plan_dict(compiled, scheme=None, latency=None, split=None) -> dict:
                    # offload.fit_scratch chose the kernel without working memory
                    **({"scratch": 0} if n.attrs.get("scratch", 1) == 0 else {}),
                    # offload.move's copies: the value each holds
-                   **({"of": n.attr("of")} if n.op == COPY else {})} for n in compiled.order],
+                   **({"of": n.attr("of")} if n.op == COPY else {}),
+                   # offload.recompute's clones: the node each runs again
+                   **({"recompute": n.attr("recompute")} if n.attr("recompute") else {})} for n in compiled.order],
         "regions": _regions(compiled),
         "sharing": sorted(lives.sharing),  # memory.layout.lay_out keeps the set that placed smallest
         "buffers": [{"name": b.name, "tensors": list(b.tensors), "offset": compiled.placement.offsets[b.name],

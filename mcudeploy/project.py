@@ -206,24 +206,33 @@ def _order(where: Path, plan: dict, graph: Graph, model_path: Path) -> tuple[Gra
 
 
 def _copies(where: Path, plan: dict, graph: Graph, model_path: Path) -> Graph:
-    """The graph with the Copy nodes a fast-memory budget added (mcudeploy/offload), as the plan's
-    order records them, and every later reader reading the copy it records."""
-    entries = [e for e in plan["order"] if e.get("op") == COPY]
+    """The graph with the nodes a fast-memory budget added (mcudeploy/offload), as the plan's order
+    records them: copies to and from the slow region, and clones of recomputed producers; every
+    later reader reads the tensor the order records."""
+    entries = [e for e in plan["order"] if e.get("op") == COPY or e.get("recompute")]
     if not entries:
         return graph
     tensors = dict(graph.tensors)
     slow = (plan.get("offload") or {}).get("slow_region")
+    known = {n.name: n for n in graph.nodes}
     nodes = []
     for e in entries:
         try:
-            (src,), (dst,) = e["inputs"], e["outputs"]
-            out = tensors[src].with_(name=dst, kind="activation", region=slow if dst.endswith("@" + str(slow)) else None)
+            (dst,) = e["outputs"]
+            if e.get("recompute"):
+                original = known[e["recompute"]]
+                tensors[dst] = tensors[original.outputs[0]].with_(name=dst)
+                nodes.append(original.with_(name=e["node"], outputs=(dst,),
+                                            attrs={**original.attrs, "recompute": original.name}))
+                continue
+            (src,) = e["inputs"]
+            tensors[dst] = tensors[src].with_(name=dst, kind="activation",
+                                              region=slow if dst.endswith("@" + str(slow)) else None)
         except (KeyError, TypeError, ValueError):
-            raise MCUDeployError(f"{where} does not match {model_path}: its copy {e.get('node')} does not apply") from None
-        tensors[dst] = out
+            raise MCUDeployError(f"{where} does not match {model_path}: its step {e.get('node')} does not apply") from None
         nodes.append(Node(e["node"], COPY, (src,), (dst,), {"of": e.get("of", src)}))
     recorded = {e["node"]: tuple(e["inputs"]) for e in plan["order"]}
-    copies = {n.outputs[0] for n in nodes}
+    added = {n.outputs[0] for n in nodes}
 
     def rewired(n: Node) -> Node:
         ins = recorded.get(n.name)
@@ -231,7 +240,7 @@ def _copies(where: Path, plan: dict, graph: Graph, model_path: Path) -> Graph:
             return n
         it = iter(ins)
         new = tuple(next(it) if i else i for i in n.inputs)
-        if any(a != b and a not in copies for a, b in zip(new, n.inputs)):
+        if any(a != b and a not in added for a, b in zip(new, n.inputs)):
             raise MCUDeployError(f"{where} does not match {model_path}: step {n.name} reads other tensors than the model's")
         return n.with_(inputs=new)
     return graph.replace(tensors=tensors, nodes=tuple(rewired(n) for n in graph.nodes) + tuple(nodes))

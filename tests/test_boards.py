@@ -25,6 +25,8 @@ def test_every_shipped_board_meets_the_schema_and_loads():
             assert b.uart and b.timer and b.upload and b.cpu_flags, b.name
             assert (Path(__file__).parents[1] / "firmware" / "runtime" / f"uart_{b.uart.driver}.c").is_file()
             assert (Path(__file__).parents[1] / "firmware" / "runtime" / f"timer_{b.timer.driver}.c").is_file()
+            if b.dma_engine:
+                assert (Path(__file__).parents[1] / "firmware" / "runtime" / f"dma_{b.dma_engine.driver}.c").is_file()
         if b.kind == "qemu":
             assert b.qemu.machine
         if b.kind == "hardware":
@@ -49,6 +51,9 @@ def edited(tmp_path: Path, change) -> Path:
     (lambda d: d.update(clocks=1), "has a field 'clocks' that mcudeploy does not know"),
     (lambda d: d["qemu"].pop("machine"), "lacks the required field 'qemu.machine'"),
     (lambda d: d.update(kind="fpga"), "field 'kind' should be one of host, qemu, hardware, not 'fpga'"),
+    (lambda d: d.update(dma_engine={"driver": "pl330", "base": 0}), "field 'dma_engine.driver' should be one of pl080"),
+    (lambda d: d.update(dma_engine={"driver": "pl080", "base": 0, "reaches": ["tcm"]}),
+     "field 'dma_engine.reaches' names 'tcm', which is not one of the board's regions (sram, psram)"),
 ])
 def test_a_wrong_field_is_named_in_one_sentence(tmp_path, change, sentence):
     with pytest.raises(MCUDeployError) as err:

@@ -30,6 +30,8 @@ typedef struct {
     uint64_t *op_ticks;           /* MCUD_NUM_OPS counters, owned by main.c */
     uint32_t num_ops;
     uint32_t arena_bytes;
+    uint32_t dma_base;            /* the board's DMA engine (dma_*.c), 0: none */
+    uint32_t dma_channels;        /* channels the firmware may use */
 } mcud_fw_config;
 
 /* ---- the measurer (protocol.c, measure.c) ---- */
@@ -62,6 +64,9 @@ void mcud_timer_restart(void); /* aligns the tick phase to this instruction (det
 uint64_t mcud_timer_now(void);
 void mcud_timer_suspend(void); /* before the device sleeps: nothing of the timer's may wake it */
 void mcud_timer_resume(void);  /* after: running again (the count restarts) */
+
+/* ---- port: DMA engine (dma_*.c, boards whose data name one; the copies are mcud_dma.h's) ---- */
+void mcud_dma_init(const mcud_fw_config *config);
 
 /* ---- port: system (system.c) ---- */
 void mcud_sys_init(const mcud_fw_config *config); /* runs the register writes of config->init */

@@ -112,6 +112,9 @@ def _context(board: Board, mid: int, has_model: bool, sections: Optional[dict] =
         "extra_regions": extra_regions(board, sections),
         "ram_section": ram.section,
         "arena_section": sections.get("") or sections.get(ram.name),
+        "dma": None if board.dma_engine is None else {
+            "driver": board.dma_engine.driver, "base": f"0x{board.dma_engine.base:08X}",
+            "channels": board.dma_engine.channels},
     }
 
 
@@ -169,10 +172,13 @@ def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.Pat
         stub.mkdir(exist_ok=True)
         (stub / "model.c").write_text(env.get_template("firmware/no_model.c.j2").render(values))
         (stub / "mcud_model.h").write_text(env.get_template("firmware/no_model.h.j2").render(values))
+        shutil.copy(firmware_dir() / "include" / "mcud_dma.h", stub)  # for a DMA engine's driver
         sources.append(stub / "model.c")
         include_dirs.append(stub)
     sources.append(fw / "main.c")
     drivers = (f"uart_{board.uart.driver}.c", f"timer_{board.timer.driver}.c")  # the schema lists the drivers
+    if board.dma_engine is not None:
+        drivers += (f"dma_{board.dma_engine.driver}.c",)
     sources += [runtime / name for name in RUNTIME_COMMON + drivers]
     cpu = list(board.cpu_flags)
     return {

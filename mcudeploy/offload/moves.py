@@ -34,7 +34,8 @@ class Stay:
     last: int
 
 
-def _fresh(graph: Graph, name: str) -> str:
+def fresh_name(graph: Graph, name: str) -> str:
+    """``name``, or ``name_2``, ``name_3``...: the first that no tensor or node of ``graph`` has."""
     taken = set(graph.tensors) | {n.name for n in graph.nodes}
     out, k = name, 1
     while out in taken:
@@ -65,12 +66,12 @@ def move(graph: Graph, order: Sequence[Node], tensor: str, region: str, after: i
         raise MCUDeployError(f"tensor {tensor} is used between steps {after} and {before}, so it is not idle there")
     if after != made and after not in uses:
         raise MCUDeployError(f"step {after} neither makes nor reads tensor {tensor}")
-    out_name = _fresh(graph, f"{tensor}@{region}")
-    back_name = _fresh(graph.replace(tensors={**graph.tensors, out_name: t}), f"{tensor}@back")
+    out_name = fresh_name(graph, f"{tensor}@{region}")
+    back_name = fresh_name(graph.replace(tensors={**graph.tensors, out_name: t}), f"{tensor}@back")
     out_t = t.with_(name=out_name, kind="activation", region=region)
     back_t = t.with_(name=back_name, kind="activation")
-    copy_out = Node(_fresh(graph, f"move_out_{tensor}"), COPY, (tensor,), (out_name,), {"of": tensor})
-    copy_back = Node(_fresh(graph, f"move_back_{tensor}"), COPY, (out_name,), (back_name,), {"of": tensor})
+    copy_out = Node(fresh_name(graph, f"move_out_{tensor}"), COPY, (tensor,), (out_name,), {"of": tensor})
+    copy_back = Node(fresh_name(graph, f"move_back_{tensor}"), COPY, (out_name,), (back_name,), {"of": tensor})
     renamed = {n.name: n.with_(inputs=tuple(back_name if i == tensor else i for i in n.inputs))
                for n in order[before:] if tensor in n.inputs}
     new_order = order[:after + 1] + (copy_out,) + order[after + 1:before] + (copy_back,) + tuple(

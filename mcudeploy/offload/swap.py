@@ -20,9 +20,12 @@ region's live bytes, the planner follows the swap part of seed 004, for inferenc
 4. when nothing at the peak can go, the budget cannot be met: the error says the least fast
    memory this order needs.
 
+For each tensor chosen in step 2, recompute (offload/recompute.py: its producer run again right
+before the next use) replaces the swap where the producer's inputs are live there anyway and its
+estimated ticks are fewer than the two copies'.
+
 The copies are plain copies (no DMA engine on the boards modelled so far), so their whole time is
-added; the figures are modelled where the region's speed says so. Recompute (running a
-producer again instead of keeping its output) is not implemented yet.
+added; the figures are modelled where the region's speed says so.
 """
 from __future__ import annotations
 
@@ -36,6 +39,7 @@ from mcudeploy.memory.layout import lay_out
 from mcudeploy.memory.lifetimes import lifetimes
 from mcudeploy.memory.regions import areas
 from mcudeploy.offload.moves import COPY, move
+from mcudeploy.offload.recompute import RECOMPUTE, recompute, recomputable
 from mcudeploy.ops import registry
 from mcudeploy.simulate.simulate import Estimator, work
 from mcudeploy.simulate.timing_cache import CacheView
@@ -51,6 +55,16 @@ class Swap:
     in_step: int  # the step of the copy back
     idle_ticks: float  # what runs while the tensor is away
     copy_ticks: float  # both copies, modelled from the slow region's speed
+
+
+@dataclass(frozen=True)
+class Recompute:
+    """A tensor dropped while idle and made again by a clone of its producer before its next use."""
+
+    tensor: str
+    node: str  # the producer run again
+    step: int  # the clone's step in the final order
+    ticks: float  # the clone's estimated ticks
 
 
 @dataclass(frozen=True)
@@ -73,6 +87,7 @@ class Offload:
     residents: tuple[Resident, ...]
     baseline_ticks: float  # the order's estimated ticks before the swaps
     modelled: bool  # the slow region's speed is a model
+    recomputes: tuple[Recompute, ...] = ()
 
     @property
     def bytes_moved(self) -> int:
@@ -80,7 +95,8 @@ class Offload:
 
     @property
     def added_ticks(self) -> float:
-        return sum(s.copy_ticks for s in self.swaps) + sum(r.access_ticks for r in self.residents)
+        return (sum(s.copy_ticks for s in self.swaps) + sum(r.access_ticks for r in self.residents)
+                + sum(r.ticks for r in self.recomputes))
 
     @staticmethod
     def from_plan(d: dict) -> "Offload":
@@ -88,8 +104,10 @@ class Offload:
         swaps = tuple(Swap(s["tensor"], int(s["bytes"]), int(s["out_step"]), int(s["in_step"]), float(s["idle_ticks"]),
                            float(s["copy_ticks"])) for s in d["swaps"])
         residents = tuple(Resident(r["tensor"], int(r["bytes"]), float(r["access_ticks"])) for r in d.get("resident", []))
+        again = tuple(Recompute(r["tensor"], r["operators"][0], int(r["step"]), float(r["ticks"]))
+                      for r in d.get("recomputes", []))
         return Offload(int(d["budget_bytes"]), d["fast_region"], d["slow_region"], swaps, residents,
-                       float(d["baseline_ticks"]), d.get("speeds") == "modelled")
+                       float(d["baseline_ticks"]), d.get("speeds") == "modelled", again)
 
     def as_plan(self) -> dict:
         return {"budget_bytes": self.budget_bytes, "fast_region": self.fast_region, "slow_region": self.slow_region,
@@ -99,7 +117,9 @@ class Offload:
                 "resident": [{"tensor": r.tensor, "bytes": r.nbytes, "access_ticks": round(r.access_ticks, 1)}
                              for r in self.residents],
                 "slow_bytes": sum(s.nbytes for s in self.swaps) + sum(r.nbytes for r in self.residents),
-                "recomputes": [], "bytes_moved": self.bytes_moved,
+                "recomputes": [{"tensor": r.tensor, "operators": [r.node], "step": r.step, "ticks": round(r.ticks, 1)}
+                               for r in self.recomputes],
+                "bytes_moved": self.bytes_moved,
                 "added_ticks_modelled": round(self.added_ticks, 1), "baseline_ticks": round(self.baseline_ticks, 1),
                 "speeds": "modelled" if self.modelled else "measured"}
 
@@ -222,7 +242,7 @@ def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, ali
     fast, slow = regions_for_swap(board)
     order = tuple(order)
     baseline = sum(node_ticks(graph, order, board, cache, slow))
-    swaps, residents = [], []
+    swaps, residents, recomputes = [], [], []
     for _ in range(MAX_ROUNDS):
         lives, pinned, live = _fast_live(graph, order, alignment, slow.name)
         peak = max(live)
@@ -233,8 +253,14 @@ def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, ali
         found = next((f for f in (_candidates(graph, order, lives, pinned, k, ticks) for k in over) if f), None)
         if found:
             idle, nbytes, tensor, after, before = min(found, key=lambda c: (-c[0], -c[1], c[2]))
-            graph, order = move(graph, order, tensor, slow.name, after, before)
             cost = slow.speed.copy_ticks(nbytes, out=True) + slow.speed.copy_ticks(nbytes, out=False)
+            producer = recomputable(graph, order, tensor, before)
+            again = ticks[order.index(producer)] if producer is not None else None
+            if again is not None and again < cost:  # running the producer again is cheaper than the copies
+                graph, order = recompute(graph, order, tensor, before)
+                recomputes.append(Recompute(tensor, producer.name, before, again))
+                continue
+            graph, order = move(graph, order, tensor, slow.name, after, before)
             swaps.append(Swap(tensor, graph[tensor].nbytes, after, before, idle, cost))
             continue
         if not keep:
@@ -253,8 +279,10 @@ def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, ali
         residents.append(Resident(buffer, nbytes, cost))
     else:
         raise MCUDeployError(f"swapping for a fast-memory budget of {budget:,} B did not converge in {MAX_ROUNDS} moves")
+    steps = {n.attr(RECOMPUTE): i for i, n in enumerate(order) if n.attr(RECOMPUTE)}
+    again = tuple(replace(r, step=steps[r.node]) for r in recomputes)
     return graph, order, Offload(budget, fast, slow.name, _final_steps(swaps, order, slow.name), tuple(residents),
-                                 baseline, slow.speed.modelled)
+                                 baseline, slow.speed.modelled, again)
 
 
 def residents_placed(offload: Offload, graph: Graph, order: Sequence[Node], lives, placement, slow) -> Offload:

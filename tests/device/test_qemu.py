@@ -30,7 +30,7 @@ from mcudeploy.simulate.timing_cache import TimingCache
 
 pytestmark = pytest.mark.qemu
 
-EMULATED = ["qemu-m4", "qemu-m7", "qemu-m3", "qemu-stm32f4"]
+EMULATED = ["qemu-m4", "qemu-m7", "qemu-m3", "qemu-stm32f4", "qemu-an505"]
 
 
 @pytest.fixture(scope="module")

@@ -69,7 +69,7 @@ def test_the_idle_skip_is_swapped_and_the_c_is_unchanged(tmp_path):
     assert plan["order"][swap["out_step"]]["op"] == "Copy" and plan["order"][swap["in_step"]]["op"] == "Copy"
     assert swap["out_step"] < order.index(next(e["node"] for e in plan["order"] if e["op"] == "Add"))
     # run DIR rebuilds the same plan, copies included
-    assert load_project(tmp_path / "p").compiled.offload == fitted.offload
+    assert load_project(tmp_path / "p").compiled.offload.as_plan() == fitted.offload.as_plan()
 
 
 def test_a_budget_below_the_inputs_and_outputs_is_refused():
@@ -129,3 +129,49 @@ def test_a_model_too_big_for_the_fast_region_swaps_without_being_asked(tmp_path)
     assert fast_arena(fitted) <= room and [s.tensor for s in fitted.offload.swaps] == ["a"]
     samples = [{"x": RNG.standard_normal(SHAPE).astype(np.float32)}]
     assert same_outputs(plain, fitted, samples, tmp_path)
+
+
+def recompute_model():
+    """p = Relu(x), b = Conv(x), c = Conv(b), y = p + c + x: p idles across the convs, longer than x
+    (which b reads), and x, which p's producer reads, is read again where p is."""
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(5)
+    nodes, inits = [helper.make_node("Relu", ["x"], ["p"])], []
+    for name, src in (("b", "x"), ("c", "b")):
+        w = numpy_helper.from_array((rng.standard_normal((8, 8, 3, 3)) * 0.2).astype(np.float32), name + "_w")
+        nodes.append(helper.make_node("Conv", [src, w.name], [name], pads=[1, 1, 1, 1]))
+        inits.append(w)
+    nodes.append(helper.make_node("Sum", ["p", "c", "x"], ["y"]))
+    g = helper.make_graph(nodes, "recompute", [helper.make_tensor_value_info("x", TensorProto.FLOAT, SHAPE)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, SHAPE)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+@pytest.mark.parametrize("bytes_per_tick, recomputed", [(0.25, True), (4000.0, False)])
+def test_recompute_where_it_costs_less_than_the_copies(bytes_per_tick, recomputed, tmp_path):
+    """With a slow memory of a quarter byte per tick (the host counts a tick per estimated
+    instruction), running Relu again beats copying p out and back; with a very fast one, the copies
+    win. Either way the C computes the same."""
+    host = load_board("host")
+    slow = host.regions[1]
+    speed = dataclasses.replace(slow.speed, read_bytes_per_tick=bytes_per_tick, write_bytes_per_tick=bytes_per_tick)
+    board = dataclasses.replace(host, regions=(host.regions[0], dataclasses.replace(slow, speed=speed)))
+    from onnx import save
+    model = tmp_path / "r.onnx"
+    save(recompute_model(), model)
+    plain = compile_model(model, board, schedule_method="model")
+    budget = fast_arena(plain) - plain.graph["p"].nbytes
+    fitted = compile_model(model, board, schedule_method="model", fast_memory=budget)
+    o = fitted.offload
+    assert fast_arena(fitted) <= budget
+    if recomputed:
+        assert [(r.tensor, r.node) for r in o.recomputes] == [("p", fitted.graph.producer("p").name)] and not o.swaps
+        assert fitted.order[o.recomputes[0].step].attr("recompute") == fitted.graph.producer("p").name
+    else:
+        assert [s.tensor for s in o.swaps] == ["p"] and not o.recomputes
+    samples = [{"x": RNG.standard_normal(SHAPE).astype(np.float32)} for _ in range(2)]
+    assert same_outputs(plain, fitted, samples, tmp_path)
+    write_project(fitted, tmp_path / "p")
+    assert load_project(tmp_path / "p").compiled.offload.as_plan() == o.as_plan()  # run DIR replays the clone too

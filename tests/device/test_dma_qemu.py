@@ -1,0 +1,87 @@
+"""Copies through mcud_dma.h under QEMU (tests/device/firmware/dma_copy.c): on qemu-an505 its PL081
+moves bytes from the PSRAM (the slow region) to the internal SRAM while the core does not touch them,
+and a bounded wait reports a stall; on qemu-m4, without a DMA engine, the kernel library's memcpy
+fallback copies the same bytes with the core.
+
+What QEMU's PL080 model does (hw/dma/pl080.c, 7.2): the whole transfer, linked items included, runs
+inside the register write that enables the channel (or the controller), element by element and in no
+guest time; so under QEMU a copy is done before mcud_dma_copy_start returns, and a wait stalls only
+when the controller is held disabled, as here."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mcudeploy.boards import load_board
+from mcudeploy.device.build import CC, CFLAGS, firmware_build_spec
+from mcudeploy.resources import firmware_dir
+
+pytestmark = pytest.mark.qemu
+
+HERE = Path(__file__).resolve().parent
+BIG = 16384  # bytes of the timed copy (dma_copy.c)
+HELD_BOUND = 200  # ticks the held copy's wait may take
+
+
+def run_dma_firmware(board_name: str, work: Path) -> dict[str, int]:
+    """Build dma_copy.c for the board (its start-up, timer and, where it has one, DMA driver, plus the
+    kernel library's fallback), run it under QEMU; the report's "key value" lines as a dict."""
+    board = load_board(board_name)
+    spec = firmware_build_spec(board, work / "measurer")  # the board's linker script, with its regions' sections
+    runtime, dma = firmware_dir() / "runtime", board.dma_engine
+    slow = next(r for r in board.regions if r.speed is not None)
+    defines = [f"-DSLOW_SECTION=\"{slow.section}\"", f"-DDMA_BASE={dma.base if dma else 0}u",
+               f"-DDMA_CHANNELS={dma.channels if dma else 0}u", "-DMCUD_DMA_PL080_ITEMS=2u"]
+    if dma and board.core == "cortex-m33":
+        defines.append("-DNS_ALIAS_OFFSET=0x10000000u")  # the IDAU's secure and non-secure aliases
+    sources = [HERE / "firmware" / "dma_copy.c", firmware_dir() / "kernels" / "dma.c",
+               *(runtime / f for f in ("startup.c", "system.c", f"timer_{board.timer.driver}.c"))]
+    if dma:
+        sources.append(runtime / f"dma_{dma.driver}.c")
+    elf = work / "dma.elf"
+    build = subprocess.run([CC, *board.cpu_flags, *CFLAGS, *defines, f"-I{runtime}", f"-I{firmware_dir() / 'include'}",
+                            *map(str, sources), *spec["ldflags"], "-T", spec["linker_script"], *spec["libs"],
+                            "-o", str(elf)], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[-3000:]
+    run = subprocess.run(["qemu-system-arm", "-M", board.qemu.machine, "-display", "none", "-monitor", "none",
+                          "-serial", "null", "-icount", f"shift={board.qemu.icount_shift}",
+                          "-semihosting-config", "enable=on,target=native", "-kernel", str(elf)],
+                         capture_output=True, text=True, timeout=60, cwd=work)
+    assert run.returncode == 0, f"the DMA test firmware exited with {run.returncode}: {run.stderr[-2000:]}"
+    lines = (work / "dma-report.txt").read_text().split("\n")
+    return {key: int(value) for key, value in (line.split() for line in lines if line)}
+
+
+def test_the_pl081_of_qemu_an505_copies_from_psram_to_sram_without_the_core(need_qemu, tmp_path):
+    board = load_board("qemu-an505")
+    got = run_dma_firmware(board.name, tmp_path)
+    regions = {r.name: r for r in board.regions}
+    assert {"psram", "sram"} <= set(board.dma_engine.reaches)  # the board data say the engine reaches both
+    assert got["slow_address"] == regions["psram"].origin  # the source really is in the slow region
+    assert regions["sram"].origin <= got["fast_address"] < regions["sram"].origin + regions["sram"].size
+    # the bytes arrived, and the engine's channel read every one of them (its source pointer moved past the end)
+    assert got["big_same"] == 1 and got["big_engine_read"] == BIG
+    assert (got["big_done"], got["big_stalled"], got["big_error"], got["big_ticks"]) == (1, 0, 0, 0)
+    # the core did not copy them: starting and waiting took a fraction of what memcpy of the same bytes took
+    assert got["memcpy_same"] == 1 and got["memcpy_ticks"] > 100
+    assert got["big_start_ticks"] + got["big_wait_ticks"] < got["memcpy_ticks"] / 10
+    assert got["odd_same"] == 1 and got["odd_done"] == 1  # byte elements between odd addresses
+    assert got["pair_same"] == 1 and got["pair_channels_differ"] == 1  # two channels at once
+    # two linked items per batch: the wait started the second batch, so it counts as a stall
+    assert got["long_same"] == 1 and (got["long_done"], got["long_stalled"]) == (1, 1)
+    # the controller held disabled: the bounded wait gave up after its bound, said so, and nothing was copied
+    assert got["held_untouched"] == 1
+    assert (got["held_done"], got["held_stalled"]) == (0, 1) and HELD_BOUND <= got["held_ticks"] < 2 * HELD_BOUND
+    # enabled again, QEMU ran the transfer at once: the next wait finds it done
+    assert got["released_same"] == 1 and (got["released_done"], got["released_stalled"]) == (1, 0)
+    # a secure master's writes to the non-secure alias of the secure SRAM are dropped (the board's note)
+    assert got["ns_alias_untouched"] == 1 and got["ns_alias_done"] == 1
+
+
+def test_without_a_dma_engine_the_core_copies(need_qemu, tmp_path):
+    got = run_dma_firmware("qemu-m4", tmp_path)
+    assert got["big_same"] == 1 and got["odd_same"] == 1 and got["long_same"] == 1 and got["pair_same"] == 1
+    assert (got["big_done"], got["big_stalled"], got["big_ticks"]) == (1, 0, 0)  # nothing left to wait for
+    assert got["big_start_ticks"] > got["memcpy_ticks"] / 2  # the copy was memcpy, inside the start
