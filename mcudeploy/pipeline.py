@@ -22,6 +22,7 @@ from mcudeploy.passes.batchnorm import fold_batchnorm
 from mcudeploy.passes.graph_edit import eliminate_dead
 from mcudeploy.passes.int8_input import take_int8_inputs
 from mcudeploy.passes.qdq import lower_qdq
+from mcudeploy.passes.transformer import fuse_transformer_patterns
 from mcudeploy.schedule import Schedule, schedule
 
 
@@ -29,6 +30,7 @@ SCRATCH_POLICIES = ("fit", "keep")  # compile_graph's choice of kernels with wor
 
 PASSES: tuple[tuple[str, Callable[[Graph], Graph]], ...] = (
     ("fold_batchnorm", fold_batchnorm),
+    ("fuse_transformer_patterns", fuse_transformer_patterns),
     ("lower_qdq", lower_qdq),
     ("fuse_activations", fuse_activations),
     ("eliminate_dead", eliminate_dead),
