@@ -40,6 +40,7 @@ FROZEN: dict[str, tuple[int, ...]] = {
     "Gemm": (1, 2),
     "BatchNormalization": (1, 2, 3, 4),
     "LayerNormalization": (1, 2),
+    "Gather": (1,),
     "PRelu": (1,),
     "Clip": (1, 2),
     "Pad": (1, 2, 3),
