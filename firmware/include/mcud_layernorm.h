@@ -12,18 +12,15 @@ typedef struct {
     const float *bias;
 } mcud_layernorm_f32_params;
 
-/* int8: c = n q - sum q, V = sum c^2 (exact); inv = 1 / sqrtf((float)V * k_var + epsilon);
+/* int8: c = n q - sum q, V = sum c^2 (exact, from sum q and sum q^2); inv = 1 / sqrtf((float)V * k_var + epsilon);
  * y = clamp(lrintf((float)c * k_c * inv * gamma[i] + beta[i]) + out_zero_point). */
 typedef struct {
     int32_t axis;
-    float k_var;
-    float k_c;
-    float epsilon;
+    int32_t out_zero_point;
+    int32_t act_min, act_max;
+    float k_var, k_c, epsilon;
     const float *gamma;
     const float *beta;
-    int32_t out_zero_point;
-    int32_t act_min;
-    int32_t act_max;
 } mcud_layernorm_s8_params;
 
 /* mean and inv_std (may be NULL): the row's mean and 1 / sqrt(var + epsilon), one per row. */

@@ -1,48 +1,21 @@
-/* LayerNormalization on views. The dimensions before axis are rows (an odometer over them), the
- * ones from axis on a row's elements, walked in row-major order by a second odometer (dense rows
- * take a flat loop: offset = i). */
+/* LayerNormalization on views. Rows are the positions of the dimensions before axis, a row's
+ * elements those from axis on, in row-major order; an offset is found by dividing the position
+ * into per-dimension indices, except in a dense row, where element i is at i. */
 #include <math.h>
 
 #include "mcud_layernorm.h"
 
-typedef struct {
-    int32_t ndim;
-    int32_t shape[MCUD_MAX_DIMS];
-    int32_t idx[MCUD_MAX_DIMS];
-    const int32_t *xs;
-    const int32_t *ys;
-    int32_t xo;
-    int32_t yo;
-} ln_walk;
-
-static void walk_start(ln_walk *w, const mcud_view *x, const mcud_view *y, int32_t from, int32_t to)
+/* Offset in v of position k of the block of dimensions [from, to), row-major. */
+static int32_t offset_of(const mcud_view *v, int32_t from, int32_t to, int32_t k)
 {
-    w->ndim = to - from;
-    for (int32_t d = 0; d < w->ndim; d++) {
-        w->shape[d] = x->shape[from + d];
-        w->idx[d] = 0;
+    int32_t off = 0;
+    for (int32_t d = to - 1; d >= from; d--) {
+        off += (k % v->shape[d]) * v->stride[d];
+        k /= v->shape[d];
     }
-    w->xs = x->stride + from;
-    w->ys = y->stride + from;
-    w->xo = 0;
-    w->yo = 0;
+    return off;
 }
 
-static void walk_step(ln_walk *w)
-{
-    for (int32_t d = w->ndim - 1; d >= 0; d--) {
-        w->xo += w->xs[d];
-        w->yo += w->ys[d];
-        if (++w->idx[d] < w->shape[d]) {
-            return;
-        }
-        w->xo -= w->xs[d] * w->shape[d];
-        w->yo -= w->ys[d] * w->shape[d];
-        w->idx[d] = 0;
-    }
-}
-
-/* Offsets of element i of a row in x and y: the flat index when both rows are dense. */
 static int row_is_dense(const mcud_view *v, int32_t axis)
 {
     int32_t expect = 1;
@@ -55,95 +28,78 @@ static int row_is_dense(const mcud_view *v, int32_t axis)
     return 1;
 }
 
-static int32_t row_length(const mcud_view *x, int32_t axis)
+typedef struct {
+    int32_t n;     /* elements per row */
+    int32_t rows;
+    int32_t dense; /* x's and y's rows are both dense */
+} ln_shape;
+
+static ln_shape ln_plan(const mcud_view *x, const mcud_view *y, int32_t axis)
 {
-    int32_t n = 1;
+    ln_shape s;
+    s.n = 1;
     for (int32_t d = axis; d < x->ndim; d++) {
-        n *= x->shape[d];
+        s.n *= x->shape[d];
     }
-    return n;
+    s.rows = mcud_numel(x) / s.n;
+    s.dense = row_is_dense(x, axis) && row_is_dense(y, axis);
+    return s;
 }
 
-static int32_t stat_offset(const mcud_view *s, const ln_walk *rows)
-{
-    int32_t off = 0;
-    for (int32_t d = 0; d < rows->ndim; d++) {
-        off += rows->idx[d] * s->stride[d];
-    }
-    return off;
-}
+#define AT(V, I) (s.dense ? (I) : offset_of((V), p->axis, (V)->ndim, (I)))
 
 void mcud_layernorm_f32(const mcud_view *x, const mcud_view *y, const mcud_view *mean, const mcud_view *inv_std,
                         const mcud_layernorm_f32_params *p)
 {
-    const float *xd = (const float *)x->data;
-    float *yd = (float *)y->data;
-    const int32_t n = row_length(x, p->axis);
-    const int dense = row_is_dense(x, p->axis) && row_is_dense(y, p->axis);
-    ln_walk rows, in;
-    walk_start(&rows, x, y, 0, p->axis);
-    int32_t count = mcud_numel(x) / n;
-    for (int32_t r = 0; r < count; r++, walk_step(&rows)) {
-        const float *xr = xd + rows.xo;
-        float *yr = yd + rows.yo;
+    const ln_shape s = ln_plan(x, y, p->axis);
+    for (int32_t r = 0; r < s.rows; r++) {
+        const float *xr = (const float *)x->data + offset_of(x, 0, p->axis, r);
+        float *yr = (float *)y->data + offset_of(y, 0, p->axis, r);
         float acc = 0.0f;
-        walk_start(&in, x, y, p->axis, x->ndim);
-        for (int32_t i = 0; i < n; i++, walk_step(&in)) {
-            acc = acc + xr[dense ? i : in.xo];
+        for (int32_t i = 0; i < s.n; i++) {
+            acc = acc + xr[AT(x, i)];
         }
-        const float m = acc / (float)n;
+        const float m = acc / (float)s.n;
         acc = 0.0f;
-        walk_start(&in, x, y, p->axis, x->ndim);
-        for (int32_t i = 0; i < n; i++, walk_step(&in)) {
-            float d = xr[dense ? i : in.xo] - m;
+        for (int32_t i = 0; i < s.n; i++) {
+            float d = xr[AT(x, i)] - m;
             acc = acc + d * d;
         }
-        const float inv = 1.0f / sqrtf(acc / (float)n + p->epsilon);
+        const float inv = 1.0f / sqrtf(acc / (float)s.n + p->epsilon);
+        for (int32_t i = 0; i < s.n; i++) {
+            yr[AT(y, i)] = (xr[AT(x, i)] - m) * inv * p->scale[i] + p->bias[i];
+        }
         if (mean) {
-            ((float *)mean->data)[stat_offset(mean, &rows)] = m;
+            ((float *)mean->data)[offset_of(mean, 0, p->axis, r)] = m;
         }
         if (inv_std) {
-            ((float *)inv_std->data)[stat_offset(inv_std, &rows)] = inv;
-        }
-        walk_start(&in, x, y, p->axis, x->ndim);
-        for (int32_t i = 0; i < n; i++, walk_step(&in)) {
-            float v = xr[dense ? i : in.xo];
-            yr[dense ? i : in.yo] = (v - m) * inv * p->scale[i] + p->bias[i];
+            ((float *)inv_std->data)[offset_of(inv_std, 0, p->axis, r)] = inv;
         }
     }
 }
 
+/* One pass for the exact statistics: S = sum q and Q = sum q^2 give
+ * V = sum (n q - S)^2 = n (n Q - S^2), exact in int64 for n <= 2^15. */
 void mcud_layernorm_s8(const mcud_view *x, const mcud_view *y, const mcud_layernorm_s8_params *p)
 {
-    const int8_t *xd = (const int8_t *)x->data;
-    int8_t *yd = (int8_t *)y->data;
-    const int32_t n = row_length(x, p->axis);
-    const int dense = row_is_dense(x, p->axis) && row_is_dense(y, p->axis);
-    ln_walk rows, in;
-    walk_start(&rows, x, y, 0, p->axis);
-    int32_t count = mcud_numel(x) / n;
-    for (int32_t r = 0; r < count; r++, walk_step(&rows)) {
-        const int8_t *xr = xd + rows.xo;
-        int8_t *yr = yd + rows.yo;
-        int32_t s = 0;
-        walk_start(&in, x, y, p->axis, x->ndim);
-        for (int32_t i = 0; i < n; i++, walk_step(&in)) {
-            s += xr[dense ? i : in.xo];
+    const ln_shape s = ln_plan(x, y, p->axis);
+    for (int32_t r = 0; r < s.rows; r++) {
+        const int8_t *xr = (const int8_t *)x->data + offset_of(x, 0, p->axis, r);
+        int8_t *yr = (int8_t *)y->data + offset_of(y, 0, p->axis, r);
+        int32_t sum = 0;
+        int64_t squares = 0;
+        for (int32_t i = 0; i < s.n; i++) {
+            int32_t q = xr[AT(x, i)];
+            sum += q;
+            squares += q * q;
         }
-        int64_t v = 0;
-        walk_start(&in, x, y, p->axis, x->ndim);
-        for (int32_t i = 0; i < n; i++, walk_step(&in)) {
-            int64_t c = (int64_t)n * xr[dense ? i : in.xo] - s;
-            v += c * c;
-        }
+        const int64_t v = (int64_t)s.n * ((int64_t)s.n * squares - (int64_t)sum * sum);
         const float inv = 1.0f / sqrtf((float)v * p->k_var + p->epsilon);
-        walk_start(&in, x, y, p->axis, x->ndim);
-        for (int32_t i = 0; i < n; i++, walk_step(&in)) {
-            int32_t c = n * (int32_t)xr[dense ? i : in.xo] - s;
+        for (int32_t i = 0; i < s.n; i++) {
+            int32_t c = s.n * (int32_t)xr[AT(x, i)] - sum;
             float t = (float)c * p->k_c * inv * p->gamma[i] + p->beta[i];
             t = t < -1e9f ? -1e9f : (t > 1e9f ? 1e9f : t); /* lrintf stays within int32 */
-            int32_t q = (int32_t)lrintf(t) + p->out_zero_point;
-            yr[dense ? i : in.yo] = (int8_t)mcud_clamp(q, p->act_min, p->act_max);
+            yr[AT(y, i)] = (int8_t)mcud_clamp((int32_t)lrintf(t) + p->out_zero_point, p->act_min, p->act_max);
         }
     }
 }

@@ -225,14 +225,30 @@ def _erf(x: np.ndarray) -> np.ndarray:
     return _erf64(x.astype(np.float64)).astype(x.dtype)
 
 
-@register
-class Erf(_Unary):
-    name = "Erf"
-    onnx_types = ("Erf",)
-    c_name = "erf"
+def _sqrt(x: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return np.sqrt(x)
 
-    def fn(self, node, x):
-        return _erf(x)
+
+def _codes_non_negative(self, graph: Graph, node: Node) -> bool:
+    """int8 only where every input code is real >= 0 (a table holds no NaN); otherwise the op stays in float."""
+    if not _Unary.accepts_int8(self, graph, node):
+        return False
+    x = graph[node.inputs[0]]
+    s, z = x.quant.single()
+    return (requant.QRANGE[x.dtype][0] - z) * s >= 0
+
+
+def _function(name: str, function, **overrides) -> type:
+    """Declare the ONNX operator `name`: `function` of each element (the reference and the int8 table),
+    mcud_<name>_f32 in C."""
+    body = {"name": name, "onnx_types": (name,), "c_name": name.lower(),
+            "fn": lambda self, node, x: function(x), **overrides}
+    return register(type(name, (_Unary,), body))
+
+
+Erf = _function("Erf", _erf)
+Sqrt = _function("Sqrt", _sqrt, accepts_int8=_codes_non_negative)
 
 
 @register
@@ -262,23 +278,3 @@ class Gelu(_Unary):
         if node.attr("approximate", "none") == "tanh" and call.fn == "mcud_gelu_f32":
             return Call("mcud_gelu_tanh_f32", call.views, call.params)
         return call
-
-
-@register
-class Sqrt(_Unary):
-    """int8 only where every input code is real >= 0 (a table has no NaN); otherwise it stays in float."""
-
-    name = "Sqrt"
-    onnx_types = ("Sqrt",)
-    c_name = "sqrt"
-
-    def fn(self, node, x):
-        with np.errstate(invalid="ignore"):
-            return np.sqrt(x)
-
-    def accepts_int8(self, graph, node):
-        x = graph[node.inputs[0]]
-        if not super().accepts_int8(graph, node):
-            return False
-        s, z = x.quant.single()
-        return (requant.QRANGE[x.dtype][0] - z) * s >= 0

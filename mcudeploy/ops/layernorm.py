@@ -13,7 +13,8 @@ operations in the same order, so C and numpy agree to the last bit or nearly):
 
 int8 (per-tensor input and output; DequantizeLinear -> LayerNormalization -> QuantizeLinear as
 onnxruntime's quantize_static writes it, with Scale and B dequantized at compile time): the
-statistics are exact integers, S = sum q, c = n q - S, V = sum c^2 (int64); then in float32
+statistics are exact integers, S = sum q, c = n q - S, V = sum c^2 = n (n sum q^2 - S^2) (int64, one
+pass in C); then in float32
 
     inv = 1 / sqrtf((float)V * k_var + epsilon)          k_var = s_x^2 / n^3
     y   = lrintf((float)c * k_c * inv * g + b) + z_y      k_c = s_x / n, g = scale / s_y, b = bias / s_y
