@@ -159,3 +159,30 @@ def test_scale_varying_over_rows_is_refused():
                        [("scale", np.ones((3, 4), np.float32))])
     with pytest.raises(UnsupportedError, match="varies outside the normalised dimensions"):
         import_onnx(model)
+
+
+# --------------------------------------------------------------------------- split
+
+
+def test_split_along_a_row_axis_computes_the_same(tmp_path):
+    """Rows are independent: a cut of the sequence axis gives pieces on views whose C equals the unsplit
+    reference bit for bit (int8); the normalised axis cannot be cut."""
+    from mcudeploy.device.host import run_compiled_on_host
+    from mcudeploy.ops import registry
+    from mcudeploy.partition import Cut, check_cut, split
+    from mcudeploy.pipeline import compile_graph as compile_plan
+    from mcudeploy.reference import run_reference
+
+    shape = (1, 12, 16)
+    graph = compile_graph(qdq_model(shape, -1))
+    (node,) = graph.nodes
+    assert [a.name for a in registry.get("LayerNormalization").expr(graph, node).axes] == ["d0", "d1", "r2"]
+    cut = Cut(((node.name, "d1"),), 3, "keep")
+    assert check_cut(graph, cut) is None and check_cut(graph, Cut(((node.name, "r2"),), 2, "keep")) is not None
+    pieces = split(graph, (cut,))
+    assert sum(n.op == "LayerNormalization" for n in pieces.nodes) > 1
+    x = _q(9, shape)
+    want = run_reference(graph, [x])[0]
+    np.testing.assert_array_equal(run_reference(pieces, [x])[0], want)
+    got = run_compiled_on_host(compile_plan(pieces, "host"), [{"x": x}], tmp_path)[0][0]
+    np.testing.assert_array_equal(got, want)
