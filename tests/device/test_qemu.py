@@ -99,6 +99,25 @@ def test_int8_model_equals_the_host_board_bit_for_bit(int8_model, tmp_path, need
     assert run.op_ticks == result.runs[1].op_ticks
 
 
+@pytest.mark.parametrize("kind", ["float", "int8"])
+def test_transformer_encoder_on_qemu_m4_equals_the_host_board(kind, tmp_path, need_qemu):
+    """The zoo's 2-layer transformer encoder (LayerNormalization, Gelu, batched MatMul, Softmax) on
+    qemu-m4: outputs equal to the host board's (float within 1e-5), and run --check's verdict passes."""
+    import onnx
+    import zoo
+
+    float_model, qdq, _ = zoo.transformer(tmp_path / "zoo")
+    path = tmp_path / f"transformer_{kind}.onnx"
+    onnx.save(qdq if kind == "int8" else float_model, path)
+    compiled = compile_model(path, "qemu-m4")
+    samples = check.random_inputs(compiled.graph, 2, seed=3)
+    result = run_on_board(compiled, samples, workdir=tmp_path / "p")
+    same, lines = compare_with_host(compiled, result.outputs, samples)
+    assert same, lines
+    verdict = check.check_outputs(path, compiled, result.outputs, samples)
+    assert verdict.ok, verdict.lines()
+
+
 def test_measure_is_reproducible_cached_and_proportional_to_work(tmp_path, need_qemu, monkeypatch):
     small = compile_model(matmul(tmp_path / "m8.onnx", 8), "qemu-m4")
     large = compile_model(matmul(tmp_path / "m16.onnx", 16), "qemu-m4")
