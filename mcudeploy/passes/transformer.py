@@ -91,7 +91,8 @@ def _layernorm(m: _Match, mean: Node, tensors: dict) -> Optional[tuple[Node, lis
     for op in ("Mul", "Add"):
         nxt = m.only_user(out, op)
         param = m.other(nxt, out) if nxt is not None else None
-        if param is None or not g.is_const(param) or g[param].dtype != "float32" or g[nxt.outputs[0]].shape != g[x].shape:
+        if param is None or not g.is_const(param) or g[param].dtype != "float32" \
+                or g[nxt.outputs[0]].shape != g[x].shape:
             break
         affine[op] = param
         chain.append(nxt)
@@ -145,7 +146,8 @@ def fuse_transformer_patterns(graph: Graph) -> Graph:
     for node in graph.nodes:
         if node.name in removed:
             continue
-        found = _layernorm(m, node, tensors) if node.op == "ReduceMean" else _gelu(m, node) if node.op == "Erf" else None
+        found = (_layernorm(m, node, tensors) if node.op == "ReduceMean" else
+                 _gelu(m, node) if node.op == "Erf" else None)
         if found is None or any(n.name in removed for n in found[1]):
             continue
         new, chain = found
