@@ -23,6 +23,7 @@ from mcudeploy.passes.batchnorm import fold_batchnorm
 from mcudeploy.passes.graph_edit import eliminate_dead
 from mcudeploy.passes.int8_input import take_int8_inputs
 from mcudeploy.passes.qdq import lower_qdq
+from mcudeploy.passes.transformer import fuse_transformer_patterns
 from mcudeploy.schedule import Schedule, schedule
 
 
@@ -31,6 +32,7 @@ FAST_MEMORY_ROUNDS = 4  # plans aimed ever lower while the fast region's placed 
 
 PASSES: tuple[tuple[str, Callable[[Graph], Graph]], ...] = (
     ("fold_batchnorm", fold_batchnorm),
+    ("fuse_transformer_patterns", fuse_transformer_patterns),
     ("lower_qdq", lower_qdq),
     ("fuse_activations", fuse_activations),
     ("eliminate_dead", eliminate_dead),

@@ -130,6 +130,20 @@ def test_zoo_model_on_host(built, name, kind, tmp_path):
                 np.testing.assert_array_equal(g, r)  # the dequantized output: equal iff the int8 values are
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_transformer_passes_run_check_on_host(built, kind, tmp_path, capsys):
+    """`mcudeploy run MODEL -b host --check` on the 2-layer encoder: every operator within a step of
+    onnxruntime given its inputs, the C bit for bit (int8) or within 1e-4 (float) of the reference."""
+    from mcudeploy.cli import main
+
+    model, _ = pick(built, "transformer", kind)
+    path = tmp_path / f"transformer_{kind}.onnx"
+    onnx.save(model, path)
+    assert main(["run", str(path), "-b", "host", "--check", "--samples", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "PASS" in out and "the C vs mcudeploy's numpy reference" in out
+
+
 # --------------------------------------------------------------------------- MobileNetV2 with an int8 input
 
 MNV2_SMALL = dict(size=24, stages=((1, 8, 1, 1), (6, 8, 2, 2)), stem=8, classes=4)

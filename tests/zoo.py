@@ -5,7 +5,7 @@ ONNX model with onnx.helper and deterministic seeded weights, quantizes it with 
 ``quantize_static`` (QDQ, per-channel int8 weights, int8 activations, a seeded calibration
 reader) and returns ``(float_model, qdq_model, example_inputs)``.
 
-Operators onnxruntime's quantizer leaves in float by default (Sub, Sum, Tanh, HardSwish) are
+Operators onnxruntime's quantizer leaves in float by default (Sub, Sum, Tanh, HardSwish, Gelu) are
 added to ``op_types_to_quantize`` so the int8 path sees them too.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 OPSET = 13
 CALIBRATION_SAMPLES = 16
-EXTRA_QUANTIZED = ("Sub", "Sum", "Tanh", "HardSwish")
+EXTRA_QUANTIZED = ("Sub", "Sum", "Tanh", "HardSwish", "Gelu")
 
 Built = tuple[onnx.ModelProto, onnx.ModelProto, dict[str, np.ndarray]]
 
@@ -221,6 +221,48 @@ def shapes(workdir: Path) -> Built:
     return _finish(net, {"x": (1, 4, 8, 8)}, {"y": x}, workdir)
 
 
+def _encoder_layer(net: Net, x: str, seq: int, d: int, heads: int, ffn: int) -> str:
+    """A pre-norm transformer encoder layer: LayerNorm, multi-head self-attention (MatMul projections
+    with bias, heads split by Reshape/Transpose, scaled scores, Softmax over the keys), a residual Add,
+    LayerNorm, a Gelu feed-forward network and a second residual Add."""
+    dh = d // heads
+
+    def linear(h: str, cin: int, cout: int) -> str:
+        return net.op("Add", [net.op("MatMul", [h, net.const(net.weights((cin, cout), cin), "w")]),
+                              net.const(net.bias(cout), "b")])
+
+    def norm(h: str) -> str:
+        scale = net.const((1 + 0.1 * net.rng.standard_normal(d)).astype(np.float32), "g")
+        return net.op("LayerNormalization", [h, scale, net.const(net.bias(d), "b")], axis=-1, epsilon=1e-5)
+
+    def split_heads(h: str, perm) -> str:  # [1, seq, d] -> [1, heads, seq, dh] (keys: [1, heads, dh, seq])
+        return net.op("Transpose", [net.op("Reshape", [h, net.ints([1, seq, heads, dh])])], perm=perm)
+
+    h = norm(x)
+    q = split_heads(linear(h, d, d), [0, 2, 1, 3])
+    k = split_heads(linear(h, d, d), [0, 2, 3, 1])
+    v = split_heads(linear(h, d, d), [0, 2, 1, 3])
+    scores = net.op("Mul", [net.op("MatMul", [q, k]), net.const(np.float32(1 / np.sqrt(dh)))])
+    ctx = net.op("MatMul", [net.op("Softmax", [scores], axis=-1), v])  # [1, heads, seq, dh]
+    ctx = net.op("Reshape", [net.op("Transpose", [ctx], perm=[0, 2, 1, 3]), net.ints([1, seq, d])])
+    x = net.op("Add", [x, linear(ctx, d, d)])
+    f = linear(net.op("Gelu", [linear(norm(x), d, ffn)]), ffn, d)
+    return net.op("Add", [x, f])
+
+
+def transformer(workdir: Path, seq: int = 32, d: int = 64, heads: int = 4, layers: int = 2) -> Built:
+    """A 2-layer transformer encoder (d = 64, 4 heads, sequence 32, feed-forward 2d) with a final
+    LayerNorm: LayerNormalization, batched MatMul of two activations, Softmax over the last axis,
+    Gelu, Reshape/Transpose of 4-D heads. Opset 20 (Gelu)."""
+    net = Net("transformer", 17)
+    x = "x"
+    for _ in range(layers):
+        x = _encoder_layer(net, x, seq, d, heads, 2 * d)
+    scale = net.const((1 + 0.1 * net.rng.standard_normal(d)).astype(np.float32), "g")
+    y = net.op("LayerNormalization", [x, scale, net.const(net.bias(d), "b")], axis=-1)
+    return _finish(net, {"x": (1, seq, d)}, {"y": y}, workdir, opset=20)
+
+
 def _inverted_residual(net: Net, x: str, cin: int, cout: int, expand: int, stride: int) -> str:
     """MobileNetV2's block: 1x1 expand + ReLU6, 3x3 depthwise + ReLU6, 1x1 project; a residual Add when
     the shapes allow."""
@@ -296,9 +338,10 @@ BUILDERS: dict[str, Callable[[Path], Built]] = {
     "unet": unet,
     "activations": activations,
     "shapes": shapes,
+    "transformer": transformer,
 }
 
 # Every operator the zoo must use (the list mcudeploy supports on real models).
 REQUIRED_OPS = ("Conv", "Gemm", "MatMul", "Add", "Sub", "Mul", "Sum", "Concat", "Relu", "Clip", "LeakyRelu",
                 "Sigmoid", "Tanh", "HardSwish", "MaxPool", "AveragePool", "GlobalAveragePool", "Reshape", "Flatten",
-                "Squeeze", "Unsqueeze", "Transpose", "Softmax", "Pad", "Resize")
+                "Squeeze", "Unsqueeze", "Transpose", "Softmax", "Pad", "Resize", "LayerNormalization", "Gelu")

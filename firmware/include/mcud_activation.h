@@ -25,6 +25,10 @@ void mcud_sigmoid_f32(const mcud_view *x, const mcud_view *y);
 void mcud_tanh_f32(const mcud_view *x, const mcud_view *y);
 void mcud_hard_sigmoid_f32(const mcud_view *x, const mcud_view *y, const mcud_act_params *p);
 void mcud_hard_swish_f32(const mcud_view *x, const mcud_view *y);
+void mcud_erf_f32(const mcud_view *x, const mcud_view *y);
+void mcud_gelu_f32(const mcud_view *x, const mcud_view *y);      /* 0.5 x (1 + erf(x / sqrt 2)) */
+void mcud_gelu_tanh_f32(const mcud_view *x, const mcud_view *y); /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+void mcud_sqrt_f32(const mcud_view *x, const mcud_view *y);
 
 void mcud_lut_s8(const mcud_view *x, const mcud_view *y, const mcud_lut_s8_params *p);
 void mcud_lut_u8(const mcud_view *x, const mcud_view *y, const mcud_lut_u8_params *p);

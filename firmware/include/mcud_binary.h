@@ -2,7 +2,7 @@
 #define MCUD_BINARY_H
 #include "mcud.h"
 
-/* Element-wise Add, Sub, Mul and Div with numpy broadcasting: every input view's shape
+/* Element-wise Add, Sub, Mul, Div and Pow (float only) with numpy broadcasting: every input view's shape
  * broadcasts to the output's. */
 #define MCUD_SUM_MAX_INPUTS 8
 
@@ -37,6 +37,7 @@ void mcud_add_f32(const mcud_view *a, const mcud_view *b, const mcud_view *y, co
 void mcud_sub_f32(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_binary_f32_params *p);
 void mcud_mul_f32(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_binary_f32_params *p);
 void mcud_div_f32(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_binary_f32_params *p);
+void mcud_pow_f32(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_binary_f32_params *p);
 void mcud_sum_s8(const mcud_view *x0, const mcud_view *x1, const mcud_view *x2, const mcud_view *x3,
                  const mcud_view *x4, const mcud_view *x5, const mcud_view *x6, const mcud_view *x7,
                  const mcud_view *y, const mcud_sum_s8_params *p);

@@ -1,4 +1,4 @@
-/* Data-moving kernels: Transpose and Split, on views of any element type (the copy depends only
+/* Data-moving kernels: Transpose, Split and Gather, on views of any element type (the copy depends only
  * on the element size). View operators (Reshape, Flatten, Squeeze, Unsqueeze, Identity) have
  * no kernel: their output shares the input's bytes. */
 #ifndef MCUD_SHAPE_H
@@ -16,6 +16,16 @@ typedef struct {
     int32_t count; /* number of outputs; y[count..] are NULL */
 } mcud_split_params;
 
+/* Gather along axis with indices known at compile time: y's dimensions are x's before axis, then
+ * idx_rank index dimensions (count positions, row-major), then x's after axis; position k reads
+ * x's index indices[k] (in [0, x->shape[axis])). */
+typedef struct {
+    int32_t axis;
+    int32_t idx_rank;
+    int32_t count;
+    const int32_t *indices;
+} mcud_gather_params;
+
 /* Copy an n-D block of `shape` (ndim <= MCUD_MAX_DIMS) of elements of `elem_size` bytes from
  * src to dst, each addressed through its own strides in elements. */
 void mcud_copy_strided(void *dst, const int32_t *dst_stride, const void *src, const int32_t *src_stride,
@@ -26,7 +36,8 @@ void mcud_copy_strided(void *dst, const int32_t *dst_stride, const void *src, co
     void mcud_split_##SUFFIX(const mcud_view *x, const mcud_view *y0, const mcud_view *y1,            \
                              const mcud_view *y2, const mcud_view *y3, const mcud_view *y4,            \
                              const mcud_view *y5, const mcud_view *y6, const mcud_view *y7,            \
-                             const mcud_split_params *p);
+                             const mcud_split_params *p);                                         \
+    void mcud_gather_##SUFFIX(const mcud_view *x, const mcud_view *y, const mcud_gather_params *p);
 
 MCUD_DECLARE_SHAPE_KERNELS(s8)
 MCUD_DECLARE_SHAPE_KERNELS(u8)

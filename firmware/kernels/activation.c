@@ -74,6 +74,26 @@ void mcud_hard_swish_f32(const mcud_view *x, const mcud_view *y)
     UNARY_BODY(float, float, v * clampf(v * (1.0f / 6.0f) + 0.5f, 0.0f, 1.0f))
 }
 
+void mcud_erf_f32(const mcud_view *x, const mcud_view *y)
+{
+    UNARY_BODY(float, float, erff(v))
+}
+
+void mcud_gelu_f32(const mcud_view *x, const mcud_view *y)
+{
+    UNARY_BODY(float, float, 0.5f * v * (1.0f + erff(v * 0.70710678118654752f)))
+}
+
+void mcud_gelu_tanh_f32(const mcud_view *x, const mcud_view *y)
+{
+    UNARY_BODY(float, float, 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v))))
+}
+
+void mcud_sqrt_f32(const mcud_view *x, const mcud_view *y)
+{
+    UNARY_BODY(float, float, sqrtf(v))
+}
+
 void mcud_lut_s8(const mcud_view *x, const mcud_view *y, const mcud_lut_s8_params *p)
 {
     const int8_t *table = p->table;

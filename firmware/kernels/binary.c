@@ -3,6 +3,8 @@
  * A walker visits the output row by row (a row is the innermost dimension after merging
  * dimensions every operand can step through with one stride), keeping each operand's offset;
  * a broadcast dimension has stride 0. Same-shape contiguous operands make one row. */
+#include <math.h>
+
 #include "mcud_binary.h"
 
 #define MCUD_WALK_MAX (MCUD_SUM_MAX_INPUTS + 1)
@@ -106,6 +108,7 @@ BINARY_F32(mcud_add_f32, va + vb)
 BINARY_F32(mcud_sub_f32, va - vb)
 BINARY_F32(mcud_mul_f32, va * vb)
 BINARY_F32(mcud_div_f32, va / vb)
+BINARY_F32(mcud_pow_f32, powf(va, vb))
 
 /* acc / 2^shift rounded half to even (as QuantizeLinear rounds), + y_zero, clamped. */
 static int8_t sum_s8_out(int64_t acc, const mcud_sum_s8_params *p)

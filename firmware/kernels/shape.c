@@ -1,4 +1,4 @@
-/* Transpose and Split as strided copies. The element is moved with a fixed-size memcpy, which
+/* Transpose, Split and Gather as strided copies. The element is moved with a fixed-size memcpy, which
  * compilers turn into one load and one store and which is free of strict-aliasing trouble
  * (float data is copied as bytes). */
 #include <string.h>
@@ -120,6 +120,33 @@ static void split(const mcud_view *x, const mcud_view *const *ys, const mcud_spl
     }
 }
 
+/* One strided copy per index: x's slice at indices[k] (x without the axis dimension) into y's slice
+ * at index position k (y without its index dimensions). */
+static void gather(const mcud_view *x, const mcud_view *y, const mcud_gather_params *p, int32_t size)
+{
+    int32_t shape[MCUD_MAX_DIMS], xs[MCUD_MAX_DIMS], ys[MCUD_MAX_DIMS];
+    int32_t n = 0;
+    for (int32_t d = 0; d < x->ndim; d++) {
+        if (d == p->axis) {
+            continue;
+        }
+        shape[n] = x->shape[d];
+        xs[n] = x->stride[d];
+        ys[n] = y->stride[d < p->axis ? d : d - 1 + p->idx_rank];
+        n++;
+    }
+    for (int32_t k = 0; k < p->count; k++) {
+        int32_t yo = 0, rem = k;
+        for (int32_t j = p->idx_rank - 1; j >= 0; j--) {
+            int32_t dim = p->axis + j;
+            yo += (rem % y->shape[dim]) * y->stride[dim];
+            rem /= y->shape[dim];
+        }
+        const char *src = (const char *)x->data + (size_t)p->indices[k] * (size_t)x->stride[p->axis] * (size_t)size;
+        mcud_copy_strided((char *)y->data + (size_t)yo * (size_t)size, ys, src, xs, shape, n, size);
+    }
+}
+
 #define SHAPE_KERNELS(SUFFIX, SIZE)                                                                \
     void mcud_transpose_##SUFFIX(const mcud_view *x, const mcud_view *y, const mcud_transpose_params *p) \
     {                                                                                              \
@@ -132,6 +159,10 @@ static void split(const mcud_view *x, const mcud_view *const *ys, const mcud_spl
     {                                                                                              \
         const mcud_view *ys[MCUD_SPLIT_MAX_OUTPUTS] = {y0, y1, y2, y3, y4, y5, y6, y7};            \
         split(x, ys, p, (SIZE));                                                                   \
+    }                                                                                              \
+    void mcud_gather_##SUFFIX(const mcud_view *x, const mcud_view *y, const mcud_gather_params *p) \
+    {                                                                                              \
+        gather(x, y, p, (SIZE));                                                                   \
     }
 
 SHAPE_KERNELS(s8, 1)

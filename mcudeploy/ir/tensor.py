@@ -130,5 +130,6 @@ class Tensor:
 
 
 def constant(name: str, data: np.ndarray, quant: Optional[Quant] = None) -> Tensor:
-    data = np.ascontiguousarray(data)
+    data = np.asarray(data)
+    data = np.ascontiguousarray(data).reshape(data.shape)  # ascontiguousarray alone makes a scalar 1-D
     return Tensor(name, tuple(int(d) for d in data.shape), dtype_of(data), "constant", quant, data)

@@ -1,9 +1,13 @@
-"""Unary activations: Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish.
+"""Unary activations and functions: Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Gelu,
+Erf, Sqrt.
 
 float32 runs one small math.h kernel per operator. int8 and uint8 run one shared lookup-table
 kernel: the table maps each of the 256 input codes to its output code, computed here at compile
 time (dequantize, the function in float64, quantize with round-half-even, zero point and
 saturation), so the C kernel is exact by construction and costs one load per element.
+
+numpy has no erf: Erf and Gelu's reference evaluates math.erf in float64 per element and rounds to
+float32 (the C kernel's erff is within an ulp of it).
 """
 from __future__ import annotations
 
@@ -212,3 +216,65 @@ class HardSwish(_Unary):
     def fn(self, node, x):
         gate = np.minimum(np.maximum(x * _f(x, 1.0 / 6.0) + _f(x, 0.5), _f(x, 0.0)), _f(x, 1.0))
         return x * gate
+
+
+_erf64 = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    return _erf64(x.astype(np.float64)).astype(x.dtype)
+
+
+def _sqrt(x: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return np.sqrt(x)
+
+
+def _codes_non_negative(self, graph: Graph, node: Node) -> bool:
+    """int8 only where every input code is real >= 0 (a table holds no NaN); otherwise the op stays in float."""
+    if not _Unary.accepts_int8(self, graph, node):
+        return False
+    x = graph[node.inputs[0]]
+    s, z = x.quant.single()
+    return (requant.QRANGE[x.dtype][0] - z) * s >= 0
+
+
+def _function(name: str, function, **overrides) -> type:
+    """Declare the ONNX operator `name`: `function` of each element (the reference and the int8 table),
+    mcud_<name>_f32 in C."""
+    body = {"name": name, "onnx_types": (name,), "c_name": name.lower(),
+            "fn": lambda self, node, x: function(x), **overrides}
+    return register(type(name, (_Unary,), body))
+
+
+Erf = _function("Erf", _erf)
+Sqrt = _function("Sqrt", _sqrt, accepts_int8=_codes_non_negative)
+
+
+@register
+class Gelu(_Unary):
+    """x * Phi(x) (opset 20): approximate "none" with erf, "tanh" with tanh(sqrt(2/pi) (x + 0.044715 x^3));
+    mcudeploy/passes/transformer.py also recognises torch's decomposed erf form."""
+
+    name = "Gelu"
+    onnx_types = ("Gelu",)
+    c_name = "gelu"
+
+    def from_onnx(self, onnx):
+        approximate = str(onnx.attrs.get("approximate", "none"))
+        require(approximate in ("none", "tanh"), f"Gelu approximate={approximate!r} is not supported "
+                                                 f"(none or tanh)")
+        return onnx.inputs[:1], {"approximate": approximate}
+
+    def fn(self, node, x):
+        v = x.astype(np.float64)
+        if node.attr("approximate", "none") == "tanh":
+            inner = math.sqrt(2.0 / math.pi) * (v + 0.044715 * v * v * v)
+            return (0.5 * v * (1.0 + np.tanh(inner))).astype(x.dtype)
+        return (0.5 * v * (1.0 + _erf64(v / math.sqrt(2.0)))).astype(x.dtype)
+
+    def kernel(self, graph, node):
+        call = super().kernel(graph, node)
+        if node.attr("approximate", "none") == "tanh" and call.fn == "mcud_gelu_f32":
+            return Call("mcud_gelu_tanh_f32", call.views, call.params)
+        return call

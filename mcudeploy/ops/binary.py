@@ -1,4 +1,4 @@
-"""Element-wise arithmetic with numpy broadcasting: Add, Sub, Mul, Div (Sum, Mean, Max and Min of
+"""Element-wise arithmetic with numpy broadcasting: Add, Sub, Mul, Div, Pow (Sum, Mean, Max and Min of
 any number of inputs are in variadic.py).
 
 float32 computes in float32 like onnxruntime. int8 (per-tensor quantization everywhere):
@@ -10,7 +10,7 @@ float32 computes in float32 like onnxruntime. int8 (per-tensor quantization ever
   so with "round" scales (ties are common: 0.05 + 0.05 -> 0.1) the result still agrees with
   onnxruntime's float path; otherwise it is within one step.
 - Mul: acc = (a - z_a) * (b - z_b), requantized by s_a * s_b / s_y like every int8 product.
-- Div stays in float.
+- Div and Pow stay in float (Pow is float32 only: powf, as numpy's float32 power).
 
 Integer tensors without quantization (int8, uint8, int16, int32, int64) are plain integers:
 two's complement wrap-around as in numpy, and Div truncates toward zero as in C (division
@@ -273,6 +273,20 @@ class Div(_Elementwise):
         safe = np.where(b == 0, 1, b)
         q = np.abs(a) // np.abs(safe) * np.sign(a) * np.sign(safe)  # truncation toward zero
         return np.where(b == 0, 0, q)
+
+    def accepts_int8(self, graph, node) -> bool:
+        return False
+
+
+@register
+class Pow(_Elementwise):
+    name = "Pow"
+    onnx_types = ("Pow",)
+    float_fn = "mcud_pow_f32"
+    int_dtypes = ()
+
+    def compute(self, xs):
+        return np.power(xs[0], xs[1])
 
     def accepts_int8(self, graph, node) -> bool:
         return False

@@ -1,6 +1,7 @@
 """Operators that only move data: Reshape, Flatten, Squeeze, Unsqueeze, Identity (views: no
-kernel, the output is the input's bytes), Transpose and Split (one byte-size generic strided
-copy, firmware/kernels/shape.c).
+kernel, the output is the input's bytes), Transpose, Split and Gather with constant indices (one
+byte-size generic strided copy, firmware/kernels/shape.c; a Gather whose data is constant too is
+folded at import).
 
 Every dtype is accepted; an int8 tensor keeps its quantization through these operators (the
 output's quant must equal the input's, else the op stays in float).
@@ -10,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from mcudeploy.ir import Graph, Node
-from mcudeploy.ops.base import Axis, Call, Dim, OnnxNode, Op, Struct, TensorExpr, require
+from mcudeploy.ops.base import Array, Axis, Call, Dim, OnnxNode, Op, Struct, TensorExpr, require, require_valid
 from mcudeploy.ops.registry import register
 from mcudeploy.ops.util import ints, norm_axis
 
@@ -361,3 +362,64 @@ class Copy(Transpose):
 
     def _perm(self, graph, node):
         return tuple(range(len(graph[node.inputs[0]].shape)))
+
+
+@register
+class Gather(Op):
+    """Gather along ``axis`` with constant indices (attributes ``indices``, flat, and ``indices_shape``)."""
+
+    name = "Gather"
+    onnx_types = ("Gather",)
+
+    def from_onnx(self, onnx):
+        value = onnx.const(onnx.inputs[1]) if len(onnx.inputs) > 1 and onnx.inputs[1] else None
+        require(value is not None, "Gather needs constant indices (shapes are static)")
+        return onnx.inputs[:1], {"axis": int(onnx.attrs.get("axis", 0)), "indices": ints(value),
+                                 "indices_shape": tuple(int(d) for d in np.shape(value))}
+
+    def _indices(self, graph: Graph, node: Node) -> tuple[int, np.ndarray]:
+        shape = graph[node.inputs[0]].shape
+        require(len(shape) >= 1, "Gather of a scalar is not supported")
+        axis = norm_axis(int(node.attr("axis", 0)), len(shape), "Gather")
+        idx = np.array(node.attr("indices"), dtype=np.int64).reshape(node.attr("indices_shape"))
+        n = shape[axis]
+        require_valid(bool(np.all((idx >= -n) & (idx < n))), f"has an index outside [-{n}, {n}) along axis {axis}")
+        return axis, np.where(idx < 0, idx + n, idx)
+
+    def infer(self, graph, node):
+        x = graph[node.inputs[0]]
+        axis, idx = self._indices(graph, node)
+        shape = x.shape[:axis] + idx.shape + x.shape[axis + 1:]
+        require(len(shape) <= MAX_DIMS and len(x.shape) <= MAX_DIMS,
+                f"Gather output of rank {len(shape)} (at most {MAX_DIMS})")
+        kernel_suffix(x.dtype, "Gather")
+        return [(shape, x.dtype)]
+
+    def accepts_int8(self, graph, node):
+        q = graph[node.inputs[0]].quant
+        return same_quant(graph, node) and (q is None or not q.per_channel)
+
+    def expr(self, graph, node):
+        """Dimensions before and after axis follow the output one to one; the indexed ones cannot be cut."""
+        x = graph[node.inputs[0]].shape
+        axis, idx = self._indices(graph, node)
+        out = graph[node.outputs[0]].shape
+        axes = tuple(Axis(f"d{i}", n) for i, n in enumerate(out))
+        x_dims = tuple(Dim.full() if d == axis else Dim.identity(f"d{d if d < axis else d - 1 + idx.ndim}")
+                       for d in range(len(x)))
+        y_dims = tuple(Dim.full() if axis <= i < axis + idx.ndim else Dim.identity(a.name) for i, a in enumerate(axes))
+        return TensorExpr(axes, (x_dims,), (y_dims,))
+
+    def macs(self, graph, node):
+        return 0
+
+    def reference(self, graph, node, inputs):
+        axis, idx = self._indices(graph, node)
+        return [np.ascontiguousarray(np.take(inputs[0], idx, axis=axis))]
+
+    def kernel(self, graph, node):
+        axis, idx = self._indices(graph, node)
+        suffix = kernel_suffix(graph[node.inputs[0]].dtype, "Gather")
+        return Call(f"mcud_gather_{suffix}", (node.inputs[0], node.outputs[0]), Struct.of(
+            "mcud_gather_params", axis=axis, idx_rank=idx.ndim, count=int(idx.size),
+            indices=Array("int32_t", tuple(int(v) for v in idx.ravel()))))

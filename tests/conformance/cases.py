@@ -39,6 +39,8 @@ FROZEN: dict[str, tuple[int, ...]] = {
     "ConvTranspose": (1, 2),
     "Gemm": (1, 2),
     "BatchNormalization": (1, 2, 3, 4),
+    "LayerNormalization": (1, 2),
+    "Gather": (1,),
     "PRelu": (1,),
     "Clip": (1, 2),
     "Pad": (1, 2, 3),

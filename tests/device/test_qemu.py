@@ -79,14 +79,21 @@ def int8_model(tmp_path_factory):
     return path
 
 
-def test_int8_model_equals_the_host_board_bit_for_bit(int8_model, tmp_path, need_qemu):
-    compiled = compile_model(int8_model, "qemu-m4")
-    samples = check.random_inputs(compiled.graph, 4, seed=3)
-    result = run_on_board(compiled, samples, workdir=tmp_path / "p")
+def run_on_qemu_m4_and_check(path, count: int, workdir):
+    """The model run on qemu-m4 on `count` random samples; its outputs equal the host board's and
+    run --check's verdict passes. Returns (compiled, samples, result)."""
+    compiled = compile_model(path, "qemu-m4")
+    samples = check.random_inputs(compiled.graph, count, seed=3)
+    result = run_on_board(compiled, samples, workdir=workdir / "p")
     same, lines = compare_with_host(compiled, result.outputs, samples)
     assert same, lines
-    verdict = check.check_outputs(int8_model, compiled, result.outputs, samples)
+    verdict = check.check_outputs(path, compiled, result.outputs, samples)
     assert verdict.ok, verdict.lines()
+    return compiled, samples, result
+
+
+def test_int8_model_equals_the_host_board_bit_for_bit(int8_model, tmp_path, need_qemu):
+    compiled, samples, result = run_on_qemu_m4_and_check(int8_model, 4, tmp_path)
     assert len(result.runs) == 4 and len(result.runs[0].op_ticks) == len(result.op_labels) == result.info.num_ops
     assert all(t > 0 for t in result.runs[0].op_ticks)
     assert result.runs[0].total_ticks >= sum(result.runs[0].op_ticks)
@@ -97,6 +104,21 @@ def test_int8_model_equals_the_host_board_bit_for_bit(int8_model, tmp_path, need
         raw, run = s.infer(sample_bytes(graph, samples[1]), [graph[n].nbytes for n in graph.outputs])
     assert raw[0] == result.outputs[1][0].tobytes()
     assert run.op_ticks == result.runs[1].op_ticks
+
+
+@pytest.mark.parametrize("kind", ["float", "int8"])
+def test_transformer_encoder_on_qemu_m4_equals_the_host_board(kind, tmp_path, need_qemu):
+    """The zoo's 2-layer transformer encoder (LayerNormalization, Gelu, batched MatMul, Softmax) on
+    qemu-m4: outputs equal to the host board's (float within 1e-5), and run --check's verdict passes."""
+    import onnx
+    import zoo
+
+    float_model, qdq, _ = zoo.transformer(tmp_path / "zoo")
+    path = tmp_path / f"transformer_{kind}.onnx"
+    onnx.save(qdq if kind == "int8" else float_model, path)
+    _, _, result = run_on_qemu_m4_and_check(path, 2, tmp_path)
+    assert len(result.runs) == 2 and len(result.runs[0].op_ticks) == len(result.op_labels) == result.info.num_ops
+    assert {"LayerNormalization", "Gelu", "Softmax"} <= {label.split(":")[0] for label in result.op_labels}
 
 
 def test_measure_is_reproducible_cached_and_proportional_to_work(tmp_path, need_qemu, monkeypatch):

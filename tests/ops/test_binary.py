@@ -394,3 +394,48 @@ def test_unsupported_cases_are_explained():
                    [helper.make_tensor_value_info("y", TensorProto.INT64, None)])
     with pytest.raises(UnsupportedError, match="mixed int32, int64"):
         import_onnx(model)
+
+
+# --------------------------------------------------------------------------- Pow (float only)
+
+
+def _pow_inputs(rng, shapes):
+    """Positive bases (a negative base with a fractional exponent is NaN everywhere) and exponents in [-2, 3]."""
+    base = np.asarray(np.abs(rng.standard_normal(shapes[0])) + 0.1, np.float32)
+    return [base, np.asarray(rng.uniform(-2, 3, shapes[1]), np.float32)]
+
+
+@pytest.mark.parametrize("case", SHAPES, ids=[c[0] for c in SHAPES])
+def test_pow_reference_matches_onnxruntime(case):
+    shapes = case[1]
+    xs = _pow_inputs(np.random.default_rng(13), shapes)
+    model = float_model("Pow", shapes)
+    expected = ort_outputs(model, dict(zip(_names(2), xs)))[0]
+    np.testing.assert_allclose(run_reference(lower(import_onnx(model)), xs)[0], expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", [SHAPES[0], SHAPES[1], SHAPES[6]], ids=[SHAPES[i][0] for i in (0, 1, 6)])
+def test_pow_c_matches_reference(case):
+    shapes = case[1]
+    xs = _pow_inputs(np.random.default_rng(14), shapes)
+    model = float_model("Pow", shapes)
+    expected = run_reference(lower(import_onnx(model)), xs)[0]
+    got = host_outputs(model, [dict(zip(_names(2), xs))])[0][0]
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
+
+
+@needs_gcc
+def test_pow_kernel_on_strided_views(tmp_path):
+    shapes = [(1, 8, 4, 4), (8, 1, 1)]
+    graph, node = _float_graph("Pow", shapes, clip=(-0.8, 1.5))
+    xs = _pow_inputs(np.random.default_rng(15), shapes)
+    got = run_kernel(tmp_path, registry.get("Pow").kernel(graph, node), graph, dict(zip(graph.inputs, xs)),
+                     {"x0": 2, "x1": 1, "y": 1})[0]
+    np.testing.assert_allclose(got, run_reference(graph, xs)[0], rtol=1e-6, atol=1e-7)
+
+
+def test_int8_pow_stays_float():
+    model = qdq_model("Pow", [(4,), (4,)], [(0.05, 0), (0.05, 0)], (0.1, 0))
+    graph = lower(import_onnx(model))
+    pow_node, = [n for n in graph.nodes if n.op == "Pow"]
+    assert graph[pow_node.inputs[0]].dtype == "float32"

@@ -177,6 +177,18 @@ def test_transpose_all_perms_4d():
         np.testing.assert_array_equal(reference_outputs(m, {"x": x})[1][0], ort_outputs(m, {"x": x})[0])
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int8"])
+@pytest.mark.parametrize("shape", [(2, 3, 4), (2, 3, 4, 5)], ids=["rank3", "rank4"])
+def test_transpose_every_permutation_through_the_c(dtype, shape):
+    """Every permutation of a rank-3 and a rank-4 tensor, as one model with an output per permutation,
+    through the host C: equal to onnxruntime element for element."""
+    perms = list(itertools.permutations(range(len(shape))))
+    nodes = [helper.make_node("Transpose", ["x"], [f"y{i}"], perm=list(p)) for i, p in enumerate(perms)]
+    m = checked_model(nodes, [vi("x", dtype, shape)],
+                      [vi(f"y{i}", dtype, tuple(shape[j] for j in p)) for i, p in enumerate(perms)])
+    check_exact(m, {"x": random(dtype, shape, np.random.default_rng(7))})
+
+
 @pytest.mark.parametrize("opset,shape,axis,sizes,n", [
     (13, (4, 6), 1, None, 3),
     (13, (4, 6), 0, (1, 3), 2),

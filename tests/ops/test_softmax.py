@@ -44,6 +44,10 @@ FLOAT_CASES = [
     ("last_axis", (2, 3, 7), -1, 13),
     ("middle_axis", (2, 5, 4, 3), 1, 13),
     ("first_axis", (4, 6), 0, 13),
+    ("rank3_axis0", (3, 4, 5), 0, 13),
+    ("rank3_axis1_negative", (3, 4, 5), -2, 13),
+    ("rank4_axis2", (2, 3, 4, 5), 2, 13),
+    ("rank4_axis0", (3, 2, 4, 2), -4, 13),
     ("legacy_default_coerced", (2, 3, 4, 5), None, 11),
     ("legacy_axis2_coerced", (2, 3, 4, 5), 2, 11),
     ("legacy_last", (2, 3, 6), -1, 11),
@@ -92,6 +96,8 @@ INT8_CASES = [
     ("long_row_fine_out", (1, 1000), -1, 13, "int8", 0.05, 0, 0.01 / 255, -128),
     ("odd_out_scale", (3, 7), 1, 13, "int8", 0.07, 10, 0.0041, -120),
     ("middle_axis", (2, 6, 3, 4), 1, 13, "int8", 0.06, 0, 1 / 256, -128),
+    ("rank3_axis0", (5, 3, 4), 0, 13, "int8", 0.08, 3, 1 / 256, -128),
+    ("rank4_axis2", (2, 3, 7, 4), -2, 13, "int8", 0.05, -4, 1 / 256, -128),
     ("legacy_coerced", (2, 3, 4, 5), 1, 11, "int8", 0.1, 2, 0.002, -128),
 ]
 INT8_IDS = [c[0] for c in INT8_CASES]
