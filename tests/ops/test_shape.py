@@ -251,6 +251,36 @@ def test_int8_transpose_with_other_output_scale_stays_float():
     check_exact(m, {"x": x})
 
 
+def split_qdq(out_scales, shape=(1, 6, 3, 2)):
+    """x -Q-> DQ -> Split(axis 1, 2 + 4) -> each part -Q-> DQ -> y_i at its own output scale."""
+    q = [numpy_helper.from_array(np.array(0.05, np.float32), "s_in"), numpy_helper.from_array(np.array(3, np.int8), "z"),
+         i64("sizes", (2, 4))]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s_in", "z"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "s_in", "z"], ["xd"]),
+             helper.make_node("Split", ["xd", "sizes"], ["p0", "p1"], axis=1)]
+    outs = []
+    for i, scale in enumerate(out_scales):
+        q.append(numpy_helper.from_array(np.array(scale, np.float32), f"s{i}"))
+        nodes += [helper.make_node("QuantizeLinear", [f"p{i}", f"s{i}", "z"], [f"q{i}"]),
+                  helper.make_node("DequantizeLinear", [f"q{i}", f"s{i}", "z"], [f"y{i}"])]
+        outs.append(vi(f"y{i}", "float32", (1, (2, 4)[i], 3, 2)))
+    return checked_model(nodes, [vi("x", "float32", shape)], outs, q)
+
+
+@pytest.mark.parametrize("out_scales, dtype", [((0.05, 0.05), "int8"), ((0.05, 0.1), "float32")])
+def test_int8_split_is_lowered_where_every_output_keeps_the_input_quantization(out_scales, dtype):
+    """ShuffleNetV2's channel split (torch.chunk) as quantize_static writes it: each output read by its
+    own QuantizeLinear. With the input's quantization on every output the Split runs on int8 (slices
+    of its input, no kernel); an output quantized otherwise keeps it in float."""
+    m = split_qdq(out_scales)
+    graph, _ = reference_outputs(m, {"x": np.zeros((1, 6, 3, 2), np.float32)})
+    split = next(n for n in graph.nodes if n.op == "Split")
+    assert {graph[o].dtype for o in split.outputs} == {dtype}
+    assert sum(n.op == "DequantizeLinear" for n in graph.nodes) == (2 if dtype == "int8" else 3)
+    x = np.random.default_rng(10).standard_normal((1, 6, 3, 2)).astype(np.float32) * 3
+    check_exact(m, {"x": x})
+
+
 # --------------------------------------------------------------------------- tensor expressions
 
 
