@@ -17,7 +17,7 @@ from mcudeploy.memory import Lifetimes, Placement, areas
 from mcudeploy.memory.layout import lay_out
 from mcudeploy.offload import fit_scratch
 from mcudeploy.partition import Scheme, split
-from mcudeploy.passes.activation import fuse_activations
+from mcudeploy.passes.activation import fuse_activations, fuse_swish
 from mcudeploy.passes.batchnorm import fold_batchnorm
 from mcudeploy.passes.graph_edit import eliminate_dead
 from mcudeploy.passes.int8_input import take_int8_inputs
@@ -31,6 +31,7 @@ PASSES: tuple[tuple[str, Callable[[Graph], Graph]], ...] = (
     ("fold_batchnorm", fold_batchnorm),
     ("lower_qdq", lower_qdq),
     ("fuse_activations", fuse_activations),
+    ("fuse_swish", fuse_swish),
     ("eliminate_dead", eliminate_dead),
 )
 # what --int8-input adds in front: the quantized inputs are taken as the integers their QuantizeLinear makes

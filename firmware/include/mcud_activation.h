@@ -6,7 +6,7 @@
  * is written). float32 kernels compute with math.h; int8/uint8 share one lookup table. */
 
 typedef struct {
-    float alpha; /* Clip: min; LeakyRelu, HardSigmoid: alpha */
+    float alpha; /* Clip: min; LeakyRelu, HardSigmoid, Swish: alpha */
     float beta;  /* Clip: max; HardSigmoid: beta */
 } mcud_act_params;
 
@@ -25,6 +25,7 @@ void mcud_sigmoid_f32(const mcud_view *x, const mcud_view *y);
 void mcud_tanh_f32(const mcud_view *x, const mcud_view *y);
 void mcud_hard_sigmoid_f32(const mcud_view *x, const mcud_view *y, const mcud_act_params *p);
 void mcud_hard_swish_f32(const mcud_view *x, const mcud_view *y);
+void mcud_swish_f32(const mcud_view *x, const mcud_view *y, const mcud_act_params *p);
 
 void mcud_lut_s8(const mcud_view *x, const mcud_view *y, const mcud_lut_s8_params *p);
 void mcud_lut_u8(const mcud_view *x, const mcud_view *y, const mcud_lut_u8_params *p);

@@ -74,6 +74,13 @@ void mcud_hard_swish_f32(const mcud_view *x, const mcud_view *y)
     UNARY_BODY(float, float, v * clampf(v * (1.0f / 6.0f) + 0.5f, 0.0f, 1.0f))
 }
 
+/* x * Sigmoid(alpha x): Sigmoid's expression, then the product (SiLU as exported, Mul(x, Sigmoid(x)),
+ * fused: the same float operations in one pass) */
+void mcud_swish_f32(const mcud_view *x, const mcud_view *y, const mcud_act_params *p)
+{
+    UNARY_BODY(float, float, v * (1.0f / (1.0f + expf(-(v * p->alpha)))))
+}
+
 void mcud_lut_s8(const mcud_view *x, const mcud_view *y, const mcud_lut_s8_params *p)
 {
     const int8_t *table = p->table;

@@ -1,4 +1,4 @@
-"""Unary activations: Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish.
+"""Unary activations: Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Swish.
 
 float32 runs one small math.h kernel per operator. int8 and uint8 run one shared lookup-table
 kernel: the table maps each of the 256 input codes to its output code, computed here at compile
@@ -212,3 +212,28 @@ class HardSwish(_Unary):
     def fn(self, node, x):
         gate = np.minimum(np.maximum(x * _f(x, 1.0 / 6.0) + _f(x, 0.5), _f(x, 0.0)), _f(x, 1.0))
         return x * gate
+
+
+@register
+class Swish(_Unary):
+    """x * Sigmoid(alpha * x) (opset 24); SiLU is alpha = 1. Exports write SiLU as Mul(x, Sigmoid(x)),
+    which passes/activation.py fuses into one Swish: float in one pass, int8 in one table whose codes
+    are the two operators' (``table``: Sigmoid's table, then Mul's integer arithmetic, so exact)."""
+
+    name = "Swish"
+    onnx_types = ("Swish",)
+    c_name = "swish"
+
+    def from_onnx(self, onnx):
+        return onnx.inputs[:1], {"alpha": float(onnx.attrs.get("alpha", 1.0))}
+
+    def fn(self, node, x):
+        one = _f(x, 1.0)
+        return x * (one / (one + np.exp(-(x * _f(x, node.attr("alpha", 1.0))))))
+
+    def float_params(self, node):
+        return Struct.of("mcud_act_params", alpha=float(node.attr("alpha", 1.0)), beta=0.0)
+
+    def table(self, graph, node):
+        fused = node.attr("table")
+        return super().table(graph, node) if fused is None else np.asarray(fused, dtype=np.int64)

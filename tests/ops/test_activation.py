@@ -68,6 +68,8 @@ CASES = [
     ("hard_sigmoid_default", "HardSigmoid", {}, 13),
     ("hard_sigmoid_attrs", "HardSigmoid", {"alpha": 0.3, "beta": 0.4}, 13),
     ("hard_swish", "HardSwish", {}, 14),
+    ("swish", "Swish", {}, 24),
+    ("swish_alpha", "Swish", {"alpha": 0.7}, 24),
 ]
 IDS = [c[0] for c in CASES]
 
@@ -175,7 +177,7 @@ def _single_op_graph(op: str, attrs: dict, shape, dtype: str, quant=None) -> tup
 
 
 STRIDED = [("Relu", {}), ("Clip", {"min": -0.5, "max": 0.25}), ("LeakyRelu", {"alpha": 0.2}), ("Sigmoid", {}),
-           ("Tanh", {}), ("HardSigmoid", {"alpha": 0.2, "beta": 0.5}), ("HardSwish", {})]
+           ("Tanh", {}), ("HardSigmoid", {"alpha": 0.2, "beta": 0.5}), ("HardSwish", {}), ("Swish", {"alpha": 0.7})]
 
 
 @needs_gcc
@@ -235,3 +237,65 @@ def test_clip_with_computed_bound_is_rejected():
                    [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [], 13)
     with pytest.raises(UnsupportedError, match="constant min"):
         import_onnx(model)
+
+
+# --------------------------------------------------------------------------- SiLU as exported: Mul(x, Sigmoid(x))
+
+
+def silu_model(quantized: bool, shape=(1, 16, 16), s_x=0.06, z_x=-9) -> onnx.ModelProto:
+    """x -> Sigmoid -> Mul(x, .) as torch exports SiLU; quantized: int8 QDQ around each operator as
+    quantize_static writes it (the gate and the product with their own scales)."""
+    if not quantized:
+        nodes = [helper.make_node("Sigmoid", ["x"], ["g"]), helper.make_node("Mul", ["x", "g"], ["y"])]
+        return _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [], 13)
+    params = {"x": (s_x, z_x), "g": (1 / 255, -128), "y": (0.035, -120)}
+    inits = [t for n, (s, z) in params.items() for t in (numpy_helper.from_array(np.array(s, np.float32), f"s_{n}"),
+                                                         numpy_helper.from_array(np.array(z, np.int8), f"z_{n}"))]
+    nodes = [helper.make_node("DequantizeLinear", ["x", "s_x", "z_x"], ["x_f"]),
+             helper.make_node("Sigmoid", ["x_f"], ["g_f"]),
+             helper.make_node("QuantizeLinear", ["g_f", "s_g", "z_g"], ["g_q"]),
+             helper.make_node("DequantizeLinear", ["g_q", "s_g", "z_g"], ["g_d"]),
+             helper.make_node("Mul", ["x_f", "g_d"], ["y_f"]),
+             helper.make_node("QuantizeLinear", ["y_f", "s_y", "z_y"], ["y"])]
+    return _model(nodes, [helper.make_tensor_value_info("x", TensorProto.INT8, shape)],
+                  [helper.make_tensor_value_info("y", TensorProto.INT8, None)], inits, 13)
+
+
+@pytest.mark.parametrize("quantized", [False, True], ids=["float", "int8"])
+def test_silu_is_one_swish_computing_what_the_pair_did(quantized):
+    """Mul(x, Sigmoid(x)) lowers to one Swish; on every int8 code it gives the Sigmoid table then
+    the Mul's requantization bit for bit (the two operators' own references, run unfused), and
+    onnxruntime's values; the host C equals the reference."""
+    from mcudeploy.passes.activation import fuse_swish
+    from mcudeploy.pipeline import PASSES
+
+    model = silu_model(quantized)
+    graph = lower(import_onnx(model), check=True)
+    assert [n.op for n in graph.nodes] == ["Swish"]
+    x = _all_codes("int8") if quantized else _float_input(4, (1, 16, 16))
+    unfused_graph = import_onnx(model)  # every pass but the fusion
+    for _, run in PASSES:
+        unfused_graph = unfused_graph if run is fuse_swish else run(unfused_graph)
+    assert [n.op for n in unfused_graph.nodes] == ["Sigmoid", "Mul"]
+    got = run_reference(graph, [x])[0]
+    np.testing.assert_array_equal(got, run_reference(unfused_graph, [x])[0])
+    want = ort_outputs(model, {"x": x})[0]
+    if quantized:
+        assert np.abs(got.astype(np.int32) - want.astype(np.int32)).max() <= 1
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    c = host_outputs(model, [{"x": x}])[0][0]
+    if quantized:
+        np.testing.assert_array_equal(c, got)
+    else:
+        np.testing.assert_allclose(c, got, rtol=1e-6, atol=1e-7)
+
+
+def test_silu_gate_read_elsewhere_is_not_fused():
+    """A Sigmoid whose output has another reader stays: fusing would compute the gate twice."""
+    nodes = [helper.make_node("Sigmoid", ["x"], ["g"]), helper.make_node("Mul", ["x", "g"], ["y"]),
+             helper.make_node("Add", ["y", "g"], ["z"])]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 8))],
+                   [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)], [], 13)
+    assert [n.op for n in lower(import_onnx(model)).nodes] == ["Sigmoid", "Mul", "Add"]
