@@ -161,14 +161,22 @@ void mcud_sum_s8(const mcud_view *x0, const mcud_view *x1, const mcud_view *x2, 
 }
 
 /* One row of a * b where b is one value (a squeeze-excite scale broadcast over H x W), the shift in
- * [33, 62] (the usual case): one 32x32->64 multiply and the high word per element. */
-static inline __attribute__((always_inline)) void mul_s8_row_scalar(const int8_t *pa, int32_t a_zero, int32_t vb,
+ * [33, 62] (the usual case): one 32x32->64 multiply and the high word per element. Not inlined: a
+ * function of its own keeps every parameter in a register. */
+static __attribute__((noinline)) void mul_s8_row_scalar(const int8_t *pa, int32_t a_zero, int32_t vb,
                                                                      int8_t *py, int32_t len,
                                                                      const mcud_mul_s8_params *p, int32_t r,
                                                                      int32_t half)
 {
     /* the parameters in registers: a store through py may alias *p as far as C knows */
     const int32_t mult = p->mult, y_zero = p->y_zero, lo = p->act_min, hi = p->act_max;
+    if (lo == -128 && hi == 127) { /* no fused activation: the clamp is one saturation (SSAT) */
+        for (int32_t i = 0; i < len; i++) {
+            int32_t v = mcud_requant_hi_r(((int32_t)pa[i] - a_zero) * vb, mult, r, half) + y_zero;
+            py[i] = (int8_t)mcud_sat8(v);
+        }
+        return;
+    }
     for (int32_t i = 0; i < len; i++) {
         int32_t v = mcud_requant_hi_r(((int32_t)pa[i] - a_zero) * vb, mult, r, half) + y_zero;
         py[i] = (int8_t)mcud_clamp(v, lo, hi);
