@@ -22,6 +22,7 @@ from mcudeploy.passes.batchnorm import fold_batchnorm
 from mcudeploy.passes.graph_edit import eliminate_dead
 from mcudeploy.passes.int8_input import take_int8_inputs
 from mcudeploy.passes.qdq import lower_qdq
+from mcudeploy.passes.shuffle import lower_channel_shuffle
 from mcudeploy.schedule import Schedule, schedule
 
 
@@ -30,6 +31,7 @@ SCRATCH_POLICIES = ("fit", "keep")  # compile_graph's choice of kernels with wor
 PASSES: tuple[tuple[str, Callable[[Graph], Graph]], ...] = (
     ("fold_batchnorm", fold_batchnorm),
     ("lower_qdq", lower_qdq),
+    ("lower_channel_shuffle", lower_channel_shuffle),
     ("fuse_activations", fuse_activations),
     ("fuse_swish", fuse_swish),
     ("eliminate_dead", eliminate_dead),
