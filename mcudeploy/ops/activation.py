@@ -145,21 +145,30 @@ class Clip(_Unary):
         return Struct.of("mcud_act_params", alpha=lo, beta=hi)
 
 
+class _WithAlpha(_Unary):
+    """An activation with one attribute, alpha (LeakyRelu, Swish), passed to its float kernel."""
+
+    alpha_default: ClassVar[float] = 1.0
+
+    def from_onnx(self, onnx):
+        return onnx.inputs[:1], {"alpha": float(onnx.attrs.get("alpha", self.alpha_default))}
+
+    def alpha(self, node: Node, x: np.ndarray):
+        return _f(x, node.attr("alpha", self.alpha_default))
+
+    def float_params(self, node):
+        return Struct.of("mcud_act_params", alpha=float(node.attr("alpha", self.alpha_default)), beta=0.0)
+
+
 @register
-class LeakyRelu(_Unary):
+class LeakyRelu(_WithAlpha):
     name = "LeakyRelu"
     onnx_types = ("LeakyRelu",)
     c_name = "leaky_relu"
-
-    def from_onnx(self, onnx):
-        return onnx.inputs[:1], {"alpha": float(onnx.attrs.get("alpha", 0.01))}
+    alpha_default = 0.01
 
     def fn(self, node, x):
-        alpha = _f(x, node.attr("alpha", 0.01))
-        return np.where(x >= 0, x, x * alpha)
-
-    def float_params(self, node):
-        return Struct.of("mcud_act_params", alpha=float(node.attr("alpha", 0.01)), beta=0.0)
+        return np.where(x >= 0, x, x * self.alpha(node, x))
 
 
 @register
@@ -215,7 +224,7 @@ class HardSwish(_Unary):
 
 
 @register
-class Swish(_Unary):
+class Swish(_WithAlpha):
     """x * Sigmoid(alpha * x) (opset 24); SiLU is alpha = 1. Exports write SiLU as Mul(x, Sigmoid(x)),
     which passes/activation.py fuses into one Swish: float in one pass, int8 in one table whose codes
     are the two operators' (``table``: Sigmoid's table, then Mul's integer arithmetic, so exact)."""
@@ -224,15 +233,9 @@ class Swish(_Unary):
     onnx_types = ("Swish",)
     c_name = "swish"
 
-    def from_onnx(self, onnx):
-        return onnx.inputs[:1], {"alpha": float(onnx.attrs.get("alpha", 1.0))}
-
     def fn(self, node, x):
         one = _f(x, 1.0)
-        return x * (one / (one + np.exp(-(x * _f(x, node.attr("alpha", 1.0))))))
-
-    def float_params(self, node):
-        return Struct.of("mcud_act_params", alpha=float(node.attr("alpha", 1.0)), beta=0.0)
+        return x * (one / (one + np.exp(-(x * self.alpha(node, x)))))
 
     def table(self, graph, node):
         fused = node.attr("table")
