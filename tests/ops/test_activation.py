@@ -194,10 +194,11 @@ def test_float_kernel_on_strided_views(tmp_path, op, attrs, inplace):
 @needs_gcc
 @pytest.mark.parametrize("dtype", ["int8", "uint8"])
 @pytest.mark.parametrize("inplace", [False, True], ids=["strided", "inplace"])
-def test_lut_kernel_on_strided_views_is_bit_exact(tmp_path, dtype, inplace):
+@pytest.mark.parametrize("shape", [(4, 8, 8), (3, 5, 7)], ids=["256", "105"])  # 105: the dense loop's tail of 1
+def test_lut_kernel_on_strided_views_is_bit_exact(tmp_path, dtype, inplace, shape):
     quant = (Quant((0.04,), (7,)), Quant((1 / 255,), (-128 if dtype == "int8" else 0,)))
-    graph, node = _single_op_graph("Sigmoid", {}, (4, 8, 8), dtype, quant)
-    x = _all_codes(dtype).reshape(4, 8, 8)
+    graph, node = _single_op_graph("Sigmoid", {}, shape, dtype, quant)
+    x = np.roll(_all_codes(dtype).ravel(), 75)[:int(np.prod(shape))].reshape(shape)
     call = registry.get("Sigmoid").kernel(graph, node)
     assert call.fn == f"mcud_lut_{'s8' if dtype == 'int8' else 'u8'}"
     got = run_unary_kernel(tmp_path, call, graph, x, pad=0 if inplace else 1, inplace=inplace)
