@@ -170,14 +170,15 @@ MOBILE_OPS = ("HardSwish", "HardSigmoid", "Swish", "Sigmoid", "Mul")
 
 @dataclass(frozen=True)
 class PieceRow:
-    """One operator kind of a mobile model: its calls, elements written, instructions; and of the
-    convolutions feeding them, their MACs and instructions."""
+    """One operator kind of a mobile model: its calls, elements written, instructions; of those calls
+    that read a convolution's output, their instructions and the convolutions' MACs and instructions."""
 
     model: str
     op: str
     calls: int
     elements: int
     instructions: int
+    paired_instructions: int
     conv_macs: int
     conv_instructions: int
 
@@ -185,7 +186,8 @@ class PieceRow:
         return {"model": self.model, "op": self.op, "calls": self.calls, "elements": self.elements,
                 "instructions": self.instructions,
                 "instructions_per_element": round(self.instructions / self.elements, 3),
-                "instructions_per_conv_mac": round(self.instructions / self.conv_macs, 4) if self.conv_macs else None,
+                "instructions_per_conv_mac": round(self.paired_instructions / self.conv_macs, 4)
+                if self.conv_macs else None,
                 "conv_instructions_per_mac": round(self.conv_instructions / self.conv_macs, 3)
                 if self.conv_macs else None}
 
@@ -207,17 +209,18 @@ def measure_mobile(board: str, cache: TimingCache, repeat: int, workdir: Path) -
             nodes = [n for n in graph.nodes if n.op == op and n.name in ins]
             if not nodes:
                 continue
-            convs = [graph.producer(n.inputs[0]) for n in nodes] if op != "Conv" else nodes
-            convs = [c for c in convs if c is not None and c.op == "Conv" and c.name in ins]
+            pairs = [(n, n if op == "Conv" else graph.producer(n.inputs[0])) for n in nodes]
+            pairs = [(n, c) for n, c in pairs if c is not None and c.op == "Conv" and c.name in ins]
             rows.append(PieceRow(name, op, len(nodes), sum(graph[n.outputs[0]].size for n in nodes),
-                                 sum(ins[n.name] for n in nodes),
-                                 sum(registry.get("Conv").macs(graph, c) for c in convs),
-                                 sum(ins[c.name] for c in convs)))
+                                 sum(ins[n.name] for n in nodes), sum(ins[n.name] for n, _ in pairs),
+                                 sum(registry.get("Conv").macs(graph, c) for _, c in pairs),
+                                 sum(ins[c.name] for _, c in pairs)))
     return rows
 
 
 def mobile_lines(rows: list[PieceRow], board: str) -> list[str]:
-    out = [f"mobile-net pieces on {board} (zoo int8 models; per MAC: of the convolutions whose output they read)",
+    out = [f"mobile-net pieces on {board} (zoo int8 models; /conv MAC: the calls that read a convolution's output, "
+           f"per MAC of those convolutions)",
            f"{'model':<20} {'operator':<12} {'calls':>5} {'elements':>10} {'instructions':>13} {'/element':>9} "
            f"{'/conv MAC':>10} {'conv /MAC':>10}"]
     for r in rows:
