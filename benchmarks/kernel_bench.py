@@ -6,10 +6,13 @@ board and timed with ``measure_model``; the figure is the Conv/Gemm operator's o
 instructions, not the QuantizeLinear in front of it. Per whole model: every int8 model in
 MODELS/onnx and MODELS/tflite (the .tflite computing as TFLite Micro does, bit for bit), its total
 instructions, its MACs (the operators' ``macs`` summed) and instructions per MAC, next to
-CMSIS-NN's figure for KWS.
+CMSIS-NN's figure for KWS. Mobile-net pieces (issue 17): the zoo's int8 MobileNetV3-Small and
+EfficientNet-B0 (tests/zoo.py), per operator kind its instructions per element and, for the
+activations (HardSwish, HardSigmoid, Swish) and the squeeze-excite Mul, their instructions per MAC of
+the convolution whose output they read, next to that convolution's own instructions per MAC.
 
     python benchmarks/kernel_bench.py [--board qemu-m4] [--models DIR] [--json] [--cached] [--check]
-                                      [--scratch always|fit] [--only layers|models]
+                                      [--scratch always|fit] [--only layers|models|mobile]
 
 A layer alone is always at its arena's peak, where the compiler trades a fast kernel's
 scratch for a slower kernel that needs none; by default the layers keep their scratch (as
@@ -161,6 +164,73 @@ def measure_whole(path: Path, board: str, cache: TimingCache, repeat: int) -> Ro
     return Row(path.name, model_macs(compiled), total, "", cmsis, plain)
 
 
+MOBILE_MODELS = ("mobilenetv3_small", "efficientnet_b0")
+MOBILE_OPS = ("HardSwish", "HardSigmoid", "Swish", "Sigmoid", "Mul")
+
+
+@dataclass(frozen=True)
+class PieceRow:
+    """One operator kind of a mobile model: its calls, elements written, instructions; of those calls
+    that read a convolution's output, their instructions and the convolutions' MACs and instructions."""
+
+    model: str
+    op: str
+    calls: int
+    elements: int
+    instructions: int
+    paired_instructions: int
+    conv_macs: int
+    conv_instructions: int
+
+    def as_dict(self) -> dict:
+        return {"model": self.model, "op": self.op, "calls": self.calls, "elements": self.elements,
+                "instructions": self.instructions,
+                "instructions_per_element": round(self.instructions / self.elements, 3),
+                "instructions_per_conv_mac": round(self.paired_instructions / self.conv_macs, 4)
+                if self.conv_macs else None,
+                "conv_instructions_per_mac": round(self.conv_instructions / self.conv_macs, 3)
+                if self.conv_macs else None}
+
+
+def measure_mobile(board: str, cache: TimingCache, repeat: int, workdir: Path) -> list[PieceRow]:
+    """The mobile pieces of the zoo's int8 models, measured as compiled (see the module's doc)."""
+    import zoo
+
+    rows = []
+    for name in MOBILE_MODELS:
+        _, qdq, _ = zoo.MOBILE_BUILDERS[name](workdir / name)
+        compiled = compile_model(qdq, board)
+        graph = compiled.graph
+        m = measure_model(compiled, repeat=repeat, cache=cache)
+        by_label = {o.label: o for o in m.ops}
+        labels = {f"{n.op}: {n.name}": n for n in graph.nodes}
+        ins = {n.name: instructions(m, by_label[label].index) for label, n in labels.items() if label in by_label}
+        for op in MOBILE_OPS + ("Conv",):
+            nodes = [n for n in graph.nodes if n.op == op and n.name in ins]
+            if not nodes:
+                continue
+            pairs = [(n, n if op == "Conv" else graph.producer(n.inputs[0])) for n in nodes]
+            pairs = [(n, c) for n, c in pairs if c is not None and c.op == "Conv" and c.name in ins]
+            rows.append(PieceRow(name, op, len(nodes), sum(graph[n.outputs[0]].size for n in nodes),
+                                 sum(ins[n.name] for n in nodes), sum(ins[n.name] for n, _ in pairs),
+                                 sum(registry.get("Conv").macs(graph, c) for _, c in pairs),
+                                 sum(ins[c.name] for _, c in pairs)))
+    return rows
+
+
+def mobile_lines(rows: list[PieceRow], board: str) -> list[str]:
+    out = [f"mobile-net pieces on {board} (zoo int8 models; /conv MAC: the calls that read a convolution's output, "
+           f"per MAC of those convolutions)",
+           f"{'model':<20} {'operator':<12} {'calls':>5} {'elements':>10} {'instructions':>13} {'/element':>9} "
+           f"{'/conv MAC':>10} {'conv /MAC':>10}"]
+    for r in rows:
+        d = r.as_dict()
+        out.append(f"{r.model:<20} {r.op:<12} {r.calls:>5} {r.elements:>10,} {r.instructions:>13,} "
+                   f"{d['instructions_per_element']:>9.2f} {_n(d['instructions_per_conv_mac'], '.4f'):>10} "
+                   f"{_n(d['conv_instructions_per_mac'], '.2f'):>10}")
+    return out
+
+
 def _n(v: Optional[float], fmt: str = ",.0f") -> str:
     return "–" if v is None else format(v, fmt)
 
@@ -217,7 +287,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--board", default="qemu-m4", help="an emulated or attached board (default qemu-m4)")
     p.add_argument("--models", type=Path, default=DEFAULT_MODELS, help="folder holding onnx/*.onnx")
-    p.add_argument("--only", choices=("layers", "models"), help="measure only the layers or only the models")
+    p.add_argument("--only", choices=("layers", "models", "mobile"),
+                   help="measure only the layers, the models or the mobile-net pieces")
     p.add_argument("--repeat", type=int, default=2, help="repetitions per operator (QEMU -icount: all equal)")
     p.add_argument("--scratch", choices=("always", "fit"), default="always",
                    help="layers: keep every fast kernel's scratch (default, as CMSIS-NN) or let the compiler "
@@ -230,10 +301,11 @@ def main(argv=None) -> int:
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="mcud-kernel-bench-") as tmp:
         cache = TimingCache(args.board, None if args.cached else Path(tmp))
-        layers = [] if args.only == "models" else [measure_layer(n, args.board, cache, args.repeat, args.scratch)
-                                                   for n in LAYERS]
+        layers = [] if args.only in ("models", "mobile") else [
+            measure_layer(n, args.board, cache, args.repeat, args.scratch) for n in LAYERS]
         models, skipped = [], []
-        if args.only != "layers":
+        mobile = [] if args.only in ("layers", "models") else measure_mobile(args.board, cache, args.repeat, Path(tmp))
+        if args.only in (None, "models"):
             paths = sorted((args.models / "onnx").glob("*int8*.onnx")) + sorted(
                 (args.models / "tflite").glob("*int8*.tflite"))
             if not paths:
@@ -245,9 +317,11 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps({"board": args.board, "scratch": args.scratch, "seconds": round(seconds, 1), "layers": [r.as_dict() for r in layers],
                           "models": [r.as_dict() for r in models], "skipped": skipped,
+                          "mobile": [r.as_dict() for r in mobile],
                           "acceptance": [{"target": t, "met": ok} for t, ok in checks]}, indent=1))
     else:
-        for line in table_lines(layers, models, skipped, args.board):
+        for line in table_lines(layers, models, skipped, args.board) + ([""] + mobile_lines(mobile, args.board)
+                                                                          if mobile else []):
             print(line)
         print()
         for target, ok in checks:

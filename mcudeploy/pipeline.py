@@ -18,12 +18,13 @@ from mcudeploy.memory.layout import lay_out
 from mcudeploy.offload import fit_scratch
 from mcudeploy.offload.swap import Offload, has_slow_region, parse_budget, place_within
 from mcudeploy.partition import Scheme, split
-from mcudeploy.passes.activation import fuse_activations
+from mcudeploy.passes.activation import fuse_activations, fuse_swish
 from mcudeploy.passes.batchnorm import fold_batchnorm
 from mcudeploy.passes.graph_edit import eliminate_dead
 from mcudeploy.passes.int8_input import take_int8_inputs
 from mcudeploy.passes.qdq import lower_qdq
 from mcudeploy.passes.transformer import fuse_transformer_patterns
+from mcudeploy.passes.shuffle import lower_channel_shuffle
 from mcudeploy.schedule import Schedule, schedule
 
 
@@ -34,7 +35,9 @@ PASSES: tuple[tuple[str, Callable[[Graph], Graph]], ...] = (
     ("fold_batchnorm", fold_batchnorm),
     ("fuse_transformer_patterns", fuse_transformer_patterns),
     ("lower_qdq", lower_qdq),
+    ("lower_channel_shuffle", lower_channel_shuffle),
     ("fuse_activations", fuse_activations),
+    ("fuse_swish", fuse_swish),
     ("eliminate_dead", eliminate_dead),
 )
 # what --int8-input adds in front: the quantized inputs are taken as the integers their QuantizeLinear makes

@@ -87,7 +87,8 @@ def samples(inputs: dict[str, tuple], count: int, seed: int) -> list[dict[str, n
     return [{n: rng.standard_normal(s).astype(np.float32) for n, s in inputs.items()} for _ in range(count)]
 
 
-def quantize(model: onnx.ModelProto, inputs: dict[str, tuple], workdir: Path, seed: int = 1) -> onnx.ModelProto:
+def quantize(model: onnx.ModelProto, inputs: dict[str, tuple], workdir: Path, seed: int = 1,
+             extra: tuple[str, ...] = ()) -> onnx.ModelProto:
     """The int8 QDQ version of a float model, calibrated on seeded random inputs."""
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.registry import QDQRegistry, QLinearOpsRegistry
@@ -103,7 +104,7 @@ def quantize(model: onnx.ModelProto, inputs: dict[str, tuple], workdir: Path, se
     workdir.mkdir(parents=True, exist_ok=True)
     src, dst = workdir / f"{model.graph.name}_float.onnx", workdir / f"{model.graph.name}_qdq.onnx"
     onnx.save(model, src)
-    ops = sorted(set(QLinearOpsRegistry) | set(QDQRegistry) | set(EXTRA_QUANTIZED))
+    ops = sorted(set(QLinearOpsRegistry) | set(QDQRegistry) | set(EXTRA_QUANTIZED) | set(extra))
     quantize_static(str(src), str(dst), Reader(), quant_format=QuantFormat.QDQ, op_types_to_quantize=ops,
                     per_channel=True, activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
     return onnx.load(dst)
@@ -345,3 +346,214 @@ BUILDERS: dict[str, Callable[[Path], Built]] = {
 REQUIRED_OPS = ("Conv", "Gemm", "MatMul", "Add", "Sub", "Mul", "Sum", "Concat", "Relu", "Clip", "LeakyRelu",
                 "Sigmoid", "Tanh", "HardSwish", "MaxPool", "AveragePool", "GlobalAveragePool", "Reshape", "Flatten",
                 "Squeeze", "Unsqueeze", "Transpose", "Softmax", "Pad", "Resize", "LayerNormalization", "Gelu")
+
+
+# --------------------------------------------------------------------------- mobile architectures (issue 17)
+#
+# Reduced-size but structurally faithful versions of the mobile networks people export with
+# torch.onnx.export: every kind of block of the original, fewer repeats, small inputs. Operators
+# as torch writes them: BatchNorm folded into the Conv, the channel shuffle as
+# Reshape -> Transpose -> Reshape, torch.chunk as Split, x.mean([2, 3]) as ReduceMean, SiLU as
+# x * Sigmoid(x), Hardsigmoid as HardSigmoid(alpha=1/6), squeeze-excite scales as a broadcast Mul.
+
+MOBILE_QUANTIZED = ("HardSigmoid", "HardSwish", "ReduceMean", "Sum")
+
+
+def _finish_mobile(net: Net, inputs: dict[str, tuple], outputs: dict[str, str], workdir: Path,
+                   opset: int = OPSET) -> Built:
+    m = net.model(inputs, outputs, opset)
+    return m, quantize(m, inputs, workdir, extra=MOBILE_QUANTIZED), samples(inputs, 1, seed=2)[0]
+
+
+def _classifier(net: Net, x: str, cin: int, classes: int) -> str:
+    w = net.const(net.weights((classes, cin), cin), "w")
+    return net.op("Gemm", [x, w, net.const(net.bias(classes), "b")], transB=1)
+
+
+def _channel_shuffle(net: Net, x: str, channels: int, size: int, groups: int = 2) -> str:
+    """torchvision's channel_shuffle as exported: view(n, g, c/g, h, w), transpose(1, 2), view(n, c, h, w)."""
+    x = net.op("Reshape", [x, net.ints([1, groups, channels // groups, size, size])])
+    x = net.op("Transpose", [x], perm=[0, 2, 1, 3, 4])
+    return net.op("Reshape", [x, net.ints([1, channels, size, size])])
+
+
+def _shuffle_unit(net: Net, x: str, cin: int, cout: int, stride: int, size: int) -> tuple[str, int]:
+    """ShuffleNetV2's InvertedResidual: stride 1 splits the channels in halves (torch.chunk -> Split) and
+    transforms one; stride 2 transforms the whole input on two branches. Concat, then the shuffle."""
+    half = cout // 2
+    if stride == 1:
+        name = net._name("Split")
+        a, b, bin_ = f"{name}_a", f"{name}_b", cin // 2
+        net.nodes.append(helper.make_node("Split", [x, net.ints([bin_, bin_])], [a, b], axis=1, name=name))
+    else:
+        a = net.conv(x, cin, cin, 3, stride=2, group=cin)
+        a = net.op("Relu", [net.conv(a, cin, half, 1)])
+        b, bin_ = x, cin
+    b = net.op("Relu", [net.conv(b, bin_, half, 1)])
+    b = net.conv(b, half, half, 3, stride=stride, group=half)
+    b = net.op("Relu", [net.conv(b, half, half, 1)])
+    size = size // stride
+    y = net.op("Concat", [a, b], axis=1)
+    return _channel_shuffle(net, y, cout, size), size
+
+
+def shufflenetv2(workdir: Path, size: int = 64, repeats=(2, 2, 2), classes: int = 10) -> Built:
+    """ShuffleNetV2-0.5 (channels 24, 48, 96, 192, 1024), stages of ``repeats`` units instead of 4, 8, 4."""
+    net = Net("shufflenetv2", 30)
+    x = net.op("Relu", [net.conv("x", 3, 24, 3, stride=2)])
+    x = net.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    s, cin = size // 4, 24
+    for cout, n in zip((48, 96, 192), repeats):
+        for i in range(n):
+            x, s = _shuffle_unit(net, x, cin, cout, 2 if i == 0 else 1, s)
+            cin = cout
+    x = net.op("Relu", [net.conv(x, cin, 1024, 1)])
+    x = net.op("ReduceMean", [x], axes=[2, 3], keepdims=0)
+    return _finish_mobile(net, {"x": (1, 3, size, size)}, {"y": _classifier(net, x, 1024, classes)}, workdir)
+
+
+def _mnas_block(net: Net, x: str, cin: int, cout: int, k: int, stride: int, expand: int) -> str:
+    hidden = cin * expand
+    y = net.op("Relu", [net.conv(x, cin, hidden, 1)])
+    y = net.op("Relu", [net.conv(y, hidden, hidden, k, stride=stride, group=hidden)])
+    y = net.conv(y, hidden, cout, 1)
+    return net.op("Add", [y, x]) if stride == 1 and cin == cout else y
+
+
+# (output channels at width 0.5, kernel, first stride, expansion, repeats: torchvision's 3, 3, 3, 2, 4, 1)
+MNASNET_05_STACKS = ((16, 3, 2, 3, 2), (24, 5, 2, 3, 2), (40, 5, 2, 6, 1), (48, 3, 1, 6, 2), (96, 5, 2, 6, 1),
+                     (160, 3, 1, 6, 1))
+
+
+def mnasnet(workdir: Path, size: int = 64, stacks=MNASNET_05_STACKS, classes: int = 10) -> Built:
+    """MnasNet-0.5: stem, a depthwise-separable layer, inverted residual stacks with 3x3 and 5x5 kernels and
+    expansions 3 and 6, a 1x1 head to 1280, x.mean([2, 3]) (ReduceMean) and the classifier."""
+    net = Net("mnasnet", 31)
+    x = net.op("Relu", [net.conv("x", 3, 16, 3, stride=2)])
+    x = net.op("Relu", [net.conv(x, 16, 16, 3, group=16)])
+    x = net.conv(x, 16, 8, 1)
+    cin = 8
+    for cout, k, stride, expand, n in stacks:
+        for i in range(n):
+            x = _mnas_block(net, x, cin, cout, k, stride if i == 0 else 1, expand)
+            cin = cout
+    x = net.op("Relu", [net.conv(x, cin, 1280, 1)])
+    x = net.op("ReduceMean", [x], axes=[2, 3], keepdims=0)
+    return _finish_mobile(net, {"x": (1, 3, size, size)}, {"y": _classifier(net, x, 1280, classes)}, workdir)
+
+
+def _squeeze_excite(net: Net, x: str, channels: int, squeeze: int, act: str, gate: str) -> str:
+    """GlobalAveragePool -> 1x1 Conv -> act -> 1x1 Conv -> gate, the per-channel scale Mul'd onto x."""
+    s = net.op("GlobalAveragePool", [x])
+    s = _act(net, net.conv(s, channels, squeeze, 1), act)
+    s = _act(net, net.conv(s, squeeze, channels, 1), gate)
+    return net.op("Mul", [x, s])
+
+
+def _divisible(channels: int, divisor: int = 8) -> int:
+    """torchvision's _make_divisible at width 1: to the nearest multiple of divisor, not 10% below."""
+    v = max(divisor, (channels + divisor // 2) // divisor * divisor)
+    return v + divisor if v < 0.9 * channels else v
+
+
+def _act(net: Net, x: str, act: str) -> str:
+    if act == "silu":
+        return net.op("Mul", [x, net.op("Sigmoid", [x])])
+    if act == "hardsigmoid":
+        return net.op("HardSigmoid", [x], alpha=1.0 / 6, beta=0.5)
+    return net.op(act, [x])
+
+
+# MobileNetV3-Small's blocks: (kernel, expanded, out, squeeze-excite, activation, stride); torchvision's
+# eleven with one of each repeated pair left out
+MOBILENETV3_SMALL_BLOCKS = ((3, 16, 16, True, "Relu", 2), (3, 72, 24, False, "Relu", 2),
+                            (3, 88, 24, False, "Relu", 1), (5, 96, 40, True, "HardSwish", 2),
+                            (5, 240, 40, True, "HardSwish", 1), (5, 120, 48, True, "HardSwish", 1),
+                            (5, 288, 96, True, "HardSwish", 2), (5, 576, 96, True, "HardSwish", 1))
+
+
+def mobilenetv3_small(workdir: Path, size: int = 64, blocks=MOBILENETV3_SMALL_BLOCKS, classes: int = 10) -> Built:
+    """MobileNetV3-Small: HardSwish stem, inverted residuals with ReLU or HardSwish and squeeze-excite
+    (HardSigmoid gate), a 1x1 head, GlobalAveragePool and a HardSwish classifier. Opset 14 (HardSwish)."""
+    net = Net("mobilenetv3_small", 32)
+    x = net.op("HardSwish", [net.conv("x", 3, 16, 3, stride=2)])
+    cin = 16
+    for k, hidden, cout, se, act, stride in blocks:
+        y = x
+        if hidden != cin:
+            y = _act(net, net.conv(y, cin, hidden, 1), act)
+        y = _act(net, net.conv(y, hidden, hidden, k, stride=stride, group=hidden), act)
+        if se:
+            y = _squeeze_excite(net, y, hidden, _divisible(hidden // 4), "Relu", "hardsigmoid")
+        y = net.conv(y, hidden, cout, 1)
+        x = net.op("Add", [y, x]) if stride == 1 and cin == cout else y
+        cin = cout
+    x = net.op("HardSwish", [net.conv(x, cin, 576, 1)])
+    x = net.op("Flatten", [net.op("GlobalAveragePool", [x])])
+    x = net.op("HardSwish", [_classifier(net, x, 576, 1024)])
+    return _finish_mobile(net, {"x": (1, 3, size, size)}, {"y": _classifier(net, x, 1024, classes)}, workdir,
+                          opset=14)
+
+
+# EfficientNet-B0's stages: (expansion, kernel, stride, out, repeats: torchvision's 1, 2, 2, 3, 3, 4, 1)
+EFFICIENTNET_B0_STAGES = ((1, 3, 1, 16, 1), (6, 3, 2, 24, 2), (6, 5, 2, 40, 1), (6, 3, 2, 80, 1),
+                          (6, 5, 1, 112, 1), (6, 5, 2, 192, 2), (6, 3, 1, 320, 1))
+
+
+def efficientnet_b0(workdir: Path, size: int = 64, stages=EFFICIENTNET_B0_STAGES, classes: int = 10) -> Built:
+    """EfficientNet-B0: MBConv blocks with SiLU (x * Sigmoid(x)) and squeeze-excite (SiLU, Sigmoid gate,
+    squeeze to a quarter of the block's input channels), a 1x1 head to 1280, pooling and the classifier."""
+    net = Net("efficientnet_b0", 33)
+    x = _act(net, net.conv("x", 3, 32, 3, stride=2), "silu")
+    cin = 32
+    for expand, k, stride, cout, n in stages:
+        for i in range(n):
+            s = stride if i == 0 else 1
+            hidden = cin * expand
+            y = _act(net, net.conv(x, cin, hidden, 1), "silu") if expand != 1 else x
+            y = _act(net, net.conv(y, hidden, hidden, k, stride=s, group=hidden), "silu")
+            y = _squeeze_excite(net, y, hidden, max(1, cin // 4), "silu", "Sigmoid")
+            y = net.conv(y, hidden, cout, 1)
+            x = net.op("Add", [y, x]) if s == 1 and cin == cout else y
+            cin = cout
+    x = _act(net, net.conv(x, cin, 1280, 1), "silu")
+    x = net.op("Flatten", [net.op("GlobalAveragePool", [x])])
+    return _finish_mobile(net, {"x": (1, 3, size, size)}, {"y": _classifier(net, x, 1280, classes)}, workdir)
+
+
+def randwire(workdir: Path, size: int = 32, nodes: int = 16, channels: int = 16, fan_in: int = 11,
+             classes: int = 10) -> Built:
+    """A randomly wired network (Xie et al. 2019): a seeded random DAG of nodes, each the Sum of its
+    predecessors, ReLU and a separable convolution (3x3 depthwise, 1x1); the last node sums every node
+    no other node reads, and the first node with at least ``fan_in`` predecessors gets all earlier ones
+    (so Sum has fan_in or more inputs)."""
+    net = Net("randwire", 34)
+    rng = np.random.default_rng(35)
+    stem = net.op("Relu", [net.conv("x", 3, channels, 3, stride=2)])
+    outs, read = [], set()
+    for i in range(nodes):
+        if i == 0:
+            preds = []
+        elif i == fan_in:
+            preds = list(range(i))
+        else:
+            preds = sorted(set(rng.choice(i, size=min(i, int(rng.integers(1, 4))), replace=False).tolist()))
+        srcs = [outs[p] for p in preds] or [stem]
+        read |= set(preds)
+        y = srcs[0] if len(srcs) == 1 else net.op("Sum", srcs)
+        y = net.op("Relu", [y])
+        y = net.conv(y, channels, channels, 3, group=channels)
+        outs.append(net.conv(y, channels, channels, 1))
+    sinks = [outs[i] for i in range(nodes) if i not in read]
+    y = sinks[0] if len(sinks) == 1 else net.op("Sum", sinks)
+    y = net.op("Flatten", [net.op("GlobalAveragePool", [net.op("Relu", [y])])])
+    return _finish_mobile(net, {"x": (1, 3, size, size)}, {"y": _classifier(net, y, channels, classes)}, workdir)
+
+
+MOBILE_BUILDERS: dict[str, Callable[[Path], Built]] = {
+    "shufflenetv2": shufflenetv2,
+    "mnasnet": mnasnet,
+    "mobilenetv3_small": mobilenetv3_small,
+    "efficientnet_b0": efficientnet_b0,
+    "randwire": randwire,
+}

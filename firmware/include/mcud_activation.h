@@ -6,7 +6,7 @@
  * is written). float32 kernels compute with math.h; int8/uint8 share one lookup table. */
 
 typedef struct {
-    float alpha; /* Clip: min; LeakyRelu, HardSigmoid: alpha */
+    float alpha; /* Clip: min; LeakyRelu, HardSigmoid, Swish: alpha */
     float beta;  /* Clip: max; HardSigmoid: beta */
 } mcud_act_params;
 
@@ -29,6 +29,7 @@ void mcud_erf_f32(const mcud_view *x, const mcud_view *y);
 void mcud_gelu_f32(const mcud_view *x, const mcud_view *y);      /* 0.5 x (1 + erf(x / sqrt 2)) */
 void mcud_gelu_tanh_f32(const mcud_view *x, const mcud_view *y); /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
 void mcud_sqrt_f32(const mcud_view *x, const mcud_view *y);
+void mcud_swish_f32(const mcud_view *x, const mcud_view *y, const mcud_act_params *p);
 
 void mcud_lut_s8(const mcud_view *x, const mcud_view *y, const mcud_lut_s8_params *p);
 void mcud_lut_u8(const mcud_view *x, const mcud_view *y, const mcud_lut_u8_params *p);

@@ -163,6 +163,29 @@ void mcud_sum_s8(const mcud_view *x0, const mcud_view *x1, const mcud_view *x2, 
     } while (walk_next(&w));
 }
 
+/* One row of a * b where b is one value (a squeeze-excite scale broadcast over H x W), the shift in
+ * [33, 62] (the usual case): one 32x32->64 multiply and the high word per element. Not inlined: a
+ * function of its own keeps every parameter in a register. */
+static __attribute__((noinline)) void mul_s8_row_scalar(const int8_t *pa, int32_t a_zero, int32_t vb,
+                                                                     int8_t *py, int32_t len,
+                                                                     const mcud_mul_s8_params *p, int32_t r,
+                                                                     int32_t half)
+{
+    /* the parameters in registers: a store through py may alias *p as far as C knows */
+    const int32_t mult = p->mult, y_zero = p->y_zero, lo = p->act_min, hi = p->act_max;
+    if (lo == -128 && hi == 127) { /* no fused activation: the clamp is one saturation (SSAT) */
+        for (int32_t i = 0; i < len; i++) {
+            int32_t v = mcud_requant_hi_r(((int32_t)pa[i] - a_zero) * vb, mult, r, half) + y_zero;
+            py[i] = (int8_t)mcud_sat8(v);
+        }
+        return;
+    }
+    for (int32_t i = 0; i < len; i++) {
+        int32_t v = mcud_requant_hi_r(((int32_t)pa[i] - a_zero) * vb, mult, r, half) + y_zero;
+        py[i] = (int8_t)mcud_clamp(v, lo, hi);
+    }
+}
+
 static inline __attribute__((always_inline)) void mul_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y,
                                                           const mcud_mul_s8_params *p, const int tfl)
 {
@@ -171,10 +194,29 @@ static inline __attribute__((always_inline)) void mul_s8(const mcud_view *a, con
     walk_init(&w, views, 3);
     int32_t last = w.ndim - 1, len = w.shape[last];
     int32_t sa = w.stride[0][last], sb = w.stride[1][last], sy = w.stride[2][last];
+    /* ONNX's requantization with the shift in [33, 62]: mcud_requant in 32-bit steps */
+    const int fast = !tfl && p->shift >= 33 && p->shift <= 62;
+    const int32_t r = p->shift - 32, half = fast ? (int32_t)1 << (r - 1) : 0;
     do {
         const int8_t *pa = (const int8_t *)a->data + w.off[0];
         const int8_t *pb = (const int8_t *)b->data + w.off[1];
         int8_t *py = (int8_t *)y->data + w.off[2];
+        if (fast && sy == 1 && ((sa == 1 && sb == 0) || (sa == 0 && sb == 1))) {
+            if (sb == 0) {
+                mul_s8_row_scalar(pa, p->a_zero, (int32_t)pb[0] - p->b_zero, py, len, p, r, half);
+            } else {
+                mul_s8_row_scalar(pb, p->b_zero, (int32_t)pa[0] - p->a_zero, py, len, p, r, half);
+            }
+            continue;
+        }
+        if (fast) {
+            for (int32_t i = 0; i < len; i++) {
+                int32_t acc = ((int32_t)pa[i * sa] - p->a_zero) * ((int32_t)pb[i * sb] - p->b_zero);
+                int32_t v = mcud_requant_hi_r(acc, p->mult, r, half) + p->y_zero;
+                py[i * sy] = (int8_t)mcud_clamp(v, p->act_min, p->act_max);
+            }
+            continue;
+        }
         for (int32_t i = 0; i < len; i++) {
             int32_t acc = ((int32_t)pa[i * sa] - p->a_zero) * ((int32_t)pb[i * sb] - p->b_zero);
             int32_t v = (tfl ? mcud_requant_tfl(acc, p->mult, p->shift) : mcud_requant(acc, p->mult, p->shift)) + p->y_zero;

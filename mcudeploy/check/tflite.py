@@ -3,7 +3,7 @@
 PASS when (1) every output of the generated C equals TensorFlow Lite Micro's (its Python
 interpreter, reference kernels, run in a child process: check/tflm.py) bit for bit, float outputs
 within FLOAT_REL of their largest value, and (2) the C equals mcudeploy's numpy reference bit for
-bit (float within trace.FLOAT_ABS), as for ONNX models. Where (2) fails, the host build is traced
+bit (float within trace.FLOAT_REL of the largest magnitude), as for ONNX models. Where (2) fails, the host build is traced
 to name the first operator that differs (check/trace.py). An ONNX model is judged operator by
 operator against onnxruntime instead (verdict.py): a .tflite model is imported with TFLite's own
 arithmetic (ops/requant.py), so nothing less than bit for bit is right.

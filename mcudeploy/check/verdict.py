@@ -4,7 +4,7 @@ PASS when (1) every operator of the lowered model, given onnxruntime's values of
 with onnxruntime's output: within one quantization step, and the nearest step to onnxruntime's
 unrounded value at all but a few elements (check/local.py: what mcudeploy computes is what the
 model says), and (2) the generated C equals mcudeploy's numpy reference bit for bit (float: within
-FLOAT_ABS) on every input (the C computes what mcudeploy means). Where (2) fails, the host build
+FLOAT_REL of its largest magnitude) on every input (the C computes what mcudeploy means). Where (2) fails, the host build
 is traced to name the first operator that differs (check/trace.py).
 
 The end-to-end distance from onnxruntime (and from a float model) is reported, not judged: integer

@@ -1,5 +1,5 @@
-"""Unary activations and functions: Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Gelu,
-Erf, Sqrt.
+"""Unary activations and functions: Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Swish,
+Gelu, Erf, Sqrt.
 
 float32 runs one small math.h kernel per operator. int8 and uint8 run one shared lookup-table
 kernel: the table maps each of the 256 input codes to its output code, computed here at compile
@@ -149,21 +149,30 @@ class Clip(_Unary):
         return Struct.of("mcud_act_params", alpha=lo, beta=hi)
 
 
+class _WithAlpha(_Unary):
+    """An activation with one attribute, alpha (LeakyRelu, Swish), passed to its float kernel."""
+
+    alpha_default: ClassVar[float] = 1.0
+
+    def from_onnx(self, onnx):
+        return onnx.inputs[:1], {"alpha": float(onnx.attrs.get("alpha", self.alpha_default))}
+
+    def alpha(self, node: Node, x: np.ndarray):
+        return _f(x, node.attr("alpha", self.alpha_default))
+
+    def float_params(self, node):
+        return Struct.of("mcud_act_params", alpha=float(node.attr("alpha", self.alpha_default)), beta=0.0)
+
+
 @register
-class LeakyRelu(_Unary):
+class LeakyRelu(_WithAlpha):
     name = "LeakyRelu"
     onnx_types = ("LeakyRelu",)
     c_name = "leaky_relu"
-
-    def from_onnx(self, onnx):
-        return onnx.inputs[:1], {"alpha": float(onnx.attrs.get("alpha", 0.01))}
+    alpha_default = 0.01
 
     def fn(self, node, x):
-        alpha = _f(x, node.attr("alpha", 0.01))
-        return np.where(x >= 0, x, x * alpha)
-
-    def float_params(self, node):
-        return Struct.of("mcud_act_params", alpha=float(node.attr("alpha", 0.01)), beta=0.0)
+        return np.where(x >= 0, x, x * self.alpha(node, x))
 
 
 @register
@@ -278,3 +287,22 @@ class Gelu(_Unary):
         if node.attr("approximate", "none") == "tanh" and call.fn == "mcud_gelu_f32":
             return Call("mcud_gelu_tanh_f32", call.views, call.params)
         return call
+
+
+@register
+class Swish(_WithAlpha):
+    """x * Sigmoid(alpha * x) (opset 24); SiLU is alpha = 1. Exports write SiLU as Mul(x, Sigmoid(x)),
+    which passes/activation.py fuses into one Swish: float in one pass, int8 in one table whose codes
+    are the two operators' (``table``: Sigmoid's table, then Mul's integer arithmetic, so exact)."""
+
+    name = "Swish"
+    onnx_types = ("Swish",)
+    c_name = "swish"
+
+    def fn(self, node, x):
+        one = _f(x, 1.0)
+        return x * (one / (one + np.exp(-(x * self.alpha(node, x)))))
+
+    def table(self, graph, node):
+        fused = node.attr("table")
+        return super().table(graph, node) if fused is None else np.asarray(fused, dtype=np.int64)

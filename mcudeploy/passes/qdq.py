@@ -3,7 +3,8 @@
 1. Quantization parameters move onto tensors: a QuantizeLinear's output and a
    DequantizeLinear's input carry that node's scale and zero point.
 2. For every float operator whose activation inputs all come from DequantizeLinear and whose
-   output reaches a QuantizeLinear through at most a bias Add (after Conv/Gemm/MatMul) and
+   output reaches a QuantizeLinear (an operator of several outputs, Split: each output read by
+   one QuantizeLinear alone) through at most a bias Add (after Conv/Gemm/MatMul) and
    Relu/Clip, the chain is replaced by the same operator on the integer tensors, with the
    bias requantized to int32 at scale s_x*s_w and Relu/Clip kept as the output range. The
    operator may decline (``accepts_int8``); it then stays in float, which is still correct.
@@ -65,15 +66,16 @@ def _merge_clip(attrs: dict, bounds: tuple[float, float]) -> dict:
 def _accepts(op, graph: Graph, node: Node) -> bool:
     """Whether the integer form of `node` computes its output as declared (shape and dtype) and
     the operator takes these quantization parameters."""
-    out = graph[node.outputs[0]]
     try:
-        (shape, dtype), *_ = op.infer(graph, node)
+        inferred = op.infer(graph, node)
     except UnsupportedError:
         return False
-    if tuple(shape) != out.shape or dtype != out.dtype:
-        return False
-    if op.view and graph[node.inputs[0]].quant != out.quant:
-        return False
+    for (shape, dtype), name in zip(inferred, node.outputs):
+        out = graph[name]
+        if tuple(shape) != out.shape or dtype != out.dtype:
+            return False
+        if op.view and graph[node.inputs[0]].quant != out.quant:
+            return False
     accepts = getattr(op, "accepts_int8", None)
     return accepts is None or accepts(graph, node)
 
@@ -149,11 +151,8 @@ class _Lowering:
                                                      0 if channels > 1 else None))
         return name
 
-    def lower(self, node: Node) -> None:
-        found = self.chain(node)
-        if found is None:
-            return
-        bias, bounds, qnode, members = found
+    def integer_inputs(self, node: Node) -> Optional[list[str]]:
+        """The integer tensors behind `node`'s inputs (each read through a DequantizeLinear), or None."""
         inputs = []
         for i in node.inputs:
             if not i:
@@ -161,9 +160,46 @@ class _Lowering:
                 continue
             src = self.dq_source(i)
             if src is None:
+                return None
+            inputs.append(src[0])
+        return inputs
+
+    def lower_outputs(self, node: Node) -> None:
+        """An operator of several outputs (Split), each read by one QuantizeLinear alone, becomes the
+        operator on the integer tensors (with no bias or clip to fold)."""
+        qnodes = []
+        for o in node.outputs:
+            users = self.g.users(o)
+            if o in self.g.outputs or len(users) != 1 or users[0].op != "QuantizeLinear":
                 return
-            name, q = src
-            inputs.append(name)
+            qnodes.append(users[0])
+        inputs = self.integer_inputs(node)
+        if inputs is None:
+            return
+        lowered = Node(node.name, node.op, tuple(inputs), tuple(q.outputs[0] for q in qnodes), dict(node.attrs))
+        self.accept(node, lowered, inputs, qnodes)
+
+    def accept(self, node: Node, lowered: Node, inputs: list[str], removed: list[Node]) -> None:
+        """Replace `node` by `lowered` (and drop `removed`) if the operator takes the integer form."""
+        trial = self.g.replace(tensors={**self.tensors, **{n: self._with_dq_quant(n, node) for n in inputs if n}})
+        if not _accepts(registry.get(lowered.op), trial, lowered):
+            return
+        trial_tensors = trial.tensors
+        self.tensors.update({n: trial_tensors[n] for n in inputs if n})
+        self.replaced[node.name] = lowered
+        for m in removed:
+            self.replaced[m.name] = None
+
+    def lower(self, node: Node) -> None:
+        if len(node.outputs) > 1:
+            return self.lower_outputs(node)
+        found = self.chain(node)
+        if found is None:
+            return
+        bias, bounds, qnode, members = found
+        inputs = self.integer_inputs(node)
+        if inputs is None:
+            return
         new_op = node.op
         attrs = dict(node.attrs)
         if bias is not None or (node.op in WITH_BIAS and len(inputs) > 2 and inputs[2]):
@@ -188,16 +224,8 @@ class _Lowering:
             inputs = inputs[:2] + [b_int]
         if bounds != (-math.inf, math.inf):
             attrs = _merge_clip(attrs, bounds)
-        out = qnode.outputs[0]
-        lowered = Node(node.name, new_op, tuple(inputs), (out,), attrs)
-        trial = self.g.replace(tensors={**self.tensors, **{n: self._with_dq_quant(n, node) for n in inputs if n}})
-        if not _accepts(registry.get(new_op), trial, lowered):
-            return
-        trial_tensors = trial.tensors
-        self.tensors.update({n: trial_tensors[n] for n in inputs if n})
-        self.replaced[node.name] = lowered
-        for m in members[1:] + [qnode]:
-            self.replaced[m.name] = None
+        lowered = Node(node.name, new_op, tuple(inputs), (qnode.outputs[0],), attrs)
+        self.accept(node, lowered, inputs, members[1:] + [qnode])
 
     def _with_dq_quant(self, name: str, node: Node) -> Tensor:
         """The tensor with the quantization of the DequantizeLinear through which `node` reads it."""

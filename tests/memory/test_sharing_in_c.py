@@ -133,7 +133,8 @@ def test_matrix_products_write_into_a_concat_slice(build, tmp_path):
 
 
 def qdq_model():
-    """int8: two Convs quantized to the same scale feed a Concat of that scale; then Split."""
+    """int8: two Convs quantized to the same scale feed a Concat of that scale; then Split, each part
+    max-pooled."""
     s_x, s_y = 0.05, 0.1
 
     def q(name, out, scale):
@@ -145,7 +146,11 @@ def qdq_model():
               N("Conv", ["xd", "w1"], ["c1"], pads=[1, 1, 1, 1]), N("Conv", ["xd", "w2"], ["c2"], pads=[1, 1, 1, 1])]
     nodes += q("c1", "a", "s1") + q("c2", "b", "s1")
     nodes += [N("Concat", ["a", "b"], ["y"], axis=1)] + q("y", "yd", "s1")
-    nodes += [N("Split", ["yd", "cut"], ["p1", "p2"], axis=1)] + q("p1", "o1", "s1") + q("p2", "o2", "s1")
+    nodes += [N("Split", ["yd", "cut"], ["p1", "p2"], axis=1)] + q("p1", "e1", "s1") + q("p2", "e2", "s1")
+    # int8 readers of the slices that shrink them (the Split, int8 too, then costs no peak as slices)
+    nodes += [N("MaxPool", ["e1"], ["m1"], kernel_shape=[2, 2], strides=[2, 2]),
+              N("MaxPool", ["e2"], ["m2"], kernel_shape=[2, 2], strides=[2, 2])]
+    nodes += q("m1", "o1", "s1") + q("m2", "o2", "s1")
     wq = lambda c: numpy_helper.from_array(RNG.integers(-60, 60, (c, 4, 3, 3)).astype(np.int8), f"w{c // 3}q")
     inits = [const("s0", np.float32(s_x)), const("s1", np.float32(s_y)), const("z", np.int8(0)),
              const("ws", np.float32(0.02)), wq(3), wq(6), const("cut", np.array([4, 5], np.int64))]

@@ -72,6 +72,8 @@ CASES = [
     ("gelu", "Gelu", {}, 20),
     ("gelu_tanh", "Gelu", {"approximate": "tanh"}, 20),
     ("sqrt", "Sqrt", {}, 13),
+    ("swish", "Swish", {}, 24),
+    ("swish_alpha", "Swish", {"alpha": 0.7}, 24),
 ]
 IDS = [c[0] for c in CASES]
 # Sqrt of a negative real is NaN, which no table holds: its int8 form is tested on codes that are all >= 0
@@ -183,7 +185,7 @@ def _single_op_graph(op: str, attrs: dict, shape, dtype: str, quant=None) -> tup
 
 STRIDED = [("Relu", {}), ("Clip", {"min": -0.5, "max": 0.25}), ("LeakyRelu", {"alpha": 0.2}), ("Sigmoid", {}),
            ("Tanh", {}), ("HardSigmoid", {"alpha": 0.2, "beta": 0.5}), ("HardSwish", {}), ("Erf", {}), ("Gelu", {}),
-           ("Gelu", {"approximate": "tanh"}), ("Sqrt", {})]
+           ("Gelu", {"approximate": "tanh"}), ("Sqrt", {}), ("Swish", {"alpha": 0.7})]
 
 
 @needs_gcc
@@ -201,10 +203,11 @@ def test_float_kernel_on_strided_views(tmp_path, op, attrs, inplace):
 @needs_gcc
 @pytest.mark.parametrize("dtype", ["int8", "uint8"])
 @pytest.mark.parametrize("inplace", [False, True], ids=["strided", "inplace"])
-def test_lut_kernel_on_strided_views_is_bit_exact(tmp_path, dtype, inplace):
+@pytest.mark.parametrize("shape", [(4, 8, 8), (3, 5, 7)], ids=["256", "105"])  # 105: the dense loop's tail of 1
+def test_lut_kernel_on_strided_views_is_bit_exact(tmp_path, dtype, inplace, shape):
     quant = (Quant((0.04,), (7,)), Quant((1 / 255,), (-128 if dtype == "int8" else 0,)))
-    graph, node = _single_op_graph("Sigmoid", {}, (4, 8, 8), dtype, quant)
-    x = _all_codes(dtype).reshape(4, 8, 8)
+    graph, node = _single_op_graph("Sigmoid", {}, shape, dtype, quant)
+    x = np.roll(_all_codes(dtype).ravel(), 75)[:int(np.prod(shape))].reshape(shape)
     call = registry.get("Sigmoid").kernel(graph, node)
     assert call.fn == f"mcud_lut_{'s8' if dtype == 'int8' else 'u8'}"
     got = run_unary_kernel(tmp_path, call, graph, x, pad=0 if inplace else 1, inplace=inplace)
@@ -259,3 +262,65 @@ def test_int8_sqrt_only_where_every_code_is_non_negative():
     np.testing.assert_array_equal(host_outputs(model, [{"x": x}])[0][0], got)
     graph, node = _single_op_graph("Sqrt", {}, (1, 3, 4), "int8", (Quant((0.05,), (3,)), Quant((0.05,), (-128,))))
     assert not registry.get("Sqrt").accepts_int8(graph, node)
+
+
+# --------------------------------------------------------------------------- SiLU as exported: Mul(x, Sigmoid(x))
+
+
+def silu_model(quantized: bool, shape=(1, 16, 16), s_x=0.06, z_x=-9) -> onnx.ModelProto:
+    """x -> Sigmoid -> Mul(x, .) as torch exports SiLU; quantized: int8 QDQ around each operator as
+    quantize_static writes it (the gate and the product with their own scales)."""
+    if not quantized:
+        nodes = [helper.make_node("Sigmoid", ["x"], ["g"]), helper.make_node("Mul", ["x", "g"], ["y"])]
+        return _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [], 13)
+    params = {"x": (s_x, z_x), "g": (1 / 255, -128), "y": (0.035, -120)}
+    inits = [t for n, (s, z) in params.items() for t in (numpy_helper.from_array(np.array(s, np.float32), f"s_{n}"),
+                                                         numpy_helper.from_array(np.array(z, np.int8), f"z_{n}"))]
+    nodes = [helper.make_node("DequantizeLinear", ["x", "s_x", "z_x"], ["x_f"]),
+             helper.make_node("Sigmoid", ["x_f"], ["g_f"]),
+             helper.make_node("QuantizeLinear", ["g_f", "s_g", "z_g"], ["g_q"]),
+             helper.make_node("DequantizeLinear", ["g_q", "s_g", "z_g"], ["g_d"]),
+             helper.make_node("Mul", ["x_f", "g_d"], ["y_f"]),
+             helper.make_node("QuantizeLinear", ["y_f", "s_y", "z_y"], ["y"])]
+    return _model(nodes, [helper.make_tensor_value_info("x", TensorProto.INT8, shape)],
+                  [helper.make_tensor_value_info("y", TensorProto.INT8, None)], inits, 13)
+
+
+@pytest.mark.parametrize("quantized", [False, True], ids=["float", "int8"])
+def test_silu_is_one_swish_computing_what_the_pair_did(quantized):
+    """Mul(x, Sigmoid(x)) lowers to one Swish; on every int8 code it gives the Sigmoid table then
+    the Mul's requantization bit for bit (the two operators' own references, run unfused), and
+    onnxruntime's values; the host C equals the reference."""
+    from mcudeploy.passes.activation import fuse_swish
+    from mcudeploy.pipeline import PASSES
+
+    model = silu_model(quantized)
+    graph = lower(import_onnx(model), check=True)
+    assert [n.op for n in graph.nodes] == ["Swish"]
+    x = _all_codes("int8") if quantized else _float_input(4, (1, 16, 16))
+    unfused_graph = import_onnx(model)  # every pass but the fusion
+    for _, run in PASSES:
+        unfused_graph = unfused_graph if run is fuse_swish else run(unfused_graph)
+    assert [n.op for n in unfused_graph.nodes] == ["Sigmoid", "Mul"]
+    got = run_reference(graph, [x])[0]
+    np.testing.assert_array_equal(got, run_reference(unfused_graph, [x])[0])
+    want = ort_outputs(model, {"x": x})[0]
+    if quantized:
+        assert np.abs(got.astype(np.int32) - want.astype(np.int32)).max() <= 1
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    c = host_outputs(model, [{"x": x}])[0][0]
+    if quantized:
+        np.testing.assert_array_equal(c, got)
+    else:
+        np.testing.assert_allclose(c, got, rtol=1e-6, atol=1e-7)
+
+
+def test_silu_gate_read_elsewhere_is_not_fused():
+    """A Sigmoid whose output has another reader stays: fusing would compute the gate twice."""
+    nodes = [helper.make_node("Sigmoid", ["x"], ["g"]), helper.make_node("Mul", ["x", "g"], ["y"]),
+             helper.make_node("Add", ["y", "g"], ["z"])]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 8))],
+                   [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)], [], 13)
+    assert [n.op for n in lower(import_onnx(model)).nodes] == ["Sigmoid", "Mul", "Add"]

@@ -263,6 +263,36 @@ def test_int8_transpose_with_other_output_scale_stays_float():
     check_exact(m, {"x": x})
 
 
+def split_qdq(out_scales, shape=(1, 6, 3, 2)):
+    """x -Q-> DQ -> Split(axis 1, 2 + 4) -> each part -Q-> DQ -> y_i at its own output scale."""
+    q = [numpy_helper.from_array(np.array(0.05, np.float32), "s_in"), numpy_helper.from_array(np.array(3, np.int8), "z"),
+         i64("sizes", (2, 4))]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s_in", "z"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "s_in", "z"], ["xd"]),
+             helper.make_node("Split", ["xd", "sizes"], ["p0", "p1"], axis=1)]
+    outs = []
+    for i, scale in enumerate(out_scales):
+        q.append(numpy_helper.from_array(np.array(scale, np.float32), f"s{i}"))
+        nodes += [helper.make_node("QuantizeLinear", [f"p{i}", f"s{i}", "z"], [f"q{i}"]),
+                  helper.make_node("DequantizeLinear", [f"q{i}", f"s{i}", "z"], [f"y{i}"])]
+        outs.append(vi(f"y{i}", "float32", (1, (2, 4)[i], 3, 2)))
+    return checked_model(nodes, [vi("x", "float32", shape)], outs, q)
+
+
+@pytest.mark.parametrize("out_scales, dtype", [((0.05, 0.05), "int8"), ((0.05, 0.1), "float32")])
+def test_int8_split_is_lowered_where_every_output_keeps_the_input_quantization(out_scales, dtype):
+    """ShuffleNetV2's channel split (torch.chunk) as quantize_static writes it: each output read by its
+    own QuantizeLinear. With the input's quantization on every output the Split runs on int8 (slices
+    of its input, no kernel); an output quantized otherwise keeps it in float."""
+    m = split_qdq(out_scales)
+    graph, _ = reference_outputs(m, {"x": np.zeros((1, 6, 3, 2), np.float32)})
+    split = next(n for n in graph.nodes if n.op == "Split")
+    assert {graph[o].dtype for o in split.outputs} == {dtype}
+    assert sum(n.op == "DequantizeLinear" for n in graph.nodes) == (2 if dtype == "int8" else 3)
+    x = np.random.default_rng(10).standard_normal((1, 6, 3, 2)).astype(np.float32) * 3
+    check_exact(m, {"x": x})
+
+
 # --------------------------------------------------------------------------- tensor expressions
 
 
@@ -328,3 +358,44 @@ def test_split_kernel_on_slices(tmp_path):
     assert len(got) == 3
     for y, part in zip(got, parts):
         np.testing.assert_array_equal(y, part)
+
+
+# --------------------------------------------------------------------------- channel shuffle (passes/shuffle.py)
+
+
+def shuffle_model(dtype, channels=(3, 3), perm=(0, 2, 1, 3, 4), hw=(4, 5)):
+    """Concat of the branches on axis 1, then torch's channel_shuffle: Reshape [N, g, C/g, H, W] ->
+    Transpose(perm) -> Reshape [N, C, H, W] (ShuffleNetV2 as exported)."""
+    g, c = len(channels), sum(channels)
+    names = [f"b{k}" for k in range(g)]
+    nodes = [helper.make_node("Concat", names, ["cat"], axis=1),
+             helper.make_node("Reshape", ["cat", "s5"], ["r5"]),
+             helper.make_node("Transpose", ["r5"], ["t"], perm=list(perm)),
+             helper.make_node("Reshape", ["t", "s4"], ["y"])]
+    five = [1, g, c // g, *hw]
+    four = [1, c, *hw]
+    return checked_model(nodes, [vi(n, dtype, (1, k, *hw)) for n, k in zip(names, channels)],
+                         [vi("y", dtype, four)], [i64("s5", five), i64("s4", four)])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8"])
+@pytest.mark.parametrize("channels", [(3, 3), (2, 2, 2)], ids=["g2", "g3"])
+def test_channel_shuffle_of_a_concat_is_one_concat(dtype, channels):
+    """No Transpose: the branches are concatenated along a new axis 2, as views, in one Concat; the
+    values are onnxruntime's exactly, in the reference and the C."""
+    m = shuffle_model(dtype, channels)
+    feeds = {f"b{k}": random(dtype, (1, c, 4, 5), np.random.default_rng(20 + k)) for k, c in enumerate(channels)}
+    graph, _ = reference_outputs(m, feeds)
+    assert [n.op for n in graph.nodes] == ["Reshape"] * len(channels) + ["Concat", "Reshape"]
+    assert graph.nodes[-2].attr("axis") == 2
+    check_exact(m, feeds)
+
+
+@pytest.mark.parametrize("channels, perm", [((2, 4), (0, 2, 1, 3, 4)), ((3, 3), (0, 1, 2, 4, 3))],
+                         ids=["unequal_branches", "other_perm"])
+def test_other_transposes_of_a_concat_stay(channels, perm):
+    m = shuffle_model("float32", channels, perm, hw=(4, 4))
+    feeds = {f"b{k}": random("float32", (1, c, 4, 4), np.random.default_rng(30 + k)) for k, c in enumerate(channels)}
+    graph, _ = reference_outputs(m, feeds)
+    assert [n.op for n in graph.nodes].count("Transpose") == 1
+    check_exact(m, feeds)
