@@ -218,6 +218,72 @@ def measure_mobile(board: str, cache: TimingCache, repeat: int, workdir: Path) -
     return rows
 
 
+MATMUL_MAX_RATIO = 1.5  # issue 17: a product of two activations per MAC, against the constant-weight kernel's
+
+
+@dataclass(frozen=True)
+class KernelRow:
+    """One kernel function of the zoo's int8 transformer encoder: its calls, MACs and instructions."""
+
+    op: str
+    kernel: str
+    calls: int
+    macs: int
+    instructions: int
+
+    def as_dict(self) -> dict:
+        return {"op": self.op, "kernel": self.kernel, "calls": self.calls, "macs": self.macs,
+                "instructions": self.instructions,
+                "instructions_per_mac": round(self.instructions / self.macs, 3) if self.macs else None}
+
+
+def measure_transformer(board: str, cache: TimingCache, repeat: int, workdir: Path,
+                        scratch: str = "always") -> list[KernelRow]:
+    """The zoo's int8 2-layer transformer encoder, measured whole, by operator and kernel function
+    (``scratch`` as for the layers: "fit" lets the compiler trade a kernel's scratch for a slower
+    scratch-free one where it raises the peak)."""
+    import zoo
+
+    _, qdq, _ = zoo.transformer(workdir / "transformer")
+    with scratch_policy(scratch):
+        compiled = compile_model(qdq, board)
+    graph = compiled.graph
+    m = measure_model(compiled, repeat=repeat, cache=cache)
+    nodes = {f"{n.op}: {n.name}": n for n in graph.nodes}
+    rows: dict = {}
+    for o in m.ops:
+        n = nodes[o.label]
+        key = (n.op, o.kernel)
+        calls, macs, ins = rows.get(key, (0, 0, 0))
+        rows[key] = (calls + 1, macs + registry.get(n.op).macs(graph, n), ins + instructions(m, o.index))
+    out = [KernelRow(op, kernel, *v) for (op, kernel), v in sorted(rows.items())]
+    total = KernelRow("(the whole encoder)", "", sum(r.calls for r in out), sum(r.macs for r in out),
+                      sum(r.instructions for r in out))
+    return out + [total]
+
+
+def transformer_lines(rows: list[KernelRow], board: str, scratch: str) -> list[str]:
+    out = [f"the zoo's int8 transformer encoder on {board} (2 layers, d=64, 4 heads, sequence 32), by kernel; "
+           f"scratch {scratch}",
+           f"{'operator':<20} {'kernel':<24} {'calls':>5} {'MACs':>10} {'instructions':>13} {'/MAC':>7}"]
+    for r in rows:
+        per = r.as_dict()["instructions_per_mac"]
+        out.append(f"{r.op:<20} {r.kernel:<24} {r.calls:>5} {r.macs:>10,} {r.instructions:>13,} {_n(per, '.2f'):>7}")
+    return out
+
+
+def matmul_acceptance(rows: list[KernelRow]) -> list[tuple[str, bool]]:
+    """A MatMul of two activations (mcud_matmul_s8*) per MAC against a constant-weight one (mcud_gemm_s8)."""
+    act = [r for r in rows if r.op == "MatMul" and r.kernel.startswith("mcud_matmul_s8")]
+    const = [r for r in rows if r.op == "MatMul" and r.kernel == "mcud_gemm_s8"]
+    if not act or not const:
+        return []
+    a = sum(r.instructions for r in act) / sum(r.macs for r in act)
+    c = sum(r.instructions for r in const) / sum(r.macs for r in const)
+    return [(f"MatMul of two activations {a:.2f} <= {MATMUL_MAX_RATIO} x the constant-weight kernel's {c:.2f} "
+             f"instructions per MAC", a <= MATMUL_MAX_RATIO * c)]
+
+
 def mobile_lines(rows: list[PieceRow], board: str) -> list[str]:
     out = [f"mobile-net pieces on {board} (zoo int8 models; /conv MAC: the calls that read a convolution's output, "
            f"per MAC of those convolutions)",
@@ -287,11 +353,11 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--board", default="qemu-m4", help="an emulated or attached board (default qemu-m4)")
     p.add_argument("--models", type=Path, default=DEFAULT_MODELS, help="folder holding onnx/*.onnx")
-    p.add_argument("--only", choices=("layers", "models", "mobile"),
-                   help="measure only the layers, the models or the mobile-net pieces")
+    p.add_argument("--only", choices=("layers", "models", "mobile", "transformer"),
+                   help="measure only the layers, the models, the mobile-net pieces or the transformer encoder")
     p.add_argument("--repeat", type=int, default=2, help="repetitions per operator (QEMU -icount: all equal)")
     p.add_argument("--scratch", choices=("always", "fit"), default="always",
-                   help="layers: keep every fast kernel's scratch (default, as CMSIS-NN) or let the compiler "
+                   help="layers and the transformer: keep every fast kernel's scratch (default, as CMSIS-NN) or let the compiler "
                         "drop it where it raises the peak, as it does alone")
     p.add_argument("--json", action="store_true", help="print the figures as JSON instead of tables")
     p.add_argument("--cached", action="store_true", help="reuse the board's timing cache instead of measuring afresh")
@@ -301,10 +367,12 @@ def main(argv=None) -> int:
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="mcud-kernel-bench-") as tmp:
         cache = TimingCache(args.board, None if args.cached else Path(tmp))
-        layers = [] if args.only in ("models", "mobile") else [
+        layers = [] if args.only in ("models", "mobile", "transformer") else [
             measure_layer(n, args.board, cache, args.repeat, args.scratch) for n in LAYERS]
         models, skipped = [], []
-        mobile = [] if args.only in ("layers", "models") else measure_mobile(args.board, cache, args.repeat, Path(tmp))
+        mobile = [] if args.only not in (None, "mobile") else measure_mobile(args.board, cache, args.repeat, Path(tmp))
+        transformer = [] if args.only not in (None, "transformer") else measure_transformer(
+            args.board, cache, args.repeat, Path(tmp), args.scratch)
         if args.only in (None, "models"):
             paths = sorted((args.models / "onnx").glob("*int8*.onnx")) + sorted(
                 (args.models / "tflite").glob("*int8*.tflite"))
@@ -313,15 +381,17 @@ def main(argv=None) -> int:
                                f"(set --models or MCUDEPLOY_MODELS)")
             models = [measure_whole(path, args.board, cache, args.repeat) for path in paths]
     seconds = time.monotonic() - start
-    checks = acceptance(layers, models)
+    checks = acceptance(layers, models) + matmul_acceptance(transformer)
     if args.json:
         print(json.dumps({"board": args.board, "scratch": args.scratch, "seconds": round(seconds, 1), "layers": [r.as_dict() for r in layers],
                           "models": [r.as_dict() for r in models], "skipped": skipped,
                           "mobile": [r.as_dict() for r in mobile],
+                          "transformer": [r.as_dict() for r in transformer],
                           "acceptance": [{"target": t, "met": ok} for t, ok in checks]}, indent=1))
     else:
-        for line in table_lines(layers, models, skipped, args.board) + ([""] + mobile_lines(mobile, args.board)
-                                                                          if mobile else []):
+        for line in ((table_lines(layers, models, skipped, args.board) if layers or models or skipped else [])
+                     + ([""] + mobile_lines(mobile, args.board) if mobile else [])
+                     + ([""] + transformer_lines(transformer, args.board, args.scratch) if transformer else [])):
             print(line)
         print()
         for target, ok in checks:
