@@ -23,3 +23,12 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("qemu") or "device" in item.path.parts:
             item.add_marker(pytest.mark.xdist_group("boards"))
+
+
+# CI draws hypothesis examples from a fixed seed, so that a landing passes or fails on the code alone;
+# a run on a developer's machine keeps drawing new examples (a failure found there is kept as a test).
+from hypothesis import settings as _hypothesis_settings  # noqa: E402
+
+_hypothesis_settings.register_profile("ci", derandomize=True)
+if os.environ.get("CI"):
+    _hypothesis_settings.load_profile("ci")
