@@ -124,16 +124,20 @@ def solve_swaps(graph: Graph, order: Sequence[Node], board, budget: int, effort:
 
 
 def apply(graph: Graph, order: Sequence[Node], board, choices: Sequence[Choice]) -> tuple[Graph, tuple[Node, ...]]:
-    """The graph and order rewritten with the choices: the latest interval first, so the steps of
-    the earlier ones stay where solve_swaps saw them."""
+    """The graph and order rewritten with the choices, the latest interval first (a tensor's earlier
+    interval then moves the tensor its later copy out reads)."""
     _, slow = regions_for_swap(board)
     order = tuple(order)
+    names = [n.name for n in order]  # steps are found again by node name: copies shift them
     for ch in sorted(choices, key=lambda ch: (-ch.interval.before, -ch.interval.after, ch.interval.tensor)):
         iv = ch.interval
+        at = {n.name: i for i, n in enumerate(order)}
+        after = -1 if iv.after < 0 else at[names[iv.after]]
+        before = at[names[iv.before]]
         if ch.action == "swap":
-            graph, order = move(graph, order, iv.tensor, slow.name, iv.after, iv.before)
+            graph, order = move(graph, order, iv.tensor, slow.name, after, before)
         elif ch.action == "recompute":
-            graph, order = recompute(graph, order, iv.tensor, iv.before)
+            graph, order = recompute(graph, order, iv.tensor, before)
         else:
             raise MCUDeployError(f"unknown action {ch.action!r} for tensor {iv.tensor} (swap or recompute)")
     return graph, order
