@@ -29,7 +29,7 @@ from mcudeploy.ir import Graph, Node
 from mcudeploy.memory.lifetimes import lifetimes
 from mcudeploy.offload.moves import move
 from mcudeploy.offload.recompute import recompute, recomputable
-from mcudeploy.offload.swap import node_ticks, regions_for_swap
+from mcudeploy.offload.swap import _fast_live, node_ticks, regions_for_swap
 
 # Deterministic seconds CP-SAT counts per second of one core on this model (mcudeploy/effort.py);
 # a first estimate from the schedule model's rate, not yet measured on this one.
@@ -144,15 +144,6 @@ def apply(graph: Graph, order: Sequence[Node], board, choices: Sequence[Choice])
 
 
 def fast_peak(graph: Graph, order: Sequence[Node], board, alignment: int = 4) -> int:
-    """The fast region's live-bytes peak: every buffer but those pinned to the slow region."""
+    """The fast region's live-bytes peak (lifetimes(), every buffer but those pinned to the slow region)."""
     _, slow = regions_for_swap(board)
-    lives = lifetimes(graph, order, alignment)
-    pinned = {lives.buffer_of[t] for t in lives.buffer_of if graph[t].region == slow.name}
-    live = [0] * (lives.steps + 1)
-    for b in lives.buffers:
-        if b.name in pinned:
-            continue
-        for _, size, first, last in b.rects():
-            for i in range(first + 1, last + 2):
-                live[i] += size
-    return max(live)
+    return max(_fast_live(graph, order, alignment, slow.name)[2])
