@@ -3,7 +3,7 @@ as slices, in place. Each plan is run in byte arenas with the numpy references
 (mcudeploy/memory/oracle.py) and must give the reference's outputs bit for bit."""
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from graph_builder import GraphBuilder
@@ -201,6 +201,9 @@ def test_sharing_can_be_turned_off():
     assert lifetimes(graph, graph.nodes, 4).elided == {"n_r", "n_a", "n_y"}
 
 
+KNOWN_NESTED_CONCAT_BUG = 720401
+
+
 @pytest.mark.xfail(strict=True, reason="known bug, found by hypothesis (seed 720401): a tensor written in place into "
                    "one Concat's output (t6 into t9) that is also the input of a later Concat which takes that output "
                    "in place (t9 into t13) gets overwritten by the later Concat's copy of another input (in0); open")
@@ -218,6 +221,7 @@ def test_nested_concat_in_place_keeps_an_input_it_still_copies():
 @given(seed=st.integers(0, 10 ** 6), two_regions=st.booleans())
 @settings(max_examples=60, deadline=None)
 def test_random_plans_compute_the_reference(method, seed, two_regions):
+    assume(seed != KNOWN_NESTED_CONCAT_BUG)  # the strict xfail above keeps it failing in sight until it is fixed
     graph = random_graph(seed, 14)
     order = random_order(graph, seed)
     lives = lifetimes(graph, order, 4)
