@@ -6,8 +6,10 @@ lifetimes, the placement, the code and the simulator that follow see an ordinary
 - moves.py: the mechanism of swap: an idle tensor copied to another region and back (Copy nodes;
   the copy says its region in Tensor.region, which the placement honours), so a value lives in
   more than one region over time; ``stays`` reads where it is at which step.
-- (to come, issue "swap or recompute") the policy: which tensors to move under a fast-memory
-  budget, with the copies' time from the board's memories, or their producers run again.
+- recompute.py: an idle tensor's producer run again before its next use.
+- swap.py: the policy under a fast-memory budget (which tensors to swap, recompute or keep in the
+  slow region, priced by the board's memory speeds); exact.py: the same choice on CP-SAT, to
+  measure the heuristic against.
 """
 from mcudeploy.offload.moves import Stay, move, stays
 from mcudeploy.offload.scratch import fit_scratch
