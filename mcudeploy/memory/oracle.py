@@ -39,12 +39,17 @@ def tensor_view(graph: Graph, lifetimes, placement, arenas: Mapping, name: str) 
                       offset=placement.offsets[slot.buffer] + slot.offset, strides=[s * size for s in slot.strides])
 
 
-def _addresses(graph: Graph, lifetimes, placement, name: str) -> tuple:
+def _addresses(graph: Graph, lifetimes, placement, name: str, axis: int = 0, start: int = 0,
+               length: int = -1) -> tuple:
+    """(region, every byte address) of `name`, or of its window [start, start + length) along `axis`."""
     t = graph[name]
     slot = lifetimes.slots[name]
     size = itemsize(t.dtype)
-    addr = np.zeros((1,), np.int64) + placement.offsets[slot.buffer] + slot.offset
-    for n, s in zip(t.shape, slot.strides):
+    shape = list(t.shape)
+    if length >= 0:
+        shape[axis] = length
+    addr = np.zeros((1,), np.int64) + placement.offsets[slot.buffer] + slot.offset + start * slot.strides[axis] * size
+    for n, s in zip(shape, slot.strides):
         addr = (addr[:, None] + np.arange(n, dtype=np.int64)[None, :] * s * size).ravel()
     addr = (addr[:, None] + np.arange(size, dtype=np.int64)[None, :]).ravel()
     return placement.regions.get(slot.buffer), addr
@@ -63,9 +68,25 @@ def _in_its_slice(graph: Graph, node: Node, lifetimes, j: int) -> bool:
         n == 1 or a == b for n, a, b in zip(graph[x].shape, si.strides, so.strides))
 
 
+def _written(graph: Graph, node: Node, lifetimes, placement, o: str) -> tuple:
+    """(region, the byte addresses of `o` that `node`'s kernel writes): all of them, except for a
+    Concat, whose kernel skips the slice of an input already in it (firmware/kernels/concat.c)."""
+    region, addr = _addresses(graph, lifetimes, placement, o)
+    if node.op not in CONCAT_OPS:
+        return region, addr
+    axis = int(node.attr("axis", 0)) % len(graph[o].shape)
+    written, start = [], 0
+    for j, x in enumerate(node.inputs):
+        n = graph[x].shape[axis]
+        if graph[x].is_const or not _in_its_slice(graph, node, lifetimes, j):
+            written.append(_addresses(graph, lifetimes, placement, o, axis, start, n)[1])
+        start += n
+    return region, np.concatenate(written) if written else addr[:0]
+
+
 def _check_writes(graph: Graph, node: Node, lifetimes, placement) -> None:
     k = registry.get(node.op).inplace(graph, node)
-    outs = [(o, _addresses(graph, lifetimes, placement, o)) for o in node.outputs]
+    outs = [(o, _written(graph, node, lifetimes, placement, o)) for o in node.outputs]
     ins = [(j, i, _addresses(graph, lifetimes, placement, i)) for j, i in enumerate(node.inputs)
            if i and not graph[i].is_const]
     for n, (o, (region, addr)) in enumerate(outs):
@@ -77,8 +98,6 @@ def _check_writes(graph: Graph, node: Node, lifetimes, placement) -> None:
                 continue
             so, si = lifetimes.slots[o], lifetimes.slots[i]
             same = (so.buffer, so.offset) == (si.buffer, si.offset)  # in place: from the input's first byte
-            if node.op in CONCAT_OPS and _in_its_slice(graph, node, lifetimes, j):
-                continue  # written there by its producer; the Concat's kernel skips it
             if j != k or not same:
                 raise AssertionError(f"{node.name}: output {o} overwrites input {i}, which it does not take in place")
 
