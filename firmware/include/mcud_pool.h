@@ -48,10 +48,37 @@ typedef struct {
     int32_t act_max;
 } mcud_avgpool_tfl_params;
 
+/* An average of whole maps cut along its rows (mcudeploy/ops/accumulate.py): each piece adds its
+ * rows to the running sum per (n, c) (before is NULL for the first piece), row-major, in the
+ * whole average's order; the finish divides by the count and quantizes as mcud_avgpool_* do. */
+typedef struct {
+    int32_t in_zero_point;    /* int8 */
+    float in_scale;           /* QDQ int8: taps dequantized one by one */
+} mcud_avgpool_sum_params;
+
+typedef struct {
+    int32_t count;            /* positions of one map */
+    int32_t out_zero_point;
+    float out_scale;
+    int32_t act_min;
+    int32_t act_max;
+    float clip_min;
+    float clip_max;
+} mcud_avgpool_finish_params;
+
 void mcud_maxpool_f32(const mcud_view *x, const mcud_view *y, const mcud_maxpool_params *p);
 void mcud_maxpool_s8(const mcud_view *x, const mcud_view *y, const mcud_maxpool_params *p);
 void mcud_avgpool_f32(const mcud_view *x, const mcud_view *y, const mcud_avgpool_params *p);
 void mcud_avgpool_s8(const mcud_view *x, const mcud_view *y, const mcud_avgpool_params *p);
 void mcud_avgpool_s8_tfl(const mcud_view *x, const mcud_view *y, const mcud_avgpool_tfl_params *p);
+void mcud_avgpool_sum_f32(const mcud_view *x, const mcud_view *before, const mcud_view *sum,
+                          const mcud_avgpool_sum_params *p);
+void mcud_avgpool_sum_s8(const mcud_view *x, const mcud_view *before, const mcud_view *sum,
+                         const mcud_avgpool_sum_params *p);
+void mcud_avgpool_sum_s8_tfl(const mcud_view *x, const mcud_view *before, const mcud_view *sum,
+                             const mcud_avgpool_sum_params *p);
+void mcud_avgpool_finish_f32(const mcud_view *sum, const mcud_view *y, const mcud_avgpool_finish_params *p);
+void mcud_avgpool_finish_s8(const mcud_view *sum, const mcud_view *y, const mcud_avgpool_finish_params *p);
+void mcud_avgpool_finish_s8_tfl(const mcud_view *sum, const mcud_view *y, const mcud_avgpool_finish_params *p);
 
 #endif

@@ -151,3 +151,73 @@ void mcud_avgpool_s8_tfl(const mcud_view *x, const mcud_view *y, const mcud_avgp
     yp[yoff] = (int8_t)mcud_clamp(v, p->act_min, p->act_max);
     POOL_LOOP_END
 }
+
+/* The running sums of a cut average: one value per (n, c), read from before (0 for the first
+ * piece) and written to sum, which may be the same bytes (in place). */
+#define AVG_SUM(NAME, XT, ST, TERM)                                                                \
+    void NAME(const mcud_view *x, const mcud_view *before, const mcud_view *sum,                    \
+              const mcud_avgpool_sum_params *p)                                                      \
+    {                                                                                              \
+        const XT *xp = (const XT *)x->data;                                                        \
+        ST *sp = (ST *)sum->data;                                                                  \
+        const ST *bp = before != NULL ? (const ST *)before->data : NULL;                           \
+        pool_dims xd = dims_of(x), sd = dims_of(sum);                                              \
+        pool_dims bd = before != NULL ? dims_of(before) : sd;                                      \
+        (void)p;                                                                                   \
+        for (int32_t n = 0; n < xd.n; n++) {                                                       \
+            for (int32_t c = 0; c < xd.c; c++) {                                                   \
+                ST s = bp != NULL ? bp[n * bd.sn + c * bd.sc] : (ST)0;                             \
+                int32_t base = n * xd.sn + c * xd.sc;                                              \
+                for (int32_t h = 0; h < xd.h; h++) {                                               \
+                    for (int32_t w = 0; w < xd.w; w++) {                                           \
+                        int32_t at = base + h * xd.sh + w * xd.sw;                                 \
+                        s += TERM;                                                                 \
+                    }                                                                              \
+                }                                                                                  \
+                sp[n * sd.sn + c * sd.sc] = s;                                                     \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+AVG_SUM(mcud_avgpool_sum_f32, float, float, xp[at])
+AVG_SUM(mcud_avgpool_sum_s8, int8_t, float, (float)((int32_t)xp[at] - p->in_zero_point) * p->in_scale)
+AVG_SUM(mcud_avgpool_sum_s8_tfl, int8_t, int32_t, (int32_t)xp[at])
+
+#define AVG_FINISH_LOOP(ST, YT, VALUE)                                                             \
+    const ST *sp = (const ST *)sum->data;                                                          \
+    YT *yp = (YT *)y->data;                                                                        \
+    pool_dims sd = dims_of(sum), yd = dims_of(y);                                                  \
+    for (int32_t n = 0; n < yd.n; n++) {                                                           \
+        for (int32_t c = 0; c < yd.c; c++) {                                                       \
+            ST s = sp[n * sd.sn + c * sd.sc];                                                      \
+            yp[n * yd.sn + c * yd.sc] = VALUE;                                                     \
+        }                                                                                          \
+    }
+
+void mcud_avgpool_finish_f32(const mcud_view *sum, const mcud_view *y, const mcud_avgpool_finish_params *p)
+{
+    AVG_FINISH_LOOP(float, float, mcud_clampf(s / (float)p->count, p->clip_min, p->clip_max))
+}
+
+static int8_t avg_quantize(float s, const mcud_avgpool_finish_params *p)
+{
+    int32_t v = (int32_t)lrintf((s / (float)p->count) / p->out_scale) + p->out_zero_point;
+    return (int8_t)mcud_clamp(v, p->act_min, p->act_max);
+}
+
+static int8_t avg_round(int32_t s, const mcud_avgpool_finish_params *p)
+{
+    int32_t cnt = p->count;
+    int32_t v = s > 0 ? (s + cnt / 2) / cnt : (s - cnt / 2) / cnt;
+    return (int8_t)mcud_clamp(v, p->act_min, p->act_max);
+}
+
+void mcud_avgpool_finish_s8(const mcud_view *sum, const mcud_view *y, const mcud_avgpool_finish_params *p)
+{
+    AVG_FINISH_LOOP(float, int8_t, avg_quantize(s, p))
+}
+
+void mcud_avgpool_finish_s8_tfl(const mcud_view *sum, const mcud_view *y, const mcud_avgpool_finish_params *p)
+{
+    AVG_FINISH_LOOP(int32_t, int8_t, avg_round(s, p))
+}

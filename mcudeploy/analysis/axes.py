@@ -148,14 +148,24 @@ def crossing(graph: Graph) -> tuple[Component, ...]:
     return tuple(c for c in components(graph) if len(c.nodes) > 1)
 
 
-def cuttable(member: AxisRef) -> bool:
-    return member.kind == "spatial" and member.extent >= 2
+def cuttable(graph: Graph, member: AxisRef) -> bool:
+    """Whether a cut may follow ``member``: a spatial axis of extent 2 or more, or a reduction axis
+    of extent 2 or more along which the operator's pieces can accumulate (``Op.partial``)."""
+    if member.extent < 2:
+        return False
+    if member.kind == "spatial":
+        return True
+    node = graph.node(member.node)
+    return registry.get(node.op).partial(graph, node, member.axis) is not None
 
 
 def segments(graph: Graph, component: Component, max_len: Optional[int] = None) -> list[tuple[AxisRef, ...]]:
     """The parts of ``component`` that the split can cut together, for the search to enumerate.
 
-    Only *cuttable* members count: spatial axes of extent 2 or more. Among them, with the
+    Only *cuttable* members count: spatial axes of extent 2 or more, and a reduction axis of
+    extent 2 or more along which the operator's pieces can accumulate (an average of whole maps
+    along its rows), which can only end a segment (its output does not follow the axis). Among
+    them, with the
     component's edges directed producer -> consumer, a segment is a set of at least two members
     that is
 
@@ -171,7 +181,7 @@ def segments(graph: Graph, component: Component, max_len: Optional[int] = None) 
     At most ``max_len`` members each when given. Each segment lists its members in topological
     order; segments are ordered by first member, then length, then members.
     """
-    members = [m for m in component.members if cuttable(m)]
+    members = [m for m in component.members if cuttable(graph, m)]
     position = {m: i for i, m in enumerate(component.members)}
     keep = set(members)
     succ: dict[AxisRef, set] = {m: set() for m in members}

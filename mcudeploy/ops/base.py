@@ -155,6 +155,22 @@ class OnnxNode:
     opset: int
 
 
+@dataclass(frozen=True)
+class Partial:
+    """How an operator cut along one of its reduction axes is computed (mcudeploy/partition): piece j
+    runs ``sum_op`` on its rows and the accumulator piece j - 1 left (none for the first), into an
+    accumulator of ``acc_shape`` and ``acc_dtype`` (in place), in the order the whole operator
+    sums, so the result is bit for bit the same; then ``finish_op`` turns the last accumulator
+    into the operator's output."""
+
+    sum_op: str
+    sum_attrs: dict
+    acc_shape: tuple[int, ...]
+    acc_dtype: str
+    finish_op: str
+    finish_attrs: dict
+
+
 # --------------------------------------------------------------------------- the operator
 
 
@@ -198,6 +214,10 @@ class Op:
 
         Cheap (the memory planner asks for every order), and equal to ``kernel().scratch``."""
         return 0
+
+    def partial(self, graph: Graph, node: Node, axis: str) -> Optional[Partial]:
+        """How pieces along reduction axis ``axis`` accumulate, or None when they cannot."""
+        return None
 
     def piece(self, graph: Graph, node: Node, axis: str, rows: tuple[int, int],
               pads: Optional[tuple[int, int]]) -> Optional[dict]:

@@ -23,7 +23,7 @@ import numpy as np
 
 from mcudeploy.ir import Graph, Node
 from mcudeploy.ops import requant
-from mcudeploy.ops.base import Axis, Call, Dim, OnnxNode, Op, Struct, TensorExpr, require
+from mcudeploy.ops.base import Axis, Call, Dim, OnnxNode, Op, Partial, Struct, TensorExpr, require
 from mcudeploy.ops.registry import register
 
 _AUTO_PADS = ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER")
@@ -125,6 +125,17 @@ def _counts(graph: Graph, node: Node, g: _Geometry) -> np.ndarray:
     return total
 
 
+def whole_map(graph: Graph, node: Node) -> bool:
+    """Whether the pool reduces each whole map to one value: global, or one window covering the
+    input exactly (no padding, no dilation)."""
+    if node.attr("global"):
+        return True
+    g = _geometry(graph, node)
+    spatial = graph[node.inputs[0]].shape[2:]
+    return (tuple(g.kernel) == tuple(spatial) and all(o == 1 for o in g.out) and all(d == 1 for d in g.dilation)
+            and not any(g.pad_begin) and not any(g.pad_end))
+
+
 def _pool_attrs(onnx: OnnxNode) -> dict:
     a = onnx.attrs
     auto_pad = a.get("auto_pad", "NOTSET")
@@ -161,7 +172,7 @@ class _Pool(Op):
         g = _geometry(graph, node)
         names = ("h", "w") if len(x) == 4 else ("l",)
         axes = [Axis("n", x[0]), Axis("c", x[1])]
-        if node.attr("global"):
+        if whole_map(graph, node):
             axes += [Axis(f"r{a}", n, "reduction") for a, n in zip(names, x[2:])]
             ins = (Dim.identity("n"), Dim.identity("c")) + tuple(Dim.identity(f"r{a}") for a in names)
             outs = (Dim.identity("n"), Dim.identity("c")) + tuple(Dim.broadcast() for _ in names)
@@ -279,11 +290,12 @@ class _AvgPool(_Pool):
         x = inputs[0]
         g = _geometry(graph, node)
         k = len(g.kernel)
-        red = tuple(range(-k, 0))
         counts = _counts(graph, node, g)
         if x.dtype == np.float32:
             w, _ = _windows(x, g, np.float32(0))
-            s = w.sum(axis=red, dtype=np.float32)
+            s = np.zeros(w.shape[:-k], np.float32)
+            for tap in np.ndindex(*g.kernel):  # the C kernel's order (and a cut average's, ops/accumulate.py)
+                s = s + w[(Ellipsis,) + tap]
             y = s / np.maximum(counts, 1).astype(np.float32)
             lo, hi = requant.float_clip(node)
             return [np.clip(y, np.float32(lo), np.float32(hi)).astype(np.float32)]
@@ -319,6 +331,22 @@ class _AvgPool(_Pool):
         if requant.arithmetic(graph) == "tflite" and graph[node.inputs[0]].quant != graph[node.outputs[0]].quant:
             return False
         return super().accepts_int8(graph, node)
+
+    def partial(self, graph, node, axis):
+        """An average of whole maps cut along its outermost reduction axis (rows of a 2-D map, the
+        length of a 1-D one): the pieces sum their rows into the running sum in the whole
+        average's order (float32 for float and QDQ int8, int32 for TFLite's int8), and the finish
+        divides by the positions and quantizes (mcudeploy/ops/accumulate.py)."""
+        x, y = graph[node.inputs[0]], graph[node.outputs[0]]
+        names = ("rh", "rw") if len(x.shape) == 4 else ("rl",)
+        if not whole_map(graph, node) or axis != names[0] or x.dtype not in ("float32", "int8"):
+            return None
+        if x.dtype == "int8" and not self.accepts_int8(graph, node):
+            return None
+        acc = "int32" if x.dtype == "int8" and requant.arithmetic(graph) == "tflite" else "float32"
+        count = int(np.prod(x.shape[2:]))
+        finish = {k: v for k, v in node.attrs.items() if k in ("clip_min", "clip_max")}
+        return Partial("AvgPoolSum", {}, y.shape, acc, "AvgPoolFinish", {**finish, "count": count, "dtype": y.dtype})
 
     def kernel(self, graph, node):
         if graph[node.inputs[0]].dtype == "int8" and requant.arithmetic(graph) == "tflite":

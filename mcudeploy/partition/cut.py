@@ -9,7 +9,7 @@ from typing import Mapping, Optional
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import Graph, Node
 from mcudeploy.ops import registry
-from mcudeploy.ops.base import Dim, TensorExpr
+from mcudeploy.ops.base import Dim, Partial, TensorExpr
 from mcudeploy.partition.ranges import Read, balanced, window_read
 
 HALOS = ("keep", "recompute")
@@ -50,6 +50,7 @@ class CutFacts:
     in_dim: Mapping[str, tuple[Optional[tuple[int, Dim]], ...]]  # per input: (dimension, how), or None
     cut_tensors: Mapping[str, int]  # tensor produced by the segment -> its cut dimension
     whole: frozenset  # cut tensors also needed in one piece: graph outputs, read outside the segment
+    partial: Mapping[str, Partial]  # nodes cut along a reduction axis: their pieces accumulate (Op.partial)
 
     def read(self, node: Node, index: int, rows: tuple[int, int]) -> Read:
         """What output rows `rows` of `node` read of its input `index` along the cut dimension."""
@@ -79,7 +80,7 @@ def analyse(graph: Graph, cut: Cut) -> CutFacts:
             raise SplitError(f"node {name} appears twice in the cut")
         wanted[name] = axis
     nodes = {n.name: n for n in graph.nodes if n.name in wanted}
-    exprs, extents, out_dims, in_dims = {}, {}, {}, {}
+    exprs, extents, out_dims, in_dims, partial = {}, {}, {}, {}, {}
     for name, node in nodes.items():
         axis = wanted[name]
         op = registry.get(node.op)
@@ -93,13 +94,15 @@ def analyse(graph: Graph, cut: Cut) -> CutFacts:
                              f"(its axes: {', '.join(names) or 'none'})")
         a = e.axis(axis)
         if a.kind != "spatial":
-            raise SplitError(f"axis {axis!r} of node {name} ({node.op}) is a reduction axis; "
-                             f"cutting one is not supported yet")
+            partial[name] = op.partial(graph, node, axis)
+            if partial[name] is None:
+                raise SplitError(f"axis {axis!r} of node {name} ({node.op}) is a reduction axis its pieces "
+                                 f"cannot accumulate over")
         if a.extent < cut.pieces:
             raise SplitError(f"axis {axis!r} of node {name} ({node.op}) has extent {a.extent}, "
                              f"fewer than {cut.pieces} pieces")
         outs = []
-        for o, dims in zip(node.outputs, e.outputs):
+        for o, dims in zip(node.outputs, () if name in partial else e.outputs):
             found = [d for d, dim in enumerate(dims) if dim.kind == "identity" and dim.axis == axis]
             if len(found) != 1 or any(dim.axis == axis and dim.kind != "identity" for dim in dims):
                 raise SplitError(f"output {o} of node {name} ({node.op}) does not run along axis {axis!r}")
@@ -127,9 +130,15 @@ def analyse(graph: Graph, cut: Cut) -> CutFacts:
                              f"along axis {axis!r}")
         exprs[name], extents[name], out_dims[name], in_dims[name] = e, a.extent, tuple(outs), tuple(ins)
         rows = balanced(a.extent, cut.pieces)[0]
-        if op.piece(graph, node, axis, rows, (0, 0) if windowed else None) is None:
+        if name not in partial and op.piece(graph, node, axis, rows, (0, 0) if windowed else None) is None:
             raise SplitError(f"node {name} ({node.op}) cannot be cut along axis {axis!r}")
     cut_tensors = {o: d for name in nodes for o, d in zip(nodes[name].outputs, out_dims[name])}
+    for name in partial:
+        for o in nodes[name].outputs:
+            inside = [u.name for u in graph.users(o) if u.name in nodes]
+            if inside:
+                raise SplitError(f"node {inside[0]} reads {o} inside the cut, but node {name} ({nodes[name].op}) "
+                                 f"is cut along its reduction axis {wanted[name]!r}, so {o} exists only after the cut")
     outputs = set(graph.outputs)
     whole = set()
     for t, d in cut_tensors.items():
@@ -146,4 +155,5 @@ def analyse(graph: Graph, cut: Cut) -> CutFacts:
                                            f"is cut in (axis {wanted[user.name]!r} is not connected to axis {wanted[producer]!r})")
         if t in outputs:
             whole.add(t)
-    return CutFacts(graph, cut, nodes, wanted, exprs, extents, out_dims, in_dims, cut_tensors, frozenset(whole))
+    return CutFacts(graph, cut, nodes, wanted, exprs, extents, out_dims, in_dims, cut_tensors, frozenset(whole),
+                    partial)

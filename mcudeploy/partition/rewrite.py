@@ -128,7 +128,7 @@ def _ranges(seg: CutFacts) -> dict[str, list[tuple[int, int]]]:
     ranges: dict[str, list[tuple[int, int]]] = {}
     for node in reversed(list(seg.nodes.values())):
         tiling = balanced(seg.extent[node.name], pieces)
-        if seg.cut.halo == "keep" or any(o in seg.whole for o in node.outputs):
+        if seg.cut.halo == "keep" or node.name in seg.partial or any(o in seg.whole for o in node.outputs):
             ranges[node.name] = tiling
             continue
         reads = [[] for _ in range(pieces)]
@@ -165,6 +165,9 @@ def plan(seg: CutFacts) -> dict[str, list[tuple[tuple[int, int], list, dict]]]:
                                      f"no row of {x}")
                 pads = r.pads if r.pads is not None else pads
                 reads.append(r)
+            if name in seg.partial:  # a running sum: the rows it adds are all that differs
+                out[name].append(((lo, hi), reads, dict(seg.partial[name].sum_attrs)))
+                continue
             attrs = op.piece(seg.graph, node, axis, (lo, hi), pads)
             if attrs is None:
                 raise SplitError(f"node {name} ({node.op}) cannot be cut along axis {axis!r} at rows {lo}..{hi - 1}")
@@ -200,6 +203,22 @@ def _check_shapes(seg: CutFacts, node: Node, j: int, rows, reads, attrs) -> None
                              f"not the {want.dtype}{want.shape} of its rows")
 
 
+def _accumulate(b: _Builder, seg: CutFacts, node: Node, pieces, read, of: str) -> None:
+    """A node cut along a reduction axis: each piece adds its rows to the running sum the piece
+    before left, and the finish turns the last sum into the node's output (``Op.partial``)."""
+    p = seg.partial[node.name]
+    out = node.outputs[0]
+    before = ""
+    for j, ((lo, hi), reads, attrs) in enumerate(pieces):
+        inputs = [x if r is None else read(x, seg.in_dim[node.name][i][0], r.lo, r.hi, j, of)
+                  for i, (x, r) in enumerate(zip(node.inputs, reads))]
+        name = _fresh(f"{out}#sum{j}", b.tensors)
+        b.tensors[name] = Tensor(name, p.acc_shape, p.acc_dtype, "activation")
+        b.node(f"{node.name}#p{j}", p.sum_op, inputs + ([before] if before else []), (name,), attrs, Piece(of, j))
+        before = name
+    b.node(f"{node.name}#finish", p.finish_op, (before,), node.outputs, dict(p.finish_attrs), Piece(of))
+
+
 def split_cut(seg: CutFacts) -> Graph:
     """The graph with the segment's nodes replaced by their pieces (see the module's docstring)."""
     g = seg.graph
@@ -229,6 +248,9 @@ def split_cut(seg: CutFacts) -> Graph:
             b.nodes.append(node)
             continue
         of = node.piece.of if node.piece is not None else node.name
+        if node.name in seg.partial:
+            _accumulate(b, seg, node, pieces_of[node.name], read, of)
+            continue
         for j, ((lo, hi), reads, attrs) in enumerate(pieces_of[node.name]):
             inputs = [x if r is None else read(x, seg.in_dim[node.name][i][0], r.lo, r.hi, j, of)
                       for i, (x, r) in enumerate(zip(node.inputs, reads))]

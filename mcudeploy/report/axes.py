@@ -27,7 +27,7 @@ def component_lines(graph: Graph, c: Component, max_len: int = 8) -> list[str]:
         how = _window(e.window) if e.window else "identity"
         reads.setdefault(e.consumer, []).append(f"#{row[e.producer]} {how}")
     kinds = sorted({m.kind for m in c.members})
-    n_cut = len(segments(graph, c, max_len)) if sum(cuttable(m) for m in c.members) >= 2 else 0
+    n_cut = len(segments(graph, c, max_len)) if sum(cuttable(graph, m) for m in c.members) >= 2 else 0
     lines = [f"component {c.index}: {len(c.nodes)} operators, {'/'.join(kinds)}"
              f"{', crosses a reduction' if c.crosses_reduction else ''}; "
              f"{n_cut} segment{'' if n_cut == 1 else 's'} the split can cut (of at most {max_len} axes)",

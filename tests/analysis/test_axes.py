@@ -65,11 +65,16 @@ def test_window_edges_carry_the_halo_and_flatten_breaks_the_chain():
     assert h.crosses_reduction
     assert not {names[-2], names[-1]} & set(h.nodes)  # neither Flatten nor Gemm
     segs = segments(g, h)
-    # cuttable members: c0 (16), c1, Identity, Relu (8 each); the pool's reduction axis is not
+    # cuttable members: c0 (16), c1, Identity, Relu (8 each), and the pool's reduction axis rh, along which
+    # its pieces accumulate (Op.partial): it can only end a segment, as its output does not follow rh
+    pool = h.members[-1]
     assert (h.members[0], h.members[1]) in segs and tuple(h.members[:4]) in segs
-    assert all(len(s) >= 2 and all(cuttable(m) for m in s) for s in segs)
-    # the runs of length >= 2 of a chain of 4 (3 + 2 + 1) but those that start or end at the Identity
-    assert [[m.node for m in seg] for seg in segs] == [[c0, c1], [c0, c1, ident, relu], [c1, ident, relu]]
+    assert all(len(s) >= 2 and all(cuttable(g, m) for m in s) for s in segs)
+    assert all(pool not in s[:-1] for s in segs)
+    # the runs of length >= 2 of a chain of 5 but those that start or end at the Identity
+    assert [[m.node for m in seg] for seg in segs] == [[c0, c1], [c0, c1, ident, relu], [c0, c1, ident, relu, pool.node],
+                                                       [c1, ident, relu], [c1, ident, relu, pool.node],
+                                                       [relu, pool.node]]
 
 
 def test_flatten_of_a_feature_map_breaks_h_and_identity_passes_it():
@@ -146,7 +151,7 @@ def _check_partition(g):
 def _check_segments(g, c, segs):
     assert len(set(segs)) == len(segs)
     for s in segs:
-        assert len(s) >= 2 and all(cuttable(m) for m in s) and set(s) <= set(c.members)
+        assert len(s) >= 2 and all(cuttable(g, m) for m in s) and set(s) <= set(c.members)
         assert len({m.node for m in s}) == len(s)
         assert not any(registry.get(g.node(m.node).op).view for m in (s[0], s[-1]))
         inside = set(s)
@@ -162,7 +167,7 @@ def _check_segments(g, c, segs):
         assert reached == inside
         succ = {}
         for e in c.edges:
-            if cuttable(e.producer) and cuttable(e.consumer):
+            if cuttable(g, e.producer) and cuttable(g, e.consumer):
                 succ.setdefault(e.producer, set()).add(e.consumer)
 
         def below(m):
@@ -173,7 +178,7 @@ def _check_segments(g, c, segs):
                         seen.add(n)
                         todo.append(n)
             return seen
-        down = {m: below(m) for m in c.members if cuttable(m)}
+        down = {m: below(m) for m in c.members if cuttable(g, m)}
         for u in s:  # convex: whatever lies on a path between two members is a member
             for v in s:
                 between = {w for w in down[u] if v in down[w]}
