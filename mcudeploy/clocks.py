@@ -22,29 +22,26 @@ APB_DIVS = (1, 2, 4, 8, 16)
 # setting, the bus limits, and the flash: (largest HCLK in Hz, wait states, write delay) rows.
 _F4_WS = tuple((30 * MHZ * (n + 1), n, 0) for n in range(16))
 _F7_WS = tuple((min(30 * MHZ * (n + 1), 216 * MHZ), n, 0) for n in range(16))
+_F4 = {  # RM0390 (F446): PLL input 1-2 MHz, VCO 100-432 MHz, PLLP out <= 180 MHz
+    "reset": ("hsi", 16 * MHZ), "sources": {"hsi": 16 * MHZ},
+    "m": (2, 63), "n": (50, 432), "p": (2, 4, 6, 8), "q": (2, 15), "r": (2, 7),
+    "pll_in": (1 * MHZ, 2 * MHZ), "vco": (100 * MHZ, 432 * MHZ),
+    "sysclk_max": {(1, True): 180 * MHZ, (1, False): 168 * MHZ, (2, True): 168 * MHZ,
+                   (2, False): 144 * MHZ, (3, False): 120 * MHZ},
+    "hclk_max": 180 * MHZ, "apb_max": {"apb1": 45 * MHZ, "apb2": 90 * MHZ},
+    "wait_states": {1: _F4_WS, 2: _F4_WS, 3: _F4_WS},
+}
 LIMITS = {
-    "stm32f4": {  # RM0390 (F446): PLL input 1-2 MHz, VCO 100-432 MHz, PLLP out <= 180 MHz
-        "reset": ("hsi", 16 * MHZ), "sources": {"hsi": 16 * MHZ, "hse": None},
-        "m": (2, 63), "n": (50, 432), "p": (2, 4, 6, 8), "q": (2, 15), "r": (2, 7),
-        "pll_in": (1 * MHZ, 2 * MHZ), "vco": (100 * MHZ, 432 * MHZ),
-        "sysclk_max": {(1, True): 180 * MHZ, (1, False): 168 * MHZ, (2, True): 168 * MHZ,
-                       (2, False): 144 * MHZ, (3, False): 120 * MHZ},
-        "hclk_max": 180 * MHZ, "apb_max": {"apb1": 45 * MHZ, "apb2": 90 * MHZ},
-        "wait_states": {1: _F4_WS, 2: _F4_WS, 3: _F4_WS},
-    },
-    "stm32f7": {  # RM0385 (F746): as the F4, SYSCLK 216 MHz with over-drive, APB1 54, APB2 108
-        "reset": ("hsi", 16 * MHZ), "sources": {"hsi": 16 * MHZ, "hse": None},
-        "m": (2, 63), "n": (50, 432), "p": (2, 4, 6, 8), "q": (2, 15), "r": (2, 7),
-        "pll_in": (1 * MHZ, 2 * MHZ), "vco": (100 * MHZ, 432 * MHZ),
-        "sysclk_max": {(1, True): 216 * MHZ, (1, False): 180 * MHZ, (2, True): 180 * MHZ,
-                       (2, False): 168 * MHZ, (3, False): 144 * MHZ},
-        "hclk_max": 216 * MHZ, "apb_max": {"apb1": 54 * MHZ, "apb2": 108 * MHZ},
-        "wait_states": {1: _F7_WS, 2: _F7_WS, 3: _F7_WS},
-    },
+    "stm32f4": _F4,
+    "stm32f7": {**_F4,  # RM0385 (F746): the F4's PLL; SYSCLK 216 MHz with over-drive, APB1 54, APB2 108
+                "sysclk_max": {(1, True): 216 * MHZ, (1, False): 180 * MHZ, (2, True): 180 * MHZ,
+                               (2, False): 168 * MHZ, (3, False): 144 * MHZ},
+                "hclk_max": 216 * MHZ, "apb_max": {"apb1": 54 * MHZ, "apb2": 108 * MHZ},
+                "wait_states": {1: _F7_WS, 2: _F7_WS, 3: _F7_WS}},
     "stm32h7": {  # RM0433 (H743): ref clock 1-16 MHz, wide VCO 192-836 MHz (960 on rev V only)
-        "reset": ("hsi", 64 * MHZ), "sources": {"hsi": 64 * MHZ, "hse": None},
+        "reset": ("hsi", 64 * MHZ), "sources": {"hsi": 64 * MHZ},
         "m": (1, 63), "n": (4, 512), "p": tuple(range(2, 129, 2)), "q": (1, 128), "r": (1, 128),
-        "pll_in": (2 * MHZ, 16 * MHZ), "vco": (192 * MHZ, 836 * MHZ),
+        "pll_in": (1 * MHZ, 16 * MHZ), "vco": (192 * MHZ, 836 * MHZ),
         "sysclk_max": {(1, False): 400 * MHZ, (2, False): 300 * MHZ, (3, False): 200 * MHZ},
         "hclk_max": 200 * MHZ, "apb_max": {"apb1": 100 * MHZ, "apb2": 100 * MHZ, "apb3": 100 * MHZ,
                                           "apb4": 100 * MHZ},
@@ -55,7 +52,7 @@ LIMITS = {
         },
     },
     "stm32l4": {  # RM0432 (L4R5): PLL input 2.66-16 MHz, VCO 64-344 MHz, 120 MHz only in range 1 boost
-        "reset": ("msi", 4 * MHZ), "sources": {"msi": 4 * MHZ, "hsi": 16 * MHZ, "hse": None},
+        "reset": ("msi", 4 * MHZ), "sources": {"hsi": 16 * MHZ},
         "m": (1, 16), "n": (8, 127), "p": tuple(range(2, 32)), "q": (2, 4, 6, 8), "r": (2, 4, 6, 8),
         "pll_in": (2_660_000, 16 * MHZ), "vco": (64 * MHZ, 344 * MHZ),
         "sysclk_max": {(1, True): 120 * MHZ, (1, False): 80 * MHZ, (2, False): 26 * MHZ},
@@ -138,7 +135,7 @@ def parse_clock_tree(board: str, family: str, data: Optional[dict]) -> Optional[
     if sorted(b for b, _ in buses) != sorted(lim["apb_max"]):
         raise _fail(board, "apb_divs", f"names the buses {', '.join(b for b, _ in buses)}; the {family} has "
                                        f"{', '.join(sorted(lim['apb_max']))}")
-    tree = ClockTree(family, data["source"], int(data.get("source_hz", lim["sources"].get(data["source"]) or 0)),
+    tree = ClockTree(family, data["source"], int(data.get("source_hz", lim["sources"].get(data["source"], 0))),
                      int(pll["m"]), int(pll["n"]), int(pll["p"]), int(pll.get("q", 2)), int(pll.get("r", 2)),
                      int(data.get("cpu_div", 1)), int(data["ahb_div"]), buses, int(data["voltage_scale"]),
                      bool(data.get("boost", False)), int(data["flash_wait_states"]),
@@ -153,7 +150,7 @@ def _check(board: str, t: ClockTree, lim: dict) -> None:
     if t.source not in lim["sources"]:
         raise _fail(board, "source", f"is '{t.source}'; the {t.family} PLL takes {', '.join(lim['sources'])}")
     fixed = lim["sources"][t.source]
-    if fixed is not None and t.source_hz != fixed:
+    if t.source_hz != fixed:
         raise _fail(board, "source_hz", f"is {t.source_hz} Hz, but the {t.source.upper()} oscillator runs at {fixed} Hz")
     if t.reset_hz != lim["reset"][1]:
         raise _fail(board, "reset_hz", f"is {t.reset_hz} Hz; the {t.family} starts at {lim['reset'][1]} Hz "

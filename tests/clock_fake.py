@@ -84,6 +84,20 @@ class Fake:
     def write_delay(self) -> int:
         return 9  # only the H7 has one
 
+    def wait_states(self) -> int:
+        return _bits(self.regs[self.FLASH_ACR], 0, 4)
+
+    def after(self, addr, old, new):
+        """The switch follows SW to the reset oscillator at once, to the PLL once it is locked; the PLL
+        may not stop under the running clock. Every family has PLLON at bit 24 of RCC_CR."""
+        if addr == self.RCC_CFGR:
+            sw = new & self.SW_MASK
+            pll_ready = self.regs[self.RCC_CR] & (1 << 24) and "pll" not in self.never
+            if sw == 0 or (sw == self.SW_PLL and pll_ready and "switch" not in self.never):
+                self.sws = sw
+        if addr == self.RCC_CR and not new & (1 << 24) and self.sws == self.SW_PLL:
+            self.fail("PLL turned off while SYSCLK ran from it")
+
     def writes_to(self, addr: int) -> list[int]:
         return [v for kind, a, v in self.log if kind == "w" and a == addr]
 
@@ -91,6 +105,7 @@ class Fake:
 class FakeF4(Fake):
     """STM32F446 (RM0390) and, with the F7 flag, STM32F746 (RM0385): the same RCC and PWR bits."""
     family = "stm32f4"
+    SW_MASK, SW_PLL = 3, 2
     RCC_CR, RCC_PLLCFGR, RCC_CFGR, RCC_APB1ENR = 0x40023800, 0x40023804, 0x40023808, 0x40023840
     PWR_CR, PWR_CSR, FLASH_ACR = 0x40007000, 0x40007004, 0x40023C00
     RESET = {RCC_CR: 0x83, RCC_PLLCFGR: 0x24003010, RCC_CFGR: 0, RCC_APB1ENR: 0, PWR_CR: 0xC000, PWR_CSR: 0,
@@ -111,9 +126,6 @@ class FakeF4(Fake):
             value = (value & ~(3 << 2)) | self.sws << 2
         return value
 
-    def pll_ready(self) -> bool:
-        return bool(self.regs[self.RCC_CR] & (1 << 24)) and "pll" not in self.never
-
     def rules(self, addr, old, new):
         pll_on = self.regs[self.RCC_CR] & (1 << 24)
         if addr in (self.PWR_CR, self.PWR_CSR) and not self.regs[self.RCC_APB1ENR] & (1 << 28):
@@ -130,21 +142,11 @@ class FakeF4(Fake):
             if self.sws == 2:
                 self.fail("ODSWEN set while SYSCLK ran from the PLL")
 
-    def after(self, addr, old, new):
-        if addr == self.RCC_CFGR:
-            sw = new & 3
-            if sw == 0 or (sw == 2 and self.pll_ready() and "switch" not in self.never):
-                self.sws = sw
-        if addr == self.RCC_CR and not new & (1 << 24) and self.sws == 2:
-            self.fail("PLL turned off while SYSCLK ran from it")
 
     def power(self):
         pcr = self.regs[self.PWR_CR]
         scale = {3: 1, 2: 2, 1: 3}.get(_bits(pcr, 14, 2), 3)
         return scale, bool(pcr & (1 << 17)) and "od" not in self.never
-
-    def wait_states(self):
-        return _bits(self.regs[self.FLASH_ACR], 0, 4)
 
     def pll_hz(self) -> tuple[float, float, float]:
         """(input, VCO, P output) of the PLL as configured."""
@@ -173,6 +175,7 @@ class FakeF7(FakeF4):
 class FakeH7(Fake):
     """STM32H743 (RM0433)."""
     family = "stm32h7"
+    SW_MASK, SW_PLL = 7, 3
     RCC_CR, RCC_CFGR, RCC_D1CFGR, RCC_D2CFGR, RCC_D3CFGR = 0x58024400, 0x58024410, 0x58024418, 0x5802441C, 0x58024420
     RCC_PLLCKSELR, RCC_PLLCFGR, RCC_PLL1DIVR = 0x58024428, 0x5802442C, 0x58024430
     PWR_CSR1, PWR_CR3, PWR_D3CR, FLASH_ACR = 0x58024804, 0x5802480C, 0x58024818, 0x52002000
@@ -203,20 +206,9 @@ class FakeH7(Fake):
         if addr == self.PWR_D3CR and not self.writes_to(self.PWR_CR3):
             self.fail("voltage scale set before the supply configuration")
 
-    def after(self, addr, old, new):
-        if addr == self.RCC_CFGR:
-            sw = new & 7
-            pll_ready = self.regs[self.RCC_CR] & (1 << 24) and "pll" not in self.never
-            if sw == 0 or (sw == 3 and pll_ready and "switch" not in self.never):
-                self.sws = sw
-        if addr == self.RCC_CR and not new & (1 << 24) and self.sws == 3:
-            self.fail("PLL1 turned off while SYSCLK ran from it")
 
     def power(self):
         return {3: 1, 2: 2, 1: 3}.get(_bits(self.regs[self.PWR_D3CR], 14, 2), 3), False
-
-    def wait_states(self):
-        return _bits(self.regs[self.FLASH_ACR], 0, 4)
 
     def write_delay(self):
         return _bits(self.regs[self.FLASH_ACR], 4, 2)
@@ -242,6 +234,7 @@ class FakeH7(Fake):
 class FakeL4(Fake):
     """STM32L4R5 (RM0432)."""
     family = "stm32l4"
+    SW_MASK, SW_PLL = 3, 3
     RCC_CR, RCC_CFGR, RCC_PLLCFGR, RCC_APB1ENR1 = 0x40021000, 0x40021008, 0x4002100C, 0x40021058
     PWR_CR1, PWR_SR2, PWR_CR5, FLASH_ACR = 0x40007000, 0x40007014, 0x40007080, 0x40022000
     RESET = {RCC_CR: 0x63, RCC_CFGR: 0, RCC_PLLCFGR: 0x1000, RCC_APB1ENR1: 0, PWR_CR1: 0x200, PWR_SR2: 0,
@@ -270,20 +263,9 @@ class FakeL4(Fake):
             if sysclk > 80 * MHZ and _ahb(_bits(new, 4, 4)) < 2:
                 self.fail("switched to a SYSCLK above 80 MHz without HCLK halved first")
 
-    def after(self, addr, old, new):
-        if addr == self.RCC_CFGR:
-            sw = new & 3
-            pll_ready = self.regs[self.RCC_CR] & (1 << 24) and "pll" not in self.never
-            if sw == 0 or (sw == 3 and pll_ready and "switch" not in self.never):
-                self.sws = sw
-        if addr == self.RCC_CR and not new & (1 << 24) and self.sws == 3:
-            self.fail("PLL turned off while SYSCLK ran from it")
 
     def power(self):
         return _bits(self.regs[self.PWR_CR1], 9, 2), not self.regs[self.PWR_CR5] & (1 << 8)
-
-    def wait_states(self):
-        return _bits(self.regs[self.FLASH_ACR], 0, 4)
 
     def pll_ranges(self) -> dict:
         c = self.regs[self.RCC_PLLCFGR]

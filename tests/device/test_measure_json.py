@@ -17,11 +17,17 @@ OP_KEYS = {"index", "name", "kernel", "signature", "ticks", "mean_ticks", "max_t
            "instructions"}
 
 
-def test_measure_json_reports_ticks_and_instructions_per_operator(tmp_path, need_qemu):
+def conv_model(tmp_path) -> str:
+    """A one-Conv int8 model (the int8 conformance case conv_k3_s1_p1) in ``tmp_path``."""
     build, _ = CASES["conv_k3_s1_p1"]
     model, _ = quantized(build, seed=1)
     path = tmp_path / "conv_int8.onnx"
     onnx.save(model, path)
+    return str(path)
+
+
+def test_measure_json_reports_ticks_and_instructions_per_operator(tmp_path, need_qemu):
+    path = conv_model(tmp_path)
     env = {**os.environ, "MCUDEPLOY_CACHE": str(tmp_path / "cache")}
     proc = subprocess.run([sys.executable, "-m", "mcudeploy", "measure", str(path), "-b", "qemu-m4", "--json",
                            "--repeat", "2"], capture_output=True, text=True, env=env)
@@ -45,10 +51,7 @@ def test_measure_json_reports_ticks_and_instructions_per_operator(tmp_path, need
 
 
 def test_measure_json_estimates_cycles_for_a_real_board(tmp_path, need_qemu):
-    build, _ = CASES["conv_k3_s1_p1"]
-    model, _ = quantized(build, seed=1)
-    path = tmp_path / "conv_int8.onnx"
-    onnx.save(model, path)
+    path = conv_model(tmp_path)
     env = {**os.environ, "MCUDEPLOY_CACHE": str(tmp_path / "cache")}
     proc = subprocess.run([sys.executable, "-m", "mcudeploy", "measure", str(path), "-b", "qemu-m4", "--json",
                            "--repeat", "1", "--estimate-for", "nucleo-l4r5zi"], capture_output=True, text=True, env=env)
@@ -71,10 +74,7 @@ def test_measure_json_estimates_cycles_for_a_real_board(tmp_path, need_qemu):
 
 
 def test_estimate_for_a_board_of_another_core_is_one_sentence(tmp_path):
-    build, _ = CASES["conv_k3_s1_p1"]
-    model, _ = quantized(build, seed=1)
-    path = tmp_path / "conv_int8.onnx"
-    onnx.save(model, path)
+    path = conv_model(tmp_path)
     proc = subprocess.run([sys.executable, "-m", "mcudeploy", "measure", str(path), "-b", "qemu-m4",
                            "--estimate-for", "nucleo-h743zi"], capture_output=True, text=True)
     assert proc.returncode == 1
