@@ -2,10 +2,10 @@
 limits from the reference manual, its frequencies derived, and its register values prepared for the
 start-up template (templates/firmware/clock_<family>.c.j2).
 
-The limits below are the reference manuals' (VDD 2.7-3.6 V, as on every Nucleo board):
-RM0390 (STM32F446) sections 3.4.1 and 6.3.2, datasheet DS10693 table 17; RM0385 (STM32F74x)
-3.3.2 and 5.3.2; RM0433 (STM32H743, rev Y and V) 4.3.8 table 17, 8.7 and datasheet DS12110;
-RM0432 (STM32L4+) 3.3.3 table 12, 6.4.4. A field that breaks one is refused in one sentence.
+The limits below are the reference manuals' (VDD 2.7-3.6 V, as on every Nucleo board): their flash
+wait-state tables, PLL and voltage-scaling sections, for RM0390 (STM32F446), RM0385 (STM32F74x),
+RM0433 (STM32H743, rev Y and V) and RM0432 (STM32L4+). A field that breaks one is refused in one
+sentence naming the board and the field.
 """
 from __future__ import annotations
 
