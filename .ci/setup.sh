@@ -17,6 +17,12 @@ command -v make >/dev/null || need_apt+=(make)
 # headless Chromium renders the HTML report in its tests
 command -v chromium >/dev/null || command -v chromium-browser >/dev/null || need_apt+=(chromium)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
+# a user's machine (CI sets CI and never uploads to a real board): `mcudeploy flash` onto a Nucleo
+# board's ST-LINK uploads with OpenOCD, or st-flash (firmware/platformio/builder/main.py)
+if [ -z "${CI:-}" ]; then
+    command -v openocd >/dev/null || need_apt+=(openocd)
+    command -v st-flash >/dev/null || need_apt+=(stlink-tools)
+fi
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "setup: installing ${need_apt[*]} with apt"
     $SUDO apt-get update -qq

@@ -9,6 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
+from mcudeploy.clocks import ClockTree, check_claims, parse_clock_tree
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.resources import boards_dir
 from mcudeploy.schema import problems
@@ -126,6 +127,7 @@ class Board:
     build: Optional[HostBuild] = None
     alias_of: Optional[str] = None
     dma_engine: Optional[DmaEngine] = None  # None: mcud_dma_copy_start copies with memcpy
+    clock_tree: Optional[ClockTree] = None  # None: the firmware runs at the reset clock
 
     @property
     def sram_bytes(self) -> int:
@@ -199,6 +201,10 @@ def _board(data: dict) -> Board:
     if "build" in data:
         b = data["build"]
         build = HostBuild(b["cc"], tuple(b.get("cflags", ())), tuple(b.get("ldflags", ())))
+    tree = parse_clock_tree(data["name"], data.get("family", ""), data.get("clock_tree"))
+    if tree is not None:
+        check_claims(data["name"], tree, int(data.get("clock_hz", 0)), uart.clock_hz if uart else 0,
+                     (timer.driver, timer.hz) if timer else None)
     regions = tuple(Region(r["name"], int(r["size"]), _int(r.get("origin", 0)), bool(r.get("excluded", False)),
                            int(r.get("reserved", 0)), r.get("section"), bool(r.get("dma", True)), _speed(r.get("speed")))
                     for r in data["regions"])
@@ -206,7 +212,8 @@ def _board(data: dict) -> Board:
                  int(data["flash_bytes"]), int(data.get("clock_hz", 0)), data.get("family", ""), data.get("mcu", ""),
                  data.get("vendor", ""), data.get("url", ""), tuple(data.get("cpu_flags", ())),
                  _int(data.get("flash_origin", 0)), int(data.get("stack_bytes", _default_stack(data["kind"]))), uart, timer,
-                 qemu, upload, (data.get("platformio") or {}).get("board", ""), build, dma_engine=dma)
+                 qemu, upload, (data.get("platformio") or {}).get("board", ""), build, dma_engine=dma,
+                 clock_tree=tree)
 
 
 def _speed(data: Optional[dict]) -> Optional[Speed]:

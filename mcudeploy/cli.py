@@ -243,7 +243,13 @@ def cmd_measure(args) -> int:
 
     from mcudeploy.device.measure import measure_model
 
-    result = measure_model(_compile(args), port=args.port, repeat=args.repeat)
+    compiled = _compile(args)
+    target = None
+    if args.estimate_for:
+        from mcudeploy.boards import load_board
+        from mcudeploy.estimate.cycles import target_for
+        target = target_for(load_board(args.estimate_for), compiled.board)
+    result = measure_model(compiled, port=args.port, repeat=args.repeat, estimate_for=target)
     if args.json:
         print(json.dumps(result.as_dict(), indent=1))
     else:
@@ -358,6 +364,9 @@ def parser() -> argparse.ArgumentParser:
     _port_option(s)
     s.add_argument("--json", action="store_true", help="print the timings as JSON")
     s.add_argument("--repeat", type=int, default=5, help="runs of each operator; the least ticks count (default 5)")
+    s.add_argument("--estimate-for", metavar="BOARD",
+                   help="on an emulated board: also estimate the cycles and milliseconds on this real board (its core, "
+                        "clock and flash wait states) from a traced run; an estimate, not a measurement")
     s.set_defaults(run=cmd_measure)
 
     s = sub.add_parser("tune", help="split operators for the least memory within a latency budget, timed on a board")

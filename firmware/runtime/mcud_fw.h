@@ -23,7 +23,10 @@ typedef struct {
     uint32_t uart_base;
     uint32_t uart_brr;            /* baud-rate register value (ignored by QEMU's models) */
     int32_t uart_irq;             /* the UART's receive interrupt (NVIC number), -1: none known, poll */
-    uint32_t timer_hz;            /* ticks per second of mcud_timer_now() */
+    uint32_t timer_hz;            /* ticks per second of mcud_timer_now() (a cycle counter's: core_hz) */
+    uint32_t core_hz;             /* the core clock the start-up left (mcud_clock.h) */
+    uint32_t clock_status;        /* MCUD_CLOCK_RESET, _SET or _FALLBACK */
+    const char *clock_note;       /* after a fallback, the wait that timed out */
     uint32_t emulated;            /* 1: semihosting is available (QEMU), 0: real hardware */
     const mcud_fw_reg_write *init;
     uint32_t init_count;

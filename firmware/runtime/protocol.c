@@ -129,6 +129,10 @@ static uint32_t identify(void)
     }
     n += put_string(OUT + n, cfg->board);
     n += put_string(OUT + n, cfg->firmware_version);
+    put32(OUT + n, cfg->core_hz); /* appended: an older host reads no further */
+    n += 4;
+    OUT[n++] = (uint8_t)cfg->clock_status;
+    n += put_string(OUT + n, cfg->clock_note != 0 ? cfg->clock_note : "");
     return n;
 }
 

@@ -24,6 +24,7 @@ from typing import Optional, Union
 
 from mcudeploy import __version__, interrupts
 from mcudeploy.boards import Board, Region, load_board
+from mcudeploy.clocks import register_values
 from mcudeploy.codegen.emit import BANNER, environment
 from mcudeploy.device.elfsize import MemoryReport, check_fits, memory_report
 from mcudeploy.device.host import BuildError, cache_dir
@@ -49,13 +50,36 @@ def ram_region(board: Board) -> Region:
     raise MCUDeployError(f"board {board.name} has no usable memory region")
 
 
-def _uart_brr(board: Board) -> tuple[int, str]:
+def uart_brr(board: Board, clock_hz: Optional[int] = None) -> tuple[int, str]:
+    """The UART's baud-rate register when its kernel clock is ``clock_hz`` (default the board's uart.clock_hz)."""
     uart = board.uart
-    if not uart.clock_hz:
+    hz = uart.clock_hz if clock_hz is None else clock_hz
+    if not hz:
         return 0, "no clock given"
     if uart.lpuart:
-        return round(256 * uart.clock_hz / uart.baud), f"256 * {uart.clock_hz} Hz / {uart.baud} baud (LPUART)"
-    return round(uart.clock_hz / uart.baud), f"{uart.clock_hz} Hz / {uart.baud} baud"
+        return round(256 * hz / uart.baud), f"256 * {hz} Hz / {uart.baud} baud (LPUART)"
+    return round(hz / uart.baud), f"{hz} Hz / {uart.baud} baud"
+
+
+MANUALS = {"stm32f4": "RM0390", "stm32f7": "RM0385", "stm32h7": "RM0433", "stm32l4": "RM0432"}
+
+
+def clock_source(board: Board) -> str:
+    """firmware/clock.c of ``board``: its clock tree applied (templates/firmware/clock.c.j2), or the reset clock kept."""
+    tree = board.clock_tree
+    brr, brr_note = uart_brr(board)
+    values = {"banner": BANNER, "board": board.name, "core_hz": board.clock_hz, "uart_brr": brr,
+              "uart_brr_note": brr_note, "tree": None, "icache": False, "dcache": False}
+    if tree is not None:
+        f = tree.frequencies()
+        reset_brr, reset_note = uart_brr(board, tree.reset_hz)
+        values.update(
+            icache=tree.icache, dcache=tree.dcache, reset_brr=reset_brr, reset_brr_note=reset_note, regs=register_values(tree),
+            tree={"summary": ", ".join(f"{k.upper()} {v / 1e6:g} MHz" for k, v in f.items()),
+                  "manual": MANUALS[tree.family], "reset_hz": tree.reset_hz, "family": tree.family,
+                  "sequence": "stm32f4" if tree.family == "stm32f7" else tree.family, "boost": tree.boost,
+                  "prefetch": tree.prefetch, "flash_cache": tree.flash_cache, "voltage_scale": tree.voltage_scale})
+    return environment().get_template("firmware/clock.c.j2").render(values)
 
 
 def _check_firmware_board(board: Board) -> None:
@@ -83,7 +107,7 @@ def arena_sections(project_dir: Optional[Path]) -> dict[str, str]:
 
 def _context(board: Board, mid: int, has_model: bool, sections: Optional[dict] = None) -> dict:
     uart = board.uart
-    brr, brr_note = _uart_brr(board)
+    brr, brr_note = uart_brr(board)
     ram = ram_region(board)
     sections = sections or {}
     init = [{"addr": f"0x{w.addr:08X}", "clear": f"0x{w.clear:08X}", "set": f"0x{w.set:08X}",
@@ -101,6 +125,7 @@ def _context(board: Board, mid: int, has_model: bool, sections: Optional[dict] =
         "uart_brr_note": brr_note,
         "uart_irq": uart.irq,
         "timer_hz": board.timer.hz,
+        "timer_counts_cycles": board.timer.driver == "dwt",
         "emulated": board.kind == "qemu",
         "init": init,
         "flash_origin": f"0x{board.flash_origin:08X}",
@@ -155,6 +180,7 @@ def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.Pat
     env = environment()
     values = _context(board, model_id(project), has_model, arena_sections(project) if has_model else None)
     (fw / "main.c").write_text(env.get_template("firmware/main.c.j2").render(values))
+    (fw / "clock.c").write_text(clock_source(board))
     (fw / "mcud_measure.h").write_text(env.get_template("firmware/mcud_measure.h.j2").render(values))
     for name, sizing in (("link.ld", False), ("link-sizing.ld", True)):
         lengths = ({"flash_length": f"0x{UNBOUNDED:X}", "ram_length": f"0x{UNBOUNDED:X}",
@@ -175,7 +201,7 @@ def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.Pat
         shutil.copy(firmware_dir() / "include" / "mcud_dma.h", stub)  # for a DMA engine's driver
         sources.append(stub / "model.c")
         include_dirs.append(stub)
-    sources.append(fw / "main.c")
+    sources += [fw / "main.c", fw / "clock.c"]
     drivers = (f"uart_{board.uart.driver}.c", f"timer_{board.timer.driver}.c")  # the schema lists the drivers
     if board.dma_engine is not None:
         drivers += (f"dma_{board.dma_engine.driver}.c",)

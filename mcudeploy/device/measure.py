@@ -18,6 +18,7 @@ from mcudeploy.device import qemu
 from mcudeploy.device.elfsize import MemoryReport
 from mcudeploy.device.runner import build_for_board, connect, model_name, op_labels, timed_nodes
 from mcudeploy.device.samples import sample_bytes
+from mcudeploy.estimate.cycles import Target, estimate_cycles, milliseconds
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ops import registry
 from mcudeploy.simulate.simulate import work
@@ -38,13 +39,39 @@ class OpTime:
     repeat: int
     cached: bool
 
-    def as_dict(self, ipt: Optional[float]) -> dict:
+    def as_dict(self, ipt: Optional[float], estimate: Optional["Estimate"] = None) -> dict:
         d = {"index": self.index, "name": self.label, "kernel": self.kernel, "signature": self.signature,
              "ticks": self.ticks, "mean_ticks": self.mean, "max_ticks": self.max, "repeat": self.repeat,
              "cached": self.cached}
         if ipt is not None:
             d["instructions"] = round(self.ticks * ipt)
+        if estimate is not None:
+            d.update(estimate.op_dict(self.index))
         return d
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Cycles a real board would take, from the instruction classes one traced emulated run executed."""
+    target: Target
+    cycles: tuple[float, ...]  # per timed operator
+    instructions: tuple[int, ...]  # the traced run's, per timed operator
+
+    NOTE = ("an estimate: the instructions of one traced run under QEMU weighted by the core's published "
+            "timings and the board's flash wait states (mcudeploy/estimate/cores.py), not a measurement")
+
+    def op_dict(self, index: int) -> dict:
+        c = self.cycles[index]
+        return {"estimated_cycles": round(c), "estimated_ms": round(milliseconds(c, self.target), 4),
+                "traced_instructions": self.instructions[index]}
+
+    def total(self) -> float:
+        return sum(self.cycles)
+
+    def as_dict(self) -> dict:
+        return {"for": self.target.board, "core": self.target.core, "clock_hz": self.target.clock_hz,
+                "flash_wait_states": self.target.wait_states, "estimated_cycles": round(self.total()),
+                "estimated_ms": round(milliseconds(self.total(), self.target), 4), "note": self.NOTE}
 
 
 @dataclass(frozen=True)
@@ -56,6 +83,8 @@ class Measurement:
     ops: list[OpTime]
     device_used: bool
     memory: Optional[MemoryReport] = None
+    estimate: Optional[Estimate] = None
+    clock: str = ""  # the board's core clock as IDENTIFY gave it (and a fallback), when the board was used
 
     @property
     def total_ticks(self) -> int:
@@ -64,29 +93,47 @@ class Measurement:
     def as_dict(self) -> dict:
         ipt = self.instructions_per_tick
         d = {"model": self.model, "board": self.board, "timer_hz": self.timer_hz, "total_ticks": self.total_ticks,
-             "device_used": self.device_used, "ops": [o.as_dict(ipt) for o in self.ops]}
+             "device_used": self.device_used, "ops": [o.as_dict(ipt, self.estimate) for o in self.ops]}
         if ipt is not None:
             d["instructions_per_tick"] = ipt
             d["total_instructions"] = round(self.total_ticks * ipt)
         if self.memory is not None:
             d["memory"] = self.memory.as_dict()
+        if self.estimate is not None:
+            d["estimate"] = self.estimate.as_dict()
+            d["estimated_cycles"], d["estimated_ms"] = d["estimate"]["estimated_cycles"], d["estimate"]["estimated_ms"]
+        if self.clock:
+            d["clock"] = self.clock
         return d
 
     def lines(self) -> list[str]:
-        ipt = self.instructions_per_tick
-        out = [f"{'#':>3}  {'operator':<48} {'kernel':<22} {'ticks':>12} {'~instructions' if ipt else 'us':>14}"]
+        ipt, est = self.instructions_per_tick, self.estimate
+        head = f"{'#':>3}  {'operator':<48} {'kernel':<22} {'ticks':>12} {'~instructions' if ipt else 'us':>14}"
+        out = [head + (f" {'est. cycles':>13} {'est. ms':>9}" if est else "")]
+
+        def estimated(cycles: float) -> str:
+            return f" {cycles:>13,.0f} {milliseconds(cycles, est.target):>9.3f}" if est else ""
+
         for o in self.ops:
             extra = f"{o.ticks * ipt:>14,.0f}" if ipt else f"{o.ticks * 1e6 / self.timer_hz:>14,.1f}"
             mark = "  (cached)" if o.cached else ""
-            out.append(f"{o.index:>3}  {o.label[:48]:<48} {o.kernel[:22]:<22} {o.ticks:>12,}{extra}{mark}")
+            out.append(f"{o.index:>3}  {o.label[:48]:<48} {o.kernel[:22]:<22} {o.ticks:>12,}{extra}"
+                       f"{estimated(est.cycles[o.index]) if est else ''}{mark}")
         total = self.total_ticks
         extra = f"{total * ipt:>14,.0f}" if ipt else f"{total * 1e6 / self.timer_hz:>14,.1f}"
-        out.append(f"{'':>3}  {'total':<48} {'':<22} {total:>12,}{extra}")
+        out.append(f"{'':>3}  {'total':<48} {'':<22} {total:>12,}{extra}{estimated(est.total()) if est else ''}")
         source = "measured on the board" if self.device_used else "all from the timing cache (board not used)"
         unit = (f"1 tick = {ipt:g} guest instructions under QEMU -icount" if ipt else
                 f"1 tick = 1 cycle at {self.timer_hz:,} Hz")
-        out.append(f"{self.board}: {source}; {unit}")
+        out.append(f"{self.board}: {source}; {unit}" + (f"; {self.clock}" if self.clock else ""))
+        if est:
+            out.append(f"estimated for {est.target.describe()}: {est.NOTE}")
         return out
+
+
+def _stale(entry: dict, board) -> bool:
+    """A real board's timing taken at another clock (before its clock tree, or after a fallback) is timed again."""
+    return board.kind == "hardware" and int(entry.get("timer_hz", 0)) != board.timer.hz
 
 
 def timed_ops(compiled) -> list[tuple[int, object, str, str]]:
@@ -98,7 +145,10 @@ def timed_ops(compiled) -> list[tuple[int, object, str, str]]:
 
 
 def measure_model(compiled, port: Optional[str] = None, repeat: int = 5, workdir: Optional[Path] = None,
-                  timeout: Optional[float] = None, cache: Optional[TimingCache] = None) -> Measurement:
+                  timeout: Optional[float] = None, cache: Optional[TimingCache] = None,
+                  estimate_for: Optional[Target] = None) -> Measurement:
+    """Per-operator ticks (cached per kernel); with ``estimate_for``, on an emulated board, also the cycles and
+    milliseconds that real board would take, estimated from a traced run (mcudeploy/estimate)."""
     if repeat < 1:
         raise MCUDeployError(f"--repeat must be 1 or more, not {repeat}")
     board, graph = compiled.board, compiled.graph
@@ -109,9 +159,9 @@ def measure_model(compiled, port: Optional[str] = None, repeat: int = 5, workdir
            for i, node, label, fn in timed_ops(compiled)]
     missing: dict[str, int] = {}
     for i, _, _, _, sig in ops:
-        if sig is not None and sig not in cache and sig not in missing:
+        if sig is not None and sig not in missing and (sig not in cache or _stale(cache.get(sig), board)):
             missing[sig] = i
-    memory = None
+    memory, clock = None, ""
     if missing:
         fresh = {}
         with tempfile.TemporaryDirectory(prefix="mcud-measure-") as tmp:
@@ -119,6 +169,7 @@ def measure_model(compiled, port: Optional[str] = None, repeat: int = 5, workdir
             memory = firmware.report
             with connect(board, firmware, port, timeout) as session:
                 hz = session.info.timer_hz
+                clock = session.info.clock_line() if board.kind == "hardware" else ""
                 sample = check.random_inputs(graph, 1, seed=0)[0]
                 session.begin_run()
                 for k, data in enumerate(sample_bytes(graph, sample)):
@@ -146,4 +197,10 @@ def measure_model(compiled, port: Optional[str] = None, repeat: int = 5, workdir
     first = next((cache.get(sig) for *_, sig in ops if sig is not None), None)
     hz = int(first["timer_hz"]) if first else board.timer.hz
     ipt = qemu.instructions_per_tick(board, hz) if board.kind == "qemu" else None
-    return Measurement(model_name(compiled), board.name, hz, ipt, rows, bool(missing), memory)
+    estimate = None
+    if estimate_for is not None:
+        from mcudeploy.device.traced import trace_model
+        spans = trace_model(compiled, timeout=timeout)
+        estimate = Estimate(estimate_for, tuple(estimate_cycles(c, estimate_for) for c in spans),
+                            tuple(c["instructions"] for c in spans))
+    return Measurement(model_name(compiled), board.name, hz, ipt, rows, bool(missing), memory, estimate, clock)

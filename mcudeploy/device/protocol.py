@@ -15,7 +15,10 @@ Requests and their replies' payloads (run: a u32 run id the host picks for each 
     IDENTIFY     -                          -> u8 protocol, u8 inputs, u8 outputs, u8 flags (bit 0: emulated),
                                                u16 max payload, u16 ops, u32 arena bytes, u32 timer Hz,
                                                u32 model id, u32 bytes per input, u32 bytes per output,
-                                               str board, str firmware version   (str: u8 length + bytes)
+                                               str board, str firmware version   (str: u8 length + bytes),
+                                               then (firmware since the clock trees) u32 core clock Hz,
+                                               u8 clock status (0 reset clock, 1 clock tree applied, 2 fell
+                                               back to the reset clock), str the wait that timed out
     LOAD_INPUT   u32 run, u8 index, u32 offset, data -> -
     RUN          u32 run                    -> u64 total ticks, u16 ops
     READ_TICKS   u32 run, u16 first, u16 count -> u64 ticks of each operator of that run
@@ -58,6 +61,7 @@ HEADER = 8
 TRAILER = 4
 MAX_PAYLOAD = 2048
 REPLY = 0x80
+CLOCK_RESET, CLOCK_SET, CLOCK_FALLBACK, CLOCK_UNKNOWN = 0, 1, 2, -1  # IDENTIFY's clock status (mcud_clock.h)
 
 
 class Command(enum.IntEnum):
@@ -227,6 +231,20 @@ class DeviceInfo:
     output_bytes: tuple[int, ...]
     board: str
     firmware_version: str
+    core_hz: int = 0  # 0: an older firmware that does not say
+    clock_status: int = CLOCK_UNKNOWN
+    clock_note: str = ""
+
+    def clock_line(self) -> str:
+        """The core clock for people, and a warning when the start-up fell back to the reset clock."""
+        if not self.core_hz:
+            return "core clock not reported (older firmware)"
+        line = f"core clock {self.core_hz / 1e6:g} MHz"
+        if self.clock_status == CLOCK_FALLBACK:
+            line += f": the clock tree was NOT applied ({self.clock_note or 'a ready flag'} timed out), reset clock"
+        elif self.clock_status == CLOCK_RESET:
+            line += " (the reset clock: the board file has no clock tree)"
+        return line
 
 
 def parse_identify(p: bytes) -> DeviceInfo:
@@ -239,9 +257,14 @@ def parse_identify(p: bytes) -> DeviceInfo:
         pos += 4 * n_out
         board, pos = unpack_string(p, pos)
         version, pos = unpack_string(p, pos)
+        core_hz, status, note = 0, CLOCK_UNKNOWN, ""
+        if len(p) > pos:  # the clock fields, appended by newer firmware
+            core_hz, status = struct.unpack_from("<IB", p, pos)
+            note, pos = unpack_string(p, pos + 5)
     except (struct.error, IndexError):
         raise FrameError(f"IDENTIFY reply of {len(p)} bytes is malformed") from None
-    return DeviceInfo(protocol, bool(flags & 1), max_payload, ops, arena, hz, model_id, ins, outs, board, version)
+    return DeviceInfo(protocol, bool(flags & 1), max_payload, ops, arena, hz, model_id, ins, outs, board, version,
+                      core_hz, status, note)
 
 
 def parse_error(p: bytes) -> tuple[int, str]:

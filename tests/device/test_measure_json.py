@@ -17,11 +17,17 @@ OP_KEYS = {"index", "name", "kernel", "signature", "ticks", "mean_ticks", "max_t
            "instructions"}
 
 
-def test_measure_json_reports_ticks_and_instructions_per_operator(tmp_path, need_qemu):
+def conv_model(tmp_path) -> str:
+    """A one-Conv int8 model (the int8 conformance case conv_k3_s1_p1) in ``tmp_path``."""
     build, _ = CASES["conv_k3_s1_p1"]
     model, _ = quantized(build, seed=1)
     path = tmp_path / "conv_int8.onnx"
     onnx.save(model, path)
+    return str(path)
+
+
+def test_measure_json_reports_ticks_and_instructions_per_operator(tmp_path, need_qemu):
+    path = conv_model(tmp_path)
     env = {**os.environ, "MCUDEPLOY_CACHE": str(tmp_path / "cache")}
     proc = subprocess.run([sys.executable, "-m", "mcudeploy", "measure", str(path), "-b", "qemu-m4", "--json",
                            "--repeat", "2"], capture_output=True, text=True, env=env)
@@ -42,3 +48,35 @@ def test_measure_json_reports_ticks_and_instructions_per_operator(tmp_path, need
     assert len(conv) == 1 and conv[0]["ticks"] > 0 and conv[0]["kernel"].startswith("mcud_")
     # 6 output channels x 9x9 pixels x 4x3x3 taps; SMLAD's two multiply-adds per instruction are the floor
     assert conv[0]["instructions"] >= 6 * 9 * 9 * 4 * 3 * 3 / 2
+
+
+def test_measure_json_estimates_cycles_for_a_real_board(tmp_path, need_qemu):
+    path = conv_model(tmp_path)
+    env = {**os.environ, "MCUDEPLOY_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.run([sys.executable, "-m", "mcudeploy", "measure", str(path), "-b", "qemu-m4", "--json",
+                           "--repeat", "1", "--estimate-for", "nucleo-l4r5zi"], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    d = json.loads(proc.stdout)
+    est = d["estimate"]
+    assert (est["for"], est["core"], est["clock_hz"], est["flash_wait_states"]) == ("nucleo-l4r5zi", "cortex-m4",
+                                                                                   120_000_000, 5)
+    assert "estimate" in est["note"] and d["estimated_cycles"] == est["estimated_cycles"]
+    assert abs(d["estimated_cycles"] - sum(o["estimated_cycles"] for o in d["ops"])) <= len(d["ops"])
+    assert d["estimated_ms"] == pytest.approx(d["estimated_cycles"] / 120e3, rel=1e-3)
+    for o in d["ops"]:
+        assert o["estimated_ms"] == pytest.approx(o["estimated_cycles"] / 120e3, abs=1e-4)
+        # the trace counts what the timer counts (40 instructions a tick), on the data of a whole run where RUN_OP
+        # runs on what the run left in the arena: a float kernel's path depends on its data
+        assert abs(o["traced_instructions"] - o["instructions"]) <= 0.1 * o["instructions"] + 80, o
+        assert o["estimated_cycles"] >= o["traced_instructions"]  # a Cortex-M4 spends a cycle or more on each
+    conv = next(o for o in d["ops"] if o["name"].startswith("Conv:"))  # integer: the same instructions on any data
+    assert abs(conv["traced_instructions"] - conv["instructions"]) <= 0.01 * conv["instructions"] + 80, conv
+
+
+def test_estimate_for_a_board_of_another_core_is_one_sentence(tmp_path):
+    path = conv_model(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "mcudeploy", "measure", str(path), "-b", "qemu-m4",
+                           "--estimate-for", "nucleo-h743zi"], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == ("mcudeploy: error: board qemu-m4 runs a cortex-m4, but --estimate-for nucleo-h743zi has a "
+                                   "cortex-m7: the instructions traced would be another core's")

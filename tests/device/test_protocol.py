@@ -86,5 +86,14 @@ def test_identify_payload_round_trip():
     info = P.parse_identify(body)
     assert (info.num_ops, info.arena_bytes, info.timer_hz, info.model_id) == (12, 16000, 25_000_000, 0xDEADBEEF)
     assert (info.input_bytes, info.output_bytes, info.board, info.emulated) == ((490, 4), (12,), "qemu-m4", True)
+    assert (info.core_hz, info.clock_status) == (0, P.CLOCK_UNKNOWN)  # a firmware from before the clock trees
+    assert "not reported" in info.clock_line()
     with pytest.raises(P.FrameError, match="malformed"):
         P.parse_identify(body[:10])
+    newer = P.parse_identify(body + (16_000_000).to_bytes(4, "little") + bytes([P.CLOCK_FALLBACK])
+                             + P.pack_string("PLL lock (RCC_CR.PLLRDY)"))
+    assert (newer.board, newer.core_hz, newer.clock_status) == ("qemu-m4", 16_000_000, P.CLOCK_FALLBACK)
+    assert newer.clock_line() == ("core clock 16 MHz: the clock tree was NOT applied (PLL lock (RCC_CR.PLLRDY) timed "
+                                  "out), reset clock")
+    with pytest.raises(P.FrameError, match="malformed"):
+        P.parse_identify(body + b"\x01\x02")

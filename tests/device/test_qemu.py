@@ -55,6 +55,7 @@ def test_every_emulated_board_serves_the_protocol(board, measurer_alone, need_qe
         assert s.boots_seen == 1  # QEMU holds the guest until we connect: the BOOT frame is never lost
         assert (info.board, info.emulated, info.model_id, info.num_ops) == (board, True, 0, 0)
         assert info.timer_hz == b.timer.hz
+        assert (info.core_hz, info.clock_status) == (b.clock_hz, P.CLOCK_RESET)  # no clock tree: the reset clock
         payload = np.random.default_rng(0).integers(0, 256, 2000, dtype=np.uint8).tobytes()
         assert s.echo(payload) == payload
         # a loop of 2 instructions per iteration: ticks are exact, and double with the work

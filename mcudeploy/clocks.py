@@ -1,0 +1,244 @@
+"""A real board's clock tree (``clock_tree`` in boards/NAME.json): checked against its chip family's
+limits from the reference manual, its frequencies derived, and its register values prepared for the
+start-up template (templates/firmware/clock_<family>.c.j2).
+
+The limits below are the reference manuals' (VDD 2.7-3.6 V, as on every Nucleo board): their flash
+wait-state tables, PLL and voltage-scaling sections, for RM0390 (STM32F446), RM0385 (STM32F74x),
+RM0433 (STM32H743, rev Y and V) and RM0432 (STM32L4+). A field that breaks one is refused in one
+sentence naming the board and the field.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from mcudeploy.errors import MCUDeployError
+
+MHZ = 1_000_000
+AHB_DIVS = (1, 2, 4, 8, 16, 64, 128, 256, 512)
+APB_DIVS = (1, 2, 4, 8, 16)
+
+# Per family: the oscillators a PLL may take, the PLL's ranges, the largest SYSCLK per voltage
+# setting, the bus limits, and the flash: (largest HCLK in Hz, wait states, write delay) rows.
+_F4_WS = tuple((30 * MHZ * (n + 1), n, 0) for n in range(16))
+_F7_WS = tuple((min(30 * MHZ * (n + 1), 216 * MHZ), n, 0) for n in range(16))
+_F4 = {  # RM0390 (F446): PLL input 1-2 MHz, VCO 100-432 MHz, PLLP out <= 180 MHz
+    "reset": ("hsi", 16 * MHZ), "sources": {"hsi": 16 * MHZ},
+    "m": (2, 63), "n": (50, 432), "p": (2, 4, 6, 8), "q": (2, 15), "r": (2, 7),
+    "pll_in": (1 * MHZ, 2 * MHZ), "vco": (100 * MHZ, 432 * MHZ),
+    "sysclk_max": {(1, True): 180 * MHZ, (1, False): 168 * MHZ, (2, True): 168 * MHZ,
+                   (2, False): 144 * MHZ, (3, False): 120 * MHZ},
+    "hclk_max": 180 * MHZ, "apb_max": {"apb1": 45 * MHZ, "apb2": 90 * MHZ},
+    "wait_states": {1: _F4_WS, 2: _F4_WS, 3: _F4_WS},
+}
+LIMITS = {
+    "stm32f4": _F4,
+    "stm32f7": {**_F4,  # RM0385 (F746): the F4's PLL; SYSCLK 216 MHz with over-drive, APB1 54, APB2 108
+                "sysclk_max": {(1, True): 216 * MHZ, (1, False): 180 * MHZ, (2, True): 180 * MHZ,
+                               (2, False): 168 * MHZ, (3, False): 144 * MHZ},
+                "hclk_max": 216 * MHZ, "apb_max": {"apb1": 54 * MHZ, "apb2": 108 * MHZ},
+                "wait_states": {1: _F7_WS, 2: _F7_WS, 3: _F7_WS}},
+    "stm32h7": {  # RM0433 (H743): ref clock 1-16 MHz, wide VCO 192-836 MHz (960 on rev V only)
+        "reset": ("hsi", 64 * MHZ), "sources": {"hsi": 64 * MHZ},
+        "m": (1, 63), "n": (4, 512), "p": tuple(range(2, 129, 2)), "q": (1, 128), "r": (1, 128),
+        "pll_in": (1 * MHZ, 16 * MHZ), "vco": (192 * MHZ, 836 * MHZ),
+        "sysclk_max": {(1, False): 400 * MHZ, (2, False): 300 * MHZ, (3, False): 200 * MHZ},
+        "hclk_max": 200 * MHZ, "apb_max": {"apb1": 100 * MHZ, "apb2": 100 * MHZ, "apb3": 100 * MHZ,
+                                          "apb4": 100 * MHZ},
+        "wait_states": {
+            1: ((70 * MHZ, 0, 0), (140 * MHZ, 1, 1), (185 * MHZ, 2, 1), (210 * MHZ, 2, 2), (225 * MHZ, 3, 2)),
+            2: ((55 * MHZ, 0, 0), (110 * MHZ, 1, 1), (165 * MHZ, 2, 1), (220 * MHZ, 2, 2), (225 * MHZ, 3, 2)),
+            3: ((45 * MHZ, 0, 0), (90 * MHZ, 1, 1), (135 * MHZ, 2, 1), (180 * MHZ, 2, 2), (225 * MHZ, 3, 2)),
+        },
+    },
+    "stm32l4": {  # RM0432 (L4R5): PLL input 2.66-16 MHz, VCO 64-344 MHz, 120 MHz only in range 1 boost
+        "reset": ("msi", 4 * MHZ), "sources": {"hsi": 16 * MHZ},
+        "m": (1, 16), "n": (8, 127), "p": tuple(range(2, 32)), "q": (2, 4, 6, 8), "r": (2, 4, 6, 8),
+        "pll_in": (2_660_000, 16 * MHZ), "vco": (64 * MHZ, 344 * MHZ),
+        "sysclk_max": {(1, True): 120 * MHZ, (1, False): 80 * MHZ, (2, False): 26 * MHZ},
+        "hclk_max": 120 * MHZ, "apb_max": {"apb1": 120 * MHZ, "apb2": 120 * MHZ},
+        "wait_states": {1: tuple((20 * MHZ * (n + 1), n, 0) for n in range(6)),
+                        2: ((8 * MHZ, 0, 0), (16 * MHZ, 1, 0), (26 * MHZ, 2, 0))},
+    },
+}
+
+
+@dataclass(frozen=True)
+class ClockTree:
+    family: str
+    source: str          # the PLL's input oscillator
+    source_hz: int
+    m: int
+    n: int
+    p: int
+    q: int
+    r: int
+    cpu_div: int         # H7 D1CPRE (1 elsewhere)
+    ahb_div: int
+    apb_divs: tuple[tuple[str, int], ...]  # (bus, divider), e.g. (("apb1", 4), ("apb2", 2))
+    voltage_scale: int   # F4/F7/H7: VOS scale; L4: range
+    boost: bool          # F4/F7 over-drive, L4 range 1 boost mode
+    flash_wait_states: int
+    flash_write_delay: int  # H7 WRHIGHFREQ
+    prefetch: bool
+    flash_cache: bool    # F4/L4 ICEN+DCEN, F7 ART accelerator
+    icache: bool         # Cortex-M7 L1 caches
+    dcache: bool
+    uart_bus: str
+    reset_hz: int        # the reset clock: core, buses and the UART after a fallback
+
+    @property
+    def pll_in_hz(self) -> float:
+        return self.source_hz / self.m
+
+    @property
+    def vco_hz(self) -> float:
+        return self.pll_in_hz * self.n
+
+    @property
+    def sysclk_hz(self) -> float:
+        # F4/F7/H7 take SYSCLK from the PLL's P output, the L4 from its R output
+        return self.vco_hz / (self.r if self.family == "stm32l4" else self.p)
+
+    @property
+    def core_hz(self) -> float:
+        return self.sysclk_hz / self.cpu_div
+
+    @property
+    def hclk_hz(self) -> float:
+        return self.core_hz / self.ahb_div
+
+    def bus_hz(self, bus: str) -> float:
+        return self.hclk_hz / dict(self.apb_divs)[bus]
+
+    def frequencies(self) -> dict[str, int]:
+        out = {"sysclk": self.sysclk_hz, "core": self.core_hz, "hclk": self.hclk_hz}
+        out.update({bus: self.bus_hz(bus) for bus, _ in self.apb_divs})
+        return {k: round(v) for k, v in out.items()}
+
+
+def _fail(board: str, field: str, why: str) -> MCUDeployError:
+    return MCUDeployError(f"board {board}: field 'clock_tree.{field}' {why}")
+
+
+def parse_clock_tree(board: str, family: str, data: Optional[dict]) -> Optional[ClockTree]:
+    """The board file's ``clock_tree`` (already checked against the schema) as a ClockTree, refused in
+    one sentence naming the board and the field when the chip cannot run it."""
+    if data is None:
+        return None
+    if family not in LIMITS:
+        raise MCUDeployError(f"board {board}: a clock_tree is known for the families {', '.join(LIMITS)}, "
+                             f"not '{family}'")
+    lim = LIMITS[family]
+    pll = data["pll"]
+    buses = tuple(sorted((k, int(v)) for k, v in data["apb_divs"].items()))
+    if sorted(b for b, _ in buses) != sorted(lim["apb_max"]):
+        raise _fail(board, "apb_divs", f"names the buses {', '.join(b for b, _ in buses)}; the {family} has "
+                                       f"{', '.join(sorted(lim['apb_max']))}")
+    tree = ClockTree(family, data["source"], int(data.get("source_hz", lim["sources"].get(data["source"], 0))),
+                     int(pll["m"]), int(pll["n"]), int(pll["p"]), int(pll.get("q", 2)), int(pll.get("r", 2)),
+                     int(data.get("cpu_div", 1)), int(data["ahb_div"]), buses, int(data["voltage_scale"]),
+                     bool(data.get("boost", False)), int(data["flash_wait_states"]),
+                     int(data.get("flash_write_delay", 0)), bool(data.get("prefetch", False)),
+                     bool(data.get("flash_cache", False)), bool(data.get("icache", False)),
+                     bool(data.get("dcache", False)), data["uart_bus"], int(data["reset_hz"]))
+    _check(board, tree, lim)
+    return tree
+
+
+def _check(board: str, t: ClockTree, lim: dict) -> None:
+    if t.source not in lim["sources"]:
+        raise _fail(board, "source", f"is '{t.source}'; the {t.family} PLL takes {', '.join(lim['sources'])}")
+    fixed = lim["sources"][t.source]
+    if t.source_hz != fixed:
+        raise _fail(board, "source_hz", f"is {t.source_hz} Hz, but the {t.source.upper()} oscillator runs at {fixed} Hz")
+    if t.reset_hz != lim["reset"][1]:
+        raise _fail(board, "reset_hz", f"is {t.reset_hz} Hz; the {t.family} starts at {lim['reset'][1]} Hz "
+                                       f"({lim['reset'][0].upper()})")
+    for name in ("m", "n", "p", "q", "r"):
+        allowed, value = lim[name], getattr(t, name)
+        ok = allowed[0] <= value <= allowed[1] if len(allowed) == 2 else value in allowed
+        if not ok:
+            shown = f"{allowed[0]}..{allowed[1]}" if len(allowed) == 2 else ", ".join(map(str, allowed[:8]))
+            raise _fail(board, f"pll.{name}", f"is {value}, outside what the {t.family} PLL allows ({shown})")
+    for what, value, (low, high) in (("input (source / m)", t.pll_in_hz, lim["pll_in"]),
+                                     ("VCO (source / m * n)", t.vco_hz, lim["vco"])):
+        if not low <= value <= high:
+            raise _fail(board, "pll", f"puts the PLL {what} at {value / MHZ:g} MHz, outside the reference "
+                                      f"manual's {low / MHZ:g}-{high / MHZ:g} MHz")
+    if t.ahb_div not in AHB_DIVS or t.cpu_div not in AHB_DIVS:
+        raise _fail(board, "ahb_div", f"is {t.ahb_div}; the AHB prescaler divides by {AHB_DIVS}")
+    bad = [bus for bus, d in t.apb_divs if d not in APB_DIVS]
+    if bad:
+        raise _fail(board, f"apb_divs.{bad[0]}", f"is not one of the APB prescaler's {APB_DIVS}")
+    key = (t.voltage_scale, t.boost)
+    if key not in lim["sysclk_max"]:
+        raise _fail(board, "voltage_scale", f"is {t.voltage_scale}{' with boost' if t.boost else ''}, "
+                                            f"which the {t.family} does not offer")
+    if t.core_hz > lim["sysclk_max"][key]:
+        raise _fail(board, "pll", f"gives a {t.core_hz / MHZ:g} MHz core clock, above the "
+                                  f"{lim['sysclk_max'][key] / MHZ:g} MHz of voltage scale {t.voltage_scale}"
+                                  f"{' with boost' if t.boost else ''}")
+    if t.hclk_hz > lim["hclk_max"]:
+        raise _fail(board, "ahb_div", f"gives HCLK {t.hclk_hz / MHZ:g} MHz, above the {lim['hclk_max'] / MHZ:g} MHz allowed")
+    for bus, _ in t.apb_divs:
+        if t.bus_hz(bus) > lim["apb_max"][bus]:
+            raise _fail(board, f"apb_divs.{bus}", f"gives {bus.upper()} {t.bus_hz(bus) / MHZ:g} MHz, above its "
+                                                  f"{lim['apb_max'][bus] / MHZ:g} MHz")
+    ws, delay = flash_setting(t.family, t.voltage_scale, t.hclk_hz)
+    if t.flash_wait_states < ws:
+        raise _fail(board, "flash_wait_states", f"is {t.flash_wait_states}, too few for HCLK {t.hclk_hz / MHZ:g} MHz "
+                                                f"at voltage scale {t.voltage_scale} (the reference manual asks {ws})")
+    if t.flash_write_delay < delay:
+        raise _fail(board, "flash_write_delay", f"is {t.flash_write_delay}, too short for HCLK {t.hclk_hz / MHZ:g} "
+                                                f"MHz (the reference manual asks {delay})")
+    if t.uart_bus not in dict(t.apb_divs):
+        raise _fail(board, "uart_bus", f"is '{t.uart_bus}', not one of the buses {', '.join(dict(t.apb_divs))}")
+
+
+def flash_setting(family: str, scale: int, hclk_hz: float) -> tuple[int, int]:
+    """(least wait states, least write delay) the flash of ``family`` needs at ``hclk_hz`` and voltage ``scale``;
+    (99, 99) when no setting is fast enough."""
+    for top, ws, delay in LIMITS[family]["wait_states"].get(scale, ()):
+        if hclk_hz <= top:
+            return ws, delay
+    return 99, 99
+
+
+def check_claims(board: str, tree: ClockTree, clock_hz: int, uart_hz: int, timer: Optional[tuple[str, int]]) -> None:
+    """The board file's other figures (clock_hz, uart.clock_hz, a cycle counter's hz) must be the tree's."""
+    claims = [("clock_hz", clock_hz, tree.core_hz), ("uart.clock_hz", uart_hz, tree.bus_hz(tree.uart_bus))]
+    if timer is not None and timer[0] == "dwt":
+        claims.append(("timer.hz", timer[1], tree.core_hz))
+    for field, said, derived in claims:
+        if said != round(derived):
+            raise MCUDeployError(f"board {board}: field '{field}' says {said} Hz but its clock_tree gives "
+                                 f"{round(derived)} Hz")
+
+
+def _ahb_code(div: int) -> int:
+    return 0 if div == 1 else 0x8 + AHB_DIVS.index(div) - 1
+
+
+def _apb_code(div: int) -> int:
+    return 0 if div == 1 else 0x4 + APB_DIVS.index(div) - 1
+
+
+def register_values(tree: ClockTree) -> dict:
+    """Field values of the registers the start-up writes, by name, for clock_<family>.c.j2 (all as ints)."""
+    t, divs = tree, dict(tree.apb_divs)
+    v = {"ahb_code": _ahb_code(t.ahb_div), "cpu_code": _ahb_code(t.cpu_div),
+         "apb_codes": {bus: _apb_code(d) for bus, d in divs.items()}, "m": t.m, "n": t.n, "p": t.p, "q": t.q,
+         "r": t.r, "wait_states": t.flash_wait_states, "write_delay": t.flash_write_delay}
+    if t.family == "stm32h7":
+        rge = 0 if t.pll_in_hz < 2 * MHZ else 1 if t.pll_in_hz < 4 * MHZ else 2 if t.pll_in_hz < 8 * MHZ else 3
+        v["pll_range"] = rge
+        v["vos_code"] = {1: 3, 2: 2, 3: 1}[t.voltage_scale]
+    elif t.family == "stm32l4":
+        v["pll_source"] = {"msi": 1, "hsi": 2, "hse": 3}[t.source]
+        v["r_code"] = t.r // 2 - 1
+        v["q_code"] = t.q // 2 - 1
+    else:
+        v["vos_code"] = {1: 3, 2: 2, 3: 1}[t.voltage_scale]
+        v["p_code"] = t.p // 2 - 1
+    return v

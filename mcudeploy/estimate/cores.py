@@ -1,0 +1,46 @@
+"""Cycle costs of instruction classes per Cortex-M core: the published timings an estimate weights a
+QEMU instruction trace with (mcudeploy/estimate/trace.py counts the classes).
+
+Cortex-M4 and M33: the Cortex-M4 Technical Reference Manual (r0p1, "Processor instruction timings"):
+one cycle for data processing, multiply and the DSP extension's multiply-accumulate and SIMD; a
+load or store 2 cycles, 1 when it follows another load or store (their address and data phases
+pipeline); LDM/STM/PUSH/POP 1 + N; LDRD/STRD 1 + 2; SDIV/UDIV 2 to 12 (early termination: 7 taken
+here); a branch 1, plus P = 1 to 3 for the pipeline refill when taken (2 taken here); FPU
+VADD/VMUL 1, VMLA/VFMA 3, VDIV/VSQRT 14, VLDR/VSTR 2. The Cortex-M33 TRM gives the same figures
+for these classes within a cycle (its divide takes 2 to 11).
+
+Cortex-M7: dual issue. There is no cycle table in its TRM, only pairing rules (two ALU instructions,
+or a load/store with an ALU or multiply, issue together), so the M7 weights are an approximation:
+ALU 0.5, multiply and DSP 0.75, load/store 1, a taken branch 1 more (the branch predictor hides
+most of the refill in loops), FPU 1, FPU multiply-accumulate 1.
+
+Flash: an instruction fetch after a taken branch waits the board's flash wait states unless the
+flash accelerator (ART, F4/L4 instruction cache, or the M7's L1 I-cache) holds the line; a hit
+rate of 90% is assumed there, 0% without one. Data read from flash (weights) is charged as SRAM:
+that is not modelled, and underestimates boards whose weights stream from flash.
+"""
+from __future__ import annotations
+
+CLASSES = ("alu", "mul", "dsp", "div", "load", "store", "ldst_pipelined", "ldst_double", "multi", "multi_regs",
+           "branch", "branch_taken", "it", "fpu", "fpu_mac", "fpu_div", "fpu_ldst")
+
+_M4 = {"alu": 1, "mul": 1, "dsp": 1, "div": 7, "load": 2, "store": 2, "ldst_pipelined": 1, "ldst_double": 3,
+       "multi": 1, "multi_regs": 1, "branch": 1, "branch_taken": 2, "it": 1, "fpu": 1, "fpu_mac": 3, "fpu_div": 14,
+       "fpu_ldst": 2}
+_M7 = {"alu": 0.5, "mul": 0.75, "dsp": 0.75, "div": 7, "load": 1, "store": 1, "ldst_pipelined": 1, "ldst_double": 1,
+       "multi": 1, "multi_regs": 0.5, "branch": 0.5, "branch_taken": 1, "it": 0.5, "fpu": 1, "fpu_mac": 1,
+       "fpu_div": 14, "fpu_ldst": 1}
+
+CORES = {
+    "cortex-m4": {"cost": _M4, "source": "Cortex-M4 TRM instruction timings"},
+    "cortex-m33": {"cost": _M4, "source": "Cortex-M33 TRM (as the Cortex-M4's within a cycle)"},
+    "cortex-m7": {"cost": _M7, "source": "approximation of Cortex-M7 dual issue (no cycle table is published)"},
+}
+FLASH_CACHE_HIT = 0.9  # an assumption, see the module's docstring
+# The published ranges of the figures fixed above, per core: the estimate's stated error is the spread they give
+# (with the flash accelerator hitting every time and never).
+RANGES = {
+    "cortex-m4": {"branch_taken": (1, 3), "div": (2, 12)},
+    "cortex-m33": {"branch_taken": (1, 3), "div": (2, 11)},
+    "cortex-m7": {"branch_taken": (0, 8), "div": (2, 12), "alu": (0.5, 1), "mul": (0.5, 1), "dsp": (0.5, 1)},
+}

@@ -1,0 +1,136 @@
+"""Instruction classes per operator from a QEMU execution log (``-d in_asm,exec,nochain``).
+
+QEMU prints each translation block's instructions when it translates it (``IN:`` then one line per
+instruction) and a ``Trace`` line, naming the block's host address and guest pc, each time it runs
+one (``nochain`` makes every run print). The blocks that run between a call of ``begin`` and the
+next call of ``end`` (the firmware's mcud_fw_op_begin and mcud_fw_op_end: the addresses come from
+the ELF) belong to one operator, the k-th such span to the k-th operator. A block ends at its
+branch; the branch was taken when the next block does not start where this one ends.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+_INSN = re.compile(r"^0x([0-9a-f]{8}):\s+([0-9a-f]{4}(?: [0-9a-f]{4})?)\s{2,}(\S+)\s*(.*)$")
+_TRACE = re.compile(r"^Trace \d+: (0x[0-9a-f]+) \[[0-9a-f]+/([0-9a-f]+)/")
+_CONDS = ("eq", "ne", "cs", "hs", "cc", "lo", "mi", "pl", "vs", "vc", "hi", "ls", "ge", "lt", "gt", "le", "al")
+_BRANCHES = ("b", "bl", "bx", "blx", "cbz", "cbnz", "tbb", "tbh")
+_MUL = ("mul", "mla", "mls", "smul", "smla", "smlal", "umull", "umlal", "umaal", "smmul", "smmla", "smmls", "smuad",
+        "smusd", "smlad", "smlsd", "smlald", "smlsld", "smull")
+_DSP = ("sxtb16", "uxtb16", "sxtab16", "uxtab16", "sadd", "ssub", "uadd", "usub", "qadd", "qsub", "qdadd", "qdsub",
+        "shadd", "shsub", "uhadd", "uhsub", "ssat", "usat", "pkhbt", "pkhtb", "sel", "sasx", "ssax", "qasx", "qsax",
+        "usad8", "usada8")
+
+
+def _base(mnemonic: str) -> str:
+    m = mnemonic.split(".")[0]
+    return m
+
+
+def _strip_cond(m: str, names: Iterable[str]) -> str:
+    """``m`` without a condition suffix when what is left is one of ``names`` (bne -> b, addeq -> add)."""
+    for name in names:
+        if m == name or (m.startswith(name) and m[len(name):] in _CONDS):
+            return name
+        if m.startswith(name) and m[len(name):len(name) + 1] == "s" and m[len(name) + 1:] in _CONDS + ("",):
+            return name
+    return m
+
+
+def classify(mnemonic: str, operands: str) -> tuple[str, int]:
+    """(class of mcudeploy/estimate/cores.py, registers moved for multiple loads and stores)."""
+    m = _base(mnemonic)
+    regs = operands.count(",") + 1 if "{" in operands else 0
+    if m.startswith("v"):
+        if m[:4] in ("vldr", "vstr") or m[:4] in ("vldm", "vstm") or m[:5] in ("vpush", "vpop"):
+            return "fpu_ldst", 0
+        if m[:4] in ("vdiv", "vsqr"):
+            return "fpu_div", 0
+        if m[:4] in ("vmla", "vmls", "vfma", "vfms", "vnml", "vfnm"):
+            return "fpu_mac", 0
+        return "fpu", 0
+    if m.startswith("it") and set(m[2:]) <= {"t", "e"}:
+        return "it", 0
+    if m in ("pop", "push") or m[:3] in ("ldm", "stm"):
+        return ("branch" if "pc" in operands and m != "push" and m[:3] != "stm" else "multi"), regs
+    if _strip_cond(m, _BRANCHES) in _BRANCHES:
+        return "branch", 0
+    if m[:4] in ("ldrd", "strd"):
+        return "ldst_double", 0
+    if m.startswith("ldr"):
+        return ("branch" if operands.startswith("pc") else "load"), 0
+    if m.startswith("str"):
+        return "store", 0
+    if m in ("sdiv", "udiv"):
+        return "div", 0
+    if any(m.startswith(p) for p in _MUL):
+        return "mul", 0
+    if any(m.startswith(p) for p in _DSP):
+        return "dsp", 0
+    return "alu", 0
+
+
+@dataclass
+class Block:
+    counts: Counter
+    end: int            # the address after its last instruction
+    ends_in_branch: bool
+
+
+def _block(lines: list[tuple[int, int, str, str]]) -> Block:
+    counts: Counter = Counter()
+    previous = ""
+    for _, _, mnemonic, operands in lines:
+        cls, regs = classify(mnemonic, operands)
+        if cls in ("load", "store") and previous in ("load", "store", "ldst_pipelined"):
+            cls = "ldst_pipelined"
+        counts[cls] += 1
+        if regs:
+            counts["multi_regs"] += regs
+        previous = cls
+    addr, size, _, _ = lines[-1]
+    return Block(counts, addr + size, previous == "branch")
+
+
+def op_counts(log: Path, begin: int, end: int) -> list[Counter]:
+    """Per span between a run of the block at ``begin`` and the next at ``end``: instruction classes
+    (with ``instructions`` and ``branch_taken``), in the order the spans ran."""
+    blocks: dict[str, Block] = {}
+    pending: list = []
+    spans: list[Counter] = []
+    current = None  # the Counter of the span being counted
+    last = None  # the block that ran last, waiting to learn whether its branch was taken
+    with open(log, errors="replace") as f:
+        for line in f:
+            if line.startswith("0x"):
+                m = _INSN.match(line)
+                if m:
+                    pending.append((int(m[1], 16), 2 * len(m[2].split()), m[3], m[4]))
+                continue
+            if not line.startswith("Trace"):
+                continue
+            t = _TRACE.match(line)
+            if t is None:
+                continue
+            host, pc = t[1], int(t[2], 16)
+            if pending:
+                blocks[host] = _block(pending)
+                pending = []
+            if current is not None and last is not None and last.ends_in_branch and pc != last.end:
+                current["branch_taken"] += 1
+            if pc == end and current is not None:
+                spans.append(current)
+                current = None
+            if pc == begin:
+                current = Counter()
+            block = blocks.get(host)
+            if current is not None and block is not None:
+                current.update(block.counts)
+            last = block
+    for span in spans:
+        span["instructions"] = sum(v for k, v in span.items() if k not in ("multi_regs", "branch_taken"))
+    return spans

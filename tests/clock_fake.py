@@ -1,0 +1,348 @@
+"""A register-level fake of the RCC, PWR and FLASH of each STM32 family with a clock tree, and a runner
+that executes a board's generated start-up (firmware/clock.c) against it on the host.
+
+The start-up reaches registers through MCUD_RD / MCUD_WR (firmware/runtime/mcud_clock.h); built with
+-DMCUD_CLOCK_FAKE those call the functions this module installs through ctypes. The fake keeps the
+registers, raises ready flags the way the chip does (or never, for the flags named in ``never``),
+and after every write checks what the reference manual requires of the order: a PLL configured
+only while it is off, the voltage scale and over-drive or boost in place and the flash wait states
+raised before the clock they allow, and so on. The frequencies it reports are decoded from the
+registers as written, independently of mcudeploy/clocks.py, which computed them from the board file.
+
+    python -m tests.clock_fake     # every real board's start-up, with the frequencies it reached
+"""
+from __future__ import annotations
+
+import ctypes
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mcudeploy.clocks import LIMITS, flash_setting
+from mcudeploy.resources import firmware_dir
+
+MHZ = 1_000_000
+SPIN = 2000  # MCUD_CLOCK_SPIN of the host build: the bound the waits are held to, small to keep tests quick
+
+
+def _bits(value: int, low: int, width: int) -> int:
+    return (value >> low) & ((1 << width) - 1)
+
+
+def _ahb(code: int) -> int:
+    return 1 if code < 8 else (2, 4, 8, 16, 64, 128, 256, 512)[code - 8]
+
+
+def _apb(code: int) -> int:
+    return 1 if code < 4 else (2, 4, 8, 16)[code - 4]
+
+
+@dataclass
+class Fake:
+    """One chip's clock registers. Subclasses give the reset values, the flags and the rules."""
+    never: frozenset = frozenset()  # ready flags that never come ("pll", "hsi", "od", "vos", "switch", ...)
+    regs: dict = field(default_factory=dict)
+    log: list = field(default_factory=list)  # ("r" | "w", address, value)
+    broken: list = field(default_factory=list)  # rules of the reference manual the start-up broke
+    reads: int = 0
+    family = ""
+
+    def __post_init__(self):
+        self.regs = dict(self.RESET)
+        self.sws = 0  # the clock SYSCLK runs from, as the switch status shows it
+
+    def read(self, addr: int) -> int:
+        self.reads += 1
+        value = self.status(addr, self.regs.get(addr, 0))
+        self.log.append(("r", addr, value))
+        return value
+
+    def write(self, addr: int, value: int) -> None:
+        old = self.regs.get(addr, 0)
+        self.rules(addr, old, value)
+        self.log.append(("w", addr, value))
+        self.regs[addr] = value
+        self.after(addr, old, value)
+        self.check_running()
+
+    def fail(self, why: str) -> None:
+        if why not in self.broken:
+            self.broken.append(why)
+
+    def check_running(self) -> None:
+        """Wherever the start-up is, the clock running must be one the flash and the regulator allow now."""
+        f = self.frequencies()
+        scale, boost = self.power()
+        top = LIMITS[self.family]["sysclk_max"].get((scale, boost))
+        if top is None or f["core"] > top:
+            self.fail(f"core at {f['core'] / MHZ:g} MHz with voltage scale {scale}{' boost' if boost else ''}")
+        ws, delay = flash_setting(self.family, scale, f["hclk"])
+        if self.wait_states() < ws or self.write_delay() < delay:
+            self.fail(f"HCLK {f['hclk'] / MHZ:g} MHz with {self.wait_states()} flash wait states at scale {scale}")
+
+    def write_delay(self) -> int:
+        return 9  # only the H7 has one
+
+    def wait_states(self) -> int:
+        return _bits(self.regs[self.FLASH_ACR], 0, 4)
+
+    def after(self, addr, old, new):
+        """The switch follows SW to the reset oscillator at once, to the PLL once it is locked; the PLL
+        may not stop under the running clock. Every family has PLLON at bit 24 of RCC_CR."""
+        if addr == self.RCC_CFGR:
+            sw = new & self.SW_MASK
+            pll_ready = self.regs[self.RCC_CR] & (1 << 24) and "pll" not in self.never
+            if sw == 0 or (sw == self.SW_PLL and pll_ready and "switch" not in self.never):
+                self.sws = sw
+        if addr == self.RCC_CR and not new & (1 << 24) and self.sws == self.SW_PLL:
+            self.fail("PLL turned off while SYSCLK ran from it")
+
+    def writes_to(self, addr: int) -> list[int]:
+        return [v for kind, a, v in self.log if kind == "w" and a == addr]
+
+
+class FakeF4(Fake):
+    """STM32F446 (RM0390) and, with the F7 flag, STM32F746 (RM0385): the same RCC and PWR bits."""
+    family = "stm32f4"
+    SW_MASK, SW_PLL = 3, 2
+    RCC_CR, RCC_PLLCFGR, RCC_CFGR, RCC_APB1ENR = 0x40023800, 0x40023804, 0x40023808, 0x40023840
+    PWR_CR, PWR_CSR, FLASH_ACR = 0x40007000, 0x40007004, 0x40023C00
+    RESET = {RCC_CR: 0x83, RCC_PLLCFGR: 0x24003010, RCC_CFGR: 0, RCC_APB1ENR: 0, PWR_CR: 0xC000, PWR_CSR: 0,
+             FLASH_ACR: 0}
+
+    def status(self, addr, value):
+        cr = self.regs[self.RCC_CR]
+        if addr == self.RCC_CR:
+            value = value & ~((1 << 1) | (1 << 25))
+            value |= (cr & 1 and "hsi" not in self.never) << 1
+            value |= (bool(cr & (1 << 24)) and "pll" not in self.never) << 25
+        elif addr == self.PWR_CSR:
+            pcr = self.regs[self.PWR_CR]
+            value = ((bool(cr & (1 << 24)) and "vos" not in self.never) << 14
+                     | (bool(pcr & (1 << 16)) and "od" not in self.never) << 16
+                     | (bool(pcr & (1 << 17)) and "od" not in self.never) << 17)
+        elif addr == self.RCC_CFGR:
+            value = (value & ~(3 << 2)) | self.sws << 2
+        return value
+
+    def rules(self, addr, old, new):
+        pll_on = self.regs[self.RCC_CR] & (1 << 24)
+        if addr in (self.PWR_CR, self.PWR_CSR) and not self.regs[self.RCC_APB1ENR] & (1 << 28):
+            self.fail("PWR written before its clock (PWREN) was on")
+        if addr == self.RCC_PLLCFGR and pll_on:
+            self.fail("PLLCFGR written while the PLL was on")
+        if addr == self.PWR_CR and (old ^ new) & (3 << 14) and pll_on:
+            self.fail("voltage scale changed while the PLL was on")
+        if addr == self.PWR_CR and new & ~old & (1 << 16) and not pll_on:
+            self.fail("over-drive (ODEN) set before the PLL was on")
+        if addr == self.PWR_CR and new & ~old & (1 << 17):
+            if not self.status(self.PWR_CSR, 0) & (1 << 16):
+                self.fail("ODSWEN set before ODRDY")
+            if self.sws == 2:
+                self.fail("ODSWEN set while SYSCLK ran from the PLL")
+
+
+    def power(self):
+        pcr = self.regs[self.PWR_CR]
+        scale = {3: 1, 2: 2, 1: 3}.get(_bits(pcr, 14, 2), 3)
+        return scale, bool(pcr & (1 << 17)) and "od" not in self.never
+
+    def pll_hz(self) -> tuple[float, float, float]:
+        """(input, VCO, P output) of the PLL as configured."""
+        c = self.regs[self.RCC_PLLCFGR]
+        src = 16 * MHZ  # PLLSRC 0: HSI (the start-up never picks HSE)
+        vin = src / max(_bits(c, 0, 6), 1)
+        vco = vin * _bits(c, 6, 9)
+        return vin, vco, vco / (2 * (_bits(c, 16, 2) + 1))
+
+    def frequencies(self) -> dict:
+        sysclk = self.pll_hz()[2] if self.sws == 2 else 16 * MHZ
+        cfgr = self.regs[self.RCC_CFGR]
+        hclk = sysclk / _ahb(_bits(cfgr, 4, 4))
+        return {"sysclk": sysclk, "core": sysclk, "hclk": hclk, "apb1": hclk / _apb(_bits(cfgr, 10, 3)),
+                "apb2": hclk / _apb(_bits(cfgr, 13, 3))}
+
+    def pll_ranges(self) -> dict:
+        vin, vco, _ = self.pll_hz()
+        return {"input": vin, "vco": vco}
+
+
+class FakeF7(FakeF4):
+    family = "stm32f7"
+
+
+class FakeH7(Fake):
+    """STM32H743 (RM0433)."""
+    family = "stm32h7"
+    SW_MASK, SW_PLL = 7, 3
+    RCC_CR, RCC_CFGR, RCC_D1CFGR, RCC_D2CFGR, RCC_D3CFGR = 0x58024400, 0x58024410, 0x58024418, 0x5802441C, 0x58024420
+    RCC_PLLCKSELR, RCC_PLLCFGR, RCC_PLL1DIVR = 0x58024428, 0x5802442C, 0x58024430
+    PWR_CSR1, PWR_CR3, PWR_D3CR, FLASH_ACR = 0x58024804, 0x5802480C, 0x58024818, 0x52002000
+    RESET = {RCC_CR: 0x25, RCC_CFGR: 0, RCC_D1CFGR: 0, RCC_D2CFGR: 0, RCC_D3CFGR: 0, RCC_PLLCKSELR: 0x02020200,
+             RCC_PLLCFGR: 0x01FF0000, RCC_PLL1DIVR: 0x01010280, PWR_CSR1: 0, PWR_CR3: 0x46, PWR_D3CR: 0x4000,
+             FLASH_ACR: 0x37}
+
+    def status(self, addr, value):
+        cr = self.regs[self.RCC_CR]
+        if addr == self.RCC_CR:
+            value = value & ~((1 << 2) | (1 << 25))
+            value |= (cr & 1 and "hsi" not in self.never) << 2
+            value |= (bool(cr & (1 << 24)) and "pll" not in self.never) << 25
+        elif addr == self.PWR_CSR1:
+            value = (len(self.writes_to(self.PWR_CR3)) > 0 and "supply" not in self.never) << 13
+        elif addr == self.PWR_D3CR:
+            value = (value & ~(1 << 13)) | ("vos" not in self.never) << 13
+        elif addr == self.RCC_CFGR:
+            value = (value & ~(7 << 3)) | self.sws << 3
+        return value
+
+    def rules(self, addr, old, new):
+        pll_on = self.regs[self.RCC_CR] & (1 << 24)
+        if addr in (self.RCC_PLLCKSELR, self.RCC_PLLCFGR, self.RCC_PLL1DIVR) and pll_on:
+            self.fail("PLL1 configured while it was on")
+        if addr == self.PWR_CR3 and self.writes_to(self.PWR_CR3):
+            self.fail("the supply configuration (PWR_CR3) written twice: it is locked after the first write")
+        if addr == self.PWR_D3CR and not self.writes_to(self.PWR_CR3):
+            self.fail("voltage scale set before the supply configuration")
+
+
+    def power(self):
+        return {3: 1, 2: 2, 1: 3}.get(_bits(self.regs[self.PWR_D3CR], 14, 2), 3), False
+
+    def write_delay(self):
+        return _bits(self.regs[self.FLASH_ACR], 4, 2)
+
+    def pll_ranges(self) -> dict:
+        hsi = 64 * MHZ / (1 << _bits(self.regs[self.RCC_CR], 3, 2))
+        vin = hsi / max(_bits(self.regs[self.RCC_PLLCKSELR], 4, 6), 1)
+        return {"input": vin, "vco": vin * (_bits(self.regs[self.RCC_PLL1DIVR], 0, 9) + 1)}
+
+    def frequencies(self) -> dict:
+        hsi = 64 * MHZ / (1 << _bits(self.regs[self.RCC_CR], 3, 2))
+        sysclk = hsi
+        if self.sws == 3:
+            sysclk = self.pll_ranges()["vco"] / (_bits(self.regs[self.RCC_PLL1DIVR], 9, 7) + 1)
+        d1, d2, d3 = (self.regs[r] for r in (self.RCC_D1CFGR, self.RCC_D2CFGR, self.RCC_D3CFGR))
+        core = sysclk / _ahb(_bits(d1, 8, 4))
+        hclk = core / _ahb(_bits(d1, 0, 4))
+        return {"sysclk": sysclk, "core": core, "hclk": hclk, "apb1": hclk / _apb(_bits(d2, 4, 3)),
+                "apb2": hclk / _apb(_bits(d2, 8, 3)), "apb3": hclk / _apb(_bits(d1, 4, 3)),
+                "apb4": hclk / _apb(_bits(d3, 4, 3))}
+
+
+class FakeL4(Fake):
+    """STM32L4R5 (RM0432)."""
+    family = "stm32l4"
+    SW_MASK, SW_PLL = 3, 3
+    RCC_CR, RCC_CFGR, RCC_PLLCFGR, RCC_APB1ENR1 = 0x40021000, 0x40021008, 0x4002100C, 0x40021058
+    PWR_CR1, PWR_SR2, PWR_CR5, FLASH_ACR = 0x40007000, 0x40007014, 0x40007080, 0x40022000
+    RESET = {RCC_CR: 0x63, RCC_CFGR: 0, RCC_PLLCFGR: 0x1000, RCC_APB1ENR1: 0, PWR_CR1: 0x200, PWR_SR2: 0,
+             PWR_CR5: 0x100, FLASH_ACR: 0x600}
+
+    def status(self, addr, value):
+        cr = self.regs[self.RCC_CR]
+        if addr == self.RCC_CR:
+            value = value & ~((1 << 10) | (1 << 25))
+            value |= (bool(cr & (1 << 8)) and "hsi" not in self.never) << 10
+            value |= (bool(cr & (1 << 24)) and "pll" not in self.never) << 25
+        elif addr == self.PWR_SR2:
+            value = ("vos" in self.never) << 10  # VOSF stays up when the regulator never settles
+        elif addr == self.RCC_CFGR:
+            value = (value & ~(3 << 2)) | self.sws << 2
+        return value
+
+    def rules(self, addr, old, new):
+        if addr in (self.PWR_CR1, self.PWR_CR5) and not self.regs[self.RCC_APB1ENR1] & (1 << 28):
+            self.fail("PWR written before its clock (PWREN) was on")
+        if addr == self.RCC_PLLCFGR and self.regs[self.RCC_CR] & (1 << 24):
+            self.fail("PLLCFGR written while the PLL was on")
+        if addr == self.RCC_CFGR and new & 3 == 3 and self.sws != 3:
+            vin, vco = self.pll_ranges().values()
+            sysclk = vco / (2 * (_bits(self.regs[self.RCC_PLLCFGR], 25, 2) + 1))
+            if sysclk > 80 * MHZ and _ahb(_bits(new, 4, 4)) < 2:
+                self.fail("switched to a SYSCLK above 80 MHz without HCLK halved first")
+
+
+    def power(self):
+        return _bits(self.regs[self.PWR_CR1], 9, 2), not self.regs[self.PWR_CR5] & (1 << 8)
+
+    def pll_ranges(self) -> dict:
+        c = self.regs[self.RCC_PLLCFGR]
+        src = {1: 4 * MHZ, 2: 16 * MHZ}.get(_bits(c, 0, 2), 0)
+        vin = src / (_bits(c, 4, 4) + 1)
+        return {"input": vin, "vco": vin * _bits(c, 8, 7)}
+
+    def frequencies(self) -> dict:
+        sysclk = 4 * MHZ  # MSI range 6 after reset
+        if self.sws == 3:
+            sysclk = self.pll_ranges()["vco"] / (2 * (_bits(self.regs[self.RCC_PLLCFGR], 25, 2) + 1))
+        cfgr = self.regs[self.RCC_CFGR]
+        hclk = sysclk / _ahb(_bits(cfgr, 4, 4))
+        return {"sysclk": sysclk, "core": sysclk, "hclk": hclk, "apb1": hclk / _apb(_bits(cfgr, 8, 3)),
+                "apb2": hclk / _apb(_bits(cfgr, 11, 3))}
+
+
+FAKES = {"stm32f4": FakeF4, "stm32f7": FakeF7, "stm32h7": FakeH7, "stm32l4": FakeL4}
+
+
+class State(ctypes.Structure):  # mcud_clock_state
+    _fields_ = [("core_hz", ctypes.c_uint32), ("uart_brr", ctypes.c_uint32), ("status", ctypes.c_uint32),
+                ("note", ctypes.c_char_p)]
+
+
+READ = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_uint32)
+WRITE = ctypes.CFUNCTYPE(None, ctypes.c_uint32, ctypes.c_uint32)
+
+
+def build_startup(board, directory: Path) -> Path:
+    """The board's generated firmware/clock.c as a host shared library, registers going to the fake."""
+    from mcudeploy.device.build import clock_source
+    src = directory / f"clock-{board.name}.c"
+    src.write_text(clock_source(board))
+    lib = directory / f"clock-{board.name}.so"
+    cmd = ["gcc", "-std=c99", "-O1", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-DMCUD_CLOCK_FAKE",
+           f"-DMCUD_CLOCK_SPIN={SPIN}u", f"-I{firmware_dir() / 'runtime'}", str(src), "-o", str(lib)]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return lib
+
+
+@dataclass
+class Result:
+    fake: Fake
+    state: dict
+
+
+def run_startup(lib: Path, fake: Fake) -> Result:
+    """Run mcud_clock_init of ``lib`` against ``fake``; the state it returned and the fake it left."""
+    dll = ctypes.CDLL(str(lib))
+    read, write = READ(fake.read), WRITE(fake.write)
+    ctypes.c_void_p.in_dll(dll, "mcud_fake_read").value = ctypes.cast(read, ctypes.c_void_p).value
+    ctypes.c_void_p.in_dll(dll, "mcud_fake_write").value = ctypes.cast(write, ctypes.c_void_p).value
+    state = State()
+    dll.mcud_clock_init(ctypes.byref(state))
+    return Result(fake, {"core_hz": state.core_hz, "uart_brr": state.uart_brr, "status": state.status,
+                         "note": (state.note or b"").decode()})
+
+
+def baud_of(board, brr: int, clock_hz: float) -> float:
+    """The baud rate a UART of ``board`` makes of ``brr`` counting in ``clock_hz``."""
+    return 256 * clock_hz / brr if board.uart.lpuart else clock_hz / brr
+
+
+def main() -> None:
+    from mcudeploy.boards import all_boards
+    with tempfile.TemporaryDirectory() as tmp:
+        for board in all_boards():
+            if board.clock_tree is None or board.alias_of:
+                continue
+            r = run_startup(build_startup(board, Path(tmp)), FAKES[board.clock_tree.family]())
+            f = r.fake.frequencies()
+            baud = baud_of(board, r.state["uart_brr"], f[board.clock_tree.uart_bus])
+            print(f"{board.name:<15} " + "  ".join(f"{k} {v / MHZ:g} MHz" for k, v in f.items())
+                  + f"  | UART BRR {r.state['uart_brr']} -> {baud:,.0f} baud | {len(r.fake.log)} accesses"
+                  + (f" | BROKEN: {r.fake.broken}" if r.fake.broken else ""))
+
+
+if __name__ == "__main__":
+    main()

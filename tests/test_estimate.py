@@ -1,0 +1,36 @@
+"""The cycle estimate's pieces on their own: instruction classes from QEMU's disassembly, and cycles from
+class counts with the core's timings and the board's flash wait states (mcudeploy/estimate)."""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from mcudeploy.boards import load_board
+from mcudeploy.estimate.cores import CORES, FLASH_CACHE_HIT
+from mcudeploy.estimate.cycles import estimate_cycles, target_for
+from mcudeploy.estimate.trace import classify
+
+
+@pytest.mark.parametrize("mnemonic, operands, cls", [
+    ("ldr.w", "r3, [r1, #0xd88]", "load"), ("ldrsb", "r2, [r0]", "load"), ("strb.w", "r1, [r2], #1", "store"),
+    ("ldrd", "r4, r5, [r0]", "ldst_double"), ("smlad", "r0, r1, r2, r0", "mul"), ("mla", "r0, r1, r2, r3", "mul"),
+    ("sxtb16", "r1, r2", "dsp"), ("ssat", "r0, #8, r0", "dsp"), ("bne.n", "#0x1234", "branch"),
+    ("bls", "#0x10", "branch"), ("bl", "#0x800", "branch"), ("cbz", "r0, #0x40", "branch"),
+    ("pop", "{r4, r5, pc}", "branch"), ("push", "{r4, r5, lr}", "multi"), ("sdiv", "r0, r1, r2", "div"),
+    ("vmla.f32", "s0, s1, s2", "fpu_mac"), ("vldr", "s0, [r0]", "fpu_ldst"), ("vdiv.f32", "s0, s1, s2", "fpu_div"),
+    ("vadd.f32", "s0, s1, s2", "fpu"), ("ite", "eq", "it"), ("addeq", "r0, #1", "alu"), ("bics", "r0, r1", "alu"),
+    ("blx", "r3", "branch"), ("movs", "r0, #0", "alu"),
+])
+def test_instructions_fall_in_their_class(mnemonic, operands, cls):
+    assert classify(mnemonic, operands)[0] == cls
+
+
+def test_cycles_are_the_classes_weighted_plus_flash_stalls_on_taken_branches():
+    counts = Counter({"alu": 100, "load": 10, "ldst_pipelined": 10, "mul": 50, "branch": 20, "branch_taken": 15})
+    target = target_for(load_board("nucleo-l4r5zi"), load_board("qemu-m4"))
+    cost = CORES["cortex-m4"]["cost"]
+    by_hand = 100 * cost["alu"] + 10 * cost["load"] + 10 * cost["ldst_pipelined"] + 50 * cost["mul"] + \
+        20 * cost["branch"] + 15 * cost["branch_taken"] + 15 * 5 * (1 - FLASH_CACHE_HIT)
+    assert estimate_cycles(counts, target) == pytest.approx(by_hand)
+    assert target.describe() == ("nucleo-l4r5zi (cortex-m4 at 120 MHz, 5 flash wait states, flash accelerator on)")
