@@ -47,7 +47,8 @@ def _pieces_of(split_graph: Graph, node: str) -> list:
 
 def describe(graph: Graph, split_graph: Graph, scheme: Scheme) -> list[dict]:
     """Per original node cut: what it became, for plan.json and the report. ``macs`` is the
-    node's own work, ``piece_macs`` its pieces' (more with recomputed halos)."""
+    node's own work, ``piece_macs`` its pieces' (more with recomputed halos; a node cut along a
+    reduction has pieces of another operator, its running sums)."""
     out = []
     for cut in scheme:
         for name, axis in cut.axes:
@@ -56,7 +57,7 @@ def describe(graph: Graph, split_graph: Graph, scheme: Scheme) -> list[dict]:
             op = registry.get(node.op)
             out.append({"node": name, "op": node.op, "axis": axis, "pieces": cut.pieces, "halo": cut.halo,
                         "piece_nodes": [p.name for p in pieces], "macs": op.macs(graph, node),
-                        "piece_macs": sum(op.macs(split_graph, p) for p in pieces)})
+                        "piece_macs": sum(registry.get(p.op).macs(split_graph, p) for p in pieces)})
     return out
 
 
