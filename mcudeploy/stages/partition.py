@@ -26,7 +26,8 @@ from mcudeploy.ir import Graph, Node
 from mcudeploy.memory import areas
 from mcudeploy.pipeline import compile_graph
 from mcudeploy.schedule import schedule
-from mcudeploy.simulate.simulate import simulate
+from mcudeploy.ops import registry
+from mcudeploy.simulate.simulate import Estimator, simulate, work
 from mcudeploy.simulate.timing_cache import TimingCache
 from mcudeploy.stages.split import Capacity, Problem, Split, evaluate, exact, heuristic
 from mcudeploy.stages.steps import Steps, reduce, steps_of
@@ -73,6 +74,19 @@ def operator_costs(graph: Graph, board: Board, schedule_method: str, time_limit:
     per_tick = seconds_per_tick(board)
     seconds = {o.node: o.ticks * per_tick for o in sim.ops}
     return Costs(seconds, len(sim.measured), len(sim.estimated), sim.ticks * per_tick)
+
+
+def estimated_seconds(graph: Graph, board: Board) -> dict:
+    """Every operator's seconds on ``board`` from the simulator's estimates alone (fits over the board's
+    timing cache, else its default), without compiling: for graphs too many to compile (the benchmark)."""
+    estimate, per_tick = Estimator(TimingCache(board.name), board), seconds_per_tick(board)
+    out = {}
+    for node in graph.nodes:
+        op = registry.get(node.op)
+        if not op.view:
+            macs, nbytes = work(graph, node)
+            out[node.name] = estimate(op.kernel(graph, node).fn, macs, nbytes)[0] * per_tick
+    return out
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,13 @@ each gets its share).
   max(best[k-1][i], time_k(i, j)): the optimal contiguous split of the order, O(K n^2). On a chain
   every contiguous split of the order is every split; on a DAG it is every split of this order.
 - ``heuristic``: recursive splitting by cost (cut a range for two halves of the units where the
-  halves' compute per unit, with the cut's link time, is most even), then a local refinement that
-  moves the bottleneck stage's boundaries one step while the bottleneck falls. The benchmark
-  (benchmarks/pipeline_bench.py) holds it to the exact optimum.
+  halves' compute per unit, with the cut's link time, is most even), a local refinement that moves
+  every cut in turn to where its two stages balance best, then the bottleneck so found lowered by
+  bisection on a limit that a greedy packing meets (``probe``: each stage ends at the farthest step
+  whose time stays within the limit). A stage's time only falls as its start moves right, so the
+  packing is exact whenever it is not stranded ahead of an optimal split; it is linear in the steps
+  per probe, for orders too long for the program. The benchmark (benchmarks/pipeline_bench.py) holds
+  it, and the splitting alone, to the exact optimum.
 """
 from __future__ import annotations
 
@@ -169,24 +173,75 @@ def _bisect(problem: Problem, i: int, j: int, ks: range) -> list[int]:
     return _bisect(problem, i, at, left) + [at] + _bisect(problem, at, j, right)
 
 
-def heuristic(problem: Problem) -> Optional[Split]:
-    """Recursive splitting by cost, then local refinement of the bottleneck's boundaries."""
+def _rebalance(problem: Problem, bounds: list[int], b: int) -> None:
+    """Move cut b to where the two stages beside it have the least larger time (ties: the least sum)."""
+    lo = bounds[b - 1] + 1 if b > 0 else 1
+    hi = bounds[b + 1] - 1 if b + 1 < len(bounds) else problem.steps.n - 1
+    left_start = bounds[b - 1] if b > 0 else 0
+    right_end = bounds[b + 1] if b + 1 < len(bounds) else problem.steps.n
+    best, at = None, bounds[b]
+    for c in range(lo, hi + 1):
+        if not (problem.fits(b, left_start, c) and problem.fits(b + 1, c, right_end)):
+            continue
+        a, z = problem.time(b, left_start, c), problem.time(b + 1, c, right_end)
+        key = (max(a, z), a + z)
+        if best is None or key < best:
+            best, at = key, c
+    bounds[b] = at
+
+
+def probe(problem: Problem, limit: float) -> Optional[list[int]]:
+    """Cuts whose every stage takes at most ``limit``, packed greedily: each stage ends at the farthest
+    step it can (leaving one step for each later stage); None when the greedy packing fails."""
+    n, K = problem.steps.n, problem.stages
+    bounds, i = [], 0
+    for k in range(K - 1):
+        ends = [j for j in range(i + 1, n - (K - 1 - k) + 1)
+                if problem.time(k, i, j) <= limit and problem.fits(k, i, j)]
+        if not ends:
+            return None
+        i = ends[-1]
+        bounds.append(i)
+    return bounds if problem.time(K - 1, i, n) <= limit and problem.fits(K - 1, i, n) else None
+
+
+def _tighten(problem: Problem, found: Split, rounds: int = 60) -> Split:
+    """Lower the bottleneck of ``found`` by bisection on the limit a greedy packing (probe) meets."""
+    key = (lambda s: (s.bottleneck, sum(s.times)))
+    lo, hi, best = 0.0, found.bottleneck, found
+    for _ in range(rounds):
+        mid = (lo + hi) / 2
+        cuts = probe(problem, mid)
+        got = evaluate(problem, cuts, "heuristic") if cuts is not None else None
+        if got is None:
+            lo = mid
+        else:
+            hi = got.bottleneck
+            best = min(best, got, key=key)
+        if hi - lo <= 1e-9 * hi:
+            break
+    return best
+
+
+def heuristic(problem: Problem, tighten: bool = True) -> Optional[Split]:
+    """Recursive splitting by cost, local refinement (every cut in turn moved to where its two stages
+    balance best, while the bottleneck falls), then (``tighten``) the bottleneck lowered by bisection
+    on a limit that greedy packing meets (probe)."""
     n, K = problem.steps.n, problem.stages
     if K > n:
         return None
     bounds = _bisect(problem, 0, n, range(K))
     current = evaluate(problem, bounds, "heuristic")
+    key = (lambda s: (s.bottleneck, sum(s.times)))
     while True:
-        moves = []
+        moved = list(bounds)
         for b in range(K - 1):
-            for delta in (-1, 1):
-                moved = list(current.bounds if current else bounds)
-                moved[b] += delta
-                got = evaluate(problem, moved, "heuristic")
-                if got is not None:
-                    moves.append(got)
-        better = min(moves, key=lambda s: (s.bottleneck, sum(s.times)), default=None)
-        if better is None or (current is not None and (better.bottleneck, sum(better.times)) >=
-                              (current.bottleneck, sum(current.times))):
-            return current
-        current = better
+            _rebalance(problem, moved, b)
+        got = evaluate(problem, moved, "heuristic")
+        if got is None or (current is not None and key(got) >= key(current)):
+            break
+        bounds, current = moved, got
+    if current is None:
+        cuts = probe(problem, INF)
+        current = evaluate(problem, cuts, "heuristic") if cuts is not None else None
+    return _tighten(problem, current) if tighten and current is not None else current
