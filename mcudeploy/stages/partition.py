@@ -65,6 +65,7 @@ class Costs:
     measured: int
     estimated: int
     whole_seconds: float  # the whole model on one core of this board
+    compiled: object = None  # that plan (a pipeline.Compiled)
 
 
 def operator_costs(graph: Graph, board: Board, schedule_method: str, time_limit: float) -> Costs:
@@ -73,7 +74,7 @@ def operator_costs(graph: Graph, board: Board, schedule_method: str, time_limit:
     sim = simulate(compiled, TimingCache(board.name))
     per_tick = seconds_per_tick(board)
     seconds = {o.node: o.ticks * per_tick for o in sim.ops}
-    return Costs(seconds, len(sim.measured), len(sim.estimated), sim.ticks * per_tick)
+    return Costs(seconds, len(sim.measured), len(sim.estimated), sim.ticks * per_tick, compiled)
 
 
 def estimated_seconds(graph: Graph, board: Board) -> dict:
