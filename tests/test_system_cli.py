@@ -43,17 +43,17 @@ def test_compile_writes_every_stage_and_the_pipeline(residual, tmp_path, capsys)
 
 
 def test_run_streams_frames_through_four_chips_bit_for_bit(residual, capsys):
-    assert main(["run", str(residual), "-b", "qemu-m4x4", "--samples", "3"]) == 0
+    assert main(["run", str(residual), "-b", "host-x4", "--samples", "3"]) == 0
     out = capsys.readouterr().out
-    assert "4 stage(s)" in out and "the 4 stage(s) on qemu-m4x4 vs the one-chip plan on 3 streamed input(s): bit for bit" in out
+    assert "4 stage(s)" in out and "the 4 stage(s) on host-x4 vs the one-chip plan on 3 streamed input(s): bit for bit" in out
 
 
-def test_run_check_of_int8_kws_over_two_cores(capsys):
+def test_run_check_of_int8_kws_over_two_stages(capsys):
     need_models()
-    assert main(["run", str(MODELS / "onnx" / "kws_dscnn_int8.onnx"), "-b", "qemu-an521", "--check",
+    assert main(["run", str(MODELS / "onnx" / "kws_dscnn_int8.onnx"), "-b", "host-x4", "--stages", "2", "--check",
                  "--samples", "4"]) == 0
     out = capsys.readouterr().out
-    assert "on chip 0 cpu1" in out and "vs the one-chip plan on 4 streamed input(s): bit for bit identical" in out
+    assert "on chip 1 core0" in out and "vs the one-chip plan on 4 streamed input(s): bit for bit identical" in out
     assert "PASS on 4 input(s)" in out
 
 
