@@ -191,6 +191,17 @@ def cmd_plan(args) -> int:
 def cmd_report(args) -> int:
     from mcudeploy.report.html import read_plan, write_report
 
+    from mcudeploy.stages.system_plan import read_system_plan
+
+    system = read_system_plan(args.plan)
+    if system is not None:  # a system's plan.json: the stages on the topology, as text
+        from mcudeploy.stages.system_plan import plan_lines
+
+        if not args.text:
+            raise MCUDeployError(f"{args.plan} is the plan of a system of {len(system['stages'])} stages: report --text "
+                                 f"shows it (the HTML drawing is of one stage: report its stageK/plan.json)")
+        print("\n".join(plan_lines(system)))
+        return 0
     if args.text:
         from mcudeploy.report.text import plan_text
 

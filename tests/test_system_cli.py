@@ -40,6 +40,8 @@ def test_compile_writes_every_stage_and_the_pipeline(residual, tmp_path, capsys)
     pipe = plan["pipeline"]
     assert 1.0 < pipe["throughput_ratio"] <= 2.0 and pipe["bottleneck_stage"] in (0, 1)
     assert 0.0 <= pipe["link_share"] < 1.0 and pipe["links"] == "modelled"
+    assert main(["report", str(out), "--text"]) == 0
+    assert capsys.readouterr().out.splitlines()[:3] == text.splitlines()[:3]  # plan.json as compile showed it
 
 
 def test_run_streams_frames_through_four_chips_bit_for_bit(residual, capsys):
@@ -85,3 +87,5 @@ def test_options_that_do_not_apply_are_one_sentence(residual, tmp_path, capsys):
     assert "--fast-memory applies to one board" in _error(capsys, ["run", str(residual), "-b", "qemu-m4x2",
                                                                    "--fast-memory", "50%"])
     assert "needs its boards" in _error(capsys, ["measure", str(residual), "-b", "nucleo-f446re-x4"])
+    assert main(["compile", str(residual), "-b", "host-x4", "-o", out]) == 0
+    assert "report --text shows it" in _error(capsys, ["report", out])

@@ -125,7 +125,9 @@ def pipeline_dict(plan: SystemPlan) -> dict:
             "bottleneck_s": slow.seconds, "one_core_s": plan.whole_seconds,
             "one_core_board": plan.partition.units[0].board.name, "source": plan.source,
             "links": "modelled" if plan.system.modelled_links else "measured",
-            "objective": plan.partition.objective, "method": plan.partition.split.method}
+            "objective": plan.partition.objective, "method": plan.partition.split.method,
+            "one_core_ticks": plan.one_chip_ticks,  # measured on the board, where it was
+            "note": QEMU_NOTE if any(u.board.kind == "qemu" for u in plan.partition.units) else ""}
 
 
 def system_plan_dict(plan: SystemPlan) -> dict:
@@ -144,31 +146,40 @@ def system_plan_dict(plan: SystemPlan) -> dict:
             "stages": staged["stages"], "links": staged["links"], "pipeline": pipeline_dict(plan)}
 
 
+QEMU_NOTE = ("under QEMU a tick counts guest instructions (-icount): each stage's ticks are taken on its own and "
+             "turned into time at one instruction per cycle of the board's clock; the link's time is modelled from "
+             "the system file")
+
+
 def system_lines(plan: SystemPlan) -> list[str]:
     """The stages on the topology and their balance, for people."""
-    dims = "x".join(map(str, plan.system.dims))
-    out = [f"{plan.system.name} ({plan.system.topology}{' ' + dims if dims else ''}): {len(plan.times)} stage(s), "
-           f"{plan.partition.objective} objective, cuts by the {plan.partition.split.method} split"]
-    slowest = max(t.seconds for t in plan.times) or 1.0
-    edges = (0, *plan.partition.bounds, len(plan.partition.order))
-    for stage, unit, t in zip(plan.staged.stages, plan.partition.units, plan.times):
-        bar = "#" * max(1, round(20 * t.seconds / slowest))
-        lo, hi = edges[stage.index], edges[stage.index + 1]
-        out.append(f"  stage {stage.index} on {unit.label} ({unit.board.name}): operators {lo}..{hi - 1} of the "
-                   f"order, arena {stage.compiled.placement.arena_bytes:,} B, weights "
-                   f"{weights_bytes(stage.compiled):,} B, {t.ticks:,} ticks ({t.source}) = {t.compute_s * 1e3:.2f} ms"
-                   f" + send {t.sent_bytes:,} B in {t.link_s * 1e3:.2f} ms  {bar}")
-    d = pipeline_dict(plan)
-    out.append(f"throughput {d['throughput_ratio']:.2f}x one {d['one_core_board']} core "
-               f"({plan.whole_seconds * 1e3:.2f} ms per frame alone, {d['bottleneck_s'] * 1e3:.2f} ms at the bottleneck, "
-               f"stage {d['bottleneck_stage']}, {d['link_share']:.0%} of it on the link); stage times: {plan.source}; "
-               f"link times {d['links']}")
-    if plan.one_chip_ticks is not None:
-        out.append(f"one {plan.one_chip.board.name} core alone: {plan.one_chip_ticks:,} ticks, measured")
-    if any(u.board.kind == "qemu" for u in plan.partition.units):
-        out.append("under QEMU a tick counts guest instructions (-icount): each stage's ticks are taken on its own "
-                   "and turned into time at one instruction per cycle of the board's clock; the link's time is "
-                   "modelled from the system file")
+    return plan_lines(system_plan_dict(plan))
+
+
+def plan_lines(d: dict) -> list[str]:
+    """A system's plan.json as text: the stages on the topology, their balance, the pipeline's figures."""
+    pipe, topo = d["pipeline"], d["topology"]
+    dims = "x".join(map(str, topo["dims"]))
+    out = [f"{d['system']} ({topo['kind']}{' ' + dims if dims else ''}): {len(d['stages'])} stage(s), "
+           f"{pipe['objective']} objective, cuts by the {pipe['method']} split"]
+    slowest = max(s["compute_s"] + s["link_s"] for s in d["stages"]) or 1.0
+    first = 0
+    for s in d["stages"]:
+        bar = "#" * max(1, round(20 * (s["compute_s"] + s["link_s"]) / slowest))
+        last = first + len(s["operators"]) - 1
+        out.append(f"  stage {s['stage']} on chip {s['chip']} {s['core']} ({s['board']}): operators {first}..{last} "
+                   f"of the order, arena {s['arena_bytes']:,} B, weights {s['flash_bytes']:,} B, {s['ticks']:,} ticks "
+                   f"({s['ticks_source']}) = {s['compute_s'] * 1e3:.2f} ms + send {s['sent_bytes']:,} B in "
+                   f"{s['link_s'] * 1e3:.2f} ms  {bar}")
+        first = last + 1
+    out.append(f"throughput {pipe['throughput_ratio']:.2f}x one {pipe['one_core_board']} core "
+               f"({pipe['one_core_s'] * 1e3:.2f} ms per frame alone, {pipe['bottleneck_s'] * 1e3:.2f} ms at the "
+               f"bottleneck, stage {pipe['bottleneck_stage']}, {pipe['link_share']:.0%} of it on the link); stage "
+               f"times: {pipe['source']}; link times {pipe['links']}")
+    if pipe.get("one_core_ticks") is not None:
+        out.append(f"one {pipe['one_core_board']} core alone: {pipe['one_core_ticks']:,} ticks, measured")
+    if pipe.get("note"):
+        out.append(pipe["note"])
     return out
 
 
@@ -185,3 +196,16 @@ def write_system(plan: SystemPlan, out: Path) -> Path:
         write_project(stage.compiled, out / f"stage{stage.index}")
     write_atomic(out / "plan.json", json.dumps(system_plan_dict(plan), indent=1))
     return out
+
+
+def read_system_plan(path) -> Optional[dict]:
+    """The plan.json at ``path`` (or in that folder) when it is a system's, else None."""
+    import json
+
+    path = Path(path)
+    path = path / "plan.json" if path.is_dir() else path
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and "system" in data and "pipeline" in data else None
