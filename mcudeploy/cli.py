@@ -141,6 +141,11 @@ def cmd_boards(args) -> int:
         alias = f" (alias of {b.alias_of})" if b.alias_of else ""
         sram = " + ".join(f"{r.size // 1024} KB {r.name}" for r in b.regions if not r.excluded)
         print(f"{b.name:<{width}}  {b.kind:<8}  {b.core:<12}  {sram:<24}  {b.description}{alias}")
+    from mcudeploy.stages.system import all_systems
+
+    for s in all_systems():
+        cores = f"{len(s.units)} core(s)"
+        print(f"{s.name:<{width}}  {'system':<8}  {cores:<12}  {s.topology:<24}  {s.description}")
     return 0
 
 
@@ -280,8 +285,9 @@ def cmd_run(args) -> int:
     from mcudeploy.frontend import is_tflite_model
     if args.output:
         check_output(args.output, folder=False)
-    if not is_project(args.model) and _system(args) is not None:
-        return _run_system(args, _system(args))
+    system = None if is_project(args.model) else _system(args)
+    if system is not None:
+        return _run_system(args, system)
     compiled, reference, model = _run_target(args)
     graph = compiled.graph
     tflite = is_tflite_model(model)

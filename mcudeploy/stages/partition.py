@@ -105,9 +105,9 @@ class Partition:
         return self.split.bounds
 
 
-def problem_for(steps: Steps, system: System, units: tuple[Unit, ...], bounded: bool = True) -> Problem:
+def problem_for(steps: Steps, system: System, units: tuple[Unit, ...]) -> Problem:
     return Problem(steps, tuple(u.board.name for u in units), tuple(system.link_after(k) for k in range(len(units) - 1)),
-                   tuple(capacity(u) for u in units) if bounded else ())
+                   tuple(capacity(u) for u in units))
 
 
 def best_split(steps: Steps, system: System, units: tuple[Unit, ...]) -> Optional[Split]:
