@@ -68,9 +68,18 @@ class Costs:
     compiled: object = None  # that plan (a pipeline.Compiled)
 
 
-def operator_costs(graph: Graph, board: Board, schedule_method: str, time_limit: float) -> Costs:
+def scratch_policy(objective: str) -> str:
+    """How every plan of a partition chooses kernels with working memory (pipeline.compile_graph):
+    for throughput each keeps its scratch (the fastest kernels: a stage alone has its peak elsewhere
+    than the whole model, and fitting it would trade a stage's speed for memory it may not need);
+    for fit, the least memory."""
+    return "keep" if objective == "throughput" else "fit"
+
+
+def operator_costs(graph: Graph, board: Board, schedule_method: str, time_limit: float,
+                   scratch: str = "fit") -> Costs:
     compiled = compile_graph(graph, board, graph.name, schedule_method=schedule_method,
-                             schedule_time_limit=time_limit)
+                             schedule_time_limit=time_limit, scratch=scratch)
     sim = simulate(compiled, TimingCache(board.name))
     per_tick = seconds_per_tick(board)
     seconds = {o.node: o.ticks * per_tick for o in sim.ops}
@@ -149,7 +158,8 @@ def partition(graph: Graph, system: System, stages: Optional[int] = None, object
                              f"{len(units)}, not {stages}")
     order = tuple(schedule(graph, schedule_method, time_limit, units[0].board.alignment).order)
     boards = {u.board.name: u.board for u in units}
-    costs = {name: operator_costs(graph, b, schedule_method, time_limit) for name, b in boards.items()}
+    costs = {name: operator_costs(graph, b, schedule_method, time_limit, scratch_policy(objective))
+             for name, b in boards.items()}
     steps = steps_of(graph, order, {name: c.seconds for name, c in costs.items()})
     if len(order) < 1:
         raise MCUDeployError(f"{graph.name} has no operator to run in stages")

@@ -19,7 +19,7 @@ from mcudeploy.ir import Graph
 from mcudeploy.plan import PLAN_VERSION
 from mcudeploy.simulate.simulate import simulate
 from mcudeploy.simulate.timing_cache import TimingCache
-from mcudeploy.stages.partition import Partition, partition, seconds_per_tick
+from mcudeploy.stages.partition import Partition, partition, scratch_policy, seconds_per_tick
 from mcudeploy.stages.staged import StagedPlan, compile_stages, staged_plan_dict
 from mcudeploy.stages.system import System
 
@@ -101,7 +101,7 @@ def compile_system(graph: Graph, system: System, model: str, stages: Optional[in
     p = partition(graph, system, stages, objective, schedule_method, time_limit)
     name = Path(model).stem if model else graph.name
     staged = compile_stages(graph, [u.board for u in p.units], p.bounds, schedule_method, name=name, order=p.order,
-                            schedule_time_limit=time_limit)
+                            schedule_time_limit=time_limit, scratch=scratch_policy(objective))
     return SystemPlan(os.fspath(model), graph, p, staged, stage_times(p, staged))
 
 
