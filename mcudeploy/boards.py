@@ -230,13 +230,13 @@ def _default_stack(kind: str) -> int:
 
 def board_names(directory: Optional[Path] = None) -> list[str]:
     directory = directory or boards_dir()
-    return sorted(p.stem for p in directory.glob("*.json") if p.name != SCHEMA)
+    return sorted(p.stem for p in directory.glob("*.json") if not p.name.endswith(".schema.json"))
 
 
 def load_board(name: str, directory: Optional[Path] = None) -> Board:
     directory = directory or boards_dir()
     path = directory / f"{name}.json"
-    if name == Path(SCHEMA).stem or not path.is_file():
+    if name.endswith(".schema") or not path.is_file():
         raise MCUDeployError(f"unknown board '{name}'; known boards: {', '.join(board_names(directory))}")
     data = _load_file(path)
     if "alias_of" in data:

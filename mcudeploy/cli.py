@@ -27,7 +27,8 @@ PORT_HELP = "serial port of a flashed board (a pyserial URL: /dev/ttyACM0, socke
 
 
 def _board_option(p: argparse.ArgumentParser, required: bool = True, help: str = "") -> None:
-    p.add_argument("-b", "--board", required=required, help="target board (see `mcudeploy boards`)" + help)
+    p.add_argument("-b", "--board", required=required,
+                   help="target board (see `mcudeploy boards`; compile, run and measure also take a system)" + help)
 
 
 def _input_shape_option(p: argparse.ArgumentParser) -> None:
@@ -87,6 +88,41 @@ def _int8_input_option(p: argparse.ArgumentParser) -> None:
                         "goes; model.h gives the scale and zero point)")
 
 
+def _system_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--stages", type=int, metavar="N",
+                   help="with a system as -b (boards/systems/): the pipeline's stages (default: one per core)")
+    p.add_argument("--objective", choices=("throughput", "fit"), default="throughput",
+                   help="with a system: throughput (default), the least bottleneck over --stages stages; fit, the "
+                        "fewest stages whose weights and arena fit their chips")
+
+
+def _system(args):
+    """The system -b names (boards/systems/NAME.json), or None for a board; options that apply to one
+    kind only are refused in one sentence."""
+    from mcudeploy.stages.system import is_system, load_system
+
+    if not args.board or not is_system(args.board):
+        given = [o for o, v in (("--stages", getattr(args, "stages", None)),
+                                ("--objective", getattr(args, "objective", "throughput") != "throughput")) if v]
+        if given:
+            raise MCUDeployError(f"{given[0]} applies to a system of cores or chips (e.g. -b qemu-m4x2), not to "
+                                 f"the board {args.board}")
+        return None
+    given = [o for o, v in (("--fast-memory", args.fast_memory), ("--port", getattr(args, "port", None))) if v]
+    if given:
+        raise MCUDeployError(f"{given[0]} applies to one board, not to the system {args.board}")
+    return load_system(args.board)
+
+
+def _compile_system(args, system):
+    from mcudeploy.frontend import import_model, parse_input_shapes
+    from mcudeploy.pipeline import lower
+    from mcudeploy.stages.system_plan import compile_system
+
+    graph = lower(import_model(args.model, parse_input_shapes(args.input_shape)), int8_input=args.int8_input)
+    return compile_system(graph, system, args.model, args.stages, args.objective, args.schedule, args.time_limit)
+
+
 def _compile(args):
     from mcudeploy.frontend import parse_input_shapes
     from mcudeploy.pipeline import compile_model
@@ -105,6 +141,11 @@ def cmd_boards(args) -> int:
         alias = f" (alias of {b.alias_of})" if b.alias_of else ""
         sram = " + ".join(f"{r.size // 1024} KB {r.name}" for r in b.regions if not r.excluded)
         print(f"{b.name:<{width}}  {b.kind:<8}  {b.core:<12}  {sram:<24}  {b.description}{alias}")
+    from mcudeploy.stages.system import all_systems
+
+    for s in all_systems():
+        cores = f"{len(s.units)} core(s)"
+        print(f"{s.name:<{width}}  {'system':<8}  {cores:<12}  {s.topology:<24}  {s.description}")
     return 0
 
 
@@ -117,6 +158,16 @@ def cmd_compile(args) -> int:
     from mcudeploy.codegen.emit import c_name
 
     check_output(args.output, folder=True)
+    system = _system(args)
+    if system is not None:
+        from mcudeploy.stages.system_plan import system_lines, write_system
+
+        plan = _compile_system(args, system)
+        with writing(args.output):
+            out = write_system(plan, args.output)
+        print("\n".join(system_lines(plan)))
+        print(f"wrote {out}/stage0..stage{len(plan.times) - 1}/ (each stage's C project) and plan.json")
+        return 0
     code = _code(args)
     compiled = dataclasses.replace(_compile(args), code=code)
     with writing(args.output):
@@ -145,6 +196,17 @@ def cmd_plan(args) -> int:
 def cmd_report(args) -> int:
     from mcudeploy.report.html import read_plan, write_report
 
+    from mcudeploy.stages.system_plan import read_system_plan
+
+    system = read_system_plan(args.plan)
+    if system is not None:  # a system's plan.json: the stages on the topology, as text
+        from mcudeploy.stages.system_plan import plan_lines
+
+        if not args.text:
+            raise MCUDeployError(f"{args.plan} is the plan of a system of {len(system['stages'])} stages: report --text "
+                                 f"shows it (the HTML drawing is of one stage: report its stageK/plan.json)")
+        print("\n".join(plan_lines(system)))
+        return 0
     if args.text:
         from mcudeploy.report.text import plan_text
 
@@ -179,15 +241,53 @@ def _run_target(args):
     return project.compiled, project.unsplit, project.model_path
 
 
+def _run_system(args, system) -> int:
+    """run -b SYSTEM: the frames streamed through the stages, checked bit for bit against the one-chip plan."""
+    from mcudeploy import check
+    from mcudeploy.stages.stream import run_system
+    from mcudeploy.stages.system_plan import system_lines
+
+    plan = _compile_system(args, system)
+    samples = check.load_input(args.input, plan.graph) if args.input else check.random_inputs(plan.graph, args.samples)
+    result = run_system(plan, samples, check=args.check)
+    print("\n".join(system_lines(result.plan) + result.lines))
+    if args.output:
+        _save_outputs(args.output, plan.outputs, result.outputs)
+    if not args.check:
+        for k, name in enumerate(plan.outputs):
+            value = result.outputs[0][k]
+            print(f"{name}: {value.ravel()[:16].tolist()}{' ...' if value.size > 16 else ''}")
+        return 0
+    return 0 if result.ok else 1
+
+
+def _save_outputs(path, names, outputs) -> None:
+    import io
+
+    import numpy as np
+
+    from mcudeploy.files import write_atomic
+
+    buf = io.BytesIO()
+    np.savez(buf, **{n: np.stack([o[k] for o in outputs]) for k, n in enumerate(names)})
+    with writing(path):
+        write_atomic(path, buf.getvalue())
+    print(f"wrote the outputs of {len(outputs)} sample(s) to {path}")
+
+
 def cmd_run(args) -> int:
     from mcudeploy import check
     from mcudeploy.device.host import run_compiled_on_host
+    from mcudeploy.project import is_project
 
     if args.float_model and not args.check:
         raise MCUDeployError("--float-model applies only with --check")
     from mcudeploy.frontend import is_tflite_model
     if args.output:
         check_output(args.output, folder=False)
+    system = None if is_project(args.model) else _system(args)
+    if system is not None:
+        return _run_system(args, system)
     compiled, reference, model = _run_target(args)
     graph = compiled.graph
     tflite = is_tflite_model(model)
@@ -207,17 +307,7 @@ def cmd_run(args) -> int:
         for line in board_run.firmware.report.lines() + ticks_lines(board_run):
             print(line)
     if args.output:
-        import numpy as np
-
-        import io
-
-        from mcudeploy.files import write_atomic
-
-        buf = io.BytesIO()
-        np.savez(buf, **{n: np.stack([o[k] for o in outputs]) for k, n in enumerate(graph.outputs)})
-        with writing(args.output):
-            write_atomic(args.output, buf.getvalue())
-        print(f"wrote the outputs of {len(samples)} sample(s) to {args.output}")
+        _save_outputs(args.output, graph.outputs, outputs)
     if not args.check:
         for k, name in enumerate(graph.outputs):
             print(f"{name}: {outputs[0][k].ravel()[:16].tolist()}{' ...' if outputs[0][k].size > 16 else ''}")
@@ -243,6 +333,14 @@ def cmd_measure(args) -> int:
 
     from mcudeploy.device.measure import measure_model
 
+    system = _system(args)
+    if system is not None:
+        from mcudeploy.stages.stream import measure_system
+        from mcudeploy.stages.system_plan import system_lines, system_plan_dict
+
+        plan = measure_system(lambda: _compile_system(args, system), repeat=args.repeat)
+        print(json.dumps(system_plan_dict(plan), indent=1) if args.json else "\n".join(system_lines(plan)))
+        return 0
     compiled = _compile(args)
     target = None
     if args.estimate_for:
@@ -331,6 +429,7 @@ def parser() -> argparse.ArgumentParser:
     _model_options(s)
     s.add_argument("-o", "--output", required=True, help="output directory")
     _c_options(s)
+    _system_options(s)
     s.set_defaults(run=cmd_compile)
 
     s = sub.add_parser("plan", help="print the memory plan, no C")
@@ -357,6 +456,7 @@ def parser() -> argparse.ArgumentParser:
                         "one the int8 model was quantized from)")
     s.add_argument("-o", "--output", help="save the outputs to this .npz")
     _port_option(s)
+    _system_options(s)
     s.set_defaults(run=cmd_run)
 
     s = sub.add_parser("measure", help="per-operator timings on a board (cached per kernel)")
@@ -367,6 +467,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--estimate-for", metavar="BOARD",
                    help="on an emulated board: also estimate the cycles and milliseconds on this real board (its core, "
                         "clock and flash wait states) from a traced run; an estimate, not a measurement")
+    _system_options(s)
     s.set_defaults(run=cmd_measure)
 
     s = sub.add_parser("tune", help="split operators for the least memory within a latency budget, timed on a board")

@@ -1,7 +1,8 @@
 """A small JSON Schema checker: the subset the board files' schema (boards/board.schema.json) uses.
 
 Keywords: type (one or a list), enum, const, required, properties, additionalProperties (false),
-items, minItems, minimum, maximum, pattern (on strings), allOf, if/then. Annotations (description,
+items, minItems, minimum, exclusiveMinimum, maximum, pattern (on strings), allOf, if/then, and $ref to
+``#/definitions/NAME`` of the same schema. Annotations (description,
 default, title, $schema) are read by people and ignored here. ``problems(value, schema)`` lists
 what is wrong, each naming the field by its path (``uart.driver``, ``regions[1].size``).
 """
@@ -23,8 +24,12 @@ def _show(value: Any) -> str:
     return repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
 
 
-def problems(value: Any, schema: dict, path: str = "") -> list[str]:
+def problems(value: Any, schema: dict, path: str = "", root: dict | None = None) -> list[str]:
     """What is wrong with ``value`` against ``schema``: one sentence fragment each, the first most telling."""
+    root = schema if root is None else root
+    if "$ref" in schema:
+        schema = {**root["definitions"][schema["$ref"].rsplit("/", 1)[-1]],
+                  **{k: v for k, v in schema.items() if k != "$ref"}}
     where = f"field '{path}'" if path else "the file"
     out: list[str] = []
     kinds = schema.get("type")
@@ -42,6 +47,8 @@ def problems(value: Any, schema: dict, path: str = "") -> list[str]:
     if _is(value, "number"):
         if "minimum" in schema and value < schema["minimum"]:
             out.append(f"{where} is {value}, below its least {schema['minimum']}")
+        if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
+            out.append(f"{where} is {value}, not above {schema['exclusiveMinimum']}")
         if "maximum" in schema and value > schema["maximum"]:
             out.append(f"{where} is {value}, above its most {schema['maximum']}")
     if isinstance(value, dict):
@@ -51,7 +58,7 @@ def problems(value: Any, schema: dict, path: str = "") -> list[str]:
         props = schema.get("properties", {})
         for key, item in value.items():
             if key in props:
-                out += problems(item, props[key], _join(path, key))
+                out += problems(item, props[key], _join(path, key), root)
             elif schema.get("additionalProperties") is False:
                 known = ", ".join(sorted(props))
                 out.append(f"{where} has a field '{_join(path, key)}' that mcudeploy does not know (known: {known})")
@@ -60,12 +67,12 @@ def problems(value: Any, schema: dict, path: str = "") -> list[str]:
             out.append(f"{where} needs at least {schema['minItems']} item(s)")
         if "items" in schema:
             for i, item in enumerate(value):
-                out += problems(item, schema["items"], f"{path}[{i}]")
+                out += problems(item, schema["items"], f"{path}[{i}]", root)
     for part in schema.get("allOf", ()):
-        if "if" in part and not problems(value, part["if"], path):
-            out += problems(value, part.get("then", {}), path)
+        if "if" in part and not problems(value, part["if"], path, root):
+            out += problems(value, part.get("then", {}), path, root)
         elif "if" not in part:
-            out += problems(value, part, path)
+            out += problems(value, part, path, root)
     return out
 
 

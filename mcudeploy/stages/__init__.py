@@ -1,10 +1,16 @@
-"""Plans of several stages: a model cut into consecutive parts of its order, each compiled by
-mcudeploy/pipeline.py for its own core or chip, the tensors that cross a cut sent over a link.
+"""Plans of several stages over a system of cores and chips.
 
+- system.py: systems as data (boards/systems/*.json: chips, cores, links, topology), the placement
+  order of their cores (along a chain, snake order on a mesh).
+- steps.py: the model as the partitioner sees it (steps of one order, their seconds per board, cut
+  bytes, live peaks, weights) and the graph reduction.
+- split.py: the exact dynamic program for the least bottleneck, and the heuristic.
+- partition.py: costs from the simulator (measured ticks where cached), the split, --objective.
 - staged.py: the container (StagedPlan: its stages, each a Compiled, and the links between them),
   the cut of a scheduled graph into stage graphs, and its plan.json.
-- (to come, issue "pipeline over several cores and chips") systems as data (boards/ files naming
-  chips, cores and links) and the partitioner that chooses the cuts and places the stages.
+- system_plan.py: a model compiled for a system, the stages' times, plan.json's stages and pipeline.
+- stream.py: frames streamed through the stages (host builds, or chain.py's emulators); measure.
+- chain.py: every stage on its own emulator, the frames carried by the host over CRC-checked links.
 """
 from mcudeploy.stages.staged import Link, Stage, StagedPlan, compile_stages, stage_graphs, staged_plan_dict
 

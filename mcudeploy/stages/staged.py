@@ -87,13 +87,16 @@ def stage_graphs(graph: Graph, order: Sequence[Node], bounds: Sequence[int]) -> 
 
 
 def compile_stages(graph: Graph, boards: Union[Sequence[Union[str, Board]], str, Board], bounds: Sequence[int],
-                   schedule_method: str = "auto", name: str | None = None, **options) -> StagedPlan:
-    """Order the lowered ``graph`` (``schedule_method``), cut the order at ``bounds``, and compile
-    each stage for its board (one board for all, or one per stage); ``options`` go to compile_graph."""
+                   schedule_method: str = "auto", name: str | None = None, order: Sequence[Node] | None = None,
+                   **options) -> StagedPlan:
+    """Order the lowered ``graph`` (``schedule_method``; or take ``order``), cut the order at ``bounds``,
+    and compile each stage for its board (one board for all, or one per stage); ``options`` go to
+    compile_graph."""
     name = name or graph.name
     boards = [boards] if isinstance(boards, (str, Board)) else list(boards)
     boards = [load_board(b) if isinstance(b, str) else b for b in boards]
-    order = schedule(graph, schedule_method, options.get("schedule_time_limit", 10.0), boards[0].alignment).order
+    if order is None:
+        order = schedule(graph, schedule_method, options.get("schedule_time_limit", 10.0), boards[0].alignment).order
     graphs = stage_graphs(graph, order, bounds)
     boards = boards * len(graphs) if len(boards) == 1 else boards
     if len(boards) != len(graphs):

@@ -1,0 +1,115 @@
+"""Frames streamed through a system plan's stages: stage k takes each frame after stage k-1 handed
+its boundary tensors over, and the model's outputs are gathered from the stages that make them.
+
+On the host (``run_on_host``) every stage's C is built natively (retargeted to the host board where
+it was compiled for a chip: the same plan, order and offsets) and run on all frames in turn.
+"""
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from mcudeploy.boards import load_board
+from mcudeploy.device.host import run_compiled_on_host
+from mcudeploy.errors import MCUDeployError
+from mcudeploy.stages.system_plan import SystemPlan, with_measured
+
+
+def on_host(compiled):
+    return compiled if compiled.board.kind == "host" else dataclasses.replace(compiled, board=load_board("host"))
+
+
+def run_on_host(plan: SystemPlan, samples: Sequence[Mapping[str, np.ndarray]], workdir: Path) -> list[list[np.ndarray]]:
+    """Every frame through every stage's host build; per frame, the model's outputs in order."""
+    frames = [dict(s) for s in samples]
+    for stage in plan.staged.stages:
+        g = stage.compiled.graph
+        outs = run_compiled_on_host(on_host(stage.compiled), [{i: f[i] for i in g.inputs} for f in frames],
+                                    workdir / f"stage{stage.index}")
+        for frame, values in zip(frames, outs):
+            frame.update(zip(g.outputs, values))
+    return [[f[o] for o in plan.outputs] for f in frames]
+
+
+def compare(plan: SystemPlan, got: Sequence[Sequence[np.ndarray]], want: Sequence[Sequence[np.ndarray]]) -> tuple[bool, str]:
+    """The system's outputs against the one-chip plan's, bit for bit, in one line."""
+    differ = sum(int(np.count_nonzero(np.asarray(g) != np.asarray(w)))
+                 for gs, ws in zip(got, want) for g, w in zip(gs, ws))
+    ok = differ == 0 and len(got) == len(want)
+    return ok, (f"the {len(plan.times)} stage(s) on {plan.system.name} vs the one-chip plan on {len(got)} streamed "
+                f"input(s): {'bit for bit identical' if ok else f'{differ} element(s) differ'}")
+
+
+@dataclass(frozen=True)
+class SystemRun:
+    plan: SystemPlan  # with the stages' times as measured, where a board ran them
+    outputs: list  # per frame, the model's outputs
+    ok: bool  # bit for bit with the one-chip plan (and, with check, the one-chip verdict)
+    lines: list
+
+
+def run_system(plan: SystemPlan, samples, check: bool = False) -> SystemRun:
+    """Stream ``samples`` through the stages and compare every output with the one-chip plan's, bit for
+    bit; with ``check`` also the one-chip verdict (run --check's) on the system's outputs."""
+    from mcudeploy import check as checks
+    from mcudeploy.frontend import is_tflite_model
+
+    if emulated(plan):
+        from mcudeploy.stages.chain import run_chain
+
+        chain = run_chain(plan, samples)
+        plan, outputs, want = chain.plan, chain.outputs, chain.one_chip_outputs
+        lines = [f"each stage ran on its own emulator ({', '.join(sorted({u.board.name for u in plan.partition.units}))}"
+                 f"), frames streamed through CRC-checked links carried by the host ({sum(chain.link_frames)} "
+                 f"frame(s)); the one-chip plan ran on one emulator of {plan.one_chip.board.name}"]
+    else:
+        with tempfile.TemporaryDirectory(prefix="mcud-system-") as tmp:
+            outputs = run_on_host(plan, samples, Path(tmp))
+            want = run_compiled_on_host(on_host(plan.one_chip), samples, Path(tmp) / "one-chip")
+        lines = [f"the stages ran one after another as host builds{_retargeted(plan)}"]
+    same, line = compare(plan, outputs, want)
+    lines.append(line)
+    ok = same
+    if check:
+        if is_tflite_model(plan.model):
+            verdict = checks.check_tflite_outputs(plan.model, plan.one_chip, outputs, samples, plan.graph)
+        else:
+            verdict = checks.check_outputs(plan.model, plan.one_chip, outputs, samples, plan.graph)
+        lines += verdict.lines()
+        ok = ok and verdict.ok
+    return SystemRun(plan, outputs, ok, lines)
+
+
+def emulated(plan: SystemPlan) -> bool:
+    """Every stage's core is an emulated board: the stages run on emulators (chain.py)."""
+    return all(u.board.kind == "qemu" for u in plan.partition.units)
+
+
+def _retargeted(plan: SystemPlan) -> str:
+    boards = sorted({u.board.name for u in plan.partition.units if u.board.kind != "host"})
+    return f" (the plans made for {', '.join(boards)}, built for this computer)" if boards else ""
+
+
+def measure_system(compile_plan: Callable[[], SystemPlan], repeat: int = 5) -> SystemPlan:
+    """The one-chip plan's operators timed on an emulator of its board first (so the partitioner cuts
+    by measured ticks: ``compile_plan`` runs again), then every stage's, one stage after another
+    (mcudeploy measure of each stage plan, through the timing cache): the plan with its stages' times
+    and its throughput from those measured ticks. Under QEMU the stages cannot run at once on one
+    instruction clock, so each is measured on its own."""
+    from mcudeploy.device.measure import measure_model
+
+    plan = compile_plan()
+    real = sorted({u.board.name for u in plan.partition.units if u.board.kind != "qemu"})
+    if real:
+        raise MCUDeployError(f"measure on {plan.system.name} needs its boards ({', '.join(real)}) each on a port; "
+                             f"only systems of emulated chips are measured here")
+    one_chip = measure_model(plan.one_chip, repeat=repeat)
+    if one_chip.device_used:
+        plan = compile_plan()
+    ticks = {s.index: measure_model(s.compiled, repeat=repeat).total_ticks for s in plan.staged.stages}
+    return with_measured(plan, ticks, one_chip.total_ticks)
