@@ -9,7 +9,7 @@ sentence naming the board and the field.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 from mcudeploy.errors import MCUDeployError
@@ -49,7 +49,12 @@ LIMITS = {
             1: ((70 * MHZ, 0, 0), (140 * MHZ, 1, 1), (185 * MHZ, 2, 1), (210 * MHZ, 2, 2), (225 * MHZ, 3, 2)),
             2: ((55 * MHZ, 0, 0), (110 * MHZ, 1, 1), (165 * MHZ, 2, 1), (220 * MHZ, 2, 2), (225 * MHZ, 3, 2)),
             3: ((45 * MHZ, 0, 0), (90 * MHZ, 1, 1), (135 * MHZ, 2, 1), (180 * MHZ, 2, 2), (225 * MHZ, 3, 2)),
+            0: ((70 * MHZ, 0, 0), (140 * MHZ, 1, 1), (185 * MHZ, 2, 1), (210 * MHZ, 2, 2), (225 * MHZ, 3, 2),
+                (240 * MHZ, 4, 2)),
         },
+        # VOS0 (SYSCFG_PWRCR.ODEN over VOS1), revision V silicon only: VCO to 960 MHz, 480/240/120 MHz
+        "vos0": {"rev_ids": (0x2003,), "vco": (192 * MHZ, 960 * MHZ), "sysclk_max": {(0, False): 480 * MHZ},
+                 "hclk_max": 240 * MHZ, "apb_max": {bus: 120 * MHZ for bus in ("apb1", "apb2", "apb3", "apb4")}},
     },
     "stm32l4": {  # RM0432 (L4R5): PLL input 2.66-16 MHz, VCO 64-344 MHz, 120 MHz only in range 1 boost
         "reset": ("msi", 4 * MHZ), "sources": {"hsi": 16 * MHZ},
@@ -86,6 +91,13 @@ class ClockTree:
     dcache: bool
     uart_bus: str
     reset_hz: int        # the reset clock: core, buses and the UART after a fallback
+    vos0: Optional["ClockTree"] = None  # H7: the faster tree revision V silicon runs at VOS0
+    rev_id: int = 0      # H7: the DBGMCU_IDCODE REV_ID that selects ``vos0``
+
+    @property
+    def claimed(self) -> "ClockTree":
+        """The tree whose clocks the board file claims: the VOS0 one when there is one."""
+        return self.vos0 or self
 
     @property
     def pll_in_hz(self) -> float:
@@ -117,7 +129,7 @@ class ClockTree:
         return {k: round(v) for k, v in out.items()}
 
 
-def _fail(board: str, field: str, why: str) -> MCUDeployError:
+def _fail(board: str, field: str, why: str) -> MCUDeployError:  # field: below clock_tree
     return MCUDeployError(f"board {board}: field 'clock_tree.{field}' {why}")
 
 
@@ -143,57 +155,77 @@ def parse_clock_tree(board: str, family: str, data: Optional[dict]) -> Optional[
                      bool(data.get("flash_cache", False)), bool(data.get("icache", False)),
                      bool(data.get("dcache", False)), data["uart_bus"], int(data["reset_hz"]))
     _check(board, tree, lim)
+    if "vos0" in data:
+        tree = replace(tree, vos0=_vos0(board, tree, lim, data["vos0"]), rev_id=int(data["vos0"]["rev_id"], 16))
     return tree
 
 
-def _check(board: str, t: ClockTree, lim: dict) -> None:
+def _vos0(board: str, tree: ClockTree, lim: dict, data: dict) -> ClockTree:
+    """The VOS0 tree of ``clock_tree.vos0``: the base tree with its PLL factors and flash setting replaced."""
+    if "vos0" not in lim:
+        raise _fail(board, "vos0", f"is for the STM32H7's VOS0; the {tree.family} has none")
+    rev = int(data["rev_id"], 16)
+    if rev not in lim["vos0"]["rev_ids"]:
+        raise _fail(board, "vos0.rev_id", f"is 0x{rev:04X}; VOS0 exists on revision "
+                                          f"{', '.join(f'0x{r:04X}' for r in lim['vos0']['rev_ids'])} only")
+    pll = data.get("pll", {})
+    fast = replace(tree, n=int(pll.get("n", tree.n)), p=int(pll.get("p", tree.p)), voltage_scale=0,
+                   flash_wait_states=int(data["flash_wait_states"]), flash_write_delay=int(data["flash_write_delay"]))
+    _check(board, fast, {**lim, **lim["vos0"]}, "vos0.")
+    return fast
+
+
+def _check(board: str, t: ClockTree, lim: dict, where: str = "") -> None:
+    def fail(field: str, why: str) -> MCUDeployError:
+        return _fail(board, where + field, why)
+
     if t.source not in lim["sources"]:
-        raise _fail(board, "source", f"is '{t.source}'; the {t.family} PLL takes {', '.join(lim['sources'])}")
+        raise fail("source", f"is '{t.source}'; the {t.family} PLL takes {', '.join(lim['sources'])}")
     fixed = lim["sources"][t.source]
     if t.source_hz != fixed:
-        raise _fail(board, "source_hz", f"is {t.source_hz} Hz, but the {t.source.upper()} oscillator runs at {fixed} Hz")
+        raise fail("source_hz", f"is {t.source_hz} Hz, but the {t.source.upper()} oscillator runs at {fixed} Hz")
     if t.reset_hz != lim["reset"][1]:
-        raise _fail(board, "reset_hz", f"is {t.reset_hz} Hz; the {t.family} starts at {lim['reset'][1]} Hz "
+        raise fail("reset_hz", f"is {t.reset_hz} Hz; the {t.family} starts at {lim['reset'][1]} Hz "
                                        f"({lim['reset'][0].upper()})")
     for name in ("m", "n", "p", "q", "r"):
         allowed, value = lim[name], getattr(t, name)
         ok = allowed[0] <= value <= allowed[1] if len(allowed) == 2 else value in allowed
         if not ok:
             shown = f"{allowed[0]}..{allowed[1]}" if len(allowed) == 2 else ", ".join(map(str, allowed[:8]))
-            raise _fail(board, f"pll.{name}", f"is {value}, outside what the {t.family} PLL allows ({shown})")
+            raise fail(f"pll.{name}", f"is {value}, outside what the {t.family} PLL allows ({shown})")
     for what, value, (low, high) in (("input (source / m)", t.pll_in_hz, lim["pll_in"]),
                                      ("VCO (source / m * n)", t.vco_hz, lim["vco"])):
         if not low <= value <= high:
-            raise _fail(board, "pll", f"puts the PLL {what} at {value / MHZ:g} MHz, outside the reference "
+            raise fail("pll", f"puts the PLL {what} at {value / MHZ:g} MHz, outside the reference "
                                       f"manual's {low / MHZ:g}-{high / MHZ:g} MHz")
     if t.ahb_div not in AHB_DIVS or t.cpu_div not in AHB_DIVS:
-        raise _fail(board, "ahb_div", f"is {t.ahb_div}; the AHB prescaler divides by {AHB_DIVS}")
+        raise fail("ahb_div", f"is {t.ahb_div}; the AHB prescaler divides by {AHB_DIVS}")
     bad = [bus for bus, d in t.apb_divs if d not in APB_DIVS]
     if bad:
-        raise _fail(board, f"apb_divs.{bad[0]}", f"is not one of the APB prescaler's {APB_DIVS}")
+        raise fail(f"apb_divs.{bad[0]}", f"is not one of the APB prescaler's {APB_DIVS}")
     key = (t.voltage_scale, t.boost)
     if key not in lim["sysclk_max"]:
-        raise _fail(board, "voltage_scale", f"is {t.voltage_scale}{' with boost' if t.boost else ''}, "
+        raise fail("voltage_scale", f"is {t.voltage_scale}{' with boost' if t.boost else ''}, "
                                             f"which the {t.family} does not offer")
     if t.core_hz > lim["sysclk_max"][key]:
-        raise _fail(board, "pll", f"gives a {t.core_hz / MHZ:g} MHz core clock, above the "
+        raise fail("pll", f"gives a {t.core_hz / MHZ:g} MHz core clock, above the "
                                   f"{lim['sysclk_max'][key] / MHZ:g} MHz of voltage scale {t.voltage_scale}"
                                   f"{' with boost' if t.boost else ''}")
     if t.hclk_hz > lim["hclk_max"]:
-        raise _fail(board, "ahb_div", f"gives HCLK {t.hclk_hz / MHZ:g} MHz, above the {lim['hclk_max'] / MHZ:g} MHz allowed")
+        raise fail("ahb_div", f"gives HCLK {t.hclk_hz / MHZ:g} MHz, above the {lim['hclk_max'] / MHZ:g} MHz allowed")
     for bus, _ in t.apb_divs:
         if t.bus_hz(bus) > lim["apb_max"][bus]:
-            raise _fail(board, f"apb_divs.{bus}", f"gives {bus.upper()} {t.bus_hz(bus) / MHZ:g} MHz, above its "
+            raise fail(f"apb_divs.{bus}", f"gives {bus.upper()} {t.bus_hz(bus) / MHZ:g} MHz, above its "
                                                   f"{lim['apb_max'][bus] / MHZ:g} MHz")
     ws, delay = flash_setting(t.family, t.voltage_scale, t.hclk_hz)
     if t.flash_wait_states < ws:
-        raise _fail(board, "flash_wait_states", f"is {t.flash_wait_states}, too few for HCLK {t.hclk_hz / MHZ:g} MHz "
+        raise fail("flash_wait_states", f"is {t.flash_wait_states}, too few for HCLK {t.hclk_hz / MHZ:g} MHz "
                                                 f"at voltage scale {t.voltage_scale} (the reference manual asks {ws})")
     if t.flash_write_delay < delay:
-        raise _fail(board, "flash_write_delay", f"is {t.flash_write_delay}, too short for HCLK {t.hclk_hz / MHZ:g} "
+        raise fail("flash_write_delay", f"is {t.flash_write_delay}, too short for HCLK {t.hclk_hz / MHZ:g} "
                                                 f"MHz (the reference manual asks {delay})")
     if t.uart_bus not in dict(t.apb_divs):
-        raise _fail(board, "uart_bus", f"is '{t.uart_bus}', not one of the buses {', '.join(dict(t.apb_divs))}")
+        raise fail("uart_bus", f"is '{t.uart_bus}', not one of the buses {', '.join(dict(t.apb_divs))}")
 
 
 def flash_setting(family: str, scale: int, hclk_hz: float) -> tuple[int, int]:
@@ -206,7 +238,9 @@ def flash_setting(family: str, scale: int, hclk_hz: float) -> tuple[int, int]:
 
 
 def check_claims(board: str, tree: ClockTree, clock_hz: int, uart_hz: int, timer: Optional[tuple[str, int]]) -> None:
-    """The board file's other figures (clock_hz, uart.clock_hz, a cycle counter's hz) must be the tree's."""
+    """The board file's other figures (clock_hz, uart.clock_hz, a cycle counter's hz) must be the tree's (its
+    VOS0 tree's when it has one: a board on older silicon reports its real clock in IDENTIFY)."""
+    tree = tree.claimed
     claims = [("clock_hz", clock_hz, tree.core_hz), ("uart.clock_hz", uart_hz, tree.bus_hz(tree.uart_bus))]
     if timer is not None and timer[0] == "dwt":
         claims.append(("timer.hz", timer[1], tree.core_hz))
@@ -233,7 +267,7 @@ def register_values(tree: ClockTree) -> dict:
     if t.family == "stm32h7":
         rge = 0 if t.pll_in_hz < 2 * MHZ else 1 if t.pll_in_hz < 4 * MHZ else 2 if t.pll_in_hz < 8 * MHZ else 3
         v["pll_range"] = rge
-        v["vos_code"] = {1: 3, 2: 2, 3: 1}[t.voltage_scale]
+        v["vos_code"] = {0: 3, 1: 3, 2: 2, 3: 1}[t.voltage_scale]  # VOS0 is VOS1 with ODEN
     elif t.family == "stm32l4":
         v["pll_source"] = {"msi": 1, "hsi": 2, "hse": 3}[t.source]
         v["r_code"] = t.r // 2 - 1

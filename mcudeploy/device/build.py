@@ -64,6 +64,13 @@ def uart_brr(board: Board, clock_hz: Optional[int] = None) -> tuple[int, str]:
 MANUALS = {"stm32f4": "RM0390", "stm32f7": "RM0385", "stm32h7": "RM0433", "stm32l4": "RM0432"}
 
 
+def _reached(board: Board, tree) -> dict:
+    """The core clock, the UART divisor and a summary of the clocks ``tree`` reaches."""
+    brr, note = uart_brr(board, round(tree.bus_hz(tree.uart_bus)))
+    summary = ", ".join(f"{k.upper()} {v / 1e6:g} MHz" for k, v in tree.frequencies().items())
+    return {"core_hz": round(tree.core_hz), "uart_brr": brr, "uart_brr_note": note, "summary": summary}
+
+
 def clock_source(board: Board) -> str:
     """firmware/clock.c of ``board``: its clock tree applied (templates/firmware/clock.c.j2), or the reset clock kept."""
     tree = board.clock_tree
@@ -71,11 +78,13 @@ def clock_source(board: Board) -> str:
     values = {"banner": BANNER, "board": board.name, "core_hz": board.clock_hz, "uart_brr": brr,
               "uart_brr_note": brr_note, "tree": None, "icache": False, "dcache": False}
     if tree is not None:
-        f = tree.frequencies()
         reset_brr, reset_note = uart_brr(board, tree.reset_hz)
+        values.update(_reached(board, tree))
+        if tree.vos0 is not None:
+            values["boost"] = {**_reached(board, tree.vos0), "regs": register_values(tree.vos0), "rev_id": tree.rev_id}
         values.update(
             icache=tree.icache, dcache=tree.dcache, reset_brr=reset_brr, reset_brr_note=reset_note, regs=register_values(tree),
-            tree={"summary": ", ".join(f"{k.upper()} {v / 1e6:g} MHz" for k, v in f.items()),
+            tree={"summary": values["summary"],
                   "manual": MANUALS[tree.family], "reset_hz": tree.reset_hz, "family": tree.family,
                   "sequence": "stm32f4" if tree.family == "stm32f7" else tree.family, "boost": tree.boost,
                   "prefetch": tree.prefetch, "flash_cache": tree.flash_cache, "voltage_scale": tree.voltage_scale})

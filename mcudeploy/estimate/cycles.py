@@ -35,7 +35,7 @@ def target_for(board: Board, emulated: Board) -> Target:
                              f"{board.core}: the instructions traced would be another core's")
     if board.core not in CORES:
         raise MCUDeployError(f"no instruction timings are known for the {board.core} of board {board.name}")
-    tree = board.clock_tree
+    tree = board.clock_tree.claimed if board.clock_tree else None  # the clock board.clock_hz claims
     ws = tree.flash_wait_states if tree else 0
     cache = bool(tree and (tree.flash_cache or tree.icache))
     return Target(board.name, board.core, board.clock_hz, ws, cache)
