@@ -74,7 +74,7 @@ class Fake:
         """Wherever the start-up is, the clock running must be one the flash and the regulator allow now."""
         f = self.frequencies()
         scale, boost = self.power()
-        top = LIMITS[self.family]["sysclk_max"].get((scale, boost))
+        top = self.limits()["sysclk_max"].get((scale, boost))
         if top is None or f["core"] > top:
             self.fail(f"core at {f['core'] / MHZ:g} MHz with voltage scale {scale}{' boost' if boost else ''}")
         ws, delay = flash_setting(self.family, scale, f["hclk"])
@@ -83,6 +83,10 @@ class Fake:
 
     def write_delay(self) -> int:
         return 9  # only the H7 has one
+
+    def limits(self) -> dict:
+        """The family's limits (mcudeploy/clocks.py) at the voltage scale set now."""
+        return LIMITS[self.family]
 
     def wait_states(self) -> int:
         return _bits(self.regs[self.FLASH_ACR], 0, 4)
@@ -172,16 +176,27 @@ class FakeF7(FakeF4):
     family = "stm32f7"
 
 
+@dataclass
 class FakeH7(Fake):
-    """STM32H743 (RM0433)."""
+    """STM32H743 (RM0433), of silicon revision ``rev_id`` (DBGMCU_IDCODE REV_ID): 0x2003 (V) has VOS0, reached
+    by SYSCFG_PWRCR.ODEN over a ready VOS1; 0x1003 (Y) has not."""
+    rev_id: int = 0x2003
     family = "stm32h7"
+    RCC_APB4ENR, SYSCFG_PWRCR, DBGMCU_IDCODE = 0x580244F4, 0x5800042C, 0x5C001000
     SW_MASK, SW_PLL = 7, 3
     RCC_CR, RCC_CFGR, RCC_D1CFGR, RCC_D2CFGR, RCC_D3CFGR = 0x58024400, 0x58024410, 0x58024418, 0x5802441C, 0x58024420
     RCC_PLLCKSELR, RCC_PLLCFGR, RCC_PLL1DIVR = 0x58024428, 0x5802442C, 0x58024430
     PWR_CSR1, PWR_CR3, PWR_D3CR, FLASH_ACR = 0x58024804, 0x5802480C, 0x58024818, 0x52002000
     RESET = {RCC_CR: 0x25, RCC_CFGR: 0, RCC_D1CFGR: 0, RCC_D2CFGR: 0, RCC_D3CFGR: 0, RCC_PLLCKSELR: 0x02020200,
              RCC_PLLCFGR: 0x01FF0000, RCC_PLL1DIVR: 0x01010280, PWR_CSR1: 0, PWR_CR3: 0x46, PWR_D3CR: 0x4000,
-             FLASH_ACR: 0x37}
+             FLASH_ACR: 0x37, RCC_APB4ENR: 0, SYSCFG_PWRCR: 0}
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.vos1_ready = False  # VOSRDY read at VOS1 since the voltage scale was last written
+
+    def oden(self) -> bool:
+        return bool(self.regs[self.SYSCFG_PWRCR] & 1)
 
     def status(self, addr, value):
         cr = self.regs[self.RCC_CR]
@@ -192,7 +207,11 @@ class FakeH7(Fake):
         elif addr == self.PWR_CSR1:
             value = (len(self.writes_to(self.PWR_CR3)) > 0 and "supply" not in self.never) << 13
         elif addr == self.PWR_D3CR:
-            value = (value & ~(1 << 13)) | ("vos" not in self.never) << 13
+            ready = "vos" not in self.never and not (self.oden() and "vos0" in self.never)
+            value = (value & ~(1 << 13)) | ready << 13
+            self.vos1_ready |= ready and _bits(value, 14, 2) == 3 and not self.oden()
+        elif addr == self.DBGMCU_IDCODE:
+            value = self.rev_id << 16 | 0x450
         elif addr == self.RCC_CFGR:
             value = (value & ~(7 << 3)) | self.sws << 3
         return value
@@ -205,10 +224,25 @@ class FakeH7(Fake):
             self.fail("the supply configuration (PWR_CR3) written twice: it is locked after the first write")
         if addr == self.PWR_D3CR and not self.writes_to(self.PWR_CR3):
             self.fail("voltage scale set before the supply configuration")
+        if addr == self.PWR_D3CR:
+            self.vos1_ready = False
+        if addr == self.SYSCFG_PWRCR and new & ~old & 1:
+            if not self.regs[self.RCC_APB4ENR] & (1 << 1):
+                self.fail("SYSCFG_PWRCR written before the SYSCFG clock (SYSCFGEN) was on")
+            if self.rev_id != 0x2003:
+                self.fail(f"ODEN set on revision 0x{self.rev_id:04X}, which has no VOS0")
+            if not self.vos1_ready:
+                self.fail("ODEN set before VOS1 was ready")
 
 
     def power(self):
-        return {3: 1, 2: 2, 1: 3}.get(_bits(self.regs[self.PWR_D3CR], 14, 2), 3), False
+        scale = {3: 1, 2: 2, 1: 3}.get(_bits(self.regs[self.PWR_D3CR], 14, 2), 3)
+        vos0 = scale == 1 and self.oden() and self.rev_id == 0x2003 and not self.never & {"vos", "vos0"}
+        return (0 if vos0 else scale), False
+
+    def limits(self):
+        lim = LIMITS[self.family]
+        return {**lim, **lim["vos0"]} if self.power()[0] == 0 else lim
 
     def write_delay(self):
         return _bits(self.regs[self.FLASH_ACR], 4, 2)

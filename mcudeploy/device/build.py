@@ -76,7 +76,7 @@ def clock_source(board: Board) -> str:
     tree = board.clock_tree
     brr, brr_note = uart_brr(board)
     values = {"banner": BANNER, "board": board.name, "core_hz": board.clock_hz, "uart_brr": brr,
-              "uart_brr_note": brr_note, "tree": None, "icache": False, "dcache": False}
+              "uart_brr_note": brr_note, "tree": None, "boost": None, "icache": False, "dcache": False}
     if tree is not None:
         reset_brr, reset_note = uart_brr(board, tree.reset_hz)
         values.update(_reached(board, tree))
