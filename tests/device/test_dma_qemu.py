@@ -12,11 +12,16 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from mcudeploy.boards import load_board
 from mcudeploy.device.build import CC, CFLAGS, firmware_build_spec
+from mcudeploy.device.host import run_compiled_on_host
+from mcudeploy.device.runner import run_on_board, timed_nodes
+from mcudeploy.pipeline import compile_model
 from mcudeploy.resources import firmware_dir
+from residual import SHAPE, residual_model
 
 pytestmark = pytest.mark.qemu
 
@@ -85,3 +90,22 @@ def test_without_a_dma_engine_the_core_copies(need_qemu, tmp_path):
     assert got["big_same"] == 1 and got["odd_same"] == 1 and got["long_same"] == 1 and got["pair_same"] == 1
     assert (got["big_done"], got["big_stalled"], got["big_ticks"]) == (1, 0, 0)  # nothing left to wait for
     assert got["big_start_ticks"] > got["memcpy_ticks"] / 2  # the copy was memcpy, inside the start
+
+
+def test_a_swap_on_qemu_an505_is_an_asynchronous_copy_and_bit_exact(need_qemu, tmp_path):
+    """A residual block under a fast-memory budget on the DMA board: the skip goes out to the PSRAM and
+    back as CopyStart/CopyWait pairs (the PL081 copies), the outputs are the host's unconstrained
+    plan's, bit for bit, and each wait takes about its copy's modelled ticks (nothing in between hides
+    it: the block's peak is where the skip idles)."""
+    model = residual_model()
+    plain = compile_model(model, "host")
+    fitted = compile_model(model, "qemu-an505", fast_memory="60%")
+    ops = [n.op for n in fitted.order]
+    assert ops.count("CopyStart") == ops.count("CopyWait") == 2 and "Copy" not in ops
+    sample = {plain.graph.inputs[0]: np.random.default_rng(1).standard_normal(SHAPE).astype(np.float32)}
+    want = run_compiled_on_host(plain, [sample], tmp_path / "host")
+    got = run_on_board(fitted, [sample], workdir=tmp_path / "fw")
+    assert all(np.array_equal(g, w) for g, w in zip(got.outputs[0], want[0]))
+    for node, ticks in zip(timed_nodes(fitted), got.runs[0].op_ticks):
+        if node.op == "CopyWait":  # the modelled time, less the start's few ticks, plus the wait's own
+            assert node.attr("ticks") - 5 <= ticks <= node.attr("ticks") + 5
