@@ -28,8 +28,8 @@ Where the board's DMA engine reaches both regions (boards/NAME.json "dma_engine"
 are asynchronous (a CopyStart, and a CopyWait before the copy's first reader, ops/copy_async.py):
 once the budget is met, the start of each copy back slides earlier (its trigger) and the wait of
 each copy out later, a step at a time, while the computation in between hides less than the copy's
-modelled ticks (plus what ``hide`` adds for it: the stalls a board reported, offload/stalls.py)
-and the fast region's live bytes stay within the budget. A copy then costs what the computation
+modelled ticks and the fast region's live bytes stay within the budget; then ``earlier`` more steps
+for a copy back whose wait a board reported stalled (search/stalls.py). A copy then costs what the computation
 in between does not hide; elsewhere a plain Copy costs its whole time. The figures are modelled
 where the region's speed says so.
 """
@@ -269,13 +269,13 @@ def _residents(graph: Graph, order: Sequence[Node], lives, pinned, step: int, sl
 
 def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, alignment: int = 4,
                     cache: Optional[CacheView] = None, keep: bool = True,
-                    hide: Mapping[str, float] = {}) -> tuple[Graph, tuple[Node, ...], Offload]:
+                    earlier: Mapping[str, int] = {}) -> tuple[Graph, tuple[Node, ...], Offload]:
     """The graph and order with idle tensors swapped out of the fast region, and with ``keep``
     tensors pinned to the slow region, until the fast region's live bytes fit ``budget``; and what
     was done. Without ``keep`` it stops where no tensor idles at a step over the budget (the region
     assignment then moves whole buffers, place_within); with it, a budget it cannot meet is
-    refused in one sentence. ``hide``: per swapped tensor, ticks its asynchronous copy back must hide
-    beyond its modelled ticks (the stalls a board reported, offload/stalls.py)."""
+    refused in one sentence. ``earlier``: per swapped tensor, steps its asynchronous copy back starts
+    earlier than its estimated ticks ask (for the stalls a board reported, search/stalls.py)."""
     fast, slow = regions_for_swap(board)
     dma = asynchronous(board, fast, slow)
     order = tuple(order)
@@ -321,7 +321,7 @@ def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, ali
     else:
         raise MCUDeployError(f"swapping for a fast-memory budget of {budget:,} B did not converge in {MAX_ROUNDS} moves")
     if dma and swaps:
-        order = _slide(graph, order, board, budget, alignment, cache, slow, hide)
+        order = _slide(graph, order, board, budget, alignment, cache, slow, earlier)
         graph, order = _slots(graph, order)
     steps = {n.attr(RECOMPUTE): i for i, n in enumerate(order) if n.attr(RECOMPUTE)}
     again = tuple(replace(r, step=steps[r.node]) for r in recomputes)
@@ -330,10 +330,11 @@ def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, ali
 
 
 def _slide(graph: Graph, order: tuple[Node, ...], board, budget: int, alignment: int, cache, slow,
-           hide: Mapping[str, float]) -> tuple[Node, ...]:
+           earlier: Mapping[str, int]) -> tuple[Node, ...]:
     """The order with each asynchronous copy back started earlier and each copy out waited for
     later, a step at a time, while the steps in between hide less than the copy's modelled ticks
-    (plus ``hide``) and no step's fast live bytes rise above both the budget and what they were."""
+    (a copy back then ``earlier`` steps more), and no step's fast live bytes rise above both the
+    budget and what they were."""
     before = _fast_live(graph, order, alignment, slow.name)[2]
     bound = [max(budget, v) for v in before]
 
@@ -341,15 +342,19 @@ def _slide(graph: Graph, order: tuple[Node, ...], board, budget: int, alignment:
         live = _fast_live(graph, candidate, alignment, slow.name)[2]
         return all(v <= b for v, b in zip(live, bound))
     for wait in [n.name for n in order if n.op == COPY_WAIT]:
+        more = None
         while True:
             ticks = node_ticks(graph, order, board, cache, slow)
             w = next(i for i, n in enumerate(order) if n.name == wait)
             start = _start_of(order, w)
             node = order[w]
             back = graph[node.outputs[0]].region != slow.name
-            need = float(node.attr("ticks", 0)) + (hide.get(node.attr("of"), 0.0) if back else 0.0)
-            if sum(ticks[start + 1:w]) >= need:
-                break
+            if more is None and sum(ticks[start + 1:w]) >= float(node.attr("ticks", 0)):
+                more = int(earlier.get(node.attr("of"), 0)) if back else 0
+            if more is not None:
+                if more <= 0:
+                    break
+                more -= 1
             if back:  # the start one step earlier, unless that step makes what it copies
                 k = start - 1
                 if k < 0 or set(order[k].outputs) & set(order[start].inputs):
@@ -398,13 +403,14 @@ def residents_placed(offload: Offload, graph: Graph, order: Sequence[Node], live
 
 
 def place_within(graph: Graph, order: Sequence[Node], board, budget: int, method: str = "greedy",
-                 time_limit: float = 10.0, rounds: int = 4):
+                 time_limit: float = 10.0, rounds: int = 4, earlier: Mapping[str, int] = {}):
     """(graph, order, lifetimes, placement, offload): the scheduled graph with swaps, and buffers in
     the slow region, so that the fast region's placed arena fits ``budget``. Two ways are tried,
     the one that adds fewer modelled ticks kept (ties: the first): the planner's own choice of
     tensors to keep in slow memory, and the region assignment's (mcudeploy/memory/regions.py, whole
     buffers by their benefit at the peak, X-CUBE-AI's approach) after the swaps. Where the placed
-    arena lands above the live bytes, the plan aims that much lower, ``rounds`` times at most."""
+    arena lands above the live bytes, the plan aims that much lower, ``rounds`` times at most.
+    ``earlier``: fit_fast_memory's."""
     fast, slow = regions_for_swap(board)
     regions = areas(board)
     capped = (replace(regions[0], capacity=min(regions[0].capacity, budget)),) + regions[1:]
@@ -413,7 +419,7 @@ def place_within(graph: Graph, order: Sequence[Node], board, budget: int, method
         target = budget
         for _ in range(rounds):
             try:
-                g, o, offload = fit_fast_memory(graph, order, board, target, board.alignment, keep=keep)
+                g, o, offload = fit_fast_memory(graph, order, board, target, board.alignment, keep=keep, earlier=earlier)
             except MCUDeployError as err:
                 refusal = refusal or err
                 break
