@@ -97,6 +97,17 @@ class Offload:
     baseline_ticks: float  # the order's estimated ticks before the swaps
     modelled: bool  # the slow region's speed is a model
     recomputes: tuple[Recompute, ...] = ()
+    asynchronous: bool = False  # the swaps' copies are DMA transfers (CopyStart/CopyWait)
+
+    @property
+    def unseen_ticks(self) -> float:
+        """Of the added ticks, what a run under an emulator does not show (it runs the slow memory at
+        full speed): with modelled speeds, the residents' accesses and the plain copies' slowness (a
+        CopyWait waits its modelled time on the board itself)."""
+        if not self.modelled:
+            return 0.0
+        return sum(r.access_ticks for r in self.residents) + (0.0 if self.asynchronous else
+                                                              sum(s.copy_ticks for s in self.swaps))
 
     @property
     def bytes_moved(self) -> int:
@@ -117,7 +128,7 @@ class Offload:
         again = tuple(Recompute(r["tensor"], r["operators"][0], int(r["step"]), float(r["ticks"]))
                       for r in d.get("recomputes", []))
         return Offload(int(d["budget_bytes"]), d["fast_region"], d["slow_region"], swaps, residents,
-                       float(d["baseline_ticks"]), d.get("speeds") == "modelled", again)
+                       float(d["baseline_ticks"]), d.get("speeds") == "modelled", again, bool(d.get("asynchronous")))
 
     def as_plan(self) -> dict:
         return {"budget_bytes": self.budget_bytes, "fast_region": self.fast_region, "slow_region": self.slow_region,
@@ -132,7 +143,7 @@ class Offload:
                                for r in self.recomputes],
                 "bytes_moved": self.bytes_moved,
                 "added_ticks_modelled": round(self.added_ticks, 1), "baseline_ticks": round(self.baseline_ticks, 1),
-                "speeds": "modelled" if self.modelled else "measured"}
+                "speeds": "modelled" if self.modelled else "measured", "asynchronous": self.asynchronous}
 
 
 def has_slow_region(board) -> bool:
@@ -326,7 +337,8 @@ def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, ali
     steps = {n.attr(RECOMPUTE): i for i, n in enumerate(order) if n.attr(RECOMPUTE)}
     again = tuple(replace(r, step=steps[r.node]) for r in recomputes)
     final = _final_steps(swaps, graph, order, node_ticks(graph, order, board, cache, slow), slow)
-    return graph, order, Offload(budget, fast, slow.name, final, tuple(residents), baseline, slow.speed.modelled, again)
+    return graph, order, Offload(budget, fast, slow.name, final, tuple(residents), baseline, slow.speed.modelled, again,
+                                 dma and bool(swaps))
 
 
 def _slide(graph: Graph, order: tuple[Node, ...], board, budget: int, alignment: int, cache, slow,
