@@ -98,8 +98,11 @@ def main() -> int:
                     f" | {o.added_ticks / w['ticks']:>6.2f}" if w["ticks"] else " |      –")
             if args.measure:
                 from mcudeploy.device.measure import measure_model
-                before, after = measure_model(plain).total_ticks, measure_model(c).total_ticks
-                row += (f"  measured {before:,} -> {after:,} ticks; added {o.added_ticks / before:.1%} of measured")
+                try:
+                    before, after = measure_model(plain).total_ticks, measure_model(c).total_ticks
+                    row += f"  measured {before:,} -> {after:,} ticks; added {o.added_ticks / before:.1%} of measured"
+                except MCUDeployError as err:
+                    row += f"  not measured: {err}"
             print(row)
     print("fast/slow: arena bytes per region; moved: bytes the swaps copy (out and back); swap/keep: tensors swapped, "
           "kept in slow memory; rec: tensors recomputed; added: modelled ticks (of est.: of the unconstrained plan's estimated ticks); whole: "

@@ -20,7 +20,12 @@ def residual_model(seed: int = 11):
         if name == "a0":
             nodes.append(helper.make_node("Relu", ["a0"], ["a"]))
     nodes.append(helper.make_node("Add", ["a", "c"], ["y"]))
-    g = helper.make_graph(nodes, "residual", [helper.make_tensor_value_info("x", TensorProto.FLOAT, SHAPE)],
+    return _model(nodes, inits, "residual")
+
+
+def _model(nodes, inits, name):
+    """A float model of ``nodes`` from x to y, both of SHAPE."""
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, SHAPE)],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, SHAPE)], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
@@ -41,8 +46,4 @@ def skip_model(seed: int = 12):
         if name == "a0":
             nodes.append(helper.make_node("Relu", ["a0"], ["a"]))
     nodes.append(helper.make_node("Add", ["a", "e"], ["y"]))
-    g = helper.make_graph(nodes, "skip", [helper.make_tensor_value_info("x", TensorProto.FLOAT, SHAPE)],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, SHAPE)], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    return m
+    return _model(nodes, inits, "skip")
