@@ -98,11 +98,16 @@ def main() -> int:
                     f" | {o.added_ticks / w['ticks']:>6.2f}" if w["ticks"] else " |      –")
             if args.measure:
                 from mcudeploy.device.measure import measure_model
-                try:
-                    before, after = measure_model(plain).total_ticks, measure_model(c).total_ticks
-                    row += f"  measured {before:,} -> {after:,} ticks; added {o.added_ticks / before:.1%} of measured"
-                except MCUDeployError as err:
-                    row += f"  not measured: {err}"
+                ticks = []
+                for plan in (plain, c):
+                    try:
+                        ticks.append(measure_model(plan).total_ticks)
+                    except MCUDeployError as err:  # e.g. the unconstrained plan does not fit the board
+                        ticks.append(None)
+                        print(f"{path.stem}: not measured: {err}", file=sys.stderr)
+                row += "  measured " + " -> ".join("–" if t is None else f"{t:,}" for t in ticks) + " ticks"
+                if ticks[0]:
+                    row += f"; added {o.added_ticks / ticks[0]:.1%} of measured"
             print(row)
     print("fast/slow: arena bytes per region; moved: bytes the swaps copy (out and back); swap/keep: tensors swapped, "
           "kept in slow memory; rec: tensors recomputed; added: modelled ticks (of est.: of the unconstrained plan's estimated ticks); whole: "

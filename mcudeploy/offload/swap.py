@@ -353,15 +353,17 @@ def _slide(graph: Graph, order: tuple[Node, ...], board, budget: int, alignment:
     def fits(candidate) -> bool:
         live = _fast_live(graph, candidate, alignment, slow.name)[2]
         return all(v <= b for v, b in zip(live, bound))
+    # what each step costs, waits aside (theirs depend on the order): the same wherever it runs
+    cost = {n.name: t for n, t in zip(order, node_ticks(graph, order, board, cache, slow)) if n.op != COPY_WAIT}
     for wait in [n.name for n in order if n.op == COPY_WAIT]:
         more = None
         while True:
-            ticks = node_ticks(graph, order, board, cache, slow)
             w = next(i for i, n in enumerate(order) if n.name == wait)
             start = _start_of(order, w)
             node = order[w]
             back = graph[node.outputs[0]].region != slow.name
-            if more is None and sum(ticks[start + 1:w]) >= float(node.attr("ticks", 0)):
+            hidden = sum(cost.get(n.name, 0.0) for n in order[start + 1:w])
+            if more is None and hidden >= float(node.attr("ticks", 0)):
                 more = int(earlier.get(node.attr("of"), 0)) if back else 0
             if more is not None:
                 if more <= 0:
