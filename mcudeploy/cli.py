@@ -50,10 +50,7 @@ def _model_options(p: argparse.ArgumentParser, project: bool = False) -> None:
         _board_option(p)
     _input_shape_option(p)
     _int8_input_option(p)
-    p.add_argument("--fast-memory", metavar="BYTES|N%",
-                   help="a budget for the board's first (fast) memory region, in bytes (32K) or as a share of the "
-                        "arena without it (50%%): idle tensors are swapped to the board's slow region and back, or "
-                        "kept there, until the fast region fits (its speeds, modelled or measured, price the moves)")
+    _fast_memory_option(p)
     p.add_argument("--schedule", default="auto", metavar="METHOD",
                    help=f"execution order: {', '.join(SCHEDULE_METHODS)} (default auto: exact where the graph is small "
                         f"enough for the time limit, else the refined heuristic)")
@@ -121,6 +118,15 @@ def _compile_system(args, system):
 
     graph = lower(import_model(args.model, parse_input_shapes(args.input_shape)), int8_input=args.int8_input)
     return compile_system(graph, system, args.model, args.stages, args.objective, args.schedule, args.time_limit)
+
+
+def _fast_memory_option(p: argparse.ArgumentParser, tune: bool = False) -> None:
+    p.add_argument("--fast-memory", metavar="BYTES|N%",
+                   help="a budget for the board's first (fast) memory region, in bytes (32K) or as a share of the "
+                        "arena without it (50%%): idle tensors are swapped to the board's slow region and back, or "
+                        "kept there, until the fast region fits (its speeds, modelled or measured, price the moves)"
+                        + ("; tune then keeps the plan of least latency that fits, of the unsplit one and each "
+                           "scheme of cuts its search kept" if tune else ""))
 
 
 def _compile(args):
@@ -359,6 +365,7 @@ def cmd_measure(args) -> int:
 def cmd_tune(args) -> int:
     from mcudeploy.frontend import parse_input_shapes
     from mcudeploy.search import Tuner, write_result
+    from mcudeploy.search.fast import offload_line
     from mcudeploy.search.state import STATE_FILE
 
     check_output(args.output, folder=True)
@@ -366,7 +373,7 @@ def cmd_tune(args) -> int:
     try:
         tuner = Tuner(args.model, args.board, args.output, max_overhead=args.max_overhead,
                       time_limit=args.time_limit, port=args.port, input_shapes=parse_input_shapes(args.input_shape),
-                      budget=args.budget, int8_input=args.int8_input)
+                      budget=args.budget, int8_input=args.int8_input, fast_memory=args.fast_memory)
         result = tuner.run()
     except KeyboardInterrupt:
         print(f"mcudeploy: tune interrupted; what it learnt is in {Path(args.output) / STATE_FILE}: run the same "
@@ -376,6 +383,8 @@ def cmd_tune(args) -> int:
         out = write_result(result, code)
     best, base = result.best, result.baseline
     saved = 1 - best.arena / base.arena
+    if best.compiled.offload is not None:
+        print(offload_line(best))
     print(f"arena {best.arena:,} B (unsplit {base.arena:,} B, {saved:.1%} less); "
           f"{best.ticks:,} ticks (unsplit {base.ticks:,}, {best.ticks / base.ticks - 1:+.1%}, budget "
           f"{result.budget_ticks:,})")
@@ -475,6 +484,7 @@ def parser() -> argparse.ArgumentParser:
     _board_option(s)
     _input_shape_option(s)
     _int8_input_option(s)
+    _fast_memory_option(s, tune=True)
     s.add_argument("--max-overhead", type=float, default=0.05, metavar="F",
                    help="latency the split may add, as a fraction of the unsplit model's (default 0.05)")
     s.add_argument("--budget", type=int, default=CANDIDATES, metavar="N",

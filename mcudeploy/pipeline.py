@@ -131,7 +131,8 @@ def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optiona
                   schedule_method: str = "auto", placement_method: str = "exact",
                   placement_time_limit: float = 5.0, schedule_time_limit: float = 10.0,
                   scheme: Scheme = (), scratch: str = "fit", int8_input: bool = False,
-                  rewrites: Sequence[Rewrite] = (), fast_memory: Optional[int] = None) -> Compiled:
+                  rewrites: Sequence[Rewrite] = (), fast_memory: Optional[int] = None,
+                  earlier: Mapping[str, int] = {}) -> Compiled:
     """Schedule, find lifetimes and place an already lowered graph (split by `scheme` and lowered
     with `int8_input`, which are only recorded here). The time limits are in effort seconds
     (mcudeploy/effort.py): work, not wall-clock time, so the same graph gives the same plan on a
@@ -141,7 +142,8 @@ def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optiona
     before the scratch fitting (rewrite_ordered). fast_memory: a budget in bytes for the board's
     first region, met by swapping idle tensors to its slow region and keeping others there
     (offload.place_within); a plan too big for the first region gets its capacity as the budget
-    where the board has a slow region (its moves are then priced, and swaps tried)."""
+    where the board has a slow region (its moves are then priced, and swaps tried). earlier: per
+    swapped tensor, steps its asynchronous copy back starts earlier (search/stalls.py)."""
     if scratch not in SCRATCH_POLICIES:
         raise MCUDeployError(f"scratch must be one of {', '.join(SCRATCH_POLICIES)}, not {scratch!r}")
     board = load_board(board) if isinstance(board, str) else board
@@ -156,7 +158,8 @@ def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optiona
             fast_memory = fast.capacity  # too big for the fast region: swap too, where that costs less
     if fast_memory is not None:
         rewritten, order, lives, placement, offload = place_within(rewritten, order, board, fast_memory,
-                                                                   placement_method, placement_time_limit)
+                                                                   placement_method, placement_time_limit,
+                                                                   earlier=earlier)
     sched = dataclasses.replace(sched, order=order)
     return Compiled(name or graph.name, board, rewritten, sched, lives, placement, tuple(scheme), int8_input=int8_input,
                     offload=offload)

@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from mcudeploy.offload.moves import COPY, stays
+from mcudeploy.offload.moves import COPIES, stays
 from mcudeploy.ops import registry
 from mcudeploy.partition import Cut
 
@@ -116,8 +116,11 @@ def plan_dict(compiled, scheme=None, latency=None, split=None) -> dict:
                    "kernel": not registry.get(n.op).view and n.name not in lives.elided,
                    # offload.fit_scratch chose the kernel without working memory
                    **({"scratch": 0} if n.attrs.get("scratch", 1) == 0 else {}),
-                   # offload.move's copies: the value each holds
-                   **({"of": n.attr("of")} if n.op == COPY else {}),
+                   # offload.move's copies: the value each holds, the region it writes, and for an
+                   # asynchronous copy its slot and modelled ticks
+                   **({"of": n.attr("of"), "region": graph[n.outputs[0]].region,
+                       **{k: n.attr(k) for k in ("slot", "ticks", "modelled") if n.attr(k) is not None}}
+                      if n.op in COPIES else {}),
                    # offload.recompute's clones: the node each runs again
                    **({"recompute": n.attr("recompute")} if n.attr("recompute") else {})} for n in compiled.order],
         "regions": _regions(compiled),

@@ -38,7 +38,7 @@ from mcudeploy.frontend.onnx_import import load_model
 from mcudeploy.ir import Graph, Node
 from mcudeploy.memory import Lifetimes, Placement, check_no_overlap, lifetimes
 from mcudeploy.memory.alias import SHARING
-from mcudeploy.offload.moves import COPY
+from mcudeploy.offload.moves import COPIES, COPY_WAIT
 from mcudeploy.offload.swap import Offload
 from mcudeploy.partition import Cut, SplitError, split
 from mcudeploy.pipeline import Compiled, lower
@@ -209,7 +209,7 @@ def _copies(where: Path, plan: dict, graph: Graph, model_path: Path) -> Graph:
     """The graph with the nodes a fast-memory budget added (mcudeploy/offload), as the plan's order
     records them: copies to and from the slow region, and clones of recomputed producers; every
     later reader reads the tensor the order records."""
-    entries = [e for e in plan["order"] if e.get("op") == COPY or e.get("recompute")]
+    entries = [e for e in plan["order"] if e.get("op") in COPIES or e.get("recompute")]
     if not entries:
         return graph
     tensors = dict(graph.tensors)
@@ -225,12 +225,15 @@ def _copies(where: Path, plan: dict, graph: Graph, model_path: Path) -> Graph:
                 nodes.append(original.with_(name=e["node"], outputs=(dst,),
                                             attrs={**original.attrs, "recompute": original.name}))
                 continue
-            (src,) = e["inputs"]
-            tensors[dst] = tensors[src].with_(name=dst, kind="activation",
-                                              region=slow if dst.endswith("@" + str(slow)) else None)
+            srcs = tuple(e["inputs"])
+            region = e["region"] if "region" in e else slow if dst.endswith("@" + str(slow)) else None
+            tensors[dst] = tensors[srcs[0]].with_(name=dst, kind="activation", region=region)
+            if e["op"] not in COPIES or len(srcs) != (2 if e["op"] == COPY_WAIT else 1):
+                raise ValueError(e["op"])
         except (KeyError, TypeError, ValueError):
             raise MCUDeployError(f"{where} does not match {model_path}: its step {e.get('node')} does not apply") from None
-        nodes.append(Node(e["node"], COPY, (src,), (dst,), {"of": e.get("of", src)}))
+        attrs = {"of": e.get("of", srcs[0]), **{k: int(e[k]) for k in ("slot", "ticks", "modelled") if k in e}}
+        nodes.append(Node(e["node"], e["op"], srcs, (dst,), attrs))
     recorded = {e["node"]: tuple(e["inputs"]) for e in plan["order"]}
     added = {n.outputs[0] for n in nodes}
 

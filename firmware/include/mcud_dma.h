@@ -23,6 +23,12 @@ typedef struct {
  * Where no engine is free, it first waits for the oldest copy in flight. */
 int32_t mcud_dma_copy_start(void *dst, const void *src, uint32_t bytes);
 
+/* mcud_dma_copy_start for a slow memory whose speed is a model (boards/NAME.json, "modelled"): the
+ * copy is not done, for its wait, before `ticks` ticks of the board's timer after its start, however
+ * fast the engine was (QEMU's runs in no time). 0: as fast as the engine. Where the core copies
+ * (no engine), the copy's time is the core's and `ticks` is not used. */
+int32_t mcud_dma_copy_start_modelled(void *dst, const void *src, uint32_t bytes, uint32_t ticks);
+
 /* Waits until copy `copy` has finished, for at most `max_ticks` ticks of the board's timer (0: no bound). */
 mcud_dma_wait_info mcud_dma_wait(int32_t copy, uint32_t max_ticks);
 

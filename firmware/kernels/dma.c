@@ -17,6 +17,12 @@ MCUD_WEAK int32_t mcud_dma_copy_start(void *dst, const void *src, uint32_t bytes
     return 0;
 }
 
+MCUD_WEAK int32_t mcud_dma_copy_start_modelled(void *dst, const void *src, uint32_t bytes, uint32_t ticks)
+{
+    (void)ticks;
+    return mcud_dma_copy_start(dst, src, bytes);
+}
+
 MCUD_WEAK mcud_dma_wait_info mcud_dma_wait(int32_t copy, uint32_t max_ticks)
 {
     (void)copy;

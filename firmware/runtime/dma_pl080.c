@@ -6,7 +6,8 @@
  * more than MCUD_DMA_PL080_ITEMS items runs in batches of that many: the wait starts the next one.
  * The channel's configuration write starts it; the channel's enable bit drops when it is done.
  * QEMU's model (hw/dma/pl080.c) runs the whole transfer inside that write and takes no guest time, so
- * there a wait never stalls unless the controller is disabled (then the transfer waits for it). */
+ * there a wait never stalls unless the controller is disabled (then the transfer waits for it), or the
+ * copy was started with a modelled time (mcud_dma_copy_start_modelled): the wait ends no sooner. */
 #include <stdint.h>
 #include <string.h>
 
@@ -49,6 +50,7 @@ typedef struct {
     uint32_t dest, src, left; /* what the batches after the current one still have to copy */
     uint32_t log2;            /* element size */
     uint32_t busy;
+    uint64_t due;             /* the modelled end of the copy (mcud_dma_copy_start_modelled), 0: none */
 } channel;
 
 static uint32_t base;
@@ -109,6 +111,11 @@ static int channel_running(uint32_t c)
 
 int32_t mcud_dma_copy_start(void *dst, const void *src, uint32_t bytes)
 {
+    return mcud_dma_copy_start_modelled(dst, src, bytes, 0u);
+}
+
+int32_t mcud_dma_copy_start_modelled(void *dst, const void *src, uint32_t bytes, uint32_t ticks)
+{
     if (channels == 0) { /* before mcud_dma_init: the core copies */
         memcpy(dst, src, bytes);
         return -1;
@@ -124,6 +131,7 @@ int32_t mcud_dma_copy_start(void *dst, const void *src, uint32_t bytes)
     state[c].src = s;
     state[c].left = bytes;
     state[c].busy = bytes > 0;
+    state[c].due = ticks > 0u ? mcud_timer_now() + ticks : 0u;
     if (bytes > 0) {
         start_batch(c);
     }
@@ -145,12 +153,15 @@ mcud_dma_wait_info mcud_dma_wait(int32_t copy, uint32_t max_ticks)
             break;
         }
         if (!channel_running(c)) {
-            if (state[c].left == 0) {
+            if (state[c].left > 0) {
+                start_batch(c); /* the next batch of a long copy: the core had to wait for this one */
+                info.stalled = 1u;
+                continue;
+            }
+            if (mcud_timer_now() >= state[c].due) {
                 break;
             }
-            start_batch(c); /* the next batch of a long copy: the core had to wait for this one */
-            info.stalled = 1u;
-            continue;
+            /* the engine is done, the modelled memory not yet: the core waits as it would for the engine */
         }
         info.stalled = 1u;
         const uint64_t waited = mcud_timer_now() - start;

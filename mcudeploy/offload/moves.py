@@ -14,12 +14,14 @@ policy of the swap-or-recompute issue; this module is its mechanism.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Optional, Sequence
 
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import Graph, Node
+from mcudeploy.ops.copy_async import COPY_START, COPY_WAIT
 
 COPY = "Copy"
+COPIES = (COPY, COPY_START, COPY_WAIT)  # the operators a move inserts
 
 
 @dataclass(frozen=True)
@@ -45,12 +47,16 @@ def fresh_name(graph: Graph, name: str) -> str:
 
 
 def move(graph: Graph, order: Sequence[Node], tensor: str, region: str, after: int,
-         before: int) -> tuple[Graph, tuple[Node, ...]]:
+         before: int, asynchronous: Optional[tuple[int, int]] = None,
+         modelled: bool = True) -> tuple[Graph, tuple[Node, ...]]:
     """The graph and order with ``tensor`` copied to ``region`` right after step ``after`` and back
     right before step ``before``; the nodes from step ``before`` on read the copy back.
 
     ``after`` is the tensor's producer or one of its consumers, ``before`` a later consumer and no
-    consumer runs in between (the value is idle there)."""
+    consumer runs in between (the value is idle there). ``asynchronous``: (modelled ticks out,
+    modelled ticks back): each copy is a CopyStart and a CopyWait (ops/copy_async.py), here next to
+    each other; offload.swap slides the start of the copy back earlier and the wait of the copy out
+    later, so that the computation in between hides them."""
     order = tuple(order)
     t = graph[tensor]
     if t.is_const:
@@ -70,15 +76,31 @@ def move(graph: Graph, order: Sequence[Node], tensor: str, region: str, after: i
     back_name = fresh_name(graph.replace(tensors={**graph.tensors, out_name: t}), f"{tensor}@back")
     out_t = t.with_(name=out_name, kind="activation", region=region)
     back_t = t.with_(name=back_name, kind="activation")
-    copy_out = Node(fresh_name(graph, f"move_out_{tensor}"), COPY, (tensor,), (out_name,), {"of": tensor})
-    copy_back = Node(fresh_name(graph, f"move_back_{tensor}"), COPY, (out_name,), (back_name,), {"of": tensor})
+    added = {out_name: out_t, back_name: back_t}
+    if asynchronous is None:
+        copy_out = (Node(fresh_name(graph, f"move_out_{tensor}"), COPY, (tensor,), (out_name,), {"of": tensor}),)
+        copy_back = (Node(fresh_name(graph, f"move_back_{tensor}"), COPY, (out_name,), (back_name,), {"of": tensor}),)
+    else:
+        copy_out = _started(graph, f"move_out_{tensor}", tensor, out_t, asynchronous[0], tensor, modelled)
+        copy_back = _started(graph, f"move_back_{tensor}", out_name, back_t, asynchronous[1], tensor, modelled)
+        added.update({n.outputs[0]: (out_t if k == 0 else back_t).with_(name=n.outputs[0])
+                      for k, n in ((0, copy_out[0]), (1, copy_back[0]))})
     renamed = {n.name: n.with_(inputs=tuple(back_name if i == tensor else i for i in n.inputs))
                for n in order[before:] if tensor in n.inputs}
-    new_order = order[:after + 1] + (copy_out,) + order[after + 1:before] + (copy_back,) + tuple(
+    new_order = order[:after + 1] + copy_out + order[after + 1:before] + copy_back + tuple(
         renamed.get(n.name, n) for n in order[before:])
     scheduled = {n.name for n in order}
     nodes = new_order + tuple(n for n in graph.nodes if n.name not in scheduled)
-    return graph.replace(tensors={**graph.tensors, out_name: out_t, back_name: back_t}, nodes=nodes), new_order
+    return graph.replace(tensors={**graph.tensors, **added}, nodes=nodes), new_order
+
+
+def _started(graph: Graph, name: str, src: str, dst, ticks: int, of: str, modelled: bool) -> tuple[Node, Node]:
+    """A CopyStart of ``src`` into a tensor of its own (in flight) and the CopyWait that makes it ``dst``."""
+    node = fresh_name(graph, name)
+    flight = fresh_name(graph, f"{dst.name}~")
+    attrs = {"of": of, "ticks": int(ticks), "modelled": int(modelled)}
+    return (Node(f"{node}@start", COPY_START, (src,), (flight,), attrs),
+            Node(node, COPY_WAIT, (flight, src), (dst.name,), attrs))
 
 
 def stays(compiled) -> list[list[Stay]]:
@@ -87,7 +109,7 @@ def stays(compiled) -> list[list[Stay]]:
     where = compiled.placement.regions
     copies: dict[str, list[str]] = {}
     for n in order:
-        if n.op == COPY and n.attr("of"):
+        if n.op in (COPY, COPY_WAIT) and n.attr("of"):
             copies.setdefault(n.attr("of"), [n.attr("of")])
             copies[n.attr("of")].append(n.outputs[0])
     out = []

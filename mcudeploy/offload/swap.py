@@ -24,21 +24,28 @@ For each tensor chosen in step 2, recompute (offload/recompute.py: its producer 
 before the next use) replaces the swap where the producer's inputs are live there anyway and its
 estimated ticks are fewer than the two copies'.
 
-The copies are plain copies (no DMA engine on the boards modelled so far), so their whole time is
-added; the figures are modelled where the region's speed says so.
+Where the board's DMA engine reaches both regions (boards/NAME.json "dma_engine"), a swap's copies
+are asynchronous (a CopyStart, and a CopyWait before the copy's first reader, ops/copy_async.py):
+once the budget is met, the start of each copy back slides earlier (its trigger) and the wait of
+each copy out later, a step at a time, while the computation in between hides less than the copy's
+modelled ticks and the fast region's live bytes stay within the budget; then ``earlier`` more steps
+for a copy back whose wait a board reported stalled (search/stalls.py). A copy then costs what the computation
+in between does not hide; elsewhere a plain Copy costs its whole time. The figures are modelled
+where the region's speed says so.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import Graph, Node
+from mcudeploy.ops.copy_async import SLOTS
 from mcudeploy.memory.layout import lay_out
 from mcudeploy.memory.lifetimes import lifetimes
 from mcudeploy.memory.regions import areas
-from mcudeploy.offload.moves import COPY, move
+from mcudeploy.offload.moves import COPIES, COPY, COPY_START, COPY_WAIT, move
 from mcudeploy.offload.recompute import RECOMPUTE, recompute, recomputable
 from mcudeploy.ops import registry
 from mcudeploy.simulate.simulate import Estimator, work
@@ -55,6 +62,8 @@ class Swap:
     in_step: int  # the step of the copy back
     idle_ticks: float  # what runs while the tensor is away
     copy_ticks: float  # both copies, modelled from the slow region's speed
+    trigger: int = -1  # the step that starts the copy back (a CopyStart; in_step for a plain copy)
+    hidden_ticks: float = 0.0  # of copy_ticks, what the computation beside asynchronous copies hides
 
 
 @dataclass(frozen=True)
@@ -88,6 +97,17 @@ class Offload:
     baseline_ticks: float  # the order's estimated ticks before the swaps
     modelled: bool  # the slow region's speed is a model
     recomputes: tuple[Recompute, ...] = ()
+    asynchronous: bool = False  # the swaps' copies are DMA transfers (CopyStart/CopyWait)
+
+    @property
+    def unseen_ticks(self) -> float:
+        """Of the added ticks, what a run under an emulator does not show (it runs the slow memory at
+        full speed): with modelled speeds, the residents' accesses and the plain copies' slowness (a
+        CopyWait waits its modelled time on the board itself)."""
+        if not self.modelled:
+            return 0.0
+        return sum(r.access_ticks for r in self.residents) + (0.0 if self.asynchronous else
+                                                              sum(s.copy_ticks for s in self.swaps))
 
     @property
     def bytes_moved(self) -> int:
@@ -95,25 +115,27 @@ class Offload:
 
     @property
     def added_ticks(self) -> float:
-        return (sum(s.copy_ticks for s in self.swaps) + sum(r.access_ticks for r in self.residents)
+        return (sum(s.copy_ticks - s.hidden_ticks for s in self.swaps) + sum(r.access_ticks for r in self.residents)
                 + sum(r.ticks for r in self.recomputes))
 
     @staticmethod
     def from_plan(d: dict) -> "Offload":
         """plan.json's "offload" read back (what ``run DIR`` rebuilds)."""
         swaps = tuple(Swap(s["tensor"], int(s["bytes"]), int(s["out_step"]), int(s["in_step"]), float(s["idle_ticks"]),
-                           float(s["copy_ticks"])) for s in d["swaps"])
+                           float(s["copy_ticks"]), int(s.get("trigger", s["in_step"])),
+                           float(s.get("hidden_ticks", 0.0))) for s in d["swaps"])
         residents = tuple(Resident(r["tensor"], int(r["bytes"]), float(r["access_ticks"])) for r in d.get("resident", []))
         again = tuple(Recompute(r["tensor"], r["operators"][0], int(r["step"]), float(r["ticks"]))
                       for r in d.get("recomputes", []))
         return Offload(int(d["budget_bytes"]), d["fast_region"], d["slow_region"], swaps, residents,
-                       float(d["baseline_ticks"]), d.get("speeds") == "modelled", again)
+                       float(d["baseline_ticks"]), d.get("speeds") == "modelled", again, bool(d.get("asynchronous")))
 
     def as_plan(self) -> dict:
         return {"budget_bytes": self.budget_bytes, "fast_region": self.fast_region, "slow_region": self.slow_region,
                 "swaps": [{"tensor": s.tensor, "bytes": s.nbytes, "out_step": s.out_step, "in_step": s.in_step,
-                           "trigger": s.out_step, "idle_ticks": round(s.idle_ticks, 1),
-                           "copy_ticks": round(s.copy_ticks, 1)} for s in self.swaps],
+                           "trigger": s.trigger, "idle_ticks": round(s.idle_ticks, 1),
+                           "copy_ticks": round(s.copy_ticks, 1), "hidden_ticks": round(s.hidden_ticks, 1)}
+                          for s in self.swaps],
                 "resident": [{"tensor": r.tensor, "bytes": r.nbytes, "access_ticks": round(r.access_ticks, 1)}
                              for r in self.residents],
                 "slow_bytes": sum(s.nbytes for s in self.swaps) + sum(r.nbytes for r in self.residents),
@@ -121,7 +143,7 @@ class Offload:
                                for r in self.recomputes],
                 "bytes_moved": self.bytes_moved,
                 "added_ticks_modelled": round(self.added_ticks, 1), "baseline_ticks": round(self.baseline_ticks, 1),
-                "speeds": "modelled" if self.modelled else "measured"}
+                "speeds": "modelled" if self.modelled else "measured", "asynchronous": self.asynchronous}
 
 
 def has_slow_region(board) -> bool:
@@ -155,20 +177,43 @@ def parse_budget(spec: str) -> tuple[Optional[int], Optional[float]]:
 
 def node_ticks(graph: Graph, order: Sequence[Node], board, cache: Optional[CacheView] = None,
                slow=None) -> list[float]:
-    """Estimated ticks of every step (views: 0); a Copy to or from the slow region costs its modelled copy."""
+    """Estimated ticks of every step (views: 0); a Copy to or from the slow region costs its modelled
+    copy, a CopyStart nothing, and a CopyWait what the steps since its start do not hide of it."""
     estimate = Estimator(cache or CacheView({}), board)
     out = []
     for node in order:
         op = registry.get(node.op)
-        if op.view or op.subview:
+        if op.view or op.subview or node.op == COPY_START:
             out.append(0.0)
         elif node.op == COPY and slow is not None and node.attr("of"):
-            nbytes = graph[node.outputs[0]].nbytes
-            out.append(slow.speed.copy_ticks(nbytes, out=graph[node.outputs[0]].region == slow.name))
+            out.append(transfer_ticks(graph, node, slow))
+        elif node.op == COPY_WAIT:
+            out.append(0.0)  # below, once the steps before it are known
         else:
             macs, nbytes = work(graph, node)
             out.append(estimate(op.kernel(graph, node).fn, macs, nbytes)[0])
+    for w, node in enumerate(order):
+        if node.op == COPY_WAIT:
+            start = _start_of(order, w)
+            out[w] = max(0.0, float(node.attr("ticks", 0)) - sum(out[start + 1:w]))
     return out
+
+
+def transfer_ticks(graph: Graph, node: Node, slow) -> float:
+    """The modelled ticks of a copy between the fast region and ``slow``, by the region it writes."""
+    return slow.speed.copy_ticks(graph[node.outputs[0]].nbytes, out=graph[node.outputs[0]].region == slow.name)
+
+
+def _start_of(order: Sequence[Node], wait: int) -> int:
+    """The step of the CopyStart whose copy the CopyWait at step ``wait`` waits for."""
+    flight = order[wait].inputs[0]
+    return next(i for i in range(wait - 1, -1, -1) if flight in order[i].outputs)
+
+
+def asynchronous(board, fast: str, slow) -> bool:
+    """Whether the board's DMA engine copies between its fast region and ``slow``."""
+    dma = board.dma_engine
+    return dma is not None and (not dma.reaches or {fast, slow.name} <= set(dma.reaches))
 
 
 def _fast_live(graph: Graph, order: Sequence[Node], alignment: int, slow: str):
@@ -205,7 +250,9 @@ def _candidates(graph: Graph, order: Sequence[Node], lives, pinned, step: int, t
         before = later[0]
         if any(made_at.get(u, -1) < before for u in b.tensors if u != t):
             continue  # a view of it, or an output written over it, is in use while it would be away
-        if all(n.op == COPY for n in order[after + 1:before]):
+        if made >= 0 and order[made].op == COPY_START:
+            continue  # a copy in flight: its bytes are the engine's until the wait
+        if all(n.op in COPIES for n in order[after + 1:before]):
             continue  # only other swaps' copies run meanwhile: moving it would only add copies
         out.append((sum(ticks[after + 1:before]), b.size, t, after, before))
     return out
@@ -232,14 +279,16 @@ def _residents(graph: Graph, order: Sequence[Node], lives, pinned, step: int, sl
 
 
 def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, alignment: int = 4,
-                    cache: Optional[CacheView] = None,
-                    keep: bool = True) -> tuple[Graph, tuple[Node, ...], Offload]:
+                    cache: Optional[CacheView] = None, keep: bool = True,
+                    earlier: Mapping[str, int] = {}) -> tuple[Graph, tuple[Node, ...], Offload]:
     """The graph and order with idle tensors swapped out of the fast region, and with ``keep``
     tensors pinned to the slow region, until the fast region's live bytes fit ``budget``; and what
     was done. Without ``keep`` it stops where no tensor idles at a step over the budget (the region
     assignment then moves whole buffers, place_within); with it, a budget it cannot meet is
-    refused in one sentence."""
+    refused in one sentence. ``earlier``: per swapped tensor, steps its asynchronous copy back starts
+    earlier than its estimated ticks ask (for the stalls a board reported, search/stalls.py)."""
     fast, slow = regions_for_swap(board)
+    dma = asynchronous(board, fast, slow)
     order = tuple(order)
     baseline = sum(node_ticks(graph, order, board, cache, slow))
     swaps, residents, recomputes = [], [], []
@@ -253,15 +302,18 @@ def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, ali
         found = next((f for f in (_candidates(graph, order, lives, pinned, k, ticks) for k in over) if f), None)
         if found:
             idle, nbytes, tensor, after, before = min(found, key=lambda c: (-c[0], -c[1], c[2]))
-            cost = slow.speed.copy_ticks(nbytes, out=True) + slow.speed.copy_ticks(nbytes, out=False)
+            both = (slow.speed.copy_ticks(nbytes, out=True), slow.speed.copy_ticks(nbytes, out=False))
+            cost = max(0.0, sum(both) - idle) if dma else sum(both)  # what the idle time cannot hide
             producer = recomputable(graph, order, tensor, before)
             again = ticks[order.index(producer)] if producer is not None else None
             if again is not None and again < cost:  # running the producer again is cheaper than the copies
                 graph, order = recompute(graph, order, tensor, before)
                 recomputes.append(Recompute(tensor, producer.name, before, again))
                 continue
-            graph, order = move(graph, order, tensor, slow.name, after, before)
-            swaps.append(Swap(tensor, graph[tensor].nbytes, after, before, idle, cost))
+            model = tuple(int(-(-t // 1)) for t in both)
+            graph, order = move(graph, order, tensor, slow.name, after, before, model if dma else None,
+                                slow.speed.modelled)
+            swaps.append(Swap(tensor, graph[tensor].nbytes, after, before, idle, sum(both)))
             continue
         if not keep:
             break
@@ -279,16 +331,82 @@ def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, ali
         residents.append(Resident(buffer, nbytes, cost))
     else:
         raise MCUDeployError(f"swapping for a fast-memory budget of {budget:,} B did not converge in {MAX_ROUNDS} moves")
+    if dma and swaps:
+        order = _slide(graph, order, board, budget, alignment, cache, slow, earlier)
+        graph, order = _slots(graph, order)
     steps = {n.attr(RECOMPUTE): i for i, n in enumerate(order) if n.attr(RECOMPUTE)}
     again = tuple(replace(r, step=steps[r.node]) for r in recomputes)
-    return graph, order, Offload(budget, fast, slow.name, _final_steps(swaps, order, slow.name), tuple(residents),
-                                 baseline, slow.speed.modelled, again)
+    final = _final_steps(swaps, graph, order, node_ticks(graph, order, board, cache, slow), slow)
+    return graph, order, Offload(budget, fast, slow.name, final, tuple(residents), baseline, slow.speed.modelled, again,
+                                 dma and bool(swaps))
+
+
+def _slide(graph: Graph, order: tuple[Node, ...], board, budget: int, alignment: int, cache, slow,
+           earlier: Mapping[str, int]) -> tuple[Node, ...]:
+    """The order with each asynchronous copy back started earlier and each copy out waited for
+    later, a step at a time, while the steps in between hide less than the copy's modelled ticks
+    (a copy back then ``earlier`` steps more), and no step's fast live bytes rise above both the
+    budget and what they were."""
+    before = _fast_live(graph, order, alignment, slow.name)[2]
+    bound = [max(budget, v) for v in before]
+
+    def fits(candidate) -> bool:
+        live = _fast_live(graph, candidate, alignment, slow.name)[2]
+        return all(v <= b for v, b in zip(live, bound))
+    # what each step costs, waits aside (theirs depend on the order): the same wherever it runs
+    cost = {n.name: t for n, t in zip(order, node_ticks(graph, order, board, cache, slow)) if n.op != COPY_WAIT}
+    for wait in [n.name for n in order if n.op == COPY_WAIT]:
+        more = None
+        while True:
+            w = next(i for i, n in enumerate(order) if n.name == wait)
+            start = _start_of(order, w)
+            node = order[w]
+            back = graph[node.outputs[0]].region != slow.name
+            hidden = sum(cost.get(n.name, 0.0) for n in order[start + 1:w])
+            if more is None and hidden >= float(node.attr("ticks", 0)):
+                more = int(earlier.get(node.attr("of"), 0)) if back else 0
+            if more is not None:
+                if more <= 0:
+                    break
+                more -= 1
+            if back:  # the start one step earlier, unless that step makes what it copies
+                k = start - 1
+                if k < 0 or set(order[k].outputs) & set(order[start].inputs):
+                    break
+                candidate = order[:k] + (order[start], order[k]) + order[start + 1:]
+            else:  # the wait one step later, unless that step reads what it makes
+                k = w + 1
+                if k >= len(order) or set(order[k].inputs) & set(node.outputs):
+                    break
+                candidate = order[:w] + (order[k], node) + order[k + 1:]
+            if not fits(candidate):
+                break
+            order = candidate
+    return order
+
+
+def _slots(graph: Graph, order: tuple[Node, ...]) -> tuple[Graph, tuple[Node, ...]]:
+    """The graph and order with every asynchronous copy given a slot (attribute "slot") that no copy
+    in flight at the same time has: the firmware pairs a start with its wait by it."""
+    free, held, named = list(range(SLOTS)), {}, {}
+    for n in order:
+        if n.op == COPY_START:
+            if not free:
+                raise MCUDeployError(f"more than {SLOTS} asynchronous copies would be in flight at once at {n.name}")
+            held[n.outputs[0]] = free.pop(0)
+            named[n.name] = held[n.outputs[0]]
+        elif n.op == COPY_WAIT:
+            slot = held.pop(n.inputs[0])
+            named[n.name] = slot
+            free.insert(0, slot)
+    new = {n.name: n.with_(attrs={**n.attrs, "slot": named[n.name]}) if n.name in named else n for n in graph.nodes}
+    return graph.replace(nodes=tuple(new[n.name] for n in graph.nodes)), tuple(new[n.name] for n in order)
 
 
 def residents_placed(offload: Offload, graph: Graph, order: Sequence[Node], lives, placement, slow) -> Offload:
     """The offload with every buffer the placement put in the slow region (other than the swaps'
     copies) as a resident, priced by resident_ticks."""
-    copies = {n.outputs[0] for n in order if n.op == COPY}
+    copies = {n.outputs[0] for n in order if n.op in COPIES}
     out = []
     for b in lives.buffers:
         if placement.regions.get(b.name) != slow.name or not b.tensors or any(t in copies for t in b.tensors):
@@ -299,13 +417,14 @@ def residents_placed(offload: Offload, graph: Graph, order: Sequence[Node], live
 
 
 def place_within(graph: Graph, order: Sequence[Node], board, budget: int, method: str = "greedy",
-                 time_limit: float = 10.0, rounds: int = 4):
+                 time_limit: float = 10.0, rounds: int = 4, earlier: Mapping[str, int] = {}):
     """(graph, order, lifetimes, placement, offload): the scheduled graph with swaps, and buffers in
     the slow region, so that the fast region's placed arena fits ``budget``. Two ways are tried,
     the one that adds fewer modelled ticks kept (ties: the first): the planner's own choice of
     tensors to keep in slow memory, and the region assignment's (mcudeploy/memory/regions.py, whole
     buffers by their benefit at the peak, X-CUBE-AI's approach) after the swaps. Where the placed
-    arena lands above the live bytes, the plan aims that much lower, ``rounds`` times at most."""
+    arena lands above the live bytes, the plan aims that much lower, ``rounds`` times at most.
+    ``earlier``: fit_fast_memory's."""
     fast, slow = regions_for_swap(board)
     regions = areas(board)
     capped = (replace(regions[0], capacity=min(regions[0].capacity, budget)),) + regions[1:]
@@ -314,7 +433,7 @@ def place_within(graph: Graph, order: Sequence[Node], board, budget: int, method
         target = budget
         for _ in range(rounds):
             try:
-                g, o, offload = fit_fast_memory(graph, order, board, target, board.alignment, keep=keep)
+                g, o, offload = fit_fast_memory(graph, order, board, target, board.alignment, keep=keep, earlier=earlier)
             except MCUDeployError as err:
                 refusal = refusal or err
                 break
@@ -335,12 +454,23 @@ def place_within(graph: Graph, order: Sequence[Node], board, budget: int, method
     return best
 
 
-def _final_steps(swaps: Sequence[Swap], order: Sequence[Node], slow: str) -> tuple[Swap, ...]:
-    """The swaps with their steps in the final order: the copy out's step and the copy back's."""
+def _final_steps(swaps: Sequence[Swap], graph: Graph, order: Sequence[Node], ticks: Sequence[float],
+                 slow) -> tuple[Swap, ...]:
+    """The swaps with their steps in the final order: the copy out's (its start), the copy back's
+    (its wait) and the trigger (the copy back's start); and what the computation beside them hides."""
     out = []
     for s in swaps:
-        copy_out = next(i for i, n in enumerate(order) if n.op == COPY and n.inputs[0] == s.tensor
+        copy_out = next(i for i, n in enumerate(order) if n.op in (COPY, COPY_START) and n.inputs[0] == s.tensor
                         and n.attr("of") == s.tensor)
-        copy_in = next(i for i, n in enumerate(order) if n.op == COPY and n.inputs[0] == order[copy_out].outputs[0])
-        out.append(replace(s, out_step=copy_out, in_step=copy_in))
+        held = order[copy_out].outputs[0]
+        if order[copy_out].op == COPY_START:
+            held = next(n for n in order if n.op == COPY_WAIT and n.inputs[0] == held).outputs[0]
+        trigger = next(i for i, n in enumerate(order) if n.op in (COPY, COPY_START) and n.inputs[0] == held)
+        copy_in = trigger
+        if order[trigger].op == COPY_START:
+            copy_in = next(i for i, n in enumerate(order) if n.op == COPY_WAIT and n.inputs[0] == order[trigger].outputs[0])
+        stalls = sum(ticks[i] for i, n in enumerate(order) if n.op == COPY_WAIT and n.attr("of") == s.tensor)
+        waited = any(n.op == COPY_WAIT and n.attr("of") == s.tensor for n in order)
+        out.append(replace(s, out_step=copy_out, in_step=copy_in, trigger=trigger,
+                           hidden_ticks=max(0.0, s.copy_ticks - stalls) if waited else 0.0))
     return tuple(out)

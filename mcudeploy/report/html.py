@@ -43,6 +43,7 @@ def script_data(v: dict) -> dict:
         "ops": [{"op": r["op"], "node": r["node"]} for r in v["operators"]],
         "peak": {"step": v["peak"]["step"], "bytes": v["peak"]["bytes"],
                  "buffers": [b["name"] for b in v["peak"]["buffers"]]},
+        "marks": v["marks"],
     }
 
 

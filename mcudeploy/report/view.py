@@ -152,6 +152,30 @@ def latency_view(plan: dict) -> dict:
             "overhead": ticks / base - 1 if known else None}
 
 
+COPY_OPS = ("Copy", "CopyStart", "CopyWait")  # mcudeploy/offload's copies (offload.moves.COPIES)
+
+
+def offload_marks(plan: dict, fast: str) -> list[dict]:
+    """What a fast-memory budget added to the order, for the arena pictures: each transfer (kind
+    "out" to the slow region, "in" back to ``fast``; from its start to its wait when asynchronous)
+    and each recompute, with the steps it spans and the regions it touches."""
+    slow = (plan.get("offload") or {}).get("slow_region")
+    marks, started = [], {}
+    for i, o in enumerate(plan["order"]):
+        if o.get("op") in COPY_OPS and o.get("of"):
+            if o["op"] == "CopyStart":
+                started[o["outputs"][0]] = i
+                continue
+            first = started.get(o["inputs"][0], i) if o["op"] == "CopyWait" else i
+            out = o["inputs"][-1] == o["of"]  # the copy out reads the value itself, the copy back its copy
+            marks.append({"kind": "out" if out else "in", "tensor": o["of"], "first": first, "last": i,
+                          "regions": [fast, slow], "asynchronous": o["op"] == "CopyWait"})
+        elif o.get("recompute"):
+            marks.append({"kind": "recompute", "tensor": o["outputs"][0], "first": i, "last": i, "regions": [fast],
+                          "node": o["recompute"], "asynchronous": False})
+    return marks
+
+
 def plan_view(plan: dict, source: str = "the plan") -> dict:
     check_plan(plan, source)
     order = list(plan["order"])
@@ -191,6 +215,7 @@ def plan_view(plan: dict, source: str = "the plan") -> dict:
                  "node": order[peak_step]["node"] if peak_step >= 0 else "",
                  "buffers": at_peak},
         "operators": rows, "split": split_view(plan), "offload": plan.get("offload"),
+        "marks": offload_marks(plan, first_region) if plan.get("offload") else [],
     }
 
 

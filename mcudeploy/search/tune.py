@@ -54,10 +54,12 @@ from mcudeploy.boards import Board, load_board
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_model
 from mcudeploy.partition import HALOS, Cut, split
-from mcudeploy.pipeline import Compiled, compile_graph, lower
+from mcudeploy.offload.swap import parse_budget, regions_for_swap
+from mcudeploy.pipeline import Compiled, compile_graph, fast_memory_bytes, lower
 from mcudeploy.search import budget as budgets
 from mcudeploy.search import space
 from mcudeploy.search.budget import Clock, Work
+from mcudeploy.search.fast import fast_arena, fastest_within
 from mcudeploy.search.peak import find_peak
 from mcudeploy.search.progress import Progress, to_stderr
 from mcudeploy.search.state import TuneState, model_digest
@@ -128,15 +130,15 @@ class TuneResult:
 
 def compile_scheme(lowered, scheme: Sequence[Cut], board: Board, name: str, method: str = SEARCH_SCHEDULE,
                    placement: str = "greedy", time_limit: float = EFFORT, scratch: str = SEARCH_SCRATCH,
-                   int8_input: bool = False) -> Compiled:
+                   int8_input: bool = False, fast_memory: Optional[int] = None) -> Compiled:
     """Split ``lowered`` by ``scheme`` and compile it through pipeline.compile_graph, the path of
     ``mcudeploy compile``, so the arena and kernels tune times are those of the project it writes
     (``scratch`` is compile_graph's kernel-scratch policy; ``time_limit`` its solvers' effort;
-    ``int8_input``: ``lowered`` was lowered so)."""
+    ``int8_input``: ``lowered`` was lowered so; ``fast_memory``: compile_graph's budget)."""
     graph = split(lowered, tuple(scheme)) if scheme else lowered
     return compile_graph(graph, board, name, schedule_method=method, placement_method=placement,
                          placement_time_limit=time_limit, schedule_time_limit=time_limit, scheme=tuple(scheme),
-                         scratch=scratch, int8_input=int8_input)
+                         scratch=scratch, int8_input=int8_input, fast_memory=fast_memory)
 
 
 class Tuner:
@@ -146,7 +148,8 @@ class Tuner:
     search/timing.py). ``progress`` receives each line the search says (search/progress.py).
     ``budget``: candidates the search may evaluate; ``time_limit``: the outer bound, in seconds;
     ``effort``: the effort seconds of every compile's schedule and placement (part of the options
-    that decide the plan, like the budget)."""
+    that decide the plan, like the budget). ``fast_memory``: a budget for the board's fast region
+    (bytes, or "N%" of the unsplit plan's): the least latency that fits it (search/fast.py)."""
 
     def __init__(self, model, board, out_dir, max_overhead: float = 0.05, time_limit: float = budgets.TIME_LIMIT,
                  port: Optional[str] = None, cache: Optional[TimingCache] = None,
@@ -155,7 +158,7 @@ class Tuner:
                  progress: Callable[[str], None] = to_stderr, input_shapes=None,
                  pieces: Sequence[int] = space.PIECES, max_segment: Optional[int] = None,
                  top_segments: int = TOP_SEGMENTS, sweep: int = SWEEP, budget: int = budgets.CANDIDATES,
-                 effort: float = EFFORT, int8_input: bool = False):
+                 effort: float = EFFORT, int8_input: bool = False, fast_memory=None):
         if not max_overhead >= 0:
             raise MCUDeployError(f"--max-overhead must be 0 or more, not {max_overhead}")
         if not time_limit > 0:
@@ -183,9 +186,15 @@ class Tuner:
         self.sweep = sweep
         self._compiled: dict = {}  # this round's compiled candidates, by scheme key
         self.int8_input = int8_input
+        self.fast_memory = fast_memory
+        self.fast_budget: Optional[int] = None  # fast_memory in bytes, once the unsplit plan is known
+        if fast_memory is not None:
+            parse_budget(fast_memory)  # a malformed budget is refused before any work
+            regions_for_swap(self.board)
         self.lowered = lower(import_model(self.model, input_shapes), int8_input=int8_input)
         self.state = TuneState(self.out, {"model": model_digest(self.model), "board": self.board.name,
                                           "max_overhead": max_overhead, "effort": effort,
+                                          **({"fast_memory": str(fast_memory)} if fast_memory is not None else {}),
                                           **({"int8_input": True} if int8_input else {})})
         self.work = Work(kernels_measured=self.state.kernels_measured)
         self.timer = BoardTimer(self.board, self.state, self.work,
@@ -357,6 +366,9 @@ class Tuner:
         if self.state.resumed:
             self.progress.resuming(self.state.path, len(self.state.candidates))
         base = self.baseline()
+        if self.fast_memory is not None:
+            self.fast_budget = fast_memory_bytes(str(self.fast_memory), lambda: base.compiled)
+        kept = [()]  # the schemes kept, for --fast-memory
         budget = int(base.ticks * (1 + self.max_overhead))
         self.progress.latency_budget(budget, self.max_overhead, self.budget)
         segs = self.segments = space.segments(self.lowered, self.max_segment)
@@ -373,9 +385,12 @@ class Tuner:
             stop = self.out_of_work()
             if stop:
                 break
+            if self.fast_budget is not None and fast_arena(best.compiled) <= self.fast_budget:
+                break  # the cuts alone fit: more would only add time
             accepted, stop = self.round(scheme, best, budget, base)
             if accepted is not None:
                 scheme, best = accepted.scheme, accepted
+                kept.append(scheme)
                 if stop is None:  # a round cut short is not where an uninterrupted run with more budget goes on
                     self.state.accepted = [space.cut_to_dict(c) for c in scheme]
                     self.state.progress = {k: v for k, v in self.work.as_dict().items() if k != "kernels_measured"}
@@ -384,7 +399,10 @@ class Tuner:
                 break
         self.stopped_by = self.stopped_by or stop or budgets.CONVERGED
         self.progress.stopped(self.stopped_by)
-        final = self.finish(best, budget, base)
+        if self.fast_budget is not None:
+            final = fastest_within(self, kept, self.fast_budget)
+        else:
+            final = self.finish(best, budget, base)
         return TuneResult(base, final, budget, self.out, self.budget, self.work, self.stopped_by, self.time_limit,
                           self.clock.elapsed(), self.effort)
 

@@ -156,6 +156,16 @@
         t.textContent = label;
       }
     });
+    (data.marks || []).forEach(function (m) {  // transfers and recomputes of a fast-memory budget
+      if (m.regions.indexOf(region.name) < 0) return;
+      var x0 = X(m.first), x1 = X(m.last + 1);
+      var r = el("rect", {"class": "mark mark-" + m.kind, x: x0, y: TOP, width: Math.max(x1 - x0, 2), height: plotH}, svg);
+      var what = {out: "copy out to the slow region", "in": "copy back", recompute: "recompute"}[m.kind];
+      r.addEventListener("mousemove", function (evt) {
+        showTip(evt, [what + (m.asynchronous ? " (DMA)" : ""), m.tensor, "steps " + m.first + (m.last !== m.first ? "–" + m.last : "")]);
+      });
+      r.addEventListener("mouseleave", hideTip);
+    });
     if (data.regions.length === 1 && data.lower_bound_bytes > 0 && data.lower_bound_bytes <= top) {
       el("line", {"class": "bound-line", x1: LEFT, x2: W - RIGHT, y1: y(data.lower_bound_bytes), y2: y(data.lower_bound_bytes)}, svg);
       var t = el("text", {"class": "bound-label", x: W - RIGHT - 4, y: y(data.lower_bound_bytes) - 4, "text-anchor": "end"}, svg);

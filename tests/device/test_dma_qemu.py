@@ -9,14 +9,22 @@ guest time; so under QEMU a copy is done before mcud_dma_copy_start returns, and
 when the controller is held disabled, as here."""
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from mcudeploy.boards import load_board
 from mcudeploy.device.build import CC, CFLAGS, firmware_build_spec
+from mcudeploy.device.host import run_compiled_on_host
+from mcudeploy.device.runner import run_on_board, timed_nodes
+from mcudeploy.pipeline import compile_graph, compile_model, lower
+from mcudeploy.frontend import import_model
 from mcudeploy.resources import firmware_dir
+from mcudeploy.search.stalls import settle
+from residual import SHAPE, residual_model, skip_model
 
 pytestmark = pytest.mark.qemu
 
@@ -85,3 +93,57 @@ def test_without_a_dma_engine_the_core_copies(need_qemu, tmp_path):
     assert got["big_same"] == 1 and got["odd_same"] == 1 and got["long_same"] == 1 and got["pair_same"] == 1
     assert (got["big_done"], got["big_stalled"], got["big_ticks"]) == (1, 0, 0)  # nothing left to wait for
     assert got["big_start_ticks"] > got["memcpy_ticks"] / 2  # the copy was memcpy, inside the start
+
+
+def test_a_swap_on_qemu_an505_is_an_asynchronous_copy_and_bit_exact(need_qemu, tmp_path):
+    """A residual block under a fast-memory budget on the DMA board: the skip goes out to the PSRAM and
+    back as CopyStart/CopyWait pairs (the PL081 copies), the outputs are the host's unconstrained
+    plan's, bit for bit, and each wait takes about its copy's modelled ticks (nothing in between hides
+    it: the block's peak is where the skip idles)."""
+    model = residual_model()
+    plain = compile_model(model, "host")
+    fitted = compile_model(model, "qemu-an505", fast_memory="60%")
+    ops = [n.op for n in fitted.order]
+    assert ops.count("CopyStart") == ops.count("CopyWait") == 2 and "Copy" not in ops
+    sample = {plain.graph.inputs[0]: np.random.default_rng(1).standard_normal(SHAPE).astype(np.float32)}
+    want = run_compiled_on_host(plain, [sample], tmp_path / "host")
+    got = run_on_board(fitted, [sample], workdir=tmp_path / "fw")
+    assert all(np.array_equal(g, w) for g, w in zip(got.outputs[0], want[0]))
+    for node, ticks in zip(timed_nodes(fitted), got.runs[0].op_ticks):
+        if node.op == "CopyWait":  # the modelled time, less the start's few ticks, plus the wait's own
+            assert node.attr("ticks") - 5 <= ticks <= node.attr("ticks") + 5
+
+
+def slower(compiled, ticks: int):
+    """The plan with every asynchronous copy modelled as taking ``ticks``: a board slower than its data."""
+    nodes = {n.name: n.with_(attrs={**n.attrs, "ticks": ticks}) if n.op in ("CopyStart", "CopyWait") else n
+             for n in compiled.graph.nodes}
+    graph = compiled.graph.replace(nodes=tuple(nodes.values()))
+    schedule = dataclasses.replace(compiled.schedule, order=tuple(nodes[n.name] for n in compiled.order))
+    return dataclasses.replace(compiled, graph=graph, schedule=schedule)
+
+
+def test_a_stalled_wait_moves_its_trigger_earlier_until_it_stalls_no_more(need_qemu, tmp_path):
+    """The skip of skip_model swapped on qemu-an505 with its copies modelled slower than the board data
+    say (1.5 times the convolution before the copy's wait): the plan starts the copy back one step
+    before that wait, the wait stalls, the feedback moves the trigger a step earlier, and the stall
+    is gone."""
+    graph = lower(import_model(skip_model()))
+    sample = {graph.inputs[0]: np.random.default_rng(3).standard_normal(SHAPE).astype(np.float32)}
+    runs = []
+
+    def measure(compiled):
+        runs.append(run_on_board(compiled, [sample], workdir=tmp_path / f"fw{len(runs)}"))
+        return runs[-1].runs[0].op_ticks
+
+    fast = compile_graph(graph, "qemu-an505", fast_memory=int(compile_model(skip_model(), "qemu-an505")
+                                                              .placement.arenas["sram"] * 0.9))
+    ticks = dict(zip((n.name for n in timed_nodes(fast)), measure(fast)))
+    start = next(i for i, n in enumerate(fast.order) if n.op == "CopyStart" and n.attr("of") == "a" and i > 3)
+    slow = int(1.5 * ticks[fast.order[start + 1].name])  # more than the one convolution between start and wait
+    last, rounds = settle(lambda earlier: slower(compile_graph(graph, "qemu-an505", fast_memory=fast.offload.budget_bytes,
+                                                               earlier=earlier), slow), measure)
+    assert rounds[0].stalls.get("a", 0) > slow / 4  # stalled: the convolution hid two thirds
+    assert rounds[-1].triggers["a"] < rounds[0].triggers["a"] and rounds[-1].stalls == {}
+    want = run_compiled_on_host(compile_model(skip_model(), "host"), [sample], tmp_path / "host")
+    assert all(np.array_equal(g, w) for g, w in zip(runs[-1].outputs[0], want[0]))

@@ -175,3 +175,34 @@ def test_recompute_where_it_costs_less_than_the_copies(bytes_per_tick, recompute
     assert same_outputs(plain, fitted, samples, tmp_path)
     write_project(fitted, tmp_path / "p")
     assert load_project(tmp_path / "p").compiled.offload.as_plan() == o.as_plan()  # run DIR replays the clone too
+
+
+def test_with_a_dma_engine_the_swap_is_asynchronous_and_the_c_is_unchanged(tmp_path):
+    """The host board given a DMA engine (its C copies with the kernel library's memcpy fallback):
+    the skip's copies are CopyStart/CopyWait pairs with a slot each, the outputs are the unconstrained
+    plan's, and run DIR rebuilds the same plan."""
+    from mcudeploy.boards import DmaEngine
+
+    from residual import skip_model
+
+    from onnx import save
+
+    model = tmp_path / "skip.onnx"
+    save(skip_model(), model)
+    board = dataclasses.replace(load_board("host"), dma_engine=DmaEngine("pl080", 0, 2))
+    plain = compile_model(model, board, schedule_method="model")
+    fitted = compile_model(model, board, schedule_method="model", fast_memory=int(fast_arena(plain) * 0.9))
+    o = fitted.offload
+    assert o.asynchronous and [s.tensor for s in o.swaps] == ["a"]
+    swap, = o.swaps
+    ops = [n.op for n in fitted.order]
+    assert ops.count("CopyStart") == ops.count("CopyWait") == 2 and "Copy" not in ops
+    assert fitted.order[swap.trigger].op == "CopyStart" and fitted.order[swap.in_step].op == "CopyWait"
+    assert swap.trigger < swap.in_step - 1  # a computation runs between the start and the wait
+    assert all(n.attr("slot") is not None for n in fitted.order if n.op.startswith("Copy"))
+    samples = [{"x": RNG.standard_normal(SHAPE).astype(np.float32)}]
+    assert same_outputs(plain, fitted, samples, tmp_path)
+    plan = json.loads((write_project(fitted, tmp_path / "p") / "plan.json").read_text())
+    assert plan["offload"]["swaps"][0]["trigger"] == swap.trigger
+    again = load_project(tmp_path / "p").compiled  # the copies come from the plan, not the board
+    assert again.offload.as_plan() == o.as_plan() and [n.name for n in again.order] == [n.name for n in fitted.order]

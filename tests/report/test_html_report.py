@@ -228,3 +228,41 @@ def test_buffer_without_offset_is_named(unet):
     del plan["buffers"][3]["offset"]
     with pytest.raises(MCUDeployError, match='buffer 3 has no "offset" field'):
         render(plan)
+
+
+@pytest.mark.parametrize("board", ["qemu-m4", "qemu-an505"])
+def test_the_report_marks_the_transfers_of_a_fast_memory_budget(board, tmp_path):
+    """A residual block's skip swapped out and back (plain copies on qemu-m4, DMA on qemu-an505): the
+    page lists each transfer with the steps it spans, and gives them to the arena pictures."""
+    from residual import residual_model
+
+    compiled = compile_model(residual_model(), board, fast_memory="60%")
+    plan = plan_dict(compiled)
+    v = plan_view(plan)
+    swaps = plan["offload"]["swaps"]
+    assert swaps and [m["kind"] for m in v["marks"]] == ["out", "in"] * len(swaps)
+    back = [m for m in v["marks"] if m["kind"] == "in"]
+    assert [(m["first"], m["last"]) for m in back] == [(s["trigger"], s["in_step"]) for s in swaps]
+    assert all(m["regions"] == [plan["offload"]["fast_region"], plan["offload"]["slow_region"]] for m in v["marks"])
+    page = render(plan)
+    assert page.count('data-mark="out"') == page.count('data-mark="in"') == len(swaps)
+    assert ("copy back (DMA)" in page) == (board == "qemu-an505")
+    drawn = json.loads(re.search(r'<script type="application/json" id="report-data">(.*?)</script>', page, re.S)
+                       .group(1))
+    assert drawn["marks"] == v["marks"]
+
+
+def test_the_transfers_are_drawn_in_chromium(tmp_path):
+    from residual import residual_model
+
+    from mcudeploy.memory.lifetimes import lifetimes
+
+    compiled = compile_model(residual_model(), "qemu-an505", fast_memory="60%")
+    plan = plan_dict(compiled)
+    html = tmp_path / "report.html"
+    html.write_text(render(plan))
+    check_page(plan, html, tmp_path, list(lifetimes(compiled.graph, compiled.order, compiled.board.alignment).live_bytes()))
+    dom, _ = open_in_chromium(html, tmp_path)
+    marks = plan_view(plan)["marks"]
+    # each transfer in the fast region's picture and in the slow region's
+    assert len(re.findall(r'class="mark mark-(?:in|out)"', dom)) == 2 * len(marks)
