@@ -439,6 +439,65 @@ static void matmul_s8_pack(const int8_t *b, int32_t b_k, int32_t b_n, int32_t kk
     }
 }
 
+/* Without scratch (or with A's rows strided), where B's rows hold N contiguous (attention's K^T and V
+ * as a Transpose leaves them): four columns of one row of A at a time, each 32-bit load of B's row k
+ * giving four columns' b, each times a[k] - a_zero in a 16 x 16 multiply-accumulate (SMLABB, SMLATB);
+ * -b_zero sum_k (a[k] - a_zero) once per row makes the sum that of (a - a_zero)(b - b_zero). */
+/* a[k] - a_zero (|.| < 2^8, so a 16-bit half) times four columns of B's row k, into s0..s3 */
+#define MATMUL_S8_BN1_K(pa, pb)                                                  \
+    do {                                                                         \
+        const uint32_t av_ = (uint32_t)(*(pa) - a_zero);                         \
+        const uint32_t w_ = mcud_load32(pb);                                     \
+        const uint32_t we_ = mcud_sxtb16(w_), wo_ = mcud_sxtb16_ror8(w_);        \
+        s0 = mcud_smlabb(we_, av_, s0);                                          \
+        s1 = mcud_smlabb(wo_, av_, s1);                                          \
+        s2 = mcud_smlatb(we_, av_, s2);                                          \
+        s3 = mcud_smlatb(wo_, av_, s3);                                          \
+    } while (0)
+
+static void matmul_s8_rows_bn1(const int8_t *a, int32_t a_m, int32_t a_k, const int8_t *b, int32_t b_k, int8_t *y,
+                               int32_t y_m, int32_t y_n, int32_t mm, int32_t kk, int32_t nn, int32_t a_zero,
+                               int32_t b_zero, const gemm_requant *p)
+{
+    for (int32_t m = 0; m < mm; m++, a += a_m, y += y_m) {
+        int32_t sum_a = 0;
+        for (int32_t k = 0; k < kk; k++) {
+            sum_a += a[k * a_k] - a_zero;
+        }
+        const int32_t row = -b_zero * sum_a;
+        int32_t n = 0;
+        for (; n + 4 <= nn; n += 4) {
+            int32_t s0 = row, s1 = row, s2 = row, s3 = row;
+            const int8_t *pa = a, *pb = b + n;
+            for (int32_t k = kk >> 1; k > 0; k--) {
+                MATMUL_S8_BN1_K(pa, pb);
+                MATMUL_S8_BN1_K(pa + a_k, pb + b_k);
+                pa += 2 * a_k;
+                pb += 2 * b_k;
+            }
+            if (kk & 1) {
+                MATMUL_S8_BN1_K(pa, pb);
+            }
+            int8_t *py = y + n * y_n;
+            if (p->r > 0) {
+                GEMM_S8_OUT4_R(py, y_n, s0, s1, s2, s3, p);
+                continue;
+            }
+            py[0] = (int8_t)gemm_s8_out(s0, n, p);
+            py[y_n] = (int8_t)gemm_s8_out(s1, n + 1, p);
+            py[2 * y_n] = (int8_t)gemm_s8_out(s2, n + 2, p);
+            py[3 * y_n] = (int8_t)gemm_s8_out(s3, n + 3, p);
+        }
+        for (; n < nn; n++) {
+            int32_t acc = row;
+            for (int32_t k = 0; k < kk; k++) {
+                acc += (a[k * a_k] - a_zero) * (int32_t)b[k * b_k + n];
+            }
+            y[n * y_n] = (int8_t)gemm_s8_out(acc, n, p);
+        }
+    }
+}
+
 void mcud_matmul_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_matmul_s8_params *p,
                     void *scratch)
 {
@@ -448,7 +507,7 @@ void mcud_matmul_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y, 
     const int32_t r = p->shift >= 33 && p->shift <= 62 ? p->shift - 32 : 0;
     const gemm_requant rq = {1, one_mult, one_shift, p->y_zero, p->act_min, p->act_max, r,
                              r > 0 ? (int32_t)1 << (r - 1) : 0, p->mult};
-    /* the packed rows need A's rows contiguous; otherwise (or without scratch) the plain loop */
+    /* the packed rows need A's rows contiguous; otherwise (or without scratch) B's contiguous rows or the plain loop */
     const int32_t packs = scratch != NULL && s.a_k == 1;
     int8_t *packed = (int8_t *)scratch;
     int32_t *col = NULL;
@@ -462,6 +521,10 @@ void mcud_matmul_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y, 
         if (packs) {
             matmul_s8_pack(bd, s.b_k, s.b_n, s.k, s.n, p->a_zero, p->b_zero, packed, col);
             gemm_s8_rows(ad, s.a_m, yd, s.y_m, s.y_n, s.m, s.k, s.n, packed, col, p->b_zero, &rq);
+            continue;
+        }
+        if (s.b_n == 1 && s.n > 1) {
+            matmul_s8_rows_bn1(ad, s.a_m, s.a_k, bd, s.b_k, yd, s.y_m, s.y_n, s.m, s.k, s.n, p->a_zero, p->b_zero, &rq);
             continue;
         }
         for (int32_t m = 0; m < s.m; m++) {
