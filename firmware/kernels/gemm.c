@@ -439,10 +439,6 @@ static void matmul_s8_pack(const int8_t *b, int32_t b_k, int32_t b_n, int32_t kk
     }
 }
 
-/* Without scratch (or with A's rows strided), where B's rows hold N contiguous (attention's K^T and V
- * as a Transpose leaves them): four columns of one row of A at a time, each 32-bit load of B's row k
- * giving four columns' b, each times a[k] - a_zero in a 16 x 16 multiply-accumulate (SMLABB, SMLATB);
- * -b_zero sum_k (a[k] - a_zero) once per row makes the sum that of (a - a_zero)(b - b_zero). */
 /* a[k] - a_zero (|.| < 2^8, so a 16-bit half) times four columns of B's row k, into s0..s3 */
 #define MATMUL_S8_BN1_K(pa, pb)                                                  \
     do {                                                                         \
@@ -455,6 +451,10 @@ static void matmul_s8_pack(const int8_t *b, int32_t b_k, int32_t b_n, int32_t kk
         s3 = mcud_smlatb(wo_, av_, s3);                                          \
     } while (0)
 
+/* Without scratch (or with A's rows strided), where B's rows hold N contiguous (attention's K^T and V
+ * as a Transpose leaves them): four columns of one row of A at a time, each 32-bit load of B's row k
+ * giving four columns' b, each times a[k] - a_zero in a 16 x 16 multiply-accumulate (SMLABB, SMLATB);
+ * -b_zero sum_k (a[k] - a_zero) once per row makes the sum that of (a - a_zero)(b - b_zero). */
 static void matmul_s8_rows_bn1(const int8_t *a, int32_t a_m, int32_t a_k, const int8_t *b, int32_t b_k, int8_t *y,
                                int32_t y_m, int32_t y_n, int32_t mm, int32_t kk, int32_t nn, int32_t a_zero,
                                int32_t b_zero, const gemm_requant *p)
