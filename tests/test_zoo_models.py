@@ -4,6 +4,7 @@ numpy reference and the host-compiled C agree with onnxruntime (float within 1e-
 from __future__ import annotations
 
 import logging
+import os
 
 import numpy as np
 import onnx
@@ -213,3 +214,19 @@ def test_int8_input_needs_a_quantized_input(built):
     float_model, _, _ = built("mlp")
     with pytest.raises(UnsupportedError, match="no input of the model is quantized"):
         lower(import_onnx(float_model), int8_input=True)
+
+
+def test_mobilenetv2_035_with_an_int8_input_passes_run_check_on_host(tmp_path, capsys):
+    """Issue 17's --int8-input model, the whole MobileNetV2-0.35 at 96x96: ``run --check --int8-input``
+    passes on the host (each operator within a step of onnxruntime given its inputs, the C bit for
+    bit the numpy reference). Its arena against the float-input one: benchmarks/split_bench.py
+    --int8-input-ratio."""
+    from mcudeploy.cli import main
+
+    _, qdq, _ = zoo.mobilenetv2_035(tmp_path / "zoo")
+    path = tmp_path / "mobilenetv2_035.onnx"
+    onnx.save(qdq, path)
+    samples = "2" if os.environ.get("CI") else "5"
+    assert main(["run", str(path), "-b", "host", "--int8-input", "--check", "--samples", samples]) == 0
+    out = capsys.readouterr().out
+    assert "PASS" in out and "the C vs mcudeploy's numpy reference: bit for bit" in out

@@ -279,11 +279,15 @@ def _inverted_residual(net: Net, x: str, cin: int, cout: int, expand: int, strid
 
 # (expansion, output channels, blocks, first stride) of MobileNetV2's first stages
 MOBILENETV2_STAGES = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 2, 2))
+# all of them (torchvision's inverted_residual_setting), with the 1x1 convolution to 1280 channels after
+MOBILENETV2_ALL_STAGES = MOBILENETV2_STAGES[:3] + ((6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1))
+MOBILENETV2_LAST = 1280
 
 
 def mobilenetv2(workdir: Path, size: int = 128, stages=MOBILENETV2_STAGES, classes: int = 10,
-                stem: int = 32, width: float = 1.0) -> Built:
-    """MobileNetV2's first stages (stem, inverted residual blocks), then global pooling and a classifier.
+                stem: int = 32, width: float = 1.0, last: int = 0) -> Built:
+    """MobileNetV2's first stages (stem, inverted residual blocks), then global pooling and a classifier;
+    ``last`` > 0 puts the 1x1 convolution (+ ReLU6) to that many channels before the pooling.
 
     The first stage dwarfs the rest: a 6x expansion at half the input resolution. Not in BUILDERS
     (its size makes it a benchmark and tuning model, not a per-operator zoo entry). ``width``
@@ -302,11 +306,21 @@ def mobilenetv2(workdir: Path, size: int = 128, stages=MOBILENETV2_STAGES, class
         for i in range(blocks):
             x = _inverted_residual(net, x, cin, cout, expand, stride if i == 0 else 1)
             cin = cout
+    if last:
+        x = net.op("Clip", [net.conv(x, cin, last, 1), *six])
+        cin = last
     x = net.op("GlobalAveragePool", [x])
     x = net.op("Flatten", [x])
     x = net.op("Gemm", [x, net.const(net.weights((classes, cin), cin), "w"), net.const(net.bias(classes), "b")],
                transB=1)
     return _finish(net, {"x": (1, 3, size, size)}, {"y": x}, workdir)
+
+
+def mobilenetv2_035(workdir: Path, size: int = 96) -> Built:
+    """The whole MobileNetV2-0.35 (torchvision's widths: channels x 0.35 to multiples of 8, the last
+    convolution kept at 1280) at size x size, ten classes: issue 17's --int8-input model, whose float32
+    input is 4x the int8 one."""
+    return mobilenetv2(workdir, size=size, stages=MOBILENETV2_ALL_STAGES, width=0.35, last=MOBILENETV2_LAST)
 
 
 def _width(channels: int, width: float, divisor: int = 8) -> int:

@@ -342,21 +342,6 @@ MCUD_INLINE void mcud_conv_direct_edge(const int8_t *xn, const mcud_fast_dims *X
     }
 }
 
-/* acc + a.lo * b.lo and acc + a.hi * b.lo (SMLABB, SMLATB), modulo 2^32. */
-#if MCUD_HAVE_DSP
-MCUD_INLINE int32_t mcud_smlabb(uint32_t a, uint32_t b, int32_t acc) { return __smlabb((int32_t)a, (int32_t)b, acc); }
-MCUD_INLINE int32_t mcud_smlatb(uint32_t a, uint32_t b, int32_t acc) { return __smlatb((int32_t)a, (int32_t)b, acc); }
-#else
-MCUD_INLINE int32_t mcud_smlabb(uint32_t a, uint32_t b, int32_t acc)
-{
-    return (int32_t)((uint32_t)acc + (uint32_t)(mcud_lo16(a) * mcud_lo16(b)));
-}
-MCUD_INLINE int32_t mcud_smlatb(uint32_t a, uint32_t b, int32_t acc)
-{
-    return (int32_t)((uint32_t)acc + (uint32_t)(mcud_hi16(a) * mcud_lo16(b)));
-}
-#endif
-
 /* Four adjacent pixels of a row (stride 1) of a 3-wide kernel (dilation 1) whose windows are
  * inside, input rows contiguous: for pixel i, taps (0, 2) are one pair and tap 1 one half, all
  * from two words x[0..3] and x[2..5] of each input row: (x0, x2) (x1, x3) (x2, x4) (x3, x5).

@@ -71,6 +71,9 @@ static inline uint32_t mcud_sxtb16_ror8(uint32_t v)
 static inline int32_t mcud_smlad(uint32_t a, uint32_t b, int32_t acc) { return __smlad((int16x2_t)a, (int16x2_t)b, acc); }
 /* per-half a + b (wrapping) */
 static inline uint32_t mcud_sadd16(uint32_t a, uint32_t b) { return (uint32_t)__sadd16((int16x2_t)a, (int16x2_t)b); }
+/* acc + a.lo * b.lo and acc + a.hi * b.lo (SMLABB, SMLATB), modulo 2^32 */
+static inline int32_t mcud_smlabb(uint32_t a, uint32_t b, int32_t acc) { return __smlabb((int32_t)a, (int32_t)b, acc); }
+static inline int32_t mcud_smlatb(uint32_t a, uint32_t b, int32_t acc) { return __smlatb((int32_t)a, (int32_t)b, acc); }
 /* (a.lo, b.lo) */
 static inline uint32_t mcud_pkhbt(uint32_t a, uint32_t b) { return (a & 0xffffu) | (b << 16); }
 /* (a.hi, b.hi) */
@@ -96,6 +99,16 @@ static inline int32_t mcud_smlad(uint32_t a, uint32_t b, int32_t acc)
 static inline uint32_t mcud_sadd16(uint32_t a, uint32_t b)
 {
     return mcud_pack16(mcud_lo16(a) + mcud_lo16(b), mcud_hi16(a) + mcud_hi16(b));
+}
+
+static inline int32_t mcud_smlabb(uint32_t a, uint32_t b, int32_t acc)
+{
+    return (int32_t)((uint32_t)acc + (uint32_t)(mcud_lo16(a) * mcud_lo16(b)));
+}
+
+static inline int32_t mcud_smlatb(uint32_t a, uint32_t b, int32_t acc)
+{
+    return (int32_t)((uint32_t)acc + (uint32_t)(mcud_hi16(a) * mcud_lo16(b)));
 }
 
 static inline uint32_t mcud_pkhbt(uint32_t a, uint32_t b) { return (a & 0xffffu) | (b << 16); }

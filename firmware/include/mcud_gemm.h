@@ -41,8 +41,9 @@ typedef struct {
  * y = clamp(mcud_requant(acc, mult, shift) + y_zero), B read through its strides (a transposed
  * view of K is fine). With scratch (K rounded up to 4, times N bytes, then N int32; word aligned)
  * each batch's B is packed there as above, with its zero-point terms per column, for the
- * dual-MAC row loop of mcud_gemm_s8; scratch NULL, or rows of A that are not contiguous, run a
- * plain loop (mcud_matmul_s8_direct passes NULL). The int32 sums are exact for K <= 8192. */
+ * dual-MAC row loop of mcud_gemm_s8; scratch NULL, or rows of A that are not contiguous, read B in
+ * place: four columns per 32-bit load where B's rows hold N contiguous, else a plain loop
+ * (mcud_matmul_s8_direct passes NULL). The int32 sums are exact for K <= 8192. */
 typedef struct {
     int32_t trans_a;
     int32_t trans_b;

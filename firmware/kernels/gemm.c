@@ -131,11 +131,6 @@ typedef struct {
     int32_t mult0;
 } gemm_requant;
 
-MCUD_INLINE int32_t gemm_s8_out_r(int32_t acc, const gemm_requant *p)
-{
-    return mcud_clamp(mcud_requant_hi_r(acc, p->mult0, p->r, p->half) + p->y_zero, p->act_min, p->act_max);
-}
-
 static int32_t gemm_s8_out(int32_t acc, int32_t n, const gemm_requant *p)
 {
     int32_t c = p->channels == 1 ? 0 : n;
@@ -207,75 +202,111 @@ static int32_t gemm_s8_packed_offset(int32_t k, int32_t n, int32_t kk, int32_t n
 #define GEMM_PACKED(w) (w)
 #endif
 
-/* One row of A (k contiguous) times packed B: four columns at a time, each 32-bit load of A
- * (a0..a3) giving the pairs (a0, a2) and (a1, a3) that meet the same halves of each column's
- * four weights in two SMLADs. Column n starts from bias[n] + bias_add. One text, two functions:
- * ONNX models' rounding (OUT = gemm_s8_out) and TFLite models' (gemm_s8_out_tfl; p->r is 0 for
- * TFLite models, whose products all have constant weights). */
-#define GEMM_S8_ROW(NAME, OUT)                                                                           \
-MCUD_GEMM_NO_SCHED static void NAME(const int8_t *a, int8_t *y, int32_t y_n, int32_t kk, int32_t nn,     \
-                                           const int8_t *packed, const int32_t *bias, int32_t bias_add,  \
-                                           const gemm_requant *p)                                        \
+/* sum_k a[k] of one contiguous row */
+static int32_t row_sum_s8(const int8_t *a, int32_t kk)
+{
+    int32_t sum = 0, k = 0;
+    const uint32_t ones = 0x00010001u;
+    for (; k + 4 <= kk; k += 4) {
+        uint32_t v = mcud_load32(a + k);
+        sum = mcud_smlad(mcud_sxtb16(v), ones, mcud_smlad(mcud_sxtb16_ror8(v), ones, sum));
+    }
+    for (; k < kk; k++) {
+        sum += a[k];
+    }
+    return sum;
+}
+
+/* Four accumulators through the r > 0 requantization into py[0], py[y_n], .. . The constants are
+ * read from p after the MAC loop, all before the first store (an int8 store may alias p): loaded
+ * once per four outputs into registers the MAC loop has freed, where constants kept across
+ * the loop live on the stack and are reloaded for every output. */
+#define GEMM_S8_OUT4_R(py, y_n, s0, s1, s2, s3, p)                                                      \
+    do {                                                                                                \
+        const int32_t m_ = (p)->mult0, r_ = (p)->r, h_ = (p)->half, z_ = (p)->y_zero;                  \
+        const int32_t lo_ = (p)->act_min, hi_ = (p)->act_max;                                           \
+        const int32_t o0_ = mcud_clamp(mcud_requant_hi_r((s0), m_, r_, h_) + z_, lo_, hi_);             \
+        const int32_t o1_ = mcud_clamp(mcud_requant_hi_r((s1), m_, r_, h_) + z_, lo_, hi_);             \
+        const int32_t o2_ = mcud_clamp(mcud_requant_hi_r((s2), m_, r_, h_) + z_, lo_, hi_);             \
+        const int32_t o3_ = mcud_clamp(mcud_requant_hi_r((s3), m_, r_, h_) + z_, lo_, hi_);             \
+        (py)[0] = (int8_t)o0_;                                                                          \
+        (py)[(y_n)] = (int8_t)o1_;                                                                      \
+        (py)[2 * (y_n)] = (int8_t)o2_;                                                                  \
+        (py)[3 * (y_n)] = (int8_t)o3_;                                                                  \
+    } while (0)
+
+/* mm rows of A (k contiguous, rows a_m apart) times packed B: four columns at a time, each 32-bit
+ * load of A (a0..a3) giving the pairs (a0, a2) and (a1, a3) that meet the same halves of each
+ * column's four weights in two SMLADs. Column n of a row starts from bias[n] - b_zero * sum_k a[k]
+ * (b_zero is 0 for constant weights, whose zero point is folded into bias). The rows are one call,
+ * so the set-up is paid once, not per row: with a short K (attention's heads) it is a good part
+ * of the work. One text, two functions: ONNX models' rounding (OUT = gemm_s8_out) and TFLite models'
+ * (gemm_s8_out_tfl; p->r is 0 for TFLite models, whose products all have constant weights). */
+#define GEMM_S8_ROWS(NAME, OUT)                                                                          \
+MCUD_GEMM_NO_SCHED static void NAME(const int8_t *a, int32_t a_m, int8_t *y, int32_t y_m, int32_t y_n,  \
+                                    int32_t mm, int32_t kk, int32_t nn, const int8_t *packed,             \
+                                    const int32_t *bias, int32_t b_zero, const gemm_requant *p)          \
 {                                                                                                        \
-    const int8_t *wp = GEMM_PACKED(packed);                                                              \
     const int32_t quads = kk >> 2, tail = kk & 3;                                                        \
-    int32_t n = 0;                                                                                       \
-    for (; n + 4 <= nn; n += 4) {                                                                        \
-        int32_t s0 = bias[n] + bias_add, s1 = bias[n + 1] + bias_add, s2 = bias[n + 2] + bias_add,       \
-                s3 = bias[n + 3] + bias_add;                                                             \
-        const int8_t *ap = a;                                                                            \
-        for (int32_t q = quads >> 1; q > 0; q--) {                                                       \
-            GEMM_S8_QUAD(ap, wp);                                                                        \
-            GEMM_S8_QUAD(ap + 4, wp + 16);                                                               \
-            ap += 8;                                                                                     \
-            wp += 32;                                                                                    \
+    for (int32_t m = 0; m < mm; m++, a += a_m, y += y_m) {                                               \
+        const int32_t bias_add = b_zero != 0 ? -b_zero * row_sum_s8(a, kk) : 0;                          \
+        const int8_t *wp = GEMM_PACKED(packed);                                                          \
+        int32_t n = 0;                                                                                   \
+        for (; n + 4 <= nn; n += 4) {                                                                    \
+            int32_t s0 = bias[n] + bias_add, s1 = bias[n + 1] + bias_add, s2 = bias[n + 2] + bias_add,   \
+                    s3 = bias[n + 3] + bias_add;                                                         \
+            const int8_t *ap = a;                                                                        \
+            for (int32_t q = quads >> 1; q > 0; q--) {                                                   \
+                GEMM_S8_QUAD(ap, wp);                                                                    \
+                GEMM_S8_QUAD(ap + 4, wp + 16);                                                           \
+                ap += 8;                                                                                 \
+                wp += 32;                                                                                \
+            }                                                                                            \
+            if (quads & 1) {                                                                             \
+                GEMM_S8_QUAD(ap, wp);                                                                    \
+                ap += 4;                                                                                 \
+                wp += 16;                                                                                \
+            }                                                                                            \
+            for (int32_t t = 0; t < tail; t++) {                                                         \
+                int32_t av = ap[t];                                                                      \
+                s0 += av * wp[0];                                                                        \
+                s1 += av * wp[1];                                                                        \
+                s2 += av * wp[2];                                                                        \
+                s3 += av * wp[3];                                                                        \
+                wp += 4;                                                                                 \
+            }                                                                                            \
+            int8_t *py = y + n * y_n;                                                                    \
+            if (p->r > 0) {                                                                              \
+                GEMM_S8_OUT4_R(py, y_n, s0, s1, s2, s3, p);                                              \
+                continue;                                                                                \
+            }                                                                                            \
+            py[0] = (int8_t)OUT(s0, n, p);                                                               \
+            py[y_n] = (int8_t)OUT(s1, n + 1, p);                                                         \
+            py[2 * y_n] = (int8_t)OUT(s2, n + 2, p);                                                     \
+            py[3 * y_n] = (int8_t)OUT(s3, n + 3, p);                                                     \
         }                                                                                                \
-        if (quads & 1) {                                                                                 \
-            GEMM_S8_QUAD(ap, wp);                                                                        \
-            ap += 4;                                                                                     \
-            wp += 16;                                                                                    \
+        const int8_t *wb = wp;                                                                           \
+        for (; n < nn; n++) {                                                                            \
+            int32_t s0 = bias[n] + bias_add;                                                             \
+            int32_t k = 0;                                                                               \
+            for (; k + 4 <= kk; k += 4) {                                                                \
+                uint32_t av = mcud_load32(a + k), w0 = mcud_load32(wb + k);                              \
+                s0 = mcud_smlad(mcud_sxtb16(w0), mcud_sxtb16(av), s0);                                   \
+                s0 = mcud_smlad(mcud_sxtb16_ror8(w0), mcud_sxtb16_ror8(av), s0);                         \
+            }                                                                                            \
+            for (; k < kk; k++) {                                                                        \
+                s0 += (int32_t)a[k] * (int32_t)wb[k];                                                    \
+            }                                                                                            \
+            wb += (kk + 3) & ~3;                                                                         \
+            y[n * y_n] = (int8_t)OUT(s0, n, p);                                                          \
         }                                                                                                \
-        for (int32_t t = 0; t < tail; t++) {                                                             \
-            int32_t av = ap[t];                                                                          \
-            s0 += av * wp[0];                                                                            \
-            s1 += av * wp[1];                                                                            \
-            s2 += av * wp[2];                                                                            \
-            s3 += av * wp[3];                                                                            \
-            wp += 4;                                                                                     \
-        }                                                                                                \
-        if (p->r > 0) {                                                                                  \
-            y[n * y_n] = (int8_t)gemm_s8_out_r(s0, p);                                                   \
-            y[(n + 1) * y_n] = (int8_t)gemm_s8_out_r(s1, p);                                             \
-            y[(n + 2) * y_n] = (int8_t)gemm_s8_out_r(s2, p);                                             \
-            y[(n + 3) * y_n] = (int8_t)gemm_s8_out_r(s3, p);                                             \
-            continue;                                                                                    \
-        }                                                                                                \
-        y[n * y_n] = (int8_t)OUT(s0, n, p);                                                              \
-        y[(n + 1) * y_n] = (int8_t)OUT(s1, n + 1, p);                                                    \
-        y[(n + 2) * y_n] = (int8_t)OUT(s2, n + 2, p);                                                    \
-        y[(n + 3) * y_n] = (int8_t)OUT(s3, n + 3, p);                                                    \
-    }                                                                                                    \
-    const int8_t *wb = wp;                                                                               \
-    for (; n < nn; n++) {                                                                                \
-        int32_t s0 = bias[n] + bias_add;                                                                 \
-        int32_t k = 0;                                                                                   \
-        for (; k + 4 <= kk; k += 4) {                                                                    \
-            uint32_t av = mcud_load32(a + k), w0 = mcud_load32(wb + k);                                  \
-            s0 = mcud_smlad(mcud_sxtb16(w0), mcud_sxtb16(av), s0);                                       \
-            s0 = mcud_smlad(mcud_sxtb16_ror8(w0), mcud_sxtb16_ror8(av), s0);                             \
-        }                                                                                                \
-        for (; k < kk; k++) {                                                                            \
-            s0 += (int32_t)a[k] * (int32_t)wb[k];                                                        \
-        }                                                                                                \
-        wb += (kk + 3) & ~3;                                                                             \
-        y[n * y_n] = (int8_t)OUT(s0, n, p);                                                              \
     }                                                                                                    \
 }
 
-GEMM_S8_ROW(gemm_s8_row, gemm_s8_out)
-GEMM_S8_ROW(gemm_s8_row_tfl, gemm_s8_out_tfl)
+GEMM_S8_ROWS(gemm_s8_rows, gemm_s8_out)
+GEMM_S8_ROWS(gemm_s8_rows_tfl, gemm_s8_out_tfl)
 
-#define GEMM_S8(NAME, ROW, OUT)                                                                                 \
+#define GEMM_S8(NAME, ROWS, OUT)                                                                                 \
 void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p)             \
 {                                                                                                               \
     /* B is 2-D, constant and packed: its extents come from A (K) and Y (N), a (K, N) view of them              \
@@ -295,13 +326,13 @@ void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud
     for (int32_t t = 0; t < s.batches; t++) {                                                                   \
         const int8_t *ad = (const int8_t *)a->data + batch_offset(a, mat_dims(a), y, s.batch_dims, t);          \
         int8_t *yd = (int8_t *)y->data + batch_offset(y, y->ndim - s.batch_dims, y, s.batch_dims, t);           \
+        if (s.a_k == 1) {                                                                                       \
+            ROWS(ad, s.a_m, yd, s.y_m, s.y_n, s.m, s.k, s.n, p->packed, p->bias, 0, &rq);                       \
+            continue;                                                                                           \
+        }                                                                                                       \
         for (int32_t m = 0; m < s.m; m++) {                                                                     \
             const int8_t *pa = ad + m * s.a_m;                                                                  \
             int8_t *py = yd + m * s.y_m;                                                                        \
-            if (s.a_k == 1) {                                                                                   \
-                ROW(pa, py, s.y_n, s.k, s.n, p->packed, p->bias, 0, &rq);                                       \
-                continue;                                                                                       \
-            }                                                                                                   \
             for (int32_t n = 0; n < s.n; n++) { /* A through its strides (transA, a stepped view) */            \
                 int32_t acc = p->bias[n];                                                                       \
                 for (int32_t k = 0; k < s.k; k++) {                                                             \
@@ -313,8 +344,8 @@ void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud
     }                                                                                                           \
 }
 
-GEMM_S8(mcud_gemm_s8, gemm_s8_row, gemm_s8_out)
-GEMM_S8(mcud_gemm_s8_tfl, gemm_s8_row_tfl, gemm_s8_out_tfl)
+GEMM_S8(mcud_gemm_s8, gemm_s8_rows, gemm_s8_out)
+GEMM_S8(mcud_gemm_s8_tfl, gemm_s8_rows_tfl, gemm_s8_out_tfl)
 
 /* ---- int8, both operands activations ---- */
 
@@ -408,19 +439,63 @@ static void matmul_s8_pack(const int8_t *b, int32_t b_k, int32_t b_n, int32_t kk
     }
 }
 
-/* sum_k a[k] of one contiguous row */
-static int32_t row_sum_s8(const int8_t *a, int32_t kk)
+/* a[k] - a_zero (|.| < 2^8, so a 16-bit half) times four columns of B's row k, into s0..s3 */
+#define MATMUL_S8_BN1_K(pa, pb)                                                  \
+    do {                                                                         \
+        const uint32_t av_ = (uint32_t)(*(pa) - a_zero);                         \
+        const uint32_t w_ = mcud_load32(pb);                                     \
+        const uint32_t we_ = mcud_sxtb16(w_), wo_ = mcud_sxtb16_ror8(w_);        \
+        s0 = mcud_smlabb(we_, av_, s0);                                          \
+        s1 = mcud_smlabb(wo_, av_, s1);                                          \
+        s2 = mcud_smlatb(we_, av_, s2);                                          \
+        s3 = mcud_smlatb(wo_, av_, s3);                                          \
+    } while (0)
+
+/* Without scratch (or with A's rows strided), where B's rows hold N contiguous (attention's K^T and V
+ * as a Transpose leaves them): four columns of one row of A at a time, each 32-bit load of B's row k
+ * giving four columns' b, each times a[k] - a_zero in a 16 x 16 multiply-accumulate (SMLABB, SMLATB);
+ * -b_zero sum_k (a[k] - a_zero) once per row makes the sum that of (a - a_zero)(b - b_zero). */
+static void matmul_s8_rows_bn1(const int8_t *a, int32_t a_m, int32_t a_k, const int8_t *b, int32_t b_k, int8_t *y,
+                               int32_t y_m, int32_t y_n, int32_t mm, int32_t kk, int32_t nn, int32_t a_zero,
+                               int32_t b_zero, const gemm_requant *p)
 {
-    int32_t sum = 0, k = 0;
-    const uint32_t ones = 0x00010001u;
-    for (; k + 4 <= kk; k += 4) {
-        uint32_t v = mcud_load32(a + k);
-        sum = mcud_smlad(mcud_sxtb16(v), ones, mcud_smlad(mcud_sxtb16_ror8(v), ones, sum));
+    for (int32_t m = 0; m < mm; m++, a += a_m, y += y_m) {
+        int32_t sum_a = 0;
+        for (int32_t k = 0; k < kk; k++) {
+            sum_a += a[k * a_k] - a_zero;
+        }
+        const int32_t row = -b_zero * sum_a;
+        int32_t n = 0;
+        for (; n + 4 <= nn; n += 4) {
+            int32_t s0 = row, s1 = row, s2 = row, s3 = row;
+            const int8_t *pa = a, *pb = b + n;
+            for (int32_t k = kk >> 1; k > 0; k--) {
+                MATMUL_S8_BN1_K(pa, pb);
+                MATMUL_S8_BN1_K(pa + a_k, pb + b_k);
+                pa += 2 * a_k;
+                pb += 2 * b_k;
+            }
+            if (kk & 1) {
+                MATMUL_S8_BN1_K(pa, pb);
+            }
+            int8_t *py = y + n * y_n;
+            if (p->r > 0) {
+                GEMM_S8_OUT4_R(py, y_n, s0, s1, s2, s3, p);
+                continue;
+            }
+            py[0] = (int8_t)gemm_s8_out(s0, n, p);
+            py[y_n] = (int8_t)gemm_s8_out(s1, n + 1, p);
+            py[2 * y_n] = (int8_t)gemm_s8_out(s2, n + 2, p);
+            py[3 * y_n] = (int8_t)gemm_s8_out(s3, n + 3, p);
+        }
+        for (; n < nn; n++) {
+            int32_t acc = row;
+            for (int32_t k = 0; k < kk; k++) {
+                acc += (a[k * a_k] - a_zero) * (int32_t)b[k * b_k + n];
+            }
+            y[n * y_n] = (int8_t)gemm_s8_out(acc, n, p);
+        }
     }
-    for (; k < kk; k++) {
-        sum += a[k];
-    }
-    return sum;
 }
 
 void mcud_matmul_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_matmul_s8_params *p,
@@ -432,7 +507,7 @@ void mcud_matmul_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y, 
     const int32_t r = p->shift >= 33 && p->shift <= 62 ? p->shift - 32 : 0;
     const gemm_requant rq = {1, one_mult, one_shift, p->y_zero, p->act_min, p->act_max, r,
                              r > 0 ? (int32_t)1 << (r - 1) : 0, p->mult};
-    /* the packed rows need A's rows contiguous; otherwise (or without scratch) the plain loop */
+    /* the packed rows need A's rows contiguous; otherwise (or without scratch) B's contiguous rows or the plain loop */
     const int32_t packs = scratch != NULL && s.a_k == 1;
     int8_t *packed = (int8_t *)scratch;
     int32_t *col = NULL;
@@ -445,10 +520,11 @@ void mcud_matmul_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y, 
         int8_t *yd = (int8_t *)y->data + batch_offset(y, y->ndim - s.batch_dims, y, s.batch_dims, t);
         if (packs) {
             matmul_s8_pack(bd, s.b_k, s.b_n, s.k, s.n, p->a_zero, p->b_zero, packed, col);
-            for (int32_t m = 0; m < s.m; m++) {
-                const int8_t *pa = ad + m * s.a_m;
-                gemm_s8_row(pa, yd + m * s.y_m, s.y_n, s.k, s.n, packed, col, -p->b_zero * row_sum_s8(pa, s.k), &rq);
-            }
+            gemm_s8_rows(ad, s.a_m, yd, s.y_m, s.y_n, s.m, s.k, s.n, packed, col, p->b_zero, &rq);
+            continue;
+        }
+        if (s.b_n == 1 && s.n > 1) {
+            matmul_s8_rows_bn1(ad, s.a_m, s.a_k, bd, s.b_k, yd, s.y_m, s.y_n, s.m, s.k, s.n, p->a_zero, p->b_zero, &rq);
             continue;
         }
         for (int32_t m = 0; m < s.m; m++) {

@@ -19,7 +19,8 @@ A MatMul of two int8 activations (attention's Q K^T and softmax(.) V; batched, p
 output, any zero points) runs mcud_matmul_s8: acc = sum_k (a - z_a)(b - z_b), exact in int32 as
 sum a b - z_b sum_k a - z_a sum_k b + K z_a z_b, requantized by s_a s_b / s_y. Each batch's B is
 packed into the kernel's scratch in pack_weights's order, with its column sums, so the rows run the
-constant-B kernel's dual-MAC loop; without scratch (offload.fit_scratch) a plain loop does the same
+constant-B kernel's dual-MAC loop; without scratch (offload.fit_scratch) B is read in place, four
+columns per 32-bit load where its rows hold N contiguous (a plain loop otherwise), with the same
 arithmetic.
 """
 from __future__ import annotations
