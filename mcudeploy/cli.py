@@ -39,6 +39,21 @@ def _port_option(p: argparse.ArgumentParser, help: str = PORT_HELP) -> None:
     p.add_argument("--port", help=help)
 
 
+def _pool_options(p: argparse.ArgumentParser) -> None:
+    """The boards a command may spread its work over (mcudeploy/device/pool.py)."""
+    p.add_argument("--port", action="append", default=[],
+                   help=PORT_HELP + "; once per board for several boards of one kind (each flashed, see flash)")
+    p.add_argument("--boards", type=int, default=1, metavar="N",
+                   help="an emulated board: start N emulators and spread the work over them (default 1)")
+
+
+def _pool(args, board):
+    from mcudeploy.boards import load_board
+    from mcudeploy.device.pool import BoardPool
+
+    return BoardPool.of(load_board(board), args.boards, args.port)
+
+
 def _model_options(p: argparse.ArgumentParser, project: bool = False) -> None:
     if project:
         p.add_argument("model", help="the model file (.onnx or .tflite), or a folder written by compile -o or tune -o (or its "
@@ -243,7 +258,8 @@ def cmd_measure(args) -> int:
 
     from mcudeploy.device.measure import measure_model
 
-    result = measure_model(_compile(args), port=args.port, repeat=args.repeat)
+    compiled = _compile(args)
+    result = measure_model(compiled, repeat=args.repeat, pool=_pool(args, compiled.board.name))
     if args.json:
         print(json.dumps(result.as_dict(), indent=1))
     else:
@@ -261,8 +277,8 @@ def cmd_tune(args) -> int:
     code = _code(args)
     try:
         tuner = Tuner(args.model, args.board, args.output, max_overhead=args.max_overhead,
-                      time_limit=args.time_limit, port=args.port, input_shapes=parse_input_shapes(args.input_shape),
-                      budget=args.budget, int8_input=args.int8_input)
+                      time_limit=args.time_limit, input_shapes=parse_input_shapes(args.input_shape),
+                      budget=args.budget, int8_input=args.int8_input, boards=args.boards, ports=args.port)
         result = tuner.run()
     except KeyboardInterrupt:
         print(f"mcudeploy: tune interrupted; what it learnt is in {Path(args.output) / STATE_FILE}: run the same "
@@ -355,7 +371,7 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("measure", help="per-operator timings on a board (cached per kernel)")
     _model_options(s)
-    _port_option(s)
+    _pool_options(s)
     s.add_argument("--json", action="store_true", help="print the timings as JSON")
     s.add_argument("--repeat", type=int, default=5, help="runs of each operator; the least ticks count (default 5)")
     s.set_defaults(run=cmd_measure)
@@ -374,7 +390,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--time-limit", type=float, default=TUNE_TIME_LIMIT, metavar="S",
                    help="an outer bound in wall-clock seconds: the search stops there (keeping the best plan found) "
                         f"and says it was cut short; run again to resume (default {TUNE_TIME_LIMIT:g})")
-    _port_option(s)
+    _pool_options(s)
     s.add_argument("-o", "--output", required=True, help="output directory (C project, plan.json, tune-state.json)")
     _c_options(s)
     s.set_defaults(run=cmd_tune)

@@ -11,6 +11,7 @@ from typing import Callable, Optional
 from mcudeploy import check, interrupts
 from mcudeploy.boards import Board
 from mcudeploy.device.measure import measure_model
+from mcudeploy.device.pool import BoardPool
 from mcudeploy.device.runner import run_on_board
 from mcudeploy.ops import registry
 from mcudeploy.partition import Cut
@@ -44,17 +45,19 @@ class BoardTimer:
     are counted in ``work.kernels_measured``."""
 
     def __init__(self, board: Board, state: TuneState, work: Work, cache: TimingCache, port: Optional[str] = None,
-                 measure: Optional[Callable[[Compiled], int]] = None, run: Optional[Callable[[Compiled], int]] = None):
+                 measure: Optional[Callable[[Compiled], int]] = None, run: Optional[Callable[[Compiled], int]] = None,
+                 pool: Optional[BoardPool] = None):
         self.board = board
         self.state = state
         self.work = work
         self.cache = cache
         self.port = port
+        self.pool = pool  # the boards kernels are timed on, in chunks (device/measure.py); None: ``port``
         self._measure = measure or self._measure_on_board
         self._run = run or measure or self._run_on_board
 
     def _measure_on_board(self, compiled: Compiled) -> int:
-        result = measure_model(compiled, port=self.port, repeat=3, cache=self.cache)
+        result = measure_model(compiled, port=self.port, repeat=3, cache=self.cache, pool=self.pool)
         self.work.kernels_measured += sum(not o.cached for o in result.ops)
         self.state.kernels_measured = self.work.kernels_measured
         return result.total_ticks
