@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import atexit
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -44,14 +45,30 @@ def _pool_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", action="append", default=[],
                    help=PORT_HELP + "; once per board for several boards of one kind (each flashed, see flash)")
     p.add_argument("--boards", type=int, default=1, metavar="N",
-                   help="an emulated board: start N emulators and spread the work over them (default 1)")
+                   help="an emulated board: start N emulators and spread the work over them; with --place: N "
+                        "places of the farm (default 1)")
+    p.add_argument("--place", nargs="?", const="", metavar="NAME",
+                   help="a board of a labgrid farm ($LG_COORDINATOR): the place NAME, or without NAME any idle "
+                        "place tagged board=BOARD; acquired for the command and released after (pip install "
+                        "'mcudeploy[farm]')")
 
 
-def _pool(args, board):
+@contextlib.contextmanager
+def _pool(args, board, say=None):
+    """The boards of a command: a farm's places (acquired for the block), flashed ports, or emulators."""
     from mcudeploy.boards import load_board
     from mcudeploy.device.pool import BoardPool
 
-    return BoardPool.of(load_board(board), args.boards, args.port)
+    board = load_board(board)
+    if args.place is None:
+        yield BoardPool.of(board, args.boards, args.port, say)
+        return
+    if args.port:
+        raise MCUDeployError("give either --port or --place, not both")
+    from mcudeploy.device import farm
+
+    with farm.acquired(board, args.place or None, args.boards) as boards:
+        yield BoardPool(board, boards, say)
 
 
 def _model_options(p: argparse.ArgumentParser, project: bool = False) -> None:
@@ -259,7 +276,8 @@ def cmd_measure(args) -> int:
     from mcudeploy.device.measure import measure_model
 
     compiled = _compile(args)
-    result = measure_model(compiled, repeat=args.repeat, pool=_pool(args, compiled.board.name))
+    with _pool(args, compiled.board.name) as pool:
+        result = measure_model(compiled, repeat=args.repeat, pool=pool)
     if args.json:
         print(json.dumps(result.as_dict(), indent=1))
     else:
@@ -276,10 +294,11 @@ def cmd_tune(args) -> int:
     check_output(args.output, folder=True)
     code = _code(args)
     try:
-        tuner = Tuner(args.model, args.board, args.output, max_overhead=args.max_overhead,
-                      time_limit=args.time_limit, input_shapes=parse_input_shapes(args.input_shape),
-                      budget=args.budget, int8_input=args.int8_input, boards=args.boards, ports=args.port)
-        result = tuner.run()
+        with _pool(args, args.board) as pool:
+            tuner = Tuner(args.model, args.board, args.output, max_overhead=args.max_overhead,
+                          time_limit=args.time_limit, input_shapes=parse_input_shapes(args.input_shape),
+                          budget=args.budget, int8_input=args.int8_input, pool=pool)
+            result = tuner.run()
     except KeyboardInterrupt:
         print(f"mcudeploy: tune interrupted; what it learnt is in {Path(args.output) / STATE_FILE}: run the same "
               f"command to resume", file=sys.stderr)

@@ -27,7 +27,7 @@ class Progress:
         self.clock = clock
         self.work = work
         self.budget = budget
-        self._status_at = 0.0
+        self._status_at, self._busy = 0.0, ""
 
     def say(self, message: str) -> None:
         self.callback(f"[{self.clock.elapsed():6.1f}s {self.work.candidates:>4}/{self.budget}] {message}")
@@ -76,9 +76,9 @@ class Progress:
     def pool_status(self, message: str) -> None:
         """What the boards of a pool do (device/pool.py): a warning always, their status at most every
         STATUS_EVERY seconds."""
-        now = time.monotonic()
-        if message.startswith("warning") or now - self._status_at >= STATUS_EVERY:
-            self._status_at = now
+        now, busy = time.monotonic(), message.split(";")[0]
+        if message.startswith("warning") or busy != self._busy or now - self._status_at >= STATUS_EVERY:
+            self._status_at, self._busy = now, busy
             self.say(f"  {message}")
 
     def stopped(self, stopped_by: str) -> None:

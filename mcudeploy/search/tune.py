@@ -192,8 +192,8 @@ class Tuner:
                                           **({"int8_input": True} if int8_input else {})})
         self.work = Work(kernels_measured=self.state.kernels_measured)
         self.progress = Progress(progress, self.clock, self.work, budget)
-        self.pool = pool or BoardPool.of(self.board, boards, list(ports) or ([port] if port else []),
-                                         self.progress.pool_status)
+        self.pool = pool or BoardPool.of(self.board, boards, list(ports) or ([port] if port else []))
+        self.pool.say = self.progress.pool_status
         self.timer = BoardTimer(self.board, self.state, self.work,
                                 cache if cache is not None else TimingCache(self.board.name), port, measure, run,
                                 self.pool)

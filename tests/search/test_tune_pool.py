@@ -3,7 +3,7 @@ whichever board is free, and it keeps the plan one board keeps (the same decisio
 order), with the latency model of test_tune.py standing for the board."""
 from __future__ import annotations
 
-from test_tune import EFFORT, Counting
+from test_tune import Counting
 
 from mcudeploy.search import Tuner, space
 from mcudeploy.simulate.timing_cache import TimingCache
@@ -11,8 +11,8 @@ from mcudeploy.simulate.timing_cache import TimingCache
 
 def tune(model, tmp_path, boards: int, lines: list):
     return Tuner(model, "qemu-m4", tmp_path / f"out{boards}", max_overhead=0.05, time_limit=300, measure=Counting(),
-                 progress=lines.append, cache=TimingCache("qemu-m4", tmp_path / f"cache{boards}"), effort=EFFORT,
-                 boards=boards, budget=12).run()
+                 progress=lines.append, cache=TimingCache("qemu-m4", tmp_path / f"cache{boards}"), effort=0.3,
+                 boards=boards, budget=6, top_segments=4, pieces=(2, 4)).run()
 
 
 def test_two_boards_keep_the_plan_of_one(small_mobilenet, tmp_path):
