@@ -275,9 +275,8 @@ def cmd_measure(args) -> int:
 
     from mcudeploy.device.measure import measure_model
 
-    compiled = _compile(args)
-    with _pool(args, compiled.board.name) as pool:
-        result = measure_model(compiled, repeat=args.repeat, pool=pool)
+    with _pool(args, args.board) as pool:  # checked before the compile
+        result = measure_model(_compile(args), repeat=args.repeat, pool=pool)
     if args.json:
         print(json.dumps(result.as_dict(), indent=1))
     else:
