@@ -124,7 +124,7 @@ def _time_chunk(compiled, firmware, chunk: list, ops: list, repeat: int, timeout
         for sig, i in chunk:
             if sig in cache:
                 continue
-            log.info("board %s (%s): timing op %d (signature %s)", board.name, on.label, i, sig)
+            log.info("board %s: timing op %d (signature %s) on %s", board.name, i, sig, on.label)
             with interrupts.deferred():  # a timing the board gave is recorded before a signal ends the run
                 t = session.run_op(i, repeat)
                 macs, nbytes = work(graph, ops[i][1])  # what the simulator fits its estimates on
