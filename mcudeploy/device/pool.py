@@ -145,8 +145,9 @@ class BoardPool:
             raise
         finally:
             interrupts.stop_threads(False)
-        if errors:
-            raise errors[min(errors)]
+        if errors:  # the first in job order; not a job the others' stopping interrupted
+            real = {k: e for k, e in errors.items() if not isinstance(e, KeyboardInterrupt)} or errors
+            raise real[min(real)]
         if len(results) < len(jobs):  # every board was lost before the jobs were done
             raise MCUDeployError(f"every {self.board.name} board of the pool stopped answering")
         return [results[k] for k in range(len(jobs))]
