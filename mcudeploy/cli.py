@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import atexit
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -38,6 +39,37 @@ def _input_shape_option(p: argparse.ArgumentParser) -> None:
 
 def _port_option(p: argparse.ArgumentParser, help: str = PORT_HELP) -> None:
     p.add_argument("--port", help=help)
+
+
+def _pool_options(p: argparse.ArgumentParser) -> None:
+    """The boards a command may spread its work over (mcudeploy/device/pool.py)."""
+    p.add_argument("--port", action="append", default=[],
+                   help=PORT_HELP + "; once per board for several boards of one kind (each flashed, see flash)")
+    p.add_argument("--boards", type=int, default=1, metavar="N",
+                   help="an emulated board: start N emulators and spread the work over them; with --place: N "
+                        "places of the farm (default 1)")
+    p.add_argument("--place", nargs="?", const="", metavar="NAME",
+                   help="a board of a labgrid farm ($LG_COORDINATOR): the place NAME, or without NAME any idle "
+                        "place tagged board=BOARD; acquired for the command and released after (pip install "
+                        "'mcudeploy[farm]')")
+
+
+@contextlib.contextmanager
+def _pool(args, board, say=None):
+    """The boards of a command: a farm's places (acquired for the block), flashed ports, or emulators."""
+    from mcudeploy.boards import load_board
+    from mcudeploy.device.pool import BoardPool
+
+    board = load_board(board)
+    if args.place is None:
+        yield BoardPool.of(board, args.boards, args.port, say)
+        return
+    if args.port:
+        raise MCUDeployError("give either --port or --place, not both")
+    from mcudeploy.device import farm
+
+    with farm.acquired(board, args.place or None, args.boards) as boards:
+        yield BoardPool(board, boards, say)
 
 
 def _model_options(p: argparse.ArgumentParser, project: bool = False) -> None:
@@ -347,13 +379,15 @@ def cmd_measure(args) -> int:
         plan = measure_system(lambda: _compile_system(args, system), repeat=args.repeat)
         print(json.dumps(system_plan_dict(plan), indent=1) if args.json else "\n".join(system_lines(plan)))
         return 0
-    compiled = _compile(args)
     target = None
     if args.estimate_for:
         from mcudeploy.boards import load_board
         from mcudeploy.estimate.cycles import target_for
-        target = target_for(load_board(args.estimate_for), compiled.board)
-    result = measure_model(compiled, port=args.port, repeat=args.repeat, estimate_for=target)
+    with _pool(args, args.board) as pool:  # checked before the compile
+        compiled = _compile(args)
+        if args.estimate_for:
+            target = target_for(load_board(args.estimate_for), compiled.board)
+        result = measure_model(compiled, repeat=args.repeat, pool=pool, estimate_for=target)
     if args.json:
         print(json.dumps(result.as_dict(), indent=1))
     else:
@@ -371,10 +405,11 @@ def cmd_tune(args) -> int:
     check_output(args.output, folder=True)
     code = _code(args)
     try:
-        tuner = Tuner(args.model, args.board, args.output, max_overhead=args.max_overhead,
-                      time_limit=args.time_limit, port=args.port, input_shapes=parse_input_shapes(args.input_shape),
-                      budget=args.budget, int8_input=args.int8_input, fast_memory=args.fast_memory)
-        result = tuner.run()
+        with _pool(args, args.board) as pool:
+            tuner = Tuner(args.model, args.board, args.output, max_overhead=args.max_overhead,
+                          time_limit=args.time_limit, input_shapes=parse_input_shapes(args.input_shape),
+                          budget=args.budget, int8_input=args.int8_input, fast_memory=args.fast_memory, pool=pool)
+            result = tuner.run()
     except KeyboardInterrupt:
         print(f"mcudeploy: tune interrupted; what it learnt is in {Path(args.output) / STATE_FILE}: run the same "
               f"command to resume", file=sys.stderr)
@@ -470,7 +505,7 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("measure", help="per-operator timings on a board (cached per kernel)")
     _model_options(s)
-    _port_option(s)
+    _pool_options(s)
     s.add_argument("--json", action="store_true", help="print the timings as JSON")
     s.add_argument("--repeat", type=int, default=5, help="runs of each operator; the least ticks count (default 5)")
     s.add_argument("--estimate-for", metavar="BOARD",
@@ -494,7 +529,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--time-limit", type=float, default=TUNE_TIME_LIMIT, metavar="S",
                    help="an outer bound in wall-clock seconds: the search stops there (keeping the best plan found) "
                         f"and says it was cut short; run again to resume (default {TUNE_TIME_LIMIT:g})")
-    _port_option(s)
+    _pool_options(s)
     s.add_argument("-o", "--output", required=True, help="output directory (C project, plan.json, tune-state.json)")
     _c_options(s)
     s.set_defaults(run=cmd_tune)

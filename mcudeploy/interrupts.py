@@ -23,6 +23,7 @@ from typing import Iterator, Optional
 _pending = False
 _received = False
 _depth = 0  # deferred() blocks open (in the main thread)
+_stop_threads = threading.Event()  # a pool's worker threads are to stop (the main thread was interrupted)
 
 
 def _handler(signum, frame) -> None:
@@ -49,10 +50,23 @@ def received() -> bool:
     return _received
 
 
+def stop_threads(stop: bool) -> None:
+    """Tell the threads of a board pool (mcudeploy/device/pool.py) to stop at their next ``check()``
+    (the main thread, which alone receives signals, was interrupted or a job failed); False again
+    once they have."""
+    if stop:
+        _stop_threads.set()
+    else:
+        _stop_threads.clear()
+
+
 def check() -> None:
     """Raise KeyboardInterrupt if a signal came during a deferred step: called by waits, where
-    nothing has been received that would need recording."""
+    nothing has been received that would need recording. In another thread than the main one:
+    if the pool it works for is stopping (stop_threads)."""
     global _pending
+    if _stop_threads.is_set() and threading.current_thread() is not threading.main_thread():
+        raise KeyboardInterrupt()
     if _pending:
         _pending = False
         raise KeyboardInterrupt()

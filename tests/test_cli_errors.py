@@ -102,3 +102,15 @@ def test_the_schedule_help_offers_exactly_the_schedulers_methods():
     from mcudeploy import cli, schedule
 
     assert cli.SCHEDULE_METHODS == schedule.METHODS  # the CLI's copy (kept to start fast) has not drifted
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--boards", "0"], "--boards must be a whole number of boards, 1 or more"),
+    (["--boards", "2", "-b", "nucleo-f446re"], "is real hardware: give each board's serial port with --port"),
+    (["--boards", "3", "--port", "socket://127.0.0.1:1", "--port", "socket://127.0.0.1:2"], "give one --port per board"),
+    (["--port", "socket://127.0.0.1:1", "--place", "p"], "give either --port or --place, not both"),
+])
+def test_a_pool_of_boards_that_cannot_be(tmp_path, capsys, argv, words):
+    model = _save(tmp_path, _qdq_model())
+    board = [] if "-b" in argv else ["-b", "qemu-m4"]
+    assert words in _error(capsys, ["measure", str(model), *board, *argv])

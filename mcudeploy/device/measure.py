@@ -4,9 +4,15 @@ Each operator is timed alone (RUN_OP, ``repeat`` times, after one full RUN on a 
 input so its operands hold realistic values); its figure is the least ticks of one repetition.
 Operators whose kernel signature is already in the board's timing cache are not measured
 again, and when all are cached the board is not touched at all.
+
+The kernels to time go in chunks of CHUNK, each timed after a full run of its own: what a kernel
+reads is what the kernels before it left in the arena, and some kernels' instruction counts depend
+on their data, so a chunk holds the same kernels, after the same run, however many boards there
+are. With a pool of boards (mcudeploy/device/pool.py) the chunks go to whichever board is free.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import tempfile
 from dataclasses import dataclass
@@ -16,6 +22,7 @@ from typing import Optional
 from mcudeploy import check, interrupts
 from mcudeploy.device import qemu
 from mcudeploy.device.elfsize import MemoryReport
+from mcudeploy.device.pool import BoardPool, Job, PoolBoard
 from mcudeploy.device.runner import build_for_board, connect, model_name, op_labels, timed_nodes
 from mcudeploy.device.samples import sample_bytes
 from mcudeploy.estimate.cycles import Target, estimate_cycles, milliseconds
@@ -25,6 +32,7 @@ from mcudeploy.simulate.simulate import work
 from mcudeploy.simulate.timing_cache import TimingCache, kernel_signature
 
 log = logging.getLogger(__name__)
+CHUNK = 8  # kernels timed after one full run (a QEMU start and a run per chunk: about 0.2 s)
 
 
 @dataclass(frozen=True)
@@ -144,11 +152,44 @@ def timed_ops(compiled) -> list[tuple[int, object, str, str]]:
             for i, n in enumerate(nodes)]
 
 
+def _time_chunk(compiled, firmware, chunk: list, ops: list, repeat: int, timeout: Optional[float], cache: TimingCache,
+                on: PoolBoard) -> str:
+    """Time the kernels of ``chunk`` ((signature, operator index), ...) on one board of the pool, after
+    one full run on the seeded input, and put each in ``cache`` as it comes (a kernel another board
+    put there meanwhile, e.g. before it was lost, is not timed again, unless taken at another clock).
+    Returns a real board's clock line from IDENTIFY ("" for an emulated one)."""
+    board, graph = compiled.board, compiled.graph
+    if on.flash is not None:
+        on.flash(firmware)
+    with connect(board, firmware, on.port, timeout) as session:
+        hz = session.info.timer_hz
+        clock = session.info.clock_line() if board.kind == "hardware" else ""
+        sample = check.random_inputs(graph, 1, seed=0)[0]
+        session.begin_run()
+        for k, data in enumerate(sample_bytes(graph, sample)):
+            session.load_input(k, data)
+        session.run()
+        ipt = qemu.instructions_per_tick(board, hz) if board.kind == "qemu" else None
+        for sig, i in chunk:
+            if sig in cache and not _stale(cache.get(sig), board):
+                continue
+            log.info("board %s: timing op %d (signature %s) on %s", board.name, i, sig, on.label)
+            with interrupts.deferred():  # a timing the board gave is recorded before a signal ends the run
+                t = session.run_op(i, repeat)
+                macs, nbytes = work(graph, ops[i][1])  # what the simulator fits its estimates on
+                cache.put({sig: {"ticks": t.min, "mean": t.mean, "max": t.max, "repeat": repeat, "timer_hz": hz,
+                                 "instructions_per_tick": ipt, "kernel": ops[i][3], "model": model_name(compiled),
+                                 "macs": macs, "bytes": nbytes}})
+            log.info("op %d: %d ticks (min of %d)", i, t.min, repeat)
+    return clock
+
+
 def measure_model(compiled, port: Optional[str] = None, repeat: int = 5, workdir: Optional[Path] = None,
                   timeout: Optional[float] = None, cache: Optional[TimingCache] = None,
-                  estimate_for: Optional[Target] = None) -> Measurement:
-    """Per-operator ticks (cached per kernel); with ``estimate_for``, on an emulated board, also the cycles and
-    milliseconds that real board would take, estimated from a traced run (mcudeploy/estimate)."""
+                  pool: Optional[BoardPool] = None, estimate_for: Optional[Target] = None) -> Measurement:
+    """Per-operator ticks (cached per kernel; the missing ones timed on the boards of ``pool``); with
+    ``estimate_for``, on an emulated board, also the cycles and milliseconds that real board would take,
+    estimated from a traced run (mcudeploy/estimate)."""
     if repeat < 1:
         raise MCUDeployError(f"--repeat must be 1 or more, not {repeat}")
     board, graph = compiled.board, compiled.graph
@@ -163,29 +204,17 @@ def measure_model(compiled, port: Optional[str] = None, repeat: int = 5, workdir
             missing[sig] = i
     memory, clock = None, ""
     if missing:
-        fresh = {}
+        pool = pool or BoardPool.of(board, 1, [port] if port else [])
+        order = list(missing.items())
+        chunks = [order[k:k + CHUNK] for k in range(0, len(order), CHUNK)]
         with tempfile.TemporaryDirectory(prefix="mcud-measure-") as tmp:
             firmware = build_for_board(compiled, Path(workdir or tmp))
             memory = firmware.report
-            with connect(board, firmware, port, timeout) as session:
-                hz = session.info.timer_hz
-                clock = session.info.clock_line() if board.kind == "hardware" else ""
-                sample = check.random_inputs(graph, 1, seed=0)[0]
-                session.begin_run()
-                for k, data in enumerate(sample_bytes(graph, sample)):
-                    session.load_input(k, data)
-                session.run()
-                ipt = qemu.instructions_per_tick(board, hz) if board.kind == "qemu" else None
-                for sig, i in missing.items():
-                    log.info("board %s: timing op %d (signature %s)", board.name, i, sig)
-                    with interrupts.deferred():  # a timing the board gave is recorded before a signal ends the run
-                        t = session.run_op(i, repeat)
-                        macs, nbytes = work(graph, ops[i][1])  # what the simulator fits its estimates on
-                        fresh[sig] = {"ticks": t.min, "mean": t.mean, "max": t.max, "repeat": repeat, "timer_hz": hz,
-                                      "instructions_per_tick": ipt, "kernel": ops[i][3], "model": model_name(compiled),
-                                      "macs": macs, "bytes": nbytes}
-                        cache.put({sig: fresh[sig]})
-                    log.info("op %d: %d ticks (min of %d)", i, t.min, repeat)
+            jobs = [Job(f"timing {len(chunk)} kernel(s) of {model_name(compiled)}",
+                        functools.partial(_time_chunk, compiled, firmware, chunk, ops, repeat, timeout, cache))
+                    for chunk in chunks]
+            clocks = [c for c in pool.map(jobs) if c]
+            clock = clocks[0] if clocks else ""
     rows = []
     for i, _, label, fn, sig in ops:
         if sig is None:  # its work is done by sharing memory: no kernel runs

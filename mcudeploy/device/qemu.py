@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Optional
@@ -28,6 +29,7 @@ log = logging.getLogger(__name__)
 
 QEMU = "qemu-system-arm"
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
+_STARTING = threading.Lock()
 FAULT_EXIT = 3  # MCUD_EXIT_FAULT in firmware/runtime/mcud_fw.h
 EXIT_MEANING = {
     0: "a clean exit",
@@ -90,6 +92,12 @@ class QemuBoard:
         self._log = None
 
     def start(self, connect_timeout: float = 10.0) -> Transport:
+        # One at a time in a process (the boards of a pool start from threads): between free_port() and
+        # QEMU listening, another thread could be given the same port and connect to this QEMU.
+        with _STARTING:
+            return self._start(connect_timeout)
+
+    def _start(self, connect_timeout: float) -> Transport:
         for attempt in range(3):
             self.port = free_port()
             self.qmp_port = free_port() if self.qmp else None

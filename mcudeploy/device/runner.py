@@ -118,11 +118,14 @@ def _check_model(session: Session, firmware: Optional[Firmware], board: Board) -
 
 
 def run_on_board(compiled, samples: Sequence[Mapping[str, np.ndarray]], port: Optional[str] = None,
-                 workdir: Optional[Path] = None, timeout: Optional[float] = None) -> BoardRun:
-    """Build the model's firmware for ``compiled.board`` and run every sample in one session."""
+                 workdir: Optional[Path] = None, timeout: Optional[float] = None, flash=None) -> BoardRun:
+    """Build the model's firmware for ``compiled.board`` and run every sample in one session (``flash``:
+    how the board behind ``port`` is given the firmware first, a farm place's, device/farm.py)."""
     graph, board = compiled.graph, compiled.board
     with tempfile.TemporaryDirectory(prefix="mcud-board-") as tmp:
         firmware = build_for_board(compiled, Path(workdir or tmp))
+        if flash is not None:
+            flash(firmware)
         out_bytes = [graph[n].nbytes for n in graph.outputs]
         outputs, runs = [], []
         with connect(board, firmware, port, timeout) as session:

@@ -37,6 +37,11 @@ GAP = 1.0  # silence inside a frame that has begun before it counts as cut short
 RUN_TIMEOUT = 300.0
 
 
+class NoAnswer(MCUDeployError):
+    """The board stopped answering: silence, or a restart in the middle of a request (a pool of
+    boards takes such a board out and gives its work to another, mcudeploy/device/pool.py)."""
+
+
 @dataclass(frozen=True)
 class RunResult:
     total_ticks: int
@@ -105,7 +110,7 @@ class Session:
             if frame is None and resend is None:
                 if started is not None:
                     if time.monotonic() - started >= patience and polls:
-                        raise MCUDeployError(f"board {self.board} started {command.name} but gave no result "
+                        raise NoAnswer(f"board {self.board} started {command.name} but gave no result "
                                              f"within {patience:g} s")
                     # the result may have been lost on the way: ask again (the device answers from what it kept)
                     log.info("board %s: no result of %s after %.1f s; asking again", self.board, command.name,
@@ -120,7 +125,7 @@ class Session:
                 if frame.command == P.Command.BOOT:
                     self.boots_seen += 1
                     if self._answered or started is not None:
-                        raise MCUDeployError(f"board {self.board} restarted while handling {command.name} "
+                        raise NoAnswer(f"board {self.board} restarted while handling {command.name} "
                                              f"(a crash, a watchdog or a power glitch), so its state is lost")
                     resend = "the board had just started"
                 elif frame.command == P.Command.ERROR:
@@ -143,7 +148,8 @@ class Session:
                 continue
             problems.append(resend)
             if len(problems) > self.retries:
-                raise MCUDeployError(self._failure(command, problems))
+                failure = NoAnswer if all(p.startswith("no answer") for p in problems) else MCUDeployError
+                raise failure(self._failure(command, problems))
             log.info("board %s: resending %s (attempt %d): %s", self.board, command.name, len(problems) + 1, resend)
             self.transport.write(raw)
             deadline = time.monotonic() + (poll if started is not None else answer)

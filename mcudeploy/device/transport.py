@@ -38,7 +38,9 @@ class Transport:
         deadline = time.monotonic() + connect_timeout
         while True:
             try:
-                port = serial.serial_for_url(url, baudrate=baudrate, timeout=0, write_timeout=10)
+                # pyserial's RFC 2217 client (a farm's network serial port) has no write timeout
+                extra = {} if url.startswith("rfc2217://") else {"write_timeout": 10}
+                port = serial.serial_for_url(url, baudrate=baudrate, timeout=0, **extra)
                 return cls(port, url)
             except (serial.SerialException, OSError, ValueError) as exc:
                 if time.monotonic() >= deadline:

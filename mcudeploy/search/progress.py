@@ -4,11 +4,15 @@ callback (to_stderr, unless the caller gives another)."""
 from __future__ import annotations
 
 import sys
+import time
 from typing import Callable, Optional
 
 from mcudeploy.search import space
 from mcudeploy.search.budget import Clock, Work
 from mcudeploy.search.peak import Peak
+
+
+STATUS_EVERY = 5.0  # seconds between two lines saying what the boards of a pool do
 
 
 def to_stderr(message: str) -> None:
@@ -23,6 +27,7 @@ class Progress:
         self.clock = clock
         self.work = work
         self.budget = budget
+        self._status_at, self._busy = 0.0, ""
 
     def say(self, message: str) -> None:
         self.callback(f"[{self.clock.elapsed():6.1f}s {self.work.candidates:>4}/{self.budget}] {message}")
@@ -64,6 +69,17 @@ class Progress:
 
     def verdict(self, kept: bool, ticks: int, baseline_ticks: int) -> None:
         self.say(f"  {'kept' if kept else 'over budget'}: {ticks:,} ticks ({ticks / baseline_ticks - 1:+.1%})")
+
+    def compiling(self, count: int, workers: int) -> None:
+        self.say(f"  compiling {count} candidates on {workers} workers")
+
+    def pool_status(self, message: str) -> None:
+        """What the boards of a pool do (device/pool.py): a warning always, their status at most every
+        STATUS_EVERY seconds."""
+        now, busy = time.monotonic(), message.split(";")[0]
+        if message.startswith("warning") or busy != self._busy or now - self._status_at >= STATUS_EVERY:
+            self._status_at, self._busy = now, busy
+            self.say(f"  {message}")
 
     def stopped(self, stopped_by: str) -> None:
         self.say(f"search stopped ({stopped_by}): {self.work.summary()}")

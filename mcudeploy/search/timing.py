@@ -5,12 +5,14 @@ one whole run of a plan's own firmware, the final check. Each answer is recorded
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Callable, Optional
 
 from mcudeploy import check, interrupts
 from mcudeploy.boards import Board
 from mcudeploy.device.measure import measure_model
+from mcudeploy.device.pool import BoardPool, Job
 from mcudeploy.device.runner import run_on_board
 from mcudeploy.ops import registry
 from mcudeploy.partition import Cut
@@ -44,17 +46,19 @@ class BoardTimer:
     are counted in ``work.kernels_measured``."""
 
     def __init__(self, board: Board, state: TuneState, work: Work, cache: TimingCache, port: Optional[str] = None,
-                 measure: Optional[Callable[[Compiled], int]] = None, run: Optional[Callable[[Compiled], int]] = None):
+                 measure: Optional[Callable[[Compiled], int]] = None, run: Optional[Callable[[Compiled], int]] = None,
+                 pool: Optional[BoardPool] = None):
         self.board = board
         self.state = state
         self.work = work
         self.cache = cache
         self.port = port
+        self.pool = pool  # the boards kernels are timed on, in chunks (device/measure.py); None: ``port``
         self._measure = measure or self._measure_on_board
         self._run = run or measure or self._run_on_board
 
     def _measure_on_board(self, compiled: Compiled) -> int:
-        result = measure_model(compiled, port=self.port, repeat=3, cache=self.cache)
+        result = measure_model(compiled, port=self.port, repeat=3, cache=self.cache, pool=self.pool)
         self.work.kernels_measured += sum(not o.cached for o in result.ops)
         self.state.kernels_measured = self.work.kernels_measured
         return result.total_ticks
@@ -64,7 +68,12 @@ class BoardTimer:
         depend on what else model.c inlines next to it (measured: the same fast convolution took
         5-18% more instructions in a firmware that also holds mcud_conv_s8_direct), which a sum of
         cached kernel timings from other firmware does not see."""
-        result = run_on_board(compiled, check.random_inputs(compiled.graph, 1, seed=0), port=self.port)
+        inputs = check.random_inputs(compiled.graph, 1, seed=0)
+        if self.pool is None:
+            result = run_on_board(compiled, inputs, port=self.port)
+        else:
+            result = self.pool.map([Job(f"one whole run of {Path(compiled.model).name}",
+                                        lambda b: run_on_board(compiled, inputs, port=b.port, flash=b.flash))])[0]
         return int(result.runs[0].total_ticks)
 
     def _recorded(self, key: str, field: str, measure: Callable[[], int]) -> tuple[int, bool]:

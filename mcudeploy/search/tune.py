@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from mcudeploy.boards import Board, load_board
+from mcudeploy.device.pool import BoardPool
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_model
 from mcudeploy.partition import HALOS, Cut, split
@@ -64,6 +65,7 @@ from mcudeploy.search.peak import find_peak
 from mcudeploy.search.progress import Progress, to_stderr
 from mcudeploy.search.state import TuneState, model_digest
 from mcudeploy.search.timing import BoardTimer, TimedScheme
+from mcudeploy.search.workers import Compiles
 from mcudeploy.simulate.simulate import reference_costs, simulate
 from mcudeploy.simulate.timing_cache import TimingCache
 
@@ -158,7 +160,8 @@ class Tuner:
                  progress: Callable[[str], None] = to_stderr, input_shapes=None,
                  pieces: Sequence[int] = space.PIECES, max_segment: Optional[int] = None,
                  top_segments: int = TOP_SEGMENTS, sweep: int = SWEEP, budget: int = budgets.CANDIDATES,
-                 effort: float = EFFORT, int8_input: bool = False, fast_memory=None):
+                 effort: float = EFFORT, int8_input: bool = False, fast_memory=None, boards: int = 1,
+                 ports: Sequence[str] = (), pool: Optional[BoardPool] = None):
         if not max_overhead >= 0:
             raise MCUDeployError(f"--max-overhead must be 0 or more, not {max_overhead}")
         if not time_limit > 0:
@@ -197,9 +200,15 @@ class Tuner:
                                           **({"fast_memory": str(fast_memory)} if fast_memory is not None else {}),
                                           **({"int8_input": True} if int8_input else {})})
         self.work = Work(kernels_measured=self.state.kernels_measured)
-        self.timer = BoardTimer(self.board, self.state, self.work,
-                                cache if cache is not None else TimingCache(self.board.name), port, measure, run)
         self.progress = Progress(progress, self.clock, self.work, budget)
+        self.pool = pool or BoardPool.of(self.board, boards, list(ports) or ([port] if port else []))
+        self.pool.say = self.progress.pool_status
+        self.timer = BoardTimer(self.board, self.state, self.work,
+                                cache if cache is not None else TimingCache(self.board.name), port, measure, run,
+                                self.pool)
+        # several boards: the candidates' compiles run in as many worker processes (search/workers.py)
+        self.compiles = Compiles(self, self.pool.size) if self.pool.size > 1 else None
+        self._ready: dict = {}  # compiled by the workers ahead of trial(), by scheme key
         self.compiled_now = 0  # candidates compiled by this process (not read from the state file)
         self.stopped_by: Optional[str] = None
         self.segments: list = []
@@ -218,6 +227,27 @@ class Tuner:
             if best is None or compiled.placement.arena_bytes < best.placement.arena_bytes:
                 best = compiled
         return best
+
+    def prepare(self, scheme: tuple, cuts: Sequence[Cut]) -> None:
+        """With several boards: compile, all at once, the candidates ``cuts`` grown into ``scheme`` make
+        that the state file does not know yet; trial() takes them in its order (the same decisions)."""
+        if self.compiles is None:
+            return
+        todo = {}
+        for cut in cuts:
+            grown = space.grow(scheme, cut)
+            key = space.scheme_key(grown)
+            known = self.state.candidates.get(key, {})
+            if key not in self._ready and not known.get("status", "").startswith("invalid") and "estimate" not in known:
+                todo[key] = grown
+        if len(todo) > 1:
+            self.progress.compiling(len(todo), self.compiles.workers)
+            self._ready.update(zip(todo, self.compiles.run(list(todo.values()))))
+
+    def ahead(self, scheme: tuple, cuts: Sequence[Cut]) -> list:
+        """The first ``cuts`` the budget leaves room for, as many as there are boards (prepare)."""
+        room = max(self.budget - self.work.candidates, 0)
+        return list(cuts)[:min(room, self.pool.size)]
 
     def estimate(self, compiled: Compiled) -> Optional[float]:
         """Simulated ticks: kernels as this run has timed them (BoardTimer.taken), pieces scaled
@@ -256,7 +286,9 @@ class Tuner:
         if "arena" in known and "estimate" in known:
             return Trial(known["arena"], key, trial, known["estimate"], budget)
         try:
-            compiled = self.search_compile(trial)
+            compiled = self._ready.pop(key, None) or self.search_compile(trial)
+            if isinstance(compiled, MCUDeployError):
+                raise compiled
         except MCUDeployError as exc:
             self.state.record(key, status=f"invalid: {exc}")
             return None
@@ -284,13 +316,16 @@ class Tuner:
         cuts = [frozenset(n for n, _ in c.axes) for c in scheme]
         ranked = space.ranked_segments(self.lowered, self.segments, frozenset(), peak.nodes, peak.tensors, cuts,
                                         peak.bytes, self.pieces)
-        self._compiled = {}
+        self._compiled, self._ready = {}, {}
         self.work.rounds += 1
         self.progress.round(peak, len(ranked))
         for start in range(0, len(ranked), self.top_segments):
             batch = ranked[start:start + self.top_segments]
             probes: list[tuple[int, int, space.Segment]] = []
             trials: list[Trial] = []
+            room = max(self.budget - self.work.candidates, 0)
+            self.prepare(scheme, [Cut(seg.axes, counts[-1], PROBE_HALO) for seg in batch[:room]
+                                  if (counts := space.piece_counts(seg, self.pieces))])
             for i, seg in enumerate(batch):
                 stop = self.out_of_work()
                 if stop:
@@ -307,10 +342,12 @@ class Tuner:
                 self.progress.sweeping(seg, arena)
                 cuts_here = space.segment_cuts(self.lowered, seg, self.pieces)
                 for halo in HALOS:
-                    for cut in sorted((c for c in cuts_here if c.halo == halo), key=lambda c: -c.pieces):
+                    ranked_cuts = sorted((c for c in cuts_here if c.halo == halo), key=lambda c: -c.pieces)
+                    for k, cut in enumerate(ranked_cuts):
                         stop = self.out_of_work()
                         if stop:
                             return self.accept(trials, best, budget, base), stop
+                        self.prepare(scheme, self.ahead(scheme, ranked_cuts[k:]))  # a few ahead: fewer may do
                         t = self.trial(scheme, cut, budget)
                         if t is not None:
                             trials.append(t)
@@ -363,6 +400,13 @@ class Tuner:
         return None
 
     def run(self) -> TuneResult:
+        try:
+            return self._run()
+        finally:
+            if self.compiles is not None:
+                self.compiles.close()
+
+    def _run(self) -> TuneResult:
         if self.state.resumed:
             self.progress.resuming(self.state.path, len(self.state.candidates))
         base = self.baseline()
@@ -413,13 +457,23 @@ class Tuner:
         if not best.scheme:
             return best
         options = []
-        for method, scratch in [(m, sc) for m in FINAL_SCHEDULES for sc in FINAL_SCRATCH]:
-            if options and self.clock.left_in_all() <= 0:
+        combos = [(m, sc) for m in FINAL_SCHEDULES for sc in FINAL_SCRATCH]
+        ready = {}
+        if self.compiles is not None:  # several boards: all at once, in worker processes
+            self.progress.compiling(len(combos), self.compiles.workers)
+            ready = dict(zip(combos, self.compiles.run(
+                [best.scheme] * len(combos), search=False,
+                options=[{"method": m, "placement": "exact", "scratch": sc} for m, sc in combos])))
+        for method, scratch in combos:
+            if options and not ready and self.clock.left_in_all() <= 0:
                 self.progress.final_out_of_time(method, scratch)
                 self.stopped_by = budgets.TIMED_OUT
                 break
             try:
-                compiled = self.compile(best.scheme, method=method, placement="exact", scratch=scratch)
+                compiled = ready.get((method, scratch)) or self.compile(best.scheme, method=method, placement="exact",
+                                                                       scratch=scratch)
+                if isinstance(compiled, MCUDeployError):
+                    raise compiled
             except MCUDeployError as exc:
                 self.progress.final_failed(method, scratch, exc)
                 continue

@@ -17,6 +17,7 @@ import functools
 import hashlib
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Mapping, Optional
 
@@ -122,7 +123,10 @@ class CacheView:
 
 
 class TimingCache(CacheView):
-    """Timings of one board, in the cache folder (whatever the writer stores per signature)."""
+    """Timings of one board, in the cache folder (whatever the writer stores per signature). The
+    boards of a pool (mcudeploy/device/pool.py) put into one TimingCache from threads of their own."""
+
+    _lock = threading.Lock()  # the file lock is per process; this one orders the threads of one
 
     def __init__(self, board: str, root: Optional[Path] = None):
         self.board = board
@@ -145,7 +149,7 @@ class TimingCache(CacheView):
     def put(self, entries: Mapping[str, dict]) -> None:
         """Add timings and write the file (merged with any written meanwhile, under the file's lock);
         a file that cannot be written (a full disk) is said in one sentence naming it."""
-        with writing(self.path), locked(self.path):
+        with self._lock, writing(self.path), locked(self.path):
             merged = self._load()
             merged.update(entries)
             self._entries = merged
