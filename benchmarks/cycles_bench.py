@@ -93,7 +93,8 @@ def main() -> int:
               f"{f'{lo:.1f}-{hi:.1f}':>15} {shown(pub['X-CUBE-AI']):>13} {shown(pub['TFLM']):>9}")
     print("error: the range is the TRM's ranges (taken branch 2-4 cycles, divide 2-12, flash accelerator always/never "
           "hitting); weights read from flash are charged as SRAM (not in the range: an underestimate). Published "
-          "figures: MLPerf Tiny on NUCLEO-L4R5ZI (rounds and files in this script's docstring), other kernels on the real chip (no same-code calibration).")
+          "figures: MLPerf Tiny on NUCLEO-L4R5ZI (rounds and files in this script's docstring), other kernels on "
+          "the real chip (no same-code calibration).")
     return 0
 
 
