@@ -1,5 +1,6 @@
 """The split rewrite of one cut: every node of the segment becomes `pieces` nodes of the same
-operator on slices of its inputs.
+operator on slices of its inputs, except one cut along a reduction axis (``CutFacts.partial``),
+whose pieces add their rows to a running sum and a finish makes its output (``_accumulate``).
 
 - Output ranges: with halo "keep", every node's pieces tile its axis in balanced ranges. With
   "recompute", a node whose outputs are read only inside the segment computes, for piece j, the
