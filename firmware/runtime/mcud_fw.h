@@ -75,6 +75,7 @@ void mcud_dma_init(const mcud_fw_config *config);
 void mcud_sys_init(const mcud_fw_config *config); /* runs the register writes of config->init */
 void mcud_sys_reset(void);                        /* never returns */
 void mcud_sys_exit(int32_t code);                 /* QEMU: ends the emulator with `code`; hardware: resets */
+uint32_t mcud_sys_core(void);                     /* the core running the caller: 0, or 1 on two cores (dual.c) */
 void mcud_sys_fault(void);                        /* a CPU fault: QEMU exits with MCUD_EXIT_FAULT, hardware resets */
 /* Emulated boards: read n bytes at `offset` of the host file `path` (Arm semihosting); 0 on success. */
 int32_t mcud_sys_read_host_file(const char *path, uint32_t offset, uint8_t *dst, uint32_t n);

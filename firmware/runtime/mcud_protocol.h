@@ -51,7 +51,8 @@ enum {
     MCUD_ERR_UNKNOWN_COMMAND = 5,
     MCUD_ERR_BAD_ARGUMENT = 6,
     MCUD_ERR_UNSUPPORTED = 7,
-    MCUD_ERR_BAD_STATE = 8 /* a run id the device holds no inputs or results for */
+    MCUD_ERR_BAD_STATE = 8, /* a run id the device holds no inputs or results for */
+    MCUD_ERR_STALLED = 9    /* two cores: the other core took or finished no frame in time */
 };
 
 /* A frame that stops for this long (ms) between two of its bytes is dropped and answered with

@@ -21,15 +21,23 @@ int32_t mcud_fw_op_enabled(int32_t op)
     return selected < 0 || selected == op;
 }
 
+/* Only core 0's operators are timed: on two cores (dual.c) core 1 runs another stage's operators,
+ * whose indices are not this model's. */
 void mcud_fw_op_begin(int32_t op)
 {
     (void)op;
+    if (mcud_sys_core() != 0) {
+        return;
+    }
     started = mcud_timer_now();
 }
 
 void mcud_fw_op_end(int32_t op)
 {
-    uint64_t now = mcud_timer_now();
+    uint64_t now = mcud_timer_now(); /* first: the check below is not the operator's time */
+    if (mcud_sys_core() != 0) {
+        return;
+    }
     cfg->op_ticks[op] += now - started;
 }
 

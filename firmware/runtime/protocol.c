@@ -191,6 +191,30 @@ static int32_t run_readable(uint32_t id)
     return run_valid && id == run_id;
 }
 
+/* Whether READ_OUTPUT may read the outputs of run `id`; if not, the error is sent. On two cores
+ * (mcud_dual.h) the outputs of a frame are core 1's: wait for them (telling the host first: ACK),
+ * and a core that stalls is an error. */
+static int32_t outputs_held(uint32_t id, uint32_t seq)
+{
+#if defined(MCUD_MODEL_PIPELINED)
+    if (mcud_dual_pending(id)) {
+        send_frame(MCUD_CMD_ACK, seq, 0);
+    }
+    const char *why = mcud_dual_select(id);
+    if (why != 0) {
+        send_error(seq, MCUD_ERR_STALLED, why);
+        return 0;
+    }
+    return 1;
+#else
+    if (!run_readable(id)) {
+        send_error(seq, MCUD_ERR_BAD_STATE, "READ_OUTPUT of a run whose outputs the board no longer holds");
+        return 0;
+    }
+    return 1;
+#endif
+}
+
 static void send_run_reply(uint32_t seq)
 {
     put64(OUT, run_total);
@@ -268,14 +292,14 @@ static void handle(uint32_t cmd, uint32_t seq, const uint8_t *in, uint32_t n, ui
     }
     case MCUD_CMD_READ_OUTPUT: {
         /* u32 run id, u8 index, u32 offset, u16 length */
-        uint32_t length = n >= 11 ? get16(in + 9) : 0;
-        const uint8_t *src = n >= 11 ? io_span(0, in[4], get32(in + 5), length) : NULL;
-        if (src == NULL || length > MCUD_PROTO_MAX_PAYLOAD) {
-            send_error(seq, MCUD_ERR_BAD_ARGUMENT, "READ_OUTPUT outside the model's outputs");
+        const uint32_t length = n >= 11 ? get16(in + 9) : 0, id = n >= 11 ? get32(in) : 0;
+        const uint32_t index = n >= 11 ? in[4] : 0, offset = n >= 11 ? get32(in + 5) : 0;
+        if (!outputs_held(id, seq)) {
             return;
         }
-        if (!run_readable(get32(in))) {
-            send_error(seq, MCUD_ERR_BAD_STATE, "READ_OUTPUT of a run whose outputs the board no longer holds");
+        const uint8_t *src = n >= 11 ? io_span(0, index, offset, length) : NULL;
+        if (src == NULL || length > MCUD_PROTO_MAX_PAYLOAD) {
+            send_error(seq, MCUD_ERR_BAD_ARGUMENT, "READ_OUTPUT outside the model's outputs");
             return;
         }
         memcpy(OUT, src, length);
@@ -299,7 +323,16 @@ static void handle(uint32_t cmd, uint32_t seq, const uint8_t *in, uint32_t n, ui
         }
         send_frame(MCUD_CMD_ACK, seq, 0);
         forget_run(); /* the run consumes its inputs: the arena holds them no longer */
+#if defined(MCUD_MODEL_PIPELINED)
+        mcud_dual_begin(id);
         run_total = mcud_fw_run_model();
+        if (mcud_dual_error() != 0) {
+            send_error(seq, MCUD_ERR_STALLED, mcud_dual_error());
+            return;
+        }
+#else
+        run_total = mcud_fw_run_model();
+#endif
         run_id = id;
         run_valid = 1;
         send_run_reply(seq);
@@ -328,6 +361,10 @@ static void handle(uint32_t cmd, uint32_t seq, const uint8_t *in, uint32_t n, ui
             send_error(seq, MCUD_ERR_BAD_ARGUMENT, "RUN_OP needs an operator index of the model and a repeat of 1 or more");
             return;
         }
+#if defined(MCUD_MODEL_PIPELINED)
+        send_error(seq, MCUD_ERR_UNSUPPORTED, "RUN_OP on a pipeline of two cores: time each stage on its own board");
+        return;
+#endif
         const uint32_t op = get16(in), repeat = get32(in + 2); /* read before the ACK overwrites them */
         if (replay_long(cmd, seq, crc)) {
             return;

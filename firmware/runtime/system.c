@@ -77,6 +77,12 @@ void mcud_sys_exit(int32_t code)
     mcud_sys_reset();
 }
 
+/* One core; dual.c, linked into a two-core firmware, tells the cores apart. */
+__attribute__((weak)) uint32_t mcud_sys_core(void)
+{
+    return 0;
+}
+
 void mcud_sys_fault(void)
 {
     mcud_sys_exit(MCUD_EXIT_FAULT);

@@ -146,6 +146,7 @@ def _context(board: Board, mid: int, has_model: bool, sections: Optional[dict] =
         "extra_regions": extra_regions(board, sections),
         "ram_section": ram.section,
         "arena_section": sections.get("") or sections.get(ram.name),
+        "dual": None,  # two cores: the second stage, the ring (firmware_build_spec's dual)
         "dma": None if board.dma_engine is None else {
             "driver": board.dma_engine.driver, "base": f"0x{board.dma_engine.base:08X}",
             "channels": board.dma_engine.channels},
@@ -166,7 +167,8 @@ def extra_regions(board: Board, sections: Optional[dict] = None) -> list[dict]:
     return out
 
 
-def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.PathLike, None]) -> dict:
+def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.PathLike, None],
+                        dual: Optional[dict] = None) -> dict:
     """Everything needed to build the firmware of ``project_dir`` (a `write_project` output) for ``board``.
 
     Writes ``project_dir/firmware/`` (main.c, mcud_measure.h, link.ld, link-sizing.ld and a copy of
@@ -175,6 +177,10 @@ def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.Pat
     ``cflags`` (for every source, CPU flags and ``-include mcud_measure.h`` included), ``ldflags``
     (without ``-T``), ``libs``, ``linker_script``, ``sizing_linker_script``, ``model_id``, and
     the board's ``flash_bytes``, ``sram_bytes`` and ``sram_region`` for the memory report.
+
+    ``dual`` (a firmware of two cores, mcudeploy/device/dual.py): ``project_dir`` holds the first
+    stage, ``dual["project1"]`` the second; ``dual["s0"]``, ``["s1"]`` and ``["dual"]`` fill the
+    templates' two-core parts (firmware/dual.c.j2, firmware/dual_model.h.j2).
     """
     board = load_board(board) if isinstance(board, str) else board
     _check_firmware_board(board)
@@ -188,6 +194,10 @@ def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.Pat
     has_model = (project / "model.c").is_file()
     env = environment()
     values = _context(board, model_id(project), has_model, arena_sections(project) if has_model else None)
+    if dual is not None:
+        values.update(s0=dual["s0"], s1=dual["s1"], dual=dual["dual"], model_id=f"0x{dual['model_id']:08X}",
+                      model_note="CRC-32 of both stages' model.c")
+        (fw / "mcud_model.h").write_text(env.get_template("firmware/dual_model.h.j2").render(values))
     (fw / "main.c").write_text(env.get_template("firmware/main.c.j2").render(values))
     (fw / "clock.c").write_text(clock_source(board))
     (fw / "mcud_measure.h").write_text(env.get_template("firmware/mcud_measure.h.j2").render(values))
@@ -210,10 +220,15 @@ def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.Pat
         shutil.copy(firmware_dir() / "include" / "mcud_dma.h", stub)  # for a DMA engine's driver
         sources.append(stub / "model.c")
         include_dirs.append(stub)
+    if dual is not None:
+        sources.append(Path(dual["project1"]) / "model.c")
+        include_dirs.append(Path(dual["project1"]))
     sources += [fw / "main.c", fw / "clock.c"]
     drivers = (f"uart_{board.uart.driver}.c", f"timer_{board.timer.driver}.c")  # the schema lists the drivers
     if board.dma_engine is not None:
         drivers += (f"dma_{board.dma_engine.driver}.c",)
+    if dual is not None:
+        drivers += ("dual.c",)
     sources += [runtime / name for name in RUNTIME_COMMON + drivers]
     cpu = list(board.cpu_flags)
     return {
@@ -227,7 +242,7 @@ def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.Pat
         "libs": list(LIBS),
         "linker_script": str(fw / "link.ld"),
         "sizing_linker_script": str(fw / "link-sizing.ld"),
-        "model_id": model_id(project),
+        "model_id": dual["model_id"] if dual is not None else model_id(project),
         "flash_bytes": board.flash_bytes,
         "sram_bytes": values["ram_bytes"],
         "sram_region": values["ram_name"],
@@ -329,7 +344,7 @@ def _link(spec: dict, objs: list[Path], script: str, elf: Path) -> subprocess.Co
 
 
 def build_firmware(board: Union[str, Board], project_dir: Union[str, os.PathLike, None],
-                   model_name: str = "(measurer alone)") -> Firmware:
+                   model_name: str = "(measurer alone)", dual: Optional[dict] = None) -> Firmware:
     """Compile and link ``project_dir`` for ``board``; refuse a firmware larger than the board.
 
     The memory check comes from the ELF itself: when the firmware does not fit, it is linked
@@ -339,7 +354,7 @@ def build_firmware(board: Union[str, Board], project_dir: Union[str, os.PathLike
     if shutil.which(CC) is None:
         raise MCUDeployError(f"board {board.name} needs the cross compiler {CC}, which is not installed "
                              f"(apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi)")
-    spec = firmware_build_spec(board, project_dir)
+    spec = firmware_build_spec(board, project_dir, dual)
     build_dir = Path(spec["project_dir"]) / "firmware" / "build"
     build_dir.mkdir(parents=True, exist_ok=True)
     objs = _objects(spec, build_dir)

@@ -90,6 +90,7 @@ class ErrorCode(enum.IntEnum):
     BAD_ARGUMENT = 6
     UNSUPPORTED = 7
     BAD_STATE = 8
+    STALLED = 9  # a pipeline of two cores: the other core took or finished no frame in time
 
 
 # The device saw a damaged request: sending it again is the cure.

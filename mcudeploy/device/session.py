@@ -204,12 +204,15 @@ class Session:
         """Emulated boards: the firmware reads input ``index`` from ``length`` bytes of a host file."""
         self.request(P.Command.LOAD_INPUT_FILE, P.pack_load_input_file(self.run_id, index, 0, length, file_offset, path))
 
-    def read_output(self, index: int, nbytes: int) -> bytes:
+    def read_output(self, index: int, nbytes: int, run_id: Optional[int] = None) -> bytes:
+        """Output ``index`` of the current run, or of the earlier ``run_id`` (a pipeline of two cores
+        keeps the outputs of the frames its second core finished until the host read them)."""
+        run_id = self.run_id if run_id is None else run_id
         step = self._chunk()
         out = bytearray()
         for offset in range(0, nbytes, step):
             length = min(step, nbytes - offset)
-            chunk = self.request(P.Command.READ_OUTPUT, P.pack_read_output(self.run_id, index, offset, length))
+            chunk = self.request(P.Command.READ_OUTPUT, P.pack_read_output(run_id, index, offset, length))
             if len(chunk) != length:
                 raise MCUDeployError(f"board {self.board} returned {len(chunk)} bytes of output {index} "
                                      f"where {length} were asked")

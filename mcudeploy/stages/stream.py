@@ -58,8 +58,21 @@ def run_system(plan: SystemPlan, samples, check: bool = False) -> SystemRun:
     bit; with ``check`` also the one-chip verdict (run --check's) on the system's outputs."""
     from mcudeploy import check as checks
     from mcudeploy.frontend import is_tflite_model
+    from mcudeploy.stages.dual import dual_chip
 
-    if emulated(plan):
+    chip = dual_chip(plan) if emulated(plan) else None
+    if chip is not None:
+        from mcudeploy.stages.dual import run_dual
+
+        dual = run_dual(plan, samples)
+        outputs, want = dual.outputs, dual.one_chip_outputs
+        lines = [f"both stages ran in one emulator of {chip.board.name} ({chip.board.qemu.machine}), stage 0 on core 0 "
+                 f"and stage 1 on core 1, {len(samples)} frame(s) streamed through a ring of {chip.slots} slots in its "
+                 f"{chip.ring_region}; the one-chip plan ran on one emulator of {plan.one_chip.board.name}",
+                 f"stage 0 alone on core 0 (the first frame, core 1 idle): {dual.run_ticks[0]:,} ticks; the cores share "
+                 f"one instruction clock under QEMU -icount, so each stage's ticks are taken on its own (mcudeploy "
+                 f"measure), not from the streamed run"]
+    elif emulated(plan):
         from mcudeploy.stages.chain import run_chain
 
         chain = run_chain(plan, samples)

@@ -54,6 +54,20 @@ class Unit:
 
 
 @dataclass(frozen=True)
+class ChipFirmware:
+    """One firmware for all the cores of a chip (mcudeploy/device/dual.py): the board it is built for,
+    how core 0 starts core 1 (``start_driver`` at ``start_base``), and the ring in ``ring_region``
+    of ``slots`` frames, a wait on the other core longer than ``stall_timeout_ms`` being a stall."""
+
+    board: Board
+    start_driver: str
+    start_base: int
+    ring_region: str
+    slots: int
+    stall_timeout_ms: float
+
+
+@dataclass(frozen=True)
 class System:
     name: str
     description: str
@@ -63,6 +77,10 @@ class System:
     topology: str  # chain or mesh
     dims: tuple[int, ...] = ()
     note: str = ""
+    firmware: tuple[Optional[ChipFirmware], ...] = ()  # per chip (file order): one firmware for its cores, if any
+
+    def chip_firmware(self, chip: int) -> Optional[ChipFirmware]:
+        return self.firmware[chip] if chip < len(self.firmware) else None
 
     @property
     def chips(self) -> int:
@@ -150,8 +168,28 @@ def load_system(name: str, directory: Optional[Path] = None) -> System:
                 raise MCUDeployError(f"system file {path}: chip {i} names the board '{board}', which is not a known "
                                      f"board (see mcudeploy boards)") from None
             units.append(Unit(i, core, loaded, boards.count(board)))
+    firmware = tuple(_firmware(path, i, chip) for i, chip in enumerate(chips))
     return System(data["name"], data["description"], tuple(units), _link(data.get("link")),
-                  _link(data.get("core_link")), topo["kind"], dims, data.get("note", ""))
+                  _link(data.get("core_link")), topo["kind"], dims, data.get("note", ""), firmware)
+
+
+def _firmware(path: Path, index: int, chip: dict) -> Optional[ChipFirmware]:
+    data = chip.get("firmware")
+    if data is None:
+        return None
+    try:
+        board = load_board(data["board"])
+    except MCUDeployError:
+        raise MCUDeployError(f"system file {path}: chip {index}'s firmware names the board '{data['board']}', which is "
+                             f"not a known board (see mcudeploy boards)") from None
+    ring = data["ring"]
+    if ring["region"] not in {r.name for r in board.regions}:
+        raise MCUDeployError(f"system file {path}: chip {index}'s ring is in region '{ring['region']}', which board "
+                             f"{board.name} does not have")
+    if len(chip.get("cores", ())) != 2:
+        raise MCUDeployError(f"system file {path}: chip {index} has a firmware for its cores, which needs two cores")
+    return ChipFirmware(board, data["start"]["driver"], int(data["start"]["base"], 16), ring["region"],
+                        int(ring["slots"]), float(ring["stall_timeout_ms"]))
 
 
 def all_systems(directory: Optional[Path] = None) -> list[System]:

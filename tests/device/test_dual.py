@@ -1,0 +1,72 @@
+"""Two stages on the two Cortex-M33 of one QEMU mps2-an521 (mcudeploy/stages/dual.py): core 0 releases
+core 1, every frame's boundary tensors cross a ring in the shared SSRAM, the outputs equal the one-chip
+plan's bit for bit, and a core that stops taking frames ends the stream with an error."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mcudeploy.device.dual import dual_values
+from mcudeploy.errors import MCUDeployError
+from mcudeploy.frontend import import_model
+from mcudeploy.pipeline import lower
+from mcudeploy.stages.dual import dual_chip, run_dual, stream
+from mcudeploy.stages.system import load_system
+from mcudeploy.stages.system_plan import compile_system
+from residual import residual_model
+from shared_models import MODELS, need_models
+
+
+def plan_of(model, name="model"):
+    return compile_system(lower(import_model(model)), load_system("qemu-an521"), name, schedule_method="model")
+
+
+def random_samples(graph, count, seed):
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(count):
+        sample = {}
+        for n in graph.inputs:
+            t = graph[n]
+            if t.dtype == "float32":
+                sample[n] = rng.standard_normal(t.shape).astype(np.float32)
+            else:
+                info = np.iinfo(t.dtype)
+                sample[n] = rng.integers(info.min, info.max + 1, t.shape).astype(t.dtype)
+        out.append(sample)
+    return out
+
+
+def test_the_ring_holds_every_tensor_the_second_stage_reads_aligned():
+    plan = plan_of(residual_model())
+    chip = dual_chip(plan)
+    first, second = (s.compiled for s in plan.staged.stages)
+    ring = dual_values(first, second, plan.graph.inputs, plan.graph.outputs, chip)["dual"]
+    assert [p["tensor"] for p in ring["received"]] == list(second.graph.inputs)
+    ends = [p["at"] + p["bytes"] for p in ring["received"]]
+    assert all(p["at"] % 8 == 0 for p in ring["received"] + ring["outputs"])
+    assert max(ends) <= ring["slot_bytes"] and ring["slots"] == chip.slots
+    assert all(b["at"] >= a["at"] + a["bytes"] for a, b in zip(ring["received"], ring["received"][1:]))
+    assert sorted(p["tensor"] for p in ring["sent"] + ring["inputs_sent"]) == sorted(second.graph.inputs)
+    assert [p["tensor"] for p in ring["outputs"]] == list(plan.graph.outputs)
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("model", ["kws_dscnn_int8", "ad_autoencoder_int8"])
+def test_two_cores_stream_an_int8_model_bit_for_bit(need_qemu, model):
+    need_models()
+    plan = plan_of(MODELS / "onnx" / f"{model}.onnx", model)
+    samples = random_samples(plan.graph, 4, seed=3)
+    run = run_dual(plan, samples)
+    assert len(run.outputs) == len(samples)
+    for got, want in zip(run.outputs, run.one_chip_outputs):
+        assert all(np.array_equal(g, w) for g, w in zip(got, want))
+    assert all(t > 0 for t in run.run_ticks)
+
+
+@pytest.mark.qemu
+def test_a_core_that_stops_taking_frames_is_a_stalled_ring(need_qemu, tmp_path):
+    need_models()
+    plan = plan_of(MODELS / "onnx" / "kws_dscnn_int8.onnx", "kws_dscnn_int8")
+    with pytest.raises(MCUDeployError, match="stopped the stream at frame 1: .*the ring stalled"):
+        stream(plan, random_samples(plan.graph, 4, seed=4), tmp_path, stall_after=1)
