@@ -10,8 +10,15 @@ and K: steps before and after the reduction, the optimum's bottleneck and throug
 chip, the heuristic's bottleneck and its gap to the optimum; the summary says whether every gap is
 within the target (5%). Nothing is asserted.
 
+With ``--measure SYSTEM`` (acceptance 2) it measures instead: for each int8 model (``--only`` narrows
+them; VWW and ResNet-8 are the targets on qemu-an521), the one-chip plan and then every stage, each
+on its own emulator (mcudeploy measure of a system: under QEMU -icount the cores of one emulator share
+one instruction clock, so stages that run at once cannot be timed together), and prints per stage its
+core and ticks, and the throughput against one core with the target (1.8x on two cores).
+
     python benchmarks/pipeline_bench.py [--models DIR] [--system qemu-m4x4] [--stages 2,3,4,8]
                                         [--dags 30,100,300] [--seeds 0,1,2] [--only NAME]
+    python benchmarks/pipeline_bench.py --measure qemu-an521 [--only vww]
 """
 from __future__ import annotations
 
@@ -53,6 +60,34 @@ def rows_of(name, graph, seconds, board, link, counts):
     return out
 
 
+MEASURE_TARGET = {2: 1.8, 4: 3.2}  # throughput against one core (issue 16, acceptance 2)
+
+
+def measure(args) -> int:
+    from mcudeploy.stages.stream import measure_system
+    from mcudeploy.stages.system_plan import compile_system, pipeline_dict
+
+    system = load_system(args.measure)
+    models = sorted((args.models / "onnx").glob("*_int8.onnx")) if (args.models / "onnx").is_dir() else []
+    models = [m for m in models if not args.only or args.only in m.stem]
+    if not models:
+        print(f"no int8 models in {args.models / 'onnx'} (matching {args.only!r})")
+        return 0
+    target = MEASURE_TARGET.get(len(system.units))
+    for path in models:
+        graph = lower(import_model(path))
+        plan = measure_system(lambda: compile_system(graph, system, str(path)))
+        pipe = pipeline_dict(plan)
+        stages = ", ".join(f"stage {k} on chip {u.chip} {u.core}: {t.ticks:,} ticks ({t.source})"
+                           for k, (u, t) in enumerate(zip(plan.partition.units, plan.times)))
+        verdict = f" (target {target:g}x: {'met' if pipe['throughput_ratio'] >= target else 'missed'})" if target else ""
+        print(f"{path.stem}: one {pipe['one_core_board']} core {plan.one_chip_ticks:,} ticks; {stages}; throughput "
+              f"{pipe['throughput_ratio']:.2f}x one core{verdict}")
+    print("each stage timed on its own emulator: under QEMU -icount the cores of one emulator share one instruction "
+          "clock; link times modelled from the system file")
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", type=Path, default=DEFAULT_MODELS)
@@ -61,7 +96,10 @@ def main(argv=None) -> int:
     p.add_argument("--dags", default="30,100,300", help="operator counts of the generated DAGs")
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--only", help="run only the graphs whose name holds this")
+    p.add_argument("--measure", metavar="SYSTEM", help="measure each int8 model's stages on this system's emulators")
     args = p.parse_args(argv)
+    if args.measure:
+        return measure(args)
     system = load_system(args.system)
     board, link = system.units[0].board, system.link
     counts = [int(k) for k in args.stages.split(",")]

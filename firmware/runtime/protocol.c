@@ -293,11 +293,11 @@ static void handle(uint32_t cmd, uint32_t seq, const uint8_t *in, uint32_t n, ui
     case MCUD_CMD_READ_OUTPUT: {
         /* u32 run id, u8 index, u32 offset, u16 length */
         const uint32_t length = n >= 11 ? get16(in + 9) : 0, id = n >= 11 ? get32(in) : 0;
-        const uint32_t index = n >= 11 ? in[4] : 0, offset = n >= 11 ? get32(in + 5) : 0;
+        const uint32_t which = n >= 11 ? in[4] : 0, offset = n >= 11 ? get32(in + 5) : 0;
         if (!outputs_held(id, seq)) {
             return;
         }
-        const uint8_t *src = n >= 11 ? io_span(0, index, offset, length) : NULL;
+        const uint8_t *src = n >= 11 ? io_span(0, which, offset, length) : NULL;
         if (src == NULL || length > MCUD_PROTO_MAX_PAYLOAD) {
             send_error(seq, MCUD_ERR_BAD_ARGUMENT, "READ_OUTPUT outside the model's outputs");
             return;

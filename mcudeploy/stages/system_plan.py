@@ -146,7 +146,8 @@ def system_plan_dict(plan: SystemPlan) -> dict:
             "stages": staged["stages"], "links": staged["links"], "pipeline": pipeline_dict(plan)}
 
 
-QEMU_NOTE = ("under QEMU a tick counts guest instructions (-icount): each stage's ticks are taken on its own and "
+QEMU_NOTE = ("under QEMU a tick counts guest instructions (-icount), and the cores of one emulator (mps2-an521's two) "
+             "share that one clock: each stage's ticks are taken on its own and "
              "turned into time at one instruction per cycle of the board's clock; the link's time is modelled from "
              "the system file")
 
