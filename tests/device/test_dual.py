@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mcudeploy.check.inputs import random_inputs
 from mcudeploy.device.dual import dual_values
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_model
@@ -19,22 +20,6 @@ from shared_models import MODELS, need_models
 
 def plan_of(model, name="model"):
     return compile_system(lower(import_model(model)), load_system("qemu-an521"), name, schedule_method="model")
-
-
-def random_samples(graph, count, seed):
-    rng = np.random.default_rng(seed)
-    out = []
-    for _ in range(count):
-        sample = {}
-        for n in graph.inputs:
-            t = graph[n]
-            if t.dtype == "float32":
-                sample[n] = rng.standard_normal(t.shape).astype(np.float32)
-            else:
-                info = np.iinfo(t.dtype)
-                sample[n] = rng.integers(info.min, info.max + 1, t.shape).astype(t.dtype)
-        out.append(sample)
-    return out
 
 
 def test_the_ring_holds_every_tensor_the_second_stage_reads_aligned():
@@ -56,7 +41,7 @@ def test_the_ring_holds_every_tensor_the_second_stage_reads_aligned():
 def test_two_cores_stream_an_int8_model_bit_for_bit(need_qemu, model):
     need_models()
     plan = plan_of(MODELS / "onnx" / f"{model}.onnx", model)
-    samples = random_samples(plan.graph, 4, seed=3)
+    samples = random_inputs(plan.graph, 4, seed=3)
     run = run_dual(plan, samples)
     assert len(run.outputs) == len(samples)
     for got, want in zip(run.outputs, run.one_chip_outputs):
@@ -69,4 +54,4 @@ def test_a_core_that_stops_taking_frames_is_a_stalled_ring(need_qemu, tmp_path):
     need_models()
     plan = plan_of(MODELS / "onnx" / "kws_dscnn_int8.onnx", "kws_dscnn_int8")
     with pytest.raises(MCUDeployError, match="stopped the stream at frame 1: .*the ring stalled"):
-        stream(plan, random_samples(plan.graph, 4, seed=4), tmp_path, stall_after=1)
+        stream(plan, random_inputs(plan.graph, 4, seed=4), tmp_path, stall_after=1)
