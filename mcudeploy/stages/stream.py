@@ -103,7 +103,7 @@ def _later(ticks) -> str:
     """Core 0's RUNs after the first, while core 1 may work on the frame before: what the shared clock shows."""
     if len(ticks) < 2:
         return ""
-    return f"the later frames' RUNs (core 1 at work meanwhile) took a median {int(statistics.median(ticks[1:])):,}; "
+    return f"the later frames' RUNs (core 1 holding a frame of its own) took a median {int(statistics.median(ticks[1:])):,}; "
 
 
 def emulated(plan: SystemPlan) -> bool:
