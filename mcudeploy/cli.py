@@ -237,13 +237,18 @@ def cmd_report(args) -> int:
     from mcudeploy.stages.system_plan import read_system_plan
 
     system = read_system_plan(args.plan)
-    if system is not None:  # a system's plan.json: the stages on the topology, as text
-        from mcudeploy.stages.system_plan import plan_lines
+    if system is not None:  # a system's plan.json: the stages on the topology and their balance
+        if args.text:
+            from mcudeploy.stages.system_plan import plan_lines
 
-        if not args.text:
-            raise MCUDeployError(f"{args.plan} is the plan of a system of {len(system['stages'])} stages: report --text "
-                                 f"shows it (the HTML drawing is of one stage: report its stageK/plan.json)")
-        print("\n".join(plan_lines(system)))
+            print("\n".join(plan_lines(system)))
+            return 0
+        from mcudeploy.report.system import write_system_report
+
+        if args.output:
+            check_output(args.output, folder=False)
+        page, *stages = write_system_report(args.plan, system, args.output)
+        print(f"wrote {page}" + (f" and each stage's memory report ({len(stages)})" if stages else ""))
         return 0
     if args.text:
         from mcudeploy.report.text import plan_text
