@@ -237,7 +237,9 @@ def load_board(name: str, directory: Optional[Path] = None) -> Board:
     directory = directory or boards_dir()
     path = directory / f"{name}.json"
     if name.endswith(".schema") or not path.is_file():
-        raise MCUDeployError(f"unknown board '{name}'; known boards: {', '.join(board_names(directory))}")
+        systems = sorted(p.stem for p in (directory / "systems").glob("*.json"))  # stages/system.py's folder
+        also = f"; systems of several cores or chips: {', '.join(systems)}" if systems else ""
+        raise MCUDeployError(f"unknown board '{name}'; known boards: {', '.join(board_names(directory))}{also}")
     data = _load_file(path)
     if "alias_of" in data:
         target = load_board(data["alias_of"], directory)

@@ -137,7 +137,8 @@ def _system(args):
             raise MCUDeployError(f"{given[0]} applies to a system of cores or chips (e.g. -b qemu-m4x2), not to "
                                  f"the board {args.board}")
         return None
-    given = [o for o, v in (("--fast-memory", args.fast_memory), ("--port", getattr(args, "port", None))) if v]
+    ports = getattr(args, "port", None) if args.command != "flash" else None  # flash takes one per stage
+    given = [o for o, v in (("--fast-memory", getattr(args, "fast_memory", None)), ("--port", ports)) if v]
     if given:
         raise MCUDeployError(f"{given[0]} applies to one board, not to the system {args.board}")
     return load_system(args.board)
@@ -148,8 +149,10 @@ def _compile_system(args, system):
     from mcudeploy.pipeline import lower
     from mcudeploy.stages.system_plan import compile_system
 
-    graph = lower(import_model(args.model, parse_input_shapes(args.input_shape)), int8_input=args.int8_input)
-    return compile_system(graph, system, args.model, args.stages, args.objective, args.schedule, args.time_limit)
+    graph = lower(import_model(args.model, parse_input_shapes(args.input_shape)),
+                  int8_input=getattr(args, "int8_input", False))
+    return compile_system(graph, system, args.model, args.stages, args.objective, getattr(args, "schedule", "auto"),
+                          getattr(args, "time_limit", SCHEDULE_TIME_LIMIT))
 
 
 def _fast_memory_option(p: argparse.ArgumentParser, tune: bool = False) -> None:
@@ -237,13 +240,18 @@ def cmd_report(args) -> int:
     from mcudeploy.stages.system_plan import read_system_plan
 
     system = read_system_plan(args.plan)
-    if system is not None:  # a system's plan.json: the stages on the topology, as text
-        from mcudeploy.stages.system_plan import plan_lines
+    if system is not None:  # a system's plan.json: the stages on the topology and their balance
+        if args.text:
+            from mcudeploy.stages.system_plan import plan_lines
 
-        if not args.text:
-            raise MCUDeployError(f"{args.plan} is the plan of a system of {len(system['stages'])} stages: report --text "
-                                 f"shows it (the HTML drawing is of one stage: report its stageK/plan.json)")
-        print("\n".join(plan_lines(system)))
+            print("\n".join(plan_lines(system)))
+            return 0
+        from mcudeploy.report.system import write_system_report
+
+        if args.output:
+            check_output(args.output, folder=False)
+        page, *stages = write_system_report(args.plan, system, args.output)
+        print(f"wrote {page}" + (f" and each stage's memory report ({len(stages)})" if stages else ""))
         return 0
     if args.text:
         from mcudeploy.report.text import plan_text
@@ -439,6 +447,9 @@ def cmd_flash(args) -> int:
     from mcudeploy.device import emulator, flash
 
     if args.stop or args.all:
+        if len(args.port) > 1:
+            raise MCUDeployError("flash --stop takes one --port, the emulator's")
+        args.port = args.port[0] if args.port else None
         if args.all:
             stopped = emulator.stop_emulators(args.board)
         else:
@@ -453,10 +464,31 @@ def cmd_flash(args) -> int:
 
     if args.project_dir:
         check_output(args.project_dir, folder=True)
+    system = _system(args)
+    if system is not None:
+        return _flash_system(args, system)
+    if len(args.port) > 1:
+        raise MCUDeployError(f"flash takes one --port for the board {args.board}; several are for a system's stages "
+                             f"(-b SYSTEM)")
+    args.port = args.port[0] if args.port else None
     result = flash.flash(args.model, args.board, port=args.port, project=args.project_dir,
                               upload_firmware=not args.no_upload, input_shapes=parse_input_shapes(args.input_shape))
     for line in flash.summary(result):
         print(line)
+    return 0
+
+
+def _flash_system(args, system) -> int:
+    from mcudeploy.device.pio_project import default_project_dir
+    from mcudeploy.stages.flash import flash_system, summary
+
+    if not args.model:
+        raise MCUDeployError(f"flash -b {system.name} needs the model its stages run (the measurer alone is one board's)")
+    plan = _compile_system(args, system)
+    project = Path(args.project_dir or default_project_dir(plan.staged.stages[0].compiled.board, args.model)
+                   .with_name(f"{system.name}-{Path(args.model).stem}")).resolve()
+    results = flash_system(plan, project, args.port, upload=not args.no_upload)
+    print("\n".join(summary(plan, results)))
     return 0
 
 
@@ -536,10 +568,12 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("flash", help="build the measurer (and a model) with PlatformIO and upload it")
     s.add_argument("model", nargs="?", help="the model file, .onnx or .tflite (none: the measurer alone)")
-    _board_option(s)
+    _board_option(s, help="; or a system (boards/systems/): each stage's firmware on its own chip")
     _input_shape_option(s)
-    _port_option(s, "emulated board: socket://127.0.0.1:PORT to listen on (default: a free port); real board: its "
-                    "serial port, e.g. /dev/ttyACM0")
+    s.add_argument("--port", action="append", default=[],
+                   help="emulated board: socket://127.0.0.1:PORT to listen on (default: a free port); real board: its "
+                        "serial port, e.g. /dev/ttyACM0; with a system, once per stage in stage order")
+    _system_options(s)
     s.add_argument("--project-dir", help="where to write the PlatformIO project (default: in the mcudeploy cache)")
     s.add_argument("--no-upload", action="store_true", help="build and report memory use, do not upload")
     s.add_argument("--stop", action="store_true", help="stop the emulator an earlier flash of BOARD started (the one "

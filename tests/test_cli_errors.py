@@ -75,6 +75,7 @@ def test_unknown_dimension_names_the_tensor_and_can_be_pinned(tmp_path, capsys):
 def test_unknown_board_lists_the_known_ones(tmp_path, capsys):
     err = _error(capsys, ["plan", str(_save(tmp_path, _qdq_model())), "-b", "no-such-board"])
     assert "no-such-board" in err and "host" in err
+    assert "systems of several cores or chips: " in err and "qemu-m4x2" in err  # -b takes a system too
 
 
 def test_bad_input_shape_spec(tmp_path, capsys):

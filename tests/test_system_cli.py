@@ -88,4 +88,7 @@ def test_options_that_do_not_apply_are_one_sentence(residual, tmp_path, capsys):
                                                                    "--fast-memory", "50%"])
     assert "needs its boards" in _error(capsys, ["measure", str(residual), "-b", "nucleo-f446re-x4"])
     assert main(["compile", str(residual), "-b", "host-x4", "-o", out]) == 0
-    assert "report --text shows it" in _error(capsys, ["report", out])
+    plan = json.loads((tmp_path / "o" / "plan.json").read_text())
+    del plan["pipeline"]["bottleneck_stage"]
+    (tmp_path / "o" / "plan.json").write_text(json.dumps(plan))
+    assert "lacks what the report draws ('bottleneck_stage'" in _error(capsys, ["report", out])

@@ -83,19 +83,29 @@ def flash(model: Optional[str], board_name: str, port: Optional[str] = None, pro
 
     A firmware that does not fit the board is refused after the build, before any upload.
     """
-    board = load_board(board_name)
+    board = flashable(load_board(board_name), port)
+    compiled = compile_model(model, board, input_shapes) if model else None
+    project = Path(project or default_project_dir(board, model)).resolve()
+    return flash_compiled(compiled, board, project, Path(model).name if model else "(measurer alone)", port,
+                          upload_firmware, core)
+
+
+def flashable(board: Board, port: Optional[str] = None) -> Board:
+    """``board``, or one sentence saying why flash cannot take it (or its emulated board's --port)."""
     if board.kind not in ("qemu", "hardware"):
         raise MCUDeployError(f"board '{board.name}' is not a microcontroller; flash needs a qemu or hardware "
                              f"board (see `mcudeploy boards`)")
     if board.kind == "qemu" and port:
         socket_port(port)
-    compiled = None
-    if model:
+    return board
 
-        compiled = compile_model(model, board, input_shapes)
-    project = Path(project or default_project_dir(board, model)).resolve()
+
+def flash_compiled(compiled, board: Board, project: Path, label: str, port: Optional[str] = None,
+                   upload_firmware: bool = True, core: Optional[Path] = None) -> FlashResult:
+    """Build the measurer with ``compiled`` (a model compiled for ``board``, or None) in ``project``,
+    check it fits, and upload it (an emulated board starts in the background)."""
     spec = generate_project(board, project, compiled)
-    elf, report = build_and_check(board, project, spec, Path(model).name if model else "(measurer alone)", core)
+    elf, report = build_and_check(board, project, spec, label, core)
     if not upload_firmware:
         return FlashResult(board, project, elf, report, describe(compiled), port, uploaded=False)
     if board.kind == "qemu":

@@ -5,8 +5,9 @@ protocol.py; each attempt sends the same frame, same sequence number):
 
 - a reply that arrives damaged (bad checksum, cut short), an ERROR saying the device saw a
   damaged request, or silence for ``timeout`` seconds (plus the time the bytes need on the wire):
-  send the request again, at most
-  ``retries`` more times; then one sentence saying what went wrong;
+  send the request again, at most ``retries`` more times, each silence doubling the wait for the
+  next attempt (a board or an emulator slowed by a loaded host answers late, not never); then one
+  sentence saying what went wrong;
 - an ACK (a long command has started): wait for its result, sending the request again now and
   then in case the result was lost (the device answers a repeat from what it kept, it does not
   run again), up to ``run_timeout`` seconds in all;
@@ -35,6 +36,7 @@ log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT = 1.0  # silence after a request (beyond the time its bytes need on the wire) before resending
 GAP = 1.0  # silence inside a frame that has begun before it counts as cut short
 RUN_TIMEOUT = 300.0
+BACKOFF_CAP = 8  # a silent attempt doubles the next one's wait, up to this many times the first's
 
 
 class NoAnswer(MCUDeployError):
@@ -87,6 +89,11 @@ class Session:
         """Time ``nbytes`` take on a UART at the session's baud rate (10 bits a byte)."""
         return nbytes * 10.0 / self.baud
 
+    def _first_answer(self, raw: bytes) -> float:
+        """How long the first attempt of request ``raw`` waits for its reply: the timeout plus the
+        wire time of the request and of the longest reply."""
+        return self.timeout + self._wire_seconds(len(raw) + P.HEADER + P.MAX_PAYLOAD + P.TRAILER)
+
     def request(self, command: P.Command, payload: bytes = b"", timeout: Optional[float] = None) -> bytes:
         """Send one request and return its reply's payload (see the module's retry policy).
 
@@ -94,7 +101,7 @@ class Session:
         (default ``run_timeout``)."""
         seq = self._next_seq()
         raw = P.encode(P.Frame(command, seq, payload))
-        answer = self.timeout + self._wire_seconds(len(raw) + P.HEADER + P.MAX_PAYLOAD + P.TRAILER)
+        answer = self._first_answer(raw)
         patience = self.run_timeout if timeout is None else timeout
         problems: list[str] = []
         started: Optional[float] = None  # when the device acknowledged a long command
@@ -121,6 +128,7 @@ class Session:
                     deadline = time.monotonic() + poll
                     continue
                 resend = f"no answer within {answer:.2g} s"
+                answer = min(answer * 2, self._first_answer(raw) * BACKOFF_CAP)
             elif frame is not None:
                 if frame.command == P.Command.BOOT:
                     self.boots_seen += 1
@@ -156,8 +164,10 @@ class Session:
 
     def _failure(self, command: P.Command, problems: list[str]) -> str:
         if all(p.startswith("no answer") for p in problems):
+            first, last = problems[0].split()[-2], problems[-1].split()[-2]
+            waits = f"{first} s each" if first == last else f"{first} s at first, {last} s at last"
             return (f"board {self.board} did not answer {command.name} "
-                    f"({len(problems)} attempts, {problems[-1]} each)")
+                    f"({len(problems)} attempts, waiting {waits})")
         return (f"board {self.board} answered {command.name} only with damaged frames after "
                 f"{len(problems)} attempt(s) (last: {problems[-1]})")
 

@@ -1,0 +1,79 @@
+"""``mcudeploy flash -b SYSTEM``: every stage's measurer firmware, built for its own core's board
+(device/flash.py, offline PlatformIO) in a folder of its own, checked to fit its chip, and
+uploaded to its own chip: an emulated chip gets an emulator of its own on a free port; a real one
+takes the ``--port`` given for it, once per stage in stage order. The host then carries the
+boundary tensors between them (stages/stream.py), so the firmware is the ordinary measurer.
+
+Every firmware is built and checked before anything is uploaded, so a stage that does not fit
+stops the command with nothing flashed; an upload that fails stops the emulators this command
+started, so a half-flashed system does not stay behind.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Sequence
+
+from mcudeploy.device import qemu
+from mcudeploy.device.emulator import end_emulators_on, socket_port
+from mcudeploy.device.flash import FlashResult, flash_compiled, flashable
+from mcudeploy.errors import MCUDeployError
+from mcudeploy.stages.system_plan import SystemPlan
+
+
+def _ports(plan: SystemPlan, ports: Sequence[str], upload: bool) -> list[Optional[str]]:
+    """The port of each stage: the given ones in stage order (a real chip needs one), else None."""
+    stages = plan.staged.stages
+    boards = [s.compiled.board for s in stages]
+    if ports and len(ports) != len(stages):
+        raise MCUDeployError(f"flash -b {plan.system.name} takes one --port per stage ({len(stages)}, in stage "
+                             f"order), not {len(ports)}")
+    real = [k for k, b in enumerate(boards) if b.kind == "hardware"]
+    if upload and real and not ports:
+        raise MCUDeployError(f"flash -b {plan.system.name} needs the serial port of each of its {len(stages)} "
+                             f"stage(s)' chips: --port once per stage, in stage order (or --no-upload to build only)")
+    given = list(ports) or [None] * len(stages)
+    for board, port in zip(boards, given):
+        flashable(board, port)
+    return given
+
+
+def flash_system(plan: SystemPlan, project: Path, ports: Sequence[str] = (), upload: bool = True,
+                 progress=print) -> list[FlashResult]:
+    """Build every stage's firmware in ``project``/stageK, then upload each to its chip."""
+    ports = _ports(plan, ports, upload)
+    built = []
+    for stage, port in zip(plan.staged.stages, ports):
+        board = stage.compiled.board
+        progress(f"stage {stage.index}: building for {board.name}")
+        built.append(flash_compiled(stage.compiled, board, Path(project) / f"stage{stage.index}",
+                                    f"{plan.model} (stage {stage.index})", port, upload_firmware=False))
+    if not upload:
+        return built
+    done: list[FlashResult] = []
+    try:
+        for stage, port, result in zip(plan.staged.stages, ports, built):
+            board = result.board
+            if board.kind == "qemu" and port is None:
+                port = f"socket://127.0.0.1:{qemu.free_port()}"  # each chip an emulator of its own
+            progress(f"stage {stage.index}: uploading to {board.name}" + (f" on {port}" if port else ""))
+            done.append(flash_compiled(stage.compiled, board, result.project, f"{plan.model} (stage {stage.index})",
+                                       port))
+    except BaseException:
+        for r in done:
+            if r.emulator is not None:
+                end_emulators_on(socket_port(r.port))
+        raise
+    return done
+
+
+def summary(plan: SystemPlan, results: Sequence[FlashResult]) -> list[str]:
+    """What ``mcudeploy flash -b SYSTEM`` prints: each stage's firmware, its memory use and where it runs."""
+    lines = [f"{plan.system.name}: {len(results)} stage firmware(s) for {plan.model}"]
+    for stage, r in zip(plan.staged.stages, results):
+        where = ("not uploaded (--no-upload)" if not r.uploaded else
+                 f"QEMU runs it on {r.port}" if r.emulator else f"uploaded to {r.port}")
+        lines.append(f"  stage {stage.index} on {r.board.name}: {r.elf}; {where}")
+        lines += [f"    {line}" for line in r.memory.lines()]
+    for name in sorted({r.board.name for r in results if r.emulator}):
+        lines.append(f"stop the emulators with `mcudeploy flash -b {name} --stop --all`")
+    return lines

@@ -1,0 +1,75 @@
+"""flash -b SYSTEM: each stage's measurer firmware built for its core's board and started on an
+emulator of its own (the stages do not replace one another), each running its own stage bit for bit
+with the host build; ports that do not match the stages, or a real system without them, are one
+sentence before anything is built."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import onnx
+import pytest
+
+from mcudeploy.check import random_inputs
+from mcudeploy.cli import main
+from mcudeploy.device import emulator
+from mcudeploy.device.runner import compare_with_host, run_on_board
+from mcudeploy.frontend import import_model
+from mcudeploy.pipeline import lower
+from mcudeploy.stages.system import load_system
+from mcudeploy.stages.system_plan import compile_system
+from residual import residual_model
+
+
+@pytest.fixture
+def residual(tmp_path):
+    path = tmp_path / "residual.onnx"
+    onnx.save(residual_model(), path)
+    return path
+
+
+def mcudeploy(*args: str, env) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mcudeploy", *args], capture_output=True, text=True, env=env,
+                          timeout=900)
+
+
+@pytest.mark.qemu
+def test_each_stage_runs_on_an_emulator_of_its_own(residual, tmp_path, need_qemu, monkeypatch):
+    monkeypatch.setenv("MCUDEPLOY_CACHE", str(tmp_path / "cache"))
+    env = dict(os.environ)
+    try:
+        done = mcudeploy("flash", str(residual), "-b", "qemu-m4x2", "--project-dir", str(tmp_path / "p"), env=env)
+        assert done.returncode == 0, done.stderr
+        assert "qemu-m4x2: 2 stage firmware(s)" in done.stdout and "--stop --all" in done.stdout
+        running = {e.port: e for e in emulator.running_emulators("qemu-m4")}
+        urls = [line.split("QEMU runs it on ")[1].strip() for line in done.stdout.splitlines() if "QEMU runs it on" in line]
+        assert len(urls) == 2 and {emulator.socket_port(u) for u in urls} == set(running)
+        plan = compile_system(lower(import_model(str(residual))), load_system("qemu-m4x2"), str(residual))
+        for stage, url in zip(plan.staged.stages, urls):
+            samples = random_inputs(stage.compiled.graph, 2, seed=stage.index)
+            run = run_on_board(stage.compiled, samples, port=url)
+            same, lines = compare_with_host(stage.compiled, run.outputs, samples)
+            assert same, (stage.index, lines)
+    finally:
+        mcudeploy("flash", "-b", "qemu-m4", "--stop", "--all", env=env)
+    assert not emulator.running_emulators("qemu-m4")
+
+
+def _error(capsys, argv) -> str:
+    assert main(argv) != 0
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    return err
+
+
+def test_ports_that_do_not_match_the_stages_are_one_sentence(residual, tmp_path, capsys):
+    p = str(tmp_path / "p")
+    assert "takes one --port per stage (2, in stage order), not 1" in _error(
+        capsys, ["flash", str(residual), "-b", "qemu-m4x2", "--port", "socket://127.0.0.1:5555", "--project-dir", p])
+    assert "needs the serial port of each of its 4 stage(s)' chips" in _error(
+        capsys, ["flash", str(residual), "-b", "nucleo-f446re-x4", "--project-dir", p])
+    assert "needs the model its stages run" in _error(capsys, ["flash", "-b", "qemu-m4x2", "--project-dir", p])
+    assert "flash takes one --port for the board qemu-m4" in _error(
+        capsys, ["flash", "-b", "qemu-m4", "--port", "socket://127.0.0.1:5555", "--port", "socket://127.0.0.1:5556"])
+    assert not (tmp_path / "p").exists()  # refused before anything was built
