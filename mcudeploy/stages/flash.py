@@ -2,7 +2,9 @@
 (device/flash.py, offline PlatformIO) in a folder of its own, checked to fit its chip, and
 uploaded to its own chip: an emulated chip gets an emulator of its own on a free port; a real one
 takes the ``--port`` given for it, once per stage in stage order. The host then carries the
-boundary tensors between them (stages/stream.py), so the firmware is the ordinary measurer.
+boundary tensors between them (stages/stream.py), so the firmware is the ordinary measurer. Two
+stages on the two cores of one emulated chip (qemu-an521) are one firmware instead, the two-core
+one `run` streams through (stages/dual.py), started on one emulator.
 
 Every firmware is built and checked before anything is uploaded, so a stage that does not fit
 stops the command with nothing flashed; an upload that fails stops the emulators this command
@@ -37,9 +39,36 @@ def _ports(plan: SystemPlan, ports: Sequence[str], upload: bool) -> list[Optiona
     return given
 
 
+def flash_dual(plan: SystemPlan, chip, project: Path, ports: Sequence[str], upload: bool,
+               progress=print) -> list[FlashResult]:
+    """The two-core firmware of ``chip`` with both stages, built in ``project`` and started on an
+    emulator of its own (the port given, else a free one)."""
+    from mcudeploy.device.dual import build_dual_firmware
+    from mcudeploy.device.emulator import start_emulator
+    from mcudeploy.device.runner import model_name
+
+    if len(ports) > 1:
+        raise MCUDeployError(f"flash -b {plan.system.name} runs both stages in one emulator: give at most one --port")
+    if chip.board.kind != "qemu":
+        raise MCUDeployError(f"the two-core firmware of {plan.system.name} is built for emulators only")
+    first, second = (s.compiled for s in plan.staged.stages)
+    progress(f"stages 0 and 1: building the two-core firmware for {chip.board.name}")
+    fw = build_dual_firmware(first, second, plan.graph.inputs, plan.graph.outputs, chip, Path(project),
+                             model_name(plan.one_chip))
+    if not upload:
+        return [FlashResult(chip.board, Path(project), fw.elf, fw.report, "two-core firmware", None, uploaded=False)]
+    emu = start_emulator(chip.board, fw.elf, socket_port(ports[0]) if ports else qemu.free_port())
+    return [FlashResult(chip.board, Path(project), fw.elf, fw.report, "two-core firmware", emu.url, emulator=emu)]
+
+
 def flash_system(plan: SystemPlan, project: Path, ports: Sequence[str] = (), upload: bool = True,
                  progress=print) -> list[FlashResult]:
     """Build every stage's firmware in ``project``/stageK, then upload each to its chip."""
+    from mcudeploy.stages.dual import dual_chip
+
+    chip = dual_chip(plan)
+    if chip is not None:
+        return flash_dual(plan, chip, project, ports, upload, progress)
     ports = _ports(plan, ports, upload)
     built = []
     for stage, port in zip(plan.staged.stages, ports):
@@ -68,11 +97,13 @@ def flash_system(plan: SystemPlan, project: Path, ports: Sequence[str] = (), upl
 
 def summary(plan: SystemPlan, results: Sequence[FlashResult]) -> list[str]:
     """What ``mcudeploy flash -b SYSTEM`` prints: each stage's firmware, its memory use and where it runs."""
-    lines = [f"{plan.system.name}: {len(results)} stage firmware(s) for {plan.model}"]
+    lines = [f"{plan.system.name}: {len(results)} firmware(s) for the {len(plan.staged.stages)} stage(s) of {plan.model}"]
+    one = len(results) == 1 < len(plan.staged.stages)  # one firmware for every stage: the two-core one
     for stage, r in zip(plan.staged.stages, results):
         where = ("not uploaded (--no-upload)" if not r.uploaded else
                  f"QEMU runs it on {r.port}" if r.emulator else f"uploaded to {r.port}")
-        lines.append(f"  stage {stage.index} on {r.board.name}: {r.elf}; {where}")
+        who = "stages 0 and 1 on its two cores" if one else f"stage {stage.index}"
+        lines.append(f"  {who} on {r.board.name}: {r.elf}; {where}")
         lines += [f"    {line}" for line in r.memory.lines()]
     for name in sorted({r.board.name for r in results if r.emulator}):
         lines.append(f"stop the emulators with `mcudeploy flash -b {name} --stop --all`")

@@ -73,3 +73,29 @@ def test_ports_that_do_not_match_the_stages_are_one_sentence(residual, tmp_path,
     assert "flash takes one --port for the board qemu-m4" in _error(
         capsys, ["flash", "-b", "qemu-m4", "--port", "socket://127.0.0.1:5555", "--port", "socket://127.0.0.1:5556"])
     assert not (tmp_path / "p").exists()  # refused before anything was built
+
+
+@pytest.mark.qemu
+def test_two_stages_on_two_cores_are_one_firmware_on_one_emulator(residual, tmp_path, need_qemu, monkeypatch):
+    from mcudeploy.device.session import Session
+    from mcudeploy.device.transport import Transport
+
+    monkeypatch.setenv("MCUDEPLOY_CACHE", str(tmp_path / "cache"))
+    env = dict(os.environ)
+    plan = compile_system(lower(import_model(str(residual))), load_system("qemu-an521"), str(residual))
+    board = plan.system.chip_firmware(0).board.name
+    try:
+        done = mcudeploy("flash", str(residual), "-b", "qemu-an521", "--project-dir", str(tmp_path / "p"), env=env)
+        assert done.returncode == 0, done.stderr
+        assert "1 firmware(s) for the 2 stage(s)" in done.stdout and "stages 0 and 1 on its two cores" in done.stdout
+        [emu] = emulator.running_emulators(board)
+        session = Session(Transport.open(emu.url), board)
+        info = session.open(boot_wait=2.0)
+        graph = plan.graph
+        assert info.input_bytes == tuple(graph[n].nbytes for n in graph.inputs)  # core 0 takes the model's inputs
+        assert info.output_bytes == tuple(graph[n].nbytes for n in graph.outputs)  # core 1 makes its outputs
+        assert info.arena_bytes == sum(s.compiled.placement.arena_bytes for s in plan.staged.stages)
+        session.transport.close()
+    finally:
+        mcudeploy("flash", "-b", board, "--stop", "--all", env=env)
+    assert not emulator.running_emulators(board)
