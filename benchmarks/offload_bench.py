@@ -47,9 +47,7 @@ def whole_buffers(plain, board, budget: int) -> dict:
     capped = (dataclasses.replace(regions[0], capacity=budget),) + regions[1:]
     lives, placement = lay_out(plain.graph, plain.order, capped, "exact", board.alignment, 5.0)
     slow_buffers = [b for b in lives.buffers if placement.regions.get(b.name) == slow.name]
-    reads = {b.name: sum(1 for n in plain.order for i in n.inputs if i and lives.buffer_of.get(i) == b.name)
-             for b in slow_buffers}
-    ticks = sum(resident_ticks(slow.speed, b.size, reads[b.name]) for b in slow_buffers)
+    ticks = sum(resident_ticks(plain.graph, plain.order, b.tensors, slow) for b in slow_buffers)
     return {"fast": placement.arenas.get(fast, 0), "slow": placement.arenas.get(slow.name, 0), "ticks": ticks,
             "fits": placement.arenas.get(fast, 0) <= budget}
 

@@ -45,6 +45,7 @@ from mcudeploy.ops.copy_async import SLOTS
 from mcudeploy.memory.layout import lay_out
 from mcudeploy.memory.lifetimes import lifetimes
 from mcudeploy.memory.regions import areas
+from mcudeploy.offload.access import slow_access_ticks
 from mcudeploy.offload.moves import COPIES, COPY, COPY_START, COPY_WAIT, move
 from mcudeploy.offload.recompute import RECOMPUTE, recompute, recomputable
 from mcudeploy.ops import registry
@@ -258,10 +259,10 @@ def _candidates(graph: Graph, order: Sequence[Node], lives, pinned, step: int, t
     return out
 
 
-def resident_ticks(speed, nbytes: int, reads: int) -> float:
-    """What a buffer kept in a slow region costs, at least: written there once, read once per use
-    (a kernel that reads a byte several times, a convolution's window, pays more)."""
-    return speed.copy_ticks(nbytes, out=True) + reads * speed.copy_ticks(nbytes, out=False)
+def resident_ticks(graph: Graph, order: Sequence[Node], tensors, slow) -> float:
+    """What a buffer kept in a slow region for its whole life costs: every byte its kernels read and
+    write of it there (offload/access.py), copies aside (they are priced as copies)."""
+    return slow_access_ticks(graph, [n for n in order if n.op not in COPIES], tensors, slow.speed)
 
 
 def _residents(graph: Graph, order: Sequence[Node], lives, pinned, step: int, slow):
@@ -273,7 +274,7 @@ def _residents(graph: Graph, order: Sequence[Node], lives, pinned, step: int, sl
             continue
         if any(graph[t].is_const for t in b.tensors) or (b.io and not slow.dma):
             continue
-        ticks = resident_ticks(slow.speed, b.size, sum(1 for n in order for i in n.inputs if i in b.tensors))
+        ticks = resident_ticks(graph, order, b.tensors, slow)
         out.append((ticks / max(b.size, 1), b.size, b.name, ticks))
     return out
 
@@ -411,8 +412,7 @@ def residents_placed(offload: Offload, graph: Graph, order: Sequence[Node], live
     for b in lives.buffers:
         if placement.regions.get(b.name) != slow.name or not b.tensors or any(t in copies for t in b.tensors):
             continue
-        reads = sum(1 for n in order for i in n.inputs if i and lives.buffer_of.get(i) == b.name)
-        out.append(Resident(b.name, b.size, resident_ticks(slow.speed, b.size, reads)))
+        out.append(Resident(b.name, b.size, resident_ticks(graph, order, b.tensors, slow)))
     return replace(offload, residents=tuple(out))
 
 
