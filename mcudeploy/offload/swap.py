@@ -14,8 +14,10 @@ region's live bytes, the planner follows the swap part of seed 004, for inferenc
 3. when no tensor idles at the peak (in a chain, an operator's input and output are both in use at
    its step), a tensor live there goes to the slow region for its whole life instead: its
    producer writes it there and its consumers read it there (what X-CUBE-AI does with whole
-   activation pools), the one whose accesses cost least per byte freed of the excess (bytes
-   beyond the excess lower nothing that matters);
+   activation pools), the one whose accesses (every byte its kernels read and write of it,
+   offload/access.py) cost least per byte freed of the excess (bytes beyond the excess lower
+   nothing that matters). A tensor goes with its views, but not with the tensors operators wrote
+   over it in place: pinned to another region, it no longer shares their buffer (memory/alias.py);
    A graph input or output may go too where the slow region is reachable by the caller ("dma");
 4. when nothing at the peak can go, the budget cannot be met: the error says the least fast
    memory this order needs.
@@ -265,17 +267,44 @@ def resident_ticks(graph: Graph, order: Sequence[Node], tensors, slow) -> float:
     return slow_access_ticks(graph, [n for n in order if n.op not in COPIES], tensors, slow.speed)
 
 
+def _view_groups(graph: Graph, order: Sequence[Node], tensors) -> dict[str, list[str]]:
+    """``tensors`` by the tensor each is a view of (itself where it is no view)."""
+    made = {o: n for n in order for o in n.outputs}
+    def base(t: str) -> str:
+        n = made.get(t)
+        while n is not None and (registry.get(n.op).view or registry.get(n.op).subview) and n.inputs[0] in tensors:
+            t, n = n.inputs[0], made.get(n.inputs[0])
+        return t
+    groups: dict[str, list[str]] = {}
+    for t in tensors:
+        groups.setdefault(base(t), []).append(t)
+    return groups
+
+
 def _residents(graph: Graph, order: Sequence[Node], lives, pinned, step: int, slow):
-    """(access ticks per byte, bytes, tensor, access ticks) of every tensor live at ``step`` in fast
-    memory that could live in the slow region instead."""
+    """(access ticks per byte, bytes, tensors, access ticks) of every tensor live at ``step`` in fast
+    memory that could live in the slow region instead, with its views: one at a time, also where
+    operators wrote it over others in place (pinned apart, they no longer share a buffer)."""
     out = []
+    steps: dict[str, list[int]] = {t: [-1] for t in graph.inputs}
+    for i, n in enumerate(order):
+        for t in (*n.inputs, *n.outputs):
+            if t:
+                steps.setdefault(t, []).append(i)
     for b in lives.buffers:
         if b.name in pinned or not b.tensors or not b.first <= step <= b.last:
             continue
-        if any(graph[t].is_const for t in b.tensors) or (b.io and not slow.dma):
+        if any(graph[t].is_const for t in b.tensors):
             continue
-        ticks = resident_ticks(graph, order, b.tensors, slow)
-        out.append((ticks / max(b.size, 1), b.size, b.name, ticks))
+        for group in _view_groups(graph, order, b.tensors).values():
+            seen = [i for t in group for i in steps.get(t, ())]
+            if not seen or not min(seen) <= step <= max(seen):
+                continue
+            if not slow.dma and any(t in graph.inputs or t in graph.outputs for t in group):
+                continue
+            nbytes = max(graph[t].nbytes for t in group)
+            ticks = resident_ticks(graph, order, group, slow)
+            out.append((ticks / max(nbytes, 1), nbytes, tuple(group), ticks))
     return out
 
 
@@ -293,6 +322,7 @@ def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, ali
     order = tuple(order)
     baseline = sum(node_ticks(graph, order, board, cache, slow))
     swaps, residents, recomputes = [], [], []
+    groups: dict[str, tuple[str, ...]] = {}  # per resident, the tensors pinned to the slow region
     for _ in range(MAX_ROUNDS):
         lives, pinned, live = _fast_live(graph, order, alignment, slow.name)
         peak = max(live)
@@ -326,12 +356,13 @@ def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, ali
                                  f"{peak:,} B stay live in {fast} at step {step} ({at}), where nothing live can "
                                  f"go to {slow.name}")
         excess = peak - budget  # bytes beyond what is needed free nothing useful: price per byte that helps
-        _, nbytes, buffer, cost = min(stay, key=lambda c: (c[3] / max(min(c[1], excess), 1), -c[1], c[2]))
-        held = [t for t, b in lives.buffer_of.items() if b == buffer]
+        _, nbytes, held, cost = min(stay, key=lambda c: (c[3] / max(min(c[1], excess), 1), -c[1], c[2]))
         graph = graph.replace(tensors={**graph.tensors, **{t: graph[t].with_(region=slow.name) for t in held}})
-        residents.append(Resident(buffer, nbytes, cost))
+        residents.append(Resident(held[0], nbytes, cost))
+        groups[held[0]] = held
     else:
         raise MCUDeployError(f"swapping for a fast-memory budget of {budget:,} B did not converge in {MAX_ROUNDS} moves")
+    graph, residents = _unpin(graph, order, residents, groups, budget, alignment, slow)
     if dma and swaps:
         order = _slide(graph, order, board, budget, alignment, cache, slow, earlier)
         graph, order = _slots(graph, order)
@@ -340,6 +371,20 @@ def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, ali
     final = _final_steps(swaps, graph, order, node_ticks(graph, order, board, cache, slow), slow)
     return graph, order, Offload(budget, fast, slow.name, final, tuple(residents), baseline, slow.speed.modelled, again,
                                  dma and bool(swaps))
+
+
+def _unpin(graph: Graph, order: Sequence[Node], residents: list, groups: Mapping[str, tuple[str, ...]], budget: int,
+           alignment: int, slow) -> tuple[Graph, list]:
+    """The graph with each resident, dearest first, back in fast memory where the fast live bytes
+    still fit ``budget`` without it (one chosen at the highest step may have made one chosen earlier,
+    at a lower one, needless); and the residents left."""
+    kept = list(residents)
+    for r in sorted(residents, key=lambda r: (-r.access_ticks, r.tensor)):
+        back = graph.replace(tensors={**graph.tensors, **{t: graph[t].with_(region=None) for t in groups[r.tensor]}})
+        if max(_fast_live(back, order, alignment, slow.name)[2]) <= budget:
+            graph = back
+            kept.remove(r)
+    return graph, kept
 
 
 def _slide(graph: Graph, order: tuple[Node, ...], board, budget: int, alignment: int, cache, slow,
