@@ -10,7 +10,10 @@ region's live bytes, the planner follows the swap part of seed 004, for inferenc
 2. while the fast region's live-bytes peak exceeds the budget: of the tensors live and idle at the
    peak step (a buffer of its own, not a graph output), take the one with the longest idle time
    (ties: the larger, then the name), and move it out after its last use before the peak and back
-   before its next one (offload/moves.py): its copies cost ``Speed.copy_ticks`` each way;
+   before its next one (offload/moves.py): its copies cost ``Speed.copy_ticks`` each way. Where a
+   step from that next use on exceeds the budget still, back in fast memory it would only add to
+   it there: it stays out (a spill), and its later readers read the copy in the slow region, priced
+   by their kernels' traffic (offload/access.py);
 3. when no tensor idles at the peak (in a chain, an operator's input and output are both in use at
    its step), a tensor live there goes to the slow region for its whole life instead: its
    producer writes it there and its consumers read it there (what X-CUBE-AI does with whole
@@ -67,6 +70,8 @@ class Swap:
     copy_ticks: float  # both copies, modelled from the slow region's speed
     trigger: int = -1  # the step that starts the copy back (a CopyStart; in_step for a plain copy)
     hidden_ticks: float = 0.0  # of copy_ticks, what the computation beside asynchronous copies hides
+    back: bool = True  # False: a spill, no copy back (in_step, trigger -1): later readers read the slow copy
+    access_ticks: float = 0.0  # a spill's: what the later readers' kernels spend reading the slow copy
 
 
 @dataclass(frozen=True)
@@ -109,16 +114,17 @@ class Offload:
         CopyWait waits its modelled time on the board itself)."""
         if not self.modelled:
             return 0.0
-        return sum(r.access_ticks for r in self.residents) + (0.0 if self.asynchronous else
-                                                              sum(s.copy_ticks for s in self.swaps))
+        return (sum(r.access_ticks for r in self.residents) + sum(s.access_ticks for s in self.swaps)
+                + (0.0 if self.asynchronous else sum(s.copy_ticks for s in self.swaps)))
 
     @property
     def bytes_moved(self) -> int:
-        return sum(2 * s.nbytes for s in self.swaps)
+        return sum((2 if s.back else 1) * s.nbytes for s in self.swaps)
 
     @property
     def added_ticks(self) -> float:
-        return (sum(s.copy_ticks - s.hidden_ticks for s in self.swaps) + sum(r.access_ticks for r in self.residents)
+        return (sum(s.copy_ticks - s.hidden_ticks + s.access_ticks for s in self.swaps)
+                + sum(r.access_ticks for r in self.residents)
                 + sum(r.ticks for r in self.recomputes))
 
     @staticmethod
@@ -126,7 +132,8 @@ class Offload:
         """plan.json's "offload" read back (what ``run DIR`` rebuilds)."""
         swaps = tuple(Swap(s["tensor"], int(s["bytes"]), int(s["out_step"]), int(s["in_step"]), float(s["idle_ticks"]),
                            float(s["copy_ticks"]), int(s.get("trigger", s["in_step"])),
-                           float(s.get("hidden_ticks", 0.0))) for s in d["swaps"])
+                           float(s.get("hidden_ticks", 0.0)), bool(s.get("back", True)),
+                           float(s.get("access_ticks", 0.0))) for s in d["swaps"])
         residents = tuple(Resident(r["tensor"], int(r["bytes"]), float(r["access_ticks"])) for r in d.get("resident", []))
         again = tuple(Recompute(r["tensor"], r["operators"][0], int(r["step"]), float(r["ticks"]))
                       for r in d.get("recomputes", []))
@@ -137,7 +144,8 @@ class Offload:
         return {"budget_bytes": self.budget_bytes, "fast_region": self.fast_region, "slow_region": self.slow_region,
                 "swaps": [{"tensor": s.tensor, "bytes": s.nbytes, "out_step": s.out_step, "in_step": s.in_step,
                            "trigger": s.trigger, "idle_ticks": round(s.idle_ticks, 1),
-                           "copy_ticks": round(s.copy_ticks, 1), "hidden_ticks": round(s.hidden_ticks, 1)}
+                           "copy_ticks": round(s.copy_ticks, 1), "hidden_ticks": round(s.hidden_ticks, 1),
+                           "back": s.back, "access_ticks": round(s.access_ticks, 1)}
                           for s in self.swaps],
                 "resident": [{"tensor": r.tensor, "bytes": r.nbytes, "access_ticks": round(r.access_ticks, 1)}
                              for r in self.residents],
@@ -334,6 +342,17 @@ def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, ali
         if found:
             idle, nbytes, tensor, after, before = min(found, key=lambda c: (-c[0], -c[1], c[2]))
             both = (slow.speed.copy_ticks(nbytes, out=True), slow.speed.copy_ticks(nbytes, out=False))
+            model = tuple(int(-(-t // 1)) for t in both)
+            last = max(i for i, n in enumerate(order) if tensor in n.inputs)
+            if any(live[i + 1] > budget for i in range(before, last + 1)):
+                # back in fast memory it would sit where the budget is exceeded still: its later
+                # readers read it in the slow region instead
+                reads = resident_ticks(graph, order[before:], [tensor], slow)
+                graph, order = move(graph, order, tensor, slow.name, after, None, (model[0], 0) if dma else None,
+                                    slow.speed.modelled)
+                swaps.append(Swap(tensor, graph[tensor].nbytes, after, -1, idle, both[0], back=False,
+                                  access_ticks=reads))
+                continue
             cost = max(0.0, sum(both) - idle) if dma else sum(both)  # what the idle time cannot hide
             producer = recomputable(graph, order, tensor, before)
             again = ticks[order.index(producer)] if producer is not None else None
@@ -341,7 +360,6 @@ def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, ali
                 graph, order = recompute(graph, order, tensor, before)
                 recomputes.append(Recompute(tensor, producer.name, before, again))
                 continue
-            model = tuple(int(-(-t // 1)) for t in both)
             graph, order = move(graph, order, tensor, slow.name, after, before, model if dma else None,
                                 slow.speed.modelled)
             swaps.append(Swap(tensor, graph[tensor].nbytes, after, before, idle, sum(both)))
@@ -510,12 +528,16 @@ def _final_steps(swaps: Sequence[Swap], graph: Graph, order: Sequence[Node], tic
         held = order[copy_out].outputs[0]
         if order[copy_out].op == COPY_START:
             held = next(n for n in order if n.op == COPY_WAIT and n.inputs[0] == held).outputs[0]
+        stalls = sum(ticks[i] for i, n in enumerate(order) if n.op == COPY_WAIT and n.attr("of") == s.tensor)
+        waited = any(n.op == COPY_WAIT and n.attr("of") == s.tensor for n in order)
+        if not s.back:
+            out.append(replace(s, out_step=copy_out, in_step=-1, trigger=-1,
+                               hidden_ticks=max(0.0, s.copy_ticks - stalls) if waited else 0.0))
+            continue
         trigger = next(i for i, n in enumerate(order) if n.op in (COPY, COPY_START) and n.inputs[0] == held)
         copy_in = trigger
         if order[trigger].op == COPY_START:
             copy_in = next(i for i, n in enumerate(order) if n.op == COPY_WAIT and n.inputs[0] == order[trigger].outputs[0])
-        stalls = sum(ticks[i] for i, n in enumerate(order) if n.op == COPY_WAIT and n.attr("of") == s.tensor)
-        waited = any(n.op == COPY_WAIT and n.attr("of") == s.tensor for n in order)
         out.append(replace(s, out_step=copy_out, in_step=copy_in, trigger=trigger,
                            hidden_ticks=max(0.0, s.copy_ticks - stalls) if waited else 0.0))
     return tuple(out)
