@@ -12,8 +12,9 @@ region's live bytes, the planner follows the swap part of seed 004, for inferenc
    (ties: the larger, then the name), and move it out after its last use before the peak and back
    before its next one (offload/moves.py): its copies cost ``Speed.copy_ticks`` each way. Where a
    step from that next use on exceeds the budget still, back in fast memory it would only add to
-   it there: it stays out (a spill), and its later readers read the copy in the slow region, priced
-   by their kernels' traffic (offload/access.py);
+   it there: with ``spill`` it stays out, and its later readers read the copy in the slow region,
+   priced by their kernels' traffic (offload/access.py); place_within keeps the plan with spills
+   or the one without, whichever adds fewer ticks;
 3. when no tensor idles at the peak (in a chain, an operator's input and output are both in use at
    its step), a tensor live there goes to the slow region for its whole life instead: its
    producer writes it there and its consumers read it there (what X-CUBE-AI does with whole
@@ -318,13 +319,14 @@ def _residents(graph: Graph, order: Sequence[Node], lives, pinned, step: int, sl
 
 def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, alignment: int = 4,
                     cache: Optional[CacheView] = None, keep: bool = True,
-                    earlier: Mapping[str, int] = {}) -> tuple[Graph, tuple[Node, ...], Offload]:
+                    earlier: Mapping[str, int] = {}, spill: bool = False) -> tuple[Graph, tuple[Node, ...], Offload]:
     """The graph and order with idle tensors swapped out of the fast region, and with ``keep``
     tensors pinned to the slow region, until the fast region's live bytes fit ``budget``; and what
     was done. Without ``keep`` it stops where no tensor idles at a step over the budget (the region
     assignment then moves whole buffers, place_within); with it, a budget it cannot meet is
     refused in one sentence. ``earlier``: per swapped tensor, steps its asynchronous copy back starts
-    earlier than its estimated ticks ask (for the stalls a board reported, search/stalls.py)."""
+    earlier than its estimated ticks ask (for the stalls a board reported, search/stalls.py).
+    ``spill``: a tensor whose copy back would land where the budget is exceeded still stays out."""
     fast, slow = regions_for_swap(board)
     dma = asynchronous(board, fast, slow)
     order = tuple(order)
@@ -344,7 +346,7 @@ def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, ali
             both = (slow.speed.copy_ticks(nbytes, out=True), slow.speed.copy_ticks(nbytes, out=False))
             model = tuple(int(-(-t // 1)) for t in both)
             last = max(i for i, n in enumerate(order) if tensor in n.inputs)
-            if any(live[i + 1] > budget for i in range(before, last + 1)):
+            if spill and any(live[i + 1] > budget for i in range(before, last + 1)):
                 # back in fast memory it would sit where the budget is exceeded still: its later
                 # readers read it in the slow region instead
                 reads = resident_ticks(graph, order[before:], [tensor], slow)
@@ -496,7 +498,10 @@ def place_within(graph: Graph, order: Sequence[Node], board, budget: int, method
         target = budget
         for _ in range(rounds):
             try:
-                g, o, offload = fit_fast_memory(graph, order, board, target, board.alignment, keep=keep, earlier=earlier)
+                # with keep, spills or none (the planner's own figures are whole then): the fewer ticks
+                g, o, offload = min((fit_fast_memory(graph, order, board, target, board.alignment, keep=keep,
+                                                     earlier=earlier, spill=spill) for spill in (False, True)[:1 + keep]),
+                                    key=lambda f: f[2].added_ticks)
             except MCUDeployError as err:
                 refusal = refusal or err
                 break
