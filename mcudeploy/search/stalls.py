@@ -14,6 +14,7 @@ from typing import Callable, Mapping, Sequence
 
 from mcudeploy.device.runner import timed_nodes
 from mcudeploy.ops.copy_async import COPY_START, COPY_WAIT
+from mcudeploy.search.space import short_name
 
 STALL_TICKS = 8  # a wait that finds its copy done takes a call and a register read: a few ticks of its own
 MAX_ROUNDS = 8  # each round moves every stalled trigger a step; a bound on builds and runs
@@ -74,8 +75,8 @@ def round_lines(history: Sequence[Round]) -> list[str]:
     """Per round: the stalled waits (tensor, ticks) and each trigger that moved since the round before."""
     lines = []
     for k, r in enumerate(history):
-        stalled = ", ".join(f"{t} {n:,} ticks" for t, n in sorted(r.stalls.items())) or "none"
-        moved = [f"{t} step {history[k - 1].triggers[t]} -> {s}" for t, s in sorted(r.triggers.items())
+        stalled = ", ".join(f"{short_name(t)} {n:,} ticks" for t, n in sorted(r.stalls.items())) or "none"
+        moved = [f"{short_name(t)} step {history[k - 1].triggers[t]} -> {s}" for t, s in sorted(r.triggers.items())
                  if k and history[k - 1].triggers.get(t, s) != s]
         lines.append(f"round {k + 1}: {len(r.triggers)} copies back by DMA; stalled waits: {stalled}"
                      + (f"; triggers moved earlier: {', '.join(moved)}" if moved else ""))
