@@ -78,7 +78,7 @@ def round_lines(history: Sequence[Round]) -> list[str]:
         stalled = ", ".join(f"{short_name(t)} {n:,} ticks" for t, n in sorted(r.stalls.items())) or "none"
         moved = [f"{short_name(t)} step {history[k - 1].triggers[t]} -> {s}" for t, s in sorted(r.triggers.items())
                  if k and history[k - 1].triggers.get(t, s) != s]
-        lines.append(f"round {k + 1}: {len(r.triggers)} copies back by DMA; stalled waits: {stalled}"
+        lines.append(f"round {k + 1}: copies back by DMA: {len(r.triggers)}; stalled waits: {stalled}"
                      + (f"; triggers moved earlier: {', '.join(moved)}" if moved else ""))
     if history and history[-1].stalls:
         lines.append(f"{len(history[-1].stalls)} wait(s) still stall after {len(history)} round(s): the copy out or "
