@@ -35,3 +35,19 @@ def test_a_buffer_in_slow_memory_pays_for_every_kernel_access():
     got = slow_access_ticks(c.graph, c.order, ["a"], speed)
     assert abs(got - want) < 1e-6
     assert got > speed.copy_ticks(nbytes, out=True) + speed.copy_ticks(nbytes, out=False)
+
+
+def test_a_tensor_pinned_to_another_region_shares_no_buffer_in_place():
+    """The Add of residual_model writes y over one of its inputs; with that input pinned to the slow
+    region (what the swap planner does to a tensor it keeps there), y gets a buffer of its own, and
+    the input keeps the slow region."""
+    from mcudeploy.memory.lifetimes import lifetimes
+
+    c = compile_model(residual_model(), "host", schedule_method="model")
+    lives = lifetimes(c.graph, c.order, 4)
+    add = next(n for n in c.order if n.op == "Add")
+    src = next(i for i in add.inputs if lives.buffer_of[i] == lives.buffer_of[add.outputs[0]])
+    _, slow = regions_for_swap(load_board("host"))
+    pinned = c.graph.replace(tensors={**c.graph.tensors, src: c.graph[src].with_(region=slow.name)})
+    apart = lifetimes(pinned, c.order, 4)
+    assert apart.buffer_of[src] != apart.buffer_of[add.outputs[0]]
