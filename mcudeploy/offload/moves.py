@@ -150,3 +150,24 @@ def stays(compiled) -> list[list[Stay]]:
             chain.append(Stay(value, t, where.get(b.name), b.first, b.last))
         out.append(chain)
     return out
+
+
+STAGE = "stage"  # attribute of a Copy that brings a tensor kept in a slow region into fast memory for its readers
+
+
+def stage(graph: Graph, order: Sequence[Node], tensor: str, before: int) -> tuple[Graph, tuple[Node, ...]]:
+    """The graph and order with ``tensor`` (kept in a slow region) copied into the first usable
+    region right before step ``before``, whose nodes from there on read the copy: a reader that
+    goes over its input many times (a window) then reads fast memory."""
+    order = tuple(order)
+    if not any(tensor in n.inputs for n in order[before:]):
+        raise MCUDeployError(f"tensor {tensor} is not read from step {before} on")
+    name = fresh_name(graph, f"{tensor}@fast")
+    copy = Node(fresh_name(graph, f"stage_{tensor}"), COPY, (tensor,), (name,), {"of": tensor, STAGE: 1})
+    renamed = {n.name: n.with_(inputs=tuple(name if i == tensor else i for i in n.inputs))
+               for n in order[before:] if tensor in n.inputs}
+    new_order = order[:before] + (copy,) + tuple(renamed.get(n.name, n) for n in order[before:])
+    scheduled = {n.name for n in order}
+    nodes = new_order + tuple(n for n in graph.nodes if n.name not in scheduled)
+    added = graph[tensor].with_(name=name, kind="activation", region=None)
+    return graph.replace(tensors={**graph.tensors, name: added}, nodes=nodes), new_order

@@ -52,7 +52,7 @@ from mcudeploy.memory.layout import lay_out
 from mcudeploy.memory.lifetimes import lifetimes
 from mcudeploy.memory.regions import areas
 from mcudeploy.offload.access import slow_access_ticks
-from mcudeploy.offload.moves import COPIES, COPY, COPY_START, COPY_WAIT, move
+from mcudeploy.offload.moves import COPIES, COPY, COPY_START, COPY_WAIT, STAGE, move, stage
 from mcudeploy.offload.recompute import RECOMPUTE, recompute, recomputable
 from mcudeploy.ops import registry
 from mcudeploy.simulate.simulate import Estimator, work
@@ -272,8 +272,9 @@ def _candidates(graph: Graph, order: Sequence[Node], lives, pinned, step: int, t
 
 def resident_ticks(graph: Graph, order: Sequence[Node], tensors, slow) -> float:
     """What a buffer kept in a slow region for its whole life costs: every byte its kernels read and
-    write of it there (offload/access.py), copies aside (they are priced as copies)."""
-    return slow_access_ticks(graph, [n for n in order if n.op not in COPIES], tensors, slow.speed)
+    write of it there (offload/access.py), and the copies that stage it into fast memory for its
+    readers; a swap's copies aside (they are priced as the swap's)."""
+    return slow_access_ticks(graph, [n for n in order if n.op not in COPIES or n.attr(STAGE)], tensors, slow.speed)
 
 
 def _view_groups(graph: Graph, order: Sequence[Node], tensors) -> dict[str, list[str]]:
@@ -291,9 +292,10 @@ def _view_groups(graph: Graph, order: Sequence[Node], tensors) -> dict[str, list
 
 
 def _residents(graph: Graph, order: Sequence[Node], lives, pinned, step: int, slow):
-    """(access ticks per byte, bytes, tensors, access ticks) of every tensor live at ``step`` in fast
-    memory that could live in the slow region instead, with its views: one at a time, also where
-    operators wrote it over others in place (pinned apart, they no longer share a buffer)."""
+    """(access ticks per byte, bytes, tensors, access ticks hoped for, access ticks) of every tensor
+    live at ``step`` in fast memory that could live in the slow region instead, with its views: one
+    at a time, also where operators wrote it over others in place (pinned apart, they no longer
+    share a buffer)."""
     out = []
     steps: dict[str, list[int]] = {t: [-1] for t in graph.inputs}
     for i, n in enumerate(order):
@@ -313,7 +315,13 @@ def _residents(graph: Graph, order: Sequence[Node], lives, pinned, step: int, sl
                 continue
             nbytes = max(graph[t].nbytes for t in group)
             ticks = resident_ticks(graph, order, group, slow)
-            out.append((ticks / max(nbytes, 1), nbytes, tuple(group), ticks))
+            # read only after this step, it may be staged into fast memory for its readers (_staged):
+            # chosen as if it will be, priced as it is until it is
+            hope = ticks
+            if not any(set(group) & set(n.inputs) for n in order[:step + 1]) and len(group) == 1:
+                hope = min(ticks, resident_ticks(graph, order[:step + 1], group, slow)
+                           + slow.speed.copy_ticks(nbytes, out=False))
+            out.append((hope / max(nbytes, 1), nbytes, tuple(group), hope, ticks))
     return out
 
 
@@ -376,13 +384,14 @@ def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, ali
                                  f"{peak:,} B stay live in {fast} at step {step} ({at}), where nothing live can "
                                  f"go to {slow.name}")
         excess = peak - budget  # bytes beyond what is needed free nothing useful: price per byte that helps
-        _, nbytes, held, cost = min(stay, key=lambda c: (c[3] / max(min(c[1], excess), 1), -c[1], c[2]))
+        _, nbytes, held, _, cost = min(stay, key=lambda c: (c[3] / max(min(c[1], excess), 1), -c[1], c[2]))
         graph = graph.replace(tensors={**graph.tensors, **{t: graph[t].with_(region=slow.name) for t in held}})
         residents.append(Resident(held[0], nbytes, cost))
         groups[held[0]] = held
     else:
         raise MCUDeployError(f"swapping for a fast-memory budget of {budget:,} B did not converge in {MAX_ROUNDS} moves")
     graph, residents = _unpin(graph, order, residents, groups, budget, alignment, slow)
+    graph, order, residents = _staged(graph, order, residents, groups, budget, alignment, slow)
     if dma and swaps:
         order = _slide(graph, order, board, budget, alignment, cache, slow, earlier)
         graph, order = _slots(graph, order)
@@ -405,6 +414,28 @@ def _unpin(graph: Graph, order: Sequence[Node], residents: list, groups: Mapping
             graph = back
             kept.remove(r)
     return graph, kept
+
+
+def _staged(graph: Graph, order: tuple[Node, ...], residents: list, groups: Mapping[str, tuple[str, ...]],
+            budget: int, alignment: int, slow) -> tuple[Graph, tuple[Node, ...], list]:
+    """The graph and order with each resident (a tensor without views, not swapped), dearest first,
+    copied into fast memory right before its first reader where the fast live bytes still fit
+    ``budget`` and that costs fewer ticks than the readers' traffic in slow memory (a convolution
+    reading its input nine times); and the residents repriced."""
+    out = []
+    for r in sorted(residents, key=lambda r: (-r.access_ticks, r.tensor)):
+        t = r.tensor
+        readers = [i for i, n in enumerate(order) if t in n.inputs]
+        if groups.get(t) != (t,) or not readers or any(n.attr("of") == t for n in order):
+            out.append(r)
+            continue
+        g, o = stage(graph, order, t, readers[0])
+        cost = resident_ticks(g, o, [t], slow)
+        if cost < r.access_ticks and max(_fast_live(g, o, alignment, slow.name)[2]) <= budget:
+            graph, order, r = g, o, replace(r, access_ticks=cost)
+        out.append(r)
+    by = {k.tensor: k for k in out}
+    return graph, order, [by[r.tensor] for r in residents]
 
 
 def _slide(graph: Graph, order: tuple[Node, ...], board, budget: int, alignment: int, cache, slow,
