@@ -21,7 +21,10 @@ region's live bytes, the planner follows the swap part of seed 004, for inferenc
    activation pools), the one whose accesses (every byte its kernels read and write of it,
    offload/access.py) cost least per byte freed of the excess (bytes beyond the excess lower
    nothing that matters). A tensor goes with its views, but not with the tensors operators wrote
-   over it in place: pinned to another region, it no longer shares their buffer (memory/alias.py);
+   over it in place: pinned to another region, it no longer shares their buffer (memory/alias.py).
+   Once the budget is met, tensors kept there that a later choice made needless come back, and one
+   read only later is copied into fast memory before its first reader where the budget holds and
+   the copy costs less than the reads (a stage, offload/moves.py);
    A graph input or output may go too where the slow region is reachable by the caller ("dma");
 4. when nothing at the peak can go, the budget cannot be met: the error says the least fast
    memory this order needs.
