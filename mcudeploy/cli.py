@@ -164,13 +164,13 @@ def _fast_memory_option(p: argparse.ArgumentParser, tune: bool = False) -> None:
                            "scheme of cuts its search kept" if tune else ""))
 
 
-def _compile(args):
+def _compile(args, fast_memory=None, earlier={}):
     from mcudeploy.frontend import parse_input_shapes
     from mcudeploy.pipeline import compile_model
 
     return compile_model(args.model, args.board, parse_input_shapes(args.input_shape), schedule_method=args.schedule,
                          schedule_time_limit=args.time_limit, int8_input=args.int8_input,
-                         fast_memory=args.fast_memory)
+                         fast_memory=fast_memory or args.fast_memory, earlier=earlier)
 
 
 def cmd_boards(args) -> int:
@@ -387,6 +387,8 @@ def cmd_measure(args) -> int:
         plan = measure_system(lambda: _compile_system(args, system), repeat=args.repeat)
         print(json.dumps(system_plan_dict(plan), indent=1) if args.json else "\n".join(system_lines(plan)))
         return 0
+    if args.settle:
+        return _settle(args)
     target = None
     if args.estimate_for:
         from mcudeploy.boards import load_board
@@ -401,6 +403,30 @@ def cmd_measure(args) -> int:
     else:
         for line in (result.memory.lines() if result.memory else []) + result.lines():
             print(line)
+    return 0
+
+
+def _settle(args) -> int:
+    """measure --settle: the stall feedback's rounds (search/stalls.py) on a board whose DMA engine copies
+    the swaps, one line per round."""
+    from mcudeploy import check
+    from mcudeploy.search.stalls import round_lines, settle_on_board
+
+    if not args.fast_memory:
+        raise MCUDeployError("--settle needs --fast-memory: without a budget nothing is swapped, so no copy can stall")
+    if len(args.port) > 1 or args.boards > 1 or args.place is not None or args.estimate_for:
+        raise MCUDeployError("--settle runs on one board: give at most one --port, and no --boards, --place or "
+                             "--estimate-for")
+    first = _compile(args)
+    if first.offload is None or not first.offload.asynchronous:
+        raise MCUDeployError(f"--settle: nothing is copied by DMA on {first.board.name} at this budget (a board "
+                             f"with a dma_engine reaching its slow region swaps asynchronously)")
+    budget = first.offload.budget_bytes
+    samples = check.random_inputs(first.graph, 1)
+    _, history = settle_on_board(lambda earlier: first if not earlier else _compile(args, budget, earlier),
+                                        samples, port=args.port[0] if args.port else None)
+    for line in round_lines(history):
+        print(line)
     return 0
 
 
@@ -543,6 +569,10 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--estimate-for", metavar="BOARD",
                    help="on an emulated board: also estimate the cycles and milliseconds on this real board (its core, "
                         "clock and flash wait states) from a traced run; an estimate, not a measurement")
+    s.add_argument("--settle", action="store_true",
+                   help="with --fast-memory on a board with a DMA engine: run the model whole, move the trigger of "
+                        "each copy back whose wait stalled a step earlier, and run again until no wait stalls; "
+                        "prints each round's stalls and moved triggers")
     _system_options(s)
     s.set_defaults(run=cmd_measure)
 

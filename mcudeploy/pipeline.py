@@ -79,10 +79,11 @@ def compile_model(source: Union[str, os.PathLike, onnx.ModelProto], board: Union
                   schedule_method: str = "auto", check: bool = False, placement_method: str = "exact",
                   placement_time_limit: float = 5.0, schedule_time_limit: float = 10.0,
                   scheme: Scheme = (), int8_input: bool = False,
-                  fast_memory: Union[int, str, None] = None) -> Compiled:
+                  fast_memory: Union[int, str, None] = None, earlier: Mapping[str, int] = {}) -> Compiled:
     """Import, lower (with `int8_input`, the quantized inputs taken as integers), split by `scheme`
     (none: the operators as they are), then compile_graph. fast_memory: bytes, or a share of the
-    unconstrained first region's arena ("50%"; that arena is compiled first to know it)."""
+    unconstrained first region's arena ("50%"; that arena is compiled first to know it). earlier:
+    compile_graph's."""
     graph = lower(import_model(source, input_shapes), check=check, int8_input=int8_input)
     if scheme:
         graph = split(graph, scheme)
@@ -93,7 +94,7 @@ def compile_model(source: Union[str, os.PathLike, onnx.ModelProto], board: Union
     if fast_memory is not None:
         board = load_board(board) if isinstance(board, str) else board
         fast_memory = fast_memory_bytes(fast_memory, lambda: compile_graph(graph, board, name, **options))
-    return compile_graph(graph, board, name, fast_memory=fast_memory, **options)
+    return compile_graph(graph, board, name, fast_memory=fast_memory, earlier=earlier, **options)
 
 
 def fast_memory_bytes(spec: Union[int, str], unconstrained: Callable[[], Compiled]) -> int:

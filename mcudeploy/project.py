@@ -95,6 +95,7 @@ def load_project(path: Union[str, os.PathLike], board: Optional[str] = None) -> 
     except (SplitError, KeyError, TypeError, ValueError) as exc:
         raise MCUDeployError(f"{where} does not match {model_path}: its cuts do not apply ({_clause(exc)})") from None
     graph, order = _order(where, plan, graph, model_path)
+    graph = _in_slow_memory(plan, graph)
     lives = _lifetimes(where, plan, graph, order, target.alignment, model_path)
     placement = _placement(where, plan, lives)
     sched = plan.get("schedule") or {}
@@ -109,6 +110,17 @@ def load_project(path: Union[str, os.PathLike], board: Optional[str] = None) -> 
     _same_plan(where, plan, compiled)
     _same_c(where, compiled)
     return Project(where, plan, model_path, compiled, unsplit)
+
+
+def _in_slow_memory(plan: dict, graph: Graph) -> Graph:
+    """The graph with every tensor of a buffer the plan put in its fast-memory budget's slow region
+    pinned there, as the planner pinned them (pinned apart, tensors share no buffer in place)."""
+    slow = (plan.get("offload") or {}).get("slow_region")
+    held = {t for b in plan["buffers"] if slow and b.get("region") == slow for t in b.get("tensors") or ()}
+    held &= set(graph.tensors)
+    if not held:
+        return graph
+    return graph.replace(tensors={**graph.tensors, **{t: graph[t].with_(region=slow) for t in held}})
 
 
 def _code(where: Path, plan: dict) -> CodeOptions:

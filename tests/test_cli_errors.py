@@ -115,3 +115,14 @@ def test_a_pool_of_boards_that_cannot_be(tmp_path, capsys, argv, words):
     model = _save(tmp_path, _qdq_model())
     board = [] if "-b" in argv else ["-b", "qemu-m4"]
     assert words in _error(capsys, ["measure", str(model), *board, *argv])
+
+
+def test_measure_settle_needs_a_budget_and_a_dma_board(tmp_path, capsys):
+    """measure --settle without --fast-memory, or where no copy goes by DMA (qemu-m4 has no DMA
+    engine), is refused in one sentence before any board is started."""
+    from residual import residual_model
+
+    path = _save(tmp_path, residual_model())
+    assert "--settle needs --fast-memory" in _error(capsys, ["measure", str(path), "-b", "qemu-an505", "--settle"])
+    err = _error(capsys, ["measure", str(path), "-b", "qemu-m4", "--settle", "--fast-memory", "60%"])
+    assert "nothing is copied by DMA on qemu-m4" in err

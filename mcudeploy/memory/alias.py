@@ -24,7 +24,8 @@ views, so a tensor needs no copy to sit inside a larger buffer. Five kinds of sh
   that input's buffer when the input fills the whole buffer, nothing in the buffer is read after
   this step or is a graph output, and no other input of the operator reads that buffer. With
   "resize", also where the output is bigger or smaller than the input: the buffer is then a
-  staircase, the input's size up to the step and the output's after it (``Span.steps``).
+  staircase, the input's size up to the step and the output's after it (``Span.steps``). Not where
+  a rewrite put the input and the output in different regions (Tensor.region).
 
 Concat and Split sharing can cost memory (a Concat's buffer is live from its first input's
 producer on; a Split's input lives until its last slice is read), so each is kept only when the
@@ -155,6 +156,8 @@ class _Facts:
             src, out = n.inputs[k], n.outputs[0]
             if self.base[out] != out or graph[src].dtype != graph[out].dtype or src in permuted:
                 continue
+            if (graph[src].region or graph[self.base[src]].region) != graph[out].region:
+                continue  # put in different regions (mcudeploy/offload): one buffer cannot hold both
             others = tuple(x for j, x in enumerate(n.inputs) if j != k and x and not graph[x].is_const)
             self.inplace.append((i, src, out, others))
 

@@ -47,10 +47,11 @@ def fresh_name(graph: Graph, name: str) -> str:
 
 
 def move(graph: Graph, order: Sequence[Node], tensor: str, region: str, after: int,
-         before: int, asynchronous: Optional[tuple[int, int]] = None,
+         before: Optional[int], asynchronous: Optional[tuple[int, int]] = None,
          modelled: bool = True) -> tuple[Graph, tuple[Node, ...]]:
     """The graph and order with ``tensor`` copied to ``region`` right after step ``after`` and back
-    right before step ``before``; the nodes from step ``before`` on read the copy back.
+    right before step ``before``; the nodes from step ``before`` on read the copy back. ``before``
+    None: no copy back, every later reader reads the copy in ``region`` (a spill).
 
     ``after`` is the tensor's producer or one of its consumers, ``before`` a later consumer and no
     consumer runs in between (the value is idle there). ``asynchronous``: (modelled ticks out,
@@ -58,6 +59,8 @@ def move(graph: Graph, order: Sequence[Node], tensor: str, region: str, after: i
     each other; offload.swap slides the start of the copy back earlier and the wait of the copy out
     later, so that the computation in between hides them."""
     order = tuple(order)
+    if before is None:
+        return _spill(graph, order, tensor, region, after, asynchronous, modelled)
     t = graph[tensor]
     if t.is_const:
         raise MCUDeployError(f"tensor {tensor} is a constant (it is in flash, not in an arena)")
@@ -94,6 +97,33 @@ def move(graph: Graph, order: Sequence[Node], tensor: str, region: str, after: i
     return graph.replace(tensors={**graph.tensors, **added}, nodes=nodes), new_order
 
 
+def _spill(graph: Graph, order: tuple[Node, ...], tensor: str, region: str, after: int,
+           asynchronous: Optional[tuple[int, int]], modelled: bool) -> tuple[Graph, tuple[Node, ...]]:
+    """move without the copy back: the nodes after step ``after`` read the copy in ``region``."""
+    t = graph[tensor]
+    if t.is_const or tensor in graph.outputs:
+        raise MCUDeployError(f"tensor {tensor} is a constant or a graph output: it stays where it is")
+    later = [i for i, n in enumerate(order) if tensor in n.inputs and i > after]
+    made = next((i for i, n in enumerate(order) if tensor in n.outputs), -1)
+    if not later or after < made or (after != made and tensor not in order[after].inputs):
+        raise MCUDeployError(f"tensor {tensor} cannot spill after step {after}: that step must make or read it, "
+                             f"and a later step read it")
+    out_name = fresh_name(graph, f"{tensor}@{region}")
+    out_t = t.with_(name=out_name, kind="activation", region=region)
+    added = {out_name: out_t}
+    if asynchronous is None:
+        copy_out = (Node(fresh_name(graph, f"move_out_{tensor}"), COPY, (tensor,), (out_name,), {"of": tensor}),)
+    else:
+        copy_out = _started(graph, f"move_out_{tensor}", tensor, out_t, asynchronous[0], tensor, modelled)
+        added[copy_out[0].outputs[0]] = out_t.with_(name=copy_out[0].outputs[0])
+    renamed = {n.name: n.with_(inputs=tuple(out_name if i == tensor else i for i in n.inputs))
+               for n in order[after + 1:] if tensor in n.inputs}
+    new_order = order[:after + 1] + copy_out + tuple(renamed.get(n.name, n) for n in order[after + 1:])
+    scheduled = {n.name for n in order}
+    nodes = new_order + tuple(n for n in graph.nodes if n.name not in scheduled)
+    return graph.replace(tensors={**graph.tensors, **added}, nodes=nodes), new_order
+
+
 def _started(graph: Graph, name: str, src: str, dst, ticks: int, of: str, modelled: bool) -> tuple[Node, Node]:
     """A CopyStart of ``src`` into a tensor of its own (in flight) and the CopyWait that makes it ``dst``."""
     node = fresh_name(graph, name)
@@ -120,3 +150,24 @@ def stays(compiled) -> list[list[Stay]]:
             chain.append(Stay(value, t, where.get(b.name), b.first, b.last))
         out.append(chain)
     return out
+
+
+STAGE = "stage"  # attribute of a Copy that brings a tensor kept in a slow region into fast memory for its readers
+
+
+def stage(graph: Graph, order: Sequence[Node], tensor: str, before: int) -> tuple[Graph, tuple[Node, ...]]:
+    """The graph and order with ``tensor`` (kept in a slow region) copied into the first usable
+    region right before step ``before``, whose nodes from there on read the copy: a reader that
+    goes over its input many times (a window) then reads fast memory."""
+    order = tuple(order)
+    if not any(tensor in n.inputs for n in order[before:]):
+        raise MCUDeployError(f"tensor {tensor} is not read from step {before} on")
+    name = fresh_name(graph, f"{tensor}@fast")
+    copy = Node(fresh_name(graph, f"stage_{tensor}"), COPY, (tensor,), (name,), {"of": tensor, STAGE: 1})
+    renamed = {n.name: n.with_(inputs=tuple(name if i == tensor else i for i in n.inputs))
+               for n in order[before:] if tensor in n.inputs}
+    new_order = order[:before] + (copy,) + tuple(renamed.get(n.name, n) for n in order[before:])
+    scheduled = {n.name for n in order}
+    nodes = new_order + tuple(n for n in graph.nodes if n.name not in scheduled)
+    added = graph[tensor].with_(name=name, kind="activation", region=None)
+    return graph.replace(tensors={**graph.tensors, name: added}, nodes=nodes), new_order

@@ -10,12 +10,21 @@ region's live bytes, the planner follows the swap part of seed 004, for inferenc
 2. while the fast region's live-bytes peak exceeds the budget: of the tensors live and idle at the
    peak step (a buffer of its own, not a graph output), take the one with the longest idle time
    (ties: the larger, then the name), and move it out after its last use before the peak and back
-   before its next one (offload/moves.py): its copies cost ``Speed.copy_ticks`` each way;
+   before its next one (offload/moves.py): its copies cost ``Speed.copy_ticks`` each way. Where a
+   step from that next use on exceeds the budget still, back in fast memory it would only add to
+   it there: with ``spill`` it stays out, and its later readers read the copy in the slow region,
+   priced by their kernels' traffic (offload/access.py); place_within keeps the plan with spills
+   or the one without, whichever adds fewer ticks;
 3. when no tensor idles at the peak (in a chain, an operator's input and output are both in use at
    its step), a tensor live there goes to the slow region for its whole life instead: its
    producer writes it there and its consumers read it there (what X-CUBE-AI does with whole
-   activation pools), the one whose accesses cost least per byte freed of the excess (bytes
-   beyond the excess lower nothing that matters);
+   activation pools), the one whose accesses (every byte its kernels read and write of it,
+   offload/access.py) cost least per byte freed of the excess (bytes beyond the excess lower
+   nothing that matters). A tensor goes with its views, but not with the tensors operators wrote
+   over it in place: pinned to another region, it no longer shares their buffer (memory/alias.py).
+   Once the budget is met, tensors kept there that a later choice made needless come back, and one
+   read only later is copied into fast memory before its first reader where the budget holds and
+   the copy costs less than the reads (a stage, offload/moves.py);
    A graph input or output may go too where the slow region is reachable by the caller ("dma");
 4. when nothing at the peak can go, the budget cannot be met: the error says the least fast
    memory this order needs.
@@ -45,7 +54,8 @@ from mcudeploy.ops.copy_async import SLOTS
 from mcudeploy.memory.layout import lay_out
 from mcudeploy.memory.lifetimes import lifetimes
 from mcudeploy.memory.regions import areas
-from mcudeploy.offload.moves import COPIES, COPY, COPY_START, COPY_WAIT, move
+from mcudeploy.offload.access import slow_access_ticks
+from mcudeploy.offload.moves import COPIES, COPY, COPY_START, COPY_WAIT, STAGE, move, stage
 from mcudeploy.offload.recompute import RECOMPUTE, recompute, recomputable
 from mcudeploy.ops import registry
 from mcudeploy.simulate.simulate import Estimator, work
@@ -64,6 +74,8 @@ class Swap:
     copy_ticks: float  # both copies, modelled from the slow region's speed
     trigger: int = -1  # the step that starts the copy back (a CopyStart; in_step for a plain copy)
     hidden_ticks: float = 0.0  # of copy_ticks, what the computation beside asynchronous copies hides
+    back: bool = True  # False: a spill, no copy back (in_step, trigger -1): later readers read the slow copy
+    access_ticks: float = 0.0  # a spill's: what the later readers' kernels spend reading the slow copy
 
 
 @dataclass(frozen=True)
@@ -106,16 +118,17 @@ class Offload:
         CopyWait waits its modelled time on the board itself)."""
         if not self.modelled:
             return 0.0
-        return sum(r.access_ticks for r in self.residents) + (0.0 if self.asynchronous else
-                                                              sum(s.copy_ticks for s in self.swaps))
+        return (sum(r.access_ticks for r in self.residents) + sum(s.access_ticks for s in self.swaps)
+                + (0.0 if self.asynchronous else sum(s.copy_ticks for s in self.swaps)))
 
     @property
     def bytes_moved(self) -> int:
-        return sum(2 * s.nbytes for s in self.swaps)
+        return sum((2 if s.back else 1) * s.nbytes for s in self.swaps)
 
     @property
     def added_ticks(self) -> float:
-        return (sum(s.copy_ticks - s.hidden_ticks for s in self.swaps) + sum(r.access_ticks for r in self.residents)
+        return (sum(s.copy_ticks - s.hidden_ticks + s.access_ticks for s in self.swaps)
+                + sum(r.access_ticks for r in self.residents)
                 + sum(r.ticks for r in self.recomputes))
 
     @staticmethod
@@ -123,7 +136,8 @@ class Offload:
         """plan.json's "offload" read back (what ``run DIR`` rebuilds)."""
         swaps = tuple(Swap(s["tensor"], int(s["bytes"]), int(s["out_step"]), int(s["in_step"]), float(s["idle_ticks"]),
                            float(s["copy_ticks"]), int(s.get("trigger", s["in_step"])),
-                           float(s.get("hidden_ticks", 0.0))) for s in d["swaps"])
+                           float(s.get("hidden_ticks", 0.0)), bool(s.get("back", True)),
+                           float(s.get("access_ticks", 0.0))) for s in d["swaps"])
         residents = tuple(Resident(r["tensor"], int(r["bytes"]), float(r["access_ticks"])) for r in d.get("resident", []))
         again = tuple(Recompute(r["tensor"], r["operators"][0], int(r["step"]), float(r["ticks"]))
                       for r in d.get("recomputes", []))
@@ -134,7 +148,8 @@ class Offload:
         return {"budget_bytes": self.budget_bytes, "fast_region": self.fast_region, "slow_region": self.slow_region,
                 "swaps": [{"tensor": s.tensor, "bytes": s.nbytes, "out_step": s.out_step, "in_step": s.in_step,
                            "trigger": s.trigger, "idle_ticks": round(s.idle_ticks, 1),
-                           "copy_ticks": round(s.copy_ticks, 1), "hidden_ticks": round(s.hidden_ticks, 1)}
+                           "copy_ticks": round(s.copy_ticks, 1), "hidden_ticks": round(s.hidden_ticks, 1),
+                           "back": s.back, "access_ticks": round(s.access_ticks, 1)}
                           for s in self.swaps],
                 "resident": [{"tensor": r.tensor, "bytes": r.nbytes, "access_ticks": round(r.access_ticks, 1)}
                              for r in self.residents],
@@ -258,40 +273,77 @@ def _candidates(graph: Graph, order: Sequence[Node], lives, pinned, step: int, t
     return out
 
 
-def resident_ticks(speed, nbytes: int, reads: int) -> float:
-    """What a buffer kept in a slow region costs, at least: written there once, read once per use
-    (a kernel that reads a byte several times, a convolution's window, pays more)."""
-    return speed.copy_ticks(nbytes, out=True) + reads * speed.copy_ticks(nbytes, out=False)
+def resident_ticks(graph: Graph, order: Sequence[Node], tensors, slow) -> float:
+    """What a buffer kept in a slow region for its whole life costs: every byte its kernels read and
+    write of it there (offload/access.py), and the copies that stage it into fast memory for its
+    readers; a swap's copies aside (they are priced as the swap's)."""
+    return slow_access_ticks(graph, [n for n in order if n.op not in COPIES or n.attr(STAGE)], tensors, slow.speed)
+
+
+def _view_groups(graph: Graph, order: Sequence[Node], tensors) -> dict[str, list[str]]:
+    """``tensors`` by the tensor each is a view of (itself where it is no view)."""
+    made = {o: n for n in order for o in n.outputs}
+    def base(t: str) -> str:
+        n = made.get(t)
+        while n is not None and (registry.get(n.op).view or registry.get(n.op).subview) and n.inputs[0] in tensors:
+            t, n = n.inputs[0], made.get(n.inputs[0])
+        return t
+    groups: dict[str, list[str]] = {}
+    for t in tensors:
+        groups.setdefault(base(t), []).append(t)
+    return groups
 
 
 def _residents(graph: Graph, order: Sequence[Node], lives, pinned, step: int, slow):
-    """(access ticks per byte, bytes, tensor, access ticks) of every tensor live at ``step`` in fast
-    memory that could live in the slow region instead."""
+    """(access ticks per byte, bytes, tensors, access ticks hoped for, access ticks) of every tensor
+    live at ``step`` in fast memory that could live in the slow region instead, with its views: one
+    at a time, also where operators wrote it over others in place (pinned apart, they no longer
+    share a buffer)."""
     out = []
+    steps: dict[str, list[int]] = {t: [-1] for t in graph.inputs}
+    for i, n in enumerate(order):
+        for t in (*n.inputs, *n.outputs):
+            if t:
+                steps.setdefault(t, []).append(i)
     for b in lives.buffers:
         if b.name in pinned or not b.tensors or not b.first <= step <= b.last:
             continue
-        if any(graph[t].is_const for t in b.tensors) or (b.io and not slow.dma):
+        if any(graph[t].is_const for t in b.tensors):
             continue
-        ticks = resident_ticks(slow.speed, b.size, sum(1 for n in order for i in n.inputs if i in b.tensors))
-        out.append((ticks / max(b.size, 1), b.size, b.name, ticks))
+        for group in _view_groups(graph, order, b.tensors).values():
+            seen = [i for t in group for i in steps.get(t, ())]
+            if not seen or not min(seen) <= step <= max(seen):
+                continue
+            if not slow.dma and any(t in graph.inputs or t in graph.outputs for t in group):
+                continue
+            nbytes = max(graph[t].nbytes for t in group)
+            ticks = resident_ticks(graph, order, group, slow)
+            # read only after this step, it may be staged into fast memory for its readers (_staged):
+            # chosen as if it will be, priced as it is until it is
+            hope = ticks
+            if not any(set(group) & set(n.inputs) for n in order[:step + 1]) and len(group) == 1:
+                hope = min(ticks, resident_ticks(graph, order[:step + 1], group, slow)
+                           + slow.speed.copy_ticks(nbytes, out=False))
+            out.append((hope / max(nbytes, 1), nbytes, tuple(group), hope, ticks))
     return out
 
 
 def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, alignment: int = 4,
                     cache: Optional[CacheView] = None, keep: bool = True,
-                    earlier: Mapping[str, int] = {}) -> tuple[Graph, tuple[Node, ...], Offload]:
+                    earlier: Mapping[str, int] = {}, spill: bool = False) -> tuple[Graph, tuple[Node, ...], Offload]:
     """The graph and order with idle tensors swapped out of the fast region, and with ``keep``
     tensors pinned to the slow region, until the fast region's live bytes fit ``budget``; and what
     was done. Without ``keep`` it stops where no tensor idles at a step over the budget (the region
     assignment then moves whole buffers, place_within); with it, a budget it cannot meet is
     refused in one sentence. ``earlier``: per swapped tensor, steps its asynchronous copy back starts
-    earlier than its estimated ticks ask (for the stalls a board reported, search/stalls.py)."""
+    earlier than its estimated ticks ask (for the stalls a board reported, search/stalls.py).
+    ``spill``: a tensor whose copy back would land where the budget is exceeded still stays out."""
     fast, slow = regions_for_swap(board)
     dma = asynchronous(board, fast, slow)
     order = tuple(order)
     baseline = sum(node_ticks(graph, order, board, cache, slow))
     swaps, residents, recomputes = [], [], []
+    groups: dict[str, tuple[str, ...]] = {}  # per resident, the tensors pinned to the slow region
     for _ in range(MAX_ROUNDS):
         lives, pinned, live = _fast_live(graph, order, alignment, slow.name)
         peak = max(live)
@@ -303,6 +355,17 @@ def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, ali
         if found:
             idle, nbytes, tensor, after, before = min(found, key=lambda c: (-c[0], -c[1], c[2]))
             both = (slow.speed.copy_ticks(nbytes, out=True), slow.speed.copy_ticks(nbytes, out=False))
+            model = tuple(int(-(-t // 1)) for t in both)
+            last = max(i for i, n in enumerate(order) if tensor in n.inputs)
+            if spill and any(live[i + 1] > budget for i in range(before, last + 1)):
+                # back in fast memory it would sit where the budget is exceeded still: its later
+                # readers read it in the slow region instead
+                reads = resident_ticks(graph, order[before:], [tensor], slow)
+                graph, order = move(graph, order, tensor, slow.name, after, None, (model[0], 0) if dma else None,
+                                    slow.speed.modelled)
+                swaps.append(Swap(tensor, graph[tensor].nbytes, after, -1, idle, both[0], back=False,
+                                  access_ticks=reads))
+                continue
             cost = max(0.0, sum(both) - idle) if dma else sum(both)  # what the idle time cannot hide
             producer = recomputable(graph, order, tensor, before)
             again = ticks[order.index(producer)] if producer is not None else None
@@ -310,7 +373,6 @@ def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, ali
                 graph, order = recompute(graph, order, tensor, before)
                 recomputes.append(Recompute(tensor, producer.name, before, again))
                 continue
-            model = tuple(int(-(-t // 1)) for t in both)
             graph, order = move(graph, order, tensor, slow.name, after, before, model if dma else None,
                                 slow.speed.modelled)
             swaps.append(Swap(tensor, graph[tensor].nbytes, after, before, idle, sum(both)))
@@ -325,12 +387,14 @@ def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, ali
                                  f"{peak:,} B stay live in {fast} at step {step} ({at}), where nothing live can "
                                  f"go to {slow.name}")
         excess = peak - budget  # bytes beyond what is needed free nothing useful: price per byte that helps
-        _, nbytes, buffer, cost = min(stay, key=lambda c: (c[3] / max(min(c[1], excess), 1), -c[1], c[2]))
-        held = [t for t, b in lives.buffer_of.items() if b == buffer]
+        _, nbytes, held, _, cost = min(stay, key=lambda c: (c[3] / max(min(c[1], excess), 1), -c[1], c[2]))
         graph = graph.replace(tensors={**graph.tensors, **{t: graph[t].with_(region=slow.name) for t in held}})
-        residents.append(Resident(buffer, nbytes, cost))
+        residents.append(Resident(held[0], nbytes, cost))
+        groups[held[0]] = held
     else:
         raise MCUDeployError(f"swapping for a fast-memory budget of {budget:,} B did not converge in {MAX_ROUNDS} moves")
+    graph, residents = _unpin(graph, order, residents, groups, budget, alignment, slow)
+    graph, order, residents = _staged(graph, order, residents, groups, budget, alignment, slow)
     if dma and swaps:
         order = _slide(graph, order, board, budget, alignment, cache, slow, earlier)
         graph, order = _slots(graph, order)
@@ -339,6 +403,42 @@ def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, ali
     final = _final_steps(swaps, graph, order, node_ticks(graph, order, board, cache, slow), slow)
     return graph, order, Offload(budget, fast, slow.name, final, tuple(residents), baseline, slow.speed.modelled, again,
                                  dma and bool(swaps))
+
+
+def _unpin(graph: Graph, order: Sequence[Node], residents: list, groups: Mapping[str, tuple[str, ...]], budget: int,
+           alignment: int, slow) -> tuple[Graph, list]:
+    """The graph with each resident, dearest first, back in fast memory where the fast live bytes
+    still fit ``budget`` without it (one chosen at the highest step may have made one chosen earlier,
+    at a lower one, needless); and the residents left."""
+    kept = list(residents)
+    for r in sorted(residents, key=lambda r: (-r.access_ticks, r.tensor)):
+        back = graph.replace(tensors={**graph.tensors, **{t: graph[t].with_(region=None) for t in groups[r.tensor]}})
+        if max(_fast_live(back, order, alignment, slow.name)[2]) <= budget:
+            graph = back
+            kept.remove(r)
+    return graph, kept
+
+
+def _staged(graph: Graph, order: tuple[Node, ...], residents: list, groups: Mapping[str, tuple[str, ...]],
+            budget: int, alignment: int, slow) -> tuple[Graph, tuple[Node, ...], list]:
+    """The graph and order with each resident (a tensor without views, not swapped), dearest first,
+    copied into fast memory right before its first reader where the fast live bytes still fit
+    ``budget`` and that costs fewer ticks than the readers' traffic in slow memory (a convolution
+    reading its input nine times); and the residents repriced."""
+    out = []
+    for r in sorted(residents, key=lambda r: (-r.access_ticks, r.tensor)):
+        t = r.tensor
+        readers = [i for i, n in enumerate(order) if t in n.inputs]
+        if groups.get(t) != (t,) or not readers or any(n.attr("of") == t for n in order):
+            out.append(r)
+            continue
+        g, o = stage(graph, order, t, readers[0])
+        cost = resident_ticks(g, o, [t], slow)
+        if cost < r.access_ticks and max(_fast_live(g, o, alignment, slow.name)[2]) <= budget:
+            graph, order, r = g, o, replace(r, access_ticks=cost)
+        out.append(r)
+    by = {k.tensor: k for k in out}
+    return graph, order, [by[r.tensor] for r in residents]
 
 
 def _slide(graph: Graph, order: tuple[Node, ...], board, budget: int, alignment: int, cache, slow,
@@ -411,8 +511,7 @@ def residents_placed(offload: Offload, graph: Graph, order: Sequence[Node], live
     for b in lives.buffers:
         if placement.regions.get(b.name) != slow.name or not b.tensors or any(t in copies for t in b.tensors):
             continue
-        reads = sum(1 for n in order for i in n.inputs if i and lives.buffer_of.get(i) == b.name)
-        out.append(Resident(b.name, b.size, resident_ticks(slow.speed, b.size, reads)))
+        out.append(Resident(b.name, b.size, resident_ticks(graph, order, b.tensors, slow)))
     return replace(offload, residents=tuple(out))
 
 
@@ -433,7 +532,10 @@ def place_within(graph: Graph, order: Sequence[Node], board, budget: int, method
         target = budget
         for _ in range(rounds):
             try:
-                g, o, offload = fit_fast_memory(graph, order, board, target, board.alignment, keep=keep, earlier=earlier)
+                # with keep, spills or none (the planner's own figures are whole then): the fewer ticks
+                g, o, offload = min((fit_fast_memory(graph, order, board, target, board.alignment, keep=keep,
+                                                     earlier=earlier, spill=spill) for spill in (False, True)[:1 + keep]),
+                                    key=lambda f: f[2].added_ticks)
             except MCUDeployError as err:
                 refusal = refusal or err
                 break
@@ -465,12 +567,16 @@ def _final_steps(swaps: Sequence[Swap], graph: Graph, order: Sequence[Node], tic
         held = order[copy_out].outputs[0]
         if order[copy_out].op == COPY_START:
             held = next(n for n in order if n.op == COPY_WAIT and n.inputs[0] == held).outputs[0]
+        stalls = sum(ticks[i] for i, n in enumerate(order) if n.op == COPY_WAIT and n.attr("of") == s.tensor)
+        waited = any(n.op == COPY_WAIT and n.attr("of") == s.tensor for n in order)
+        if not s.back:
+            out.append(replace(s, out_step=copy_out, in_step=-1, trigger=-1,
+                               hidden_ticks=max(0.0, s.copy_ticks - stalls) if waited else 0.0))
+            continue
         trigger = next(i for i, n in enumerate(order) if n.op in (COPY, COPY_START) and n.inputs[0] == held)
         copy_in = trigger
         if order[trigger].op == COPY_START:
             copy_in = next(i for i, n in enumerate(order) if n.op == COPY_WAIT and n.inputs[0] == order[trigger].outputs[0])
-        stalls = sum(ticks[i] for i, n in enumerate(order) if n.op == COPY_WAIT and n.attr("of") == s.tensor)
-        waited = any(n.op == COPY_WAIT and n.attr("of") == s.tensor for n in order)
         out.append(replace(s, out_step=copy_out, in_step=copy_in, trigger=trigger,
                            hidden_ticks=max(0.0, s.copy_ticks - stalls) if waited else 0.0))
     return tuple(out)

@@ -167,7 +167,9 @@ def offload_marks(plan: dict, fast: str) -> list[dict]:
                 started[o["outputs"][0]] = i
                 continue
             first = started.get(o["inputs"][0], i) if o["op"] == "CopyWait" else i
-            out = o["inputs"][-1] == o["of"]  # the copy out reads the value itself, the copy back its copy
+            # by the region it writes where recorded (a stage copy reads the value itself, into fast memory);
+            # else the copy out reads the value itself, the copy back its copy
+            out = o["region"] == slow if "region" in o else o["inputs"][-1] == o["of"]
             marks.append({"kind": "out" if out else "in", "tensor": o["of"], "first": first, "last": i,
                           "regions": [fast, slow], "asynchronous": o["op"] == "CopyWait"})
         elif o.get("recompute"):

@@ -14,6 +14,7 @@ from typing import Callable, Mapping, Sequence
 
 from mcudeploy.device.runner import timed_nodes
 from mcudeploy.ops.copy_async import COPY_START, COPY_WAIT
+from mcudeploy.search.space import short_name
 
 STALL_TICKS = 8  # a wait that finds its copy done takes a call and a register read: a few ticks of its own
 MAX_ROUNDS = 8  # each round moves every stalled trigger a step; a bound on builds and runs
@@ -61,3 +62,27 @@ def settle(build: Callable[[Mapping[str, int]], object], measure: Callable[[obje
             break  # no stalled trigger could move: the copy out or the budget holds each where it is
         compiled = again
     return compiled, history
+
+
+def settle_on_board(build: Callable[[Mapping[str, int]], object], samples, port=None, rounds: int = MAX_ROUNDS):
+    """settle, each plan run whole on the board (one sample) and its per-operator ticks read back."""
+    from mcudeploy.device.runner import run_on_board
+
+    return settle(build, lambda compiled: run_on_board(compiled, samples[:1], port=port).runs[0].op_ticks, rounds)
+
+
+def round_lines(history: Sequence[Round]) -> list[str]:
+    """Per round: the stalled waits (tensor, ticks) and each trigger that moved since the round before."""
+    lines = []
+    for k, r in enumerate(history):
+        stalled = ", ".join(f"{short_name(t)} {n:,} ticks" for t, n in sorted(r.stalls.items())) or "none"
+        moved = [f"{short_name(t)} step {history[k - 1].triggers[t]} -> {s}" for t, s in sorted(r.triggers.items())
+                 if k and history[k - 1].triggers.get(t, s) != s]
+        lines.append(f"round {k + 1}: copies back by DMA: {len(r.triggers)}; stalled waits: {stalled}"
+                     + (f"; triggers moved earlier: {', '.join(moved)}" if moved else ""))
+    if history and history[-1].stalls:
+        lines.append(f"{len(history[-1].stalls)} wait(s) still stall after {len(history)} round(s): the copy out or "
+                     f"the fast-memory budget holds their triggers, or the rounds ran out")
+    elif history:
+        lines.append(f"no wait stalls after {len(history)} round(s)")
+    return lines

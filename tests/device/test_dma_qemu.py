@@ -23,7 +23,7 @@ from mcudeploy.device.runner import run_on_board, timed_nodes
 from mcudeploy.pipeline import compile_graph, compile_model, lower
 from mcudeploy.frontend import import_model
 from mcudeploy.resources import firmware_dir
-from mcudeploy.search.stalls import settle
+from mcudeploy.search.stalls import round_lines, settle
 from residual import SHAPE, residual_model, skip_model
 
 pytestmark = pytest.mark.qemu
@@ -145,5 +145,8 @@ def test_a_stalled_wait_moves_its_trigger_earlier_until_it_stalls_no_more(need_q
                                                                earlier=earlier), slow), measure)
     assert rounds[0].stalls.get("a", 0) > slow / 4  # stalled: the convolution hid two thirds
     assert rounds[-1].triggers["a"] < rounds[0].triggers["a"] and rounds[-1].stalls == {}
+    lines = round_lines(rounds)  # what measure --settle prints
+    assert "stalled waits: a " in lines[0] and "triggers moved earlier: a step" in lines[len(rounds) - 1]
+    assert lines[-1].startswith("no wait stalls")
     want = run_compiled_on_host(compile_model(skip_model(), "host"), [sample], tmp_path / "host")
     assert all(np.array_equal(g, w) for g, w in zip(runs[-1].outputs[0], want[0]))
