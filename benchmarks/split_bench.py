@@ -1,5 +1,7 @@
 """Split execution tuned on the device: ``mcudeploy tune`` on every int8 reference model and on
-MobileNetV2 with an int8 input (issue 5, acceptance 2 and 3); with ``--int8-input-ratio``, the whole
+MobileNetV2 with an int8 input (issue 5, acceptance 2 and 3; issue 23, acceptance 1 and 2: per model
+the per-operator bound, the tuned graph's live-bytes bound, the arena, the ratio, the overhead and
+the mechanisms the kept scheme uses); with ``--int8-input-ratio``, the whole
 MobileNetV2-0.35 at 96x96 tuned with a float and with an int8 input (issue 17, acceptance 3).
 
 Per model: the search (mcudeploy.search.Tuner, as ``mcudeploy tune -b BOARD --max-overhead F
