@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from typing import Optional
 
+from mcudeploy.analysis.axes import halo
 from mcudeploy.ir import Graph
 from mcudeploy.ops import registry
 from mcudeploy.partition.rewrite import plan, split_cut
 from mcudeploy.partition.cut import HALOS, Cut, Scheme, SplitError, analyse
 
-__all__ = ["Cut", "Scheme", "SplitError", "HALOS", "split", "check_cut", "describe", "macs"]
+__all__ = ["Cut", "Scheme", "SplitError", "HALOS", "split", "check_cut", "describe", "macs", "mechanisms"]
 
 
 def split(graph: Graph, scheme: Scheme) -> Graph:
@@ -39,6 +40,28 @@ def check_cut(graph: Graph, cut: Cut) -> Optional[str]:
     except SplitError as err:
         return str(err)
     return None
+
+
+def mechanisms(graph: Graph, scheme: Scheme) -> tuple[str, ...]:
+    """What the cuts of a valid scheme rely on, for people, in a fixed order: "reduction" (pieces
+    add to a running sum, Op.partial), "halo-keep" or "recompute" (a windowed read of a tensor cut
+    in the segment overlaps the neighbouring pieces, kept alive or computed again), "strips"
+    (a cut with neither: pieces that share no rows)."""
+    found = set()
+    for cut in scheme:
+        facts = analyse(graph, cut)
+        found.update({"reduction"} if facts.partial else ())
+        overlap = False
+        for name, node in facts.nodes.items():
+            for x, spec in zip(node.inputs, facts.in_dim[name]):
+                if spec is None or spec[1].kind != "window" or x not in facts.cut_tensors:
+                    continue
+                d = spec[1]
+                overlap |= halo(facts.expr[name].axis(d.kernel).extent, d.stride, d.dilation) > 0
+        found.add(("halo-keep" if cut.halo == "keep" else "recompute") if overlap else
+                  "strips" if not facts.partial else "reduction")
+        graph = split_cut(facts)
+    return tuple(m for m in ("reduction", "halo-keep", "recompute", "strips") if m in found)
 
 
 def _pieces_of(split_graph: Graph, node: str) -> list:

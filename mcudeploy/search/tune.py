@@ -306,9 +306,11 @@ class Tuner:
         (space.ranked_segments), in batches of ``top_segments``. Each of a batch is probed with
         its most pieces and kept halos (PROBE_HALO: no extra work; more pieces, less memory, so
         a probe that does not lower the arena rules its segment out); the ``sweep`` with the
-        least arena below the current one among probes the simulator does not put clearly over
-        budget get their other cuts: per halo mode, from the most pieces down to the first the
-        simulator puts within budget (fewer pieces run faster but hold more memory). The
+        least arena below the current one get their other cuts, first among probes the
+        simulator does not put clearly over budget, then among those it does (their most pieces
+        cost the most calls and copies: fewer may fit, as on KWS's cut ending in its average):
+        per halo mode, from the most pieces down to the first the simulator puts within budget
+        (fewer pieces run faster but hold more memory). The
         batch's candidates that lower the arena are then timed from the least arena up, and the
         first within budget is kept; the next batch only comes if none is. A round cut short
         still times what it evaluated."""
@@ -321,7 +323,7 @@ class Tuner:
         self.progress.round(peak, len(ranked))
         for start in range(0, len(ranked), self.top_segments):
             batch = ranked[start:start + self.top_segments]
-            probes: list[tuple[int, int, space.Segment]] = []
+            probes: list[tuple[bool, int, int, space.Segment]] = []
             trials: list[Trial] = []
             room = max(self.budget - self.work.candidates, 0)
             self.prepare(scheme, [Cut(seg.axes, counts[-1], PROBE_HALO) for seg in batch[:room]
@@ -334,11 +336,10 @@ class Tuner:
                 t = self.trial(scheme, Cut(seg.axes, counts[-1], PROBE_HALO), budget) if counts else None
                 if t is not None:
                     trials.append(t)
-                    if t.plausible:
-                        probes.append((t.arena, i, seg))
-            probes.sort(key=lambda p: p[:2])
-            self.progress.probed(start + 1, len(batch), probes[0][0] if probes else None)
-            for arena, _, seg in [p for p in probes if p[0] < best.arena][:self.sweep]:
+                    probes.append((not t.plausible, t.arena, i, seg))
+            probes.sort(key=lambda p: p[:3])
+            self.progress.probed(start + 1, len(batch), probes[0][1] if probes and not probes[0][0] else None)
+            for _, arena, _, seg in [p for p in probes if p[1] < best.arena][:self.sweep]:
                 self.progress.sweeping(seg, arena)
                 cuts_here = space.segment_cuts(self.lowered, seg, self.pieces)
                 for halo in HALOS:

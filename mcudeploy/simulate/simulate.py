@@ -12,6 +12,10 @@ operator's kernel signature. An operator whose signature is not cached is estima
    fixed cost per call being the difference), where a fit across shapes can be off by half;
 1. from the board's cache entries of the same kernel function, by a least-squares fit
    ``ticks ~ a * MACs + b * bytes + c`` with a, b, c >= 0 (at least ``MIN_FIT`` entries);
+   a piece that runs another kernel than its operator did (AvgPoolSum, a piece of a cut average)
+   and has no such fit is scaled from its operator's ticks by its share of the work, as in 0.
+   (measured on KWS: a fit over the board's other kernels put its 24 running sums at 8x the
+   whole average);
 2. for a kernel without MACs (a copy: Concat, Slice, Transpose), the same fit over the board's
    entries without MACs, else the default below; for any other, over all entries of the board;
 3. else from a default: ``DEFAULT_INSTRUCTIONS_PER_MAC`` per MAC, ``DEFAULT_INSTRUCTIONS_PER_BYTE`` per byte
@@ -36,6 +40,9 @@ from mcudeploy.ops import registry
 from mcudeploy.simulate.timing_cache import TimingCache, kernel_signature
 
 MIN_FIT = 3  # entries a fit needs (three coefficients)
+# Estimates that know nothing of the kernel function itself: a piece that runs another kernel than
+# its operator (a running sum of a cut average) is better scaled from its operator's ticks.
+BLIND = ("fit board", "fit copies", "default")
 # A scalar int8 multiply-accumulate inner loop on Cortex-M (load, load, extend, MLA, loop) runs
 # about 4 instructions per MAC; one more per byte moved, and a fixed cost per call.
 DEFAULT_INSTRUCTIONS_PER_MAC = 4.0
@@ -206,8 +213,11 @@ class Reference:
     def scaled(self, kernel: str, macs: int, nbytes: int) -> Optional[float]:
         """Ticks of a piece of this operator running ``kernel``, by its share of the work; None
         when the piece runs another kernel or the share is not defined."""
-        if kernel != self.kernel:
-            return None
+        return self.share(macs, nbytes) if kernel == self.kernel else None
+
+    def share(self, macs: int, nbytes: int) -> Optional[float]:
+        """This operator's ticks scaled by a piece's share of its work (MACs, else bytes), whatever
+        kernel the piece runs; None when the share is not defined."""
         if self.macs > 0 and macs > 0:
             return self.ticks * macs / self.macs
         if self.macs == 0 and macs == 0 and self.bytes > 0:
@@ -260,5 +270,8 @@ def simulate(compiled, cache: TimingCache, reference: Optional[dict] = None) -> 
                 ticks, how = scaled, f"scaled {node.original}"
             else:
                 ticks, how = estimate(fn, macs, nbytes)
+                share = ref.share(macs, nbytes) if ref is not None and how in BLIND else None
+                if share is not None:
+                    ticks, how = share, f"scaled {node.original}, another kernel"
             ops.append(OpCost(i, node.name, node.op, fn, sig, macs, nbytes, ticks, "estimated", how))
     return Simulation(compiled.placement.arena_bytes, compiled.placement.lower_bound_bytes, tuple(ops))

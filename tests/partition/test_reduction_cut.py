@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from split_cases import random_inputs, with_random_weights
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.ops import registry
-from mcudeploy.partition import Cut, SplitError, check_cut, split
+from mcudeploy.partition import Cut, SplitError, check_cut, mechanisms, split
 from mcudeploy.pipeline import compile_graph
 from mcudeploy.reference import run_reference
 from mcudeploy.search.space import segments
@@ -126,3 +126,21 @@ def test_the_average_cannot_be_read_inside_its_own_cut():
     conv, pool, add = (n.name for n in g.nodes)
     reason = check_cut(g, Cut(((conv, "oh"), (pool, "rh"), (add, "d2")), 2))
     assert reason is not None and f"reads {g.nodes[1].outputs[0]} inside the cut" in reason
+
+
+def test_mechanisms_name_what_a_scheme_relies_on():
+    """What split_bench prints per tuned model: a running sum, and how overlapping rows of a tensor
+    cut in the segment are had (the first convolution's window over the graph input is a slice)."""
+    b = Builder("named", "int8")
+    h = b.conv(b.conv(b.input((1, 2, 10, 4)), 4, 3), 4, 3)
+    g = with_random_weights(b.finish([b.op("GlobalAveragePool", (h,), **{"global": 1})]))
+    first, second, pool = (n.name for n in g.nodes)
+    whole = ((first, "oh"), (second, "oh"), (pool, "rh"))
+    assert mechanisms(g, (Cut(whole, 3, "keep"),)) == ("reduction", "halo-keep")
+    assert mechanisms(g, (Cut(whole, 3, "recompute"),)) == ("reduction", "recompute")
+    assert mechanisms(g, (Cut(whole[1:], 3, "recompute"),)) == ("reduction",)
+    assert mechanisms(g, (Cut(whole[:1] + whole[1:2], 2, "keep"),)) == ("halo-keep",)
+    assert mechanisms(g, ()) == ()
+    b = Builder("pointwise", "int8")
+    g = with_random_weights(b.finish([b.conv(b.conv(b.input((1, 2, 10, 4)), 4, 1), 4, 1)]))
+    assert mechanisms(g, (Cut(tuple((n.name, "oh") for n in g.nodes), 2, "keep"),)) == ("strips",)

@@ -55,10 +55,30 @@ def test_pieces_are_scaled_from_the_unsplit_operator(plans, tmp_path):
     assert all(not o.how.startswith("scaled") for o in simulate(split, cache).ops)
 
 
+def test_running_sums_are_scaled_from_the_average_they_cut(tmp_path):
+    """A reduction cut's pieces run another kernel than the average (AvgPoolSum): with no timing
+    of that kernel they take the average's ticks by their share of its work, not a fit over the
+    board's other kernels."""
+    model = conv_chain_model(average=True)
+    unsplit = compile_model(model, "qemu-m4")
+    cut = Cut((("conv1", "oh"), ("conv2", "oh"), ("pool", "rh")), 4, "keep")
+    split = compile_model(model, "qemu-m4", scheme=(cut,))
+    cache = TimingCache("qemu-m4", tmp_path)
+    fill(cache, unsplit)
+    ref = reference_costs(unsplit, cache)
+    sums = [o for o in simulate(split, cache, ref).ops if o.op == "AvgPoolSum"]
+    assert len(sums) == 4
+    assert all(o.how == "scaled pool, another kernel" for o in sums)
+    assert sum(o.ticks for o in sums) == pytest.approx(ref["pool"].ticks)
+    # without the reference they are a fit over the cached kernels
+    assert all(o.how == "fit board" for o in simulate(split, cache).ops if o.op == "AvgPoolSum")
+
+
 def test_reference_scales_only_the_same_kernel():
     ref = Reference("mcud_conv_s8_fast", 1000, 400, 500.0)
     assert ref.scaled("mcud_conv_s8_fast", 250, 100) == pytest.approx(125.0)
     assert ref.scaled("mcud_conv_s8_direct", 250, 100) is None  # another kernel: another cost per MAC
+    assert ref.share(250, 100) == pytest.approx(125.0)  # what an estimate blind to that kernel falls back on
     copy = Reference("mcud_concat_s8", 0, 2000, 80.0)
     assert copy.scaled("mcud_concat_s8", 0, 500) == pytest.approx(20.0)  # a copy scales with its bytes
     assert copy.scaled("mcud_concat_s8", 10, 500) is None
