@@ -5,7 +5,7 @@ free, and an emulator killed in the middle of the tune is taken out of the pool 
 its work is done again on the other (acceptance 3). A labgrid farm on the loopback interface: a
 coordinator, an exporter exporting an emulated board's UART as a network serial port (RFC 2217),
 one place; measure through the place gives the ticks of a direct --port, a short tune through it the
-plan of a local emulator, and Ctrl-C releases the place (acceptance 2)."""
+plan of a local emulator, and Ctrl-C (a tune) or SIGTERM (a measure) releases the place (acceptance 2)."""
 from __future__ import annotations
 
 import json
@@ -143,15 +143,24 @@ def test_measure_and_tune_through_a_labgrid_place(farm, small_mobilenet, one_boa
             remote = tune(small_mobilenet, tmp_path / "farm-tune", [], pool=BoardPool(board, boards))
     assert plan(remote) == one_board
 
-    # Ctrl-C in the middle of a tune through the farm: the place is released
-    proc = subprocess.Popen([sys.executable, "-m", "mcudeploy", "tune", str(small_mobilenet), "-b", "qemu-m4",
-                             "--place", PLACE, "-o", str(tmp_path / "interrupted")], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Ctrl-C in the middle of a tune, SIGTERM in the middle of a measure through the farm: the place is released
+    interrupt_releases(env, signal.SIGINT, "tune", str(small_mobilenet), "-b", "qemu-m4", "--place", PLACE,
+                       "-o", str(tmp_path / "interrupted"))
+    interrupt_releases(dict(env, MCUDEPLOY_CACHE=str(tmp_path / "cache-interrupted")), signal.SIGTERM, "measure",
+                       str(small_mobilenet), "-b", "qemu-m4", "--place", PLACE)
+
+
+def interrupt_releases(env: dict, sig: int, *argv: str) -> None:
+    """``sig`` sent to the command once it holds the place: it ends with status 130 and the place is free."""
+    import labfarm
+
+    proc = subprocess.Popen([sys.executable, "-m", "mcudeploy", *argv], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while not labfarm.acquired_by(env, PLACE):
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert labfarm.acquired_by(env, PLACE) == ""
