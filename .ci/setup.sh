@@ -40,7 +40,7 @@ stamp="$VENV/.mcudeploy-installed"
 if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
     echo "setup: installing mcudeploy and its test tools into $VENV"
     python -m pip install -q --upgrade pip
-    # farm: labgrid, for the farm test's coordinator and exporter (tests/search/test_tune_farm.py)
+    # farm: labgrid, for the farm test's coordinator and exporter (tests/search/test_tune_pool_qemu.py)
     python -m pip install -q -e "$ROOT[test,farm]"
     touch "$stamp"
 fi

@@ -54,9 +54,14 @@ def _pool_options(p: argparse.ArgumentParser) -> None:
                         "'mcudeploy[farm]')")
 
 
+def _to_stderr(message: str) -> None:
+    print(f"mcudeploy: {message}", file=sys.stderr, flush=True)
+
+
 @contextlib.contextmanager
-def _pool(args, board, say=None):
-    """The boards of a command: a farm's places (acquired for the block), flashed ports, or emulators."""
+def _pool(args, board, say=_to_stderr):
+    """The boards of a command: a farm's places (acquired for the block), flashed ports, or emulators.
+    What the boards of a pool do, and a board taken out of it, is said on stderr."""
     from mcudeploy.boards import load_board
     from mcudeploy.device.pool import BoardPool
 
@@ -343,12 +348,15 @@ def cmd_run(args) -> int:
     samples = check.load_input(args.input, graph) if args.input else check.random_inputs(graph, args.samples)
     board_run = None
     if compiled.board.kind == "host":
+        if args.boards != 1 or args.place is not None:
+            raise MCUDeployError("--boards and --place spread a run over Cortex-M boards; the host board runs here")
         with tempfile.TemporaryDirectory(prefix="mcud-run-") as tmp:
             outputs = run_compiled_on_host(compiled, samples, Path(tmp))
     else:
         from mcudeploy.device.runner import run_on_board, ticks_lines
 
-        board_run = run_on_board(compiled, samples, port=args.port)
+        with _pool(args, compiled.board.name) as pool:
+            board_run = run_on_board(compiled, samples, pool=pool)
         outputs = board_run.outputs
         for line in board_run.firmware.report.lines() + ticks_lines(board_run):
             print(line)
@@ -557,7 +565,7 @@ def parser() -> argparse.ArgumentParser:
                    help="with --check, also report the outputs' SNR and top-1 against this float ONNX model (the "
                         "one the int8 model was quantized from)")
     s.add_argument("-o", "--output", help="save the outputs to this .npz")
-    _port_option(s)
+    _pool_options(s)
     _system_options(s)
     s.set_defaults(run=cmd_run)
 

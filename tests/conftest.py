@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+import spread
+
 
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_cache(tmp_path_factory):
@@ -15,14 +17,21 @@ def _isolated_cache(tmp_path_factory):
     yield
 
 
+def pytest_addoption(parser):
+    parser.addoption("--test-boards", type=int, default=None, metavar="N",
+                     help="run the tests that start emulators on N boards at once: N xdist groups instead of one "
+                          "(default $MCUDEPLOY_TEST_BOARDS, else 1); give pytest -n N or more workers")
+
+
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (`-n 2 --dist loadgroup`, as .ci/test runs), every test that starts
     emulators, PlatformIO or a board runs on one worker, one after the other: they share the
     session's PlatformIO core and measure ticks and idle CPU, which two at once would disturb. The
-    other tests spread over both workers."""
-    for item in items:
-        if item.get_closest_marker("qemu") or "device" in item.path.parts:
-            item.add_marker(pytest.mark.xdist_group("boards"))
+    other tests spread over both workers. With ``--test-boards N`` (or MCUDEPLOY_TEST_BOARDS=N) they
+    are spread over N groups, N emulators at once (tests/spread.py)."""
+    board_tests = [item for item in items if item.get_closest_marker("qemu") or "device" in item.path.parts]
+    for item, group in zip(board_tests, spread.groups(board_tests, spread.board_count(config))):
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 # CI draws hypothesis examples from a fixed seed, so that a landing passes or fails on the code alone;

@@ -111,10 +111,16 @@ def test_the_schedule_help_offers_exactly_the_schedulers_methods():
     (["--boards", "3", "--port", "socket://127.0.0.1:1", "--port", "socket://127.0.0.1:2"], "give one --port per board"),
     (["--port", "socket://127.0.0.1:1", "--place", "p"], "give either --port or --place, not both"),
 ])
-def test_a_pool_of_boards_that_cannot_be(tmp_path, capsys, argv, words):
+@pytest.mark.parametrize("command", ["measure", "run"])
+def test_a_pool_of_boards_that_cannot_be(tmp_path, capsys, argv, words, command):
     model = _save(tmp_path, _qdq_model())
     board = [] if "-b" in argv else ["-b", "qemu-m4"]
-    assert words in _error(capsys, ["measure", str(model), *board, *argv])
+    assert words in _error(capsys, [command, str(model), *board, *argv])
+
+
+def test_a_run_on_the_host_takes_no_pool(tmp_path, capsys):
+    model = _save(tmp_path, _qdq_model())
+    assert "the host board runs here" in _error(capsys, ["run", str(model), "-b", "host", "--boards", "2"])
 
 
 def test_measure_settle_needs_a_budget_and_a_dma_board(tmp_path, capsys):

@@ -184,6 +184,8 @@ class BoardPool:
         with self._lock:
             b.lost = True
             left = self.size
+        if len(self.boards) == 1:  # a board alone: its error is the command's, said once
+            return False
         self.say(f"warning: {b.label} stopped answering ({str(exc).rstrip('.')}); taken out of the pool, "
                  f"{left} left" + ("; its work is done again on another" if left else ""))
         return left > 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import json
 import logging
+import os
 import shutil
 import signal
 import socket
@@ -24,12 +25,14 @@ from mcudeploy import interrupts
 from mcudeploy.boards import Board
 from mcudeploy.device.transport import LinkLost, Transport
 from mcudeploy.errors import MCUDeployError
+from mcudeploy.files import locked
 
 log = logging.getLogger(__name__)
 
 QEMU = "qemu-system-arm"
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 _STARTING = threading.Lock()
+START_LOCK = Path(tempfile.gettempdir()) / f"mcudeploy-{os.getuid()}-qemu-start"  # .lock: across processes
 FAULT_EXIT = 3  # MCUD_EXIT_FAULT in firmware/runtime/mcud_fw.h
 EXIT_MEANING = {
     0: "a clean exit",
@@ -92,9 +95,10 @@ class QemuBoard:
         self._log = None
 
     def start(self, connect_timeout: float = 10.0) -> Transport:
-        # One at a time in a process (the boards of a pool start from threads): between free_port() and
-        # QEMU listening, another thread could be given the same port and connect to this QEMU.
-        with _STARTING:
+        # One at a time on this machine (the boards of a pool start from threads, tests from several
+        # processes): between free_port() and QEMU listening, another could be given the same port and
+        # connect to this QEMU.
+        with _STARTING, locked(START_LOCK):
             return self._start(connect_timeout)
 
     def _start(self, connect_timeout: float) -> Transport:

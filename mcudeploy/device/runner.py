@@ -4,6 +4,7 @@ for all samples)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import tempfile
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from mcudeploy.boards import Board, load_board
 from mcudeploy.codegen import write_project
 from mcudeploy.device import qemu
 from mcudeploy.device.build import Firmware, build_firmware
+from mcudeploy.device.pool import BoardPool, Job
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.device.protocol import DeviceInfo
 from mcudeploy.device.samples import output_array, sample_bytes
@@ -118,45 +120,72 @@ def _check_model(session: Session, firmware: Optional[Firmware], board: Board) -
 
 
 def run_on_board(compiled, samples: Sequence[Mapping[str, np.ndarray]], port: Optional[str] = None,
-                 workdir: Optional[Path] = None, timeout: Optional[float] = None, flash=None) -> BoardRun:
+                 workdir: Optional[Path] = None, timeout: Optional[float] = None, flash=None,
+                 pool: Optional[BoardPool] = None) -> BoardRun:
     """Build the model's firmware for ``compiled.board`` and run every sample in one session (``flash``:
-    how the board behind ``port`` is given the firmware first, a farm place's, device/farm.py)."""
-    graph, board = compiled.graph, compiled.board
+    how the board behind ``port`` is given the firmware first, a farm place's, device/farm.py). With a
+    ``pool`` of several boards the samples are cut into as many consecutive runs, one per board at once
+    (device/pool.py), and their results put back in the samples' order."""
+    board = compiled.board
     with tempfile.TemporaryDirectory(prefix="mcud-board-") as tmp:
-        firmware = build_for_board(compiled, Path(workdir or tmp))
-        if flash is not None:
-            flash(firmware)
-        out_bytes = [graph[n].nbytes for n in graph.outputs]
-        outputs, runs = [], []
-        with connect(board, firmware, port, timeout) as session:
-            info = session.info
-            expected = tuple(graph[n].nbytes for n in graph.inputs)
-            if info.input_bytes != expected:
-                raise MCUDeployError(f"board {board.name} reports inputs of {list(info.input_bytes)} bytes, "
-                                     f"the model has {list(expected)}")
-            # QEMU started here reads the inputs from a host file (semihosting): its UART model moves
-            # one byte per main-loop turn, which made a 110 KB input take seconds
-            local = info.emulated and port is None
-            if local:
-                bulk = Path(workdir or tmp) / "inputs.bin"
-                bulk.write_bytes(b"".join(b for sample in samples for b in sample_bytes(graph, sample)))
-            offset = 0
-            for k, sample in enumerate(samples):
-                data = sample_bytes(graph, sample)
-                if local:
-                    session.begin_run()
-                    for i, b in enumerate(data):
-                        session.load_input_file(i, str(bulk.resolve()), offset, len(b))
-                        offset += len(b)
-                    result = session.run()
-                    raw = [session.read_output(i, n) for i, n in enumerate(out_bytes)]
-                else:
-                    raw, result = session.infer(data, out_bytes)
-                outputs.append([output_array(graph, n, b) for b, n in zip(raw, graph.outputs)])
-                runs.append(result)
-                log.info("sample %d: %d ticks", k, result.total_ticks)
+        folder = Path(workdir or tmp)
+        firmware = build_for_board(compiled, folder)
+        if pool is None:
+            done = [_run_samples(compiled, firmware, samples, port, timeout, folder / "inputs.bin", flash)]
+        else:
+            parts = max(1, min(pool.size, len(samples)))
+            cuts = [len(samples) * k // parts for k in range(parts + 1)]
+            done = pool.map([Job(f"{cuts[k + 1] - cuts[k]} sample(s) of {model_name(compiled)}",
+                                 functools.partial(_run_part, compiled, firmware, samples[cuts[k]:cuts[k + 1]], timeout,
+                                                   folder / f"inputs-{k}.bin"))
+                             for k in range(parts)])
+    outputs = [o for part in done for o in part[0]]
+    runs = [r for part in done for r in part[1]]
+    info = done[0][2]
     ipt = qemu.instructions_per_tick(board, info.timer_hz) if board.kind == "qemu" else None
     return BoardRun(outputs, runs, info, firmware, op_labels(compiled), ipt)
+
+
+def _run_part(compiled, firmware: Firmware, samples, timeout, bulk: Path, on) -> tuple:
+    return _run_samples(compiled, firmware, samples, on.port, timeout, bulk, on.flash)
+
+
+def _run_samples(compiled, firmware: Firmware, samples, port: Optional[str], timeout: Optional[float], bulk: Path,
+                 flash=None) -> tuple[list, list, DeviceInfo]:
+    """(outputs, runs, the board's info) of ``samples`` in one session on the board behind ``port`` (None:
+    an emulator of its own); ``bulk``: where a local emulator reads the inputs from."""
+    graph, board = compiled.graph, compiled.board
+    if flash is not None:
+        flash(firmware)
+    out_bytes = [graph[n].nbytes for n in graph.outputs]
+    outputs, runs = [], []
+    with connect(board, firmware, port, timeout) as session:
+        info = session.info
+        expected = tuple(graph[n].nbytes for n in graph.inputs)
+        if info.input_bytes != expected:
+            raise MCUDeployError(f"board {board.name} reports inputs of {list(info.input_bytes)} bytes, "
+                                 f"the model has {list(expected)}")
+        # QEMU started here reads the inputs from a host file (semihosting): its UART model moves
+        # one byte per main-loop turn, which made a 110 KB input take seconds
+        local = info.emulated and port is None
+        if local:
+            bulk.write_bytes(b"".join(b for sample in samples for b in sample_bytes(graph, sample)))
+        offset = 0
+        for k, sample in enumerate(samples):
+            data = sample_bytes(graph, sample)
+            if local:
+                session.begin_run()
+                for i, b in enumerate(data):
+                    session.load_input_file(i, str(bulk.resolve()), offset, len(b))
+                    offset += len(b)
+                result = session.run()
+                raw = [session.read_output(i, n) for i, n in enumerate(out_bytes)]
+            else:
+                raw, result = session.infer(data, out_bytes)
+            outputs.append([output_array(graph, n, b) for b, n in zip(raw, graph.outputs)])
+            runs.append(result)
+            log.info("sample %d: %d ticks", k, result.total_ticks)
+    return outputs, runs, info
 
 
 def ticks_lines(run: BoardRun) -> list[str]:

@@ -43,6 +43,7 @@ SEP = "__"
 MODELS = shared_models("*int8*.onnx") or [None]
 # boards that run one reference model only, to keep the matrix's time: the Cortex-M33 with a DMA engine
 ONE_MODEL = {"qemu-an505": "kws_dscnn_int8"}
+PER_GROUP_FIXTURES = ("seconds",)  # only a table of seconds: each group of MCUDEPLOY_TEST_BOARDS keeps its own (tests/spread.py)
 MODEL_CASES = [pytest.param(board, path, id=f"{path.stem if path else 'no-models'}-{board}")
                for board in BOARDS for path in MODELS] + [
     pytest.param(board, path, id=f"{path.stem}-{board}")

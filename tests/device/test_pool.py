@@ -65,3 +65,10 @@ def test_an_error_of_the_job_itself_ends_the_map():
     with pytest.raises(MCUDeployError, match="does not fit"):
         p.map([Job(f"job {k}", run) for k in range(3)])
     assert p.size == 2  # no board was blamed
+
+
+def test_a_board_alone_that_stops_answering_is_the_commands_error_said_once():
+    lines = []
+    with pytest.raises(NoAnswer, match="silent"):
+        pool(1, lines).map([Job("job", lambda b: (_ for _ in ()).throw(NoAnswer("silent")))])
+    assert lines == []  # no status, no warning beside the command's one-sentence error

@@ -1,11 +1,11 @@
 """Boards other than one local emulator give the plan one local emulator gives (issue 22).
 
 A pool of two emulated boards (tune --boards 2): the kernels to time go to whichever emulator is
-free, and an emulator killed in the middle of the tune is taken out of the pool with a warning while
-its work is done again on the other (acceptance 3). A labgrid farm on the loopback interface: a
+free, and an emulator killed or frozen in the middle of the tune is taken out of the pool with a warning
+while its work is done again on the other (acceptance 3). A labgrid farm on the loopback interface: a
 coordinator, an exporter exporting an emulated board's UART as a network serial port (RFC 2217),
 one place; measure through the place gives the ticks of a direct --port, a short tune through it the
-plan of a local emulator, and Ctrl-C releases the place (acceptance 2)."""
+plan of a local emulator, and Ctrl-C (a tune) or SIGTERM (a measure) releases the place (acceptance 2)."""
 from __future__ import annotations
 
 import json
@@ -71,23 +71,27 @@ def plan(result) -> tuple:
             result.baseline.ticks)
 
 
-def test_two_emulators_give_the_plan_of_one_even_when_one_dies(small_mobilenet, one_board, tmp_path, monkeypatch):
+@pytest.mark.parametrize("sig, why", [(signal.SIGKILL, "socket://127.0.0.1"), (signal.SIGSTOP, "did not answer RUN_OP")],
+                         ids=["dies", "falls-silent"])
+def test_two_emulators_give_the_plan_of_one_even_when_one_stops_answering(small_mobilenet, one_board, tmp_path,
+                                                                          monkeypatch, sig, why):
     two_lines = []
-    killed = []
+    stopped = []
     real_run_op = Session.run_op
 
     def run_op(self, index, repeat=1):
-        # the second board's emulator dies in the middle of a chunk of kernels, once both boards are busy
-        if not killed and threading.current_thread().name == "pool-board 2" and both_busy(two_lines):
-            killed.append(qemu_on(self.transport.url))
-            os.kill(killed[0], signal.SIGKILL)
+        # the second board's emulator dies (its link lost) or freezes (silence) in the middle of a chunk of
+        # kernels, once both boards are busy
+        if not stopped and threading.current_thread().name == "pool-board 2" and both_busy(two_lines):
+            stopped.append(qemu_on(self.transport.url))
+            os.kill(stopped[0], sig)
         return real_run_op(self, index, repeat)
 
     monkeypatch.setattr(Session, "run_op", run_op)
     two = tune(small_mobilenet, tmp_path / "two", two_lines, boards=2)
-    assert killed
-    assert any("warning: board 2 stopped answering" in line and "done again on another" in line
-               for line in two_lines), "\n".join(two_lines)
+    assert stopped
+    warned = [line for line in two_lines if "warning: board 2 stopped answering" in line]
+    assert len(warned) == 1 and why in warned[0] and "done again on another" in warned[0], "\n".join(two_lines)
     assert plan(two) == one_board
 
 
@@ -143,15 +147,24 @@ def test_measure_and_tune_through_a_labgrid_place(farm, small_mobilenet, one_boa
             remote = tune(small_mobilenet, tmp_path / "farm-tune", [], pool=BoardPool(board, boards))
     assert plan(remote) == one_board
 
-    # Ctrl-C in the middle of a tune through the farm: the place is released
-    proc = subprocess.Popen([sys.executable, "-m", "mcudeploy", "tune", str(small_mobilenet), "-b", "qemu-m4",
-                             "--place", PLACE, "-o", str(tmp_path / "interrupted")], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Ctrl-C in the middle of a tune, SIGTERM in the middle of a measure through the farm: the place is released
+    interrupt_releases(env, signal.SIGINT, "tune", str(small_mobilenet), "-b", "qemu-m4", "--place", PLACE,
+                       "-o", str(tmp_path / "interrupted"))
+    interrupt_releases(dict(env, MCUDEPLOY_CACHE=str(tmp_path / "cache-interrupted")), signal.SIGTERM, "measure",
+                       str(small_mobilenet), "-b", "qemu-m4", "--place", PLACE)
+
+
+def interrupt_releases(env: dict, sig: int, *argv: str) -> None:
+    """``sig`` sent to the command once it holds the place: it ends with status 130 and the place is free."""
+    import labfarm
+
+    proc = subprocess.Popen([sys.executable, "-m", "mcudeploy", *argv], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while not labfarm.acquired_by(env, PLACE):
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert labfarm.acquired_by(env, PLACE) == ""
