@@ -25,7 +25,7 @@ def fast_arena(compiled) -> int:
 def latency(plan: TimedScheme) -> int:
     """A whole run's ticks, plus what the run cannot show of a modelled slow memory."""
     offload = plan.compiled.offload
-    return int(plan.run_ticks + (offload.unseen_ticks if offload is not None else 0))
+    return round(plan.run_ticks + (offload.unseen_ticks if offload is not None else 0))
 
 
 def fastest_within(tuner, schemes: Sequence[tuple], budget: int) -> TimedScheme:

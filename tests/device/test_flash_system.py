@@ -41,7 +41,7 @@ def test_each_stage_runs_on_an_emulator_of_its_own(residual, tmp_path, need_qemu
     try:
         done = mcudeploy("flash", str(residual), "-b", "qemu-m4x2", "--project-dir", str(tmp_path / "p"), env=env)
         assert done.returncode == 0, done.stderr
-        assert "qemu-m4x2: 2 stage firmware(s)" in done.stdout and "--stop --all" in done.stdout
+        assert "qemu-m4x2: 2 firmware(s) for the 2 stage(s)" in done.stdout and "--stop --all" in done.stdout
         running = {e.port: e for e in emulator.running_emulators("qemu-m4")}
         urls = [line.split("QEMU runs it on ")[1].strip() for line in done.stdout.splitlines() if "QEMU runs it on" in line]
         assert len(urls) == 2 and {emulator.socket_port(u) for u in urls} == set(running)
