@@ -481,9 +481,7 @@ def cmd_flash(args) -> int:
     from mcudeploy.device import emulator, flash
 
     if args.stop or args.all:
-        if len(args.port) > 1:
-            raise MCUDeployError("flash --stop takes one --port, the emulator's")
-        args.port = args.port[0] if args.port else None
+        args.port = _one_port(args, "flash --stop takes one --port, the emulator's")
         if args.all:
             stopped = emulator.stop_emulators(args.board)
         else:
@@ -501,15 +499,20 @@ def cmd_flash(args) -> int:
     system = _system(args)
     if system is not None:
         return _flash_system(args, system)
-    if len(args.port) > 1:
-        raise MCUDeployError(f"flash takes one --port for the board {args.board}; several are for a system's stages "
-                             f"(-b SYSTEM)")
-    args.port = args.port[0] if args.port else None
+    args.port = _one_port(args, f"flash takes one --port for the board {args.board}; several are for a system's "
+                                f"stages (-b SYSTEM)")
     result = flash.flash(args.model, args.board, port=args.port, project=args.project_dir,
                               upload_firmware=not args.no_upload, input_shapes=parse_input_shapes(args.input_shape))
     for line in flash.summary(result):
         print(line)
     return 0
+
+
+def _one_port(args, refusal: str):
+    """The one --port of a command that takes at most one (None without), or ``refusal`` as its error."""
+    if len(args.port) > 1:
+        raise MCUDeployError(refusal)
+    return args.port[0] if args.port else None
 
 
 def _flash_system(args, system) -> int:
