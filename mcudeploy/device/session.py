@@ -101,7 +101,7 @@ class Session:
         (default ``run_timeout``)."""
         seq = self._next_seq()
         raw = P.encode(P.Frame(command, seq, payload))
-        answer = self._first_answer(raw)
+        first = answer = self._first_answer(raw)
         patience = self.run_timeout if timeout is None else timeout
         problems: list[str] = []
         started: Optional[float] = None  # when the device acknowledged a long command
@@ -128,7 +128,7 @@ class Session:
                     deadline = time.monotonic() + poll
                     continue
                 resend = f"no answer within {answer:.2g} s"
-                answer = min(answer * 2, self._first_answer(raw) * BACKOFF_CAP)
+                answer = min(answer * 2, first * BACKOFF_CAP)
             elif frame is not None:
                 if frame.command == P.Command.BOOT:
                     self.boots_seen += 1

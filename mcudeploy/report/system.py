@@ -96,9 +96,10 @@ def system_view(d: dict, source: str = "this system plan.json") -> dict:
             "height": 2 * MARGIN + rows * CHIP_H + (rows - 1) * GAP_Y}
 
 
-def render_system(d: dict, stage_reports: dict[int, str], source: str = "this system plan.json") -> str:
+def render_system(view: dict, stage_reports: dict[int, str]) -> str:
+    """The page of ``view`` (system_view's), each stage linked to its report in ``stage_reports``."""
     return environment().get_template("report/system.html.j2").render(
-        v=system_view(d, source), reports=stage_reports, banner=BANNER, version=__version__, css=_asset("report.css"))
+        v=view, reports=stage_reports, banner=BANNER, version=__version__, css=_asset("report.css"))
 
 
 def write_system_report(plan_path: Path, d: dict, out_path=None) -> list[Path]:
@@ -108,7 +109,7 @@ def write_system_report(plan_path: Path, d: dict, out_path=None) -> list[Path]:
 
     plan_path = Path(plan_path)
     folder = plan_path if plan_path.is_dir() else plan_path.parent
-    system_view(d, str(folder / "plan.json"))  # a malformed plan is refused before anything is written
+    view = system_view(d, str(folder / "plan.json"))  # a malformed plan is refused before anything is written
     written, links = [], {}
     for s in d["stages"]:
         stage_plan = folder / f"stage{s['stage']}" / "plan.json"
@@ -116,7 +117,7 @@ def write_system_report(plan_path: Path, d: dict, out_path=None) -> list[Path]:
             written.append(write_report(stage_plan))
             links[s["stage"]] = f"stage{s['stage']}/report.html"
     out = Path(out_path) if out_path else folder / "report.html"
-    html = render_system(d, links, str(folder / "plan.json"))
+    html = render_system(view, links)
     try:
         write_atomic(out, html)
     except OSError as exc:
