@@ -9,7 +9,8 @@ region's live bytes, the planner follows the swap part of seed 004, for inferenc
    given by the caller, else the board's default estimates, mcudeploy/simulate);
 2. while the fast region's live-bytes peak exceeds the budget: of the tensors live and idle at the
    peak step (a buffer of its own, not a graph output), take the one with the longest idle time
-   (ties: the larger, then the name), and move it out after its last use before the peak and back
+   (ties: the larger, then the name; a second pass takes the one that adds the fewest ticks per
+   byte of excess it relieves, and the plan of the two that adds fewer ticks is kept), and move it out after its last use before the peak and back
    before its next one (offload/moves.py): its copies cost ``Speed.copy_ticks`` each way. Where a
    step from that next use on exceeds the budget still, back in fast memory it would only add to
    it there: with ``spill`` it stays out, and its later readers read the copy in the slow region,
@@ -337,7 +338,41 @@ def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, ali
     assignment then moves whole buffers, place_within); with it, a budget it cannot meet is
     refused in one sentence. ``earlier``: per swapped tensor, steps its asynchronous copy back starts
     earlier than its estimated ticks ask (for the stalls a board reported, search/stalls.py).
-    ``spill``: a tensor whose copy back would land where the budget is exceeded still stays out."""
+    ``spill``: a tensor whose copy back would land where the budget is exceeded still stays out.
+
+    Each rule of ``RULES`` picks the tensor to move (step 2 of the module's text); the plan that
+    meets the budget with the fewest added ticks is kept (ties: the first rule's), and where none
+    does, the first rule's (or its refusal)."""
+    plans, refusal = [], None
+    for rule in RULES:
+        try:
+            plans.append(_fit(graph, order, board, budget, alignment, cache, keep, earlier, spill, rule))
+        except MCUDeployError as err:
+            refusal = refusal or err
+    if not plans:
+        raise refusal
+    _, slow = regions_for_swap(board)
+    met = [p for p in plans if max(_fast_live(p[0], p[1], alignment, slow.name)[2]) <= budget]
+    return min(met, key=lambda p: p[2].added_ticks) if met else plans[0]
+
+
+def _idle_first(idle: float, nbytes: int, tensor: str, price: float) -> tuple:
+    return (-idle, -nbytes, tensor)
+
+
+def _cheapest_relief(idle: float, nbytes: int, tensor: str, price: float) -> tuple:
+    return (price, -idle, -nbytes, tensor)
+
+
+# How step 2 picks among the tensors idle at the peak: seed 004's longest idle time (ties: the
+# larger, then the name), and the fewest added ticks per byte of excess it relieves over the steps
+# above the budget its idle interval spans (a short cheap swap can beat a long one that must be
+# made twice).
+RULES = (_idle_first, _cheapest_relief)
+
+
+def _fit(graph: Graph, order: Sequence[Node], board, budget: int, alignment: int, cache: Optional[CacheView],
+         keep: bool, earlier: Mapping[str, int], spill: bool, rule) -> tuple[Graph, tuple[Node, ...], Offload]:
     fast, slow = regions_for_swap(board)
     dma = asynchronous(board, fast, slow)
     order = tuple(order)
@@ -353,7 +388,8 @@ def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, ali
         over = sorted((i - 1 for i, v in enumerate(live) if v > budget), key=lambda k: (-live[k + 1], k))
         found = next((f for f in (_candidates(graph, order, lives, pinned, k, ticks) for k in over) if f), None)
         if found:
-            idle, nbytes, tensor, after, before = min(found, key=lambda c: (-c[0], -c[1], c[2]))
+            idle, nbytes, tensor, after, before = min(
+                found, key=lambda c: rule(c[0], c[1], c[2], _price(graph, order, c, live, budget, ticks, slow, dma)))
             both = (slow.speed.copy_ticks(nbytes, out=True), slow.speed.copy_ticks(nbytes, out=False))
             model = tuple(int(-(-t // 1)) for t in both)
             last = max(i for i, n in enumerate(order) if tensor in n.inputs)
@@ -403,6 +439,21 @@ def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, ali
     final = _final_steps(swaps, graph, order, node_ticks(graph, order, board, cache, slow), slow)
     return graph, order, Offload(budget, fast, slow.name, final, tuple(residents), baseline, slow.speed.modelled, again,
                                  dma and bool(swaps))
+
+
+def _price(graph: Graph, order: Sequence[Node], candidate, live: Sequence[int], budget: int,
+           ticks: Sequence[float], slow, dma: bool) -> float:
+    """A candidate's added ticks (its swap's copies, less what DMA hides behind its idle time, or
+    its producer run again where cheaper) per byte of excess it relieves over the steps above the
+    budget that its idle interval spans."""
+    idle, nbytes, tensor, after, before = candidate
+    copies = slow.speed.copy_ticks(nbytes, out=True) + slow.speed.copy_ticks(nbytes, out=False)
+    cost = max(0.0, copies - idle) if dma else copies
+    producer = recomputable(graph, order, tensor, before)
+    if producer is not None:
+        cost = min(cost, ticks[order.index(producer)])
+    relief = sum(min(nbytes, live[s + 1] - budget) for s in range(after + 1, before) if live[s + 1] > budget)
+    return cost / max(relief, 1)
 
 
 def _unpin(graph: Graph, order: Sequence[Node], residents: list, groups: Mapping[str, tuple[str, ...]], budget: int,

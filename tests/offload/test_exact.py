@@ -54,3 +54,22 @@ def test_exact_equals_brute_force_on_a_tiny_graph():
     ticks, _, proven = solve_swaps(g, order, BOARD, budget, Effort(5.0), BOARD.alignment)
     assert best is not None and proven
     assert ticks == pytest.approx(best)
+
+
+def test_the_planner_keeps_its_cheapest_rule_and_comes_within_a_tenth_of_the_optimum():
+    """On a 40-operator NAS-like graph where seed 004's longest-idle rule swaps one tensor twice, the
+    plan kept is the cheapest of the rules' plans and within 10% of the proven optimum."""
+    from mcudeploy.offload.swap import RULES, _fit
+    g = make("nas", 40, 2)
+    order = g.nodes
+    budget = int(fast_peak(g, order, BOARD, BOARD.alignment) * 0.75)
+    by_rule = []
+    for rule in RULES:
+        g2, o2, off = _fit(g, order, BOARD, budget, BOARD.alignment, None, False, {}, False, rule)
+        if fast_peak(g2, o2, BOARD, BOARD.alignment) <= budget:
+            by_rule.append(off.added_ticks)
+    g3, o3, kept = fit_fast_memory(g, order, BOARD, budget, BOARD.alignment, keep=False)
+    assert fast_peak(g3, o3, BOARD, BOARD.alignment) <= budget
+    assert kept.added_ticks == pytest.approx(min(by_rule))
+    ticks, _, proven = solve_swaps(g, order, BOARD, budget, Effort(10.0), BOARD.alignment)
+    assert proven and kept.added_ticks <= 1.1 * ticks
