@@ -10,7 +10,10 @@ protocol.py; each attempt sends the same frame, same sequence number):
   sentence saying what went wrong;
 - an ACK (a long command has started): wait for its result, sending the request again now and
   then in case the result was lost (the device answers a repeat from what it kept, it does not
-  run again), up to ``run_timeout`` seconds in all;
+  run again), up to ``run_timeout`` seconds in all; once the same kind of command (a RUN, or
+  one RUN_OP of one operator) has finished in this session, up to ``PATIENCE_FACTOR`` times the
+  longest it took, but at least ``PATIENCE_FLOOR`` seconds: a board that froze after starting a
+  run is named within seconds, not after ``run_timeout``;
 - a BOOT frame while a reply is awaited: before the board has answered anything in this session,
   it just came up and the request is sent again; otherwise it restarted (crash, watchdog, power),
   what it held is gone, and the session stops with one sentence saying so;
@@ -36,6 +39,10 @@ log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT = 1.0  # silence after a request (beyond the time its bytes need on the wire) before resending
 GAP = 1.0  # silence inside a frame that has begun before it counts as cut short
 RUN_TIMEOUT = 300.0
+# Once a kind of long command has finished, a later one may take this many times its longest
+# (a loaded host slows an emulator several times over), and at least this many seconds.
+PATIENCE_FACTOR = 20.0
+PATIENCE_FLOOR = 30.0
 BACKOFF_CAP = 8  # a silent attempt doubles the next one's wait, up to this many times the first's
 
 
@@ -78,6 +85,7 @@ class Session:
         self._seq = 0
         self._next_run = random.SystemRandom().randrange(1, 1 << 32)
         self._answered = False  # the board has answered a request of this session
+        self._longest: dict = {}  # per kind of long command, the longest it took from its ACK (s)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -94,15 +102,22 @@ class Session:
         wire time of the request and of the longest reply."""
         return self.timeout + self._wire_seconds(len(raw) + P.HEADER + P.MAX_PAYLOAD + P.TRAILER)
 
-    def request(self, command: P.Command, payload: bytes = b"", timeout: Optional[float] = None) -> bytes:
+    def request(self, command: P.Command, payload: bytes = b"", timeout: Optional[float] = None,
+                kind=None) -> bytes:
         """Send one request and return its reply's payload (see the module's retry policy).
 
         ``timeout``: how long a started long command (one the device ACKs) may take in all
-        (default ``run_timeout``)."""
+        (default ``run_timeout``, or what the longest of its ``kind`` so far allows; the kind
+        defaults to the command and its payload)."""
         seq = self._next_seq()
         raw = P.encode(P.Frame(command, seq, payload))
         first = answer = self._first_answer(raw)
-        patience = self.run_timeout if timeout is None else timeout
+        kind = (command, payload) if kind is None else kind
+        patience, why = self.run_timeout if timeout is None else timeout, ""
+        if timeout is None and kind in self._longest:
+            learnt = max(PATIENCE_FLOOR, PATIENCE_FACTOR * self._longest[kind])
+            if learnt < patience:
+                patience, why = learnt, f" ({PATIENCE_FACTOR:g} times the longest one took before, {self._longest[kind]:.2g} s)"
         problems: list[str] = []
         started: Optional[float] = None  # when the device acknowledged a long command
         poll, polls = answer, 0
@@ -118,7 +133,7 @@ class Session:
                 if started is not None:
                     if time.monotonic() - started >= patience and polls:
                         raise NoAnswer(f"board {self.board} started {command.name} but gave no result "
-                                             f"within {patience:g} s")
+                                             f"within {patience:g} s{why}")
                     # the result may have been lost on the way: ask again (the device answers from what it kept)
                     log.info("board %s: no result of %s after %.1f s; asking again", self.board, command.name,
                              time.monotonic() - started)
@@ -151,6 +166,8 @@ class Session:
                     deadline = time.monotonic() + poll
                 elif frame.command == (command | P.REPLY):
                     self._answered = True
+                    if started is not None:
+                        self._longest[kind] = max(self._longest.get(kind, 0.0), time.monotonic() - started)
                     return frame.payload
             if resend is None:
                 continue
@@ -188,7 +205,10 @@ class Session:
 
     def identify(self) -> P.DeviceInfo:
         try:
-            self.info = P.parse_identify(self.request(P.Command.IDENTIFY))
+            info = P.parse_identify(self.request(P.Command.IDENTIFY))
+            if self.info is not None and info.model_id != self.info.model_id:
+                self._longest.clear()  # another firmware: its runs take their own time
+            self.info = info
         except P.FrameError as exc:
             raise MCUDeployError(f"board {self.board} sent a malformed IDENTIFY reply ({exc})") from None
         if self.info.protocol != P.VERSION:
@@ -232,7 +252,7 @@ class Session:
     def run(self) -> RunResult:
         """Run the model once on the inputs loaded under the current run id; its total and per-operator ticks."""
         try:
-            total, ops = P.unpack_run(self.request(P.Command.RUN, P.pack_run(self.run_id)))
+            total, ops = P.unpack_run(self.request(P.Command.RUN, P.pack_run(self.run_id), kind=P.Command.RUN))
             ticks: list[int] = []
             step = self._chunk() // 8
             for first in range(0, ops, step):

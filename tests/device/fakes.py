@@ -40,6 +40,7 @@ class FakeDevice:
         self.drop_requests = 0      # the link loses the next N requests whole
         self.drop_replies = 0       # the link loses the next N replies whole (ACKs still arrive)
         self.silent = False         # the device stopped answering
+        self.freeze_after_ack = False  # the device stops answering once it has acknowledged a long command
         self.reset_on: set[int] = set()  # commands during which the device restarts (it sends BOOT)
         self.stale_before_reply = 0  # send a reply with a wrong sequence number before the next N replies
 
@@ -100,6 +101,8 @@ class FakeDevice:
                 self.truncate_replies -= 1
                 raw = raw[:len(raw) // 2]
         self.tx += raw
+        if frame.command == P.Command.ACK and self.freeze_after_ack:
+            self.silent = True
 
     def boot(self) -> None:
         self.input[:] = bytes(NBYTES)

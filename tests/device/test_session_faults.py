@@ -137,3 +137,23 @@ def test_a_run_without_its_inputs_and_outputs_of_another_run_are_refused():
     s.run_id = first  # a request of an earlier run that arrives late
     with pytest.raises(MCUDeployError, match="refused RUN"):
         s.run()
+
+
+def test_a_board_frozen_after_starting_a_run_is_named_after_its_learnt_patience(monkeypatch):
+    """The first RUN may take up to run_timeout; once one has finished, a later RUN that the board
+    acknowledges and never finishes ends after PATIENCE_FACTOR times the longest so far (here at
+    the floor), long before run_timeout."""
+    from mcudeploy.device import session as S
+    monkeypatch.setattr(S, "PATIENCE_FLOOR", 0.5)
+    dev = FakeDevice()
+    s = Session(dev, dev.board, timeout=0.2, run_timeout=300.0, gap=0.2)
+    s.open()
+    s.infer([bytes(NBYTES)], [NBYTES])
+    dev.freeze_after_ack = True
+    t0 = time.monotonic()
+    with pytest.raises(MCUDeployError) as err:
+        s.infer([bytes(NBYTES)], [NBYTES])
+    assert time.monotonic() - t0 < 10
+    text = str(err.value)
+    assert "started RUN but gave no result within 0.5 s" in text and "times the longest" in text
+    assert one_sentence(text)
