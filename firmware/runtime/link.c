@@ -1,0 +1,154 @@
+/* Framed, checksummed transfers between the chips of a chain, over a UART per neighbour.
+ *
+ * Per frame, every tensor that crosses the link travels as one link frame, the format of
+ * mcudeploy/stages/chain.py (all integers little-endian):
+ *   0  2  magic 0xA5 0x5A
+ *   2  2  source stage
+ *   4  4  frame number
+ *   8  2  tensor index (in the order of the receiving stage's linked inputs)
+ *  10  4  payload length n
+ *  14  n  payload
+ *  14+n 4 CRC-32 (zlib's) of bytes 2 .. 14+n-1
+ * A receiver takes the payload straight into the model's input; a frame whose CRC-32 fails, that
+ * comes out of order or with another length, or a link silent for longer than the timeout, is an
+ * error the caller reports to the host: the stage never runs on such bytes. */
+#include <stdint.h>
+
+#include "mcud_fw.h"
+#include "mcud_model.h"
+
+#define LINK_MAGIC0 0xA5u
+#define LINK_MAGIC1 0x5Au
+#define LINK_HEADER 14u
+
+static void put16(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    put16(p, v & 0xFFFFu);
+    put16(p + 2, v >> 16);
+}
+
+static uint32_t get16(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+    return get16(p) | (get16(p + 2) << 16);
+}
+
+static void pause(const mcud_fw_link *link)
+{
+    for (volatile uint32_t i = 0; i < link->idle_pause; i++) {
+    }
+}
+
+/* n bytes from `port`, each within `timeout` ticks of the one before; 0 when the link fell silent. */
+static int32_t take(const mcud_fw_link *link, const mcud_uart_port *port, uint8_t *dst, uint32_t n, uint64_t timeout)
+{
+    uint64_t last = mcud_timer_now();
+    for (uint32_t i = 0; i < n;) {
+        int32_t c = mcud_uart_port_read(port);
+        if (c >= 0) {
+            dst[i++] = (uint8_t)c;
+            last = mcud_timer_now();
+        } else if (mcud_timer_now() - last > timeout) {
+            return 0;
+        } else {
+            pause(link);
+        }
+    }
+    return 1;
+}
+
+/* n bytes to `port`, each taken within `timeout` ticks of the one before; 0 when the link stalled. */
+static int32_t give(const mcud_fw_link *link, const mcud_uart_port *port, const uint8_t *src, uint32_t n,
+                    uint64_t timeout)
+{
+    uint64_t last = mcud_timer_now();
+    for (uint32_t i = 0; i < n;) {
+        if (mcud_uart_port_put(port, src[i])) {
+            i++;
+            last = mcud_timer_now();
+        } else if (mcud_timer_now() - last > timeout) {
+            return 0;
+        } else {
+            pause(link);
+        }
+    }
+    return 1;
+}
+
+void mcud_link_init(const mcud_fw_link *link)
+{
+    if (link->up != 0) {
+        mcud_uart_port_init(link->up);
+    }
+    if (link->down != 0) {
+        mcud_uart_port_init(link->down);
+    }
+}
+
+int32_t mcud_link_receives(const mcud_fw_link *link, uint32_t index)
+{
+    for (uint32_t t = 0; t < link->receive_count; t++) {
+        if (link->receive[t] == index) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+const char *mcud_link_receive(const mcud_fw_link *link, uint32_t frame, uint64_t timeout)
+{
+    for (uint32_t t = 0; t < link->receive_count; t++) {
+        uint8_t head[LINK_HEADER], tail[4];
+        const int32_t index = link->receive[t];
+        const uint32_t n = (uint32_t)mcud_model_input_bytes(index);
+        uint8_t *dst = (uint8_t *)mcud_model_input(index);
+        if (!take(link, link->up, head, LINK_HEADER, timeout)) {
+            return "no link frame arrived from the upstream chip within the timeout";
+        }
+        if (head[0] != LINK_MAGIC0 || head[1] != LINK_MAGIC1 || get32(head + 10) != n) {
+            return "a corrupt link frame arrived from the upstream chip (its header does not match)";
+        }
+        if (!take(link, link->up, dst, n, timeout) || !take(link, link->up, tail, 4, timeout)) {
+            return "a link frame from the upstream chip stopped half-way (the link fell silent)";
+        }
+        if (mcud_fw_crc32(mcud_fw_crc32(0, head + 2, LINK_HEADER - 2), dst, n) != get32(tail)) {
+            return "a corrupt link frame arrived from the upstream chip (its CRC-32 does not match)";
+        }
+        if (get16(head + 2) + 1u != link->stage || get32(head + 4) != frame || get16(head + 8) != t) {
+            return "a link frame of another stage, frame or tensor arrived from the upstream chip";
+        }
+    }
+    return 0;
+}
+
+const char *mcud_link_send(const mcud_fw_link *link, uint32_t frame, uint64_t timeout)
+{
+    for (uint32_t t = 0; t < link->send_count; t++) {
+        uint8_t head[LINK_HEADER], tail[4];
+        const int32_t index = link->send[t];
+        const uint32_t n = (uint32_t)mcud_model_output_bytes(index);
+        const uint8_t *src = (const uint8_t *)mcud_model_output(index);
+        head[0] = LINK_MAGIC0;
+        head[1] = LINK_MAGIC1;
+        put16(head + 2, link->stage);
+        put32(head + 4, frame);
+        put16(head + 8, t);
+        put32(head + 10, n);
+        put32(tail, mcud_fw_crc32(mcud_fw_crc32(0, head + 2, LINK_HEADER - 2), src, n));
+        if (!give(link, link->down, head, LINK_HEADER, timeout) || !give(link, link->down, src, n, timeout) ||
+            !give(link, link->down, tail, 4, timeout)) {
+            return "the downstream chip took no byte of a link frame within the timeout";
+        }
+    }
+    return 0;
+}
