@@ -101,10 +101,11 @@ def flashable(board: Board, port: Optional[str] = None) -> Board:
 
 
 def flash_compiled(compiled, board: Board, project: Path, label: str, port: Optional[str] = None,
-                   upload_firmware: bool = True, core: Optional[Path] = None) -> FlashResult:
+                   upload_firmware: bool = True, core: Optional[Path] = None, link: Optional[dict] = None) -> FlashResult:
     """Build the measurer with ``compiled`` (a model compiled for ``board``, or None) in ``project``,
-    check it fits, and upload it (an emulated board starts in the background)."""
-    spec = generate_project(board, project, compiled)
+    check it fits, and upload it (an emulated board starts in the background). ``link``: a chip of a
+    chain's link ports and tensors (device/linked.py)."""
+    spec = generate_project(board, project, compiled, link)
     elf, report = build_and_check(board, project, spec, label, core)
     if not upload_firmware:
         return FlashResult(board, project, elf, report, describe(compiled), port, uploaded=False)
