@@ -89,3 +89,22 @@ def test_joined_chips_pass_their_tensors_without_the_host_and_a_damaged_link_sto
         message = str(err.value)
         assert message.startswith("stage 1 (chip 1 of qemu-m4x2) stopped the stream at frame 0: ") and cause in message
         assert "\n" not in message and message.endswith("no outputs were written")
+
+
+def test_a_chip_of_a_chain_gets_its_link_uarts_at_the_serial_indices_its_board_names(tmp_path, monkeypatch):
+    from mcudeploy.boards import load_board
+    from mcudeploy.device import qemu
+
+    monkeypatch.setattr(qemu, "qemu_binary", lambda: "qemu-system-arm")
+    board = load_board("qemu-m4")
+    cmd = qemu.command_line(board, tmp_path / "fw.elf", 4000, up_port=4001, down_port=4002)
+    serials = [cmd[i + 1] for i, a in enumerate(cmd) if a == "-serial"]
+    assert serials[0].startswith("tcp:127.0.0.1:4000,server=on,wait=on")
+    assert serials[board.links.up.qemu_serial] == "chardev:up" and serials[board.links.down.qemu_serial] == "chardev:down"
+    chardevs = [cmd[i + 1] for i, a in enumerate(cmd) if a == "-chardev"]
+    assert "port=4001" in chardevs[0] and "server" not in chardevs[0]  # up: a client of the chip before
+    assert "port=4002" in chardevs[1] and "server=on,wait=off" in chardevs[1]  # down: listens, does not hold the guest
+    first = qemu.command_line(board, tmp_path / "fw.elf", 4000, down_port=4002)
+    assert [first[i + 1] for i, a in enumerate(first) if a == "-serial"][board.links.up.qemu_serial] == "null"
+    with pytest.raises(MCUDeployError, match="names no QEMU serial port for its down link"):
+        qemu.command_line(load_board("qemu-m3"), tmp_path / "fw.elf", 4000, down_port=4002)
