@@ -13,35 +13,15 @@
  * comes out of order or with another length, or a link silent for longer than the timeout, is an
  * error the caller reports to the host: the stage never runs on such bytes. */
 #include <stdint.h>
+#include <string.h>
 
+#include "mcud_bytes.h"
 #include "mcud_fw.h"
 #include "mcud_model.h"
 
 #define LINK_MAGIC0 0xA5u
 #define LINK_MAGIC1 0x5Au
 #define LINK_HEADER 14u
-
-static void put16(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    put16(p, v & 0xFFFFu);
-    put16(p + 2, v >> 16);
-}
-
-static uint32_t get16(const uint8_t *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-    return get16(p) | (get16(p + 2) << 16);
-}
 
 static void pause(const mcud_fw_link *link)
 {
@@ -105,26 +85,42 @@ int32_t mcud_link_receives(const mcud_fw_link *link, uint32_t index)
     return 0;
 }
 
+/* The header of tensor `t` of frame `frame` from stage `stage`: `n` bytes of payload. */
+static void make_head(uint8_t *head, uint32_t stage, uint32_t frame, uint32_t t, uint32_t n)
+{
+    head[0] = LINK_MAGIC0;
+    head[1] = LINK_MAGIC1;
+    put16(head + 2, stage);
+    put32(head + 4, frame);
+    put16(head + 8, t);
+    put32(head + 10, n);
+}
+
+static uint32_t frame_crc(const uint8_t *head, const uint8_t *payload, uint32_t n)
+{
+    return mcud_fw_crc32(mcud_fw_crc32(0, head + 2, LINK_HEADER - 2), payload, n);
+}
+
 const char *mcud_link_receive(const mcud_fw_link *link, uint32_t frame, uint64_t timeout)
 {
     for (uint32_t t = 0; t < link->receive_count; t++) {
-        uint8_t head[LINK_HEADER], tail[4];
-        const int32_t index = link->receive[t];
-        const uint32_t n = (uint32_t)mcud_model_input_bytes(index);
-        uint8_t *dst = (uint8_t *)mcud_model_input(index);
+        uint8_t head[LINK_HEADER], due[LINK_HEADER], tail[4];
+        const uint32_t n = (uint32_t)mcud_model_input_bytes(link->receive[t]);
+        uint8_t *dst = (uint8_t *)mcud_model_input(link->receive[t]);
+        make_head(due, link->stage - 1u, frame, t, n);
         if (!take(link, link->up, head, LINK_HEADER, timeout)) {
             return "no link frame arrived from the upstream chip within the timeout";
         }
-        if (head[0] != LINK_MAGIC0 || head[1] != LINK_MAGIC1 || get32(head + 10) != n) {
+        if (memcmp(head, due, 2) != 0 || memcmp(head + 10, due + 10, 4) != 0) {
             return "a corrupt link frame arrived from the upstream chip (its header does not match)";
         }
         if (!take(link, link->up, dst, n, timeout) || !take(link, link->up, tail, 4, timeout)) {
             return "a link frame from the upstream chip stopped half-way (the link fell silent)";
         }
-        if (mcud_fw_crc32(mcud_fw_crc32(0, head + 2, LINK_HEADER - 2), dst, n) != get32(tail)) {
+        if (frame_crc(head, dst, n) != get32(tail)) {
             return "a corrupt link frame arrived from the upstream chip (its CRC-32 does not match)";
         }
-        if (get16(head + 2) + 1u != link->stage || get32(head + 4) != frame || get16(head + 8) != t) {
+        if (memcmp(head, due, LINK_HEADER) != 0) {
             return "a link frame of another stage, frame or tensor arrived from the upstream chip";
         }
     }
@@ -135,16 +131,10 @@ const char *mcud_link_send(const mcud_fw_link *link, uint32_t frame, uint64_t ti
 {
     for (uint32_t t = 0; t < link->send_count; t++) {
         uint8_t head[LINK_HEADER], tail[4];
-        const int32_t index = link->send[t];
-        const uint32_t n = (uint32_t)mcud_model_output_bytes(index);
-        const uint8_t *src = (const uint8_t *)mcud_model_output(index);
-        head[0] = LINK_MAGIC0;
-        head[1] = LINK_MAGIC1;
-        put16(head + 2, link->stage);
-        put32(head + 4, frame);
-        put16(head + 8, t);
-        put32(head + 10, n);
-        put32(tail, mcud_fw_crc32(mcud_fw_crc32(0, head + 2, LINK_HEADER - 2), src, n));
+        const uint32_t n = (uint32_t)mcud_model_output_bytes(link->send[t]);
+        const uint8_t *src = (const uint8_t *)mcud_model_output(link->send[t]);
+        make_head(head, link->stage, frame, t, n);
+        put32(tail, frame_crc(head, src, n));
         if (!give(link, link->down, head, LINK_HEADER, timeout) || !give(link, link->down, src, n, timeout) ||
             !give(link, link->down, tail, 4, timeout)) {
             return "the downstream chip took no byte of a link frame within the timeout";

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "mcud_bytes.h"
 #include "mcud_fw.h"
 #include "mcud_protocol.h"
 #include "mcud_model.h"
@@ -38,32 +39,10 @@ static uint8_t long_reply[24];
 static uint32_t long_len;
 
 
-static void put16(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    put16(p, v & 0xFFFFu);
-    put16(p + 2, v >> 16);
-}
-
 static void put64(uint8_t *p, uint64_t v)
 {
     put32(p, (uint32_t)v);
     put32(p + 4, (uint32_t)(v >> 32));
-}
-
-static uint32_t get16(const uint8_t *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-    return get16(p) | (get16(p + 2) << 16);
 }
 
 /* The payload of the reply being built lives at tx + MCUD_PROTO_HEADER. */
@@ -233,6 +212,18 @@ static void send_run_reply(uint32_t cmd, uint32_t seq)
     send_frame(cmd | MCUD_PROTO_REPLY, seq, 10);
 }
 
+/* Answers a repeated RUN or RUN_LINKED of run `id` (its answer was lost on the way) from its result; 0 if
+ * the run is new. */
+static int32_t replay_run(uint32_t cmd, uint32_t seq, uint32_t id)
+{
+    if (!run_readable(id)) {
+        return 0;
+    }
+    send_frame(MCUD_CMD_ACK, seq, 0);
+    send_run_reply(cmd, seq);
+    return 1;
+}
+
 /* Answers a repeated RUN_OP or CALIBRATE frame from its stored reply; 0 if the frame is new. */
 static int32_t replay_long(uint32_t cmd, uint32_t seq, uint32_t crc)
 {
@@ -323,9 +314,7 @@ static void handle(uint32_t cmd, uint32_t seq, const uint8_t *in, uint32_t n, ui
             send_error(seq, MCUD_ERR_BAD_ARGUMENT, "RUN needs a run id");
             return;
         }
-        if (run_readable(id)) { /* a repeated request: its answer was lost on the way */
-            send_frame(MCUD_CMD_ACK, seq, 0);
-            send_run_reply(cmd, seq);
+        if (replay_run(cmd, seq, id)) {
             return;
         }
         if (!inputs_loaded(id)) {
@@ -362,9 +351,7 @@ static void handle(uint32_t cmd, uint32_t seq, const uint8_t *in, uint32_t n, ui
             send_error(seq, MCUD_ERR_UNSUPPORTED, "RUN_LINKED on a firmware without links to other chips");
             return;
         }
-        if (run_readable(id)) {
-            send_frame(MCUD_CMD_ACK, seq, 0);
-            send_run_reply(cmd, seq);
+        if (replay_run(cmd, seq, id)) {
             return;
         }
         if (!host_inputs_loaded(id)) {
