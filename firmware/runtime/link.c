@@ -29,31 +29,18 @@ static void pause(const mcud_fw_link *link)
     }
 }
 
-/* n bytes from `port`, each within `timeout` ticks of the one before; 0 when the link fell silent. */
-static int32_t take(const mcud_fw_link *link, const mcud_uart_port *port, uint8_t *dst, uint32_t n, uint64_t timeout)
+/* n bytes from (`out` 0) or to (`out` 1) `port`, each within `timeout` ticks of the one before; 0 when
+ * the link fell silent or stalled. */
+static int32_t move(const mcud_fw_link *link, const mcud_uart_port *port, uint8_t *buf, uint32_t n, uint64_t timeout,
+                    int32_t out)
 {
     uint64_t last = mcud_timer_now();
     for (uint32_t i = 0; i < n;) {
-        int32_t c = mcud_uart_port_read(port);
+        int32_t c = out ? (mcud_uart_port_put(port, buf[i]) ? 0 : -1) : mcud_uart_port_read(port);
         if (c >= 0) {
-            dst[i++] = (uint8_t)c;
-            last = mcud_timer_now();
-        } else if (mcud_timer_now() - last > timeout) {
-            return 0;
-        } else {
-            pause(link);
-        }
-    }
-    return 1;
-}
-
-/* n bytes to `port`, each taken within `timeout` ticks of the one before; 0 when the link stalled. */
-static int32_t give(const mcud_fw_link *link, const mcud_uart_port *port, const uint8_t *src, uint32_t n,
-                    uint64_t timeout)
-{
-    uint64_t last = mcud_timer_now();
-    for (uint32_t i = 0; i < n;) {
-        if (mcud_uart_port_put(port, src[i])) {
+            if (!out) {
+                buf[i] = (uint8_t)c;
+            }
             i++;
             last = mcud_timer_now();
         } else if (mcud_timer_now() - last > timeout) {
@@ -108,13 +95,13 @@ const char *mcud_link_receive(const mcud_fw_link *link, uint32_t frame, uint64_t
         const uint32_t n = (uint32_t)mcud_model_input_bytes(link->receive[t]);
         uint8_t *dst = (uint8_t *)mcud_model_input(link->receive[t]);
         make_head(due, link->stage - 1u, frame, t, n);
-        if (!take(link, link->up, head, LINK_HEADER, timeout)) {
+        if (!move(link, link->up, head, LINK_HEADER, timeout, 0)) {
             return "no link frame arrived from the upstream chip within the timeout";
         }
         if (memcmp(head, due, 2) != 0 || memcmp(head + 10, due + 10, 4) != 0) {
             return "a corrupt link frame arrived from the upstream chip (its header does not match)";
         }
-        if (!take(link, link->up, dst, n, timeout) || !take(link, link->up, tail, 4, timeout)) {
+        if (!move(link, link->up, dst, n, timeout, 0) || !move(link, link->up, tail, 4, timeout, 0)) {
             return "a link frame from the upstream chip stopped half-way (the link fell silent)";
         }
         if (frame_crc(head, dst, n) != get32(tail)) {
@@ -132,11 +119,11 @@ const char *mcud_link_send(const mcud_fw_link *link, uint32_t frame, uint64_t ti
     for (uint32_t t = 0; t < link->send_count; t++) {
         uint8_t head[LINK_HEADER], tail[4];
         const uint32_t n = (uint32_t)mcud_model_output_bytes(link->send[t]);
-        const uint8_t *src = (const uint8_t *)mcud_model_output(link->send[t]);
+        uint8_t *src = (uint8_t *)mcud_model_output(link->send[t]); /* only read */
         make_head(head, link->stage, frame, t, n);
         put32(tail, frame_crc(head, src, n));
-        if (!give(link, link->down, head, LINK_HEADER, timeout) || !give(link, link->down, src, n, timeout) ||
-            !give(link, link->down, tail, 4, timeout)) {
+        if (!move(link, link->down, head, LINK_HEADER, timeout, 1) || !move(link, link->down, src, n, timeout, 1) ||
+            !move(link, link->down, tail, 4, timeout, 1)) {
             return "the downstream chip took no byte of a link frame within the timeout";
         }
     }
