@@ -3,7 +3,8 @@
 uploaded to its own chip: an emulated chip gets an emulator of its own on a free port; a real one
 takes the ``--port`` given for it, once per stage in stage order. Where the chips' boards name link
 UARTs (``links``), each firmware also holds its links (device/linked.py, firmware/runtime/link.c:
-RUN_LINKED passes the boundary tensors chip to chip); it still serves the ordinary measurer's RUN. Two
+RUN_LINKED passes the boundary tensors chip to chip); it still serves the ordinary measurer's RUN, and
+emulated chips are started first to last with their link UARTs joined (device/emulator.py). Two
 stages on the two cores of one emulated chip (qemu-an521) are one firmware instead, the two-core
 one `run` streams through (stages/dual.py), started on one emulator.
 
@@ -84,14 +85,20 @@ def flash_system(plan: SystemPlan, project: Path, ports: Sequence[str] = (), upl
     if not upload:
         return built
     done: list[FlashResult] = []
+    emulated = [s.compiled.board.kind == "qemu" for s in stages]
+    downs = [qemu.free_port() if joined and all(emulated[k:k + 2]) and k + 1 < len(stages) else None
+             for k in range(len(stages))]  # chip k's down link listens there, chip k+1's up link connects
     try:
         for stage, port, result in zip(plan.staged.stages, ports, built):
+            k = stage.index
+            up = downs[k - 1] if k > 0 else None
+            wires = f"{up or ''}:{downs[k] or ''}" if up or downs[k] else ""
             board = result.board
             if board.kind == "qemu" and port is None:
                 port = f"socket://127.0.0.1:{qemu.free_port()}"  # each chip an emulator of its own
             progress(f"stage {stage.index}: uploading to {board.name}" + (f" on {port}" if port else ""))
             done.append(flash_compiled(stage.compiled, board, result.project, f"{plan.model} (stage {stage.index})",
-                                       port, link=links[stage.index]))
+                                       port, link=links[k], link_ports=wires))
     except BaseException:
         for r in done:
             if r.emulator is not None:
