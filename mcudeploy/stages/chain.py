@@ -255,9 +255,8 @@ def _stream_joined(plan: SystemPlan, samples, root: Path, relay, timeout_s: floa
             for emulator in emulators:  # the others may wait on a link that will not come
                 emulator.kill()
             k, n, why = failures[0]
-            cause = why.split(": ", 1)[1] if why.startswith(f"board {stages[k].compiled.board.name} refused") else why
             raise MCUDeployError(f"stage {k} (chip {k} of {plan.system.name}) stopped the stream at frame {n}: "
-                                 f"{cause.rstrip('.')}; no outputs were written")
+                                 f"{why.rstrip('.')}; no outputs were written")
         for t in threads:
             t.join()
         for session, emulator in zip(sessions, emulators):
