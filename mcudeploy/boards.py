@@ -66,6 +66,26 @@ class Uart:
 
 
 @dataclass(frozen=True)
+class LinkPort:
+    """A UART to a neighbouring chip of a chain (the board's uart driver serves it)."""
+    base: int
+    irq: int = -1
+    qemu_serial: int = -1  # emulated boards: QEMU's -serial index of this UART
+    what: str = ""
+    init: tuple[RegWrite, ...] = ()
+
+
+@dataclass(frozen=True)
+class Links:
+    """The board's ports to the chips before (``up``) and after (``down``) it in a chain."""
+    up: LinkPort
+    down: LinkPort
+    baud: int
+    clock_hz: int = 0
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class Timer:
     driver: str  # firmware/runtime/timer_<driver>.c
     hz: int
@@ -128,6 +148,7 @@ class Board:
     alias_of: Optional[str] = None
     dma_engine: Optional[DmaEngine] = None  # None: mcud_dma_copy_start copies with memcpy
     clock_tree: Optional[ClockTree] = None  # None: the firmware runs at the reset clock
+    links: Optional[Links] = None  # None: the board cannot be a chip of a chain with links of its own
 
     @property
     def sram_bytes(self) -> int:
@@ -181,9 +202,13 @@ def _board(data: dict) -> Board:
     if "uart" in data:
         u = data["uart"]
         uart = Uart(u["driver"], _int(u["base"]), int(u["baud"]), int(u.get("clock_hz", data.get("clock_hz", 0))),
-                    bool(u.get("lpuart", False)), int(u.get("irq", -1)),
-                    tuple(RegWrite(_int(w["reg"]), _int(w.get("clear", 0)), _int(w.get("set", 0)), w.get("what", ""))
-                          for w in u.get("init", ())))
+                    bool(u.get("lpuart", False)), int(u.get("irq", -1)), _writes(u.get("init", ())))
+    links = None
+    if "links" in data:
+        ln = data["links"]
+        links = Links(*(LinkPort(_int(ln[r]["base"]), int(ln[r].get("irq", -1)), int(ln[r].get("qemu_serial", -1)),
+                                 ln[r].get("what", ""), _writes(ln[r].get("init", ()))) for r in ("up", "down")),
+                      int(ln["baud"]), int(ln.get("clock_hz", 0)), ln.get("note", ""))
     if "timer" in data:
         timer = Timer(data["timer"]["driver"], int(data["timer"]["hz"]))
     dma = None
@@ -213,7 +238,11 @@ def _board(data: dict) -> Board:
                  data.get("vendor", ""), data.get("url", ""), tuple(data.get("cpu_flags", ())),
                  _int(data.get("flash_origin", 0)), int(data.get("stack_bytes", _default_stack(data["kind"]))), uart, timer,
                  qemu, upload, (data.get("platformio") or {}).get("board", ""), build, dma_engine=dma,
-                 clock_tree=tree)
+                 clock_tree=tree, links=links)
+
+
+def _writes(items) -> tuple[RegWrite, ...]:
+    return tuple(RegWrite(_int(w["reg"]), _int(w.get("clear", 0)), _int(w.get("set", 0)), w.get("what", "")) for w in items)
 
 
 def _speed(data: Optional[dict]) -> Optional[Speed]:

@@ -16,6 +16,27 @@ typedef struct {
     uint32_t set;
 } mcud_fw_reg_write;
 
+/* A UART: the host's port, or a link port to a neighbouring chip. */
+typedef struct {
+    uint32_t base;
+    int32_t irq;  /* its receive interrupt (NVIC number), -1: none known, poll */
+    uint32_t brr; /* baud-rate register value (ignored by QEMU's models) */
+} mcud_uart_port;
+
+/* A chip's place in a chain of chips (link.c): its link ports and what crosses them per frame.
+ * Received tensors are model inputs, sent ones model outputs, in the order of the link's tensor
+ * indices (mcudeploy/stages/chain.py frames them the same way). */
+typedef struct {
+    uint32_t stage;
+    const mcud_uart_port *up;   /* 0: the first stage (its inputs come from the host) */
+    const mcud_uart_port *down; /* 0: the last stage (the host reads its outputs) */
+    const uint8_t *receive;     /* input indices taken from the up link */
+    uint32_t receive_count;
+    const uint8_t *send;        /* output indices sent on the down link */
+    uint32_t send_count;
+    uint32_t idle_pause; /* empty loop turns between polls: emulated boards (see protocol.c's serve loop) */
+} mcud_fw_link;
+
 typedef struct {
     const char *board;            /* board name, as in boards/NAME.json */
     const char *firmware_version; /* mcudeploy version that generated the firmware */
@@ -35,6 +56,7 @@ typedef struct {
     uint32_t arena_bytes;
     uint32_t dma_base;            /* the board's DMA engine (dma_*.c), 0: none */
     uint32_t dma_channels;        /* channels the firmware may use */
+    const mcud_fw_link *link;     /* a chip of a chain: its link ports (link.c), 0: none */
 } mcud_fw_config;
 
 /* ---- the measurer (protocol.c, measure.c) ---- */
@@ -54,12 +76,27 @@ void mcud_fw_op_end(int32_t op);
 /* ---- CRC-32 (IEEE 802.3, as zlib.crc32) ---- */
 uint32_t mcud_fw_crc32(uint32_t crc, const uint8_t *data, uint32_t n);
 
-/* ---- port: UART (uart_*.c) ---- */
+/* ---- port: UART (uart_*.c, one driver for every port of a board) ---- */
+void mcud_uart_port_init(const mcud_uart_port *port);
+int32_t mcud_uart_port_put(const mcud_uart_port *port, uint8_t byte); /* 1: taken, 0: the transmitter is full */
+int32_t mcud_uart_port_read(const mcud_uart_port *port);              /* a received byte, or -1 when none is waiting */
+/* Sleeps (WFI) until a byte has arrived; returns at once when port->irq < 0. */
+void mcud_uart_port_wait(const mcud_uart_port *port);
+
+/* ---- the host's UART (uart.c: the port of config->uart_*) ---- */
 void mcud_uart_init(const mcud_fw_config *config);
 void mcud_uart_write(const uint8_t *data, uint32_t n);
-int32_t mcud_uart_read(void); /* a received byte, or -1 when none is waiting */
-/* Sleeps (WFI) until a byte has arrived; returns at once when config->uart_irq < 0. */
+int32_t mcud_uart_read(void);
 void mcud_uart_wait(void);
+
+/* ---- links between chips (link.c) ---- */
+void mcud_link_init(const mcud_fw_link *link);
+/* Frame `frame`'s inputs from the up link and outputs to the down link, each byte within `timeout`
+ * ticks; 0 on success, else what went wrong in a few words. */
+const char *mcud_link_receive(const mcud_fw_link *link, uint32_t frame, uint64_t timeout);
+const char *mcud_link_send(const mcud_fw_link *link, uint32_t frame, uint64_t timeout);
+/* Whether input `index` comes from the up link. */
+int32_t mcud_link_receives(const mcud_fw_link *link, uint32_t index);
 
 /* ---- port: timer (timer_*.c) ---- */
 void mcud_timer_init(void);

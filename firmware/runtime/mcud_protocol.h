@@ -10,7 +10,7 @@
  *   8  n  payload
  *   8+n 4 CRC-32 (zlib's) of bytes 2 .. 8+n-1
  *
- * LOAD_INPUT, LOAD_INPUT_FILE, RUN, READ_TICKS and READ_OUTPUT carry a run id: a RUN acts only on
+ * LOAD_INPUT, LOAD_INPUT_FILE, RUN, RUN_LINKED, READ_TICKS and READ_OUTPUT carry a run id: a RUN acts only on
  * inputs loaded under its id, a RUN whose id the device has just run is answered from its result
  * (not run again: the run may have overwritten its inputs in the arena), and outputs and ticks
  * are read only under the id of the run that made them.
@@ -38,6 +38,7 @@ enum {
     MCUD_CMD_RESET = 0x09,
     MCUD_CMD_EXIT = 0x0A,
     MCUD_CMD_LOAD_INPUT_FILE = 0x0B, /* emulated boards: read input bytes from a host file (semihosting) */
+    MCUD_CMD_RUN_LINKED = 0x0C, /* a chip of a chain: take the linked inputs, run, send the linked outputs (link.c) */
     MCUD_CMD_ACK = 0xFD,  /* "working on it": sent before a command that takes long (RUN, RUN_OP, CALIBRATE) */
     MCUD_CMD_BOOT = 0xFE, /* unsolicited, sent once at start-up */
     MCUD_CMD_ERROR = 0xFF
@@ -52,7 +53,8 @@ enum {
     MCUD_ERR_BAD_ARGUMENT = 6,
     MCUD_ERR_UNSUPPORTED = 7,
     MCUD_ERR_BAD_STATE = 8, /* a run id the device holds no inputs or results for */
-    MCUD_ERR_STALLED = 9    /* two cores: the other core took or finished no frame in time */
+    MCUD_ERR_STALLED = 9,   /* two cores: the other core took or finished no frame in time */
+    MCUD_ERR_LINK = 10      /* a chain: a link frame failed its check or did not arrive, or the next chip took none */
 };
 
 /* A frame that stops for this long (ms) between two of its bytes is dropped and answered with

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "mcud_bytes.h"
 #include "mcud_fw.h"
 #include "mcud_protocol.h"
 #include "mcud_model.h"
@@ -38,32 +39,10 @@ static uint8_t long_reply[24];
 static uint32_t long_len;
 
 
-static void put16(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    put16(p, v & 0xFFFFu);
-    put16(p + 2, v >> 16);
-}
-
 static void put64(uint8_t *p, uint64_t v)
 {
     put32(p, (uint32_t)v);
     put32(p + 4, (uint32_t)(v >> 32));
-}
-
-static uint32_t get16(const uint8_t *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-    return get16(p) | (get16(p + 2) << 16);
 }
 
 /* The payload of the reply being built lives at tx + MCUD_PROTO_HEADER. */
@@ -186,6 +165,17 @@ static int32_t inputs_loaded(uint32_t id)
     return 1;
 }
 
+/* The inputs of run `id` the host gives (not the up link's, on a chip of a chain) are all loaded. */
+static int32_t host_inputs_loaded(uint32_t id)
+{
+    for (uint32_t i = 0; i < num_inputs; i++) {
+        if (!mcud_link_receives(cfg->link, i) && (id != load_id || !loaded[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static int32_t run_readable(uint32_t id)
 {
     return run_valid && id == run_id;
@@ -215,11 +205,23 @@ static int32_t outputs_held(uint32_t id, uint32_t seq)
 #endif
 }
 
-static void send_run_reply(uint32_t seq)
+static void send_run_reply(uint32_t cmd, uint32_t seq)
 {
     put64(OUT, run_total);
     put16(OUT + 8, cfg->num_ops);
-    send_frame(MCUD_CMD_RUN | MCUD_PROTO_REPLY, seq, 10);
+    send_frame(cmd | MCUD_PROTO_REPLY, seq, 10);
+}
+
+/* Answers a repeated RUN or RUN_LINKED of run `id` (its answer was lost on the way) from its result; 0 if
+ * the run is new. */
+static int32_t replay_run(uint32_t cmd, uint32_t seq, uint32_t id)
+{
+    if (!run_readable(id)) {
+        return 0;
+    }
+    send_frame(MCUD_CMD_ACK, seq, 0);
+    send_run_reply(cmd, seq);
+    return 1;
 }
 
 /* Answers a repeated RUN_OP or CALIBRATE frame from its stored reply; 0 if the frame is new. */
@@ -312,9 +314,7 @@ static void handle(uint32_t cmd, uint32_t seq, const uint8_t *in, uint32_t n, ui
             send_error(seq, MCUD_ERR_BAD_ARGUMENT, "RUN needs a run id");
             return;
         }
-        if (run_readable(id)) { /* a repeated request: its answer was lost on the way */
-            send_frame(MCUD_CMD_ACK, seq, 0);
-            send_run_reply(seq);
+        if (replay_run(cmd, seq, id)) {
             return;
         }
         if (!inputs_loaded(id)) {
@@ -335,7 +335,45 @@ static void handle(uint32_t cmd, uint32_t seq, const uint8_t *in, uint32_t n, ui
 #endif
         run_id = id;
         run_valid = 1;
-        send_run_reply(seq);
+        send_run_reply(cmd, seq);
+        return;
+    }
+    case MCUD_CMD_RUN_LINKED: {
+        /* u32 run id, u32 frame, u32 link timeout (ms): the up link's inputs, RUN, the down link's outputs */
+        const uint32_t id = n >= 12 ? get32(in) : 0, number = n >= 12 ? get32(in + 4) : 0;
+        const uint64_t timeout = n >= 12 ? (uint64_t)cfg->timer_hz * get32(in + 8) / 1000u : 0;
+        const char *why;
+        if (n < 12) {
+            send_error(seq, MCUD_ERR_BAD_ARGUMENT, "RUN_LINKED needs a run id, a frame and a timeout");
+            return;
+        }
+        if (cfg->link == 0) {
+            send_error(seq, MCUD_ERR_UNSUPPORTED, "RUN_LINKED on a firmware without links to other chips");
+            return;
+        }
+        if (replay_run(cmd, seq, id)) {
+            return;
+        }
+        if (!host_inputs_loaded(id)) {
+            send_error(seq, MCUD_ERR_BAD_STATE, "RUN_LINKED before every input the host gives was loaded");
+            return;
+        }
+        send_frame(MCUD_CMD_ACK, seq, 0);
+        forget_run();
+        why = mcud_link_receive(cfg->link, number, timeout);
+        if (why != 0) {
+            send_error(seq, MCUD_ERR_LINK, why);
+            return;
+        }
+        run_total = mcud_fw_run_model();
+        why = mcud_link_send(cfg->link, number, timeout);
+        if (why != 0) {
+            send_error(seq, MCUD_ERR_LINK, why);
+            return;
+        }
+        run_id = id;
+        run_valid = 1;
+        send_run_reply(cmd, seq);
         return;
     }
     case MCUD_CMD_READ_TICKS: {

@@ -4,7 +4,7 @@
 #include "mcud_fw.h"
 #include "mcud_irq.h"
 
-#define REG(off) (*(volatile uint32_t *)(base + (off)))
+#define REG(off) (*(volatile uint32_t *)(port->base + (off)))
 #define SR 0x00u
 #define DR 0x04u
 #define BRR 0x08u
@@ -17,28 +17,23 @@
 #define CR1_RE (1u << 2)
 #define CR1_RXNEIE (1u << 5)
 
-static uint32_t base;
-static int32_t irq = -1;
-
-void mcud_uart_init(const mcud_fw_config *config)
+void mcud_uart_port_init(const mcud_uart_port *port)
 {
-    base = config->uart_base;
-    irq = config->uart_irq;
     REG(CR1) = 0;
-    REG(BRR) = config->uart_brr;
+    REG(BRR) = port->brr;
     REG(CR1) = CR1_UE | CR1_TE | CR1_RE;
 }
 
-void mcud_uart_write(const uint8_t *data, uint32_t n)
+int32_t mcud_uart_port_put(const mcud_uart_port *port, uint8_t byte)
 {
-    for (uint32_t i = 0; i < n; i++) {
-        while (!(REG(SR) & SR_TXE)) {
-        }
-        REG(DR) = data[i];
+    if (!(REG(SR) & SR_TXE)) {
+        return 0;
     }
+    REG(DR) = byte;
+    return 1;
 }
 
-int32_t mcud_uart_read(void)
+int32_t mcud_uart_port_read(const mcud_uart_port *port)
 {
     uint32_t sr = REG(SR);
     if (sr & SR_RXNE) {
@@ -50,18 +45,18 @@ int32_t mcud_uart_read(void)
     return -1;
 }
 
-void mcud_uart_wait(void)
+void mcud_uart_port_wait(const mcud_uart_port *port)
 {
-    if (irq < 0) {
+    if (port->irq < 0) {
         return;
     }
     uint32_t primask = mcud_irq_save();
     REG(CR1) |= CR1_RXNEIE;
-    mcud_nvic_enable((uint32_t)irq);
+    mcud_nvic_enable((uint32_t)port->irq);
     while (!(REG(SR) & SR_RXNE)) { /* a byte that came before the WFI leaves it pending */
         mcud_wait_for_interrupt();
     }
     REG(CR1) &= ~CR1_RXNEIE; /* the interrupt line falls: RXNE alone no longer raises it */
-    mcud_nvic_disable_and_clear((uint32_t)irq);
+    mcud_nvic_disable_and_clear((uint32_t)port->irq);
     mcud_irq_restore(primask);
 }

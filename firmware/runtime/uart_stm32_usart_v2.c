@@ -4,7 +4,7 @@
 #include "mcud_fw.h"
 #include "mcud_irq.h"
 
-#define REG(off) (*(volatile uint32_t *)(base + (off)))
+#define REG(off) (*(volatile uint32_t *)(port->base + (off)))
 #define CR1 0x00u
 #define BRR 0x0Cu
 #define ISR 0x1Cu
@@ -19,28 +19,23 @@
 #define CR1_RXNEIE (1u << 5)
 #define CR1_TE (1u << 3)
 
-static uint32_t base;
-static int32_t irq = -1;
-
-void mcud_uart_init(const mcud_fw_config *config)
+void mcud_uart_port_init(const mcud_uart_port *port)
 {
-    base = config->uart_base;
-    irq = config->uart_irq;
     REG(CR1) = 0;
-    REG(BRR) = config->uart_brr;
+    REG(BRR) = port->brr;
     REG(CR1) = CR1_UE | CR1_TE | CR1_RE;
 }
 
-void mcud_uart_write(const uint8_t *data, uint32_t n)
+int32_t mcud_uart_port_put(const mcud_uart_port *port, uint8_t byte)
 {
-    for (uint32_t i = 0; i < n; i++) {
-        while (!(REG(ISR) & ISR_TXE)) {
-        }
-        REG(TDR) = data[i];
+    if (!(REG(ISR) & ISR_TXE)) {
+        return 0;
     }
+    REG(TDR) = byte;
+    return 1;
 }
 
-int32_t mcud_uart_read(void)
+int32_t mcud_uart_port_read(const mcud_uart_port *port)
 {
     uint32_t isr = REG(ISR);
     if (isr & ISR_RXNE) {
@@ -52,18 +47,18 @@ int32_t mcud_uart_read(void)
     return -1;
 }
 
-void mcud_uart_wait(void)
+void mcud_uart_port_wait(const mcud_uart_port *port)
 {
-    if (irq < 0) {
+    if (port->irq < 0) {
         return;
     }
     uint32_t primask = mcud_irq_save();
     REG(CR1) |= CR1_RXNEIE;
-    mcud_nvic_enable((uint32_t)irq);
+    mcud_nvic_enable((uint32_t)port->irq);
     while (!(REG(ISR) & ISR_RXNE)) { /* a byte that came before the WFI leaves it pending */
         mcud_wait_for_interrupt();
     }
     REG(CR1) &= ~CR1_RXNEIE; /* the interrupt line falls: RXNE alone no longer raises it */
-    mcud_nvic_disable_and_clear((uint32_t)irq);
+    mcud_nvic_disable_and_clear((uint32_t)port->irq);
     mcud_irq_restore(primask);
 }

@@ -38,7 +38,7 @@ CFLAGS = ["-std=c99", "-O2", "-ffp-contract=off", "-Wall", "-Wextra", "-Werror",
           "-ffunction-sections", "-fdata-sections"]
 LDFLAGS = ["-nostartfiles", "--specs=nano.specs", "-Wl,--gc-sections"]
 LIBS = ["-lm"]
-RUNTIME_COMMON = ("startup.c", "system.c", "crc32.c", "protocol.c", "measure.c")
+RUNTIME_COMMON = ("startup.c", "system.c", "crc32.c", "protocol.c", "measure.c", "uart.c", "link.c")
 UNBOUNDED = 0x10000000  # region length of the sizing link: 256 MB, more than any board
 
 
@@ -119,8 +119,7 @@ def _context(board: Board, mid: int, has_model: bool, sections: Optional[dict] =
     brr, brr_note = uart_brr(board)
     ram = ram_region(board)
     sections = sections or {}
-    init = [{"addr": f"0x{w.addr:08X}", "clear": f"0x{w.clear:08X}", "set": f"0x{w.set:08X}",
-             "what": w.what.replace("*/", "* /")} for w in uart.init]
+    init = reg_writes(uart.init)
     return {
         "banner": BANNER,
         "board": board.name,
@@ -147,10 +146,17 @@ def _context(board: Board, mid: int, has_model: bool, sections: Optional[dict] =
         "ram_section": ram.section,
         "arena_section": sections.get("") or sections.get(ram.name),
         "dual": None,  # two cores: the second stage, the ring (firmware_build_spec's dual)
+        "link": None,  # a chip of a chain: its link ports and tensors (firmware_build_spec's link)
         "dma": None if board.dma_engine is None else {
             "driver": board.dma_engine.driver, "base": f"0x{board.dma_engine.base:08X}",
             "channels": board.dma_engine.channels},
     }
+
+
+def reg_writes(writes) -> list[dict]:
+    """Register writes (boards.RegWrite) as main.c's board_init rows."""
+    return [{"addr": f"0x{w.addr:08X}", "clear": f"0x{w.clear:08X}", "set": f"0x{w.set:08X}",
+             "what": w.what.replace("*/", "* /")} for w in writes]
 
 
 def extra_regions(board: Board, sections: Optional[dict] = None) -> list[dict]:
@@ -168,7 +174,7 @@ def extra_regions(board: Board, sections: Optional[dict] = None) -> list[dict]:
 
 
 def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.PathLike, None],
-                        dual: Optional[dict] = None) -> dict:
+                        dual: Optional[dict] = None, link: Optional[dict] = None) -> dict:
     """Everything needed to build the firmware of ``project_dir`` (a `write_project` output) for ``board``.
 
     Writes ``project_dir/firmware/`` (main.c, mcud_measure.h, link.ld, link-sizing.ld and a copy of
@@ -181,6 +187,9 @@ def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.Pat
     ``dual`` (a firmware of two cores, mcudeploy/device/dual.py): ``project_dir`` holds the first
     stage, ``dual["project1"]`` the second; ``dual["s0"]``, ``["s1"]`` and ``["dual"]`` fill the
     templates' two-core parts (firmware/dual.c.j2, firmware/dual_model.h.j2).
+
+    ``link`` (a chip of a chain, mcudeploy/device/linked.py): its link ports and the inputs and
+    outputs that cross them (firmware/runtime/link.c); the ports' register writes join the board's.
     """
     board = load_board(board) if isinstance(board, str) else board
     _check_firmware_board(board)
@@ -198,6 +207,8 @@ def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.Pat
         values.update(s0=dual["s0"], s1=dual["s1"], dual=dual["dual"], model_id=f"0x{dual['model_id']:08X}",
                       model_note="CRC-32 of both stages' model.c")
         (fw / "mcud_model.h").write_text(env.get_template("firmware/dual_model.h.j2").render(values))
+    if link is not None:
+        values.update(link=link, init=values["init"] + link["init"])
     (fw / "main.c").write_text(env.get_template("firmware/main.c.j2").render(values))
     (fw / "clock.c").write_text(clock_source(board))
     (fw / "mcud_measure.h").write_text(env.get_template("firmware/mcud_measure.h.j2").render(values))
@@ -344,7 +355,8 @@ def _link(spec: dict, objs: list[Path], script: str, elf: Path) -> subprocess.Co
 
 
 def build_firmware(board: Union[str, Board], project_dir: Union[str, os.PathLike, None],
-                   model_name: str = "(measurer alone)", dual: Optional[dict] = None) -> Firmware:
+                   model_name: str = "(measurer alone)", dual: Optional[dict] = None,
+                   link: Optional[dict] = None) -> Firmware:
     """Compile and link ``project_dir`` for ``board``; refuse a firmware larger than the board.
 
     The memory check comes from the ELF itself: when the firmware does not fit, it is linked
@@ -354,7 +366,7 @@ def build_firmware(board: Union[str, Board], project_dir: Union[str, os.PathLike
     if shutil.which(CC) is None:
         raise MCUDeployError(f"board {board.name} needs the cross compiler {CC}, which is not installed "
                              f"(apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi)")
-    spec = firmware_build_spec(board, project_dir, dual)
+    spec = firmware_build_spec(board, project_dir, dual, link)
     build_dir = Path(spec["project_dir"]) / "firmware" / "build"
     build_dir.mkdir(parents=True, exist_ok=True)
     objs = _objects(spec, build_dir)

@@ -12,6 +12,11 @@ when the firmware exits (EXIT), with ``stop_emulator`` (``mcudeploy flash -b BOA
 measurer sleeps until its UART has a byte, so a forgotten emulator costs no CPU, but it holds
 its port and memory). QEMU runs under a small supervisor (``supervise``) in a process group of
 its own, so it outlives PlatformIO's upload step and one signal stops both.
+
+A chip of a chain flashed by ``flash -b SYSTEM`` also gets its link UARTs (qemu.py): its up link
+connects to the down link of the chip flashed before it, its down link listens on a port of its own
+($MCUDEPLOY_EMULATOR_LINKS, "UP:DOWN", either may be empty), so the emulators left running pass
+their frames to each other as ``run`` joins its own.
 """
 from __future__ import annotations
 
@@ -44,6 +49,7 @@ log = logging.getLogger(__name__)
 EMULATOR_START_TIMEOUT_S = 15.0
 EMULATOR_BOOT_WAIT_S = 5.0  # for the BOOT frame (it comes 45-85 ms after the connection; a lost one costs this)
 PORT_ENV = "MCUDEPLOY_EMULATOR_PORT"
+LINKS_ENV = "MCUDEPLOY_EMULATOR_LINKS"  # "UP:DOWN": the chip's up link connects to UP, its down link listens on DOWN
 LIFETIME_ENV = "MCUDEPLOY_EMULATOR_LIFETIME"
 DEFAULT_LIFETIME_S = 3600.0
 
@@ -175,7 +181,18 @@ def end_emulators_on(port: int) -> None:
             end_group(pid)
 
 
-def start_emulator(board: Board, elf: Path, port: int = 0, lifetime: Optional[float] = None) -> Emulator:
+def link_ports(text: str) -> tuple[Optional[int], Optional[int]]:
+    """$MCUDEPLOY_EMULATOR_LINKS ("UP:DOWN", either empty) as (up port, down port)."""
+    try:
+        up, down = (text or ":").split(":")
+        return (int(up) if up else None), (int(down) if down else None)
+    except ValueError:
+        raise MCUDeployError(f"${LINKS_ENV} should be UP:DOWN, two TCP ports either of which may be empty, "
+                             f"not '{text}'") from None
+
+
+def start_emulator(board: Board, elf: Path, port: int = 0, lifetime: Optional[float] = None,
+                   up_port: Optional[int] = None, down_port: Optional[int] = None) -> Emulator:
     """Start QEMU on ``elf`` in the background, its UART listening on 127.0.0.1:port.
 
     ``port`` 0: the port of this board's emulator flashed last (which this one replaces), else a
@@ -183,6 +200,7 @@ def start_emulator(board: Board, elf: Path, port: int = 0, lifetime: Optional[fl
     keep running, so several boards can be flashed side by side, one per port. QEMU runs under a
     small supervisor (``supervise`` below) in a process group of its own, so it outlives
     PlatformIO's upload step, ends after ``lifetime`` seconds, and one signal stops both.
+    ``up_port`` and ``down_port``: a chip of a chain's links (the module's docstring).
     """
     port = port or emulator_port(board)
     end_emulators_on(port)
@@ -191,7 +209,7 @@ def start_emulator(board: Board, elf: Path, port: int = 0, lifetime: Optional[fl
         raise MCUDeployError(f"port {port} on 127.0.0.1 is taken; flash with another --port socket://127.0.0.1:PORT")
     log_path = _emulators_dir() / f"{board.name}@{port}.log"
     cmd = [sys.executable, "-m", "mcudeploy.device.emulator", "supervise", "--lifetime", f"{lifetime:g}", "--",
-           *qemu.command_line(board, elf.resolve(), port)]
+           *qemu.command_line(board, elf.resolve(), port, up_port=up_port, down_port=down_port)]
     with open(log_path, "wb") as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True, env=pio_python_env())
@@ -276,7 +294,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return supervise(args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd, args.lifetime)
     try:
         if args.command == "emulate":
-            emu = start_emulator(load_board(args.board), Path(args.elf), args.port)
+            emu = start_emulator(load_board(args.board), Path(args.elf), args.port, None,
+                                 *link_ports(os.environ.get(LINKS_ENV, "")))
             print(f"QEMU (pid {emu.pid}) runs {Path(args.elf).name}; its UART is at {emu.url}")
         else:
             emu = stop_emulator(args.board, args.port)

@@ -17,7 +17,7 @@ from typing import Optional
 
 from mcudeploy.boards import Board, load_board
 from mcudeploy.device import elfsize
-from mcudeploy.device.emulator import PORT_ENV, Emulator, emulator_port, end_emulators_on, running_emulator, socket_port
+from mcudeploy.device.emulator import LINKS_ENV, PORT_ENV, Emulator, emulator_port, end_emulators_on, running_emulator, socket_port
 from mcudeploy.device.host import BuildError
 from mcudeploy.device.pio_core import pio_failure, run_pio
 from mcudeploy.device.pio_project import default_project_dir, describe, firmware_elf, generate_project
@@ -25,10 +25,11 @@ from mcudeploy.errors import MCUDeployError
 from mcudeploy.pipeline import compile_model
 
 
-def upload(project: Path, board: Board, core: Optional[Path] = None,
-           port: Optional[str] = None) -> subprocess.CompletedProcess:
-    """``pio run -t upload``: start the emulator (on ``port``, a socket URL, else a free port) or flash the board."""
-    env = {}
+def upload(project: Path, board: Board, core: Optional[Path] = None, port: Optional[str] = None,
+           links: str = "") -> subprocess.CompletedProcess:
+    """``pio run -t upload``: start the emulator (on ``port``, a socket URL, else a free port; ``links``: its
+    link ports, emulator.LINKS_ENV) or flash the board."""
+    env = {LINKS_ENV: links} if links else {}
     if board.kind == "qemu":
         _need_tool("qemu-system-arm", "install qemu-system-arm")
         env[PORT_ENV] = str(socket_port(port)) if port else "0"
@@ -101,17 +102,19 @@ def flashable(board: Board, port: Optional[str] = None) -> Board:
 
 
 def flash_compiled(compiled, board: Board, project: Path, label: str, port: Optional[str] = None,
-                   upload_firmware: bool = True, core: Optional[Path] = None) -> FlashResult:
+                   upload_firmware: bool = True, core: Optional[Path] = None, link: Optional[dict] = None,
+                   link_ports: str = "") -> FlashResult:
     """Build the measurer with ``compiled`` (a model compiled for ``board``, or None) in ``project``,
-    check it fits, and upload it (an emulated board starts in the background)."""
-    spec = generate_project(board, project, compiled)
+    check it fits, and upload it (an emulated board starts in the background). ``link``: a chip of a
+    chain's link ports and tensors (device/linked.py); ``link_ports``: an emulated chip's, "UP:DOWN"."""
+    spec = generate_project(board, project, compiled, link)
     elf, report = build_and_check(board, project, spec, label, core)
     if not upload_firmware:
         return FlashResult(board, project, elf, report, describe(compiled), port, uploaded=False)
     if board.kind == "qemu":
         port = port or f"socket://127.0.0.1:{emulator_port(board)}"
     try:
-        upload(project, board, core, port)
+        upload(project, board, core, port, link_ports)
     except BaseException:
         if board.kind == "qemu":  # an emulator the interrupted upload started must not outlive it
             end_emulators_on(socket_port(port))

@@ -95,7 +95,7 @@ def firmware_elf(project: Path, board: Board) -> Path:
     return project / ".pio" / "build" / board.name / "firmware.elf"
 
 
-def generate_project(board: Board, project: Path, compiled=None) -> dict:
+def generate_project(board: Board, project: Path, compiled=None, link: Optional[dict] = None) -> dict:
     """Write the firmware sources (measurer, plus the model when given) and the PlatformIO project; return the spec."""
 
     project.mkdir(parents=True, exist_ok=True)
@@ -105,7 +105,7 @@ def generate_project(board: Board, project: Path, compiled=None) -> dict:
     if compiled is not None:
 
         write_project(compiled, project)
-    spec = firmware_build_spec(board, project)
+    spec = firmware_build_spec(board, project, link=link)
     write_platformio_project(board, project, spec, describe(compiled))
     return spec
 

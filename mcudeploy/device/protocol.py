@@ -31,6 +31,9 @@ Requests and their replies' payloads (run: a u32 run id the host picks for each 
     LOAD_INPUT_FILE u32 run, u8 index, u32 offset, u32 length, u32 file offset, str host path -> -
                                                (emulated boards only: the firmware reads the bytes from a host
                                                file through semihosting; QEMU's UART moves ~50 us per byte)
+    RUN_LINKED   u32 run, u32 frame, u32 link timeout ms -> as RUN (a chip of a chain, firmware/runtime/link.c:
+                                               the inputs of its up link taken, the model run, the outputs of
+                                               its down link sent; a link that fails answers ERROR LINK)
     ACK          (device)                   -    sent with a request's sequence number before a command
                                                  that takes long (RUN, RUN_OP, CALIBRATE): it is working
     BOOT         (device, unsolicited)      u8 protocol, str board
@@ -76,6 +79,7 @@ class Command(enum.IntEnum):
     RESET = 0x09
     EXIT = 0x0A
     LOAD_INPUT_FILE = 0x0B
+    RUN_LINKED = 0x0C
     ACK = 0xFD
     BOOT = 0xFE
     ERROR = 0xFF
@@ -91,6 +95,7 @@ class ErrorCode(enum.IntEnum):
     UNSUPPORTED = 7
     BAD_STATE = 8
     STALLED = 9  # a pipeline of two cores: the other core took or finished no frame in time
+    LINK = 10  # a chain of chips: a link frame failed its check or did not come, or the next chip took none
 
 
 # The device saw a damaged request: sending it again is the cure.
@@ -294,6 +299,10 @@ def pack_load_input_file(run: int, index: int, offset: int, length: int, file_of
 
 def pack_run(run: int) -> bytes:
     return struct.pack("<I", run)
+
+
+def pack_run_linked(run: int, frame: int, timeout_ms: int) -> bytes:
+    return struct.pack("<III", run, frame, timeout_ms)
 
 
 def pack_read_output(run: int, index: int, offset: int, length: int) -> bytes:

@@ -4,6 +4,11 @@
 counts instructions (exactly and reproducibly); ``-semihosting`` lets the firmware end QEMU
 with an exit status; ``-serial tcp:...,server=on,wait=on,nodelay=on`` holds the guest until
 the host connects (nothing the firmware prints is lost) and keeps round trips short.
+
+A chip of a chain (the board's ``links``) has two more UARTs joined to its neighbours' by TCP:
+its down link listens (``-chardev socket,server=on,wait=off``: QEMU creates ``-chardev`` backends
+before the ``-serial`` ones, so it listens before the host's UART waits for the host), its up link
+connects to the down link of the chip before, which therefore starts first.
 """
 from __future__ import annotations
 
@@ -61,16 +66,40 @@ def instructions_per_tick(board: Board, timer_hz: Optional[int] = None) -> float
     return 1e9 / hz / (1 << board.qemu.icount_shift)
 
 
-def command_line(board: Board, elf: Path, port: int, qmp_port: Optional[int] = None) -> list[str]:
+def link_args(board: Board, up_port: Optional[int], down_port: Optional[int]) -> tuple[list[str], list[str]]:
+    """The ``-chardev`` arguments of the link UARTs (up: a client of ``up_port``, down: a server on
+    ``down_port``) and the ``-serial`` arguments after the host's, every index up to the last link's."""
+    wanted = {}
+    for role, port, server in (("up", up_port, False), ("down", down_port, True)):
+        if port is None:
+            continue
+        if board.links is None or getattr(board.links, role).qemu_serial < 1:
+            raise MCUDeployError(f"board {board.name} names no QEMU serial port for its {role} link")
+        wanted[getattr(board.links, role).qemu_serial] = (role, port, server)
+    chardevs, serials = [], []
+    for index in range(1, max(wanted, default=0) + 1):
+        if index not in wanted:
+            serials += ["-serial", "null"]
+            continue
+        role, port, server = wanted[index]
+        chardevs += ["-chardev", f"socket,id={role},host=127.0.0.1,port={port},nodelay=on"
+                     + (",server=on,wait=off" if server else "")]
+        serials += ["-serial", f"chardev:{role}"]
+    return chardevs, serials
+
+
+def command_line(board: Board, elf: Path, port: int, qmp_port: Optional[int] = None,
+                 up_port: Optional[int] = None, down_port: Optional[int] = None) -> list[str]:
     q = board.qemu
     if board.kind != "qemu" or q is None:
         raise MCUDeployError(f"board {board.name} is not an emulated board")
+    chardevs, serials = link_args(board, up_port, down_port)
     cmd = [qemu_binary(), "-M", q.machine, "-display", "none", "-monitor", "none",
            # sleep=off: measured, the first request after boot otherwise waits about 1 s
            "-icount", f"shift={q.icount_shift},sleep=off",
            "-semihosting-config", "enable=on,target=native",
            "-kernel", str(elf),
-           "-serial", f"tcp:127.0.0.1:{port},server=on,wait=on,nodelay=on"]
+           *chardevs, "-serial", f"tcp:127.0.0.1:{port},server=on,wait=on,nodelay=on", *serials]
     if qmp_port is not None:
         cmd += ["-qmp", f"tcp:127.0.0.1:{qmp_port},server=on,wait=off"]
     return cmd + list(q.extra_args)
@@ -82,12 +111,18 @@ class QemuBoard:
     Use as a context manager; ``stop()`` asks nothing of the firmware (send EXIT first for a
     clean shutdown), waits for QEMU to end and returns its exit status, killing it after
     ``timeout`` seconds. ``qmp=True`` also opens QEMU's machine protocol, for ``system_reset``.
+    A chip of a chain: ``up_port`` is the down link its up link connects to; ``down=True`` makes its
+    down link listen, on ``down_port`` once started.
     """
 
-    def __init__(self, board: Board, elf: Path, qmp: bool = False):
+    def __init__(self, board: Board, elf: Path, qmp: bool = False, up_port: Optional[int] = None,
+                 down: bool = False):
         self.board = board
         self.elf = Path(elf)
         self.qmp = qmp
+        self.up_port = up_port
+        self.down = down
+        self.down_port: Optional[int] = None
         self.proc: Optional[subprocess.Popen] = None
         self.transport: Optional[Transport] = None
         self.port: Optional[int] = None
@@ -105,7 +140,8 @@ class QemuBoard:
         for attempt in range(3):
             self.port = free_port()
             self.qmp_port = free_port() if self.qmp else None
-            cmd = command_line(self.board, self.elf, self.port, self.qmp_port)
+            self.down_port = free_port() if self.down else None
+            cmd = command_line(self.board, self.elf, self.port, self.qmp_port, self.up_port, self.down_port)
             log.info("starting %s", " ".join(cmd))
             self._log = tempfile.TemporaryFile()
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,

@@ -263,6 +263,15 @@ class Session:
             raise MCUDeployError(f"board {self.board} sent a malformed RUN reply ({exc})") from None
         return RunResult(total, tuple(ticks))
 
+    def run_linked(self, frame: int, timeout_ms: int) -> int:
+        """A chip of a chain: take frame ``frame``'s linked inputs from the chip before, run on them (and
+        the inputs loaded under the current run id), send the linked outputs to the chip after; each link
+        byte within ``timeout_ms``. The run's total ticks."""
+        try:
+            return P.unpack_run(self.request(P.Command.RUN_LINKED, P.pack_run_linked(self.run_id, frame, timeout_ms)))[0]
+        except P.FrameError as exc:
+            raise MCUDeployError(f"board {self.board} sent a malformed RUN_LINKED reply ({exc})") from None
+
     def run_op(self, op: int, repeat: int = 1) -> OpTiming:
         payload = self.request(P.Command.RUN_OP, P.pack_run_op(op, repeat))
         try:

@@ -1,16 +1,22 @@
 """A system of emulated chips for real: every stage's firmware on its own QEMU, frames streamed.
 
 Each stage's plan is built into a firmware for its chip's board (the measurer with the stage's
-model) and started in its own emulator. The host orchestrates: at pipeline beat t, stage k runs
-frame t - k (so stage k works on frame n while stage k+1 works on frame n - 1); what a stage sends
-is read from its chip and handed to the next over a ``Link``: framed (stage, frame, tensor, length),
-with a CRC-32, and checked on arrival. A frame that fails its check or does not arrive within the
-link's timeout stops the stream with one sentence, never a wrong output.
+model) and started in its own emulator. Where the boards name link UARTs (``links``), the chips'
+UARTs are joined: chip k's down link is a TCP server its QEMU opens, chip k+1's up link a client of
+it (mcudeploy/device/qemu.py), and each firmware passes its boundary tensors on itself
+(firmware/runtime/link.c), framed as a ``Link`` frame here: (stage, frame, tensor, length) and a
+CRC-32, checked on arrival. The host loads the inputs of stage 0, sends every chip RUN_LINKED for
+each frame as soon as that chip is done with the frame before (so stage k works on frame n while
+stage k+1 works on frame n - 1, the QEMUs running at once) and reads the last stage's outputs; it
+carries no tensor between chips. Where the boards have no links (or a stage reads a tensor made two
+stages before), the host carries the frames over a ``Link`` object instead, beat by beat.
 
-What is emulated and what is modelled: the emulators run one after another on this machine's
-instruction clock, so each stage's ticks are measured on its own chip alone (the ticks of its RUN),
-and the link's time comes from the system file's bandwidth and latency, not from the sockets.
-The UARTs of the QEMUs are not joined to each other: the host carries the frames between them.
+A frame that fails its check or does not arrive within the link's timeout stops the stream with one
+sentence naming the stage and the frame, never a wrong output.
+
+What is emulated and what is modelled: each stage's ticks are measured on its own chip (the ticks
+of its RUN: the model's operators, not the link's waits), and the link's time comes from the system
+file's bandwidth and latency, not from the sockets.
 """
 from __future__ import annotations
 
@@ -18,6 +24,7 @@ import contextlib
 import statistics
 import struct
 import tempfile
+import threading
 import zlib
 from collections import deque
 from dataclasses import dataclass
@@ -26,7 +33,10 @@ from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
-from mcudeploy.device.runner import build_for_board, connect, run_on_board
+from mcudeploy.device import qemu
+from mcudeploy.device.linked import build_linked_firmware, unlinkable
+from mcudeploy.device.runner import build_for_board, connect, model_name, run_on_board
+from mcudeploy.device.session import Session
 from mcudeploy.device.samples import output_array, sample_bytes
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.stages.system_plan import SystemPlan, with_measured
@@ -34,6 +44,7 @@ from mcudeploy.stages.system_plan import SystemPlan, with_measured
 MAGIC = b"\xa5\x5a"
 HEADER = struct.Struct("<2sHIHI")  # magic, source stage, frame, tensor index, payload length
 LINK_TIMEOUT_S = 5.0
+CHIP_LINK_TIMEOUT_S = 20.0  # joined UARTs: a chip waits this long for a byte (the stages before compute first)
 
 
 def encode(stage: int, frame: int, tensor: int, payload: bytes) -> bytes:
@@ -89,7 +100,9 @@ class ChainRun:
     stage_ticks: tuple[tuple[int, ...], ...]  # per stage, per frame
     one_chip_outputs: list
     one_chip_ticks: int
-    link_frames: tuple[int, ...]
+    link_frames: tuple[int, ...]  # per link, the frames sent over it
+    host_bytes: int = 0  # boundary bytes the host carried between chips (0: the chips' UARTs are joined)
+    joined: bool = False  # the chips passed their tensors over their own joined UARTs
 
 
 def _run_frame(session, graph, values: Mapping[str, np.ndarray], bulk: Path, offset: int):
@@ -107,16 +120,38 @@ def _run_frame(session, graph, values: Mapping[str, np.ndarray], bulk: Path, off
 
 
 def run_chain(plan: SystemPlan, samples: Sequence[Mapping[str, np.ndarray]], workdir: Optional[Path] = None,
-              faults: Optional[Mapping[int, Callable[[bytes], Optional[bytes]]]] = None) -> ChainRun:
+              faults: Optional[Mapping[int, Callable[[bytes], Optional[bytes]]]] = None,
+              relay: Optional[Callable[[int, int], int]] = None, timeout_s: float = CHIP_LINK_TIMEOUT_S) -> ChainRun:
     """Stream ``samples`` through the stages, each on its own emulator (see the module's docstring);
-    the one-chip plan runs on one emulator of the first stage's board for the comparison."""
+    the one-chip plan runs on one emulator of the first stage's board for the comparison. ``faults``
+    (tests) forces the host-carried links and changes their frames; ``relay`` (tests) is given (k, the
+    port of chip k's down link) and returns the port chip k+1 connects to (a proxy in between)."""
     stages = plan.staged.stages
     if any(s.compiled.board.kind != "qemu" for s in stages):
         raise MCUDeployError(f"{plan.system.name} is not a system of emulated chips")
-    faults = faults or {}
-    links = [Link(k, fault=faults.get(k)) for k in range(len(stages) - 1)]
-    with tempfile.TemporaryDirectory(prefix="mcud-chain-") as tmp, contextlib.ExitStack() as stack:
+    joined = not faults and unlinkable(stages) is None
+    with tempfile.TemporaryDirectory(prefix="mcud-chain-") as tmp:
         root = Path(workdir or tmp)
+        if joined:
+            frames, ticks = _stream_joined(plan, samples, root, relay, timeout_s)
+            links: list = []
+        else:
+            links = [Link(k, fault=(faults or {}).get(k)) for k in range(len(stages) - 1)]
+            frames, ticks = _stream_carried(plan, samples, root, links)
+    one = run_on_board(plan.one_chip, samples)
+    one_ticks = int(statistics.median(r.total_ticks for r in one.runs))
+    measured = {k: int(statistics.median(t)) for k, t in enumerate(ticks)}
+    link_frames = (tuple(len(samples) * len(s.receives) for s in stages[1:]) if joined
+                   else tuple(l.frames for l in links))
+    return ChainRun(with_measured(plan, measured, one_ticks), [[f[o] for o in plan.outputs] for f in frames],
+                    tuple(tuple(t) for t in ticks), one.outputs, one_ticks, link_frames,
+                    sum(l.bytes for l in links), joined)
+
+
+def _stream_carried(plan: SystemPlan, samples, root: Path, links: list) -> tuple[list, list]:
+    """The host carries every boundary tensor over ``links``, beat by beat: at beat t stage k runs frame t - k."""
+    stages = plan.staged.stages
+    with contextlib.ExitStack() as stack:
         sessions, bulks = [], []
         for s in stages:
             firmware = build_for_board(s.compiled, root / f"stage{s.index}")
@@ -144,9 +179,92 @@ def run_chain(plan: SystemPlan, samples: Sequence[Mapping[str, np.ndarray]], wor
                 if k + 1 < len(stages):
                     for t, name in enumerate(stages[k + 1].receives):
                         links[k].send(n, t, np.ascontiguousarray(frames[n][name]).tobytes())
-    one = run_on_board(plan.one_chip, samples)
-    one_ticks = int(statistics.median(r.total_ticks for r in one.runs))
-    measured = {k: int(statistics.median(t)) for k, t in enumerate(ticks)}
-    return ChainRun(with_measured(plan, measured, one_ticks), [[f[o] for o in plan.outputs] for f in frames],
-                    tuple(tuple(t) for t in ticks), one.outputs, one_ticks, tuple(l.frames for l in links))
+    return frames, ticks
 
+
+def _start_chips(plan: SystemPlan, root: Path, relay, emulators: list) -> list[Session]:
+    """Every chip's firmware built and its QEMU started, first to last: a chip's up link connects to
+    the down link of the chip before (or to what ``relay`` puts between them)."""
+    stages = plan.staged.stages
+    sessions, up = [], None
+    for k, s in enumerate(stages):
+        board = s.compiled.board
+        firmware = build_linked_firmware(stages, k, root / f"stage{k}", model_name(plan.one_chip))
+        emulator = qemu.QemuBoard(board, firmware.elf, up_port=up, down=k + 1 < len(stages))
+        emulators.append(emulator)
+        session = Session(emulator.start(), board.name)
+        session.open(boot_wait=5.0)
+        if session.info.model_id != firmware.model_id:
+            raise MCUDeployError(f"the chip of stage {k} runs another build than the one just made")
+        sessions.append(session)
+        up = emulator.down_port if relay is None or emulator.down_port is None else relay(k, emulator.down_port)
+    return sessions
+
+
+def _stream_joined(plan: SystemPlan, samples, root: Path, relay, timeout_s: float) -> tuple[list, list]:
+    """The chips pass their tensors on themselves; the host runs one thread per chip, which sends the
+    chip RUN_LINKED for frame n once it is done with frame n - 1 and the chip before has been sent
+    frame n (stage 0: once its inputs are loaded); the last chip's outputs are read after each run."""
+    stages = plan.staged.stages
+    count, last = len(samples), len(stages) - 1
+    frames = [dict(x) for x in samples]
+    ticks = [[0] * count for _ in stages]
+    sent = [[threading.Event() for _ in range(count)] for _ in stages]
+    failures: list[tuple[int, int, str]] = []
+    stop = threading.Event()
+    emulators: list = []
+
+    def work(k: int, session: Session) -> None:
+        g = stages[k].compiled.graph
+        bulk, offset = root / f"stage{k}-inputs.bin", 0
+        local = [n for n in g.inputs if n not in stages[k].receives]  # what the host gives this chip
+        if local:
+            bulk.write_bytes(b"".join(b for f in frames for b in sample_bytes(g, {n: f[n] for n in local})))
+        for n in range(count):
+            if k > 0:
+                while not sent[k - 1][n].wait(0.05):
+                    if stop.is_set():
+                        return
+            if stop.is_set():
+                return
+            try:
+                session.begin_run()
+                for name in local:
+                    size = g[name].nbytes
+                    session.load_input_file(list(g.inputs).index(name), str(bulk.resolve()), offset, size)
+                    offset += size
+                sent[k][n].set()
+                ticks[k][n] = session.run_linked(n, int(timeout_s * 1000))
+                if k == last:
+                    raw = [session.read_output(i, g[o].nbytes) for i, o in enumerate(g.outputs)]
+                    frames[n].update((o, output_array(g, o, b)) for o, b in zip(g.outputs, raw))
+            except Exception as exc:  # noqa: BLE001 -- the first failure stops the stream, in one sentence
+                if not stop.is_set():
+                    failures.append((k, n, str(exc)))
+                    stop.set()
+                return
+
+    try:
+        sessions = _start_chips(plan, root, relay, emulators)
+        threads = [threading.Thread(target=work, args=(k, s), daemon=True) for k, s in enumerate(sessions)]
+        for t in threads:
+            t.start()
+        while any(t.is_alive() for t in threads) and not stop.is_set():
+            stop.wait(0.05)
+        if failures:
+            for emulator in emulators:  # the others may wait on a link that will not come
+                emulator.kill()
+            k, n, why = failures[0]
+            raise MCUDeployError(f"stage {k} (chip {k} of {plan.system.name}) stopped the stream at frame {n}: "
+                                 f"{why.rstrip('.')}; no outputs were written")
+        for t in threads:
+            t.join()
+        for session, emulator in zip(sessions, emulators):
+            session.exit(0)
+            if emulator.wait(5.0) != 0:
+                raise MCUDeployError(f"QEMU for stage {emulators.index(emulator)} ended with {emulator.exit_reason()}")
+    finally:
+        for emulator in emulators:
+            emulator.kill()
+            emulator.stop(timeout=0.0)
+    return frames, ticks

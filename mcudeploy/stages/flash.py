@@ -1,8 +1,10 @@
 """``mcudeploy flash -b SYSTEM``: every stage's measurer firmware, built for its own core's board
 (device/flash.py, offline PlatformIO) in a folder of its own, checked to fit its chip, and
 uploaded to its own chip: an emulated chip gets an emulator of its own on a free port; a real one
-takes the ``--port`` given for it, once per stage in stage order. The host then carries the
-boundary tensors between them (stages/stream.py), so the firmware is the ordinary measurer. Two
+takes the ``--port`` given for it, once per stage in stage order. Where the chips' boards name link
+UARTs (``links``), each firmware also holds its links (device/linked.py, firmware/runtime/link.c:
+RUN_LINKED passes the boundary tensors chip to chip); it still serves the ordinary measurer's RUN, and
+emulated chips are started first to last with their link UARTs joined (device/emulator.py). Two
 stages on the two cores of one emulated chip (qemu-an521) are one firmware instead, the two-core
 one `run` streams through (stages/dual.py), started on one emulator.
 
@@ -18,6 +20,7 @@ from typing import Optional, Sequence
 from mcudeploy.device import qemu
 from mcudeploy.device.emulator import end_emulators_on, socket_port
 from mcudeploy.device.flash import FlashResult, flash_compiled, flashable
+from mcudeploy.device.linked import link_values, unlinkable
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.stages.system_plan import SystemPlan
 
@@ -70,23 +73,32 @@ def flash_system(plan: SystemPlan, project: Path, ports: Sequence[str] = (), upl
     if chip is not None:
         return flash_dual(plan, chip, project, ports, upload, progress)
     ports = _ports(plan, ports, upload)
+    stages = plan.staged.stages
+    joined = len(stages) > 1 and unlinkable(stages) is None
+    links = [link_values(stages, k) if joined else None for k in range(len(stages))]
     built = []
-    for stage, port in zip(plan.staged.stages, ports):
+    for stage, port, link in zip(stages, ports, links):
         board = stage.compiled.board
-        progress(f"stage {stage.index}: building for {board.name}")
+        progress(f"stage {stage.index}: building for {board.name}" + (" with its links" if link else ""))
         built.append(flash_compiled(stage.compiled, board, Path(project) / f"stage{stage.index}",
-                                    f"{plan.model} (stage {stage.index})", port, upload_firmware=False))
+                                    f"{plan.model} (stage {stage.index})", port, upload_firmware=False, link=link))
     if not upload:
         return built
     done: list[FlashResult] = []
+    emulated = [s.compiled.board.kind == "qemu" for s in stages]
+    downs = [qemu.free_port() if joined and all(emulated[k:k + 2]) and k + 1 < len(stages) else None
+             for k in range(len(stages))]  # chip k's down link listens there, chip k+1's up link connects
     try:
         for stage, port, result in zip(plan.staged.stages, ports, built):
+            k = stage.index
+            up = downs[k - 1] if k > 0 else None
+            wires = f"{up or ''}:{downs[k] or ''}" if up or downs[k] else ""
             board = result.board
             if board.kind == "qemu" and port is None:
                 port = f"socket://127.0.0.1:{qemu.free_port()}"  # each chip an emulator of its own
             progress(f"stage {stage.index}: uploading to {board.name}" + (f" on {port}" if port else ""))
             done.append(flash_compiled(stage.compiled, board, result.project, f"{plan.model} (stage {stage.index})",
-                                       port))
+                                       port, link=links[k], link_ports=wires))
     except BaseException:
         for r in done:
             if r.emulator is not None:

@@ -79,7 +79,7 @@ def run_system(plan: SystemPlan, samples, check: bool = False) -> SystemRun:
         chain = run_chain(plan, samples)
         plan, outputs, want = chain.plan, chain.outputs, chain.one_chip_outputs
         lines = [f"each stage ran on its own emulator ({', '.join(sorted({u.board.name for u in plan.partition.units}))}"
-                 f"), frames streamed through CRC-checked links carried by the host ({sum(chain.link_frames)} "
+                 f"), frames streamed through CRC-checked links {_carrier(chain)} ({sum(chain.link_frames)} "
                  f"frame(s)); the one-chip plan ran on one emulator of {plan.one_chip.board.name}"]
     else:
         with tempfile.TemporaryDirectory(prefix="mcud-system-") as tmp:
@@ -97,6 +97,12 @@ def run_system(plan: SystemPlan, samples, check: bool = False) -> SystemRun:
         lines += verdict.lines()
         ok = ok and verdict.ok
     return SystemRun(plan, outputs, ok, lines)
+
+
+def _carrier(chain) -> str:
+    if chain.joined:
+        return "from chip to chip over their joined UARTs, the host carrying none"
+    return f"carried by the host ({chain.host_bytes:,} bytes)"
 
 
 def _later(ticks) -> str:
