@@ -44,7 +44,8 @@ def _port_option(p: argparse.ArgumentParser, help: str = PORT_HELP) -> None:
 def _pool_options(p: argparse.ArgumentParser) -> None:
     """The boards a command may spread its work over (mcudeploy/device/pool.py)."""
     p.add_argument("--port", action="append", default=[],
-                   help=PORT_HELP + "; once per board for several boards of one kind (each flashed, see flash)")
+                   help=PORT_HELP + "; once per board for several boards of one kind (each flashed, see flash); run "
+                        "-b SYSTEM: once per stage, first to last, the chips flashed with flash -b SYSTEM")
     p.add_argument("--boards", type=int, default=1, metavar="N",
                    help="an emulated board: start N emulators and spread the work over them; with --place: N "
                         "places of the farm (default 1)")
@@ -142,7 +143,7 @@ def _system(args):
             raise MCUDeployError(f"{given[0]} applies to a system of cores or chips (e.g. -b qemu-m4x2), not to "
                                  f"the board {args.board}")
         return None
-    ports = getattr(args, "port", None) if args.command != "flash" else None  # flash takes one per stage
+    ports = getattr(args, "port", None) if args.command not in ("flash", "run") else None  # one per stage
     given = [o for o, v in (("--fast-memory", getattr(args, "fast_memory", None)), ("--port", ports)) if v]
     if given:
         raise MCUDeployError(f"{given[0]} applies to one board, not to the system {args.board}")
@@ -300,7 +301,7 @@ def _run_system(args, system) -> int:
 
     plan = _compile_system(args, system)
     samples = check.load_input(args.input, plan.graph) if args.input else check.random_inputs(plan.graph, args.samples)
-    result = run_system(plan, samples, check=args.check)
+    result = run_system(plan, samples, check=args.check, ports=args.port or ())
     print("\n".join(system_lines(result.plan) + result.lines))
     if args.output:
         _save_outputs(args.output, plan.outputs, result.outputs)

@@ -11,6 +11,10 @@ stage k+1 works on frame n - 1, the QEMUs running at once) and reads the last st
 carries no tensor between chips. Where the boards have no links (or a stage reads a tensor made two
 stages before), the host carries the frames over a ``Link`` object instead, beat by beat.
 
+With ``ports`` (run -b SYSTEM --port ...), the chips are boards flashed with ``mcudeploy flash -b
+SYSTEM`` (real ones, or the emulators flash left running with their links joined): each is checked to
+run its stage's build, and the frames stream through them the same way.
+
 A frame that fails its check or does not arrive within the link's timeout stops the stream with one
 sentence naming the stage and the frame, never a wrong output.
 
@@ -33,7 +37,10 @@ from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
+from mcudeploy.codegen import write_project
 from mcudeploy.device import qemu
+from mcudeploy.device.build import model_id
+from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.device.linked import build_linked_firmware, unlinkable
 from mcudeploy.device.runner import build_for_board, connect, model_name, run_on_board
 from mcudeploy.device.session import Session
@@ -99,7 +106,7 @@ class ChainRun:
     outputs: list  # per frame, the model's outputs
     stage_ticks: tuple[tuple[int, ...], ...]  # per stage, per frame
     one_chip_outputs: list
-    one_chip_ticks: int
+    one_chip_ticks: Optional[int]  # None: the one-chip plan ran as a host build (chips of real boards)
     link_frames: tuple[int, ...]  # per link, the frames sent over it
     host_bytes: int = 0  # boundary bytes the host carried between chips (0: the chips' UARTs are joined)
     joined: bool = False  # the chips passed their tensors over their own joined UARTs
@@ -121,30 +128,49 @@ def _run_frame(session, graph, values: Mapping[str, np.ndarray], bulk: Path, off
 
 def run_chain(plan: SystemPlan, samples: Sequence[Mapping[str, np.ndarray]], workdir: Optional[Path] = None,
               faults: Optional[Mapping[int, Callable[[bytes], Optional[bytes]]]] = None,
-              relay: Optional[Callable[[int, int], int]] = None, timeout_s: float = CHIP_LINK_TIMEOUT_S) -> ChainRun:
-    """Stream ``samples`` through the stages, each on its own emulator (see the module's docstring);
-    the one-chip plan runs on one emulator of the first stage's board for the comparison. ``faults``
-    (tests) forces the host-carried links and changes their frames; ``relay`` (tests) is given (k, the
-    port of chip k's down link) and returns the port chip k+1 connects to (a proxy in between)."""
+              relay: Optional[Callable[[int, int], int]] = None, timeout_s: float = CHIP_LINK_TIMEOUT_S,
+              ports: Sequence[str] = ()) -> ChainRun:
+    """Stream ``samples`` through the stages, each on its own emulator (see the module's docstring),
+    or with ``ports`` (one per stage, first to last) on chips already flashed with ``mcudeploy flash
+    -b SYSTEM`` (real boards, or the emulators flash started), whose UARTs are joined; the one-chip
+    plan runs on one emulator of the first stage's board for the comparison (on chips of real boards:
+    as a host build, the same C). ``faults`` (tests) forces the host-carried links and changes their
+    frames; ``relay`` (tests) is given (k, the port of chip k's down link) and returns the port chip
+    k+1 connects to (a proxy in between)."""
     stages = plan.staged.stages
-    if any(s.compiled.board.kind != "qemu" for s in stages):
-        raise MCUDeployError(f"{plan.system.name} is not a system of emulated chips")
-    joined = not faults and unlinkable(stages) is None
+    real = sorted({s.compiled.board.name for s in stages if s.compiled.board.kind != "qemu"})
+    if ports and len(ports) != len(stages):
+        raise MCUDeployError(f"{plan.system.name} streams over {len(stages)} stage(s): give one --port per stage, "
+                             f"first to last, not {len(ports)}")
+    if real and not ports:
+        raise MCUDeployError(f"{plan.system.name} needs its boards ({', '.join(real)}) flashed with `mcudeploy flash "
+                             f"-b {plan.system.name}` and each on a port: give --port once per stage, first to last")
+    why = unlinkable(stages)
+    if ports and why is not None:
+        raise MCUDeployError(f"the chips of {plan.system.name} cannot pass their tensors to each other ({why}), "
+                             f"so they cannot stream through their ports")
+    joined = not faults and why is None
     with tempfile.TemporaryDirectory(prefix="mcud-chain-") as tmp:
         root = Path(workdir or tmp)
         if joined:
-            frames, ticks = _stream_joined(plan, samples, root, relay, timeout_s)
+            frames, ticks = _stream_joined(plan, samples, root, relay, timeout_s, ports)
             links: list = []
         else:
             links = [Link(k, fault=(faults or {}).get(k)) for k in range(len(stages) - 1)]
             frames, ticks = _stream_carried(plan, samples, root, links)
-    one = run_on_board(plan.one_chip, samples)
-    one_ticks = int(statistics.median(r.total_ticks for r in one.runs))
+        if real:
+            from mcudeploy.stages.stream import on_host
+
+            one_outputs = run_compiled_on_host(on_host(plan.one_chip), samples, root / "one-chip")
+            one_ticks = None
+    if not real:
+        one = run_on_board(plan.one_chip, samples)
+        one_outputs, one_ticks = one.outputs, int(statistics.median(r.total_ticks for r in one.runs))
     measured = {k: int(statistics.median(t)) for k, t in enumerate(ticks)}
     link_frames = (tuple(len(samples) * len(s.receives) for s in stages[1:]) if joined
                    else tuple(l.frames for l in links))
     return ChainRun(with_measured(plan, measured, one_ticks), [[f[o] for o in plan.outputs] for f in frames],
-                    tuple(tuple(t) for t in ticks), one.outputs, one_ticks, link_frames,
+                    tuple(tuple(t) for t in ticks), one_outputs, one_ticks, link_frames,
                     sum(l.bytes for l in links), joined)
 
 
@@ -201,7 +227,23 @@ def _start_chips(plan: SystemPlan, root: Path, relay, emulators: list) -> list[S
     return sessions
 
 
-def _stream_joined(plan: SystemPlan, samples, root: Path, relay, timeout_s: float) -> tuple[list, list]:
+def _open_chips(plan: SystemPlan, root: Path, ports: Sequence[str], stack: contextlib.ExitStack) -> list[Session]:
+    """A session with each flashed chip on its port, first to last, each checked to run its stage's
+    model (the model id of the stage's generated C, which flash built with the chip's links)."""
+    sessions = []
+    for k, (s, port) in enumerate(zip(plan.staged.stages, ports)):
+        expected = model_id(write_project(s.compiled, root / f"stage{k}"))
+        session = stack.enter_context(connect(s.compiled.board, None, port))
+        if session.info.model_id != expected:
+            raise MCUDeployError(f"the chip on {port} runs another build than stage {k} of {plan.model} (model id "
+                                 f"0x{session.info.model_id:08X}, stage {k}'s is 0x{expected:08X}): flash the chips "
+                                 f"first with `mcudeploy flash MODEL -b {plan.system.name}`")
+        sessions.append(session)
+    return sessions
+
+
+def _stream_joined(plan: SystemPlan, samples, root: Path, relay, timeout_s: float,
+                   ports: Sequence[str] = ()) -> tuple[list, list]:
     """The chips pass their tensors on themselves; the host runs one thread per chip, which sends the
     chip RUN_LINKED for frame n once it is done with frame n - 1 and the chip before has been sent
     frame n (stage 0: once its inputs are loaded); the last chip's outputs are read after each run."""
@@ -244,8 +286,9 @@ def _stream_joined(plan: SystemPlan, samples, root: Path, relay, timeout_s: floa
                     stop.set()
                 return
 
+    stack = contextlib.ExitStack()
     try:
-        sessions = _start_chips(plan, root, relay, emulators)
+        sessions = _open_chips(plan, root, ports, stack) if ports else _start_chips(plan, root, relay, emulators)
         threads = [threading.Thread(target=work, args=(k, s), daemon=True) for k, s in enumerate(sessions)]
         for t in threads:
             t.start()
@@ -267,4 +310,5 @@ def _stream_joined(plan: SystemPlan, samples, root: Path, relay, timeout_s: floa
         for emulator in emulators:
             emulator.kill()
             emulator.stop(timeout=0.0)
+        stack.close()  # flashed chips keep running their firmware: only their ports are closed
     return frames, ticks

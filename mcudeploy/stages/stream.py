@@ -54,14 +54,18 @@ class SystemRun:
     lines: list
 
 
-def run_system(plan: SystemPlan, samples, check: bool = False) -> SystemRun:
+def run_system(plan: SystemPlan, samples, check: bool = False, ports: Sequence[str] = ()) -> SystemRun:
     """Stream ``samples`` through the stages and compare every output with the one-chip plan's, bit for
-    bit; with ``check`` also the one-chip verdict (run --check's) on the system's outputs."""
+    bit; with ``check`` also the one-chip verdict (run --check's) on the system's outputs. ``ports``:
+    one per stage, chips flashed with ``mcudeploy flash -b SYSTEM`` (chain.py)."""
     from mcudeploy import check as checks
     from mcudeploy.frontend import is_tflite_model
     from mcudeploy.stages.dual import dual_chip
 
-    chip = dual_chip(plan) if emulated(plan) else None
+    chip = dual_chip(plan) if emulated(plan) or ports else None
+    if chip is not None and ports:
+        raise MCUDeployError(f"--port streams through the chips of a chain; the two cores of {plan.system.name} run "
+                             f"one firmware on one board, which run starts itself")
     if chip is not None:
         from mcudeploy.stages.dual import run_dual
 
@@ -73,14 +77,17 @@ def run_system(plan: SystemPlan, samples, check: bool = False) -> SystemRun:
                  f"stage 0 alone on core 0 (the first frame, core 1 idle): {dual.run_ticks[0]:,} ticks; "
                  f"{_later(dual.run_ticks)}the cores share one instruction clock under QEMU -icount, so each stage's "
                  f"ticks are taken on its own (mcudeploy measure), not from the streamed run"]
-    elif emulated(plan):
+    elif emulated(plan) or ports:
         from mcudeploy.stages.chain import run_chain
 
-        chain = run_chain(plan, samples)
+        chain = run_chain(plan, samples, ports=ports)
         plan, outputs, want = chain.plan, chain.outputs, chain.one_chip_outputs
-        lines = [f"each stage ran on its own emulator ({', '.join(sorted({u.board.name for u in plan.partition.units}))}"
-                 f"), frames streamed through CRC-checked links {_carrier(chain)} ({sum(chain.link_frames)} "
-                 f"frame(s)); the one-chip plan ran on one emulator of {plan.one_chip.board.name}"]
+        where = (f"on the flashed chip on {', '.join(ports)}" if ports else
+                 f"on its own emulator ({', '.join(sorted({u.board.name for u in plan.partition.units}))})")
+        one = ("as a host build (the same C)" if chain.one_chip_ticks is None
+               else f"on one emulator of {plan.one_chip.board.name}")
+        lines = [f"each stage ran {where}, frames streamed through CRC-checked links {_carrier(chain)} "
+                 f"({sum(chain.link_frames)} frame(s)); the one-chip plan ran {one}"]
     else:
         with tempfile.TemporaryDirectory(prefix="mcud-system-") as tmp:
             outputs = run_on_host(plan, samples, Path(tmp))

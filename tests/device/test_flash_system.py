@@ -1,15 +1,14 @@
 """flash -b SYSTEM: each stage's measurer firmware built for its core's board and started on an
 emulator of its own (the stages do not replace one another), each running its own stage bit for bit
-with the host build, their link UARTs joined so a frame passes from chip to chip; ports that do not match the stages, or a real system without them, are one
+with the host build, their link UARTs joined so that run -b SYSTEM --port ... streams frames through
+them chip to chip; ports that do not match the stages, or a real system without them, are one
 sentence before anything is built."""
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-import threading
 
-import numpy as np
 import onnx
 import pytest
 
@@ -53,44 +52,16 @@ def test_each_stage_runs_on_an_emulator_of_its_own(residual, tmp_path, need_qemu
             run = run_on_board(stage.compiled, samples, port=url)
             same, lines = compare_with_host(stage.compiled, run.outputs, samples)
             assert same, (stage.index, lines)
-        _one_frame_over_the_joined_links(plan, urls, tmp_path)
+        # the emulators flash left running have their link UARTs joined: run streams frames through them
+        done = mcudeploy("run", str(residual), "-b", "qemu-m4x2", "--port", urls[0], "--port", urls[1], "--check",
+                         "--samples", "3", env=env)
+        assert done.returncode == 0, done.stderr
+        assert f"each stage ran on the flashed chip on {urls[0]}, {urls[1]}" in done.stdout
+        assert "over their joined UARTs, the host carrying none" in done.stdout
+        assert "bit for bit identical" in done.stdout and "PASS on 3 input(s)" in done.stdout
     finally:
         mcudeploy("flash", "-b", "qemu-m4", "--stop", "--all", env=env)
     assert not emulator.running_emulators("qemu-m4")
-
-
-def _one_frame_over_the_joined_links(plan, urls, tmp_path) -> None:
-    """The emulators flash left running have their link UARTs joined: a frame the host gives the first
-    chip comes out of the last, passed on by the chips (RUN_LINKED), as the host build computes it."""
-    from mcudeploy.device.samples import output_array, sample_bytes
-    from mcudeploy.device.session import Session
-    from mcudeploy.device.transport import Transport
-    from mcudeploy.stages.stream import run_on_host
-
-    sample = random_inputs(plan.graph, 1, seed=9)
-    sessions = [Session(Transport.open(url), "qemu-m4") for url in urls]
-    try:
-        for session, stage in zip(sessions, plan.staged.stages):
-            session.open()
-            session.begin_run()
-            g = stage.compiled.graph
-            for i, name in enumerate(g.inputs):
-                if name not in stage.receives:
-                    session.load_input(i, sample_bytes(g, {name: sample[0][name]})[0])
-        ticks: list = []
-        later = threading.Thread(target=lambda: ticks.append(sessions[1].run_linked(0, 5000)))
-        later.start()
-        ticks.insert(0, sessions[0].run_linked(0, 5000))
-        later.join(60)
-        assert len(ticks) == 2 and min(ticks) > 0  # both chips ran the frame
-        g = plan.staged.stages[1].compiled.graph
-        got = [output_array(g, o, sessions[1].read_output(i, g[o].nbytes)) for i, o in enumerate(g.outputs)]
-    finally:
-        for session in sessions:
-            session.transport.close()
-    [want] = run_on_host(plan, sample, tmp_path / "host")
-    assert [o for o in plan.outputs] == list(g.outputs)
-    assert all(np.array_equal(a, b) for a, b in zip(got, want))
 
 
 def _error(capsys, argv) -> str:
@@ -136,3 +107,8 @@ def test_two_stages_on_two_cores_are_one_firmware_on_one_emulator(residual, tmp_
     finally:
         mcudeploy("flash", "-b", board, "--stop", "--all", env=env)
     assert not emulator.running_emulators(board)
+
+
+def test_run_through_ports_needs_one_per_stage(residual, capsys):
+    err = _error(capsys, ["run", str(residual), "-b", "qemu-m4x2", "--port", "socket://127.0.0.1:9"])
+    assert "give one --port per stage, first to last, not 1" in err
