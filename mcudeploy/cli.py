@@ -143,7 +143,7 @@ def _system(args):
             raise MCUDeployError(f"{given[0]} applies to a system of cores or chips (e.g. -b qemu-m4x2), not to "
                                  f"the board {args.board}")
         return None
-    ports = getattr(args, "port", None) if args.command not in ("flash", "run") else None  # one per stage
+    ports = getattr(args, "port", None) if args.command not in ("flash", "run", "measure") else None  # one per stage
     given = [o for o, v in (("--fast-memory", getattr(args, "fast_memory", None)), ("--port", ports)) if v]
     if given:
         raise MCUDeployError(f"{given[0]} applies to one board, not to the system {args.board}")
@@ -393,7 +393,7 @@ def cmd_measure(args) -> int:
         from mcudeploy.stages.stream import measure_system
         from mcudeploy.stages.system_plan import system_lines, system_plan_dict
 
-        plan = measure_system(lambda: _compile_system(args, system), repeat=args.repeat)
+        plan = measure_system(lambda: _compile_system(args, system), repeat=args.repeat, ports=args.port or ())
         print(json.dumps(system_plan_dict(plan), indent=1) if args.json else "\n".join(system_lines(plan)))
         return 0
     if args.settle:

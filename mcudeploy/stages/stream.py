@@ -129,19 +129,30 @@ def _retargeted(plan: SystemPlan) -> str:
     return f" (the plans made for {', '.join(boards)}, built for this computer)" if boards else ""
 
 
-def measure_system(compile_plan: Callable[[], SystemPlan], repeat: int = 5) -> SystemPlan:
+def measure_system(compile_plan: Callable[[], SystemPlan], repeat: int = 5, ports: Sequence[str] = ()) -> SystemPlan:
     """The one-chip plan's operators timed on an emulator of its board first (so the partitioner cuts
     by measured ticks: ``compile_plan`` runs again), then every stage's, one stage after another
     (mcudeploy measure of each stage plan, through the timing cache): the plan with its stages' times
     and its throughput from those measured ticks. Under QEMU the stages cannot run at once on one
-    instruction clock, so each is measured on its own."""
+    instruction clock, so each is measured on its own.
+
+    ``ports`` (one per stage, first to last): chips flashed with ``mcudeploy flash -b SYSTEM``, each
+    timing its own stage; no chip runs the whole model there, so the one-chip figure is the sum of the
+    stages' measured ticks (the same operators and kernels, one after another)."""
     from mcudeploy.device.measure import measure_model
 
     plan = compile_plan()
     real = sorted({u.board.name for u in plan.partition.units if u.board.kind != "qemu"})
+    stages = plan.staged.stages
+    if ports:
+        if len(ports) != len(stages):
+            raise MCUDeployError(f"{plan.system.name} has {len(stages)} stage(s): give one --port per stage, first "
+                                 f"to last, not {len(ports)}")
+        ticks = {s.index: measure_model(s.compiled, port=p, repeat=repeat).total_ticks for s, p in zip(stages, ports)}
+        return with_measured(plan, ticks, sum(ticks.values()))
     if real:
-        raise MCUDeployError(f"measure on {plan.system.name} needs its boards ({', '.join(real)}) each on a port; "
-                             f"only systems of emulated chips are measured here")
+        raise MCUDeployError(f"measure on {plan.system.name} needs its boards ({', '.join(real)}), flashed with "
+                             f"`mcudeploy flash -b {plan.system.name}`, each on a port: give --port once per stage")
     one_chip = measure_model(plan.one_chip, repeat=repeat)
     if one_chip.device_used:
         plan = compile_plan()

@@ -5,6 +5,7 @@ them chip to chip; ports that do not match the stages, or a real system without 
 sentence before anything is built."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -59,6 +60,12 @@ def test_each_stage_runs_on_an_emulator_of_its_own(residual, tmp_path, need_qemu
         assert f"each stage ran on the flashed chip on {urls[0]}, {urls[1]}" in done.stdout
         assert "over their joined UARTs, the host carrying none" in done.stdout
         assert "bit for bit identical" in done.stdout and "PASS on 3 input(s)" in done.stdout
+        # and measure times each stage on its own flashed chip
+        done = mcudeploy("measure", str(residual), "-b", "qemu-m4x2", "--port", urls[0], "--port", urls[1], "--json",
+                         "--repeat", "1", env=env)
+        assert done.returncode == 0, done.stderr
+        stages = json.loads(done.stdout)["stages"]
+        assert len(stages) == 2 and all(s["ticks"] > 0 and s["ticks_source"] == "measured" for s in stages)
     finally:
         mcudeploy("flash", "-b", "qemu-m4", "--stop", "--all", env=env)
     assert not emulator.running_emulators("qemu-m4")
