@@ -65,3 +65,18 @@ def test_a_wrong_field_is_named_in_one_sentence(tmp_path, change, sentence):
 def test_an_unknown_system_lists_the_known_ones():
     with pytest.raises(MCUDeployError, match="unknown system 'qemu-m4x9'; known systems: .*qemu-m4x2"):
         load_system("qemu-m4x9")
+
+
+def test_cores_share_a_board_evenly_unless_it_is_already_one_cores_share():
+    """stm32h747i-disco: each core its own board (nothing shared); qemu-an521: both cores compile for
+    qemu-an521-core, which is already half the chip (per_core), so the partitioner does not halve it again."""
+    from mcudeploy.memory.regions import areas
+    from mcudeploy.stages.partition import FIRMWARE_FLASH_BYTES, capacity
+
+    an521 = load_system("qemu-an521")
+    for unit in an521.units:
+        assert unit.sharing == 1
+        cap = capacity(unit)
+        assert cap.sram_bytes == sum(a.capacity for a in areas(unit.board))
+        assert cap.flash_bytes == unit.board.flash_bytes - FIRMWARE_FLASH_BYTES
+    assert {u.sharing for u in load_system("stm32h747i-disco").units} == {1}

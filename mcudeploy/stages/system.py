@@ -41,7 +41,8 @@ class LinkSpec:
 @dataclass(frozen=True)
 class Unit:
     """One core that runs a stage: its chip (index in the file), its name and the board it compiles for.
-    ``sharing``: how many cores of its chip compile for the same board (they share its memory)."""
+    ``sharing``: how many cores of its chip compile for the same board (they share its memory; 1 where
+    the board is already one core's share, the chip's ``per_core``)."""
 
     chip: int
     core: str
@@ -167,7 +168,7 @@ def load_system(name: str, directory: Optional[Path] = None) -> System:
             except MCUDeployError:
                 raise MCUDeployError(f"system file {path}: chip {i} names the board '{board}', which is not a known "
                                      f"board (see mcudeploy boards)") from None
-            units.append(Unit(i, core, loaded, boards.count(board)))
+            units.append(Unit(i, core, loaded, 1 if chip.get("per_core") else boards.count(board)))
     firmware = tuple(_firmware(path, i, chip) for i, chip in enumerate(chips))
     return System(data["name"], data["description"], tuple(units), _link(data.get("link")),
                   _link(data.get("core_link")), topo["kind"], dims, data.get("note", ""), firmware)
