@@ -84,6 +84,33 @@ def test_reference_scales_only_the_same_kernel():
     assert copy.scaled("mcud_concat_s8", 10, 500) is None
 
 
+def test_pieces_add_the_fixed_cost_a_fit_of_their_kernel_gives(plans, tmp_path):
+    """With the kernel function's fit reaching down to pieces this small, a piece costs its share
+    of the operator plus what the fit puts on it beyond that share: on a board whose ticks are
+    exactly linear in the work, what the board would measure; a fit that reaches down only to
+    larger operators (an extrapolation to zero work) adds nothing."""
+    unsplit, split = plans
+    cache = TimingCache("qemu-m4", tmp_path)
+    fill(cache, unsplit)
+    ref = reference_costs(unsplit, cache)
+    pieces = [o for o in simulate(split, cache, ref).ops if o.node.startswith("conv2#p")]
+    law = lambda macs, nbytes: PER_MAC * macs + PER_BYTE * nbytes + PER_CALL  # noqa: E731
+    kernel = pieces[0].kernel
+    smallest = min(o.macs for o in pieces)
+    # three timings of the kernel at other shapes, on the same law, above the pieces only
+    cache.put({f"large-{k}": {"ticks": law(m, b), "macs": m, "bytes": b, "kernel": kernel}
+               for k, (m, b) in enumerate(((smallest * 2, 900), (smallest * 5, 1500), (smallest * 9, 4000)))})
+    for o in simulate(split, cache, ref).ops:
+        if o.node.startswith("conv2#p"):
+            assert o.ticks == pytest.approx(ref["conv2"].ticks * o.macs / ref["conv2"].macs)
+    # and one as small as the smallest piece: now the fit covers them
+    cache.put({"small": {"ticks": law(smallest // 2, 300), "macs": smallest // 2, "bytes": 300, "kernel": kernel}})
+    for o in simulate(split, cache, ref).ops:
+        if o.node.startswith("conv2#p") and o.macs >= smallest // 2:
+            assert o.ticks == pytest.approx(law(o.macs, o.bytes), rel=1e-6)
+            assert o.ticks > ref["conv2"].ticks * o.macs / ref["conv2"].macs
+
+
 def test_copies_are_not_estimated_from_the_mac_kernels(plans, tmp_path):
     unsplit, _ = plans
     cache = TimingCache("qemu-m4", tmp_path)
