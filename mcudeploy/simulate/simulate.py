@@ -10,16 +10,18 @@ operator's kernel signature. An operator whose signature is not cached is estima
    scaled by the piece's share s of N's MACs (of its bytes, for kernels without MACs). A piece runs
    the same loops over fewer rows, so this is close where a fit across shapes can be off by half;
    what it leaves out is what a piece costs whatever its share: its call, and the bytes it reads
-   whole (the weights, once per piece). When the cache holds a fit ``f`` of the kernel function
-   (rule 1) that reaches down to pieces this small (an entry with no more MACs, or bytes for a
-   copy: not an extrapolation to zero work), a piece adds ``max(0, f(piece) - s * f(N))``: the
-   fit's fixed cost and per-byte cost of what the piece does beyond its share, so that, were the
-   ticks exactly linear in the work, the piece would cost what the fit says while N keeps its
-   measured ticks. (Measured on KWS cut in 24 pieces, qemu-m4: the pointwise and depthwise
-   convolution pieces cost about 142 and 107 ticks each above their share; the plan +49% where
-   the share alone estimated +5%. The fit over KWS's own kernels after a 16-piece cut was timed
-   estimates the 24-piece plan at +62% where it measured +42%: a fit across convolutions of
-   other shapes overstates the fixed cost, which is safer for the search than leaving it out.)
+   whole (the weights, once per piece). When the cache holds a fit ``f`` (as in rule 1) over the
+   timings of N itself and of its pieces (entries of the same ``operator_key``: pieces of another
+   cut of N timed before) that reaches down to pieces this small (an entry with no more MACs, or
+   bytes for a copy: not an extrapolation to zero work), a piece adds ``max(0, f(piece) - s *
+   f(N))``: the fit's fixed cost and per-byte cost of what the piece does beyond its share, so
+   that, were the ticks exactly linear in the work, the piece would cost what the fit says while
+   N keeps its measured ticks. (Measured on KWS cut in 24 pieces, qemu-m4: the pointwise and
+   depthwise convolution pieces cost about 142 and 107 ticks each above their share; the plan
+   +36% where the share alone estimated +5%. A fit over every timing of the kernel function,
+   other layers' shapes included, put each ResNet-8 candidate under 33,920 B at +26% to +45%,
+   where the share alone had let the search time one of 19,728 B and keep it at +2.3%: such a
+   fit's intercept says nothing of one operator's fixed cost.)
 1. from the board's cache entries of the same kernel function, by a least-squares fit
    ``ticks ~ a * MACs + b * bytes + c`` with a, b, c >= 0 (at least ``MIN_FIT`` entries);
    a piece that runs another kernel than its operator did (AvgPoolSum, a piece of a cut average)
@@ -41,13 +43,14 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional, Sequence
 
 import numpy as np
 
 from mcudeploy.ir import Graph, Node
 from mcudeploy.ops import registry
-from mcudeploy.simulate.timing_cache import TimingCache, kernel_signature
+from mcudeploy.simulate.timing_cache import TimingCache, kernel_signature, operator_key
 
 MIN_FIT = 3  # entries a fit needs (three coefficients)
 # Estimates that know nothing of the kernel function itself: a piece that runs another kernel than
@@ -199,6 +202,12 @@ class Estimator:
             self._fits[fn] = fit(chosen)
         return self._fits[fn]
 
+    def fit_of_operator(self, key: str, fn: str) -> Optional[Fit]:
+        """The fit over the timings of one operator (operator_key) running ``fn``, whole and in pieces."""
+        if (key, fn) not in self._fits:
+            self._fits[(key, fn)] = fit([e for e in self.entries if e.get("operator") == key and e.get("kernel") == fn])
+        return self._fits[(key, fn)]
+
     def _fit_copies(self) -> Optional[Fit]:
         key = ("copies",)  # not a kernel function's name
         if key not in self._fits:
@@ -296,7 +305,10 @@ def simulate(compiled, cache: TimingCache, reference: Optional[dict] = None) -> 
             ops.append(OpCost(i, node.name, node.op, fn, sig, macs, nbytes, float(entry["ticks"]), "measured"))
         else:
             ref = (reference or {}).get(node.original) if node.piece_index is not None else None
-            scaled = ref.scaled(fn, macs, nbytes, estimate.fit_of(fn)) if ref is not None else None
+            scaled = None
+            if ref is not None:
+                own = estimate.fit_of_operator(operator_key(Path(compiled.model).name, node), fn)
+                scaled = ref.scaled(fn, macs, nbytes, own)
             if scaled is not None:
                 ticks, how = scaled, f"scaled {node.original}"
             else:
