@@ -4,8 +4,8 @@
 One model (default KWS int8), cut along its longest segment that ends in a reduction, with kept
 halos, into each piece count given (most first). Per count: the arena; the estimate from the
 unsplit plan's timings alone (each piece its share of its operator's ticks); the estimate from every
-timing taken so far in this run (the unsplit plan and the counts measured before it: the kernels'
-fits then reach down to pieces, simulate.py rule 0); the ticks measured on the board, kernel by
+timing taken so far in this run (the unsplit plan and the counts measured before it: each
+operator's own pieces then give their fixed cost, simulate.py rule 0); the ticks measured on the board, kernel by
 kernel (``mcudeploy measure``); and the ticks of its halo gathers (the Concat kernels). Overheads
 are against the unsplit plan's measured ticks. Figures only, nothing asserted.
 
