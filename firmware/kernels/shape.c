@@ -5,28 +5,122 @@
 
 #include "mcud_shape.h"
 
-/* Six nested loops over the block; the innermost, when contiguous in both buffers, is one memmove. */
+/* One contiguous run of bytes. Runs that overlap (an in-place move) go to memmove; the others,
+ * mostly short (the rows of one channel in a halo of a tensor cut along its height: 5 to 15 bytes
+ * on KWS), 16 bytes at a time and then by the bits of what is left, without a loop: newlib-nano's
+ * memmove copies byte by byte, and a call or a loop per run costs more than such a run. memcpy of
+ * four bytes is one (unaligned) load and store on Cortex-M3 and up, byte loads where unaligned
+ * access is not allowed. Measured on KWS cut in 24 pieces with kept halos (qemu-m4): its 94 halo
+ * gathers (Concat of 64 rows of 5 bytes per input) took 28,038 ticks element by element, 19,741
+ * ticks run by run so, 12,865 with copy_runs below. */
+static inline void copy_run(char *d, const char *s, size_t len)
+{
+    if (d < s + len && s < d + len) {
+        memmove(d, s, len);
+        return;
+    }
+    uint32_t w0, w1, w2, w3;
+    for (; len >= 16; len -= 16, s += 16, d += 16) {
+        memcpy(&w0, s, 4);
+        memcpy(&w1, s + 4, 4);
+        memcpy(&w2, s + 8, 4);
+        memcpy(&w3, s + 12, 4);
+        memcpy(d, &w0, 4);
+        memcpy(d + 4, &w1, 4);
+        memcpy(d + 8, &w2, 4);
+        memcpy(d + 12, &w3, 4);
+    }
+    if (len & 8) {
+        memcpy(&w0, s, 4);
+        memcpy(&w1, s + 4, 4);
+        memcpy(d, &w0, 4);
+        memcpy(d + 4, &w1, 4);
+        s += 8;
+        d += 8;
+    }
+    if (len & 4) {
+        memcpy(&w0, s, 4);
+        memcpy(d, &w0, 4);
+        s += 4;
+        d += 4;
+    }
+    if (len & 2) {
+        uint16_t h;
+        memcpy(&h, s, 2);
+        memcpy(d, &h, 2);
+        s += 2;
+        d += 2;
+    }
+    if (len & 1) {
+        *d = *s;
+    }
+}
+
+/* n runs of len bytes, the k-th from s + k * sstep to d + k * dstep. When no destination byte of
+ * the block lies among its source bytes (checked once for the whole block), each run is copied
+ * with the length's words and bits decided once, not per run: a halo gather is mostly 64 runs of
+ * 5 bytes, where the tests of copy_run cost as much as the copy. */
+static void copy_runs(char *d, int32_t dstep, const char *s, int32_t sstep, int32_t n, size_t len)
+{
+    const int32_t sspan = (n - 1) * sstep, dspan = (n - 1) * dstep;
+    const char *slo = sspan < 0 ? s + sspan : s, *shi = (sspan < 0 ? s : s + sspan) + len;
+    const char *dlo = dspan < 0 ? d + dspan : d, *dhi = (dspan < 0 ? d : d + dspan) + len;
+    if (dlo < shi && slo < dhi) {
+        for (int32_t k = 0; k < n; k++, s += sstep, d += dstep) {
+            copy_run(d, s, len);
+        }
+        return;
+    }
+    const size_t words = len >> 2;
+    const int half = (len & 2) != 0, odd = (len & 1) != 0;
+    for (int32_t k = 0; k < n; k++, s += sstep, d += dstep) {
+        const char *si = s;
+        char *di = d;
+        for (size_t w = 0; w < words; w++, si += 4, di += 4) {
+            uint32_t v;
+            memcpy(&v, si, 4);
+            memcpy(di, &v, 4);
+        }
+        if (half) {
+            uint16_t h;
+            memcpy(&h, si, 2);
+            memcpy(di, &h, 2);
+            si += 2;
+            di += 2;
+        }
+        if (odd) {
+            *di = *si;
+        }
+    }
+}
+
+/* Six nested loops over the block; the two innermost, when the innermost is contiguous in both
+ * buffers, are runs (copy_runs). Extents and strides are read once into locals (in bytes): a char store may alias
+ * the caller's arrays, so the compiler would otherwise load them again at every element. */
 #define COPY_ND(NAME, SIZE)                                                                        \
     static void NAME(char *dst, const int32_t *ds, const char *src, const int32_t *ss, const int32_t *n) \
     {                                                                                              \
-        const int run = ds[5] == 1 && ss[5] == 1 && n[5] * (SIZE) >= 16; /* a long contiguous row: memmove */ \
-        for (int32_t i0 = 0; i0 < n[0]; i0++) {                                                   \
-            for (int32_t i1 = 0; i1 < n[1]; i1++) {                                               \
-                for (int32_t i2 = 0; i2 < n[2]; i2++) {                                           \
-                    for (int32_t i3 = 0; i3 < n[3]; i3++) {                                       \
-                        for (int32_t i4 = 0; i4 < n[4]; i4++) {                                   \
-                            const char *s = src + (i0 * ss[0] + i1 * ss[1] + i2 * ss[2] + i3 * ss[3] + \
-                                                   i4 * ss[4]) * (SIZE);                          \
-                            char *d = dst + (i0 * ds[0] + i1 * ds[1] + i2 * ds[2] + i3 * ds[3] +  \
-                                             i4 * ds[4]) * (SIZE);                                \
-                            if (run) {                                                             \
-                                memmove(d, s, (size_t)n[5] * (SIZE));                              \
-                                continue;                                                          \
-                            }                                                                      \
-                            for (int32_t i5 = 0; i5 < n[5]; i5++) {                               \
-                                memcpy(d, s, (SIZE));                                              \
-                                s += ss[5] * (SIZE);                                              \
-                                d += ds[5] * (SIZE);                                              \
+        const int32_t n0 = n[0], n1 = n[1], n2 = n[2], n3 = n[3], n4 = n[4], n5 = n[5];           \
+        const int32_t s0 = ss[0] * (SIZE), s1 = ss[1] * (SIZE), s2 = ss[2] * (SIZE);             \
+        const int32_t s3 = ss[3] * (SIZE), s4 = ss[4] * (SIZE), s5 = ss[5] * (SIZE);             \
+        const int32_t d0 = ds[0] * (SIZE), d1 = ds[1] * (SIZE), d2 = ds[2] * (SIZE);             \
+        const int32_t d3 = ds[3] * (SIZE), d4 = ds[4] * (SIZE), d5 = ds[5] * (SIZE);             \
+        const int run = s5 == (SIZE) && d5 == (SIZE);                                             \
+        for (int32_t i0 = 0; i0 < n0; i0++) {                                                     \
+            for (int32_t i1 = 0; i1 < n1; i1++) {                                                 \
+                for (int32_t i2 = 0; i2 < n2; i2++) {                                             \
+                    for (int32_t i3 = 0; i3 < n3; i3++) {                                         \
+                        const char *s = src + i0 * s0 + i1 * s1 + i2 * s2 + i3 * s3;              \
+                        char *d = dst + i0 * d0 + i1 * d1 + i2 * d2 + i3 * d3;                    \
+                        if (run) {                                                                 \
+                            copy_runs(d, d4, s, s4, n4, (size_t)n5 * (SIZE));                      \
+                            continue;                                                              \
+                        }                                                                          \
+                        for (int32_t i4 = 0; i4 < n4; i4++, s += s4, d += d4) {                   \
+                            const char *si = s;                                                    \
+                            char *di = d;                                                          \
+                            for (int32_t i5 = 0; i5 < n5; i5++, si += s5, di += d5) {             \
+                                memcpy(di, si, (SIZE));                                            \
                             }                                                                      \
                         }                                                                          \
                     }                                                                              \
@@ -89,7 +183,7 @@ void mcud_copy_strided(void *dst, const int32_t *dst_stride, const void *src, co
         expect *= n[d];
     }
     if (contiguous) {
-        memmove(dst, src, (size_t)expect * (size_t)elem_size);
+        copy_run((char *)dst, (const char *)src, (size_t)expect * (size_t)elem_size);
         return;
     }
     switch (elem_size) {

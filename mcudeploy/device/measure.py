@@ -29,7 +29,7 @@ from mcudeploy.estimate.cycles import Target, estimate_cycles, milliseconds
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ops import registry
 from mcudeploy.simulate.simulate import work
-from mcudeploy.simulate.timing_cache import TimingCache, kernel_signature
+from mcudeploy.simulate.timing_cache import TimingCache, kernel_signature, operator_key
 
 log = logging.getLogger(__name__)
 CHUNK = 8  # kernels timed after one full run (a QEMU start and a run per chunk: about 0.2 s)
@@ -179,7 +179,8 @@ def _time_chunk(compiled, firmware, chunk: list, ops: list, repeat: int, timeout
                 macs, nbytes = work(graph, ops[i][1])  # what the simulator fits its estimates on
                 cache.put({sig: {"ticks": t.min, "mean": t.mean, "max": t.max, "repeat": repeat, "timer_hz": hz,
                                  "instructions_per_tick": ipt, "kernel": ops[i][3], "model": model_name(compiled),
-                                 "macs": macs, "bytes": nbytes}})
+                                 "macs": macs, "bytes": nbytes,
+                                 "operator": operator_key(model_name(compiled), ops[i][1])}})
             log.info("op %d: %d ticks (min of %d)", i, t.min, repeat)
     return clock
 

@@ -52,6 +52,14 @@ def library_digest() -> str:
     return _library_digest(str(firmware_dir()))
 
 
+def operator_key(model: str, node: Node) -> str:
+    """Which operator of which model a timing is of, a piece or the whole (a piece's original's
+    name), with this kernel library: the simulator fits a piece's fixed cost over the timings of
+    its own operator only (simulate.py, rule 0), never over other shapes of the same kernel."""
+    key = [model, node.original, library_digest()]
+    return hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]
+
+
 def _plain(value):
     if isinstance(value, Array):
         data = np.ascontiguousarray(np.asarray(value.values))

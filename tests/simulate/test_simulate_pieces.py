@@ -3,12 +3,14 @@ cost in the unsplit plan (simulate.reference_costs), and copies are not estimate
 multiply-accumulate kernels' fit."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from mcudeploy.partition import Cut
 from mcudeploy.pipeline import compile_model
 from mcudeploy.simulate.simulate import Estimator, Reference, reference_costs, simulate
-from mcudeploy.simulate.timing_cache import TimingCache
+from mcudeploy.simulate.timing_cache import TimingCache, operator_key
 from simulate_graphs import conv_chain_model
 
 PER_MAC, PER_BYTE, PER_CALL = 3.0, 0.5, 100.0  # the made-up board behind the cached unsplit timings
@@ -82,6 +84,42 @@ def test_reference_scales_only_the_same_kernel():
     copy = Reference("mcud_concat_s8", 0, 2000, 80.0)
     assert copy.scaled("mcud_concat_s8", 0, 500) == pytest.approx(20.0)  # a copy scales with its bytes
     assert copy.scaled("mcud_concat_s8", 10, 500) is None
+
+
+def test_pieces_add_the_fixed_cost_their_own_operator_s_timings_give(plans, tmp_path):
+    """With timings of the operator itself (pieces of another cut) reaching down to pieces this
+    small, a piece costs its share of the operator plus what their fit puts on it beyond that
+    share: on a board whose ticks are exactly linear in the work, what the board would measure.
+    Timings of other operators running the same kernel, and a fit that reaches down only to larger
+    pieces (an extrapolation to zero work), add nothing."""
+    unsplit, split = plans
+    cache = TimingCache("qemu-m4", tmp_path)
+    fill(cache, unsplit)
+    ref = reference_costs(unsplit, cache)
+    pieces = [o for o in simulate(split, cache, ref).ops if o.node.startswith("conv2#p")]
+    law = lambda macs, nbytes: PER_MAC * macs + PER_BYTE * nbytes + PER_CALL  # noqa: E731
+    kernel, smallest = pieces[0].kernel, min(o.macs for o in pieces)
+    conv2 = operator_key(Path(split.model).name, split.graph.node(pieces[0].node))
+    other = operator_key(Path(split.model).name, split.graph.node("conv1#p0"))
+
+    def timings(key, works):
+        return {f"{key}-{m}-{b}": {"ticks": law(m, b), "macs": m, "bytes": b, "kernel": kernel, "operator": key}
+                for m, b in works}
+
+    def share_alone(o):
+        return ref["conv2"].ticks * o.macs / ref["conv2"].macs
+
+    small = ((smallest // 2, 300), (smallest * 2, 900), (smallest * 5, 1500))
+    cache.put(timings(other, small))  # another operator, as small
+    cache.put(timings(conv2, small[1:] + ((smallest * 9, 4000),)))  # its own, all larger
+    assert all(o.ticks == pytest.approx(share_alone(o)) for o in simulate(split, cache, ref).ops
+               if o.node.startswith("conv2#p"))
+    cache.put(timings(conv2, small[:1]))  # and one of its own as small as the smallest piece
+    own = [o for o in simulate(split, cache, ref).ops if o.node.startswith("conv2#p")]
+    assert len(own) == len(pieces)
+    for o in own:
+        assert o.ticks == pytest.approx(law(o.macs, o.bytes), rel=1e-6)
+        assert o.ticks > share_alone(o)
 
 
 def test_copies_are_not_estimated_from_the_mac_kernels(plans, tmp_path):
