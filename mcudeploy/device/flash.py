@@ -17,7 +17,8 @@ from typing import Optional
 
 from mcudeploy.boards import Board, load_board
 from mcudeploy.device import elfsize
-from mcudeploy.device.emulator import LINKS_ENV, PORT_ENV, Emulator, emulator_port, end_emulators_on, running_emulator, socket_port
+from mcudeploy.device.emulator import (LINKS_ENV, PORT_ENV, Emulator, emulator_port, end_emulators_on,
+                                       running_emulator, socket_port)
 from mcudeploy.device.host import BuildError
 from mcudeploy.device.pio_core import pio_failure, run_pio
 from mcudeploy.device.pio_project import default_project_dir, describe, firmware_elf, generate_project

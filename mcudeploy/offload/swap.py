@@ -10,8 +10,8 @@ region's live bytes, the planner follows the swap part of seed 004, for inferenc
 2. while the fast region's live-bytes peak exceeds the budget: of the tensors live and idle at the
    peak step (a buffer of its own, not a graph output), take the one with the longest idle time
    (ties: the larger, then the name; a second pass takes the one that adds the fewest ticks per
-   byte of excess it relieves, and the plan of the two that adds fewer ticks is kept), and move it out after its last use before the peak and back
-   before its next one (offload/moves.py): its copies cost ``Speed.copy_ticks`` each way. Where a
+   byte of excess it relieves, and the plan of the two that adds fewer ticks is kept), and move it
+   out after its last use before the peak and back before its next one (offload/moves.py): its copies cost ``Speed.copy_ticks`` each way. Where a
    step from that next use on exceeds the budget still, back in fast memory it would only add to
    it there: with ``spill`` it stays out, and its later readers read the copy in the slow region,
    priced by their kernels' traffic (offload/access.py); place_within keeps the plan with spills
@@ -356,18 +356,20 @@ def fit_fast_memory(graph: Graph, order: Sequence[Node], board, budget: int, ali
     return min(met, key=lambda p: p[2].added_ticks) if met else plans[0]
 
 
-def _idle_first(idle: float, nbytes: int, tensor: str, price: float) -> tuple:
+def _idle_first(candidate: tuple, price) -> tuple:
+    idle, nbytes, tensor = candidate[:3]
     return (-idle, -nbytes, tensor)
 
 
-def _cheapest_relief(idle: float, nbytes: int, tensor: str, price: float) -> tuple:
-    return (price, -idle, -nbytes, tensor)
+def _cheapest_relief(candidate: tuple, price) -> tuple:
+    idle, nbytes, tensor = candidate[:3]
+    return (price(candidate), -idle, -nbytes, tensor)
 
 
-# How step 2 picks among the tensors idle at the peak: seed 004's longest idle time (ties: the
-# larger, then the name), and the fewest added ticks per byte of excess it relieves over the steps
-# above the budget its idle interval spans (a short cheap swap can beat a long one that must be
-# made twice).
+# How step 2 picks among the tensors idle at the peak (a sort key of a candidate, given ``price``,
+# which prices one only where the rule asks): seed 004's longest idle time (ties: the larger, then
+# the name), and the fewest added ticks per byte of excess it relieves over the steps above the
+# budget its idle interval spans (a short cheap swap can beat a long one that must be made twice).
 RULES = (_idle_first, _cheapest_relief)
 
 
@@ -389,7 +391,7 @@ def _fit(graph: Graph, order: Sequence[Node], board, budget: int, alignment: int
         found = next((f for f in (_candidates(graph, order, lives, pinned, k, ticks) for k in over) if f), None)
         if found:
             idle, nbytes, tensor, after, before = min(
-                found, key=lambda c: rule(c[0], c[1], c[2], _price(graph, order, c, live, budget, ticks, slow, dma)))
+                found, key=lambda c: rule(c, lambda c: _price(graph, order, c, live, budget, ticks, slow, dma)))
             both = (slow.speed.copy_ticks(nbytes, out=True), slow.speed.copy_ticks(nbytes, out=False))
             model = tuple(int(-(-t // 1)) for t in both)
             last = max(i for i, n in enumerate(order) if tensor in n.inputs)

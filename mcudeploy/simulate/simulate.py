@@ -238,16 +238,17 @@ class Reference:
     bytes: int
     ticks: float
 
-    def scaled(self, kernel: str, macs: int, nbytes: int, per_call: Optional["Fit"] = None) -> Optional[float]:
+    def scaled(self, kernel: str, macs: int, nbytes: int, own: Optional["Fit"] = None) -> Optional[float]:
         """Ticks of a piece of this operator running ``kernel``, by its share of the work, plus, with
-        ``per_call`` (the fit of the kernel function), what the fit puts on the piece beyond its
-        share (rule 0); None when the piece runs another kernel or the share is not defined."""
+        ``own`` (the fit over this operator's own timings, whole and in pieces), what the fit puts on
+        the piece beyond its share (rule 0); None when the piece runs another kernel or the share is
+        not defined."""
         fraction = self.fraction(macs, nbytes) if kernel == self.kernel else None
         if fraction is None:
             return None
         extra = 0.0
-        if per_call is not None and per_call.covers(macs, nbytes):
-            extra = per_call(macs, nbytes) - fraction * per_call(self.macs, self.bytes)
+        if own is not None and own.covers(macs, nbytes):
+            extra = own(macs, nbytes) - fraction * own(self.macs, self.bytes)
         return self.ticks * fraction + max(0.0, extra)
 
     def fraction(self, macs: int, nbytes: int) -> Optional[float]:
