@@ -2,7 +2,8 @@
 operator on slices of its inputs, except one cut along a reduction axis (``CutFacts.partial``),
 whose pieces add their rows to a running sum and a finish makes its output (``_accumulate``).
 
-- Output ranges: with halo "keep", every node's pieces tile its axis in balanced ranges. With
+- Output ranges: with halo "keep", the last nodes' pieces tile their axis in balanced ranges and
+  every producer's piece j ends where its consumers' pieces j stop reading (``_streamed``). With
   "recompute", a node whose outputs are read only inside the segment computes, for piece j, the
   hull of what its consumers' pieces j read (walking the segment backwards), so a windowed
   consumer's halo is computed again by its producer; an output also needed whole (read outside
@@ -123,7 +124,7 @@ def _rows(like: Tensor, dim: int, lo: int, hi: int) -> Optional[Rows]:
     return Rows(like.rows.of, dim, like.rows.lo + lo, like.rows.lo + hi)
 
 
-def _streamed(seg: CutFacts) -> Optional[dict[str, list[tuple[int, int]]]]:
+def _streamed(seg: CutFacts) -> dict[str, list[tuple[int, int]]]:
     """Kept halos without a lag: the last nodes tile their axis in balanced ranges, and a node's
     piece j ends at the last row its consumers' pieces j read, so no consumer piece waits for its
     producers' next piece and a depth-first order keeps only the halo rows of the piece before.
@@ -154,12 +155,9 @@ def _streamed(seg: CutFacts) -> Optional[dict[str, list[tuple[int, int]]]]:
 
 def _ranges(seg: CutFacts) -> dict[str, list[tuple[int, int]]]:
     """Output rows of every piece of every node of the segment."""
+    if seg.cut.halo == "keep":
+        return _streamed(seg)
     pieces, g = seg.cut.pieces, seg.graph
-    import os
-    if seg.cut.halo == "keep" and os.environ.get("SKEW"):
-        streamed = _streamed(seg)
-        if streamed is not None:
-            return streamed
     ranges: dict[str, list[tuple[int, int]]] = {}
     for node in reversed(list(seg.nodes.values())):
         tiling = balanced(seg.extent[node.name], pieces)
