@@ -43,7 +43,7 @@ def fake_ticks(compiled) -> int:
 
 def the_cut(lowered):
     """The longest valid cut into 4 pieces with recomputed halos: on these models it halves the
-    arena and leaves one kernel at the peak without its scratch (a deterministic pick)."""
+    arena (a deterministic pick)."""
     cuts = [c for c in space.candidate_cuts(lowered, space.segments(lowered), frozenset(), frozenset())
             if c.pieces == 4 and c.halo == "recompute"]
     return max(cuts, key=lambda c: (len(c.axes), c.axes))
@@ -93,7 +93,6 @@ def test_run_a_split_project_is_its_recorded_plan(models, tmp_path, capsys):
     written = write_split(models[0], "host", out)
     plan = json.loads((out / "plan.json").read_text())
     assert plan["cuts"] and plan["split"]["saved_bytes"] > 0
-    assert any(e.get("scratch") == 0 for e in plan["order"]), "the plan should run a kernel without its scratch"
     loaded = load_project(out).compiled
     assert [n.name for n in loaded.order] == [n.name for n in written.order]
     assert loaded.placement.offsets == written.placement.offsets

@@ -12,7 +12,9 @@ import pytest
 from shared_models import ROOT
 import zoo
 from mcudeploy.frontend import import_onnx
-from mcudeploy.memory.layout import lay_out
+from mcudeploy.memory.alias import SHARING
+from mcudeploy.memory.lifetimes import lifetimes
+from mcudeploy.memory.place import place
 from mcudeploy.partition import Cut, split
 from mcudeploy.pipeline import lower
 from mcudeploy.schedule import schedule
@@ -60,10 +62,12 @@ def test_refine_stops_on_work(monkeypatch):
 def test_exact_placement_stops_on_work(split_mobilenet, monkeypatch):
     graph = split_mobilenet
     order = schedule(graph, "demand").order
-    _, calm = lay_out(graph, order, method="exact", time_limit=0.5)
+    # row-major pieces: laid out band by band (the default), greedy places them at the bound
+    lives = lifetimes(graph, order, 4, SHARING - {"bands"})
+    calm = place(lives, method="exact", time_limit=0.5)
     assert calm.arena_bytes > calm.lower_bound_bytes and not calm.proven_optimal  # the limit stopped CP-SAT
     leaping(monkeypatch)
-    _, busy = lay_out(graph, order, method="exact", time_limit=0.5)
+    busy = place(lives, method="exact", time_limit=0.5)
     assert busy.offsets == calm.offsets and busy.arena_bytes == calm.arena_bytes
     assert busy.effort_s == calm.effort_s and busy.detail == calm.detail
 

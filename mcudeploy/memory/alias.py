@@ -27,6 +27,13 @@ views, so a tensor needs no copy to sit inside a larger buffer. Five kinds of sh
   staircase, the input's size up to the step and the output's after it (``Span.steps``). Not where
   a rewrite put the input and the output in different regions (Tensor.region).
 
+One layout, "bands": a tensor of a split graph cut along a dimension below the channels (a piece,
+a gathered range, a whole tensor reassembled or read by pieces) that owns its buffer alone, and is
+not reshaped, in place or a graph input or output, has that dimension outermost after the batch
+(NHCW for a row cut of NCHW). Its row bands are then runs, so the bytes its pieces free as they are
+read (mcudeploy/memory/parts.py) are holes other pieces fit in, where NCHW frees one short run
+per channel. Kernels take the strides as they take a slice's.
+
 Concat and Split sharing can cost memory (a Concat's buffer is live from its first input's
 producer on; a Split's input lives until its last slice is read), so each is kept only when the
 live-bytes peak of the order (with in-place sharing applied) does not rise. Slices come first
@@ -42,13 +49,14 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 
 from mcudeploy.errors import UnsupportedError
-from mcudeploy.ir import Graph, Node
+from mcudeploy.ir import Graph, Node, Rows
 from mcudeploy.ir.tensor import itemsize, row_major
 from mcudeploy.ops import registry
 
 # views are not optional (a view op has no kernel); "partial" writes the inputs of a Concat that qualify into
-# its output and copies the rest; "resize" lets an in-place output differ in size from its input
-SHARING = frozenset({"concat", "partial", "split", "inplace", "resize", "parts"})
+# its output and copies the rest; "resize" lets an in-place output differ in size from its input; "bands"
+# lays the tensors of a split out band by band (_banded)
+SHARING = frozenset({"concat", "partial", "split", "inplace", "resize", "parts", "bands"})
 CONCAT_OPS = ("Concat",)  # output = the inputs side by side along attribute "axis"
 SPLIT_OPS = ("Split",)  # outputs = slices of input 0 along attribute "axis"
 
@@ -108,7 +116,7 @@ class _Link:
 class _Facts:
     """What the decisions read about a scheduled graph, computed once."""
 
-    def __init__(self, graph: Graph, order: Sequence[Node], alignment: int):
+    def __init__(self, graph: Graph, order: Sequence[Node], alignment: int, sharing: frozenset = frozenset()):
         self.graph = graph
         self.order = tuple(order)
         self.alignment = alignment
@@ -140,6 +148,7 @@ class _Facts:
             self.members.setdefault(self.base[t], []).append(t)
         self.pinned = {b for b, ms in self.members.items()
                        if len(ms) > 1 or any(m in self.inputs or m in self.outputs for m in ms)}
+        self.banded = _banded(graph, self.pinned, self.base) if "bands" in sharing else {}
         # per view group: (first write, last read, holds graph I/O, holds a graph output)
         self.group: dict[str, tuple[int, int, bool, bool]] = {
             b: (min(born[m] for m in ms), max(self.dies[m] for m in ms),
@@ -156,10 +165,42 @@ class _Facts:
             src, out = n.inputs[k], n.outputs[0]
             if self.base[out] != out or graph[src].dtype != graph[out].dtype or src in permuted:
                 continue
+            if self.base[src] in self.banded or out in self.banded:
+                continue  # in-place kernels write over their input in row-major order
             if (graph[src].region or graph[self.base[src]].region) != graph[out].region:
                 continue  # put in different regions (mcudeploy/offload): one buffer cannot hold both
             others = tuple(x for j, x in enumerate(n.inputs) if j != k and x and not graph[x].is_const)
             self.inplace.append((i, src, out, others))
+
+
+    def strides(self, t: str) -> tuple[int, ...]:
+        """Strides of a buffer's own tensor: row-major, or band-major (see _banded)."""
+        shape = self.graph[t].shape
+        dim = self.banded.get(t)
+        if dim is None:
+            return row_major(shape)
+        order = (0, dim) + tuple(d for d in range(1, len(shape)) if d != dim)  # outer to inner
+        strides, acc = [0] * len(shape), 1
+        for d in reversed(order):
+            strides[d] = acc
+            acc *= shape[d]
+        return tuple(strides)
+
+
+def _banded(graph: Graph, pinned, base) -> dict[str, int]:
+    """Tensors of a split graph holding rows of a dimension below the channels (Tensor.rows: a
+    piece, a gathered range) that own their buffer alone: tensor -> that dimension. Laid out with
+    it outermost after the batch, a band of rows is one run, so the bytes a band frees are one
+    hole, where row-major NCHW frees one short run per channel."""
+    cut = {t.rows.of: t.rows.dim for t in graph.tensors.values() if t.rows is not None}
+    out = {}
+    for name, t in graph.tensors.items():
+        r = t.rows if t.rows is not None else (Rows(name, cut[name], 0, 0) if name in cut else None)
+        if (r is None or t.is_const or len(t.shape) < 3 or r.dim < 2 or t.shape[0] != 1 or t.shape[1] == 1
+                or base.get(name) != name or name in pinned):
+            continue
+        out[name] = r.dim
+    return out
 
 
 class _State:
@@ -192,7 +233,7 @@ class _State:
         while t not in memo:
             b = f.base[t]
             if b not in self.links:
-                memo[t] = Slot(b, 0, row_major(f.graph[t].shape))
+                memo[t] = Slot(b, 0, f.strides(t))
                 break
             pending.append(t)
             t = self.links[b].parent
@@ -393,7 +434,7 @@ def _take(state: _State, sharing: frozenset, links: Sequence[_Link], best: int) 
 
 def share(graph: Graph, order: Sequence[Node], alignment: int = 4, sharing: frozenset = SHARING) -> Sharing:
     """Decide every tensor's slot for this order (see the module's docstring)."""
-    f = _Facts(graph, order, alignment)
+    f = _Facts(graph, order, alignment, sharing)
     state = _State(f)
     elided = set(f.view_nodes)
     for node in f.order:

@@ -50,6 +50,8 @@ def lay_out(graph: Graph, order: Sequence[Node], regions: Sequence[Area] = DEFAU
         others.append(SHARING - {"partial"})
     if any(len({off for off, _, _, _ in b.rects()}) > 1 for b in lives.buffers):  # staircases sit at offset 0
         others.append(SHARING - {"parts"})
+    if any(t.rows is not None for t in graph.tensors.values()):  # banded tensors take no in-place output
+        others.append(SHARING - {"bands"})
     for sharing in others:
         plain = lifetimes(graph, order, alignment, sharing)
         if (len(regions) == 1 or not _overflow(best[1], regions)) and plain.lower_bound() >= best[1].arena_bytes:

@@ -2,7 +2,8 @@
 operator on slices of its inputs, except one cut along a reduction axis (``CutFacts.partial``),
 whose pieces add their rows to a running sum and a finish makes its output (``_accumulate``).
 
-- Output ranges: with halo "keep", every node's pieces tile its axis in balanced ranges. With
+- Output ranges: with halo "keep", the last nodes' pieces tile their axis in balanced ranges and
+  every producer's piece j ends where its consumers' pieces j stop reading (``_streamed``). With
   "recompute", a node whose outputs are read only inside the segment computes, for piece j, the
   hull of what its consumers' pieces j read (walking the segment backwards), so a windowed
   consumer's halo is computed again by its producer; an output also needed whole (read outside
@@ -123,8 +124,39 @@ def _rows(like: Tensor, dim: int, lo: int, hi: int) -> Optional[Rows]:
     return Rows(like.rows.of, dim, like.rows.lo + lo, like.rows.lo + hi)
 
 
+def _streamed(seg: CutFacts) -> dict[str, list[tuple[int, int]]]:
+    """Kept halos without a lag: the last nodes tile their axis in balanced ranges, and a node's
+    piece j ends at the last row its consumers' pieces j read, so no consumer piece waits for its
+    producers' next piece and a depth-first order keeps only the halo rows of the piece before.
+    None when that leaves a piece empty (too many pieces for the halos the chain adds up)."""
+    pieces, g = seg.cut.pieces, seg.graph
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    for node in reversed(list(seg.nodes.values())):
+        extent = seg.extent[node.name]
+        ends = None
+        if node.name not in seg.partial:
+            for o in node.outputs:
+                for user in g.users(o):
+                    if user.name not in ranges:
+                        continue
+                    for i, x in enumerate(user.inputs):
+                        if x == o:
+                            reads = [seg.read(user, i, rows).hi for rows in ranges[user.name]]
+                            ends = reads if ends is None else [max(a, b) for a, b in zip(ends, reads)]
+        if ends is None:
+            ranges[node.name] = balanced(extent, pieces)
+            continue
+        ends[-1] = extent
+        for j in range(pieces - 1):  # every piece keeps a row: the last ones wait for their producers' next piece
+            ends[j] = max(min(ends[j], extent - (pieces - 1 - j)), ends[j - 1] + 1 if j else 1)
+        ranges[node.name] = list(zip([0] + ends[:-1], ends))
+    return ranges
+
+
 def _ranges(seg: CutFacts) -> dict[str, list[tuple[int, int]]]:
     """Output rows of every piece of every node of the segment."""
+    if seg.cut.halo == "keep":
+        return _streamed(seg)
     pieces, g = seg.cut.pieces, seg.graph
     ranges: dict[str, list[tuple[int, int]]] = {}
     for node in reversed(list(seg.nodes.values())):

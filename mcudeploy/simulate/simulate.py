@@ -305,7 +305,8 @@ def simulate(compiled, cache: TimingCache, reference: Optional[dict] = None) -> 
         if entry is not None and isinstance(entry.get("ticks"), (int, float)):
             ops.append(OpCost(i, node.name, node.op, fn, sig, macs, nbytes, float(entry["ticks"]), "measured"))
         else:
-            ref = (reference or {}).get(node.original) if node.piece_index is not None else None
+            # a piece, or an operator left whole whose views changed (it reads a tensor laid out by bands)
+            ref = (reference or {}).get(node.original) if node.piece_index is not None or node.piece is None else None
             scaled = None
             if ref is not None:
                 own = estimate.fit_of_operator(operator_key(Path(compiled.model).name, node), fn)
