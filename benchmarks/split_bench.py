@@ -99,6 +99,15 @@ class Row:
                     target_met=None if self.target is None or self.ratio is None else self.ratio <= self.target)
 
 
+
+def banded(compiled) -> list:
+    """["bands"] when the plan lays a tensor of a cut out band by band (mcudeploy/memory/alias.py:
+    a buffer's own tensor with strides other than row-major's), else []."""
+    from mcudeploy.ir import row_major
+    g = compiled.graph
+    return ["bands"] if any(s.buffer == t and s.strides != row_major(g[t].shape)
+                            for t, s in compiled.lifetimes.slots.items()) else []
+
 def mobilenetv2_model(size: int, folder: Path) -> Path:
     """tests/zoo.py's MobileNetV2 (first four stages, int8 QDQ by onnxruntime); tuned with an int8 input
     (--int8-input)."""
@@ -233,7 +242,7 @@ def tune_one(name: str, path: Path, args, out: Path, cache) -> Row:
         base, best = result.baseline, result.best
         row.unsplit_arena, row.tuned_arena = base.arena, best.arena
         row.tuned_live = best.compiled.placement.lower_bound_bytes
-        row.mechanisms = list(mechanisms(tuner.lowered, best.scheme))
+        row.mechanisms = list(mechanisms(tuner.lowered, best.scheme)) + banded(best.compiled)
         if row.bound is None:
             row.bound, row.bound_source = base.arena, "unsplit arena"
         row.baseline_ticks, row.tuned_ticks = base.ticks, best.ticks
