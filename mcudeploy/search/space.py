@@ -133,23 +133,24 @@ def _made_used(graph, inside: frozenset, t: str) -> tuple[bool, bool]:
     return made, used
 
 
-def inner_bytes(graph, seg: Segment) -> int:
-    """Bytes of every tensor produced in the segment and read only in it: what its cut turns into pieces."""
-    return sum(graph[t].nbytes for name in seg.nodes for t in graph.node(name).outputs
-               if _made_used(graph, seg.nodes, t)[1])
-
-
 def forecast(graph, seg: Segment, peak_bytes: int, live: Mapping[str, int], pieces: Sequence[int] = PIECES) -> int:
     """A rough arena after cutting ``seg`` into its most pieces, before compiling anything: the
     larger of the old peak less what the cut removes from it, and the segment's own working set,
     its whole edge tensors (boundary_bytes) plus two pieces (one kept for a neighbour's halo) of
     each tensor inside. A long segment cuts more of the peak but holds more tensors at once and
-    allows fewer pieces (its narrowest axis), which is what the second term weighs."""
+    allows fewer pieces (its narrowest axis, or, per node, fewer where the maps are small),
+    which is what the second term weighs."""
     counts = piece_counts(seg, pieces)
-    k = counts[-1] if counts else 1
-    cut, _ = peak_share(graph, seg, live)
-    at_peak = max(0, peak_bytes - cut) + 2 * cut // k
-    own = boundary_bytes(graph, seg) + 2 * inner_bytes(graph, seg) // k
+    cut = cut_for(seg, counts[-1], HALOS[0]) if counts else None
+    count = {n: cut.count(n) if cut else 1 for n in seg.nodes}
+
+    def piece(t: str, nbytes: int) -> int:
+        return nbytes // count[graph.producer(t).name]
+
+    inside = [(t, nbytes) for t, nbytes in live.items() if t in graph.tensors and all(_made_used(graph, seg.nodes, t))]
+    at_peak = max(0, peak_bytes - sum(b for _, b in inside)) + 2 * sum(piece(t, b) for t, b in inside)
+    inner = [t for name in seg.nodes for t in graph.node(name).outputs if _made_used(graph, seg.nodes, t)[1]]
+    own = boundary_bytes(graph, seg) + 2 * sum(piece(t, graph[t].nbytes) for t in inner)
     return max(at_peak, own)
 
 
