@@ -197,9 +197,14 @@ def grow(scheme: Sequence[Cut], cut: Cut) -> tuple[Cut, ...]:
 
 def piece_counts(seg: Segment, pieces: Sequence[int] = PIECES) -> list[int]:
     """The counts a segment's cuts may have: up to its smallest extent, and, when its extents
-    differ, up to its largest (per-node counts, ``cut_for``)."""
-    top = max(seg.extents) if seg.extents and len(set(seg.extents)) > 1 else seg.extent
-    return [k for k in pieces if k <= top and (k <= seg.extent or node_counts(seg, k) is not None)]
+    differ, up to its largest (per-node counts, ``cut_for``), doubling the largest of ``pieces``
+    beyond it (MobileNetV2-128's first stage, 64 rows to 16, is cut 64-32-16 where plain cuts
+    stop at 16 pieces; measured on its 13 operators conv5 .. conv55: 119,360 B against 183,680 B
+    for 32-16-8)."""
+    if not seg.extents or len(set(seg.extents)) == 1:
+        return [k for k in pieces if k <= seg.extent]
+    finer = [max(pieces) * 2 ** i for i in range(1, 8) if max(pieces) * 2 ** i <= max(seg.extents)]
+    return [k for k in (*pieces, *finer) if k <= max(seg.extents) and (k <= seg.extent or node_counts(seg, k))]
 
 
 def node_counts(seg: Segment, k: int) -> Optional[tuple[int, ...]]:
