@@ -272,8 +272,9 @@ def split_cut(seg: CutFacts) -> Graph:
         if node.name in seg.partial:
             _accumulate(b, seg, node, pieces_of[node.name], read, of)
             continue
+        count = len(pieces_of[node.name])
         for j, ((lo, hi), reads, attrs) in enumerate(pieces_of[node.name]):
-            inputs = [x if r is None else read(x, seg.in_dim[node.name][i][0], r.lo, r.hi, j, of, len(pieces_of[node.name]))
+            inputs = [x if r is None else read(x, seg.in_dim[node.name][i][0], r.lo, r.hi, j, of, count)
                       for i, (x, r) in enumerate(zip(node.inputs, reads))]
             outputs = [b.tensor(f"{o}#p{j}", g[o], d, lo, hi) for o, d in zip(node.outputs, seg.out_dim[node.name])]
             b.node(f"{node.name}#p{j}", node.op, inputs, outputs, attrs, Piece(of, j))

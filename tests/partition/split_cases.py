@@ -1,7 +1,8 @@
 """Cases for the split tests: random valid cuts of a graph (a seed node and one of its spatial
 axes, grown along the tensors it shares with producers and consumers, the axis component, while
-``check_cut`` accepts it; half of them with each node its own piece count), small chains of operators, and seeded random weights and inputs for the
-generated graphs of benchmarks/graphs.py (whose weights are all zero)."""
+``check_cut`` accepts it; half of them with each node its own piece count), small chains of
+operators, and seeded random weights and inputs for the generated graphs of benchmarks/graphs.py
+(whose weights are all zero)."""
 from __future__ import annotations
 
 import random
@@ -131,6 +132,11 @@ def random_inputs(graph: Graph, seed: int = 0) -> dict:
             info = np.iinfo(t.dtype)
             out[name] = rng.integers(info.min, info.max + 1, t.shape).astype(t.dtype)
     return out
+
+
+def same(got, want) -> bool:
+    """The same outputs, bit for bit (dtype and every value)."""
+    return len(got) == len(want) and all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(got, want))
 
 
 def generated(family: str, ops: int, seed: int, dtype: str = "int8") -> Graph:

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import random
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from split_cases import Builder, random_counts, random_inputs, with_random_weights
+from split_cases import Builder, random_counts, random_inputs, same, with_random_weights
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.partition import Cut, SplitError, check_cut, cut_from_dict, cut_to_dict, describe, mechanisms, split
 from mcudeploy.pipeline import compile_graph
@@ -60,10 +59,6 @@ def rows_segment(graph, rng: random.Random):
     return rng.choice(segs) if segs else None
 
 
-def same(got, want) -> bool:
-    return len(got) == len(want) and all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(got, want))
-
-
 def check(seed: int, dtype: str, in_c: bool) -> None:
     graph = strided_chain(seed, dtype)
     rng = random.Random(seed)
@@ -93,9 +88,7 @@ def test_per_node_counts_are_exact_on_reference(dtype, seed):
     check(seed, dtype, in_c=False)
 
 
-@pytest.mark.parametrize("dtype", ("float32", "int8"))
-@settings(SETTINGS, max_examples=2)
-@given(seed=st.integers(0, 2 ** 20))
+@pytest.mark.parametrize("dtype, seed", [("float32", 5), ("int8", 11), ("int8", 12)])
 def test_per_node_counts_are_exact_in_c(dtype, seed):
     check(seed, dtype, in_c=True)
 

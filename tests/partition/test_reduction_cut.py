@@ -14,12 +14,11 @@ import random
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from split_cases import random_counts, random_inputs, with_random_weights
+from split_cases import random_counts, random_inputs, same, with_random_weights
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.ops import registry
 from mcudeploy.partition import Cut, SplitError, check_cut, mechanisms, split
@@ -72,10 +71,6 @@ def reduction_cut(graph, rng: random.Random):
         if check_cut(graph, cut) is None:
             return random_counts(graph, cut, rng) if rng.random() < 0.5 else cut
     return None
-
-
-def same(got, want) -> bool:
-    return len(got) == len(want) and all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(got, want))
 
 
 def check(seed: int, kind: str, in_c: bool):
