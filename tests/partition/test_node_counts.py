@@ -88,7 +88,7 @@ def test_per_node_counts_are_exact_on_reference(dtype, seed):
     check(seed, dtype, in_c=False)
 
 
-@pytest.mark.parametrize("dtype, seed", [("float32", 5), ("int8", 11), ("int8", 12)])
+@pytest.mark.parametrize("dtype, seed", [("float32", 5), ("int8", 12), ("int8", 14)])  # recompute, recompute, keep
 def test_per_node_counts_are_exact_in_c(dtype, seed):
     check(seed, dtype, in_c=True)
 
