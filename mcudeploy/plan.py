@@ -9,7 +9,7 @@ from pathlib import Path
 
 from mcudeploy.offload.moves import COPIES, stays
 from mcudeploy.ops import registry
-from mcudeploy.partition import Cut
+from mcudeploy.partition import Cut, cut_to_dict
 
 PLAN_VERSION = 1
 
@@ -66,8 +66,7 @@ def _source(compiled) -> dict:
 def _cuts(compiled) -> list[dict]:
     """The split as the rewrite takes it (the partition.Cut entries of ``compiled.scheme``): "scheme"
     describes it per operator, which does not say which operators one cut groups."""
-    return [{"axes": [list(a) for a in cut.axes], "pieces": cut.pieces, "halo": cut.halo}
-            for cut in getattr(compiled, "scheme", ()) or () if isinstance(cut, Cut)]
+    return [cut_to_dict(cut) for cut in getattr(compiled, "scheme", ()) or () if isinstance(cut, Cut)]
 
 
 def _entry(e) -> dict:

@@ -40,7 +40,7 @@ from mcudeploy.memory import Lifetimes, Placement, check_no_overlap, lifetimes
 from mcudeploy.memory.alias import SHARING
 from mcudeploy.offload.moves import COPIES, COPY_WAIT
 from mcudeploy.offload.swap import Offload
-from mcudeploy.partition import Cut, SplitError, split
+from mcudeploy.partition import SplitError, cut_from_dict, split
 from mcudeploy.pipeline import Compiled, lower
 from mcudeploy.plan import model_sha256, plan_dict
 from mcudeploy.schedule import Schedule
@@ -90,7 +90,7 @@ def load_project(path: Union[str, os.PathLike], board: Optional[str] = None) -> 
     int8_input = bool(plan.get("int8_input", False))
     unsplit = lower(import_model(model_path, _input_shapes(model_path, plan)), int8_input=int8_input)
     try:
-        cuts = tuple(Cut(tuple((n, a) for n, a in c["axes"]), int(c["pieces"]), c["halo"]) for c in plan["cuts"])
+        cuts = tuple(cut_from_dict(c) for c in plan["cuts"])
         graph = split(unsplit, cuts) if cuts else unsplit
     except (SplitError, KeyError, TypeError, ValueError) as exc:
         raise MCUDeployError(f"{where} does not match {model_path}: its cuts do not apply ({_clause(exc)})") from None

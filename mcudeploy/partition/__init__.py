@@ -15,9 +15,10 @@ from mcudeploy.analysis.axes import halo
 from mcudeploy.ir import Graph
 from mcudeploy.ops import registry
 from mcudeploy.partition.rewrite import plan, split_cut
-from mcudeploy.partition.cut import HALOS, Cut, Scheme, SplitError, analyse
+from mcudeploy.partition.cut import HALOS, Cut, Scheme, SplitError, analyse, cut_from_dict, cut_to_dict
 
-__all__ = ["Cut", "Scheme", "SplitError", "HALOS", "split", "check_cut", "describe", "macs", "mechanisms"]
+__all__ = ["Cut", "Scheme", "SplitError", "HALOS", "split", "check_cut", "describe", "macs", "mechanisms",
+           "cut_to_dict", "cut_from_dict"]
 
 
 def split(graph: Graph, scheme: Scheme) -> Graph:
@@ -46,11 +47,13 @@ def mechanisms(graph: Graph, scheme: Scheme) -> tuple[str, ...]:
     """What the cuts of a valid scheme rely on, for people, in a fixed order: "reduction" (pieces
     add to a running sum, Op.partial), "halo-keep" or "recompute" (a windowed read of a tensor cut
     in the segment overlaps the neighbouring pieces, kept alive or computed again), "strips"
-    (a cut with neither: pieces that share no rows)."""
+    (a cut with neither: pieces that share no rows), "per-node" (its nodes take differing piece
+    counts, Cut.counts)."""
     found = set()
     for cut in scheme:
         facts = analyse(graph, cut)
         found.update({"reduction"} if facts.partial else ())
+        found.update({"per-node"} if cut.counts is not None else ())
         overlap = False
         for name, node in facts.nodes.items():
             for x, spec in zip(node.inputs, facts.in_dim[name]):
@@ -61,7 +64,7 @@ def mechanisms(graph: Graph, scheme: Scheme) -> tuple[str, ...]:
         found.add(("halo-keep" if cut.halo == "keep" else "recompute") if overlap else
                   "strips" if not facts.partial else "reduction")
         graph = split_cut(facts)
-    return tuple(m for m in ("reduction", "halo-keep", "recompute", "strips") if m in found)
+    return tuple(m for m in ("reduction", "halo-keep", "recompute", "strips", "per-node") if m in found)
 
 
 def _pieces_of(split_graph: Graph, node: str) -> list:
@@ -78,7 +81,7 @@ def describe(graph: Graph, split_graph: Graph, scheme: Scheme) -> list[dict]:
             node = graph.node(name)
             pieces = _pieces_of(split_graph, name)
             op = registry.get(node.op)
-            out.append({"node": name, "op": node.op, "axis": axis, "pieces": cut.pieces, "halo": cut.halo,
+            out.append({"node": name, "op": node.op, "axis": axis, "pieces": cut.count(name), "halo": cut.halo,
                         "piece_nodes": [p.name for p in pieces], "macs": op.macs(graph, node),
                         "piece_macs": sum(registry.get(p.op).macs(split_graph, p) for p in pieces)})
     return out

@@ -26,14 +26,45 @@ class Cut:
     axes: (node name, loop-axis name from Op.expr) for every node cut, a set of nodes of one axis
     component; halo: how a windowed consumer gets the rows its neighbours produce, "keep" (read
     them from the neighbouring pieces, kept alive) or "recompute" (each producer piece computes
-    every row its consumer piece reads)."""
+    every row its consumer piece reads); counts: each node's own piece count, aligned with
+    `axes` (None: `pieces` for every node), so that the large maps at the start of a chain with
+    strides are cut finely and the small ones at its end coarsely. `pieces` is then the largest
+    of them, and along every edge of the segment one count is a multiple of the other."""
 
     axes: tuple[tuple[str, str], ...]
     pieces: int
     halo: str = "keep"
+    counts: Optional[tuple[int, ...]] = None
+
+    @classmethod
+    def per_node(cls, axes, counts, halo: str = "keep") -> "Cut":
+        """A cut whose nodes take their own counts (`pieces` their largest); uniform counts give a plain cut."""
+        counts = tuple(counts)
+        return cls(tuple(axes), max(counts), halo, None if len(set(counts)) == 1 else counts)
+
+    def count(self, name: str) -> int:
+        """How many pieces node `name` of the cut becomes."""
+        if self.counts is None:
+            return self.pieces
+        return self.counts[[n for n, _ in self.axes].index(name)]
 
 
 Scheme = tuple[Cut, ...]
+
+
+def cut_to_dict(cut: Cut) -> dict:
+    """A cut as plain data (plan.json, the tune state): "counts" only when its nodes differ."""
+    d = {"axes": [list(p) for p in cut.axes], "pieces": cut.pieces, "halo": cut.halo}
+    if cut.counts is not None:
+        d["counts"] = list(cut.counts)
+    return d
+
+
+def cut_from_dict(d: dict) -> Cut:
+    """The cut of `cut_to_dict` (a dict written before per-node counts has none)."""
+    counts = d.get("counts")
+    return Cut(tuple((n, a) for n, a in d["axes"]), int(d["pieces"]), d["halo"],
+               None if counts is None else tuple(int(k) for k in counts))
 
 
 @dataclass(frozen=True)
@@ -63,6 +94,19 @@ class CutFacts:
         return window_read(lo, hi, size, dim.stride, dim.dilation, dim.pad, kernel)
 
 
+def _check_counts(cut: Cut) -> None:
+    """The per-node counts: one per node, each at least 1, the largest the cut's `pieces`."""
+    if cut.counts is None:
+        return
+    if not isinstance(cut.counts, tuple) or len(cut.counts) != len(cut.axes):
+        raise SplitError(f"the cut names {len(cut.axes)} nodes but gives piece counts {cut.counts!r}")
+    for (name, _), k in zip(cut.axes, cut.counts):
+        if not isinstance(k, int) or k < 1:
+            raise SplitError(f"node {name} needs at least 1 piece, not {k!r}")
+    if max(cut.counts) != cut.pieces:
+        raise SplitError(f"the cut has {cut.pieces} pieces but its most finely cut node has {max(cut.counts)}")
+
+
 def analyse(graph: Graph, cut: Cut) -> CutFacts:
     """The cut's facts; SplitError with the reason it cannot be applied (one sentence naming node and axis)."""
     if not isinstance(cut.pieces, int) or cut.pieces < 2:
@@ -71,6 +115,7 @@ def analyse(graph: Graph, cut: Cut) -> CutFacts:
         raise SplitError(f"halo must be one of {', '.join(HALOS)}, not {cut.halo!r}")
     if not cut.axes:
         raise SplitError("the cut names no node")
+    _check_counts(cut)
     by_name = {n.name: n for n in graph.nodes}
     wanted: dict[str, str] = {}
     for name, axis in cut.axes:
@@ -98,9 +143,9 @@ def analyse(graph: Graph, cut: Cut) -> CutFacts:
             if partial[name] is None:
                 raise SplitError(f"axis {axis!r} of node {name} ({node.op}) is a reduction axis its pieces "
                                  f"cannot accumulate over")
-        if a.extent < cut.pieces:
+        if a.extent < cut.count(name):
             raise SplitError(f"axis {axis!r} of node {name} ({node.op}) has extent {a.extent}, "
-                             f"fewer than {cut.pieces} pieces")
+                             f"fewer than {cut.count(name)} pieces")
         outs = []
         for o, dims in zip(node.outputs, () if name in partial else e.outputs):
             found = [d for d, dim in enumerate(dims) if dim.kind == "identity" and dim.axis == axis]
@@ -129,7 +174,7 @@ def analyse(graph: Graph, cut: Cut) -> CutFacts:
             raise SplitError(f"node {name} ({node.op}) reads more than one input through a window "
                              f"along axis {axis!r}")
         exprs[name], extents[name], out_dims[name], in_dims[name] = e, a.extent, tuple(outs), tuple(ins)
-        rows = balanced(a.extent, cut.pieces)[0]
+        rows = balanced(a.extent, cut.count(name))[0]
         if name not in partial and op.piece(graph, node, axis, rows, (0, 0) if windowed else None) is None:
             raise SplitError(f"node {name} ({node.op}) cannot be cut along axis {axis!r}")
     cut_tensors = {o: d for name in nodes for o, d in zip(nodes[name].outputs, out_dims[name])}
@@ -153,6 +198,10 @@ def analyse(graph: Graph, cut: Cut) -> CutFacts:
                 if spec is None or spec[0] != d:
                     raise SplitError(f"node {user.name} ({user.op}) does not read {t} along the dimension node {producer} "
                                            f"is cut in (axis {wanted[user.name]!r} is not connected to axis {wanted[producer]!r})")
+                fewer, more = sorted((cut.count(producer), cut.count(user.name)))
+                if more % fewer:
+                    raise SplitError(f"node {producer} is cut into {cut.count(producer)} pieces and node {user.name}, "
+                                     f"which reads it, into {cut.count(user.name)}: neither is a multiple of the other")
         if t in outputs:
             whole.add(t)
     return CutFacts(graph, cut, nodes, wanted, exprs, extents, out_dims, in_dims, cut_tensors, frozenset(whole),

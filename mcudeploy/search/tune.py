@@ -326,14 +326,14 @@ class Tuner:
             probes: list[tuple[bool, int, int, space.Segment]] = []
             trials: list[Trial] = []
             room = max(self.budget - self.work.candidates, 0)
-            self.prepare(scheme, [Cut(seg.axes, counts[-1], PROBE_HALO) for seg in batch[:room]
+            self.prepare(scheme, [space.cut_for(seg, counts[-1], PROBE_HALO) for seg in batch[:room]
                                   if (counts := space.piece_counts(seg, self.pieces))])
             for i, seg in enumerate(batch):
                 stop = self.out_of_work()
                 if stop:
                     return self.accept(trials, best, budget, base), stop
                 counts = space.piece_counts(seg, self.pieces)
-                t = self.trial(scheme, Cut(seg.axes, counts[-1], PROBE_HALO), budget) if counts else None
+                t = self.trial(scheme, space.cut_for(seg, counts[-1], PROBE_HALO), budget) if counts else None
                 if t is not None:
                     trials.append(t)
                     probes.append((not t.plausible, t.arena, i, seg))

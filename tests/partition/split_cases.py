@@ -1,7 +1,8 @@
 """Cases for the split tests: random valid cuts of a graph (a seed node and one of its spatial
 axes, grown along the tensors it shares with producers and consumers, the axis component, while
-``check_cut`` accepts it), small chains of operators, and seeded random weights and inputs for the
-generated graphs of benchmarks/graphs.py (whose weights are all zero)."""
+``check_cut`` accepts it; half of them with each node its own piece count), small chains of
+operators, and seeded random weights and inputs for the generated graphs of benchmarks/graphs.py
+(whose weights are all zero)."""
 from __future__ import annotations
 
 import random
@@ -14,6 +15,7 @@ import numpy as np
 from mcudeploy.ir import Graph, Node, Quant, Tensor
 from mcudeploy.ops import registry
 from mcudeploy.partition import Cut, check_cut
+from mcudeploy.partition.cut import analyse
 
 
 def _axes(graph: Graph, node: Node) -> list[str]:
@@ -71,8 +73,25 @@ def random_cut(graph: Graph, rng: random.Random, max_nodes: int = 6, max_pieces:
                     break
             else:
                 break
-        return Cut(tuple(chosen), pieces, halo)
+        cut = Cut(tuple(chosen), pieces, halo)
+        return random_counts(graph, cut, rng) if rng.random() < 0.5 else cut
     return None
+
+
+def random_counts(graph: Graph, cut: Cut, rng: random.Random) -> Cut:
+    """`cut` with each node its own random count (Cut.counts): at most its extent, and a multiple or
+    a divisor of the count of each of its producers in the cut; `cut` itself if the draw is invalid."""
+    facts = analyse(graph, cut)
+    counts: dict[str, int] = {}
+    for name, node in facts.nodes.items():  # in graph order: producers first
+        made = [p.name for p in (graph.producer(x) for x in node.inputs if x) if p is not None and p.name in counts]
+        options = [k for k in range(1, facts.extent[name] + 1)
+                   if all(k % counts[p] == 0 or counts[p] % k == 0 for p in made)]
+        counts[name] = rng.choice(options)
+    if max(counts.values()) < 2:
+        return cut
+    drawn = Cut.per_node(cut.axes, [counts[n] for n, _ in cut.axes], cut.halo)
+    return drawn if check_cut(graph, drawn) is None else cut
 
 
 # --------------------------------------------------------------------------- graphs and values
@@ -113,6 +132,11 @@ def random_inputs(graph: Graph, seed: int = 0) -> dict:
             info = np.iinfo(t.dtype)
             out[name] = rng.integers(info.min, info.max + 1, t.shape).astype(t.dtype)
     return out
+
+
+def same(got, want) -> bool:
+    """The same outputs, bit for bit (dtype and every value)."""
+    return len(got) == len(want) and all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(got, want))
 
 
 def generated(family: str, ops: int, seed: int, dtype: str = "int8") -> Graph:

@@ -12,14 +12,13 @@ from __future__ import annotations
 import random
 from functools import lru_cache
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import zoo
 from shared_models import need_models, shared_models
-from split_cases import generated, random_inputs, random_scheme
+from split_cases import generated, random_inputs, random_scheme, same
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.frontend import import_onnx
 from mcudeploy.partition import split
@@ -36,10 +35,6 @@ METHODS = ("rpo", "dfs", "refine")
 def model_graph(name: str):
     need_models()
     return lower(import_onnx(shared_models(name)[0]))
-
-
-def same(got, want) -> bool:
-    return len(got) == len(want) and all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(got, want))
 
 
 def check(graph, seed: int, in_c: bool = True):

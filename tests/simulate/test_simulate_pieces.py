@@ -60,6 +60,23 @@ def test_pieces_are_scaled_from_the_unsplit_operator(plans, tmp_path):
     assert all(not o.how.startswith("scaled") for o in simulate(split, cache).ops)
 
 
+def test_pieces_of_a_cut_with_per_node_counts_are_each_their_own_operator_s_share(tmp_path):
+    """Each node of a cut its own count (Cut.counts): a piece is scaled by its share of its own
+    operator's work, whatever the other nodes' counts, so the pieces of each still sum to it."""
+    model = conv_chain_model()
+    unsplit = compile_model(model, "qemu-m4")
+    cut = Cut.per_node((("conv1", "oh"), ("conv2", "oh")), (6, 3), "keep")
+    split = compile_model(model, "qemu-m4", scheme=(cut,))
+    cache = TimingCache("qemu-m4", tmp_path)
+    fill(cache, unsplit)
+    ref = reference_costs(unsplit, cache)
+    ops = simulate(split, cache, ref).ops
+    for name, count in (("conv1", 6), ("conv2", 3)):
+        pieces = [o for o in ops if o.node.startswith(name + "#p")]
+        assert len(pieces) == count and all(o.how == f"scaled {name}" for o in pieces)
+        assert sum(o.ticks for o in pieces) == pytest.approx(ref[name].ticks)
+
+
 def test_running_sums_are_scaled_from_the_average_they_cut(tmp_path):
     """A reduction cut's pieces run another kernel than the average (AvgPoolSum): with no timing
     of that kernel they take the average's ticks by their share of its work, not a fit over the
