@@ -49,7 +49,7 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 
 from mcudeploy.errors import UnsupportedError
-from mcudeploy.ir import Graph, Node, Rows
+from mcudeploy.ir import Graph, Node
 from mcudeploy.ir.tensor import itemsize, row_major
 from mcudeploy.ops import registry
 
@@ -188,18 +188,19 @@ class _Facts:
 
 
 def _banded(graph: Graph, pinned, base) -> dict[str, int]:
-    """Tensors of a split graph holding rows of a dimension below the channels (Tensor.rows: a
-    piece, a gathered range) that own their buffer alone: tensor -> that dimension. Laid out with
-    it outermost after the batch, a band of rows is one run, so the bytes a band frees are one
-    hole, where row-major NCHW frees one short run per channel."""
+    """Tensors of a split graph cut along a dimension below the channels (Tensor.rows: a piece, a
+    gathered range; or a whole tensor whose rows other tensors hold: reassembled, or read by
+    pieces) that own their buffer alone: tensor -> that dimension. Laid out with it outermost
+    after the batch, a band of rows is one run, so the bytes a band frees are one hole, where
+    row-major NCHW frees one short run per channel."""
     cut = {t.rows.of: t.rows.dim for t in graph.tensors.values() if t.rows is not None}
     out = {}
     for name, t in graph.tensors.items():
-        r = t.rows if t.rows is not None else (Rows(name, cut[name], 0, 0) if name in cut else None)
-        if (r is None or t.is_const or len(t.shape) < 3 or r.dim < 2 or t.shape[0] != 1 or t.shape[1] == 1
+        dim = t.rows.dim if t.rows is not None else cut.get(name)
+        if (dim is None or dim < 2 or t.is_const or len(t.shape) < 3 or t.shape[0] != 1 or t.shape[1] == 1
                 or base.get(name) != name or name in pinned):
             continue
-        out[name] = r.dim
+        out[name] = dim
     return out
 
 

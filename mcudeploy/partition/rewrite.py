@@ -3,7 +3,7 @@ operator on slices of its inputs, except one cut along a reduction axis (``CutFa
 whose pieces add their rows to a running sum and a finish makes its output (``_accumulate``).
 
 - Output ranges: with halo "keep", the last nodes' pieces tile their axis in balanced ranges and
-  every producer's piece j ends where its consumers' pieces j stop reading (``_streamed``). With
+  every producer's piece ends where the consumer pieces mapped to it stop reading (``_streamed``). With
   "recompute", a node whose outputs are read only inside the segment computes, for piece j, the
   hull of what its consumers' pieces mapped to j read (walking the segment backwards), so a
   windowed consumer's halo is computed again by its producer; an output also needed whole (read
