@@ -235,7 +235,8 @@ def tune_one(name: str, path: Path, args, out: Path, cache) -> Row:
     try:
         tuner = Tuner(path, args.board, out, max_overhead=args.max_overhead, time_limit=args.time_limit,
                       cache=cache, progress=progress, budget=args.budget,
-                      int8_input="mobilenetv2" in name and not name.endswith("_float_input"))
+                      int8_input="mobilenetv2" in name and not name.endswith("_float_input"),
+                      stream_input=args.stream_input)
         result = tuner.run()
         write_result(result)
         row.seconds = time.monotonic() - start
@@ -313,6 +314,9 @@ def main(argv=None) -> int:
                    help="use the board's timing cache ($MCUDEPLOY_CACHE) instead of a fresh one in --out")
     p.add_argument("--samples", type=int, default=5, help="random inputs for the check (default 5)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON instead of a table")
+    p.add_argument("--stream-input", action="store_true",
+                   help="tune with --stream-input: the inputs come into the arena band by band through the "
+                        "firmware's callback, so a cut through the first layers never holds a whole input")
     p.add_argument("--int8-input-ratio", action="store_true",
                    help="tune only the whole MobileNetV2-0.35 at 96x96, with a float and with an int8 input, and "
                         "print both arenas and their ratio (issue 17)")

@@ -121,6 +121,9 @@ def _int8_input_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--int8-input", action="store_true",
                    help="take each quantized input as the int8 tensor its QuantizeLinear makes (the QuantizeLinear "
                         "goes; model.h gives the scale and zero point)")
+    p.add_argument("--stream-input", action="store_true",
+                   help="the firmware's callback NAME_read_input (model.h) writes the inputs into the arena band by "
+                        "band as the first layers read them, so a split plan never holds a whole input")
 
 
 def _system_options(p: argparse.ArgumentParser) -> None:
@@ -156,7 +159,7 @@ def _compile_system(args, system):
     from mcudeploy.stages.system_plan import compile_system
 
     graph = lower(import_model(args.model, parse_input_shapes(args.input_shape)),
-                  int8_input=getattr(args, "int8_input", False))
+                  int8_input=getattr(args, "int8_input", False), stream_input=getattr(args, "stream_input", False))
     return compile_system(graph, system, args.model, args.stages, args.objective, getattr(args, "schedule", "auto"),
                           getattr(args, "time_limit", SCHEDULE_TIME_LIMIT))
 
@@ -176,6 +179,7 @@ def _compile(args, fast_memory=None, earlier={}):
 
     return compile_model(args.model, args.board, parse_input_shapes(args.input_shape), schedule_method=args.schedule,
                          schedule_time_limit=args.time_limit, int8_input=args.int8_input,
+                         stream_input=args.stream_input,
                          fast_memory=fast_memory or args.fast_memory, earlier=earlier)
 
 
@@ -232,7 +236,7 @@ def cmd_plan(args) -> int:
         from mcudeploy.report.axes import axes_lines
 
         print("\n".join(axes_lines(lower(import_model(args.model, parse_input_shapes(args.input_shape)),
-                                         int8_input=args.int8_input))))
+                                         int8_input=args.int8_input, stream_input=args.stream_input))))
         return 0
     from mcudeploy.report.text import summary
 
@@ -282,7 +286,8 @@ def _run_target(args):
         return compiled, compiled.graph, args.model
     fixed = [opt for opt, given in (("--input-shape", args.input_shape), ("--schedule", args.schedule != "auto"),
                                     ("--time-limit", args.time_limit != SCHEDULE_TIME_LIMIT),
-                                    ("--int8-input", args.int8_input), ("--fast-memory", args.fast_memory))
+                                    ("--int8-input", args.int8_input), ("--stream-input", args.stream_input),
+                                    ("--fast-memory", args.fast_memory))
              if given]
     if fixed:
         raise MCUDeployError(f"{args.model} holds a plan whose shapes, order and offsets are fixed: {fixed[0]} "
@@ -451,7 +456,8 @@ def cmd_tune(args) -> int:
         with _pool(args, args.board) as pool:
             tuner = Tuner(args.model, args.board, args.output, max_overhead=args.max_overhead,
                           time_limit=args.time_limit, input_shapes=parse_input_shapes(args.input_shape),
-                          budget=args.budget, int8_input=args.int8_input, fast_memory=args.fast_memory, pool=pool)
+                          budget=args.budget, int8_input=args.int8_input, fast_memory=args.fast_memory, pool=pool,
+                          stream_input=args.stream_input)
             result = tuner.run()
     except KeyboardInterrupt:
         print(f"mcudeploy: tune interrupted; what it learnt is in {Path(args.output) / STATE_FILE}: run the same "

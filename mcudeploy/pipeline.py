@@ -25,6 +25,7 @@ from mcudeploy.passes.int8_input import take_int8_inputs
 from mcudeploy.passes.qdq import lower_qdq
 from mcudeploy.passes.transformer import fuse_transformer_patterns
 from mcudeploy.passes.shuffle import lower_channel_shuffle
+from mcudeploy.passes.stream_input import stream_inputs
 from mcudeploy.schedule import Schedule, schedule
 
 
@@ -42,10 +43,12 @@ PASSES: tuple[tuple[str, Callable[[Graph], Graph]], ...] = (
 )
 # what --int8-input adds in front: the quantized inputs are taken as the integers their QuantizeLinear makes
 INT8_INPUT: tuple[tuple[str, Callable[[Graph], Graph]], ...] = (("take_int8_inputs", take_int8_inputs),)
+# what --stream-input adds at the end: the inputs come into the arena through ReadInput nodes
+STREAM_INPUT: tuple[tuple[str, Callable[[Graph], Graph]], ...] = (("stream_inputs", stream_inputs),)
 
 
-def lower(graph: Graph, check: bool = False, int8_input: bool = False) -> Graph:
-    for _, run in (INT8_INPUT if int8_input else ()) + PASSES:
+def lower(graph: Graph, check: bool = False, int8_input: bool = False, stream_input: bool = False) -> Graph:
+    for _, run in (INT8_INPUT if int8_input else ()) + PASSES + (STREAM_INPUT if stream_input else ()):
         graph = run(graph)
         if check:
             verify(graph)
@@ -63,6 +66,7 @@ class Compiled:
     scheme: Scheme = ()  # the split applied to the lowered graph (mcudeploy/partition), if any
     code: CodeOptions = CodeOptions()  # how the C meets the user's firmware: name, arena, sections
     int8_input: bool = False  # lowered with --int8-input (recorded in plan.json)
+    stream_input: bool = False  # lowered with --stream-input (recorded in plan.json)
     offload: Optional[Offload] = None  # swaps made to meet a fast-memory budget (mcudeploy/offload/swap.py)
 
     @property
@@ -79,18 +83,19 @@ def compile_model(source: Union[str, os.PathLike, onnx.ModelProto], board: Union
                   schedule_method: str = "auto", check: bool = False, placement_method: str = "exact",
                   placement_time_limit: float = 5.0, schedule_time_limit: float = 10.0,
                   scheme: Scheme = (), int8_input: bool = False,
-                  fast_memory: Union[int, str, None] = None, earlier: Mapping[str, int] = {}) -> Compiled:
+                  fast_memory: Union[int, str, None] = None, earlier: Mapping[str, int] = {},
+                  stream_input: bool = False) -> Compiled:
     """Import, lower (with `int8_input`, the quantized inputs taken as integers), split by `scheme`
     (none: the operators as they are), then compile_graph. fast_memory: bytes, or a share of the
     unconstrained first region's arena ("50%"; that arena is compiled first to know it). earlier:
     compile_graph's."""
-    graph = lower(import_model(source, input_shapes), check=check, int8_input=int8_input)
+    graph = lower(import_model(source, input_shapes), check=check, int8_input=int8_input, stream_input=stream_input)
     if scheme:
         graph = split(graph, scheme)
     name = graph.name if isinstance(source, onnx.ModelProto) else os.fspath(source)
     options = dict(schedule_method=schedule_method, placement_method=placement_method,
                    placement_time_limit=placement_time_limit, schedule_time_limit=schedule_time_limit,
-                   scheme=scheme, int8_input=int8_input)
+                   scheme=scheme, int8_input=int8_input, stream_input=stream_input)
     if fast_memory is not None:
         board = load_board(board) if isinstance(board, str) else board
         fast_memory = fast_memory_bytes(fast_memory, lambda: compile_graph(graph, board, name, **options))
@@ -133,7 +138,7 @@ def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optiona
                   placement_time_limit: float = 5.0, schedule_time_limit: float = 10.0,
                   scheme: Scheme = (), scratch: str = "fit", int8_input: bool = False,
                   rewrites: Sequence[Rewrite] = (), fast_memory: Optional[int] = None,
-                  earlier: Mapping[str, int] = {}) -> Compiled:
+                  earlier: Mapping[str, int] = {}, stream_input: bool = False) -> Compiled:
     """Schedule, find lifetimes and place an already lowered graph (split by `scheme` and lowered
     with `int8_input`, which are only recorded here). The time limits are in effort seconds
     (mcudeploy/effort.py): work, not wall-clock time, so the same graph gives the same plan on a
@@ -163,4 +168,4 @@ def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optiona
                                                                    earlier=earlier)
     sched = dataclasses.replace(sched, order=order)
     return Compiled(name or graph.name, board, rewritten, sched, lives, placement, tuple(scheme), int8_input=int8_input,
-                    offload=offload)
+                    offload=offload, stream_input=stream_input)

@@ -131,6 +131,7 @@ def plan_dict(compiled, scheme=None, latency=None, split=None) -> dict:
                     for b in lives.buffers],
         "tensors": _tensors(compiled),
         "int8_input": bool(getattr(compiled, "int8_input", False)),  # lowered with --int8-input
+        "stream_input": bool(getattr(compiled, "stream_input", False)),  # lowered with --stream-input
         "inputs": [{"name": n, "shape": list(graph[n].shape), "dtype": graph[n].dtype,
                     **_quant(graph, n)} for n in graph.inputs],
         "outputs": [{"name": n, "shape": list(graph[n].shape), "dtype": graph[n].dtype,

@@ -88,7 +88,9 @@ def load_project(path: Union[str, os.PathLike], board: Optional[str] = None) -> 
     model_path = _model(where, plan)
     target = _board(where, plan, board)
     int8_input = bool(plan.get("int8_input", False))
-    unsplit = lower(import_model(model_path, _input_shapes(model_path, plan)), int8_input=int8_input)
+    stream_input = bool(plan.get("stream_input", False))
+    unsplit = lower(import_model(model_path, _input_shapes(model_path, plan)), int8_input=int8_input,
+                    stream_input=stream_input)
     try:
         cuts = tuple(cut_from_dict(c) for c in plan["cuts"])
         graph = split(unsplit, cuts) if cuts else unsplit
@@ -106,7 +108,7 @@ def load_project(path: Union[str, os.PathLike], board: Optional[str] = None) -> 
     code = _code(where, plan)
     offload = Offload.from_plan(plan["offload"]) if plan.get("offload") else None
     compiled = Compiled(os.fspath(model_path), target, graph, schedule, lives, placement, cuts, code=code,
-                        int8_input=int8_input, offload=offload)
+                        int8_input=int8_input, offload=offload, stream_input=stream_input)
     _same_plan(where, plan, compiled)
     _same_c(where, compiled)
     return Project(where, plan, model_path, compiled, unsplit)

@@ -8,11 +8,19 @@ import numpy as np
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import DTYPES, Graph
 from mcudeploy.ops import registry
+from mcudeploy.ops.stream import READ_INPUT, streamed_input
 
 
 def run_reference(graph: Graph, inputs: Sequence[np.ndarray] | Mapping[str, np.ndarray]) -> list[np.ndarray]:
     values = evaluate(graph, inputs)
     return [values[o] for o in graph.outputs]
+
+
+def arguments(graph: Graph, node, values) -> list:
+    """The values a node's reference takes: its inputs', or, for a ReadInput, the streamed input's."""
+    if node.op == READ_INPUT:
+        return [values[streamed_input(graph, node)]]
+    return [values[i] if i else None for i in node.inputs]
 
 
 def evaluate(graph: Graph, inputs: Sequence[np.ndarray] | Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -33,7 +41,7 @@ def evaluate(graph: Graph, inputs: Sequence[np.ndarray] | Mapping[str, np.ndarra
             values[name] = t.data
     for node in graph.nodes:
         op = registry.get(node.op)
-        results = op.reference(graph, node, [values[i] if i else None for i in node.inputs])
+        results = op.reference(graph, node, arguments(graph, node, values))
         for out, value in zip(node.outputs, results):
             t = graph[out]
             value = np.asarray(value)

@@ -21,7 +21,7 @@ from mcudeploy.files import write_atomic
 from mcudeploy.ir import CTYPES, Graph, row_major
 from mcudeploy.memory.lifetimes import SCRATCH
 from mcudeploy.ops import registry
-from mcudeploy.ops.base import Array, Struct
+from mcudeploy.ops.base import Array, Struct, Symbol
 from mcudeploy.plan import plan_dict, plan_id
 from mcudeploy.resources import firmware_dir, templates_dir
 
@@ -54,6 +54,7 @@ class _Context:
         self.constants: list[dict] = []
         self.params: list[dict] = []
         self.lists: list[dict] = []
+        self.name = c_name(compiled)
         arenas_ = compiled.placement.arenas
         self.first_region = next(iter(arenas_)) if arenas_ else None
 
@@ -116,6 +117,8 @@ class _Context:
         return sym
 
     def value(self, value, comment: str) -> str:
+        if isinstance(value, Symbol):
+            return f"{self.name}_{value.suffix}"
         if isinstance(value, Array):
             return self.const_array(np.asarray(value.values), value.ctype, comment)
         if isinstance(value, (tuple, list)):
@@ -215,7 +218,7 @@ def context(compiled) -> dict:
                       "unused": [p for p in params if p not in used]})
     io = {}
     for kind, names in (("inputs", graph.inputs), ("outputs", graph.outputs)):
-        io[kind] = [_io(ctx, n, kind[:-1]) for n in names]
+        io[kind] = [_io(ctx, n, kind[:-1], i) for i, n in enumerate(names)]
     headers = sorted(p.name for p in (firmware_dir() / "include").glob("mcud*.h"))
     plan = plan_dict(compiled)
     name = code.c_name(compiled.model)
@@ -244,14 +247,18 @@ def context(compiled) -> dict:
         "lists": [l for l in ctx.lists if not l["local"]],
         "params": ctx.params,
         "calls": calls,
+        "streamed": [t for t in io["inputs"] if t["streamed"]],
         **io,
     }
 
 
-def _io(ctx: _Context, name: str, kind: str) -> dict:
-    """An input's or output's facts (codegen/facts.py), where model.c keeps it, and its scale as C."""
+def _io(ctx: _Context, name: str, kind: str, index: int) -> dict:
+    """An input's or output's facts (codegen/facts.py), where model.c keeps it (a streamed input: nowhere,
+    its callback writes its rows), and its scale as C."""
     facts = io_facts(ctx.graph, name, kind)
-    return {**facts, "base": ctx.base(name), "scale_c": c_float(facts["scale"]) if facts["quantized"] else None}
+    streamed = name in ctx.graph.streamed
+    return {**facts, "index": index, "streamed": streamed, "base": None if streamed else ctx.base(name),
+            "scale_c": c_float(facts["scale"]) if facts["quantized"] else None}
 
 
 @lru_cache(maxsize=1)

@@ -87,7 +87,11 @@ def io_facts(graph: Graph, name: str, kind: str) -> dict:
     """The facts of one input or output, as plain values for templates."""
     t = graph[name]
     q = quantization(graph, name)
-    layout = input_layout(graph, name) if kind == "input" else output_layout(graph, name)
+    if name in graph.streamed:  # its readers are ReadInput nodes, which recorded its layout (passes/stream_input.py)
+        layout = next((n.attr("layout", "") for n in graph.nodes if n.op == "ReadInput"
+                       and graph.inputs[n.attr("input")] == name), "")
+    else:
+        layout = input_layout(graph, name) if kind == "input" else output_layout(graph, name)
     quantized = q is not None and not q.per_channel and t.dtype in QRANGE
     return {"name": name, "shape": list(t.shape), "rank": len(t.shape), "elements": int(t.size),
             "nbytes": t.nbytes, "dtype": t.dtype, "ctype": CTYPES[t.dtype], "layout": layout,

@@ -77,6 +77,9 @@ class Graph:
     # the integer arithmetic of the model's origin (mcudeploy/ops/requant.py): "onnx" rounds half to
     # even as QuantizeLinear does, "tflite" as TFLite's reference kernels and CMSIS-NN do
     arithmetic: str = "onnx"
+    # graph inputs with no bytes in the arena: ReadInput nodes (mcudeploy/ops/stream.py) ask the
+    # application for their rows (passes/stream_input.py)
+    streamed: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.arithmetic not in ARITHMETICS:
@@ -86,6 +89,11 @@ class Graph:
         object.__setattr__(self, "nodes", tuple(self.nodes))
         object.__setattr__(self, "inputs", tuple(self.inputs))
         object.__setattr__(self, "outputs", tuple(self.outputs))
+        object.__setattr__(self, "streamed", tuple(self.streamed))
+
+    def stored_inputs(self) -> tuple[str, ...]:
+        """The graph inputs the caller writes into the arena (all but the streamed ones)."""
+        return tuple(name for name in self.inputs if name not in self.streamed)
 
     def replace(self, *, tensors: Optional[Iterable[Tensor] | Mapping[str, Tensor]] = None, **changes) -> "Graph":
         if tensors is not None:

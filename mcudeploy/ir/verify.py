@@ -19,6 +19,12 @@ def verify(graph: Graph) -> Graph:
         elif t.kind != "input":
             problems.append(f"graph input {name} has kind {t.kind}")
         defined.add(name)
+    for name in graph.streamed:
+        if name not in graph.inputs:
+            problems.append(f"streamed tensor {name} is not a graph input")
+        elif graph.users(name):
+            problems.append(f"streamed input {name} is read by node {graph.users(name)[0].name}; only ReadInput "
+                            f"nodes (which name no input) may read it")
     for name, t in graph.tensors.items():
         if name != t.name:
             problems.append(f"tensor stored under {name} is named {t.name}")

@@ -122,8 +122,8 @@ class _Facts:
         self.alignment = alignment
         self.steps = len(order)
         self.outputs = frozenset(graph.outputs)
-        self.inputs = frozenset(graph.inputs)
-        born: dict[str, int] = {name: -1 for name in graph.inputs}
+        self.inputs = frozenset(graph.stored_inputs())
+        born: dict[str, int] = {name: -1 for name in self.inputs}
         dies: dict[str, int] = {}
         for i, n in enumerate(order):
             for t in n.inputs:

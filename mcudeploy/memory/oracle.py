@@ -19,6 +19,7 @@ from mcudeploy.ir import DTYPES, Graph, Node
 from mcudeploy.ir.tensor import itemsize
 from mcudeploy.memory.alias import CONCAT_OPS
 from mcudeploy.ops import registry
+from mcudeploy.ops.stream import READ_INPUT, streamed_input
 
 
 def _arenas(lifetimes, placement, seed: int) -> dict:
@@ -109,7 +110,7 @@ def run_in_arena(graph: Graph, order: Sequence[Node], lifetimes, placement,
     def view(name: str) -> np.ndarray:
         return tensor_view(graph, lifetimes, placement, arenas, name)
 
-    for name in graph.inputs:
+    for name in graph.stored_inputs():
         view(name)[...] = inputs[name]
     for node in order:
         op = registry.get(node.op)
@@ -117,6 +118,8 @@ def run_in_arena(graph: Graph, order: Sequence[Node], lifetimes, placement,
             continue
         _check_writes(graph, node, lifetimes, placement)
         args = [None if not i else graph[i].data if graph[i].is_const else view(i).copy() for i in node.inputs]
+        if node.op == READ_INPUT:
+            args = [np.asarray(inputs[streamed_input(graph, node)])]
         for out, value in zip(node.outputs, op.reference(graph, node, args)):
             view(out)[...] = value
     return [view(name).copy() for name in graph.outputs]

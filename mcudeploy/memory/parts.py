@@ -54,7 +54,7 @@ def _runs(first: np.ndarray, last: np.ndarray, chunk: int) -> list[list[int]]:
 def _steps(graph: Graph, order: Sequence[Node], elided) -> tuple[dict, dict]:
     """Tensor -> first step a kernel writes it (graph inputs: -1), and last step a kernel reads it
     (graph outputs: the last step)."""
-    writes: dict[str, int] = {t: -1 for t in graph.inputs}
+    writes: dict[str, int] = {t: -1 for t in graph.stored_inputs()}
     reads: dict[str, int] = {}
     for step, node in enumerate(order):
         if node.name in elided:

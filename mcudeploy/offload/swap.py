@@ -301,7 +301,7 @@ def _residents(graph: Graph, order: Sequence[Node], lives, pinned, step: int, sl
     at a time, also where operators wrote it over others in place (pinned apart, they no longer
     share a buffer)."""
     out = []
-    steps: dict[str, list[int]] = {t: [-1] for t in graph.inputs}
+    steps: dict[str, list[int]] = {t: [-1] for t in graph.stored_inputs()}
     for i, n in enumerate(order):
         for t in (*n.inputs, *n.outputs):
             if t:

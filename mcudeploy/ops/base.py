@@ -111,10 +111,18 @@ class Array:
 
 
 @dataclass(frozen=True)
+class Symbol:
+    """A function of the generated model itself, ``<model name>_<suffix>`` (a field of a parameter
+    struct: the application's callback that a ReadInput kernel calls, model.h)."""
+
+    suffix: str
+
+
+@dataclass(frozen=True)
 class Struct:
     """A parameter struct: ``static const <ctype> P = { .field = value, ... }``.
 
-    A field's value is an int, a float, a tuple (a fixed-size array field), or an Array.
+    A field's value is an int, a float, a tuple (a fixed-size array field), an Array, or a Symbol.
     """
 
     ctype: str
@@ -181,6 +189,7 @@ class Op:
     onnx_types: ClassVar[tuple[str, ...]] = ()
     view: ClassVar[bool] = False  # output is input 0's bytes reinterpreted (Reshape-like)
     subview: ClassVar[bool] = False  # output is a strided window into input 0's bytes (Slice): no kernel
+    source: ClassVar[bool] = False  # reads no tensor: its attributes say which rows it makes (ReadInput, ``piece``)
 
     def from_onnx(self, onnx: OnnxNode) -> tuple[tuple[str, ...], dict]:
         """Turn an ONNX node into IR inputs and attributes (constant inputs may become attributes)."""

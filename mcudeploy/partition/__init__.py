@@ -48,12 +48,14 @@ def mechanisms(graph: Graph, scheme: Scheme) -> tuple[str, ...]:
     add to a running sum, Op.partial), "halo-keep" or "recompute" (a windowed read of a tensor cut
     in the segment overlaps the neighbouring pieces, kept alive or computed again), "strips"
     (a cut with neither: pieces that share no rows), "per-node" (its nodes take differing piece
-    counts, Cut.counts)."""
+    counts, Cut.counts), "streamed-input" (it cuts a ReadInput: a graph input comes in band by band,
+    passes/stream_input.py)."""
     found = set()
     for cut in scheme:
         facts = analyse(graph, cut)
         found.update({"reduction"} if facts.partial else ())
         found.update({"per-node"} if cut.counts is not None else ())
+        found.update({"streamed-input"} if any(registry.get(n.op).source for n in facts.nodes.values()) else ())
         overlap = False
         for name, node in facts.nodes.items():
             for x, spec in zip(node.inputs, facts.in_dim[name]):
@@ -64,7 +66,8 @@ def mechanisms(graph: Graph, scheme: Scheme) -> tuple[str, ...]:
         found.add(("halo-keep" if cut.halo == "keep" else "recompute") if overlap else
                   "strips" if not facts.partial else "reduction")
         graph = split_cut(facts)
-    return tuple(m for m in ("reduction", "halo-keep", "recompute", "strips", "per-node") if m in found)
+    return tuple(m for m in ("reduction", "halo-keep", "recompute", "strips", "per-node", "streamed-input")
+                 if m in found)
 
 
 def _pieces_of(split_graph: Graph, node: str) -> list:

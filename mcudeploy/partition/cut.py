@@ -167,7 +167,7 @@ def analyse(graph: Graph, cut: Cut) -> CutFacts:
                                  f"in a way a cut cannot follow")
             windowed += bool(along) and along[0][1].kind == "window"
             ins.append(along[0] if along else None)
-        if not any(ins):  # the axis comes from attributes (Resize's scales), not from an input
+        if not any(ins) and not op.source:  # the axis comes from attributes (Resize's scales), not from an input
             raise SplitError(f"node {name} ({node.op}) reads no input along axis {axis!r}, "
                              f"so a piece cannot be computed alone")
         if windowed > 1:

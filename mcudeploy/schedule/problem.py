@@ -89,7 +89,7 @@ def build(graph: Graph, alignment: int = 4) -> Problem:
             t = root[t]
         return t
 
-    for name in graph.inputs:
+    for name in graph.stored_inputs():
         root[name] = name
     ops = [registry.get(n.op) for n in graph.nodes]
     for n, op in zip(graph.nodes, ops):

@@ -30,7 +30,7 @@ class Peak:
 def _accesses(compiled) -> dict:
     """Tensor name -> the steps that write or read it (graph inputs at -1, outputs at the last step)."""
     graph, order = compiled.graph, compiled.order
-    steps: dict[str, list[int]] = {t: [-1] for t in graph.inputs}
+    steps: dict[str, list[int]] = {t: [-1] for t in graph.stored_inputs()}
     for t in graph.outputs:
         steps.setdefault(t, []).append(len(order) - 1)
     for i, node in enumerate(order):

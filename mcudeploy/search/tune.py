@@ -132,15 +132,17 @@ class TuneResult:
 
 def compile_scheme(lowered, scheme: Sequence[Cut], board: Board, name: str, method: str = SEARCH_SCHEDULE,
                    placement: str = "greedy", time_limit: float = EFFORT, scratch: str = SEARCH_SCRATCH,
-                   int8_input: bool = False, fast_memory: Optional[int] = None) -> Compiled:
+                   int8_input: bool = False, fast_memory: Optional[int] = None,
+                   stream_input: bool = False) -> Compiled:
     """Split ``lowered`` by ``scheme`` and compile it through pipeline.compile_graph, the path of
     ``mcudeploy compile``, so the arena and kernels tune times are those of the project it writes
     (``scratch`` is compile_graph's kernel-scratch policy; ``time_limit`` its solvers' effort;
-    ``int8_input``: ``lowered`` was lowered so; ``fast_memory``: compile_graph's budget)."""
+    ``int8_input``, ``stream_input``: ``lowered`` was lowered so; ``fast_memory``: compile_graph's budget)."""
     graph = split(lowered, tuple(scheme)) if scheme else lowered
     return compile_graph(graph, board, name, schedule_method=method, placement_method=placement,
                          placement_time_limit=time_limit, schedule_time_limit=time_limit, scheme=tuple(scheme),
-                         scratch=scratch, int8_input=int8_input, fast_memory=fast_memory)
+                         scratch=scratch, int8_input=int8_input, fast_memory=fast_memory,
+                         stream_input=stream_input)
 
 
 class Tuner:
@@ -161,7 +163,7 @@ class Tuner:
                  pieces: Sequence[int] = space.PIECES, max_segment: Optional[int] = None,
                  top_segments: int = TOP_SEGMENTS, sweep: int = SWEEP, budget: int = budgets.CANDIDATES,
                  effort: float = EFFORT, int8_input: bool = False, fast_memory=None, boards: int = 1,
-                 ports: Sequence[str] = (), pool: Optional[BoardPool] = None):
+                 ports: Sequence[str] = (), pool: Optional[BoardPool] = None, stream_input: bool = False):
         if not max_overhead >= 0:
             raise MCUDeployError(f"--max-overhead must be 0 or more, not {max_overhead}")
         if not time_limit > 0:
@@ -189,16 +191,18 @@ class Tuner:
         self.sweep = sweep
         self._compiled: dict = {}  # this round's compiled candidates, by scheme key
         self.int8_input = int8_input
+        self.stream_input = stream_input
         self.fast_memory = fast_memory
         self.fast_budget: Optional[int] = None  # fast_memory in bytes, once the unsplit plan is known
         if fast_memory is not None:
             parse_budget(fast_memory)  # a malformed budget is refused before any work
             regions_for_swap(self.board)
-        self.lowered = lower(import_model(self.model, input_shapes), int8_input=int8_input)
+        self.lowered = lower(import_model(self.model, input_shapes), int8_input=int8_input, stream_input=stream_input)
         self.state = TuneState(self.out, {"model": model_digest(self.model), "board": self.board.name,
                                           "max_overhead": max_overhead, "effort": effort,
                                           **({"fast_memory": str(fast_memory)} if fast_memory is not None else {}),
-                                          **({"int8_input": True} if int8_input else {})})
+                                          **({"int8_input": True} if int8_input else {}),
+                                          **({"stream_input": True} if stream_input else {})})
         self.work = Work(kernels_measured=self.state.kernels_measured)
         self.progress = Progress(progress, self.clock, self.work, budget)
         self.pool = pool or BoardPool.of(self.board, boards, list(ports) or ([port] if port else []))
@@ -217,7 +221,7 @@ class Tuner:
     # ------------------------------------------------------------------ compiles and estimates
     def compile(self, scheme, **kw) -> Compiled:
         return compile_scheme(self.lowered, scheme, self.board, self.model, time_limit=self.effort,
-                              int8_input=self.int8_input, **kw)
+                              int8_input=self.int8_input, stream_input=self.stream_input, **kw)
 
     def search_compile(self, scheme) -> Compiled:
         """The least arena of the search's schedule methods (SEARCH_SCHEDULES), the first on a tie."""
