@@ -158,8 +158,11 @@ def _compile_system(args, system):
     from mcudeploy.pipeline import lower
     from mcudeploy.stages.system_plan import compile_system
 
+    if getattr(args, "stream_input", False):
+        raise MCUDeployError("--stream-input applies to a model on one board; a system's stages pass their "
+                             "inputs between cores or chips whole")
     graph = lower(import_model(args.model, parse_input_shapes(args.input_shape)),
-                  int8_input=getattr(args, "int8_input", False), stream_input=getattr(args, "stream_input", False))
+                  int8_input=getattr(args, "int8_input", False))
     return compile_system(graph, system, args.model, args.stages, args.objective, getattr(args, "schedule", "auto"),
                           getattr(args, "time_limit", SCHEDULE_TIME_LIMIT))
 

@@ -184,11 +184,39 @@ def test_an_older_plan_without_cuts(project, capsys):
     assert "lacks \"cuts\"" in _error(capsys, ["run", str(out)])
 
 
+def test_a_streamed_split_project_round_trips(models, tmp_path, capsys):
+    """--stream-input: plan.json records it, the header declares the callback and no offset for the
+    input, and a split plan whose cut holds the ReadInput loads back as written and checks on host."""
+    lowered = lower(import_onnx(models[0]), int8_input=True, stream_input=True)
+    cuts = [c for c in space.candidate_cuts(lowered, space.segments(lowered), frozenset(), frozenset())
+            if c.pieces == 4 and any(n == lowered.nodes[0].name for n, _ in c.axes)]
+    scheme = (max(cuts, key=lambda c: (len(c.axes), c.axes)),)
+    target = load_board("host")
+    base = TimedScheme((), compile_scheme(lowered, (), target, str(models[0]), method="auto", int8_input=True,
+                                          stream_input=True))
+    best = TimedScheme(scheme, compile_scheme(lowered, scheme, target, str(models[0]), method="auto",
+                                              int8_input=True, stream_input=True))
+    base.ticks, best.ticks = fake_ticks(base.compiled), fake_ticks(best.compiled)
+    out = tmp_path / "streamed"
+    write_result(TuneResult(base, best, int(base.ticks * 2), out))
+    plan = json.loads((out / "plan.json").read_text())
+    assert plan["stream_input"] and plan["int8_input"]
+    (header,) = [h.read_text() for h in out.glob("*.h") if not h.name.startswith("mcud_")]
+    assert re.search(r"#define \w+_INPUT0_STREAMED 1", header) and "_INPUT0_OFFSET" not in header
+    assert re.search(r"void \w+_read_input\(int32_t index, int32_t offset, int32_t count, void \*dst\);", header)
+    loaded = load_project(out).compiled
+    assert loaded.stream_input and loaded.placement.offsets == best.compiled.placement.offsets
+    assert sum(n.op == "ReadInput" for n in loaded.graph.nodes) == 4
+    assert main(["run", str(out), "--check", "--samples", "3"]) == 0
+    assert "PASS on 3 input(s)" in capsys.readouterr().out
+
+
 def test_another_board_or_options_that_a_plan_fixes(project, capsys):
     out, _ = project
     assert "is a plan for board host, not qemu-m4" in _error(capsys, ["run", str(out), "-b", "qemu-m4"])
     assert "--schedule applies only to a model file" in _error(capsys, ["run", str(out), "--schedule", "rpo"])
     assert "--int8-input applies only to a model file" in _error(capsys, ["run", str(out), "--int8-input"])
+    assert "--stream-input applies only to a model file" in _error(capsys, ["run", str(out), "--stream-input"])
     assert "give the board with -b" in _error(capsys, ["run", str(out / ".." / "m.onnx")])
 
 

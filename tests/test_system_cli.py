@@ -87,6 +87,8 @@ def test_options_that_do_not_apply_are_one_sentence(residual, tmp_path, capsys):
     assert "--fast-memory applies to one board" in _error(capsys, ["run", str(residual), "-b", "qemu-m4x2",
                                                                    "--fast-memory", "50%"])
     assert "needs its boards" in _error(capsys, ["measure", str(residual), "-b", "nucleo-f446re-x4"])
+    assert "--stream-input applies to a model on one board" in _error(capsys, ["compile", str(residual), "-b",
+                                                                               "host-x4", "--stream-input", "-o", out])
     assert main(["compile", str(residual), "-b", "host-x4", "-o", out]) == 0
     plan = json.loads((tmp_path / "o" / "plan.json").read_text())
     del plan["pipeline"]["bottleneck_stage"]
