@@ -168,3 +168,69 @@ def test_arenas_in_two_regions_static_in_named_sections_or_extern(tmp_path):
     for variant in (static, extern):
         got = run_compiled_on_host(variant, samples, tmp_path / variant.code.arena)
         assert all(np.array_equal(g, w) for gs, ws in zip(got, want) for g, w in zip(gs, ws))
+
+
+USER_MAIN = r"""
+#include <stdio.h>
+#include <string.h>
+#include "cam.h"
+
+static float frame[CAM_INPUT0_ELEMENTS]; /* the sensor's next frame, outside the model's arena */
+
+void cam_read_input(int32_t index, int32_t offset, int32_t count, void *dst)
+{
+    printf("read %d %d %d\n", (int)index, (int)offset, (int)count);
+    memcpy(dst, frame + offset, (size_t)count * sizeof(float));
+}
+
+int main(void)
+{
+    if (fread(frame, sizeof(float), CAM_INPUT0_ELEMENTS, stdin) != CAM_INPUT0_ELEMENTS || cam_input(0) != NULL) {
+        return 1;
+    }
+    cam_run();
+    const float *y = cam_output(0);
+    for (size_t i = 0; i < CAM_OUTPUT0_ELEMENTS; i++) {
+        printf("y %.9g\n", (double)y[i]);
+    }
+    return 0;
+}
+"""
+
+
+def test_a_firmware_streams_an_input_band_by_band_through_its_callback(tmp_path):
+    """--stream-input in a user's program: it defines cam_read_input, the model asks it for runs of
+    the NHWC input as the cut's pieces need them (never the whole input at once, every element at
+    least once), and computes what the plan computes on the host runner."""
+    from mcudeploy.partition import Cut, split
+    from mcudeploy.pipeline import compile_graph, lower
+    from mcudeploy.frontend import import_model
+    from mcudeploy.reference import run_reference
+
+    model = image_model(tmp_path / "cam.onnx", nhwc=True)
+    graph = lower(import_model(model), stream_input=True)
+    read, transpose, conv = graph.nodes[:3]
+    graph = split(graph, (Cut(((read.name, "d1"), (transpose.name, "d2"), (conv.name, "oh")), 4, "keep"),))
+    compiled = dataclasses.replace(compile_graph(graph, "host", stream_input=True),
+                                   code=CodeOptions(name="cam"))
+    out = write_project(compiled, tmp_path / "out")
+    (tmp_path / "main.c").write_text(USER_MAIN)
+    kernels = sorted(str(p) for p in (out / "mcud" / "kernels").glob("*.c"))
+    exe = tmp_path / "cam"
+    subprocess.run(["gcc", "-std=c99", "-O1", "-Wall", "-Wextra", "-Werror", "-I", str(out), "-I",
+                    str(out / "mcud" / "include"), str(out / "model.c"), *kernels, str(tmp_path / "main.c"), "-lm",
+                    "-o", str(exe)], check=True)
+    x = RNG.standard_normal((1, 8, 8, 3)).astype(np.float32)
+    run = subprocess.run([str(exe)], input=x.tobytes(), capture_output=True, check=True)
+    lines = run.stdout.decode().splitlines()
+    reads = [tuple(int(v) for v in line.split()[1:]) for line in lines if line.startswith("read ")]
+    got = np.array([float(line.split()[1]) for line in lines if line.startswith("y ")], np.float32)
+    assert len(reads) >= 4 and all(index == 0 for index, _, _ in reads)
+    assert max(count for _, _, count in reads) < x.size  # band by band: no call asks for the whole input
+    seen = np.zeros(x.size, bool)
+    for _, offset, count in reads:
+        seen[offset:offset + count] = True
+    assert seen.all()
+    want = run_compiled_on_host(compiled, [{"x": x}])[0][0]
+    np.testing.assert_array_equal(got.reshape(want.shape), want)
+    np.testing.assert_allclose(want, run_reference(graph, {"x": x})[0], rtol=1e-5, atol=1e-5)
