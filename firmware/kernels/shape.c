@@ -134,6 +134,41 @@ COPY_ND(copy_nd_2, 2)
 COPY_ND(copy_nd_4, 4)
 COPY_ND(copy_nd_8, 8)
 
+/* Dimensions in decreasing order of destination stride (insertion sort, the source's strides along),
+ * for blocks whose bytes do not overlap: a copy then reads and writes in the destination's memory
+ * order, and coalesce can merge what is contiguous in memory but not in the tensor's own dimension
+ * order (a band of rows of a tensor laid out band by band, NHCW: the rows of a halo are one run,
+ * where in N, C, H, W order they are one run of W bytes per channel). Overlapping blocks keep their
+ * order (an in-place move relies on it), and so do blocks with a negative stride. */
+static int overlap(const char *d, const int32_t *ds, const char *s, const int32_t *ss, const int32_t *n, int32_t size)
+{
+    int32_t dspan = size, sspan = size;
+    for (int32_t k = 0; k < MCUD_MAX_DIMS; k++) {
+        if (ds[k] < 0 || ss[k] < 0) {
+            return 1;
+        }
+        dspan += (n[k] - 1) * ds[k] * size;
+        sspan += (n[k] - 1) * ss[k] * size;
+    }
+    return d < s + sspan && s < d + dspan;
+}
+
+static void by_destination(int32_t *n, int32_t *ds, int32_t *ss)
+{
+    for (int32_t i = 1; i < MCUD_MAX_DIMS; i++) {
+        const int32_t tn = n[i], td = ds[i], ts = ss[i];
+        int32_t j = i - 1;
+        for (; j >= 0 && ds[j] < td; j--) {
+            n[j + 1] = n[j];
+            ds[j + 1] = ds[j];
+            ss[j + 1] = ss[j];
+        }
+        n[j + 1] = tn;
+        ds[j + 1] = td;
+        ss[j + 1] = ts;
+    }
+}
+
 /* Merge each dimension into the next inner one wherever both buffers step over the inner one
  * contiguously (and drop dimensions of extent 1), so the innermost run is as long as it can be:
  * the rows of a slice of a tensor cut along its height become one run per channel. */
@@ -171,6 +206,9 @@ void mcud_copy_strided(void *dst, const int32_t *dst_stride, const void *src, co
         if (n[d] == 0) {
             return;
         }
+    }
+    if (!overlap((const char *)dst, ds, (const char *)src, ss, n, elem_size)) {
+        by_destination(n, ds, ss);
     }
     coalesce(n, ds, ss);
     /* a block contiguous in both buffers is one memcpy */

@@ -2,7 +2,9 @@
 
 A kernel signature names what decides a kernel's time: the C function, its parameter
 struct (arrays by content digest), the shape, strides and dtype of every view and where it
-lives (flash, or which SRAM region), plus a digest of the kernel library's sources. Two operators with the same
+lives (flash, or which SRAM region), which views share a buffer and how far apart (a Concat input its
+producer wrote into the output is skipped, an in-place output may take another route), plus a
+digest of the kernel library's sources. Two operators with the same
 signature run the same instructions, so one measurement serves both, across models and runs;
 an edited kernel gets new signatures.
 
@@ -89,22 +91,36 @@ def kernel_signature(graph: Graph, node: Node, lifetimes=None, placement=None) -
         return None
     call = op.kernel(graph, node)
     slots = lifetimes.slots if lifetimes is not None else {}
-    views = []
+    views, seen = [], []
     for name in call.views:
         if not name:
             views.append(None)
             continue
+        at = _address(name, slots, lifetimes)
         t = graph[name]
         slot = slots.get(name)
         region = None
         if placement is not None and not t.is_const and lifetimes is not None:
             region = placement.regions.get(lifetimes.buffer_of.get(name))
-        views.append({"dtype": t.dtype, "shape": list(t.shape),
-                      "strides": list(slot.strides) if slot is not None else list(row_major(t.shape)),
-                      "flash": t.is_const, "region": region})
+        view = {"dtype": t.dtype, "shape": list(t.shape),
+                "strides": list(slot.strides) if slot is not None else list(row_major(t.shape)),
+                "flash": t.is_const, "region": region}
+        shared = next(((j, at[1] - other[1]) for j, other in seen if at is not None and other[0] == at[0]), None)
+        if shared is not None:
+            view["shares"] = list(shared)  # an earlier view in the same buffer, and bytes from its first
+        views.append(view)
+        seen.append((len(views) - 1, at if at is not None else (None, 0)))
     key = {"fn": call.fn, "views": views, "params": _plain(call.params) if call.params is not None else None,
            "library": library_digest()}
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def _address(name: str, slots, lifetimes):
+    """(buffer, byte offset in it) of a tensor of the plan; None for a constant or without lifetimes."""
+    slot = slots.get(name)
+    if lifetimes is None or slot is None:
+        return None
+    return slot.buffer, slot.offset
 
 
 class CacheView:
