@@ -26,6 +26,8 @@ typedef struct {
     int32_t act_max;
     const int32_t *mult;    /* per output channel: requantize s_x * s_w[c] / s_y */
     const int32_t *shift;
+    const int32_t *dw;      /* depthwise fast path: per channel MCUD_DW_FIELDS precomputed values
+                               (mcud_conv_dw.h), or NULL: the kernel works them out from w and b */
 } mcud_conv_s8_params;
 
 void mcud_conv_f32(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,

@@ -20,6 +20,11 @@
  * 16x16 multiply-accumulate each. Requantization takes the 32-bit route of mcud_requant_hi_r
  * when the channel's shift is in [33, 62] and mcud_requant otherwise, both exact.
  *
+ * What a channel needs besides its input (the bias with the zero point folded in, the weights in
+ * pairs) comes precomputed from flash when p->dw is given (mcudeploy/ops/conv.py, _dw_channels):
+ * a cut's pieces each call the kernel, and working it out from w and b costs about 40
+ * instructions per channel per call.
+ *
  * Stack: MCUD_DW_BUF (528) bytes of buffer; no scratch in the arena.
  *
  * Anything else (other windows, dilation, stride > 2 along W, rows wider than the ring, 1-D) goes
@@ -36,6 +41,9 @@
 #ifndef MCUD_DW_BUF
 #define MCUD_DW_BUF 528
 #endif
+
+/* p->dw per channel: bias - zx * sum w, pair[0], pair[1], pair[2], mid01, mid2 (mcud_dw_channel) */
+#define MCUD_DW_FIELDS 6
 
 #if MCUD_HAVE_DSP
 /* acc + a.lo * b.lo, acc + a.hi * b.lo, acc + a.lo * b.hi, acc + a.hi * b.hi */
@@ -219,18 +227,28 @@ MCUD_INLINE void mcud_conv_s8_dw_body(const mcud_view *x, const mcud_view *w, co
     int8_t *yd = (int8_t *)y->data;
     for (int32_t c = 0; c < yc; c++) {
         mcud_dw_channel ch;
-        const int8_t *wc = wd + c * w->stride[0];
-        int32_t sum = 0, mid[3];
-        for (int32_t kh = 0; kh < 3; kh++) {
-            const int8_t *wr = wc + kh * w->stride[2];
-            int32_t w0 = wr[0], w1 = wr[w->stride[3]], w2 = wr[2 * w->stride[3]];
-            ch.pair[kh] = mcud_pack16(w0, w2);
-            mid[kh] = w1;
-            sum += w0 + w1 + w2;
+        if (p->dw != NULL) {
+            const int32_t *t = p->dw + c * MCUD_DW_FIELDS;
+            ch.bias = t[0];
+            ch.pair[0] = (uint32_t)t[1];
+            ch.pair[1] = (uint32_t)t[2];
+            ch.pair[2] = (uint32_t)t[3];
+            ch.mid01 = (uint32_t)t[4];
+            ch.mid2 = (uint32_t)t[5];
+        } else {
+            const int8_t *wc = wd + c * w->stride[0];
+            int32_t sum = 0, mid[3];
+            for (int32_t kh = 0; kh < 3; kh++) {
+                const int8_t *wr = wc + kh * w->stride[2];
+                int32_t w0 = wr[0], w1 = wr[w->stride[3]], w2 = wr[2 * w->stride[3]];
+                ch.pair[kh] = mcud_pack16(w0, w2);
+                mid[kh] = w1;
+                sum += w0 + w1 + w2;
+            }
+            ch.mid01 = mcud_pack16(mid[0], mid[1]);
+            ch.mid2 = mcud_pack16(mid[2], 0);
+            ch.bias = (bd != NULL ? bd[c * b->stride[0]] : 0) - zx * sum;
         }
-        ch.mid01 = mcud_pack16(mid[0], mid[1]);
-        ch.mid2 = mcud_pack16(mid[2], 0);
-        ch.bias = (bd != NULL ? bd[c * b->stride[0]] : 0) - zx * sum;
         ch.mult = p->mult[c];
         ch.shift = p->shift[c];
         ch.r = ch.shift - 32;

@@ -9,6 +9,7 @@ Padded input positions hold the input zero point, so they contribute nothing to 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -338,9 +339,10 @@ class Conv(Op):
         fn = "mcud_conv_s8_dw" if g.depthwise else "mcud_conv_s8"
         if requant.arithmetic(graph) == "tflite":
             fn += "_tfl"
+        table = _dw_channels(graph, node, zx) if g.depthwise and _dw_fast(g) else None
         return Call(fn, views, Struct.of(
             "mcud_conv_s8_params", **common, in_zero_point=zx, out_zero_point=zy, act_min=lo, act_max=hi,
-            mult=mults, shift=shifts))
+            mult=mults, shift=shifts, **({"dw": Array("int32_t", table)} if table is not None else {})))
 
     def scratch(self, graph, node):
         if graph[node.inputs[0]].dtype != "int8" or int(node.attr("group", 1)) != 1 or not _uses_scratch(node):
@@ -392,6 +394,36 @@ def _fast(graph: Graph, node: Node, g: Geometry) -> bool:
 def _dw_row_bytes(g: Geometry) -> int:
     """Bytes of one buffered row in mcud_conv_s8_dw (its rw)."""
     return ((g.out_hw[1] - 1) * g.stride[1] + 4 + 3) & ~3
+
+
+DW_FIELDS = 6  # MCUD_DW_FIELDS in firmware/include/mcud_conv_dw.h
+
+
+def _pack16(lo: int, hi: int) -> int:
+    """mcud_pack16 (mcud_dsp.h) as the int32_t a C array holds it."""
+    v = (lo & 0xFFFF) | ((hi & 0xFFFF) << 16)
+    return v - (1 << 32) if v >= 1 << 31 else v
+
+
+def _dw_channels(graph: Graph, node: Node, zx: int) -> Optional[tuple[int, ...]]:
+    """Per channel of a depthwise convolution on mcud_conv_s8_dw's fast path, what the kernel would
+    otherwise work out from the weights at every call: the bias with the input zero point folded in
+    (b - zx * sum w) and the weights packed in pairs (w[kh][0], w[kh][2]) per row, (w[0][1], w[1][1])
+    and (w[2][1], 0). A cut's pieces call the kernel once each, so this is their fixed cost per
+    channel; None when a folded bias would leave int32 (the kernel then computes as before)."""
+    w = graph[node.inputs[1]].data.astype(np.int64)
+    bias = _bias(node)
+    b = graph[bias].data.astype(np.int64).reshape(-1) if bias else np.zeros(w.shape[0], np.int64)
+    out = []
+    for c in range(w.shape[0]):
+        k = w[c, 0]
+        folded = int(b[c]) - zx * int(k.sum())
+        if not -(1 << 31) <= folded < 1 << 31:
+            return None
+        out += [folded, *(_pack16(int(k[kh, 0]), int(k[kh, 2])) for kh in range(3)),
+                _pack16(int(k[0, 1]), int(k[1, 1])), _pack16(int(k[2, 1]), 0)]
+    assert len(out) == DW_FIELDS * w.shape[0]
+    return tuple(out)
 
 
 def _dw_fast(g: Geometry) -> bool:
