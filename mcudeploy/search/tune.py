@@ -380,7 +380,7 @@ class Tuner:
         halo mode from the most pieces down to the first the simulator now puts within budget,
         each estimated from what the board has timed since (simulate.py, rule 0: a piece's fixed
         cost per call, which the first estimate of a cut, its operators' share, leaves out), past
-        the ones timed already. On KWS's reduction cut the 16 pieces first put at +2.6% ran at
+        the ones timed already. On KWS's reduction cut the 16 pieces first put at +2.9% ran at
         +20%, and the sweep had stopped there; fewer pieces fit."""
         trials = []
         for seg in segments:
