@@ -253,13 +253,30 @@ def test_a_real_board_builds_offline_and_reports_its_capacity(name, core, tmp_pa
 
 
 @pytest.mark.qemu
-def test_missing_upload_tool_is_one_sentence(core, tmp_path):
+def test_missing_upload_tool_is_one_sentence(core, tmp_path, monkeypatch):
     have_tools("arm-none-eabi-gcc")
-    if shutil.which("openocd") or shutil.which("st-flash"):
-        pytest.skip("an ST-LINK upload tool is installed here")
+    path = _hiding("openocd", os.environ["PATH"], tmp_path / "no-openocd")
+    monkeypatch.setenv("PATH", _hiding("st-flash", path, tmp_path / "no-st-flash"))
+    assert shutil.which("openocd") is None and shutil.which("st-flash") is None
     with pytest.raises(MCUDeployError, match=r"^cannot upload to board 'nucleo-f446re': the stlink upload needs "
                                              r"OpenOCD .* and none is installed$"):
         flash.flash(None, "nucleo-f446re", project=tmp_path / "project", core=core)
+
+
+def _hiding(program: str, path: str, shadow: Path) -> str:
+    """PATH without `program`: a directory that holds it (with the cross compiler, often: /usr/bin)
+    is replaced by one of links to its other entries."""
+    dirs = []
+    for i, d in enumerate(path.split(os.pathsep)):
+        if d and (Path(d) / program).exists():
+            links = shadow / str(i)
+            links.mkdir(parents=True)
+            for entry in Path(d).iterdir():
+                if entry.name != program:
+                    (links / entry.name).symlink_to(entry)
+            d = str(links)
+        dirs.append(d)
+    return os.pathsep.join(dirs)
 
 
 @pytest.mark.qemu
@@ -274,7 +291,7 @@ def test_a_real_board_uploads_through_the_usual_tool_when_present(tool, core, tm
     fake.chmod(0o755)
     path = os.environ["PATH"]
     if tool == "st-flash":  # OpenOCD comes first when both are there: hide a real one
-        path = os.pathsep.join(d for d in path.split(os.pathsep) if not (Path(d) / "openocd").exists())
+        path = _hiding("openocd", path, tmp_path / "shadow")
     monkeypatch.setenv("PATH", os.pathsep.join([str(bin_dir), path]))
     result = flash.flash(None, "nucleo-f446re", project=tmp_path / "project", core=core)
     assert result.uploaded
