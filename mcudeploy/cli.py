@@ -122,8 +122,9 @@ def _int8_input_option(p: argparse.ArgumentParser) -> None:
                    help="take each quantized input as the int8 tensor its QuantizeLinear makes (the QuantizeLinear "
                         "goes; model.h gives the scale and zero point)")
     p.add_argument("--stream-input", action="store_true",
-                   help="the firmware's callback NAME_read_input (model.h) writes the inputs into the arena band by "
-                        "band as the first layers read them, so a split plan never holds a whole input")
+                   help="the firmware's callback NAME_read_input (model.h) writes the inputs into the arena as the "
+                        "first layers read them: band by band where a cut holds the input's read, so the plan never "
+                        "holds the whole input")
 
 
 def _system_options(p: argparse.ArgumentParser) -> None:

@@ -1,7 +1,7 @@
 """Run a graph with every operator's numpy reference: the bit-exact oracle for the C kernels."""
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -16,11 +16,12 @@ def run_reference(graph: Graph, inputs: Sequence[np.ndarray] | Mapping[str, np.n
     return [values[o] for o in graph.outputs]
 
 
-def arguments(graph: Graph, node, values) -> list:
-    """The values a node's reference takes: its inputs', or, for a ReadInput, the streamed input's."""
+def arguments(graph: Graph, node, value: Callable[[str], np.ndarray]) -> list:
+    """The values a node's reference takes, ``value(name)`` giving a tensor's: its inputs' (None for
+    an absent one), or, for a ReadInput, the whole streamed input's (it names no input)."""
     if node.op == READ_INPUT:
-        return [values[streamed_input(graph, node)]]
-    return [values[i] if i else None for i in node.inputs]
+        return [value(streamed_input(graph, node))]
+    return [value(i) if i else None for i in node.inputs]
 
 
 def evaluate(graph: Graph, inputs: Sequence[np.ndarray] | Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -41,7 +42,7 @@ def evaluate(graph: Graph, inputs: Sequence[np.ndarray] | Mapping[str, np.ndarra
             values[name] = t.data
     for node in graph.nodes:
         op = registry.get(node.op)
-        results = op.reference(graph, node, arguments(graph, node, values))
+        results = op.reference(graph, node, arguments(graph, node, values.__getitem__))
         for out, value in zip(node.outputs, results):
             t = graph[out]
             value = np.asarray(value)

@@ -1,4 +1,4 @@
-/* A streamed graph input (mcud --stream-input): ReadInput asks the application for a box of the
+/* A streamed graph input (mcudeploy --stream-input): ReadInput asks the application for a box of the
  * input, one contiguous run of the input's own row-major order at a time, and writes it into its
  * view in the arena. The input itself never sits in the arena. */
 #ifndef MCUD_STREAM_H

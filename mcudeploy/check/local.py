@@ -31,7 +31,7 @@ import numpy as np
 
 from mcudeploy.ir import DTYPES, Graph
 from mcudeploy.ops import registry
-from mcudeploy.ops.stream import READ_INPUT, streamed_input
+from mcudeploy.reference import arguments
 from mcudeploy.ops.requant import QRANGE
 
 STEPS = 1  # quantized outputs: at most one step from onnxruntime at any element...
@@ -148,10 +148,8 @@ def compare_operators(graph: Graph, values: Sequence[dict[str, np.ndarray]],
         own: dict[str, np.ndarray] = {}  # results of operators onnxruntime shows no output of
         pending: dict[str, tuple[str, ...]] = {}  # such a result -> the operators it went through
         for node in graph.nodes:
-            inputs = [None if not i else graph[i].data if graph[i].is_const else own[i] if i in own else ort[i]
-                      for i in node.inputs]
-            if node.op == READ_INPUT:
-                inputs = [ort[streamed_input(graph, node)]]
+            inputs = arguments(graph, node, lambda i: graph[i].data if graph[i].is_const else own[i] if i in own
+                               else ort[i])
             merged = tuple(dict.fromkeys(n for i in node.inputs if i in pending for n in pending[i]))
             results = registry.get(node.op).reference(graph, node, inputs)
             for out, got in zip(node.outputs, results):

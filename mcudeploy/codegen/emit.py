@@ -221,7 +221,7 @@ def context(compiled) -> dict:
         io[kind] = [_io(ctx, n, kind[:-1], i) for i, n in enumerate(names)]
     headers = sorted(p.name for p in (firmware_dir() / "include").glob("mcud*.h"))
     plan = plan_dict(compiled)
-    name = code.c_name(compiled.model)
+    name = ctx.name
     return {
         "banner": BANNER,
         "model": Path(compiled.model).name,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Optional
 
 from mcudeploy.ir import CTYPES, Graph, Quant
+from mcudeploy.ops.stream import READ_INPUT, streamed_input
 
 LAYOUT_OPS = ("Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze")  # move values, change none
 # operators whose ONNX definition puts channels second (N, C, spatial...)
@@ -88,8 +89,8 @@ def io_facts(graph: Graph, name: str, kind: str) -> dict:
     t = graph[name]
     q = quantization(graph, name)
     if name in graph.streamed:  # its readers are ReadInput nodes, which recorded its layout (passes/stream_input.py)
-        layout = next((n.attr("layout", "") for n in graph.nodes if n.op == "ReadInput"
-                       and graph.inputs[n.attr("input")] == name), "")
+        layout = next((n.attr("layout", "") for n in graph.nodes if n.op == READ_INPUT
+                       and streamed_input(graph, n) == name), "")
     else:
         layout = input_layout(graph, name) if kind == "input" else output_layout(graph, name)
     quantized = q is not None and not q.per_channel and t.dtype in QRANGE

@@ -19,7 +19,7 @@ from mcudeploy.ir import DTYPES, Graph, Node
 from mcudeploy.ir.tensor import itemsize
 from mcudeploy.memory.alias import CONCAT_OPS
 from mcudeploy.ops import registry
-from mcudeploy.ops.stream import READ_INPUT, streamed_input
+from mcudeploy.reference import arguments
 
 
 def _arenas(lifetimes, placement, seed: int) -> dict:
@@ -117,9 +117,8 @@ def run_in_arena(graph: Graph, order: Sequence[Node], lifetimes, placement,
         if op.view or node.name in lifetimes.elided:
             continue
         _check_writes(graph, node, lifetimes, placement)
-        args = [None if not i else graph[i].data if graph[i].is_const else view(i).copy() for i in node.inputs]
-        if node.op == READ_INPUT:
-            args = [np.asarray(inputs[streamed_input(graph, node)])]
+        args = arguments(graph, node, lambda i: graph[i].data if graph[i].is_const
+                         else np.asarray(inputs[i]) if i in graph.streamed else view(i).copy())
         for out, value in zip(node.outputs, op.reference(graph, node, args)):
             view(out)[...] = value
     return [view(name).copy() for name in graph.outputs]

@@ -7,7 +7,8 @@ into the graph's inputs), one contiguous run of the input's own row-major order 
 (firmware/kernels/stream.c). Unsplit, the box is the whole input; cut along a dimension
 (mcudeploy/partition), each piece reads its rows only, so a camera's or a sensor's rows can come
 in as the first layers consume them and the whole input never sits in memory.
-Attributes: "input", "starts", "shape", "dtype"."""
+Attributes: "input", "starts", "shape", "dtype", and "layout" (the input's image layout as the pass
+found it, for model.h: codegen/facts.py)."""
 from __future__ import annotations
 
 import numpy as np
@@ -15,9 +16,9 @@ import numpy as np
 from mcudeploy.ir.tensor import itemsize
 from mcudeploy.ops.base import Axis, Call, Dim, Op, Struct, Symbol, TensorExpr
 from mcudeploy.ops.registry import register
+from mcudeploy.ops.shape import MAX_DIMS
 
 READ_INPUT = "ReadInput"
-MAX_DIMS = 6  # MCUD_MAX_DIMS in mcud.h
 
 
 def streamed_input(graph, node) -> str:

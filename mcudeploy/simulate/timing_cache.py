@@ -91,12 +91,11 @@ def kernel_signature(graph: Graph, node: Node, lifetimes=None, placement=None) -
         return None
     call = op.kernel(graph, node)
     slots = lifetimes.slots if lifetimes is not None else {}
-    views, seen = [], []
+    views, seen = [], []  # seen: (view index, buffer, byte offset) of the views in the plan's buffers
     for name in call.views:
         if not name:
             views.append(None)
             continue
-        at = _address(name, slots, lifetimes)
         t = graph[name]
         slot = slots.get(name)
         region = None
@@ -105,22 +104,15 @@ def kernel_signature(graph: Graph, node: Node, lifetimes=None, placement=None) -
         view = {"dtype": t.dtype, "shape": list(t.shape),
                 "strides": list(slot.strides) if slot is not None else list(row_major(t.shape)),
                 "flash": t.is_const, "region": region}
-        shared = next(((j, at[1] - other[1]) for j, other in seen if at is not None and other[0] == at[0]), None)
-        if shared is not None:
-            view["shares"] = list(shared)  # an earlier view in the same buffer, and bytes from its first
+        if slot is not None:
+            shared = next(([j, slot.offset - offset] for j, buffer, offset in seen if buffer == slot.buffer), None)
+            if shared is not None:
+                view["shares"] = shared  # an earlier view in the same buffer, and bytes from its first
+            seen.append((len(views), slot.buffer, slot.offset))
         views.append(view)
-        seen.append((len(views) - 1, at if at is not None else (None, 0)))
     key = {"fn": call.fn, "views": views, "params": _plain(call.params) if call.params is not None else None,
            "library": library_digest()}
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
-
-
-def _address(name: str, slots, lifetimes):
-    """(buffer, byte offset in it) of a tensor of the plan; None for a constant or without lifetimes."""
-    slot = slots.get(name)
-    if lifetimes is None or slot is None:
-        return None
-    return slot.buffer, slot.offset
 
 
 class CacheView:
