@@ -243,14 +243,27 @@ MCUD_INLINE void mcud_conv_fast_gemm4(const int16_t *cols, int8_t *const *yp, in
     }
 }
 
-/* Every output channel of pixel i of the scratch (a tail block of fewer than four pixels). */
-MCUD_INLINE void mcud_conv_fast_gemm1(const int16_t *cols, int32_t i, int8_t *y0, int32_t oc_n, int32_t ysc,
+/* Column i + 1 of the scratch := column i (every tap, the zeros up to kpad too). */
+MCUD_INLINE void mcud_conv_fast_repeat(int16_t *cols, int32_t i, const mcud_conv_s8_fast_params *p)
+{
+    const int16_t *src = cols + 4 * i;
+    int16_t *dst = cols + 4 * (i + 1);
+    for (int32_t g = 0; g < p->kpad / 4; g++, src += 16, dst += 16) {
+        dst[0] = src[0];
+        dst[1] = src[1];
+        dst[2] = src[2];
+        dst[3] = src[3];
+    }
+}
+
+/* Every output channel of the first pixel of the scratch (a tail block of one pixel). */
+MCUD_INLINE void mcud_conv_fast_gemm1(const int16_t *cols, int8_t *y0, int32_t oc_n, int32_t ysc,
                                       const mcud_conv_s8_fast_params *p)
 {
     const int32_t q = p->kpad / 4;
     const int8_t *wa = p->w;
     for (int32_t oc = 0; oc < oc_n; oc++) {
-        const int16_t *c = cols + 4 * i;
+        const int16_t *c = cols;
         int32_t a0 = p->bias[oc];
         for (int32_t j = 0; j < q; j++) {
             uint32_t v = mcud_load32(wa);
@@ -296,13 +309,22 @@ MCUD_INLINE void mcud_conv_s8_fast(const mcud_view *x, const mcud_view *w, const
                     oh++;
                 }
             }
-            if (m == MCUD_CONV_FAST_PIXELS) {
-                mcud_conv_fast_gemm4(cols, yp, Y.c, Y.sc, p);
-            } else {
-                for (int32_t i = 0; i < m; i++) {
-                    mcud_conv_fast_gemm1(cols, i, yp[i], Y.c, Y.sc, p);
-                }
+            if (m == 1) {
+                mcud_conv_fast_gemm1(cols, yp[0], Y.c, Y.sc, p);
+                continue;
             }
+            /* A tail block of two or three pixels repeats its last one in the columns left, stored
+             * twice with the same values: one pass for four pixels loads each weight word once,
+             * fewer instructions than a pass per pixel. */
+            if (m == 2) {
+                mcud_conv_fast_repeat(cols, 1, p);
+                yp[2] = yp[1];
+            }
+            if (m < MCUD_CONV_FAST_PIXELS) {
+                mcud_conv_fast_repeat(cols, 2, p);
+                yp[3] = yp[2];
+            }
+            mcud_conv_fast_gemm4(cols, yp, Y.c, Y.sc, p);
         }
     }
 }

@@ -132,10 +132,12 @@ def test_direct_kernel_without_scratch_is_bit_exact(tmp_path, case, layout):
 
 
 @needs_gcc
-@pytest.mark.parametrize("shape", [(1, 16, 5, 5), (1, 6, 3, 7), (2, 5, 1, 9)], ids=["kws_like", "odd", "batch2"])
+@pytest.mark.parametrize("shape", [(1, 16, 5, 5), (1, 6, 3, 7), (2, 5, 1, 9), (1, 8, 2, 5), (1, 12, 7, 1)],
+                         ids=["kws_like", "odd", "batch2", "tail2", "tail3"])
 def test_pointwise_in_place_is_bit_exact(tmp_path, shape):
     """A 1x1 group-1 Conv with as many outputs as inputs may write over its input: each block of
-    pixels is in the scratch before its outputs are written."""
+    pixels is in the scratch before its outputs are written (a tail block of two or three pixels
+    too, which stores its last pixel more than once)."""
     graph, node, values = int8_conv(shape, shape[1], (1, 1), {}, seed=4)
     op = registry.get("Conv")
     assert op.inplace(graph, node) == 0
