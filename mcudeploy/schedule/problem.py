@@ -12,9 +12,10 @@ size, are then counted once at that step (``InPlace.saving``), and as one buffer
 the time they are live one after the other anyway.
 
 Slice sharing is optional, and lifetimes() takes it only where the peak of the order does not
-rise: a Concat whose inputs are written into their slices of its output, a Split whose outputs
-are slices of its input (``Share``). Taken, one buffer the size of the whole holds them all,
-live from the first write of any of them to the last read. The fast simulation leaves it out
+rise: a Concat whose inputs are written into their slices of its output (those that are not
+windows of another tensor: it copies those), a Split whose outputs are slices of its input
+(``Share``). Taken, one buffer the size of the whole holds them all, live from the first write
+of any of them to the last read. The fast simulation leaves it out
 (so its peak is never below the yardstick's); the exact solver and the lower bound let it be
 chosen freely (so their bounds are never above it).
 """
@@ -92,12 +93,15 @@ def build(graph: Graph, alignment: int = 4) -> Problem:
     for name in graph.stored_inputs():
         root[name] = name
     ops = [registry.get(n.op) for n in graph.nodes]
+    windows = set()  # a Slice's output, and views of one: a window of another tensor's bytes
     for n, op in zip(graph.nodes, ops):
         for out in n.outputs:
             root[out] = out
         src = n.inputs[0] if n.inputs else ""
         if (op.view or op.subview) and src and not graph[src].is_const:  # a Slice is a window of its input
             root[n.outputs[0]] = find(src)
+            if op.subview or src in windows:
+                windows.add(n.outputs[0])
 
     groups: dict[str, list[str]] = {}
     for t in root:
@@ -137,7 +141,7 @@ def build(graph: Graph, alignment: int = 4) -> Problem:
 
     shares = []
     for v, n in enumerate(graph.nodes):
-        share = _share(graph, v, n, buffers, buffer_of)
+        share = _share(graph, v, n, buffers, buffer_of, windows)
         if share is not None:
             shares.append(share)
     wholes = [sh.whole for sh in shares]
@@ -158,13 +162,19 @@ def build(graph: Graph, alignment: int = 4) -> Problem:
                    tuple(inplace), tuple(shares), sound)
 
 
-def _share(graph: Graph, v: int, n: Node, buffers: list[Buffer], buffer_of: dict) -> "Share | None":
+def _share(graph: Graph, v: int, n: Node, buffers: list[Buffer], buffer_of: dict, windows=frozenset()) -> "Share | None":
     """The slice sharing lifetimes() may choose at node v, or None where it never can.
 
     The conditions are necessary ones of mcudeploy.memory.alias (a superset of what it shares), so
-    that the solver's choice includes whatever it decides."""
+    that the solver's choice includes whatever it decides. A Concat input that is a window of
+    another tensor (a Slice: the rows a split's gather takes from the piece before, its kept halo)
+    is never written into the output: alias copies it ("partial"), so it is no part of the share
+    and stays a buffer of its own, read by the Concat, where counting it inside the whole would
+    make every halo look free to the schedulers."""
     if n.op == "Concat":
-        whole, parts = n.outputs[0], n.inputs
+        whole, parts = n.outputs[0], tuple(x for x in n.inputs if x not in windows)
+        if not parts:
+            return None
     elif n.op == "Split":
         whole, parts = (n.inputs[0] if n.inputs else ""), n.outputs
     else:

@@ -45,6 +45,10 @@ class Profiler:
         self.ip_saving = np.asarray([ip.saving for ip in problem.inplace], dtype=np.float64)
         self.ip_reads = np.asarray(reads, dtype=np.int64)
         self.ip_reads_at = np.asarray(reads_at, dtype=np.int64)
+        self.ip_of: dict[int, list[int]] = {}  # buffer -> the in-place sharings it takes part in
+        for k, ip in enumerate(problem.inplace):
+            for b in {ip.src, ip.dst}:
+                self.ip_of.setdefault(b, []).append(k)
         self.sh_list = [(sh.whole, *sh.parts) for sh in self.shares]  # whole first, then the parts
         self.sh_node = np.asarray([sh.node for sh in self.shares], dtype=np.int64)
         self.sh_size = [sh.size for sh in self.shares]
@@ -70,12 +74,19 @@ class Profiler:
             dies = np.maximum.reduceat(pos[self.ip_reads], self.ip_reads_at) == at
             saved = np.where(dies, self.ip_saving, 0.0)
             diff -= np.bincount(at + 1, saved, n + 2) - np.bincount(at + 2, saved, n + 2)
+        else:
+            at, saved = np.zeros(0, dtype=np.int64), np.zeros(0)
         live = np.rint(np.cumsum(diff[:n + 1])).astype(np.int64)
-        return self._share(live, pos, first, last) if self.shares else live
+        return self._share(live, pos, first, last, at, saved) if self.shares else live
 
-    def _share(self, live: np.ndarray, pos: np.ndarray, first: np.ndarray, last: np.ndarray) -> np.ndarray:
+    def _share(self, live: np.ndarray, pos: np.ndarray, first: np.ndarray, last: np.ndarray,
+               ip_at: np.ndarray, ip_saved: np.ndarray) -> np.ndarray:
+        """Each sharing from the last in the order to the first, taken where the peak does not rise.
+        A part written into the whole is no longer a buffer of its own size, so an in-place sharing
+        it took part in (as lifetimes() decides them after the slices) no longer saves its bytes."""
         top = live.max()
         first, last = first.tolist(), last.tolist()
+        ip_at, ip_saved = ip_at.tolist(), [int(round(x)) for x in ip_saved.tolist()]
         placed = set()  # buffers already inside a shared whole (a nested whole is not re-shared: simpler)
         for k in np.argsort(-pos[self.sh_node], kind="stable").tolist():
             members, size = self.sh_list[k], self.sh_size[k]
@@ -86,9 +97,14 @@ class Profiler:
             new = live[lo + 1:hi + 2] + size
             for b in members:
                 new[first[b] - lo:last[b] - lo + 1] -= self.bytes[b]
+            lost = {i for b in members[1:] for i in self.ip_of.get(b, ()) if ip_saved[i] and lo <= ip_at[i] <= hi}
+            for i in lost:
+                new[ip_at[i] - lo] += ip_saved[i]
             if new.max() <= top:
                 live[lo + 1:hi + 2] = new
                 placed.update(members[1:])
+                for i in lost:
+                    ip_saved[i] = 0
         return live
 
     def _spans(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
