@@ -139,6 +139,25 @@ def mobilenetv2_035_model(folder: Path) -> Path:
     return path
 
 
+def zoo_model(name: str, folder: Path) -> Path:
+    """One of tests/zoo.py's mobile architectures (MOBILE_BUILDERS: ShuffleNetV2, MnasNet, MobileNetV3-Small,
+    EfficientNet-B0, RandWire at their default sizes; int8 QDQ by onnxruntime), tuned with an int8 input:
+    models nobody tuned the search on."""
+    import logging
+
+    import onnx
+    import zoo
+
+    if name not in zoo.MOBILE_BUILDERS:
+        raise SystemExit(f"--zoo: no model {name!r} in tests/zoo.py (one of {', '.join(zoo.MOBILE_BUILDERS)})")
+    logging.getLogger().setLevel(logging.ERROR)
+    path = folder / f"{name}_int8.onnx"
+    if not path.exists():
+        _, qdq, _ = zoo.MOBILE_BUILDERS[name](folder / f"build_{name}")
+        onnx.save(qdq, path)
+    return path
+
+
 def float_input_plan(path: Path, board: str) -> tuple[int, int]:
     """(arena of the unsplit float-input plan, bytes of its float inputs), compiled without the board."""
     from mcudeploy.pipeline import compile_model
@@ -184,6 +203,9 @@ def models_to_run(args, work: Path) -> tuple[list[tuple[str, Path]], list[str]]:
         name = f"mobilenetv2_{size}_int8"
         if not args.only or args.only in name:
             chosen.append((name, mobilenetv2_model(size, work)))
+    for zoo_name in args.zoo:
+        if not args.only or args.only in zoo_name:
+            chosen.append((f"{zoo_name}_int8", zoo_model(zoo_name, work)))
     return [(n, p) for n, p in chosen if not args.only or args.only in n], skipped
 
 
@@ -235,7 +257,8 @@ def tune_one(name: str, path: Path, args, out: Path, cache) -> Row:
     try:
         tuner = Tuner(path, args.board, out, max_overhead=args.max_overhead, time_limit=args.time_limit,
                       cache=cache, progress=progress, budget=args.budget,
-                      int8_input="mobilenetv2" in name and not name.endswith("_float_input"),
+                      int8_input=("mobilenetv2" in name and not name.endswith("_float_input"))
+                      or name.removesuffix("_int8") in args.zoo,
                       stream_input=args.stream_input)
         result = tuner.run()
         write_result(result)
@@ -308,6 +331,10 @@ def main(argv=None) -> int:
     p.add_argument("--max-overhead", type=float, default=0.05, help="latency the split may add (default 0.05)")
     p.add_argument("--mobilenetv2", default="128", metavar="SIZES",
                    help="input sizes of the int8-input MobileNetV2 to tune, comma separated (default 128; '' for none)")
+    p.add_argument("--zoo", default="", metavar="NAMES",
+                   help="tests/zoo.py mobile architectures to tune too, int8 input, comma separated (shufflenetv2, "
+                        "mnasnet, mobilenetv3_small, efficientnet_b0, randwire; default none): the ratio is taken "
+                        "against their unsplit arena")
     p.add_argument("--out", type=Path, help="where each model's tuned project goes, one folder per model (default: a "
                                             "new folder under /tmp; an existing folder resumes its tune runs)")
     p.add_argument("--cached", action="store_true",
@@ -322,6 +349,7 @@ def main(argv=None) -> int:
                         "print both arenas and their ratio (issue 17)")
     args = p.parse_args(argv)
     args.mobilenetv2 = [int(s) for s in args.mobilenetv2.split(",") if s.strip()]
+    args.zoo = [s.strip() for s in args.zoo.split(",") if s.strip()]
 
     from mcudeploy.simulate.timing_cache import TimingCache
 
