@@ -196,9 +196,54 @@ static void coalesce(int32_t *n, int32_t *ds, int32_t *ss)
     }
 }
 
+/* The elements of a block that is one run in both buffers, laid out alike, else -1: every
+ * dimension of more than one element has the same positive stride in both, and those strides are
+ * a row-major layout of the block in some order of its dimensions (1, then each the one before
+ * times its extent: no two alike, each but the 1 the next of another). The halo rows of a tensor
+ * laid out band by band, or a whole piece going into its gather, are such blocks: a few compares
+ * here spare the general path's padding, sorting and merging of six dimensions. */
+static int32_t one_run(const int32_t *ds, const int32_t *ss, const int32_t *shape, int32_t ndim)
+{
+    int32_t elements = 1, unit = 0;
+    for (int32_t d = 0; d < ndim; d++) {
+        if (shape[d] == 0) {
+            return 0;
+        }
+        if (shape[d] == 1) {
+            continue;
+        }
+        if (ds[d] != ss[d] || ds[d] <= 0) {
+            return -1;
+        }
+        elements *= shape[d];
+        if (ds[d] == 1) {
+            unit++;
+            continue;
+        }
+        int32_t next_of = 0;
+        for (int32_t e = 0; e < ndim; e++) {
+            if (e != d && shape[e] > 1) {
+                if (ds[e] == ds[d]) {
+                    return -1;
+                }
+                next_of |= ds[e] * shape[e] == ds[d];
+            }
+        }
+        if (!next_of) {
+            return -1;
+        }
+    }
+    return unit <= 1 ? elements : -1;
+}
+
 void mcud_copy_strided(void *dst, const int32_t *dst_stride, const void *src, const int32_t *src_stride,
                        const int32_t *shape, int32_t ndim, int32_t elem_size)
 {
+    const int32_t run = one_run(dst_stride, src_stride, shape, ndim);
+    if (run >= 0) {
+        copy_run((char *)dst, (const char *)src, (size_t)run * (size_t)elem_size);
+        return;
+    }
     int32_t n[MCUD_MAX_DIMS], ds[MCUD_MAX_DIMS], ss[MCUD_MAX_DIMS];
     mcud_pad_dims(ndim, shape, dst_stride, n, ds);
     mcud_pad_dims(ndim, shape, src_stride, n, ss);

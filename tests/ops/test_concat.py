@@ -207,3 +207,19 @@ def test_concat_float_kernel_on_slices(tmp_path):
     got = run_kernel(tmp_path, registry.get("Concat").kernel(graph, node), graph, dict(zip(graph.inputs, xs)),
                      {"x0": Place(1, step=2), "x1": 1, "y": 1})[0]
     np.testing.assert_array_equal(got, np.concatenate(xs, axis=1))
+
+
+@needs_gcc
+@pytest.mark.parametrize("pad", [0, 1], ids=["one_run", "padded"])
+def test_concat_of_row_bands_laid_out_band_by_band(tmp_path, pad):
+    """A split's gather: rows of NCHW tensors laid out rows outermost (NHCW), concatenated along the
+    rows. Unpadded, each input is one run in both buffers (shape.c one_run copies it whole); with
+    garbage around the views the runs are strided and the general path copies them. Both give the
+    reference's bytes and leave the garbage alone (the harness checks the output's buffer)."""
+    rng = np.random.default_rng(6)
+    xs = [rng.integers(-128, 128, size=s).astype(np.int8) for s in ((1, 8, 2, 5), (1, 8, 4, 5), (1, 8, 1, 5))]
+    graph, node = _concat_graph([x.shape for x in xs], "int8", axis=2)
+    band = (0, 2, 1, 3)
+    got = run_kernel(tmp_path, registry.get("Concat").kernel(graph, node), graph, dict(zip(graph.inputs, xs)),
+                     {name: Place(pad, order=band) for name in (*graph.inputs, "y")})[0]
+    np.testing.assert_array_equal(got, np.concatenate(xs, axis=2))
