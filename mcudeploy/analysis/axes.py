@@ -25,6 +25,8 @@ from typing import Optional
 from mcudeploy.ir import Graph
 from mcudeploy.ops import registry
 
+GROWN_PER_STEP = 400  # segments one step of segments()' growth keeps (see _thinned)
+
 
 @dataclass(frozen=True)
 class AxisRef:
@@ -215,12 +217,26 @@ def segments(graph: Graph, component: Component, max_len: Optional[int] = None) 
                     if c is not None and c not in found:
                         found.add(c)
                         grown.append(c)
-        frontier = grown
+        frontier = _thinned(grown, position, found)
     view = {n.name: registry.get(n.op).view for n in graph.nodes}
     out = [seg for seg in (tuple(sorted(s, key=position.get)) for s in found)
            if not view[seg[0].node] and not view[seg[-1].node]]
     out.sort(key=lambda seg: (position[seg[0]], len(seg), [position[m] for m in seg]))
     return out
+
+
+def _thinned(grown: list, position: dict, found: set) -> list:
+    """The segments one growth step found, at most GROWN_PER_STEP of them: where there are more (a
+    densely wired component: a randomly wired or NAS-found network has exponentially many connected
+    convex sets), an even sample in a fixed order (by members' positions), so every start and
+    length still has segments and the result is reproducible; the rest are dropped from ``found``
+    too, so the search ranks a bounded number. Chains and residual blocks never come near it."""
+    if len(grown) <= GROWN_PER_STEP:
+        return grown
+    ordered = sorted(grown, key=lambda s: sorted(position[m] for m in s))
+    kept = [ordered[i * len(ordered) // GROWN_PER_STEP] for i in range(GROWN_PER_STEP)]
+    found.difference_update(set(grown) - set(kept))
+    return kept
 
 
 def _reach(start, step: dict) -> set:

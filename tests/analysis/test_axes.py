@@ -201,3 +201,21 @@ def test_show_axes_prints_the_components(capsys):
     assert "components cross more than one operator" in out
     assert "window kh=3, stride 1, pad 1, halo 2" in out
     assert "arena" not in out  # the plan itself is not printed with --show-axes
+
+
+def test_a_densely_wired_graph_has_a_bounded_reproducible_set_of_segments():
+    """A randomly wired network has exponentially many connected convex sets (40 operators: 64,935
+    segments, 60: the search did not finish enumerating them). Each growth step keeps an even sample
+    of at most GROWN_PER_STEP, so the set stays bounded, the same on every call, still valid, and
+    still holds long segments."""
+    from mcudeploy.analysis.axes import GROWN_PER_STEP
+
+    g = make("randwire", 40, 0)
+    for c in crossing(g):
+        segs = segments(g, c)
+        cuttable_members = [m for m in c.members if cuttable(g, m)]
+        assert len(segs) <= GROWN_PER_STEP * len(cuttable_members)
+        assert segs == segments(g, c)
+        _check_segments(g, c, segs[::max(1, len(segs) // 200)])
+        if len(cuttable_members) > 20:
+            assert max(len(s) for s in segs) >= len(cuttable_members) // 2
