@@ -13,7 +13,8 @@ are compared bit for bit with the unsplit graph's reference.
 
     python benchmarks/split_bench.py [--board qemu-m4] [--models DIR] [--only NAME] [--budget 150]
                                      [--time-limit 3600] [--max-overhead 0.05] [--mobilenetv2 128,160] [--out DIR]
-                                     [--cached] [--samples 5] [--json] [--int8-input-ratio]
+                                     [--cached] [--samples 5] [--json] [--int8-input-ratio] [--stream-input]
+                                     [--zoo shufflenetv2,mnasnet,mobilenetv3_small,efficientnet_b0,randwire]
 
 The check loads the folder tune wrote as ``mcudeploy run DIR --check`` does (mcudeploy/project.py:
 the recorded plan rebuilt from the model and verified against plan.json and model.c), then runs

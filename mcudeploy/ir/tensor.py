@@ -1,6 +1,7 @@
 """Tensors of the IR: static shapes, a dtype, optional quantization, and data for constants."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
@@ -115,7 +116,7 @@ class Tensor:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(int(d) for d in self.shape)  # Python ints: no overflow, and far cheaper than np.prod
 
     @property
     def nbytes(self) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Iterable, Mapping, Optional, Sequence
 
 from mcudeploy import analysis
@@ -56,7 +57,7 @@ class Segment:
     extent: int  # the smallest extent of the axis along the segment: no more pieces than this in a plain cut
     extents: tuple[int, ...] = ()  # each node's extent, aligned with axes (empty: all `extent`)
 
-    @property
+    @cached_property
     def nodes(self) -> frozenset:
         return frozenset(n for n, _ in self.axes)
 
