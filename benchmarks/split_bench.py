@@ -109,54 +109,45 @@ def banded(compiled) -> list:
     return ["bands"] if any(s.buffer == t and s.strides != row_major(g[t].shape)
                             for t, s in compiled.lifetimes.slots.items()) else []
 
-def mobilenetv2_model(size: int, folder: Path) -> Path:
-    """tests/zoo.py's MobileNetV2 (first four stages, int8 QDQ by onnxruntime); tuned with an int8 input
-    (--int8-input)."""
+
+def built(folder: Path, name: str, build) -> Path:
+    """``folder/name.onnx``: the int8 QDQ model of one of tests/zoo.py's builders (``build(workdir)``
+    returns (float, qdq, sample)), built and quantized by onnxruntime once and reused after."""
     import logging
 
     import onnx
-    import zoo
 
     logging.getLogger().setLevel(logging.ERROR)  # the quantizer's pre-processing hint
-    path = folder / f"mobilenetv2_{size}_int8.onnx"
+    path = folder / f"{name}.onnx"
     if not path.exists():
-        _, qdq, _ = zoo.mobilenetv2(folder / f"build_{size}", size=size)
+        _, qdq, _ = build(folder / f"build_{name}")
         onnx.save(qdq, path)
     return path
+
+
+def mobilenetv2_model(size: int, folder: Path) -> Path:
+    """tests/zoo.py's MobileNetV2 (first four stages); tuned with an int8 input (--int8-input)."""
+    import zoo
+
+    return built(folder, f"mobilenetv2_{size}_int8", lambda work: zoo.mobilenetv2(work, size=size))
 
 
 def mobilenetv2_035_model(folder: Path) -> Path:
-    """tests/zoo.py's whole MobileNetV2-0.35 at 96x96 (int8 QDQ by onnxruntime, float input)."""
-    import logging
-
-    import onnx
+    """tests/zoo.py's whole MobileNetV2-0.35 at 96x96 (float input)."""
     import zoo
 
-    logging.getLogger().setLevel(logging.ERROR)
-    path = folder / "mobilenetv2_035_96_int8.onnx"
-    if not path.exists():
-        _, qdq, _ = zoo.mobilenetv2_035(folder / "build_035_96")
-        onnx.save(qdq, path)
-    return path
+    return built(folder, "mobilenetv2_035_96_int8", zoo.mobilenetv2_035)
 
 
 def zoo_model(name: str, folder: Path) -> Path:
     """One of tests/zoo.py's mobile architectures (MOBILE_BUILDERS: ShuffleNetV2, MnasNet, MobileNetV3-Small,
-    EfficientNet-B0, RandWire at their default sizes; int8 QDQ by onnxruntime), tuned with an int8 input:
-    models nobody tuned the search on."""
-    import logging
-
-    import onnx
+    EfficientNet-B0, RandWire at their default sizes), tuned with an int8 input: models nobody tuned the
+    search on."""
     import zoo
 
     if name not in zoo.MOBILE_BUILDERS:
         raise SystemExit(f"--zoo: no model {name!r} in tests/zoo.py (one of {', '.join(zoo.MOBILE_BUILDERS)})")
-    logging.getLogger().setLevel(logging.ERROR)
-    path = folder / f"{name}_int8.onnx"
-    if not path.exists():
-        _, qdq, _ = zoo.MOBILE_BUILDERS[name](folder / f"build_{name}")
-        onnx.save(qdq, path)
-    return path
+    return built(folder, f"{name}_int8", zoo.MOBILE_BUILDERS[name])
 
 
 def float_input_plan(path: Path, board: str) -> tuple[int, int]:

@@ -15,9 +15,9 @@ Slice sharing is optional, and lifetimes() takes it only where the peak of the o
 rise: a Concat whose inputs are written into their slices of its output (those that are not
 windows of another tensor: it copies those), a Split whose outputs are slices of its input
 (``Share``). Taken, one buffer the size of the whole holds them all, live from the first write
-of any of them to the last read. The fast simulation leaves it out
-(so its peak is never below the yardstick's); the exact solver and the lower bound let it be
-chosen freely (so their bounds are never above it).
+of any of them to the last read. The fast simulation leaves it out (so its peak is never below
+the yardstick's); the exact solver and the lower bound let it be chosen freely (so their bounds
+are never above it).
 """
 from __future__ import annotations
 
@@ -162,7 +162,7 @@ def build(graph: Graph, alignment: int = 4) -> Problem:
                    tuple(inplace), tuple(shares), sound)
 
 
-def _share(graph: Graph, v: int, n: Node, buffers: list[Buffer], buffer_of: dict, windows=frozenset()) -> "Share | None":
+def _share(graph: Graph, v: int, n: Node, buffers: list[Buffer], buffer_of: dict, windows: set) -> "Share | None":
     """The slice sharing lifetimes() may choose at node v, or None where it never can.
 
     The conditions are necessary ones of mcudeploy.memory.alias (a superset of what it shares), so

@@ -3,8 +3,9 @@
 Without slice sharing it computes exactly what ``lifetimes(graph, order, alignment,
 sharing={"inplace", "resize"}).live_bytes()`` computes (a test checks that), in a few numpy operations.
 With ``shares=True`` it then takes the Concat and Split sharings the way lifetimes() does —
-from the last in the order to the first, each where the peak does not rise — but without
-re-deciding in-place sharing around them, so it is close to the yardstick, not equal to it.
+from the last in the order to the first, each where the peak does not rise. A part taken into a
+whole loses the in-place saving it had, as in lifetimes(), but in-place sharing is not decided
+again around the wholes, so the result is close to the yardstick, not equal to it.
 """
 from __future__ import annotations
 
