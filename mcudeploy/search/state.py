@@ -3,8 +3,10 @@
 ``DIR/tune-state.json`` holds the baseline, every scheme evaluated (its arena, its estimated and
 measured ticks, and the verdict), the scheme accepted so far with the work spent up to it
 (``progress``: rounds, candidates, timed plans; mcudeploy/search/budget.py), the signatures of the
-kernels the run has timed (``kernels``: the timings its estimates may read) and how many kernels
-the board measured for it. Device timings themselves live in the board's timing cache
+kernels the run has timed in the order it timed them (``kernels``: the timings its estimates may
+read; ``kernels_at_accepted`` of them had been timed when the scheme was accepted, so a resumed run
+estimates from what the uninterrupted run knew at the same point) and how many kernels the board
+measured for it. Device timings themselves live in the board's timing cache
 (mcudeploy/simulate/timing_cache.py), keyed by kernel signature, so a resumed run asks the board
 only for kernels it has never timed. The file is rewritten atomically after every change; a state
 written for another model, board, overhead limit or compile effort, or by a version without these
@@ -21,7 +23,8 @@ from typing import Optional
 from mcudeploy.files import write_atomic, writing
 
 STATE_FILE = "tune-state.json"
-STATE_VERSION = 2  # 2: progress, kernels and kernels_measured (a resumed run counts its work as the first did)
+STATE_VERSION = 3  # 2: progress, kernels and kernels_measured (a resumed run counts its work as the first did);
+# 3: kernels in the order they were timed, and kernels_at_accepted
 
 
 def model_digest(path) -> str:
@@ -36,7 +39,8 @@ class TuneState:
         self.candidates: dict[str, dict] = {}
         self.accepted: list[dict] = []
         self.progress: dict = {}  # the work spent up to ``accepted`` (budget.Work fields)
-        self.kernels: set[str] = set()  # signatures of the kernels of every plan timed
+        self.kernels: list[str] = []  # signatures of the kernels of every plan timed, in the order timed
+        self.kernels_at_accepted = 0  # of ``kernels``, those timed when ``accepted`` was
         self.kernels_measured = 0
         self.resumed = False
         self._load()
@@ -52,18 +56,28 @@ class TuneState:
         self.candidates = dict(data.get("candidates") or {})
         self.accepted = list(data.get("accepted") or [])
         self.progress = dict(data.get("progress") or {})
-        self.kernels = set(data.get("kernels") or ())
+        self.kernels = list(dict.fromkeys(data.get("kernels") or ()))
+        self.kernels_at_accepted = int(data.get("kernels_at_accepted") or 0)
         self.kernels_measured = int(data.get("kernels_measured") or 0)
         self.resumed = True
 
     def save(self) -> None:
         """Write the state whole (a reader never sees half a file); a full disk is one sentence."""
         data = {"identity": self.identity, "baseline": self.baseline, "candidates": self.candidates,
-                "accepted": self.accepted, "progress": self.progress, "kernels": sorted(self.kernels),
+                "accepted": self.accepted, "progress": self.progress, "kernels": self.kernels,
+                "kernels_at_accepted": self.kernels_at_accepted,
                 "kernels_measured": self.kernels_measured}
         with writing(self.path):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(self.path, json.dumps(data, indent=1))
+
+    def add_kernels(self, signatures) -> None:
+        """``signatures`` join ``kernels`` (those new to it in sorted order: the same order in every run)."""
+        known = set(self.kernels)
+        new = sorted(set(signatures) - known)
+        if new:
+            self.kernels.extend(new)
+            self.save()
 
     def record(self, key: str, **fields) -> dict:
         entry = self.candidates.setdefault(key, {})

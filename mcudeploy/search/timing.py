@@ -56,6 +56,7 @@ class BoardTimer:
         self.pool = pool  # the boards kernels are timed on, in chunks (device/measure.py); None: ``port``
         self._measure = measure or self._measure_on_board
         self._run = run or measure or self._run_on_board
+        self.known: set[str] = set()  # signatures of the kernels this run has timed (or read as timed)
 
     def _measure_on_board(self, compiled: Compiled) -> int:
         result = measure_model(compiled, port=self.port, repeat=3, cache=self.cache, pool=self.pool)
@@ -89,14 +90,15 @@ class BoardTimer:
 
     def time(self, plan: TimedScheme, key: str) -> int:
         """Measured ticks of a plan, from the state file when this scheme was timed before. Its kernels
-        join those the estimates may read (state.kernels), whether they were measured now or not."""
+        join those the estimates may read (``known``, and the state's ``kernels``), whether they were
+        measured now or not: a resumed run that reads the plans of its round from the state comes to
+        know what the uninterrupted run knew at the same point."""
         plan.ticks, _ = self._recorded(key, "ticks", lambda: self._measure(plan.compiled))
         graph, lives, placement = plan.compiled.graph, plan.compiled.lifetimes, plan.compiled.placement
         signatures = {kernel_signature(graph, n, lives, placement) for n in plan.compiled.order
                       if not registry.get(n.op).view} - {None}
-        if not signatures <= self.state.kernels:
-            self.state.kernels |= signatures
-            self.state.save()
+        self.known |= signatures
+        self.state.add_kernels(signatures)
         return plan.ticks
 
     def run_whole(self, plan: TimedScheme, key: str) -> int:
@@ -111,4 +113,8 @@ class BoardTimer:
     def taken(self) -> CacheView:
         """The kernel timings this run has taken (not whatever else the board's timing cache holds,
         which would make the search depend on earlier runs)."""
-        return self.cache.view(self.state.kernels)
+        return self.cache.view(self.known)
+
+    def resume(self) -> None:
+        """Know the kernels the run that accepted the state's scheme had timed by then."""
+        self.known = set(self.state.kernels[:self.state.kernels_at_accepted])

@@ -31,7 +31,8 @@ operator's kernel signature. An operator whose signature is not cached is estima
 2. for a kernel without MACs (a copy: Concat, Slice, Transpose), the same fit over the board's
    entries without MACs, else the default below; for any other, over all entries of the board;
 3. else from a default: ``DEFAULT_INSTRUCTIONS_PER_MAC`` per MAC, ``DEFAULT_INSTRUCTIONS_PER_BYTE`` per byte
-   touched and ``DEFAULT_INSTRUCTIONS_PER_CALL``, turned into ticks with the board's timer (on
+   touched (``DEFAULT_COPY_INSTRUCTIONS_PER_BYTE`` for a copy) and ``DEFAULT_INSTRUCTIONS_PER_CALL``,
+   turned into ticks with the board's timer (on
    QEMU boards 1e9 / timer_hz / 2^icount_shift instructions per tick; on real boards one
    instruction per cycle of ``clock_hz``).
 
@@ -61,6 +62,12 @@ BLIND = ("fit board", "fit copies", "default")
 DEFAULT_INSTRUCTIONS_PER_MAC = 4.0
 DEFAULT_INSTRUCTIONS_PER_BYTE = 1.0
 DEFAULT_INSTRUCTIONS_PER_CALL = 200.0
+# A copy reads and writes each byte it moves, both counted in its bytes, a word at a time: a load and a
+# store per 8 bytes counted and the loop around them. (Measured on qemu-m4: the one-run gathers of
+# MobileNetV2's halos cost 0.49 instructions per byte counted; the general default, 1, put a
+# 196-gather plan's copies at 2.4x their ticks, +2.3% on the plan, and the search then timed a larger
+# arena first.)
+DEFAULT_COPY_INSTRUCTIONS_PER_BYTE = 0.5
 
 
 @dataclass(frozen=True)
@@ -177,8 +184,9 @@ def fit(entries: Sequence[dict]) -> Optional[Fit]:
 
 
 def default_ticks(board, macs: int, nbytes: int) -> float:
-    instructions = (DEFAULT_INSTRUCTIONS_PER_MAC * macs + DEFAULT_INSTRUCTIONS_PER_BYTE * nbytes
-                    + DEFAULT_INSTRUCTIONS_PER_CALL)
+    """Rule 3: a kernel's ticks on ``board`` from its work alone (a kernel without MACs is a copy)."""
+    per_byte = DEFAULT_INSTRUCTIONS_PER_BYTE if macs else DEFAULT_COPY_INSTRUCTIONS_PER_BYTE
+    instructions = DEFAULT_INSTRUCTIONS_PER_MAC * macs + per_byte * nbytes + DEFAULT_INSTRUCTIONS_PER_CALL
     timer_hz = float((board.timer.hz if board.timer else 0) or board.clock_hz or 1.0)
     if board.qemu is not None:  # -icount: 2^shift ns per instruction
         return instructions / (1e9 / timer_hz / (1 << board.qemu.icount_shift))
@@ -286,37 +294,80 @@ def reference_costs(compiled, cache: TimingCache) -> dict:
 # --------------------------------------------------------------------------- the simulation
 
 
-def simulate(compiled, cache: TimingCache, reference: Optional[dict] = None) -> Simulation:
-    """Memory and latency of ``compiled`` (a pipeline.Compiled) on its board, from ``cache``; the
-    pieces of a split plan are estimated from ``reference`` (reference_costs of the unsplit plan)."""
+@dataclass(frozen=True)
+class Call:
+    """One operator a plan times, as the simulator costs it: what it takes of a compiled plan."""
+
+    index: int      # position among the timed operators
+    node: str
+    op: str
+    kernel: str     # C function, "-" when no kernel runs
+    signature: str  # "" when no kernel runs
+    macs: int
+    bytes: int
+    original: Optional[str]  # the unsplit operator a piece is scaled from (rule 0); None: not scaled
+    operator: str   # timing_cache.operator_key: the fit over this operator's own timings
+
+
+@dataclass(frozen=True)
+class Calls:
+    """What simulating a compiled plan needs of it (calls()): small enough to keep for every
+    candidate of a search and cost again as the board times more kernels."""
+
+    arena_bytes: int
+    lower_bound_bytes: int
+    board: object
+    calls: tuple[Call, ...]
+
+
+def calls(compiled) -> Calls:
+    """The operators ``compiled`` (a pipeline.Compiled) times, in order: every operator of the order
+    that is not a view (device.runner.timed_nodes)."""
     graph, lives = compiled.graph, compiled.lifetimes
-    estimate = Estimator(cache, compiled.board)
-    timed = [n for n in compiled.order if not registry.get(n.op).view]
-    ops = []
-    for i, node in enumerate(timed):
+    out = []
+    for i, node in enumerate(n for n in compiled.order if not registry.get(n.op).view):
         sig = kernel_signature(graph, node, lives, compiled.placement)
         if sig is None:  # placed as a view of its input (an elided Slice, copy, ...): no kernel runs
-            macs = int(registry.get(node.op).macs(graph, node))
-            ops.append(OpCost(i, node.name, node.op, "-", "", macs, 0, 0.0, "none"))
+            out.append(Call(i, node.name, node.op, "-", "", int(registry.get(node.op).macs(graph, node)), 0, None, ""))
             continue
         macs, nbytes = work(graph, node)
         fn = registry.get(node.op).kernel(graph, node).fn
-        entry = cache.get(sig)
+        # a piece, or an operator left whole whose views changed (it reads a tensor laid out by bands)
+        original = node.original if node.piece_index is not None or node.piece is None else None
+        out.append(Call(i, node.name, node.op, fn, sig, macs, nbytes, original,
+                        operator_key(Path(compiled.model).name, node)))
+    return Calls(compiled.placement.arena_bytes, compiled.placement.lower_bound_bytes, compiled.board, tuple(out))
+
+
+def simulate(compiled, cache: TimingCache, reference: Optional[dict] = None) -> Simulation:
+    """Memory and latency of ``compiled`` (a pipeline.Compiled) on its board, from ``cache``; the
+    pieces of a split plan are estimated from ``reference`` (reference_costs of the unsplit plan)."""
+    return cost(calls(compiled), cache, reference)
+
+
+def cost(plan: Calls, cache: TimingCache, reference: Optional[dict] = None) -> Simulation:
+    """simulate() of a plan's calls()."""
+    estimate = Estimator(cache, plan.board)
+    ops = []
+    for c in plan.calls:
+        if not c.signature:
+            ops.append(OpCost(c.index, c.node, c.op, "-", "", c.macs, 0, 0.0, "none"))
+            continue
+        entry = cache.get(c.signature)
         if entry is not None and isinstance(entry.get("ticks"), (int, float)):
-            ops.append(OpCost(i, node.name, node.op, fn, sig, macs, nbytes, float(entry["ticks"]), "measured"))
+            ops.append(OpCost(c.index, c.node, c.op, c.kernel, c.signature, c.macs, c.bytes, float(entry["ticks"]),
+                              "measured"))
+            continue
+        ref = (reference or {}).get(c.original) if c.original is not None else None
+        scaled = None
+        if ref is not None:
+            scaled = ref.scaled(c.kernel, c.macs, c.bytes, estimate.fit_of_operator(c.operator, c.kernel))
+        if scaled is not None:
+            ticks, how = scaled, f"scaled {c.original}"
         else:
-            # a piece, or an operator left whole whose views changed (it reads a tensor laid out by bands)
-            ref = (reference or {}).get(node.original) if node.piece_index is not None or node.piece is None else None
-            scaled = None
-            if ref is not None:
-                own = estimate.fit_of_operator(operator_key(Path(compiled.model).name, node), fn)
-                scaled = ref.scaled(fn, macs, nbytes, own)
-            if scaled is not None:
-                ticks, how = scaled, f"scaled {node.original}"
-            else:
-                ticks, how = estimate(fn, macs, nbytes)
-                share = ref.share(macs, nbytes) if ref is not None and how in BLIND else None
-                if share is not None:
-                    ticks, how = share, f"scaled {node.original}, another kernel"
-            ops.append(OpCost(i, node.name, node.op, fn, sig, macs, nbytes, ticks, "estimated", how))
-    return Simulation(compiled.placement.arena_bytes, compiled.placement.lower_bound_bytes, tuple(ops))
+            ticks, how = estimate(c.kernel, c.macs, c.bytes)
+            share = ref.share(c.macs, c.bytes) if ref is not None and how in BLIND else None
+            if share is not None:
+                ticks, how = share, f"scaled {c.original}, another kernel"
+        ops.append(OpCost(c.index, c.node, c.op, c.kernel, c.signature, c.macs, c.bytes, ticks, "estimated", how))
+    return Simulation(plan.arena_bytes, plan.lower_bound_bytes, tuple(ops))

@@ -15,7 +15,9 @@ from mcudeploy.partition import split
 from mcudeploy.pipeline import compile_graph, lower
 from mcudeploy.search import Tuner, space, write_result
 from mcudeploy.search.peak import find_peak
+from mcudeploy.search.timing import TimedScheme
 from mcudeploy.search.tune import FINAL_SCHEDULES, FINAL_SCRATCH, compile_scheme
+from mcudeploy.simulate.simulate import calls
 from mcudeploy.simulate.timing_cache import TimingCache
 
 EFFORT = 1.0  # effort seconds of the tests' compiles: the search is what they test, not the solvers
@@ -47,6 +49,24 @@ class Counting:
         if self.fail_after is not None and self.calls > self.fail_after:
             raise KeyboardInterrupt
         return fake_ticks(compiled)
+
+
+class Timing(Counting):
+    """A board that, as a real one does, leaves the timing of each kernel it runs in the timing cache
+    (with its work, so that the simulator fits and scales from it): one tick per MAC and per 4 bytes
+    touched, 50 a call; a plan's ticks are its kernels'."""
+
+    def __init__(self, cache, fail_after=None):
+        super().__init__(fail_after)
+        self.cache = cache
+
+    def __call__(self, compiled):
+        super().__call__(compiled)
+        timed = {c.signature: {"ticks": float(c.macs + 50 + c.bytes // 4), "macs": c.macs, "bytes": c.bytes,
+                               "kernel": c.kernel, "operator": c.operator}
+                 for c in calls(compiled).calls if c.signature}
+        self.cache.put(timed)
+        return int(sum(c.macs + 50 + c.bytes // 4 for c in calls(compiled).calls if c.signature))
 
 
 def test_tune_keeps_the_least_memory_within_budget(small_mobilenet, tmp_path):
@@ -109,6 +129,48 @@ def test_an_interrupted_tune_resumes_without_measuring_twice(small_mobilenet, tm
     assert (result.best.arena, result.best.ticks) == (fresh.best.arena, fresh.best.ticks)
     # the resumed runs counted the work as the uninterrupted one did
     assert result.work == again.work == fresh.work and result.stopped_by == fresh.stopped_by
+
+
+def test_estimates_made_before_the_board_timed_more_are_made_again(small_mobilenet, tmp_path):
+    """A candidate estimated before the board timed more kernels is estimated again when the search
+    comes back to it (in a later round, from the state file), from what the board has timed since;
+    one estimated with the kernels known now is read as it was."""
+    cache = TimingCache("qemu-m4", tmp_path / "cache")
+    tuner = Tuner(small_mobilenet, "qemu-m4", tmp_path / "out", measure=Timing(cache), progress=lambda m: None,
+                  cache=cache, effort=EFFORT)
+    base = tuner.baseline()
+    budget = int(base.ticks * 1.05)
+    segs = tuner.segments = space.segments(tuner.lowered)
+    cut = space.candidate_cuts(tuner.lowered, segs, frozenset(), find_peak(base.compiled).nodes, pieces=(4,),
+                               halos=("keep",), top=1)[0]
+    first = tuner.trial((), cut, budget)
+    assert tuner.trial((), cut, budget).estimate == first.estimate  # nothing timed since: read as it was
+    plan = tuner.search_compile(first.scheme)
+    measured = tuner.timer.time(TimedScheme(first.scheme, plan), first.key)  # its every kernel, timed
+    again = tuner.trial((), cut, budget)
+    assert first.estimate != measured and again.estimate == measured
+    assert tuner.state.candidates[first.key]["estimate"] == measured
+    assert tuner.state.candidates[first.key]["known_kernels"] == len(tuner.timer.known)
+
+
+def test_a_resumed_tune_estimates_from_what_the_uninterrupted_one_knew(small_mobilenet, tmp_path):
+    """With a board whose timings the estimates read, a tune interrupted and resumed keeps the plan,
+    the estimates and the work of one that ran through."""
+    out, cache = tmp_path / "out", TimingCache("qemu-m4", tmp_path / "cache")
+    with pytest.raises(KeyboardInterrupt):
+        Tuner(small_mobilenet, "qemu-m4", out, time_limit=300, measure=Timing(cache, fail_after=3),
+              progress=lambda m: None, cache=cache, effort=EFFORT).run()
+    resumed = Tuner(small_mobilenet, "qemu-m4", out, time_limit=300, measure=Timing(cache), progress=lambda m: None,
+                    cache=cache, effort=EFFORT).run()
+    fresh_cache = TimingCache("qemu-m4", tmp_path / "cache2")
+    fresh = Tuner(small_mobilenet, "qemu-m4", tmp_path / "fresh", time_limit=300, measure=Timing(fresh_cache),
+                  progress=lambda m: None, cache=fresh_cache, effort=EFFORT).run()
+    assert (resumed.best.scheme, resumed.best.arena, resumed.best.ticks) == (fresh.best.scheme, fresh.best.arena,
+                                                                            fresh.best.ticks)
+    assert resumed.work.rounds == fresh.work.rounds and resumed.work.candidates == fresh.work.candidates
+    estimates = [{k: v.get("estimate") for k, v in json.loads((d / "tune-state.json").read_text())["candidates"].items()}
+                 for d in (out, tmp_path / "fresh")]
+    assert estimates[0] == estimates[1]
 
 
 def test_tune_refuses_the_host_board_and_bad_limits(small_mobilenet, tmp_path):

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from mcudeploy.pipeline import compile_model
-from mcudeploy.simulate.simulate import (DEFAULT_INSTRUCTIONS_PER_BYTE, DEFAULT_INSTRUCTIONS_PER_CALL,
-                                         DEFAULT_INSTRUCTIONS_PER_MAC, fit, nnls, simulate)
+from mcudeploy.simulate.simulate import (DEFAULT_COPY_INSTRUCTIONS_PER_BYTE, DEFAULT_INSTRUCTIONS_PER_BYTE,
+                                         DEFAULT_INSTRUCTIONS_PER_CALL, DEFAULT_INSTRUCTIONS_PER_MAC, fit, nnls,
+                                         simulate)
 from mcudeploy.simulate.timing_cache import TimingCache
 from simulate_graphs import conv_chain_model
 
@@ -43,8 +44,8 @@ def test_uncached_kernels_are_estimated_and_flagged(compiled, tmp_path):
     assert first.source == "estimated" and first.measured == ()
     for o in first.ops:  # an empty cache: the documented default, turned into QEMU ticks (40 instructions)
         if o.source == "estimated":
-            instructions = (DEFAULT_INSTRUCTIONS_PER_MAC * o.macs + DEFAULT_INSTRUCTIONS_PER_BYTE * o.bytes
-                            + DEFAULT_INSTRUCTIONS_PER_CALL)
+            per_byte = DEFAULT_INSTRUCTIONS_PER_BYTE if o.macs else DEFAULT_COPY_INSTRUCTIONS_PER_BYTE
+            instructions = DEFAULT_INSTRUCTIONS_PER_MAC * o.macs + per_byte * o.bytes + DEFAULT_INSTRUCTIONS_PER_CALL
             assert o.how == "default" and o.ticks == pytest.approx(instructions / 40)
     kernels = [o for o in first.ops if o.source != "none"]
     cached, missing = kernels[:-1], kernels[-1]

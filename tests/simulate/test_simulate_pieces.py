@@ -151,6 +151,8 @@ def test_copies_are_not_estimated_from_the_mac_kernels(plans, tmp_path):
     est = Estimator(cache, unsplit.board)
     ticks, how = est("mcud_concat_s8", 0, 4096)
     assert how == "default"  # the MAC kernels' fit (1000 ticks a call) says nothing about a copy
+    # a copy's default: half an instruction per byte counted (40 instructions a tick on qemu-m4)
+    assert ticks == pytest.approx((0.5 * 4096 + 200) / 40)
     _, how = est("mcud_conv_s8_fast", 5000, 4096)
     assert how == "fit board"
     cache.put({f"copy-{k}": {"ticks": 10.0 + 0.25 * b, "macs": 0, "bytes": b, "kernel": "mcud_transpose_s8"}
