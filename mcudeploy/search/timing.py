@@ -93,13 +93,22 @@ class BoardTimer:
         join those the estimates may read (``known``, and the state's ``kernels``), whether they were
         measured now or not: a resumed run that reads the plans of its round from the state comes to
         know what the uninterrupted run knew at the same point."""
-        plan.ticks, _ = self._recorded(key, "ticks", lambda: self._measure(plan.compiled))
+        plan.ticks, now = self._recorded(key, "ticks", lambda: self._measure(plan.compiled))
         graph, lives, placement = plan.compiled.graph, plan.compiled.lifetimes, plan.compiled.placement
         signatures = {kernel_signature(graph, n, lives, placement) for n in plan.compiled.order
                       if not registry.get(n.op).view} - {None}
         self.known |= signatures
         self.state.add_kernels(signatures)
+        if now:  # what replay() knows after it
+            self.state.record(key, known_after=len(self.state.kernels))
         return plan.ticks
+
+    def replay(self, key: str) -> None:
+        """A plan timed before, whose verdict the search reads back without timing it again: its
+        kernels are known from here on, as they were in the run that timed it."""
+        count = self.state.candidates.get(key, {}).get("known_after")
+        if count:
+            self.known |= set(self.state.kernels[:count])
 
     def run_whole(self, plan: TimedScheme, key: str) -> int:
         """One whole run's ticks of a plan, from the state file when it was run before."""

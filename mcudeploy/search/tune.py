@@ -450,21 +450,26 @@ class Tuner:
             entry = self.state.candidates.get(t.key, {})
             if entry.get("status") == "over budget":
                 # timed before: in an earlier round, or in this one before an interruption (then the
-                # uninterrupted run counted it here)
+                # uninterrupted run counted it here, and came to know its kernels)
                 self.work.timed += entry.get("round") == self.work.rounds
+                self.timer.replay(t.key)
                 continue
             if entry.get("status") == "estimate over budget":
                 continue
-            if t.key in self._calls and "ticks" not in entry:
+            if "ticks" not in entry and entry.get("known_kernels", len(self.timer.known)) != len(self.timer.known):
                 # again, with what the board has timed since it was estimated: the pieces of a cut timed
-                # just before fit their kernels' fixed cost (simulate.py, rule 0)
+                # just before fit their kernels' fixed cost (simulate.py, rule 0); a resumed run compiles
+                # it again to estimate it as the uninterrupted run did
+                if t.key not in self._calls:
+                    self._compiled[t.key] = self.search_compile(t.scheme)
+                    self._calls[t.key] = calls(self._compiled[t.key])
                 t = replace(t, estimate=self.estimate(self._calls[t.key]))
             if not t.plausible and "ticks" not in entry:
                 self.state.record(t.key, status="estimate over budget")
                 continue
             compiled = self._compiled.get(t.key) or self.search_compile(t.scheme)
             plan = TimedScheme(t.scheme, compiled)
-            self.progress.timing(t.scheme, t.arena, entry.get("estimate"))
+            self.progress.timing(t.scheme, t.arena, t.estimate)
             ticks = self.timer.time(plan, t.key)
             self.work.timed += 1
             ok = ticks <= budget
