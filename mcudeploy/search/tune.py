@@ -73,7 +73,7 @@ from mcudeploy.search.progress import Progress, to_stderr
 from mcudeploy.search.state import TuneState, model_digest
 from mcudeploy.search.timing import BoardTimer, TimedScheme
 from mcudeploy.search.workers import Compiles
-from mcudeploy.simulate.simulate import Calls, calls, cost, reference_costs
+from mcudeploy.simulate.simulate import PlanWork, cost, plan_work, reference_costs
 from mcudeploy.simulate.timing_cache import TimingCache
 
 
@@ -197,7 +197,7 @@ class Tuner:
         self.top_segments = top_segments
         self.sweep = sweep
         self._compiled: dict = {}  # this round's compiled candidates, by scheme key
-        self._calls: dict = {}  # what the simulator needs of every candidate compiled, by scheme key
+        self._work_of: dict = {}  # what the simulator needs of every candidate compiled (plan_work), by scheme key
         self.int8_input = int8_input
         self.stream_input = stream_input
         self.fast_memory = fast_memory
@@ -261,18 +261,18 @@ class Tuner:
         room = max(self.budget - self.work.candidates, 0)
         return list(cuts)[:min(room, self.pool.size)]
 
-    def estimate(self, plan: Calls) -> float:
+    def estimate(self, plan: PlanWork) -> float:
         """Simulated ticks: kernels as this run has timed them (BoardTimer.taken), pieces scaled
         from the baseline's operators."""
         return float(cost(plan, self.timer.taken(), self.reference).ticks)
 
     def estimable(self, key: str) -> bool:
         """A candidate evaluated before can be estimated without compiling it: its estimate was made
-        with the kernels known now, or its calls are kept (then it is estimated again)."""
+        with the kernels known now, or its plan_work is kept (then it is estimated again)."""
         known = self.state.candidates.get(key, {})
         if "arena" not in known or "estimate" not in known:
             return False
-        return known.get("known_kernels", len(self.timer.known)) == len(self.timer.known) or key in self._calls
+        return known.get("known_kernels", len(self.timer.known)) == len(self.timer.known) or key in self._work_of
 
     def out_of_work(self) -> Optional[str]:
         """What stops the search now, if anything: the outer time limit, or the budget spent."""
@@ -308,7 +308,7 @@ class Tuner:
             if known.get("known_kernels", len(self.timer.known)) != len(self.timer.known):
                 # estimated before the board timed the kernels it has since: again, from them (the
                 # copies of a cut's halos have no timing until a cut is timed; then they fit)
-                est = self.estimate(self._calls[key])
+                est = self.estimate(self._work_of[key])
                 self.state.record(key, estimate=est, known_kernels=len(self.timer.known))
             return Trial(known["arena"], key, trial, est, budget)
         try:
@@ -318,8 +318,8 @@ class Tuner:
         except MCUDeployError as exc:
             self.state.record(key, status=f"invalid: {exc}")
             return None
-        self._calls[key] = calls(compiled)
-        est = self.estimate(self._calls[key])
+        self._work_of[key] = plan_work(compiled)
+        est = self.estimate(self._work_of[key])
         self.state.record(key, arena=compiled.placement.arena_bytes, estimate=est,
                           known_kernels=len(self.timer.known))
         self.compiled_now += 1
@@ -419,8 +419,8 @@ class Tuner:
                     if status in ("over budget", "within budget") or status.startswith("invalid"):
                         continue
                     if key in self._compiled:
-                        t = Trial(self._calls[key].arena_bytes, key, space.grow(scheme, cut),
-                                  self.estimate(self._calls[key]), budget)
+                        t = Trial(self._work_of[key].arena_bytes, key, space.grow(scheme, cut),
+                                  self.estimate(self._work_of[key]), budget)
                     else:
                         t = self.trial(scheme, cut, budget)
                     if t is None:
@@ -460,10 +460,10 @@ class Tuner:
                 # again, with what the board has timed since it was estimated: the pieces of a cut timed
                 # just before fit their kernels' fixed cost (simulate.py, rule 0); a resumed run compiles
                 # it again to estimate it as the uninterrupted run did
-                if t.key not in self._calls:
+                if t.key not in self._work_of:
                     self._compiled[t.key] = self.search_compile(t.scheme)
-                    self._calls[t.key] = calls(self._compiled[t.key])
-                t = replace(t, estimate=self.estimate(self._calls[t.key]))
+                    self._work_of[t.key] = plan_work(self._compiled[t.key])
+                t = replace(t, estimate=self.estimate(self._work_of[t.key]))
             if not t.plausible and "ticks" not in entry:
                 self.state.record(t.key, status="estimate over budget")
                 continue

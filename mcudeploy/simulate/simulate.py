@@ -43,7 +43,7 @@ and costs 0 ticks; it counts as neither measured nor estimated.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -71,17 +71,31 @@ DEFAULT_COPY_INSTRUCTIONS_PER_BYTE = 0.5
 
 
 @dataclass(frozen=True)
-class OpCost:
-    index: int       # MCUD_OP_BEGIN index (position among the timed operators)
+class OpWork:
+    """One operator a plan times, as the simulator costs it: what it takes of a compiled plan."""
+
+    index: int      # position among the timed operators
     node: str
     op: str
-    kernel: str      # C function, "-" when no kernel runs
-    signature: str   # "" when no kernel runs
+    kernel: str     # C function, "-" when no kernel runs
+    signature: str  # "" when no kernel runs
     macs: int
     bytes: int
-    ticks: float
-    source: str      # "measured" | "estimated" | "none" (no kernel runs)
-    how: str = ""    # for an estimate: "scaled <node>", "fit <fn>", "fit copies", "fit board" or "default"
+    original: Optional[str]  # the unsplit operator a piece is scaled from (rule 0); None: not scaled
+    operator: str   # timing_cache.operator_key: the fit over this operator's own timings
+
+
+@dataclass(frozen=True)
+class OpCost(OpWork):
+    """A timed operator's cost: measured (from the cache), estimated (how), or none (no kernel runs)."""
+
+    ticks: float = 0.0
+    source: str = "none"  # "measured" | "estimated" | "none" (no kernel runs)
+    how: str = ""         # for an estimate: "scaled <node>", "fit <fn>", "fit copies", "fit board" or "default"
+
+    @classmethod
+    def of(cls, op: OpWork, ticks: float, source: str, how: str = "") -> "OpCost":
+        return cls(**{f.name: getattr(op, f.name) for f in fields(OpWork)}, ticks=ticks, source=source, how=how)
 
 
 @dataclass(frozen=True)
@@ -295,32 +309,17 @@ def reference_costs(compiled, cache: TimingCache) -> dict:
 
 
 @dataclass(frozen=True)
-class Call:
-    """One operator a plan times, as the simulator costs it: what it takes of a compiled plan."""
-
-    index: int      # position among the timed operators
-    node: str
-    op: str
-    kernel: str     # C function, "-" when no kernel runs
-    signature: str  # "" when no kernel runs
-    macs: int
-    bytes: int
-    original: Optional[str]  # the unsplit operator a piece is scaled from (rule 0); None: not scaled
-    operator: str   # timing_cache.operator_key: the fit over this operator's own timings
-
-
-@dataclass(frozen=True)
-class Calls:
-    """What simulating a compiled plan needs of it (calls()): small enough to keep for every
+class PlanWork:
+    """What simulating a compiled plan needs of it (plan_work()): small enough to keep for every
     candidate of a search and cost again as the board times more kernels."""
 
     arena_bytes: int
     lower_bound_bytes: int
     board: object
-    calls: tuple[Call, ...]
+    ops: tuple[OpWork, ...]
 
 
-def calls(compiled) -> Calls:
+def plan_work(compiled) -> PlanWork:
     """The operators ``compiled`` (a pipeline.Compiled) times, in order: every operator of the order
     that is not a view (device.runner.timed_nodes)."""
     graph, lives = compiled.graph, compiled.lifetimes
@@ -328,35 +327,34 @@ def calls(compiled) -> Calls:
     for i, node in enumerate(n for n in compiled.order if not registry.get(n.op).view):
         sig = kernel_signature(graph, node, lives, compiled.placement)
         if sig is None:  # placed as a view of its input (an elided Slice, copy, ...): no kernel runs
-            out.append(Call(i, node.name, node.op, "-", "", int(registry.get(node.op).macs(graph, node)), 0, None, ""))
+            out.append(OpWork(i, node.name, node.op, "-", "", int(registry.get(node.op).macs(graph, node)), 0, None, ""))
             continue
         macs, nbytes = work(graph, node)
         fn = registry.get(node.op).kernel(graph, node).fn
         # a piece, or an operator left whole whose views changed (it reads a tensor laid out by bands)
         original = node.original if node.piece_index is not None or node.piece is None else None
-        out.append(Call(i, node.name, node.op, fn, sig, macs, nbytes, original,
+        out.append(OpWork(i, node.name, node.op, fn, sig, macs, nbytes, original,
                         operator_key(Path(compiled.model).name, node)))
-    return Calls(compiled.placement.arena_bytes, compiled.placement.lower_bound_bytes, compiled.board, tuple(out))
+    return PlanWork(compiled.placement.arena_bytes, compiled.placement.lower_bound_bytes, compiled.board, tuple(out))
 
 
 def simulate(compiled, cache: TimingCache, reference: Optional[dict] = None) -> Simulation:
     """Memory and latency of ``compiled`` (a pipeline.Compiled) on its board, from ``cache``; the
     pieces of a split plan are estimated from ``reference`` (reference_costs of the unsplit plan)."""
-    return cost(calls(compiled), cache, reference)
+    return cost(plan_work(compiled), cache, reference)
 
 
-def cost(plan: Calls, cache: TimingCache, reference: Optional[dict] = None) -> Simulation:
-    """simulate() of a plan's calls()."""
+def cost(plan: PlanWork, cache: TimingCache, reference: Optional[dict] = None) -> Simulation:
+    """simulate() of a plan's plan_work()."""
     estimate = Estimator(cache, plan.board)
     ops = []
-    for c in plan.calls:
+    for c in plan.ops:
         if not c.signature:
-            ops.append(OpCost(c.index, c.node, c.op, "-", "", c.macs, 0, 0.0, "none"))
+            ops.append(OpCost.of(c, 0.0, "none"))
             continue
         entry = cache.get(c.signature)
         if entry is not None and isinstance(entry.get("ticks"), (int, float)):
-            ops.append(OpCost(c.index, c.node, c.op, c.kernel, c.signature, c.macs, c.bytes, float(entry["ticks"]),
-                              "measured"))
+            ops.append(OpCost.of(c, float(entry["ticks"]), "measured"))
             continue
         ref = (reference or {}).get(c.original) if c.original is not None else None
         scaled = None
@@ -369,5 +367,5 @@ def cost(plan: Calls, cache: TimingCache, reference: Optional[dict] = None) -> S
             share = ref.share(c.macs, c.bytes) if ref is not None and how in BLIND else None
             if share is not None:
                 ticks, how = share, f"scaled {c.original}, another kernel"
-        ops.append(OpCost(c.index, c.node, c.op, c.kernel, c.signature, c.macs, c.bytes, ticks, "estimated", how))
+        ops.append(OpCost.of(c, ticks, "estimated", how))
     return Simulation(plan.arena_bytes, plan.lower_bound_bytes, tuple(ops))

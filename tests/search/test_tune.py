@@ -17,7 +17,7 @@ from mcudeploy.search import Tuner, space, write_result
 from mcudeploy.search.peak import find_peak
 from mcudeploy.search.timing import TimedScheme
 from mcudeploy.search.tune import FINAL_SCHEDULES, FINAL_SCRATCH, compile_scheme
-from mcudeploy.simulate.simulate import calls
+from mcudeploy.simulate.simulate import plan_work
 from mcudeploy.simulate.timing_cache import TimingCache
 
 EFFORT = 1.0  # effort seconds of the tests' compiles: the search is what they test, not the solvers
@@ -64,9 +64,9 @@ class Timing(Counting):
         super().__call__(compiled)
         timed = {c.signature: {"ticks": float(c.macs + 50 + c.bytes // 4), "macs": c.macs, "bytes": c.bytes,
                                "kernel": c.kernel, "operator": c.operator}
-                 for c in calls(compiled).calls if c.signature}
+                 for c in plan_work(compiled).ops if c.signature}
         self.cache.put(timed)
-        return int(sum(c.macs + 50 + c.bytes // 4 for c in calls(compiled).calls if c.signature))
+        return int(sum(c.macs + 50 + c.bytes // 4 for c in plan_work(compiled).ops if c.signature))
 
 
 def test_tune_keeps_the_least_memory_within_budget(small_mobilenet, tmp_path):
