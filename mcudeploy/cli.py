@@ -640,6 +640,7 @@ def main(argv=None) -> int:
     interrupts.install()
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
     try:
+        interrupts.import_deferred()
         return args.run(args)
     except KeyboardInterrupt:
         print("mcudeploy: interrupted", file=sys.stderr)

@@ -14,6 +14,7 @@ the board for nothing it already knows.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import signal
 import subprocess
 import threading
@@ -86,6 +87,20 @@ def deferred() -> Iterator[None]:
             _depth -= 1
     if main and not _depth:
         check()
+
+
+# Extension modules whose import runs Python from C++ that does not expect an exception there: a
+# KeyboardInterrupt raised in the middle ends the process instead (onnx, through nanobind: "terminate
+# called after throwing an instance of 'nanobind::python_error'", status -6 where 130 was due; seen
+# with SIGTERM 0.5 s after `mcudeploy run` started on a loaded machine).
+FRAGILE_IMPORTS = ("onnx",)
+
+
+def import_deferred(names=FRAGILE_IMPORTS) -> None:
+    """Import ``names`` with a signal that comes meanwhile honoured once the imports are done."""
+    with deferred():
+        for name in names:
+            importlib.import_module(name)
 
 
 def wait(proc: subprocess.Popen, timeout: Optional[float] = None, poll: float = 0.05) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -46,6 +47,24 @@ def test_deferred_signals_wait_for_the_step_and_checks_end_waits():
     finally:
         signal.signal(signal.SIGTERM, old[0])
         signal.signal(signal.SIGINT, old[1])
+
+
+def test_a_signal_during_a_fragile_import_waits_for_its_end(tmp_path, monkeypatch):
+    """An extension module that runs Python from C++ while it is imported (onnx) must not see a
+    KeyboardInterrupt there: import_deferred lets the import finish, then raises it."""
+    (tmp_path / "fragile_ext.py").write_text("import signal\nsignal.raise_signal(signal.SIGTERM)\nFINISHED = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    old = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    interrupts.install()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            interrupts.import_deferred(("fragile_ext",))
+        assert sys.modules["fragile_ext"].FINISHED  # the module was imported whole
+    finally:
+        signal.signal(signal.SIGTERM, old[0])
+        signal.signal(signal.SIGINT, old[1])
+        sys.modules.pop("fragile_ext", None)
+    assert "onnx" in interrupts.FRAGILE_IMPORTS
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
