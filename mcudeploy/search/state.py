@@ -4,8 +4,8 @@
 measured ticks, and the verdict), the scheme accepted so far with the work spent up to it
 (``progress``: rounds, candidates, timed plans; mcudeploy/search/budget.py), the signatures of the
 kernels the run has timed in the order it timed them (``kernels``: the timings its estimates may
-read; ``kernels_at_accepted`` of them had been timed when the scheme was accepted, so a resumed run
-estimates from what the uninterrupted run knew at the same point) and how many kernels the board
+read; each timed scheme records how many of them were known after it, ``known_after``, so a resumed
+run estimates from what the uninterrupted run knew at the same point) and how many kernels the board
 measured for it. Device timings themselves live in the board's timing cache
 (mcudeploy/simulate/timing_cache.py), keyed by kernel signature, so a resumed run asks the board
 only for kernels it has never timed. The file is rewritten atomically after every change; a state
@@ -24,7 +24,7 @@ from mcudeploy.files import write_atomic, writing
 
 STATE_FILE = "tune-state.json"
 STATE_VERSION = 3  # 2: progress, kernels and kernels_measured (a resumed run counts its work as the first did);
-# 3: kernels in the order they were timed, and kernels_at_accepted
+# 3: kernels in the order they were timed
 
 
 def model_digest(path) -> str:
@@ -40,7 +40,6 @@ class TuneState:
         self.accepted: list[dict] = []
         self.progress: dict = {}  # the work spent up to ``accepted`` (budget.Work fields)
         self.kernels: list[str] = []  # signatures of the kernels of every plan timed, in the order timed
-        self.kernels_at_accepted = 0  # of ``kernels``, those timed when ``accepted`` was
         self.kernels_measured = 0
         self.resumed = False
         self._load()
@@ -57,7 +56,6 @@ class TuneState:
         self.accepted = list(data.get("accepted") or [])
         self.progress = dict(data.get("progress") or {})
         self.kernels = list(dict.fromkeys(data.get("kernels") or ()))
-        self.kernels_at_accepted = int(data.get("kernels_at_accepted") or 0)
         self.kernels_measured = int(data.get("kernels_measured") or 0)
         self.resumed = True
 
@@ -65,7 +63,6 @@ class TuneState:
         """Write the state whole (a reader never sees half a file); a full disk is one sentence."""
         data = {"identity": self.identity, "baseline": self.baseline, "candidates": self.candidates,
                 "accepted": self.accepted, "progress": self.progress, "kernels": self.kernels,
-                "kernels_at_accepted": self.kernels_at_accepted,
                 "kernels_measured": self.kernels_measured}
         with writing(self.path):
             self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -123,7 +123,3 @@ class BoardTimer:
         """The kernel timings this run has taken (not whatever else the board's timing cache holds,
         which would make the search depend on earlier runs)."""
         return self.cache.view(self.known)
-
-    def resume(self) -> None:
-        """Know the kernels the run that accepted the state's scheme had timed by then."""
-        self.known = set(self.state.kernels[:self.state.kernels_at_accepted])

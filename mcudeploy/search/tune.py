@@ -44,11 +44,11 @@ MobileNetV2-128: a 14-operator cut of 128 to 16 pieces estimated at +4.1% with t
 ran at +1.8%; the pace rule had put it behind a cut of 12% more memory).
 
 Every verdict is saved to ``DIR/tune-state.json`` as it is reached (mcudeploy/search/state.py),
-and with each kept scheme the work spent up to it and the kernels timed by then, so a run that is
-interrupted resumes from the last kept scheme, re-reads that round's candidates from the file
-(counting them again, as the uninterrupted run counted them, and estimating from what it knew),
-and reaches the same plan without timing a kernel twice; it compiles a candidate again only to
-estimate it again.
+with each kept scheme the work spent up to it, and with each timed one the kernels known after it,
+so a run that is interrupted resumes from the last kept scheme, re-reads that round's candidates
+from the file (counting them again, as the uninterrupted run counted them, and estimating from what
+it knew), and reaches the same plan without timing a kernel twice; it compiles a candidate again
+only to estimate it again.
 """
 from __future__ import annotations
 
@@ -272,7 +272,11 @@ class Tuner:
         known = self.state.candidates.get(key, {})
         if "arena" not in known or "estimate" not in known:
             return False
-        return known.get("known_kernels", len(self.timer.known)) == len(self.timer.known) or key in self._work_of
+        return not self.stale(known) or key in self._work_of
+
+    def stale(self, entry: dict) -> bool:
+        """A candidate's recorded estimate was made with fewer kernels timed than the run knows now."""
+        return entry.get("known_kernels", len(self.timer.known)) != len(self.timer.known)
 
     def out_of_work(self) -> Optional[str]:
         """What stops the search now, if anything: the outer time limit, or the budget spent."""
@@ -305,7 +309,7 @@ class Tuner:
             return None
         if self.estimable(key):
             est = known["estimate"]
-            if known.get("known_kernels", len(self.timer.known)) != len(self.timer.known):
+            if self.stale(known):
                 # estimated before the board timed the kernels it has since: again, from them (the
                 # copies of a cut's halos have no timing until a cut is timed; then they fit)
                 est = self.estimate(self._work_of[key])
@@ -456,7 +460,7 @@ class Tuner:
                 continue
             if entry.get("status") == "estimate over budget":
                 continue
-            if "ticks" not in entry and entry.get("known_kernels", len(self.timer.known)) != len(self.timer.known):
+            if "ticks" not in entry and self.stale(entry):
                 # again, with what the board has timed since it was estimated: the pieces of a cut timed
                 # just before fit their kernels' fixed cost (simulate.py, rule 0); a resumed run compiles
                 # it again to estimate it as the uninterrupted run did
@@ -502,7 +506,7 @@ class Tuner:
         if scheme:
             # the work spent up to the kept scheme, as the run that kept it counted it
             self.work.resume(self.state.progress)
-            self.timer.resume()
+            self.timer.replay(space.scheme_key(scheme))  # what the run that kept it knew once it was timed
             best = TimedScheme(scheme, self.search_compile(scheme))
             self.timer.time(best, space.scheme_key(scheme))
             self.progress.resumed_scheme(scheme, best.arena, best.ticks)
@@ -519,7 +523,6 @@ class Tuner:
                 if stop is None:  # a round cut short is not where an uninterrupted run with more budget goes on
                     self.state.accepted = [space.cut_to_dict(c) for c in scheme]
                     self.state.progress = {k: v for k, v in self.work.as_dict().items() if k != "kernels_measured"}
-                    self.state.kernels_at_accepted = len(self.timer.known)
                     self.state.save()
             if accepted is None or stop:
                 break
