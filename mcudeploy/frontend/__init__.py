@@ -1,4 +1,4 @@
-"""Model files -> IR: ONNX (onnx_import) and TFLite (tflite_import), told apart by their content."""
+"""Model files -> IR: ONNX (onnx_import) and TFLite (the tflite package), told apart by their content."""
 from __future__ import annotations
 
 import os
@@ -9,7 +9,7 @@ import onnx
 
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend.onnx_import import import_onnx, load_model, parse_input_shapes
-from mcudeploy.frontend.tflite_import import import_tflite, is_tflite
+from mcudeploy.frontend.tflite import import_tflite, is_tflite
 from mcudeploy.ir import Graph
 
 

@@ -1,0 +1,304 @@
+""".tflite -> IR: the reading of one model, tensor by tensor, and the dispatch of each built-in operator
+to its handler (``HANDLERS``; the handlers live one module per family beside this one).
+
+Layout. TFLite's 4-D activations are NHWC; mcudeploy's operators are NCHW. A 4-D tensor made by an
+operator that has an NCHW form (convolutions, pools, element-wise operators, softmax, concat,
+pad, mean) is kept NCHW inside; the model's inputs and outputs keep the .tflite's own shapes and
+bytes. Where an operator needs the other layout (the first convolution reads the NHWC input, a
+RESHAPE of a 4-D tensor, an output), a Transpose is inserted (``Importer.value``); the first one,
+on a graph input, is usually no copy at all (mcudeploy/memory/alias.py places it as a view).
+
+Arithmetic. The graph is marked ``arithmetic="tflite"``: its integer operators round as TFLite's
+reference kernels do (mcudeploy/ops/requant.py), so the C agrees with TFLite Micro bit for bit.
+
+What is not handled (an unknown operator, a hybrid model, a type mcudeploy has no kernel for, a
+damaged file) gets one sentence naming the file and the operator with its index.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+
+from mcudeploy.errors import InvalidModelError, UnsupportedError
+from mcudeploy.frontend.onnx_check import check_shape, nonfinite
+from mcudeploy.frontend.tflite.reader import DTYPES, op_names, tflite_schema
+from mcudeploy.ir import Graph, Node, Quant, Tensor, constant, itemsize, verify
+from mcudeploy.ops import registry
+
+TO_NCHW = (0, 3, 1, 2)
+TO_NHWC = (0, 2, 3, 1)
+ACTIVATIONS = {0: None, 1: (0.0, math.inf), 2: (-1.0, 1.0), 3: (0.0, 6.0)}  # fused: NONE, RELU, RELU_N1_TO_1, RELU6
+
+Handler = Callable[["Importer", object, list, list], None]  # (importer, the operator, input and output indices)
+HANDLERS: dict[str, Handler] = {}  # built-in operator name (tflite.BuiltinOperator) -> its handler
+
+
+def handles(*builtins: str) -> Callable[[Handler], Handler]:
+    """Register a handler for the built-in operators named (as the schema spells them: "CONV_2D")."""
+    def register(fn: Handler) -> Handler:
+        for name in builtins:
+            if name in HANDLERS:
+                raise ValueError(f"TFLite operator {name} has two handlers")
+            HANDLERS[name] = fn
+        return fn
+    return register
+
+
+class Importer:
+    """One .tflite being read into IR: its tensors by index, the layout each is kept in, the nodes made so
+    far. The operator handlers (``HANDLERS``, one module per family) call its methods."""
+
+    def __init__(self, model, data: bytes, where: str):
+        self.tfl = tflite_schema()
+        self.model = model
+        self.data = data
+        self.where = where
+        self.g = model.Subgraphs(0)
+        self.tensors: dict[str, Tensor] = {}
+        self.nodes: list[Node] = []
+        self.names: dict[int, str] = {}  # TFLite tensor index -> IR name, in the layout it was made in
+        self.nchw: set[int] = set()  # 4-D tensors kept NCHW inside
+        self.converted: dict[tuple[int, str], str] = {}  # (index, "nchw"/"plain") -> IR name of the other layout
+        self.output_names: dict[int, str] = {}  # graph outputs made NCHW inside: their own names
+        self.outputs = [int(i) for i in self.g.OutputsAsNumpy()] if self.g.OutputsLength() else []
+        self.op_names = op_names()
+        self.label = ""
+
+    # ------------------------------------------------------------------ tensors
+    def fail(self, reason: str, invalid: bool = False):
+        cls = InvalidModelError if invalid else UnsupportedError
+        raise cls(f"{self.where}: {self.label} {reason}" if self.label else f"{self.where}: {reason}")
+
+    def tname(self, i: int) -> str:
+        if i not in self.names:
+            raw = self.g.Tensors(i).Name()
+            name = raw.decode("utf-8", errors="replace") if raw else f"tensor_{i}"
+            name = "".join(c if c.isprintable() else "_" for c in name) or f"tensor_{i}"
+            taken = set(self.names.values()) | set(self.tensors)
+            if name in taken:
+                name = f"{name}#{i}"
+            self.names[i] = name
+        return self.names[i]
+
+    def shape(self, i: int) -> tuple[int, ...]:
+        t = self.g.Tensors(i)
+        return tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
+
+    def dtype(self, i: int) -> str:
+        code = self.g.Tensors(i).Type()
+        if code not in DTYPES:
+            names = {v: k for k, v in vars(self.tfl.TensorType).items() if not k.startswith("_")}
+            self.fail(f"uses tensor {self.tname(i)} of type {names.get(code, code)}, which mcudeploy does not support")
+        return DTYPES[code]
+
+    def quant(self, i: int, rank: int) -> Optional[Quant]:
+        q = self.g.Tensors(i).Quantization()
+        if q is None or q.ScaleLength() == 0:
+            return None
+        scale = tuple(float(s) for s in q.ScaleAsNumpy())
+        zp = tuple(int(z) for z in q.ZeroPointAsNumpy()) if q.ZeroPointLength() else (0,) * len(scale)
+        if any(not (s > 0 and math.isfinite(s)) for s in scale):
+            self.fail(f"tensor {self.tname(i)} has a quantization scale that is not positive and finite", True)
+        if len(zp) != len(scale):
+            zp = (zp[0],) * len(scale) if len(zp) == 1 else zp
+        axis = int(q.QuantizedDimension()) % max(rank, 1) if len(scale) > 1 else None
+        return Quant(scale, zp, axis)
+
+    def const_data(self, i: int) -> Optional[np.ndarray]:
+        t = self.g.Tensors(i)
+        buf = self.model.Buffers(t.Buffer())
+        if buf is None:
+            return None
+        if buf.Offset() > 1:
+            raw = self.data[buf.Offset(): buf.Offset() + buf.Size()]
+        elif buf.DataLength():
+            raw = buf.DataAsNumpy().tobytes()
+        else:
+            return None
+        dtype = np.dtype(self._np(self.dtype(i)))
+        shape = self.shape(i)
+        if len(raw) != dtype.itemsize * math.prod(shape):
+            self.fail(f"tensor {self.tname(i)} holds {len(raw)} bytes where its shape {shape} needs "
+                      f"{dtype.itemsize * math.prod(shape)}", True)
+        value = np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+        bad = nonfinite(value)
+        if bad:
+            self.fail(f"reads constant {self.tname(i)}, which holds {bad}", True)
+        return value
+
+    @staticmethod
+    def _np(dtype: str):
+        return np.bool_ if dtype == "bool" else np.dtype(dtype)
+
+    def is_const(self, i: int) -> bool:
+        return self.const_data(i) is not None
+
+    def add_constant(self, name: str, value: np.ndarray, quant: Optional[Quant] = None) -> str:
+        base, k = name, 1
+        while name in self.tensors and not (self.tensors[name].is_const and
+                                            np.array_equal(self.tensors[name].data, value)):
+            name = f"{base}#{k}"
+            k += 1
+        self.tensors[name] = constant(name, value, quant)
+        return name
+
+    def const(self, i: int, perm: Optional[tuple[int, ...]] = None, axis_map: Optional[dict] = None) -> str:
+        """Constant tensor i in the IR, its dimensions permuted by ``perm`` (its quantization's axis too)."""
+        value = self.const_data(i)
+        q = self.quant(i, value.ndim)
+        if perm is not None:
+            value = np.ascontiguousarray(value.transpose(perm))
+            if q is not None and q.axis is not None:
+                q = Quant(q.scale, q.zero_point, perm.index(q.axis))
+        return self.add_constant(self.tname(i), value, q)
+
+    def value(self, i: int, layout: str) -> str:
+        """IR name of tensor i in ``layout``: "nchw" (4-D activations as mcudeploy's operators take
+        them) or "plain" (the .tflite's own layout); a Transpose is added where they differ."""
+        if i < 0:
+            return ""
+        if self.is_const(i):
+            value = self.const_data(i)
+            if layout == "nchw" and value.ndim == 4:
+                return self.const(i, TO_NCHW)
+            return self.const(i)
+        if i not in self.names or self.names[i] not in self.tensors:
+            self.fail(f"reads tensor {self.tname(i)}, which no earlier operator makes", True)
+        name = self.names[i]
+        if len(self.shape(i)) != 4 or (layout == "nchw") == (i in self.nchw):
+            return name
+        key = (i, layout)
+        if key not in self.converted:
+            perm = TO_NCHW if layout == "nchw" else TO_NHWC
+            out = self.output_names.get(i, f"{name}/{layout}") if layout == "plain" else f"{name}/{layout}"
+            src = self.tensors[name]
+            self.tensors[out] = Tensor(out, tuple(src.shape[p] for p in perm), src.dtype, quant=src.quant)
+            # a graph input is read in place through permuted strides; elsewhere the elements move
+            op = "TransposeView" if src.kind == "input" else "Transpose"
+            channels, pixels = ((src.shape[3], math.prod(src.shape[1:3])) if layout == "nchw"
+                                else (src.shape[1], math.prod(src.shape[2:])))
+            if 1 in (channels, pixels):
+                op = "Reshape"  # one channel, or one pixel: the same order of elements in both layouts
+            attrs = {"shape": self.tensors[out].shape, "allowzero": 0} if op == "Reshape" else {"perm": perm}
+            self.nodes.append(Node(f"{out}/{op.lower()}", op, (name,), (out,), attrs))
+            self.converted[key] = out
+        return self.converted[key]
+
+    # ------------------------------------------------------------------ the graph
+    def run(self) -> Graph:
+        g = self.g  # other subgraphs are reached only by control-flow operators, refused by name below
+        inputs = []
+        for i in (int(x) for x in g.InputsAsNumpy()) if g.InputsLength() else ():
+            if self.is_const(i):
+                continue
+            name, shape, dtype = self.tname(i), self.shape(i), self.dtype(i)
+            check_shape(shape, itemsize(dtype), f"{self.where}: input {name}")
+            self.tensors[name] = Tensor(name, shape, dtype, "input", self.quant(i, len(shape)))
+            inputs.append(name)
+        codes = self.model
+        for index in range(g.OperatorsLength()):
+            op = g.Operators(index)
+            oc = codes.OperatorCodes(op.OpcodeIndex())
+            code = max(int(oc.BuiltinCode()), int(oc.DeprecatedBuiltinCode()))
+            opname = self.op_names.get(code, f"builtin {code}")
+            if opname == "CUSTOM":
+                raw = oc.CustomCode()
+                opname = f"CUSTOM {raw.decode(errors='replace') if raw else '?'}"
+            self.label = f"operator {index} ({opname})"
+            handler = HANDLERS.get(opname)
+            if handler is None:
+                self.fail("is not supported by mcudeploy")
+            ins = [int(x) for x in op.InputsAsNumpy()] if op.InputsLength() else []
+            outs = [int(x) for x in op.OutputsAsNumpy()] if op.OutputsLength() else []
+            try:
+                handler(self, op, ins, outs)
+            except UnsupportedError as exc:
+                text = str(exc)
+                if text.startswith(self.where):
+                    raise
+                self.fail(f"is not supported: {text.rstrip('.')}")
+            except InvalidModelError as exc:
+                text = str(exc)
+                if text.startswith(self.where):
+                    raise
+                self.fail(text.rstrip("."), True)
+        self.label = ""
+        outputs = []
+        for i in self.outputs:
+            if i not in self.names or self.names[i] not in self.tensors or self.tensors[self.names[i]].is_const:
+                self.fail(f"graph output {self.tname(i)} is not computed by any operator")
+            name = self.value(i, "plain")
+            self.tensors[name] = self.tensors[name].with_(kind="output")
+            outputs.append(name)
+        graph = Graph(Path(self.where).stem, self.tensors, self.nodes, inputs, outputs, arithmetic="tflite")
+        used = {x for n in graph.nodes for x in n.inputs if x} | set(graph.outputs) | set(graph.inputs)
+        return verify(graph.replace(tensors={k: t for k, t in graph.tensors.items() if k in used or not t.is_const}))
+
+    def emit(self, op: str, inputs, out: int, attrs: Optional[dict] = None, layout: str = "plain",
+             name: Optional[str] = None, check: bool = True) -> str:
+        """Add IR node ``op`` making TFLite tensor ``out`` in ``layout``; shape, type and (for int8)
+        the operator's acceptance of the quantization are checked against the .tflite."""
+        shape, dtype = self.shape(out), self.dtype(out)
+        q = self.quant(out, len(shape))
+        ir_shape = tuple(shape[p] for p in TO_NCHW) if layout == "nchw" and len(shape) == 4 else shape
+        oname = self.tname(out)
+        if out in self.outputs and ir_shape != shape:  # the graph output keeps its name, in its own layout
+            self.output_names[out] = oname
+            oname = f"{oname}/nchw"
+            self.names[out] = oname
+        check_shape(shape, itemsize(dtype), f"{self.where}: {oname}, the output of {self.label},")
+        node = Node(name or f"{self.label.split(' (')[0].replace(' ', '_')}:{oname}", registry.get(op).name,
+                    tuple(inputs), (oname,), attrs or {})
+        q_ir = q
+        if q is not None and q.axis is not None and layout == "nchw" and len(shape) == 4:
+            q_ir = Quant(q.scale, q.zero_point, TO_NCHW.index(q.axis))
+        self.tensors[oname] = Tensor(oname, ir_shape, dtype, quant=q_ir)
+        decl = registry.get(op)
+        scope = Graph("scope", self.tensors, (), (), (), arithmetic="tflite")
+        (got_shape, got_dtype), *_ = decl.infer(scope, node)
+        if tuple(got_shape) != ir_shape or got_dtype != dtype:
+            self.fail(f"makes {dtype}{list(shape)}, where mcudeploy's {op} gives {got_dtype}{list(got_shape)}", True)
+        if check and dtype != "float32" and hasattr(decl, "accepts_int8") and not decl.accepts_int8(scope, node):
+            self.fail(f"with these quantization parameters is not supported (mcudeploy's int8 {op} does not "
+                      f"take them)")
+        self.nodes.append(node)
+        if layout == "nchw" and len(shape) == 4:
+            self.nchw.add(out)
+        return oname
+
+    def options(self, op, cls_name: str):
+        table = op.BuiltinOptions()
+        if table is None:
+            return None
+        opts = getattr(self.tfl, cls_name)()
+        opts.Init(table.Bytes, table.Pos)
+        return opts
+
+    def activation(self, opts) -> dict:
+        code = opts.FusedActivationFunction() if opts is not None else 0
+        if code not in ACTIVATIONS:
+            self.fail(f"has fused activation {code} (TANH or SIGN_BIT), which is not supported")
+        bounds = ACTIVATIONS[code]
+        return {} if bounds is None else {"clip_min": bounds[0], "clip_max": bounds[1]}
+
+    def refuse_hybrid(self, x: int, w: int) -> None:
+        if self.dtype(x) == "float32" and self.dtype(w) in ("int8", "uint8"):
+            self.fail("has float activations and int8 weights: a hybrid model, which mcudeploy does not run "
+                      "(convert it to full int8 or keep it float)")
+
+    @staticmethod
+    def same_pads(size: int, k: int, s: int, d: int) -> tuple[int, int]:
+        """TFLite's SAME padding (ComputePaddingHeightWidth): the odd pixel goes at the end."""
+        out = -(-size // s)
+        total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
+        return total // 2, total - total // 2
+
+    def pads(self, padding: int, in_hw, kernel, stride, dilation) -> tuple[int, ...]:
+        if padding == self.tfl.Padding.VALID:
+            return (0, 0, 0, 0)
+        (bh, eh), (bw, ew) = (self.same_pads(n, k, s, d) for n, k, s, d in zip(in_hw, kernel, stride, dilation))
+        return (bh, bw, eh, ew)
+
