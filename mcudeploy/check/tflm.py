@@ -3,6 +3,7 @@ reference kernels) runs every sample in a child process, since it prints from C 
 cannot run may abort the process. The outputs come back in the order of the model's outputs.
 
     python -m mcudeploy.check.tflm MODEL.tflite INPUTS.npz OUTPUTS.npz    (the child's side)
+    python -m mcudeploy.check.tflm --jobs LISTING          (several: a line of MODEL INPUTS OUTPUTS each, tab-separated)
 """
 from __future__ import annotations
 
@@ -56,6 +57,57 @@ def run_tflm(model: Union[str, os.PathLike], inputs: Sequence[str], samples) -> 
             return [[data[f"s{k}_o{j}"] for j in range(count)] for k in range(len(samples))]
 
 
+def run_tflm_many(jobs: Sequence[tuple[Union[str, os.PathLike], Sequence[str], list]]) -> list:
+    """``run_tflm`` on several models in one child process (a test suite's hundreds of small models): per job
+    (model, input names, samples), its outputs, or the MCUDeployError saying why TFLite Micro could not run
+    it. A child that dies (a model that aborts TFLite Micro) costs only its own job: the rest run again one
+    by one."""
+    why = available()
+    if why is not None:
+        raise MCUDeployError(f"TensorFlow Lite Micro is not installed: {why}")
+    with tempfile.TemporaryDirectory(prefix="mcud-tflm-") as tmp:
+        listing = []
+        for k, (model, inputs, samples) in enumerate(jobs):
+            src, dst = Path(tmp) / f"in{k}.npz", Path(tmp) / f"out{k}.npz"
+            np.savez(src, **{f"s{j}_i{i}": np.asarray(s[name]) for j, s in enumerate(samples)
+                             for i, name in enumerate(inputs)})
+            listing.append(f"{os.fspath(model)}\t{src}\t{dst}")
+        (Path(tmp) / "jobs.txt").write_text("\n".join(listing) + "\n")
+        try:
+            subprocess.run([sys.executable, "-m", "mcudeploy.check.tflm", "--jobs", str(Path(tmp) / "jobs.txt")],
+                           capture_output=True, text=True, timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            pass
+        results = []
+        for k, (model, inputs, samples) in enumerate(jobs):
+            dst = Path(tmp) / f"out{k}.npz"
+            error = Path(tmp) / f"out{k}.npz.error"
+            if error.is_file():
+                results.append(MCUDeployError(f"TensorFlow Lite Micro could not run {model} ({error.read_text()})"))
+                continue
+            if not dst.is_file():
+                try:
+                    results.append(run_tflm(model, inputs, samples))
+                except MCUDeployError as exc:
+                    results.append(exc)
+                continue
+            with np.load(dst) as data:
+                count = int(data["outputs"])
+                results.append([[data[f"s{j}_o{i}"] for i in range(count)] for j in range(len(samples))])
+        return results
+
+
+def _jobs(listing: str) -> None:
+    for line in Path(listing).read_text().splitlines():
+        if not line.strip():
+            continue
+        model, src, dst = line.split("\t")
+        try:
+            _worker(model, src, dst)
+        except Exception as exc:  # noqa: BLE001  (the interpreter's refusal, kept for that job alone)
+            Path(dst + ".error").write_text(f"{type(exc).__name__}: {exc}"[:200])
+
+
 def _worker(model: str, src: str, dst: str) -> None:
     from tflite_micro.python.tflite_micro import runtime
 
@@ -87,4 +139,7 @@ def _worker(model: str, src: str, dst: str) -> None:
 
 
 if __name__ == "__main__":
-    _worker(*sys.argv[1:4])
+    if sys.argv[1] == "--jobs":
+        _jobs(sys.argv[2])
+    else:
+        _worker(*sys.argv[1:4])
