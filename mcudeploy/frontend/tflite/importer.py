@@ -65,6 +65,7 @@ class Importer:
         self.output_names: dict[int, str] = {}  # graph outputs made NCHW inside: their own names
         self.outputs = [int(i) for i in self.g.OutputsAsNumpy()] if self.g.OutputsLength() else []
         self.op_names = op_names()
+        self.folded: dict[int, np.ndarray] = {}  # TFLite tensor index -> its value, computed at import (fold)
         self.label = ""
 
     # ------------------------------------------------------------------ tensors
@@ -108,6 +109,8 @@ class Importer:
         return Quant(scale, zp, axis)
 
     def const_data(self, i: int) -> Optional[np.ndarray]:
+        if i in self.folded:
+            return self.folded[i]
         t = self.g.Tensors(i)
         buf = self.model.Buffers(t.Buffer())
         if buf is None:
@@ -213,8 +216,10 @@ class Importer:
                 self.fail("is not supported by mcudeploy")
             ins = [int(x) for x in op.InputsAsNumpy()] if op.InputsLength() else []
             outs = [int(x) for x in op.OutputsAsNumpy()] if op.OutputsLength() else []
+            start = len(self.nodes)
             try:
                 handler(self, op, ins, outs)
+                self.fold(start, outs)
             except UnsupportedError as exc:
                 text = str(exc)
                 if text.startswith(self.where):
@@ -236,6 +241,32 @@ class Importer:
         graph = Graph(Path(self.where).stem, self.tensors, self.nodes, inputs, outputs, arithmetic="tflite")
         used = {x for n in graph.nodes for x in n.inputs if x} | set(graph.outputs) | set(graph.inputs)
         return verify(graph.replace(tensors={k: t for k, t in graph.tensors.items() if k in used or not t.is_const}))
+
+    def fold(self, start: int, outs: list[int]) -> None:
+        """Compute at import what the operator just read made of constants alone (shape arithmetic: SHAPE,
+        STRIDED_SLICE, PACK of a static shape, ...): its nodes (those from ``start``) are evaluated by their
+        numpy references and its outputs become constants, in the .tflite's own layout."""
+        made = self.nodes[start:]
+        if not made or any(o in self.outputs for o in outs):
+            return
+        inside = {x for n in made for x in n.outputs}
+        if not all(x in inside or (x in self.tensors and self.tensors[x].is_const) for n in made for x in n.inputs if x):
+            return
+        from mcudeploy.reference import evaluate
+
+        scope = Graph("fold", {k: t for k, t in self.tensors.items() if t.is_const or k in inside}, made, (), (),
+                      arithmetic="tflite")
+        values = evaluate(scope, {})
+        for o in outs:
+            name = self.names[o]
+            value = values[name]
+            if o in self.nchw:
+                value = value.transpose(TO_NHWC)
+                self.nchw.discard(o)
+            self.folded[o] = np.ascontiguousarray(value)
+        del self.nodes[start:]
+        for x in inside:
+            self.tensors.pop(x, None)
 
     def emit(self, op: str, inputs, out: int, attrs: Optional[dict] = None, layout: str = "plain",
              name: Optional[str] = None, check: bool = True) -> str:

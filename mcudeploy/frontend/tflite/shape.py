@@ -1,4 +1,4 @@
-"""Operators that move data: RESHAPE, SQUEEZE, CONCATENATION, PAD, TRANSPOSE, STRIDED_SLICE."""
+"""Operators that move data: RESHAPE, SQUEEZE, CONCATENATION, PAD, TRANSPOSE, STRIDED_SLICE; SHAPE (a constant)."""
 from __future__ import annotations
 
 import numpy as np
@@ -77,3 +77,10 @@ def strided_slice(imp, op, ins, outs):
         ends.append(int(e))
     imp.emit("Slice", (imp.value(ins[0], "plain"),), outs[0],
               {"starts": tuple(starts), "ends": tuple(ends), "axes": tuple(range(len(starts)))})
+
+
+@handles("SHAPE")
+def shape(imp, op, ins, outs):
+    """The shape of a tensor, known at import (shapes are static): a constant."""
+    dtype = imp.dtype(outs[0])
+    imp.folded[outs[0]] = np.array(imp.shape(ins[0]), dtype=dtype)
