@@ -25,6 +25,7 @@ class T:
     zero_point: Optional[tuple] = None
     axis: int = 0
     data: Optional[np.ndarray] = None
+    sparse: bool = False  # written with (dense) sparsity metadata
 
 
 @dataclass
@@ -33,6 +34,7 @@ class Op:
     inputs: tuple
     outputs: tuple
     options: Optional[Callable] = None  # builder -> (options type, offset)
+    custom: str = ""  # the custom code of a CUSTOM operator
 
 
 @dataclass
@@ -73,7 +75,15 @@ class Model:
                 tflite.QuantizationParametersAddZeroPoint(b, zp)
                 tflite.QuantizationParametersAddQuantizedDimension(b, t.axis)
                 quant = tflite.QuantizationParametersEnd(b)
+            sparsity = None
+            if t.sparse:  # every dimension dense: the simplest sparsity table
+                order = b.CreateNumpyVector(np.arange(len(t.shape), dtype=np.int32))
+                tflite.SparsityParametersStart(b)
+                tflite.SparsityParametersAddTraversalOrder(b, order)
+                sparsity = tflite.SparsityParametersEnd(b)
             tflite.TensorStart(b)
+            if sparsity is not None:
+                tflite.TensorAddSparsity(b, sparsity)
             tflite.TensorAddShape(b, shape)
             tflite.TensorAddType(b, TYPES[t.dtype])
             tflite.TensorAddBuffer(b, buffer_of.get(i, 0))
@@ -81,14 +91,14 @@ class Model:
             if quant is not None:
                 tflite.TensorAddQuantization(b, quant)
             tensors.append(tflite.TensorEnd(b))
-        codes = sorted({op.code for op in self.ops})
+        codes = sorted({(op.code, op.custom) for op in self.ops})
         ops = []
         for op in self.ops:
             ins = b.CreateNumpyVector(np.array([self.index(n) if n else -1 for n in op.inputs], np.int32))
             outs = b.CreateNumpyVector(np.array([self.index(n) for n in op.outputs], np.int32))
             opts = op.options(b) if op.options else None
             tflite.OperatorStart(b)
-            tflite.OperatorAddOpcodeIndex(b, codes.index(op.code))
+            tflite.OperatorAddOpcodeIndex(b, codes.index((op.code, op.custom)))
             tflite.OperatorAddInputs(b, ins)
             tflite.OperatorAddOutputs(b, outs)
             if opts is not None:
@@ -96,8 +106,11 @@ class Model:
                 tflite.OperatorAddBuiltinOptions(b, opts[1])
             ops.append(tflite.OperatorEnd(b))
         code_offsets = []
-        for code in codes:
+        for code, custom in codes:
+            name = b.CreateString(custom) if custom else None
             tflite.OperatorCodeStart(b)
+            if name is not None:
+                tflite.OperatorCodeAddCustomCode(b, name)
             tflite.OperatorCodeAddBuiltinCode(b, code)
             tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(code, 127))
             tflite.OperatorCodeAddVersion(b, 1)
@@ -310,8 +323,16 @@ CASES = {f.__name__[5:]: f for f in (case_add_broadcast, case_sub, case_mul, cas
 
 
 def case_unsupported():
-    """SQUARED_DIFFERENCE, which mcudeploy does not support, as operator 1 (after an ADD)."""
+    """A custom operator (code "Mystery"), which mcudeploy cannot know, as operator 1 (after an ADD)."""
     q = dict(scale=(0.05,), zero_point=(0,))
     return Model([T("a", (1, 8), **q), T("b", (1, 8), **q), T("s", (1, 8), **q), T("y", (1, 8), **q)],
-                 [Op(OPS.ADD, ("a", "b"), ("s",), add_options()), Op(OPS.SQUARED_DIFFERENCE, ("s", "b"), ("y",))],
+                 [Op(OPS.ADD, ("a", "b"), ("s",), add_options()), Op(OPS.CUSTOM, ("s", "b"), ("y",), custom="Mystery")],
                  ("a", "b"), ("y",))
+
+
+def case_sparse_weights():
+    """A FULLY_CONNECTED whose weights carry sparsity metadata."""
+    q = dict(scale=(0.05,), zero_point=(0,))
+    w = T("w", (4, 8), scale=(0.02,), zero_point=(0,), data=np.ones((4, 8), np.int8), sparse=True)
+    return Model([T("x", (1, 8), **q), w, T("y", (1, 4), **q)],
+                 [Op(OPS.FULLY_CONNECTED, ("x", "w", ""), ("y",))], ("x",), ("y",))

@@ -1,7 +1,8 @@
 """The verdict of ``run --check`` on a .tflite model: TFLite Micro is the reference, end to end.
 
 PASS when (1) every output of the generated C equals TensorFlow Lite Micro's (its Python
-interpreter, reference kernels, run in a child process: check/tflm.py) bit for bit, float outputs
+interpreter, reference kernels, run in a child process: check/tflm.py; where it cannot run the model,
+LiteRT's reference kernels: check/litert.py, and the verdict says so) bit for bit, float outputs
 within FLOAT_REL of their largest value, and (2) the C equals mcudeploy's numpy reference bit for
 bit (float within trace.FLOAT_REL of the largest magnitude), as for ONNX models. Where (2) fails, the host build is traced
 to name the first operator that differs (check/trace.py). An ONNX model is judged operator by
@@ -15,7 +16,9 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from mcudeploy.check import litert
 from mcudeploy.check.tflm import run_tflm
+from mcudeploy.errors import MCUDeployError
 from mcudeploy.check.trace import Difference, against_reference, first_difference, reference_lines
 from mcudeploy.ir import Graph
 
@@ -29,6 +32,7 @@ class OutputAgreement:
     differ: int  # elements that differ from TFLite Micro's (float: by more than FLOAT_REL)
     max_diff: float  # steps (integers) or relative to the largest magnitude (float)
     count: int
+    oracle: str = "TensorFlow Lite Micro"
 
     @property
     def ok(self) -> bool:
@@ -36,11 +40,11 @@ class OutputAgreement:
 
     def line(self) -> str:
         if self.dtype == "float32":
-            return (f"{self.name} (float32) vs TensorFlow Lite Micro end to end: max difference {self.max_diff:.2g} of "
+            return (f"{self.name} (float32) vs {self.oracle} end to end: max difference {self.max_diff:.2g} of "
                     f"its largest value ({self.differ:,} of {self.count:,} elements beyond {FLOAT_REL:g})")
         if not self.differ:
-            return f"{self.name} ({self.dtype}) vs TensorFlow Lite Micro end to end: bit for bit"
-        return (f"{self.name} ({self.dtype}) vs TensorFlow Lite Micro end to end: {self.differ:,} of {self.count:,} "
+            return f"{self.name} ({self.dtype}) vs {self.oracle} end to end: bit for bit"
+        return (f"{self.name} ({self.dtype}) vs {self.oracle} end to end: {self.differ:,} of {self.count:,} "
                 f"elements differ, by up to {self.max_diff:g} step(s)")
 
 
@@ -51,6 +55,7 @@ class TFLiteVerdict:
     not_exact: dict  # output -> elements that differ from the numpy reference
     difference: Optional[Difference] = None
     traced: bool = False
+    why_not_tflm: str = ""  # where TensorFlow Lite Micro could not run the model and LiteRT was the reference
 
     @property
     def exact(self) -> bool:
@@ -61,23 +66,38 @@ class TFLiteVerdict:
         return self.exact and all(o.ok for o in self.outputs)
 
     def lines(self) -> list[str]:
-        out = [o.line() for o in self.outputs]
+        out = [f"the reference is {litert.NAME}: {self.why_not_tflm}"] if self.why_not_tflm else []
+        out += [o.line() for o in self.outputs]
         out += reference_lines(self.not_exact, self.difference, self.traced)
+        oracle = self.outputs[0].oracle if self.outputs else "TensorFlow Lite Micro"
         out.append(f"{'PASS' if self.ok else 'FAIL'} on {self.samples} input(s); pass = every output of the C bit for "
-                   f"bit TensorFlow Lite Micro's (float: within {FLOAT_REL:g} of its largest value) and bit for bit "
+                   f"bit {oracle}'s (float: within {FLOAT_REL:g} of its largest value) and bit for bit "
                    f"mcudeploy's numpy reference")
         return out
 
 
-def _agreement(graph: Graph, name: str, got: np.ndarray, want: np.ndarray) -> OutputAgreement:
+def _agreement(graph: Graph, name: str, got: np.ndarray, want: np.ndarray, oracle: str) -> OutputAgreement:
     t = graph[name]
     if t.dtype == "float32":
         scale = max(1.0, float(np.max(np.abs(want), initial=0)))
         diff = np.abs(got.astype(np.float64) - want.astype(np.float64)) / scale
-        return OutputAgreement(name, t.dtype, int(np.count_nonzero(diff > FLOAT_REL)), float(diff.max(initial=0)),
-                               int(diff.size))
+        return OutputAgreement(name, t.dtype, int(np.count_nonzero(~(diff <= FLOAT_REL))), float(diff.max(initial=0)),
+                               int(diff.size), oracle)
     diff = np.abs(got.astype(np.int64) - want.astype(np.int64))
-    return OutputAgreement(name, t.dtype, int(np.count_nonzero(diff)), float(diff.max(initial=0)), int(diff.size))
+    return OutputAgreement(name, t.dtype, int(np.count_nonzero(diff)), float(diff.max(initial=0)), int(diff.size),
+                           oracle)
+
+
+def reference_outputs(model, inputs, samples) -> tuple[list, str, str]:
+    """The oracle's outputs per sample: TensorFlow Lite Micro's, or where it cannot run the model, LiteRT's
+    reference kernels'; with the oracle's name and why TensorFlow Lite Micro was not it ("" when it was)."""
+    try:
+        return run_tflm(model, inputs, samples), "TensorFlow Lite Micro", ""
+    except MCUDeployError as exc:
+        if "could not run" not in str(exc):
+            raise
+        why = str(exc)
+    return litert.run_litert(model, inputs, samples), litert.NAME, why
 
 
 def check_tflite_outputs(model, compiled, outputs: Sequence[Sequence[np.ndarray]], samples,
@@ -85,12 +105,13 @@ def check_tflite_outputs(model, compiled, outputs: Sequence[Sequence[np.ndarray]
     """The verdict on ``outputs`` (per sample, per output), what the C of ``compiled`` gave on ``samples``;
     ``model`` the .tflite file compiled, ``reference`` the lowered model before any split."""
     graph = reference or compiled.graph
-    tflm = run_tflm(model, graph.inputs, samples)
+    tflm, oracle, why_not = reference_outputs(model, graph.inputs, samples)
     agreements = []
     for k, name in enumerate(compiled.graph.outputs):
         got = np.stack([np.asarray(o[k]).reshape(graph[name].shape) for o in outputs])
         want = np.stack([np.asarray(o[k]).reshape(graph[name].shape) for o in tflm])
-        agreements.append(_agreement(graph, name, got, want))
+        agreements.append(_agreement(graph, name, got, want, oracle))
     not_exact, first_bad = against_reference(compiled, graph, samples, outputs)
     difference = first_difference(compiled, samples[first_bad], graph) if first_bad is not None and trace else None
-    return TFLiteVerdict(len(samples), tuple(agreements), not_exact, difference, first_bad is not None and trace)
+    return TFLiteVerdict(len(samples), tuple(agreements), not_exact, difference, first_bad is not None and trace,
+                         why_not)

@@ -25,9 +25,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 OUT = Path(__file__).resolve().parent / "tflite"
 MANIFEST = OUT / "cases.json"
-PACKAGES = ("tensorflow", "tflite-micro", "tflite")
+PACKAGES = ("tensorflow", "tflite-micro", "tflite", "ai-edge-litert")
 CALIBRATION = 24  # representative samples
 SEED = 20261125
+LITERT_TYPES = ("float16w", "hybrid")  # weight formats TFLite Micro does not run: checked against LiteRT instead
 
 
 def _ensure_tensorflow() -> None:
@@ -36,6 +37,7 @@ def _ensure_tensorflow() -> None:
         import tensorflow  # noqa: F401
         import tflite  # noqa: F401
         import tflite_micro  # noqa: F401
+        import ai_edge_litert  # noqa: F401
         return
     except ImportError:
         pass
@@ -180,6 +182,35 @@ print("ok")
 """
 
 
+_LITERT_PROBE = """
+import sys, numpy as np
+from ai_edge_litert.interpreter import Interpreter, OpResolverType
+try:
+    interp = Interpreter(model_path=sys.argv[1], experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+except (RuntimeError, ValueError):  # an operator version its reference resolver lacks
+    interp = Interpreter(model_path=sys.argv[1])
+interp.allocate_tensors()
+rng = np.random.default_rng(0)
+for _ in range(int(sys.argv[2])):
+    for d in interp.get_input_details():
+        x = rng.normal(size=d["shape"]) if d["dtype"] == np.float32 else rng.integers(-3, 4, d["shape"])
+        interp.set_tensor(d["index"], x.astype(d["dtype"]))
+    interp.invoke()
+print("ok")
+"""
+
+
+def litert_runs(path: Path, steps: int) -> str:
+    """"" when LiteRT's reference kernels run the file, else why not."""
+    try:
+        run = subprocess.run([sys.executable, "-c", _LITERT_PROBE, str(path), str(steps)], capture_output=True,
+                             text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        return "LiteRT did not finish within 120 s"
+    ok = run.returncode == 0 and run.stdout.strip().endswith("ok")
+    return "" if ok else ((run.stderr + run.stdout).strip().splitlines() or ["failed"])[-1][:200]
+
+
 def tflm_runs(path: Path, steps: int) -> str:
     """"" when TensorFlow Lite Micro runs the file, else its complaint (one line)."""
     try:
@@ -199,6 +230,8 @@ def tflm_runs(path: Path, steps: int) -> str:
 
 
 def make(tf, spec, dtype: str) -> dict:
+    from conformance.tflite_cases import TFLM_BUILTINS
+
     """Convert one case and probe it: the manifest entry it gets ({"kept": ...} or {"dropped": ...}); a kept
     case's .tflite is written."""
     from conformance.tflite_specs import QUANTIZED
@@ -222,11 +255,15 @@ def make(tf, spec, dtype: str) -> dict:
     with tempfile.NamedTemporaryFile(suffix=".tflite", delete=False) as f:
         f.write(data)
     why = tflm_runs(Path(f.name), spec.steps)
+    reference = "tflm"
+    if why and (dtype in LITERT_TYPES or spec.builtin not in TFLM_BUILTINS) and not litert_runs(Path(f.name), spec.steps):
+        reference = "litert"  # what TFLite Micro does not run but a .tflite holds: checked against LiteRT
     os.unlink(f.name)
-    if why:
+    if why and reference == "tflm":
         return dropped(f"TensorFlow Lite Micro does not run it: {why}")
     path.write_bytes(data)
     return {"kept": {"case": case, "builtin": spec.builtin, "type": dtype, "operators": ops, "bytes": len(data),
+                     "reference": reference, "why_not_tflm": why,
                      "steps": spec.steps, "quantized_io": dtype in QUANTIZED and spec.io == "quantized",
                      "inputs": [{"dtype": spec.inputs[k].dtype, "low": spec.inputs[k].low, "high": spec.inputs[k].high}
                                 for k in input_order(data, len(spec.inputs))]}}

@@ -11,7 +11,7 @@ from mcudeploy.ir import Node, Tensor
 @handles("CONV_2D")
 def conv_2d(imp, op, ins, outs):
     x, w = ins[0], ins[1]
-    imp.refuse_hybrid(x, w)
+    imp.dequantize_hybrid(x, w)
     o = imp.options(op, "Conv2DOptions")
     wshape = imp.shape(w)
     stride, dil = (o.StrideH(), o.StrideW()), (o.DilationHFactor(), o.DilationWFactor())
@@ -26,7 +26,7 @@ def conv_2d(imp, op, ins, outs):
 @handles("DEPTHWISE_CONV_2D")
 def depthwise_conv_2d(imp, op, ins, outs):
     x, w = ins[0], ins[1]
-    imp.refuse_hybrid(x, w)
+    imp.dequantize_hybrid(x, w)
     o = imp.options(op, "DepthwiseConv2DOptions")
     wshape = imp.shape(w)  # [1, KH, KW, C * multiplier]
     stride, dil = (o.StrideH(), o.StrideW()), (o.DilationHFactor(), o.DilationWFactor())
@@ -40,7 +40,7 @@ def depthwise_conv_2d(imp, op, ins, outs):
 @handles("FULLY_CONNECTED")
 def fully_connected(imp, op, ins, outs):
     x, w = ins[0], ins[1]
-    imp.refuse_hybrid(x, w)
+    imp.dequantize_hybrid(x, w)
     if not imp.is_const(w):
         imp.fail("has weights that are not constant, which is not supported")
     o = imp.options(op, "FullyConnectedOptions")

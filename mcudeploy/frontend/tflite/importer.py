@@ -115,13 +115,17 @@ class Importer:
         buf = self.model.Buffers(t.Buffer())
         if buf is None:
             return None
+        if t.Sparsity() is not None:
+            self.fail(f"reads constant {self.tname(i)}, stored sparse (TFLite's sparsity format), which mcudeploy "
+                      f"does not read (convert without sparsity)")
         if buf.Offset() > 1:
             raw = self.data[buf.Offset(): buf.Offset() + buf.Size()]
         elif buf.DataLength():
             raw = buf.DataAsNumpy().tobytes()
         else:
             return None
-        dtype = np.dtype(self._np(self.dtype(i)))
+        # float16 weights (behind a DEQUANTIZE) are the one type a constant has that no tensor computes in
+        dtype = np.dtype(np.float16) if t.Type() == self.tfl.TensorType.FLOAT16 else np.dtype(self._np(self.dtype(i)))
         shape = self.shape(i)
         if len(raw) != dtype.itemsize * math.prod(shape):
             self.fail(f"tensor {self.tname(i)} holds {len(raw)} bytes where its shape {shape} needs "
@@ -151,7 +155,7 @@ class Importer:
     def const(self, i: int, perm: Optional[tuple[int, ...]] = None, axis_map: Optional[dict] = None) -> str:
         """Constant tensor i in the IR, its dimensions permuted by ``perm`` (its quantization's axis too)."""
         value = self.const_data(i)
-        q = self.quant(i, value.ndim)
+        q = self.quant(i, value.ndim) if value.dtype.kind in "iu" else None  # dequantized at import: plain floats
         if perm is not None:
             value = np.ascontiguousarray(value.transpose(perm))
             if q is not None and q.axis is not None:
@@ -315,10 +319,25 @@ class Importer:
         bounds = ACTIVATIONS[code]
         return {} if bounds is None else {"clip_min": bounds[0], "clip_max": bounds[1]}
 
-    def refuse_hybrid(self, x: int, w: int) -> None:
-        if self.dtype(x) == "float32" and self.dtype(w) in ("int8", "uint8"):
-            self.fail("has float activations and int8 weights: a hybrid model, which mcudeploy does not run "
-                      "(convert it to full int8 or keep it float)")
+    def dequantize_hybrid(self, x: int, w: int) -> None:
+        """Weights of a hybrid model (float activations, int8 weights: dynamic-range quantization) become float
+        at import, dequantized with their scales: the operator then computes in float, as the float model
+        does (TFLite's hybrid kernels quantize the activations at run time instead; see UNSUPPORTED.md)."""
+        if self.dtype(x) != "float32" or self.dtype(w) not in ("int8", "uint8") or not self.is_const(w):
+            return
+        q = self.quant(w, len(self.shape(w)))
+        if q is None:
+            self.fail(f"has float activations and int8 weights {self.tname(w)} without quantization", True)
+        self.folded[w] = self.dequantized(self.const_data(w), q)
+
+    @staticmethod
+    def dequantized(value: np.ndarray, q: Quant) -> np.ndarray:
+        """Real values of quantized codes (per tensor or along the quantization axis), as float32."""
+        shape = [1] * value.ndim
+        if q.axis is not None:
+            shape[q.axis] = -1
+        real = (value.astype(np.float64) - np.reshape(q.zp_array(), shape)) * np.reshape(q.scale_array(), shape)
+        return real.astype(np.float32)
 
     @staticmethod
     def same_pads(size: int, k: int, s: int, d: int) -> tuple[int, int]:

@@ -9,17 +9,19 @@ from mcudeploy.frontend.tflite.importer import handles
 @handles("DEQUANTIZE")
 def dequantize(imp, op, ins, outs):
     x = ins[0]
+    if imp.is_const(x):  # weights stored as float16 or quantized: a float constant, computed at import
+        value = imp.const_data(x)
+        if value.dtype == np.float16:
+            imp.folded[outs[0]] = value.astype(np.float32)
+            return
+        q = imp.quant(x, value.ndim)
+        if q is None:
+            imp.fail("reads a tensor without quantization")
+        imp.folded[outs[0]] = imp.dequantized(value, q)
+        return
     q = imp.quant(x, len(imp.shape(x)))
     if q is None:
         imp.fail("reads a tensor without quantization")
-    if imp.is_const(x):  # weights stored quantized: a float constant
-        value = imp.const_data(x).astype(np.float64)
-        shape = [1] * value.ndim
-        if q.axis is not None:
-            shape[q.axis] = -1
-        real = (value - np.reshape(q.zp_array(), shape)) * np.reshape(q.scale_array(), shape)
-        imp.names[outs[0]] = imp.add_constant(imp.tname(outs[0]), real.astype(np.float32))
-        return
     layout = "nchw" if len(imp.shape(x)) == 4 and x in imp.nchw else "plain"
     attrs = {"scale": q.scale, "zero_point": q.zero_point, "axis": q.axis or 0, "qdtype": imp.dtype(x)}
     imp.emit("DequantizeLinear", (imp.value(x, layout),), outs[0], attrs, layout)
