@@ -9,7 +9,9 @@ For every model in MODELS/tflite (and its namesake in MODELS/onnx):
   (the ONNX twin's arena beside it), and the arena each placement method reaches on the same
   buffers, against the bound. A model with only an ONNX file is compiled from it.
 
-    python benchmarks/memory_bench.py [--models DIR] [--board host] [--json out.json]
+    python benchmarks/memory_bench.py [--models DIR] [--board host] [--corpus] [--json out.json]
+
+``--corpus`` adds the Keras 3 exports of tests/keras_corpus (issue 35's corpus), .tflite only.
 
 Without ``tflite-micro`` the TFLM columns say why and the rest still runs.
 """
@@ -159,10 +161,16 @@ def mcudeploy_arena(model_path: Path, board: str) -> dict:
 
 # --- the run --------------------------------------------------------------------------------------
 
-def pairs(models: Path) -> list[tuple[str, Path | None, Path | None]]:
+CORPUS = ROOT / "tests" / "keras_corpus"
+
+
+def pairs(models: Path, corpus: bool = False) -> list[tuple[str, Path | None, Path | None]]:
     onnx = {p.stem: p for p in sorted((models / "onnx").glob("*.onnx"))}
     tflite = {p.stem: p for p in sorted((models / "tflite").glob("*.tflite"))}
-    return [(name, onnx.get(name), tflite.get(name)) for name in sorted(set(onnx) | set(tflite))]
+    out = [(name, onnx.get(name), tflite.get(name)) for name in sorted(set(onnx) | set(tflite))]
+    if corpus:  # the Keras 3 exports of tests/keras_corpus (.tflite only)
+        out += [(f"keras/{p.stem}", None, p) for p in sorted(CORPUS.glob("*.tflite"))]
+    return out
 
 
 def _n(v) -> str:
@@ -213,6 +221,7 @@ def main(argv=None) -> int:
     ap.add_argument("--models", type=Path, default=DEFAULT_MODELS, help=f"folder with onnx/ and tflite/ (default {DEFAULT_MODELS})")
     ap.add_argument("--board", default="host", help="mcudeploy board (default host: 16-byte alignment, as TFLM's)")
     ap.add_argument("--only", help="run the models whose name contains this")
+    ap.add_argument("--corpus", action="store_true", help="also the Keras 3 corpus (tests/keras_corpus/*.tflite)")
     ap.add_argument("--no-tflm", action="store_true", help="skip TFLite Micro")
     ap.add_argument("--json", type=Path, help="also write the figures as JSON")
     ap.add_argument("--tflm-worker", help=argparse.SUPPRESS)
@@ -229,7 +238,7 @@ def main(argv=None) -> int:
     print(f"TFLite Micro: {tflm_missing or 'tflite-micro ' + tflm_version() + ' (PyPI), smallest arena_size that runs one inference, by bisection'}")
     print()
     rows = []
-    for name, onnx, tflite in pairs(args.models):
+    for name, onnx, tflite in pairs(args.models, args.corpus):
         if args.only and args.only not in name:
             continue
         row = {"model": name}

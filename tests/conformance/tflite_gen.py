@@ -31,8 +31,9 @@ SEED = 20261125
 LITERT_TYPES = ("float16w", "hybrid")  # weight formats TFLite Micro does not run: checked against LiteRT instead
 
 
-def _ensure_tensorflow() -> None:
-    """Run in a Python that has TensorFlow: this one, or a virtual environment made for it."""
+def ensure_tensorflow(module: str = "tests.conformance.tflite_gen") -> None:
+    """Run in a Python that has TensorFlow: this one, or a virtual environment made for it, where ``module``
+    (the script being run) starts again with the same arguments."""
     try:
         import tensorflow  # noqa: F401
         import tflite  # noqa: F401
@@ -49,7 +50,8 @@ def _ensure_tensorflow() -> None:
         subprocess.run([str(python), "-m", "pip", "install", "-q", *PACKAGES], check=True)
     if Path(sys.prefix).resolve() == venv.resolve():
         raise SystemExit(f"tflite_gen: {venv} has no TensorFlow; remove it and run again")
-    os.execv(str(python), [str(python), "-m", "tests.conformance.tflite_gen", *sys.argv[1:]])
+    os.chdir(ROOT)
+    os.execv(str(python), [str(python), "-m", module, *sys.argv[1:]])
 
 
 # ---------------------------------------------------------------------------------------------- conversion
@@ -287,7 +289,7 @@ def main(argv=None) -> int:
     """Every case runs in a child process that imports TensorFlow once; a case that crashes the converter
     (it has aborted on some layers) is dropped as such and the child is started again after it."""
     args = list(sys.argv[1:] if argv is None else argv)
-    _ensure_tensorflow()
+    ensure_tensorflow()
     sys.path.insert(0, str(ROOT / "tests"))
     if args[:1] == ["--worker"]:
         _worker(args[1:])
