@@ -1,5 +1,5 @@
 """Make the Keras 3 corpus: every architecture of models.py, exported as a user would (TensorFlow's TFLite
-converter on the Keras model, batch left unknown), as a float model and as a full-integer int8 one.
+converter on the Keras model, batch left unknown), as a float model and as a full-integer int8 one (the audio models also as 16x8: int16 activations, int8 weights).
 
     python -m tests.keras_corpus.make [NAME ...]
 
@@ -57,13 +57,14 @@ def convert(tf, keras, name: str, dtype: str) -> bytes:
         sig = [tf.TensorSpec((batch,) + s[1:], tf.float32, name=f"in{k}") for k, s in enumerate(shapes)]
         fn = tf.function(lambda *xs: model(list(xs) if len(xs) > 1 else xs[0]), input_signature=sig)
         conv = tf.lite.TFLiteConverter.from_concrete_functions([fn.get_concrete_function()])
-    if dtype == "int8":
+    if dtype in ("int8", "int16"):
         rng = np.random.default_rng(SEED + 1)
         conv.optimizations = [tf.lite.Optimize.DEFAULT]
         conv.representative_dataset = lambda: ([rng.normal(0, 1, s).astype(np.float32) for s in shapes]
                                                for _ in range(CALIBRATION))
-        conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        conv.inference_input_type = conv.inference_output_type = tf.int8
+        conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8 if dtype == "int8" else
+                                          tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
+        conv.inference_input_type = conv.inference_output_type = getattr(tf, dtype)
     return conv.convert()
 
 
@@ -77,13 +78,13 @@ def main(argv=None) -> int:
     import tensorflow as tf
     import keras
 
-    from keras_corpus.models import KERAS, STREAMING
+    from keras_corpus.models import KERAS, STREAMING, TYPES
 
     names = [n for n in list(KERAS) + list(STREAMING) if not args or n in args]
     old = json.loads(MANIFEST.read_text()) if MANIFEST.exists() else {"models": []}
     models = {m["file"]: m for m in old["models"]}
     for name in names:
-        for dtype in ("float32", "int8"):
+        for dtype in TYPES[name]:
             path = HERE / f"{name}-{dtype}.tflite"
             data = convert(tf, keras, name, dtype)
             path.write_bytes(data)

@@ -132,6 +132,19 @@ def gru_kws(keras):
     return keras.Model(inp, x, name="gru_kws")
 
 
+def denoiser(keras):
+    """A 1-D convolutional denoiser (speech enhancement's shape): 256 samples in, strided Conv1D with LeakyReLU down,
+    Conv1DTranspose up, a skip connection, 256 samples out. Made as 16x8 as well (int16 activations)."""
+    L = keras.layers
+    x = inp = keras.Input((256, 1))
+    e1 = L.LeakyReLU(0.1)(L.Conv1D(16, 9, strides=2, padding="same")(x))
+    e2 = L.LeakyReLU(0.1)(L.Conv1D(24, 9, strides=2, padding="same")(e1))
+    d1 = L.LeakyReLU(0.1)(L.Conv1DTranspose(16, 9, strides=2, padding="same")(e2))
+    d1 = L.Add()([d1, e1])
+    y = L.Conv1DTranspose(1, 9, strides=2, padding="same", activation="tanh")(d1)
+    return keras.Model(inp, y, name="denoiser")
+
+
 def streaming_kws(tf, keras):
     """A streaming keyword spotter as microWakeWord builds them: one 40-feature frame per call; each Conv1D layer
     keeps the last frames it needs in a state variable (a ring buffer: the old frames but the first, then the new
@@ -161,5 +174,8 @@ def streaming_kws(tf, keras):
 
 
 KERAS = {f.__name__: f for f in (conv1d_classifier, dscnn_gap, mobilenetv2, se_resnet, unet_nearest, unet_bilinear,
-                                 lstm_kws, gru_kws)}
+                                 lstm_kws, gru_kws, denoiser)}
+# the types each is exported at: float and int8 all; 16x8 (int16 activations, int8 weights) the audio models
+TYPES = {name: ("float32", "int8", "int16") if name in ("dscnn_gap", "denoiser", "lstm_kws") else ("float32", "int8")
+         for name in list(KERAS) + ["streaming_kws"]}
 STREAMING = {"streaming_kws": (streaming_kws, (1, 1, 40))}
