@@ -67,6 +67,7 @@ class Case:
     operators: tuple
     steps: int
     inputs: tuple  # per input of the file, in its order: {"dtype", "low", "high"} of the spec
+    reset: bool = False  # TFLite Micro is reset before each call (tflite_specs.Spec.reset)
 
     @property
     def path(self) -> Path:
@@ -90,7 +91,8 @@ def manifest() -> dict:
 
 
 def cases() -> list[Case]:
-    return [Case(c["case"], c["builtin"], c["type"], tuple(c["operators"]), c["steps"], tuple(c["inputs"]))
+    return [Case(c["case"], c["builtin"], c["type"], tuple(c["operators"]), c["steps"], tuple(c["inputs"]),
+                 c.get("reset", False))
             for c in manifest()["cases"] if (FIXTURES / f"{c['case']}.tflite").is_file()]
 
 
@@ -156,7 +158,7 @@ def tflm_outputs(selected: list[Case]) -> dict[str, object]:
     for case in selected:
         inputs = samples(case)
         names = [str(k) for k in range(len(inputs[0]))]
-        jobs.append((case.path, names, [dict(zip(names, s)) for s in inputs]))
+        jobs.append((case.path, names, [dict(zip(names, s)) for s in inputs], case.reset))
     return dict(zip((c.name for c in selected), run_tflm_many(jobs)))
 
 

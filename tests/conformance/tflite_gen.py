@@ -15,6 +15,7 @@ converter's output bytes may differ between TensorFlow releases; cases.json reco
 """
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -25,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 OUT = Path(__file__).resolve().parent / "tflite"
 MANIFEST = OUT / "cases.json"
-PACKAGES = ("tensorflow", "tflite-micro", "tflite")
+PACKAGES = ("tensorflow", "tflite-micro", "tflite", "tf_keras")  # tf_keras: Keras 2, whose LSTM converts fused
 CALIBRATION = 24  # representative samples
 SEED = 20261125
 
@@ -34,6 +35,7 @@ def _ensure_tensorflow() -> None:
     """Run in a Python that has TensorFlow: this one, or a virtual environment made for it."""
     try:
         import tensorflow  # noqa: F401
+        import tf_keras  # noqa: F401
         import tflite  # noqa: F401
         import tflite_micro  # noqa: F401
         return
@@ -45,8 +47,11 @@ def _ensure_tensorflow() -> None:
         print(f"tflite_gen: making {venv} with {', '.join(PACKAGES)} (TensorFlow is needed only here)", flush=True)
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         subprocess.run([str(python), "-m", "pip", "install", "-q", *PACKAGES], check=True)
-    if Path(sys.prefix).resolve() == venv.resolve():
-        raise SystemExit(f"tflite_gen: {venv} has no TensorFlow; remove it and run again")
+    if Path(sys.prefix).resolve() == venv.resolve():  # a venv made before a package joined PACKAGES
+        print(f"tflite_gen: installing {', '.join(PACKAGES)} into {venv}", flush=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *PACKAGES], check=True)
+        importlib.invalidate_caches()
+        return
     os.execv(str(python), [str(python), "-m", "tests.conformance.tflite_gen", *sys.argv[1:]])
 
 
@@ -99,9 +104,9 @@ def convert(tf, spec, dtype: str) -> bytes:
     import numpy as np
 
     module = _module(tf, spec)
-    if spec.resource_variables:  # the module keeps its variables: state the model reads and assigns
+    if spec.resource_variables or spec.trackable:  # the module keeps its variables (and its functions apart)
         conv = tf.lite.TFLiteConverter.from_concrete_functions([module.f.get_concrete_function()], module)
-        conv.experimental_enable_resource_variables = True
+        conv.experimental_enable_resource_variables = spec.resource_variables
     else:  # weights frozen into constants, as a Keras model's are
         conv = tf.lite.TFLiteConverter.from_concrete_functions([module.f.get_concrete_function()])
     if dtype in ("int8", "int16", "float16w", "hybrid"):  # any other type: a float model whose operator computes in it
@@ -227,7 +232,8 @@ def make(tf, spec, dtype: str) -> dict:
         return dropped(f"TensorFlow Lite Micro does not run it: {why}")
     path.write_bytes(data)
     return {"kept": {"case": case, "builtin": spec.builtin, "type": dtype, "operators": ops, "bytes": len(data),
-                     "steps": spec.steps, "quantized_io": dtype in QUANTIZED and spec.io == "quantized",
+                     "steps": spec.steps, **({"reset": True} if spec.reset else {}),
+                     "quantized_io": dtype in QUANTIZED and spec.io == "quantized",
                      "inputs": [{"dtype": spec.inputs[k].dtype, "low": spec.inputs[k].low, "high": spec.inputs[k].high}
                                 for k in input_order(data, len(spec.inputs))]}}
 
