@@ -11,7 +11,8 @@ import flatbuffers
 import numpy as np
 import tflite
 
-TYPES = {"float32": tflite.TensorType.FLOAT32, "int8": tflite.TensorType.INT8, "int32": tflite.TensorType.INT32}
+TYPES = {"float32": tflite.TensorType.FLOAT32, "int8": tflite.TensorType.INT8, "int16": tflite.TensorType.INT16,
+         "int32": tflite.TensorType.INT32}
 
 
 @dataclass
@@ -25,6 +26,7 @@ class T:
     zero_point: Optional[tuple] = None
     axis: int = 0
     data: Optional[np.ndarray] = None
+    variable: bool = False  # a variable tensor (an LSTM's state)
 
 
 @dataclass
@@ -80,6 +82,8 @@ class Model:
             tflite.TensorAddName(b, name)
             if quant is not None:
                 tflite.TensorAddQuantization(b, quant)
+            if t.variable:
+                tflite.TensorAddIsVariable(b, True)
             tensors.append(tflite.TensorEnd(b))
         codes = sorted({op.code for op in self.ops})
         ops = []

@@ -17,6 +17,7 @@ import numpy as np
 
 from mcudeploy.check.tflm import run_tflm
 from mcudeploy.check.trace import Difference, against_reference, first_difference, reference_lines
+from mcudeploy.frontend.tflite.sequence import has_variable_tensors
 from mcudeploy.ir import Graph
 
 FLOAT_REL = 1e-5  # float outputs: from TFLite Micro's, relative to the output's largest magnitude (at least 1)
@@ -85,7 +86,7 @@ def check_tflite_outputs(model, compiled, outputs: Sequence[Sequence[np.ndarray]
     """The verdict on ``outputs`` (per sample, per output), what the C of ``compiled`` gave on ``samples``;
     ``model`` the .tflite file compiled, ``reference`` the lowered model before any split."""
     graph = reference or compiled.graph
-    tflm = run_tflm(model, graph.inputs, samples)
+    tflm = run_tflm(model, graph.inputs, samples, reset=has_variable_tensors(model))
     agreements = []
     for k, name in enumerate(compiled.graph.outputs):
         got = np.stack([np.asarray(o[k]).reshape(graph[name].shape) for o in outputs])

@@ -2,8 +2,10 @@
 reference kernels) runs every sample in a child process, since it prints from C and a model it
 cannot run may abort the process. The outputs come back in the order of the model's outputs.
 
-    python -m mcudeploy.check.tflm MODEL.tflite INPUTS.npz OUTPUTS.npz    (the child's side)
-    python -m mcudeploy.check.tflm --jobs LISTING          (several: a line of MODEL INPUTS OUTPUTS each, tab-separated)
+    python -m mcudeploy.check.tflm MODEL.tflite INPUTS.npz OUTPUTS.npz [--reset]   (the child's side)
+    python -m mcudeploy.check.tflm --jobs LISTING   (several: a line of MODEL INPUTS OUTPUTS [--reset], tab-separated)
+
+--reset: the interpreter is reset before each sample (its variable tensors, an LSTM's state, start again).
 """
 from __future__ import annotations
 
@@ -32,7 +34,8 @@ def available() -> str | None:
     return (lines[-1] if lines else "it does not import") + " (pip install tflite-micro)"
 
 
-def run_tflm(model: Union[str, os.PathLike], inputs: Sequence[str], samples, reset: bool = False) -> list[list[np.ndarray]]:
+def run_tflm(model: Union[str, os.PathLike], inputs: Sequence[str], samples,
+             reset: bool = False) -> list[list[np.ndarray]]:
     """TFLite Micro's outputs on each sample (dict input name -> array; ``inputs`` the model's input
     names in the .tflite's order), per sample and output. The samples run in order on one interpreter, whose
     variable tensors (an LSTM's state) carry over from one to the next unless ``reset``."""

@@ -67,7 +67,6 @@ class Case:
     operators: tuple
     steps: int
     inputs: tuple  # per input of the file, in its order: {"dtype", "low", "high"} of the spec
-    reset: bool = False  # TFLite Micro is reset before each call (tflite_specs.Spec.reset)
 
     @property
     def path(self) -> Path:
@@ -91,8 +90,7 @@ def manifest() -> dict:
 
 
 def cases() -> list[Case]:
-    return [Case(c["case"], c["builtin"], c["type"], tuple(c["operators"]), c["steps"], tuple(c["inputs"]),
-                 c.get("reset", False))
+    return [Case(c["case"], c["builtin"], c["type"], tuple(c["operators"]), c["steps"], tuple(c["inputs"]))
             for c in manifest()["cases"] if (FIXTURES / f"{c['case']}.tflite").is_file()]
 
 
@@ -151,14 +149,16 @@ def samples(case: Case) -> list[list[np.ndarray]]:
 
 def tflm_outputs(selected: list[Case]) -> dict[str, object]:
     """TensorFlow Lite Micro's outputs on each case's samples (one child process for all): per case, the
-    outputs per sample, or the error it gave."""
+    outputs per sample, or the error it gave. A model with variable tensors (an LSTM's state) is reset before each
+    sample, as mcudeploy starts every call from their reset value (frontend/tflite/sequence.py)."""
     from mcudeploy.check.tflm import run_tflm_many
+    from mcudeploy.frontend.tflite.sequence import has_variable_tensors
 
     jobs = []
     for case in selected:
         inputs = samples(case)
         names = [str(k) for k in range(len(inputs[0]))]
-        jobs.append((case.path, names, [dict(zip(names, s)) for s in inputs], case.reset))
+        jobs.append((case.path, names, [dict(zip(names, s)) for s in inputs], has_variable_tensors(case.path)))
     return dict(zip((c.name for c in selected), run_tflm_many(jobs)))
 
 

@@ -232,8 +232,7 @@ def make(tf, spec, dtype: str) -> dict:
         return dropped(f"TensorFlow Lite Micro does not run it: {why}")
     path.write_bytes(data)
     return {"kept": {"case": case, "builtin": spec.builtin, "type": dtype, "operators": ops, "bytes": len(data),
-                     "steps": spec.steps, **({"reset": True} if spec.reset else {}),
-                     "quantized_io": dtype in QUANTIZED and spec.io == "quantized",
+                     "steps": spec.steps, "quantized_io": dtype in QUANTIZED and spec.io == "quantized",
                      "inputs": [{"dtype": spec.inputs[k].dtype, "low": spec.inputs[k].low, "high": spec.inputs[k].high}
                                 for k in input_order(data, len(spec.inputs))]}}
 

@@ -7,9 +7,13 @@ from that initial state, as TFLite Micro after a reset (mcudeploy keeps no state
 """
 from __future__ import annotations
 
+import os
+from typing import Union
+
 import numpy as np
 
 from mcudeploy.frontend.tflite.importer import handles
+from mcudeploy.frontend.tflite.reader import load_tflite
 from mcudeploy.ir import Graph, Node, Quant, Tensor
 from mcudeploy.ops import registry
 
@@ -111,3 +115,12 @@ def _batch_major(imp, x: int, time_major: bool, batch: int, steps: int) -> str:
     op, attrs = _swap(batch, imp.tensors[out].shape)
     imp.nodes.append(Node(f"{out}/{op.lower()}", op, (name,), (out,), attrs))
     return out
+
+
+def has_variable_tensors(source: Union[str, os.PathLike]) -> bool:
+    """Whether the model's main subgraph holds variable tensors (an LSTM's state): TFLite Micro carries them from
+    one call to the next, where the graph mcudeploy makes of it starts every call from their reset value, so a
+    comparison resets TFLite Micro before each call."""
+    model, _ = load_tflite(source)
+    g = model.Subgraphs(0)
+    return any(g.Tensors(i).IsVariable() for i in range(g.TensorsLength()))

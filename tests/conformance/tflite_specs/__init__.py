@@ -53,7 +53,6 @@ class Spec:
     steps: int = 1  # calls in a row on one interpreter (a stateful model's state carries over)
     static_batch: bool = False  # a batch of 1 stays 1 in the signature (else unknown, as Keras exports it)
     trackable: bool = False  # converted with the module, whose functions stay apart (Keras 2's LSTM is then fused)
-    reset: bool = False  # TFLite Micro is reset before each call: an LSTM's variable tensors start from their initial value
 
     def case(self, dtype: str) -> str:
         return f"{self.builtin.lower()}-{self.name}-{dtype}"

@@ -2,9 +2,9 @@
 
 The fused operator comes from Keras 2's LSTM (tf_keras), which the converter recognises (Keras 3's LSTM becomes a
 WHILE loop). Its hidden and cell state are variable tensors, which TensorFlow Lite Micro keeps from one call to the
-next until the interpreter is reset; these cases reset it before each call (``reset``), as an application that
-classifies independent windows does (TFLite Micro's own LSTM example), and as mcudeploy computes it: every call
-starts from the initial state.
+next until the interpreter is reset; the conformance check resets it before each call (tflite_cases.tflm_outputs),
+as an application that classifies independent windows does (TFLite Micro's own LSTM example), and as mcudeploy
+computes it: every call starts from the initial state.
 
 Keras 3's LSTM and GRU with ``unroll=True`` convert to plain operators (FULLY_CONNECTED, LOGISTIC, TANH, MUL, ADD,
 SPLIT, STRIDED_SLICE, UNPACK, ...): the small keyword models below (10 frames of 8 features, 16 units, a softmax
@@ -32,13 +32,12 @@ def _keyword(layer: str):
 
 SPECS = [
     Spec("UNIDIRECTIONAL_SEQUENCE_LSTM", "sequences", _lstm(units=6, return_sequences=True), (In((1, 5, 4)),),
-         static_batch=True, trackable=True, reset=True),
-    Spec("UNIDIRECTIONAL_SEQUENCE_LSTM", "last", _lstm(units=8), (In((1, 7, 3)),), static_batch=True, trackable=True,
-         reset=True),
+         static_batch=True, trackable=True),
+    Spec("UNIDIRECTIONAL_SEQUENCE_LSTM", "last", _lstm(units=8), (In((1, 7, 3)),), static_batch=True, trackable=True),
     Spec("UNIDIRECTIONAL_SEQUENCE_LSTM", "batch2", _lstm(units=5, return_sequences=True), (In((2, 6, 3)),),
-         trackable=True, reset=True),
+         trackable=True),
     Spec("UNIDIRECTIONAL_SEQUENCE_LSTM", "time-major", _lstm(units=4, time_major=True, return_sequences=True),
-         (In((4, 1, 2)),), trackable=True, reset=True),
+         (In((4, 1, 2)),), trackable=True),
     Spec("UNPACK", "keras3-lstm-keyword", _keyword("LSTM"), (In((1, 10, 8)),), ("float32", "int8"),
          static_batch=True),
     Spec("UNPACK", "keras3-gru-keyword", _keyword("GRU"), (In((1, 10, 8)),), ("float32", "int8"),
