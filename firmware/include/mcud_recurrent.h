@@ -13,7 +13,8 @@ typedef struct {
     float cell_clip; /* the cell state is clipped to [-cell_clip, cell_clip] when > 0 */
 } mcud_lstm_f32_params;
 
-/* int8 activations and weights, int32 bias, int16 cell state; (mult, shift) pairs are mcud_requant_tfl's. */
+/* int8 activations and weights, int32 bias, int16 cell state (mcud_lstm_s8), or int16 activations, int8 weights,
+ * int64 bias (mcud_lstm_s16, TFLite's 16x8); (mult, shift) pairs are mcud_requant_tfl's. */
 typedef struct {
     int32_t x_zero, h_zero; /* zero points of x and of the hidden state */
     int32_t cell_clip;      /* quantized; 0: none */
@@ -23,14 +24,17 @@ typedef struct {
     int32_t update_mult, update_shift; /* input gate (Q0.15) x cell gate (Q0.15) -> cell state */
     int32_t output_mult, output_shift; /* tanh(cell) (Q0.15) x output gate (Q0.15) -> hidden state */
     int32_t tanh_mult, tanh_shift;     /* the cell state into mcud_tanh_s16 */
-} mcud_lstm_s8_params;
+} mcud_lstm_q_params;
 
 void mcud_lstm_f32(const mcud_view *x, const mcud_view *w, const mcud_view *r, const mcud_view *bias,
                    const mcud_view *h0, const mcud_view *c0, const mcud_view *y, const mcud_view *h_last,
                    const mcud_view *c_last, const mcud_lstm_f32_params *p, void *scratch);
 void mcud_lstm_s8(const mcud_view *x, const mcud_view *w, const mcud_view *r, const mcud_view *bias,
                   const mcud_view *h0, const mcud_view *c0, const mcud_view *y, const mcud_view *h_last,
-                  const mcud_view *c_last, const mcud_lstm_s8_params *p, void *scratch);
+                  const mcud_view *c_last, const mcud_lstm_q_params *p, void *scratch);
+void mcud_lstm_s16(const mcud_view *x, const mcud_view *w, const mcud_view *r, const mcud_view *bias,
+                   const mcud_view *h0, const mcud_view *c0, const mcud_view *y, const mcud_view *h_last,
+                   const mcud_view *c_last, const mcud_lstm_q_params *p, void *scratch);
 
 /* TFLite's int16 logistic of a Q3.12 value, in Q0.15 (reference_integer_ops::Logistic, multiplier 3). */
 int16_t mcud_sigmoid_s16(int16_t x);

@@ -163,13 +163,59 @@ void mcud_lstm_f32(const mcud_view *x, const mcud_view *w, const mcud_view *r, c
     }
 }
 
-void mcud_lstm_s8(const mcud_view *x, const mcud_view *w, const mcud_view *r, const mcud_view *bias,
-                  const mcud_view *h0, const mcud_view *c0, const mcud_view *y, const mcud_view *h_last,
-                  const mcud_view *c_last, const mcud_lstm_s8_params *p, void *scratch)
+/* TFLite's MultiplyByQuantizedMultiplier of an int64 accumulator (16x8): the multiplier cut to 16 bits, one
+ * rounding half up (shift as mcud_requant_tfl's, in [24, 62]). */
+static int32_t requant64_tfl(int64_t acc, int32_t mult, int32_t shift)
+{
+    const int64_t reduced = mult < 0x7FFF0000 ? (mult + (1 << 15)) >> 16 : 0x7FFF;
+    const int32_t total = shift - 16;
+    return (int32_t)((acc * reduced + ((int64_t)1 << (total - 1))) >> total);
+}
+
+/* Activation element i of a row of int8 (or int16 when wide). */
+MCUD_INLINE int32_t load(const void *row, int32_t i, int wide)
+{
+    return wide ? (int32_t)((const int16_t *)row)[i] : (int32_t)((const int8_t *)row)[i];
+}
+
+/* The gate's Q3.12 pre-activation: W x + bias and R h, each requantized to int16, summed with saturation. The
+ * products sum in int32 (int8) or int64 (int16, with an int64 bias), as TFLite's FullyConnected does. */
+MCUD_INLINE int16_t gate_q(const mcud_lstm_q_params *p, int wide, int32_t g, const int8_t *wr, const void *xt,
+                           int32_t xs, int32_t features, const int8_t *rr, const void *hp, int32_t hs, int32_t units,
+                           int64_t bias)
+{
+    int32_t in, rec;
+    if (wide) {
+        int64_t a = 0, b = 0;
+        for (int32_t k = 0; k < features; k++) {
+            a += (int32_t)wr[k] * (load(xt, k * xs, 1) - p->x_zero);
+        }
+        for (int32_t k = 0; k < units; k++) {
+            b += (int32_t)rr[k] * (load(hp, k * hs, 1) - p->h_zero);
+        }
+        in = requant64_tfl(a + bias, p->x_mult[g], p->x_shift[g]);
+        rec = requant64_tfl(b, p->h_mult[g], p->h_shift[g]);
+    } else {
+        int32_t a = 0, b = 0;
+        for (int32_t k = 0; k < features; k++) {
+            a += (int32_t)wr[k] * (load(xt, k * xs, 0) - p->x_zero);
+        }
+        for (int32_t k = 0; k < units; k++) {
+            b += (int32_t)rr[k] * (load(hp, k * hs, 0) - p->h_zero);
+        }
+        in = mcud_requant_tfl(a + (int32_t)bias, p->x_mult[g], p->x_shift[g]);
+        rec = mcud_requant_tfl(b, p->h_mult[g], p->h_shift[g]);
+    }
+    return (int16_t)sat16(sat16(in) + sat16(rec));
+}
+
+MCUD_INLINE void lstm_q(const mcud_view *x, const mcud_view *w, const mcud_view *r, const mcud_view *bias,
+                        const mcud_view *h0, const mcud_view *c0, const mcud_view *y, const mcud_view *h_last,
+                        const mcud_view *c_last, const mcud_lstm_q_params *p, void *scratch, int wide)
 {
     const int32_t batches = x->shape[0], steps = x->shape[1], features = x->shape[2], units = y->shape[2];
+    const int32_t size = wide ? 2 : 1, h_min = wide ? -32768 : -128, h_max = wide ? 32767 : 127;
     const int8_t *wd = (const int8_t *)w->data, *rd = (const int8_t *)r->data;
-    const int32_t *bd = (const int32_t *)bias->data;
     int16_t *cell = (int16_t *)scratch;
     for (int32_t b = 0; b < batches; b++) {
         const int16_t *c_in = AT2(c0, int16_t, b);
@@ -177,25 +223,18 @@ void mcud_lstm_s8(const mcud_view *x, const mcud_view *w, const mcud_view *r, co
             cell[j] = c_in[j * c0->stride[1]];
         }
         for (int32_t t = 0; t < steps; t++) {
-            const int8_t *xt = AT3(x, int8_t, b, t);
-            const int8_t *hp = t == 0 ? AT2(h0, int8_t, b) : AT3(y, int8_t, b, t - 1);
+            const char *xt = (const char *)x->data + (b * x->stride[0] + t * x->stride[1]) * size;
+            const char *hp = t == 0 ? (const char *)h0->data + b * h0->stride[0] * size
+                                    : (const char *)y->data + (b * y->stride[0] + (t - 1) * y->stride[1]) * size;
             const int32_t hs = t == 0 ? h0->stride[1] : y->stride[2];
-            int8_t *yt = (int8_t *)AT3(y, int8_t, b, t);
+            char *yt = (char *)y->data + (b * y->stride[0] + t * y->stride[1]) * size;
             for (int32_t j = 0; j < units; j++) {
                 int32_t act[GATES];
                 for (int32_t g = 0; g < GATES; g++) {
-                    const int8_t *wr = wd + (g * units + j) * features;
-                    const int8_t *rr = rd + (g * units + j) * units;
-                    int32_t in = 0, rec = 0;
-                    for (int32_t k = 0; k < features; k++) {
-                        in += (int32_t)wr[k] * ((int32_t)xt[k * x->stride[2]] - p->x_zero);
-                    }
-                    for (int32_t k = 0; k < units; k++) {
-                        rec += (int32_t)rr[k] * ((int32_t)hp[k * hs] - p->h_zero);
-                    }
-                    in = sat16(mcud_requant_tfl(in + bd[g * units + j], p->x_mult[g], p->x_shift[g]));
-                    rec = sat16(mcud_requant_tfl(rec, p->h_mult[g], p->h_shift[g]));
-                    const int16_t pre = (int16_t)sat16(in + rec);
+                    const int64_t bv = wide ? ((const int64_t *)bias->data)[g * units + j]
+                                            : ((const int32_t *)bias->data)[g * units + j];
+                    const int16_t pre = gate_q(p, wide, g, wd + (g * units + j) * features, xt, x->stride[2],
+                                               features, rd + (g * units + j) * units, hp, hs, units, bv);
                     act[g] = g == 2 ? mcud_tanh_s16(pre, 3, 0) : mcud_sigmoid_s16(pre);
                 }
                 int32_t c = sat16(mcud_requant_tfl(act[1] * (int32_t)cell[j], p->forget_mult, p->forget_shift));
@@ -205,18 +244,42 @@ void mcud_lstm_s8(const mcud_view *x, const mcud_view *w, const mcud_view *r, co
                 }
                 cell[j] = (int16_t)c;
                 const int32_t tanh_c = mcud_tanh_s16((int16_t)c, p->tanh_mult, p->tanh_shift);
-                const int32_t h = p->h_zero + mcud_requant_tfl(tanh_c * act[3], p->output_mult, p->output_shift);
-                yt[j * y->stride[2]] = (int8_t)mcud_clamp(h, -128, 127);
+                const int32_t h = mcud_clamp(p->h_zero + mcud_requant_tfl(tanh_c * act[3], p->output_mult,
+                                                                          p->output_shift), h_min, h_max);
+                if (wide) {
+                    ((int16_t *)yt)[j * y->stride[2]] = (int16_t)h;
+                } else {
+                    ((int8_t *)yt)[j * y->stride[2]] = (int8_t)h;
+                }
             }
         }
-        const int8_t *last = AT3(y, int8_t, b, steps - 1);
+        const char *last = (const char *)y->data + (b * y->stride[0] + (steps - 1) * y->stride[1]) * size;
         for (int32_t j = 0; j < units; j++) {
             if (h_last) {
-                ((int8_t *)h_last->data)[b * h_last->stride[0] + j * h_last->stride[1]] = last[j * y->stride[2]];
+                const int32_t at = b * h_last->stride[0] + j * h_last->stride[1];
+                if (wide) {
+                    ((int16_t *)h_last->data)[at] = (int16_t)load(last, j * y->stride[2], 1);
+                } else {
+                    ((int8_t *)h_last->data)[at] = (int8_t)load(last, j * y->stride[2], 0);
+                }
             }
             if (c_last) {
                 ((int16_t *)c_last->data)[b * c_last->stride[0] + j * c_last->stride[1]] = cell[j];
             }
         }
     }
+}
+
+void mcud_lstm_s8(const mcud_view *x, const mcud_view *w, const mcud_view *r, const mcud_view *bias,
+                  const mcud_view *h0, const mcud_view *c0, const mcud_view *y, const mcud_view *h_last,
+                  const mcud_view *c_last, const mcud_lstm_q_params *p, void *scratch)
+{
+    lstm_q(x, w, r, bias, h0, c0, y, h_last, c_last, p, scratch, 0);
+}
+
+void mcud_lstm_s16(const mcud_view *x, const mcud_view *w, const mcud_view *r, const mcud_view *bias,
+                   const mcud_view *h0, const mcud_view *c0, const mcud_view *y, const mcud_view *h_last,
+                   const mcud_view *c_last, const mcud_lstm_q_params *p, void *scratch)
+{
+    lstm_q(x, w, r, bias, h0, c0, y, h_last, c_last, p, scratch, 1);
 }

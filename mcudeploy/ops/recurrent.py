@@ -22,7 +22,10 @@ scale is a power of two) computes every gate in int16:
 
 rq being TFLite's MultiplyByQuantizedMultiplier (ops/requant.tflite_requantize) with the multipliers its Prepare
 computes, and tanh_c the tanh of the cell state, whose input is first brought to Q3.12 by its power-of-two scale.
-The numpy reference below is this arithmetic, integer for integer; the C kernel computes it unit by unit.
+int16 (TFLite's 16x8->16 LSTM: int16 input and hidden state, int8 weights, int64 bias) is the same but for the two
+products of each gate, summed in int64 and requantized by TFLite's 64-bit MultiplyByQuantizedMultiplier (a 16-bit
+multiplier, one rounding: rq64 below), and the hidden state, clamped to int16. The numpy reference below is this
+arithmetic, integer for integer; the C kernel computes it unit by unit.
 
 A graph from a .tflite starts every call from H0 and C0 (TFLite Micro's variable tensors after a reset): the state
 is not carried from one call to the next.
@@ -113,10 +116,11 @@ def checked_log2(x: float) -> int:
 
 
 @dataclass(frozen=True)
-class Int8Plan:
-    """The compile-time integers of an int8 LSTM (TFLite Micro's Prepare); mult and shift in requant.py's
+class IntPlan:
+    """The compile-time integers of an int8 or int16 LSTM (TFLite Micro's Prepare); mult and shift in requant.py's
     convention (shift = 31 - TFLite's exponent)."""
 
+    wide: bool  # 16x8: int16 activations, int64 bias and accumulators
     x_zero: int
     h_zero: int
     x_mult: tuple[int, ...]  # per gate: W x + b -> Q3.12
@@ -129,42 +133,61 @@ class Int8Plan:
     tanh: tuple[int, int]  # the cell state into tanh_q
     clip: int  # the quantized cell clip, 0 for none
 
+    @property
+    def hidden_range(self) -> tuple[int, int]:
+        return INT16 if self.wide else (-128, 127)
+
 
 def _gate_scales(graph: Graph, name: str, what: str) -> np.ndarray:
     t = graph[name]
     q = requant.qparams(graph, name)
     require(t.dtype == "int8" and len(q.scale) in (1, GATES) and (len(q.scale) == 1 or q.axis == 0),
-            f"an int8 LSTM needs {what} weights of int8, one scale per gate")
-    require(not np.any(q.zp_array()), f"an int8 LSTM needs symmetric {what} weights (zero point 0)")
+            f"a quantized LSTM needs {what} weights of int8, one scale per gate")
+    require(not np.any(q.zp_array()), f"a quantized LSTM needs symmetric {what} weights (zero point 0)")
     return np.broadcast_to(q.scale_array(), (GATES,))
 
 
-def int8_plan(graph: Graph, node: Node) -> Int8Plan:
-    """TFLite Micro's parameters of an int8 LSTM; UnsupportedError where the tensors do not fit them."""
+def int_plan(graph: Graph, node: Node) -> IntPlan:
+    """TFLite Micro's parameters of an int8 or int16 LSTM; UnsupportedError where the tensors do not fit them."""
     x, w, r, b, h0, c0 = (graph[n] for n in node.inputs[:6])
-    require(x.dtype == "int8" and h0.dtype == "int8" and graph[node.outputs[0]].dtype == "int8",
-            "an int8 LSTM needs int8 input, hidden state and output")
-    require(b.dtype == "int32", f"an int8 LSTM needs an int32 bias, not {b.dtype}")
-    require(c0.dtype == "int16", f"an int8 LSTM needs an int16 cell state, not {c0.dtype}")
+    act = x.dtype
+    require(act in ("int8", "int16") and h0.dtype == act and graph[node.outputs[0]].dtype == act,
+            f"a quantized LSTM needs its input, hidden state and output of one type, int8 or int16")
+    wide = act == "int16"
+    bias = "int64" if wide else "int32"
+    require(b.dtype == bias, f"an {act} LSTM needs an {bias} bias, not {b.dtype}")
+    require(c0.dtype == "int16", f"a quantized LSTM needs an int16 cell state, not {c0.dtype}")
     s_x, z_x = requant.qparams(graph, x.name).single()
     s_h, z_h = requant.qparams(graph, h0.name).single()
     s_c, _ = requant.qparams(graph, c0.name).single()
     power = checked_log2(s_c)
     tanh = tanh_input(power)
-    require(32767 * tanh[0] < 2 ** 31, f"an int8 LSTM's cell state scale {s_c:g} is too large for TFLite's tanh")
+    require(32767 * tanh[0] < 2 ** 31, f"an {act} LSTM's cell state scale {s_c:g} is too large for TFLite's tanh")
 
     def gate(scales, s_in):  # FullyConnected's multiplier: the two scales multiplied in float32, then in double
         reals = [float(np.float32(s_in) * np.float32(s)) / Q312 for s in scales]
         mult, shift = requant.tflite_multipliers(reals)
+        if wide:
+            require(all(sh > 23 for sh in shift), "an int16 LSTM's gate multiplier is too large (at least 2^7)")
         return tuple(int(m) for m in mult), tuple(int(s) for s in shift)
 
     x_mult, x_shift = gate(_gate_scales(graph, w.name, "input"), s_x)
     h_mult, h_shift = gate(_gate_scales(graph, r.name, "recurrent"), s_h)
     clip = float(node.attr("cell_clip", 0.0))
     qclip = int(math.trunc(min(max(clip / s_c, -32768.0), 32767.0))) if clip > 0 else 0
-    return Int8Plan(z_x, z_h, x_mult, x_shift, h_mult, h_shift,
-                    requant.tflite_multiplier(Q015 * s_c / s_c), requant.tflite_multiplier(Q015 * Q015 / s_c),
-                    requant.tflite_multiplier(Q015 * Q015 / s_h), tanh, qclip)
+    return IntPlan(wide, z_x, z_h, x_mult, x_shift, h_mult, h_shift,
+                   requant.tflite_multiplier(Q015 * s_c / s_c), requant.tflite_multiplier(Q015 * Q015 / s_c),
+                   requant.tflite_multiplier(Q015 * Q015 / s_h), tanh, qclip)
+
+
+def requantize64(acc, mult, shift) -> np.ndarray:
+    """TFLite's MultiplyByQuantizedMultiplier of an int64 accumulator (double-rounding build): the multiplier cut to
+    16 bits (rounded), one rounding half up, the result taken to int32."""
+    acc = np.asarray(acc, dtype=np.int64)
+    mult = np.asarray(mult, dtype=np.int64)
+    reduced = np.where(mult < 0x7FFF0000, (mult + (1 << 15)) >> 16, 0x7FFF)
+    total = np.asarray(shift, dtype=np.int64) - 16  # TFLite's 15 - exponent
+    return requant.wrap32((acc * reduced + (np.int64(1) << (total - 1))) >> total)
 
 
 # ---------------------------------------------------------------------------------------------- references
@@ -192,27 +215,30 @@ def _float_lstm(x, w, r, b, h, c, clip: float):
     return y, h, c.astype(np.float32)
 
 
-def _rq16(acc, mult, shift) -> np.ndarray:
-    return np.clip(requant.tflite_requantize(acc, mult, shift), *INT16)
+def _rq16(acc, mult, shift, wide: bool = False) -> np.ndarray:
+    rq = requantize64 if wide else requant.tflite_requantize
+    return np.clip(rq(acc, mult, shift), *INT16)
 
 
-def _int8_lstm(p: Int8Plan, x, w, r, b, h, c):
+def _int_lstm(p: IntPlan, x, w, r, b, h, c):
     x = x.astype(np.int64) - p.x_zero
     w, r, b = w.astype(np.int64), r.astype(np.int64), b.astype(np.int64)
     h, c = h.astype(np.int64), c.astype(np.int64)
-    y = np.zeros(x.shape[:2] + (w.shape[1],), np.int8)
+    dtype = np.int16 if p.wide else np.int8
+    y = np.zeros(x.shape[:2] + (w.shape[1],), dtype)
     for t in range(x.shape[1]):
-        pre = [np.clip(_rq16(x[:, t] @ w[g].T + b[g], p.x_mult[g], p.x_shift[g]) +
-                       _rq16((h - p.h_zero) @ r[g].T, p.h_mult[g], p.h_shift[g]), *INT16) for g in range(GATES)]
+        pre = [np.clip(_rq16(x[:, t] @ w[g].T + b[g], p.x_mult[g], p.x_shift[g], p.wide) +
+                       _rq16((h - p.h_zero) @ r[g].T, p.h_mult[g], p.h_shift[g], p.wide), *INT16)
+               for g in range(GATES)]
         i, f, o = (sigmoid_q312(pre[g]).astype(np.int64) for g in (0, 1, 3))
         g = tanh_q(pre[2], 3, 0).astype(np.int64)
         c = np.clip(_rq16(f * c, *p.forget) + _rq16(i * g, *p.update), *INT16)
         if p.clip:
             c = np.clip(c, -p.clip, p.clip)
         h = np.clip(p.h_zero + requant.tflite_requantize(tanh_q(c, *p.tanh).astype(np.int64) * o, *p.output),
-                    -128, 127)
+                    *p.hidden_range)
         y[:, t] = h
-    return y, h.astype(np.int8), c.astype(np.int16)
+    return y, h.astype(dtype), c.astype(np.int16)
 
 
 # ---------------------------------------------------------------------------------------------- the operator
@@ -240,13 +266,14 @@ class LSTM(Op):
         if x.dtype == "float32":
             require(all(t.dtype == "float32" for t in (w, r, b, h0, c0)), "a float32 LSTM needs float32 operands")
         else:
-            require(x.dtype == "int8", f"an LSTM of {x.dtype} is not supported (float32 and int8 are)")
+            require(x.dtype in ("int8", "int16"), f"an LSTM of {x.dtype} is not supported (float32, int8 and int16 "
+                                                  f"are)")
         state = [((batch, units), h0.dtype), ((batch, units), c0.dtype)]
         return [((batch, steps, units), x.dtype)] + state[:len(node.outputs) - 1]
 
     def accepts_int8(self, graph, node) -> bool:
         try:
-            int8_plan(graph, node)
+            int_plan(graph, node)
         except (UnsupportedError, ValueError):
             return False
         return True
@@ -279,7 +306,7 @@ class LSTM(Op):
         if x.dtype == np.float32:
             outs = _float_lstm(x, w, r, b, h0, c0, float(node.attr("cell_clip", 0.0)))
         else:
-            outs = _int8_lstm(int8_plan(graph, node), x, w, r, b, h0, c0)
+            outs = _int_lstm(int_plan(graph, node), x, w, r, b, h0, c0)
         return list(outs[:len(node.outputs)])
 
     def kernel(self, graph, node):
@@ -289,9 +316,9 @@ class LSTM(Op):
         if graph[node.inputs[0]].dtype == "float32":
             return Call("mcud_lstm_f32", views, Struct.of("mcud_lstm_f32_params",
                                                           cell_clip=float(node.attr("cell_clip", 0.0))), scratch)
-        p = int8_plan(graph, node)
-        return Call("mcud_lstm_s8", views, Struct.of(
-            "mcud_lstm_s8_params", x_zero=p.x_zero, h_zero=p.h_zero, cell_clip=p.clip,
+        p = int_plan(graph, node)
+        return Call("mcud_lstm_s16" if p.wide else "mcud_lstm_s8", views, Struct.of(
+            "mcud_lstm_q_params", x_zero=p.x_zero, h_zero=p.h_zero, cell_clip=p.clip,
             x_mult=p.x_mult, x_shift=p.x_shift, h_mult=p.h_mult, h_shift=p.h_shift,
             forget_mult=p.forget[0], forget_shift=p.forget[1], update_mult=p.update[0], update_shift=p.update[1],
             output_mult=p.output[0], output_shift=p.output[1], tanh_mult=p.tanh[0], tanh_shift=p.tanh[1]), scratch)

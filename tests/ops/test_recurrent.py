@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from mcudeploy.errors import UnsupportedError
 from mcudeploy.ir import Graph, Node, Quant, Tensor, constant, verify
 from mcudeploy.ops import registry
-from mcudeploy.ops.recurrent import SIGMOID_TABLE, int8_plan, sigmoid_q312, tanh_input, tanh_q
+from mcudeploy.ops.recurrent import SIGMOID_TABLE, int_plan, sigmoid_q312, tanh_input, tanh_q
 from mcudeploy.resources import firmware_dir
 
 from .kernel_harness import CC, CFLAGS, Place, needs_gcc, run_kernel
@@ -118,9 +118,21 @@ def tfl_mul_by_quantized_multiplier(x: int, multiplier: int, shift: int) -> int:
     return (high >> right) + (1 if (high & mask) > threshold else 0)
 
 
-def tfl_lstm_int8(x, w, r, bias, s_x, z_x, s_w, s_r, s_h, z_h, s_c, clip, c0):
-    """TFLite Micro's 8x8->16 LSTM (EvalLstm, batch-major), one element at a time, with its Prepare's parameters."""
+def tfl_mul_by_quantized_multiplier64(x: int, multiplier: int, shift: int) -> int:
+    """MultiplyByQuantizedMultiplier of an int64 (double-rounding build): a 16-bit multiplier, one rounding."""
+    reduced = (multiplier + (1 << 15)) >> 16 if multiplier < 0x7FFF0000 else 0x7FFF
+    total_shift = 15 - shift
+    x = x * reduced + (1 << (total_shift - 1))
+    result = x >> total_shift
+    return (result + 2 ** 31) % 2 ** 32 - 2 ** 31  # int32_t result = x >> total_shift
+
+
+def tfl_lstm(x, w, r, bias, s_x, z_x, s_w, s_r, s_h, z_h, s_c, clip, c0, wide=False):
+    """TFLite Micro's 8x8->16 LSTM (16x8->16 when ``wide``: EvalLstm, batch-major), one element at a time, with its
+    Prepare's parameters."""
     batches, steps, _ = x.shape
+    fc_rq = tfl_mul_by_quantized_multiplier64 if wide else tfl_mul_by_quantized_multiplier
+    h_lo, h_hi = (-32768, 32767) if wide else (-128, 127)
     units = w.shape[1]
     fc_out = np.float32(2.0 ** -12)
 
@@ -139,8 +151,8 @@ def tfl_lstm_int8(x, w, r, bias, s_x, z_x, s_w, s_r, s_h, z_h, s_c, clip, c0):
     def clamp(v, lo, hi):
         return min(hi, max(lo, v))
 
-    y = np.zeros((batches, steps, units), np.int8)
-    hidden = np.full((batches, units), z_h, np.int64)
+    y = np.zeros((batches, steps, units), np.int16 if wide else np.int8)
+    hidden = np.full((batches, units), 0 if wide else z_h, np.int64)  # ResetVariableTensors: the zero point of int8
     cell = c0.astype(np.int64).copy()
     for b in range(batches):
         for t in range(steps):
@@ -148,9 +160,9 @@ def tfl_lstm_int8(x, w, r, bias, s_x, z_x, s_w, s_r, s_h, z_h, s_c, clip, c0):
                 out = []
                 for o in range(units):
                     acc = sum(int(w[g, o, d]) * (int(x[b, t, d]) - z_x) for d in range(x.shape[2])) + int(bias[g, o])
-                    fx = clamp(tfl_mul_by_quantized_multiplier(acc, *x_mul[g]), -32768, 32767)
+                    fx = clamp(fc_rq(acc, *x_mul[g]), -32768, 32767)
                     acc = sum(int(r[g, o, d]) * (int(hidden[b, d]) - z_h) for d in range(units))
-                    fh = clamp(tfl_mul_by_quantized_multiplier(acc, *h_mul[g]), -32768, 32767)
+                    fh = clamp(fc_rq(acc, *h_mul[g]), -32768, 32767)
                     out.append(activation(clamp(fx + fh, -32768, 32767)))
                 return out
 
@@ -167,9 +179,9 @@ def tfl_lstm_int8(x, w, r, bias, s_x, z_x, s_w, s_r, s_h, z_h, s_c, clip, c0):
             out = gate(3, lambda v: tfl_logistic16(v, 0, 0))
             for o in range(units):
                 tc = tfl_lstm_tanh(power, int(cell[b, o]))
-                hidden[b, o] = clamp(z_h + tfl_mul_by_quantized_multiplier(tc * out[o], *output_mul), -128, 127)
+                hidden[b, o] = clamp(z_h + tfl_mul_by_quantized_multiplier(tc * out[o], *output_mul), h_lo, h_hi)
             y[b, t] = hidden[b]
-    return y, hidden.astype(np.int8), cell.astype(np.int16)
+    return y, hidden.astype(y.dtype), cell.astype(np.int16)
 
 
 # ---------------------------------------------------------------------------------------------- the activations
@@ -223,18 +235,24 @@ def lstm_graph(dtype: str, batch=2, steps=3, features=3, units=4, seed=0, clip=0
         tensors["c0"] = constant("c0", (rng.standard_normal((batch, units))).astype(np.float32))
         inputs["x"] = (rng.standard_normal(x.shape) * 1.5).astype(np.float32)
         hq = cq = None
-    else:
-        s_x, z_x = float(rng.uniform(0.01, 0.05)), int(rng.integers(-20, 21))
-        s_h, z_h = float(rng.uniform(0.004, 0.01)), int(rng.integers(-20, 21))
+    else:  # int8, or int16 (16x8: symmetric int16 activations, int64 bias)
+        wide = dtype == "int16"
+        act = np.dtype(dtype)
+        lo, hi = np.iinfo(act).min, np.iinfo(act).max
+        s_x, z_x = float(rng.uniform(1e-4, 3e-4) if wide else rng.uniform(0.01, 0.05)), 0 if wide else int(
+            rng.integers(-20, 21))
+        s_h, z_h = float(rng.uniform(3e-5, 1e-4) if wide else rng.uniform(0.004, 0.01)), 0 if wide else int(
+            rng.integers(-20, 21))
         hq, cq = Quant((s_h,), (z_h,)), Quant((2.0 ** power,), (0,))
-        x = Tensor("x", (batch, steps, features), "int8", "input", Quant((s_x,), (z_x,)))
+        x = Tensor("x", (batch, steps, features), dtype, "input", Quant((s_x,), (z_x,)))
         for k in ("w", "r"):
             scales = tuple(float(s) for s in rng.uniform(0.002, 0.01, 4))
             tensors[k] = constant(k, rng.integers(-127, 128, shapes[k]).astype(np.int8), Quant(scales, (0,) * 4, 0))
-        tensors["b"] = constant("b", rng.integers(-3000, 3000, shapes["b"]).astype(np.int32))
-        tensors["h0"] = constant("h0", rng.integers(-128, 128, (batch, units)).astype(np.int8), hq)
+        bias = 2 * 10 ** 6 if wide else 3000
+        tensors["b"] = constant("b", rng.integers(-bias, bias, shapes["b"]).astype(np.int64 if wide else np.int32))
+        tensors["h0"] = constant("h0", rng.integers(lo, hi + 1, (batch, units)).astype(act), hq)
         tensors["c0"] = constant("c0", rng.integers(-6000, 6000, (batch, units)).astype(np.int16), cq)
-        inputs["x"] = rng.integers(-128, 128, x.shape).astype(np.int8)
+        inputs["x"] = rng.integers(lo, hi + 1, x.shape).astype(act)
     tensors["x"] = x
     outs = ("y", "h_t", "c_t") if state_outputs else ("y",)
     node = Node("lstm", "LSTM", ("x", "w", "r", "b", "h0", "c0"), outs, {"cell_clip": clip})
@@ -250,19 +268,20 @@ def _reference(graph, inputs):
     return registry.get("LSTM").reference(graph, node, [inputs["x"]] + [graph[n].data for n in node.inputs[1:]])
 
 
-@settings(max_examples=12, deadline=None)
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
+@settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 10 ** 6), clip=st.sampled_from([0.0, 0.3, 2.0]), power=st.integers(-15, -10))
-def test_int8_reference_is_tflite_micros_step(seed, clip, power):
-    graph, inputs = lstm_graph("int8", batch=2, steps=3, features=3, units=3, seed=seed, clip=clip, power=power)
+def test_quantized_reference_is_tflite_micros_step(seed, clip, power, dtype):
+    graph, inputs = lstm_graph(dtype, batch=2, steps=3, features=3, units=3, seed=seed, clip=clip, power=power)
     g = {n: graph[n] for n in ("x", "w", "r", "b", "h0", "c0")}
     s_x, z_x = g["x"].quant.single()
     s_h, z_h = g["h0"].quant.single()
-    # TFLite Micro resets the hidden state to its zero point; the reference takes any H0, so give it that one
+    # TFLite Micro resets the hidden state (to its zero point if int8); the reference takes any H0: give it that one
     tensors = dict(graph.tensors)
-    tensors["h0"] = constant("h0", np.full(g["h0"].shape, z_h, np.int8), g["h0"].quant)
+    tensors["h0"] = constant("h0", np.full(g["h0"].shape, z_h if dtype == "int8" else 0, dtype), g["h0"].quant)
     graph = graph.replace(tensors=tensors)
-    want = tfl_lstm_int8(inputs["x"], g["w"].data, g["r"].data, g["b"].data, s_x, z_x, g["w"].quant.scale,
-                         g["r"].quant.scale, s_h, z_h, 2.0 ** power, clip, g["c0"].data)
+    want = tfl_lstm(inputs["x"], g["w"].data, g["r"].data, g["b"].data, s_x, z_x, g["w"].quant.scale,
+                    g["r"].quant.scale, s_h, z_h, 2.0 ** power, clip, g["c0"].data, wide=dtype == "int16")
     got = _reference(graph, inputs)
     for a, b in zip(got, want):
         assert np.array_equal(a, b)
@@ -270,7 +289,7 @@ def test_int8_reference_is_tflite_micros_step(seed, clip, power):
 
 def test_the_multipliers_are_tflites():
     graph, _ = lstm_graph("int8", power=-13, clip=0.5)
-    p = int8_plan(graph, graph.nodes[0])
+    p = int_plan(graph, graph.nodes[0])
     assert p.forget == (1 << 30, 31 + 14)  # 2^-15: significand 1/2, exponent -14
     assert p.update == (1 << 30, 31 + 16)  # 2^-30 / 2^-13 = 2^-17
     assert p.tanh == (3, 1)  # Q2.13 to Q3.12: times 3/2
@@ -281,7 +300,7 @@ def test_the_multipliers_are_tflites():
 
 
 @needs_gcc
-@pytest.mark.parametrize("dtype", ["float32", "int8"])
+@pytest.mark.parametrize("dtype", ["float32", "int8", "int16"])
 @pytest.mark.parametrize("clip", [0.0, 0.4])
 def test_kernel_equals_the_reference_on_strided_views(tmp_path, dtype, clip):
     graph, inputs = lstm_graph(dtype, batch=2, steps=4, features=5, units=6, seed=3, clip=clip)
@@ -314,13 +333,13 @@ def test_per_channel_weights_along_units_are_refused():
     tensors = dict(graph.tensors)
     tensors["w"] = constant("w", w.data, Quant((0.01,) * w.shape[1], (0,) * w.shape[1], 1))
     with pytest.raises(UnsupportedError, match="one scale per gate"):
-        int8_plan(graph.replace(tensors=tensors), graph.nodes[0])
+        int_plan(graph.replace(tensors=tensors), graph.nodes[0])
 
 
 def test_a_cell_state_scale_too_large_for_tanh_is_refused():
     graph, _ = lstm_graph("int8", power=4)
     with pytest.raises(UnsupportedError, match="too large"):
-        int8_plan(graph, graph.nodes[0])
+        int_plan(graph, graph.nodes[0])
     assert not registry.get("LSTM").accepts_int8(graph, graph.nodes[0])
 
 
