@@ -43,6 +43,8 @@ def _initial_state(imp, i: int, batch: int, units: int, name: str) -> str:
     t = imp.g.Tensors(i)
     if not t.IsVariable():
         imp.fail(f"has a {name} state that is not a variable tensor (TensorFlow Lite Micro requires one)", True)
+    if int(np.prod(imp.shape(i))) != batch * units:
+        imp.fail(f"has a {name} state of shape {list(imp.shape(i))}, not {batch} x {units} elements", True)
     dtype = imp.dtype(i)
     q = imp.quant(i, 2)
     if q is not None and len(q.scale) != 1:
