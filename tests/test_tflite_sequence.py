@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tflite
-
 import tflite_build as tb
+
 from mcudeploy import check
 from mcudeploy.check.tflm import available
 from mcudeploy.device.host import run_compiled_on_host

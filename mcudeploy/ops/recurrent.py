@@ -24,7 +24,7 @@ rq being TFLite's MultiplyByQuantizedMultiplier (ops/requant.tflite_requantize) 
 computes, and tanh_c the tanh of the cell state, whose input is first brought to Q3.12 by its power-of-two scale.
 int16 (TFLite's 16x8->16 LSTM: int16 input and hidden state, int8 weights, int64 bias) is the same but for the two
 products of each gate, summed in int64 and requantized by TFLite's 64-bit MultiplyByQuantizedMultiplier (a 16-bit
-multiplier, one rounding: rq64 below), and the hidden state, clamped to int16. The numpy reference below is this
+multiplier, one rounding: requantize64 below), and the hidden state, clamped to int16. The numpy reference below is this
 arithmetic, integer for integer; the C kernel computes it unit by unit.
 
 A graph from a .tflite starts every call from H0 and C0 (TFLite Micro's variable tensors after a reset): the state
@@ -152,7 +152,7 @@ def int_plan(graph: Graph, node: Node) -> IntPlan:
     x, w, r, b, h0, c0 = (graph[n] for n in node.inputs[:6])
     act = x.dtype
     require(act in ("int8", "int16") and h0.dtype == act and graph[node.outputs[0]].dtype == act,
-            f"a quantized LSTM needs its input, hidden state and output of one type, int8 or int16")
+            "a quantized LSTM needs its input, hidden state and output of one type, int8 or int16")
     wide = act == "int16"
     bias = "int64" if wide else "int32"
     require(b.dtype == bias, f"an {act} LSTM needs an {bias} bias, not {b.dtype}")
@@ -174,7 +174,7 @@ def int_plan(graph: Graph, node: Node) -> IntPlan:
     x_mult, x_shift = gate(_gate_scales(graph, w.name, "input"), s_x)
     h_mult, h_shift = gate(_gate_scales(graph, r.name, "recurrent"), s_h)
     clip = float(node.attr("cell_clip", 0.0))
-    qclip = int(math.trunc(min(max(clip / s_c, -32768.0), 32767.0))) if clip > 0 else 0
+    qclip = math.trunc(min(max(clip / s_c, -32768.0), 32767.0)) if clip > 0 else 0
     return IntPlan(wide, z_x, z_h, x_mult, x_shift, h_mult, h_shift,
                    requant.tflite_multiplier(Q015 * s_c / s_c), requant.tflite_multiplier(Q015 * Q015 / s_c),
                    requant.tflite_multiplier(Q015 * Q015 / s_h), tanh, qclip)

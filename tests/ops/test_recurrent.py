@@ -156,7 +156,7 @@ def tfl_lstm(x, w, r, bias, s_x, z_x, s_w, s_r, s_h, z_h, s_c, clip, c0, wide=Fa
     cell = c0.astype(np.int64).copy()
     for b in range(batches):
         for t in range(steps):
-            def gate(g, activation):
+            def gate(g, activation, b=b, t=t):
                 out = []
                 for o in range(units):
                     acc = sum(int(w[g, o, d]) * (int(x[b, t, d]) - z_x) for d in range(x.shape[2])) + int(bias[g, o])
