@@ -11,7 +11,8 @@ import flatbuffers
 import numpy as np
 import tflite
 
-TYPES = {"float32": tflite.TensorType.FLOAT32, "int8": tflite.TensorType.INT8, "int32": tflite.TensorType.INT32}
+TYPES = {"float32": tflite.TensorType.FLOAT32, "int8": tflite.TensorType.INT8, "int16": tflite.TensorType.INT16,
+         "int32": tflite.TensorType.INT32, "int64": tflite.TensorType.INT64}
 
 
 @dataclass
@@ -26,6 +27,7 @@ class T:
     axis: int = 0
     data: Optional[np.ndarray] = None
     sparse: bool = False  # written with (dense) sparsity metadata
+    variable: bool = False  # a variable tensor (an LSTM's state)
 
 
 @dataclass
@@ -90,6 +92,8 @@ class Model:
             tflite.TensorAddName(b, name)
             if quant is not None:
                 tflite.TensorAddQuantization(b, quant)
+            if t.variable:
+                tflite.TensorAddIsVariable(b, True)
             tensors.append(tflite.TensorEnd(b))
         codes = sorted({(op.code, op.custom) for op in self.ops})
         ops = []

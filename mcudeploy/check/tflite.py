@@ -20,6 +20,7 @@ from mcudeploy.check import litert
 from mcudeploy.check.tflm import run_tflm
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.check.trace import Difference, against_reference, first_difference, reference_lines
+from mcudeploy.frontend.tflite.sequence import has_variable_tensors
 from mcudeploy.ir import Graph
 
 FLOAT_REL = 1e-5  # float outputs: from TFLite Micro's, relative to the output's largest magnitude (at least 1)
@@ -88,16 +89,17 @@ def _agreement(graph: Graph, name: str, got: np.ndarray, want: np.ndarray, oracl
                            oracle)
 
 
-def reference_outputs(model, inputs, samples) -> tuple[list, str, str]:
+def reference_outputs(model, inputs, samples, reset: bool = False) -> tuple[list, str, str]:
     """The oracle's outputs per sample: TensorFlow Lite Micro's, or where it cannot run the model, LiteRT's
-    reference kernels'; with the oracle's name and why TensorFlow Lite Micro was not it ("" when it was)."""
+    reference kernels'; with the oracle's name and why TensorFlow Lite Micro was not it ("" when it was).
+    ``reset``: the interpreter's variable tensors start again at each sample."""
     try:
-        return run_tflm(model, inputs, samples), "TensorFlow Lite Micro", ""
+        return run_tflm(model, inputs, samples, reset=reset), "TensorFlow Lite Micro", ""
     except MCUDeployError as exc:
         if "could not run" not in str(exc):
             raise
         why = str(exc)
-    return litert.run_litert(model, inputs, samples), litert.NAME, why
+    return litert.run_litert(model, inputs, samples, reset=reset), litert.NAME, why
 
 
 def check_tflite_outputs(model, compiled, outputs: Sequence[Sequence[np.ndarray]], samples,
@@ -105,7 +107,7 @@ def check_tflite_outputs(model, compiled, outputs: Sequence[Sequence[np.ndarray]
     """The verdict on ``outputs`` (per sample, per output), what the C of ``compiled`` gave on ``samples``;
     ``model`` the .tflite file compiled, ``reference`` the lowered model before any split."""
     graph = reference or compiled.graph
-    tflm, oracle, why_not = reference_outputs(model, graph.inputs, samples)
+    tflm, oracle, why_not = reference_outputs(model, graph.inputs, samples, reset=has_variable_tensors(model))
     agreements = []
     for k, name in enumerate(compiled.graph.outputs):
         got = np.stack([np.asarray(o[k]).reshape(graph[name].shape) for o in outputs])

@@ -15,6 +15,7 @@ converter's output bytes may differ between TensorFlow releases; cases.json reco
 """
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -25,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 OUT = Path(__file__).resolve().parent / "tflite"
 MANIFEST = OUT / "cases.json"
-PACKAGES = ("tensorflow", "tflite-micro", "tflite", "ai-edge-litert")
+PACKAGES = ("tensorflow", "tflite-micro", "tflite", "ai-edge-litert", "tf_keras")  # tf_keras: Keras 2, whose LSTM converts fused
 CALIBRATION = 24  # representative samples
 SEED = 20261125
 LITERT_TYPES = ("float16w", "hybrid")  # weight formats TFLite Micro does not run: checked against LiteRT instead
@@ -36,6 +37,7 @@ def ensure_tensorflow(module: str = "tests.conformance.tflite_gen") -> None:
     (the script being run) starts again with the same arguments."""
     try:
         import tensorflow  # noqa: F401
+        import tf_keras  # noqa: F401
         import tflite  # noqa: F401
         import tflite_micro  # noqa: F401
         import ai_edge_litert  # noqa: F401
@@ -48,8 +50,11 @@ def ensure_tensorflow(module: str = "tests.conformance.tflite_gen") -> None:
         print(f"tflite_gen: making {venv} with {', '.join(PACKAGES)} (TensorFlow is needed only here)", flush=True)
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         subprocess.run([str(python), "-m", "pip", "install", "-q", *PACKAGES], check=True)
-    if Path(sys.prefix).resolve() == venv.resolve():
-        raise SystemExit(f"tflite_gen: {venv} has no TensorFlow; remove it and run again")
+    if Path(sys.prefix).resolve() == venv.resolve():  # a venv made before a package joined PACKAGES
+        print(f"tflite_gen: installing {', '.join(PACKAGES)} into {venv}", flush=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *PACKAGES], check=True)
+        importlib.invalidate_caches()
+        return
     os.chdir(ROOT)
     os.execv(str(python), [str(python), "-m", module, *sys.argv[1:]])
 
@@ -103,9 +108,9 @@ def convert(tf, spec, dtype: str) -> bytes:
     import numpy as np
 
     module = _module(tf, spec)
-    if spec.resource_variables:  # the module keeps its variables: state the model reads and assigns
+    if spec.resource_variables or spec.trackable:  # the module keeps its variables (and its functions apart)
         conv = tf.lite.TFLiteConverter.from_concrete_functions([module.f.get_concrete_function()], module)
-        conv.experimental_enable_resource_variables = True
+        conv.experimental_enable_resource_variables = spec.resource_variables
     else:  # weights frozen into constants, as a Keras model's are
         conv = tf.lite.TFLiteConverter.from_concrete_functions([module.f.get_concrete_function()])
     if dtype in ("int8", "int16", "float16w", "hybrid"):  # any other type: a float model whose operator computes in it

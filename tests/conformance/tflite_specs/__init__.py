@@ -52,6 +52,7 @@ class Spec:
     resource_variables: bool = False  # state in tf.Variables (VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE)
     steps: int = 1  # calls in a row on one interpreter (a stateful model's state carries over)
     static_batch: bool = False  # a batch of 1 stays 1 in the signature (else unknown, as Keras exports it)
+    trackable: bool = False  # converted with the module, whose functions stay apart (Keras 2's LSTM is then fused)
 
     def case(self, dtype: str) -> str:
         return f"{self.builtin.lower()}-{self.name}-{dtype}"
