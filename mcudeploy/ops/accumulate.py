@@ -5,7 +5,7 @@ map to the running sum left by the piece before (none for the first), row-major,
 the whole average sums its taps, so the last sum is bit for bit the whole one; AvgPoolFinish
 divides it by the positions, quantizes and clips as the average would (mcudeploy/ops/pool.py).
 The sum is float32 for float and QDQ int8 (the taps dequantized one by one, as the average does)
-and int32 for TFLite's int8 (the codes). The running sum is one value per (n, c): a few hundred
+and int32 for TFLite's int8 and int16 (the codes). The running sum is one value per (n, c): a few hundred
 bytes where the map it stands for is kilobytes.
 """
 from __future__ import annotations
@@ -17,8 +17,11 @@ from mcudeploy.ops.base import Call, Op, Struct, require
 from mcudeploy.ops.registry import register
 
 
+SUFFIX = {"float32": "f32", "int8": "s8", "int16": "s16"}
+
+
 def _acc_dtype(graph, x) -> str:
-    return "int32" if x.dtype == "int8" and requant.arithmetic(graph) == "tflite" else "float32"
+    return "int32" if x.dtype in ("int8", "int16") and requant.arithmetic(graph) == "tflite" else "float32"
 
 
 @register
@@ -28,7 +31,8 @@ class AvgPoolSum(Op):
 
     def infer(self, graph, node):
         x = graph[node.inputs[0]]
-        require(len(x.shape) in (3, 4) and x.dtype in ("float32", "int8"),
+        tflite = requant.arithmetic(graph) == "tflite"
+        require(len(x.shape) in (3, 4) and (x.dtype in ("float32", "int8") or (tflite and x.dtype == "int16")),
                 f"AvgPoolSum takes float32 or int8 NCL/NCHW rows, not {x.dtype}{x.shape}")
         shape = x.shape[:2] + (1,) * (len(x.shape) - 2)
         acc = _acc_dtype(graph, x)
@@ -63,8 +67,8 @@ class AvgPoolSum(Op):
     def kernel(self, graph, node):
         x = graph[node.inputs[0]]
         before = node.inputs[1] if len(node.inputs) > 1 else ""
-        zp, scale = (x.quant.single()[1], x.quant.single()[0]) if x.dtype == "int8" else (0, 1.0)
-        suffix = {"float32": "f32", "int8": "s8"}[x.dtype] + ("_tfl" if _acc_dtype(graph, x) == "int32" else "")
+        zp, scale = (x.quant.single()[1], x.quant.single()[0]) if x.dtype != "float32" else (0, 1.0)
+        suffix = SUFFIX[x.dtype] + ("_tfl" if _acc_dtype(graph, x) == "int32" else "")
         return Call(f"mcud_avgpool_sum_{suffix}", (node.inputs[0], before, node.outputs[0]),
                     Struct.of("mcud_avgpool_sum_params", in_zero_point=int(zp), in_scale=float(scale)))
 
@@ -77,7 +81,8 @@ class AvgPoolFinish(Op):
     def infer(self, graph, node):
         acc = graph[node.inputs[0]]
         dtype = node.attr("dtype")
-        require(acc.dtype in ("float32", "int32") and dtype in ("float32", "int8") and int(node.attr("count", 0)) >= 1,
+        known = dtype in ("float32", "int8") or (dtype == "int16" and acc.dtype == "int32")
+        require(acc.dtype in ("float32", "int32") and known and int(node.attr("count", 0)) >= 1,
                 f"AvgPoolFinish of a {acc.dtype} sum into {dtype} over {node.attr('count')} positions is not valid")
         return [(acc.shape, dtype)]
 
@@ -94,7 +99,7 @@ class AvgPoolFinish(Op):
         if s.dtype == np.int32:  # TFLite: divide rounding half away from zero
             a, half = s.astype(np.int64), count // 2
             q = np.where(a > 0, (a + half) // count, -((-(a - half)) // count))
-            return [np.clip(q, lo, hi).astype(np.int8)]
+            return [np.clip(q, lo, hi).astype(y.dtype)]
         sy, zy = y.quant.single()
         q = np.rint((s / np.float32(count)) / np.float32(sy)).astype(np.int64) + zy
         return [np.clip(q, lo, hi).astype(np.int8)]
@@ -105,10 +110,10 @@ class AvgPoolFinish(Op):
                   "act_min": -128, "act_max": 127}
         lo_f, hi_f = requant.float_clip(node)
         fields.update(clip_min=lo_f, clip_max=hi_f)
-        if y.dtype == "int8":
+        if y.dtype != "float32":
             scale, zp = y.quant.single()
             lo, hi = requant.clip_range(node, y)
             fields.update(out_zero_point=int(zp), out_scale=float(scale), act_min=lo, act_max=hi)
-        suffix = "f32" if y.dtype == "float32" else ("s8_tfl" if acc.dtype == "int32" else "s8")
+        suffix = SUFFIX[y.dtype] + ("_tfl" if acc.dtype == "int32" else "")
         return Call(f"mcud_avgpool_finish_{suffix}", (node.inputs[0], node.outputs[0]),
                     Struct.of("mcud_avgpool_finish_params", **fields))

@@ -17,8 +17,8 @@ def _pool(imp, kind: str, op, ins, outs):
 @handles("AVERAGE_POOL_2D")
 def average_pool_2d(imp, op, ins, outs):
     x, y = ins[0], outs[0]
-    if imp.dtype(x) == "int8" and imp.quant(x, 4) != imp.quant(y, 4):
-        imp.fail("has different input and output quantization, which TFLite's int8 AVERAGE_POOL_2D does "
+    if imp.dtype(x) != "float32" and imp.quant(x, 4) != imp.quant(y, 4):
+        imp.fail("has different input and output quantization, which TFLite's integer AVERAGE_POOL_2D does "
                   "not allow", True)
     _pool(imp, "AveragePool", op, ins, outs)
 
