@@ -40,7 +40,7 @@ def _quantize_multiplier(d: float) -> tuple[int, int]:
     if d == 0.0:
         return 0, 0
     q, shift = math.frexp(d)
-    q_fixed = int(math.floor(q * 2**31 + 0.5))  # TfLiteRound, q > 0
+    q_fixed = math.floor(q * 2**31 + 0.5)  # TfLiteRound, q > 0
     if q_fixed == 2**31:
         q_fixed //= 2
         shift += 1
@@ -154,11 +154,12 @@ def _tflite_bilinear(x: np.ndarray, out_h: int, out_w: int, align: bool, half: b
             iy, y0, y1 = interp(oy, sh, in_h)
             for ox in range(out_w):
                 ix, x0, x1 = interp(ox, sw, in_w)
+                dy, dx = iy - (1 << 10) * y0, ix - (1 << 10) * x0
                 for ch in range(c):
-                    v = (int(x[b, ch, y0, x0]) * ((1 << 10) - (iy - (1 << 10) * y0)) * ((1 << 10) - (ix - (1 << 10) * x0))
-                         + int(x[b, ch, y1, x0]) * (iy - (1 << 10) * y0) * ((1 << 10) - (ix - (1 << 10) * x0))
-                         + int(x[b, ch, y0, x1]) * ((1 << 10) - (iy - (1 << 10) * y0)) * (ix - (1 << 10) * x0)
-                         + int(x[b, ch, y1, x1]) * (iy - (1 << 10) * y0) * (ix - (1 << 10) * x0))
+                    v = (int(x[b, ch, y0, x0]) * ((1 << 10) - dy) * ((1 << 10) - dx)
+                         + int(x[b, ch, y1, x0]) * dy * ((1 << 10) - dx)
+                         + int(x[b, ch, y0, x1]) * ((1 << 10) - dy) * dx
+                         + int(x[b, ch, y1, x1]) * dy * dx)
                     rounding = (1 << 19) if v > 0 else -(1 << 19)
                     y[b, ch, oy, ox] = np.array(_c_div(v + rounding, 1 << 20)).astype(np.int8)
     return y
