@@ -235,3 +235,71 @@ static int32_t sum_s16_run(const int16_t *v, int32_t n)
 
 REDUCE_TFL(mcud_reduce_s8_tfl, int8_t, -128, 127, sum_s8_run)
 REDUCE_TFL(mcud_reduce_s16_tfl, int16_t, -32768, 32767, sum_s16_run)
+
+/* Element offset of row-major index `flat` inside view v. */
+static int32_t offset_of(const mcud_view *v, int32_t flat)
+{
+    int32_t off = 0;
+    for (int32_t d = v->ndim - 1; d >= 0; d--) {
+        off += (flat % v->shape[d]) * v->stride[d];
+        flat /= v->shape[d];
+    }
+    return off;
+}
+
+/* A piece of a cut Sum or Mean: its rows added to the running sum, in the whole reduction's order. */
+#define REDUCE_PART(NAME, T, ACC, ADD)                                                                  \
+    void NAME(const mcud_view *x, const mcud_view *before, const mcud_view *acc,                        \
+              const mcud_reduce_part_params *p)                                                         \
+    {                                                                                                   \
+        const T *xd = (const T *)x->data;                                                               \
+        ACC *ad = (ACC *)acc->data;                                                                     \
+        const ACC *bd = before != NULL ? (const ACC *)before->data : NULL;                              \
+        mcud_walk outer, inner;                                                                         \
+        mcud_walk_pos o, r;                                                                             \
+        plan(x, acc, p->reduced, 1, &outer, &inner);                                                    \
+        mcud_walk_start(&o, 0, 0);                                                                      \
+        for (int32_t k = 0; k < outer.count; k++, mcud_walk_step(&outer, &o)) {                         \
+            ACC s = bd != NULL ? bd[offset_of(before, k)] : (ACC)0;                                     \
+            mcud_walk_start(&r, 0, 0);                                                                  \
+            for (int32_t i = 0; i < inner.count; i++, mcud_walk_step(&inner, &r)) {                     \
+                s = ADD(s, xd[o.xo + r.xo]);                                                            \
+            }                                                                                           \
+            ad[o.yo] = s;                                                                               \
+        }                                                                                               \
+    }
+
+#define ADD_F32(s, v) ((s) + (v))
+#define ADD_WRAP(s, v) ((int32_t)((uint32_t)(s) + (uint32_t)(int32_t)(v)))
+
+REDUCE_PART(mcud_reduce_part_f32, float, float, ADD_F32)
+REDUCE_PART(mcud_reduce_part_s8, int8_t, int32_t, ADD_WRAP)
+REDUCE_PART(mcud_reduce_part_s16, int16_t, int32_t, ADD_WRAP)
+
+void mcud_reduce_finish_f32(const mcud_view *acc, const mcud_view *y, const mcud_reduce_finish_params *p)
+{
+    const float *ad = (const float *)acc->data;
+    float *yd = (float *)y->data;
+    const int32_t n = mcud_numel(y);
+    for (int32_t k = 0; k < n; k++) {
+        float s = ad[offset_of(acc, k)];
+        yd[offset_of(y, k)] = p->op == MCUD_REDUCE_MEAN ? s / (float)p->count : s;
+    }
+}
+
+#define REDUCE_FINISH(NAME, T)                                                                          \
+    void NAME(const mcud_view *acc, const mcud_view *y, const mcud_reduce_finish_params *p)             \
+    {                                                                                                   \
+        const int32_t *ad = (const int32_t *)acc->data;                                                 \
+        T *yd = (T *)y->data;                                                                           \
+        const int32_t n = mcud_numel(y);                                                                \
+        const uint32_t offset = (uint32_t)p->in_zero_point * (uint32_t)p->count;                        \
+        for (int32_t k = 0; k < n; k++) {                                                               \
+            int32_t shifted = (int32_t)((uint32_t)ad[offset_of(acc, k)] - offset);                      \
+            int32_t q = mcud_requant_tfl(shifted, p->mult, p->shift) + p->out_zero_point;               \
+            yd[offset_of(y, k)] = (T)mcud_clamp(q, p->act_min, p->act_max);                             \
+        }                                                                                               \
+    }
+
+REDUCE_FINISH(mcud_reduce_finish_s8_tfl, int8_t)
+REDUCE_FINISH(mcud_reduce_finish_s16_tfl, int16_t)

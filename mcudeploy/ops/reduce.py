@@ -39,7 +39,7 @@ import numpy as np
 
 from mcudeploy.ir import Graph, Node
 from mcudeploy.ops import requant
-from mcudeploy.ops.base import Axis, Call, Dim, OnnxNode, Op, Struct, TensorExpr, require
+from mcudeploy.ops.base import Axis, Call, Dim, OnnxNode, Op, Partial, Struct, TensorExpr, require
 from mcudeploy.ops.registry import register_kinds
 from mcudeploy.ops.shape import MAX_DIMS
 from mcudeploy.ops.util import ints, norm_axis
@@ -62,11 +62,11 @@ def reduced_axes(graph: Graph, node: Node) -> tuple[int, ...]:
     return tuple(node.attr("axes"))
 
 
-def _moved(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+def moved(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     """x with the reduced dimensions last, flattened into one: shape (kept..., count)."""
     kept = [d for d in range(x.ndim) if d not in axes]
-    moved = np.transpose(x, kept + list(axes))
-    return moved.reshape(moved.shape[:len(kept)] + (-1,))
+    t = np.transpose(x, kept + list(axes))
+    return t.reshape(t.shape[:len(kept)] + (-1,))
 
 
 class _Reduce(Op):
@@ -148,6 +148,22 @@ class _Reduce(Op):
     def macs(self, graph, node):
         return graph[node.inputs[0]].size
 
+    def partial(self, graph, node, axis):
+        """A TFLite model's Sum or Mean cut along its outermost reduced axis: the pieces add their rows to
+        a running sum (float32, or int32 of the codes) in the whole reduction's order, and the finish
+        divides or requantizes it (ops/accumulate.py)."""
+        axes = self._resolve(graph, node)
+        x, y = graph[node.inputs[0]], graph[node.outputs[0]]
+        if (requant.arithmetic(graph) != "tflite" or self.kind not in ("sum", "mean") or not axes
+                or axis != f"r{axes[0]}" or (x.dtype != "float32" and not self.accepts_int8(graph, node))):
+            return None
+        shape = tuple(1 if d in axes else n for d, n in enumerate(x.shape))
+        scale, zero = x.quant.single() if x.quant is not None else (1.0, 0)
+        finish = {"kind": self.kind, "count": self._count(graph, node), "shape": y.shape, "dtype": y.dtype,
+                  "in_scale": float(scale), "in_zero_point": int(zero)}
+        return Partial("ReduceSumPart", {"axes": axes}, shape, "float32" if x.dtype == "float32" else "int32",
+                       "ReduceFinish", finish)
+
     # ------------------------------------------------------------------ arithmetic
     def _count(self, graph: Graph, node: Node) -> int:
         shape = graph[node.inputs[0]].shape
@@ -195,7 +211,7 @@ class _Reduce(Op):
         x = inputs[0]
         axes = self._resolve(graph, node)
         shape = graph[node.outputs[0]].shape
-        r = _moved(x, axes)
+        r = moved(x, axes)
         if x.dtype != np.float32 and requant.arithmetic(graph) == "tflite":
             return [self._tflite_reference(graph, node, r).reshape(shape)]
         if x.dtype == np.float32:

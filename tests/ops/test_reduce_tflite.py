@@ -16,7 +16,7 @@ from mcudeploy.ops import registry
 from mcudeploy.ops.requant import QRANGE
 from mcudeploy.ops.resize import tflite_nearest
 from mcudeploy.partition import Cut, check_cut, split
-from mcudeploy.reference import run_reference
+from mcudeploy.reference import evaluate, run_reference
 
 from .kernel_harness import Place, needs_gcc, run_kernel
 
@@ -305,8 +305,8 @@ def test_cumsum_in_place(tmp_path):
 
 
 @pytest.mark.parametrize("op, attrs, axis, refused", [
-    ("ReduceMean", dict(axes=(2, 3), keepdims=0), "d1", "r2"),
-    ("ReduceSum", dict(axes=(1,), keepdims=1), "d3", "r1"),
+    ("ReduceMean", dict(axes=(2, 3), keepdims=0), "d1", "r3"),
+    ("ReduceSum", dict(axes=(1, 2), keepdims=1), "d3", "r2"),
     ("ArgMax", dict(axis=3, dtype="int32"), "d2", "r3"),
     ("CumSum", dict(axis=2, exclusive=1, reverse=0), "d1", "d2"),
 ])
@@ -331,3 +331,50 @@ def test_int16_average_of_whole_maps_cut_along_its_rows_computes_the_same():
     assert {n.op for n in pieces.nodes} >= {"AvgPoolSum", "AvgPoolFinish"}
     x = _codes(np.random.default_rng(14), (1, 3, 6, 5), "int16")
     np.testing.assert_array_equal(run_reference(pieces, [x])[0], run_reference(graph, [x])[0])
+
+
+@pytest.mark.parametrize("xtype", ["float32", "int8", "int16"])
+@pytest.mark.parametrize("op, axes, keepdims", [("ReduceMean", (2, 3), 0), ("ReduceSum", (1, 3), 1),
+                                                 ("ReduceMean", (1,), 1)])
+def test_cut_along_the_outermost_reduced_axis_accumulates_the_same(op, axes, keepdims, xtype):
+    """The pieces add their rows to a running sum (ReduceSumPart) and ReduceFinish divides or requantizes it,
+    bit for bit the whole reduction; the numpy references, then each new kernel on the host."""
+    qx, qy = ((0.05, 4), (0.02, -9)) if xtype == "int8" else ((0.001, 0), (0.0004, 0))
+    float_ = xtype == "float32"
+    graph = _graph(op, (2, 6, 5, 7), xtype, None if float_ else qx, None if float_ else qy, axes=axes,
+                   keepdims=keepdims)
+    (node,) = graph.nodes
+    cut = Cut(((node.name, f"r{axes[0]}"),), 3, "keep")
+    assert check_cut(graph, cut) is None
+    pieces = split(graph, (cut,))
+    assert [n.op for n in pieces.nodes].count("ReduceSumPart") == 3 and pieces.nodes[-1].op == "ReduceFinish"
+    rng = np.random.default_rng(15)
+    x = rng.standard_normal((2, 6, 5, 7)).astype(np.float32) if float_ else _codes(rng, (2, 6, 5, 7), xtype)
+    want = run_reference(graph, [x])[0]
+    np.testing.assert_array_equal(run_reference(pieces, [x])[0], want)
+    if len(axes) > 1:
+        assert check_cut(graph, Cut(((node.name, f"r{axes[1]}"),), 2, "keep")) is not None
+
+
+@needs_gcc
+@pytest.mark.parametrize("xtype", ["float32", "int8", "int16"])
+def test_running_sum_and_finish_kernels_match_their_references(tmp_path, xtype):
+    float_ = xtype == "float32"
+    qx, qy = (None, None) if float_ else ((0.05, 4), (0.03, -2))
+    graph = _graph("ReduceMean", (2, 6, 5, 7), xtype, qx, qy, axes=(1, 3), keepdims=0)
+    (node,) = graph.nodes
+    pieces = split(graph, (Cut(((node.name, "r1"),), 2, "keep"),))
+    rng = np.random.default_rng(16)
+    x = rng.standard_normal((2, 6, 5, 7)).astype(np.float32) if float_ else _codes(rng, (2, 6, 5, 7), xtype)
+    values = evaluate(pieces, [x])
+    for n in pieces.nodes:
+        if n.op not in ("ReduceSumPart", "ReduceFinish"):
+            continue
+        out = n.outputs[0]
+        scope = {k: t.with_(kind="output" if k == out else ("input" if k in n.inputs else t.kind))
+                 for k, t in pieces.tensors.items() if k in n.inputs or k == out}
+        one = verify(Graph("one", scope, (n,), tuple(i for i in n.inputs if i), (out,), arithmetic="tflite"))
+        place = {i: Place(pad=1, step=2) for i in n.inputs if i}
+        got = run_kernel(tmp_path, registry.get(n.op).kernel(one, n), one, {i: values[i] for i in n.inputs if i},
+                         {**place, out: Place(pad=1)})[0]
+        np.testing.assert_array_equal(got, values[out])
