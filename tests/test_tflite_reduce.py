@@ -4,6 +4,8 @@ multiplier is tiny; an int8 RESIZE_BILINEAR whose output quantization differs fr
 bit for bit with TensorFlow Lite Micro; and the one-sentence refusals of what TFLite Micro refuses."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import tflite
@@ -15,7 +17,10 @@ from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.errors import InvalidModelError
 from mcudeploy.frontend import import_model
 from mcudeploy.ops.requant import QRANGE
-from mcudeploy.pipeline import compile_model
+from mcudeploy.partition import Cut
+from mcudeploy.pipeline import compile_model, lower
+
+CONFORMANCE = Path(__file__).resolve().parent / "conformance" / "tflite"
 
 
 @pytest.fixture(scope="module")
@@ -74,24 +79,41 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_bit_for_bit_with_tflite_micro(case, tmp_path, need_tflm):
-    path = tmp_path / f"{case}.tflite"
-    path.write_bytes(CASES[case]().build())
-    compiled = compile_model(path, "host")
+def _check(path, tmp_path, scheme=()):
+    compiled = compile_model(path, "host", scheme=scheme)
     rng = np.random.default_rng(5)
     samples = []
     for _ in range(4):
         sample = {}
         for name in compiled.graph.inputs:
             t = compiled.graph[name]
-            lo, hi = QRANGE[t.dtype]
-            sample[name] = rng.integers(lo, hi + 1, t.shape).astype(t.dtype)
+            if t.dtype == "float32":
+                sample[name] = rng.standard_normal(t.shape).astype(np.float32)
+            else:
+                sample[name] = rng.integers(QRANGE[t.dtype][0], QRANGE[t.dtype][1] + 1, t.shape).astype(t.dtype)
         samples.append(sample)
     outputs = run_compiled_on_host(compiled, samples, tmp_path)
     verdict = check_tflite_outputs(path, compiled, outputs, samples)
     assert verdict.ok, "\n".join(verdict.lines())
+    return compiled
 
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bit_for_bit_with_tflite_micro(case, tmp_path, need_tflm):
+    path = tmp_path / f"{case}.tflite"
+    path.write_bytes(CASES[case]().build())
+    _check(path, tmp_path)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8", "int16"])
+def test_pool_and_global_average_cut_along_rows_bit_for_bit_with_tflite_micro(dtype, tmp_path, need_tflm):
+    """AVERAGE_POOL_2D then MEAN over H and W, both cut into three strips of rows: the pieces of the mean
+    add their rows to a running sum that is finished once (ReduceSumPart, ReduceFinish)."""
+    path = CONFORMANCE / f"mean-after-pool-hw-{dtype}.tflite"
+    graph = lower(import_model(path))
+    pool, mean = (next(n for n in graph.nodes if n.op == op) for op in ("AveragePool", "ReduceMean"))
+    compiled = _check(path, tmp_path, (Cut(((pool.name, "oh"), (mean.name, "r2")), 3, "keep"),))
+    assert [n.op for n in compiled.graph.nodes].count("ReduceSumPart") == 3
 
 def test_reduce_max_of_two_quantizations_is_refused_in_one_sentence(tmp_path):
     path = tmp_path / "max.tflite"

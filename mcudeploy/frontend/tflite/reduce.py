@@ -2,14 +2,15 @@
 
 A 4-D tensor kept NCHW inside is reduced there (its axes renumbered) when the result comes out with its
 dimensions in the .tflite's order: with keep_dims, or when the channels are reduced or are all that is
-kept. Otherwise the reduction reads the tensor in the file's own layout.
+kept. Otherwise the reduction reads the tensor in the file's own layout. Keras' GlobalAveragePooling2D
+(MEAN over H and W) is so a ReduceMean of the contiguous maps of NCHW, whose outermost reduced axis (the
+rows) a split can cut (ops/accumulate.py).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from mcudeploy.frontend.tflite.importer import TO_NCHW, handles
-from mcudeploy.ir import Node, Tensor
 
 REDUCERS = {"MEAN": "ReduceMean", "SUM": "ReduceSum", "REDUCE_MAX": "ReduceMax", "REDUCE_MIN": "ReduceMin"}
 
@@ -54,9 +55,6 @@ def _reduce(imp, op, ins, outs, builtin: str):
     if dtype != "float32" and builtin in ("REDUCE_MAX", "REDUCE_MIN") and imp.quant(x, 1) != imp.quant(out, 1):
         imp.fail(f"has different input and output quantization, which TFLite Micro's int8 {builtin} does not allow",
                  True)
-    if builtin == "MEAN" and dtype == "float32" and len(imp.shape(x)) == 4 and axes == [1, 2]:
-        _global_average(imp, x, out)  # an average pool of whole maps: its rows can be cut and summed in pieces
-        return
     layout, moved = _layout(imp, x, axes, keep)
     imp.emit(REDUCERS[builtin], (imp.value(x, layout),), out, {"axes": tuple(moved), "keepdims": int(keep)},
              _out_layout(imp, out, layout))
@@ -80,17 +78,6 @@ def reduce_max(imp, op, ins, outs):
 @handles("REDUCE_MIN")
 def reduce_min(imp, op, ins, outs):
     _reduce(imp, op, ins, outs, "REDUCE_MIN")
-
-
-def _global_average(imp, x: int, out: int) -> None:
-    if len(imp.shape(out)) == 4:
-        imp.emit("GlobalAveragePool", (imp.value(x, "nchw"),), out, {"global": 1}, "nchw")
-        return
-    pooled = f"{imp.tname(out)}/pooled"
-    n, c = imp.shape(x)[0], imp.shape(x)[3]
-    imp.tensors[pooled] = Tensor(pooled, (n, c, 1, 1), imp.dtype(x))
-    imp.nodes.append(Node(f"{pooled}/pool", "GlobalAveragePool", (imp.value(x, "nchw"),), (pooled,), {"global": 1}))
-    imp.emit("Reshape", (pooled,), out, {"shape": imp.shape(out), "allowzero": 0})
 
 
 def _arg(imp, op, ins, outs, builtin: str):
