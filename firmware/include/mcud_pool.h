@@ -36,7 +36,7 @@ typedef struct {
     float out_scale;
 } mcud_avgpool_params;
 
-/* TFLite models' int8 average (input and output share their quantization): the codes summed over
+/* TFLite models' int8 and int16 average (input and output share their quantization): the codes summed over
  * the window's positions inside the input, divided by their count rounding half away from zero. */
 typedef struct {
     int32_t kernel[2];
@@ -68,17 +68,22 @@ typedef struct {
 
 void mcud_maxpool_f32(const mcud_view *x, const mcud_view *y, const mcud_maxpool_params *p);
 void mcud_maxpool_s8(const mcud_view *x, const mcud_view *y, const mcud_maxpool_params *p);
+void mcud_maxpool_s16(const mcud_view *x, const mcud_view *y, const mcud_maxpool_params *p);
 void mcud_avgpool_f32(const mcud_view *x, const mcud_view *y, const mcud_avgpool_params *p);
 void mcud_avgpool_s8(const mcud_view *x, const mcud_view *y, const mcud_avgpool_params *p);
 void mcud_avgpool_s8_tfl(const mcud_view *x, const mcud_view *y, const mcud_avgpool_tfl_params *p);
+void mcud_avgpool_s16_tfl(const mcud_view *x, const mcud_view *y, const mcud_avgpool_tfl_params *p);
 void mcud_avgpool_sum_f32(const mcud_view *x, const mcud_view *before, const mcud_view *sum,
                           const mcud_avgpool_sum_params *p);
 void mcud_avgpool_sum_s8(const mcud_view *x, const mcud_view *before, const mcud_view *sum,
                          const mcud_avgpool_sum_params *p);
 void mcud_avgpool_sum_s8_tfl(const mcud_view *x, const mcud_view *before, const mcud_view *sum,
                              const mcud_avgpool_sum_params *p);
+void mcud_avgpool_sum_s16_tfl(const mcud_view *x, const mcud_view *before, const mcud_view *sum,
+                              const mcud_avgpool_sum_params *p);
 void mcud_avgpool_finish_f32(const mcud_view *sum, const mcud_view *y, const mcud_avgpool_finish_params *p);
 void mcud_avgpool_finish_s8(const mcud_view *sum, const mcud_view *y, const mcud_avgpool_finish_params *p);
 void mcud_avgpool_finish_s8_tfl(const mcud_view *sum, const mcud_view *y, const mcud_avgpool_finish_params *p);
+void mcud_avgpool_finish_s16_tfl(const mcud_view *sum, const mcud_view *y, const mcud_avgpool_finish_params *p);
 
 #endif

@@ -32,9 +32,20 @@ typedef struct {
     int32_t shift;
 } mcud_resize_linear_s8_params;
 
+/* A TFLite model's int8 bilinear (ResizeBilinearInteger): weights in 1/1024, a pair per output row and
+ * column (the first may exceed 1024 and the second be negative at a half-pixel edge; they sum to 1024). */
+typedef struct {
+    const int32_t *h_index;
+    const int32_t *w_index;
+    const int16_t *h_weight;
+    const int16_t *w_weight;
+} mcud_resize_linear_tfl_params;
+
 void mcud_resize_nearest_f32(const mcud_view *x, const mcud_view *y, const mcud_resize_nearest_params *p);
 void mcud_resize_nearest_s8(const mcud_view *x, const mcud_view *y, const mcud_resize_nearest_params *p);
+void mcud_resize_nearest_s16(const mcud_view *x, const mcud_view *y, const mcud_resize_nearest_params *p);
 void mcud_resize_linear_f32(const mcud_view *x, const mcud_view *y, const mcud_resize_linear_f32_params *p);
 void mcud_resize_linear_s8(const mcud_view *x, const mcud_view *y, const mcud_resize_linear_s8_params *p);
+void mcud_resize_linear_s8_tfl(const mcud_view *x, const mcud_view *y, const mcud_resize_linear_tfl_params *p);
 
 #endif

@@ -2,7 +2,8 @@
  * oh * stride - pad_begin + kh * dilation; positions outside the input are skipped (max) or
  * counted in the divisor only when count_include_pad (average). The int8 average follows the
  * QDQ definition in float32 in the same order as ops/pool.py (dequantize, sum the taps row-major,
- * divide by the count, divide by the output scale, round half to even). */
+ * divide by the count, divide by the output scale, round half to even). A TFLite model's int8 and int16
+ * take the max of the codes and their average rounded half away from zero (mcud_avgpool_*_tfl). */
 #include <math.h>
 
 #include "mcud_pool.h"
@@ -111,6 +112,17 @@ void mcud_maxpool_s8(const mcud_view *x, const mcud_view *y, const mcud_maxpool_
     POOL_LOOP_END
 }
 
+void mcud_maxpool_s16(const mcud_view *x, const mcud_view *y, const mcud_maxpool_params *p)
+{
+    const int16_t *xp = (const int16_t *)x->data;
+    int16_t *yp = (int16_t *)y->data;
+    POOL_LOOP_BEGIN(p)
+    int32_t m = -32768;
+    POOL_TAPS(p, { if (xp[at] > m) { m = xp[at]; } })
+    yp[yoff] = (int16_t)mcud_clamp(m, p->act_min, p->act_max);
+    POOL_LOOP_END
+}
+
 void mcud_avgpool_f32(const mcud_view *x, const mcud_view *y, const mcud_avgpool_params *p)
 {
     const float *xp = (const float *)x->data;
@@ -138,19 +150,23 @@ void mcud_avgpool_s8(const mcud_view *x, const mcud_view *y, const mcud_avgpool_
     POOL_LOOP_END
 }
 
-void mcud_avgpool_s8_tfl(const mcud_view *x, const mcud_view *y, const mcud_avgpool_tfl_params *p)
-{
-    const int8_t *xp = (const int8_t *)x->data;
-    int8_t *yp = (int8_t *)y->data;
-    POOL_LOOP_BEGIN(p)
-    int32_t s = 0;
-    POOL_TAPS(p, { s += xp[at]; })
-    int32_t cnt = (khh - khl) * (kwh - kwl);
-    cnt = cnt < 1 ? 1 : cnt;
-    int32_t v = s > 0 ? (s + cnt / 2) / cnt : (s - cnt / 2) / cnt;
-    yp[yoff] = (int8_t)mcud_clamp(v, p->act_min, p->act_max);
-    POOL_LOOP_END
-}
+#define AVG_TFL(NAME, T)                                                                           \
+    void NAME(const mcud_view *x, const mcud_view *y, const mcud_avgpool_tfl_params *p)            \
+    {                                                                                              \
+        const T *xp = (const T *)x->data;                                                          \
+        T *yp = (T *)y->data;                                                                      \
+        POOL_LOOP_BEGIN(p)                                                                         \
+        int32_t s = 0;                                                                             \
+        POOL_TAPS(p, { s += xp[at]; })                                                             \
+        int32_t cnt = (khh - khl) * (kwh - kwl);                                                   \
+        cnt = cnt < 1 ? 1 : cnt;                                                                   \
+        int32_t v = s > 0 ? (s + cnt / 2) / cnt : (s - cnt / 2) / cnt;                             \
+        yp[yoff] = (T)mcud_clamp(v, p->act_min, p->act_max);                                       \
+        POOL_LOOP_END                                                                              \
+    }
+
+AVG_TFL(mcud_avgpool_s8_tfl, int8_t)
+AVG_TFL(mcud_avgpool_s16_tfl, int16_t)
 
 /* The running sums of a cut average: one value per (n, c), read from before (0 for the first
  * piece) and written to sum, which may be the same bytes (in place). */
@@ -182,6 +198,7 @@ void mcud_avgpool_s8_tfl(const mcud_view *x, const mcud_view *y, const mcud_avgp
 AVG_SUM(mcud_avgpool_sum_f32, float, float, xp[at])
 AVG_SUM(mcud_avgpool_sum_s8, int8_t, float, (float)((int32_t)xp[at] - p->in_zero_point) * p->in_scale)
 AVG_SUM(mcud_avgpool_sum_s8_tfl, int8_t, int32_t, (int32_t)xp[at])
+AVG_SUM(mcud_avgpool_sum_s16_tfl, int16_t, int32_t, (int32_t)xp[at])
 
 #define AVG_FINISH_LOOP(ST, YT, VALUE)                                                             \
     const ST *sp = (const ST *)sum->data;                                                          \
@@ -205,11 +222,11 @@ static int8_t avg_quantize(float s, const mcud_avgpool_finish_params *p)
     return (int8_t)mcud_clamp(v, p->act_min, p->act_max);
 }
 
-static int8_t avg_round(int32_t s, const mcud_avgpool_finish_params *p)
+static int32_t avg_round(int32_t s, const mcud_avgpool_finish_params *p)
 {
     int32_t cnt = p->count;
     int32_t v = s > 0 ? (s + cnt / 2) / cnt : (s - cnt / 2) / cnt;
-    return (int8_t)mcud_clamp(v, p->act_min, p->act_max);
+    return mcud_clamp(v, p->act_min, p->act_max);
 }
 
 void mcud_avgpool_finish_s8(const mcud_view *sum, const mcud_view *y, const mcud_avgpool_finish_params *p)
@@ -219,5 +236,10 @@ void mcud_avgpool_finish_s8(const mcud_view *sum, const mcud_view *y, const mcud
 
 void mcud_avgpool_finish_s8_tfl(const mcud_view *sum, const mcud_view *y, const mcud_avgpool_finish_params *p)
 {
-    AVG_FINISH_LOOP(int32_t, int8_t, avg_round(s, p))
+    AVG_FINISH_LOOP(int32_t, int8_t, (int8_t)avg_round(s, p))
+}
+
+void mcud_avgpool_finish_s16_tfl(const mcud_view *sum, const mcud_view *y, const mcud_avgpool_finish_params *p)
+{
+    AVG_FINISH_LOOP(int32_t, int16_t, (int16_t)avg_round(s, p))
 }

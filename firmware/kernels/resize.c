@@ -1,6 +1,8 @@
 /* Resize as a gather through compile-time tables (ops/resize.py computes every index and
  * weight with onnxruntime's arithmetic). The int8 linear kernel accumulates
- * (x - zx) * wy * wx with Q11 weights in int32 and requantizes once. */
+ * (x - zx) * wy * wx with Q11 weights in int32 and requantizes once; a TFLite model's int8 kernel adds
+ * the codes times TFLite's 1/1024 weights and divides by 2^20 rounding half away from zero, as TFLite's
+ * ResizeBilinearInteger does. */
 #include "mcud_resize.h"
 
 typedef struct {
@@ -58,6 +60,15 @@ void mcud_resize_nearest_s8(const mcud_view *x, const mcud_view *y, const mcud_r
     RESIZE_LOOP_END
 }
 
+void mcud_resize_nearest_s16(const mcud_view *x, const mcud_view *y, const mcud_resize_nearest_params *p)
+{
+    const int16_t *xp = (const int16_t *)x->data;
+    int16_t *yp = (int16_t *)y->data;
+    RESIZE_LOOP_BEGIN
+    yp[yrow + ow * yd.sw] = xp[xbase + p->h_index[oh] * xd.sh + p->w_index[ow] * xd.sw];
+    RESIZE_LOOP_END
+}
+
 void mcud_resize_linear_f32(const mcud_view *x, const mcud_view *y, const mcud_resize_linear_f32_params *p)
 {
     const float *xp = (const float *)x->data;
@@ -88,5 +99,21 @@ void mcud_resize_linear_s8(const mcud_view *x, const mcud_view *y, const mcud_re
     int32_t acc = p->h_weight[2 * oh] * top + p->h_weight[2 * oh + 1] * bottom;
     int32_t v = mcud_requant(acc, p->mult, p->shift) + p->out_zero_point;
     yp[yrow + ow * yd.sw] = (int8_t)mcud_clamp(v, -128, 127);
+    RESIZE_LOOP_END
+}
+
+void mcud_resize_linear_s8_tfl(const mcud_view *x, const mcud_view *y, const mcud_resize_linear_tfl_params *p)
+{
+    const int8_t *xp = (const int8_t *)x->data;
+    int8_t *yp = (int8_t *)y->data;
+    RESIZE_LOOP_BEGIN
+    const int8_t *r0 = xp + xbase + p->h_index[2 * oh] * xd.sh;
+    const int8_t *r1 = xp + xbase + p->h_index[2 * oh + 1] * xd.sh;
+    int32_t c0 = p->w_index[2 * ow] * xd.sw, c1 = p->w_index[2 * ow + 1] * xd.sw;
+    int32_t wx0 = p->w_weight[2 * ow], wx1 = p->w_weight[2 * ow + 1];
+    int32_t top = wx0 * r0[c0] + wx1 * r0[c1];
+    int32_t bottom = wx0 * r1[c0] + wx1 * r1[c1];
+    int32_t acc = p->h_weight[2 * oh] * top + p->h_weight[2 * oh + 1] * bottom;
+    yp[yrow + ow * yd.sw] = (int8_t)((acc + (acc > 0 ? (1 << 19) : -(1 << 19))) / (1 << 20));
     RESIZE_LOOP_END
 }

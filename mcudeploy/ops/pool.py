@@ -14,6 +14,10 @@ from the float arithmetic onnxruntime uses; the later layers amplify a 1-step di
 steps at a ResNet-8 softmax). The C kernel performs the same float32 operations in the same
 order (-ffp-contract=off), so numpy and C still agree bit for bit. int8 max is a plain max
 when input and output quantization agree, else max then requantize (monotonic, so exact).
+
+A TFLite model's int16 (16x8) pools are TFLite Micro's, as its int8 ones: the max of the codes, and the
+average of the codes inside the input rounded half away from zero (input and output share their
+quantization), clamped to the fused activation's range.
 """
 from __future__ import annotations
 
@@ -156,14 +160,16 @@ class _Pool(Op):
         x = graph[node.inputs[0]]
         require(len(x.shape) in (3, 4), f"{self.name} supports 1-D (NCL) and 2-D (NCHW) inputs, got rank "
                                         f"{len(x.shape)}")
-        require(x.dtype in ("float32", "int8"), f"{self.name} of {x.dtype} is not supported")
+        int16 = x.dtype == "int16" and requant.arithmetic(graph) == "tflite"
+        require(x.dtype in ("float32", "int8") or int16, f"{self.name} of {x.dtype} is not supported")
         g = _geometry(graph, node)
         return [(x.shape[:2] + g.out, x.dtype)]
 
     def accepts_int8(self, graph, node) -> bool:
         x, y = graph[node.inputs[0]], graph[node.outputs[0]]
+        ints = ("int8", "int16") if requant.arithmetic(graph) == "tflite" else ("int8",)
         for t in (x, y):
-            if t.dtype != "int8" or t.quant is None or len(t.quant.scale) != 1:
+            if t.dtype not in ints or t.dtype != x.dtype or t.quant is None or len(t.quant.scale) != 1:
                 return False
         return True
 
@@ -227,8 +233,8 @@ class _Pool(Op):
         lo_f, hi_f = requant.float_clip(node)
         fields = {"clip_min": lo_f, "clip_max": hi_f, "in_zero_point": 0, "out_zero_point": 0,
                   "act_min": -128, "act_max": 127}
-        if x.dtype == "int8":
-            require(self.accepts_int8(graph, node), f"int8 {self.name} needs per-tensor int8 quantization")
+        if x.dtype != "float32":
+            require(self.accepts_int8(graph, node), f"{x.dtype} {self.name} needs per-tensor quantization")
             lo, hi = requant.clip_range(node, y)
             fields.update(in_zero_point=x.quant.single()[1], out_zero_point=y.quant.single()[1],
                           act_min=lo, act_max=hi)
@@ -236,7 +242,7 @@ class _Pool(Op):
 
     @staticmethod
     def _suffix(graph, node) -> str:
-        return "s8" if graph[node.inputs[0]].dtype == "int8" else "f32"
+        return {"int8": "s8", "int16": "s16"}.get(graph[node.inputs[0]].dtype, "f32")
 
 
 class _MaxPool(_Pool):
@@ -265,19 +271,19 @@ class _MaxPool(_Pool):
             lo, hi = requant.float_clip(node)
             y = np.clip(w.max(axis=red), np.float32(lo), np.float32(hi))
             return [y.astype(np.float32)]
-        w, _ = _windows(x, g, np.int8(-128))
+        w, _ = _windows(x, g, np.iinfo(x.dtype).min)
         m = w.max(axis=red).astype(np.int64)
         flag, mult, shift = self._requant(graph, node)
         if flag:
             zx, zy = graph[node.inputs[0]].quant.single()[1], graph[node.outputs[0]].quant.single()[1]
             m = requant.requantize(m - zx, mult, shift) + zy
         lo, hi = requant.clip_range(node, graph[node.outputs[0]])
-        return [np.clip(m, lo, hi).astype(np.int8)]
+        return [np.clip(m, lo, hi).astype(x.dtype)]
 
     def kernel(self, graph, node):
         fields = {**self._geometry_fields(graph, node), **self._act_fields(graph, node)}
         del fields["pad_end"]
-        flag, mult, shift = self._requant(graph, node) if graph[node.inputs[0]].dtype == "int8" else (0, 0, 1)
+        flag, mult, shift = self._requant(graph, node) if graph[node.inputs[0]].dtype != "float32" else (0, 0, 1)
         fields.update(requant=flag, mult=mult, shift=shift)
         return Call(f"mcud_maxpool_{self._suffix(graph, node)}", (node.inputs[0], node.outputs[0]),
                     Struct.of("mcud_maxpool_params", **fields))
@@ -301,6 +307,7 @@ class _AvgPool(_Pool):
             return [np.clip(y, np.float32(lo), np.float32(hi)).astype(np.float32)]
         if requant.arithmetic(graph) == "tflite":
             return [self._tflite_reference(graph, node, x, g, counts)]
+        require(x.dtype == np.int8, f"{self.name} of {x.dtype} is not supported")
         sx, zx = graph[node.inputs[0]].quant.single()
         sy, zy = graph[node.outputs[0]].quant.single()
         xf = (x.astype(np.int32) - zx).astype(np.float32) * np.float32(sx)
@@ -315,7 +322,7 @@ class _AvgPool(_Pool):
 
     @staticmethod
     def _tflite_reference(graph, node, x, g, counts):
-        """TFLite's int8 AVERAGE_POOL_2D: the raw codes summed over the window's positions inside the
+        """TFLite's int8 and int16 AVERAGE_POOL_2D: the raw codes summed over the window's positions inside the
         input, divided by their count rounding half away from zero (input and output share their
         quantization)."""
         k = len(g.kernel)
@@ -325,7 +332,7 @@ class _AvgPool(_Pool):
         half = n // 2
         q = np.where(acc > 0, (acc + half) // n, -((-(acc - half)) // n))  # C division truncates
         lo, hi = requant.clip_range(node, graph[node.outputs[0]])
-        return np.clip(q, lo, hi).astype(np.int8)
+        return np.clip(q, lo, hi).astype(x.dtype)
 
     def accepts_int8(self, graph, node) -> bool:
         if requant.arithmetic(graph) == "tflite" and graph[node.inputs[0]].quant != graph[node.outputs[0]].quant:
@@ -339,20 +346,20 @@ class _AvgPool(_Pool):
         divides by the positions and quantizes (mcudeploy/ops/accumulate.py)."""
         x, y = graph[node.inputs[0]], graph[node.outputs[0]]
         names = ("rh", "rw") if len(x.shape) == 4 else ("rl",)
-        if not whole_map(graph, node) or axis != names[0] or x.dtype not in ("float32", "int8"):
+        if not whole_map(graph, node) or axis != names[0]:
             return None
-        if x.dtype == "int8" and not self.accepts_int8(graph, node):
+        if x.dtype != "float32" and not self.accepts_int8(graph, node):
             return None
-        acc = "int32" if x.dtype == "int8" and requant.arithmetic(graph) == "tflite" else "float32"
+        acc = "int32" if x.dtype != "float32" and requant.arithmetic(graph) == "tflite" else "float32"
         count = int(np.prod(x.shape[2:]))
         finish = {k: v for k, v in node.attrs.items() if k in ("clip_min", "clip_max")}
         return Partial("AvgPoolSum", {}, y.shape, acc, "AvgPoolFinish", {**finish, "count": count, "dtype": y.dtype})
 
     def kernel(self, graph, node):
-        if graph[node.inputs[0]].dtype == "int8" and requant.arithmetic(graph) == "tflite":
+        if graph[node.inputs[0]].dtype != "float32" and requant.arithmetic(graph) == "tflite":
             fields = {**self._geometry_fields(graph, node), **self._act_fields(graph, node)}
             del fields["clip_min"], fields["clip_max"], fields["in_zero_point"], fields["out_zero_point"]
-            return Call("mcud_avgpool_s8_tfl", (node.inputs[0], node.outputs[0]),
+            return Call(f"mcud_avgpool_{self._suffix(graph, node)}_tfl", (node.inputs[0], node.outputs[0]),
                         Struct.of("mcud_avgpool_tfl_params", **fields))
         fields = {**self._geometry_fields(graph, node), "count_include_pad": int(node.attr("count_include_pad", 0)),
                   **self._act_fields(graph, node)}

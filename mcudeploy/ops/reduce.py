@@ -18,6 +18,16 @@ int8 (per-tensor input and output, the QDQ form DequantizeLinear -> Reduce -> Qu
 - L2: SS = sum of (x - z_x)^2 in int64; y = rint(sqrtf((float)SS) * (float)(s_x / s_y)) + z_y
   in float32, the same operations in C and numpy.
 
+A TFLite model (``Graph.arithmetic == "tflite"``: MEAN, SUM, REDUCE_MAX, REDUCE_MIN) computes int8 and
+int16 as TFLite Micro's reference kernels do (reduce_common.cc, reference/reduce.h QuantizedMeanOrSum):
+
+- Sum and Mean: S = the codes summed in int32 (wrapping), S - z_x * count (wrapping), then TFLite's
+  MultiplyByQuantizedMultiplier by QuantizeMultiplier(s_x / s_y) (requant.tflite_requantize), + z_y,
+  clamped to the type. Mean first folds 1/count into that multiplier in integers
+  (``tflite_mean_multiplier``: m * 2^k // count with 2^k the largest power of two up to count, k at most
+  32 and at most 31 + the exponent), which is not the same as requantizing by s_x / (count * s_y).
+- Max and Min (int8 only; TFLite Micro requires one quantization for input and output): the extreme code.
+
 ReduceMean over the trailing axes (H and W of NCHW) is global average pooling: the kernel sums
 one contiguous run per output (four bytes per load in int8), which takes fewer instructions than
 mcud_avgpool's window walk, so it is not rewritten into GlobalAveragePool (whose int8 form follows
@@ -29,12 +39,22 @@ import numpy as np
 
 from mcudeploy.ir import Graph, Node
 from mcudeploy.ops import requant
-from mcudeploy.ops.base import Axis, Call, Dim, OnnxNode, Op, Struct, TensorExpr, require
+from mcudeploy.ops.base import Axis, Call, Dim, OnnxNode, Op, Partial, Struct, TensorExpr, require
 from mcudeploy.ops.registry import register_kinds
 from mcudeploy.ops.shape import MAX_DIMS
 from mcudeploy.ops.util import ints, norm_axis
 
 CODES = {"sum": 0, "mean": 1, "max": 2, "min": 3, "l2": 4}  # MCUD_REDUCE_* in mcud_reduce.h
+TFLITE_INTS = {"int8": "s8", "int16": "s16"}
+
+
+def tflite_mean_multiplier(mult: int, shift: int, count: int) -> tuple[int, int]:
+    """TFLite's QuantizedMeanOrSum folding 1/count into (mult, shift) (this module's convention, TFLite's
+    exponent being 31 - shift): with k = floor(log2(count)), at most 32 and at most 31 + the exponent,
+    mult * 2^k // count and the exponent lowered by k."""
+    exponent = 31 - shift
+    k = min(count.bit_length() - 1, 32, 31 + exponent)
+    return (mult << k) // count, 31 - (exponent - k)
 
 
 def reduced_axes(graph: Graph, node: Node) -> tuple[int, ...]:
@@ -42,11 +62,11 @@ def reduced_axes(graph: Graph, node: Node) -> tuple[int, ...]:
     return tuple(node.attr("axes"))
 
 
-def _moved(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+def moved(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     """x with the reduced dimensions last, flattened into one: shape (kept..., count)."""
     kept = [d for d in range(x.ndim) if d not in axes]
-    moved = np.transpose(x, kept + list(axes))
-    return moved.reshape(moved.shape[:len(kept)] + (-1,))
+    t = np.transpose(x, kept + list(axes))
+    return t.reshape(t.shape[:len(kept)] + (-1,))
 
 
 class _Reduce(Op):
@@ -82,7 +102,9 @@ class _Reduce(Op):
 
     def infer(self, graph, node):
         x = graph[node.inputs[0]]
-        require(x.dtype in ("float32", "int8"), f"{self.name} of {x.dtype} is not supported")
+        tflite = requant.arithmetic(graph) == "tflite"
+        require(x.dtype in ("float32", "int8") or (tflite and x.dtype == "int16" and self.kind in ("sum", "mean")),
+                f"{self.name} of {x.dtype} is not supported")
         require(len(x.shape) <= MAX_DIMS, f"{self.name} of a {len(x.shape)}-D tensor (at most {MAX_DIMS})")
         axes = self._resolve(graph, node)
         if node.attr("keepdims", 1):
@@ -93,13 +115,23 @@ class _Reduce(Op):
 
     def accepts_int8(self, graph, node) -> bool:
         x, y = graph[node.inputs[0]], graph[node.outputs[0]]
-        if any(t.dtype != "int8" or t.quant is None or len(t.quant.scale) != 1 for t in (x, y)):
+        tflite = requant.arithmetic(graph) == "tflite"
+        ints = ("int8", "int16") if tflite else ("int8",)
+        if any(t.dtype not in ints or t.dtype != x.dtype or t.quant is None or len(t.quant.scale) != 1
+               for t in (x, y)):
             return False
+        if tflite and self.kind in ("max", "min") and x.quant.single() != y.quant.single():
+            return False  # TFLite Micro's REDUCE_MAX and REDUCE_MIN keep the quantization
         try:
-            self._int8(graph, node)
+            self._tflite(graph, node) if tflite else self._int8(graph, node)
         except Exception:  # a multiplier out of range
             return False
         return True
+
+    def piece(self, graph, node, axis, rows, pads):
+        """A piece along a kept axis computes its outputs from its rows alone, with the same attributes
+        (the axes are dimensions, not values per index)."""
+        return dict(node.attrs) if pads is None else None
 
     def expr(self, graph, node):
         x = graph[node.inputs[0]].shape
@@ -115,6 +147,22 @@ class _Reduce(Op):
 
     def macs(self, graph, node):
         return graph[node.inputs[0]].size
+
+    def partial(self, graph, node, axis):
+        """A TFLite model's Sum or Mean cut along its outermost reduced axis: the pieces add their rows to
+        a running sum (float32, or int32 of the codes) in the whole reduction's order, and the finish
+        divides or requantizes it (ops/accumulate.py)."""
+        axes = self._resolve(graph, node)
+        x, y = graph[node.inputs[0]], graph[node.outputs[0]]
+        if (requant.arithmetic(graph) != "tflite" or self.kind not in ("sum", "mean") or not axes
+                or axis != f"r{axes[0]}" or (x.dtype != "float32" and not self.accepts_int8(graph, node))):
+            return None
+        shape = tuple(1 if d in axes else n for d, n in enumerate(x.shape))
+        scale, zero = x.quant.single() if x.quant is not None else (1.0, 0)
+        finish = {"kind": self.kind, "count": self._count(graph, node), "shape": y.shape, "dtype": y.dtype,
+                  "in_scale": float(scale), "in_zero_point": int(zero)}
+        return Partial("ReduceSumPart", {"axes": axes}, shape, "float32" if x.dtype == "float32" else "int32",
+                       "ReduceFinish", finish)
 
     # ------------------------------------------------------------------ arithmetic
     def _count(self, graph: Graph, node: Node) -> int:
@@ -135,11 +183,37 @@ class _Reduce(Op):
             fields["mult"], fields["shift"] = requant.quantize_multiplier(real)
         return fields
 
+    def _tflite(self, graph: Graph, node: Node) -> dict:
+        """TFLite's integer parameters (int8, int16): zero points, (mult, shift) for Sum (s_x / s_y) and
+        Mean (with 1/count folded in), the type's range."""
+        x, y = graph[node.inputs[0]], graph[node.outputs[0]]
+        sx, zx = x.quant.single()
+        sy, zy = y.quant.single()
+        lo, hi = requant.QRANGE[y.dtype]
+        fields = dict(in_zero_point=zx, out_zero_point=zy, act_min=lo, act_max=hi, mult=0, shift=31)
+        if self.kind in ("sum", "mean"):
+            mult, shift = requant.tflite_multiplier(float(sx) / float(sy))
+            if self.kind == "mean":
+                mult, shift = tflite_mean_multiplier(mult, shift, self._count(graph, node))
+            fields.update(mult=mult, shift=shift)
+        return fields
+
+    def _tflite_reference(self, graph: Graph, node: Node, r: np.ndarray) -> np.ndarray:
+        p = self._tflite(graph, node)
+        if self.kind in ("max", "min"):
+            return r.max(axis=-1) if self.kind == "max" else r.min(axis=-1)
+        total = requant.wrap32(r.astype(np.int64).sum(axis=-1))
+        shifted = requant.wrap32(total - p["in_zero_point"] * r.shape[-1])
+        q = requant.tflite_requantize(shifted, p["mult"], p["shift"]) + p["out_zero_point"]
+        return np.clip(q, p["act_min"], p["act_max"]).astype(r.dtype)
+
     def reference(self, graph, node, inputs):
         x = inputs[0]
         axes = self._resolve(graph, node)
         shape = graph[node.outputs[0]].shape
-        r = _moved(x, axes)
+        r = moved(x, axes)
+        if x.dtype != np.float32 and requant.arithmetic(graph) == "tflite":
+            return [self._tflite_reference(graph, node, r).reshape(shape)]
         if x.dtype == np.float32:
             if self.kind in ("max", "min"):
                 y = r.max(axis=-1) if self.kind == "max" else r.min(axis=-1)
@@ -174,6 +248,10 @@ class _Reduce(Op):
         if x.dtype == "float32":
             return Call("mcud_reduce_f32", (node.inputs[0], node.outputs[0]),
                         Struct.of("mcud_reduce_f32_params", **fields))
+        if requant.arithmetic(graph) == "tflite":
+            require(self.accepts_int8(graph, node), f"{x.dtype} {self.name} needs per-tensor quantization")
+            return Call(f"mcud_reduce_{TFLITE_INTS[x.dtype]}_tfl", (node.inputs[0], node.outputs[0]),
+                        Struct.of("mcud_reduce_tfl_params", **fields, **self._tflite(graph, node)))
         return Call("mcud_reduce_s8", (node.inputs[0], node.outputs[0]),
                     Struct.of("mcud_reduce_s8_params", **fields, **self._int8(graph, node)))
 

@@ -8,6 +8,16 @@ a plain gather. Dims before the last two must map to themselves.
 int8: nearest copies (or requantizes when the quantization changes); linear uses Q11 weights
 (w0 + w1 = 2048 per dim), accumulates (x - zx) * wy * wx in int32 (at most 255 * 2^22) and
 requantizes by s_x / (s_y * 2^22).
+
+A TFLite model (``Graph.arithmetic == "tflite"``; its flags align_corners and half_pixel_centers arrive as
+coordinate modes "align_corners", "half_pixel" / "tf_half_pixel_for_nn" and "asymmetric") computes as
+TFLite Micro does: nearest takes TFLite's GetNearestNeighbor (float32 scale, floor or, with
+align_corners, round half away from zero) and copies the codes, whatever the quantization, at int8 and
+int16; int8 bilinear is ResizeBilinearInteger (``tflite_linear``): the scale in 1/1024 steps rounded to
+nearest, per output row and column two sources and their integer weights (summing to 1024; the first
+one above 1024 and the second negative where half-pixel centres fall before the first pixel, both
+sources then being that pixel), the codes times both weights added (at most 2^29 in magnitude, so int32
+holds them) and divided by 2^20 rounding half away from zero.
 """
 from __future__ import annotations
 
@@ -27,6 +37,7 @@ COORD_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "alig
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "simple")
 QBITS = 11  # fixed-point weights of int8 linear resizing
 F32 = np.float32
+SUFFIX = {"float32": "f32", "int8": "s8", "int16": "s16"}
 
 
 @dataclass(frozen=True)
@@ -76,6 +87,43 @@ def _nearest(c: np.ndarray, mode: str, downsampling: bool) -> np.ndarray:
     if mode == "ceil":
         return np.ceil(c)
     return np.ceil(c) if downsampling else trunc  # "simple": Upsample and Resize-10
+
+
+def tflite_flags(node: Node) -> tuple[bool, bool]:
+    """(align_corners, half_pixel_centers) of a TFLite resize, from its coordinate mode."""
+    coord = node.attr("coordinate_transformation_mode")
+    return coord == "align_corners", coord in ("half_pixel", "tf_half_pixel_for_nn")
+
+
+def tflite_nearest(n_in: int, n_out: int, align: bool, half: bool) -> np.ndarray:
+    """TFLite's GetNearestNeighbor for every output coordinate, in float32 as it computes."""
+    scale = F32(n_in - 1) / F32(n_out - 1) if align and n_out > 1 else F32(n_in) / F32(n_out)
+    c = (np.arange(n_out).astype(F32) + F32(0.5 if half else 0.0)) * scale
+    i = (np.sign(c) * np.floor(np.abs(c) + F32(0.5)) if align else np.floor(c)).astype(np.int64)  # TfLiteRound
+    i = np.minimum(i, n_in - 1)
+    return np.maximum(i, 0) if half else i
+
+
+def _c_div(a: np.ndarray, b: int) -> np.ndarray:
+    """a / b as C divides integers (toward zero), b > 0."""
+    return np.where(a >= 0, a // b, -((-a) // b))
+
+
+def tflite_linear(n_in: int, n_out: int, align: bool, half: bool) -> tuple[np.ndarray, ...]:
+    """TFLite's ResizeBilinearInteger along one dim: per output coordinate the two sources and their
+    weights in 1/1024 (ComputeInterpolationValuesInteger)."""
+    scale = ((1 << 10) * n_in + n_out // 2) // n_out
+    if align and n_out > 1:
+        scale = ((1 << 10) * (n_in - 1) + (n_out - 1) // 2) // (n_out - 1)
+    v = np.arange(n_out, dtype=np.int64) * scale
+    if half:
+        v = v + scale // 2 - (1 << 9)
+    i0 = np.maximum(_c_div(v, 1 << 10), 0)
+    i1 = np.minimum(_c_div(v + (1 << 10) - 1, 1 << 10), n_in - 1)
+    require(bool(np.all(i0 <= n_in - 1)), f"TFLite's integer bilinear resize from {n_in} to {n_out} reads past the "
+                                          f"input (its rounded scale)")
+    w1 = v - (1 << 10) * i0
+    return i0, i1, (1 << 10) - w1, w1
 
 
 def _dim_map(node: Node, n_in: int, n_out: int, scale: float) -> _DimMap:
@@ -140,7 +188,14 @@ def _plan(graph: Graph, node: Node) -> tuple[tuple[int, ...], tuple[_DimMap, ...
     require(not (node.attr("antialias") and node.attr("mode") == "linear" and min(scales) < 1),
             "antialiased linear downsampling is not supported")
     maps = tuple(_dim_map(node, n, o, s) for n, o, s in zip(shape, out, scales))
+    if requant.arithmetic(graph) == "tflite" and node.attr("mode") == "nearest":
+        maps = maps[:-2] + tuple(_tflite_nearest_map(node, n, o) for n, o in zip(shape[-2:], out[-2:]))
     return tuple(out), maps
+
+
+def _tflite_nearest_map(node: Node, n_in: int, n_out: int) -> _DimMap:
+    i = tflite_nearest(n_in, n_out, *tflite_flags(node))
+    return _DimMap(i, i, np.ones(n_out, F32), np.zeros(n_out, F32))
 
 
 def _resize_attrs(onnx: OnnxNode, scales, sizes, axes=None) -> dict:
@@ -172,7 +227,8 @@ def _const_input(onnx: OnnxNode, i: int, what: str):
 class _Resample(Op):
     def infer(self, graph, node):
         x = graph[node.inputs[0]]
-        require(x.dtype in ("float32", "int8"), f"{self.name} of {x.dtype} is not supported")
+        int16 = x.dtype == "int16" and requant.arithmetic(graph) == "tflite" and node.attr("mode") == "nearest"
+        require(x.dtype in ("float32", "int8") or int16, f"{self.name} of {x.dtype} is not supported")
         require(2 <= len(x.shape) <= 4, f"{self.name} of a rank-{len(x.shape)} tensor is not supported (2 to 4)")
         out, maps = _plan(graph, node)
         for d, m in enumerate(maps[:-2]):
@@ -181,9 +237,11 @@ class _Resample(Op):
         return [(out, x.dtype)]
 
     def accepts_int8(self, graph, node) -> bool:
+        ints = ("int8", "int16") if requant.arithmetic(graph) == "tflite" else ("int8",)
+        x = graph[node.inputs[0]]
         for name in (node.inputs[0], node.outputs[0]):
             t = graph[name]
-            if t.dtype != "int8" or t.quant is None or len(t.quant.scale) != 1:
+            if t.dtype not in ints or t.dtype != x.dtype or t.quant is None or len(t.quant.scale) != 1:
                 return False
         return True
 
@@ -201,9 +259,9 @@ class _Resample(Op):
 
     # ------------------------------------------------------------------ reference
     def _requant(self, graph, node) -> tuple[int, int, int, int, int]:
-        """(zx, zy, flag, mult, shift) for int8 nearest: flag 0 copies."""
+        """(zx, zy, flag, mult, shift) for int8 nearest: flag 0 copies (always, in a TFLite model)."""
         (sx, zx), (sy, zy) = graph[node.inputs[0]].quant.single(), graph[node.outputs[0]].quant.single()
-        if (sx, zx) == (sy, zy):
+        if (sx, zx) == (sy, zy) or requant.arithmetic(graph) == "tflite":
             return zx, zy, 0, 0, 1
         mult, shift = requant.quantize_multiplier(sx / sy)
         return zx, zy, 1, mult, shift
@@ -218,12 +276,27 @@ class _Resample(Op):
         w1 = np.rint(m.weight1.astype(np.float64) * (1 << QBITS)).astype(np.int64)
         return (1 << QBITS) - w1, w1
 
+    def _tflite_tables(self, graph, node) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+        """TFLite's integer bilinear sources and weights along H and along W."""
+        x, y = graph[node.inputs[0]].shape, graph[node.outputs[0]].shape
+        flags = tflite_flags(node)
+        return tflite_linear(x[-2], y[-2], *flags), tflite_linear(x[-1], y[-1], *flags)
+
+    def _tflite_linear_reference(self, graph, node, x):
+        (h0, h1, wy0, wy1), (w0, w1, wx0, wx1) = self._tflite_tables(graph, node)
+        h0, h1, wy0, wy1 = (a[:, None] for a in (h0, h1, wy0, wy1))
+        xs = x.astype(np.int64)
+        acc = (xs[..., h0, w0] * wy0 * wx0 + xs[..., h1, w0] * wy1 * wx0 + xs[..., h0, w1] * wy0 * wx1 +
+               xs[..., h1, w1] * wy1 * wx1)
+        rounded = _c_div(acc + np.where(acc > 0, 1 << 19, -(1 << 19)), 1 << 20)
+        return rounded.astype(x.dtype)  # TFLite casts without clamping (the weights cannot leave the range)
+
     def reference(self, graph, node, inputs):
         x = inputs[0]
         out, maps = _plan(graph, node)
         lead = x.shape[:-2]
         mh, mw = maps[-2], maps[-1]
-        int8 = x.dtype == np.int8
+        int8 = x.dtype != np.float32
         if node.attr("mode") == "nearest":
             y = x[..., mh.index0[:, None], mw.index0[None, :]]
             if int8:
@@ -239,6 +312,8 @@ class _Resample(Op):
             bottom = wx0 * x[..., h1, w0] + wx1 * x[..., h1, w1]
             y = (wy0 * top + wy1 * bottom).astype(F32)
             return [y.reshape(lead + y.shape[-2:]).reshape(out)]
+        if requant.arithmetic(graph) == "tflite":
+            return [self._tflite_linear_reference(graph, node, x).reshape(out)]
         zx, zy, mult, shift = self._linear_requant(graph, node)
         qy0, qy1 = (q[:, None] for q in self._qweights(mh))
         qx0, qx1 = (q[None, :] for q in self._qweights(mw))
@@ -254,9 +329,9 @@ class _Resample(Op):
         x = graph[node.inputs[0]]
         _, maps = _plan(graph, node)
         mh, mw = maps[-2], maps[-1]
-        int8 = x.dtype == "int8"
+        int8 = x.dtype != "float32"
         if int8:
-            require(self.accepts_int8(graph, node), f"int8 {self.name} needs per-tensor int8 quantization")
+            require(self.accepts_int8(graph, node), f"{x.dtype} {self.name} needs per-tensor quantization")
         views = (node.inputs[0], node.outputs[0])
 
         def idx(*arrays):
@@ -266,7 +341,7 @@ class _Resample(Op):
             zx, zy, flag, mult, shift = self._requant(graph, node) if int8 else (0, 0, 0, 0, 1)
             params = Struct.of("mcud_resize_nearest_params", h_index=idx(mh.index0), w_index=idx(mw.index0),
                                requant=flag, in_zero_point=zx, out_zero_point=zy, mult=mult, shift=shift)
-            return Call(f"mcud_resize_nearest_{'s8' if int8 else 'f32'}", views, params)
+            return Call(f"mcud_resize_nearest_{SUFFIX[x.dtype]}", views, params)
         if not int8:
             def weights(m):
                 return Array("float", tuple(float(v) for v in np.stack([m.weight0, m.weight1], axis=1).ravel()))
@@ -274,6 +349,16 @@ class _Resample(Op):
             params = Struct.of("mcud_resize_linear_f32_params", h_index=idx(mh.index0, mh.index1),
                                w_index=idx(mw.index0, mw.index1), h_weight=weights(mh), w_weight=weights(mw))
             return Call("mcud_resize_linear_f32", views, params)
+        if requant.arithmetic(graph) == "tflite":
+            (h0, h1, wy0, wy1), (w0, w1, wx0, wx1) = self._tflite_tables(graph, node)
+
+            def pairs(ctype, a, b):
+                return Array(ctype, tuple(int(v) for v in np.stack([a, b], axis=1).ravel()))
+
+            params = Struct.of("mcud_resize_linear_tfl_params", h_index=pairs("int32_t", h0, h1),
+                               w_index=pairs("int32_t", w0, w1), h_weight=pairs("int16_t", wy0, wy1),
+                               w_weight=pairs("int16_t", wx0, wx1))
+            return Call("mcud_resize_linear_s8_tfl", views, params)
         zx, zy, mult, shift = self._linear_requant(graph, node)
 
         def qweights(m):

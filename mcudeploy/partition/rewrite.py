@@ -262,7 +262,7 @@ def _check_shapes(seg: CutFacts, node: Node, j: int, rows, reads, attrs) -> None
             scope[x] = g[x] if r is None else _rows_of(g[x], seg.in_dim[node.name][i][0], r.lo, r.hi)
     piece = node.with_(name=f"{node.name}#p{j}", attrs=attrs)
     try:
-        inferred = registry.get(node.op).infer(Graph("piece", scope, (), (), ()), piece)
+        inferred = registry.get(node.op).infer(Graph("piece", scope, (), (), (), arithmetic=g.arithmetic), piece)
     except MCUDeployError as err:
         raise SplitError(f"piece {j} of node {node.name} ({node.op}) is not valid: {err}") from None
     for o, d, (shape, dtype) in zip(node.outputs, seg.out_dim[node.name], inferred):

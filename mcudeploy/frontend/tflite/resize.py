@@ -8,8 +8,11 @@ def _resize(imp, op, ins, outs, mode: str, opts_name: str):
     o = imp.options(op, opts_name)
     align, half = (bool(o.AlignCorners()), bool(o.HalfPixelCenters())) if o is not None else (False, False)
     x = ins[0]
-    if imp.dtype(x) != "float32" and mode == "linear":
-        imp.fail("of int8 is not supported (TFLite's integer bilinear arithmetic is not implemented)")
+    if align and half:
+        imp.fail("has both align_corners and half_pixel_centers, which TFLite Micro refuses", True)
+    if imp.dtype(x) not in ("float32", "int8") and not (imp.dtype(x) == "int16" and mode == "nearest"):
+        takes = "float32, int8 and int16" if mode == "nearest" else "float32 and int8"
+        imp.fail(f"of {imp.dtype(x)} is not supported (TFLite Micro's resize takes {takes})")
     size = imp.shape(outs[0])[1:3]
     if align:
         coord = "align_corners"
