@@ -84,7 +84,7 @@ class _Unary(Op):
 
     def infer(self, graph, node):
         x = graph[node.inputs[0]]
-        dtypes = ("float32",) + LUT_DTYPES + (("int16",) if self._int16(graph) else ())
+        dtypes = ("float32",) + LUT_DTYPES + (("int16",) if self.tflite_int16 else ())  # int16: TFLite's only
         require(x.dtype in dtypes, f"{self.name} of {x.dtype} is not supported")
         return [(x.shape, x.dtype)]
 
@@ -121,8 +121,8 @@ class _Unary(Op):
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
                 return [np.asarray(self.fn(node, x), dtype=np.float32)]
         if x.dtype == np.int16:
-            require(self.accepts_int8(graph, node), f"{self.name} of int16 needs per-tensor quantized input and "
-                                                    f"output of the same type")
+            require(self.accepts_int8(graph, node), f"{self.name} of int16 needs a TFLite model's per-tensor "
+                                                    f"quantized input and output of the same type")
             return [self.int16_reference(graph, node, x).astype(np.int16)]
         lo = requant.QRANGE[graph[node.inputs[0]].dtype][0]
         table = self.table(graph, node)
@@ -134,6 +134,8 @@ class _Unary(Op):
         if dtype == "float32":
             return Call(f"mcud_{self.c_name}_f32", views, self.float_params(node))
         if dtype == "int16":
+            require(self.accepts_int8(graph, node), f"{self.name} of int16 needs a TFLite model's per-tensor "
+                                                    f"quantized input and output of the same type")
             return self.int16_kernel(graph, node)
         suffix = "s8" if dtype == "int8" else "u8"
         table = Array(f"{dtype}_t", tuple(int(v) for v in self.table(graph, node)))

@@ -28,8 +28,7 @@ class L2Normalization(Softmax):
 
     def infer(self, graph, node):
         x = graph[node.inputs[0]]
-        int8 = ("int8",) if requant.arithmetic(graph) == "tflite" else ()
-        require(x.dtype in ("float32",) + int8, f"L2Normalization of {x.dtype} is not supported")
+        require(x.dtype in ("float32", "int8"), f"L2Normalization of {x.dtype} is not supported")
         reduced_dims(graph, node)
         return [(x.shape, x.dtype)]
 
@@ -45,8 +44,8 @@ class L2Normalization(Softmax):
         if x.dtype == np.float32:
             norm = np.maximum(np.sqrt((x * x).sum(axis=axes, keepdims=True, dtype=np.float32)), EPSILON)
             return [(x / norm).astype(np.float32)]
-        require(self.accepts_int8(graph, node), "an int8 L2Normalization needs per-tensor quantized int8 input and "
-                                                "output")
+        require(self.accepts_int8(graph, node), "an int8 L2Normalization is TFLite's: it needs a TFLite model "
+                                                "and per-tensor quantized int8 input and output")
         zp = graph[node.inputs[0]].quant.single()[1]
         d = x.astype(np.int64) - zp
         total = fx.wrap32((d * d).sum(axis=axes, keepdims=True))
@@ -60,7 +59,7 @@ class L2Normalization(Softmax):
         views = (node.inputs[0], node.outputs[0])
         if graph[node.inputs[0]].dtype == "float32":
             return Call("mcud_l2norm_f32", views, Struct.of("mcud_l2norm_params", axis=a0, axis_end=a1, zero_point=0))
-        require(self.accepts_int8(graph, node), "an int8 L2Normalization needs per-tensor quantized int8 input and "
-                                                "output")
+        require(self.accepts_int8(graph, node), "an int8 L2Normalization is TFLite's: it needs a TFLite model "
+                                                "and per-tensor quantized int8 input and output")
         zp = graph[node.inputs[0]].quant.single()[1]
         return Call("mcud_l2norm_s8_tfl", views, Struct.of("mcud_l2norm_params", axis=a0, axis_end=a1, zero_point=zp))

@@ -112,8 +112,7 @@ class Softmax(Op):
 
     def infer(self, graph, node):
         x = graph[node.inputs[0]]
-        int16 = ("int16",) if requant.arithmetic(graph) == "tflite" else ()
-        require(x.dtype in ("float32", "int8", "uint8") + int16, f"Softmax of {x.dtype} is not supported")
+        require(x.dtype in ("float32", "int8", "uint8", "int16"), f"Softmax of {x.dtype} is not supported")
         reduced_dims(graph, node)
         return [(x.shape, x.dtype)]
 
@@ -241,7 +240,8 @@ def s16_accepts(graph: Graph, node: Node) -> bool:
 
 def s16_params(graph: Graph, node: Node) -> tuple[int, int]:
     """(multiplier, shift) taking a difference from the row's max to the exp table's input scale."""
-    require(s16_accepts(graph, node), "TFLite's int16 Softmax needs zero points 0 and an output scale of 2^-15")
+    require(requant.arithmetic(graph) == "tflite" and s16_accepts(graph, node),
+            "an int16 Softmax is TFLite's: it needs a TFLite model, zero points 0 and an output scale of 2^-15")
     s_x = float(np.float32(graph[node.inputs[0]].quant.single()[0]))
     beta = float(np.float32(node.attr("beta", 1.0)))
     mult, exponent = tfl.quantize_multiplier(s_x * beta / (10.0 / 65535.0))
@@ -290,8 +290,7 @@ class LogSoftmax(Softmax):
 
     def infer(self, graph, node):
         x = graph[node.inputs[0]]
-        int8 = ("int8",) if requant.arithmetic(graph) == "tflite" else ()
-        require(x.dtype in ("float32",) + int8, f"LogSoftmax of {x.dtype} is not supported")
+        require(x.dtype in ("float32", "int8"), f"LogSoftmax of {x.dtype} is not supported")
         reduced_dims(graph, node)
         return [(x.shape, x.dtype)]
 
@@ -299,11 +298,12 @@ class LogSoftmax(Softmax):
         x, y = graph[node.inputs[0]], graph[node.outputs[0]]
         if x.dtype != "int8" or y.dtype != "int8" or x.quant is None or y.quant is None:
             return False
-        return len(x.quant.scale) == 1 and y.quant.single() == LOG_OUTPUT
+        tflite = requant.arithmetic(graph) == "tflite"
+        return tflite and len(x.quant.scale) == 1 and len(y.quant.scale) == 1 and y.quant.single() == LOG_OUTPUT
 
     def _params(self, graph, node) -> dict:
-        require(self.accepts_int8(graph, node), "TFLite's int8 LogSoftmax needs an output of scale 16/256 and zero "
-                                                "point 127")
+        require(self.accepts_int8(graph, node), "an int8 LogSoftmax is TFLite's: it needs a TFLite model and an "
+                                                "output of scale 16/256 and zero point 127")
         return log_softmax_params(graph[node.inputs[0]].quant.single()[0])
 
     def reference(self, graph, node, inputs):

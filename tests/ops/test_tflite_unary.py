@@ -218,3 +218,42 @@ def test_what_tflite_micro_refuses_is_one_sentence(tmp_path, code, dtype, qout, 
         import_model(path)
     message = str(info.value)
     assert says in message and message.count("\n") == 0 and "operator 0" in message
+
+
+# ---------------------------------------------------------------- split
+
+
+SPLIT_CASES = [
+    ("logistic_s16", OPS.LOGISTIC, None, "int16", (4e-4, 0), (2**-15, 0)),
+    ("leaky_relu_s16", OPS.LEAKY_RELU, _options("LeakyReluOptions", Alpha=0.3), "int16", (3e-4, 0), (5e-4, 0)),
+    ("softmax_s16", OPS.SOFTMAX, _options("SoftmaxOptions", Beta=1.0), "int16", (1e-3, 0), (2**-15, 0)),
+    ("log_softmax_s8", OPS.LOG_SOFTMAX, None, "int8", (0.05, 3), (16 / 256, 127)),
+    ("l2norm_s8", OPS.L2_NORMALIZATION, None, "int8", (0.05, 3), (1 / 128, 0)),
+]
+
+
+@needs_gcc
+@pytest.mark.parametrize("case", SPLIT_CASES, ids=[c[0] for c in SPLIT_CASES])
+def test_split_into_rows_computes_the_same(tmp_path, case):
+    """Cut along the first axis, the pieces (on views) compute bit for bit what the whole does, in numpy
+    and in C; a normalised axis cannot be cut."""
+    from mcudeploy.partition import Cut, check_cut, split
+    from mcudeploy.pipeline import compile_graph
+
+    _, code, options, dtype, qin, qout = case
+    shape = (6, 37)
+    graph, node = _graph(tmp_path, code, options, shape, dtype, qin, qout)
+    axes = [a.name for a in registry.get(node.op).expr(graph, node).axes]
+    assert axes[0] == "d0"
+    cut = Cut(((node.name, "d0"),), 3, "keep")
+    assert check_cut(graph, cut) is None
+    if axes[1].startswith("r"):
+        assert check_cut(graph, Cut(((node.name, axes[1]),), 2, "keep")) is not None
+    pieces = split(graph, (cut,))
+    assert sum(n.op == node.op for n in pieces.nodes) == 3
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(4).integers(info.min, info.max + 1, shape).astype(dtype)
+    want = run_reference(graph, [x])[0]
+    assert np.array_equal(run_reference(pieces, [x])[0], want)
+    got = run_compiled_on_host(compile_graph(pieces, "host"), [{graph.inputs[0]: x}], tmp_path)[0][0]
+    assert np.array_equal(got, want)
