@@ -200,7 +200,8 @@ void mcud_lut_u8(const mcud_view *x, const mcud_view *y, const mcud_lut_u8_param
 static int32_t piecewise(int32_t v, const mcud_piecewise_s16_params *p)
 {
     const int32_t d = v - p->in_zero_point;
-    const int32_t r = d >= 0 ? mcud_requant_tfl(d, p->pos_mult, p->pos_shift) : mcud_requant_tfl(d, p->neg_mult, p->neg_shift);
+    const int32_t r = d >= 0 ? mcud_requant_tfl(d, p->pos_mult, p->pos_shift)
+                             : mcud_requant_tfl(d, p->neg_mult, p->neg_shift);
     return mcud_clamp(p->out_zero_point + r, p->out_min, p->out_max);
 }
 

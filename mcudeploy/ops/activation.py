@@ -7,8 +7,11 @@ time (dequantize, the function in float64, quantize with round-half-even, zero p
 saturation), so the C kernel is exact by construction and costs one load per element.
 
 A TFLite model's int8 table is TensorFlow Lite Micro's own integer arithmetic run on every code
-(``tflite_table``, from mcudeploy/ops/tflite_tables.py). Its int16 operators (RELU, RELU6, LEAKY_RELU,
-ABS: ``piecewise``; LOGISTIC, TANH) run kernels of their own that compute that arithmetic per element.
+(``tflite_table``, from mcudeploy/ops/tflite_tables.py) where the node is TFLite's integer kernel (attribute
+``tflite_kernel``, set by the importer); a float operator of a TFLite model folded with its DEQUANTIZE and
+QUANTIZE (mcudeploy/passes/qdq.py) is tabulated as TFLite dequantizes, computes in float and quantizes.
+Its int16 operators (RELU, RELU6, LEAKY_RELU, ABS: ``piecewise``; LOGISTIC, TANH) run kernels of their own
+that compute that arithmetic per element.
 
 numpy has no erf: Erf and Gelu's reference evaluates math.erf in float64 per element and rounds to
 float32 (the C kernel's erff is within an ulp of it).
@@ -110,9 +113,22 @@ class _Unary(Op):
                                                 f"output of the same type")
         sx, zx, sy, zy = quant_pair(graph, node)
         if requant.arithmetic(graph) == "tflite" and x.dtype == "int8":
-            table = self.tflite_table(graph, node)  # else a float operator between DEQUANTIZE and QUANTIZE
-            return table if table is not None else tfl.dequantize_quantize_s8(lambda v: self.fn(node, v), sx, zx, sy, zy)
-        return lut_table(lambda v: self.fn(node, v), sx, zx, sy, zy, x.dtype)
+            if node.attr("tflite_kernel"):
+                table = self.tflite_table(graph, node)
+                if table is not None:
+                    return table
+            return tfl.dequantize_quantize_s8(self._clipped(node), sx, zx, sy, zy)
+        return lut_table(self._clipped(node), sx, zx, sy, zy, x.dtype)
+
+    def _clipped(self, node: Node):
+        """The function on real numbers followed by the Relu or Clip folded into the node with its
+        DequantizeLinear and QuantizeLinear (mcudeploy/passes/qdq.py: attributes clip_min, clip_max)."""
+        lo, hi = node.attr("clip_min"), node.attr("clip_max")
+        if lo is None and hi is None:
+            return lambda v: self.fn(node, v)
+        lo = -math.inf if lo is None else float(lo)
+        hi = math.inf if hi is None else float(hi)
+        return lambda v: np.minimum(np.maximum(self.fn(node, v), v.dtype.type(lo)), v.dtype.type(hi))
 
     # ---------------------------------------------------------------- reference, kernel
     def reference(self, graph, node, inputs):

@@ -34,8 +34,9 @@ class L2Normalization(Softmax):
 
     def accepts_int8(self, graph, node):
         x, y = graph[node.inputs[0]], graph[node.outputs[0]]
-        return (x.dtype == y.dtype == "int8" and x.quant is not None and y.quant is not None
-                and len(x.quant.scale) == 1 and requant.arithmetic(graph) == "tflite")
+        return bool(x.dtype == y.dtype == "int8" and x.quant is not None and y.quant is not None
+                    and len(x.quant.scale) == 1 and requant.arithmetic(graph) == "tflite"
+                    and node.attr("tflite_kernel"))
 
     def reference(self, graph, node, inputs):
         x = inputs[0]
@@ -44,8 +45,8 @@ class L2Normalization(Softmax):
         if x.dtype == np.float32:
             norm = np.maximum(np.sqrt((x * x).sum(axis=axes, keepdims=True, dtype=np.float32)), EPSILON)
             return [(x / norm).astype(np.float32)]
-        require(self.accepts_int8(graph, node), "an int8 L2Normalization is TFLite's: it needs a TFLite model "
-                                                "and per-tensor quantized int8 input and output")
+        require(self.accepts_int8(graph, node), "an int8 L2Normalization is TFLite's kernel (the importer's): it "
+                                                "needs per-tensor quantized int8 input and output")
         zp = graph[node.inputs[0]].quant.single()[1]
         d = x.astype(np.int64) - zp
         total = fx.wrap32((d * d).sum(axis=axes, keepdims=True))
@@ -59,7 +60,7 @@ class L2Normalization(Softmax):
         views = (node.inputs[0], node.outputs[0])
         if graph[node.inputs[0]].dtype == "float32":
             return Call("mcud_l2norm_f32", views, Struct.of("mcud_l2norm_params", axis=a0, axis_end=a1, zero_point=0))
-        require(self.accepts_int8(graph, node), "an int8 L2Normalization is TFLite's: it needs a TFLite model "
-                                                "and per-tensor quantized int8 input and output")
+        require(self.accepts_int8(graph, node), "an int8 L2Normalization is TFLite's kernel (the importer's): it "
+                                                "needs per-tensor quantized int8 input and output")
         zp = graph[node.inputs[0]].quant.single()[1]
         return Call("mcud_l2norm_s8_tfl", views, Struct.of("mcud_l2norm_params", axis=a0, axis_end=a1, zero_point=zp))

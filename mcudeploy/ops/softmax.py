@@ -298,12 +298,12 @@ class LogSoftmax(Softmax):
         x, y = graph[node.inputs[0]], graph[node.outputs[0]]
         if x.dtype != "int8" or y.dtype != "int8" or x.quant is None or y.quant is None:
             return False
-        tflite = requant.arithmetic(graph) == "tflite"
-        return tflite and len(x.quant.scale) == 1 and len(y.quant.scale) == 1 and y.quant.single() == LOG_OUTPUT
+        tflite = requant.arithmetic(graph) == "tflite" and node.attr("tflite_kernel")
+        return bool(tflite) and len(x.quant.scale) == 1 and len(y.quant.scale) == 1 and y.quant.single() == LOG_OUTPUT
 
     def _params(self, graph, node) -> dict:
-        require(self.accepts_int8(graph, node), "an int8 LogSoftmax is TFLite's: it needs a TFLite model and an "
-                                                "output of scale 16/256 and zero point 127")
+        require(self.accepts_int8(graph, node), "an int8 LogSoftmax is TFLite's kernel (the importer's): it needs "
+                                                "an output of scale 16/256 and zero point 127")
         return log_softmax_params(graph[node.inputs[0]].quant.single()[0])
 
     def reference(self, graph, node, inputs):

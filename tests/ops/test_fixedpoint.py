@@ -225,7 +225,7 @@ def test_c_fixed_point_equals_numpy(tmp_path):
 
 def _c_table(source: str, name: str) -> np.ndarray:
     text = (firmware_dir() / "kernels" / source).read_text()
-    body = re.search(rf"{name}\[\d+\] = \{{(.*?)\}};", text, re.S).group(1)
+    body = re.search(rf"{name}\[\d+\] = \{{(.*?)\}};", text, re.DOTALL).group(1)
     return np.array([int(v) for v in body.replace("\n", " ").split(",") if v.strip()], dtype=np.int64)
 
 

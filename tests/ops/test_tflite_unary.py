@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 import tflite_build
+from tflite_build import OPS, T
+
 from mcudeploy.check.tflm import available, run_tflm_many
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.errors import UnsupportedError
@@ -16,7 +17,6 @@ from mcudeploy.frontend import import_model
 from mcudeploy.ops import registry
 from mcudeploy.pipeline import compile_model
 from mcudeploy.reference import run_reference
-from tflite_build import OPS, T
 
 from .kernel_harness import needs_gcc, run_unary_kernel
 
@@ -81,11 +81,11 @@ def _int8_cases() -> dict:
     for s, z in [(0.047, 0), (0.02, -10), (0.11, 30), (0.0031, 5), (0.5, -100)]:
         cases[f"logistic-{s}-{z}"] = (OPS.LOGISTIC, None, (s, z), (1 / 256, -128))
         cases[f"tanh-{s}-{z}"] = (OPS.TANH, None, (s, z), (1 / 128, 0))
+        ops = [("hard_swish", OPS.HARD_SWISH, None), ("elu", OPS.ELU, None), ("relu", OPS.RELU, None),
+               ("relu6", OPS.RELU6, None), ("abs", OPS.ABS, None), ("rsqrt", OPS.RSQRT, None)]
+        ops += [(f"leaky_relu{a}", OPS.LEAKY_RELU, _options("LeakyReluOptions", Alpha=a)) for a in (0.2, 1.5, -0.3)]
         for so, zo in [(0.03, -50), (s * 0.7, 12), (s * 3, -128)]:
-            for name, code, opts in [("hard_swish", OPS.HARD_SWISH, None), ("elu", OPS.ELU, None),
-                                     ("relu", OPS.RELU, None), ("relu6", OPS.RELU6, None), ("abs", OPS.ABS, None),
-                                     ("rsqrt", OPS.RSQRT, None)] + [
-                    (f"leaky_relu{a}", OPS.LEAKY_RELU, _options("LeakyReluOptions", Alpha=a)) for a in (0.2, 1.5, -0.3)]:
+            for name, code, opts in ops:
                 cases[f"{name}-{s}-{z}-{so:.4g}-{zo}"] = (code, opts, (s, z), (so, zo))
         cases[f"abs-same-scale-{s}-{z}"] = (OPS.ABS, None, (s, z), (s, 7))
     # scale ratios on a rounding tie: TFLite Micro divides the float scales in double
@@ -128,7 +128,7 @@ def test_rows_as_tflite_micro(tmp_path, need_tflm):
     rng = np.random.default_rng(5)
     cases, c_too = {}, []
     for shape in [(2, 40), (1, 3, 5, 7), (3, 300)]:
-        def ints(dtype, lo=None, hi=None, n=2):
+        def ints(dtype, lo=None, hi=None, n=2, shape=shape):
             info = np.iinfo(dtype)
             return [rng.integers(info.min if lo is None else lo, (info.max if hi is None else hi) + 1, shape)
                     .astype(dtype) for _ in range(n)]
@@ -257,3 +257,22 @@ def test_split_into_rows_computes_the_same(tmp_path, case):
     assert np.array_equal(run_reference(pieces, [x])[0], want)
     got = run_compiled_on_host(compile_graph(pieces, "host"), [{graph.inputs[0]: x}], tmp_path)[0][0]
     assert np.array_equal(got, want)
+
+
+def test_a_float_activation_between_dequantize_and_quantize_as_tflite_micro(tmp_path, need_tflm):
+    """DEQUANTIZE, a float LOGISTIC (or TANH, ROUND, ...), QUANTIZE folds into one int8 node whose table is
+    TFLite's dequantize, float function and quantize (not TFLite's int8 kernel for the operator)."""
+    cases = {}
+    for name, code in (("logistic", OPS.LOGISTIC), ("tanh", OPS.TANH), ("hard_swish", OPS.HARD_SWISH),
+                       ("round", OPS.ROUND), ("exp", OPS.EXP)):
+        tensors = [T("x", INT8.shape, "int8", scale=(0.043,), zero_point=(-7,)), T("f", INT8.shape, "float32"),
+                   T("g", INT8.shape, "float32"), T("y", INT8.shape, "int8", scale=(0.011,), zero_point=(-100,))]
+        ops = [tflite_build.Op(OPS.DEQUANTIZE, ("x",), ("f",)), tflite_build.Op(code, ("f",), ("g",)),
+               tflite_build.Op(OPS.QUANTIZE, ("g",), ("y",))]
+        cases[name] = (tflite_build.Model(tensors, ops, ("x",), ("y",)).build(), [INT8])
+    for name, (model, _) in cases.items():
+        path = tmp_path / f"{name}-graph.tflite"
+        path.write_bytes(model)
+        (node,) = compile_model(path, "host").graph.nodes  # one int8 node
+        assert not node.attr("tflite_kernel"), name
+    assert _against_tflm(tmp_path, cases, c_too=("logistic",)) == []

@@ -41,11 +41,17 @@ def _zero_points_zero(imp, x: int, y: int) -> None:
         imp.fail(f"of int16 needs zero points 0 (TensorFlow Lite Micro's condition), got {zx} and {zy}")
 
 
+def _integer(dtype: str, attrs: dict) -> dict:
+    """An integer node is TFLite's integer kernel (not a float operator folded with its DEQUANTIZE and
+    QUANTIZE, which computes otherwise): the operators read ``tflite_kernel``."""
+    return attrs if dtype == "float32" else {**attrs, "tflite_kernel": True}
+
+
 def _unary(imp, kind: str, ins, outs, types: tuple, attrs=None) -> str:
     x = ins[0]
     dtype = _types(imp, x, types)
     layout = _layout(imp, x)
-    imp.emit(kind, (imp.value(x, layout),), outs[0], attrs or {}, layout)
+    imp.emit(kind, (imp.value(x, layout),), outs[0], _integer(dtype, attrs or {}), layout)
     return dtype
 
 
@@ -155,22 +161,23 @@ def softmax(imp, op, ins, outs):
 @handles("LOG_SOFTMAX")
 def log_softmax(imp, op, ins, outs):
     x = ins[0]
-    if _types(imp, x, INT8) == "int8":
+    dtype = _types(imp, x, INT8)
+    if dtype == "int8":
         _, _, sy, zy = _scales(imp, x, outs[0])
         if (sy, zy) != (16 / 256, 127):
             imp.fail(f"of int8 needs an output of scale 16/256 and zero point 127 (TensorFlow Lite Micro's "
                      f"condition), got {sy:g} and {zy}")
     layout, axis = _last_axis(imp, x)
-    imp.emit("LogSoftmax", (imp.value(x, layout),), outs[0], {"axis": axis}, layout)
+    imp.emit("LogSoftmax", (imp.value(x, layout),), outs[0], _integer(dtype, {"axis": axis}), layout)
 
 
 @handles("L2_NORMALIZATION")
 def l2_normalization(imp, op, ins, outs):
     x = ins[0]
-    _types(imp, x, INT8)
+    dtype = _types(imp, x, INT8)
     if imp.activation(imp.options(op, "L2NormOptions")):
         imp.fail("with a fused activation is not supported (TensorFlow Lite Micro refuses it too)")
     if len(imp.shape(x)) > 4:
         imp.fail("of more than 4 dimensions is not supported (TensorFlow Lite Micro refuses it too)")
     layout, axis = _last_axis(imp, x)
-    imp.emit("L2Normalization", (imp.value(x, layout),), outs[0], {"axis": axis}, layout)
+    imp.emit("L2Normalization", (imp.value(x, layout),), outs[0], _integer(dtype, {"axis": axis}), layout)
