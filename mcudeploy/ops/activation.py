@@ -68,7 +68,8 @@ class _Unary(Op):
 
     def tflite_table(self, graph: Graph, node: Node) -> Optional[np.ndarray]:
         """TFLite Micro's int8 output code for each input code, lowest first; None where this operator
-        has no integer kernel in TFLite Micro (the float table then)."""
+        has no integer kernel in TFLite Micro (its table is then TFLite's dequantize, float function and
+        quantize)."""
         p = self.piecewise(graph, node)
         return None if p is None else p.apply(tfl.codes("int8"))
 

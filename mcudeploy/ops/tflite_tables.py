@@ -18,6 +18,7 @@ from typing import Callable
 
 import numpy as np
 
+from mcudeploy.errors import UnsupportedError
 from mcudeploy.ops import fixedpoint as fx
 from mcudeploy.ops.requant import QRANGE, tflite_round
 
@@ -77,6 +78,15 @@ def quantize_multiplier(real: float) -> tuple[int, int]:
     return mult, exponent
 
 
+def _rescale(real: float) -> tuple[int, int]:
+    """``quantize_multiplier`` of a ratio of scales that a kernel multiplies by (an exponent above 30 would
+    shift an int32 left by 31 or more, in TFLite as here)."""
+    mult, exponent = quantize_multiplier(real)
+    if exponent > 30:
+        raise UnsupportedError(f"a ratio of quantization scales of {real:g} (2^30 or more) is not supported")
+    return mult, exponent
+
+
 def _ratio(a: float, b: float) -> float:
     """a / b of two float32 scales, divided in double (TensorFlow Lite Micro's build does)."""
     return float(f32(a)) / float(f32(b))
@@ -111,7 +121,7 @@ IDENTITY = (1 << 30, 1)  # a multiplier of exactly 1.0
 def relu(dtype: str, s_in: float, zp_in: int, s_out: float, zp_out: int) -> Piecewise:
     """RELU (ReluQuantized): requantized to the output, then clamped at the output's zero."""
     lo, hi = QRANGE[dtype]
-    m, e = quantize_multiplier(_ratio(s_in, s_out))
+    m, e = _rescale(_ratio(s_in, s_out))
     return Piecewise(zp_in, zp_out, m, e, m, e, max(lo, zp_out), hi)
 
 
@@ -129,8 +139,8 @@ def clamp(dtype: str, s_in: float, zp_in: int, low: float, high: float) -> Piece
 def leaky_relu(dtype: str, s_in: float, zp_in: int, s_out: float, zp_out: int, alpha: float) -> Piecewise:
     """LEAKY_RELU (QuantizeLeakyRelu): the identity multiplier above the zero point, alpha's below."""
     lo, hi = QRANGE[dtype]
-    m_id, e_id = quantize_multiplier(_ratio(s_in, s_out))
-    m_a, e_a = quantize_multiplier(float(f32(s_in)) * float(f32(alpha)) / float(f32(s_out)))
+    m_id, e_id = _rescale(_ratio(s_in, s_out))
+    m_a, e_a = _rescale(float(f32(s_in)) * float(f32(alpha)) / float(f32(s_out)))
     return Piecewise(zp_in, zp_out, m_id, e_id, m_a, e_a, lo, hi)
 
 
@@ -138,7 +148,7 @@ def absolute(dtype: str, s_in: float, zp_in: int, s_out: float, zp_out: int) -> 
     """ABS (AbsEvalQuantized): |x - zp| requantized when the scales differ (the multiplier's rounding is
     symmetric, so a negated multiplier below the zero point is the same)."""
     lo, hi = QRANGE[dtype]
-    m, e = IDENTITY if f32(s_in) == f32(s_out) else quantize_multiplier(_ratio(s_in, s_out))
+    m, e = IDENTITY if f32(s_in) == f32(s_out) else _rescale(_ratio(s_in, s_out))
     return Piecewise(zp_in, zp_out, m, e, -m, e, lo, hi)
 
 
@@ -208,6 +218,9 @@ def hard_swish_params(s_in: float, s_out: float) -> tuple[int, int, int, int]:
 def hard_swish_s8(s_in: float, zp_in: int, s_out: float, zp_out: int) -> np.ndarray:
     """HARD_SWISH int8: x * relu6(x + 3) / 6 in 16-bit fixed point (reference_ops::HardSwish)."""
     out_m, out_e, relu_m, relu_e = hard_swish_params(s_in, s_out)
+    if out_e > 0:
+        raise UnsupportedError("an int8 HARD_SWISH whose output scale is below 1/128 of its input's is refused by "
+                               "TensorFlow Lite Micro")
     hires = _wrap16(_wrap16(codes("int8") - zp_in) * 128)
     preshift = _srdhm16(hires, out_m)
     reluish = hires
