@@ -36,6 +36,23 @@ static inline void mcud_walk_start(mcud_walk_pos *pos, int32_t xo, int32_t yo)
 #define MCUD_WALK_STEP static __attribute__((unused)) void
 #else
 #define MCUD_WALK_STEP static void
+/* Split the dimensions of views x and y (of one shape) into the outer ones and the range [axis, axis_end)
+ * (softmax's, L2 normalization's rows): one walk each. */
+static inline void mcud_walk_split(const mcud_view *x, const mcud_view *y, int32_t axis, int32_t axis_end,
+                                   mcud_walk *outer, mcud_walk *inner)
+{
+    outer->ndim = inner->ndim = 0;
+    outer->count = inner->count = 1;
+    for (int32_t d = 0; d < y->ndim; d++) {
+        mcud_walk *w = (d >= axis && d < axis_end) ? inner : outer;
+        w->shape[w->ndim] = y->shape[d];
+        w->xs[w->ndim] = x->stride[d];
+        w->ys[w->ndim] = y->stride[d];
+        w->count *= y->shape[d];
+        w->ndim++;
+    }
+}
+
 #endif
 
 MCUD_WALK_STEP mcud_walk_step(const mcud_walk *w, mcud_walk_pos *pos)
@@ -49,6 +66,23 @@ MCUD_WALK_STEP mcud_walk_step(const mcud_walk *w, mcud_walk_pos *pos)
         pos->xo -= w->xs[d] * w->shape[d];
         pos->yo -= w->ys[d] * w->shape[d];
         pos->idx[d] = 0;
+    }
+}
+
+/* Split the dimensions of views x and y (of one shape) into the outer ones and the range [axis, axis_end)
+ * (softmax's, L2 normalization's rows): one walk each. */
+static inline void mcud_walk_split(const mcud_view *x, const mcud_view *y, int32_t axis, int32_t axis_end,
+                                   mcud_walk *outer, mcud_walk *inner)
+{
+    outer->ndim = inner->ndim = 0;
+    outer->count = inner->count = 1;
+    for (int32_t d = 0; d < y->ndim; d++) {
+        mcud_walk *w = (d >= axis && d < axis_end) ? inner : outer;
+        w->shape[w->ndim] = y->shape[d];
+        w->xs[w->ndim] = x->stride[d];
+        w->ys[w->ndim] = y->stride[d];
+        w->count *= y->shape[d];
+        w->ndim++;
     }
 }
 

@@ -1,10 +1,17 @@
 """Unary activations and functions: Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Swish,
-Gelu, Erf, Sqrt.
+Gelu, Erf, Sqrt, Elu (and, on the same base, the math functions of mcudeploy/ops/unary.py).
 
 float32 runs one small math.h kernel per operator. int8 and uint8 run one shared lookup-table
 kernel: the table maps each of the 256 input codes to its output code, computed here at compile
 time (dequantize, the function in float64, quantize with round-half-even, zero point and
 saturation), so the C kernel is exact by construction and costs one load per element.
+
+A TFLite model's int8 table is TensorFlow Lite Micro's own integer arithmetic run on every code
+(``tflite_table``, from mcudeploy/ops/tflite_tables.py) where the node is TFLite's integer kernel (attribute
+``tflite_kernel``, set by the importer); a float operator of a TFLite model folded with its DEQUANTIZE and
+QUANTIZE (mcudeploy/passes/qdq.py) is tabulated as TFLite dequantizes, computes in float and quantizes.
+Its int16 operators (RELU, RELU6, LEAKY_RELU, ABS: ``piecewise``; LOGISTIC, TANH) run kernels of their own
+that compute that arithmetic per element.
 
 numpy has no erf: Erf and Gelu's reference evaluates math.erf in float64 per element and rounds to
 float32 (the C kernel's erff is within an ulp of it).
@@ -18,6 +25,7 @@ import numpy as np
 
 from mcudeploy.ir import Graph, Node
 from mcudeploy.ops import requant
+from mcudeploy.ops import tflite_tables as tfl
 from mcudeploy.ops.base import Array, Call, OnnxNode, Op, Struct, elementwise_expr, require
 from mcudeploy.ops.registry import register
 
@@ -33,11 +41,19 @@ def lut_table(fn, in_scale: float, in_zp: int, out_scale: float, out_zp: int, dt
     return np.clip(q, lo, hi).astype(np.int64)
 
 
+def quant_pair(graph: Graph, node: Node) -> tuple[float, int, float, int]:
+    """(input scale, input zero point, output scale, output zero point) of a per-tensor quantized op."""
+    sx, zx = graph[node.inputs[0]].quant.single()
+    sy, zy = graph[node.outputs[0]].quant.single()
+    return sx, zx, sy, zy
+
+
 class _Unary(Op):
     """An element-wise function of one input; subclasses give the float64 math and the C names."""
 
     c_name: ClassVar[str] = ""
     integer_ok: ClassVar[bool] = False  # defined by ONNX on plain (unquantized) integers too
+    tflite_int16: ClassVar[bool] = False  # TFLite Micro runs it on int16 (``piecewise`` or its own kernel)
 
     def fn(self, node: Node, x: np.ndarray) -> np.ndarray:
         """The activation on real numbers (float32 in, float32 out; float64 in, float64 out)."""
@@ -46,10 +62,34 @@ class _Unary(Op):
     def float_params(self, node: Node) -> Optional[Struct]:
         return None
 
+    def piecewise(self, graph: Graph, node: Node) -> Optional[tfl.Piecewise]:
+        """TFLite Micro's quantized arithmetic when it is piecewise linear (int8 and int16), else None."""
+        return None
+
+    def tflite_table(self, graph: Graph, node: Node) -> Optional[np.ndarray]:
+        """TFLite Micro's int8 output code for each input code, lowest first; None where this operator
+        has no integer kernel in TFLite Micro (its table is then TFLite's dequantize, float function and
+        quantize)."""
+        p = self.piecewise(graph, node)
+        return None if p is None else p.apply(tfl.codes("int8"))
+
+    def int16_reference(self, graph: Graph, node: Node, x: np.ndarray) -> np.ndarray:
+        return self.piecewise(graph, node).apply(x)
+
+    def int16_kernel(self, graph: Graph, node: Node) -> Call:
+        p = self.piecewise(graph, node)
+        return Call("mcud_piecewise_s16", (node.inputs[0], node.outputs[0]), Struct.of(
+            "mcud_piecewise_s16_params", in_zero_point=p.in_zp, out_zero_point=p.out_zp, pos_mult=p.pos_mult,
+            pos_shift=31 - p.pos_exp, neg_mult=p.neg_mult, neg_shift=31 - p.neg_exp, out_min=p.lo, out_max=p.hi))
+
     # ---------------------------------------------------------------- declaration
+    def _int16(self, graph: Graph) -> bool:
+        return self.tflite_int16 and requant.arithmetic(graph) == "tflite"
+
     def infer(self, graph, node):
         x = graph[node.inputs[0]]
-        require(x.dtype in ("float32",) + LUT_DTYPES, f"{self.name} of {x.dtype} is not supported")
+        dtypes = ("float32",) + LUT_DTYPES + (("int16",) if self.tflite_int16 else ())  # int16: TFLite's only
+        require(x.dtype in dtypes, f"{self.name} of {x.dtype} is not supported")
         return [(x.shape, x.dtype)]
 
     def expr(self, graph, node):
@@ -60,7 +100,8 @@ class _Unary(Op):
 
     def accepts_int8(self, graph: Graph, node: Node) -> bool:
         x, y = graph[node.inputs[0]], graph[node.outputs[0]]
-        if x.dtype not in LUT_DTYPES or y.dtype != x.dtype or x.quant is None or y.quant is None:
+        dtypes = LUT_DTYPES + (("int16",) if self._int16(graph) else ())
+        if x.dtype not in dtypes or y.dtype != x.dtype or x.quant is None or y.quant is None:
             return False
         return len(x.quant.scale) == 1 and len(y.quant.scale) == 1 and y.quant.scale[0] > 0
 
@@ -71,16 +112,35 @@ class _Unary(Op):
             return lut_table(lambda v: self.fn(node, v), 1.0, 0, 1.0, 0, x.dtype)  # plain integers
         require(self.accepts_int8(graph, node), f"{self.name} of {x.dtype} needs per-tensor quantized input and "
                                                 f"output of the same type")
-        sx, zx = x.quant.single()
-        sy, zy = y.quant.single()
-        return lut_table(lambda v: self.fn(node, v), sx, zx, sy, zy, x.dtype)
+        sx, zx, sy, zy = quant_pair(graph, node)
+        if requant.arithmetic(graph) == "tflite" and x.dtype == "int8":
+            if node.attr("tflite_kernel"):
+                table = self.tflite_table(graph, node)
+                if table is not None:
+                    return table
+            return tfl.dequantize_quantize_s8(self._clipped(node), sx, zx, sy, zy)
+        return lut_table(self._clipped(node), sx, zx, sy, zy, x.dtype)
+
+    def _clipped(self, node: Node):
+        """The function on real numbers followed by the Relu or Clip folded into the node with its
+        DequantizeLinear and QuantizeLinear (mcudeploy/passes/qdq.py: attributes clip_min, clip_max)."""
+        lo, hi = node.attr("clip_min"), node.attr("clip_max")
+        if lo is None and hi is None:
+            return lambda v: self.fn(node, v)
+        lo = -math.inf if lo is None else float(lo)
+        hi = math.inf if hi is None else float(hi)
+        return lambda v: np.minimum(np.maximum(self.fn(node, v), v.dtype.type(lo)), v.dtype.type(hi))
 
     # ---------------------------------------------------------------- reference, kernel
     def reference(self, graph, node, inputs):
         x = inputs[0]
         if x.dtype == np.float32:
-            with np.errstate(over="ignore"):
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
                 return [np.asarray(self.fn(node, x), dtype=np.float32)]
+        if x.dtype == np.int16:
+            require(self.accepts_int8(graph, node), f"{self.name} of int16 needs a TFLite model's per-tensor "
+                                                    f"quantized input and output of the same type")
+            return [self.int16_reference(graph, node, x).astype(np.int16)]
         lo = requant.QRANGE[graph[node.inputs[0]].dtype][0]
         table = self.table(graph, node)
         return [table[x.astype(np.int64) - lo].astype(x.dtype)]
@@ -90,6 +150,10 @@ class _Unary(Op):
         dtype = graph[node.inputs[0]].dtype
         if dtype == "float32":
             return Call(f"mcud_{self.c_name}_f32", views, self.float_params(node))
+        if dtype == "int16":
+            require(self.accepts_int8(graph, node), f"{self.name} of int16 needs a TFLite model's per-tensor "
+                                                    f"quantized input and output of the same type")
+            return self.int16_kernel(graph, node)
         suffix = "s8" if dtype == "int8" else "u8"
         table = Array(f"{dtype}_t", tuple(int(v) for v in self.table(graph, node)))
         return Call(f"mcud_lut_{suffix}", views, Struct.of(f"mcud_lut_{suffix}_params", table=table))
@@ -106,9 +170,13 @@ class Relu(_Unary):
     onnx_types = ("Relu",)
     integer_ok = True
     c_name = "relu"
+    tflite_int16 = True
 
     def fn(self, node, x):
         return np.maximum(x, _f(x, 0.0))
+
+    def piecewise(self, graph, node):
+        return tfl.relu(graph[node.inputs[0]].dtype, *quant_pair(graph, node))
 
 
 @register
@@ -119,6 +187,7 @@ class Clip(_Unary):
     onnx_types = ("Clip",)
     integer_ok = True
     c_name = "clip"
+    tflite_int16 = True
 
     def from_onnx(self, onnx: OnnxNode):
         attrs = {}
@@ -143,6 +212,12 @@ class Clip(_Unary):
         lo, hi = self.bounds(node)
         # ONNX (and onnxruntime) apply max then min, so min > max yields max everywhere.
         return np.minimum(np.maximum(x, _f(x, lo)), _f(x, hi))
+
+    def piecewise(self, graph, node):
+        """TFLite's RELU6: the input codes clamped to the bounds' codes in the input's quantization."""
+        lo, hi = self.bounds(node)
+        sx, zx, _, _ = quant_pair(graph, node)
+        return tfl.clamp(graph[node.inputs[0]].dtype, sx, zx, lo, hi)
 
     def float_params(self, node):
         lo, hi = self.bounds(node)  # an infinite bound is written as -/+FLT_MAX
@@ -170,9 +245,14 @@ class LeakyRelu(_WithAlpha):
     onnx_types = ("LeakyRelu",)
     c_name = "leaky_relu"
     alpha_default = 0.01
+    tflite_int16 = True
 
     def fn(self, node, x):
         return np.where(x >= 0, x, x * self.alpha(node, x))
+
+    def piecewise(self, graph, node):
+        return tfl.leaky_relu(graph[node.inputs[0]].dtype, *quant_pair(graph, node),
+                              float(node.attr("alpha", self.alpha_default)))
 
 
 @register
@@ -180,20 +260,45 @@ class Sigmoid(_Unary):
     name = "Sigmoid"
     onnx_types = ("Sigmoid",)
     c_name = "sigmoid"
+    tflite_int16 = True
 
     def fn(self, node, x):
         one = _f(x, 1.0)
         return one / (one + np.exp(-x))
 
+    def tflite_table(self, graph, node):
+        sx, zx, _, _ = quant_pair(graph, node)
+        return tfl.logistic_s8(sx, zx)
+
+    def int16_params(self, graph, node) -> tuple[int, int]:
+        return tfl.sigmoid_s16_params(quant_pair(graph, node)[0], tanh=self.name == "Tanh")
+
+    def int16_reference(self, graph, node, x):
+        return tfl.sigmoid_s16(x, *self.int16_params(graph, node))
+
+    def int16_kernel(self, graph, node):
+        mult, shift = self.int16_params(graph, node)
+        return Call(f"mcud_{self.c_name}_s16_tfl", (node.inputs[0], node.outputs[0]),
+                    Struct.of("mcud_sigmoid_s16_params", mult=mult, shift=shift))
+
 
 @register
-class Tanh(_Unary):
+class Tanh(Sigmoid):
+    """tanh; TFLite's int16 kernel takes Sigmoid's parameters and table (tanh(x) = 2 sigmoid(2x) - 1)."""
+
     name = "Tanh"
     onnx_types = ("Tanh",)
     c_name = "tanh"
 
     def fn(self, node, x):
         return np.tanh(x)
+
+    def tflite_table(self, graph, node):
+        sx, zx, _, _ = quant_pair(graph, node)
+        return tfl.tanh_s8(sx, zx)
+
+    def int16_reference(self, graph, node, x):
+        return tfl.tanh_s16(x, *self.int16_params(graph, node))
 
 
 @register
@@ -225,6 +330,23 @@ class HardSwish(_Unary):
     def fn(self, node, x):
         gate = np.minimum(np.maximum(x * _f(x, 1.0 / 6.0) + _f(x, 0.5), _f(x, 0.0)), _f(x, 1.0))
         return x * gate
+
+    def tflite_table(self, graph, node):
+        return tfl.hard_swish_s8(*quant_pair(graph, node))
+
+
+@register
+class Elu(_Unary):
+    """x above zero, exp(x) - 1 below (alpha 1: TFLite's ELU; mcud_elu_f32 takes expm1f)."""
+
+    name = "Elu"
+    c_name = "elu"
+
+    def fn(self, node, x):
+        return np.where(x < 0, np.expm1(x), x).astype(x.dtype)
+
+    def tflite_table(self, graph, node):
+        return tfl.float_lut_s8(tfl.elu_f32, *quant_pair(graph, node))
 
 
 _erf64 = np.vectorize(math.erf, otypes=[np.float64])

@@ -21,6 +21,16 @@ and passed through gemmlowp's fixed-point exp; those values depend on d alone, s
 and its Q12.19 share of the sum are tables of 256 int32 computed here (``tfl_tables``). Per row the
 kernel adds the Q12.19 values, takes gemmlowp's fixed-point reciprocal of the sum (``tfl_reciprocal``)
 and scales each exp by it, as TFLite does.
+
+A TFLite model's int16 Softmax (zero points 0, output scale 2^-15) is TFLite's SoftmaxInt16: each
+difference from the row's max, rescaled so that [-65535, 0] spans [-10, 0], is looked up in a 513-entry
+exp table with interpolation, and the sum's reciprocal in a second one; both tables depend on nothing
+(``S16_EXP``, ``S16_RECIPROCAL``, also held by firmware/kernels/softmax.c).
+
+LogSoftmax (TFLite's LOG_SOFTMAX, over the last axis): float32 as TFLite computes it (x - max - log of
+the sum of exp), int8 (output scale 16/256, zero point 127) as TFLite's LogSoftmaxQuantized: the
+rescaled difference (Q5.26) and its exp (Q12.19) are tables of 256 by the difference; per row the
+kernel adds the exps, takes gemmlowp's fixed-point log of the sum and subtracts it.
 """
 from __future__ import annotations
 
@@ -29,7 +39,9 @@ import math
 import numpy as np
 
 from mcudeploy.ir import Graph, Node
+from mcudeploy.ops import fixedpoint as fx
 from mcudeploy.ops import requant
+from mcudeploy.ops import tflite_tables as tfl
 from mcudeploy.ops.base import Array, Axis, Call, Dim, OnnxNode, Op, Struct, TensorExpr, require
 from mcudeploy.ops.registry import register
 from mcudeploy.ops.util import norm_axis
@@ -57,40 +69,7 @@ def inv_scale(s_y: float) -> int:
 
 
 # ---------------------------------------------------------------- TFLite's fixed point (gemmlowp)
-INT32_MAX = 2**31 - 1
-EXP_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308), (2, 39332535), (3, 720401),
-              (4, 242))  # exp(-2^e) in Q0.31, gemmlowp's exp_on_negative_values
-
-
-def _sat_shl(x, e: int):
-    """gemmlowp's SaturatingRoundingMultiplyByPOT for a positive exponent."""
-    x = np.asarray(x, dtype=np.int64)
-    threshold = (1 << (31 - e)) - 1
-    return np.where(x > threshold, INT32_MAX, np.where(x < -threshold, -2**31, x << e))
-
-
-def _exp_quarter(a):
-    """exp on [-1/4, 0) in Q0.31 (gemmlowp's Taylor expansion around -1/8)."""
-    srdhm, rdbpot = requant.srdhm, requant.rdbpot
-    x = a + (1 << 28)
-    x2 = srdhm(x, x)
-    x3 = srdhm(x2, x)
-    x4 = srdhm(x2, x2)
-    x4_over_4 = rdbpot(x4, 2)
-    poly = rdbpot(srdhm(x4_over_4 + x3, 715827883) + x2, 1)
-    return 1895147668 + srdhm(1895147668, x + poly)
-
-
-def _exp_negative(a):
-    """exp of Q5.26 values <= 0, in Q0.31 (gemmlowp's exp_on_negative_values with 5 integer bits)."""
-    a = np.asarray(a, dtype=np.int64)
-    quarter = 1 << 24
-    mod = (a & (quarter - 1)) - quarter
-    result = _exp_quarter(_sat_shl(mod, 5))
-    remainder = mod - a
-    for e, m in EXP_BARREL:
-        result = np.where(remainder & (1 << (26 + e)), requant.srdhm(result, m), result)
-    return np.where(a == 0, INT32_MAX, result)
+INT32_MAX = fx.INT32_MAX
 
 
 def tfl_params(beta: float, s_x: float) -> tuple[int, int, int]:
@@ -107,7 +86,7 @@ def tfl_tables(beta: float, s_x: float) -> tuple[np.ndarray, np.ndarray]:
     mult, left, diff_min = tfl_params(beta, s_x)
     d = -np.arange(256, dtype=np.int64)
     rescaled = requant.srdhm(requant.wrap32(d << left), mult)
-    e = _exp_negative(rescaled)
+    e = fx.exp_on_negative_values(rescaled, 5)
     e = np.where(d >= diff_min, e, 0)
     return e, requant.rdbpot(e, 12)
 
@@ -116,19 +95,9 @@ def tfl_reciprocal(total):
     """gemmlowp's one_over_one_plus_x_for_x_in_0_1 of a Q12.19 sum scaled into [1, 2): (Q0.31 scale,
     bits over unit), as TFLite's GetReciprocal."""
     total = np.asarray(total, dtype=np.int64)
-    bits = np.zeros_like(total)
-    for b in range(32):
-        bits = np.where((total >> (31 - b)) == 0, b + 1, bits)  # leading zeros of a positive int32
-    headroom = np.minimum(bits, 32)
-    over = 12 - headroom
-    a = ((total << headroom) & 0xFFFFFFFF) - (1 << 31)
-    s = a + INT32_MAX
-    half = np.where(s >= 0, (s + 1) // 2, -((-(s - 1)) // 2))
-    srdhm = requant.srdhm
-    x = 1515870810 + srdhm(half, -1010580540)
-    for _ in range(3):
-        x = x + _sat_shl(srdhm(x, (1 << 29) - srdhm(half, x)), 2)
-    return _sat_shl(x, 1), over
+    headroom = fx.clz32(total)
+    shifted = fx.wrap32(((total << headroom) & 0xFFFFFFFF) - (1 << 31))
+    return fx.one_over_one_plus_x(shifted), 12 - headroom
 
 
 @register
@@ -143,7 +112,7 @@ class Softmax(Op):
 
     def infer(self, graph, node):
         x = graph[node.inputs[0]]
-        require(x.dtype in ("float32", "int8", "uint8"), f"Softmax of {x.dtype} is not supported")
+        require(x.dtype in ("float32", "int8", "uint8", "int16"), f"Softmax of {x.dtype} is not supported")
         reduced_dims(graph, node)
         return [(x.shape, x.dtype)]
 
@@ -166,6 +135,8 @@ class Softmax(Op):
 
     def accepts_int8(self, graph: Graph, node: Node) -> bool:
         x, y = graph[node.inputs[0]], graph[node.outputs[0]]
+        if x.dtype == "int16" and requant.arithmetic(graph) == "tflite":
+            return s16_accepts(graph, node)
         if x.dtype not in ("int8", "uint8") or y.dtype != x.dtype or x.quant is None or y.quant is None:
             return False
         if len(x.quant.scale) != 1 or len(y.quant.scale) != 1:
@@ -193,6 +164,8 @@ class Softmax(Op):
         if x.dtype == np.float32:
             e = np.exp(x - x.max(axis=axes, keepdims=True))
             return [(e / e.sum(axis=axes, keepdims=True, dtype=np.float32)).astype(np.float32)]
+        if x.dtype == np.int16:
+            return [s16_reference(graph, node, x, axes)]
         if requant.arithmetic(graph) == "tflite":
             return [self._tfl_reference(graph, node, x, axes)]
         table, m, zy = self._int8_params(graph, node)
@@ -232,9 +205,133 @@ class Softmax(Op):
         dtype = graph[node.inputs[0]].dtype
         if dtype == "float32":
             return Call("mcud_softmax_f32", views, Struct.of("mcud_softmax_params", axis=a0, axis_end=a1))
+        if dtype == "int16":
+            mult, shift = s16_params(graph, node)
+            return Call("mcud_softmax_s16_tfl", views, Struct.of("mcud_softmax_s16_params", axis=a0, axis_end=a1,
+                                                                  mult=mult, shift=shift))
         table, m, zy = self._int8_params(graph, node)
         lo, hi = requant.QRANGE[dtype]
         fn = "mcud_softmax_s8" if dtype == "int8" else "mcud_softmax_u8"
         return Call(fn, views, Struct.of(
             "mcud_softmax_q_params", axis=a0, axis_end=a1, exp_table=Array("int32_t", tuple(int(v) for v in table)),
             inv_out_scale=m, out_zero_point=zy, out_min=lo, out_max=hi))
+
+
+# ---------------------------------------------------------------- TFLite's int16 softmax
+
+def _reciprocal_f32(x: np.ndarray) -> np.ndarray:
+    return (np.float32(1.0) / (np.float32(1.0) + x)).astype(np.float32)
+
+
+_S16_RANGE = np.float32(65535)  # int16 max - min, as SoftmaxPrepare writes it
+S16_EXP = tfl.float_lut_s16(tfl.expf, np.float32(10.0) / _S16_RANGE, 32767, np.float32(2.0) / _S16_RANGE, 0)
+S16_RECIPROCAL = tfl.float_lut_s16(_reciprocal_f32, np.float32(1.0) / _S16_RANGE, -32768,
+                                   np.float32(2.0) / _S16_RANGE, 0)
+
+
+def s16_accepts(graph: Graph, node: Node) -> bool:
+    """TFLite Micro's own conditions: zero points 0, an output scale within 0.1% of 2^-15."""
+    x, y = graph[node.inputs[0]], graph[node.outputs[0]]
+    if y.dtype != "int16" or x.quant is None or y.quant is None or len(x.quant.scale) != 1 or len(y.quant.scale) != 1:
+        return False
+    (_, zx), (s_y, zy) = x.quant.single(), y.quant.single()
+    return zx == 0 and zy == 0 and abs(np.float32(s_y) - np.float32(1 / 32768)) <= np.float32(0.001 / 32768)
+
+
+def s16_params(graph: Graph, node: Node) -> tuple[int, int]:
+    """(multiplier, shift) taking a difference from the row's max to the exp table's input scale."""
+    require(requant.arithmetic(graph) == "tflite" and s16_accepts(graph, node),
+            "an int16 Softmax is TFLite's: it needs a TFLite model, zero points 0 and an output scale of 2^-15")
+    s_x = float(np.float32(graph[node.inputs[0]].quant.single()[0]))
+    beta = float(np.float32(node.attr("beta", 1.0)))
+    mult, exponent = tfl.quantize_multiplier(s_x * beta / (10.0 / 65535.0))
+    require(exponent <= 30, "an int16 Softmax whose input scale times beta is above 2^15")
+    return mult, 31 - exponent
+
+
+def s16_reference(graph: Graph, node: Node, x: np.ndarray, axes) -> np.ndarray:
+    mult, shift = s16_params(graph, node)
+    xi = x.astype(np.int64)
+    scaled = requant.tflite_requantize(xi - xi.max(axis=axes, keepdims=True), mult, shift)
+    e = tfl.lut_lookup_s16(np.clip(scaled + 32767, -32768, 32767), S16_EXP)
+    total = e.sum(axis=axes, keepdims=True)
+    headroom = fx.clz32(total)
+    shifted = ((total << (headroom - 1)) + (1 << 13)) >> 14
+    reciprocal = tfl.lut_lookup_s16(np.clip(shifted - (1 << 15) - (1 << 16), -32768, 32767), S16_RECIPROCAL)
+    right = 31 - headroom
+    out = (e * reciprocal + (np.int64(1) << (right - 1))) >> right
+    return np.clip(out, 0, 32767).astype(np.int16)
+
+
+# ---------------------------------------------------------------- LogSoftmax
+
+LOG_OUTPUT = (16 / 256, 127)  # TFLite's int8 LogSoftmax output: scale 16/256, zero point 127
+
+
+def log_softmax_params(s_x: float) -> dict:
+    """TFLite's LogSoftmax int8 constants (PreprocessLogSoftmaxScalingExp with beta 1, Q5.26 differences)."""
+    mult, left = tfl.quantize_multiplier(min(float(np.float32(s_x)) * (1 << 26), 2.0**31 - 1.0))
+    require(left >= 1, "an int8 LogSoftmax of input scale below 2^-26")
+    reverse_mult, reverse_exp = tfl.quantize_multiplier((1 << (31 - left)) / mult)
+    d = -np.arange(256, dtype=np.int64)
+    diff_min = -fx.input_radius(5, left)
+    q5 = fx.mbqm(d, mult, left)
+    exp_q12 = np.where(d >= diff_min, fx.rdbpot(fx.exp_on_negative_values(q5, 5), 12), 0)
+    return {"q5": q5, "exp_q12": exp_q12, "diff_min": diff_min, "reverse_mult": reverse_mult,
+            "reverse_exp": reverse_exp}
+
+
+@register
+class LogSoftmax(Softmax):
+    """log(softmax(x)) over one axis (TFLite's LOG_SOFTMAX: the last one)."""
+
+    name = "LogSoftmax"
+    onnx_types = ()
+
+    def infer(self, graph, node):
+        x = graph[node.inputs[0]]
+        require(x.dtype in ("float32", "int8"), f"LogSoftmax of {x.dtype} is not supported")
+        reduced_dims(graph, node)
+        return [(x.shape, x.dtype)]
+
+    def accepts_int8(self, graph, node):
+        x, y = graph[node.inputs[0]], graph[node.outputs[0]]
+        if x.dtype != "int8" or y.dtype != "int8" or x.quant is None or y.quant is None:
+            return False
+        tflite = requant.arithmetic(graph) == "tflite" and node.attr("tflite_kernel")
+        return bool(tflite) and len(x.quant.scale) == 1 and len(y.quant.scale) == 1 and y.quant.single() == LOG_OUTPUT
+
+    def _params(self, graph, node) -> dict:
+        require(self.accepts_int8(graph, node), "an int8 LogSoftmax is TFLite's kernel (the importer's): it needs "
+                                                "an output of scale 16/256 and zero point 127")
+        return log_softmax_params(graph[node.inputs[0]].quant.single()[0])
+
+    def reference(self, graph, node, inputs):
+        x = inputs[0]
+        a0, a1 = reduced_dims(graph, node)
+        axes = tuple(range(a0, a1))
+        if x.dtype == np.float32:
+            shifted = x - x.max(axis=axes, keepdims=True)
+            with np.errstate(divide="ignore"):
+                log_sum = np.log(np.exp(shifted).sum(axis=axes, keepdims=True, dtype=np.float32))
+            return [(shifted - log_sum).astype(np.float32)]
+        p = self._params(graph, node)
+        xi = x.astype(np.int64)
+        d = xi.max(axis=axes, keepdims=True) - xi
+        total = fx.wrap32(p["exp_q12"][d].sum(axis=axes, keepdims=True))
+        log_sum = fx.log_x(total, 12, 5)
+        floor = np.maximum(p["diff_min"] - 1, fx.mbqm(fx.wrap32(log_sum + fx.INT32_MIN), p["reverse_mult"],
+                                                      p["reverse_exp"]))
+        out = np.clip(fx.rdbpot(fx.wrap32(p["q5"][d] - log_sum), 22) + 127, -128, 127)
+        return [np.where(-d > floor, out, -128).astype(np.int8)]
+
+    def kernel(self, graph, node):
+        a0, a1 = reduced_dims(graph, node)
+        views = (node.inputs[0], node.outputs[0])
+        if graph[node.inputs[0]].dtype == "float32":
+            return Call("mcud_log_softmax_f32", views, Struct.of("mcud_softmax_params", axis=a0, axis_end=a1))
+        p = self._params(graph, node)
+        return Call("mcud_log_softmax_s8_tfl", views, Struct.of(
+            "mcud_log_softmax_tfl_params", axis=a0, axis_end=a1, q5=Array("int32_t", tuple(int(v) for v in p["q5"])),
+            exp_q12=Array("int32_t", tuple(int(v) for v in p["exp_q12"])), diff_min=p["diff_min"],
+            reverse_mult=p["reverse_mult"], reverse_shift=31 - p["reverse_exp"]))

@@ -140,6 +140,25 @@ def test_int8_reference_matches_onnxruntime_on_every_code(case, dtype):
     assert np.mean(diff > 0) <= 0.05
 
 
+@pytest.mark.parametrize("then", ["Relu", "Clip"])
+def test_a_relu_folded_after_the_activation_is_in_its_table(then):
+    """DequantizeLinear, Tanh, Relu (or Clip to [-0.2, 0.5]), QuantizeLinear becomes one int8 Tanh whose
+    clip_min/clip_max the table applies to the function's value, as the float chain does."""
+    clip = [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in (("lo", -0.2), ("hi", 0.5))]
+    inits = [numpy_helper.from_array(np.array(0.05, np.float32), "s_x"), numpy_helper.from_array(np.int8(3), "z_x"),
+             numpy_helper.from_array(np.array(1 / 128, np.float32), "s_y"), numpy_helper.from_array(np.int8(-5), "z_y")]
+    act = helper.make_node(then, ["t"] if then == "Relu" else ["t", "lo", "hi"], ["r"])
+    nodes = [helper.make_node("DequantizeLinear", ["x", "s_x", "z_x"], ["x_f"]),
+             helper.make_node("Tanh", ["x_f"], ["t"]), act,
+             helper.make_node("QuantizeLinear", ["r", "s_y", "z_y"], ["y"])]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.INT8, [1, 16, 16])],
+                   [helper.make_tensor_value_info("y", TensorProto.INT8, None)], inits + clip, 13)
+    graph = lower(import_onnx(model), check=True)
+    assert [n.op for n in graph.nodes] == ["Tanh"] and graph.nodes[0].attr("clip_min") is not None
+    x = _all_codes("int8")
+    np.testing.assert_array_equal(run_reference(graph, [x])[0], ort_outputs(model, {"x": x})[0])
+
+
 def test_table_is_dequantize_function_quantize():
     """Golden: Relu with s_x = 0.1, z_x = -10 onto s_y = 0.05, z_y = -128: code q maps to
     clip(rint(max(0, (q + 10) * 0.1) / 0.05) - 128) = max(-128, min(127, 2 * (q + 10) - 128))

@@ -1,7 +1,147 @@
-"""SOFTMAX and the element-wise activations: LOGISTIC, TANH, HARD_SWISH, RELU, RELU6."""
+"""SOFTMAX, LOG_SOFTMAX, L2_NORMALIZATION and the element-wise operators of one input: the activations
+(LOGISTIC, TANH, HARD_SWISH, RELU, RELU6, RELU_N1_TO_1, LEAKY_RELU, ELU) and the math functions (ABS, NEG,
+EXP, LOG, SQRT, RSQRT, SQUARE, SIN, COS, FLOOR, CEIL, ROUND).
+
+Each runs at the types TensorFlow Lite Micro runs it at (``TYPES``), with TFLite Micro's own integer
+arithmetic (mcudeploy/ops/tflite_tables.py); a type or a quantization TFLite Micro refuses is refused
+here too, in one sentence.
+"""
 from __future__ import annotations
 
 from mcudeploy.frontend.tflite.importer import handles
+from mcudeploy.ops import tflite_tables as tfl
+
+FLOAT = ("float32",)
+INT8 = ("float32", "int8")
+INT16 = ("float32", "int8", "int16")
+
+
+def _layout(imp, x: int) -> str:
+    return "nchw" if len(imp.shape(x)) == 4 and x in imp.nchw else "plain"
+
+
+def _types(imp, x: int, types: tuple) -> str:
+    dtype = imp.dtype(x)
+    if dtype not in types:
+        imp.fail(f"of {dtype} is not supported (TensorFlow Lite Micro runs it on {', '.join(types)} only)")
+    return dtype
+
+
+def _scales(imp, x: int, y: int):
+    """(input scale, input zero point, output scale, output zero point), per tensor."""
+    qx, qy = imp.quant(x, len(imp.shape(x))), imp.quant(y, len(imp.shape(y)))
+    if qx is None or qy is None or qx.axis is not None or qy.axis is not None:
+        imp.fail("needs per-tensor quantized input and output")
+    return (*qx.single(), *qy.single())
+
+
+def _zero_points_zero(imp, x: int, y: int) -> None:
+    _, zx, _, zy = _scales(imp, x, y)
+    if zx != 0 or zy != 0:
+        imp.fail(f"of int16 needs zero points 0 (TensorFlow Lite Micro's condition), got {zx} and {zy}")
+
+
+def _integer(dtype: str, attrs: dict) -> dict:
+    """An integer node is TFLite's integer kernel (not a float operator folded with its DEQUANTIZE and
+    QUANTIZE, which computes otherwise): the operators read ``tflite_kernel``."""
+    return attrs if dtype == "float32" else {**attrs, "tflite_kernel": True}
+
+
+def _unary(imp, kind: str, ins, outs, types: tuple, attrs=None) -> str:
+    x = ins[0]
+    dtype = _types(imp, x, types)
+    layout = _layout(imp, x)
+    imp.emit(kind, (imp.value(x, layout),), outs[0], _integer(dtype, attrs or {}), layout)
+    return dtype
+
+
+def _sigmoid_like(imp, kind: str, ins, outs, int8_zero_point: int | None):
+    x, y = ins[0], outs[0]
+    dtype = _types(imp, x, INT16)
+    if dtype == "int8" and int8_zero_point is not None and _scales(imp, x, y)[3] != int8_zero_point:
+        imp.fail(f"of int8 needs an output zero point of {int8_zero_point} (TensorFlow Lite Micro's condition)")
+    if dtype == "int16":
+        _zero_points_zero(imp, x, y)
+        if not tfl.pot_scale(_scales(imp, x, y)[2], -15):
+            imp.fail("of int16 needs an output scale of 2^-15 (TensorFlow Lite Micro's condition)")
+    _unary(imp, kind, ins, outs, INT16)
+
+
+@handles("LOGISTIC")
+def logistic(imp, op, ins, outs):
+    _sigmoid_like(imp, "Sigmoid", ins, outs, -128)
+
+
+@handles("TANH")
+def tanh(imp, op, ins, outs):
+    _sigmoid_like(imp, "Tanh", ins, outs, None)
+
+
+@handles("HARD_SWISH")
+def hard_swish(imp, op, ins, outs):
+    _unary(imp, "HardSwish", ins, outs, INT8)
+
+
+@handles("ELU")
+def elu(imp, op, ins, outs):
+    _unary(imp, "Elu", ins, outs, INT8)
+
+
+@handles("RELU")
+def relu(imp, op, ins, outs):
+    if _types(imp, ins[0], INT16) == "int16":
+        _zero_points_zero(imp, ins[0], outs[0])
+    _unary(imp, "Relu", ins, outs, INT16)
+
+
+@handles("RELU6")
+def relu6(imp, op, ins, outs):
+    _unary(imp, "Clip", ins, outs, INT16, {"min": 0.0, "max": 6.0})
+
+
+@handles("RELU_N1_TO_1")
+def relu_n1_to_1(imp, op, ins, outs):
+    _unary(imp, "Clip", ins, outs, FLOAT, {"min": -1.0, "max": 1.0})
+
+
+@handles("LEAKY_RELU")
+def leaky_relu(imp, op, ins, outs):
+    o = imp.options(op, "LeakyReluOptions")
+    _unary(imp, "LeakyRelu", ins, outs, INT16, {"alpha": float(o.Alpha()) if o is not None else 0.0})
+
+
+@handles("ABS")
+def absolute(imp, op, ins, outs):
+    if _types(imp, ins[0], INT16) == "int16":
+        _zero_points_zero(imp, ins[0], outs[0])
+    _unary(imp, "Abs", ins, outs, INT16)
+
+
+@handles("RSQRT")
+def rsqrt(imp, op, ins, outs):
+    _unary(imp, "Rsqrt", ins, outs, INT8)
+
+
+_FLOAT_FUNCTIONS = {"NEG": "Neg", "EXP": "Exp", "LOG": "Log", "SQRT": "Sqrt", "SQUARE": "Square", "SIN": "Sin",
+                    "COS": "Cos", "FLOOR": "Floor", "CEIL": "Ceil", "ROUND": "Round"}
+
+
+def _float_function(kind: str):
+    def handler(imp, op, ins, outs):
+        _unary(imp, kind, ins, outs, FLOAT)
+    return handler
+
+
+for _builtin, _kind in _FLOAT_FUNCTIONS.items():
+    handles(_builtin)(_float_function(_kind))
+
+
+# ---------------------------------------------------------------------------------------------- along an axis
+
+def _last_axis(imp, x: int) -> tuple[str, int]:
+    """The layout and the IR axis of the .tflite's last dimension (channels of a 4-D NCHW tensor)."""
+    layout = "nchw" if len(imp.shape(x)) == 4 else "plain"
+    return layout, (1 if layout == "nchw" else -1)
 
 
 @handles("SOFTMAX")
@@ -9,46 +149,35 @@ def softmax(imp, op, ins, outs):
     o = imp.options(op, "SoftmaxOptions")
     beta = float(o.Beta()) if o is not None else 1.0
     x = ins[0]
-    rank = len(imp.shape(x))
-    layout = "nchw" if rank == 4 else "plain"
-    axis = 1 if layout == "nchw" else -1
-    if imp.dtype(x) == "float32" and beta != 1.0:
+    dtype = _types(imp, x, INT16)
+    if imp.dtype(outs[0]) != dtype:
+        imp.fail(f"with a {imp.dtype(outs[0])} output from {dtype} is not supported")
+    if dtype == "float32" and beta != 1.0:
         imp.fail(f"with beta {beta:g} is not supported for float models")
+    layout, axis = _last_axis(imp, x)
     imp.emit("Softmax", (imp.value(x, layout),), outs[0], {"axis": axis, "beta": beta}, layout)
 
 
-def _unary(imp, kind: str, ins, outs, attrs=None):
+@handles("LOG_SOFTMAX")
+def log_softmax(imp, op, ins, outs):
     x = ins[0]
-    if imp.dtype(x) != "float32":
-        if kind not in ("Relu", "Clip"):
-            imp.fail(f"of {imp.dtype(x)} is not supported (TFLite's integer arithmetic for it is not "
-                      f"implemented)")
-        if imp.quant(x, 1) != imp.quant(outs[0], 1):
-            imp.fail("with different input and output quantization is not supported")
-    layout = "nchw" if len(imp.shape(x)) == 4 and x in imp.nchw else "plain"
-    imp.emit(kind, (imp.value(x, layout),), outs[0], attrs or {}, layout)
+    dtype = _types(imp, x, INT8)
+    if dtype == "int8":
+        _, _, sy, zy = _scales(imp, x, outs[0])
+        if (sy, zy) != (16 / 256, 127):
+            imp.fail(f"of int8 needs an output of scale 16/256 and zero point 127 (TensorFlow Lite Micro's "
+                     f"condition), got {sy:g} and {zy}")
+    layout, axis = _last_axis(imp, x)
+    imp.emit("LogSoftmax", (imp.value(x, layout),), outs[0], _integer(dtype, {"axis": axis}), layout)
 
 
-@handles("LOGISTIC")
-def logistic(imp, op, ins, outs):
-    _unary(imp, "Sigmoid", ins, outs)
-
-
-@handles("TANH")
-def tanh(imp, op, ins, outs):
-    _unary(imp, "Tanh", ins, outs)
-
-
-@handles("HARD_SWISH")
-def hard_swish(imp, op, ins, outs):
-    _unary(imp, "HardSwish", ins, outs)
-
-
-@handles("RELU")
-def relu(imp, op, ins, outs):
-    _unary(imp, "Relu", ins, outs)
-
-
-@handles("RELU6")
-def relu6(imp, op, ins, outs):
-    _unary(imp, "Clip", ins, outs, {"min": 0.0, "max": 6.0})
+@handles("L2_NORMALIZATION")
+def l2_normalization(imp, op, ins, outs):
+    x = ins[0]
+    dtype = _types(imp, x, INT8)
+    if imp.activation(imp.options(op, "L2NormOptions")):
+        imp.fail("with a fused activation is not supported (TensorFlow Lite Micro refuses it too)")
+    if len(imp.shape(x)) > 4:
+        imp.fail("of more than 4 dimensions is not supported (TensorFlow Lite Micro refuses it too)")
+    layout, axis = _last_axis(imp, x)
+    imp.emit("L2Normalization", (imp.value(x, layout),), outs[0], _integer(dtype, {"axis": axis}), layout)
