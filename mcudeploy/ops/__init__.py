@@ -2,7 +2,7 @@
 import importlib
 import pkgutil
 
-_INFRA = {"base", "registry", "requant", "util"}
+_INFRA = {"base", "fixedpoint", "registry", "requant", "util"}
 
 FAMILIES = tuple(
     importlib.import_module(f"{__name__}.{m.name}")
