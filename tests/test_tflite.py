@@ -208,6 +208,6 @@ def test_a_file_that_is_no_flatbuffer_is_one_sentence(tmp_path, capsys):
 
 
 def test_an_unsupported_operator_is_named_with_its_index(tmp_path, capsys):
-    path = tmp_path / "sqdiff.tflite"
+    path = tmp_path / "hashtable.tflite"
     path.write_bytes(tflite_build.case_unsupported().build())
-    assert "operator 1 (SQUARED_DIFFERENCE) is not supported" in _error(capsys, path)
+    assert "operator 1 (HASHTABLE_LOOKUP) is not supported" in _error(capsys, path)
