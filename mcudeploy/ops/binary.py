@@ -17,8 +17,7 @@ int8 of an ONNX model (per-tensor quantization everywhere):
 A TFLite model's int8 and int16 operators compute as TFLite Micro's reference kernels (bit for bit):
 
 - ADD, SUB (int8: left shift 20, int16: 15; add_common.cc, sub_common.cc): each input less its zero
-  point, shifted up, times its multiplier s_i / (2 max s); the sum times 2 max s / (2^shift s_y). SUB
-  computes these multipliers in float32 where ADD uses double, as TFLite does.
+  point, shifted up, times its multiplier s_i / (2 max s); the sum times 2 max s / (2^shift s_y).
 - MUL: the product of the inputs less their zero points times s_a s_b / s_y (int16: zero points 0).
 - DIV (int8): the divisor's reciprocal by gemmlowp's Newton-Raphson (fixedpoint.py; a table of the 256
   divisors made at compile time), the dividend shifted up by its headroom, the output multiplier
@@ -113,20 +112,17 @@ def _smaller_than_one(node: Node, real: float) -> tuple[int, int]:
 
 def tfl_sum_plan(graph: Graph, node: Node, sign: int = 1) -> dict:
     """TFLite's int8 or int16 ADD (sign 1) or SUB (sign -1): each input times s_i / (2 max s) after the
-    left shift, the sum times 2 max s / (2^left_shift s_y); every multiplier as TFLite quantizes it (SUB's
-    ratios in float32, as sub_common.cc computes them)."""
+    left shift, the sum times 2 max s / (2^left_shift s_y); every multiplier as TFLite quantizes it, from
+    ratios in double. (sub_common.cc of the TFLite Micro source at hand divides in float32, but the
+    interpreter mcudeploy is checked against agrees with double on every pair of codes, and float32 does
+    not: tests/test_tflite_elementwise.py.)"""
     (s_a, z_a), (s_b, z_b), (s_y, z_y) = _qparams(graph, node)
     dtype = graph[node.outputs[0]].dtype
     shift = TFL_LEFT_SHIFT[dtype]
     if dtype == "int16":
         require(z_a == z_b == z_y == 0, f"int16 {node.op} needs zero points 0 (symmetric quantization)")
-    if sign > 0:
-        twice = 2 * max(s_a, s_b)
-        ratios = (s_a / twice, s_b / twice, twice / ((1 << shift) * s_y))
-    else:
-        f32 = np.float32
-        twice = f32(2) * max(f32(s_a), f32(s_b))
-        ratios = (float(f32(s_a) / twice), float(f32(s_b) / twice), float(twice / (f32(1 << shift) * f32(s_y))))
+    twice = 2 * max(s_a, s_b)
+    ratios = (s_a / twice, s_b / twice, twice / ((1 << shift) * s_y))
     (a_mult, a_shift), (b_mult, b_shift), (y_mult, y_shift) = (_smaller_than_one(node, r) for r in ratios)
     lo, hi = requant.clip_range(node, graph[node.outputs[0]])
     return dict(a_zero=z_a, a_mult=a_mult, a_shift=a_shift, b_zero=z_b, b_mult=b_mult, b_shift=b_shift,
