@@ -6,6 +6,8 @@ reference; int16 operators take random codes instead. Also the importer's refusa
 does not run."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -13,6 +15,7 @@ from mcudeploy.check.tflm import available, run_tflm
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.errors import UnsupportedError
 from mcudeploy.frontend import import_model
+from mcudeploy.ops import registry
 from mcudeploy.pipeline import compile_model
 from mcudeploy.reference import run_reference
 from tflite_build import OPS, RELU, Model, Op, T, _options, add_options, mul_options
@@ -179,3 +182,39 @@ def test_bool_inputs_and_outputs_run_on_the_host(tmp_path):
     y = _check(model, tmp_path, xs, need_tflm=False)
     np.testing.assert_array_equal(y, xs[0] & xs[1])
 
+
+
+# ---------------------------------------------------------------------------------------------- split
+
+SPLIT_CASES = ("select_v2-of-a-comparison-int8", "logical_or-of-comparisons-float32", "prelu-shared-hw-int8",
+               "div-broadcast-int8", "squared_difference-broadcast-int16", "add-broadcast-5d-int8")
+
+
+@pytest.mark.parametrize("case", SPLIT_CASES)
+def test_cut_along_a_loop_axis_computes_the_same(case, tmp_path):
+    """Each element-wise operator cut in two along its longest loop axis (every piece a kernel call on views
+    of the operands): the C computes what the whole operators compute."""
+    from mcudeploy.partition import Cut
+    from mcudeploy.pipeline import lower
+
+    path = Path(__file__).parent / "conformance" / "tflite" / f"{case}.tflite"
+    graph = lower(import_model(path))
+    kinds = {"Transpose", "TransposeView", "Reshape"}
+    cuts = []
+    for node in graph.nodes:
+        if node.op not in kinds:
+            axis = max(registry.get(node.op).expr(graph, node).axes, key=lambda a: a.extent)
+            cuts.append(Cut(((node.name, axis.name),), 2))
+    whole, cut = compile_model(path, "host"), compile_model(path, "host", scheme=tuple(cuts))
+    rng = np.random.default_rng(7)
+    sample = {}
+    for name in whole.graph.inputs:
+        t = whole.graph[name]
+        sample[name] = (rng.integers(0, 2, t.shape).astype(np.bool_) if t.dtype == "bool" else
+                        rng.uniform(-3, 3, t.shape).astype(np.float32) if t.dtype == "float32" else
+                        rng.integers(np.iinfo(t.dtype).min, np.iinfo(t.dtype).max + 1, t.shape).astype(t.dtype))
+    want = run_reference(whole.graph, sample)
+    got = run_compiled_on_host(cut, [sample], tmp_path)[0]
+    assert len(cut.graph.nodes) > len(whole.graph.nodes)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.reshape(w.shape), w)
