@@ -61,6 +61,6 @@ for _builtin in ARITHMETIC:
 
 @handles("ADD_N")
 def add_n(imp, op, ins, outs):
-    if imp.dtype(outs[0]) != "float32":
-        imp.fail(f"of {imp.dtype(outs[0])} is not supported (TFLite converts ADD_N of a quantized model in float)")
+    if imp.dtype(outs[0]) not in ("float32", "int8"):
+        imp.fail(f"of {imp.dtype(outs[0])} is not supported (TFLite Micro runs float32 and int8)")
     elementwise(imp, "Sum", ins, outs)
