@@ -131,6 +131,33 @@ def test_prelu_on_every_pair_of_codes(tmp_path, need_tflm):
     _check(_model(OPS.PRELU, None, (0.0235, 3), (0.0034, -20), (0.0138, -91)), tmp_path, _pairs())
 
 
+def test_int16_prelu_with_an_int8_alpha(tmp_path, need_tflm):
+    """PRELU of int16 x takes an int8 alpha (prelu.cc); the converter does not make it, TFLite Micro runs it."""
+    model = _model(OPS.PRELU, None, (0.0009, 0), (0.0034, -20), (0.0007, 0), shapes=((64, 1), (1, 256)))
+    model.tensors[0].dtype, model.tensors[2].dtype = "int16", "int16"
+    rng = np.random.default_rng(12)
+    x = rng.integers(-32768, 32768, (64, 1)).astype(np.int16)
+    x[:3, 0] = (-32768, 32767, 0)
+    _check(model, tmp_path, [x, CODES.reshape(1, 256).astype(np.int8)])
+
+
+def test_int16_select_v2(tmp_path, need_tflm):
+    """SELECT_V2 of int16 (the converter does not make it, TFLite Micro runs it): the codes are copied."""
+    q = dict(scale=(0.001,), zero_point=(0,))
+    model = Model([T("c", (4, 1), "bool"), T("a", (4, 6), "int16", **q), T("b", (1, 6), "int16", **q),
+                   T("y", (4, 6), "int16", **q)], [Op(OPS.SELECT_V2, ("c", "a", "b"), ("y",))], ("c", "a", "b"), ("y",))
+    rng = np.random.default_rng(13)
+    xs = [np.array([[True], [False], [True], [False]]), rng.integers(-32768, 32768, (4, 6)).astype(np.int16),
+          rng.integers(-32768, 32768, (1, 6)).astype(np.int16)]
+    path = tmp_path / "select.tflite"
+    path.write_bytes(model.build())
+    compiled = compile_model(path, "host")
+    sample = dict(zip(compiled.graph.inputs, xs))
+    want = run_tflm(path, ["c", "a", "b"], [dict(zip("cab", xs))])[0][0]
+    np.testing.assert_array_equal(run_reference(compiled.graph, sample)[0], want)
+    np.testing.assert_array_equal(run_compiled_on_host(compiled, [sample], tmp_path)[0][0], want)
+
+
 def test_maximum_compares_codes_whatever_the_quantization(tmp_path):
     """TFLite's MAXIMUM keeps the larger code even where the scales differ (maximum_minimum.cc)."""
     y = _check(_model(OPS.MAXIMUM, None, (1.0, 0), (0.01, 0), (1.0, 0)), tmp_path, _pairs(), need_tflm=False)
