@@ -211,6 +211,11 @@ def test_int8_add_n_of_inputs_quantized_apart_is_refused(tmp_path):
     assert "operator 0 (ADD_N)" in _import_error(model, tmp_path)
 
 
+def test_int32_mul_with_a_fused_activation_is_refused(tmp_path):
+    model = _model(OPS.MUL, mul_options(RELU), None, None, None, "int32", shapes=((2, 3), (2, 3)))
+    assert "operator 0 (MUL) of int32 with a fused activation is not supported" in _import_error(model, tmp_path)
+
+
 def test_a_comparison_of_int16_is_refused(tmp_path):
     """TFLite Micro's int16 GREATER reads comparison parameters it never set: not run."""
     model = _model(OPS.GREATER, None, (0.001, 0), (0.001, 0), None, "int16", out_dtype="bool")

@@ -49,6 +49,8 @@ def _handler(builtin: str):
     @handles(builtin)
     def handle(imp, op, ins, outs):
         attrs = imp.activation(imp.options(op, options)) if options else {}
+        if attrs and imp.quant(outs[0], 1) is None and imp.dtype(outs[0]) != "float32":
+            imp.fail(f"of {imp.dtype(outs[0])} with a fused activation is not supported")
         elementwise(imp, kind, ins, outs, attrs)
 
     handle.__name__ = builtin.lower()
