@@ -7,7 +7,7 @@ import numpy as np
 from mcudeploy.frontend.tflite.importer import TO_NCHW, handles
 
 # builtin -> (IR operator, its options table when it has a fused activation)
-ARITHMETIC = {
+BUILTINS = {
     "ADD": ("Add", "AddOptions"), "SUB": ("Sub", "SubOptions"), "MUL": ("Mul", "MulOptions"),
     "DIV": ("Div", "DivOptions"), "SQUARED_DIFFERENCE": ("SquaredDifference", None),
     "FLOOR_DIV": ("FloorDiv", None), "FLOOR_MOD": ("FloorMod", None),
@@ -44,7 +44,7 @@ def elementwise(imp, kind: str, ins, outs, attrs=None):
 
 
 def _handler(builtin: str):
-    kind, options = ARITHMETIC[builtin]
+    kind, options = BUILTINS[builtin]
 
     @handles(builtin)
     def handle(imp, op, ins, outs):
@@ -57,7 +57,7 @@ def _handler(builtin: str):
     return handle
 
 
-for _builtin in ARITHMETIC:
+for _builtin in BUILTINS:
     _handler(_builtin)
 
 
