@@ -2,8 +2,8 @@
 #define MCUD_BINARY_H
 #include "mcud.h"
 
-/* Element-wise Add, Sub, Mul, Div and Pow (float only) with numpy broadcasting: every input view's shape
- * broadcasts to the output's. */
+/* Element-wise Add, Sub, Mul, Div, Pow (float only), SquaredDifference, FloorDiv and FloorMod with numpy
+ * broadcasting: every input view's shape broadcasts to the output's. */
 #define MCUD_SUM_MAX_INPUTS 8
 
 typedef struct {
@@ -44,18 +44,45 @@ void mcud_sum_s8(const mcud_view *x0, const mcud_view *x1, const mcud_view *x2, 
 void mcud_mul_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_mul_s8_params *p);
 void mcud_mul_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_mul_s8_params *p);
 
-/* TFLite models' int8 ADD (sign 1) and SUB (sign -1), as TFLite computes them (mcudeploy/ops/binary.py):
- * each input less its zero point, times 2^20, requantized by its multiplier; their sum (or
- * difference) requantized by the output's, plus its zero point, clamped. */
+/* TFLite models' ADD (sign 1) and SUB (sign -1) of int8 (left_shift 20) and int16 (15), as TFLite
+ * computes them (mcudeploy/ops/binary.py): each input less its zero point, times 2^left_shift,
+ * requantized by its multiplier; their sum (or difference) requantized by the output's, plus its zero
+ * point, clamped. SQUARED_DIFFERENCE takes the same parameters (left_shift 7 or 0, sign unused) and
+ * squares the difference before the output's multiplier. */
 typedef struct {
     int32_t a_zero, a_mult, a_shift;
     int32_t b_zero, b_mult, b_shift;
     int32_t y_zero, y_mult, y_shift;
     int32_t act_min, act_max;
     int32_t sign;
-} mcud_add_s8_tfl_params;
+    int32_t left_shift;
+} mcud_add_tfl_params;
 
-void mcud_add_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_add_s8_tfl_params *p);
+void mcud_add_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_add_tfl_params *p);
+void mcud_add_s16_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_add_tfl_params *p);
+void mcud_squared_difference_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y,
+                                    const mcud_add_tfl_params *p);
+void mcud_squared_difference_s16_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y,
+                                     const mcud_add_tfl_params *p);
+
+/* TFLite's int16 MUL: mcud_mul_s8_params, every zero point 0, TFLite's requantization. */
+void mcud_mul_s16_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_mul_s8_params *p);
+
+/* TFLite's int8 DIV: recip[d] is gemmlowp's reciprocal of the divisor d = 0 .. 255 in Q0.31 (computed at
+ * compile time); mult and exponent the output multiplier as TFLite's QuantizeMultiplier gives them. */
+typedef struct {
+    int32_t a_zero, b_zero, y_zero;
+    int32_t mult, exponent;
+    int32_t act_min, act_max;
+    const int32_t *recip;
+} mcud_div_s8_tfl_params;
+
+void mcud_div_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_div_s8_tfl_params *p);
+
+/* TFLite's float SQUARED_DIFFERENCE, FLOOR_DIV (floor of the quotient in double) and FLOOR_MOD: no clamp. */
+void mcud_squared_difference_f32(const mcud_view *a, const mcud_view *b, const mcud_view *y);
+void mcud_floor_div_f32(const mcud_view *a, const mcud_view *b, const mcud_view *y);
+void mcud_floor_mod_f32(const mcud_view *a, const mcud_view *b, const mcud_view *y);
 
 /* Integers without quantization: wrap-around arithmetic; Div truncates toward zero, x / 0 = 0. */
 #define MCUD_BINARY_INT_DECL(T)                                                       \
@@ -68,5 +95,6 @@ MCUD_BINARY_INT_DECL(uint8)
 MCUD_BINARY_INT_DECL(int16)
 MCUD_BINARY_INT_DECL(int32)
 MCUD_BINARY_INT_DECL(int64)
+void mcud_squared_difference_int32(const mcud_view *a, const mcud_view *b, const mcud_view *y);
 
 #endif

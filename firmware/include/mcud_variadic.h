@@ -33,6 +33,14 @@ typedef struct {
     int32_t op;
 } mcud_variadic_int_params;
 
+/* A TFLite model's int8 ADD_N (mcudeploy/ops/variadic.py): acc = base + sum_i requant((x_i - zero) << 20,
+ * mult, shift) in 32 bits, y = clamp(requant(acc, y_mult, y_shift) + y_zero); TFLite's requantization. */
+typedef struct {
+    int32_t zero, mult, shift, base;
+    int32_t y_zero, y_mult, y_shift;
+} mcud_add_n_s8_tfl_params;
+
+void mcud_add_n_s8_tfl(const mcud_view *const *xs, int32_t n, const mcud_view *y, const mcud_add_n_s8_tfl_params *p);
 void mcud_variadic_f32(const mcud_view *const *xs, int32_t n, const mcud_view *y, const mcud_variadic_f32_params *p);
 void mcud_variadic_s8(const mcud_view *const *xs, int32_t n, const mcud_view *y, const mcud_variadic_s8_params *p);
 void mcud_variadic_int8(const mcud_view *const *xs, int32_t n, const mcud_view *y, const mcud_variadic_int_params *p);

@@ -5,91 +5,15 @@
  * a broadcast dimension has stride 0. Same-shape contiguous operands make one row. */
 #include <math.h>
 
+#include "mcud_bcast.h"
 #include "mcud_binary.h"
-
-#define MCUD_WALK_MAX (MCUD_SUM_MAX_INPUTS + 1)
-
-typedef struct {
-    int32_t count;                                  /* operands; the last is the output */
-    int32_t ndim;                                   /* merged dimensions, >= 1 */
-    int32_t shape[MCUD_MAX_DIMS];
-    int32_t stride[MCUD_WALK_MAX][MCUD_MAX_DIMS];
-    int32_t index[MCUD_MAX_DIMS];
-    int32_t off[MCUD_WALK_MAX];
-} mcud_walk;
-
-/* views[count - 1] is the output; every other view broadcasts to it. */
-static void walk_init(mcud_walk *w, const mcud_view *const *views, int32_t count)
-{
-    const mcud_view *y = views[count - 1];
-    int32_t nd = 0;
-    w->count = count;
-    for (int32_t d = 0; d < y->ndim; d++) {
-        if (y->shape[d] == 1) {
-            continue; /* extent 1 never moves an offset */
-        }
-        int32_t st[MCUD_WALK_MAX];
-        for (int32_t v = 0; v < count; v++) {
-            int32_t vd = d - (y->ndim - views[v]->ndim);
-            st[v] = (vd >= 0 && views[v]->shape[vd] != 1) ? views[v]->stride[vd] : 0;
-        }
-        int merge = nd > 0;
-        for (int32_t v = 0; v < count && merge; v++) {
-            merge = w->stride[v][nd - 1] == st[v] * y->shape[d];
-        }
-        if (merge) {
-            w->shape[nd - 1] *= y->shape[d];
-            for (int32_t v = 0; v < count; v++) {
-                w->stride[v][nd - 1] = st[v];
-            }
-        } else {
-            w->shape[nd] = y->shape[d];
-            for (int32_t v = 0; v < count; v++) {
-                w->stride[v][nd] = st[v];
-            }
-            nd++;
-        }
-    }
-    if (nd == 0) { /* a scalar or all extents 1: one row of one element */
-        w->shape[0] = 1;
-        for (int32_t v = 0; v < count; v++) {
-            w->stride[v][0] = 0;
-        }
-        nd = 1;
-    }
-    w->ndim = nd;
-    for (int32_t d = 0; d < nd; d++) {
-        w->index[d] = 0;
-    }
-    for (int32_t v = 0; v < count; v++) {
-        w->off[v] = 0;
-    }
-}
-
-/* Step to the next row; 0 when all rows are done. */
-static int walk_next(mcud_walk *w)
-{
-    for (int32_t d = w->ndim - 2; d >= 0; d--) {
-        if (++w->index[d] < w->shape[d]) {
-            for (int32_t v = 0; v < w->count; v++) {
-                w->off[v] += w->stride[v][d];
-            }
-            return 1;
-        }
-        w->index[d] = 0;
-        for (int32_t v = 0; v < w->count; v++) {
-            w->off[v] -= w->stride[v][d] * (w->shape[d] - 1);
-        }
-    }
-    return 0;
-}
 
 #define BINARY_F32(NAME, EXPR)                                                                     \
     void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_binary_f32_params *p) \
     {                                                                                              \
         const mcud_view *views[3] = {a, b, y};                                                     \
-        mcud_walk w;                                                                               \
-        walk_init(&w, views, 3);                                                                   \
+        mcud_bcast w;                                                                               \
+        mcud_bcast_init(&w, views, 3);                                                                   \
         int32_t len = w.shape[w.ndim - 1];                                                         \
         int32_t sa = w.stride[0][w.ndim - 1], sb = w.stride[1][w.ndim - 1];                        \
         int32_t sy = w.stride[2][w.ndim - 1];                                                      \
@@ -101,7 +25,7 @@ static int walk_next(mcud_walk *w)
                 float va = pa[i * sa], vb = pb[i * sb];                                            \
                 py[i * sy] = mcud_clampf(EXPR, p->act_min, p->act_max);                            \
             }                                                                                      \
-        } while (walk_next(&w));                                                                   \
+        } while (mcud_bcast_next(&w));                                                                   \
     }
 
 BINARY_F32(mcud_add_f32, va + vb)
@@ -109,6 +33,43 @@ BINARY_F32(mcud_sub_f32, va - vb)
 BINARY_F32(mcud_mul_f32, va * vb)
 BINARY_F32(mcud_div_f32, va / vb)
 BINARY_F32(mcud_pow_f32, powf(va, vb))
+
+/* TFLite's float operators that take no activation (no clamp). FLOOR_DIV divides in double. */
+#define BINARY_F32_RAW(NAME, EXPR)                                                                 \
+    void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y)                         \
+    {                                                                                              \
+        const mcud_view *views[3] = {a, b, y};                                                     \
+        mcud_bcast w;                                                                              \
+        mcud_bcast_init(&w, views, 3);                                                             \
+        int32_t len = mcud_bcast_len(&w);                                                          \
+        int32_t sa = mcud_bcast_step(&w, 0), sb = mcud_bcast_step(&w, 1), sy = mcud_bcast_step(&w, 2); \
+        do {                                                                                       \
+            const float *pa = (const float *)a->data + w.off[0];                                   \
+            const float *pb = (const float *)b->data + w.off[1];                                   \
+            float *py = (float *)y->data + w.off[2];                                               \
+            for (int32_t i = 0; i < len; i++) {                                                    \
+                float va = pa[i * sa], vb = pb[i * sb];                                            \
+                py[i * sy] = EXPR;                                                                 \
+            }                                                                                      \
+        } while (mcud_bcast_next(&w));                                                             \
+    }
+
+static float squared_difference(float a, float b)
+{
+    float d = a - b;
+    return d * d;
+}
+
+/* fmodf, moved onto the divisor's side as TFLite's FloorMod does */
+static float floor_mod(float a, float b)
+{
+    float r = fmodf(a, b);
+    return (r != 0.0f && ((b < 0.0f) != (r < 0.0f))) ? r + b : r;
+}
+
+BINARY_F32_RAW(mcud_squared_difference_f32, squared_difference(va, vb))
+BINARY_F32_RAW(mcud_floor_div_f32, (float)floor((double)va / (double)vb))
+BINARY_F32_RAW(mcud_floor_mod_f32, floor_mod(va, vb))
 
 /* acc / 2^shift rounded half to even (as QuantizeLinear rounds), + y_zero, clamped. */
 static int8_t sum_s8_out(int64_t acc, const mcud_sum_s8_params *p)
@@ -123,7 +84,7 @@ void mcud_sum_s8(const mcud_view *x0, const mcud_view *x1, const mcud_view *x2, 
                  const mcud_view *y, const mcud_sum_s8_params *p)
 {
     const mcud_view *xs[MCUD_SUM_MAX_INPUTS] = {x0, x1, x2, x3, x4, x5, x6, x7};
-    const mcud_view *views[MCUD_WALK_MAX];
+    const mcud_view *views[MCUD_BCAST_MAX];
     int32_t zero[MCUD_SUM_MAX_INPUTS], mult[MCUD_SUM_MAX_INPUTS];
     int32_t n = 0;
     for (int32_t i = 0; i < MCUD_SUM_MAX_INPUTS; i++) {
@@ -135,8 +96,8 @@ void mcud_sum_s8(const mcud_view *x0, const mcud_view *x1, const mcud_view *x2, 
         }
     }
     views[n] = y;
-    mcud_walk w;
-    walk_init(&w, views, n + 1);
+    mcud_bcast w;
+    mcud_bcast_init(&w, views, n + 1);
     int32_t last = w.ndim - 1, len = w.shape[last];
     do {
         int8_t *py = (int8_t *)y->data + w.off[n];
@@ -160,7 +121,7 @@ void mcud_sum_s8(const mcud_view *x0, const mcud_view *x1, const mcud_view *x2, 
                 py[i * sy] = sum_s8_out(acc, p);
             }
         }
-    } while (walk_next(&w));
+    } while (mcud_bcast_next(&w));
 }
 
 /* One row of a * b where b is one value (a squeeze-excite scale broadcast over H x W), the shift in
@@ -190,8 +151,8 @@ static inline __attribute__((always_inline)) void mul_s8(const mcud_view *a, con
                                                           const mcud_mul_s8_params *p, const int tfl)
 {
     const mcud_view *views[3] = {a, b, y};
-    mcud_walk w;
-    walk_init(&w, views, 3);
+    mcud_bcast w;
+    mcud_bcast_init(&w, views, 3);
     int32_t last = w.ndim - 1, len = w.shape[last];
     int32_t sa = w.stride[0][last], sb = w.stride[1][last], sy = w.stride[2][last];
     /* ONNX's requantization with the shift in [33, 62]: mcud_requant in 32-bit steps */
@@ -222,7 +183,7 @@ static inline __attribute__((always_inline)) void mul_s8(const mcud_view *a, con
             int32_t v = (tfl ? mcud_requant_tfl(acc, p->mult, p->shift) : mcud_requant(acc, p->mult, p->shift)) + p->y_zero;
             py[i * sy] = (int8_t)mcud_clamp(v, p->act_min, p->act_max);
         }
-    } while (walk_next(&w));
+    } while (mcud_bcast_next(&w));
 }
 
 /* tfl: TFLite's requantization (a TFLite model), a constant in each kernel */
@@ -236,41 +197,148 @@ void mcud_mul_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y,
     mul_s8(a, b, y, p, 1);
 }
 
-void mcud_add_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_add_s8_tfl_params *p)
+/* TFLite's ADD and SUB of int8 (left shift 20) and int16 (left shift 15). */
+#define ADD_TFL(NAME, T)                                                                                        \
+    void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_add_tfl_params *p)        \
+    {                                                                                                           \
+        const mcud_view *views[3] = {a, b, y};                                                                  \
+        mcud_bcast w;                                                                                           \
+        mcud_bcast_init(&w, views, 3);                                                                          \
+        int32_t len = mcud_bcast_len(&w);                                                                       \
+        int32_t sa = mcud_bcast_step(&w, 0), sb = mcud_bcast_step(&w, 1), sy = mcud_bcast_step(&w, 2);          \
+        const int32_t up = (int32_t)1 << p->left_shift;                                                         \
+        /* every shift in [33, 62] (the usual case): each requantization one multiply-accumulate */            \
+        const int fast = p->a_shift >= 33 && p->a_shift <= 62 && p->b_shift >= 33 && p->b_shift <= 62 &&        \
+                         p->y_shift >= 33 && p->y_shift <= 62;                                                  \
+        const int32_t ka = fast ? (int32_t)1 << (p->a_shift - 33) : 0, ra = p->a_shift - 32;                    \
+        const int32_t kb = fast ? (int32_t)1 << (p->b_shift - 33) : 0, rb = p->b_shift - 32;                    \
+        const int32_t ky = fast ? (int32_t)1 << (p->y_shift - 33) : 0, ry = p->y_shift - 32;                    \
+        do {                                                                                                    \
+            const T *pa = (const T *)a->data + w.off[0];                                                        \
+            const T *pb = (const T *)b->data + w.off[1];                                                        \
+            T *py = (T *)y->data + w.off[2];                                                                    \
+            if (fast) {                                                                                         \
+                for (int32_t i = 0; i < len; i++) {                                                             \
+                    int32_t va = mcud_requant_tfl_k(((int32_t)pa[i * sa] - p->a_zero) * up, p->a_mult, ka, ra); \
+                    int32_t vb = mcud_requant_tfl_k(((int32_t)pb[i * sb] - p->b_zero) * up, p->b_mult, kb, rb); \
+                    int32_t sum = (int32_t)((uint32_t)va + (uint32_t)(p->sign * vb));                           \
+                    int32_t v = mcud_requant_tfl_k(sum, p->y_mult, ky, ry) + p->y_zero;                         \
+                    py[i * sy] = (T)mcud_clamp(v, p->act_min, p->act_max);                                      \
+                }                                                                                               \
+                continue;                                                                                       \
+            }                                                                                                   \
+            for (int32_t i = 0; i < len; i++) {                                                                 \
+                int32_t va = mcud_requant_tfl(((int32_t)pa[i * sa] - p->a_zero) * up, p->a_mult, p->a_shift);  \
+                int32_t vb = mcud_requant_tfl(((int32_t)pb[i * sb] - p->b_zero) * up, p->b_mult, p->b_shift);  \
+                int32_t sum = (int32_t)((uint32_t)va + (uint32_t)(p->sign * vb));                               \
+                int32_t v = mcud_requant_tfl(sum, p->y_mult, p->y_shift) + p->y_zero;                           \
+                py[i * sy] = (T)mcud_clamp(v, p->act_min, p->act_max);                                          \
+            }                                                                                                   \
+        } while (mcud_bcast_next(&w));                                                                          \
+    }
+
+ADD_TFL(mcud_add_s8_tfl, int8_t)
+ADD_TFL(mcud_add_s16_tfl, int16_t)
+
+/* TFLite's int16 MUL (every zero point 0): the product requantized, clamped. */
+void mcud_mul_s16_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_mul_s8_params *p)
 {
     const mcud_view *views[3] = {a, b, y};
-    mcud_walk w;
-    walk_init(&w, views, 3);
-    int32_t last = w.ndim - 1, len = w.shape[last];
-    int32_t sa = w.stride[0][last], sb = w.stride[1][last], sy = w.stride[2][last];
-    /* every shift in [33, 62] (the usual case): each requantization one multiply-accumulate */
-    const int fast = p->a_shift >= 33 && p->a_shift <= 62 && p->b_shift >= 33 && p->b_shift <= 62 &&
-                     p->y_shift >= 33 && p->y_shift <= 62;
-    const int32_t ka = fast ? (int32_t)1 << (p->a_shift - 33) : 0, ra = p->a_shift - 32;
-    const int32_t kb = fast ? (int32_t)1 << (p->b_shift - 33) : 0, rb = p->b_shift - 32;
-    const int32_t ky = fast ? (int32_t)1 << (p->y_shift - 33) : 0, ry = p->y_shift - 32;
+    mcud_bcast w;
+    mcud_bcast_init(&w, views, 3);
+    int32_t len = mcud_bcast_len(&w);
+    int32_t sa = mcud_bcast_step(&w, 0), sb = mcud_bcast_step(&w, 1), sy = mcud_bcast_step(&w, 2);
+    do {
+        const int16_t *pa = (const int16_t *)a->data + w.off[0];
+        const int16_t *pb = (const int16_t *)b->data + w.off[1];
+        int16_t *py = (int16_t *)y->data + w.off[2];
+        for (int32_t i = 0; i < len; i++) {
+            int32_t acc = ((int32_t)pa[i * sa] - p->a_zero) * ((int32_t)pb[i * sb] - p->b_zero);
+            int32_t v = mcud_requant_tfl(acc, p->mult, p->shift) + p->y_zero;
+            py[i * sy] = (int16_t)mcud_clamp(v, p->act_min, p->act_max);
+        }
+    } while (mcud_bcast_next(&w));
+}
+
+/* TFLite's SQUARED_DIFFERENCE of int8 (left shift 7) and int16 (left shift 0): each input's scaled
+ * value as ADD's, their difference squared (32-bit, wrapping), requantized by the output's multiplier. */
+#define SQUARED_DIFFERENCE_TFL(NAME, T)                                                                        \
+    void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_add_tfl_params *p)        \
+    {                                                                                                           \
+        const mcud_view *views[3] = {a, b, y};                                                                  \
+        mcud_bcast w;                                                                                           \
+        mcud_bcast_init(&w, views, 3);                                                                          \
+        int32_t len = mcud_bcast_len(&w);                                                                       \
+        int32_t sa = mcud_bcast_step(&w, 0), sb = mcud_bcast_step(&w, 1), sy = mcud_bcast_step(&w, 2);          \
+        const int32_t up = (int32_t)1 << p->left_shift;                                                         \
+        do {                                                                                                    \
+            const T *pa = (const T *)a->data + w.off[0];                                                        \
+            const T *pb = (const T *)b->data + w.off[1];                                                        \
+            T *py = (T *)y->data + w.off[2];                                                                    \
+            for (int32_t i = 0; i < len; i++) {                                                                 \
+                int32_t va = mcud_requant_tfl(((int32_t)pa[i * sa] - p->a_zero) * up, p->a_mult, p->a_shift);  \
+                int32_t vb = mcud_requant_tfl(((int32_t)pb[i * sb] - p->b_zero) * up, p->b_mult, p->b_shift);  \
+                uint32_t d = (uint32_t)va - (uint32_t)vb;                                                       \
+                int32_t v = mcud_requant_tfl((int32_t)(d * d), p->y_mult, p->y_shift) + p->y_zero;              \
+                py[i * sy] = (T)mcud_clamp(v, p->act_min, p->act_max);                                          \
+            }                                                                                                   \
+        } while (mcud_bcast_next(&w));                                                                          \
+    }
+
+SQUARED_DIFFERENCE_TFL(mcud_squared_difference_s8_tfl, int8_t)
+SQUARED_DIFFERENCE_TFL(mcud_squared_difference_s16_tfl, int16_t)
+
+/* gemmlowp's SaturatingRoundingDoublingHighMul. */
+static int32_t srdhm(int32_t a, int32_t b)
+{
+    if (a == b && a == INT32_MIN) {
+        return INT32_MAX;
+    }
+    return (int32_t)(((int64_t)a * (int64_t)b + ((int64_t)1 << 30)) >> 31);
+}
+
+static int32_t clz32(uint32_t x)
+{
+    return x == 0u ? 32 : (int32_t)__builtin_clz(x);
+}
+
+/* gemmlowp's RoundingDivideByPOT for an exponent of 32 or more too, which C leaves undefined: as x86
+ * computes it, where TFLite Micro's reference runs (the 64-bit mask's shift count taken modulo 64,
+ * the 32-bit shift's modulo 32). */
+static int32_t rdbpot_x86(int32_t x, int32_t e)
+{
+    int32_t mask = (int32_t)(uint32_t)(((uint64_t)1 << (e & 63)) - 1u);
+    int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+    return (x >> (e & 31)) + ((x & mask) > threshold ? 1 : 0);
+}
+
+/* TFLite's int8 DIV (reference_ops::DivElementwise): the divisor's reciprocal in Q0.31 (gemmlowp's
+ * Newton-Raphson, from p->recip), the dividend shifted up by its headroom, both multiplied, then the
+ * output multiplier with the right shift that the three exponents leave. */
+void mcud_div_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_div_s8_tfl_params *p)
+{
+    const mcud_view *views[3] = {a, b, y};
+    mcud_bcast w;
+    mcud_bcast_init(&w, views, 3);
+    int32_t len = mcud_bcast_len(&w);
+    int32_t sa = mcud_bcast_step(&w, 0), sb = mcud_bcast_step(&w, 1), sy = mcud_bcast_step(&w, 2);
     do {
         const int8_t *pa = (const int8_t *)a->data + w.off[0];
         const int8_t *pb = (const int8_t *)b->data + w.off[1];
         int8_t *py = (int8_t *)y->data + w.off[2];
-        if (fast) {
-            for (int32_t i = 0; i < len; i++) {
-                int32_t va = mcud_requant_tfl_k(((int32_t)pa[i * sa] - p->a_zero) * (1 << 20), p->a_mult, ka, ra);
-                int32_t vb = mcud_requant_tfl_k(((int32_t)pb[i * sb] - p->b_zero) * (1 << 20), p->b_mult, kb, rb);
-                int32_t sum = (int32_t)((uint32_t)va + (uint32_t)(p->sign * vb));
-                int32_t v = mcud_requant_tfl_k(sum, p->y_mult, ky, ry) + p->y_zero;
-                py[i * sy] = (int8_t)mcud_clamp(v, p->act_min, p->act_max);
-            }
-            continue;
-        }
         for (int32_t i = 0; i < len; i++) {
-            int32_t va = mcud_requant_tfl(((int32_t)pa[i * sa] - p->a_zero) * (1 << 20), p->a_mult, p->a_shift);
-            int32_t vb = mcud_requant_tfl(((int32_t)pb[i * sb] - p->b_zero) * (1 << 20), p->b_mult, p->b_shift);
-            int32_t sum = (int32_t)((uint32_t)va + (uint32_t)(p->sign * vb));
-            int32_t v = mcud_requant_tfl(sum, p->y_mult, p->y_shift) + p->y_zero;
+            int32_t x = (int32_t)pa[i * sa] - p->a_zero, d = (int32_t)pb[i * sb] - p->b_zero;
+            if (d < 0) {
+                x = -x;
+                d = -d;
+            }
+            int32_t recip_shift = 31 - clz32((uint32_t)d);
+            int32_t headroom = clz32((uint32_t)(x < 0 ? ~x : x)) - 1;
+            int32_t q = srdhm((int32_t)((uint32_t)x << headroom), p->recip[d]);
+            int32_t v = rdbpot_x86(srdhm(q, p->mult), headroom + recip_shift - p->exponent) + p->y_zero;
             py[i * sy] = (int8_t)mcud_clamp(v, p->act_min, p->act_max);
         }
-    } while (walk_next(&w));
+    } while (mcud_bcast_next(&w));
 }
 
 /* Plain integers. The arithmetic runs in an unsigned type as wide as the result (no signed
@@ -279,8 +347,8 @@ void mcud_add_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y,
     void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y)                   \
     {                                                                                       \
         const mcud_view *views[3] = {a, b, y};                                              \
-        mcud_walk w;                                                                        \
-        walk_init(&w, views, 3);                                                            \
+        mcud_bcast w;                                                                        \
+        mcud_bcast_init(&w, views, 3);                                                            \
         int32_t last = w.ndim - 1, len = w.shape[last];                                     \
         int32_t sa = w.stride[0][last], sb = w.stride[1][last], sy = w.stride[2][last];     \
         do {                                                                                \
@@ -291,7 +359,7 @@ void mcud_add_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y,
                 T va = pa[i * sa], vb = pb[i * sb];                                         \
                 py[i * sy] = (T)(EXPR);                                                     \
             }                                                                               \
-        } while (walk_next(&w));                                                            \
+        } while (mcud_bcast_next(&w));                                                            \
     }
 
 /* Truncating division without traps: x / 0 = 0, and (signed) MIN / -1 wraps to MIN. */
@@ -309,3 +377,7 @@ BINARY_INT_ALL(uint8, uint8_t, uint32_t, 0)
 BINARY_INT_ALL(int16, int16_t, uint32_t, 1)
 BINARY_INT_ALL(int32, int32_t, uint32_t, 1)
 BINARY_INT_ALL(int64, int64_t, uint64_t, 1)
+
+/* TFLite's int32 SQUARED_DIFFERENCE: (a - b)^2, wrapping. */
+BINARY_INT(mcud_squared_difference_int32, int32_t, uint32_t,
+           ((uint32_t)va - (uint32_t)vb) * ((uint32_t)va - (uint32_t)vb))

@@ -106,6 +106,19 @@ void mcud_variadic_s8(const mcud_view *const *xs, int32_t n, const mcud_view *y,
                   yd[yo + j * sy] = variadic_s8_out(acc[j], p))
 }
 
+#define ADD_N_SCALED(X) mcud_requant_tfl(((int32_t)(X) - p->zero) * (1 << 20), p->mult, p->shift)
+
+void mcud_add_n_s8_tfl(const mcud_view *const *xs, int32_t n, const mcud_view *y, const mcud_add_n_s8_tfl_params *p)
+{
+    int32_t acc[MCUD_VARIADIC_CHUNK];
+    int8_t *yd = (int8_t *)y->data;
+    VARIADIC_WALK(int8_t,
+                  acc[j] = (int32_t)((uint32_t)p->base + (uint32_t)ADD_N_SCALED(px[j * s])),
+                  acc[j] = (int32_t)((uint32_t)acc[j] + (uint32_t)ADD_N_SCALED(px[j * s])),
+                  yd[yo + j * sy] = (int8_t)mcud_clamp(mcud_requant_tfl(acc[j], p->y_mult, p->y_shift) + p->y_zero,
+                                                       -128, 127))
+}
+
 #define VARIADIC_INT(NAME, T)                                                                   \
     void NAME(const mcud_view *const *xs, int32_t n, const mcud_view *y, const mcud_variadic_int_params *p) \
     {                                                                                           \

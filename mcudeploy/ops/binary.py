@@ -1,7 +1,9 @@
-"""Element-wise arithmetic with numpy broadcasting: Add, Sub, Mul, Div, Pow (Sum, Mean, Max and Min of
-any number of inputs are in variadic.py).
+"""Element-wise arithmetic of two inputs with numpy broadcasting: Add, Sub, Mul, Div, Pow, and TFLite's
+SquaredDifference, FloorDiv and FloorMod (Sum, Mean, Max and Min of any number of inputs are in
+variadic.py; TFLite's MAXIMUM, MINIMUM and comparisons in compare.py).
 
-float32 computes in float32 like onnxruntime. int8 (per-tensor quantization everywhere):
+float32 computes in float32 like onnxruntime and TFLite (FloorDiv divides in double, as TFLite does).
+int8 of an ONNX model (per-tensor quantization everywhere):
 
 - Add and Sub are one weighted sum (variadic.weighted_plan, Sum's too). Each input's scale ratio
   s_i / s_y becomes an integer m_i = round(s_i / s_y * 2^k) with one shift k for all inputs (the
@@ -11,6 +13,17 @@ float32 computes in float32 like onnxruntime. int8 (per-tensor quantization ever
   onnxruntime's float path; otherwise it is within one step.
 - Mul: acc = (a - z_a) * (b - z_b), requantized by s_a * s_b / s_y like every int8 product.
 - Div and Pow stay in float (Pow is float32 only: powf, as numpy's float32 power).
+
+A TFLite model's int8 and int16 operators compute as TFLite Micro's reference kernels (bit for bit):
+
+- ADD, SUB (int8: left shift 20, int16: 15; add_common.cc, sub_common.cc): each input less its zero
+  point, shifted up, times its multiplier s_i / (2 max s); the sum times 2 max s / (2^shift s_y).
+- MUL: the product of the inputs less their zero points times s_a s_b / s_y (int16: zero points 0).
+- DIV (int8): the divisor's reciprocal by gemmlowp's Newton-Raphson (fixedpoint.py; a table of the 256
+  divisors made at compile time), the dividend shifted up by its headroom, the output multiplier
+  s_a / (s_b s_y) with the shift the three exponents leave.
+- SQUARED_DIFFERENCE (int8: left shift 7, int16: 0): ADD's scaled inputs, their difference squared in
+  32 bits, times (2 max s)^2 / (2^(2 shift) s_y).
 
 Integer tensors without quantization (int8, uint8, int16, int32, int64) are plain integers:
 two's complement wrap-around as in numpy, and Div truncates toward zero as in C (division
@@ -22,8 +35,8 @@ import numpy as np
 
 from mcudeploy.errors import UnsupportedError
 from mcudeploy.ir import Graph, Node
-from mcudeploy.ops import requant
-from mcudeploy.ops.base import Call, OnnxNode, Op, Struct, elementwise_expr, require
+from mcudeploy.ops import fixedpoint, requant
+from mcudeploy.ops.base import Array, Call, OnnxNode, Op, Struct, elementwise_expr, require
 from mcudeploy.ops.registry import register
 from mcudeploy.ops.util import broadcast_shape, same_shape_input
 from mcudeploy.ops.variadic import round_half_even_shift, weighted_plan
@@ -43,9 +56,18 @@ def _plain(graph: Graph, node: Node) -> bool:
     return False
 
 
-def _per_tensor_int8(graph: Graph, name: str) -> bool:
+def _per_tensor(graph: Graph, name: str, dtypes: tuple[str, ...] = ("int8",)) -> bool:
     t = graph[name]
-    return t.dtype == "int8" and t.quant is not None and len(t.quant.scale) == 1
+    return t.dtype in dtypes and t.quant is not None and len(t.quant.scale) == 1
+
+
+def _tflite(graph: Graph) -> bool:
+    return requant.arithmetic(graph) == "tflite"
+
+
+def _qparams(graph: Graph, node: Node) -> list[tuple[float, int]]:
+    """(scale, zero point) of each input, then of the output."""
+    return [requant.qparams(graph, n).single() for n in (*node.inputs, node.outputs[0])]
 
 
 def sum_plan(graph: Graph, node: Node, signs: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...], int]:
@@ -77,45 +99,65 @@ def _sum_kernel(graph, node, signs):
         y_zero=z_y, act_min=lo, act_max=hi))
 
 
-TFL_LEFT_SHIFT = 20  # TFLite's int8 ADD/SUB: inputs scaled up by 2^20 before their multipliers
+TFL_LEFT_SHIFT = {"int8": 20, "int16": 15}  # TFLite's ADD and SUB: inputs scaled up before their multipliers
+TFL_SQUARED_DIFFERENCE_SHIFT = {"int8": 7, "int16": 0}
 
 
-def tfl_sum_plan(graph: Graph, node: Node) -> dict:
-    """TFLite's int8 ADD/SUB (CalculateOpDataAdd): each input times s_i / (2 max s) at 2^20, the sum
-    times 2 max s / (2^20 s_y); every multiplier as TFLite quantizes it."""
-    (s_a, z_a), (s_b, z_b) = (requant.qparams(graph, n).single() for n in node.inputs)
-    s_y, z_y = requant.qparams(graph, node.outputs[0]).single()
+def _smaller_than_one(node: Node, real: float) -> tuple[int, int]:
+    """TFLite's QuantizeMultiplierSmallerThanOneExp, which refuses a multiplier of 1 or more."""
+    mult, shift = requant.tflite_multiplier(real)
+    require(shift >= 31, f"quantized {node.op} has a scale ratio TFLite cannot take")
+    return mult, shift
+
+
+def tfl_sum_plan(graph: Graph, node: Node, sign: int = 1) -> dict:
+    """TFLite's int8 or int16 ADD (sign 1) or SUB (sign -1): each input times s_i / (2 max s) after the
+    left shift, the sum times 2 max s / (2^left_shift s_y); every multiplier as TFLite quantizes it, from
+    ratios in double. (sub_common.cc of the TFLite Micro source at hand divides in float32, but the
+    interpreter mcudeploy is checked against agrees with double on every pair of codes, and float32 does
+    not: tests/test_tflite_elementwise.py.)"""
+    (s_a, z_a), (s_b, z_b), (s_y, z_y) = _qparams(graph, node)
+    dtype = graph[node.outputs[0]].dtype
+    shift = TFL_LEFT_SHIFT[dtype]
+    if dtype == "int16":
+        require(z_a == z_b == z_y == 0, f"int16 {node.op} needs zero points 0 (symmetric quantization)")
     twice = 2 * max(s_a, s_b)
-    a_mult, a_shift = requant.tflite_multiplier(s_a / twice)
-    b_mult, b_shift = requant.tflite_multiplier(s_b / twice)
-    y_mult, y_shift = requant.tflite_multiplier(twice / ((1 << TFL_LEFT_SHIFT) * s_y))
+    ratios = (s_a / twice, s_b / twice, twice / ((1 << shift) * s_y))
+    (a_mult, a_shift), (b_mult, b_shift), (y_mult, y_shift) = (_smaller_than_one(node, r) for r in ratios)
     lo, hi = requant.clip_range(node, graph[node.outputs[0]])
-    require(min(a_shift, b_shift, y_shift) >= 31, f"int8 {node.op} has a scale ratio TFLite cannot take")
-    return dict(a_zero=z_a, b_zero=z_b, a_mult=a_mult, a_shift=a_shift, b_mult=b_mult, b_shift=b_shift,
-                y_mult=y_mult, y_shift=y_shift, y_zero=z_y, act_min=lo, act_max=hi)
+    return dict(a_zero=z_a, a_mult=a_mult, a_shift=a_shift, b_zero=z_b, b_mult=b_mult, b_shift=b_shift,
+                y_zero=z_y, y_mult=y_mult, y_shift=y_shift, act_min=lo, act_max=hi, sign=sign, left_shift=shift)
 
 
-def _tfl_sum_reference(graph, node, inputs, sign: int):
-    p = tfl_sum_plan(graph, node)
-    a = requant.tflite_requantize((inputs[0].astype(np.int64) - p["a_zero"]) << TFL_LEFT_SHIFT, p["a_mult"],
-                                  p["a_shift"])
-    b = requant.tflite_requantize((inputs[1].astype(np.int64) - p["b_zero"]) << TFL_LEFT_SHIFT, p["b_mult"],
-                                  p["b_shift"])
-    q = requant.tflite_requantize(requant.wrap32(a + sign * b), p["y_mult"], p["y_shift"]) + p["y_zero"]
-    y = np.clip(q, p["act_min"], p["act_max"]).astype(np.int8)
+def _tfl_scaled(x: np.ndarray, p: dict, which: str) -> np.ndarray:
+    """An input's scaled value in ADD, SUB and SQUARED_DIFFERENCE: (x - z) << left_shift times its multiplier."""
+    up = (x.astype(np.int64) - p[f"{which}_zero"]) << p["left_shift"]
+    return requant.tflite_requantize(up, p[f"{which}_mult"], p[f"{which}_shift"])
+
+
+def _quantized_out(graph: Graph, node: Node, q: np.ndarray, p: dict) -> list[np.ndarray]:
+    y = np.clip(q + p["y_zero"], p["act_min"], p["act_max"]).astype(graph[node.outputs[0]].dtype)
     return [np.broadcast_to(y, graph[node.outputs[0]].shape).copy()]
 
 
+def _tfl_sum_reference(graph, node, inputs, sign: int):
+    p = tfl_sum_plan(graph, node, sign)
+    total = requant.wrap32(_tfl_scaled(inputs[0], p, "a") + sign * _tfl_scaled(inputs[1], p, "b"))
+    return _quantized_out(graph, node, requant.tflite_requantize(total, p["y_mult"], p["y_shift"]), p)
+
+
 def _tfl_sum_kernel(graph, node, sign: int):
-    p = tfl_sum_plan(graph, node)
-    return Call("mcud_add_s8_tfl", tuple(node.inputs) + (node.outputs[0],),
-                Struct.of("mcud_add_s8_tfl_params", **p, sign=sign))
+    fn = "mcud_add_s16_tfl" if graph[node.outputs[0]].dtype == "int16" else "mcud_add_s8_tfl"
+    return Call(fn, tuple(node.inputs) + (node.outputs[0],), Struct.of("mcud_add_tfl_params",
+                                                                      **tfl_sum_plan(graph, node, sign)))
 
 
 class _Elementwise(Op):
     fuses_activation = True
+    activation = True  # the float kernel clamps to a fused activation's range (TFLite's own operators: no)
     float_fn = ""  # C kernel of the float form
     int_dtypes = PLAIN_INTS
+    tflite_int16 = False  # a TFLite model's int16 form exists
 
     def from_onnx(self, onnx: OnnxNode):
         require(not onnx.attrs, f"{onnx.op_type} attribute {', '.join(sorted(onnx.attrs))} is not supported")
@@ -129,10 +171,12 @@ class _Elementwise(Op):
         self.check_arity(node)
         dtypes = {graph[i].dtype for i in node.inputs}
         require(len(dtypes) == 1, f"{node.op} of mixed {', '.join(sorted(dtypes))} is not supported")
-        require(dtypes <= {"float32", *self.int_dtypes}, f"{node.op} of {', '.join(sorted(dtypes))} is not supported")
+        dtype = dtypes.pop()
+        quantized = all(graph[n].quant is not None for n in node.inputs) and dtype in ("int8", "int16")
+        require(dtype == "float32" or dtype in self.int_dtypes or quantized, f"{node.op} of {dtype} is not supported")
         shape = broadcast_shape([graph[i].shape for i in node.inputs], node.op)
         require(len(shape) <= MAX_RANK, f"{node.op} output of rank {len(shape)} exceeds {MAX_RANK}")
-        return [(shape, dtypes.pop())]
+        return [(shape, dtype)]
 
     def expr(self, graph, node):
         return elementwise_expr(graph, node)
@@ -140,8 +184,15 @@ class _Elementwise(Op):
     def inplace(self, graph, node):
         return same_shape_input(graph, node)
 
+    def quantized_dtypes(self, graph: Graph) -> tuple[str, ...]:
+        return ("int8", "int16") if self.tflite_int16 and _tflite(graph) else ("int8",)
+
     def accepts_int8(self, graph, node) -> bool:
-        if not all(_per_tensor_int8(graph, n) for n in (*node.inputs, *node.outputs)):
+        names = (*node.inputs, *node.outputs)
+        if all(graph[n].quant is None for n in names):  # plain integers
+            return graph[node.inputs[0]].dtype in self.int_dtypes
+        dtypes = self.quantized_dtypes(graph)
+        if not all(_per_tensor(graph, n, dtypes) for n in names) or len({graph[n].dtype for n in names}) != 1:
             return False
         try:
             self.int8_kernel(graph, node)
@@ -156,14 +207,14 @@ class _Elementwise(Op):
     def reference(self, graph, node, inputs):
         shape = graph[node.outputs[0]].shape
         if inputs[0].dtype == np.float32:
-            lo, hi = requant.float_clip(node)
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                y = self.compute([x.astype(np.float32) for x in inputs])
-            y = np.clip(y.astype(np.float32), np.float32(lo), np.float32(hi))
+                y = self.compute([x.astype(np.float32) for x in inputs]).astype(np.float32)
+            if self.activation:
+                lo, hi = requant.float_clip(node)
+                y = np.clip(y, np.float32(lo), np.float32(hi))
             return [np.broadcast_to(y, shape).copy()]
         if _plain(graph, node):
-            require(node.attr("clip_min") is None and node.attr("clip_max") is None,
-                    f"integer {node.op} with a fused activation is not supported")
+            self.check_plain(node)
             with np.errstate(over="ignore"):
                 y = self.compute_int(inputs).astype(inputs[0].dtype)
             return [np.broadcast_to(y, shape).copy()]
@@ -172,21 +223,28 @@ class _Elementwise(Op):
     def kernel(self, graph, node):
         views = tuple(node.inputs) + (node.outputs[0],)
         if graph[node.inputs[0]].dtype == "float32":
+            if not self.activation:
+                return Call(self.float_fn, views)
             lo, hi = requant.float_clip(node)
             return Call(self.float_fn, views, Struct.of("mcud_binary_f32_params", act_min=lo, act_max=hi))
         if _plain(graph, node):
+            self.check_plain(node)
             return Call(f"{self.float_fn[:-4]}_{graph[node.inputs[0]].dtype}", views)
         return self.int8_kernel(graph, node)
+
+    def check_plain(self, node: Node) -> None:
+        require(node.attr("clip_min") is None and node.attr("clip_max") is None,
+                f"integer {node.op} with a fused activation is not supported")
 
     def compute_int(self, xs: list[np.ndarray]) -> np.ndarray:
         return self.compute(xs)
 
-    # int8
+    # int8 (and a TFLite model's int16)
     def int8_reference(self, graph, node, inputs):
-        raise UnsupportedError(f"int8 {node.op} is not supported")
+        raise UnsupportedError(f"{graph[node.inputs[0]].dtype} {node.op} is not supported")
 
     def int8_kernel(self, graph, node):
-        raise UnsupportedError(f"int8 {node.op} is not supported")
+        raise UnsupportedError(f"{graph[node.inputs[0]].dtype} {node.op} is not supported")
 
 
 @register
@@ -194,17 +252,18 @@ class Add(_Elementwise):
     name = "Add"
     onnx_types = ("Add",)
     float_fn = "mcud_add_f32"
+    tflite_int16 = True
 
     def compute(self, xs):
         return xs[0] + xs[1]
 
     def int8_reference(self, graph, node, inputs):
-        if requant.arithmetic(graph) == "tflite":
+        if _tflite(graph):
             return _tfl_sum_reference(graph, node, inputs, 1)
         return _sum_reference(graph, node, inputs, (1, 1))
 
     def int8_kernel(self, graph, node):
-        if requant.arithmetic(graph) == "tflite":
+        if _tflite(graph):
             return _tfl_sum_kernel(graph, node, 1)
         return _sum_kernel(graph, node, (1, 1))
 
@@ -214,17 +273,18 @@ class Sub(_Elementwise):
     name = "Sub"
     onnx_types = ("Sub",)
     float_fn = "mcud_sub_f32"
+    tflite_int16 = True
 
     def compute(self, xs):
         return xs[0] - xs[1]
 
     def int8_reference(self, graph, node, inputs):
-        if requant.arithmetic(graph) == "tflite":
+        if _tflite(graph):
             return _tfl_sum_reference(graph, node, inputs, -1)
         return _sum_reference(graph, node, inputs, (1, -1))
 
     def int8_kernel(self, graph, node):
-        if requant.arithmetic(graph) == "tflite":
+        if _tflite(graph):
             return _tfl_sum_kernel(graph, node, -1)
         return _sum_kernel(graph, node, (1, -1))
 
@@ -234,14 +294,15 @@ class Mul(_Elementwise):
     name = "Mul"
     onnx_types = ("Mul",)
     float_fn = "mcud_mul_f32"
+    tflite_int16 = True
 
     def compute(self, xs):
         return xs[0] * xs[1]
 
     def _plan(self, graph, node):
-        s_a, z_a = requant.qparams(graph, node.inputs[0]).single()
-        s_b, z_b = requant.qparams(graph, node.inputs[1]).single()
-        s_y, z_y = requant.qparams(graph, node.outputs[0]).single()
+        (s_a, z_a), (s_b, z_b), (s_y, z_y) = _qparams(graph, node)
+        if graph[node.outputs[0]].dtype == "int16":
+            require(z_a == z_b == z_y == 0, "int16 Mul needs zero points 0 (symmetric quantization)")
         mult, shift = requant.multiplier(graph, s_a * s_b / s_y)
         lo, hi = requant.clip_range(node, graph[node.outputs[0]])
         return dict(a_zero=z_a, b_zero=z_b, mult=mult, shift=shift, y_zero=z_y, act_min=lo, act_max=hi)
@@ -249,14 +310,34 @@ class Mul(_Elementwise):
     def int8_reference(self, graph, node, inputs):
         p = self._plan(graph, node)
         acc = (inputs[0].astype(np.int64) - p["a_zero"]) * (inputs[1].astype(np.int64) - p["b_zero"])
-        q = requant.requantize_as(graph, acc, p["mult"], p["shift"]) + p["y_zero"]
-        y = np.clip(q, p["act_min"], p["act_max"]).astype(np.int8)
-        return [np.broadcast_to(y, graph[node.outputs[0]].shape).copy()]
+        return _quantized_out(graph, node, requant.requantize_as(graph, acc, p["mult"], p["shift"]), p)
 
     def int8_kernel(self, graph, node):
-        fn = "mcud_mul_s8_tfl" if requant.arithmetic(graph) == "tflite" else "mcud_mul_s8"
+        if graph[node.outputs[0]].dtype == "int16":
+            fn = "mcud_mul_s16_tfl"
+        else:
+            fn = "mcud_mul_s8_tfl" if _tflite(graph) else "mcud_mul_s8"
         return Call(fn, tuple(node.inputs) + (node.outputs[0],),
                     Struct.of("mcud_mul_s8_params", **self._plan(graph, node)))
+
+
+DIV_CODES = 256  # |divisor - zero point| of int8 codes: 0 .. 255
+
+
+def tfl_div_plan(graph: Graph, node: Node) -> dict:
+    """TFLite's int8 DIV (div.cc): the multiplier of s_a / (s_b s_y), computed in float32 as TFLite does,
+    as TFLite's (mult, exponent), and gemmlowp's reciprocal of every divisor."""
+    (s_a, z_a), (s_b, z_b), (s_y, z_y) = _qparams(graph, node)
+    f32 = np.float32
+    mult, shift = requant.tflite_multiplier(float(f32(s_a) / (f32(s_b) * f32(s_y))))
+    exponent = 31 - shift
+    # the right shift exponent + recip_shift - headroom stays >= 0 (headroom >= 23 for 9-bit dividends,
+    # recip_shift >= -1): a left shift there is what TFLite's RoundingDivideByPOT cannot do
+    require(exponent <= 22, "int8 Div with a scale ratio s_a / (s_b s_y) of 2^22 or more is not supported")
+    recip, _ = fixedpoint.reciprocal(np.arange(DIV_CODES))
+    lo, hi = requant.clip_range(node, graph[node.outputs[0]])
+    return dict(a_zero=z_a, b_zero=z_b, y_zero=z_y, mult=mult, exponent=exponent, act_min=lo, act_max=hi,
+                recip=tuple(int(r) for r in recip))
 
 
 @register
@@ -275,7 +356,27 @@ class Div(_Elementwise):
         return np.where(b == 0, 0, q)
 
     def accepts_int8(self, graph, node) -> bool:
-        return False
+        if not _tflite(graph) and any(graph[n].quant is not None for n in (*node.inputs, *node.outputs)):
+            return False  # an ONNX model's int8 Div stays in float
+        return super().accepts_int8(graph, node)
+
+    def int8_reference(self, graph, node, inputs):
+        require(_tflite(graph), "int8 Div is not supported")
+        p = tfl_div_plan(graph, node)
+        x = inputs[0].astype(np.int64) - p["a_zero"]
+        d = inputs[1].astype(np.int64) - p["b_zero"]
+        x, d = np.where(d < 0, -x, x), np.abs(d)
+        recip, recip_shift = fixedpoint.reciprocal(d)
+        headroom = fixedpoint.clrsb32(x)
+        q = requant.srdhm(requant.wrap32(x << headroom), recip)
+        y = fixedpoint.rdbpot_x86(requant.srdhm(q, p["mult"]), headroom + recip_shift - p["exponent"])
+        return _quantized_out(graph, node, y, p)
+
+    def int8_kernel(self, graph, node):
+        require(_tflite(graph), "int8 Div is not supported")
+        p = tfl_div_plan(graph, node)
+        return Call("mcud_div_s8_tfl", tuple(node.inputs) + (node.outputs[0],),
+                    Struct.of("mcud_div_s8_tfl_params", **{**p, "recip": Array("int32_t", p["recip"])}))
 
 
 @register
@@ -287,6 +388,88 @@ class Pow(_Elementwise):
 
     def compute(self, xs):
         return np.power(xs[0], xs[1])
+
+    def accepts_int8(self, graph, node) -> bool:
+        return False
+
+
+def tfl_squared_difference_plan(graph: Graph, node: Node) -> dict:
+    """TFLite's int8 or int16 SQUARED_DIFFERENCE (squared_difference.cc): ADD's input multipliers, and
+    (2 max s)^2 / (2^(2 shift) s_y) for the square."""
+    (s_a, z_a), (s_b, z_b), (s_y, z_y) = _qparams(graph, node)
+    dtype = graph[node.outputs[0]].dtype
+    shift = TFL_SQUARED_DIFFERENCE_SHIFT[dtype]
+    if dtype == "int16":
+        require(z_a == z_b == z_y == 0, "int16 SquaredDifference needs zero points 0 (symmetric quantization)")
+    twice = 2 * max(s_a, s_b)
+    (a_mult, a_shift), (b_mult, b_shift) = (_smaller_than_one(node, s / twice) for s in (s_a, s_b))
+    y_mult, y_shift = requant.tflite_multiplier(twice * twice / float(np.float32(1 << 2 * shift) * np.float32(s_y)))
+    lo, hi = requant.QRANGE[dtype]
+    return dict(a_zero=z_a, a_mult=a_mult, a_shift=a_shift, b_zero=z_b, b_mult=b_mult, b_shift=b_shift,
+                y_zero=z_y, y_mult=y_mult, y_shift=y_shift, act_min=lo, act_max=hi, sign=-1, left_shift=shift)
+
+
+@register
+class SquaredDifference(_Elementwise):
+    """TFLite's SQUARED_DIFFERENCE: (a - b)^2."""
+
+    name = "SquaredDifference"
+    fuses_activation = False
+    activation = False
+    float_fn = "mcud_squared_difference_f32"
+    int_dtypes = ("int32",)
+    tflite_int16 = True
+
+    def compute(self, xs):
+        d = xs[0] - xs[1]
+        return d * d
+
+    def compute_int(self, xs):
+        d = requant.wrap32(xs[0].astype(np.int64) - xs[1].astype(np.int64))
+        return requant.wrap32(d * d)
+
+    def int8_reference(self, graph, node, inputs):
+        p = tfl_squared_difference_plan(graph, node)
+        d = requant.wrap32(_tfl_scaled(inputs[0], p, "a") - _tfl_scaled(inputs[1], p, "b"))
+        return _quantized_out(graph, node, requant.tflite_requantize(requant.wrap32(d * d), p["y_mult"], p["y_shift"]), p)
+
+    def int8_kernel(self, graph, node):
+        fn = f"mcud_squared_difference_{'s16' if graph[node.outputs[0]].dtype == 'int16' else 's8'}_tfl"
+        return Call(fn, tuple(node.inputs) + (node.outputs[0],),
+                    Struct.of("mcud_add_tfl_params", **tfl_squared_difference_plan(graph, node)))
+
+
+@register
+class FloorDiv(_Elementwise):
+    """TFLite's FLOOR_DIV of floats: floor(a / b), the quotient in double."""
+
+    name = "FloorDiv"
+    fuses_activation = False
+    activation = False
+    float_fn = "mcud_floor_div_f32"
+    int_dtypes = ()
+
+    def compute(self, xs):
+        return np.floor(xs[0].astype(np.float64) / xs[1].astype(np.float64))
+
+    def accepts_int8(self, graph, node) -> bool:
+        return False
+
+
+@register
+class FloorMod(_Elementwise):
+    """TFLite's FLOOR_MOD of floats: fmod(a, b), plus b where the remainder's sign is not b's."""
+
+    name = "FloorMod"
+    fuses_activation = False
+    activation = False
+    float_fn = "mcud_floor_mod_f32"
+    int_dtypes = ()
+
+    def compute(self, xs):
+        a, b = xs
+        r = np.fmod(a, b)
+        return np.where((r != 0) & ((b < 0) != (r < 0)), r + b, r)
 
     def accepts_int8(self, graph, node) -> bool:
         return False

@@ -18,9 +18,9 @@ from mcudeploy.ops.requant import rdbpot, srdhm, tflite_requantize, wrap32
 INT32_MIN = -2**31
 INT32_MAX = 2**31 - 1
 
-__all__ = ["INT32_MAX", "INT32_MIN", "clz32", "exp_on_negative_values", "half_sum", "inv_sqrt", "log_x",
-           "logistic", "mbqm", "one", "one_over_one_plus_x", "rdbpot", "rescale", "sat_add", "sat_shl", "srdhm",
-           "tanh", "wrap32"]
+__all__ = ["INT32_MAX", "INT32_MIN", "clrsb32", "clz32", "exp_on_negative_values", "half_sum", "inv_sqrt", "log_x",
+           "logistic", "mbqm", "one", "one_over_one_plus_x", "rdbpot", "rdbpot_x86", "reciprocal", "rescale", "sat_add",
+           "sat_shl", "srdhm", "tanh", "wrap32"]
 
 
 def _i64(x) -> np.ndarray:
@@ -79,6 +79,24 @@ def clz32(x) -> np.ndarray:
     return out
 
 
+def clrsb32(x) -> np.ndarray:
+    """Leading redundant sign bits of an int32 (31 for 0 and -1), as TFLite's CountLeadingSignBits."""
+    x = _i64(x)
+    return clz32(np.where(x < 0, ~x, x)) - 1
+
+
+def rdbpot_x86(x, exponent) -> np.ndarray:
+    """gemmlowp's RoundingDivideByPOT for any exponent >= 0, where TFLite's int8 DIV reaches shifts of 32 or more
+    (a zero numerator or divisor), which C leaves undefined: computed as x86 computes it, where TensorFlow Lite
+    Micro's reference runs (its mask (1 << exponent) - 1 made in 64 bits and cut to 32, a 32-bit shift count
+    taken modulo 32, a 64-bit one modulo 64). The C twin is in firmware/kernels/binary.c."""
+    x = _i64(x)
+    e = _i64(exponent)
+    mask = wrap32((np.int64(1) << (e & 63)) - 1)
+    threshold = (mask >> 1) + (x < 0)
+    return (x >> (e & 31)) + ((x & mask) > threshold)
+
+
 def mbqm(x, mult, exponent) -> np.ndarray:
     """TFLite's MultiplyByQuantizedMultiplier(x, mult, exponent), double rounding (exponent > 0: left)."""
     return tflite_requantize(x, mult, 31 - _i64(exponent))
@@ -120,15 +138,24 @@ def exp_on_negative_values(a, bits: int) -> np.ndarray:
 
 def _newton_reciprocal(half_denominator) -> np.ndarray:
     """1 / half_denominator in Q2.29 by three Newton-Raphson steps from 48/17 - 32/17 d."""
-    x = 1515870810 + srdhm(half_denominator, -1010580540)
+    x = wrap32(1515870810 + srdhm(half_denominator, -1010580540))  # int32 additions wrap, as in C
     for _ in range(3):
-        x = x + sat_shl(srdhm(x, (1 << 29) - srdhm(half_denominator, x)), 2)
+        x = wrap32(x + sat_shl(srdhm(x, wrap32((1 << 29) - srdhm(half_denominator, x))), 2))
     return x
 
 
 def one_over_one_plus_x(a) -> np.ndarray:
     """1 / (1 + a) for a in [0, 1), Q0.31 in and out."""
     return sat_shl(_newton_reciprocal(half_sum(a, INT32_MAX)), 1)
+
+
+def reciprocal(x) -> tuple[np.ndarray, np.ndarray]:
+    """TFLite's GetReciprocal(x, 31, &shift) of int32 x >= 0: (1 / x in Q0.31 scaled by a power of two,
+    the number of bits of x above the unit). x = 0 gives what x86 gives (see rdbpot_x86)."""
+    x = _i64(x)
+    headroom_plus_one = clz32(x)
+    shifted = wrap32(((x & 0xFFFFFFFF) << (headroom_plus_one & 31)) - 2**31)
+    return one_over_one_plus_x(shifted), 31 - headroom_plus_one
 
 
 def one_minus_x_over_one_plus_x(a) -> np.ndarray:

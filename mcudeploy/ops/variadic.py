@@ -15,6 +15,10 @@ shift k for all; Sum and Mean add the terms in 64 bits, Max and Min keep the lar
 term (the real values, compared on one scale), and the result is rounded half to even once,
 + z_y. Integers without quantization (Max and Min, as ONNX defines them on int8 ... int64) compare
 plainly.
+
+A TFLite model's int8 Sum is its ADD_N, as TFLite Micro computes it (add_n.cc, add_n.h): every input of one
+quantization (s, z); each input's (x - z) << 20 times TFLite's multiplier of 1/2, summed in 32 bits from the
+scaled value of code 0 ((-z) << 20: add_n.h starts its sum there), the sum times 2 s / (2^20 s_y), + z_y.
 """
 from __future__ import annotations
 
@@ -49,6 +53,23 @@ def weighted_plan(graph: Graph, node: Node, divisor: int = 1) -> tuple[tuple[int
     require(len(ratios) * 255 * 2.0 ** (30 - k) < 2.0 ** 31,
             f"int8 {node.op} of {len(ratios)} inputs: an input's scale is too large against the output's")
     return tuple(zeros), tuple(int(round(r * 2.0 ** k)) for r in ratios), k
+
+
+TFL_ADD_N_SHIFT = 20
+
+
+def tfl_add_n_plan(graph: Graph, node: Node) -> dict:
+    """TFLite's int8 ADD_N: its input multiplier (of s / 2s), the scaled value its sum starts from, and the
+    output multiplier."""
+    quants = {requant.qparams(graph, n).single() for n in node.inputs}
+    require(len(quants) == 1, f"int8 {node.op} of a TFLite model needs one quantization for every input")
+    (s, z), = quants
+    s_y, z_y = requant.qparams(graph, node.outputs[0]).single()
+    mult, shift = requant.tflite_multiplier(s / (2 * s))
+    y_mult, y_shift = requant.tflite_multiplier(2 * s / ((1 << TFL_ADD_N_SHIFT) * s_y))
+    require(y_shift >= 31, f"int8 {node.op} has a scale ratio TFLite cannot take")
+    base = int(requant.tflite_requantize(-z << TFL_ADD_N_SHIFT, mult, shift))
+    return dict(zero=z, mult=mult, shift=shift, base=base, y_zero=z_y, y_mult=y_mult, y_shift=y_shift)
 
 
 def round_half_even_shift(acc: np.ndarray, k: int) -> np.ndarray:
@@ -95,8 +116,13 @@ class _Variadic(Op):
                     for n in names), f"int8 {node.op} needs per-tensor quantization of every input and the output")
         return True
 
+    def _tflite(self, graph: Graph) -> bool:
+        return requant.arithmetic(graph) == "tflite"
+
     def accepts_int8(self, graph, node) -> bool:
         try:
+            if self._quantized(graph, node) and self._tflite(graph):
+                return self.kind == "sum" and bool(tfl_add_n_plan(graph, node))
             return self._quantized(graph, node) and bool(self._plan(graph, node))
         except (UnsupportedError, ValueError):
             return False
@@ -120,6 +146,8 @@ class _Variadic(Op):
             for x in inputs[1:]:
                 acc = self._fold(acc, x)
             return [np.ascontiguousarray(acc)]
+        if self._tflite(graph):
+            return [self._tfl_add_n(graph, node, inputs)]
         zeros, mults, k = self._plan(graph, node)
         terms = [(x.astype(np.int64) - z) * m for x, z, m in zip(inputs, zeros, mults)]
         acc = np.broadcast_to(terms[0], shape)
@@ -128,6 +156,17 @@ class _Variadic(Op):
         _, z_y = requant.qparams(graph, node.outputs[0]).single()
         lo, hi = requant.clip_range(node, graph[node.outputs[0]])
         return [np.clip(round_half_even_shift(acc, k) + z_y, lo, hi).astype(np.int8)]
+
+    def _tfl_add_n(self, graph, node, inputs) -> np.ndarray:
+        require(self.kind == "sum", f"int8 {node.op} of a TFLite model is not supported")
+        p = tfl_add_n_plan(graph, node)
+        acc = np.int64(p["base"])
+        for x in inputs:
+            scaled = requant.tflite_requantize((x.astype(np.int64) - p["zero"]) << TFL_ADD_N_SHIFT, p["mult"],
+                                               p["shift"])
+            acc = requant.wrap32(acc + scaled)
+        y = np.clip(requant.tflite_requantize(acc, p["y_mult"], p["y_shift"]) + p["y_zero"], -128, 127)
+        return np.broadcast_to(y, graph[node.outputs[0]].shape).astype(np.int8)
 
     def _fold(self, acc, x):
         if self.kind == "max":
@@ -148,6 +187,10 @@ class _Variadic(Op):
                         mean=int(self.kind == "mean"), act_min=lo, act_max=hi), listed=n)
         if not self._quantized(graph, node):
             return Call(f"mcud_variadic_{dtype}", views, Struct.of("mcud_variadic_int_params", op=op), listed=n)
+        if self._tflite(graph):
+            require(self.kind == "sum", f"int8 {node.op} of a TFLite model is not supported")
+            return Call("mcud_add_n_s8_tfl", views, Struct.of("mcud_add_n_s8_tfl_params", **tfl_add_n_plan(graph, node)),
+                        listed=n)
         zeros, mults, k = self._plan(graph, node)
         _, z_y = requant.qparams(graph, node.outputs[0]).single()
         lo, hi = requant.clip_range(node, graph[node.outputs[0]])
