@@ -30,11 +30,30 @@ typedef struct {
                                (mcud_conv_dw.h), or NULL: the kernel works them out from w and b */
 } mcud_conv_s8_params;
 
+/* 16x8, as TFLite's: int16 x and y with zero point 0, int8 w, a bias of the
+ * accumulator's type (int64_t when acc64, else int32_t). acc64: the sum is exact in int64 and requantized
+ * by mcud_requant_tfl64 with the reduced multipliers; else it wraps in 32 bits, as TFLite Micro's int32
+ * sum does, and takes mcud_requant_tfl. */
+typedef struct {
+    int32_t group;
+    int32_t stride[2];
+    int32_t dilation[2];
+    int32_t pad[2];
+    int32_t acc64;
+    int32_t act_min;
+    int32_t act_max;
+    const int32_t *mult;  /* per output channel; acc64: (mult16, shift16) of requant.tflite_reduced */
+    const int32_t *shift;
+} mcud_conv_s16_params;
+
 void mcud_conv_f32(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
                    const mcud_conv_f32_params *p);
 void mcud_conv_s8(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
                   const mcud_conv_s8_params *p);
 void mcud_conv_s8_tfl(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
                       const mcud_conv_s8_params *p);
+
+void mcud_conv_s16(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
+                   const mcud_conv_s16_params *p);
 
 #endif

@@ -139,3 +139,67 @@ void mcud_conv_s8_tfl(const mcud_view *x, const mcud_view *w, const mcud_view *b
 {
     conv_s8(x, w, b, y, p, 1);
 }
+
+/* ---- 16x8 (TFLite) ---- */
+
+/* acc64: a constant in each instantiation below; the int64 sum is exact, the int32 one wraps (unsigned) */
+static inline __attribute__((always_inline)) void conv_s16(const mcud_view *x, const mcud_view *w,
+                                                           const mcud_view *b, const mcud_view *y,
+                                                           const mcud_conv_s16_params *p, const int acc64)
+{
+    mcud_conv_dims X = mcud_conv_dims_of(x), W = mcud_conv_dims_of(w), Y = mcud_conv_dims_of(y);
+    const int16_t *xd = (const int16_t *)x->data;
+    const int8_t *wd = (const int8_t *)w->data;
+    int16_t *yd = (int16_t *)y->data;
+    int32_t ocpg = Y.c / p->group;
+    for (int32_t n = 0; n < Y.n; n++) {
+        for (int32_t oc = 0; oc < Y.c; oc++) {
+            const int16_t *xg = xd + n * X.sn + (oc / ocpg) * W.c * X.sc;
+            const int8_t *wo = wd + oc * W.sn;
+            int64_t bias = 0;
+            if (b != NULL) {
+                bias = acc64 ? ((const int64_t *)b->data)[oc * b->stride[0]]
+                             : (int64_t)((const int32_t *)b->data)[oc * b->stride[0]];
+            }
+            for (int32_t oh = 0; oh < Y.h; oh++) {
+                int32_t kh0, kh1;
+                int32_t ih0 = oh * p->stride[0] - p->pad[0];
+                mcud_conv_taps(ih0, p->dilation[0], W.h, X.h, &kh0, &kh1);
+                for (int32_t ow = 0; ow < Y.w; ow++) {
+                    int32_t kw0, kw1;
+                    int32_t iw0 = ow * p->stride[1] - p->pad[1];
+                    mcud_conv_taps(iw0, p->dilation[1], W.w, X.w, &kw0, &kw1);
+                    int64_t acc = 0;
+                    uint32_t acc32 = 0;
+                    for (int32_t ic = 0; ic < W.c; ic++) {
+                        for (int32_t kh = kh0; kh < kh1; kh++) {
+                            const int16_t *xr = xg + ic * X.sc + (ih0 + kh * p->dilation[0]) * X.sh;
+                            const int8_t *wr = wo + ic * W.sc + kh * W.sh;
+                            for (int32_t kw = kw0; kw < kw1; kw++) {
+                                int32_t prod = (int32_t)xr[(iw0 + kw * p->dilation[1]) * X.sw] * (int32_t)wr[kw * W.sw];
+                                if (acc64) {
+                                    acc += prod;
+                                } else {
+                                    acc32 += (uint32_t)prod;
+                                }
+                            }
+                        }
+                    }
+                    int32_t q = acc64 ? mcud_requant_tfl64(acc + bias, p->mult[oc], p->shift[oc])
+                                      : mcud_requant_tfl((int32_t)(acc32 + (uint32_t)bias), p->mult[oc], p->shift[oc]);
+                    yd[n * Y.sn + oc * Y.sc + oh * Y.sh + ow * Y.sw] = (int16_t)mcud_clamp(q, p->act_min, p->act_max);
+                }
+            }
+        }
+    }
+}
+
+void mcud_conv_s16(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
+                   const mcud_conv_s16_params *p)
+{
+    if (p->acc64) {
+        conv_s16(x, w, b, y, p, 1);
+    } else {
+        conv_s16(x, w, b, y, p, 0);
+    }
+}

@@ -547,3 +547,117 @@ void mcud_matmul_s8_direct(const mcud_view *a, const mcud_view *b, const mcud_vi
 {
     mcud_matmul_s8(a, b, y, p, NULL);
 }
+
+/* TFLite's BATCH_MATMUL of two int8 activations: mcud_matmul_s8's arithmetic with TFLite's rounding (no
+ * single-multiplier shortcut: r = 0); with scratch the same packed rows, else the plain loop. */
+void mcud_matmul_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_matmul_s8_params *p,
+                        void *scratch)
+{
+    mcud_gemm_shape s;
+    gemm_shape(a, b, y, p->trans_a, p->trans_b, &s);
+    const int32_t one_mult[1] = {p->mult}, one_shift[1] = {p->shift};
+    const gemm_requant rq = {1, one_mult, one_shift, p->y_zero, p->act_min, p->act_max, 0, 0, p->mult};
+    const int32_t packs = scratch != NULL && s.a_k == 1;
+    int8_t *packed = (int8_t *)scratch;
+    int32_t *col = NULL;
+    if (packs) {
+        col = (int32_t *)(void *)(packed + ((s.k + 3) & ~3) * s.n);
+    }
+    for (int32_t t = 0; t < s.batches; t++) {
+        const int8_t *ad = (const int8_t *)a->data + batch_offset(a, mat_dims(a), y, s.batch_dims, t);
+        const int8_t *bd = (const int8_t *)b->data + batch_offset(b, mat_dims(b), y, s.batch_dims, t);
+        int8_t *yd = (int8_t *)y->data + batch_offset(y, y->ndim - s.batch_dims, y, s.batch_dims, t);
+        if (packs) {
+            matmul_s8_pack(bd, s.b_k, s.b_n, s.k, s.n, p->a_zero, p->b_zero, packed, col);
+            gemm_s8_rows_tfl(ad, s.a_m, yd, s.y_m, s.y_n, s.m, s.k, s.n, packed, col, p->b_zero, &rq);
+            continue;
+        }
+        for (int32_t m = 0; m < s.m; m++) {
+            const int8_t *pa = ad + m * s.a_m;
+            int8_t *py = yd + m * s.y_m;
+            for (int32_t n = 0; n < s.n; n++) {
+                const int8_t *pb = bd + n * s.b_n;
+                int32_t acc = 0;
+                for (int32_t k = 0; k < s.k; k++) {
+                    acc += ((int32_t)pa[k * s.a_k] - p->a_zero) * ((int32_t)pb[k * s.b_k] - p->b_zero);
+                }
+                py[n * s.y_n] = (int8_t)gemm_s8_out_tfl(acc, n, &rq);
+            }
+        }
+    }
+}
+
+void mcud_matmul_s8_direct_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y,
+                               const mcud_matmul_s8_params *p)
+{
+    mcud_matmul_s8_tfl(a, b, y, p, NULL);
+}
+
+/* ---- 16x8 and int16 (TFLite) ---- */
+
+/* acc64: a constant in each instantiation; the int32 sum wraps (unsigned), as TFLite Micro's does */
+static inline __attribute__((always_inline)) void gemm_s16(const mcud_view *a, const mcud_view *b,
+                                                           const mcud_view *y, const mcud_gemm_s16_params *p,
+                                                           const int acc64)
+{
+    mcud_gemm_shape s;
+    gemm_shape(a, b, y, p->trans_a, p->trans_b, &s);
+    for (int32_t t = 0; t < s.batches; t++) {
+        const int16_t *ad = (const int16_t *)a->data + batch_offset(a, mat_dims(a), y, s.batch_dims, t);
+        const int8_t *bd = (const int8_t *)b->data + batch_offset(b, mat_dims(b), y, s.batch_dims, t);
+        int16_t *yd = (int16_t *)y->data + batch_offset(y, y->ndim - s.batch_dims, y, s.batch_dims, t);
+        for (int32_t m = 0; m < s.m; m++) {
+            const int16_t *pa = ad + m * s.a_m;
+            for (int32_t n = 0; n < s.n; n++) {
+                const int8_t *pb = bd + n * s.b_n;
+                const int32_t c = p->channels == 1 ? 0 : n;
+                const int64_t bias = p->bias != NULL ? p->bias[n] : 0;
+                int64_t acc = 0;
+                uint32_t acc32 = 0;
+                for (int32_t k = 0; k < s.k; k++) {
+                    const int32_t prod = (int32_t)pa[k * s.a_k] * (int32_t)pb[k * s.b_k];
+                    if (acc64) {
+                        acc += prod;
+                    } else {
+                        acc32 += (uint32_t)prod;
+                    }
+                }
+                const int32_t q = acc64 ? mcud_requant_tfl64(acc + bias, p->mult[c], p->shift[c])
+                                        : mcud_requant_tfl((int32_t)(acc32 + (uint32_t)bias), p->mult[c], p->shift[c]);
+                yd[m * s.y_m + n * s.y_n] = (int16_t)mcud_clamp(q, p->act_min, p->act_max);
+            }
+        }
+    }
+}
+
+void mcud_gemm_s16(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s16_params *p)
+{
+    if (p->acc64) {
+        gemm_s16(a, b, y, p, 1);
+    } else {
+        gemm_s16(a, b, y, p, 0);
+    }
+}
+
+void mcud_matmul_s16(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_matmul_s16_params *p)
+{
+    mcud_gemm_shape s;
+    gemm_shape(a, b, y, p->trans_a, p->trans_b, &s);
+    for (int32_t t = 0; t < s.batches; t++) {
+        const int16_t *ad = (const int16_t *)a->data + batch_offset(a, mat_dims(a), y, s.batch_dims, t);
+        const int16_t *bd = (const int16_t *)b->data + batch_offset(b, mat_dims(b), y, s.batch_dims, t);
+        int16_t *yd = (int16_t *)y->data + batch_offset(y, y->ndim - s.batch_dims, y, s.batch_dims, t);
+        for (int32_t m = 0; m < s.m; m++) {
+            const int16_t *pa = ad + m * s.a_m;
+            for (int32_t n = 0; n < s.n; n++) {
+                const int16_t *pb = bd + n * s.b_n;
+                int64_t acc = 0;
+                for (int32_t k = 0; k < s.k; k++) {
+                    acc += (int32_t)pa[k * s.a_k] * (int32_t)pb[k * s.b_k];
+                }
+                const int32_t q = mcud_requant_tfl64(acc, p->mult, p->shift);
+                yd[m * s.y_m + n * s.y_n] = (int16_t)mcud_clamp(q, p->act_min, p->act_max);
+            }
+        }
+    }
+}
