@@ -46,6 +46,34 @@ typedef struct {
     const int32_t *shift;
 } mcud_conv_s16_params;
 
+/* ConvTranspose (firmware/kernels/conv_transpose.c) over NCHW views: x (N, C_in, H, W), w (C_in, C_out/group,
+ * KH, KW), optional bias (C_out), y (N, C_out, OH, OW); rank-3 views (N, C, W) read as H = 1. Input pixel i
+ * meets tap k at output pixel i * stride + k * dilation - pad; the output view's extent fixes the rest.
+ * Each output pixel gathers the taps that reach it. */
+typedef struct {
+    int32_t group;
+    int32_t stride[2];
+    int32_t dilation[2];
+    int32_t pad[2];
+    float act_min;
+    float act_max;
+} mcud_conv_transpose_f32_params;
+
+/* int8 (TFLite's rounding; bias int32, an int32 sum wrapping as TFLite Micro's) and 16x8 (zero points 0,
+ * bias int64, an int64 sum, mcud_requant_tfl64 with the reduced multipliers) */
+typedef struct {
+    int32_t group;
+    int32_t stride[2];
+    int32_t dilation[2];
+    int32_t pad[2];
+    int32_t in_zero_point;
+    int32_t out_zero_point;
+    int32_t act_min;
+    int32_t act_max;
+    const int32_t *mult;  /* per output channel */
+    const int32_t *shift;
+} mcud_conv_transpose_q_params;
+
 void mcud_conv_f32(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
                    const mcud_conv_f32_params *p);
 void mcud_conv_s8(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
@@ -55,5 +83,11 @@ void mcud_conv_s8_tfl(const mcud_view *x, const mcud_view *w, const mcud_view *b
 
 void mcud_conv_s16(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
                    const mcud_conv_s16_params *p);
+void mcud_conv_transpose_f32(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
+                             const mcud_conv_transpose_f32_params *p);
+void mcud_conv_transpose_s8_tfl(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
+                                const mcud_conv_transpose_q_params *p);
+void mcud_conv_transpose_s16(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
+                             const mcud_conv_transpose_q_params *p);
 
 #endif

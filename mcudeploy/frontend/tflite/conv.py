@@ -53,6 +53,56 @@ def depthwise_conv_2d(imp, op, ins, outs):
     imp.emit("Conv", (imp.value(x, "nchw"), imp.const(w, (3, 0, 1, 2)), bias), outs[0], attrs, "nchw")
 
 
+@handles("TRANSPOSE_CONV")
+def transpose_conv(imp, op, ins, outs):
+    """A ConvTranspose: TFLite's weights (OC, KH, KW, IC) as (IC, OC, KH, KW), its padding as begin pads, the
+    output's size (TFLite Micro takes it from the output tensor; the output_shape input must say the same)."""
+    shape_in, w, x = ins[0], ins[1], ins[2]
+    imp.refuse_hybrid(x, w)
+    out_shape = imp.shape(outs[0])
+    given = imp.const_data(shape_in)
+    if given is None:
+        imp.fail("has an output shape computed at run time, which is not supported (shapes are static)")
+    if tuple(int(v) for v in given.reshape(-1)) != out_shape:
+        imp.fail(f"has output_shape {[int(v) for v in given.reshape(-1)]} for an output of shape {list(out_shape)}",
+                 True)
+    o = imp.options(op, "TransposeConvOptions")
+    stride = (o.StrideH(), o.StrideW()) if o is not None else (1, 1)
+    n, h, wd, c = imp.shape(x)
+    oc, kh, kw, ic = imp.shape(w)
+    if ic != c or out_shape[0] != n or out_shape[3] != oc:
+        imp.fail(f"has weights {[oc, kh, kw, ic]} for an input {[n, h, wd, c]} and an output {list(out_shape)}", True)
+    pads = [transpose_pad(imp, o.Padding() if o is not None else 0, out_shape[1 + i], (kh, kw)[i], stride[i])
+            for i in range(2)]
+    # the output's far edge: pads past the natural extent, or output_padding where the output is larger
+    end = [stride[i] * ((h, wd)[i] - 1) + (kh, kw)[i] - pads[i] - out_shape[1 + i] for i in range(2)]
+    attrs = {"group": 1, "strides": stride, "dilations": (1, 1), "pads": (*pads, *(max(e, 0) for e in end)),
+             "output_padding": tuple(max(-e, 0) for e in end), **imp.activation(o)}
+    bias = ""
+    if len(ins) > 3 and ins[3] >= 0:
+        bias = imp.const(ins[3])
+        kind = imp.dtype(ins[3])
+        if imp.dtype(x) == "int16" and kind == "int16":  # TFLite Micro widens a 16-bit bias to int64
+            bias = imp.add_constant(f"{bias}/int64", imp.const_data(ins[3]).astype("int64"), imp.tensors[bias].quant)
+        elif imp.dtype(x) != "float32" and kind != ("int32" if imp.dtype(x) == "int8" else "int64"):
+            imp.fail(f"has an {kind} bias at {imp.dtype(x)}, which TensorFlow Lite Micro does not read as such")
+    imp.emit("ConvTranspose", (imp.value(x, "nchw"), imp.const(w, (3, 0, 1, 2)), bias), outs[0], attrs, "nchw")
+
+
+def transpose_pad(imp, padding: int, out: int, k: int, s: int) -> int:
+    """TRANSPOSE_CONV's begin padding along one axis: ComputePaddingHeightWidth run from the output's size (as
+    TFLite Micro calls it), whose windowed size of the output is SAME's ceil(out / s) or VALID's
+    (out + s - k) / s (truncated; 0 padding where that is negative)."""
+    if padding == imp.tfl.Padding.SAME:
+        windows = (out + s - 1) // s
+    else:
+        num = out + s - k
+        if num < 0:
+            return 0
+        windows = num // s
+    return max((windows - 1) * s + k - out, 0) // 2
+
+
 @handles("FULLY_CONNECTED")
 def fully_connected(imp, op, ins, outs):
     """A Gemm of the input's rows (flattened to 2-D first), reshaped back to the output's dimensions where the
