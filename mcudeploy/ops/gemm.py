@@ -24,8 +24,8 @@ columns per 32-bit load where its rows hold N contiguous (a plain loop otherwise
 arithmetic. A TFLite model's BATCH_MATMUL (a MatMul) runs it too, with TFLite's rounding, and so does
 one whose constant B the constant-B kernel does not take (a zero point).
 
-TFLite computes the two scales' product in double for FULLY_CONNECTED (a Gemm) and in float32 for
-BATCH_MATMUL (a MatMul): GetQuantizedConvolutionMultipler with and without its bias argument.
+TFLite Micro computes the two input scales' product in double, for FULLY_CONNECTED (a Gemm) and for
+BATCH_MATMUL (a MatMul) alike (tests/test_tflite_products.py finds where a float32 product would differ).
 
 16x8 (TFLite only; zero points 0): a FULLY_CONNECTED of int16 A and constant int8 B sums in int64, or in
 a wrapping int32 with an int32 bias ("accumulator" attribute, as for Conv), and a BATCH_MATMUL of two
@@ -173,21 +173,9 @@ def int8_plan(graph: Graph, node: Node) -> Int8Plan:
                 bias = bias + np.rint((values - z_c) * ratio).astype(np.int64)
     require(np.abs(bias).max(initial=0) + lay.k * 128 * 128 <= INT32_MAX,
             f"int8 {node.op} accumulator could overflow 32 bits")
-    if requant.arithmetic(graph) == "tflite":
-        mult, shift = requant.tflite_multipliers(alpha * tflite_product(node, s_a, qb.scale_array()) / s_y)
-    else:
-        mult, shift = requant.quantize_multipliers(alpha * s_a * qb.scale_array() / s_y)
+    mult, shift = requant.multipliers(graph, alpha * s_a * qb.scale_array() / s_y)
     lo, hi = requant.clip_range(node, y)
     return Int8Plan(mult, shift, z_y, lo, hi, bias)
-
-
-def tflite_product(node: Node, s_a: float, s_b) -> np.ndarray:
-    """The product of the input scales as TFLite computes it: in double for FULLY_CONNECTED (a Gemm), in
-    float32 for BATCH_MATMUL (a MatMul)."""
-    s_b = np.asarray(s_b, dtype=np.float64)
-    if node.op == "Gemm":
-        return s_a * s_b
-    return (np.float32(s_a) * s_b.astype(np.float32)).astype(np.float64)
 
 
 # mcud_matmul_s8's packed rows add four terms, sum a b, -z_b sum a, -z_a sum b and K z_a z_b, each
@@ -213,10 +201,7 @@ def dynamic_plan(graph: Graph, node: Node) -> DynamicPlan:
     s_a, z_a = a.quant.single()
     s_b, z_b = b.quant.single()
     s_y, z_y = y.quant.single()
-    if requant.arithmetic(graph) == "tflite":
-        mult, shift = requant.tflite_multiplier(float(tflite_product(node, s_a, s_b)) / s_y)
-    else:
-        mult, shift = requant.quantize_multiplier(s_a * s_b / s_y)
+    mult, shift = requant.multiplier(graph, s_a * s_b / s_y)
     lo, hi = requant.clip_range(node, y)
     return DynamicPlan(mult, shift, z_y, lo, hi, z_a, z_b)
 
@@ -313,7 +298,7 @@ def int16_plan(graph: Graph, node: Node) -> Int16Plan:
         require(node.op == "MatMul" and not name, f"16x8 {node.op} of two activations takes no bias")
         wide, bias, worst = True, None, np.array([lay.k * 32768 * 32768])
     require(not wide or bool(np.all(worst < ACC64_LIMIT)), f"16x8 {node.op} accumulator leaves TFLite's 2^47")
-    mult, shift = requant.tflite_multipliers(tflite_product(node, s_a, qb.scale_array()) / s_y)
+    mult, shift = requant.tflite_multipliers(s_a * qb.scale_array() / s_y)
     require(not wide or bool(np.all(shift >= 17)), f"16x8 {node.op} requantization multiplier is too large")
     lo, hi = requant.clip_range(node, y)
     return Int16Plan(mult, shift, bias, wide, lo, hi)
