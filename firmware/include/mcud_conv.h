@@ -46,6 +46,26 @@ typedef struct {
     const int32_t *shift;
 } mcud_conv_s16_params;
 
+/* mcud_conv_s16 with working memory, for the Cortex-M DSP instructions: each output pixel's receptive field
+ * is copied into the scratch as a column of kpad int16 (int16_t[kpad], word aligned), which every output
+ * channel of its group meets in dual multiply-accumulates (SMLALD, or SMLAD for an int32 sum). The weights
+ * come packed, not through w: per output channel its cin_per_group x KH x KW taps in the weights' order,
+ * zeros up to kpad (a multiple of 4), each four bytes as (k0, k2, k1, k3). */
+typedef struct {
+    int32_t group;
+    int32_t kernel[2];
+    int32_t stride[2];
+    int32_t dilation[2];
+    int32_t pad[2];
+    int32_t kpad;
+    int32_t acc64;
+    int32_t act_min;
+    int32_t act_max;
+    const int32_t *mult;
+    const int32_t *shift;
+    const int8_t *w;
+} mcud_conv_s16_fast_params;
+
 /* ConvTranspose (firmware/kernels/conv_transpose.c) over NCHW views: x (N, C_in, H, W), w (C_in, C_out/group,
  * KH, KW), optional bias (C_out), y (N, C_out, OH, OW); rank-3 views (N, C, W) read as H = 1. Input pixel i
  * meets tap k at output pixel i * stride + k * dilation - pad; the output view's extent fixes the rest.
@@ -83,6 +103,8 @@ void mcud_conv_s8_tfl(const mcud_view *x, const mcud_view *w, const mcud_view *b
 
 void mcud_conv_s16(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
                    const mcud_conv_s16_params *p);
+void mcud_conv_s16_fast(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
+                        const mcud_conv_s16_fast_params *p, void *scratch);
 void mcud_conv_transpose_f32(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
                              const mcud_conv_transpose_f32_params *p);
 void mcud_conv_transpose_s8_tfl(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,

@@ -3,6 +3,7 @@
  * carry no bounds checks; padded taps are skipped, which in int8 equals reading the input
  * zero point (it contributes 0 after the zero point is subtracted). */
 #include "mcud_conv.h"
+#include "mcud_dsp.h"
 
 typedef struct {
     int32_t n, c, h, w;     /* extents */
@@ -201,5 +202,118 @@ void mcud_conv_s16(const mcud_view *x, const mcud_view *w, const mcud_view *b, c
         conv_s16(x, w, b, y, p, 1);
     } else {
         conv_s16(x, w, b, y, p, 0);
+    }
+}
+
+/* The receptive field of output pixel (oh, ow) in group g as one column of int16 (cin_per_group x KH x KW
+ * taps, as the weights order them, then zeros up to kpad): a tap outside the input is 0, the input's zero
+ * point at 16x8. The taps inside are found once per pixel (mcud_conv_taps), so the copy has no test. */
+static void conv_s16_column(const int16_t *xg, const mcud_conv_dims *X, int32_t cipg, int32_t kh_n, int32_t kw_n,
+                            int32_t ih0, int32_t iw0, const mcud_conv_s16_fast_params *p, int16_t *col)
+{
+    int32_t kh0, kh1, kw0, kw1;
+    mcud_conv_taps(ih0, p->dilation[0], kh_n, X->h, &kh0, &kh1);
+    mcud_conv_taps(iw0, p->dilation[1], kw_n, X->w, &kw0, &kw1);
+    const int32_t step = p->dilation[1] * X->sw;
+    int16_t *c = col;
+    for (int32_t ic = 0; ic < cipg; ic++) {
+        const int16_t *xc = xg + ic * X->sc + (iw0 + kw0 * p->dilation[1]) * X->sw;
+        for (int32_t kh = 0; kh < kh_n; kh++) {
+            int32_t kw = 0;
+            if (kh >= kh0 && kh < kh1) {
+                for (; kw < kw0; kw++) {
+                    *c++ = 0;
+                }
+                const int16_t *xp = xc + (ih0 + kh * p->dilation[0]) * X->sh;
+                for (; kw < kw1; kw++) {
+                    *c++ = *xp;
+                    xp += step;
+                }
+            }
+            for (; kw < kw_n; kw++) {
+                *c++ = 0;
+            }
+        }
+    }
+    while (c < col + p->kpad) {
+        *c++ = 0;
+    }
+}
+
+/* One column against the packed weights of two output channels (w0, w1: kpad bytes each, every four as
+ * (k0, k2, k1, k3), so SXTB16 gives the pairs (k0, k1) and (k2, k3) that meet the column's int16 pairs):
+ * dual 16 x 16 multiply-accumulates into 64 bits (SMLALD), or into 32 wrapping bits (SMLAD). */
+#define CONV_S16_DOT2(MAC)                                                                        \
+    do {                                                                                                 \
+        for (int32_t k = 0; k < kpad; k += 4) {                                                          \
+            const uint32_t c01 = mcud_load32(col + k), c23 = mcud_load32(col + k + 2);                   \
+            const uint32_t a = mcud_load32(w0 + k), b = mcud_load32(w1 + k);                             \
+            s0 = MAC(mcud_sxtb16(a), c01, s0);                                                           \
+            s0 = MAC(mcud_sxtb16_ror8(a), c23, s0);                                                      \
+            s1 = MAC(mcud_sxtb16(b), c01, s1);                                                           \
+            s1 = MAC(mcud_sxtb16_ror8(b), c23, s1);                                                      \
+        }                                                                                                \
+    } while (0)
+
+static inline __attribute__((always_inline)) void conv_s16_fast(const mcud_view *x, const mcud_view *b,
+                                                                const mcud_view *y,
+                                                                const mcud_conv_s16_fast_params *p, int16_t *col,
+                                                                const int acc64)
+{
+    mcud_conv_dims X = mcud_conv_dims_of(x), Y = mcud_conv_dims_of(y);
+    const int16_t *xd = (const int16_t *)x->data;
+    int16_t *yd = (int16_t *)y->data;
+    const int32_t cipg = X.c / p->group, ocpg = Y.c / p->group, kpad = p->kpad;
+    const int32_t kh_n = p->kernel[0], kw_n = p->kernel[1];
+    for (int32_t n = 0; n < Y.n; n++) {
+        for (int32_t g = 0; g < p->group; g++) {
+            const int16_t *xg = xd + n * X.sn + g * cipg * X.sc;
+            for (int32_t oh = 0; oh < Y.h; oh++) {
+                for (int32_t ow = 0; ow < Y.w; ow++) {
+                    conv_s16_column(xg, &X, cipg, kh_n, kw_n, oh * p->stride[0] - p->pad[0],
+                                    ow * p->stride[1] - p->pad[1], p, col);
+                    int16_t *yp = yd + n * Y.sn + oh * Y.sh + ow * Y.sw;
+                    for (int32_t j = 0; j < ocpg; j += 2) {
+                        const int32_t oc = g * ocpg + j, two = j + 1 < ocpg;
+                        const int8_t *w0 = p->w + oc * kpad, *w1 = two ? w0 + kpad : w0;
+                        int64_t b0 = 0, b1 = 0;
+                        if (b != NULL) {
+                            b0 = acc64 ? ((const int64_t *)b->data)[oc * b->stride[0]]
+                                       : ((const int32_t *)b->data)[oc * b->stride[0]];
+                            b1 = !two ? 0 : acc64 ? ((const int64_t *)b->data)[(oc + 1) * b->stride[0]]
+                                                  : ((const int32_t *)b->data)[(oc + 1) * b->stride[0]];
+                        }
+                        int32_t q0, q1;
+                        if (acc64) {
+                            int64_t s0 = b0, s1 = b1;
+                            CONV_S16_DOT2(mcud_smlald);
+                            q0 = mcud_requant_tfl64(s0, p->mult[oc], p->shift[oc]);
+                            q1 = two ? mcud_requant_tfl64(s1, p->mult[oc + 1], p->shift[oc + 1]) : 0;
+                        } else {
+                            int32_t s0 = (int32_t)b0, s1 = (int32_t)b1;
+                            CONV_S16_DOT2(mcud_smlad);
+                            q0 = mcud_requant_tfl(s0, p->mult[oc], p->shift[oc]);
+                            q1 = two ? mcud_requant_tfl(s1, p->mult[oc + 1], p->shift[oc + 1]) : 0;
+                        }
+                        yp[oc * Y.sc] = (int16_t)mcud_clamp(q0, p->act_min, p->act_max);
+                        if (two) {
+                            yp[(oc + 1) * Y.sc] = (int16_t)mcud_clamp(q1, p->act_min, p->act_max);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+void mcud_conv_s16_fast(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
+                        const mcud_conv_s16_fast_params *p, void *scratch)
+{
+    (void)w; /* the weights come packed in p->w */
+    int16_t *col = (int16_t *)scratch;
+    if (p->acc64) {
+        conv_s16_fast(x, b, y, p, col, 1);
+    } else {
+        conv_s16_fast(x, b, y, p, col, 0);
     }
 }

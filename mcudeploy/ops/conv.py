@@ -367,7 +367,11 @@ class Conv(Op):
             mult=mults, shift=shifts, **({"dw": Array("int32_t", table)} if table is not None else {})))
 
     def scratch(self, graph, node):
-        if graph[node.inputs[0]].dtype != "int8" or int(node.attr("group", 1)) != 1 or not _uses_scratch(node):
+        dtype = graph[node.inputs[0]].dtype
+        if dtype == "int16":
+            g = geometry(graph, node)
+            return 2 * _kpad16(g) if _uses_scratch(node) and _fast16(g) else 0
+        if dtype != "int8" or int(node.attr("group", 1)) != 1 or not _uses_scratch(node):
             return 0  # cheap answers first: the planner asks for every node of every order it tries
         g = geometry(graph, node)
         return _scratch_bytes(g) if _fast(graph, node, g) else 0
@@ -541,14 +545,41 @@ def _accepts_16x8(op: "Conv", graph: Graph, node: Node) -> bool:
     return bool(np.all(worst < ACC64_LIMIT) and np.all(shift >= 17))
 
 
+def _kpad16(g: Geometry) -> int:
+    """Taps of one group's receptive field (C/g x KH x KW) rounded up to 4: mcud_conv_s16_fast's column."""
+    return -(-g.cin_per_group * g.kernel[0] * g.kernel[1] // 4) * 4
+
+
+FAST16_MACS = 64  # multiply-accumulates per column below which mcud_conv_s16 is the faster (a depthwise 3x3)
+
+
+def _fast16(g: Geometry) -> bool:
+    """Whether mcud_conv_s16_fast pays: its column costs about 350 instructions a pixel before the products
+    (benchmarks/int16_bench.py on qemu-m4: 3.5 instructions per MAC for a 3x3 16 -> 16 against mcud_conv_s16's
+    14.7, but 52 against 24 for a depthwise 3x3), so a group's output channels must make enough of it."""
+    return g.cout_per_group * _kpad16(g) >= FAST16_MACS
+
+
 def _kernel_16x8(op: "Conv", graph: Graph, node: Node, g: Geometry, views, common) -> Call:
-    """mcud_conv_s16 (firmware/kernels/conv.c): per channel the reduced multiplier of an int64 sum, or
-    the int8 kernels' (mult, shift) of a wrapping int32 one."""
+    """mcud_conv_s16_fast (firmware/kernels/conv.c: a column of the receptive field in its scratch, the weights
+    packed for dual multiply-accumulates) where it pays, else (or for a node whose "scratch" attribute is 0)
+    mcud_conv_s16 without working memory; per channel the reduced multiplier of an int64 sum, or the int8 kernels' (mult, shift) of
+    a wrapping int32 one."""
     lo, hi = requant.clip_range(node, graph[node.outputs[0]])
     mult, shift = op._requant(graph, node)
     wide = wide_accumulator(graph, node)
     if wide:
         mult, shift = requant.tflite_reduced(mult, shift)
-    return Call("mcud_conv_s16", views, Struct.of(
-        "mcud_conv_s16_params", **common, acc64=int(wide), act_min=lo, act_max=hi,
-        mult=Array("int32_t", tuple(int(m) for m in mult)), shift=Array("int32_t", tuple(int(v) for v in shift))))
+    quant = dict(acc64=int(wide), act_min=lo, act_max=hi, mult=Array("int32_t", tuple(int(m) for m in mult)),
+                 shift=Array("int32_t", tuple(int(v) for v in shift)))
+    if not (_uses_scratch(node) and _fast16(g)):
+        return Call("mcud_conv_s16", views, Struct.of("mcud_conv_s16_params", **common, **quant))
+    kpad = _kpad16(g)
+    w = graph[node.inputs[1]].data.astype(np.int64).reshape(g.cout, -1)
+    packed = np.zeros((g.cout, kpad), np.int64)
+    packed[:, :w.shape[1]] = w
+    packed = packed.reshape(g.cout, kpad // 4, 4)[:, :, [0, 2, 1, 3]].reshape(-1)
+    x, _, b, y = views
+    return Call("mcud_conv_s16_fast", (x, "", b, y), Struct.of(
+        "mcud_conv_s16_fast_params", group=g.group, kernel=g.kernel, stride=g.stride, dilation=g.dilation,
+        pad=g.pad_begin, kpad=kpad, **quant, w=Array("int8_t", tuple(int(v) for v in packed))), scratch=2 * kpad)

@@ -451,20 +451,26 @@ class _Product(Op):
 
 
 def _kernel_16(graph: Graph, node: Node, lay: Layout) -> Call:
-    """mcud_gemm_s16 (constant int8 B, read through its view) or mcud_matmul_s16 (two int16 activations)."""
+    """mcud_gemm_s16 (constant int8 B packed for dual multiply-accumulates: no view of it) or mcud_matmul_s16
+    (two int16 activations)."""
     plan = int16_plan(graph, node)
     a, b, y = node.inputs[0], node.inputs[1], node.outputs[0]
     mult, shift = requant.tflite_reduced(plan.mult, plan.shift) if plan.wide else (plan.mult, plan.shift)
-    common = dict(trans_a=int(lay.trans_a), trans_b=int(lay.trans_b))
     if graph[b].dtype == "int16":
         return Call("mcud_matmul_s16", (a, b, y), Struct.of(
-            "mcud_matmul_s16_params", **common, mult=int(mult[0]), shift=int(shift[0]), act_min=plan.lo,
-            act_max=plan.hi))
-    return Call("mcud_gemm_s16", (a, b, y), Struct.of(
-        "mcud_gemm_s16_params", **common, acc64=int(plan.wide), channels=len(mult),
+            "mcud_matmul_s16_params", trans_a=int(lay.trans_a), trans_b=int(lay.trans_b), mult=int(mult[0]),
+            shift=int(shift[0]), act_min=plan.lo, act_max=plan.hi))
+    w = graph[b].data.astype(np.int64)
+    w = w if lay.trans_b else w.T  # (N, K)
+    kpad = -(-lay.k // 4) * 4
+    packed = np.zeros((lay.n, kpad), np.int64)
+    packed[:, :lay.k] = w
+    packed = packed.reshape(lay.n, kpad // 4, 4)[:, :, [0, 2, 1, 3]].reshape(-1)
+    return Call("mcud_gemm_s16", (a, "", y), Struct.of(
+        "mcud_gemm_s16_params", trans_a=int(lay.trans_a), kpad=kpad, acc64=int(plan.wide), channels=len(mult),
         bias=0 if plan.bias is None else Array("int64_t", tuple(int(v) for v in plan.bias)),
         mult=Array("int32_t", tuple(int(v) for v in mult)), shift=Array("int32_t", tuple(int(v) for v in shift)),
-        act_min=plan.lo, act_max=plan.hi))
+        act_min=plan.lo, act_max=plan.hi, w=Array("int8_t", tuple(int(v) for v in packed))))
 
 
 @register

@@ -144,6 +144,8 @@ CONVS = {
     "stride-dilation-no-bias": dict(x_shape=(2, 2, 9, 8), cout=3, kernel=(3, 2), stride=(2, 1), dilation=(1, 2),
                                     bias=False),
     "depthwise-multiplier": dict(x_shape=(1, 3, 5, 5), cout=6, kernel=(3, 3), group=3, pads=(1, 0, 1, 2)),
+    "grouped-fast": dict(x_shape=(1, 4, 5, 6), cout=8, kernel=(3, 3), group=2, stride=(2, 1), dilation=(2, 1),
+                         pads=(2, 1, 1, 0)),
 }
 
 
@@ -156,12 +158,19 @@ def test_conv_reference_is_tflite_micros_loop(name):
 
 
 @needs_gcc
+@pytest.mark.parametrize("scratch", [1, 0])
 @pytest.mark.parametrize("name", sorted(CONVS))
-def test_conv_kernel_on_strided_views(tmp_path, name):
+def test_conv_kernel_on_strided_views(tmp_path, name, scratch):
+    """mcud_conv_s16_fast (a column in its scratch, packed weights) and mcud_conv_s16 (none)."""
     graph, node, inputs = _conv(**CONVS[name], seed=1)
+    node = Node(node.name, node.op, node.inputs, node.outputs, {**node.attrs, "scratch": scratch})
+    graph = graph.replace(nodes=[node])
     want = run_reference(graph, inputs)[0]
     call = registry.get("Conv").kernel(graph, node)
-    assert call.fn == "mcud_conv_s16"
+    # 2 channels of 9 taps, or 3 of 12, a column: too few products for the column's cost (conv._fast16)
+    fast = scratch and name not in ("depthwise-multiplier", "stride-dilation-no-bias")
+    assert call.fn == ("mcud_conv_s16_fast" if fast else "mcud_conv_s16")
+    assert call.scratch == registry.get("Conv").scratch(graph, node)
     got = run_kernel(tmp_path, call, graph, inputs, {"x": Place(1, channels_last(4)), "y": Place(2, step=2)})[0]
     np.testing.assert_array_equal(got, want)
 
@@ -214,6 +223,7 @@ FCS = {
     "int64-per-tensor-no-bias": dict(m=2, k=9, n=4, bias=False, per_channel=False),
     "int32": dict(m=3, k=20, n=5, accumulator="int32"),
     "int32-wraps": dict(m=1, k=600, n=3, accumulator="int32", extreme=True),
+    "odd-k-odd-n": dict(m=2, k=7, n=3),
 }
 
 
@@ -224,14 +234,15 @@ def test_fully_connected_reference_is_tflite_micros_loop(name):
 
 
 @needs_gcc
+@pytest.mark.parametrize("step", [1, 3])  # A's rows contiguous (the dual-MAC loop) or stepped (the plain one)
 @pytest.mark.parametrize("name", sorted(FCS))
-def test_fully_connected_kernel_on_strided_views(tmp_path, name):
+def test_fully_connected_kernel_on_strided_views(tmp_path, name, step):
     graph, node, inputs = _fc(**FCS[name], seed=2)
     want = run_reference(graph, inputs)[0]
     call = registry.get("Gemm").kernel(graph, node)
-    assert call.fn == "mcud_gemm_s16"
-    np.testing.assert_array_equal(run_kernel(tmp_path, call, graph, inputs, {"a": Place(1, step=3), "y": 2})[0],
-                                  want)
+    assert call.fn == "mcud_gemm_s16" and call.views[1] == ""  # B packed into the params
+    got = run_kernel(tmp_path, call, graph, inputs, {"a": Place(1, step=step), "y": Place(2, (1, 0))})[0]
+    np.testing.assert_array_equal(got, want)
 
 
 def _matmul(a_shape, b_shape, dtype, trans_a=0, trans_b=0, seed=0):
