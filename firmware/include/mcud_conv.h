@@ -66,6 +66,24 @@ typedef struct {
     const int8_t *w;
 } mcud_conv_s16_fast_params;
 
+/* mcud_conv_s16 where every group reads one input channel (a depthwise convolution, any multiplier):
+ * output channel oc reads input channel oc / multiplier, the weights widened to int16 in w (per output
+ * channel KH rows of kw2 values: KW rounded up to even, a 0 after an odd row), not through the w view. */
+typedef struct {
+    int32_t multiplier;
+    int32_t kernel[2];
+    int32_t kw2;
+    int32_t stride[2];
+    int32_t dilation[2];
+    int32_t pad[2];
+    int32_t acc64;
+    int32_t act_min;
+    int32_t act_max;
+    const int32_t *mult;
+    const int32_t *shift;
+    const int16_t *w;
+} mcud_conv_s16_dw_params;
+
 /* ConvTranspose (firmware/kernels/conv_transpose.c) over NCHW views: x (N, C_in, H, W), w (C_in, C_out/group,
  * KH, KW), optional bias (C_out), y (N, C_out, OH, OW); rank-3 views (N, C, W) read as H = 1. Input pixel i
  * meets tap k at output pixel i * stride + k * dilation - pad; the output view's extent fixes the rest.
@@ -105,6 +123,8 @@ void mcud_conv_s16(const mcud_view *x, const mcud_view *w, const mcud_view *b, c
                    const mcud_conv_s16_params *p);
 void mcud_conv_s16_fast(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
                         const mcud_conv_s16_fast_params *p, void *scratch);
+void mcud_conv_s16_dw(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
+                      const mcud_conv_s16_dw_params *p);
 void mcud_conv_transpose_f32(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
                              const mcud_conv_transpose_f32_params *p);
 void mcud_conv_transpose_s8_tfl(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,

@@ -317,3 +317,105 @@ void mcud_conv_s16_fast(const mcud_view *x, const mcud_view *w, const mcud_view 
         conv_s16_fast(x, b, y, p, col, 0);
     }
 }
+
+/* ---- 16x8, one input channel per group (depthwise, any multiplier; or a first layer on one channel) ---- */
+
+/* Output channel oc reads input channel oc / multiplier. Where a window lies inside the input along W (and
+ * W is contiguous, undilated) each row of taps is pairs of int16 meeting the weights' pairs (p->w: per output
+ * channel KH rows of kw2 int16, KW rounded up to even with a 0) in dual multiply-accumulates; elsewhere the
+ * taps inside are summed one by one. */
+static inline __attribute__((always_inline)) void conv_s16_dw(const mcud_view *x, const mcud_view *b,
+                                                              const mcud_view *y, const mcud_conv_s16_dw_params *p,
+                                                              const int acc64)
+{
+    mcud_conv_dims X = mcud_conv_dims_of(x), Y = mcud_conv_dims_of(y);
+    const int16_t *xd = (const int16_t *)x->data;
+    int16_t *yd = (int16_t *)y->data;
+    const int32_t kh_n = p->kernel[0], kw_n = p->kernel[1], kw2 = p->kw2, pairs = kw_n & ~1;
+    const int32_t rows = X.sw == 1 && p->dilation[1] == 1;
+    for (int32_t n = 0; n < Y.n; n++) {
+        for (int32_t oc = 0; oc < Y.c; oc++) {
+            const int16_t *xc = xd + n * X.sn + (oc / p->multiplier) * X.sc;
+            const int16_t *wc = p->w + oc * kh_n * kw2;
+            int64_t bias = 0;
+            if (b != NULL) {
+                bias = acc64 ? ((const int64_t *)b->data)[oc * b->stride[0]]
+                             : ((const int32_t *)b->data)[oc * b->stride[0]];
+            }
+            /* a 3x3 window inside the input: its weights as three pairs and three singles, kept in registers */
+            const int32_t k3 = kh_n == 3 && kw_n == 3;
+            const uint32_t w0 = k3 ? mcud_load32(wc) : 0, w1 = k3 ? mcud_load32(wc + kw2) : 0;
+            const uint32_t w2 = k3 ? mcud_load32(wc + 2 * kw2) : 0;
+            const int32_t v0 = k3 ? wc[2] : 0, v1 = k3 ? wc[kw2 + 2] : 0, v2 = k3 ? wc[2 * kw2 + 2] : 0;
+            for (int32_t oh = 0; oh < Y.h; oh++) {
+                int32_t kh0, kh1;
+                const int32_t ih0 = oh * p->stride[0] - p->pad[0];
+                mcud_conv_taps(ih0, p->dilation[0], kh_n, X.h, &kh0, &kh1);
+                const int32_t k33 = rows && k3 && kh0 == 0 && kh1 == 3;
+                const int32_t step = p->dilation[0] * X.sh;
+                for (int32_t ow = 0; ow < Y.w; ow++) {
+                    const int32_t iw0 = ow * p->stride[1] - p->pad[1];
+                    int64_t s64 = bias;
+                    int32_t s32 = (int32_t)bias;
+                    if (k33 && iw0 >= 0 && iw0 + 3 <= X.w) {
+                        const int16_t *r0 = xc + ih0 * X.sh + iw0, *r1 = r0 + step, *r2 = r1 + step;
+                        if (acc64) {
+                            s64 = mcud_smlald(w0, mcud_load32(r0), s64) + (int32_t)r0[2] * v0;
+                            s64 = mcud_smlald(w1, mcud_load32(r1), s64) + (int32_t)r1[2] * v1;
+                            s64 = mcud_smlald(w2, mcud_load32(r2), s64) + (int32_t)r2[2] * v2;
+                        } else {
+                            s32 = mcud_smlad(w0, mcud_load32(r0), s32);
+                            s32 = mcud_smlad(w1, mcud_load32(r1), s32);
+                            s32 = mcud_smlad(w2, mcud_load32(r2), s32);
+                            s32 = (int32_t)((uint32_t)s32 + (uint32_t)((int32_t)r0[2] * v0) +
+                                            (uint32_t)((int32_t)r1[2] * v1) + (uint32_t)((int32_t)r2[2] * v2));
+                        }
+                    } else if (rows && iw0 >= 0 && iw0 + kw_n <= X.w) {
+                        for (int32_t kh = kh0; kh < kh1; kh++) {
+                            const int16_t *xr = xc + (ih0 + kh * p->dilation[0]) * X.sh + iw0;
+                            const int16_t *wr = wc + kh * kw2;
+                            for (int32_t j = 0; j < pairs; j += 2) {
+                                if (acc64) {
+                                    s64 = mcud_smlald(mcud_load32(wr + j), mcud_load32(xr + j), s64);
+                                } else {
+                                    s32 = mcud_smlad(mcud_load32(wr + j), mcud_load32(xr + j), s32);
+                                }
+                            }
+                            if (kw_n & 1) {
+                                const int32_t prod = (int32_t)xr[kw_n - 1] * (int32_t)wr[kw_n - 1];
+                                s64 += acc64 ? prod : 0;
+                                s32 = (int32_t)((uint32_t)s32 + (acc64 ? 0u : (uint32_t)prod));
+                            }
+                        }
+                    } else {
+                        int32_t kw0, kw1;
+                        mcud_conv_taps(iw0, p->dilation[1], kw_n, X.w, &kw0, &kw1);
+                        for (int32_t kh = kh0; kh < kh1; kh++) {
+                            const int16_t *xr = xc + (ih0 + kh * p->dilation[0]) * X.sh;
+                            const int16_t *wr = wc + kh * kw2;
+                            for (int32_t kw = kw0; kw < kw1; kw++) {
+                                const int32_t prod = (int32_t)xr[(iw0 + kw * p->dilation[1]) * X.sw] * (int32_t)wr[kw];
+                                s64 += acc64 ? prod : 0;
+                                s32 = (int32_t)((uint32_t)s32 + (acc64 ? 0u : (uint32_t)prod));
+                            }
+                        }
+                    }
+                    const int32_t q = acc64 ? mcud_requant_tfl64(s64, p->mult[oc], p->shift[oc])
+                                            : mcud_requant_tfl(s32, p->mult[oc], p->shift[oc]);
+                    yd[n * Y.sn + oc * Y.sc + oh * Y.sh + ow * Y.sw] = (int16_t)mcud_clamp(q, p->act_min, p->act_max);
+                }
+            }
+        }
+    }
+}
+
+void mcud_conv_s16_dw(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
+                      const mcud_conv_s16_dw_params *p)
+{
+    (void)w; /* the weights come widened in p->w */
+    if (p->acc64) {
+        conv_s16_dw(x, b, y, p, 1);
+    } else {
+        conv_s16_dw(x, b, y, p, 0);
+    }
+}

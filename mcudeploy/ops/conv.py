@@ -556,14 +556,16 @@ FAST16_MACS = 64  # multiply-accumulates per column below which mcud_conv_s16 is
 def _fast16(g: Geometry) -> bool:
     """Whether mcud_conv_s16_fast pays: its column costs about 350 instructions a pixel before the products
     (benchmarks/int16_bench.py on qemu-m4: 3.5 instructions per MAC for a 3x3 16 -> 16 against mcud_conv_s16's
-    14.7, but 52 against 24 for a depthwise 3x3), so a group's output channels must make enough of it."""
+    14.7, but 52 against 24 for a depthwise 3x3, which mcud_conv_s16_dw does in 12), so a group's output
+    channels must make enough of it."""
     return g.cout_per_group * _kpad16(g) >= FAST16_MACS
 
 
 def _kernel_16x8(op: "Conv", graph: Graph, node: Node, g: Geometry, views, common) -> Call:
     """mcud_conv_s16_fast (firmware/kernels/conv.c: a column of the receptive field in its scratch, the weights
-    packed for dual multiply-accumulates) where it pays, else (or for a node whose "scratch" attribute is 0)
-    mcud_conv_s16 without working memory; per channel the reduced multiplier of an int64 sum, or the int8 kernels' (mult, shift) of
+    packed for dual multiply-accumulates) where that pays; else mcud_conv_s16_dw where each group reads one
+    input channel (rows of pairs of taps, no working memory), mcud_conv_s16 otherwise (or for a node whose
+    "scratch" attribute is 0); per channel the reduced multiplier of an int64 sum, or the int8 kernels' (mult, shift) of
     a wrapping int32 one."""
     lo, hi = requant.clip_range(node, graph[node.outputs[0]])
     mult, shift = op._requant(graph, node)
@@ -572,14 +574,22 @@ def _kernel_16x8(op: "Conv", graph: Graph, node: Node, g: Geometry, views, commo
         mult, shift = requant.tflite_reduced(mult, shift)
     quant = dict(acc64=int(wide), act_min=lo, act_max=hi, mult=Array("int32_t", tuple(int(m) for m in mult)),
                  shift=Array("int32_t", tuple(int(v) for v in shift)))
-    if not (_uses_scratch(node) and _fast16(g)):
+    x, _, b, y = views
+    fast = _uses_scratch(node) and _fast16(g)
+    if g.cin_per_group == 1 and not fast:  # depthwise: rows of int16 pairs, no working memory
+        kw2 = g.kernel[1] + g.kernel[1] % 2
+        w = np.zeros((g.cout, g.kernel[0], kw2), np.int64)
+        w[:, :, :g.kernel[1]] = graph[node.inputs[1]].data.reshape(g.cout, *g.kernel)
+        return Call("mcud_conv_s16_dw", (x, "", b, y), Struct.of(
+            "mcud_conv_s16_dw_params", multiplier=g.cout_per_group, kernel=g.kernel, kw2=kw2, stride=g.stride,
+            dilation=g.dilation, pad=g.pad_begin, **quant, w=Array("int16_t", tuple(int(v) for v in w.reshape(-1)))))
+    if not fast:
         return Call("mcud_conv_s16", views, Struct.of("mcud_conv_s16_params", **common, **quant))
     kpad = _kpad16(g)
     w = graph[node.inputs[1]].data.astype(np.int64).reshape(g.cout, -1)
     packed = np.zeros((g.cout, kpad), np.int64)
     packed[:, :w.shape[1]] = w
     packed = packed.reshape(g.cout, kpad // 4, 4)[:, :, [0, 2, 1, 3]].reshape(-1)
-    x, _, b, y = views
     return Call("mcud_conv_s16_fast", (x, "", b, y), Struct.of(
         "mcud_conv_s16_fast_params", group=g.group, kernel=g.kernel, stride=g.stride, dilation=g.dilation,
         pad=g.pad_begin, kpad=kpad, **quant, w=Array("int8_t", tuple(int(v) for v in packed))), scratch=2 * kpad)

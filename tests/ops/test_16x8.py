@@ -144,6 +144,12 @@ CONVS = {
     "stride-dilation-no-bias": dict(x_shape=(2, 2, 9, 8), cout=3, kernel=(3, 2), stride=(2, 1), dilation=(1, 2),
                                     bias=False),
     "depthwise-multiplier": dict(x_shape=(1, 3, 5, 5), cout=6, kernel=(3, 3), group=3, pads=(1, 0, 1, 2)),
+    "one-channel": dict(x_shape=(1, 1, 9, 8), cout=4, kernel=(5, 3), stride=(2, 1), pads=(2, 1, 2, 1),
+                        accumulator="int32"),
+    "depthwise-3x3-int32": dict(x_shape=(1, 4, 6, 7), cout=4, kernel=(3, 3), group=4, pads=(1, 1, 1, 1),
+                                accumulator="int32"),
+    "depthwise-dilated": dict(x_shape=(1, 4, 7, 8), cout=4, kernel=(3, 3), group=4, dilation=(2, 2),
+                              pads=(2, 2, 2, 2)),
     "grouped-fast": dict(x_shape=(1, 4, 5, 6), cout=8, kernel=(3, 3), group=2, stride=(2, 1), dilation=(2, 1),
                          pads=(2, 1, 1, 0)),
 }
@@ -158,20 +164,26 @@ def test_conv_reference_is_tflite_micros_loop(name):
 
 
 @needs_gcc
+@pytest.mark.parametrize("nhwc", [False, True])  # rows of W contiguous (the pairs of mcud_conv_s16_dw) or not
 @pytest.mark.parametrize("scratch", [1, 0])
 @pytest.mark.parametrize("name", sorted(CONVS))
-def test_conv_kernel_on_strided_views(tmp_path, name, scratch):
-    """mcud_conv_s16_fast (a column in its scratch, packed weights) and mcud_conv_s16 (none)."""
+def test_conv_kernel_on_strided_views(tmp_path, name, scratch, nhwc):
+    """mcud_conv_s16_dw (one input channel a group), mcud_conv_s16_fast (a column in its scratch, packed
+    weights) and mcud_conv_s16 (none)."""
     graph, node, inputs = _conv(**CONVS[name], seed=1)
     node = Node(node.name, node.op, node.inputs, node.outputs, {**node.attrs, "scratch": scratch})
     graph = graph.replace(nodes=[node])
     want = run_reference(graph, inputs)[0]
     call = registry.get("Conv").kernel(graph, node)
-    # 2 channels of 9 taps, or 3 of 12, a column: too few products for the column's cost (conv._fast16)
-    fast = scratch and name not in ("depthwise-multiplier", "stride-dilation-no-bias")
-    assert call.fn == ("mcud_conv_s16_fast" if fast else "mcud_conv_s16")
+    # a column of too few products for its cost (conv._fast16): 3 channels of 12 taps, or 2 or 1 of 9
+    depthwise = ("depthwise-multiplier", "one-channel", "depthwise-dilated", "depthwise-3x3-int32")
+    fast = scratch and name not in ("stride-dilation-no-bias", "depthwise-multiplier", "depthwise-dilated",
+                                    "depthwise-3x3-int32")
+    want_fn = "mcud_conv_s16_fast" if fast else "mcud_conv_s16_dw" if name in depthwise else "mcud_conv_s16"
+    assert call.fn == want_fn
     assert call.scratch == registry.get("Conv").scratch(graph, node)
-    got = run_kernel(tmp_path, call, graph, inputs, {"x": Place(1, channels_last(4)), "y": Place(2, step=2)})[0]
+    x_place = Place(1, channels_last(4)) if nhwc else Place(2)
+    got = run_kernel(tmp_path, call, graph, inputs, {"x": x_place, "y": Place(2, step=2)})[0]
     np.testing.assert_array_equal(got, want)
 
 
