@@ -408,7 +408,7 @@ class _Product(Op):
         if _dynamic(graph, node):
             d = dynamic_plan(graph, node)
             acc = np.matmul(a.astype(np.int64) - d.a_zero, b.astype(np.int64) - d.b_zero)
-            return [d.output(requant.requantize(acc, d.mult, d.shift), lay.out)]
+            return [d.output(requant.requantize_as(graph, acc, d.mult, d.shift), lay.out)]
         plan = int8_plan(graph, node)
         acc = np.matmul(a.astype(np.int64), b.astype(np.int64)) + plan.bias  # bias runs along the last axis (N)
         return [plan.output(requant.requantize_as(graph, acc, plan.mult.astype(np.int64),

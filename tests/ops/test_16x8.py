@@ -257,14 +257,18 @@ def test_fully_connected_kernel_on_strided_views(tmp_path, name, step):
     np.testing.assert_array_equal(got, want)
 
 
-def _matmul(a_shape, b_shape, dtype, trans_a=0, trans_b=0, seed=0):
-    """A BATCH_MATMUL of two activations: int16 (zero points 0) or int8 (any zero points)."""
+def _matmul(a_shape, b_shape, dtype, trans_a=0, trans_b=0, seed=0, ties=False):
+    """A BATCH_MATMUL of two activations: int16 (zero points 0) or int8 (any zero points); ``ties``: scales whose
+    multiplier is a power of 2, so that many sums fall exactly half way (where roundings differ)."""
     rng = np.random.default_rng(seed)
     info = np.iinfo(dtype)
-    a = rng.integers(info.min, info.max + 1, a_shape).astype(dtype)
-    b = rng.integers(info.min, info.max + 1, b_shape).astype(dtype)
     z = (0, 0, 0) if dtype == "int16" else (-3, 7, 2)
     s = (0.0004, 0.0003, 0.004) if dtype == "int16" else (0.03, 0.02, 0.1)
+    lo, hi = info.min, info.max + 1
+    if ties:  # small values and a multiplier of 1/8: one sum in eight lies half way
+        s, lo, hi = (2.0 ** -4, 2.0 ** -4, 2.0 ** -5), -6, 7
+    a = (rng.integers(lo, hi, a_shape) + (z[0] if ties else 0)).astype(dtype)
+    b = (rng.integers(lo, hi, b_shape) + (z[1] if ties else 0)).astype(dtype)
     tensors = {"a": Tensor("a", a_shape, dtype, "input", Quant((s[0],), (z[0],))),
                "b": Tensor("b", b_shape, dtype, "input", Quant((s[1],), (z[1],))),
                "y": Tensor("y", (1,), dtype, "output", Quant((s[2],), (z[2],)))}
@@ -295,17 +299,18 @@ def _tflm_batch_matmul(graph: Graph, node: Node, a: np.ndarray, b: np.ndarray) -
 
 
 MATMULS = {
-    "plain": ((2, 4, 6), (2, 6, 5), 0, 0),
-    "adj-x-adj-y": ((2, 6, 4), (2, 5, 6), 1, 1),
-    "broadcast": ((3, 1, 4, 6), (2, 6, 3), 0, 0),
+    "plain": ((2, 4, 6), (2, 6, 5), 0, 0, False),
+    "adj-x-adj-y": ((2, 6, 4), (2, 5, 6), 1, 1, False),
+    "broadcast": ((3, 1, 4, 6), (2, 6, 3), 0, 0, False),
+    "ties": ((2, 16, 8), (2, 8, 16), 0, 0, True),
 }
 
 
 @pytest.mark.parametrize("dtype", ["int8", "int16"])
 @pytest.mark.parametrize("name", sorted(MATMULS))
 def test_batch_matmul_reference_is_tflite_micros(name, dtype):
-    a_shape, b_shape, ta, tb = MATMULS[name]
-    graph, node, inputs = _matmul(a_shape, b_shape, dtype, ta, tb)
+    a_shape, b_shape, ta, tb, ties = MATMULS[name]
+    graph, node, inputs = _matmul(a_shape, b_shape, dtype, ta, tb, ties=ties)
     want = _tflm_batch_matmul(graph, node, inputs["a"], inputs["b"])
     np.testing.assert_array_equal(run_reference(graph, inputs)[0], want)
 
@@ -317,8 +322,8 @@ def test_batch_matmul_reference_is_tflite_micros(name, dtype):
 def test_batch_matmul_kernel_on_strided_views(tmp_path, name, dtype, scratch):
     if dtype == "int16" and not scratch:
         pytest.skip("the int16 kernel takes no scratch")
-    a_shape, b_shape, ta, tb = MATMULS[name]
-    graph, node, inputs = _matmul(a_shape, b_shape, dtype, ta, tb, seed=4)
+    a_shape, b_shape, ta, tb, ties = MATMULS[name]
+    graph, node, inputs = _matmul(a_shape, b_shape, dtype, ta, tb, seed=4, ties=ties)
     node = Node(node.name, node.op, node.inputs, node.outputs, {**node.attrs, "scratch": scratch})
     graph = graph.replace(nodes=[node])
     call = registry.get("MatMul").kernel(graph, node)
