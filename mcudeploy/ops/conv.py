@@ -116,7 +116,7 @@ def _bias(node: Node) -> str:
     return node.inputs[2] if len(node.inputs) > 2 else ""
 
 
-def _weights_constant(graph: Graph, name: str) -> bool:
+def weights_constant(graph: Graph, name: str) -> bool:
     """Constant weights, or a DequantizeLinear of constant ones (before QDQ lowering)."""
     if graph.is_const(name):
         return True
@@ -169,7 +169,7 @@ class Conv(Op):
     def infer(self, graph, node):
         g = geometry(graph, node)
         x, w = graph[node.inputs[0]], graph[node.inputs[1]]
-        require(_weights_constant(graph, node.inputs[1]), "Conv needs constant weights (they are compiled into flash)")
+        require(weights_constant(graph, node.inputs[1]), "Conv needs constant weights (they are compiled into flash)")
         bias = _bias(node)
         if bias:
             require(graph[bias].shape == (g.cout,), f"Conv bias of shape {graph[bias].shape} does not match "

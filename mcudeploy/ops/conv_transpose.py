@@ -1,5 +1,5 @@
-"""ConvTranspose: the transposed 1-D and 2-D convolution over NCHW (TFLite's TRANSPOSE_CONV, Keras'
-Conv2DTranspose and Conv1DTranspose), float32, int8 and 16x8.
+"""ConvTranspose: the transposed 1-D and 2-D convolution over NCHW (ONNX's ConvTranspose, TFLite's TRANSPOSE_CONV,
+Keras' Conv2DTranspose and Conv1DTranspose), float32, and for a TFLite model int8 and 16x8.
 
 Input x (N, C_in, H, W), weights w (C_in, C_out / group, KH, KW) as ONNX lays them out, optional bias
 (C_out). Input pixel i meets tap k at output pixel o = i * stride + k * dilation - pad_begin; what falls
@@ -24,10 +24,14 @@ import numpy as np
 from mcudeploy.errors import UnsupportedError
 from mcudeploy.ir import Graph, Node
 from mcudeploy.ops import requant
-from mcudeploy.ops.base import Array, Axis, Call, Dim, Op, Struct, TensorExpr, require
+from mcudeploy.ops.base import Array, Axis, Call, Dim, OnnxNode, Op, Struct, TensorExpr, require
+from mcudeploy.ops.conv import weights_constant
 from mcudeploy.ops.registry import register
+from mcudeploy.ops.util import ints
 
 ACC64_LIMIT = 1 << 47  # TFLite's 64-bit requantization takes |acc| < 2^47
+AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides")
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,9 @@ class Geometry:
 
 
 def geometry(graph: Graph, node: Node) -> Geometry:
+    """The begin pads and output size as ONNX resolves them: from pads and output_padding; or, where
+    output_shape is given or auto_pad is SAME_* (output = input * stride), from the total padding that size
+    leaves, split with the odd pixel at the end for SAME_UPPER and at the begin otherwise."""
     xs, ws = graph[node.inputs[0]].shape, graph[node.inputs[1]].shape
     require(len(xs) in (3, 4), f"ConvTranspose supports 1-D and 2-D inputs, not rank {len(xs)}")
     require(len(ws) == len(xs), f"ConvTranspose weights of rank {len(ws)} do not match an input of rank {len(xs)}")
@@ -66,24 +73,42 @@ def geometry(graph: Graph, node: Node) -> Geometry:
             f"ConvTranspose weights for {ws[0]} input channels in {group} groups do not match {cin} input channels")
     cout = ws[1] * group
     kernel = tuple(ws[2:])
+    given = node.attr("kernel_shape")
+    require(given is None or tuple(given) == kernel, f"ConvTranspose kernel_shape {given} differs from the "
+                                                     f"weights' {kernel}")
     strides = tuple(node.attr("strides") or (1,) * spatial)
     dilations = tuple(node.attr("dilations") or (1,) * spatial)
-    pads = tuple(node.attr("pads") or (0,) * (2 * spatial))
+    auto_pad = node.attr("auto_pad", "NOTSET")
+    require(auto_pad in AUTO_PADS, f"ConvTranspose auto_pad {auto_pad} is not supported")
+    pads = node.attr("pads")
+    pads = tuple(pads) if pads and auto_pad == "NOTSET" else None
     extra = tuple(node.attr("output_padding") or (0,) * spatial)
-    require(len(strides) == spatial and len(dilations) == spatial and len(pads) == 2 * spatial
-            and len(extra) == spatial, "ConvTranspose strides, dilations, pads or output_padding do not match the "
-                                       "spatial rank")
+    require(len(strides) == spatial and len(dilations) == spatial and len(extra) == spatial
+            and (pads is None or len(pads) == 2 * spatial),
+            "ConvTranspose strides, dilations, pads or output_padding do not match the spatial rank")
     require(all(s >= 1 for s in strides) and all(d >= 1 for d in dilations),
             "ConvTranspose strides and dilations must be >= 1")
-    require(all(p >= 0 for p in pads) and all(e >= 0 for e in extra),
+    require(all(e >= 0 for e in extra) and all(p >= 0 for p in pads or ()),
             "ConvTranspose with negative pads or output_padding is not supported")
-    out = tuple(strides[i] * (xs[2 + i] - 1) + extra[i] + dilations[i] * (kernel[i] - 1) + 1 - pads[i]
-                - pads[spatial + i] for i in range(spatial))
-    require(all(o >= 1 for o in out), f"ConvTranspose output would be empty (output extent {out})")
+    natural = [strides[i] * (xs[2 + i] - 1) + extra[i] + dilations[i] * (kernel[i] - 1) + 1 for i in range(spatial)]
+    shape = node.attr("output_shape")
+    if shape is not None:
+        out = list(shape)[-spatial:]
+    elif auto_pad in ("SAME_UPPER", "SAME_LOWER") and pads is None:
+        out = [xs[2 + i] * strides[i] for i in range(spatial)]
+    else:
+        pads = pads or (0,) * (2 * spatial)
+        out = [natural[i] - pads[i] - pads[spatial + i] for i in range(spatial)]
+    if pads is not None:
+        begin = list(pads[:spatial])
+    else:
+        total = [natural[i] - out[i] for i in range(spatial)]
+        begin = [t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in total]
+    require(all(o >= 1 for o in out), f"ConvTranspose output would be empty (output extent {tuple(out)})")
     if spatial == 1:
         return Geometry(1, n, cin, cout, group, (1, xs[2]), (1, kernel[0]), (1, strides[0]), (1, dilations[0]),
-                        (0, pads[0]), (1, out[0]))
-    return Geometry(2, n, cin, cout, group, tuple(xs[2:]), kernel, strides, dilations, pads[:2], out)
+                        (0, begin[0]), (1, out[0]))
+    return Geometry(2, n, cin, cout, group, tuple(xs[2:]), kernel, strides, dilations, tuple(begin), tuple(out))
 
 
 def _bias(node: Node) -> str:
@@ -111,13 +136,26 @@ def _scatter(x: np.ndarray, w: np.ndarray, g: Geometry, acc_dtype) -> np.ndarray
 @register
 class ConvTranspose(Op):
     name = "ConvTranspose"
+    onnx_types = ("ConvTranspose",)
     fuses_activation = True
+
+    def from_onnx(self, onnx: OnnxNode):
+        require(len(onnx.inputs) >= 2 and onnx.inputs[1], "ConvTranspose needs weights")
+        unknown = set(onnx.attrs) - set(ATTRS)
+        require(not unknown, f"ConvTranspose attribute {', '.join(sorted(unknown))} is not supported")
+        attrs = {"group": int(onnx.attrs.get("group", 1)), "auto_pad": str(onnx.attrs.get("auto_pad", "NOTSET"))}
+        for key in ATTRS[1:]:
+            if key in onnx.attrs and key != "group":
+                attrs[key] = ints(onnx.attrs[key])
+        bias = onnx.inputs[2] if len(onnx.inputs) > 2 else ""
+        return (onnx.inputs[0], onnx.inputs[1], bias), attrs
 
     # ------------------------------------------------------------------ shape, expression
     def infer(self, graph, node):
         g = geometry(graph, node)
         x, w = graph[node.inputs[0]], graph[node.inputs[1]]
-        require(graph.is_const(node.inputs[1]), "ConvTranspose needs constant weights (they are compiled into flash)")
+        require(weights_constant(graph, node.inputs[1]),
+                "ConvTranspose needs constant weights (they are compiled into flash)")
         bias = _bias(node)
         if bias:
             require(graph[bias].shape == (g.cout,), f"ConvTranspose bias of shape {graph[bias].shape} does not match "

@@ -194,3 +194,60 @@ def test_refusals_are_one_sentence():
     bad = Node("ct", "ConvTranspose", node.inputs, node.outputs, {**node.attrs, "pads": (9, 9, 9, 9)})
     with pytest.raises(UnsupportedError, match="output would be empty"):
         OP.infer(graph, bad)
+
+
+# ---------------------------------------------------------------------------------------------- ONNX
+
+ONNX_CASES = [  # (id, input shape, weights shape (C_in, C_out/group, KH, KW), attributes)
+    ("stride2-pads-output-padding", (1, 3, 4, 5), (3, 2, 3, 3), dict(strides=[2, 2], pads=[1, 0, 0, 1],
+                                                                     output_padding=[1, 1])),
+    ("dilation-groups", (2, 4, 5, 4), (4, 3, 2, 3), dict(dilations=[2, 1], group=2, strides=[1, 2])),
+    ("same-upper", (1, 2, 5, 6), (2, 3, 3, 3), dict(strides=[2, 2], auto_pad="SAME_UPPER")),
+    ("output-shape", (1, 2, 4, 4), (2, 2, 3, 3), dict(strides=[3, 2], output_shape=[12, 9])),
+    ("1d", (1, 3, 7), (3, 4, 5), dict(strides=[2], pads=[2, 1])),
+]
+
+
+@pytest.mark.parametrize("case", ONNX_CASES, ids=[c[0] for c in ONNX_CASES])
+def test_onnx_float_matches_onnxruntime(case):
+    from onnx import TensorProto, helper, numpy_helper
+
+    from .onnx_helpers import host_outputs, ort_outputs
+
+    _, x_shape, w_shape, attrs = case
+    rng = np.random.default_rng(5)
+    w = rng.normal(0, 0.5, w_shape).astype(np.float32)
+    b = rng.normal(0, 0.5, w_shape[1] * attrs.get("group", 1)).astype(np.float32)
+    g = helper.make_graph([helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], **attrs)], "ct",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    x = rng.uniform(-2, 2, x_shape).astype(np.float32)
+    want = ort_outputs(model, {"x": x})[0]
+    got = host_outputs(model, [{"x": x}])[0][0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_onnx_qdq_stays_float_and_matches_onnxruntime():
+    """An ONNX model's quantized ConvTranspose has no integer kernel (TFLite's arithmetic only): it computes in
+    float between DequantizeLinear and QuantizeLinear, as onnxruntime does."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from .onnx_helpers import host_outputs, ort_outputs
+
+    rng = np.random.default_rng(6)
+    q = {"sx": (0.05, 3), "sw": (0.01, 0), "sy": (0.1, -2)}
+    inits = [numpy_helper.from_array(rng.integers(-127, 128, (3, 2, 3, 3)).astype(np.int8), "wq")]
+    for name, (scale, zero) in q.items():
+        inits += [numpy_helper.from_array(np.array(scale, np.float32), name),
+                  numpy_helper.from_array(np.array(zero, np.int8), "z" + name[1:])]
+    nodes = [helper.make_node("DequantizeLinear", ["xq", "sx", "zx"], ["x"]),
+             helper.make_node("DequantizeLinear", ["wq", "sw", "zw"], ["w"]),
+             helper.make_node("ConvTranspose", ["x", "w"], ["t"], strides=[2, 2]),
+             helper.make_node("QuantizeLinear", ["t", "sy", "zy"], ["y"])]
+    g = helper.make_graph(nodes, "q", [helper.make_tensor_value_info("xq", TensorProto.INT8, (1, 3, 4, 4))],
+                          [helper.make_tensor_value_info("y", TensorProto.INT8, None)], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    x = rng.integers(-128, 128, (1, 3, 4, 4)).astype(np.int8)
+    np.testing.assert_array_equal(host_outputs(model, [{"xq": x}])[0][0], ort_outputs(model, {"xq": x})[0])
