@@ -92,6 +92,14 @@ MCUD_INLINE int32_t mcud_requant_tfl_r(int32_t acc, int32_t mult, int32_t shift)
     return mcud_requant_tfl_k(acc, mult, (int32_t)1 << (shift - 33), shift - 32);
 }
 
+/* TFLite's requantization of an int64 accumulator (its 16x8 kernels, |acc| < 2^47): mult16 and shift16 are
+ * the reduced multiplier and its shift (requant.py, tflite_reduced), one rounding half up, the result
+ * truncated to 32 bits as TFLite's conversion does. */
+static inline int32_t mcud_requant_tfl64(int64_t acc, int32_t mult16, int32_t shift16)
+{
+    return (int32_t)(uint32_t)(uint64_t)((acc * mult16 + ((int64_t)1 << (shift16 - 1))) >> shift16);
+}
+
 /* v clamped to [-128, 127]: one SSAT where the core has it. */
 MCUD_INLINE int32_t mcud_sat8(int32_t v)
 {

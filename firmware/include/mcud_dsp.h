@@ -69,6 +69,8 @@ static inline uint32_t mcud_sxtb16_ror8(uint32_t v)
 }
 /* acc + a.lo * b.lo + a.hi * b.hi */
 static inline int32_t mcud_smlad(uint32_t a, uint32_t b, int32_t acc) { return __smlad((int16x2_t)a, (int16x2_t)b, acc); }
+/* acc + a.lo * b.lo + a.hi * b.hi in 64 bits (SMLALD) */
+static inline int64_t mcud_smlald(uint32_t a, uint32_t b, int64_t acc) { return __smlald((int16x2_t)a, (int16x2_t)b, acc); }
 /* per-half a + b (wrapping) */
 static inline uint32_t mcud_sadd16(uint32_t a, uint32_t b) { return (uint32_t)__sadd16((int16x2_t)a, (int16x2_t)b); }
 /* acc + a.lo * b.lo and acc + a.hi * b.lo (SMLABB, SMLATB), modulo 2^32 */
@@ -94,6 +96,11 @@ static inline uint32_t mcud_sxtb16_ror8(uint32_t v)
 static inline int32_t mcud_smlad(uint32_t a, uint32_t b, int32_t acc)
 {
     return (int32_t)((uint32_t)acc + (uint32_t)(mcud_lo16(a) * mcud_lo16(b)) + (uint32_t)(mcud_hi16(a) * mcud_hi16(b)));
+}
+
+static inline int64_t mcud_smlald(uint32_t a, uint32_t b, int64_t acc)
+{
+    return acc + (int64_t)(mcud_lo16(a) * mcud_lo16(b)) + (int64_t)(mcud_hi16(a) * mcud_hi16(b));
 }
 
 static inline uint32_t mcud_sadd16(uint32_t a, uint32_t b)

@@ -56,6 +56,36 @@ typedef struct {
     int32_t act_max;
 } mcud_matmul_s8_params;
 
+/* 16x8 (TFLite): y = clamp(requant(sum_k a b + bias[n])) with int16 A and Y (zero points 0) and a constant
+ * int8 B, packed (the kernel ignores b; codegen passes NULL): column n's K weights then zeros up to kpad (a
+ * multiple of 4), each four bytes as (k0, k2, k1, k3), so that SXTB16 gives the pairs (k0, k1), (k2, k3)
+ * that meet A's int16 pairs in dual multiply-accumulates. acc64: the sum is exact in int64 and takes
+ * mcud_requant_tfl64 with the reduced (mult, shift) of column c (c = n, or 0 when channels is 1); else it
+ * wraps in 32 bits, as TFLite Micro's int32 sum, and takes mcud_requant_tfl. bias: N values (NULL: none). */
+typedef struct {
+    int32_t trans_a;
+    int32_t kpad;
+    int32_t acc64;
+    int32_t channels;
+    const int64_t *bias;
+    const int32_t *mult;
+    const int32_t *shift;
+    int32_t act_min;
+    int32_t act_max;
+    const int8_t *w;
+} mcud_gemm_s16_params;
+
+/* Two int16 activations (TFLite's BATCH_MATMUL, zero points 0): an int64 sum and mcud_requant_tfl64 with the
+ * reduced (mult, shift). */
+typedef struct {
+    int32_t trans_a;
+    int32_t trans_b;
+    int32_t mult;
+    int32_t shift;
+    int32_t act_min;
+    int32_t act_max;
+} mcud_matmul_s16_params;
+
 void mcud_gemm_f32(const mcud_view *a, const mcud_view *b, const mcud_view *c, const mcud_view *y,
                    const mcud_gemm_f32_params *p);
 void mcud_gemm_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p);
@@ -63,5 +93,12 @@ void mcud_gemm_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y
 void mcud_matmul_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_matmul_s8_params *p,
                     void *scratch);
 void mcud_matmul_s8_direct(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_matmul_s8_params *p);
+/* the same with TFLite's rounding (mcud_requant_tfl): a TFLite model's BATCH_MATMUL */
+void mcud_matmul_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_matmul_s8_params *p,
+                        void *scratch);
+void mcud_matmul_s8_direct_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y,
+                               const mcud_matmul_s8_params *p);
+void mcud_gemm_s16(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s16_params *p);
+void mcud_matmul_s16(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_matmul_s16_params *p);
 
 #endif

@@ -3,6 +3,7 @@
  * carry no bounds checks; padded taps are skipped, which in int8 equals reading the input
  * zero point (it contributes 0 after the zero point is subtracted). */
 #include "mcud_conv.h"
+#include "mcud_dsp.h"
 
 typedef struct {
     int32_t n, c, h, w;     /* extents */
@@ -138,4 +139,283 @@ void mcud_conv_s8_tfl(const mcud_view *x, const mcud_view *w, const mcud_view *b
                       const mcud_conv_s8_params *p)
 {
     conv_s8(x, w, b, y, p, 1);
+}
+
+/* ---- 16x8 (TFLite) ---- */
+
+/* acc64: a constant in each instantiation below; the int64 sum is exact, the int32 one wraps (unsigned) */
+static inline __attribute__((always_inline)) void conv_s16(const mcud_view *x, const mcud_view *w,
+                                                           const mcud_view *b, const mcud_view *y,
+                                                           const mcud_conv_s16_params *p, const int acc64)
+{
+    mcud_conv_dims X = mcud_conv_dims_of(x), W = mcud_conv_dims_of(w), Y = mcud_conv_dims_of(y);
+    const int16_t *xd = (const int16_t *)x->data;
+    const int8_t *wd = (const int8_t *)w->data;
+    int16_t *yd = (int16_t *)y->data;
+    int32_t ocpg = Y.c / p->group;
+    for (int32_t n = 0; n < Y.n; n++) {
+        for (int32_t oc = 0; oc < Y.c; oc++) {
+            const int16_t *xg = xd + n * X.sn + (oc / ocpg) * W.c * X.sc;
+            const int8_t *wo = wd + oc * W.sn;
+            int64_t bias = 0;
+            if (b != NULL) {
+                bias = acc64 ? ((const int64_t *)b->data)[oc * b->stride[0]]
+                             : (int64_t)((const int32_t *)b->data)[oc * b->stride[0]];
+            }
+            for (int32_t oh = 0; oh < Y.h; oh++) {
+                int32_t kh0, kh1;
+                int32_t ih0 = oh * p->stride[0] - p->pad[0];
+                mcud_conv_taps(ih0, p->dilation[0], W.h, X.h, &kh0, &kh1);
+                for (int32_t ow = 0; ow < Y.w; ow++) {
+                    int32_t kw0, kw1;
+                    int32_t iw0 = ow * p->stride[1] - p->pad[1];
+                    mcud_conv_taps(iw0, p->dilation[1], W.w, X.w, &kw0, &kw1);
+                    int64_t acc = 0;
+                    uint32_t acc32 = 0;
+                    for (int32_t ic = 0; ic < W.c; ic++) {
+                        for (int32_t kh = kh0; kh < kh1; kh++) {
+                            const int16_t *xr = xg + ic * X.sc + (ih0 + kh * p->dilation[0]) * X.sh;
+                            const int8_t *wr = wo + ic * W.sc + kh * W.sh;
+                            for (int32_t kw = kw0; kw < kw1; kw++) {
+                                int32_t prod = (int32_t)xr[(iw0 + kw * p->dilation[1]) * X.sw] * (int32_t)wr[kw * W.sw];
+                                if (acc64) {
+                                    acc += prod;
+                                } else {
+                                    acc32 += (uint32_t)prod;
+                                }
+                            }
+                        }
+                    }
+                    int32_t q = acc64 ? mcud_requant_tfl64(acc + bias, p->mult[oc], p->shift[oc])
+                                      : mcud_requant_tfl((int32_t)(acc32 + (uint32_t)bias), p->mult[oc], p->shift[oc]);
+                    yd[n * Y.sn + oc * Y.sc + oh * Y.sh + ow * Y.sw] = (int16_t)mcud_clamp(q, p->act_min, p->act_max);
+                }
+            }
+        }
+    }
+}
+
+void mcud_conv_s16(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
+                   const mcud_conv_s16_params *p)
+{
+    if (p->acc64) {
+        conv_s16(x, w, b, y, p, 1);
+    } else {
+        conv_s16(x, w, b, y, p, 0);
+    }
+}
+
+/* The receptive field of output pixel (oh, ow) in group g as one column of int16 (cin_per_group x KH x KW
+ * taps, as the weights order them, then zeros up to kpad): a tap outside the input is 0, the input's zero
+ * point at 16x8. The taps inside are found once per pixel (mcud_conv_taps), so the copy has no test. */
+static void conv_s16_column(const int16_t *xg, const mcud_conv_dims *X, int32_t cipg, int32_t kh_n, int32_t kw_n,
+                            int32_t ih0, int32_t iw0, const mcud_conv_s16_fast_params *p, int16_t *col)
+{
+    int32_t kh0, kh1, kw0, kw1;
+    mcud_conv_taps(ih0, p->dilation[0], kh_n, X->h, &kh0, &kh1);
+    mcud_conv_taps(iw0, p->dilation[1], kw_n, X->w, &kw0, &kw1);
+    const int32_t step = p->dilation[1] * X->sw;
+    int16_t *c = col;
+    for (int32_t ic = 0; ic < cipg; ic++) {
+        const int16_t *xc = xg + ic * X->sc + (iw0 + kw0 * p->dilation[1]) * X->sw;
+        for (int32_t kh = 0; kh < kh_n; kh++) {
+            int32_t kw = 0;
+            if (kh >= kh0 && kh < kh1) {
+                for (; kw < kw0; kw++) {
+                    *c++ = 0;
+                }
+                const int16_t *xp = xc + (ih0 + kh * p->dilation[0]) * X->sh;
+                for (; kw < kw1; kw++) {
+                    *c++ = *xp;
+                    xp += step;
+                }
+            }
+            for (; kw < kw_n; kw++) {
+                *c++ = 0;
+            }
+        }
+    }
+    while (c < col + p->kpad) {
+        *c++ = 0;
+    }
+}
+
+/* One column against the packed weights of two output channels (w0, w1: kpad bytes each, every four as
+ * (k0, k2, k1, k3), so SXTB16 gives the pairs (k0, k1) and (k2, k3) that meet the column's int16 pairs):
+ * dual 16 x 16 multiply-accumulates into 64 bits (SMLALD), or into 32 wrapping bits (SMLAD). */
+#define CONV_S16_DOT2(MAC)                                                                        \
+    do {                                                                                                 \
+        for (int32_t k = 0; k < kpad; k += 4) {                                                          \
+            const uint32_t c01 = mcud_load32(col + k), c23 = mcud_load32(col + k + 2);                   \
+            const uint32_t a = mcud_load32(w0 + k), b = mcud_load32(w1 + k);                             \
+            s0 = MAC(mcud_sxtb16(a), c01, s0);                                                           \
+            s0 = MAC(mcud_sxtb16_ror8(a), c23, s0);                                                      \
+            s1 = MAC(mcud_sxtb16(b), c01, s1);                                                           \
+            s1 = MAC(mcud_sxtb16_ror8(b), c23, s1);                                                      \
+        }                                                                                                \
+    } while (0)
+
+static inline __attribute__((always_inline)) void conv_s16_fast(const mcud_view *x, const mcud_view *b,
+                                                                const mcud_view *y,
+                                                                const mcud_conv_s16_fast_params *p, int16_t *col,
+                                                                const int acc64)
+{
+    mcud_conv_dims X = mcud_conv_dims_of(x), Y = mcud_conv_dims_of(y);
+    const int16_t *xd = (const int16_t *)x->data;
+    int16_t *yd = (int16_t *)y->data;
+    const int32_t cipg = X.c / p->group, ocpg = Y.c / p->group, kpad = p->kpad;
+    const int32_t kh_n = p->kernel[0], kw_n = p->kernel[1];
+    for (int32_t n = 0; n < Y.n; n++) {
+        for (int32_t g = 0; g < p->group; g++) {
+            const int16_t *xg = xd + n * X.sn + g * cipg * X.sc;
+            for (int32_t oh = 0; oh < Y.h; oh++) {
+                for (int32_t ow = 0; ow < Y.w; ow++) {
+                    conv_s16_column(xg, &X, cipg, kh_n, kw_n, oh * p->stride[0] - p->pad[0],
+                                    ow * p->stride[1] - p->pad[1], p, col);
+                    int16_t *yp = yd + n * Y.sn + oh * Y.sh + ow * Y.sw;
+                    for (int32_t j = 0; j < ocpg; j += 2) {
+                        const int32_t oc = g * ocpg + j, two = j + 1 < ocpg;
+                        const int8_t *w0 = p->w + oc * kpad, *w1 = two ? w0 + kpad : w0;
+                        int64_t b0 = 0, b1 = 0;
+                        if (b != NULL) {
+                            b0 = acc64 ? ((const int64_t *)b->data)[oc * b->stride[0]]
+                                       : ((const int32_t *)b->data)[oc * b->stride[0]];
+                            b1 = !two ? 0 : acc64 ? ((const int64_t *)b->data)[(oc + 1) * b->stride[0]]
+                                                  : ((const int32_t *)b->data)[(oc + 1) * b->stride[0]];
+                        }
+                        int32_t q0, q1;
+                        if (acc64) {
+                            int64_t s0 = b0, s1 = b1;
+                            CONV_S16_DOT2(mcud_smlald);
+                            q0 = mcud_requant_tfl64(s0, p->mult[oc], p->shift[oc]);
+                            q1 = two ? mcud_requant_tfl64(s1, p->mult[oc + 1], p->shift[oc + 1]) : 0;
+                        } else {
+                            int32_t s0 = (int32_t)b0, s1 = (int32_t)b1;
+                            CONV_S16_DOT2(mcud_smlad);
+                            q0 = mcud_requant_tfl(s0, p->mult[oc], p->shift[oc]);
+                            q1 = two ? mcud_requant_tfl(s1, p->mult[oc + 1], p->shift[oc + 1]) : 0;
+                        }
+                        yp[oc * Y.sc] = (int16_t)mcud_clamp(q0, p->act_min, p->act_max);
+                        if (two) {
+                            yp[(oc + 1) * Y.sc] = (int16_t)mcud_clamp(q1, p->act_min, p->act_max);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+void mcud_conv_s16_fast(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
+                        const mcud_conv_s16_fast_params *p, void *scratch)
+{
+    (void)w; /* the weights come packed in p->w */
+    int16_t *col = (int16_t *)scratch;
+    if (p->acc64) {
+        conv_s16_fast(x, b, y, p, col, 1);
+    } else {
+        conv_s16_fast(x, b, y, p, col, 0);
+    }
+}
+
+/* ---- 16x8, one input channel per group (depthwise, any multiplier; or a first layer on one channel) ---- */
+
+/* Output channel oc reads input channel oc / multiplier. Where a window lies inside the input along W (and
+ * W is contiguous, undilated) each row of taps is pairs of int16 meeting the weights' pairs (p->w: per output
+ * channel KH rows of kw2 int16, KW rounded up to even with a 0) in dual multiply-accumulates; elsewhere the
+ * taps inside are summed one by one. */
+static inline __attribute__((always_inline)) void conv_s16_dw(const mcud_view *x, const mcud_view *b,
+                                                              const mcud_view *y, const mcud_conv_s16_dw_params *p,
+                                                              const int acc64)
+{
+    mcud_conv_dims X = mcud_conv_dims_of(x), Y = mcud_conv_dims_of(y);
+    const int16_t *xd = (const int16_t *)x->data;
+    int16_t *yd = (int16_t *)y->data;
+    const int32_t kh_n = p->kernel[0], kw_n = p->kernel[1], kw2 = p->kw2, pairs = kw_n & ~1;
+    const int32_t rows = X.sw == 1 && p->dilation[1] == 1;
+    for (int32_t n = 0; n < Y.n; n++) {
+        for (int32_t oc = 0; oc < Y.c; oc++) {
+            const int16_t *xc = xd + n * X.sn + (oc / p->multiplier) * X.sc;
+            const int16_t *wc = p->w + oc * kh_n * kw2;
+            int64_t bias = 0;
+            if (b != NULL) {
+                bias = acc64 ? ((const int64_t *)b->data)[oc * b->stride[0]]
+                             : ((const int32_t *)b->data)[oc * b->stride[0]];
+            }
+            /* a 3x3 window inside the input: its weights as three pairs and three singles, kept in registers */
+            const int32_t k3 = kh_n == 3 && kw_n == 3;
+            const uint32_t w0 = k3 ? mcud_load32(wc) : 0, w1 = k3 ? mcud_load32(wc + kw2) : 0;
+            const uint32_t w2 = k3 ? mcud_load32(wc + 2 * kw2) : 0;
+            const int32_t v0 = k3 ? wc[2] : 0, v1 = k3 ? wc[kw2 + 2] : 0, v2 = k3 ? wc[2 * kw2 + 2] : 0;
+            for (int32_t oh = 0; oh < Y.h; oh++) {
+                int32_t kh0, kh1;
+                const int32_t ih0 = oh * p->stride[0] - p->pad[0];
+                mcud_conv_taps(ih0, p->dilation[0], kh_n, X.h, &kh0, &kh1);
+                const int32_t k33 = rows && k3 && kh0 == 0 && kh1 == 3;
+                const int32_t step = p->dilation[0] * X.sh;
+                for (int32_t ow = 0; ow < Y.w; ow++) {
+                    const int32_t iw0 = ow * p->stride[1] - p->pad[1];
+                    int64_t s64 = bias;
+                    int32_t s32 = (int32_t)bias;
+                    if (k33 && iw0 >= 0 && iw0 + 3 <= X.w) {
+                        const int16_t *r0 = xc + ih0 * X.sh + iw0, *r1 = r0 + step, *r2 = r1 + step;
+                        if (acc64) {
+                            s64 = mcud_smlald(w0, mcud_load32(r0), s64) + (int32_t)r0[2] * v0;
+                            s64 = mcud_smlald(w1, mcud_load32(r1), s64) + (int32_t)r1[2] * v1;
+                            s64 = mcud_smlald(w2, mcud_load32(r2), s64) + (int32_t)r2[2] * v2;
+                        } else {
+                            s32 = mcud_smlad(w0, mcud_load32(r0), s32);
+                            s32 = mcud_smlad(w1, mcud_load32(r1), s32);
+                            s32 = mcud_smlad(w2, mcud_load32(r2), s32);
+                            s32 = (int32_t)((uint32_t)s32 + (uint32_t)((int32_t)r0[2] * v0) +
+                                            (uint32_t)((int32_t)r1[2] * v1) + (uint32_t)((int32_t)r2[2] * v2));
+                        }
+                    } else if (rows && iw0 >= 0 && iw0 + kw_n <= X.w) {
+                        for (int32_t kh = kh0; kh < kh1; kh++) {
+                            const int16_t *xr = xc + (ih0 + kh * p->dilation[0]) * X.sh + iw0;
+                            const int16_t *wr = wc + kh * kw2;
+                            for (int32_t j = 0; j < pairs; j += 2) {
+                                if (acc64) {
+                                    s64 = mcud_smlald(mcud_load32(wr + j), mcud_load32(xr + j), s64);
+                                } else {
+                                    s32 = mcud_smlad(mcud_load32(wr + j), mcud_load32(xr + j), s32);
+                                }
+                            }
+                            if (kw_n & 1) {
+                                const int32_t prod = (int32_t)xr[kw_n - 1] * (int32_t)wr[kw_n - 1];
+                                s64 += acc64 ? prod : 0;
+                                s32 = (int32_t)((uint32_t)s32 + (acc64 ? 0u : (uint32_t)prod));
+                            }
+                        }
+                    } else {
+                        int32_t kw0, kw1;
+                        mcud_conv_taps(iw0, p->dilation[1], kw_n, X.w, &kw0, &kw1);
+                        for (int32_t kh = kh0; kh < kh1; kh++) {
+                            const int16_t *xr = xc + (ih0 + kh * p->dilation[0]) * X.sh;
+                            const int16_t *wr = wc + kh * kw2;
+                            for (int32_t kw = kw0; kw < kw1; kw++) {
+                                const int32_t prod = (int32_t)xr[(iw0 + kw * p->dilation[1]) * X.sw] * (int32_t)wr[kw];
+                                s64 += acc64 ? prod : 0;
+                                s32 = (int32_t)((uint32_t)s32 + (acc64 ? 0u : (uint32_t)prod));
+                            }
+                        }
+                    }
+                    const int32_t q = acc64 ? mcud_requant_tfl64(s64, p->mult[oc], p->shift[oc])
+                                            : mcud_requant_tfl(s32, p->mult[oc], p->shift[oc]);
+                    yd[n * Y.sn + oc * Y.sc + oh * Y.sh + ow * Y.sw] = (int16_t)mcud_clamp(q, p->act_min, p->act_max);
+                }
+            }
+        }
+    }
+}
+
+void mcud_conv_s16_dw(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
+                      const mcud_conv_s16_dw_params *p)
+{
+    (void)w; /* the weights come widened in p->w */
+    if (p->acc64) {
+        conv_s16_dw(x, b, y, p, 1);
+    } else {
+        conv_s16_dw(x, b, y, p, 0);
+    }
 }

@@ -547,3 +547,171 @@ void mcud_matmul_s8_direct(const mcud_view *a, const mcud_view *b, const mcud_vi
 {
     mcud_matmul_s8(a, b, y, p, NULL);
 }
+
+/* TFLite's BATCH_MATMUL of two int8 activations: mcud_matmul_s8's arithmetic with TFLite's rounding (no
+ * single-multiplier shortcut: r = 0); with scratch the same packed rows, else the plain loop. */
+void mcud_matmul_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_matmul_s8_params *p,
+                        void *scratch)
+{
+    mcud_gemm_shape s;
+    gemm_shape(a, b, y, p->trans_a, p->trans_b, &s);
+    const int32_t one_mult[1] = {p->mult}, one_shift[1] = {p->shift};
+    const gemm_requant rq = {1, one_mult, one_shift, p->y_zero, p->act_min, p->act_max, 0, 0, p->mult};
+    const int32_t packs = scratch != NULL && s.a_k == 1;
+    int8_t *packed = (int8_t *)scratch;
+    int32_t *col = NULL;
+    if (packs) {
+        col = (int32_t *)(void *)(packed + ((s.k + 3) & ~3) * s.n);
+    }
+    for (int32_t t = 0; t < s.batches; t++) {
+        const int8_t *ad = (const int8_t *)a->data + batch_offset(a, mat_dims(a), y, s.batch_dims, t);
+        const int8_t *bd = (const int8_t *)b->data + batch_offset(b, mat_dims(b), y, s.batch_dims, t);
+        int8_t *yd = (int8_t *)y->data + batch_offset(y, y->ndim - s.batch_dims, y, s.batch_dims, t);
+        if (packs) {
+            matmul_s8_pack(bd, s.b_k, s.b_n, s.k, s.n, p->a_zero, p->b_zero, packed, col);
+            gemm_s8_rows_tfl(ad, s.a_m, yd, s.y_m, s.y_n, s.m, s.k, s.n, packed, col, p->b_zero, &rq);
+            continue;
+        }
+        for (int32_t m = 0; m < s.m; m++) {
+            const int8_t *pa = ad + m * s.a_m;
+            int8_t *py = yd + m * s.y_m;
+            for (int32_t n = 0; n < s.n; n++) {
+                const int8_t *pb = bd + n * s.b_n;
+                int32_t acc = 0;
+                for (int32_t k = 0; k < s.k; k++) {
+                    acc += ((int32_t)pa[k * s.a_k] - p->a_zero) * ((int32_t)pb[k * s.b_k] - p->b_zero);
+                }
+                py[n * s.y_n] = (int8_t)gemm_s8_out_tfl(acc, n, &rq);
+            }
+        }
+    }
+}
+
+void mcud_matmul_s8_direct_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y,
+                               const mcud_matmul_s8_params *p)
+{
+    mcud_matmul_s8_tfl(a, b, y, p, NULL);
+}
+
+/* ---- 16x8 and int16 (TFLite) ---- */
+
+/* Element (n, k) of the packed weights: row n of kpad bytes, each four as (k0, k2, k1, k3). */
+static inline int32_t gemm_s16_w(const mcud_gemm_s16_params *p, int32_t n, int32_t k)
+{
+    static const uint8_t at[4] = {0, 2, 1, 3};
+    return p->w[n * p->kpad + (k & ~3) + at[k & 3]];
+}
+
+/* Row a (k contiguous) against packed columns n0 and n1 (the same one when n1 is absent): the quads of A's
+ * int16 pairs meet SXTB16's pairs of weights in dual multiply-accumulates (SMLALD, or SMLAD for an int32
+ * sum that wraps), the K % 4 last taps one by one. */
+#define GEMM_S16_DOT2(MAC, ACC_T)                                                                        \
+    do {                                                                                                 \
+        const int8_t *w0 = p->w + n * p->kpad, *w1 = p->w + n1 * p->kpad;                                \
+        int32_t k = 0;                                                                                   \
+        for (; k + 4 <= s.k; k += 4) {                                                                   \
+            const uint32_t a01 = mcud_load32(pa + k), a23 = mcud_load32(pa + k + 2);                     \
+            const uint32_t u = mcud_load32(w0 + k), v = mcud_load32(w1 + k);                             \
+            s0 = MAC(mcud_sxtb16(u), a01, s0);                                                           \
+            s0 = MAC(mcud_sxtb16_ror8(u), a23, s0);                                                      \
+            s1 = MAC(mcud_sxtb16(v), a01, s1);                                                           \
+            s1 = MAC(mcud_sxtb16_ror8(v), a23, s1);                                                      \
+        }                                                                                                \
+        for (; k < s.k; k++) {                                                                           \
+            s0 = (ACC_T)((ACC_T)s0 + (ACC_T)((int32_t)pa[k] * gemm_s16_w(p, n, k)));                    \
+            s1 = (ACC_T)((ACC_T)s1 + (ACC_T)((int32_t)pa[k] * gemm_s16_w(p, n1, k)));                   \
+        }                                                                                                \
+    } while (0)
+
+/* acc64: a constant in each instantiation; the int32 sum wraps (unsigned), as TFLite Micro's does */
+static inline __attribute__((always_inline)) void gemm_s16(const mcud_view *a, const mcud_view *y,
+                                                           const mcud_gemm_s16_params *p, const int acc64)
+{
+    /* B is packed: K comes from A, N from Y (a (K, N) view of them stands in for b in the shapes) */
+    mcud_gemm_shape s;
+    mcud_view kn;
+    const int32_t na = a->ndim;
+    kn.data = NULL;
+    kn.ndim = 2;
+    kn.shape[0] = na == 1 ? a->shape[0] : a->shape[p->trans_a ? na - 2 : na - 1];
+    kn.shape[1] = y->shape[y->ndim - 1];
+    kn.stride[0] = kn.shape[1];
+    kn.stride[1] = 1;
+    gemm_shape(a, &kn, y, p->trans_a, 0, &s);
+    for (int32_t t = 0; t < s.batches; t++) {
+        const int16_t *ad = (const int16_t *)a->data + batch_offset(a, mat_dims(a), y, s.batch_dims, t);
+        int16_t *yd = (int16_t *)y->data + batch_offset(y, y->ndim - s.batch_dims, y, s.batch_dims, t);
+        for (int32_t m = 0; m < s.m; m++) {
+            const int16_t *pa = ad + m * s.a_m;
+            int16_t *py = yd + m * s.y_m;
+            for (int32_t n = 0; n < s.n; n += 2) {
+                const int32_t two = n + 1 < s.n, n1 = two ? n + 1 : n;
+                const int64_t b0 = p->bias != NULL ? p->bias[n] : 0, b1 = p->bias != NULL ? p->bias[n1] : 0;
+                const int32_t c0 = p->channels == 1 ? 0 : n, c1 = p->channels == 1 ? 0 : n1;
+                int32_t q0, q1;
+                if (acc64) {
+                    int64_t s0 = b0, s1 = b1;
+                    if (s.a_k == 1) {
+                        GEMM_S16_DOT2(mcud_smlald, int64_t);
+                    } else {
+                        for (int32_t k = 0; k < s.k; k++) {
+                            s0 += (int32_t)pa[k * s.a_k] * gemm_s16_w(p, n, k);
+                            s1 += (int32_t)pa[k * s.a_k] * gemm_s16_w(p, n1, k);
+                        }
+                    }
+                    q0 = mcud_requant_tfl64(s0, p->mult[c0], p->shift[c0]);
+                    q1 = mcud_requant_tfl64(s1, p->mult[c1], p->shift[c1]);
+                } else {
+                    int32_t s0 = (int32_t)b0, s1 = (int32_t)b1;
+                    if (s.a_k == 1) {
+                        GEMM_S16_DOT2(mcud_smlad, uint32_t);
+                    } else {
+                        for (int32_t k = 0; k < s.k; k++) {
+                            s0 = (int32_t)((uint32_t)s0 + (uint32_t)((int32_t)pa[k * s.a_k] * gemm_s16_w(p, n, k)));
+                            s1 = (int32_t)((uint32_t)s1 + (uint32_t)((int32_t)pa[k * s.a_k] * gemm_s16_w(p, n1, k)));
+                        }
+                    }
+                    q0 = mcud_requant_tfl(s0, p->mult[c0], p->shift[c0]);
+                    q1 = mcud_requant_tfl(s1, p->mult[c1], p->shift[c1]);
+                }
+                py[n * s.y_n] = (int16_t)mcud_clamp(q0, p->act_min, p->act_max);
+                if (two) {
+                    py[n1 * s.y_n] = (int16_t)mcud_clamp(q1, p->act_min, p->act_max);
+                }
+            }
+        }
+    }
+}
+
+void mcud_gemm_s16(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s16_params *p)
+{
+    (void)b; /* packed in p->w */
+    if (p->acc64) {
+        gemm_s16(a, y, p, 1);
+    } else {
+        gemm_s16(a, y, p, 0);
+    }
+}
+
+void mcud_matmul_s16(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_matmul_s16_params *p)
+{
+    mcud_gemm_shape s;
+    gemm_shape(a, b, y, p->trans_a, p->trans_b, &s);
+    for (int32_t t = 0; t < s.batches; t++) {
+        const int16_t *ad = (const int16_t *)a->data + batch_offset(a, mat_dims(a), y, s.batch_dims, t);
+        const int16_t *bd = (const int16_t *)b->data + batch_offset(b, mat_dims(b), y, s.batch_dims, t);
+        int16_t *yd = (int16_t *)y->data + batch_offset(y, y->ndim - s.batch_dims, y, s.batch_dims, t);
+        for (int32_t m = 0; m < s.m; m++) {
+            const int16_t *pa = ad + m * s.a_m;
+            for (int32_t n = 0; n < s.n; n++) {
+                const int16_t *pb = bd + n * s.b_n;
+                int64_t acc = 0;
+                for (int32_t k = 0; k < s.k; k++) {
+                    acc += (int32_t)pa[k * s.a_k] * (int32_t)pb[k * s.b_k];
+                }
+                const int32_t q = mcud_requant_tfl64(acc, p->mult, p->shift);
+                yd[m * s.y_m + n * s.y_n] = (int16_t)mcud_clamp(q, p->act_min, p->act_max);
+            }
+        }
+    }
+}

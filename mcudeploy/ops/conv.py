@@ -1,10 +1,16 @@
-"""Conv: 1-D and 2-D convolution over NCHW, float32 and int8, any group count.
+"""Conv: 1-D and 2-D convolution over NCHW, float32, int8 and 16x8, any group count.
 
 A 1-D convolution (N, C, W) is handled everywhere as a 2-D one with H = 1; only the tensor
 expression keeps the caller's rank. The int8 form takes a per-tensor quantized input and
 output, int8 weights quantized per output channel (or per tensor) with zero point 0, and an
 int32 bias in scale s_x * s_w[c]; each output channel is requantized with its own multiplier.
 Padded input positions hold the input zero point, so they contribute nothing to the sum.
+
+The 16x8 form (TFLite's, so a TFLite model only) takes int16 input and output with zero point 0 and
+int8 weights; its accumulator is the "accumulator" attribute (TFLite's choice: "int64" with an int64
+bias or none, "int32" with an int32 bias, or none and the operator's quantized_bias_type int32).
+An int64 sum is requantized by TFLite's 64-bit MultiplyByQuantizedMultiplier (a 16-bit multiplier,
+requant.tflite_requantize64), an int32 sum wraps as TFLite Micro's does and takes the int8 rounding.
 """
 from __future__ import annotations
 
@@ -110,7 +116,7 @@ def _bias(node: Node) -> str:
     return node.inputs[2] if len(node.inputs) > 2 else ""
 
 
-def _weights_constant(graph: Graph, name: str) -> bool:
+def weights_constant(graph: Graph, name: str) -> bool:
     """Constant weights, or a DequantizeLinear of constant ones (before QDQ lowering)."""
     if graph.is_const(name):
         return True
@@ -163,7 +169,7 @@ class Conv(Op):
     def infer(self, graph, node):
         g = geometry(graph, node)
         x, w = graph[node.inputs[0]], graph[node.inputs[1]]
-        require(_weights_constant(graph, node.inputs[1]), "Conv needs constant weights (they are compiled into flash)")
+        require(weights_constant(graph, node.inputs[1]), "Conv needs constant weights (they are compiled into flash)")
         bias = _bias(node)
         if bias:
             require(graph[bias].shape == (g.cout,), f"Conv bias of shape {graph[bias].shape} does not match "
@@ -171,6 +177,9 @@ class Conv(Op):
         if x.dtype == "float32":
             require(w.dtype == "float32" and (not bias or graph[bias].dtype == "float32"),
                     "a float32 Conv needs float32 weights and bias")
+        elif x.dtype == "int16":
+            require(w.dtype == "int8", f"Conv of int16 input and {w.dtype} weights is not supported")
+            require(not bias or graph[bias].dtype in ("int32", "int64"), "a 16x8 Conv needs an int32 or int64 bias")
         else:
             require(x.dtype == "int8" and w.dtype == "int8", f"Conv of {x.dtype} input and {w.dtype} weights "
                                                              f"is not supported")
@@ -255,6 +264,8 @@ class Conv(Op):
     # ------------------------------------------------------------------ int8 acceptance
     def accepts_int8(self, graph, node) -> bool:
         x, w, y = graph[node.inputs[0]], graph[node.inputs[1]], graph[node.outputs[0]]
+        if x.dtype == "int16":
+            return _accepts_16x8(self, graph, node)
         if x.dtype != "int8" or w.dtype != "int8" or y.dtype != "int8" or not w.is_const:
             return False
         if x.quant is None or w.quant is None or y.quant is None:
@@ -309,6 +320,15 @@ class Conv(Op):
             lo, hi = requant.float_clip(node)
             y = np.clip(acc.astype(np.float32), np.float32(lo), np.float32(hi))
             return [y.reshape(out_shape)]
+        if x.dtype == np.int16:
+            acc = _correlate(x4.astype(np.int64), w4, g, 0, np.int64)
+            if bias is not None:
+                acc += bias.astype(np.int64).reshape(1, -1, 1, 1)
+            mult, shift = (v.reshape(1, -1, 1, 1) for v in self._requant(graph, node))
+            q = (requant.tflite_requantize64(acc, mult, shift) if wide_accumulator(graph, node)
+                 else requant.tflite_requantize(requant.wrap32(acc), mult, shift))
+            lo, hi = requant.clip_range(node, graph[node.outputs[0]])
+            return [np.clip(q, lo, hi).astype(np.int16).reshape(out_shape)]
         _, zx = requant.qparams(graph, node.inputs[0]).single()
         _, zy = requant.qparams(graph, node.outputs[0]).single()
         acc = _correlate(x4.astype(np.int64) - zx, w4, g, 0, np.int64)
@@ -329,6 +349,8 @@ class Conv(Op):
         if graph[node.inputs[0]].dtype == "float32":
             lo, hi = requant.float_clip(node)
             return Call("mcud_conv_f32", views, Struct.of("mcud_conv_f32_params", **common, act_min=lo, act_max=hi))
+        if graph[node.inputs[0]].dtype == "int16":
+            return _kernel_16x8(self, graph, node, g, views, common)
         _, zx = requant.qparams(graph, node.inputs[0]).single()
         _, zy = requant.qparams(graph, node.outputs[0]).single()
         lo, hi = requant.clip_range(node, graph[node.outputs[0]])
@@ -345,7 +367,11 @@ class Conv(Op):
             mult=mults, shift=shifts, **({"dw": Array("int32_t", table)} if table is not None else {})))
 
     def scratch(self, graph, node):
-        if graph[node.inputs[0]].dtype != "int8" or int(node.attr("group", 1)) != 1 or not _uses_scratch(node):
+        dtype = graph[node.inputs[0]].dtype
+        if dtype == "int16":
+            g = geometry(graph, node)
+            return 2 * _kpad16(g) if _uses_scratch(node) and _fast16(g) else 0
+        if dtype != "int8" or int(node.attr("group", 1)) != 1 or not _uses_scratch(node):
             return 0  # cheap answers first: the planner asks for every node of every order it tries
         g = geometry(graph, node)
         return _scratch_bytes(g) if _fast(graph, node, g) else 0
@@ -474,3 +500,96 @@ def _inside(g: Geometry) -> bool:
     """No window reaches outside the input, so the im2col needs no bounds checks."""
     return not any(g.pad_begin) and all((o - 1) * s + (k - 1) * d <= n - 1 for o, s, k, d, n in
                                         zip(g.out_hw, g.stride, g.kernel, g.dilation, g.in_hw))
+
+
+# ---------------------------------------------------------------------------------------------- 16x8
+
+ACC64_LIMIT = 1 << 47  # TFLite's 64-bit requantization takes |acc| < 2^47
+
+
+def wide_accumulator(graph: Graph, node: Node) -> bool:
+    """Whether a 16x8 Conv sums in int64 (else int32, wrapping as TFLite Micro's int32 sum does)."""
+    given = node.attr("accumulator")
+    if given is not None:
+        return given == "int64"
+    bias = _bias(node)
+    return not bias or graph[bias].dtype == "int64"
+
+
+def _accepts_16x8(op: "Conv", graph: Graph, node: Node) -> bool:
+    """TFLite's 16x8 convolution: int16 input and output with zero point 0, int8 weights with zero point 0
+    per output channel or per tensor, a constant bias of the accumulator's type, an int64 sum that stays
+    inside TFLite's requantization's range."""
+    x, w, y = graph[node.inputs[0]], graph[node.inputs[1]], graph[node.outputs[0]]
+    if requant.arithmetic(graph) != "tflite" or y.dtype != "int16" or w.dtype != "int8" or not w.is_const:
+        return False
+    if x.quant is None or w.quant is None or y.quant is None or len(x.quant.scale) != 1 or len(y.quant.scale) != 1:
+        return False
+    if any(z != 0 for z in x.quant.zero_point + y.quant.zero_point + w.quant.zero_point):
+        return False
+    if len(w.quant.scale) != 1 and (len(w.quant.scale) != w.shape[0] or (w.quant.axis or 0) % len(w.shape) != 0):
+        return False
+    wide = wide_accumulator(graph, node)
+    bias = _bias(node)
+    if bias and (not graph.is_const(bias) or graph[bias].dtype != ("int64" if wide else "int32")):
+        return False
+    try:
+        _, shift = op._requant(graph, node)
+    except UnsupportedError:
+        return False
+    if not wide:
+        return True
+    worst = np.abs(w.data.astype(np.int64)).reshape(w.shape[0], -1).sum(axis=1) * 32768
+    if bias:
+        worst = worst + np.abs(graph[bias].data.astype(np.int64))
+    return bool(np.all(worst < ACC64_LIMIT) and np.all(shift >= 17))
+
+
+def _kpad16(g: Geometry) -> int:
+    """Taps of one group's receptive field (C/g x KH x KW) rounded up to 4: mcud_conv_s16_fast's column."""
+    return -(-g.cin_per_group * g.kernel[0] * g.kernel[1] // 4) * 4
+
+
+FAST16_MACS = 64  # multiply-accumulates per column below which mcud_conv_s16 is the faster (a depthwise 3x3)
+
+
+def _fast16(g: Geometry) -> bool:
+    """Whether mcud_conv_s16_fast pays: its column costs about 350 instructions a pixel before the products
+    (benchmarks/int16_bench.py on qemu-m4: 3.5 instructions per MAC for a 3x3 16 -> 16 against mcud_conv_s16's
+    14.7, but 52 against 24 for a depthwise 3x3, which mcud_conv_s16_dw does in 12), so a group's output
+    channels must make enough of it."""
+    return g.cout_per_group * _kpad16(g) >= FAST16_MACS
+
+
+def _kernel_16x8(op: "Conv", graph: Graph, node: Node, g: Geometry, views, common) -> Call:
+    """mcud_conv_s16_fast (firmware/kernels/conv.c: a column of the receptive field in its scratch, the weights
+    packed for dual multiply-accumulates) where that pays; else mcud_conv_s16_dw where each group reads one
+    input channel (rows of pairs of taps, no working memory), mcud_conv_s16 otherwise (or for a node whose
+    "scratch" attribute is 0); per channel the reduced multiplier of an int64 sum, or the int8 kernels' (mult, shift) of
+    a wrapping int32 one."""
+    lo, hi = requant.clip_range(node, graph[node.outputs[0]])
+    mult, shift = op._requant(graph, node)
+    wide = wide_accumulator(graph, node)
+    if wide:
+        mult, shift = requant.tflite_reduced(mult, shift)
+    quant = dict(acc64=int(wide), act_min=lo, act_max=hi, mult=Array("int32_t", tuple(int(m) for m in mult)),
+                 shift=Array("int32_t", tuple(int(v) for v in shift)))
+    x, _, b, y = views
+    fast = _uses_scratch(node) and _fast16(g)
+    if g.cin_per_group == 1 and not fast:  # depthwise: rows of int16 pairs, no working memory
+        kw2 = g.kernel[1] + g.kernel[1] % 2
+        w = np.zeros((g.cout, g.kernel[0], kw2), np.int64)
+        w[:, :, :g.kernel[1]] = graph[node.inputs[1]].data.reshape(g.cout, *g.kernel)
+        return Call("mcud_conv_s16_dw", (x, "", b, y), Struct.of(
+            "mcud_conv_s16_dw_params", multiplier=g.cout_per_group, kernel=g.kernel, kw2=kw2, stride=g.stride,
+            dilation=g.dilation, pad=g.pad_begin, **quant, w=Array("int16_t", tuple(int(v) for v in w.reshape(-1)))))
+    if not fast:
+        return Call("mcud_conv_s16", views, Struct.of("mcud_conv_s16_params", **common, **quant))
+    kpad = _kpad16(g)
+    w = graph[node.inputs[1]].data.astype(np.int64).reshape(g.cout, -1)
+    packed = np.zeros((g.cout, kpad), np.int64)
+    packed[:, :w.shape[1]] = w
+    packed = packed.reshape(g.cout, kpad // 4, 4)[:, :, [0, 2, 1, 3]].reshape(-1)
+    return Call("mcud_conv_s16_fast", (x, "", b, y), Struct.of(
+        "mcud_conv_s16_fast_params", group=g.group, kernel=g.kernel, stride=g.stride, dilation=g.dilation,
+        pad=g.pad_begin, kpad=kpad, **quant, w=Array("int8_t", tuple(int(v) for v in packed))), scratch=2 * kpad)

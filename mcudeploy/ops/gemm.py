@@ -21,7 +21,16 @@ sum a b - z_b sum_k a - z_a sum_k b + K z_a z_b, requantized by s_a s_b / s_y. E
 packed into the kernel's scratch in pack_weights's order, with its column sums, so the rows run the
 constant-B kernel's dual-MAC loop; without scratch (offload.fit_scratch) B is read in place, four
 columns per 32-bit load where its rows hold N contiguous (a plain loop otherwise), with the same
-arithmetic.
+arithmetic. A TFLite model's BATCH_MATMUL (a MatMul) runs it too, with TFLite's rounding, and so does
+one whose constant B the constant-B kernel does not take (a zero point).
+
+TFLite Micro computes the two input scales' product in double, for FULLY_CONNECTED (a Gemm) and for
+BATCH_MATMUL (a MatMul) alike (tests/test_tflite_products.py finds where a float32 product would differ).
+
+16x8 (TFLite only; zero points 0): a FULLY_CONNECTED of int16 A and constant int8 B sums in int64, or in
+a wrapping int32 with an int32 bias ("accumulator" attribute, as for Conv), and a BATCH_MATMUL of two
+int16 activations in int64; an int64 sum takes TFLite's 64-bit requantization (mcud_gemm_s16,
+mcud_matmul_s16 in firmware/kernels/gemm16.c).
 """
 from __future__ import annotations
 
@@ -164,11 +173,7 @@ def int8_plan(graph: Graph, node: Node) -> Int8Plan:
                 bias = bias + np.rint((values - z_c) * ratio).astype(np.int64)
     require(np.abs(bias).max(initial=0) + lay.k * 128 * 128 <= INT32_MAX,
             f"int8 {node.op} accumulator could overflow 32 bits")
-    if requant.arithmetic(graph) == "tflite":  # TFLite multiplies the two scales in float32 (GetQuantizedConvolutionMultipler)
-        product = (np.float32(s_a) * qb.scale_array().astype(np.float32)).astype(np.float64)
-        mult, shift = requant.tflite_multipliers(alpha * product / s_y)
-    else:
-        mult, shift = requant.quantize_multipliers(alpha * s_a * qb.scale_array() / s_y)
+    mult, shift = requant.multipliers(graph, alpha * s_a * qb.scale_array() / s_y)
     lo, hi = requant.clip_range(node, y)
     return Int8Plan(mult, shift, z_y, lo, hi, bias)
 
@@ -190,22 +195,31 @@ def dynamic_plan(graph: Graph, node: Node) -> DynamicPlan:
     """The plan of mcud_matmul_s8; UnsupportedError where the product does not fit it."""
     lay, a, b, y = _operands(graph, node)
     require(node.op == "MatMul" and not _bias_name(node), f"int8 {node.op} of two activations takes no bias")
-    require(requant.arithmetic(graph) == "onnx", f"int8 {node.op} of two activations rounds as ONNX does (no "
-                                                 f"TFLite model has one)")
     require(all(t.dtype == "int8" and t.quant is not None and len(t.quant.scale) == 1 for t in (a, b, y)),
             f"int8 {node.op} of two activations needs per-tensor int8 A, B and output")
     require(lay.k <= MATMUL_MAX_K, f"int8 {node.op} of two activations with K = {lay.k} (at most {MATMUL_MAX_K})")
     s_a, z_a = a.quant.single()
     s_b, z_b = b.quant.single()
     s_y, z_y = y.quant.single()
-    mult, shift = requant.quantize_multiplier(s_a * s_b / s_y)
+    mult, shift = requant.multiplier(graph, s_a * s_b / s_y)
     lo, hi = requant.clip_range(node, y)
     return DynamicPlan(mult, shift, z_y, lo, hi, z_a, z_b)
 
 
 def _dynamic(graph: Graph, node: Node) -> bool:
-    """An int8 product whose B is computed at run time (mcud_matmul_s8)."""
-    return graph[node.inputs[0]].dtype == "int8" and not graph[node.inputs[1]].is_const
+    """An int8 product whose B is computed at run time (mcud_matmul_s8), or a TFLite BATCH_MATMUL's constant B
+    that the constant-B kernel does not take (the same arithmetic, B read as it is)."""
+    if graph[node.inputs[0]].dtype != "int8":
+        return False
+    if not graph[node.inputs[1]].is_const:
+        return True
+    if node.op != "MatMul" or requant.arithmetic(graph) != "tflite":
+        return False
+    try:
+        int8_plan(graph, node)
+    except (UnsupportedError, ValueError):
+        return True
+    return False
 
 
 def dynamic_scratch(lay: Layout) -> int:
@@ -232,6 +246,64 @@ def pack_weights(w: np.ndarray) -> np.ndarray:
     return np.concatenate(parts).astype(np.int8) if parts else np.zeros(0, np.int8)
 
 
+# TFLite's 64-bit requantization takes |acc| < 2^47 (its MultiplyByQuantizedMultiplier of an int64)
+ACC64_LIMIT = 1 << 47
+
+
+@dataclass(frozen=True)
+class Int16Plan:
+    """The integers of a 16x8 product: TFLite's (mult, shift) per column or one, the bias (int64 [N], or
+    None), whether the sum is int64 (else a wrapping int32) and the output range."""
+
+    mult: np.ndarray
+    shift: np.ndarray
+    bias: np.ndarray | None
+    wide: bool
+    lo: int
+    hi: int
+
+    def requantize(self, acc: np.ndarray) -> np.ndarray:
+        if self.wide:
+            return requant.tflite_requantize64(acc, self.mult.astype(np.int64), self.shift.astype(np.int64))
+        return requant.tflite_requantize(requant.wrap32(acc), self.mult.astype(np.int64), self.shift.astype(np.int64))
+
+
+def int16_plan(graph: Graph, node: Node) -> Int16Plan:
+    """A TFLite FULLY_CONNECTED of int16 A and constant int8 B, or BATCH_MATMUL of two int16 activations (zero
+    points 0, per-tensor A and output); UnsupportedError where TFLite Micro's kernel would not compute it so."""
+    lay, a, b, y = _operands(graph, node)
+    require(requant.arithmetic(graph) == "tflite", f"16x8 {node.op} is TFLite's arithmetic: a .tflite model only")
+    require(a.dtype == "int16" and y.dtype == "int16" and b.dtype in ("int8", "int16"),
+            f"{node.op} of {a.dtype} and {b.dtype} to {y.dtype} is not supported")
+    qa, qb, qy = requant.qparams(graph, a.name), requant.qparams(graph, b.name), requant.qparams(graph, y.name)
+    require(len(qa.scale) == 1 and len(qy.scale) == 1, f"16x8 {node.op} needs per-tensor A and output")
+    require(not any(qa.zero_point + qb.zero_point + qy.zero_point), f"16x8 {node.op} needs zero points 0")
+    s_a, s_y = qa.single()[0], qy.single()[0]
+    name = _bias_name(node)
+    if b.dtype == "int8":
+        require(b.is_const and len(b.shape) == 2, f"16x8 {node.op} needs a constant 2-D B")
+        if len(qb.scale) > 1:
+            require(qb.axis is not None and qb.axis % 2 == (0 if lay.trans_b else 1) and len(qb.scale) == lay.n,
+                    f"16x8 {node.op} quantizes B per tensor or per output column only")
+        wide = node.attr("accumulator", "int32" if name and graph[name].dtype == "int32" else "int64") == "int64"
+        bias = None
+        worst = np.abs(b.data.astype(np.int64)).sum(axis=1 if lay.trans_b else 0) * 32768
+        if name:
+            c = graph[name]
+            require(c.is_const and c.dtype == ("int64" if wide else "int32") and _int8_bias_shape_ok(c.shape, lay.n),
+                    f"16x8 {node.op} needs a constant bias per column of its accumulator's type")
+            bias = np.broadcast_to(c.data.reshape(-1).astype(np.int64), (lay.n,)).copy()
+            worst = worst + np.abs(bias)
+    else:
+        require(node.op == "MatMul" and not name, f"16x8 {node.op} of two activations takes no bias")
+        wide, bias, worst = True, None, np.array([lay.k * 32768 * 32768])
+    require(not wide or bool(np.all(worst < ACC64_LIMIT)), f"16x8 {node.op} accumulator leaves TFLite's 2^47")
+    mult, shift = requant.tflite_multipliers(s_a * qb.scale_array() / s_y)
+    require(not wide or bool(np.all(shift >= 17)), f"16x8 {node.op} requantization multiplier is too large")
+    lo, hi = requant.clip_range(node, y)
+    return Int16Plan(mult, shift, bias, wide, lo, hi)
+
+
 class _Product(Op):
     fuses_activation = True
 
@@ -249,10 +321,20 @@ class _Product(Op):
             require(b.dtype == "float32" and (not name or graph[name].dtype == "float32"),
                     f"a float32 {node.op} needs float32 operands")
             return [(lay.out, "float32")]
+        if a.dtype == "int16":
+            require(b.dtype in ("int8", "int16"), f"{node.op} of int16 and {b.dtype} is not supported")
+            require(not name or graph[name].dtype in ("int32", "int64"), f"a 16x8 {node.op} needs an integer bias")
+            return [(lay.out, "int16")]
         require(a.dtype == "int8" and b.dtype == "int8", f"{node.op} of {a.dtype} and {b.dtype} is not supported")
         return [(lay.out, "int8")]
 
     def accepts_int8(self, graph, node) -> bool:
+        if graph[node.inputs[0]].dtype == "int16":
+            try:
+                int16_plan(graph, node)
+            except (UnsupportedError, ValueError):
+                return False
+            return True
         try:
             dynamic_plan(graph, node) if _dynamic(graph, node) else int8_plan(graph, node)
         except (UnsupportedError, ValueError):
@@ -317,10 +399,16 @@ class _Product(Op):
                 acc = acc + beta * c.astype(np.float64)
             lo, hi = requant.float_clip(node)
             return [np.clip(acc.astype(np.float32), np.float32(lo), np.float32(hi)).reshape(lay.out)]
+        if a.dtype == np.int16:
+            plan = int16_plan(graph, node)
+            acc = np.matmul(a.astype(np.int64), b.astype(np.int64))
+            if plan.bias is not None:
+                acc = acc + plan.bias
+            return [np.clip(plan.requantize(acc), plan.lo, plan.hi).astype(np.int16).reshape(lay.out)]
         if _dynamic(graph, node):
             d = dynamic_plan(graph, node)
             acc = np.matmul(a.astype(np.int64) - d.a_zero, b.astype(np.int64) - d.b_zero)
-            return [d.output(requant.requantize(acc, d.mult, d.shift), lay.out)]
+            return [d.output(requant.requantize_as(graph, acc, d.mult, d.shift), lay.out)]
         plan = int8_plan(graph, node)
         acc = np.matmul(a.astype(np.int64), b.astype(np.int64)) + plan.bias  # bias runs along the last axis (N)
         return [plan.output(requant.requantize_as(graph, acc, plan.mult.astype(np.int64),
@@ -334,10 +422,15 @@ class _Product(Op):
             return Call("mcud_gemm_f32", (a, b, _bias_name(node), y), Struct.of(
                 "mcud_gemm_f32_params", trans_a=int(lay.trans_a), trans_b=int(lay.trans_b),
                 alpha=float(node.attr("alpha", 1.0)), beta=float(node.attr("beta", 1.0)), act_min=lo, act_max=hi))
+        if graph[a].dtype == "int16":
+            return _kernel_16(graph, node, lay)
         if _dynamic(graph, node):
             d = dynamic_plan(graph, node)
             scratch = self.scratch(graph, node)
-            return Call("mcud_matmul_s8" if scratch else "mcud_matmul_s8_direct", (a, b, y), Struct.of(
+            fn = "mcud_matmul_s8" if scratch else "mcud_matmul_s8_direct"
+            if requant.arithmetic(graph) == "tflite":
+                fn += "_tfl"
+            return Call(fn, (a, b, y), Struct.of(
                 "mcud_matmul_s8_params", trans_a=int(lay.trans_a), trans_b=int(lay.trans_b), a_zero=d.a_zero,
                 b_zero=d.b_zero, mult=d.mult, shift=d.shift, y_zero=d.y_zero, act_min=d.lo, act_max=d.hi),
                 scratch=scratch)
@@ -355,6 +448,29 @@ class _Product(Op):
             shift=Array("int32_t", tuple(int(v) for v in plan.shift)),
             y_zero=plan.y_zero, act_min=plan.lo, act_max=plan.hi,
             packed=Array("int8_t", tuple(int(v) for v in packed))))
+
+
+def _kernel_16(graph: Graph, node: Node, lay: Layout) -> Call:
+    """mcud_gemm_s16 (constant int8 B packed for dual multiply-accumulates: no view of it) or mcud_matmul_s16
+    (two int16 activations)."""
+    plan = int16_plan(graph, node)
+    a, b, y = node.inputs[0], node.inputs[1], node.outputs[0]
+    mult, shift = requant.tflite_reduced(plan.mult, plan.shift) if plan.wide else (plan.mult, plan.shift)
+    if graph[b].dtype == "int16":
+        return Call("mcud_matmul_s16", (a, b, y), Struct.of(
+            "mcud_matmul_s16_params", trans_a=int(lay.trans_a), trans_b=int(lay.trans_b), mult=int(mult[0]),
+            shift=int(shift[0]), act_min=plan.lo, act_max=plan.hi))
+    w = graph[b].data.astype(np.int64)
+    w = w if lay.trans_b else w.T  # (N, K)
+    kpad = -(-lay.k // 4) * 4
+    packed = np.zeros((lay.n, kpad), np.int64)
+    packed[:, :lay.k] = w
+    packed = packed.reshape(lay.n, kpad // 4, 4)[:, :, [0, 2, 1, 3]].reshape(-1)
+    return Call("mcud_gemm_s16", (a, "", y), Struct.of(
+        "mcud_gemm_s16_params", trans_a=int(lay.trans_a), kpad=kpad, acc64=int(plan.wide), channels=len(mult),
+        bias=0 if plan.bias is None else Array("int64_t", tuple(int(v) for v in plan.bias)),
+        mult=Array("int32_t", tuple(int(v) for v in mult)), shift=Array("int32_t", tuple(int(v) for v in shift)),
+        act_min=plan.lo, act_max=plan.hi, w=Array("int8_t", tuple(int(v) for v in packed))))
 
 
 @register

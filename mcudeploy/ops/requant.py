@@ -141,6 +141,23 @@ def tflite_requantize(acc, mult, shift) -> np.ndarray:
     return rdbpot(srdhm(wrap32(acc << left), mult), right)
 
 
+def tflite_reduced(mult, shift) -> tuple[np.ndarray, np.ndarray]:
+    """TFLite's MultiplyByQuantizedMultiplier of an int64 accumulator (16x8 kernels) keeps 16 bits of the
+    multiplier: (mult16, shift16) with mult16 = (mult + 2^15) >> 16 (0x7FFF from 0x7FFF0000 on) and a right
+    shift shift16 = shift - 16 (its 15 - exponent); ``mcud_requant_tfl64`` in mcud.h takes them."""
+    mult = np.asarray(mult, dtype=np.int64)
+    mult16 = np.where(mult < 0x7FFF0000, (mult + (1 << 15)) >> 16, 0x7FFF)
+    return mult16, np.asarray(shift, dtype=np.int64) - 16
+
+
+def tflite_requantize64(acc, mult, shift) -> np.ndarray:
+    """TFLite's MultiplyByQuantizedMultiplier of an int64 accumulator (|acc| < 2^47): one rounding, half up,
+    with the reduced multiplier, the result truncated to int32 as C's conversion does."""
+    mult16, shift16 = tflite_reduced(mult, shift)
+    acc = np.asarray(acc, dtype=np.int64)
+    return wrap32((acc * mult16 + (np.int64(1) << (shift16 - 1))) >> shift16)
+
+
 def requantize_as(graph: Graph, acc, mult, shift) -> np.ndarray:
     """``requantize`` or ``tflite_requantize``, by the model's arithmetic."""
     if arithmetic(graph) == "tflite":

@@ -126,8 +126,8 @@ def convert(tf, spec, dtype: str) -> bytes:
             conv.inference_input_type = conv.inference_output_type = getattr(tf, dtype)
     elif dtype == "float16w":
         conv.target_spec.supported_types = [tf.float16]
-    for key, value in spec.converter.items():
-        setattr(conv, key, value)
+    for key, value in spec.converter.items():  # a callable value is given TensorFlow (a dtype: lambda tf: tf.int32)
+        setattr(conv, key, value(tf) if callable(value) else value)
     return conv.convert()
 
 

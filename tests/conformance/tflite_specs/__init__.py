@@ -48,7 +48,8 @@ class Spec:
     inputs: tuple
     types: tuple = TYPES
     io: str = "quantized"  # quantized models: "quantized" inputs/outputs, or "float" (QUANTIZE/DEQUANTIZE at the edges)
-    converter: dict = field(default_factory=dict)  # converter attributes to set (e.g. per-tensor weights)
+    converter: dict = field(default_factory=dict)  # converter attributes to set (e.g. per-tensor weights; a
+    # callable value is called with TensorFlow: lambda tf: tf.int32)
     resource_variables: bool = False  # state in tf.Variables (VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE)
     steps: int = 1  # calls in a row on one interpreter (a stateful model's state carries over)
     static_batch: bool = False  # a batch of 1 stays 1 in the signature (else unknown, as Keras exports it)

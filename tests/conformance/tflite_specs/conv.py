@@ -28,6 +28,30 @@ def _conv1d(**kw):
     return lambda tf: tf.keras.layers.Conv1D(**{**RND, **kw})
 
 
+def _int32_bias(tf):
+    return tf.int32
+
+
+def _tconv_nn(out_shape, kernel, strides, padding):
+    """tf.nn.conv2d_transpose with its output shape a constant (an odd size SAME padding leaves a pixel
+    over), weights and bias from fixed seeds."""
+    def build(tf):
+        import numpy as np
+        rng = np.random.default_rng(7)
+        w = tf.constant(rng.normal(0, 0.3, kernel).astype(np.float32))  # (KH, KW, OC, IC)
+        b = tf.constant(rng.normal(0, 0.5, kernel[2]).astype(np.float32))
+        return lambda x: tf.nn.conv2d_transpose(x, w, out_shape, strides, padding) + b
+    return build
+
+
+def _matmul_const(shape, transpose_b=False):
+    def build(tf):
+        import numpy as np
+        b = tf.constant(np.random.default_rng(3).normal(0, 0.5, shape).astype(np.float32))
+        return lambda a: tf.matmul(a, b, transpose_b=transpose_b)
+    return build
+
+
 X = In((1, 9, 10, 4))
 SPECS = [
     Spec("CONV_2D", "3x3-valid", _conv(filters=6, kernel_size=3), (X,), ALL),
@@ -59,6 +83,31 @@ SPECS = [
     Spec("BATCH_MATMUL", "activations", lambda tf: lambda a, b: tf.matmul(a, b), (In((1, 4, 6)), In((1, 6, 5)))),
     Spec("BATCH_MATMUL", "adj-y", lambda tf: lambda a, b: tf.matmul(a, b, transpose_b=True),
          (In((2, 4, 6)), In((2, 5, 6)))),
+    Spec("CONV_2D", "no-bias", _conv(filters=5, kernel_size=3, use_bias=False), (X,)),
+    Spec("CONV_2D", "int32-bias", _conv(filters=6, kernel_size=3, padding="same"), (X,), ("int16",),
+         converter={"_experimental_full_integer_quantization_bias_type": _int32_bias}),
+    Spec("DEPTHWISE_CONV_2D", "no-bias", _dw(kernel_size=3, padding="same", use_bias=False), (X,)),
+    Spec("FULLY_CONNECTED", "int32-bias", _dense(units=7), (In((2, 12)),), ("int16",),
+         converter={"_experimental_full_integer_quantization_bias_type": _int32_bias}),
+    Spec("FULLY_CONNECTED", "keep-num-dims-4d", _dense(units=5, activation="relu"), (In((1, 3, 4, 10)),),
+         static_batch=True),
+    Spec("TRANSPOSE_CONV", "static-3x3-stride2-same", _tconv(filters=4, kernel_size=3, strides=2, padding="same"),
+         (X,), static_batch=True),
+    Spec("TRANSPOSE_CONV", "static-2x2-stride2-valid", _tconv(filters=3, kernel_size=2, strides=2), (X,),
+         static_batch=True),
+    Spec("TRANSPOSE_CONV", "static-5x5-relu", _tconv(filters=5, kernel_size=5, activation="relu"), (X,),
+         static_batch=True),
+    Spec("TRANSPOSE_CONV", "static-no-bias", _tconv(filters=4, kernel_size=(3, 2), strides=(2, 1), padding="same",
+                                                    use_bias=False), (X,), static_batch=True),
+    Spec("TRANSPOSE_CONV", "odd-output-same", _tconv_nn((1, 17, 19, 3), (3, 3, 3, 4), 2, "SAME"), (X,),
+         static_batch=True),
+    Spec("TRANSPOSE_CONV", "static-conv1d", lambda tf: tf.keras.layers.Conv1DTranspose(
+        4, 5, strides=2, padding="same", bias_initializer="random_normal"), (In((1, 12, 3)),), static_batch=True),
+    Spec("BATCH_MATMUL", "adj-x", lambda tf: lambda a, b: tf.matmul(a, b, transpose_a=True),
+         (In((2, 6, 4)), In((2, 6, 5)))),
+    Spec("BATCH_MATMUL", "broadcast", lambda tf: lambda a, b: tf.matmul(a, b), (In((2, 1, 4, 6)), In((3, 6, 5)))),
+    Spec("BATCH_MATMUL", "rank2", lambda tf: lambda a, b: tf.matmul(a, b), (In((4, 6)), In((6, 5)))),
+    Spec("BATCH_MATMUL", "constant-rhs", _matmul_const((2, 6, 5)), (In((2, 4, 6)),)),
     Spec("CONV_2D", "hybrid-3x3", _conv(filters=32, kernel_size=3), (WIDE,), ("hybrid",)),
     Spec("DEPTHWISE_CONV_2D", "hybrid-5x5", _dw(kernel_size=5, depth_multiplier=8, padding="same"), (WIDE,),
          ("hybrid",)),
