@@ -51,6 +51,8 @@ def quant_pair(graph: Graph, node: Node) -> tuple[float, int, float, int]:
 class _Unary(Op):
     """An element-wise function of one input; subclasses give the float64 math and the C names."""
 
+    qdq_exact = True  # folded in a TFLite model: tabulated as TFLite dequantizes, computes in float, quantizes
+
     c_name: ClassVar[str] = ""
     integer_ok: ClassVar[bool] = False  # defined by ONNX on plain (unquantized) integers too
     tflite_int16: ClassVar[bool] = False  # TFLite Micro runs it on int16 (``piecewise`` or its own kernel)

@@ -7,7 +7,9 @@
    one QuantizeLinear alone) through at most a bias Add (after Conv/Gemm/MatMul) and
    Relu/Clip, the chain is replaced by the same operator on the integer tensors, with the
    bias requantized to int32 at scale s_x*s_w and Relu/Clip kept as the output range. The
-   operator may decline (``accepts_int8``); it then stays in float, which is still correct.
+   operator may decline (``accepts_int8``); it then stays in float, which is still correct. In a TFLite
+   model only an operator whose integer form computes the float chain exactly (``Op.qdq_exact``, a view)
+   is folded: there the chain is what the model asks for, not a stand-in for TFLite's integer kernel.
 3. DequantizeLinear of a constant that is still needed in float (hybrid models) is folded.
 """
 from __future__ import annotations
@@ -19,7 +21,7 @@ import numpy as np
 
 from mcudeploy.errors import UnsupportedError
 from mcudeploy.ir import Graph, Node, Quant, Tensor, constant
-from mcudeploy.ops import registry
+from mcudeploy.ops import registry, requant
 from mcudeploy.passes.graph_edit import eliminate_dead
 
 WITH_BIAS = {"Conv": 2, "Gemm": 2}
@@ -76,6 +78,8 @@ def _accepts(op, graph: Graph, node: Node) -> bool:
             return False
         if op.view and graph[node.inputs[0]].quant != out.quant:
             return False
+    if requant.arithmetic(graph) == "tflite" and not (op.qdq_exact or op.view or op.subview):
+        return False  # TFLite's integer kernel would round otherwise than its float operator and QUANTIZE do
     accepts = getattr(op, "accepts_int8", None)
     return accepts is None or accepts(graph, node)
 
