@@ -1,4 +1,5 @@
 """Slice: output = input[start:end] along some axes, steps 1. A view with no kernel.
+StridedSlice: output = input[begin::step] per dimension, any non-zero step: a strided copy.
 
 mcudeploy/memory/alias.py always places the output inside its input's buffer (an offset and the
 input's strides); kernels read it through a strided view, so a slice costs no bytes and no time.
@@ -10,15 +11,22 @@ end, ends are clamped); ``bounds()`` resolves them against the input's shape.
 
 Tensor expression: one loop axis per output dimension; a sliced input dimension is a window of
 one tap shifted by the start (pad = -start), any other is identity.
+
+StridedSlice (firmware/kernels/shape.c, mcud_strided_slice_*) copies what a view cannot hold: a step other
+than 1 (TFLite's STRIDED_SLICE, REVERSE_V2), or a window that must be contiguous where it is not
+(mcudeploy/passes/slices.py turns such a Slice into one). Attributes ``begin``, ``step`` and ``size``, one
+per input dimension, resolved: output index i of dimension d reads input index begin[d] + i * step[d].
+A dimension read forwards is a window of one tap with stride ``step`` (pad = -begin), one read backwards
+is ``full`` (a piece cannot be cut along it).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from mcudeploy.ir import Graph, Node
-from mcudeploy.ops.base import Axis, Dim, OnnxNode, Op, TensorExpr, require
+from mcudeploy.ops.base import Axis, Call, Dim, OnnxNode, Op, Struct, TensorExpr, require, require_valid
 from mcudeploy.ops.registry import register
-from mcudeploy.ops.shape import same_quant
+from mcudeploy.ops.shape import MAX_DIMS, kernel_suffix, same_quant
 from mcudeploy.ops.util import ints, norm_axis
 
 
@@ -100,3 +108,62 @@ class Slice(Op):
 
     def kernel(self, graph, node):
         raise NotImplementedError(f"Slice {node.name} has no kernel: mcudeploy/memory/alias.py places it as a view")
+
+
+@register
+class StridedSlice(Op):
+    name = "StridedSlice"
+
+    def _params(self, graph: Graph, node: Node) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        shape = graph[node.inputs[0]].shape
+        begin, step, size = (tuple(int(v) for v in node.attr(k)) for k in ("begin", "step", "size"))
+        require(len(begin) == len(step) == len(size) == len(shape),
+                f"StridedSlice of a rank-{len(shape)} input with {len(begin)} begins, steps and sizes")
+        for d, (n, b, s, k) in enumerate(zip(shape, begin, step, size)):
+            require_valid(s != 0, f"has step 0 along dimension {d}")
+            require_valid(k >= 0 and (k == 0 or (0 <= b < n and 0 <= b + (k - 1) * s < n)),
+                          f"reads outside dimension {d} of extent {n} (begin {b}, step {s}, {k} elements)")
+        return begin, step, size
+
+    def infer(self, graph, node):
+        x = graph[node.inputs[0]]
+        _, _, size = self._params(graph, node)
+        require(len(x.shape) <= MAX_DIMS, f"StridedSlice of a {len(x.shape)}-D tensor (at most {MAX_DIMS})")
+        kernel_suffix(x.dtype, "StridedSlice")
+        return [(size, x.dtype)]
+
+    def accepts_int8(self, graph, node):
+        return same_quant(graph, node)
+
+    def expr(self, graph, node):
+        begin, step, size = self._params(graph, node)
+        shape = graph[node.inputs[0]].shape
+        axes = [Axis(f"d{i}", k) for i, k in enumerate(size)]
+        dims = []
+        for i, (n, b, s, k) in enumerate(zip(shape, begin, step, size)):
+            if (b, s, k) == (0, 1, n):
+                dims.append(Dim.identity(f"d{i}"))
+            elif s > 0:
+                axes.append(Axis(f"k{i}", 1, "reduction"))
+                dims.append(Dim.window(f"d{i}", f"k{i}", s, 1, -b))
+            else:
+                dims.append(Dim.full())
+        return TensorExpr(tuple(axes), (tuple(dims),), (tuple(Dim.identity(f"d{i}") for i in range(len(size))),))
+
+    def piece(self, graph, node, axis, rows, pads):
+        return None if pads is not None else dict(node.attrs)  # a cut identity axis: begin 0, step 1 there
+
+    def macs(self, graph, node):
+        return 0
+
+    def reference(self, graph, node, inputs):
+        begin, step, size = self._params(graph, node)
+        index = np.ix_(*(b + s * np.arange(k) for b, s, k in zip(begin, step, size)))
+        return [np.ascontiguousarray(inputs[0][index] if size else inputs[0])]
+
+    def kernel(self, graph, node):
+        begin, step, _ = self._params(graph, node)
+        pad = (0,) * (MAX_DIMS - len(begin))
+        suffix = kernel_suffix(graph[node.inputs[0]].dtype, "StridedSlice")
+        return Call(f"mcud_strided_slice_{suffix}", (node.inputs[0], node.outputs[0]),
+                    Struct.of("mcud_strided_slice_params", begin=begin + pad, step=step + (1,) * len(pad)))
