@@ -11,7 +11,8 @@ import flatbuffers
 import numpy as np
 import tflite
 
-TYPES = {"float32": tflite.TensorType.FLOAT32, "int8": tflite.TensorType.INT8, "int32": tflite.TensorType.INT32}
+TYPES = {"float32": tflite.TensorType.FLOAT32, "int8": tflite.TensorType.INT8, "int16": tflite.TensorType.INT16,
+         "int32": tflite.TensorType.INT32, "bool": tflite.TensorType.BOOL}
 
 
 @dataclass

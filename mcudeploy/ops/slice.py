@@ -1,4 +1,5 @@
-"""Slice: output = input[start:end] along some axes, steps 1. A view with no kernel.
+"""Slice: output = input[start:end] along some axes. A view with no kernel (an ONNX Slice with steps other
+than 1 becomes a StridedSlice before anything places it: mcudeploy/passes/slices.py).
 StridedSlice: output = input[begin::step] per dimension, any non-zero step: a strided copy.
 
 mcudeploy/memory/alias.py always places the output inside its input's buffer (an offset and the
@@ -30,25 +31,39 @@ from mcudeploy.ops.shape import MAX_DIMS, kernel_suffix, same_quant
 from mcudeploy.ops.util import ints, norm_axis
 
 
-def bounds(graph: Graph, node: Node) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """(begin, end) of the slice in every dimension of the input, resolved and clamped."""
+def stepped(graph: Graph, node: Node) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """(begin, step, count) of the slice in every dimension of the input, resolved and clamped as ONNX
+    does (a negative step reads backwards from a start clamped to [0, n - 1] to an end in [-1, n - 1])."""
     shape = graph[node.inputs[0]].shape
     starts, ends = tuple(node.attr("starts")), tuple(node.attr("ends"))
     axes = node.attr("axes")
     axes = tuple(range(len(starts))) if axes is None else tuple(axes)
-    require(len(starts) == len(ends) == len(axes), "Slice starts, ends and axes differ in length")
-    begin, end = [0] * len(shape), list(shape)
+    steps = node.attr("steps")
+    steps = (1,) * len(starts) if steps is None else tuple(steps)
+    require(len(starts) == len(ends) == len(axes) == len(steps), "Slice starts, ends, axes and steps differ in length")
+    begin, step, count = [0] * len(shape), [1] * len(shape), list(shape)
     seen = set()
-    for a, s, e in zip(axes, starts, ends):
+    for a, s, e, k in zip(axes, starts, ends, steps):
         a = norm_axis(a, len(shape), "Slice")
         require(a not in seen, f"Slice names axis {a} twice")
+        require_valid(k != 0, f"has step 0 along axis {a}")
         seen.add(a)
         n = shape[a]
         s = s + n if s < 0 else s
         e = e + n if e < 0 else e
-        begin[a], end[a] = min(max(s, 0), n), min(max(e, 0), n)
-        end[a] = max(end[a], begin[a])
-    return tuple(begin), tuple(end)
+        if k > 0:
+            s, e = min(max(s, 0), n), min(max(e, 0), n)
+        else:
+            s, e = min(max(s, 0), n - 1), min(max(e, -1), n - 1)
+        begin[a], step[a], count[a] = s, k, max(0, -((s - e) // k))  # ceil((e - s) / k)
+    return tuple(begin), tuple(step), tuple(count)
+
+
+def bounds(graph: Graph, node: Node) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(begin, end) of a Slice of unit steps in every dimension of the input, resolved and clamped."""
+    begin, step, count = stepped(graph, node)
+    require(all(k == 1 for k in step), f"Slice {node.name} with steps other than 1 is no view")
+    return begin, tuple(b + c for b, c in zip(begin, count))
 
 
 @register
@@ -67,12 +82,13 @@ class Slice(Op):
                 require(not n or v is not None, "Slice needs constant starts, ends, axes and steps")
             starts, ends, axes, steps = values[:4]
         require(starts is not None and ends is not None, "Slice needs starts and ends")
-        require(steps is None or all(s == 1 for s in ints(steps)), "Slice with steps other than 1 is not supported")
         big = 2**31 - 1  # ONNX writes "to the end" as INT64_MAX
         attrs = {"starts": tuple(max(min(v, big), -big) for v in ints(starts)),
                  "ends": tuple(max(min(v, big), -big) for v in ints(ends))}
         if axes is not None:
             attrs["axes"] = ints(axes)
+        if steps is not None and any(k != 1 for k in ints(steps)):  # no view: a StridedSlice (passes/slices.py)
+            attrs["steps"] = ints(steps)
         return onnx.inputs[:1], attrs
 
     def bounds(self, graph: Graph, node: Node) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -80,8 +96,7 @@ class Slice(Op):
 
     def infer(self, graph, node):
         x = graph[node.inputs[0]]
-        begin, end = bounds(graph, node)
-        return [(tuple(e - b for b, e in zip(begin, end)), x.dtype)]
+        return [(stepped(graph, node)[2], x.dtype)]
 
     def accepts_int8(self, graph, node):
         return same_quant(graph, node)
@@ -103,8 +118,9 @@ class Slice(Op):
         return 0
 
     def reference(self, graph, node, inputs):
-        begin, end = bounds(graph, node)
-        return [np.ascontiguousarray(inputs[0][tuple(slice(b, e) for b, e in zip(begin, end))])]
+        begin, step, count = stepped(graph, node)
+        return [np.ascontiguousarray(inputs[0][np.ix_(*(b + k * np.arange(c) for b, k, c in zip(begin, step, count)))]
+                                     if count else inputs[0])]
 
     def kernel(self, graph, node):
         raise NotImplementedError(f"Slice {node.name} has no kernel: mcudeploy/memory/alias.py places it as a view")

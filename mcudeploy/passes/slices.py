@@ -1,5 +1,7 @@
 """A Slice (or TransposeView) that cannot be a view becomes a copy.
 
+A Slice with steps other than 1 (ONNX) is no window of its input: it becomes a StridedSlice.
+
 A Slice is a window of its input with no kernel (mcudeploy/memory/alias.py places it at an offset, with
 the input's strides). Where its output must be contiguous (it is a graph output, or is reshaped: a
 Reshape-like operator's output is its input's bytes) and the window is not, no view can hold it: such a
@@ -14,6 +16,7 @@ from __future__ import annotations
 from mcudeploy.ir import Graph, Node
 from mcudeploy.ir.tensor import row_major
 from mcudeploy.ops import registry
+from mcudeploy.ops.slice import stepped
 
 
 def _contiguous(shape, strides) -> bool:
@@ -47,9 +50,12 @@ def _copy(graph: Graph, node: Node) -> Node:
     op = registry.get(node.op)
     if hasattr(op, "view_perm"):
         return node.with_(op="Transpose", attrs={"perm": tuple(op.view_perm(graph, node))})
-    begin, end = op.bounds(graph, node)
-    return node.with_(op="StridedSlice", attrs={"begin": begin, "step": (1,) * len(begin),
-                                                  "size": tuple(e - b for b, e in zip(begin, end))})
+    begin, step, count = stepped(graph, node)
+    return node.with_(op="StridedSlice", attrs={"begin": begin, "step": step, "size": count})
+
+
+def _stepped(node: Node) -> bool:
+    return node.op == "Slice" and any(k != 1 for k in (node.attr("steps") or ()))
 
 
 def materialize_slices(graph: Graph) -> Graph:
@@ -58,7 +64,10 @@ def materialize_slices(graph: Graph) -> Graph:
     for node in graph.nodes:
         op = registry.get(node.op)
         src = node.inputs[0] if node.inputs else ""
-        if op.subview and src and not graph[src].is_const and _pinned(graph, node.outputs[0]):
+        if _stepped(node):
+            node, changed = _copy(graph, node), True
+            memo[node.outputs[0]] = row_major(graph[node.outputs[0]].shape)
+        elif op.subview and src and not graph[src].is_const and _pinned(graph, node.outputs[0]):
             strides = _strides(graph, src, memo)
             if hasattr(op, "view_perm"):
                 strides = tuple(strides[p] for p in op.view_perm(graph, node))

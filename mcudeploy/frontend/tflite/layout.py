@@ -71,6 +71,31 @@ def to_plain(imp, name: str, out: int) -> str:
     return inner(imp, "Transpose", (name,), {"perm": TO_NHWC}, "nhwc", out)
 
 
+def _of_input(imp, name: str) -> bool:
+    """Whether IR tensor ``name`` is a graph input or a Reshape of one (its bytes)."""
+    made = {o: n for n in imp.nodes for o in n.outputs}
+    while imp.tensors[name].kind != "input":
+        node = made.get(name)
+        if node is None or node.op != "Reshape":
+            return False
+        name = node.inputs[0]
+    return True
+
+
+def _nchw_view(imp, out: int, name: str) -> None:
+    """A plain 4-D tensor that is a graph input's bytes is read as NCHW through permuted strides (a
+    TransposeView, as Importer.value reads a 4-D graph input), not copied."""
+    t = imp.tensors[name]
+    n, h, w, c = t.shape
+    if c == 1 or h * w == 1 or not _of_input(imp, name):
+        return  # Importer.value: a Reshape, or a Transpose
+    view = f"{name}/nchw"
+    imp.tensors[view] = Tensor(view, nchw(t.shape), t.dtype, quant=t.quant if t.quant is None or t.quant.axis is None
+                               else Quant(t.quant.scale, t.quant.zero_point, TO_NCHW.index(t.quant.axis)))
+    imp.nodes.append(Node(f"{view}/transposeview", "TransposeView", (name,), (view,), {"perm": TO_NCHW}))
+    imp.converted[(out, "nchw")] = view
+
+
 def holdings(imp, i: int) -> dict[str, str]:
     """The IR tensors holding TFLite tensor i, by layout ("plain" only where it exists already)."""
     if imp.is_const(i):
@@ -98,9 +123,15 @@ def reshape(imp, have: dict[str, str], shape, out: int, plain: Optional[Callable
                 break
     for layout, src in have.items():
         if same_order(shape, layout, out_shape, "plain"):
-            return imp.emit("Reshape", (src,), out, {"shape": tuple(out_shape), "allowzero": 0})
+            name = imp.emit("Reshape", (src,), out, {"shape": tuple(out_shape), "allowzero": 0})
+            if len(out_shape) == 4:
+                _nchw_view(imp, out, name)
+            return name
     src = have["plain"] if "plain" in have else plain()
-    return imp.emit("Reshape", (src,), out, {"shape": tuple(out_shape), "allowzero": 0})
+    name = imp.emit("Reshape", (src,), out, {"shape": tuple(out_shape), "allowzero": 0})
+    if len(out_shape) == 4:
+        _nchw_view(imp, out, name)
+    return name
 
 
 def reshape_tensor(imp, x: int, out: int) -> str:

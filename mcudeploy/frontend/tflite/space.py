@@ -9,8 +9,9 @@ channels (i * b + j) * C' .. of input pixel (h, w), SPACE_TO_DEPTH the converse;
 output batch (i * bw + j) * N + n holds the padded input's pixels (h * bh + i, w * bw + j) of batch n,
 BATCH_TO_SPACE_ND the converse. A 3-D (N, L, C) tensor has one block dimension.
 
-SPACE_TO_BATCH_ND pads an integer tensor with code 0, as TFLite Micro does (its pad value, the unset
-output_offset of SpaceToBatchParams, is 0 in its zero-initialised arena, whatever the zero point).
+SPACE_TO_BATCH_ND with paddings is refused: TFLite Micro pads with a value it never sets (the
+output_offset of its SpaceToBatchParams: whatever its arena held, 0 in a fresh one, 16 after other
+models), so no result is TFLite Micro's.
 The converter writes a dilated convolution of an unknown batch as SPACE_TO_BATCH_ND -> CONV_2D ->
 BATCH_TO_SPACE_ND with shapes for a batch of 1 where the blocks make several: TFLite Micro, which sizes
 nothing at run time, then computes a part of it and leaves the rest of the output unset; such a file is
@@ -95,16 +96,11 @@ def space_to_batch_nd(imp, op, ins, outs):
     if any(p % b for p, b in zip(padded, blocks)):
         imp.fail(f"pads {list(shape[1:-1])} to {padded}, which blocks {blocks} do not divide", True)
     _check_batch(imp, shape[0] * math.prod(blocks), blocks, imp.shape(out)[0], "an output")
+    if pads.any():
+        imp.fail(f"has paddings {pads.tolist()}, which TFLite Micro fills with a value it never sets (its "
+                 f"SpaceToBatchParams.output_offset), which is not supported")
     n, c = shape[0], shape[-1]
     src = imp.value(x, layout)
-    if pads.any():
-        begin, end = [0, 0] + [int(p) for p in pads[:, 0]], [0, 0] + [int(p) for p in pads[:, 1]]
-        if layout == "plain":  # (N, L, C)
-            begin, end = [0, begin[2], 0], [0, end[2], 0]
-        attrs = {"pads": tuple(begin + end), "axes": None, "mode": "constant", "value": 0.0}
-        if imp.dtype(x) != "float32":
-            attrs["code"] = 0
-        src = inner(imp, "Pad", (src,), attrs, "padded", out, layout)
     if layout == "nchw":
         (hb, wb), (hp, wp) = blocks, padded
         _moved(imp, src, out, (n, c, hp // hb, hb, wp // wb, wb), (3, 5, 0, 1, 2, 4),
