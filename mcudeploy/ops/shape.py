@@ -453,6 +453,11 @@ class BroadcastTo(Op):
     def macs(self, graph, node):
         return 0
 
+    def piece(self, graph, node, axis, rows, pads):
+        shape = list(node.attr("shape"))
+        shape[[a.name for a in self.expr(graph, node).axes].index(axis)] = rows[1] - rows[0]
+        return {**node.attrs, "shape": tuple(shape)}
+
     def reference(self, graph, node, inputs):
         return [np.ascontiguousarray(np.broadcast_to(inputs[0], tuple(node.attr("shape"))))]
 

@@ -167,7 +167,14 @@ class StridedSlice(Op):
         return TensorExpr(tuple(axes), (tuple(dims),), (tuple(Dim.identity(f"d{i}") for i in range(len(size))),))
 
     def piece(self, graph, node, axis, rows, pads):
-        return None if pads is not None else dict(node.attrs)  # a cut identity axis: begin 0, step 1 there
+        """Along an output dimension the piece reads its own rows of the input (the partition slices them
+        out: rows begin + lo * step .. for a window), from their first: begin 0 there, hi - lo of them."""
+        if pads not in (None, (0, 0)):
+            return None
+        d = [a.name for a in self.expr(graph, node).axes].index(axis)
+        begin, _, size = (list(node.attr(k)) for k in ("begin", "step", "size"))
+        begin[d], size[d] = 0, rows[1] - rows[0]
+        return {**node.attrs, "begin": tuple(begin), "size": tuple(size)}
 
     def macs(self, graph, node):
         return 0

@@ -180,3 +180,57 @@ def test_a_reshaped_window_that_is_not_contiguous_is_copied():
 
 def test_a_window_a_kernel_reads_stays_a_view():
     assert materialize_slices(_slice_graph("Relu")).nodes[0].op == "Slice"
+
+
+# ---------------------------------------------------------------- cut into pieces (mcudeploy/partition)
+
+
+def _one_op(op: str, attrs: dict, x: Tensor, extra=()) -> Graph:
+    node = Node("n", op, ("x",) + tuple(t.name for t in extra), ("y",), attrs)
+    tensors = [x, *extra]
+    q = x.quant if op != "Requantize" else Quant((0.03,), (-2,))
+    return _graph(node, tensors + [_out(node, tensors, attrs.get("to", attrs.get("qdtype", x.dtype)), q)])
+
+
+CUTS = [
+    ("StridedSlice", {"begin": (0, 1, 6), "step": (1, 2, -1), "size": (2, 3, 7)}, "int8", ()),
+    ("BroadcastTo", {"shape": (3, 6, 7)}, "int8", ()),
+    ("GatherIndexed", {"axis": 2, "batch_dims": 0}, "int8", (constant("p", np.array([[6, 0], [3, 3]], np.int32)),)),
+    ("GatherND", {}, "int8", (constant("p", np.array([[1, 2], [0, 5], [1, 1]], np.int32)),)),
+    ("Cast", {"to": "float32"}, "int8", ()),
+    ("Requantize", {"qdtype": "int8"}, "int8", ()),
+]
+
+
+@pytest.mark.parametrize("op,attrs,dtype,extra", CUTS, ids=[c[0] for c in CUTS])
+def test_cut_along_every_axis_computes_the_same(op, attrs, dtype, extra):
+    from mcudeploy.partition import Cut, check_cut, split
+
+    shape = (1, 6, 7) if op == "BroadcastTo" else (2, 6, 7)
+    x = Tensor("x", shape, dtype, "input", Quant((0.05,), (1,)))
+    graph = _graph_with_relu(_one_op(op, attrs, x, extra))
+    value = np.random.default_rng(5).integers(-128, 128, shape).astype(dtype)
+    want = run_reference(graph, [value])
+    node = graph.nodes[0]
+    cut_any = False
+    for axis in registry.get(op).expr(graph, node).axes:
+        if axis.kind != "spatial" or axis.extent < 2:
+            continue
+        relu_axis = f"d{[a.name for a in registry.get(op).expr(graph, node).axes].index(axis.name)}"
+        cut = Cut(((node.name, axis.name), ("relu", relu_axis)), 2)
+        if check_cut(graph, cut) is not None:  # an axis the operator cannot be cut along: full, a reversed read
+            continue
+        got = run_reference(split(graph, (cut,)), [value])
+        np.testing.assert_array_equal(got[0], want[0])
+        cut_any = True
+    assert cut_any
+
+
+def _graph_with_relu(graph: Graph) -> Graph:
+    """The operator's output through a Relu (of the output's type), so a cut has a consumer to follow."""
+    y = graph[graph.outputs[0]]
+    mid = y.with_(name="mid", kind="activation")
+    node = graph.nodes[0].with_(outputs=("mid",))
+    relu = Node("relu", "Relu", ("mid",), ("y",))
+    tensors = {**{k: t for k, t in graph.tensors.items() if k != "y"}, "mid": mid, "y": y}
+    return Graph("g", tensors, (node, relu), graph.inputs, ("y",), arithmetic="tflite")
