@@ -71,7 +71,7 @@ def _requantize_graph(din, dout, s_in, z_in, s_out, z_out, n):
 
 
 @given(st.sampled_from([("int8", "int8"), ("int8", "int16"), ("int16", "int8"), ("int16", "int16"),
-                        ("int32", "int8"), ("int32", "int16")]),
+                        ("int32", "int8"), ("int32", "int16"), ("int8", "int32"), ("int16", "int32")]),
        st.floats(1e-4, 1.0), st.floats(1e-4, 1.0), st.integers(-128, 127), st.integers(-128, 127),
        st.integers(0, 2**32 - 1))
 @settings(max_examples=200, deadline=None)
@@ -130,6 +130,7 @@ def _bit_for_bit(model: Model, tmp_path, samples=None):
     ("int8", "int16", (0.05, -4), (0.0004, 0)),
     ("int16", "int8", (0.0005, 0), (0.03, 11)),
     ("int16", "int16", (0.0005, 0), (0.00031, 0)),
+    ("int16", "int32", (0.0005, 0), (0.00002, 0)),
 ])
 def test_quantize_between_integers_bit_for_bit_with_tflite_micro(din, dout, q_in, q_out, tmp_path, need_tflm):
     compiled = _bit_for_bit(_quantize_model(din, dout, q_in, q_out), tmp_path)
@@ -274,3 +275,28 @@ def test_a_keras_conv1d_stack_moves_no_data_between_its_layers():
     # the input is read as NCHW through strides; only the Flatten at the end needs the (N, L, C) order
     assert ops.count("Transpose") == 1 and ops[-1] == "Reshape" and ops[-2] == "Transpose"
     assert ops.count("TransposeView") == 1 and ops.count("Conv") == 3 and ops.count("MaxPool") == 1
+
+
+@pytest.mark.parametrize("hybrid", [False, True])
+def test_embedding_lookup_bit_for_bit_with_tflite_micro(hybrid, tmp_path, need_tflm):
+    rng = np.random.default_rng(6)
+    if hybrid:
+        table = T("w", (7, 2, 3), "int8", scale=(0.02,), zero_point=(0,),
+                  data=rng.integers(-127, 128, (7, 2, 3)).astype(np.int8))
+    else:
+        table = T("w", (7, 2, 3), "float32", data=rng.standard_normal((7, 2, 3)).astype(np.float32))
+    model = Model([T("i", (4,), "int32"), table, T("y", (4, 2, 3), "float32")],
+                  [Op(OPS.EMBEDDING_LOOKUP, ("i", "w"), ("y",))], ("i",), ("y",))
+    samples = [{"i": rng.integers(0, 7, 4).astype(np.int32)} for _ in range(3)]
+    _bit_for_bit(model, tmp_path, samples)
+
+
+def test_dynamic_update_slice_bit_for_bit_with_tflite_micro(tmp_path, need_tflm):
+    q = dict(scale=(0.05,), zero_point=(2,))
+    model = Model([T("x", (2, 6, 5), **q), T("u", (1, 3, 5), **q), T("p", (3,), "int32"), T("y", (2, 6, 5), **q)],
+                  [Op(OPS.DYNAMIC_UPDATE_SLICE, ("x", "u", "p"), ("y",))], ("x", "u", "p"), ("y",))
+    rng = np.random.default_rng(7)
+    samples = [{"x": rng.integers(-128, 128, (2, 6, 5)).astype(np.int8),
+                "u": rng.integers(-128, 128, (1, 3, 5)).astype(np.int8),
+                "p": np.array(p, np.int32)} for p in ([1, 2, 0], [-3, 9, 4], [0, 0, 0])]  # the second clamped
+    _bit_for_bit(model, tmp_path, samples)

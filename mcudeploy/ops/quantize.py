@@ -167,7 +167,7 @@ class Requantize(Op):
     """An integer tensor to another quantization, as TFLite Micro's QUANTIZE does (quantize_common.cc,
     reference/requantize.h): y = clamp(z_o + MultiplyByQuantizedMultiplier(x - z_i, M), range of y's type)
     with M = s_i / s_o from QuantizeMultiplier (mcudeploy/ops/requant.py: tflite_*). Per tensor; int8,
-    int16 and int32 in, int8 and int16 out. Elementwise: in place, split along every axis."""
+    int16 and int32 in, int8, int16 and (from int8, int16) int32 out. Elementwise: in place, split along every axis."""
 
     name = "Requantize"
 
@@ -182,7 +182,8 @@ class Requantize(Op):
     def infer(self, graph, node):
         x = graph[node.inputs[0]]
         out = node.attr("qdtype")
-        require(x.dtype in REQUANT_SUFFIX and out in ("int8", "int16"), f"Requantize of {x.dtype} to {out}")
+        require(x.dtype in REQUANT_SUFFIX and out in REQUANT_SUFFIX and not (x.dtype == out == "int32"),
+                f"Requantize of {x.dtype} to {out}")
         return [(x.shape, out)]
 
     def accepts_int8(self, graph, node):

@@ -42,9 +42,11 @@ def nchw(shape) -> tuple[int, ...]:
     return tuple(shape[p] for p in TO_NCHW)
 
 
-def inner(imp, op: str, inputs, attrs: dict, suffix: str, out: int, layout: str = "plain") -> str:
+def inner(imp, op: str, inputs, attrs: dict, suffix: str, out: int, layout: str = "plain",
+          quant: Optional[Quant] = None) -> str:
     """An intermediate IR tensor (named after TFLite tensor ``out`` and ``suffix``), made by ``op`` from
-    ``inputs``, with ``out``'s type and quantization (``layout`` "nchw": a per-channel axis moved)."""
+    ``inputs``, of the type ``op`` makes and ``out``'s quantization (``layout`` "nchw": a per-channel axis
+    moved), or ``quant``."""
     name = f"{imp.tname(out)}/{suffix}"
     k = 1
     while name in imp.tensors:
@@ -54,10 +56,10 @@ def inner(imp, op: str, inputs, attrs: dict, suffix: str, out: int, layout: str 
                 (name,), attrs)
     scope = Graph("scope", imp.tensors, (), (), (), arithmetic="tflite")
     (shape, dtype), *_ = registry.get(op).infer(scope, node)
-    q = imp.quant(out, len(imp.shape(out)))
-    if q is not None and q.axis is not None:
+    q = quant or imp.quant(out, len(imp.shape(out)))
+    if quant is None and q is not None and q.axis is not None:
         q = Quant(q.scale, q.zero_point, TO_NCHW.index(q.axis)) if layout == "nchw" and len(shape) == 4 else None
-    imp.tensors[name] = Tensor(name, tuple(int(d) for d in shape), imp.dtype(out), quant=q)
+    imp.tensors[name] = Tensor(name, tuple(int(d) for d in shape), dtype, quant=q)
     imp.nodes.append(node)
     return name
 
@@ -112,6 +114,9 @@ def reshape(imp, have: dict[str, str], shape, out: int, plain: Optional[Callable
     a 4-D output NCHW when some held form already has its order, else plain; a 3-D output whose N, C, L
     order a held form has is remembered as such (``Importer.channels_first``)."""
     out_shape = imp.shape(out)
+    if math.prod(shape) != math.prod(out_shape):
+        imp.fail(f"makes {list(out_shape)} of the {math.prod(shape)} elements of {list(shape)} (the file's shapes "
+                 f"disagree: a model converted with an unknown dimension; convert it with a batch of 1)", True)
     if len(out_shape) == 4:
         for layout, src in have.items():
             if same_order(shape, layout, out_shape, "nchw"):

@@ -1,7 +1,7 @@
 """QUANTIZE, DEQUANTIZE (a DEQUANTIZE of a constant is folded: weights stored quantized) and CAST.
 
-QUANTIZE of an integer tensor requantizes it (Requantize: int8, int16, int32 to int8, int16, as TFLite
-Micro's quantize_common.cc); the converter writes one before a CONCATENATION or PACK whose inputs it
+QUANTIZE of an integer tensor requantizes it (Requantize: int8, int16, int32 to int8, int16 and int8,
+int16 to int32, as TFLite Micro's quantize_common.cc); the converter writes one before a CONCATENATION or PACK whose inputs it
 quantized differently, and at int8 <-> int16 boundaries."""
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
 """Operators that take parts of a tensor: STRIDED_SLICE, SLICE, SPLIT, SPLIT_V, UNPACK, REVERSE_V2, GATHER,
-GATHER_ND.
+GATHER_ND, EMBEDDING_LOOKUP (rows of a table; an int8 table with a float output is dequantized after, as
+TFLite Micro's hybrid kernel does: scale times the code, zero point 0); and DYNAMIC_UPDATE_SLICE, which
+writes a part in (mcudeploy/ops/update.py).
 
 Each part is a Slice (a view: no copy, mcudeploy/memory/alias.py) where its steps are 1, else a
 StridedSlice (a strided copy; REVERSE_V2 is one with step -1); a dimension the operator drops (a
@@ -183,8 +185,30 @@ def gather(imp, op, ins, outs):
              {"axis": axis, "batch_dims": batch})
 
 
+@handles("EMBEDDING_LOOKUP")
+def embedding_lookup(imp, op, ins, outs):
+    ids, table, out = ins[0], ins[1], outs[0]
+    if imp.dtype(ids) != "int32" or len(imp.shape(ids)) != 1:
+        imp.fail("has ids that are not a vector of int32, which TFLite Micro does not take")
+    if imp.dtype(table) == imp.dtype(out):
+        imp.emit("GatherIndexed", (imp.value(table, "plain"), imp.value(ids, "plain")), out, {"axis": 0})
+        return
+    q = imp.quant(table, len(imp.shape(table)))
+    if imp.dtype(table) != "int8" or imp.dtype(out) != "float32" or q is None or q.axis is not None or q.zero_point[0]:
+        imp.fail(f"of a {imp.dtype(table)} table into {imp.dtype(out)} is not supported (TFLite Micro takes an "
+                 f"int8 table of zero point 0 into float32)")
+    rows = inner(imp, "GatherIndexed", (imp.value(table, "plain"), imp.value(ids, "plain")), {"axis": 0}, "rows", out,
+                 quant=q)
+    imp.emit("DequantizeLinear", (rows,), out, {"scale": q.scale, "zero_point": (0,), "axis": 0, "qdtype": "int8"})
+
+
 @handles("GATHER_ND")
 def gather_nd(imp, op, ins, outs):
     if imp.dtype(ins[1]) != "int32":
         imp.fail(f"has {imp.dtype(ins[1])} positions, which TFLite Micro does not take (int32)")
     imp.emit("GatherND", (imp.value(ins[0], "plain"), imp.value(ins[1], "plain")), outs[0])
+
+
+@handles("DYNAMIC_UPDATE_SLICE")
+def dynamic_update_slice(imp, op, ins, outs):
+    imp.emit("DynamicUpdateSlice", tuple(imp.value(i, "plain") for i in ins[:3]), outs[0])

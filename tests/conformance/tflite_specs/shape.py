@@ -11,6 +11,11 @@ def _fn(expr):
     return lambda tf: (lambda *x: expr(tf, *x))
 
 
+def _xla():
+    from tensorflow.compiler.tf2xla.python import xla  # XLA's DynamicUpdateSlice: the converter's DYNAMIC_UPDATE_SLICE
+    return xla
+
+
 def _after_conv(expr, filters=4):
     """expr of a Conv2D's output (a tensor mcudeploy holds NCHW)."""
     def build(tf):
@@ -90,6 +95,10 @@ SPECS = [
          (In((4, 3, 4, 2)),)),
     Spec("BATCH_TO_SPACE_ND", "crops", _fn(lambda tf, x: tf.batch_to_space(x, [2, 2], [[1, 0], [0, 1]])),
          (In((4, 3, 4, 2)),)),
+    Spec("DYNAMIC_UPDATE_SLICE", "constant-start", _fn(lambda tf, x, u: _xla().dynamic_update_slice(
+        x, u, tf.constant([0, 2, 1]))), (Y, In((2, 3, 4)))),
+    Spec("DYNAMIC_UPDATE_SLICE", "input-start", _fn(lambda tf, x, u, i: _xla().dynamic_update_slice(x, u, i)),
+         (Y, In((2, 3, 4)), In((3,), "int32", -1, 4)), ("float32",)),
     Spec("REVERSE_V2", "axis1", _fn(lambda tf, x: tf.reverse(x, [1])), (Y,)),
     Spec("REVERSE_V2", "after-conv", _after_conv(lambda tf, y: tf.reverse(y, [2, 3])), (X,)),
     Spec("BROADCAST_TO", "rows", _fn(lambda tf, x: tf.broadcast_to(x, (3, 6, 5))), (In((1, 6, 5)),)),
