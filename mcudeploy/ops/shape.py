@@ -4,7 +4,8 @@ kernel, the output is the input's bytes), Transpose, Split, BroadcastTo and Gath
 folded at import).
 
 Every dtype is accepted; an int8 tensor keeps its quantization through these operators (the
-output's quant must equal the input's, else the op stays in float).
+output's quant must equal the input's, else the op stays in float). In a TFLite model they move codes
+whatever the quantizations say, as TFLite Micro does.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from mcudeploy.ir import Graph, Node
 from mcudeploy.ops.base import (Array, Axis, Call, Dim, OnnxNode, Op, Struct, TensorExpr, elementwise_expr, require,
                                 require_valid)
 from mcudeploy.ops.registry import register
+from mcudeploy.ops.requant import arithmetic
 from mcudeploy.ops.util import ints, norm_axis
 
 MAX_DIMS = 6  # MCUD_MAX_DIMS in mcud.h
@@ -28,7 +30,10 @@ def kernel_suffix(dtype: str, what: str) -> str:
 
 
 def same_quant(graph: Graph, node: Node) -> bool:
-    """Every output carries input 0's quantization (what a data-moving int8 op needs)."""
+    """Every output carries input 0's quantization (what a data-moving int8 op needs); a TFLite model's
+    operators move codes as TFLite Micro does, whatever the quantizations."""
+    if arithmetic(graph) == "tflite":
+        return True
     q = graph[node.inputs[0]].quant
     return all(graph[o].quant == q for o in node.outputs)
 
