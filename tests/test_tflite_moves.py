@@ -300,3 +300,12 @@ def test_dynamic_update_slice_bit_for_bit_with_tflite_micro(tmp_path, need_tflm)
                 "u": rng.integers(-128, 128, (1, 3, 5)).astype(np.int8),
                 "p": np.array(p, np.int32)} for p in ([1, 2, 0], [-3, 9, 4], [0, 0, 0])]  # the second clamped
     _bit_for_bit(model, tmp_path, samples)
+
+
+def test_a_causal_conv1d_stack_pads_as_held():
+    """PAD -> RESHAPE -> CONV_2D per layer: the graph input is read through permuted strides, each pad is
+    made in N, C, L order; the one Transpose left makes the (N, L, C) output."""
+    graph = lower(import_model(f"{CONFORMANCE}/pad-conv1d-causal-stack-int8.tflite"))
+    ops = [n.op for n in graph.nodes]
+    assert ops.count("Transpose") == 1 and ops[-2:] == ["Transpose", "Reshape"]
+    assert ops[0] == "TransposeView" and ops.count("Pad") == 2 and ops.count("Conv") == 2

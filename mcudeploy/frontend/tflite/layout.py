@@ -73,7 +73,7 @@ def to_plain(imp, name: str, out: int) -> str:
     return inner(imp, "Transpose", (name,), {"perm": TO_NHWC}, "nhwc", out)
 
 
-def _of_input(imp, name: str) -> bool:
+def of_input(imp, name: str) -> bool:
     """Whether IR tensor ``name`` is a graph input or a Reshape of one (its bytes)."""
     made = {o: n for n in imp.nodes for o in n.outputs}
     while imp.tensors[name].kind != "input":
@@ -89,7 +89,7 @@ def _nchw_view(imp, out: int, name: str) -> None:
     TransposeView, as Importer.value reads a 4-D graph input), not copied."""
     t = imp.tensors[name]
     n, h, w, c = t.shape
-    if c == 1 or h * w == 1 or not _of_input(imp, name):
+    if c == 1 or h * w == 1 or not of_input(imp, name):
         return  # Importer.value: a Reshape, or a Transpose
     view = f"{name}/nchw"
     imp.tensors[view] = Tensor(view, nchw(t.shape), t.dtype, quant=t.quant if t.quant is None or t.quant.axis is None

@@ -3,12 +3,18 @@
 An integer tensor is padded with a code, as TFLite Micro does (kernels/pad.cc): PAD pads int8 with the
 output's zero point and int16, int32 with 0; PADV2 with its constant's code (no requantization: the
 converter gives the constant the output's quantization); MIRROR_PAD reflects without (REFLECT) or with
-(SYMMETRIC) the edge."""
+(SYMMETRIC) the edge.
+
+A 3-D (N, L, C) tensor that an IR tensor also holds as N, C, L (a Conv1D's output, layout.py) is padded in
+that order too, so a causal Conv1D's PAD -> RESHAPE -> CONV_2D needs no transpose between layers (the plain
+pad is made as well, and dropped when nothing reads it); a 3-D graph input is read so through permuted
+strides (a TransposeView)."""
 from __future__ import annotations
 
 import numpy as np
 
 from mcudeploy.frontend.tflite.importer import TO_NCHW, handles
+from mcudeploy.frontend.tflite.layout import inner, of_input
 
 MIRROR_MODES = {0: "reflect", 1: "symmetric"}  # tflite.MirrorPadMode
 
@@ -26,6 +32,16 @@ def _pad(imp, x: int, paddings: int, out: int, mode: str, value: float, code: in
     if imp.dtype(x) != "float32":
         attrs["code"] = code
     imp.emit("Pad", (imp.value(x, layout),), out, attrs, layout)
+    if rank == 3 and x not in imp.channels_first and not imp.is_const(x) and of_input(imp, imp.value(x, "plain")):
+        imp.channels_first[x] = inner(imp, "TransposeView", (imp.value(x, "plain"),), {"perm": (0, 2, 1)}, "ncl", x)
+    if rank == 3 and x in imp.channels_first:
+        n, length, c = imp.shape(x)
+        ncl = imp.channels_first[x]
+        if imp.tensors[ncl].shape != (n, c, length):
+            ncl = inner(imp, "Reshape", (ncl,), {"shape": (n, c, length), "allowzero": 0}, "ncl", out)
+        pads = pads[[0, 2, 1]]
+        attrs = {**attrs, "pads": tuple(int(p) for p in pads[:, 0]) + tuple(int(p) for p in pads[:, 1])}
+        imp.channels_first[out] = inner(imp, "Pad", (ncl,), attrs, "ncl_padded", out)
 
 
 def _zero_code(imp, out: int) -> int:

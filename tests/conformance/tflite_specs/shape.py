@@ -25,6 +25,14 @@ def _after_conv(expr, filters=4):
 
 
 
+def _causal_stack(tf):
+    """A small TCN of a fixed batch: the converter pads each causal (dilated) Conv1D with a PAD."""
+    k = tf.keras.layers
+    return tf.keras.Sequential([
+        k.Conv1D(8, 3, padding="causal", dilation_rate=2, activation="relu", bias_initializer="random_normal"),
+        k.Conv1D(6, 3, padding="causal", dilation_rate=4, bias_initializer="random_normal")])
+
+
 def _conv1d_stack(tf):
     k = tf.keras.layers
     return tf.keras.Sequential([k.Conv1D(8, 3, padding="same", activation="relu", bias_initializer="random_normal"),
@@ -67,6 +75,7 @@ SPECS = [
     Spec("TRANSPOSE", "0213", _fn(lambda tf, x: tf.transpose(x, (0, 2, 1, 3))), (X,)),
     Spec("TRANSPOSE", "3d", _fn(lambda tf, x: tf.transpose(x, (2, 0, 1))), (Y,)),
     Spec("PAD", "hw", _fn(lambda tf, x: tf.pad(x, [[0, 0], [1, 2], [2, 1], [0, 0]])), (X,)),
+    Spec("PAD", "conv1d-causal-stack", _causal_stack, (In((1, 16, 4)),), static_batch=True),
     Spec("PAD", "channels", _fn(lambda tf, x: tf.pad(x, [[0, 0], [0, 0], [0, 0], [1, 3]])), (X,)),
     Spec("PADV2", "value", _fn(lambda tf, x: tf.pad(x, [[0, 0], [1, 1], [0, 2], [0, 0]], constant_values=1.5)), (X,)),
     Spec("MIRROR_PAD", "reflect", _fn(lambda tf, x: tf.pad(x, [[0, 0], [2, 1], [1, 2], [0, 0]], "REFLECT")), (X,)),
