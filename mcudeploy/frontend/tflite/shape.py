@@ -25,9 +25,20 @@ def concatenation(imp, op, ins, outs):
     if o.FusedActivationFunction():
         imp.fail("with a fused activation is not supported")
     layout = "nchw" if rank == 4 else "plain"
+    file_axis = axis
     if layout == "nchw":
         axis = TO_NCHW.index(axis)
     imp.emit("Concat", tuple(imp.value(i, layout) for i in ins), outs[0], {"axis": axis}, layout)
+    if rank == 3 and all(i in imp.channels_first for i in ins):  # Conv1D branches: side by side as held too
+        parts = []
+        for k, i in enumerate(ins):
+            n, length, c = imp.shape(i)
+            src = imp.channels_first[i]
+            if imp.tensors[src].shape != (n, c, length):
+                src = inner(imp, "Reshape", (src,), {"shape": (n, c, length), "allowzero": 0}, f"ncl{k}", outs[0])
+            parts.append(src)
+        imp.channels_first[outs[0]] = inner(imp, "Concat", parts, {"axis": (0, 2, 1).index(file_axis)}, "ncl",
+                                            outs[0])
 
 
 @handles("PACK")
