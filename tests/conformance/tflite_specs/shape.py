@@ -74,6 +74,8 @@ SPECS = [
     Spec("SLICE", "begin-size", _fn(lambda tf, x: tf.slice(x, [0, 1, 1], [2, 3, 4])), (Y,)),
     Spec("TRANSPOSE", "0213", _fn(lambda tf, x: tf.transpose(x, (0, 2, 1, 3))), (X,)),
     Spec("TRANSPOSE", "3d", _fn(lambda tf, x: tf.transpose(x, (2, 0, 1))), (Y,)),
+    Spec("TRANSPOSE", "5d", _fn(lambda tf, x: tf.transpose(tf.reshape(x, (1, 6, 2, 4, 4)), (0, 2, 1, 4, 3))), (X,),
+         static_batch=True),
     Spec("PAD", "hw", _fn(lambda tf, x: tf.pad(x, [[0, 0], [1, 2], [2, 1], [0, 0]])), (X,)),
     Spec("PAD", "conv1d-causal-stack", _causal_stack, (In((1, 16, 4)),), static_batch=True),
     Spec("PAD", "channels", _fn(lambda tf, x: tf.pad(x, [[0, 0], [0, 0], [0, 0], [1, 3]])), (X,)),
