@@ -58,7 +58,7 @@ def _clamp(v: int, lo: int, hi: int) -> int:
 
 
 def tflm_strided_slice(shape, begin, end, strides, begin_mask: int, end_mask: int, shrink_mask: int):
-    """(start, step, count) per dimension and the output shape, as TFLite Micro's STRIDED_SLICE."""
+    """(start, count) per dimension and the output shape, as TFLite Micro's STRIDED_SLICE resolves them."""
     start_, count_, out = [], [], []
     for d, n in enumerate(shape):
         b, e, s = begin[d], end[d], strides[d]
@@ -167,22 +167,27 @@ def reverse_v2(imp, op, ins, outs):
 
 @handles("GATHER")
 def gather(imp, op, ins, outs):
+    """A 4-D tensor held NCHW gathered by a vector of positions stays NCHW (its axis moved)."""
     x, p, out = ins[0], ins[1], outs[0]
     o = imp.options(op, "GatherOptions")
     axis, batch = (o.Axis(), o.BatchDims()) if o is not None else (0, 0)
+    rank = len(imp.shape(x))
+    axis %= rank
     if imp.dtype(p) != "int32":
         imp.fail(f"has {imp.dtype(p)} positions, which TFLite Micro does not take (int32)")
+    layout = "nchw" if rank == 4 and x in imp.nchw and len(imp.shape(p)) == 1 and batch == 0 else "plain"
+    at = TO_NCHW.index(axis) if layout == "nchw" else axis
+    src = imp.value(x, layout)
     if imp.is_const(p) and batch == 0:
         value = imp.const_data(p)
-        n = imp.shape(x)[axis % len(imp.shape(x))]
+        n = imp.shape(x)[axis]
         if value.size and (value.min() < 0 or value.max() >= n):
             imp.fail(f"reads position {int(value.min() if value.min() < 0 else value.max())} of an axis of "
                      f"{n}", True)
-        imp.emit("Gather", (imp.value(x, "plain"),), out, {"axis": axis, "indices": tuple(int(v) for v in value.ravel()),
-                                                          "indices_shape": value.shape})
+        imp.emit("Gather", (src,), out, {"axis": at, "indices": tuple(int(v) for v in value.ravel()),
+                                         "indices_shape": value.shape}, layout)
         return
-    imp.emit("GatherIndexed", (imp.value(x, "plain"), imp.value(p, "plain")), out,
-             {"axis": axis, "batch_dims": batch})
+    imp.emit("GatherIndexed", (src, imp.value(p, "plain")), out, {"axis": at, "batch_dims": batch}, layout)
 
 
 @handles("EMBEDDING_LOOKUP")

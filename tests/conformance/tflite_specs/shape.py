@@ -87,6 +87,7 @@ SPECS = [
                                                                            (10, 4)), i)),
          (In((3,), "int32", 0, 9),), ("float32",)),
     Spec("GATHER", "activation-by-indices", _fn(lambda tf, x, i: tf.gather(x, i, axis=2)), (Y, In((3,), "int32", 0, 4))),
+    Spec("GATHER", "after-conv", _after_conv(lambda tf, y: tf.gather(y, [5, 0, 2], axis=-1), 6), (X,)),
     Spec("GATHER", "batch-dims", _fn(lambda tf, x, i: tf.gather(x, i, axis=2, batch_dims=1)),
          (Y, In((2, 3), "int32", 0, 4)), ("float32", "int8")),
     Spec("GATHER_ND", "pairs", _fn(lambda tf, x, i: tf.gather_nd(x, i)), (Y, In((4, 2), "int32", 0, 1))),
