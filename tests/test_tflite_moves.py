@@ -308,3 +308,18 @@ def test_a_causal_conv1d_stack_pads_as_held():
     ops = [n.op for n in graph.nodes]
     assert ops.count("Transpose") == 1 and ops[-2:] == ["Transpose", "Reshape"]
     assert ops[0] == "TransposeView" and ops.count("Pad") == 2 and ops.count("Conv") == 2
+
+
+def test_space_to_batch_with_paddings_is_refused_in_one_sentence(tmp_path):
+    """TFLite Micro pads with a value it never sets (what its arena held before: 0 alone, 16 after other
+    cases in one process), so no result is its own."""
+    pads = np.array([[1, 1], [0, 2]], np.int32)
+    model = Model([T("x", (1, 4, 4, 2), scale=(0.1,), zero_point=(-128,)),
+                   T("b", (2,), "int32", data=np.array([2, 2], np.int32)), T("p", (2, 2), "int32", data=pads),
+                   T("y", (4, 3, 3, 2), scale=(0.1,), zero_point=(-128,))],
+                  [Op(OPS.SPACE_TO_BATCH_ND, ("x", "b", "p"), ("y",))], ("x",), ("y",))
+    path = tmp_path / "s2b.tflite"
+    path.write_bytes(model.build())
+    with pytest.raises(UnsupportedError, match=r"paddings \[\[1, 1\], \[0, 2\]\], which TFLite Micro fills with a "
+                                               r"value it never sets"):
+        import_model(path)
