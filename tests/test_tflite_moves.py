@@ -323,3 +323,15 @@ def test_space_to_batch_with_paddings_is_refused_in_one_sentence(tmp_path):
     with pytest.raises(UnsupportedError, match=r"paddings \[\[1, 1\], \[0, 2\]\], which TFLite Micro fills with a "
                                                r"value it never sets"):
         import_model(path)
+
+
+def test_a_transpose_that_moves_only_dimensions_of_one_is_a_view(tmp_path):
+    q = dict(scale=(0.05,), zero_point=(1,))
+    model = Model([T("x", (1, 6, 1, 4), **q), T("p", (4,), "int32", data=np.array([0, 2, 1, 3], np.int32)),
+                   T("y", (1, 1, 6, 4), **q)], [Op(OPS.TRANSPOSE, ("x", "p"), ("y",))], ("x",), ("y",))
+    path = tmp_path / "t.tflite"
+    path.write_bytes(model.build())
+    graph = lower(import_model(path))
+    assert [n.op for n in graph.nodes] == ["Reshape"]
+    x = np.arange(24, dtype=np.int8).reshape(1, 6, 1, 4)
+    np.testing.assert_array_equal(run_reference(graph, [x])[0], x.transpose(0, 2, 1, 3))

@@ -55,24 +55,33 @@ def pack(imp, op, ins, outs):
 
 @handles("TRANSPOSE")
 def transpose(imp, op, ins, outs):
-    """One Transpose from the input as held to the output as its consumers take it (NCHW when 4-D);
-    none (a view) when the two orders agree."""
+    """One Transpose from the input as held to the output as its consumers take it (NCHW when 4-D, as
+    the file has it when a graph output); none (a view) where some layout of the output has the input's
+    order (the transpose moves only dimensions of one)."""
     x, out = ins[0], outs[0]
     if not imp.is_const(ins[1]):
         imp.fail("has a permutation that is not constant")
-    perm = tuple(int(p) % len(imp.shape(x)) for p in np.ravel(imp.const_data(ins[1])))
-    held = x in imp.nchw and len(perm) == 4
-    layout = "nchw" if len(perm) == 4 else "plain"
-    # output dimension d (as held) reads file dimension perm[d] of x, which x holds at position at[...]
-    order = tuple(TO_NCHW) if layout == "nchw" else tuple(range(len(perm)))
-    at = TO_NHWC if held else tuple(range(len(perm)))
-    composite = tuple(at[perm[order[d]]] for d in range(len(perm)))
+    rank = len(imp.shape(x))
+    perm = tuple(int(p) % rank for p in np.ravel(imp.const_data(ins[1])))
+    held = x in imp.nchw and rank == 4
     src = imp.value(x, "nchw" if held else "plain")
-    shape = nchw(imp.shape(out)) if layout == "nchw" else imp.shape(out)
-    if composite == tuple(range(len(perm))):
-        imp.emit("Reshape", (src,), out, {"shape": shape, "allowzero": 0}, layout)
-    else:
-        imp.emit("Transpose", (src,), out, {"perm": composite}, layout)
+    at = TO_NHWC if held else tuple(range(rank))  # where x holds each of its file dimensions
+    layouts = ("nchw", "plain") if rank == 4 else ("plain",)
+    if out in imp.outputs:
+        layouts = tuple(reversed(layouts))
+    options = []
+    for layout in layouts:
+        order = TO_NCHW if layout == "nchw" else tuple(range(rank))
+        # output dimension d (as held) is file dimension perm[order[d]] of x
+        composite = tuple(at[perm[order[d]]] for d in range(rank))
+        moved = [d for d in composite if imp.tensors[src].shape[d] != 1]
+        shape = nchw(imp.shape(out)) if layout == "nchw" else imp.shape(out)
+        if moved == sorted(moved):
+            imp.emit("Reshape", (src,), out, {"shape": shape, "allowzero": 0}, layout)
+            return
+        options.append((layout, composite))
+    layout, composite = options[0]
+    imp.emit("Transpose", (src,), out, {"perm": composite}, layout)
 
 
 @handles("SHAPE")
