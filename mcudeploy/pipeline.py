@@ -25,6 +25,7 @@ from mcudeploy.passes.int8_input import take_int8_inputs
 from mcudeploy.passes.qdq import lower_qdq
 from mcudeploy.passes.transformer import fuse_transformer_patterns
 from mcudeploy.passes.shuffle import lower_channel_shuffle
+from mcudeploy.passes.slices import materialize_slices
 from mcudeploy.passes.stream_input import stream_inputs
 from mcudeploy.schedule import Schedule, schedule
 
@@ -40,6 +41,7 @@ PASSES: tuple[tuple[str, Callable[[Graph], Graph]], ...] = (
     ("fuse_activations", fuse_activations),
     ("fuse_swish", fuse_swish),
     ("eliminate_dead", eliminate_dead),
+    ("materialize_slices", materialize_slices),
 )
 # what --int8-input adds in front: the quantized inputs are taken as the integers their QuantizeLinear makes
 INT8_INPUT: tuple[tuple[str, Callable[[Graph], Graph]], ...] = (("take_int8_inputs", take_int8_inputs),)

@@ -13,8 +13,29 @@ void mcud_quantize_s8(const mcud_view *x, const mcud_view *y, const mcud_qdq_par
 void mcud_quantize_u8(const mcud_view *x, const mcud_view *y, const mcud_qdq_params *p);
 void mcud_quantize_s8_tfl(const mcud_view *x, const mcud_view *y, const mcud_qdq_params *p);
 void mcud_quantize_u8_tfl(const mcud_view *x, const mcud_view *y, const mcud_qdq_params *p);
+void mcud_quantize_s16_tfl(const mcud_view *x, const mcud_view *y, const mcud_qdq_params *p);
 void mcud_dequantize_s8(const mcud_view *x, const mcud_view *y, const mcud_qdq_params *p);
 void mcud_dequantize_u8(const mcud_view *x, const mcud_view *y, const mcud_qdq_params *p);
+void mcud_dequantize_s16(const mcud_view *x, const mcud_view *y, const mcud_qdq_params *p);
 void mcud_dequantize_s32(const mcud_view *x, const mcud_view *y, const mcud_qdq_params *p);
+
+/* TFLite's QUANTIZE of an integer tensor: y = clamp(out_zp + mcud_requant_tfl(x - in_zp, mult, shift)),
+ * the range of y's type (reference/requantize.h). */
+typedef struct {
+    int32_t in_zp, out_zp;
+    int32_t mult, shift;
+} mcud_requantize_params;
+
+#define MCUD_DECLARE_REQUANTIZE(IN, OUT) \
+    void mcud_requantize_##IN##_##OUT(const mcud_view *x, const mcud_view *y, const mcud_requantize_params *p);
+
+MCUD_DECLARE_REQUANTIZE(s8, s8)
+MCUD_DECLARE_REQUANTIZE(s8, s16)
+MCUD_DECLARE_REQUANTIZE(s8, s32)
+MCUD_DECLARE_REQUANTIZE(s16, s8)
+MCUD_DECLARE_REQUANTIZE(s16, s16)
+MCUD_DECLARE_REQUANTIZE(s16, s32)
+MCUD_DECLARE_REQUANTIZE(s32, s8)
+MCUD_DECLARE_REQUANTIZE(s32, s16)
 
 #endif

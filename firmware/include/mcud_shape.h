@@ -1,4 +1,5 @@
-/* Data-moving kernels: Transpose, Split and Gather, on views of any element type (the copy depends only
+/* Data-moving kernels: Transpose, Split, Gather, StridedSlice and BroadcastTo (x's dimensions of one, or
+ * missing on the left, repeated to y's shape), on views of any element type (the copy depends only
  * on the element size). View operators (Reshape, Flatten, Squeeze, Unsqueeze, Identity) have
  * no kernel: their output shares the input's bytes. */
 #ifndef MCUD_SHAPE_H
@@ -26,6 +27,13 @@ typedef struct {
     const int32_t *indices;
 } mcud_gather_params;
 
+/* Output index i of dimension d reads input index begin[d] + i * step[d] (step != 0: negative reads
+ * backwards). */
+typedef struct {
+    int32_t begin[MCUD_MAX_DIMS];
+    int32_t step[MCUD_MAX_DIMS];
+} mcud_strided_slice_params;
+
 /* Copy an n-D block of `shape` (ndim <= MCUD_MAX_DIMS) of elements of `elem_size` bytes from
  * src to dst, each addressed through its own strides in elements. */
 void mcud_copy_strided(void *dst, const int32_t *dst_stride, const void *src, const int32_t *src_stride,
@@ -37,7 +45,9 @@ void mcud_copy_strided(void *dst, const int32_t *dst_stride, const void *src, co
                              const mcud_view *y2, const mcud_view *y3, const mcud_view *y4,            \
                              const mcud_view *y5, const mcud_view *y6, const mcud_view *y7,            \
                              const mcud_split_params *p);                                         \
-    void mcud_gather_##SUFFIX(const mcud_view *x, const mcud_view *y, const mcud_gather_params *p);
+    void mcud_gather_##SUFFIX(const mcud_view *x, const mcud_view *y, const mcud_gather_params *p); \
+    void mcud_strided_slice_##SUFFIX(const mcud_view *x, const mcud_view *y, const mcud_strided_slice_params *p); \
+    void mcud_broadcast_to_##SUFFIX(const mcud_view *x, const mcud_view *y);
 
 MCUD_DECLARE_SHAPE_KERNELS(s8)
 MCUD_DECLARE_SHAPE_KERNELS(u8)

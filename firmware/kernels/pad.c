@@ -15,6 +15,13 @@ static int32_t source_index(int32_t i, int32_t n, int32_t mode)
         int32_t m = i % n;
         return m < 0 ? m + n : m;
     }
+    if (mode == MCUD_PAD_SYMMETRIC) {
+        int32_t m = i % (2 * n);
+        if (m < 0) {
+            m += 2 * n;
+        }
+        return m < n ? m : 2 * n - 1 - m;
+    }
     if (mode == MCUD_PAD_REFLECT) {
         if (n == 1) {
             return 0;
@@ -65,4 +72,5 @@ static int32_t source_index(int32_t i, int32_t n, int32_t mode)
 
 PAD_KERNEL(mcud_pad_f32, float, p->value)
 PAD_KERNEL(mcud_pad_s8, int8_t, p->ivalue)
+PAD_KERNEL(mcud_pad_s16, int16_t, p->ivalue)
 PAD_KERNEL(mcud_pad_s32, int32_t, p->ivalue)

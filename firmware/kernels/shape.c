@@ -1,4 +1,4 @@
-/* Transpose, Split and Gather as strided copies. The element is moved with a fixed-size memcpy, which
+/* Transpose, Split, Gather and StridedSlice as strided copies. The element is moved with a fixed-size memcpy, which
  * compilers turn into one load and one store and which is free of strict-aliasing trouble
  * (float data is copied as bytes). */
 #include <string.h>
@@ -324,6 +324,32 @@ static void gather(const mcud_view *x, const mcud_view *y, const mcud_gather_par
     }
 }
 
+/* The input read from its first element with every stride multiplied by its step: one strided copy
+ * (mcud_copy_strided keeps the order of a block with a negative stride). */
+static void strided_slice(const mcud_view *x, const mcud_view *y, const mcud_strided_slice_params *p, int32_t size)
+{
+    int32_t src_stride[MCUD_MAX_DIMS];
+    int32_t offset = 0;
+    for (int32_t d = 0; d < x->ndim; d++) {
+        offset += p->begin[d] * x->stride[d];
+        src_stride[d] = x->stride[d] * p->step[d];
+    }
+    const char *src = (const char *)x->data + (ptrdiff_t)offset * size;
+    mcud_copy_strided(y->data, y->stride, src, src_stride, y->shape, y->ndim, size);
+}
+
+/* x read with stride 0 along the dimensions y repeats. */
+static void broadcast_to(const mcud_view *x, const mcud_view *y, int32_t size)
+{
+    int32_t src_stride[MCUD_MAX_DIMS];
+    int32_t lead = y->ndim - x->ndim;
+    for (int32_t d = 0; d < y->ndim; d++) {
+        int32_t k = d - lead;
+        src_stride[d] = (k < 0 || x->shape[k] == 1) ? 0 : x->stride[k];
+    }
+    mcud_copy_strided(y->data, y->stride, x->data, src_stride, y->shape, y->ndim, size);
+}
+
 #define SHAPE_KERNELS(SUFFIX, SIZE)                                                                \
     void mcud_transpose_##SUFFIX(const mcud_view *x, const mcud_view *y, const mcud_transpose_params *p) \
     {                                                                                              \
@@ -340,6 +366,14 @@ static void gather(const mcud_view *x, const mcud_view *y, const mcud_gather_par
     void mcud_gather_##SUFFIX(const mcud_view *x, const mcud_view *y, const mcud_gather_params *p) \
     {                                                                                              \
         gather(x, y, p, (SIZE));                                                                   \
+    }                                                                                              \
+    void mcud_strided_slice_##SUFFIX(const mcud_view *x, const mcud_view *y, const mcud_strided_slice_params *p) \
+    {                                                                                              \
+        strided_slice(x, y, p, (SIZE));                                                            \
+    }                                                                                              \
+    void mcud_broadcast_to_##SUFFIX(const mcud_view *x, const mcud_view *y)                        \
+    {                                                                                              \
+        broadcast_to(x, y, (SIZE));                                                                \
     }
 
 SHAPE_KERNELS(s8, 1)

@@ -1,11 +1,13 @@
-"""Pad: constant, reflect, edge and wrap modes, any rank up to 6, float32, int8 and int32.
+"""Pad: constant, reflect, symmetric, edge and wrap modes, any rank up to 6, float32, int8, int16 and int32.
 
 Every output coordinate o along a dim reads input coordinate o - pad_begin, mapped back into
 [0, n) by the mode (reflect repeats the mirror, edge clamps, wrap takes it modulo n) or, in
-constant mode, replaced by the pad value. Negative pads crop. Pads and the constant value
+constant mode, replaced by the pad value (symmetric, TFLite's MIRROR_PAD, repeats the edge in the mirror
+where reflect does not). Negative pads crop. Pads and the constant value
 (opset 11+) and axes (opset 18+) must be constant inputs; they become attributes.
 An int8 Pad moves data only: it needs equal input and output quantization, and its pad value
-is the constant quantized with them (normally the zero point).
+is the constant quantized with them (normally the zero point). A TFLite model's Pad gives its integer
+pad value as attribute ``code`` instead: TFLite Micro pads with a code and moves the others as they are.
 """
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ from mcudeploy.ops.base import Axis, Call, Dim, OnnxNode, Op, Struct, TensorExpr
 from mcudeploy.ops.registry import register
 from mcudeploy.ops.util import ints, norm_axis
 
-MODES = {"constant": 0, "reflect": 1, "edge": 2, "wrap": 3}
+MODES = {"constant": 0, "reflect": 1, "edge": 2, "wrap": 3, "symmetric": 4}
+SUFFIX = {"float32": "f32", "int8": "s8", "int16": "s16", "int32": "s32"}
 MAX_DIMS = 6
 
 
@@ -46,6 +49,9 @@ def source_index(o: np.ndarray, n: int, mode: str) -> np.ndarray:
         return np.clip(o, 0, n - 1)
     if mode == "wrap":
         return np.mod(o, n)
+    if mode == "symmetric":
+        m = np.mod(o, 2 * n)
+        return np.where(m < n, m, 2 * n - 1 - m)
     if n == 1:
         return np.zeros_like(o)
     period = 2 * (n - 1)
@@ -60,7 +66,7 @@ class Pad(Op):
 
     def from_onnx(self, onnx: OnnxNode):
         mode = onnx.attrs.get("mode", "constant")
-        require(mode in MODES, f"mode {mode} is not supported")
+        require(mode in MODES and mode != "symmetric", f"mode {mode} is not supported")
         if onnx.opset < 11:
             pads = onnx.attrs.get("pads", onnx.attrs.get("paddings"))
             require(pads is not None, "pads is required")
@@ -83,7 +89,8 @@ class Pad(Op):
 
     def infer(self, graph, node):
         x = graph[node.inputs[0]]
-        require(x.dtype in ("float32", "int8", "int32"), f"Pad of {x.dtype} is not supported")
+        require(x.dtype in SUFFIX, f"Pad of {x.dtype} is not supported")
+        require(x.dtype != "int16" or node.attr("code") is not None, "Pad of int16 is not supported")
         require(1 <= len(x.shape) <= MAX_DIMS, f"Pad of a rank-{len(x.shape)} tensor is not supported")
         begin, end = _pads(graph, node)
         out = tuple(n + b + e for n, b, e in zip(x.shape, begin, end))
@@ -96,6 +103,8 @@ class Pad(Op):
 
     def accepts_int8(self, graph, node) -> bool:
         x, y = graph[node.inputs[0]], graph[node.outputs[0]]
+        if node.attr("code") is not None:  # TFLite: codes moved, the pad value a code
+            return x.dtype == y.dtype
         return (x.dtype == "int8" and y.dtype == "int8" and x.quant is not None and x.quant == y.quant
                 and len(x.quant.scale) == 1)
 
@@ -104,6 +113,10 @@ class Pad(Op):
         x = graph[node.inputs[0]]
         if x.dtype == "float32":
             return np.float32(node.attr("value"))
+        if node.attr("code") is not None:
+            lo, hi = np.iinfo(x.dtype).min, np.iinfo(x.dtype).max
+            require(lo <= node.attr("code") <= hi, f"pad value {node.attr('code')} outside the range of {x.dtype}")
+            return np.dtype(x.dtype).type(node.attr("code"))
         if x.dtype == "int32":
             return np.int32(round(node.attr("value")))
         require(self.accepts_int8(graph, node), "int8 Pad needs equal input and output quantization")
@@ -159,5 +172,5 @@ class Pad(Op):
         params = Struct.of("mcud_pad_params", pad_begin=tuple(begin) + (0,) * (MAX_DIMS - len(begin)),
                            mode=MODES[node.attr("mode")], value=float(node.attr("value")),
                            ivalue=0 if x.dtype == "float32" else int(value))
-        suffix = {"float32": "f32", "int8": "s8", "int32": "s32"}[x.dtype]
+        suffix = SUFFIX[x.dtype]
         return Call(f"mcud_pad_{suffix}", (node.inputs[0], node.outputs[0]), params)

@@ -1,11 +1,12 @@
-"""QuantizeLinear and DequantizeLinear that remain after QDQ lowering (at float boundaries)."""
+"""QuantizeLinear and DequantizeLinear that remain after QDQ lowering (at float boundaries); Requantize,
+TFLite's QUANTIZE from one integer quantization to another."""
 from __future__ import annotations
 
 import numpy as np
 
 from mcudeploy.ir import Graph, Node
 from mcudeploy.ops.base import Call, OnnxNode, Op, Struct, elementwise_expr, require, require_valid, Array
-from mcudeploy.ops.requant import QRANGE, arithmetic, tflite_round
+from mcudeploy.ops.requant import QRANGE, arithmetic, tflite_multiplier, tflite_requantize, tflite_round
 from mcudeploy.ops.registry import register
 from mcudeploy.ops.util import norm_axis
 
@@ -91,7 +92,9 @@ class QuantizeLinear(_QDQ):
 
     def infer(self, graph, node):
         require(graph[node.inputs[0]].dtype == "float32", "QuantizeLinear takes a float32 input")
-        require(node.attr("qdtype") in ("int8", "uint8"), "QuantizeLinear produces int8 or uint8")
+        require(node.attr("qdtype") in ("int8", "uint8") or (node.attr("qdtype") == "int16" and
+                                                             arithmetic(graph) == "tflite"),
+                "QuantizeLinear produces int8 or uint8")
         _check_channels(graph, node, node.inputs[0])
         return [(graph[node.inputs[0]].shape, node.attr("qdtype"))]
 
@@ -100,7 +103,7 @@ class QuantizeLinear(_QDQ):
         x = inputs[0].astype(np.float32)
         scale = _bcast(graph, node, node.inputs[0], np.float32(node.attr("scale")))
         zp = _bcast(graph, node, node.inputs[0], node.attr("zero_point"))
-        lo, hi = (-128, 127) if node.attr("qdtype") == "int8" else (0, 255)
+        lo, hi = QRANGE[node.attr("qdtype")]
         if arithmetic(graph) == "tflite":  # TFLite's AffineQuantize: float32 quotient, TfLiteRound
             q = tflite_round(x / scale).astype(np.int64) + zp
         else:
@@ -110,7 +113,7 @@ class QuantizeLinear(_QDQ):
     def kernel(self, graph, node):
         node = self._axis(graph, node)
         channels, inner = _axis_info(graph, node, node.inputs[0])
-        fn = "mcud_quantize_s8" if node.attr("qdtype") == "int8" else "mcud_quantize_u8"
+        fn = {"int8": "mcud_quantize_s8", "uint8": "mcud_quantize_u8", "int16": "mcud_quantize_s16"}[node.attr("qdtype")]
         if arithmetic(graph) == "tflite":
             fn += "_tfl"
         return Call(fn, (node.inputs[0], node.outputs[0]), Struct.of(
@@ -135,7 +138,8 @@ class DequantizeLinear(_QDQ):
 
     def infer(self, graph, node):
         dtype = graph[node.inputs[0]].dtype
-        require(dtype in ("int8", "uint8", "int32"), f"DequantizeLinear of {dtype} is not supported")
+        require(dtype in ("int8", "uint8", "int32") or (dtype == "int16" and arithmetic(graph) == "tflite"),
+                f"DequantizeLinear of {dtype} is not supported")
         _check_channels(graph, node, node.inputs[0])
         return [(graph[node.inputs[0]].shape, "float32")]
 
@@ -148,7 +152,62 @@ class DequantizeLinear(_QDQ):
     def kernel(self, graph, node):
         node = self._axis(graph, node)
         channels, inner = _axis_info(graph, node, node.inputs[0])
-        fn = {"int8": "mcud_dequantize_s8", "uint8": "mcud_dequantize_u8", "int32": "mcud_dequantize_s32"}
+        fn = {"int8": "mcud_dequantize_s8", "uint8": "mcud_dequantize_u8", "int16": "mcud_dequantize_s16",
+              "int32": "mcud_dequantize_s32"}
         return Call(fn[graph[node.inputs[0]].dtype], (node.inputs[0], node.outputs[0]), Struct.of(
             "mcud_qdq_params", scale=Array("float", node.attr("scale")),
             zero_point=Array("int32_t", node.attr("zero_point")), channels=channels, inner=inner))
+
+
+REQUANT_SUFFIX = {"int8": "s8", "int16": "s16", "int32": "s32"}
+
+
+@register
+class Requantize(Op):
+    """An integer tensor to another quantization, as TFLite Micro's QUANTIZE does (quantize_common.cc,
+    reference/requantize.h): y = clamp(z_o + MultiplyByQuantizedMultiplier(x - z_i, M), range of y's type)
+    with M = s_i / s_o from QuantizeMultiplier (mcudeploy/ops/requant.py: tflite_*). Per tensor; int8,
+    int16 and int32 in, int8, int16 and (from int8, int16) int32 out. Elementwise: in place, split along every axis."""
+
+    name = "Requantize"
+
+    def _params(self, graph: Graph, node: Node) -> tuple[int, int, int, int]:
+        x, y = graph[node.inputs[0]], graph[node.outputs[0]]
+        require(x.quant is not None and y.quant is not None, "Requantize needs a quantized input and output")
+        require(not x.quant.per_channel and not y.quant.per_channel, "Requantize is per tensor")
+        (s_i, z_i), (s_o, z_o) = x.quant.single(), y.quant.single()
+        mult, shift = tflite_multiplier(s_i / s_o)
+        return z_i, z_o, mult, shift
+
+    def infer(self, graph, node):
+        x = graph[node.inputs[0]]
+        out = node.attr("qdtype")
+        require(x.dtype in REQUANT_SUFFIX and out in REQUANT_SUFFIX and not (x.dtype == out == "int32"),
+                f"Requantize of {x.dtype} to {out}")
+        return [(x.shape, out)]
+
+    def accepts_int8(self, graph, node):
+        try:
+            self._params(graph, node)
+        except Exception:  # noqa: BLE001  (a multiplier out of range, a per-channel quantization)
+            return False
+        return True
+
+    def expr(self, graph, node):
+        return elementwise_expr(graph, node)
+
+    def inplace(self, graph, node):
+        return 0 if graph[node.inputs[0]].dtype == node.attr("qdtype") else None
+
+    def reference(self, graph, node, inputs):
+        z_i, z_o, mult, shift = self._params(graph, node)
+        lo, hi = QRANGE[node.attr("qdtype")]
+        y = tflite_requantize(inputs[0].astype(np.int64) - z_i, mult, shift) + z_o
+        return [np.clip(y, lo, hi).astype(node.attr("qdtype"))]
+
+    def kernel(self, graph, node):
+        z_i, z_o, mult, shift = self._params(graph, node)
+        x = graph[node.inputs[0]]
+        fn = f"mcud_requantize_{REQUANT_SUFFIX[x.dtype]}_{REQUANT_SUFFIX[node.attr('qdtype')]}"
+        return Call(fn, (node.inputs[0], node.outputs[0]),
+                    Struct.of("mcud_requantize_params", in_zp=z_i, out_zp=z_o, mult=mult, shift=shift))

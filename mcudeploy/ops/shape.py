@@ -1,18 +1,21 @@
 """Operators that only move data: Reshape, Flatten, Squeeze, Unsqueeze, Identity (views: no
-kernel, the output is the input's bytes), Transpose, Split and Gather with constant indices (one
-byte-size generic strided copy, firmware/kernels/shape.c; a Gather whose data is constant too is
+kernel, the output is the input's bytes), Transpose, Split, BroadcastTo and Gather with constant indices
+(one byte-size generic strided copy, firmware/kernels/shape.c; a Gather whose data is constant too is
 folded at import).
 
 Every dtype is accepted; an int8 tensor keeps its quantization through these operators (the
-output's quant must equal the input's, else the op stays in float).
+output's quant must equal the input's, else the op stays in float). In a TFLite model they move codes
+whatever the quantizations say, as TFLite Micro does.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from mcudeploy.ir import Graph, Node
-from mcudeploy.ops.base import Array, Axis, Call, Dim, OnnxNode, Op, Struct, TensorExpr, require, require_valid
+from mcudeploy.ops.base import (Array, Axis, Call, Dim, OnnxNode, Op, Struct, TensorExpr, elementwise_expr, require,
+                                require_valid)
 from mcudeploy.ops.registry import register
+from mcudeploy.ops.requant import arithmetic
 from mcudeploy.ops.util import ints, norm_axis
 
 MAX_DIMS = 6  # MCUD_MAX_DIMS in mcud.h
@@ -27,7 +30,10 @@ def kernel_suffix(dtype: str, what: str) -> str:
 
 
 def same_quant(graph: Graph, node: Node) -> bool:
-    """Every output carries input 0's quantization (what a data-moving int8 op needs)."""
+    """Every output carries input 0's quantization (what a data-moving int8 op needs); a TFLite model's
+    operators move codes as TFLite Micro does, whatever the quantizations."""
+    if arithmetic(graph) == "tflite":
+        return True
     q = graph[node.inputs[0]].quant
     return all(graph[o].quant == q for o in node.outputs)
 
@@ -423,3 +429,43 @@ class Gather(Op):
         return Call(f"mcud_gather_{suffix}", (node.inputs[0], node.outputs[0]), Struct.of(
             "mcud_gather_params", axis=axis, idx_rank=idx.ndim, count=int(idx.size),
             indices=Array("int32_t", tuple(int(v) for v in idx.ravel()))))
+
+
+@register
+class BroadcastTo(Op):
+    """The input repeated along its dimensions of one (numpy's broadcast_to, TFLite's BROADCAST_TO): a
+    strided copy whose source steps 0 along them. Attribute ``shape``; the input may have fewer
+    dimensions (aligned on the last)."""
+
+    name = "BroadcastTo"
+
+    def infer(self, graph, node):
+        x = graph[node.inputs[0]]
+        shape = tuple(int(d) for d in node.attr("shape"))
+        require(len(shape) >= len(x.shape) and all(
+            a in (1, b) for a, b in zip(x.shape, shape[len(shape) - len(x.shape):])),
+            f"BroadcastTo of shape {x.shape} to {shape}")
+        require(len(shape) <= MAX_DIMS, f"BroadcastTo to a {len(shape)}-D tensor (at most {MAX_DIMS})")
+        kernel_suffix(x.dtype, "BroadcastTo")
+        return [(shape, x.dtype)]
+
+    def accepts_int8(self, graph, node):
+        return same_quant(graph, node)
+
+    def expr(self, graph, node):
+        return elementwise_expr(graph, node)
+
+    def macs(self, graph, node):
+        return 0
+
+    def piece(self, graph, node, axis, rows, pads):
+        shape = list(node.attr("shape"))
+        shape[[a.name for a in self.expr(graph, node).axes].index(axis)] = rows[1] - rows[0]
+        return {**node.attrs, "shape": tuple(shape)}
+
+    def reference(self, graph, node, inputs):
+        return [np.ascontiguousarray(np.broadcast_to(inputs[0], tuple(node.attr("shape"))))]
+
+    def kernel(self, graph, node):
+        suffix = kernel_suffix(graph[node.inputs[0]].dtype, "BroadcastTo")
+        return Call(f"mcud_broadcast_to_{suffix}", (node.inputs[0], node.outputs[0]))

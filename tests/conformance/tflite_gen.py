@@ -167,9 +167,10 @@ def operators(data: bytes) -> list[str]:
 
 
 _PROBE = """
-import sys, numpy as np
+import json, sys, numpy as np
 from tflite_micro.python.tflite_micro import runtime
 interp = runtime.Interpreter.from_file(sys.argv[1], arena_size=16 << 20)
+ranges = json.loads(sys.argv[3]) or [[-3, 3]] * 64  # per input of the file: the spec's [low, high] (indices, counts)
 rng = np.random.default_rng(0)
 for _ in range(int(sys.argv[2])):
     i = 0
@@ -180,7 +181,8 @@ for _ in range(int(sys.argv[2])):
             break
         info = np.iinfo(d["dtype"]) if np.issubdtype(d["dtype"], np.integer) else None
         x = (rng.integers(0, 2, d["shape"]) if info is None or d["dtype"] == np.bool_ else
-             rng.integers(max(info.min, -3), min(info.max, 3) + 1, d["shape"]) if d["dtype"] in (np.int32, np.int64) else
+             rng.integers(max(info.min, int(ranges[i][0])), min(info.max, int(ranges[i][1])) + 1, d["shape"])
+             if d["dtype"] in (np.int32, np.int64) else
              rng.integers(info.min, info.max + 1, d["shape"])) if d["dtype"] != np.float32 else rng.normal(size=d["shape"])
         interp.set_input(x.astype(d["dtype"]), i)
         i += 1
@@ -218,11 +220,12 @@ def litert_runs(path: Path, steps: int) -> str:
     return "" if ok else ((run.stderr + run.stdout).strip().splitlines() or ["failed"])[-1][:200]
 
 
-def tflm_runs(path: Path, steps: int) -> str:
-    """"" when TensorFlow Lite Micro runs the file, else its complaint (one line)."""
+def tflm_runs(path: Path, steps: int, ranges: list | None = None) -> str:
+    """"" when TensorFlow Lite Micro runs the file (int32 and int64 inputs drawn from ``ranges``, [low, high] per
+    input of the file; without them from [-3, 3]), else its complaint (one line)."""
     try:
-        run = subprocess.run([sys.executable, "-c", _PROBE, str(path), str(steps)], capture_output=True, text=True,
-                             timeout=120)
+        run = subprocess.run([sys.executable, "-c", _PROBE, str(path), str(steps), json.dumps(ranges)],
+                             capture_output=True, text=True, timeout=120)
     except subprocess.TimeoutExpired:
         return "TFLite Micro did not finish within 120 s"
     if run.returncode == 0 and run.stdout.strip().endswith("ok"):
@@ -237,10 +240,9 @@ def tflm_runs(path: Path, steps: int) -> str:
 
 
 def make(tf, spec, dtype: str) -> dict:
-    from conformance.tflite_cases import TFLM_BUILTINS
-
     """Convert one case and probe it: the manifest entry it gets ({"kept": ...} or {"dropped": ...}); a kept
     case's .tflite is written."""
+    from conformance.tflite_cases import TFLM_BUILTINS
     from conformance.tflite_specs import QUANTIZED
 
     case = spec.case(dtype)
@@ -261,7 +263,8 @@ def make(tf, spec, dtype: str) -> dict:
         return dropped(f"the converter does not emit {spec.builtin} (it wrote {', '.join(ops) or 'nothing'})")
     with tempfile.NamedTemporaryFile(suffix=".tflite", delete=False) as f:
         f.write(data)
-    why = tflm_runs(Path(f.name), spec.steps)
+    ranges = [[spec.inputs[k].low, spec.inputs[k].high] for k in input_order(data, len(spec.inputs))]
+    why = tflm_runs(Path(f.name), spec.steps, ranges)
     reference = "tflm"
     if why and (dtype in LITERT_TYPES or spec.builtin not in TFLM_BUILTINS) and not litert_runs(Path(f.name), spec.steps):
         reference = "litert"  # what TFLite Micro does not run but a .tflite holds: checked against LiteRT

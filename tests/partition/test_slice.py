@@ -80,6 +80,7 @@ def test_slice_of_a_tensor_placed_in_a_concat():
 
 
 def test_a_reshape_of_a_non_contiguous_slice_is_refused():
+    """By the memory planner; the compiler makes such a window a copy first (mcudeploy/passes/slices.py)."""
     g = G()
     x = g.input("x", (1, 4, 8, 8))
     y = g.op("Flatten", (g.slice(x, "s", (2,), (6,), (2,)),), "y", axis=1)

@@ -61,6 +61,7 @@ class Importer:
         self.nodes: list[Node] = []
         self.names: dict[int, str] = {}  # TFLite tensor index -> IR name, in the layout it was made in
         self.nchw: set[int] = set()  # 4-D tensors kept NCHW inside
+        self.channels_first: dict[int, str] = {}  # 3-D (N, L, C) tensors an IR tensor also holds as N, C, L (layout.py)
         self.converted: dict[tuple[int, str], str] = {}  # (index, "nchw"/"plain") -> IR name of the other layout
         self.output_names: dict[int, str] = {}  # graph outputs made NCHW inside: their own names
         self.outputs = [int(i) for i in self.g.OutputsAsNumpy()] if self.g.OutputsLength() else []

@@ -1,22 +1,20 @@
-"""Operators that move data: RESHAPE, SQUEEZE, CONCATENATION, PAD, TRANSPOSE, STRIDED_SLICE; SHAPE (a constant)."""
+"""Operators that move data as a whole: RESHAPE, SQUEEZE, EXPAND_DIMS, TRANSPOSE, CONCATENATION, PACK,
+BROADCAST_TO, TILE; and the shape arithmetic a model computes of constants alone: SHAPE, FILL, ZEROS_LIKE,
+BROADCAST_ARGS (constants at import; Importer.fold computes the rest, e.g. Keras' Flatten of an unknown
+batch: SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE).
+
+A reshape is a view (no copy) wherever the order of the elements allows it, as held (layout.py)."""
 from __future__ import annotations
 
 import numpy as np
 
-from mcudeploy.frontend.tflite.importer import TO_NCHW, handles
+from mcudeploy.frontend.tflite.importer import TO_NCHW, TO_NHWC, handles
+from mcudeploy.frontend.tflite.layout import inner, nchw, reshape_tensor
 
 
-@handles("RESHAPE", "SQUEEZE")
+@handles("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
 def reshape(imp, op, ins, outs):
-    x, out = ins[0], outs[0]
-    shape = imp.shape(x)
-    # an NCHW tensor holds its elements in NHWC order when H * W or C is 1
-    layout = "nchw" if len(shape) == 4 and (shape[1] * shape[2] == 1 or shape[3] == 1) and x in imp.nchw \
-        else "plain"
-    if layout == "nchw" and shape[3] == 1 and shape[1] * shape[2] > 1:
-        layout = "plain"  # C = 1: NCHW and NHWC hold the same order, but take the plain view to be sure
-    src = imp.value(x, layout)
-    imp.emit("Reshape", (src,), out, {"shape": imp.shape(out), "allowzero": 0})
+    reshape_tensor(imp, ins[0], outs[0])
 
 
 @handles("CONCATENATION")
@@ -27,60 +25,131 @@ def concatenation(imp, op, ins, outs):
     if o.FusedActivationFunction():
         imp.fail("with a fused activation is not supported")
     layout = "nchw" if rank == 4 else "plain"
+    file_axis = axis
     if layout == "nchw":
         axis = TO_NCHW.index(axis)
     imp.emit("Concat", tuple(imp.value(i, layout) for i in ins), outs[0], {"axis": axis}, layout)
+    if rank == 3 and all(i in imp.channels_first for i in ins):  # Conv1D branches: side by side as held too
+        parts = []
+        for k, i in enumerate(ins):
+            n, length, c = imp.shape(i)
+            src = imp.channels_first[i]
+            if imp.tensors[src].shape != (n, c, length):
+                src = inner(imp, "Reshape", (src,), {"shape": (n, c, length), "allowzero": 0}, f"ncl{k}", outs[0])
+            parts.append(src)
+        imp.channels_first[outs[0]] = inner(imp, "Concat", parts, {"axis": (0, 2, 1).index(file_axis)}, "ncl",
+                                            outs[0])
 
 
-@handles("PAD")
-def pad(imp, op, ins, outs):
-    x = ins[0]
-    if not imp.is_const(ins[1]):
-        imp.fail("has paddings that are not constant")
-    pads = imp.const_data(ins[1]).astype(np.int64).reshape(-1, 2)
-    rank = len(imp.shape(x))
-    layout = "nchw" if rank == 4 else "plain"
-    if layout == "nchw":
-        pads = pads[list(TO_NCHW)]
-    # the real 0: an int8 tensor is padded with its zero point, as TFLite's PAD does
-    attrs = {"pads": tuple(int(p) for p in pads[:, 0]) + tuple(int(p) for p in pads[:, 1]), "axes": None,
-             "mode": "constant", "value": 0.0}
-    imp.emit("Pad", (imp.value(x, layout),), outs[0], attrs, layout)
+@handles("PACK")
+def pack(imp, op, ins, outs):
+    """The inputs, each with a dimension of one inserted at axis (a view), side by side along it."""
+    o = imp.options(op, "PackOptions")
+    out_shape = imp.shape(outs[0])
+    axis = (o.Axis() if o is not None else 0) % len(out_shape)
+    one = out_shape[:axis] + (1,) + out_shape[axis + 1:]
+    parts = [inner(imp, "Reshape", (imp.value(i, "plain"),), {"shape": one, "allowzero": 0}, f"in{k}", outs[0])
+             for k, i in enumerate(ins)]
+    imp.emit("Concat", parts, outs[0], {"axis": axis})
 
 
 @handles("TRANSPOSE")
 def transpose(imp, op, ins, outs):
+    """One Transpose from the input as held to the output as its consumers take it (NCHW when 4-D, as
+    the file has it when a graph output); none (a view) where some layout of the output has the input's
+    order (the transpose moves only dimensions of one)."""
+    x, out = ins[0], outs[0]
     if not imp.is_const(ins[1]):
         imp.fail("has a permutation that is not constant")
-    perm = tuple(int(p) for p in np.ravel(imp.const_data(ins[1])))
-    imp.emit("Transpose", (imp.value(ins[0], "plain"),), outs[0], {"perm": perm})
-
-
-@handles("STRIDED_SLICE")
-def strided_slice(imp, op, ins, outs):
-    o = imp.options(op, "StridedSliceOptions")
-    if not all(imp.is_const(i) for i in ins[1:4]):
-        imp.fail("has begin, end or strides that are not constant")
-    begin, end, strides = (np.ravel(imp.const_data(i)).astype(np.int64) for i in ins[1:4])
-    if np.any(strides != 1):
-        imp.fail("with strides other than 1 is not supported")
-    if o is not None and (o.EllipsisMask() or o.NewAxisMask() or o.ShrinkAxisMask() or o.Offset()):
-        imp.fail("with an ellipsis, new-axis, shrink-axis mask or offset is not supported")
-    shape = imp.shape(ins[0])
-    starts, ends = [], []
-    for d, (b, e) in enumerate(zip(begin, end)):
-        if o is not None and o.BeginMask() >> d & 1:
-            b = 0
-        if o is not None and o.EndMask() >> d & 1:
-            e = shape[d]
-        starts.append(int(b))
-        ends.append(int(e))
-    imp.emit("Slice", (imp.value(ins[0], "plain"),), outs[0],
-              {"starts": tuple(starts), "ends": tuple(ends), "axes": tuple(range(len(starts)))})
+    rank = len(imp.shape(x))
+    perm = tuple(int(p) % rank for p in np.ravel(imp.const_data(ins[1])))
+    held = x in imp.nchw and rank == 4
+    src = imp.value(x, "nchw" if held else "plain")
+    at = TO_NHWC if held else tuple(range(rank))  # where x holds each of its file dimensions
+    layouts = ("nchw", "plain") if rank == 4 else ("plain",)
+    if out in imp.outputs:
+        layouts = tuple(reversed(layouts))
+    options = []
+    for layout in layouts:
+        order = TO_NCHW if layout == "nchw" else tuple(range(rank))
+        # output dimension d (as held) is file dimension perm[order[d]] of x
+        composite = tuple(at[perm[order[d]]] for d in range(rank))
+        moved = [d for d in composite if imp.tensors[src].shape[d] != 1]
+        shape = nchw(imp.shape(out)) if layout == "nchw" else imp.shape(out)
+        if moved == sorted(moved):
+            imp.emit("Reshape", (src,), out, {"shape": shape, "allowzero": 0}, layout)
+            return
+        options.append((layout, composite))
+    layout, composite = options[0]
+    imp.emit("Transpose", (src,), out, {"perm": composite}, layout)
 
 
 @handles("SHAPE")
 def shape(imp, op, ins, outs):
     """The shape of a tensor, known at import (shapes are static): a constant."""
-    dtype = imp.dtype(outs[0])
-    imp.folded[outs[0]] = np.array(imp.shape(ins[0]), dtype=dtype)
+    imp.folded[outs[0]] = np.array(imp.shape(ins[0]), dtype=imp.dtype(outs[0]))
+
+
+@handles("ZEROS_LIKE")
+def zeros_like(imp, op, ins, outs):
+    """Zeros of a static shape: a constant."""
+    imp.folded[outs[0]] = np.zeros(imp.shape(outs[0]), dtype=imp._np(imp.dtype(outs[0])))
+
+
+@handles("BROADCAST_ARGS")
+def broadcast_args(imp, op, ins, outs):
+    if not all(imp.is_const(i) for i in ins):
+        imp.fail("has shapes that are not constant, which is not supported (shapes are static)")
+    shapes = [tuple(int(d) for d in np.ravel(imp.const_data(i))) for i in ins]
+    try:
+        value = np.broadcast_shapes(*shapes)
+    except ValueError:
+        imp.fail(f"has shapes {shapes} that do not broadcast", True)
+    imp.folded[outs[0]] = np.array(value, dtype=imp.dtype(outs[0]))
+
+
+@handles("FILL")
+def fill(imp, op, ins, outs):
+    """A constant value repeated: a constant; a value computed at run time: a BroadcastTo of it."""
+    value, out = ins[1], outs[0]
+    if imp.is_const(value):
+        imp.folded[out] = np.full(imp.shape(out), imp.const_data(value).reshape(()),
+                                  dtype=imp._np(imp.dtype(out)))
+        return
+    _broadcast(imp, value, out)
+
+
+def _broadcast(imp, x: int, out: int) -> None:
+    shape = imp.shape(out)
+    src = imp.value(x, "plain")
+    lead = (1,) * (len(shape) - len(imp.shape(x)))
+    if lead:
+        src = inner(imp, "Reshape", (src,), {"shape": lead + imp.shape(x), "allowzero": 0}, "ranked", out)
+    imp.emit("BroadcastTo", (src,), out, {"shape": shape})
+
+
+@handles("BROADCAST_TO")
+def broadcast_to(imp, op, ins, outs):
+    _broadcast(imp, ins[0], outs[0])
+
+
+@handles("TILE")
+def tile(imp, op, ins, outs):
+    """Each dimension d repeated multiples[d] times: the input with a dimension of one before each
+    repeated one (a view), broadcast to the multiples (a strided copy), merged back (a view). Not in
+    TFLite Micro's resolver; as TensorFlow Lite computes it (Keras' UpSampling2D exports it)."""
+    x, out = ins[0], outs[0]
+    if not imp.is_const(ins[1]):
+        imp.fail("has multiples that are not constant, which is not supported (shapes are static)")
+    multiples = [int(m) for m in np.ravel(imp.const_data(ins[1]))]
+    shape = imp.shape(x)
+    split, wide = [], []
+    for n, m in zip(shape, multiples):
+        if m != 1:
+            split.append(1)
+            wide.append(m)
+        split.append(n)
+        wide.append(n)
+    src = inner(imp, "Reshape", (imp.value(x, "plain"),), {"shape": tuple(split), "allowzero": 0}, "split", out)
+    wide_t = inner(imp, "BroadcastTo", (src,), {"shape": tuple(wide)}, "tiled", out)
+    imp.emit("Reshape", (wide_t,), out, {"shape": imp.shape(out), "allowzero": 0})
