@@ -7,7 +7,8 @@ import struct
 from typing import Union
 
 from mcudeploy.errors import MCUDeployError
-from mcudeploy.frontend.tflite import activation, conv, elementwise, pool, quantize, resize, shape  # noqa: F401
+from mcudeploy.frontend.tflite import (activation, conv, elementwise, pool, quantize, resize, shape,  # noqa: F401
+                                      variables)
 from mcudeploy.frontend.tflite.importer import HANDLERS, Importer
 from mcudeploy.frontend.tflite.reader import IDENTIFIER, is_tflite, load_tflite
 from mcudeploy.ir import Graph
