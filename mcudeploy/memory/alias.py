@@ -124,7 +124,7 @@ class _Facts:
         self.outputs = frozenset(graph.outputs)
         self.inputs = frozenset(graph.stored_inputs())
         self.states = frozenset(graph.states)  # their buffers take no operator's output in place (memory/state.py)
-        born: dict[str, int] = {name: -1 for name in self.inputs}
+        born: dict[str, int] = {name: -1 for name in graph.stored_inputs()}  # in order: slots are listed so
         dies: dict[str, int] = {}
         for i, n in enumerate(order):
             for t in n.inputs:
