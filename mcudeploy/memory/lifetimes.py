@@ -92,7 +92,7 @@ def scratch_buffers(graph: Graph, order: Sequence[Node], alignment: int = 4, eli
 
 def lifetimes(graph: Graph, order: Sequence[Node], alignment: int = 4, sharing: frozenset = SHARING) -> Lifetimes:
     s = share(graph, order, alignment, frozenset(sharing))
-    slots, spans, states, in_place = split_states(graph, s.slots, s.spans)
+    slots, spans, states, in_place = split_states(graph, s.slots, s.spans, alignment)
     buffers = [Buffer(sp.name, sp.tensors, align_up(sp.nbytes, alignment), sp.first, sp.last, io=sp.io,
                       parts=tuple((0, align_up(n, alignment), a, z) for a, z, n in sp.steps))
                for sp in spans]
