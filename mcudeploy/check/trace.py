@@ -157,7 +157,13 @@ def first_difference(compiled, sample: Mapping[str, np.ndarray], reference: Opti
     graph = compiled.graph
     want, own = expected_values(graph, reference or graph, sample, before)
     trace = trace_compiled_on_host(compiled, sample, before=before)
-    for index, node in enumerate(timed_nodes(compiled)):
+    nodes = timed_nodes(compiled)
+    for state in graph.states:  # a call that starts from another state than the calls before should leave
+        found = _compare(compiled, trace, -1, state, want)
+        if found is not None:
+            index, node = next(((i, n) for i, n in enumerate(nodes) if state in n.inputs), (0, nodes[0]))
+            return Difference(index, node, state, *found, "state")
+    for index, node in enumerate(nodes):
         # a Slice (a window, no kernel) is judged by its window alone: the rows of its input it does not
         # read may already hold other tensors, when the plan frees the input by rows as its slices are read
         window = registry.get(node.op).subview
@@ -165,9 +171,7 @@ def first_difference(compiled, sample: Mapping[str, np.ndarray], reference: Opti
             found = _compare(compiled, trace, index - 1, tensor, want)
             if found is not None:
                 split_ = np.array_equal(read(compiled, trace, index - 1, tensor), own[tensor])
-                start = tensor in graph.states and _compare(compiled, trace, -1, tensor, want) is not None
-                cause = "state" if start else "split" if split_ else "memory"
-                return Difference(index, node, tensor, *found, cause, graph[tensor].rows)
+                return Difference(index, node, tensor, *found, "split" if split_ else "memory", graph[tensor].rows)
         for tensor in node.outputs:
             found = _compare(compiled, trace, index, tensor, want)
             if found is not None:

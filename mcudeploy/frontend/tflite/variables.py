@@ -23,6 +23,7 @@ from typing import Optional
 
 import numpy as np
 
+from mcudeploy.errors import UnsupportedError
 from mcudeploy.frontend.tflite.importer import handles
 from mcudeploy.frontend.tflite.reader import DTYPES
 from mcudeploy.ir import Node, Quant, Tensor, constant
@@ -134,7 +135,7 @@ def call_once(imp, op, ins, outs):
     initial values."""
     vs = _variables(imp)
     if vs.used:
-        imp.fail("comes after the variables are first used, which mcudeploy does not support")
+        raise UnsupportedError("it comes after a variable is first used")
     opts = imp.options(op, "CallOnceOptions")
     index = int(opts.InitSubgraphIndex()) if opts is not None else -1
     if not 0 < index < imp.model.SubgraphsLength():
@@ -152,8 +153,8 @@ def call_once(imp, op, ins, outs):
             continue
         value = _sub_constant(imp, g, sub_ins[1]) if name == "ASSIGN_VARIABLE" and len(sub_ins) == 2 else None
         if value is None or sub_ins[0] not in handles_:
-            imp.fail(f"runs subgraph {index}, whose operator {k} ({name}) is not the assignment of a constant to "
-                     f"a variable (mcudeploy imports no other initialisation)")
+            raise UnsupportedError(f"its subgraph {index} runs operator {k} ({name}), and mcudeploy imports only "
+                                   f"an initialisation that assigns constants to variables")
         key = handles_[sub_ins[0]]
         v = vs.by_key.setdefault(key, Variable(key, key or f"variable{len(vs.by_key)}"))
         v.initial = value
@@ -205,8 +206,7 @@ def read_variable(imp, op, ins, outs):
     if (t.shape, t.dtype) != (shape, dtype):
         imp.fail(f"reads variable {v.key} as {dtype}{list(shape)}, but it holds {t.dtype}{list(t.shape)}", True)
     if t.quant != q:
-        imp.fail(f"reads variable {v.key} with another quantization than the value it holds, which mcudeploy "
-                 f"does not support")
+        raise UnsupportedError(f"it reads variable {v.key} with another quantization than the value it holds")
     if out in imp.outputs:  # a graph output is a tensor of its own
         imp.emit("Copy", (v.value,), out)
     else:
@@ -226,5 +226,5 @@ def assign_variable(imp, op, ins, outs):
 
 @handles("WHILE", "IF")
 def control_flow(imp, op, ins, outs):
-    imp.fail("runs other subgraphs, which mcudeploy does not import (only the main subgraph and CALL_ONCE's "
-             "initialisation)")
+    raise UnsupportedError("it runs other subgraphs, and mcudeploy imports only the main one and CALL_ONCE's "
+                           "initialisation")
