@@ -290,3 +290,25 @@ def test_a_stateful_model_runs_on_one_chip(tmp_path, capsys):
     assert main(["compile", str(path), "-b", "qemu-m4x2", "-o", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err
     assert "keeps a state between calls" in err and err.count("\n") == 1
+
+
+def test_a_ring_buffer_takes_its_next_value_in_place_from_its_memory():
+    """The converter's streaming keyword spotter (conformance case var_handle-kws-float32): each state's next value
+    is a window (frames 1..) of the memory concatenated from it, in a buffer one frame bigger. Where the arena's
+    peak falls by at least that frame, the memory itself is written in the state's buffer (the state sits one
+    frame in), and nothing is copied at the end; the plan still computes every call in its arenas."""
+    from pathlib import Path
+
+    path = Path(__file__).parent / "conformance" / "tflite" / "var_handle-kws-float32.tflite"
+    compiled = compile_model(path, "host")
+    lives, graph = compiled.lifetimes, compiled.graph
+    assert all(lives.in_place.values())
+    for (state, value), buffer in zip(graph.state_updates(), lives.state):
+        assert lives.slots[state].offset == lives.slots[value].offset > 0
+        assert buffer.size > graph[state].nbytes and not any(t in b.tensors for b in lives.buffers for t in buffer.tensors)
+    state = None
+    for frame in check.random_inputs(graph, 3):
+        values = evaluate(graph, frame, state)
+        got = run_in_arena(graph, compiled.order, lives, compiled.placement, {**frame, **(state or {})})
+        assert all(np.array_equal(g, values[o]) for g, o in zip(got, graph.outputs))
+        state = next_state(graph, values)
