@@ -312,3 +312,32 @@ def test_a_ring_buffer_takes_its_next_value_in_place_from_its_memory():
         got = run_in_arena(graph, compiled.order, lives, compiled.placement, {**frame, **(state or {})})
         assert all(np.array_equal(g, values[o]) for g, o in zip(got, graph.outputs))
         state = next_state(graph, values)
+
+
+@pytest.mark.qemu
+def test_on_a_board_the_first_run_of_a_sequence_resets_the_state(tmp_path):
+    """The measurer keeps the state between RUNs and resets it at a RUN flagged as the first of a sequence: the same
+    three frames twice, each time from the first, give the same outputs, and those are the host build's."""
+    import shutil
+
+    from mcudeploy.device.runner import build_for_board, compare_with_host, connect
+    from mcudeploy.device.samples import output_array, sample_bytes
+
+    missing = [t for t in ("qemu-system-arm", "arm-none-eabi-gcc") if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"needs {' and '.join(missing)}")
+    compiled = compile_model(_save(ring_model(), tmp_path), "qemu-m4")
+    graph = compiled.graph
+    frames = _frames(3)
+    firmware = build_for_board(compiled, tmp_path / "fw")
+    runs = []
+    with connect(compiled.board, firmware) as session:
+        for _ in range(2):
+            out = []
+            for k, frame in enumerate(frames):
+                raw, _ = session.infer(sample_bytes(graph, frame), [graph["y"].nbytes], reset=k == 0)
+                out.append([output_array(graph, "y", raw[0])])
+            runs.append(out)
+    assert all(np.array_equal(a[0], b[0]) for a, b in zip(*runs))
+    same, lines = compare_with_host(compiled, runs[1], frames)
+    assert same, "\n".join(lines)
