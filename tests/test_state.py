@@ -341,3 +341,23 @@ def test_on_a_board_the_first_run_of_a_sequence_resets_the_state(tmp_path):
     assert all(np.array_equal(a[0], b[0]) for a, b in zip(*runs))
     same, lines = compare_with_host(compiled, runs[1], frames)
     assert same, "\n".join(lines)
+
+
+def test_a_variable_read_as_an_output_or_never_read(tmp_path):
+    """A variable read straight into a graph output is copied there (the state's bytes change at the end of the
+    call); one assigned but never read is no state at all."""
+    model = ring_model()
+    model.tensors.append(tb.T("seen", (1, FRAMES, WIDTH), "float32"))
+    model.ops.insert(3, tb.Op(OPS.READ_VARIABLE, ("h",), ("seen",)))
+    model.outputs = ("y", "seen")
+    graph = import_model(_save(model, tmp_path))
+    assert graph.model_outputs() == ("y", "seen") and graph.producer("seen").op == "Copy"
+    got = run_sequence(graph, _frames(3))
+    rings = [INITIAL] + [y / 2 for y in _ring_by_hand(_frames(3))]  # y = 2 m, and m is the next ring
+    assert all(np.array_equal(g[1], r) for g, r in zip(got, rings))
+    write_only = ring_model()  # the memory made from a constant and x: the variable is assigned, never read
+    write_only.ops = [op for op in write_only.ops if op.code != OPS.READ_VARIABLE]
+    next(op for op in write_only.ops if op.code == OPS.STRIDED_SLICE).inputs = ("v0", "b", "e", "st")
+    write_only.tensors.append(tb.T("v0", INITIAL.shape, "float32", data=INITIAL))
+    graph = import_model(_save(write_only, tmp_path, "write_only"))
+    assert graph.states == ()

@@ -58,6 +58,9 @@ class Variables:
             if v.state is None:
                 continue
             value, t = v.value, imp.tensors[v.value]
+            if not any(v.state in n.inputs for n in imp.nodes):  # assigned, never read: nothing depends on it
+                del imp.tensors[v.state]
+                continue
             if value == v.state:
                 imp.tensors[v.state] = constant(v.state, t.data, t.quant)
                 continue
