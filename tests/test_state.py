@@ -13,7 +13,6 @@ import subprocess
 
 import numpy as np
 import pytest
-import tflite
 
 import tflite_build as tb
 from mcudeploy import check
@@ -21,7 +20,6 @@ from mcudeploy.check.tflm import available
 from mcudeploy.cli import main
 from mcudeploy.codegen import write_project
 from mcudeploy.device.host import build, run_compiled_on_host
-from mcudeploy.errors import UnsupportedError
 from mcudeploy.frontend import import_model
 from mcudeploy.ir import verify
 from mcudeploy.memory.oracle import run_in_arena
@@ -52,7 +50,9 @@ def ring_model(init: bool = True, assign: bool = True, read_again: bool = False,
     also adds the variable read after the assignment (its new value); init: CALL_ONCE's subgraph assigns INITIAL
     (else TFLite Micro's default, zeros); init_op: the operator that subgraph runs; control: an operator (WHILE,
     IF) run first, which mcudeploy refuses."""
-    i32 = lambda name, v: tb.T(name, (len(v),), "int32", data=np.array(v, np.int32))  # noqa: E731
+    def i32(name, v):
+        return tb.T(name, (len(v),), "int32", data=np.array(v, np.int32))
+
     tensors = [tb.T("x", (1, 1, WIDTH), "float32"), tb.T("h", (), "resource"),
                tb.T("r", (1, FRAMES, WIDTH), "float32"), tb.T("s", (1, FRAMES - 1, WIDTH), "float32"),
                tb.T("m", (1, FRAMES, WIDTH), "float32"), tb.T("y", (1, FRAMES, WIDTH), "float32"),
@@ -60,8 +60,9 @@ def ring_model(init: bool = True, assign: bool = True, read_again: bool = False,
     ops = [tb.Op(OPS.CALL_ONCE, (), (), tb.call_once_options(1))] if init else []
     if control:
         tensors.append(tb.T("x2", (1, 1, WIDTH), "float32"))
-        ops.append(tb.Op(control, ("x",), ("x2",), tb._options("IfOptions", ThenSubgraphIndex=1, ElseSubgraphIndex=1)
-                         if control == OPS.IF else tb._options("WhileOptions", CondSubgraphIndex=1, BodySubgraphIndex=1)))
+        options = (tb._options("IfOptions", ThenSubgraphIndex=1, ElseSubgraphIndex=1) if control == OPS.IF
+                   else tb._options("WhileOptions", CondSubgraphIndex=1, BodySubgraphIndex=1))
+        ops.append(tb.Op(control, ("x",), ("x2",), options))
     ops += [tb.Op(OPS.VAR_HANDLE, (), ("h",), tb.var_handle_options("ring")),
             tb.Op(OPS.READ_VARIABLE, ("h",), ("r",)),
             tb.Op(OPS.STRIDED_SLICE, ("r", "b", "e", "st"), ("s",), _slice_options()),
@@ -254,12 +255,13 @@ int main(void)
 }}
 """)
     exe = build(project, compiled.board)
-    assert subprocess.run([str(exe)]).returncode == 0
+    assert subprocess.run([str(exe)], check=False).returncode == 0
 
 
 def test_a_sequence_bit_for_bit_with_tflite_micro(tmp_path, need_tflm):
     for path in [_save(ring_model(), tmp_path), _save(ring_model(read_again=True), tmp_path, "again"),
-                 _save(ring_model(init=False), tmp_path, "zeros"), _save(ring_model(doubled=True), tmp_path, "doubled")]:
+                 _save(ring_model(init=False), tmp_path, "zeros"),
+                 _save(ring_model(doubled=True), tmp_path, "doubled")]:
         compiled = compile_model(path, "host")
         samples = check.random_inputs(compiled.graph, 20)
         outputs = run_compiled_on_host(compiled, samples, tmp_path / path.stem)
@@ -305,7 +307,8 @@ def test_a_ring_buffer_takes_its_next_value_in_place_from_its_memory():
     assert all(lives.in_place.values())
     for (state, value), buffer in zip(graph.state_updates(), lives.state):
         assert lives.slots[state].offset == lives.slots[value].offset > 0
-        assert buffer.size > graph[state].nbytes and not any(t in b.tensors for b in lives.buffers for t in buffer.tensors)
+        assert buffer.size > graph[state].nbytes
+        assert not any(t in b.tensors for b in lives.buffers for t in buffer.tensors)
     state = None
     for frame in check.random_inputs(graph, 3):
         values = evaluate(graph, frame, state)
