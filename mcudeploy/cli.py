@@ -19,6 +19,7 @@ from mcudeploy.search.budget import CANDIDATES, TIME_LIMIT as TUNE_TIME_LIMIT
 log = logging.getLogger("mcudeploy")
 SCHEDULE_TIME_LIMIT = 10.0  # --time-limit of the commands that compile a model, in effort seconds
 INTERNAL_ERROR = 3  # exit status of a bug (1: an error the user can fix, 2: argparse's usage errors)
+STREAM_STEPS = 20  # run --check of a stateful (streaming) model: at least this many inputs in sequence
 
 
 # Execution orders for the help, as in schedule.METHODS, which checks the option (tests/test_cli_errors.py
@@ -355,7 +356,10 @@ def cmd_run(args) -> int:
     if tflite and args.float_model:
         raise MCUDeployError(f"--float-model applies to ONNX models; {model} is checked against TensorFlow Lite Micro")
     float_model = check.float_model(args.float_model, reference) if args.float_model else None
-    samples = check.load_input(args.input, graph) if args.input else check.random_inputs(graph, args.samples)
+    count = max(args.samples, STREAM_STEPS) if graph.states and args.check else args.samples
+    samples = check.load_input(args.input, graph) if args.input else check.random_inputs(graph, count)
+    if graph.states and len(samples) > 1:
+        print(f"a stateful model: {len(samples)} inputs in sequence, each call from the state the one before left")
     board_run = None
     if compiled.board.kind == "host":
         if args.boards != 1 or args.place is not None:
@@ -371,9 +375,9 @@ def cmd_run(args) -> int:
         for line in board_run.firmware.report.lines() + ticks_lines(board_run):
             print(line)
     if args.output:
-        _save_outputs(args.output, graph.outputs, outputs)
+        _save_outputs(args.output, graph.model_outputs(), outputs)
     if not args.check:
-        for k, name in enumerate(graph.outputs):
+        for k, name in enumerate(graph.model_outputs()):
             print(f"{name}: {outputs[0][k].ravel()[:16].tolist()}{' ...' if outputs[0][k].size > 16 else ''}")
         return 0
     same_as_host = True
@@ -574,7 +578,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--check", action="store_true",
                    help="check every operator against onnxruntime (a .tflite: the outputs against TensorFlow Lite "
                         "Micro, bit for bit) and the C against the numpy reference")
-    s.add_argument("--samples", type=int, default=20, help="random inputs for --check (default 20)")
+    s.add_argument("--samples", type=int, default=20,
+                   help=f"random inputs for --check (default 20; a stateful model runs at least {STREAM_STEPS} in "
+                        f"sequence)")
     s.add_argument("--float-model", metavar="FILE",
                    help="with --check, also report the outputs' SNR and top-1 against this float ONNX model (the "
                         "one the int8 model was quantized from)")

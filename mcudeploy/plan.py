@@ -32,12 +32,31 @@ def _regions(compiled) -> list[dict]:
 def _tensors(compiled) -> list[dict]:
     """Every tensor in the arena: its buffer, byte offset in its region's arena, and strides (elements)."""
     graph, lives, offsets = compiled.graph, compiled.lifetimes, compiled.placement.offsets
+    state = compiled.placement.state_offsets
     out = []
     for name, slot in lives.slots.items():
         t = graph[name]
+        if slot.buffer in state:  # in the states' buffer, not an arena (memory/state.py)
+            out.append({"name": name, "buffer": slot.buffer, "offset": state[slot.buffer] + slot.offset,
+                        "shape": list(t.shape), "dtype": t.dtype, "strides": list(slot.strides), "state": True})
+            continue
         out.append({"name": name, "buffer": slot.buffer, "offset": offsets[slot.buffer] + slot.offset,
                     "shape": list(t.shape), "dtype": t.dtype, "strides": list(slot.strides)})
     return out
+
+
+def _states(compiled) -> dict:
+    """A stateful model's states (Graph.states): the bytes they keep between calls outside the arena, and per
+    state its buffer's offset there and whether its next value is written in place or copied in at the end."""
+    graph, lives, placement = compiled.graph, compiled.lifetimes, compiled.placement
+    buffers = {b.name: b for b in lives.state}
+    out = []
+    for state, value in graph.state_updates():
+        b = buffers[lives.buffer_of[state]]
+        out.append({"name": state, "next": value, "shape": list(graph[state].shape), "dtype": graph[state].dtype,
+                    **_quant(graph, state), "buffer": b.name, "offset": placement.state_offsets[b.name],
+                    "size": b.size, "tensors": list(b.tensors), "in_place": bool(lives.in_place.get(state))})
+    return {"state_bytes": placement.state_bytes, "states": out}
 
 
 def _schedule(compiled) -> dict:
@@ -133,9 +152,10 @@ def plan_dict(compiled, scheme=None, latency=None, split=None) -> dict:
         "int8_input": bool(getattr(compiled, "int8_input", False)),  # lowered with --int8-input
         "stream_input": bool(getattr(compiled, "stream_input", False)),  # lowered with --stream-input
         "inputs": [{"name": n, "shape": list(graph[n].shape), "dtype": graph[n].dtype,
-                    **_quant(graph, n)} for n in graph.inputs],
+                    **_quant(graph, n)} for n in graph.model_inputs()],
         "outputs": [{"name": n, "shape": list(graph[n].shape), "dtype": graph[n].dtype,
-                     **_quant(graph, n)} for n in graph.outputs],
+                     **_quant(graph, n)} for n in graph.model_outputs()],
+        **(_states(compiled) if graph.states else {}),
         "weights_bytes": sum(t.nbytes for t in graph.tensors.values() if t.is_const),
         "macs": macs,
         "scheme": [_entry(e) for e in scheme or []],
@@ -160,7 +180,7 @@ def plan_dict(compiled, scheme=None, latency=None, split=None) -> dict:
 # what identifies a plan (PLAN_ID in the generated header): the model, the board, every decision and the C options
 PLAN_ID_FIELDS = ("model_sha256", "board", "order", "sharing", "buffers", "tensors", "regions", "inputs", "outputs",
                   "arena_bytes", "cuts", "c")
-PLAN_ID_IF_PRESENT = ("offload",)  # counted only where a plan has them (the ids of plans without stay as they were)
+PLAN_ID_IF_PRESENT = ("offload", "states")  # counted only where a plan has them (the ids of plans without stay as they were)
 
 
 def plan_id(plan: dict) -> str:

@@ -38,6 +38,7 @@ from mcudeploy.frontend.onnx_import import load_model
 from mcudeploy.ir import Graph, Node
 from mcudeploy.memory import Lifetimes, Placement, check_no_overlap, lifetimes
 from mcudeploy.memory.alias import SHARING
+from mcudeploy.memory.state import offsets as state_layout
 from mcudeploy.offload.moves import COPIES, COPY_WAIT
 from mcudeploy.offload.swap import Offload
 from mcudeploy.partition import SplitError, cut_from_dict, split
@@ -48,7 +49,7 @@ from mcudeploy.schedule import Schedule
 PLAN_FILE = "plan.json"
 # plan.json fields the rebuilt plan must reproduce exactly
 CHECKED = ("order", "sharing", "buffers", "tensors", "regions", "inputs", "outputs", "arena_bytes", "lower_bound_bytes",
-           "cuts", "offload", "moves")
+           "cuts", "offload", "moves", "states", "state_bytes")
 GENERATED = ("model.c", "mcud_model.h", "main_host.c")  # C codegen writes next to plan.json, NAME.h and mcud/
 
 
@@ -99,7 +100,7 @@ def load_project(path: Union[str, os.PathLike], board: Optional[str] = None) -> 
     graph, order = _order(where, plan, graph, model_path)
     graph = _in_slow_memory(plan, graph)
     lives = _lifetimes(where, plan, graph, order, target.alignment, model_path)
-    placement = _placement(where, plan, lives)
+    placement = _placement(where, plan, lives, target.alignment)
     sched = plan.get("schedule") or {}
     schedule = Schedule(order, sched.get("method", "model"), sched.get("used", sched.get("method", "model")),
                         int(sched.get("peak_bytes", lives.lower_bound())),
@@ -285,7 +286,7 @@ def _lifetimes(where: Path, plan: dict, graph: Graph, order, alignment: int, mod
     raise MCUDeployError(f"{where} does not match {model_path}: buffer {odd} is not what its order gives")
 
 
-def _placement(where: Path, plan: dict, lives: Lifetimes) -> Placement:
+def _placement(where: Path, plan: dict, lives: Lifetimes, alignment: int) -> Placement:
     """The recorded offsets and regions, checked: no two live buffers overlap, each fits its arena."""
     offsets = {b["name"]: int(b["offset"]) for b in plan["buffers"]}
     arenas = {r["name"]: int(r["arena_bytes"]) for r in plan["regions"]}
@@ -300,9 +301,10 @@ def _placement(where: Path, plan: dict, lives: Lifetimes) -> Placement:
     if sum(arenas.values()) != plan["arena_bytes"]:
         raise MCUDeployError(f"{where} is not a valid plan: its regions' arenas do not add up to arena_bytes")
     p = plan["placement"]
+    state_offsets, state_bytes = state_layout(lives.state, alignment)
     return Placement(offsets, int(plan["arena_bytes"]), lives.lower_bound(), p.get("method", "greedy"), regions,
                      arenas, bool(p.get("proven_optimal")), p.get("detail", ""), float(p.get("time_s", 0.0)),
-                     float(p.get("effort_s", 0.0)))
+                     float(p.get("effort_s", 0.0)), state_offsets, state_bytes)
 
 
 def _same_plan(where: Path, plan: dict, compiled: Compiled) -> None:

@@ -12,7 +12,8 @@ import numpy as np
 import tflite
 
 TYPES = {"float32": tflite.TensorType.FLOAT32, "int8": tflite.TensorType.INT8, "int16": tflite.TensorType.INT16,
-         "int32": tflite.TensorType.INT32, "int64": tflite.TensorType.INT64, "bool": tflite.TensorType.BOOL}
+         "int32": tflite.TensorType.INT32, "int64": tflite.TensorType.INT64, "bool": tflite.TensorType.BOOL,
+         "resource": tflite.TensorType.RESOURCE}
 
 
 @dataclass
@@ -45,18 +46,21 @@ class Model:
     ops: list = field(default_factory=list)
     inputs: tuple = ()
     outputs: tuple = ()
+    subgraphs: list = field(default_factory=list)  # more subgraphs (Models of their own), numbered from 1
 
     def index(self, name: str) -> int:
         return next(i for i, t in enumerate(self.tensors) if t.name == name)
 
     def build(self) -> bytes:
         b = flatbuffers.Builder(1024)
-        # buffers: 0 is the empty one; each constant tensor gets its own
+        graphs = [self, *self.subgraphs]
+        # buffers: 0 is the empty one; each constant tensor (of any subgraph) gets its own
         buffer_of, buffers = {}, [None]
-        for i, t in enumerate(self.tensors):
-            if t.data is not None:
-                buffer_of[i] = len(buffers)
-                buffers.append(np.ascontiguousarray(t.data).tobytes())
+        for k, g in enumerate(graphs):
+            for i, t in enumerate(g.tensors):
+                if t.data is not None:
+                    buffer_of[k, i] = len(buffers)
+                    buffers.append(np.ascontiguousarray(t.data).tobytes())
         buf_offsets = []
         for raw in buffers:
             data = b.CreateNumpyVector(np.frombuffer(raw, np.uint8)) if raw else None
@@ -64,6 +68,40 @@ class Model:
             if data is not None:
                 tflite.BufferAddData(b, data)
             buf_offsets.append(tflite.BufferEnd(b))
+        codes = sorted({(op.code, op.custom) for g in graphs for op in g.ops})
+
+        def vector(start, items):
+            start(b, len(items))
+            for item in reversed(items):
+                b.PrependUOffsetTRelative(item)
+            return b.EndVector()
+
+        subgraphs = [g._subgraph(b, k, buffer_of, codes, vector) for k, g in enumerate(graphs)]
+        code_offsets = []
+        for code, custom in codes:
+            name = b.CreateString(custom) if custom else None
+            tflite.OperatorCodeStart(b)
+            if name is not None:
+                tflite.OperatorCodeAddCustomCode(b, name)
+            tflite.OperatorCodeAddBuiltinCode(b, code)
+            tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(code, 127))
+            tflite.OperatorCodeAddVersion(b, 1)
+            code_offsets.append(tflite.OperatorCodeEnd(b))
+        gvec = vector(tflite.ModelStartSubgraphsVector, subgraphs)
+        cvec = vector(tflite.ModelStartOperatorCodesVector, code_offsets)
+        bvec = vector(tflite.ModelStartBuffersVector, buf_offsets)
+        desc = b.CreateString("mcudeploy test")
+        tflite.ModelStart(b)
+        tflite.ModelAddVersion(b, 3)
+        tflite.ModelAddOperatorCodes(b, cvec)
+        tflite.ModelAddSubgraphs(b, gvec)
+        tflite.ModelAddDescription(b, desc)
+        tflite.ModelAddBuffers(b, bvec)
+        b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
+        return bytes(b.Output())
+
+    def _subgraph(self, b, k: int, buffer_of: dict, codes: list, vector) -> int:
+        """This model's tensors and operators as subgraph ``k`` of the file being built."""
         tensors = []
         for i, t in enumerate(self.tensors):
             name = b.CreateString(t.name)
@@ -88,14 +126,13 @@ class Model:
                 tflite.TensorAddSparsity(b, sparsity)
             tflite.TensorAddShape(b, shape)
             tflite.TensorAddType(b, TYPES[t.dtype])
-            tflite.TensorAddBuffer(b, buffer_of.get(i, 0))
+            tflite.TensorAddBuffer(b, buffer_of.get((k, i), 0))
             tflite.TensorAddName(b, name)
             if quant is not None:
                 tflite.TensorAddQuantization(b, quant)
             if t.variable:
                 tflite.TensorAddIsVariable(b, True)
             tensors.append(tflite.TensorEnd(b))
-        codes = sorted({(op.code, op.custom) for op in self.ops})
         ops = []
         for op in self.ops:
             ins = b.CreateNumpyVector(np.array([self.index(n) if n else -1 for n in op.inputs], np.int32))
@@ -109,23 +146,6 @@ class Model:
                 tflite.OperatorAddBuiltinOptionsType(b, opts[0])
                 tflite.OperatorAddBuiltinOptions(b, opts[1])
             ops.append(tflite.OperatorEnd(b))
-        code_offsets = []
-        for code, custom in codes:
-            name = b.CreateString(custom) if custom else None
-            tflite.OperatorCodeStart(b)
-            if name is not None:
-                tflite.OperatorCodeAddCustomCode(b, name)
-            tflite.OperatorCodeAddBuiltinCode(b, code)
-            tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(code, 127))
-            tflite.OperatorCodeAddVersion(b, 1)
-            code_offsets.append(tflite.OperatorCodeEnd(b))
-
-        def vector(start, items):
-            start(b, len(items))
-            for item in reversed(items):
-                b.PrependUOffsetTRelative(item)
-            return b.EndVector()
-
         tvec = vector(tflite.SubGraphStartTensorsVector, tensors)
         ovec = vector(tflite.SubGraphStartOperatorsVector, ops)
         gin = b.CreateNumpyVector(np.array([self.index(n) for n in self.inputs], np.int32))
@@ -135,19 +155,7 @@ class Model:
         tflite.SubGraphAddInputs(b, gin)
         tflite.SubGraphAddOutputs(b, gout)
         tflite.SubGraphAddOperators(b, ovec)
-        graph = tflite.SubGraphEnd(b)
-        gvec = vector(tflite.ModelStartSubgraphsVector, [graph])
-        cvec = vector(tflite.ModelStartOperatorCodesVector, code_offsets)
-        bvec = vector(tflite.ModelStartBuffersVector, buf_offsets)
-        desc = b.CreateString("mcudeploy test")
-        tflite.ModelStart(b)
-        tflite.ModelAddVersion(b, 3)
-        tflite.ModelAddOperatorCodes(b, cvec)
-        tflite.ModelAddSubgraphs(b, gvec)
-        tflite.ModelAddDescription(b, desc)
-        tflite.ModelAddBuffers(b, bvec)
-        b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
-        return bytes(b.Output())
+        return tflite.SubGraphEnd(b)
 
 
 # ---------------------------------------------------------------- options
@@ -194,6 +202,19 @@ def concat_options(axis: int):
 
 def softmax_options(beta: float):
     return _options("SoftmaxOptions", Beta=beta)
+
+
+def var_handle_options(shared_name: str):
+    def make(b):
+        name = b.CreateString(shared_name)
+        tflite.VarHandleOptionsStart(b)
+        tflite.VarHandleOptionsAddSharedName(b, name)
+        return tflite.BuiltinOptions.VarHandleOptions, tflite.VarHandleOptionsEnd(b)
+    return make
+
+
+def call_once_options(subgraph: int):
+    return _options("CallOnceOptions", InitSubgraphIndex=subgraph)
 
 
 def fc_options(activation: int = 0):

@@ -323,6 +323,11 @@ static void handle(uint32_t cmd, uint32_t seq, const uint8_t *in, uint32_t n, ui
         }
         send_frame(MCUD_CMD_ACK, seq, 0);
         forget_run(); /* the run consumes its inputs: the arena holds them no longer */
+#if defined(MCUD_MODEL_STATE)
+        if (n >= 5 && (in[4] & 1u) != 0) { /* the first run of a sequence: the state starts afresh */
+            mcud_model_reset();
+        }
+#endif
 #if defined(MCUD_MODEL_PIPELINED)
         mcud_dual_begin(id);
         run_total = mcud_fw_run_model();

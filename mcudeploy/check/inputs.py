@@ -15,7 +15,7 @@ def random_inputs(graph: Graph, count: int = 20, seed: int = 0) -> list[dict[str
     samples = []
     for _ in range(count):
         sample = {}
-        for name in graph.inputs:
+        for name in graph.model_inputs():
             t = graph[name]
             if t.dtype in ("int8", "uint8", "int16", "int32"):
                 info = np.iinfo(DTYPES[t.dtype])
@@ -32,16 +32,17 @@ def load_input(path: Union[str, os.PathLike], graph: Graph) -> list[dict[str, np
         data = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
         raise MCUDeployError(f"{path} is not a .npy or .npz file ({exc})") from None
+    names = graph.model_inputs()
     if isinstance(data, np.lib.npyio.NpzFile):
-        missing = [n for n in graph.inputs if n not in data.files]
+        missing = [n for n in names if n not in data.files]
         if missing:
             raise MCUDeployError(f"{path} has no array named {missing[0]} (the model's inputs: "
-                                 f"{', '.join(graph.inputs)})")
-        sample = {n: data[n] for n in graph.inputs}
+                                 f"{', '.join(names)})")
+        sample = {n: data[n] for n in names}
     else:
-        if len(graph.inputs) != 1:
-            raise MCUDeployError(f"{path} holds one array but the model has {len(graph.inputs)} inputs; use .npz")
-        sample = {graph.inputs[0]: data}
+        if len(names) != 1:
+            raise MCUDeployError(f"{path} holds one array but the model has {len(names)} inputs; use .npz")
+        sample = {names[0]: data}
     for name, x in sample.items():
         t = graph[name]
         if tuple(x.shape) != t.shape:

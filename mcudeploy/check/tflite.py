@@ -105,15 +105,20 @@ def reference_outputs(model, inputs, samples, reset: bool = False) -> tuple[list
 def check_tflite_outputs(model, compiled, outputs: Sequence[Sequence[np.ndarray]], samples,
                          reference: Optional[Graph] = None, trace: bool = True) -> TFLiteVerdict:
     """The verdict on ``outputs`` (per sample, per output), what the C of ``compiled`` gave on ``samples``;
-    ``model`` the .tflite file compiled, ``reference`` the lowered model before any split."""
+    ``model`` the .tflite file compiled, ``reference`` the lowered model before any split. A stateful model's
+    samples are one sequence on every side (the C ran them in order from its initial state), compared step by
+    step."""
     graph = reference or compiled.graph
-    tflm, oracle, why_not = reference_outputs(model, graph.inputs, samples, reset=has_variable_tensors(model))
+    # in order on one interpreter: a state carries over (an LSTM's variable tensors start again: reset)
+    tflm, oracle, why_not = reference_outputs(model, graph.model_inputs(), samples,
+                                              reset=has_variable_tensors(model))
     agreements = []
-    for k, name in enumerate(compiled.graph.outputs):
+    for k, name in enumerate(compiled.graph.model_outputs()):
         got = np.stack([np.asarray(o[k]).reshape(graph[name].shape) for o in outputs])
         want = np.stack([np.asarray(o[k]).reshape(graph[name].shape) for o in tflm])
         agreements.append(_agreement(graph, name, got, want, oracle))
     not_exact, first_bad = against_reference(compiled, graph, samples, outputs)
-    difference = first_difference(compiled, samples[first_bad], graph) if first_bad is not None and trace else None
+    difference = (first_difference(compiled, samples[first_bad], graph, samples[:first_bad] if graph.states else ())
+                  if first_bad is not None and trace else None)
     return TFLiteVerdict(len(samples), tuple(agreements), not_exact, difference, first_bad is not None and trace,
                          why_not)

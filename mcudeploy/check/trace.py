@@ -18,12 +18,12 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 
 from mcudeploy.check.local import short
-from mcudeploy.codegen.emit import arenas, location
+from mcudeploy.codegen.emit import STATE, arenas, location
 from mcudeploy.device.host import Trace, trace_compiled_on_host
 from mcudeploy.device.runner import timed_nodes
 from mcudeploy.ir import DTYPES, Graph, Node, Rows, itemsize
 from mcudeploy.ops import registry
-from mcudeploy.reference import evaluate, run_reference
+from mcudeploy.reference import evaluate, next_state, run_sequence
 
 FLOAT_REL = 1e-4  # the C against the reference on float tensors, relative to the tensor's largest magnitude
 # (at least 1): float kernels sum in another order than numpy, which on values in the hundreds moves more
@@ -33,6 +33,7 @@ CAUSES = {
     "split": "the split gives this piece other values than the model's (the split graph's own reference agrees "
              "with the C)",
     "memory": "the operator found its input {tensor} changed since it was written (overwritten in between)",
+    "state": "the call started from another value of state {tensor} than the calls before should have left",
 }
 
 
@@ -63,13 +64,14 @@ def name(node: Node) -> str:
     return f"{node.op} {short(node.piece.of)} (its piece {node.piece.index})"
 
 
-def expected_values(graph: Graph, reference: Graph, sample: Mapping[str, np.ndarray]) -> tuple[dict, dict]:
+def expected_values(graph: Graph, reference: Graph, sample: Mapping[str, np.ndarray],
+                    before: Sequence[Mapping[str, np.ndarray]] = ()) -> tuple[dict, dict]:
     """(what every activation of ``graph`` should hold by ``reference``'s numpy reference, what
-    ``graph``'s own reference computes)."""
-    own = evaluate(graph, sample)
+    ``graph``'s own reference computes); a stateful model's from the state the samples ``before`` leave."""
+    own = evaluate(graph, sample, _state_after(graph, before))
     if reference is graph:
         return own, own
-    model = evaluate(reference, sample)
+    model = evaluate(reference, sample, _state_after(reference, before))
     want = {}
     for n, t in graph.tensors.items():
         if t.is_const:
@@ -84,13 +86,22 @@ def expected_values(graph: Graph, reference: Graph, sample: Mapping[str, np.ndar
     return want, own
 
 
+def _state_after(graph: Graph, samples: Sequence[Mapping[str, np.ndarray]]) -> Optional[dict]:
+    """The states' values after ``samples`` in turn from their initial values (None: stateless, or none)."""
+    state = None
+    for sample in samples if graph.states else ():
+        state = next_state(graph, evaluate(graph, sample, state))
+    return state
+
+
 def read(compiled, trace: Trace, index: int, tensor: str) -> Optional[np.ndarray]:
     """The tensor as model.c holds it after operator ``index`` (-1: before the first)."""
     if tensor not in compiled.lifetimes.buffer_of:
         return None
     t = compiled.graph[tensor]
     sym, offset, strides = location(compiled, tensor)
-    where = [a["sym"] for a in arenas(compiled)].index(sym)
+    where = [a["sym"] for a in arenas(compiled)] + [STATE]
+    where = where.index(sym)
     size = itemsize(t.dtype)
     return np.ndarray(t.shape, DTYPES[t.dtype], buffer=trace.at(index)[where], offset=offset,
                       strides=[s * size for s in strides]).copy()
@@ -101,9 +112,9 @@ def against_reference(compiled, graph: Graph, samples: Sequence[Mapping[str, np.
     """The C's outputs (one list per sample) against the numpy reference of ``graph`` (the unsplit
     model): per output, the elements that differ (differing()), and the first
     sample where any does (None: bit for bit)."""
-    ref_outputs = [run_reference(graph, s) for s in samples]
+    ref_outputs = run_sequence(graph, samples)  # a stateful model's samples are one sequence
     not_exact, first_bad = {}, None
-    for k, name in enumerate(compiled.graph.outputs):
+    for k, name in enumerate(compiled.graph.model_outputs()):
         count = 0
         for s, (got, want) in enumerate(zip(outputs, ref_outputs)):
             g, w = np.asarray(got[k]).reshape(want[k].shape), want[k]
@@ -138,14 +149,21 @@ def reference_lines(not_exact: Mapping[str, int], difference: Optional[Differenc
     return out
 
 
-def first_difference(compiled, sample: Mapping[str, np.ndarray],
-                     reference: Optional[Graph] = None) -> Optional[Difference]:
+def first_difference(compiled, sample: Mapping[str, np.ndarray], reference: Optional[Graph] = None,
+                     before: Sequence[Mapping[str, np.ndarray]] = ()) -> Optional[Difference]:
     """The first operator of ``compiled`` (a plan) whose inputs or outputs in the host build differ from
-    ``reference``'s (default: the plan's own graph) on ``sample``; None if every one agrees."""
+    ``reference``'s (default: the plan's own graph) on ``sample`` (a stateful model's: after the samples
+    ``before``); None if every one agrees."""
     graph = compiled.graph
-    want, own = expected_values(graph, reference or graph, sample)
-    trace = trace_compiled_on_host(compiled, sample)
-    for index, node in enumerate(timed_nodes(compiled)):
+    want, own = expected_values(graph, reference or graph, sample, before)
+    trace = trace_compiled_on_host(compiled, sample, before=before)
+    nodes = timed_nodes(compiled)
+    for state in graph.states:  # a call that starts from another state than the calls before should leave
+        found = _compare(compiled, trace, -1, state, want)
+        if found is not None:
+            index, node = next(((i, n) for i, n in enumerate(nodes) if state in n.inputs), (0, nodes[0]))
+            return Difference(index, node, state, *found, "state")
+    for index, node in enumerate(nodes):
         # a Slice (a window, no kernel) is judged by its window alone: the rows of its input it does not
         # read may already hold other tensors, when the plan frees the input by rows as its slices are read
         window = registry.get(node.op).subview

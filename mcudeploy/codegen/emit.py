@@ -132,11 +132,17 @@ class _Context:
         raise TypeError(f"{comment}: cannot write {type(value).__name__} as a C value")
 
 
+STATE = "mcud_state"  # model.c's static buffer of the states (mcudeploy/memory/state.py)
+
+
 def location(compiled, tensor: str) -> tuple[str, int, list[int]]:
-    """Where model.c keeps an activation: its arena's symbol, the byte offset of its first element
-    there (buffer offset + offset in the buffer), and its strides in elements."""
+    """Where model.c keeps an activation: its arena's symbol (a state's buffer: STATE), the byte offset
+    of its first element there (buffer offset + offset in the buffer), and its strides in elements."""
     buf = compiled.lifetimes.buffer_of[tensor]
     slot = compiled.lifetimes.slots.get(tensor)
+    if buf in compiled.placement.state_offsets:
+        strides = list(slot.strides) if slot is not None else list(row_major(compiled.graph[tensor].shape))
+        return STATE, compiled.placement.state_offsets[buf] + (slot.offset if slot else 0), strides
     arenas_ = compiled.placement.arenas
     sym = arena_symbol(compiled.placement.regions.get(buf), next(iter(arenas_)) if arenas_ else None,
                        code_options(compiled).arena == "extern")
@@ -217,8 +223,9 @@ def context(compiled) -> dict:
                       "lists": [a["list"] for a in args if a["list"] and a["list"]["local"]],
                       "unused": [p for p in params if p not in used]})
     io = {}
-    for kind, names in (("inputs", graph.inputs), ("outputs", graph.outputs)):
+    for kind, names in (("inputs", graph.model_inputs()), ("outputs", graph.model_outputs())):
         io[kind] = [_io(ctx, n, kind[:-1], i) for i, n in enumerate(names)]
+    states = _states(ctx)
     headers = sorted(p.name for p in (firmware_dir() / "include").glob("mcud*.h"))
     plan = plan_dict(compiled)
     name = ctx.name
@@ -248,8 +255,29 @@ def context(compiled) -> dict:
         "params": ctx.params,
         "calls": calls,
         "streamed": [t for t in io["inputs"] if t["streamed"]],
+        "states": states,
+        "state_bytes": compiled.placement.state_bytes,
+        "state_symbol": STATE,
         **io,
     }
+
+
+def _states(ctx: _Context) -> list[dict]:
+    """Per state (Graph.states): where it is in the state buffer, its initial value (a byte to fill it with,
+    or a constant array in flash) and where its next value is copied from after the last step (None: the
+    plan wrote it in place)."""
+    out = []
+    graph, lives = ctx.graph, ctx.c.lifetimes
+    for state, value in graph.state_updates():
+        t = graph[state]
+        raw = np.ascontiguousarray(t.data).view(np.uint8).ravel()
+        fill = int(raw[0]) if raw.size and np.all(raw == raw[0]) else None
+        init = None if fill is not None else ctx.const_array(t.data, CTYPES[t.dtype],
+                                                               f"{state} {t.dtype}{list(t.shape)}: initial value")
+        out.append({"name": state.replace("*/", "* /"), "base": ctx.base(state), "nbytes": t.nbytes, "fill": fill,
+                    "init": init, "next": None if lives.in_place.get(state) else ctx.base(value),
+                    "next_name": value.replace("*/", "* /")})
+    return out
 
 
 def _io(ctx: _Context, name: str, kind: str, index: int) -> dict:

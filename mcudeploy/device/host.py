@@ -91,7 +91,8 @@ def build(project: Path, board: Board, trace: bool = False) -> Path:
 
 def run(exe: Path, graph: Graph, samples: Sequence[Mapping[str, np.ndarray]],
         trace: Optional[Path] = None) -> list[list[np.ndarray]]:
-    """Run the built model on each sample; return the outputs of each, in graph order. ``trace``:
+    """Run the built model on each sample, in order in one process (a stateful model carries its state from
+    one to the next, from its initial value); return the model's outputs of each. ``trace``:
     the file a trace build writes its arenas to (MCUD_TRACE_FILE)."""
     work = exe.parent
     (work / "in.bin").write_bytes(b"".join(b for sample in samples for b in sample_bytes(graph, sample)))
@@ -105,7 +106,7 @@ def run(exe: Path, graph: Graph, samples: Sequence[Mapping[str, np.ndarray]],
     results, pos = [], 0
     for _ in samples:
         outs = []
-        for name in graph.outputs:
+        for name in graph.model_outputs():
             outs.append(output_array(graph, name, data[pos:pos + graph[name].nbytes]))
             pos += graph[name].nbytes
         results.append(outs)
@@ -133,20 +134,25 @@ class Trace:
         return self.before if index < 0 else self.after[index]
 
 
-def trace_compiled_on_host(compiled, sample: Mapping[str, np.ndarray], workdir: Optional[Path] = None) -> Trace:
-    """Build ``compiled`` (retargeted to the host board) in trace mode and run it on one sample."""
+def trace_compiled_on_host(compiled, sample: Mapping[str, np.ndarray], workdir: Optional[Path] = None,
+                           before: Sequence[Mapping[str, np.ndarray]] = ()) -> Trace:
+    """Build ``compiled`` (retargeted to the host board) in trace mode and run it on one sample (a stateful
+    model: after the samples ``before``, in one run, so that it starts from the state they leave; the
+    states' buffer is traced after the arenas)."""
     host = dataclasses.replace(compiled, board=load_board("host")) if compiled.board.kind != "host" else compiled
-    sizes = [max(a["bytes"], 1) for a in arenas(host)]
+    sizes = [max(a["bytes"], 1) for a in arenas(host)] + ([host.placement.state_bytes] if host.graph.states else [])
     with tempfile.TemporaryDirectory(prefix="mcud-trace-") as tmp:
         project = write_project(host, Path(workdir or tmp), trace=True)
         exe = build(project, host.board, trace=True)
-        outputs = run(exe, host.graph, [sample], trace=project / "trace.bin")[0]
+        outputs = run(exe, host.graph, [*before, sample], trace=project / "trace.bin")[-1]
         data = (project / "trace.bin").read_bytes()
     records, pos, index = [], 0, -1
     while pos < len(data):
         arenas_now = []
         for size in sizes:
             got = int(np.frombuffer(data[pos:pos + 4], dtype=np.int32)[0])
+            if got == -1 and index > -1 and not arenas_now:  # the next sample's: only the last one's are kept
+                records, index = [], -1
             if got != index:
                 raise BuildError(f"the trace build wrote operator {got} where {index} was due")
             arenas_now.append(np.frombuffer(data[pos + 4:pos + 4 + size], dtype=np.uint8))

@@ -20,7 +20,8 @@ Requests and their replies' payloads (run: a u32 run id the host picks for each 
                                                u8 clock status (0 reset clock, 1 clock tree applied, 2 fell
                                                back to the reset clock), str the wait that timed out
     LOAD_INPUT   u32 run, u8 index, u32 offset, data -> -
-    RUN          u32 run                    -> u64 total ticks, u16 ops
+    RUN          u32 run[, u8 flags]        -> u64 total ticks, u16 ops (flags bit 0: a stateful model's state is
+                                               reset first, the first run of a sequence)
     READ_TICKS   u32 run, u16 first, u16 count -> u64 ticks of each operator of that run
     READ_OUTPUT  u32 run, u8 index, u32 offset, u16 length -> data
     RUN_OP       u16 op, u32 repeat         -> u64 total, u64 min, u64 max ticks over the repetitions
@@ -297,8 +298,8 @@ def pack_load_input_file(run: int, index: int, offset: int, length: int, file_of
     return struct.pack("<IBIII", run, index, offset, length, file_offset) + pack_string(path)
 
 
-def pack_run(run: int) -> bytes:
-    return struct.pack("<I", run)
+def pack_run(run: int, reset: bool = False) -> bytes:
+    return struct.pack("<IB", run, 1) if reset else struct.pack("<I", run)
 
 
 def pack_run_linked(run: int, frame: int, timeout_ms: int) -> bytes:

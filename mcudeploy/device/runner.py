@@ -125,15 +125,16 @@ def run_on_board(compiled, samples: Sequence[Mapping[str, np.ndarray]], port: Op
     """Build the model's firmware for ``compiled.board`` and run every sample in one session (``flash``:
     how the board behind ``port`` is given the firmware first, a farm place's, device/farm.py). With a
     ``pool`` of several boards the samples are cut into as many consecutive runs, one per board at once
-    (device/pool.py), and their results put back in the samples' order."""
+    (device/pool.py), and their results put back in the samples' order; a stateful model's run in order on
+    one board, from its initial state (the first RUN resets it)."""
     board = compiled.board
     with tempfile.TemporaryDirectory(prefix="mcud-board-") as tmp:
         folder = Path(workdir or tmp)
         firmware = build_for_board(compiled, folder)
         if pool is None:
             done = [_run_samples(compiled, firmware, samples, port, timeout, folder / "inputs.bin", flash)]
-        else:
-            parts = max(1, min(pool.size, len(samples)))
+        else:  # a stateful model's samples are one sequence: one board runs them all
+            parts = 1 if compiled.graph.states else max(1, min(pool.size, len(samples)))
             cuts = [len(samples) * k // parts for k in range(parts + 1)]
             done = pool.map([Job(f"{cuts[k + 1] - cuts[k]} sample(s) of {model_name(compiled)}",
                                  functools.partial(_run_part, compiled, firmware, samples[cuts[k]:cuts[k + 1]], timeout,
@@ -157,11 +158,11 @@ def _run_samples(compiled, firmware: Firmware, samples, port: Optional[str], tim
     graph, board = compiled.graph, compiled.board
     if flash is not None:
         flash(firmware)
-    out_bytes = [graph[n].nbytes for n in graph.outputs]
+    out_bytes = [graph[n].nbytes for n in graph.model_outputs()]
     outputs, runs = [], []
     with connect(board, firmware, port, timeout) as session:
         info = session.info
-        expected = tuple(graph[n].nbytes for n in graph.inputs)
+        expected = tuple(graph[n].nbytes for n in graph.model_inputs())
         if info.input_bytes != expected:
             raise MCUDeployError(f"board {board.name} reports inputs of {list(info.input_bytes)} bytes, "
                                  f"the model has {list(expected)}")
@@ -178,11 +179,11 @@ def _run_samples(compiled, firmware: Firmware, samples, port: Optional[str], tim
                 for i, b in enumerate(data):
                     session.load_input_file(i, str(bulk.resolve()), offset, len(b))
                     offset += len(b)
-                result = session.run()
+                result = session.run(reset=k == 0 and bool(graph.states))
                 raw = [session.read_output(i, n) for i, n in enumerate(out_bytes)]
             else:
-                raw, result = session.infer(data, out_bytes)
-            outputs.append([output_array(graph, n, b) for b, n in zip(raw, graph.outputs)])
+                raw, result = session.infer(data, out_bytes, reset=k == 0 and bool(graph.states))
+            outputs.append([output_array(graph, n, b) for b, n in zip(raw, graph.model_outputs())])
             runs.append(result)
             log.info("sample %d: %d ticks", k, result.total_ticks)
     return outputs, runs, info
@@ -222,7 +223,7 @@ def compare_with_host(compiled, outputs: Sequence[Sequence[np.ndarray]], samples
 
     host = run_compiled_on_host(dataclasses.replace(compiled, board=load_board("host")), samples)
     ok, lines = True, []
-    for k, name in enumerate(compiled.graph.outputs):
+    for k, name in enumerate(compiled.graph.model_outputs()):
         dev = np.stack([np.asarray(o[k]) for o in outputs])
         ref = np.stack([np.asarray(o[k]) for o in host])
         if compiled.graph[name].dtype == "float32":

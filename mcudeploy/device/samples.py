@@ -12,9 +12,9 @@ from mcudeploy.ir import DTYPES, Graph
 
 
 def sample_bytes(graph: Graph, sample: Mapping[str, np.ndarray]) -> list[bytes]:
-    """The bytes of each graph input of ``sample``, in graph order."""
+    """The bytes of each input the caller gives (Graph.model_inputs) of ``sample``, in graph order."""
     out = []
-    for name in graph.inputs:
+    for name in graph.model_inputs():
         t = graph[name]
         x = np.asarray(sample[name])
         if x.shape != t.shape:

@@ -249,10 +249,11 @@ class Session:
             out += chunk
         return bytes(out)
 
-    def run(self) -> RunResult:
-        """Run the model once on the inputs loaded under the current run id; its total and per-operator ticks."""
+    def run(self, reset: bool = False) -> RunResult:
+        """Run the model once on the inputs loaded under the current run id; its total and per-operator ticks.
+        ``reset``: a stateful model's state is set to its initial value first (the first run of a sequence)."""
         try:
-            total, ops = P.unpack_run(self.request(P.Command.RUN, P.pack_run(self.run_id), kind=P.Command.RUN))
+            total, ops = P.unpack_run(self.request(P.Command.RUN, P.pack_run(self.run_id, reset), kind=P.Command.RUN))
             ticks: list[int] = []
             step = self._chunk() // 8
             for first in range(0, ops, step):
@@ -289,12 +290,13 @@ class Session:
     def echo(self, data: bytes) -> bytes:
         return self.request(P.Command.ECHO, data)
 
-    def infer(self, inputs: Sequence[bytes], output_bytes: Sequence[int]) -> tuple[list[bytes], RunResult]:
-        """Load every input, run once, read every output, all under a new run id."""
+    def infer(self, inputs: Sequence[bytes], output_bytes: Sequence[int],
+              reset: bool = False) -> tuple[list[bytes], RunResult]:
+        """Load every input, run once (``reset``: as Session.run), read every output, all under a new run id."""
         self.begin_run()
         for i, data in enumerate(inputs):
             self.load_input(i, data)
-        result = self.run()
+        result = self.run(reset)
         return [self.read_output(i, n) for i, n in enumerate(output_bytes)], result
 
     def reset(self) -> None:

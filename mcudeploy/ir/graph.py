@@ -80,6 +80,10 @@ class Graph:
     # graph inputs with no bytes in the arena: ReadInput nodes (mcudeploy/ops/stream.py) ask the
     # application for their rows (passes/stream_input.py)
     streamed: tuple[str, ...] = ()
+    # a stateful model's variables (tensors of kind "state", their initial value as data): graph inputs
+    # whose value is the one the call before left, and the last len(states) graph outputs are their values
+    # at the end of a call, in this order (model_inputs/model_outputs are the caller's own)
+    states: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.arithmetic not in ARITHMETICS:
@@ -90,10 +94,24 @@ class Graph:
         object.__setattr__(self, "inputs", tuple(self.inputs))
         object.__setattr__(self, "outputs", tuple(self.outputs))
         object.__setattr__(self, "streamed", tuple(self.streamed))
+        object.__setattr__(self, "states", tuple(self.states))
 
     def stored_inputs(self) -> tuple[str, ...]:
-        """The graph inputs the caller writes into the arena (all but the streamed ones)."""
+        """The graph inputs that hold bytes before the first step: all but the streamed ones (the states'
+        bytes are in the state buffer, mcudeploy/memory/state.py; the others in the arena)."""
         return tuple(name for name in self.inputs if name not in self.streamed)
+
+    def model_inputs(self) -> tuple[str, ...]:
+        """The inputs the caller gives (all but the states)."""
+        return tuple(name for name in self.inputs if name not in self.states)
+
+    def model_outputs(self) -> tuple[str, ...]:
+        """The outputs the caller reads (all but the states' next values)."""
+        return self.outputs[:len(self.outputs) - len(self.states)]
+
+    def state_updates(self) -> tuple[tuple[str, str], ...]:
+        """(state, the tensor whose value it takes at the end of a call) per state, in order."""
+        return tuple(zip(self.states, self.outputs[len(self.outputs) - len(self.states):]))
 
     def replace(self, *, tensors: Optional[Iterable[Tensor] | Mapping[str, Tensor]] = None, **changes) -> "Graph":
         if tensors is not None:

@@ -25,7 +25,8 @@ CTYPES = {
     "float32": "float",
     "bool": "uint8_t",
 }
-KINDS = ("input", "output", "activation", "constant")
+# "state": a value the model keeps between calls (Graph.states), its initial value as data
+KINDS = ("input", "output", "activation", "constant", "state")
 # The most bytes one tensor may take: the largest memory region of any board (the host's 1 GiB;
 # tests/test_bad_inputs.py keeps every board within it). A Cortex-M has a few MB and its kernels
 # index views with int32_t, so a bigger tensor is a damaged model, refused before any work.
@@ -95,7 +96,7 @@ class Tensor:
     dtype: str
     kind: str = "activation"
     quant: Optional[Quant] = None
-    data: Optional[np.ndarray] = field(default=None, repr=False)
+    data: Optional[np.ndarray] = field(default=None, repr=False)  # a constant's value, a state's initial value
     rows: Optional[Rows] = None  # a piece or slice made by the split: which rows of which tensor
     region: Optional[str] = None  # the memory region a rewrite put it in (mcudeploy/offload); None: any
 

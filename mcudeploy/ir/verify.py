@@ -16,9 +16,28 @@ def verify(graph: Graph) -> Graph:
         t = graph.tensors.get(name)
         if t is None:
             problems.append(f"graph input {name} has no tensor")
-        elif t.kind != "input":
+        elif t.kind != ("state" if name in graph.states else "input"):
             problems.append(f"graph input {name} has kind {t.kind}")
         defined.add(name)
+    for name in graph.states:
+        t = graph.tensors.get(name)
+        if name not in graph.inputs:
+            problems.append(f"state {name} is not a graph input")
+        elif t.data is None or tuple(t.data.shape) != t.shape:
+            problems.append(f"state {name} has no initial value of its shape")
+    if len(graph.outputs) < len(graph.states):
+        problems.append(f"{len(graph.states)} states but {len(graph.outputs)} graph outputs")
+    else:
+        for state, value in graph.state_updates():
+            s, v = graph.tensors.get(state), graph.tensors.get(value)
+            if s is not None and v is not None and (s.shape, s.dtype) != (v.shape, v.dtype):
+                problems.append(f"state {state} is {s.dtype}{list(s.shape)} but takes the value of "
+                                f"{v.dtype}{list(v.shape)} {value}")
+            if value in graph.model_outputs() or value in graph.inputs or (v is not None and v.is_const):
+                problems.append(f"state {state} takes the value of {value}, which is also a graph output, an "
+                                f"input or a constant (a copy of it must be made)")
+        if len(set(graph.outputs[len(graph.outputs) - len(graph.states):])) != len(graph.states):
+            problems.append("two states take the value of one tensor")
     for name in graph.streamed:
         if name not in graph.inputs:
             problems.append(f"streamed tensor {name} is not a graph input")
@@ -47,7 +66,7 @@ def verify(graph: Graph) -> Graph:
                 problems.append(f"tensor {o} is produced twice (again by {n.name})")
             if o not in graph.tensors:
                 problems.append(f"node {n.name} produces {o}, which has no tensor")
-            elif graph.tensors[o].kind in ("input", "constant"):
+            elif graph.tensors[o].kind in ("input", "constant", "state"):
                 problems.append(f"node {n.name} writes {graph.tensors[o].kind} {o}")
             defined.add(o)
     for name in graph.outputs:

@@ -123,7 +123,8 @@ class _Facts:
         self.steps = len(order)
         self.outputs = frozenset(graph.outputs)
         self.inputs = frozenset(graph.stored_inputs())
-        born: dict[str, int] = {name: -1 for name in self.inputs}
+        self.states = frozenset(graph.states)  # their buffers take no operator's output in place (memory/state.py)
+        born: dict[str, int] = {name: -1 for name in graph.stored_inputs()}  # in order: slots are listed so
         dies: dict[str, int] = {}
         for i, n in enumerate(order):
             for t in n.inputs:
@@ -383,6 +384,8 @@ def _buffers(state: _State, sharing: frozenset, moved: Optional[dict] = None, ch
             if out in linked or out in moved:
                 continue
             r = find(root(src))
+            if r in f.states:
+                continue
             first, last, io, outs = agg[r]
             now = steps[r][-1][2] if r in steps else f.nbytes[r]
             if last > step or outs or now != f.nbytes[src] or r == out or out not in agg:

@@ -3,7 +3,8 @@
 Sharing (views, Concat inputs written into the output, Split outputs as slices, in place) is
 decided in mcudeploy/memory/alias.py. A buffer lives from the step that writes its first tensor
 to the step that last reads any of its tensors; graph inputs live from step -1, graph outputs to
-the last step. Its size is its owner's bytes rounded up to the alignment. A kernel's scratch
+the last step; the states' buffers are not the arena's (mcudeploy/memory/state.py). Its size is its
+owner's bytes rounded up to the alignment. A kernel's scratch
 memory (``Op.scratch``) is a buffer of its own, "<node>#scratch", with no tensors, live at the
 kernel's step only.
 
@@ -18,6 +19,7 @@ from typing import Mapping, Optional, Sequence
 from mcudeploy.ir import Graph, Node
 from mcudeploy.memory.alias import SHARING, Slot, share
 from mcudeploy.memory.parts import by_parts
+from mcudeploy.memory.state import split_states
 from mcudeploy.ops import registry
 
 
@@ -52,6 +54,10 @@ class Lifetimes:
     slots: Mapping = field(default_factory=dict)  # tensor name -> Slot(buffer, byte offset, strides)
     elided: frozenset = frozenset()  # nodes that run no kernel: their work is done by sharing
     sharing: frozenset = frozenset()  # the kinds of sharing these lifetimes were made with (alias.SHARING)
+    # the states' buffers (Graph.states), outside the arena, in the order of the states (memory/state.py),
+    # and per state whether its next value is written in place (else model.c copies it in after the last step)
+    state: tuple[Buffer, ...] = ()
+    in_place: Mapping = field(default_factory=dict)
 
     def live_bytes(self) -> list[int]:
         diff = [0] * (self.steps + 2)  # index 0 is step -1
@@ -86,15 +92,18 @@ def scratch_buffers(graph: Graph, order: Sequence[Node], alignment: int = 4, eli
 
 def lifetimes(graph: Graph, order: Sequence[Node], alignment: int = 4, sharing: frozenset = SHARING) -> Lifetimes:
     s = share(graph, order, alignment, frozenset(sharing))
+    slots, spans, states, in_place = split_states(graph, s.slots, s.spans, alignment)
     buffers = [Buffer(sp.name, sp.tensors, align_up(sp.nbytes, alignment), sp.first, sp.last, io=sp.io,
                       parts=tuple((0, align_up(n, alignment), a, z) for a, z, n in sp.steps))
-               for sp in s.spans]
+               for sp in spans]
+    state = tuple(Buffer(sp.name, sp.tensors, align_up(sp.nbytes, alignment), -1, len(order) - 1, io=True)
+                  for sp in states)
     if "parts" in sharing:
-        buffers = by_parts(graph, order, buffers, s.slots, s.elided, alignment)
+        buffers = by_parts(graph, order, buffers, slots, s.elided, alignment)
     buffers += scratch_buffers(graph, order, alignment, s.elided)
     buffers.sort(key=lambda b: (b.first, b.name))
-    return Lifetimes(tuple(buffers), {t: sl.buffer for t, sl in s.slots.items()}, len(order), s.slots, s.elided,
-                     frozenset(sharing))
+    return Lifetimes(tuple(buffers), {t: sl.buffer for t, sl in slots.items()}, len(order), slots, s.elided,
+                     frozenset(sharing), state, in_place)
 
 
 __all__ = ["SCRATCH", "Buffer", "Lifetimes", "Slot", "align_up", "lifetimes", "scratch_buffers"]

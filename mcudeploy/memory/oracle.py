@@ -22,22 +22,33 @@ from mcudeploy.ops import registry
 from mcudeploy.reference import arguments
 
 
+STATE = "#state"  # the key of the states' buffer among the arenas (mcudeploy/memory/state.py)
+
+
+def _where(placement, buffer: str) -> tuple:
+    """(the arena a buffer is in, its offset there): its region's, or the states' buffer."""
+    if buffer in placement.state_offsets:
+        return STATE, placement.state_offsets[buffer]
+    return placement.regions.get(buffer), placement.offsets[buffer]
+
+
 def _arenas(lifetimes, placement, seed: int) -> dict:
     rng = np.random.default_rng(seed)
     sizes: dict = {}
-    for b in lifetimes.buffers:
-        region = placement.regions.get(b.name)
-        sizes[region] = max(sizes.get(region, 0), placement.offsets[b.name] + b.size)
+    for b in lifetimes.buffers + lifetimes.state:
+        region, offset = _where(placement, b.name)
+        sizes[region] = max(sizes.get(region, 0), offset + b.size)
     return {r: rng.integers(0, 256, size=max(n, 1), dtype=np.uint8) for r, n in sizes.items()}
 
 
 def tensor_view(graph: Graph, lifetimes, placement, arenas: Mapping, name: str) -> np.ndarray:
-    """A numpy view of `name` inside its region's arena."""
+    """A numpy view of `name` inside its region's arena (a state's buffer: the states' buffer)."""
     t = graph[name]
     slot = lifetimes.slots[name]
     size = itemsize(t.dtype)
-    return np.ndarray(t.shape, DTYPES[t.dtype], buffer=arenas[placement.regions.get(slot.buffer)],
-                      offset=placement.offsets[slot.buffer] + slot.offset, strides=[s * size for s in slot.strides])
+    region, offset = _where(placement, slot.buffer)
+    return np.ndarray(t.shape, DTYPES[t.dtype], buffer=arenas[region], offset=offset + slot.offset,
+                      strides=[s * size for s in slot.strides])
 
 
 def _addresses(graph: Graph, lifetimes, placement, name: str, axis: int = 0, start: int = 0,
@@ -49,11 +60,12 @@ def _addresses(graph: Graph, lifetimes, placement, name: str, axis: int = 0, sta
     shape = list(t.shape)
     if length >= 0:
         shape[axis] = length
-    addr = np.zeros((1,), np.int64) + placement.offsets[slot.buffer] + slot.offset + start * slot.strides[axis] * size
+    region, offset = _where(placement, slot.buffer)
+    addr = np.zeros((1,), np.int64) + offset + slot.offset + start * slot.strides[axis] * size
     for n, s in zip(shape, slot.strides):
         addr = (addr[:, None] + np.arange(n, dtype=np.int64)[None, :] * s * size).ravel()
     addr = (addr[:, None] + np.arange(size, dtype=np.int64)[None, :]).ravel()
-    return placement.regions.get(slot.buffer), addr
+    return region, addr
 
 
 def _in_its_slice(graph: Graph, node: Node, lifetimes, j: int) -> bool:
@@ -105,11 +117,14 @@ def _check_writes(graph: Graph, node: Node, lifetimes, placement) -> None:
 
 def run_in_arena(graph: Graph, order: Sequence[Node], lifetimes, placement,
                  inputs: Mapping[str, np.ndarray], seed: int = 0) -> list[np.ndarray]:
+    """Every graph output after one call (a state's next value as the call leaves it: in place, or copied
+    in after the last step as model.c does); a state not in ``inputs`` starts from its initial value."""
     arenas = _arenas(lifetimes, placement, seed)
 
     def view(name: str) -> np.ndarray:
         return tensor_view(graph, lifetimes, placement, arenas, name)
 
+    inputs = {**{s: graph[s].data for s in graph.states}, **inputs}
     for name in graph.stored_inputs():
         view(name)[...] = inputs[name]
     for node in order:
@@ -121,4 +136,8 @@ def run_in_arena(graph: Graph, order: Sequence[Node], lifetimes, placement,
                          else np.asarray(inputs[i]) if i in graph.streamed else view(i).copy())
         for out, value in zip(node.outputs, op.reference(graph, node, args)):
             view(out)[...] = value
-    return [view(name).copy() for name in graph.outputs]
+    outputs = {name: view(name).copy() for name in graph.model_outputs()}  # read before the states are set
+    for state, value in graph.state_updates():
+        view(state)[...] = view(value).copy()
+        outputs[value] = view(state).copy()
+    return [outputs[name] for name in graph.outputs]

@@ -12,7 +12,8 @@ below the bytes live at the peak step), or, for ``exact``, when the solver prove
 smaller arena exists. The result always reports the bound next to the arena it reached.
 
 Several regions (mcudeploy/memory/regions.py): buffers are assigned to regions first, then each
-region's buffers are placed in that region's own arena.
+region's buffers are placed in that region's own arena. The states' buffers are no arena's: they sit one
+after the other in a buffer of their own (mcudeploy/memory/state.py).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from mcudeploy.errors import MCUDeployError
 from mcudeploy.memory.exact import solve
 from mcudeploy.memory.greedy import greedy, live_peak
 from mcudeploy.memory.lifetimes import Buffer, Lifetimes
+from mcudeploy.memory import state
 from mcudeploy.memory.regions import DEFAULT, Area, allowed_areas, assign
 
 METHODS = ("greedy", "exact")
@@ -44,6 +46,9 @@ class Placement:
     detail: str = ""  # how the arena was reached
     time_s: float = 0.0  # wall-clock seconds (informative: the machine's load changes it, not the offsets)
     effort_s: float = 0.0  # effort seconds spent (mcudeploy/effort.py), all regions together
+    # the states' buffers (Lifetimes.state): byte offset of each in the state buffer, outside every arena
+    state_offsets: dict = field(default_factory=dict)
+    state_bytes: int = 0
 
 
 def check_no_overlap(buffers: Sequence[Buffer], offsets: Mapping, regions: Optional[Mapping] = None) -> None:
@@ -118,5 +123,6 @@ def place(lifetimes: Lifetimes, regions: Sequence[Area] = DEFAULT, method: str =
     bound = lifetimes.lower_bound()
     check_no_overlap(buffers, offsets, where)
     proven = total <= bound or (len(set(where.values())) <= 1 and all(proofs))  # one region in use: its proof holds
+    state_offsets, state_bytes = state.offsets(lifetimes.state, alignment)
     return Placement(offsets, total, bound, method, dict(where), arenas, proven, "; ".join(details),
-                     time.perf_counter() - t0, spent)
+                     time.perf_counter() - t0, spent, state_offsets, state_bytes)

@@ -146,8 +146,9 @@ def stays(compiled) -> list[list[Stay]]:
     for value, tensors in copies.items():
         chain = []
         for t in dict.fromkeys(tensors):
-            b = next(b for b in lives.buffers if b.name == lives.buffer_of[t])
-            chain.append(Stay(value, t, where.get(b.name), b.first, b.last))
+            b = next((b for b in lives.buffers if b.name == lives.buffer_of[t]), None)
+            if b is not None:  # a state's buffer is no arena's (memory/state.py)
+                chain.append(Stay(value, t, where.get(b.name), b.first, b.last))
         out.append(chain)
     return out
 

@@ -24,7 +24,7 @@ def take_int8_inputs(graph: Graph) -> Graph:
     tensors = dict(graph.tensors)
     renames: dict[str, str] = {}
     dropped: set[str] = set()
-    for name in graph.inputs:
+    for name in graph.model_inputs():
         t = graph[name]
         readers = graph.users(name)
         quantizers = [n for n in readers if n.op == "QuantizeLinear"]

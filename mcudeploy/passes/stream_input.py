@@ -21,7 +21,7 @@ def stream_inputs(graph: Graph) -> Graph:
     tensors = dict(graph.tensors)
     renames: dict[str, str] = {}
     reads: list[Node] = []
-    for index, name in enumerate(graph.inputs):
+    for index, name in enumerate(graph.model_inputs()):  # a state (Graph.states) is no input the caller streams
         t = graph[name]
         if name in graph.streamed or not graph.users(name):
             continue

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mcudeploy.plan import plan_dict
-from mcudeploy.report.view import kb, plan_view, short_name
+from mcudeploy.report.view import kb, plan_view, short_name, state_text
 
 BAR_WIDTH = 32
 NAME_WIDTH = 40
@@ -40,6 +40,8 @@ def header_lines(v: dict) -> list[str]:
             for r in v["regions"]))
     if v.get("offload"):
         lines.append(offload_text(v["offload"]))
+    if v.get("state"):
+        lines.append(state_text(v["state"]))
     return lines
 
 

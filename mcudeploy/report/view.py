@@ -216,9 +216,28 @@ def plan_view(plan: dict, source: str = "the plan") -> dict:
                  "op": order[peak_step]["op"] if peak_step >= 0 else "inputs",
                  "node": order[peak_step]["node"] if peak_step >= 0 else "",
                  "buffers": at_peak},
-        "operators": rows, "split": split_view(plan), "offload": plan.get("offload"),
+        "operators": rows, "split": split_view(plan), "offload": plan.get("offload"), "state": state_view(plan),
         "marks": offload_marks(plan, first_region) if plan.get("offload") else [],
     }
+
+
+def state_view(plan: dict) -> Optional[dict]:
+    """A stateful model's states (plan.json "states"): their bytes outside the arena, and how many of them take
+    their next value in place (the others are copied in after the last step); None for a stateless model."""
+    states = plan.get("states")
+    if not states:
+        return None
+    return {"bytes": int(plan.get("state_bytes", sum(int(s["size"]) for s in states))), "count": len(states),
+            "in_place": sum(1 for s in states if s.get("in_place")), "names": [s["name"] for s in states]}
+
+
+def state_text(state: dict) -> str:
+    """state_view in a few words."""
+    copied = state["count"] - state["in_place"]
+    how = ("all written in place" if not copied else "all copied in after the last step" if not state["in_place"]
+           else f"{state['in_place']} written in place, {copied} copied in after the last step")
+    return (f"state {state['bytes']:,} bytes kept between calls outside the arena ({state['count']} variable"
+            f"{'s' if state['count'] != 1 else ''}, {how})")
 
 
 def kb(n: Optional[int]) -> str:

@@ -111,7 +111,8 @@ def build(graph: Graph, alignment: int = 4) -> Problem:
     buffers = []
     for owner, members in groups.items():
         readers = sorted({index[u.name] for t in members for u in graph.users(t)})
-        size = align_up(max(graph[t].nbytes for t in members), alignment)
+        # a state's buffer is not the arena's (memory/state.py): it costs the order nothing
+        size = 0 if owner in graph.states else align_up(max(graph[t].nbytes for t in members), alignment)
         buffers.append(Buffer(size, producer.get(owner, -1), tuple(readers), any(t in outputs for t in members),
                               tuple(members)))
         for t in members:

@@ -30,6 +30,7 @@ from mcudeploy.ops import registry
 from mcudeploy.simulate.simulate import Estimator, simulate, work
 from mcudeploy.simulate.timing_cache import TimingCache
 from mcudeploy.stages.split import Capacity, Problem, Split, evaluate, exact, heuristic
+from mcudeploy.stages.staged import refuse_state
 from mcudeploy.stages.steps import Steps, reduce, steps_of
 from mcudeploy.stages.system import System, Unit
 
@@ -150,6 +151,7 @@ def _no_fit(steps: Steps, system: System, units: tuple[Unit, ...]) -> str:
 def partition(graph: Graph, system: System, stages: Optional[int] = None, objective: str = "throughput",
               schedule_method: str = "auto", time_limit: float = 10.0) -> Partition:
     """Cut the lowered ``graph`` into stages on ``system`` (see the module's docstring)."""
+    refuse_state(graph)
     if objective not in OBJECTIVES:
         raise MCUDeployError(f"--objective must be one of {', '.join(OBJECTIVES)}, not {objective!r}")
     units = system.units

@@ -57,9 +57,17 @@ def _check_bounds(bounds: Sequence[int], steps: int) -> tuple[int, ...]:
     return bounds
 
 
+def refuse_state(graph: Graph) -> None:
+    """A stateful (streaming) model runs on one chip: its states would have to live in one stage."""
+    if graph.states:
+        raise MCUDeployError(f"{graph.name} keeps a state between calls ({', '.join(graph.states)}): mcudeploy runs "
+                             f"such a model on one chip, not in stages")
+
+
 def stage_graphs(graph: Graph, order: Sequence[Node], bounds: Sequence[int]) -> tuple[Graph, ...]:
     """The graph of every stage: steps [bounds[k-1], bounds[k]) of ``order``, a tensor made by an
     earlier stage taken as an input, a tensor a later stage (or the caller) reads given as an output."""
+    refuse_state(graph)
     order = tuple(order)
     bounds = _check_bounds(bounds, len(order))
     made_in = {o: k for k, (lo, hi) in enumerate(zip((0,) + bounds, bounds + (len(order),)))

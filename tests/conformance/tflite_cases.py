@@ -204,22 +204,24 @@ def check(case: Case, expected, workdir: Optional[Path] = None) -> None:
     outputs (``expected``, from tflm_outputs) and mcudeploy's numpy reference."""
     from mcudeploy.device.host import run_compiled_on_host
     from mcudeploy.pipeline import compile_model
-    from mcudeploy.reference import run_reference
+    from mcudeploy.reference import run_sequence
 
     if isinstance(expected, Exception):
         raise Mismatch(f"the reference did not run the case: {expected}")
     compiled = compile_model(case.path, "host")
     graph = compiled.graph
     inputs = samples(case)
-    if len(graph.inputs) != len(inputs[0]):
-        raise Mismatch(f"the compiled graph has {len(graph.inputs)} inputs, the file {len(inputs[0])}")
-    named = [dict(zip(graph.inputs, s)) for s in inputs]
+    if len(graph.model_inputs()) != len(inputs[0]):
+        raise Mismatch(f"the compiled graph has {len(graph.model_inputs())} inputs, the file {len(inputs[0])}")
+    # every sample in turn, in one run on each side: a stateful model's state carries over (TFLite Micro runs
+    # them on one interpreter, the C in one process, the reference with run_sequence), compared step by step
+    named = [dict(zip(graph.model_inputs(), s)) for s in inputs]
     c_outputs = run_compiled_on_host(compiled, named, workdir)
-    for k, (sample, got, want) in enumerate(zip(named, c_outputs, expected)):
+    ref_outputs = run_sequence(graph, named)
+    for k, (got, ref, want) in enumerate(zip(c_outputs, ref_outputs, expected)):
         if len(got) != len(want):
             raise Mismatch(f"{len(got)} outputs, TensorFlow Lite Micro gives {len(want)}")
-        ref = run_reference(graph, sample)
-        for name, c, r, w in zip(graph.outputs, got, ref, want):
+        for name, c, r, w in zip(graph.model_outputs(), got, ref, want):
             oracle = "TensorFlow Lite Micro" if case.reference == "tflm" else "LiteRT"
             _compare(f"sample {k}, output {name}: the C against {oracle}", c, w, HYBRID_REL if case.dtype == "hybrid"
                      else FLOAT_REL)

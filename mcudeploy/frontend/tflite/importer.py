@@ -67,6 +67,7 @@ class Importer:
         self.outputs = [int(i) for i in self.g.OutputsAsNumpy()] if self.g.OutputsLength() else []
         self.op_names = op_names()
         self.folded: dict[int, np.ndarray] = {}  # TFLite tensor index -> its value, computed at import (fold)
+        self.variables = None  # resource variables (variables.Variables), made by the first operator using one
         self.label = ""
 
     # ------------------------------------------------------------------ tensors
@@ -243,7 +244,9 @@ class Importer:
             name = self.value(i, "plain")
             self.tensors[name] = self.tensors[name].with_(kind="output")
             outputs.append(name)
-        graph = Graph(Path(self.where).stem, self.tensors, self.nodes, inputs, outputs, arithmetic="tflite")
+        states, values = self.variables.finish(self, outputs) if self.variables is not None else ((), ())
+        graph = Graph(Path(self.where).stem, self.tensors, self.nodes, inputs + list(states), outputs + list(values),
+                      arithmetic="tflite", states=states)
         used = {x for n in graph.nodes for x in n.inputs if x} | set(graph.outputs) | set(graph.inputs)
         return verify(graph.replace(tensors={k: t for k, t in graph.tensors.items() if k in used or not t.is_const}))
 
