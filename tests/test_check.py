@@ -197,3 +197,20 @@ def test_cli_refuses_a_float_model_that_does_not_match(models, capsys):
     assert f"--float-model {other}: input x has shape 1x3x16x16; the model's input x is 1x4x16x16" in err
     err = _error(capsys, ["run", str(model), "-b", "host", "--float-model", str(other)])
     assert "--float-model applies only with --check" in err
+
+
+def test_random_inputs_cover_every_code_of_a_quantized_input_and_both_bools():
+    """A 16x8 model's int16 input over its whole range (not [-128, 127]), a uint8 one over [0, 255], a bool one
+    both ways: run --check reaches the codes a model meets."""
+    from mcudeploy.check.inputs import random_inputs
+    from mcudeploy.ir import Graph, Quant, Tensor
+
+    q = Quant((0.01,), (0,), None)
+    tensors = {"a": Tensor("a", (64, 64), "int16", "input", q), "u": Tensor("u", (64, 64), "uint8", "input", q),
+               "b": Tensor("b", (64,), "bool", "input"), "i": Tensor("i", (64,), "int32", "input")}
+    graph = Graph("g", tensors, (), ("a", "u", "b", "i"), ())
+    (sample,) = random_inputs(graph, 1)
+    assert sample["a"].min() < -30000 and sample["a"].max() > 30000
+    assert sample["u"].min() == 0 and sample["u"].max() == 255
+    assert set(sample["b"].tolist()) == {False, True}
+    assert -128 <= sample["i"].min() and sample["i"].max() <= 127  # plain integers (indices): a small range

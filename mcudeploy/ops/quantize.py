@@ -159,15 +159,19 @@ class DequantizeLinear(_QDQ):
             zero_point=Array("int32_t", node.attr("zero_point")), channels=channels, inner=inner))
 
 
-REQUANT_SUFFIX = {"int8": "s8", "int16": "s16", "int32": "s32"}
+REQUANT_SUFFIX = {"int8": "s8", "int16": "s16", "int32": "s32", "uint8": "u8"}
+# the (input, output) types TFLite Micro's QUANTIZE requantizes between (quantize_common.cc)
+REQUANT_PAIRS = {("int8", "int8"), ("int8", "int16"), ("int8", "int32"), ("int8", "uint8"), ("uint8", "int8"),
+                 ("int16", "int8"), ("int16", "int16"), ("int16", "int32"), ("int32", "int8"), ("int32", "int16")}
 
 
 @register
 class Requantize(Op):
     """An integer tensor to another quantization, as TFLite Micro's QUANTIZE does (quantize_common.cc,
     reference/requantize.h): y = clamp(z_o + MultiplyByQuantizedMultiplier(x - z_i, M), range of y's type)
-    with M = s_i / s_o from QuantizeMultiplier (mcudeploy/ops/requant.py: tflite_*). Per tensor; int8,
-    int16 and int32 in, int8, int16 and (from int8, int16) int32 out. Elementwise: in place, split along every axis."""
+    with M = s_i / s_o from QuantizeMultiplier (mcudeploy/ops/requant.py: tflite_*). Per tensor; the pairs of
+    types TFLite Micro takes (REQUANT_PAIRS: int8, int16 and int32 among themselves, int8 to and from uint8, as
+    streaming wake-word models write their uint8 output). Elementwise: in place, split along every axis."""
 
     name = "Requantize"
 
@@ -182,8 +186,8 @@ class Requantize(Op):
     def infer(self, graph, node):
         x = graph[node.inputs[0]]
         out = node.attr("qdtype")
-        require(x.dtype in REQUANT_SUFFIX and out in REQUANT_SUFFIX and not (x.dtype == out == "int32"),
-                f"Requantize of {x.dtype} to {out}")
+        require((x.dtype, out) in REQUANT_PAIRS, f"Requantize of {x.dtype} to {out} (TensorFlow Lite Micro's QUANTIZE "
+                                                 f"does not take that pair)")
         return [(x.shape, out)]
 
     def accepts_int8(self, graph, node):
