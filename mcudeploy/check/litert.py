@@ -5,7 +5,7 @@ TFLite Micro's resolver), float16 weights, and the like. It runs with its refere
 reference one lacks an operator's version), in a child process like
 check/tflm.py, samples in order on one interpreter (a stateful model's variables carry over).
 
-    python -m mcudeploy.check.litert MODEL.tflite INPUTS.npz OUTPUTS.npz [--reset]   (the child's side)
+    python -m mcudeploy.check.litert MODEL.tflite INPUTS.npz OUTPUTS.npz    (the child's side)
 """
 from __future__ import annotations
 
@@ -34,10 +34,9 @@ def available() -> str | None:
     return (lines[-1] if lines else "it does not import") + " (pip install ai-edge-litert)"
 
 
-def run_litert(model: Union[str, os.PathLike], inputs: Sequence[str], samples,
-               reset: bool = False) -> list[list[np.ndarray]]:
+def run_litert(model: Union[str, os.PathLike], inputs: Sequence[str], samples) -> list[list[np.ndarray]]:
     """LiteRT's outputs on each sample (dict input name -> array; ``inputs`` the model's input names in the
-    .tflite's order), per sample and output; ``reset``: its variable tensors start again at each sample."""
+    .tflite's order), per sample and output."""
     why = available()
     if why is not None:
         raise MCUDeployError(f"LiteRT, the reference for .tflite models TensorFlow Lite Micro cannot run, is not "
@@ -47,8 +46,7 @@ def run_litert(model: Union[str, os.PathLike], inputs: Sequence[str], samples,
         np.savez(src, **{f"s{k}_i{i}": np.asarray(s[name]) for k, s in enumerate(samples)
                          for i, name in enumerate(inputs)})
         try:
-            run = subprocess.run([sys.executable, "-m", "mcudeploy.check.litert", os.fspath(model), str(src), str(dst),
-                                  *(["--reset"] if reset else [])], capture_output=True, text=True, timeout=TIMEOUT_S)
+            run = subprocess.run([sys.executable, "-m", "mcudeploy.check.litert", os.fspath(model), str(src), str(dst)], capture_output=True, text=True, timeout=TIMEOUT_S)
         except subprocess.TimeoutExpired:
             raise MCUDeployError(f"LiteRT gave no answer on {model} within {TIMEOUT_S} s") from None
         if run.returncode != 0 or not dst.is_file():
@@ -101,7 +99,7 @@ def _reference_interpreter(model: str):
     return Interpreter(model_path=model)
 
 
-def _worker(model: str, src: str, dst: str, reset: str = "") -> None:
+def _worker(model: str, src: str, dst: str) -> None:
     interp = _reference_interpreter(model)
     interp.allocate_tensors()
     ins, outs = interp.get_input_details(), interp.get_output_details()
@@ -109,8 +107,6 @@ def _worker(model: str, src: str, dst: str, reset: str = "") -> None:
     samples = len({key.split("_")[0] for key in data.files})
     out = {"outputs": np.array(len(outs))}
     for k in range(samples):
-        if reset == "--reset":
-            interp.reset_all_variables()
         for i, d in enumerate(ins):
             interp.set_tensor(d["index"], data[f"s{k}_i{i}"].astype(d["dtype"]))
         interp.invoke()
@@ -120,4 +116,4 @@ def _worker(model: str, src: str, dst: str, reset: str = "") -> None:
 
 
 if __name__ == "__main__":
-    _worker(*sys.argv[1:5])
+    _worker(*sys.argv[1:4])

@@ -20,7 +20,6 @@ from mcudeploy.check import litert
 from mcudeploy.check.tflm import run_tflm
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.check.trace import Difference, against_reference, first_difference, reference_lines
-from mcudeploy.frontend.tflite.sequence import has_variable_tensors
 from mcudeploy.ir import Graph
 
 FLOAT_REL = 1e-5  # float outputs: from TFLite Micro's, relative to the output's largest magnitude (at least 1)
@@ -89,17 +88,17 @@ def _agreement(graph: Graph, name: str, got: np.ndarray, want: np.ndarray, oracl
                            oracle)
 
 
-def reference_outputs(model, inputs, samples, reset: bool = False) -> tuple[list, str, str]:
-    """The oracle's outputs per sample: TensorFlow Lite Micro's, or where it cannot run the model, LiteRT's
-    reference kernels'; with the oracle's name and why TensorFlow Lite Micro was not it ("" when it was).
-    ``reset``: the interpreter's variable tensors start again at each sample."""
+def reference_outputs(model, inputs, samples) -> tuple[list, str, str]:
+    """The oracle's outputs per sample, in order on one interpreter (a state, an LSTM's variable tensors, carry
+    over): TensorFlow Lite Micro's, or where it cannot run the model, LiteRT's reference kernels'; with the
+    oracle's name and why TensorFlow Lite Micro was not it ("" when it was)."""
     try:
-        return run_tflm(model, inputs, samples, reset=reset), "TensorFlow Lite Micro", ""
+        return run_tflm(model, inputs, samples), "TensorFlow Lite Micro", ""
     except MCUDeployError as exc:
         if "could not run" not in str(exc):
             raise
         why = str(exc)
-    return litert.run_litert(model, inputs, samples, reset=reset), litert.NAME, why
+    return litert.run_litert(model, inputs, samples), litert.NAME, why
 
 
 def check_tflite_outputs(model, compiled, outputs: Sequence[Sequence[np.ndarray]], samples,
@@ -109,9 +108,7 @@ def check_tflite_outputs(model, compiled, outputs: Sequence[Sequence[np.ndarray]
     samples are one sequence on every side (the C ran them in order from its initial state), compared step by
     step."""
     graph = reference or compiled.graph
-    # in order on one interpreter: a state carries over (an LSTM's variable tensors start again: reset)
-    tflm, oracle, why_not = reference_outputs(model, graph.model_inputs(), samples,
-                                              reset=has_variable_tensors(model))
+    tflm, oracle, why_not = reference_outputs(model, graph.model_inputs(), samples)
     agreements = []
     for k, name in enumerate(compiled.graph.model_outputs()):
         got = np.stack([np.asarray(o[k]).reshape(graph[name].shape) for o in outputs])

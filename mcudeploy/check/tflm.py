@@ -2,10 +2,8 @@
 reference kernels) runs every sample in a child process, since it prints from C and a model it
 cannot run may abort the process. The outputs come back in the order of the model's outputs.
 
-    python -m mcudeploy.check.tflm MODEL.tflite INPUTS.npz OUTPUTS.npz [--reset]   (the child's side)
-    python -m mcudeploy.check.tflm --jobs LISTING   (several: a line of MODEL INPUTS OUTPUTS [--reset], tab-separated)
-
---reset: the interpreter is reset before each sample (its variable tensors, an LSTM's state, start again).
+    python -m mcudeploy.check.tflm MODEL.tflite INPUTS.npz OUTPUTS.npz    (the child's side)
+    python -m mcudeploy.check.tflm --jobs LISTING   (several: a line of MODEL INPUTS OUTPUTS each, tab-separated)
 """
 from __future__ import annotations
 
@@ -34,11 +32,10 @@ def available() -> str | None:
     return (lines[-1] if lines else "it does not import") + " (pip install tflite-micro)"
 
 
-def run_tflm(model: Union[str, os.PathLike], inputs: Sequence[str], samples,
-             reset: bool = False) -> list[list[np.ndarray]]:
+def run_tflm(model: Union[str, os.PathLike], inputs: Sequence[str], samples) -> list[list[np.ndarray]]:
     """TFLite Micro's outputs on each sample (dict input name -> array; ``inputs`` the model's input
     names in the .tflite's order), per sample and output. The samples run in order on one interpreter, whose
-    variable tensors (an LSTM's state) carry over from one to the next unless ``reset``."""
+    variable tensors (an LSTM's state) carry over from one to the next."""
     why = available()
     if why is not None:
         raise MCUDeployError(f"run --check of a .tflite compares with TensorFlow Lite Micro, which is not "
@@ -48,8 +45,7 @@ def run_tflm(model: Union[str, os.PathLike], inputs: Sequence[str], samples,
         np.savez(src, **{f"s{k}_i{i}": np.asarray(s[name]) for k, s in enumerate(samples)
                          for i, name in enumerate(inputs)})
         try:
-            run = subprocess.run([sys.executable, "-m", "mcudeploy.check.tflm", os.fspath(model), str(src), str(dst),
-                                  *(["--reset"] if reset else [])], capture_output=True, text=True, timeout=TIMEOUT_S)
+            run = subprocess.run([sys.executable, "-m", "mcudeploy.check.tflm", os.fspath(model), str(src), str(dst)], capture_output=True, text=True, timeout=TIMEOUT_S)
         except subprocess.TimeoutExpired:
             raise MCUDeployError(f"TensorFlow Lite Micro gave no answer on {model} within {TIMEOUT_S} s") from None
         if run.returncode != 0 or not dst.is_file():
@@ -63,7 +59,7 @@ def run_tflm(model: Union[str, os.PathLike], inputs: Sequence[str], samples,
 
 def run_tflm_many(jobs: Sequence[tuple]) -> list:
     """``run_tflm`` on several models in one child process (a test suite's hundreds of small models): per job
-    (model, input names, samples[, reset]), its outputs, or the MCUDeployError saying why TFLite Micro could not run
+    (model, input names, samples), its outputs, or the MCUDeployError saying why TFLite Micro could not run
     it. A child that dies (a model that aborts TFLite Micro) costs only its own job: the rest run again one
     by one."""
     why = available()
@@ -71,11 +67,11 @@ def run_tflm_many(jobs: Sequence[tuple]) -> list:
         raise MCUDeployError(f"TensorFlow Lite Micro is not installed: {why}")
     with tempfile.TemporaryDirectory(prefix="mcud-tflm-") as tmp:
         listing = []
-        for k, (model, inputs, samples, *reset) in enumerate(jobs):
+        for k, (model, inputs, samples) in enumerate(jobs):
             src, dst = Path(tmp) / f"in{k}.npz", Path(tmp) / f"out{k}.npz"
             np.savez(src, **{f"s{j}_i{i}": np.asarray(s[name]) for j, s in enumerate(samples)
                              for i, name in enumerate(inputs)})
-            listing.append(f"{os.fspath(model)}\t{src}\t{dst}" + ("\t--reset" if any(reset) else ""))
+            listing.append(f"{os.fspath(model)}\t{src}\t{dst}")
         (Path(tmp) / "jobs.txt").write_text("\n".join(listing) + "\n")
         try:
             subprocess.run([sys.executable, "-m", "mcudeploy.check.tflm", "--jobs", str(Path(tmp) / "jobs.txt")],
@@ -83,7 +79,7 @@ def run_tflm_many(jobs: Sequence[tuple]) -> list:
         except subprocess.TimeoutExpired:
             pass
         results = []
-        for k, (model, inputs, samples, *reset) in enumerate(jobs):
+        for k, (model, inputs, samples) in enumerate(jobs):
             dst = Path(tmp) / f"out{k}.npz"
             error = Path(tmp) / f"out{k}.npz.error"
             if error.is_file():
@@ -91,7 +87,7 @@ def run_tflm_many(jobs: Sequence[tuple]) -> list:
                 continue
             if not dst.is_file():
                 try:
-                    results.append(run_tflm(model, inputs, samples, any(reset)))
+                    results.append(run_tflm(model, inputs, samples))
                 except MCUDeployError as exc:
                     results.append(exc)
                 continue
@@ -105,14 +101,14 @@ def _jobs(listing: str) -> None:
     for line in Path(listing).read_text().splitlines():
         if not line.strip():
             continue
-        model, src, dst, *reset = line.split("\t")
+        model, src, dst = line.split("\t")
         try:
-            _worker(model, src, dst, *reset)
+            _worker(model, src, dst)
         except Exception as exc:  # noqa: BLE001  (the interpreter's refusal, kept for that job alone)
             Path(dst + ".error").write_text(f"{type(exc).__name__}: {exc}"[:200])
 
 
-def _worker(model: str, src: str, dst: str, reset: str = "") -> None:
+def _worker(model: str, src: str, dst: str) -> None:
     from tflite_micro.python.tflite_micro import runtime
 
     interp = runtime.Interpreter.from_file(model, arena_size=ARENA_BYTES)
@@ -134,8 +130,6 @@ def _worker(model: str, src: str, dst: str, reset: str = "") -> None:
     samples = len({key.split("_")[0] for key in data.files})
     out = {"outputs": np.array(n_out)}
     for k in range(samples):
-        if reset == "--reset":
-            interp.reset()
         for i in range(n_in):
             interp.set_input(data[f"s{k}_i{i}"], i)
         interp.invoke()

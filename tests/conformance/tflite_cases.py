@@ -155,23 +155,21 @@ def samples(case: Case) -> list[list[np.ndarray]]:
 
 def tflm_outputs(selected: list[Case]) -> dict[str, object]:
     """The reference's outputs on each case's samples: TensorFlow Lite Micro's (one child process for all), or
-    LiteRT's for a case TFLite Micro does not run; per case, the outputs per sample, or the error it gave. A model
-    with variable tensors (an LSTM's state) is reset before each sample, as mcudeploy starts every call from their
-    reset value (frontend/tflite/sequence.py)."""
+    LiteRT's for a case TFLite Micro does not run; per case, the outputs per sample (in order on one interpreter:
+    a state, an LSTM's variable tensors, carries over), or the error it gave."""
     from mcudeploy.check.litert import run_litert
     from mcudeploy.check.tflm import run_tflm_many
-    from mcudeploy.frontend.tflite.sequence import has_variable_tensors
 
     jobs, out = {}, {}
     for case in selected:
         inputs = samples(case)
         names = [str(k) for k in range(len(inputs[0]))]
-        job = (case.path, names, [dict(zip(names, s)) for s in inputs], has_variable_tensors(case.path))
+        job = (case.path, names, [dict(zip(names, s)) for s in inputs])
         if case.reference == "tflm":
             jobs[case.name] = job
             continue
         try:
-            out[case.name] = run_litert(*job[:3], reset=job[3])
+            out[case.name] = run_litert(*job)
         except MCUDeployError as exc:
             out[case.name] = exc
     out.update(zip(jobs, run_tflm_many(list(jobs.values()))))

@@ -68,6 +68,7 @@ class Importer:
         self.op_names = op_names()
         self.folded: dict[int, np.ndarray] = {}  # TFLite tensor index -> its value, computed at import (fold)
         self.variables = None  # resource variables (variables.Variables), made by the first operator using one
+        self.kept: list[tuple[str, str]] = []  # (state, its next value) of an operator's own state (an LSTM's)
         self.label = ""
 
     # ------------------------------------------------------------------ tensors
@@ -245,6 +246,7 @@ class Importer:
             self.tensors[name] = self.tensors[name].with_(kind="output")
             outputs.append(name)
         states, values = self.variables.finish(self, outputs) if self.variables is not None else ((), ())
+        states, values = states + tuple(k for k, _ in self.kept), values + tuple(v for _, v in self.kept)
         graph = Graph(Path(self.where).stem, self.tensors, self.nodes, inputs + list(states), outputs + list(values),
                       arithmetic="tflite", states=states)
         used = {x for n in graph.nodes for x in n.inputs if x} | set(graph.outputs) | set(graph.inputs)

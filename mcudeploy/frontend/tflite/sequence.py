@@ -2,18 +2,15 @@
 biases stacked per gate, time-major files transposed to batch-major around it.
 
 The hidden and cell state are the operator's variable tensors. TensorFlow Lite Micro sets them to their zero
-point (int8) or to zero when it is reset and keeps them from one call to the next; the graph starts every call
-from that initial state, as TFLite Micro after a reset (mcudeploy keeps no state between calls).
+point (int8) or to zero when it is reset and keeps them from one call to the next; so does the plan: each is a
+state of the model (Graph.states, its buffer apart from the arena) whose next value is the LSTM's H_T or C_T,
+and NAME_reset() gives it back its initial value.
 """
 from __future__ import annotations
-
-import os
-from typing import Union
 
 import numpy as np
 
 from mcudeploy.frontend.tflite.importer import handles
-from mcudeploy.frontend.tflite.reader import load_tflite
 from mcudeploy.ir import Graph, Node, Quant, Tensor
 from mcudeploy.ops import registry
 
@@ -38,8 +35,10 @@ def _stacked(imp, indices, what: str):
     return np.stack(values), Quant(tuple(q.scale[0] for q in quants), tuple(q.zero_point[0] for q in quants), 0)
 
 
-def _initial_state(imp, i: int, batch: int, units: int, name: str) -> str:
-    """The state tensor i as TFLite Micro's reset leaves it: its zero point (int8) or zero, [batch, units]."""
+def _state(imp, i: int, batch: int, units: int, name: str) -> str:
+    """The variable tensor i (the hidden or the cell state) as a state of the model (Graph.states), starting as
+    TFLite Micro's reset leaves it: its zero point (int8) or zero, [batch, units]. TFLite Micro keeps it from one
+    call to the next, and so does the plan: the LSTM's H_T or C_T is its next value."""
     t = imp.g.Tensors(i)
     if not t.IsVariable():
         imp.fail(f"has a {name} state that is not a variable tensor (TensorFlow Lite Micro requires one)", True)
@@ -50,8 +49,18 @@ def _initial_state(imp, i: int, batch: int, units: int, name: str) -> str:
     if q is not None and len(q.scale) != 1:
         imp.fail(f"has a {name} state quantized per channel", True)
     fill = q.zero_point[0] if q is not None and dtype == "int8" else 0
-    value = np.full((batch, units), fill, dtype=np.dtype(dtype))
-    return imp.add_constant(f"{imp.tname(i)}/initial", value, q)
+    state = f"{imp.tname(i)}/state"
+    imp.tensors[state] = Tensor(state, (batch, units), dtype, "state", q, np.full((batch, units), fill, np.dtype(dtype)))
+    return state
+
+
+def _final(imp, state: str) -> str:
+    """A tensor for the LSTM's final value of ``state`` (H_T or C_T): the state's next value."""
+    t = imp.tensors[state]
+    out = f"{state}/next"
+    imp.tensors[out] = Tensor(out, t.shape, t.dtype, quant=t.quant)
+    imp.kept.append((state, out))
+    return out
 
 
 @handles("UNIDIRECTIONAL_SEQUENCE_LSTM")
@@ -83,21 +92,22 @@ def unidirectional_sequence_lstm(imp, op, ins, outs):
     base = imp.tname(outs[0])
     inputs = (_batch_major(imp, x, time_major, batch, steps), imp.add_constant(f"{base}/W", w, wq),
               imp.add_constant(f"{base}/R", r, rq), imp.add_constant(f"{base}/bias", b),
-              _initial_state(imp, ins[HIDDEN], batch, units, "hidden"),
-              _initial_state(imp, ins[CELL], batch, units, "cell"))
+              _state(imp, ins[HIDDEN], batch, units, "hidden"), _state(imp, ins[CELL], batch, units, "cell"))
     attrs = {"cell_clip": float(o.CellClip())}
-    if not time_major:
-        imp.emit("LSTM", inputs, outs[0], attrs)
-        return
-    y = f"{base}/batch_major"
+    finals = (_final(imp, inputs[4]), _final(imp, inputs[5]))
+    y = f"{base}/batch_major" if time_major else base  # batch-major Y is the file's output itself
     imp.tensors[y] = Tensor(y, (batch, steps, units), imp.dtype(outs[0]), quant=imp.quant(outs[0], 3))
-    node = Node(f"{y}/lstm", "LSTM", inputs, (y,), attrs)
+    node = Node(f"{y}/lstm", "LSTM", inputs, (y,) + finals, attrs)
     scope = Graph("scope", imp.tensors, (), (), (), arithmetic="tflite")
+    inferred = [tuple(shape) for shape, _ in registry.get("LSTM").infer(scope, node)]
+    if inferred != [imp.tensors[t].shape for t in node.outputs]:
+        imp.fail(f"makes {list(imp.shape(outs[0]))} where mcudeploy's LSTM gives {list(inferred[0])}", True)
     if imp.dtype(x) != "float32" and not registry.get("LSTM").accepts_int8(scope, node):
         imp.fail("with these quantization parameters is not supported (mcudeploy's int8 LSTM does not take them)")
     imp.nodes.append(node)
-    op, swap = _swap(batch, (steps, batch, units))
-    imp.emit(op, (y,), outs[0], swap)
+    if time_major:
+        op, swap = _swap(batch, (steps, batch, units))
+        imp.emit(op, (y,), outs[0], swap)
 
 
 def _swap(batch: int, shape) -> tuple[str, dict]:
@@ -119,12 +129,3 @@ def _batch_major(imp, x: int, time_major: bool, batch: int, steps: int) -> str:
     op, attrs = _swap(batch, imp.tensors[out].shape)
     imp.nodes.append(Node(f"{out}/{op.lower()}", op, (name,), (out,), attrs))
     return out
-
-
-def has_variable_tensors(source: Union[str, os.PathLike]) -> bool:
-    """Whether the model's main subgraph holds variable tensors (an LSTM's state): TFLite Micro carries them from
-    one call to the next, where the graph mcudeploy makes of it starts every call from their reset value, so a
-    comparison resets TFLite Micro before each call."""
-    model, _ = load_tflite(source)
-    g = model.Subgraphs(0)
-    return any(g.Tensors(i).IsVariable() for i in range(g.TensorsLength()))

@@ -12,8 +12,9 @@ In the IR that is dataflow: each variable the main subgraph assigns is a state (
 kind "state" holding its initial value; a READ_VARIABLE is the variable's current value (the state, or
 what an earlier ASSIGN_VARIABLE of the call gave it: no node at all), and the value it holds after the
 last ASSIGN_VARIABLE is the state's next value, a graph output the runtime copies back (or the plan
-writes in place). A variable the main subgraph never assigns is a constant. The state keeps the file's
-own layout (a 4-D variable stays NHWC).
+writes in place). A variable the main subgraph never assigns is a constant. A 4-D state is kept NCHW, as the
+4-D activations it is read into and assigned from are (the importer's layout): a ring buffer of frames is then
+concatenated and sliced with no transpose, its next value a window of the memory in the state's own bytes.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from typing import Optional
 import numpy as np
 
 from mcudeploy.errors import UnsupportedError
-from mcudeploy.frontend.tflite.importer import handles
+from mcudeploy.frontend.tflite.importer import TO_NCHW, handles
 from mcudeploy.frontend.tflite.reader import DTYPES
 from mcudeploy.ir import Node, Quant, Tensor, constant
 
@@ -37,6 +38,7 @@ class Variable:
     state: Optional[str] = None  # the state tensor, once the main subgraph reads or assigns the variable
     value: Optional[str] = None  # the IR tensor holding its value now (in the file's layout)
     constant: bool = False  # never assigned by the main subgraph: its initial value, for good
+    nchw: bool = False  # a 4-D variable, kept NCHW inside like the activations it is concatenated with
 
 
 @dataclass
@@ -127,9 +129,20 @@ def _state(imp, v: Variable, i: int) -> str:
         name = v.name
         while name in imp.tensors:
             name += "'"
+        if len(shape) == 4:  # NCHW inside (the state's bytes are the plan's own: no caller sees its layout)
+            v.nchw = True
+            shape, initial = tuple(shape[p] for p in TO_NCHW), np.ascontiguousarray(initial.transpose(TO_NCHW))
+            if q is not None and q.axis is not None:
+                q = Quant(q.scale, q.zero_point, TO_NCHW.index(q.axis))
         imp.tensors[name] = Tensor(name, shape, dtype, "state", q, initial)
         v.state = v.value = name
     return v.state
+
+
+def _held(imp, v: Variable, i: int) -> tuple[tuple, str]:
+    """TFLite tensor i's shape and type as the variable holds them inside (NCHW for a 4-D one)."""
+    shape = imp.shape(i)
+    return (tuple(shape[p] for p in TO_NCHW) if v.nchw else shape), imp.dtype(i)
 
 
 @handles("CALL_ONCE")
@@ -205,15 +218,20 @@ def read_variable(imp, op, ins, outs):
         return
     _state(imp, v, out)
     t = imp.tensors[v.value]
-    shape, dtype, q = imp.shape(out), imp.dtype(out), imp.quant(out, len(imp.shape(out)))
+    (shape, dtype), q = _held(imp, v, out), imp.quant(out, len(imp.shape(out)))
+    if q is not None and q.axis is not None and v.nchw:
+        q = Quant(q.scale, q.zero_point, TO_NCHW.index(q.axis))
     if (t.shape, t.dtype) != (shape, dtype):
         imp.fail(f"reads variable {v.key} as {dtype}{list(shape)}, but it holds {t.dtype}{list(t.shape)}", True)
     if t.quant != q:
         raise UnsupportedError(f"it reads variable {v.key} with another quantization than the value it holds")
+    layout = "nchw" if v.nchw else "plain"
     if out in imp.outputs:  # a graph output is a tensor of its own
-        imp.emit("Copy", (v.value,), out)
+        imp.emit("Copy", (v.value,), out, layout=layout)
     else:
         imp.names[out] = v.value
+        if v.nchw:
+            imp.nchw.add(out)
 
 
 @handles("ASSIGN_VARIABLE")
@@ -221,10 +239,10 @@ def assign_variable(imp, op, ins, outs):
     v = _variable(imp, ins[0])
     _state(imp, v, ins[1])
     t = imp.tensors[v.state]
-    shape, dtype = imp.shape(ins[1]), imp.dtype(ins[1])
+    shape, dtype = _held(imp, v, ins[1])
     if (t.shape, t.dtype) != (shape, dtype):
         imp.fail(f"assigns {dtype}{list(shape)} to variable {v.key}, which holds {t.dtype}{list(t.shape)}", True)
-    v.value = imp.value(ins[1], "plain")
+    v.value = imp.value(ins[1], "nchw" if v.nchw else "plain")
 
 
 @handles("WHILE", "IF")
