@@ -70,6 +70,14 @@ SPECS = [
     Spec("DEPTHWISE_CONV_2D", "3x3-stride2-relu6", _dw(kernel_size=3, strides=2, activation="relu6"), (X,)),
     Spec("DEPTHWISE_CONV_2D", "multiplier2", _dw(kernel_size=(3, 1), depth_multiplier=2), (X,)),
     Spec("DEPTHWISE_CONV_2D", "dilated", _dw(kernel_size=3, dilation_rate=2, padding="same"), (X,)),
+    # with a batch of 1 fixed the converter writes a dilated convolution as one (with an unknown batch it writes
+    # SPACE_TO_BATCH_ND, CONV_2D, BATCH_TO_SPACE_ND, which TFLite Micro computes only in part: refused)
+    Spec("CONV_2D", "5x3-dilated-static", _conv(filters=3, kernel_size=(5, 3), dilation_rate=2, padding="same"), (X,),
+         static_batch=True),
+    Spec("CONV_2D", "conv1d-causal-dilated-static", _conv1d(filters=4, kernel_size=3, padding="causal",
+                                                           dilation_rate=2), (In((1, 16, 4)),), static_batch=True),
+    Spec("DEPTHWISE_CONV_2D", "dilated-static", _dw(kernel_size=3, dilation_rate=2, padding="same"), (X,),
+         static_batch=True),
     Spec("FULLY_CONNECTED", "2d", _dense(units=7), (In((1, 12)),), ALL),
     Spec("FULLY_CONNECTED", "relu", _dense(units=5, activation="relu"), (In((3, 12)),)),
     Spec("FULLY_CONNECTED", "keep-num-dims", _dense(units=6), (In((1, 4, 10)),), static_batch=True),
