@@ -1,3 +1,3 @@
-from mcudeploy.cli import entry
+from mcudeploy.launch import entry
 
 entry()

@@ -56,10 +56,14 @@ class Effort:
 def solver(seconds: float, dtime_per_s: float):
     """A CP-SAT solver that stops after ``seconds`` of effort (``seconds * dtime_per_s`` of its
     deterministic time), one worker, a fixed seed: the same model gives the same answer however
-    busy the machine is."""
+    busy the machine is. CP-SAT's own SIGINT handler stays off: it would take Ctrl-C as "stop
+    the search" and swallow it (the command went on with the best plan so far and ended with status
+    0), and left SIGINT's default action behind (a second Ctrl-C killed the process); with it off,
+    Python's handler raises KeyboardInterrupt when the solve returns."""
     from ortools.sat.python import cp_model
 
     s = cp_model.CpSolver()
+    s.parameters.catch_sigint_signal = False
     s.parameters.max_deterministic_time = max(float(seconds), 0.01) * dtime_per_s
     s.parameters.num_workers = 1
     s.parameters.random_seed = SEED

@@ -79,3 +79,33 @@ def test_exact_schedule_stops_on_work(monkeypatch):
     busy = schedule(graph, "exact", 0.5)
     assert [n.name for n in busy.order] == [n.name for n in calm.order]
     assert (busy.peak_bytes, busy.bound_bytes, busy.effort_s) == (calm.peak_bytes, calm.bound_bytes, calm.effort_s)
+
+
+def test_ctrl_c_during_a_solve_is_an_interruption_not_a_stop_of_the_search():
+    """CP-SAT catches SIGINT by default: a compile interrupted during an exact solve went on with
+    the best plan so far and ended with status 0. The solve now ends as planned and Python's handler
+    raises KeyboardInterrupt after it; a second signal is still Python's."""
+    import os
+    import signal
+    import threading
+
+    import pytest
+    from ortools.sat.python import cp_model
+
+    from mcudeploy.effort import solver
+
+    model = cp_model.CpModel()
+    xs = [model.NewIntVar(0, 100, f"x{i}") for i in range(30)]
+    model.AddAllDifferent(xs)
+    model.Maximize(sum(x * (i % 7) for i, x in enumerate(xs)))
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        for _ in range(2):
+            timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+            timer.start()
+            with pytest.raises(KeyboardInterrupt):
+                solver(1.0, 1.0).Solve(model)
+                timer.join()  # a solve shorter than the timer: the signal comes here
+            timer.join()
+    finally:
+        signal.signal(signal.SIGINT, old)

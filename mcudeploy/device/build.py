@@ -8,13 +8,16 @@ Objects of the kernel library and the runtime are cached by content and flags.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
+import threading
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
@@ -289,16 +292,45 @@ def _headers_digest(include_dirs: list[str]) -> str:
     return h.hexdigest()
 
 
-def _compile_one(cc: str, cflags: list[str], incs: list[str], source: Path, obj: Path, running: set) -> None:
-    proc = subprocess.Popen([cc, *cflags, *incs, "-c", str(source), "-o", str(obj)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    running.add(proc)
-    try:
-        _, err = proc.communicate()
-    finally:
-        running.discard(proc)
-    if proc.returncode != 0:
-        raise BuildError(f"{cc} failed on {source.name}:\n{err[-4000:]}")
+class _Compilers:
+    """The compiler processes of one build, started and stopped under one lock: once ``stop()`` ran,
+    every compiler started is killed and no worker thread starts another (a worker that had taken
+    its job before the stop would otherwise compile on while the build waits for it)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: set = set()
+        self._stopped = False
+
+    def compile(self, cc: str, cflags: list[str], incs: list[str], source: Path, obj: Path) -> bool:
+        """Whether ``obj`` was compiled (False: the build was stopped first, ``obj`` is not to be used)."""
+        with self._lock:
+            if self._stopped:
+                return False
+            proc = subprocess.Popen([cc, *cflags, *incs, "-c", str(source), "-o", str(obj)],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                    start_new_session=True)
+            self._running.add(proc)
+        try:
+            _, err = proc.communicate()
+        finally:
+            with self._lock:
+                self._running.discard(proc)
+        if self._stopped:
+            obj.unlink(missing_ok=True)  # killed half way
+            return False
+        if proc.returncode != 0:
+            raise BuildError(f"{cc} failed on {source.name}:\n{err[-4000:]}")
+        return True
+
+    def stop(self) -> None:
+        """Kill each compiler with its own children: the driver's cc1 and as would otherwise compile on,
+        holding the pipe the driver's error output is read from."""
+        with self._lock:
+            self._stopped = True
+            for proc in self._running:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _objects(spec: dict, build_dir: Path) -> list[Path]:
@@ -321,13 +353,12 @@ def _objects(spec: dict, build_dir: Path) -> list[Path]:
         objs.append(obj)
         jobs.append((src, obj, not per_model))
 
-    running: set = set()
+    compilers = _Compilers()
 
     def run(job):
         src, obj, cached = job
         target = obj.with_suffix(f".{os.getpid()}.tmp") if cached else obj
-        _compile_one(cc, cflags, incs, src, target, running)
-        if cached:
+        if compilers.compile(cc, cflags, incs, src, target) and cached:
             os.replace(target, obj)
 
     pool = ThreadPoolExecutor(max_workers=max(os.cpu_count() or 1, 2))
@@ -340,8 +371,7 @@ def _objects(spec: dict, build_dir: Path) -> list[Path]:
     except BaseException:  # an interrupt or a failed compile: the other compilers stop at once
         for f in futures:
             f.cancel()
-        for proc in list(running):
-            proc.kill()
+        compilers.stop()
         raise
     finally:
         pool.shutdown(wait=True)

@@ -13,6 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TAG = "MCUDEPLOY_TEST_TAG"
+# How long after the signal an interrupted command may take to end: it stops at once (a few hundredths
+# of a second when idle), but two test workers, their emulators and compilers share two cores in CI.
+# The bound tells an interruption honoured from one that waited for the work (tens of seconds) to end.
+PROMPT = 8.0
 
 
 @dataclass

@@ -117,3 +117,27 @@ def test_a_board_with_two_regions_links_an_arena_in_each(tmp_path, need_qemu):
     assert report.sram_region == "blockram" and report.extra[0][0] == "sram"
     assert report.arena + report.extra[0][1] == compiled.placement.arena_bytes
     assert compare_with_host(compiled, result.outputs, samples)[0]
+
+
+def test_a_stopped_build_kills_each_compiler_with_its_children(tmp_path):
+    """A compiler driver killed alone leaves its cc1 compiling on, holding the pipe its errors are
+    read from: the build then waited for it after Ctrl-C (seconds, on a big model.c)."""
+    import threading
+    import time
+
+    from mcudeploy.device.build import _Compilers
+
+    cc = tmp_path / "cc"
+    cc.write_text("#!/bin/sh\nsleep 30\n")  # the shell waits on a child that holds its stderr
+    cc.chmod(0o755)
+    compilers, result = _Compilers(), {}
+    worker = threading.Thread(target=lambda: result.update(
+        compiled=compilers.compile(str(cc), [], [], tmp_path / "a.c", tmp_path / "a.o")))
+    worker.start()
+    while not compilers._running and worker.is_alive():
+        time.sleep(0.01)
+    compilers.stop()
+    worker.join(10)
+    assert not worker.is_alive(), "the build still waits on a killed compiler's child"
+    assert result == {"compiled": False}
+    assert compilers.compile(str(cc), [], [], tmp_path / "b.c", tmp_path / "b.o") is False  # none started after

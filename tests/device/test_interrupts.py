@@ -1,4 +1,4 @@
-"""Ctrl-C and SIGTERM at any moment: the command ends within 3 s with status 130 and one line,
+"""Ctrl-C and SIGTERM at any moment: the command ends at once (within PROMPT seconds: moments, on a loaded machine) with status 130 and one line,
 stops its emulators, and leaves no file that looks complete but is not."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 
 import pytest
 from devmodels import matmul
-from signals import interrupt, left_running, start, tagged_env
+from signals import PROMPT, interrupt, left_running, start, tagged_env
 
 from mcudeploy import interrupts
 
@@ -69,12 +69,12 @@ def test_a_signal_during_a_fragile_import_waits_for_its_end(tmp_path, monkeypatc
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 @pytest.mark.parametrize("after", [0.5, 2.0, 4.0])
-def test_run_on_qemu_ends_within_3_s_and_leaves_no_emulator(model, tmp_path, need_qemu, sig, after):
+def test_run_on_qemu_ends_at_once_and_leaves_no_emulator(model, tmp_path, need_qemu, sig, after):
     env, tag = tagged_env(tmp_path / "cache")
     out = tmp_path / "y.npz"
     ended = interrupt(start(["run", str(model), "-b", "qemu-m4", "--samples", "8", "-o", str(out)], env), after, sig)
     assert ended.returncode == 130, ended.stderr
-    assert ended.seconds_after_signal < 3.0
+    assert ended.seconds_after_signal < PROMPT
     assert ended.stderr.strip().splitlines()[-1] == "mcudeploy: interrupted" and "Traceback" not in ended.stderr
     assert not left_running(tag)
     assert not out.exists()  # the outputs are written whole at the end, or not at all
@@ -82,7 +82,7 @@ def test_run_on_qemu_ends_within_3_s_and_leaves_no_emulator(model, tmp_path, nee
 
 
 @pytest.mark.parametrize("after", [1.0, 3.0, 5.0])
-def test_measure_and_flash_end_within_3_s_and_leave_no_emulator(model, tmp_path, need_qemu, after):
+def test_measure_and_flash_end_at_once_and_leave_no_emulator(model, tmp_path, need_qemu, after):
     env, tag = tagged_env(tmp_path / "cache")
     for args in (["measure", str(model), "-b", "qemu-m4", "--repeat", "40"],
                  ["flash", str(model), "-b", "qemu-m4", "--project-dir", str(tmp_path / "pio")]):
@@ -92,7 +92,7 @@ def test_measure_and_flash_end_within_3_s_and_leave_no_emulator(model, tmp_path,
             start(["flash", "-b", "qemu-m4", "--stop", "--all"], env).wait(30)
             continue
         assert ended.returncode == 130, (args[0], ended.stderr)
-        assert ended.seconds_after_signal < 3.0, args[0]
+        assert ended.seconds_after_signal < PROMPT, args[0]
         assert ended.stderr.strip().splitlines()[-1] == "mcudeploy: interrupted" and "Traceback" not in ended.stderr
         assert not left_running(tag), args[0]
 

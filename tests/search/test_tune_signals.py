@@ -1,4 +1,4 @@
-"""SIGINT at ten moments of a tune, each resumed: every interrupted run ends within 3 s with no
+"""SIGINT at ten moments of a tune, each resumed: every interrupted run ends at once (within PROMPT seconds: moments, on a loaded machine) with no
 emulator left, and a resumed run asks the board for no kernel timing and no whole run that an
 earlier run had recorded (the timing cache and tune-state.json are what was measured)."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "device"))
-from signals import interrupt, left_running, start, tagged_env  # noqa: E402
+from signals import PROMPT, interrupt, left_running, start, tagged_env  # noqa: E402
 
 pytestmark = pytest.mark.qemu
 
@@ -48,7 +48,7 @@ def test_sigint_at_ten_moments_of_a_tune_then_resume(small_mobilenet, tmp_path, 
         if ended.returncode == 0:
             continue  # it finished before this moment came
         assert ended.returncode == 130, ended.stderr[-2000:]
-        assert ended.seconds_after_signal < 3.0
+        assert ended.seconds_after_signal < PROMPT
         assert "Traceback" not in ended.stderr and "interrupted" in ended.stderr.strip().splitlines()[-1]
         interrupted += 1
     assert interrupted >= 8
