@@ -174,7 +174,8 @@ def wide_multipliers(reals, bounds) -> tuple[np.ndarray, np.ndarray]:
     half up: the nearest step but at exact ties (which onnxruntime rounds to even), so within one step of its float
     path. UnsupportedError where fewer than 23 bits would be left or the result could leave int32."""
     reals = np.ravel(np.asarray(reals, dtype=np.float64))
-    bounds = np.broadcast_to(np.ravel(np.asarray(bounds, dtype=np.int64)), reals.shape)
+    bounds = np.ravel(np.asarray(bounds, dtype=np.int64))
+    bounds = bounds.max(initial=0, keepdims=True) if reals.size == 1 else np.broadcast_to(bounds, reals.shape)
     mults, shifts = [], []
     for real, bound in zip(reals, bounds):
         mult, shift = quantize_multiplier(float(real))

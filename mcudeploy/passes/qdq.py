@@ -25,7 +25,7 @@ from mcudeploy.ir import Graph, Node, Quant, Tensor, constant
 from mcudeploy.ops import registry, requant
 from mcudeploy.passes.graph_edit import eliminate_dead
 
-WITH_BIAS = {"Conv": 2, "Gemm": 2}
+WITH_BIAS = {"Conv": 2, "Gemm": 2, "ConvTranspose": 2}
 
 
 def _quant_of(node: Node, rank: int) -> Quant:
@@ -221,6 +221,8 @@ class _Lowering:
                 channels = w.shape[1]
             elif node.op == "Gemm":
                 channels = w.shape[0] if node.attr("transB", 0) else w.shape[1]
+            elif node.op == "ConvTranspose":
+                channels = w.shape[1] * int(node.attr("group", 1))
             else:
                 channels = w.shape[0]
             b = bias if bias is not None else node.inputs[2]
