@@ -1,5 +1,5 @@
 /* Concat along one axis of up to MCUD_CONCAT_MAX_INPUTS views. float32 and equally quantized
- * integer inputs are copied; an int8/uint8 input whose quantization differs from the output's is
+ * integer inputs are copied; an int8/uint8/int16 input whose quantization differs from the output's is
  * requantized: y = clamp(out_zp + requant(x - in_zp, mult, shift), lo, hi). */
 #ifndef MCUD_CONCAT_H
 #define MCUD_CONCAT_H

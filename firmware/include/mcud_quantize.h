@@ -11,6 +11,7 @@ typedef struct {
 
 void mcud_quantize_s8(const mcud_view *x, const mcud_view *y, const mcud_qdq_params *p);
 void mcud_quantize_u8(const mcud_view *x, const mcud_view *y, const mcud_qdq_params *p);
+void mcud_quantize_s16(const mcud_view *x, const mcud_view *y, const mcud_qdq_params *p);
 void mcud_quantize_s8_tfl(const mcud_view *x, const mcud_view *y, const mcud_qdq_params *p);
 void mcud_quantize_u8_tfl(const mcud_view *x, const mcud_view *y, const mcud_qdq_params *p);
 void mcud_quantize_s16_tfl(const mcud_view *x, const mcud_view *y, const mcud_qdq_params *p);

@@ -1,5 +1,5 @@
 /* Concat: each input goes to its slice of the output along the axis, as a strided copy or,
- * for a requantized int8/uint8 input, element by element through mcud_requant. */
+ * for a requantized int8/uint8/int16 input, element by element through mcud_requant. */
 #include "mcud_concat.h"
 #include "mcud_shape.h"
 
@@ -27,6 +27,7 @@
 
 REQUANT_ND(requant_nd_s8, int8_t)
 REQUANT_ND(requant_nd_u8, uint8_t)
+REQUANT_ND(requant_nd_s16, int16_t)
 
 /* Whether input x already sits in its slice of y: same first byte, same strides. */
 static int in_its_slice(const mcud_view *x, const char *dst, const mcud_view *y)
@@ -42,7 +43,7 @@ static int in_its_slice(const mcud_view *x, const char *dst, const mcud_view *y)
     return 1;
 }
 
-/* kind: 0 copy only, 1 int8 requant allowed, 2 uint8 requant allowed */
+/* kind: 0 copy only, 1 int8 requant allowed, 2 uint8 requant allowed, 3 int16 requant allowed */
 static void concat(const mcud_view *const *xs, const mcud_view *y, const mcud_concat_params *p, int32_t size,
                    int32_t kind)
 {
@@ -63,9 +64,12 @@ static void concat(const mcud_view *const *xs, const mcud_view *y, const mcud_co
         mcud_pad_dims(y->ndim, y->shape, y->stride, unused, ds);
         if (kind == 1) {
             requant_nd_s8((int8_t *)dst, ds, (const int8_t *)x->data, ss, n, p->in_zp[k], p->mult[k], p->shift[k], p);
-        } else {
+        } else if (kind == 2) {
             requant_nd_u8((uint8_t *)dst, ds, (const uint8_t *)x->data, ss, n, p->in_zp[k], p->mult[k], p->shift[k],
                           p);
+        } else {
+            requant_nd_s16((int16_t *)dst, ds, (const int16_t *)x->data, ss, n, p->in_zp[k], p->mult[k],
+                           p->shift[k], p);
         }
     }
 }
@@ -82,7 +86,7 @@ static void concat(const mcud_view *const *xs, const mcud_view *y, const mcud_co
 
 CONCAT(s8, 1, 1)
 CONCAT(u8, 1, 2)
-CONCAT(s16, 2, 0)
+CONCAT(s16, 2, 3)
 CONCAT(s32, 4, 0)
 CONCAT(s64, 8, 0)
 CONCAT(f32, 4, 0)

@@ -40,6 +40,7 @@ static int32_t channel_of(const mcud_qdq_params *p, int32_t flat)
 
 QUANTIZE(mcud_quantize_s8, int8_t, -128, 127, lrintf)
 QUANTIZE(mcud_quantize_u8, uint8_t, 0, 255, lrintf)
+QUANTIZE(mcud_quantize_s16, int16_t, -32768, 32767, lrintf)
 /* TFLite models: TfLiteRound, half away from zero */
 QUANTIZE(mcud_quantize_s8_tfl, int8_t, -128, 127, lroundf)
 QUANTIZE(mcud_quantize_u8_tfl, uint8_t, 0, 255, lroundf)

@@ -78,7 +78,10 @@ def tensor_values(model: Model, graph: Graph, samples: Sequence[dict]) -> list[d
     exposed.CopyFrom(proto)
     typed = {v.name: v for v in onnx.shape_inference.infer_shapes(proto).graph.value_info}
     for name in wanted:
-        elem = typed[name].type.tensor_type.elem_type if name in typed else ELEM_TYPES[graph[name].dtype]
+        if name in typed:
+            elem = typed[name].type.tensor_type.elem_type
+        else:  # a tensor of the graph, or the float one a QuantizeLinear rounds (shape inference does not type
+            elem = ELEM_TYPES[graph[name].dtype] if name in graph.tensors else onnx.TensorProto.FLOAT  # com.microsoft's)
         exposed.graph.output.append(helper.make_tensor_value_info(name, elem, None))
     session = _session(exposed)
     names = [o.name for o in exposed.graph.output]

@@ -40,6 +40,9 @@ ONNX_DTYPES = {
 # as a node so QDQ lowering can see which constants are quantized weights.
 NEVER_FOLD = {"DequantizeLinear"}
 SHAPE_OPS = {"Shape", "Size"}
+# onnxruntime's quantizer writes 16-bit QuantizeLinear/DequantizeLinear in its own domain below opset 21: the
+# same operators (inputs, axis attribute and arithmetic) as the standard ones
+STANDARD_IN = {"com.microsoft": {"QuantizeLinear", "DequantizeLinear"}}
 
 
 def load_model(path: Union[str, os.PathLike]) -> onnx.ModelProto:
@@ -190,6 +193,8 @@ class _Importer:
         for i in proto.input:
             if i and i not in self.tensors:
                 raise MCUDeployError(f"{self.where}: {label} reads {i}, which no earlier node produces")
+        if proto.op_type in STANDARD_IN.get(proto.domain, ()):
+            proto = _in_standard_domain(proto)
         if proto.domain not in ("", "ai.onnx"):
             raise UnsupportedError(f"{self.where}: {label} is in domain {proto.domain}, which is not supported")
 
@@ -284,6 +289,13 @@ class _Importer:
             values = value if isinstance(value, tuple) else (value,)
             if any(isinstance(v, float) and math.isnan(v) for v in values):
                 raise InvalidModelError(f"has attribute {key} = NaN")
+
+
+def _in_standard_domain(proto: onnx.NodeProto) -> onnx.NodeProto:
+    standard = onnx.NodeProto()
+    standard.CopyFrom(proto)
+    standard.domain = ""
+    return standard
 
 
 def _constant_value(proto: onnx.NodeProto, label: str) -> np.ndarray:

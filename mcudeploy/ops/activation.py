@@ -11,7 +11,10 @@ A TFLite model's int8 table is TensorFlow Lite Micro's own integer arithmetic ru
 ``tflite_kernel``, set by the importer); a float operator of a TFLite model folded with its DEQUANTIZE and
 QUANTIZE (mcudeploy/passes/qdq.py) is tabulated as TFLite dequantizes, computes in float and quantizes.
 Its int16 operators (RELU, RELU6, LEAKY_RELU, ABS: ``piecewise``; LOGISTIC, TANH) run kernels of their own
-that compute that arithmetic per element.
+that compute that arithmetic per element. An ONNX model's int16 QDQ Relu, LeakyRelu and Clip (``onnx_int16``; Clip
+only where input and output are quantized alike) run the same piecewise kernel (a 65,536-entry table is no size for a
+microcontroller) with one rounding (``int16_piecewise``): onnxruntime's dequantize, function, quantize but at ties,
+which it rounds half to even and the kernel half away from zero. Relu or Clip folded into the node keeps it float.
 
 numpy has no erf: Erf and Gelu's reference evaluates math.erf in float64 per element and rounds to
 float32 (the C kernel's erff is within an ulp of it).
@@ -19,6 +22,7 @@ float32 (the C kernel's erff is within an ulp of it).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import ClassVar, Optional
 
 import numpy as np
@@ -41,6 +45,15 @@ def lut_table(fn, in_scale: float, in_zp: int, out_scale: float, out_zp: int, dt
     return np.clip(q, lo, hi).astype(np.int64)
 
 
+def _single_rounding(mult: int, exp: int, side: str) -> dict:
+    """A Q0.31 multiplier and its exponent with a right shift (exp < 0) folded into the multiplier, rounded."""
+    if exp >= 0:
+        return {}
+    k = -exp
+    return {f"{side}_mult": (mult + (1 << (k - 1))) >> k if mult >= 0 else -((-mult + (1 << (k - 1))) >> k),
+            f"{side}_exp": 0}
+
+
 def quant_pair(graph: Graph, node: Node) -> tuple[float, int, float, int]:
     """(input scale, input zero point, output scale, output zero point) of a per-tensor quantized op."""
     sx, zx = graph[node.inputs[0]].quant.single()
@@ -56,6 +69,7 @@ class _Unary(Op):
     c_name: ClassVar[str] = ""
     integer_ok: ClassVar[bool] = False  # defined by ONNX on plain (unquantized) integers too
     tflite_int16: ClassVar[bool] = False  # TFLite Micro runs it on int16 (``piecewise`` or its own kernel)
+    onnx_int16: ClassVar[bool] = False  # its ``piecewise`` is within a step of an ONNX model's int16 QDQ chain
 
     def fn(self, node: Node, x: np.ndarray) -> np.ndarray:
         """The activation on real numbers (float32 in, float32 out; float64 in, float64 out)."""
@@ -75,18 +89,35 @@ class _Unary(Op):
         p = self.piecewise(graph, node)
         return None if p is None else p.apply(tfl.codes("int8"))
 
+    def int16_piecewise(self, graph: Graph, node: Node) -> tfl.Piecewise:
+        """``piecewise`` as the int16 kernel runs it: for an ONNX model with no right shift, so that it rounds
+        once (TFLite rounds the high product, then again at the shift, up to 0.625 steps from the unrounded value:
+        too often not onnxruntime's nearest step). The multiplier rounded to an integer puts the product off by at
+        most 65535 / 2^32 < 2^-15 of a step over int16's codes, whatever the ratio."""
+        p = self.piecewise(graph, node)
+        if requant.arithmetic(graph) == "tflite":
+            return p
+        pos = _single_rounding(p.pos_mult, p.pos_exp, "pos")
+        neg = _single_rounding(p.neg_mult, p.neg_exp, "neg")
+        return replace(p, **pos, **neg)
+
     def int16_reference(self, graph: Graph, node: Node, x: np.ndarray) -> np.ndarray:
-        return self.piecewise(graph, node).apply(x)
+        return self.int16_piecewise(graph, node).apply(x)
 
     def int16_kernel(self, graph: Graph, node: Node) -> Call:
-        p = self.piecewise(graph, node)
+        p = self.int16_piecewise(graph, node)
         return Call("mcud_piecewise_s16", (node.inputs[0], node.outputs[0]), Struct.of(
             "mcud_piecewise_s16_params", in_zero_point=p.in_zp, out_zero_point=p.out_zp, pos_mult=p.pos_mult,
             pos_shift=31 - p.pos_exp, neg_mult=p.neg_mult, neg_shift=31 - p.neg_exp, out_min=p.lo, out_max=p.hi))
 
     # ---------------------------------------------------------------- declaration
-    def _int16(self, graph: Graph) -> bool:
-        return self.tflite_int16 and requant.arithmetic(graph) == "tflite"
+    def _int16(self, graph: Graph, node: Node) -> bool:
+        if not self.tflite_int16:
+            return False
+        if requant.arithmetic(graph) == "tflite":
+            return True
+        # an ONNX model: the piecewise kernel has no room for a Relu or Clip the QDQ lowering folded into the node
+        return self.onnx_int16 and node.attr("clip_min") is None and node.attr("clip_max") is None
 
     def infer(self, graph, node):
         x = graph[node.inputs[0]]
@@ -102,7 +133,7 @@ class _Unary(Op):
 
     def accepts_int8(self, graph: Graph, node: Node) -> bool:
         x, y = graph[node.inputs[0]], graph[node.outputs[0]]
-        dtypes = LUT_DTYPES + (("int16",) if self._int16(graph) else ())
+        dtypes = LUT_DTYPES + (("int16",) if self._int16(graph, node) else ())
         if x.dtype not in dtypes or y.dtype != x.dtype or x.quant is None or y.quant is None:
             return False
         return len(x.quant.scale) == 1 and len(y.quant.scale) == 1 and y.quant.scale[0] > 0
@@ -140,8 +171,8 @@ class _Unary(Op):
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
                 return [np.asarray(self.fn(node, x), dtype=np.float32)]
         if x.dtype == np.int16:
-            require(self.accepts_int8(graph, node), f"{self.name} of int16 needs a TFLite model's per-tensor "
-                                                    f"quantized input and output of the same type")
+            require(self.accepts_int8(graph, node), f"{self.name} of int16 needs per-tensor quantized input and "
+                                                    f"output of the same type")
             return [self.int16_reference(graph, node, x).astype(np.int16)]
         lo = requant.QRANGE[graph[node.inputs[0]].dtype][0]
         table = self.table(graph, node)
@@ -153,8 +184,8 @@ class _Unary(Op):
         if dtype == "float32":
             return Call(f"mcud_{self.c_name}_f32", views, self.float_params(node))
         if dtype == "int16":
-            require(self.accepts_int8(graph, node), f"{self.name} of int16 needs a TFLite model's per-tensor "
-                                                    f"quantized input and output of the same type")
+            require(self.accepts_int8(graph, node), f"{self.name} of int16 needs per-tensor quantized input and "
+                                                    f"output of the same type")
             return self.int16_kernel(graph, node)
         suffix = "s8" if dtype == "int8" else "u8"
         table = Array(f"{dtype}_t", tuple(int(v) for v in self.table(graph, node)))
@@ -173,6 +204,7 @@ class Relu(_Unary):
     integer_ok = True
     c_name = "relu"
     tflite_int16 = True
+    onnx_int16 = True
 
     def fn(self, node, x):
         return np.maximum(x, _f(x, 0.0))
@@ -190,6 +222,7 @@ class Clip(_Unary):
     integer_ok = True
     c_name = "clip"
     tflite_int16 = True
+    onnx_int16 = True  # where input and output are quantized alike: TFLite's RELU6 reads no output scale
 
     def from_onnx(self, onnx: OnnxNode):
         attrs = {}
@@ -214,6 +247,12 @@ class Clip(_Unary):
         lo, hi = self.bounds(node)
         # ONNX (and onnxruntime) apply max then min, so min > max yields max everywhere.
         return np.minimum(np.maximum(x, _f(x, lo)), _f(x, hi))
+
+    def accepts_int8(self, graph, node):
+        x, y = graph[node.inputs[0]], graph[node.outputs[0]]
+        if x.dtype == "int16" and requant.arithmetic(graph) != "tflite" and x.quant != y.quant:
+            return False
+        return super().accepts_int8(graph, node)
 
     def piecewise(self, graph, node):
         """TFLite's RELU6: the input codes clamped to the bounds' codes in the input's quantization."""
@@ -248,6 +287,7 @@ class LeakyRelu(_WithAlpha):
     c_name = "leaky_relu"
     alpha_default = 0.01
     tflite_int16 = True
+    onnx_int16 = True
 
     def fn(self, node, x):
         return np.where(x >= 0, x, x * self.alpha(node, x))

@@ -1,10 +1,11 @@
 """Concat along any axis (firmware/kernels/concat.c).
 
 float32 and integer inputs with the output's quantization are copied into their slice of the
-output. An int8/uint8 input quantized differently is requantized to the output's scale and zero
-point: y = clamp(z_o + requantize(x - z_i, M_i), lo, hi) with M_i = s_i / s_o, which rounds half
-up where onnxruntime's DequantizeLinear -> Concat -> QuantizeLinear rounds half to even (at most
-one step apart).
+output. An int8/uint8 (or an ONNX model's int16) input quantized differently is requantized to
+the output's scale and zero point: y = clamp(z_o + requantize(x - z_i, M_i), lo, hi) with
+M_i = s_i / s_o, within one step of onnxruntime's DequantizeLinear -> Concat -> QuantizeLinear
+(both round half to even; M_i is s_i / s_o to 31 bits). A TFLite model's CONCATENATION has its
+inputs quantized as its output (the converter writes a QUANTIZE before any other): a copy.
 
 Tensor expression: one loop axis per output dimension; the concat axis is `full` in every input
 and in the output (a piece cannot be cut along it), every other dimension is `identity`.
@@ -27,7 +28,7 @@ def _requant_table(graph: Graph, node: Node):
     """Per input (zero point, mult, shift), shift 0 meaning "same quantization: copy"; None when
     the op is a plain copy (float, or every input quantized as the output)."""
     out = graph[node.outputs[0]]
-    if out.dtype not in ("int8", "uint8") or out.quant is None:
+    if out.dtype not in ("int8", "uint8", "int16") or out.quant is None:
         return None
     s_o, _ = out.quant.single()
     table, needed = [], False
@@ -70,7 +71,7 @@ class Concat(Op):
 
     def accepts_int8(self, graph, node):
         tensors = [graph[n] for n in node.inputs] + [graph[node.outputs[0]]]
-        if any(t.dtype not in ("int8", "uint8") for t in tensors):
+        if any(t.dtype not in ("int8", "uint8", "int16") for t in tensors):
             return all(t.quant == tensors[0].quant for t in tensors)  # other integers: copy only
         if any(t.quant is None or len(t.quant.scale) != 1 for t in tensors):
             return False

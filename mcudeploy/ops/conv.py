@@ -6,11 +6,13 @@ output, int8 weights quantized per output channel (or per tensor) with zero poin
 int32 bias in scale s_x * s_w[c]; each output channel is requantized with its own multiplier.
 Padded input positions hold the input zero point, so they contribute nothing to the sum.
 
-The 16x8 form (TFLite's, so a TFLite model only) takes int16 input and output with zero point 0 and
-int8 weights; its accumulator is the "accumulator" attribute (TFLite's choice: "int64" with an int64
-bias or none, "int32" with an int32 bias, or none and the operator's quantized_bias_type int32).
-An int64 sum is requantized by TFLite's 64-bit MultiplyByQuantizedMultiplier (a 16-bit multiplier,
-requant.tflite_requantize64), an int32 sum wraps as TFLite Micro's does and takes the int8 rounding.
+The 16x8 form takes int16 input and output with zero point 0 and int8 weights. In a TFLite model its
+accumulator is the "accumulator" attribute (TFLite's choice: "int64" with an int64 bias or none, "int32"
+with an int32 bias, or none and the operator's quantized_bias_type int32). An int64 sum is requantized by
+TFLite's 64-bit MultiplyByQuantizedMultiplier (a 16-bit multiplier, requant.tflite_requantize64), an int32
+sum wraps as TFLite Micro's does and takes the int8 rounding. An ONNX model's (int16 QDQ) always sums in
+int64 (its bias int64) and takes the same kernels with QuantizeLinear's multiplier, as many of its bits as
+the sum leaves room for (requant.wide_multipliers): one rounding, within one step of onnxruntime.
 """
 from __future__ import annotations
 
@@ -324,8 +326,8 @@ class Conv(Op):
             acc = _correlate(x4.astype(np.int64), w4, g, 0, np.int64)
             if bias is not None:
                 acc += bias.astype(np.int64).reshape(1, -1, 1, 1)
-            mult, shift = (v.reshape(1, -1, 1, 1) for v in self._requant(graph, node))
-            q = (requant.tflite_requantize64(acc, mult, shift) if wide_accumulator(graph, node)
+            mult, shift = (v.reshape(1, -1, 1, 1) for v in _requant16(self, graph, node))
+            q = (requant.requantize_wide(acc, mult, shift) if wide_accumulator(graph, node)
                  else requant.tflite_requantize(requant.wrap32(acc), mult, shift))
             lo, hi = requant.clip_range(node, graph[node.outputs[0]])
             return [np.clip(q, lo, hi).astype(np.int16).reshape(out_shape)]
@@ -509,6 +511,8 @@ ACC64_LIMIT = 1 << 47  # TFLite's 64-bit requantization takes |acc| < 2^47
 
 def wide_accumulator(graph: Graph, node: Node) -> bool:
     """Whether a 16x8 Conv sums in int64 (else int32, wrapping as TFLite Micro's int32 sum does)."""
+    if requant.arithmetic(graph) != "tflite":
+        return True
     given = node.attr("accumulator")
     if given is not None:
         return given == "int64"
@@ -521,7 +525,7 @@ def _accepts_16x8(op: "Conv", graph: Graph, node: Node) -> bool:
     per output channel or per tensor, a constant bias of the accumulator's type, an int64 sum that stays
     inside TFLite's requantization's range."""
     x, w, y = graph[node.inputs[0]], graph[node.inputs[1]], graph[node.outputs[0]]
-    if requant.arithmetic(graph) != "tflite" or y.dtype != "int16" or w.dtype != "int8" or not w.is_const:
+    if y.dtype != "int16" or w.dtype != "int8" or not w.is_const:
         return False
     if x.quant is None or w.quant is None or y.quant is None or len(x.quant.scale) != 1 or len(y.quant.scale) != 1:
         return False
@@ -534,15 +538,34 @@ def _accepts_16x8(op: "Conv", graph: Graph, node: Node) -> bool:
     if bias and (not graph.is_const(bias) or graph[bias].dtype != ("int64" if wide else "int32")):
         return False
     try:
+        if requant.arithmetic(graph) != "tflite":
+            _requant16(op, graph, node)
+            return True
         _, shift = op._requant(graph, node)
     except UnsupportedError:
         return False
     if not wide:
         return True
+    return bool(np.all(_bound16(graph, node) < ACC64_LIMIT) and np.all(shift >= 17))
+
+
+def _bound16(graph: Graph, node: Node) -> np.ndarray:
+    """Per output channel, the largest magnitude of a 16x8 sum: every input at -32768, the bias added."""
+    w = graph[node.inputs[1]]
     worst = np.abs(w.data.astype(np.int64)).reshape(w.shape[0], -1).sum(axis=1) * 32768
-    if bias:
-        worst = worst + np.abs(graph[bias].data.astype(np.int64))
-    return bool(np.all(worst < ACC64_LIMIT) and np.all(shift >= 17))
+    bias = _bias(node)
+    return worst + np.abs(graph[bias].data.astype(np.int64)) if bias else worst
+
+
+def _requant16(op: "Conv", graph: Graph, node: Node) -> tuple[np.ndarray, np.ndarray]:
+    """The (mult, shift) per channel the 16x8 kernels take: TFLite's (reduced for an int64 sum), or an ONNX
+    model's wide multipliers."""
+    if requant.arithmetic(graph) != "tflite":
+        x, y = requant.qparams(graph, node.inputs[0]), requant.qparams(graph, node.outputs[0])
+        sw = np.broadcast_to(requant.qparams(graph, node.inputs[1]).scale_array(), (graph[node.inputs[1]].shape[0],))
+        return requant.wide_multipliers(x.single()[0] * sw / y.single()[0], _bound16(graph, node))
+    mult, shift = op._requant(graph, node)
+    return requant.tflite_reduced(mult, shift) if wide_accumulator(graph, node) else (mult, shift)
 
 
 def _kpad16(g: Geometry) -> int:
@@ -568,10 +591,8 @@ def _kernel_16x8(op: "Conv", graph: Graph, node: Node, g: Geometry, views, commo
     "scratch" attribute is 0); per channel the reduced multiplier of an int64 sum, or the int8 kernels' (mult, shift) of
     a wrapping int32 one."""
     lo, hi = requant.clip_range(node, graph[node.outputs[0]])
-    mult, shift = op._requant(graph, node)
+    mult, shift = _requant16(op, graph, node)
     wide = wide_accumulator(graph, node)
-    if wide:
-        mult, shift = requant.tflite_reduced(mult, shift)
     quant = dict(acc64=int(wide), act_min=lo, act_max=hi, mult=Array("int32_t", tuple(int(m) for m in mult)),
                  shift=Array("int32_t", tuple(int(v) for v in shift)))
     x, _, b, y = views

@@ -204,9 +204,11 @@ class ConvTranspose(Op):
     # ------------------------------------------------------------------ quantized acceptance
     def accepts_int8(self, graph, node) -> bool:
         """TFLite's quantized TRANSPOSE_CONV: per-tensor input and output (zero points 0 at 16x8), int8 weights
-        with zero point 0 per output channel or per tensor, a constant bias."""
+        with zero point 0 per output channel or per tensor, a constant bias. An ONNX model's 16x8 (int16 QDQ) the
+        same, with its int64 bias and requant.wide_multipliers (its int8 form stays in float)."""
         x, w, y = graph[node.inputs[0]], graph[node.inputs[1]], graph[node.outputs[0]]
-        if requant.arithmetic(graph) != "tflite" or x.dtype not in ("int8", "int16") or y.dtype != x.dtype:
+        tflite = requant.arithmetic(graph) == "tflite"
+        if x.dtype not in (("int8", "int16") if tflite else ("int16",)) or y.dtype != x.dtype:
             return False
         if w.dtype != "int8" or not w.is_const or x.quant is None or w.quant is None or y.quant is None:
             return False
@@ -219,16 +221,35 @@ class ConvTranspose(Op):
         bias = _bias(node)
         if bias and not graph.is_const(bias):
             return False
+        if bias and not tflite and graph[bias].dtype != "int64":
+            return False
         try:
             _, shift = self._requant(graph, node)
+            if not tflite:
+                self._requant16(graph, node)
+                return True
         except UnsupportedError:
             return False
         if x.dtype == "int8":
             return True
-        worst = np.abs(w.data.astype(np.int64)).sum(axis=tuple(i for i in range(len(w.shape)) if i != 1)) * 32768
-        if bias:
-            worst = worst + np.abs(graph[bias].data.astype(np.int64))
-        return bool(np.all(worst < ACC64_LIMIT) and np.all(shift >= 17))
+        return bool(np.all(self._bound16(graph, node) < ACC64_LIMIT) and np.all(shift >= 17))
+
+    def _bound16(self, graph: Graph, node: Node) -> np.ndarray:
+        """Per output channel, the largest magnitude of a 16x8 sum (every input at -32768, the bias added)."""
+        w = graph[node.inputs[1]]
+        g = geometry(graph, node)
+        w5 = np.abs(w.data.astype(np.int64)).reshape(g.group, g.cin // g.group, g.cout_per_group, -1)
+        worst = w5.sum(axis=(1, 3)).reshape(-1) * 32768
+        bias = _bias(node)
+        return worst + np.abs(graph[bias].data.astype(np.int64)) if bias else worst
+
+    def _requant16(self, graph: Graph, node: Node) -> tuple[np.ndarray, np.ndarray]:
+        """The 16x8 kernel's (mult, shift) per channel: TFLite's reduced ones, or an ONNX model's wide ones."""
+        if requant.arithmetic(graph) == "tflite":
+            return requant.tflite_reduced(*self._requant(graph, node))
+        x, y = requant.qparams(graph, node.inputs[0]), requant.qparams(graph, node.outputs[0])
+        sw = np.broadcast_to(requant.qparams(graph, node.inputs[1]).scale_array(), (geometry(graph, node).cout,))
+        return requant.wide_multipliers(x.single()[0] * sw / y.single()[0], self._bound16(graph, node))
 
     def _requant(self, graph: Graph, node: Node) -> tuple[np.ndarray, np.ndarray]:
         """Per output channel (mult, shift) of s_x s_w[c] / s_y, the product in double as TFLite's."""
@@ -257,10 +278,11 @@ class ConvTranspose(Op):
         acc = _scatter(x4.astype(np.int64) - zx, w4, g, np.int64)
         if bias is not None:
             acc += bias.astype(np.int64).reshape(1, -1, 1, 1)
-        mult, shift = (v.reshape(1, -1, 1, 1).astype(np.int64) for v in self._requant(graph, node))
         if x.dtype == np.int16:
-            q = requant.tflite_requantize64(acc, mult, shift)
+            mult, shift = (v.reshape(1, -1, 1, 1).astype(np.int64) for v in self._requant16(graph, node))
+            q = requant.requantize_wide(acc, mult, shift)
         else:
+            mult, shift = (v.reshape(1, -1, 1, 1).astype(np.int64) for v in self._requant(graph, node))
             q = requant.tflite_requantize(requant.wrap32(acc), mult, shift) + zy
         lo, hi = requant.clip_range(node, graph[node.outputs[0]])
         return [np.clip(q, lo, hi).astype(x.dtype).reshape(out_shape)]
@@ -279,9 +301,7 @@ class ConvTranspose(Op):
         _, zx = requant.qparams(graph, node.inputs[0]).single()
         _, zy = requant.qparams(graph, node.outputs[0]).single()
         lo, hi = requant.clip_range(node, graph[node.outputs[0]])
-        mult, shift = self._requant(graph, node)
-        if dtype == "int16":
-            mult, shift = requant.tflite_reduced(mult, shift)
+        mult, shift = self._requant16(graph, node) if dtype == "int16" else self._requant(graph, node)
         return Call("mcud_conv_transpose_s8_tfl" if dtype == "int8" else "mcud_conv_transpose_s16", views, Struct.of(
             "mcud_conv_transpose_q_params", **common, in_zero_point=zx, out_zero_point=zy, act_min=lo, act_max=hi,
             mult=Array("int32_t", tuple(int(m) for m in mult)), shift=Array("int32_t", tuple(int(s) for s in shift))))

@@ -252,8 +252,9 @@ ACC64_LIMIT = 1 << 47
 
 @dataclass(frozen=True)
 class Int16Plan:
-    """The integers of a 16x8 product: TFLite's (mult, shift) per column or one, the bias (int64 [N], or
-    None), whether the sum is int64 (else a wrapping int32) and the output range."""
+    """The integers of a 16x8 product: the kernel's (mult, shift) per column or one (of an int64 sum: TFLite's
+    reduced multipliers, or an ONNX model's wide ones; of a wrapping int32 sum: TFLite's), the bias (int64 [N],
+    or None), whether the sum is int64 (else a wrapping int32) and the output range."""
 
     mult: np.ndarray
     shift: np.ndarray
@@ -264,15 +265,16 @@ class Int16Plan:
 
     def requantize(self, acc: np.ndarray) -> np.ndarray:
         if self.wide:
-            return requant.tflite_requantize64(acc, self.mult.astype(np.int64), self.shift.astype(np.int64))
+            return requant.requantize_wide(acc, self.mult.astype(np.int64), self.shift.astype(np.int64))
         return requant.tflite_requantize(requant.wrap32(acc), self.mult.astype(np.int64), self.shift.astype(np.int64))
 
 
 def int16_plan(graph: Graph, node: Node) -> Int16Plan:
     """A TFLite FULLY_CONNECTED of int16 A and constant int8 B, or BATCH_MATMUL of two int16 activations (zero
-    points 0, per-tensor A and output); UnsupportedError where TFLite Micro's kernel would not compute it so."""
+    points 0, per-tensor A and output); UnsupportedError where TFLite Micro's kernel would not compute it so.
+    An ONNX model's (int16 QDQ) the same, summed in int64 (its bias int64) with requant.wide_multipliers."""
     lay, a, b, y = _operands(graph, node)
-    require(requant.arithmetic(graph) == "tflite", f"16x8 {node.op} is TFLite's arithmetic: a .tflite model only")
+    tflite = requant.arithmetic(graph) == "tflite"
     require(a.dtype == "int16" and y.dtype == "int16" and b.dtype in ("int8", "int16"),
             f"{node.op} of {a.dtype} and {b.dtype} to {y.dtype} is not supported")
     qa, qb, qy = requant.qparams(graph, a.name), requant.qparams(graph, b.name), requant.qparams(graph, y.name)
@@ -285,7 +287,8 @@ def int16_plan(graph: Graph, node: Node) -> Int16Plan:
         if len(qb.scale) > 1:
             require(qb.axis is not None and qb.axis % 2 == (0 if lay.trans_b else 1) and len(qb.scale) == lay.n,
                     f"16x8 {node.op} quantizes B per tensor or per output column only")
-        wide = node.attr("accumulator", "int32" if name and graph[name].dtype == "int32" else "int64") == "int64"
+        wide = not tflite or node.attr("accumulator", "int32" if name and graph[name].dtype == "int32"
+                                       else "int64") == "int64"
         bias = None
         worst = np.abs(b.data.astype(np.int64)).sum(axis=1 if lay.trans_b else 0) * 32768
         if name:
@@ -297,9 +300,15 @@ def int16_plan(graph: Graph, node: Node) -> Int16Plan:
     else:
         require(node.op == "MatMul" and not name, f"16x8 {node.op} of two activations takes no bias")
         wide, bias, worst = True, None, np.array([lay.k * 32768 * 32768])
+    lo, hi = requant.clip_range(node, y)
+    if not tflite:
+        mult, shift = requant.wide_multipliers(s_a * qb.scale_array() / s_y, worst)
+        return Int16Plan(mult, shift, bias, wide, lo, hi)
     require(not wide or bool(np.all(worst < ACC64_LIMIT)), f"16x8 {node.op} accumulator leaves TFLite's 2^47")
     mult, shift = requant.tflite_multipliers(s_a * qb.scale_array() / s_y)
     require(not wide or bool(np.all(shift >= 17)), f"16x8 {node.op} requantization multiplier is too large")
+    if wide:
+        mult, shift = requant.tflite_reduced(mult, shift)
     lo, hi = requant.clip_range(node, y)
     return Int16Plan(mult, shift, bias, wide, lo, hi)
 
@@ -455,7 +464,7 @@ def _kernel_16(graph: Graph, node: Node, lay: Layout) -> Call:
     (two int16 activations)."""
     plan = int16_plan(graph, node)
     a, b, y = node.inputs[0], node.inputs[1], node.outputs[0]
-    mult, shift = requant.tflite_reduced(plan.mult, plan.shift) if plan.wide else (plan.mult, plan.shift)
+    mult, shift = plan.mult, plan.shift
     if graph[b].dtype == "int16":
         return Call("mcud_matmul_s16", (a, b, y), Struct.of(
             "mcud_matmul_s16_params", trans_a=int(lay.trans_a), trans_b=int(lay.trans_b), mult=int(mult[0]),

@@ -90,7 +90,8 @@ class Pad(Op):
     def infer(self, graph, node):
         x = graph[node.inputs[0]]
         require(x.dtype in SUFFIX, f"Pad of {x.dtype} is not supported")
-        require(x.dtype != "int16" or node.attr("code") is not None, "Pad of int16 is not supported")
+        require(x.dtype != "int16" or node.attr("code") is not None or x.quant is not None,
+                "Pad of int16 is not supported")
         require(1 <= len(x.shape) <= MAX_DIMS, f"Pad of a rank-{len(x.shape)} tensor is not supported")
         begin, end = _pads(graph, node)
         out = tuple(n + b + e for n, b, e in zip(x.shape, begin, end))
@@ -105,11 +106,11 @@ class Pad(Op):
         x, y = graph[node.inputs[0]], graph[node.outputs[0]]
         if node.attr("code") is not None:  # TFLite: codes moved, the pad value a code
             return x.dtype == y.dtype
-        return (x.dtype == "int8" and y.dtype == "int8" and x.quant is not None and x.quant == y.quant
+        return (x.dtype in ("int8", "int16") and y.dtype == x.dtype and x.quant is not None and x.quant == y.quant
                 and len(x.quant.scale) == 1)
 
     def _value(self, graph, node):
-        """The pad value in the input's dtype (int8: quantized with the input's parameters)."""
+        """The pad value in the input's dtype (int8, int16: quantized with the input's parameters)."""
         x = graph[node.inputs[0]]
         if x.dtype == "float32":
             return np.float32(node.attr("value"))
@@ -119,10 +120,11 @@ class Pad(Op):
             return np.dtype(x.dtype).type(node.attr("code"))
         if x.dtype == "int32":
             return np.int32(round(node.attr("value")))
-        require(self.accepts_int8(graph, node), "int8 Pad needs equal input and output quantization")
+        require(self.accepts_int8(graph, node), f"{x.dtype} Pad needs equal input and output quantization")
         scale, zp = x.quant.single()
         q = int(np.rint(np.float32(node.attr("value")) / np.float32(scale))) + zp
-        return np.int8(np.clip(q, -128, 127))
+        info = np.iinfo(x.dtype)
+        return np.dtype(x.dtype).type(np.clip(q, info.min, info.max))
 
     def expr(self, graph, node):
         x = graph[node.inputs[0]].shape

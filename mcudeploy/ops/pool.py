@@ -160,7 +160,7 @@ class _Pool(Op):
         x = graph[node.inputs[0]]
         require(len(x.shape) in (3, 4), f"{self.name} supports 1-D (NCL) and 2-D (NCHW) inputs, got rank "
                                         f"{len(x.shape)}")
-        int16 = x.dtype == "int16" and requant.arithmetic(graph) == "tflite"
+        int16 = x.dtype == "int16" and (requant.arithmetic(graph) == "tflite" or x.quant is not None)
         require(x.dtype in ("float32", "int8") or int16, f"{self.name} of {x.dtype} is not supported")
         g = _geometry(graph, node)
         return [(x.shape[:2] + g.out, x.dtype)]
@@ -249,7 +249,11 @@ class _MaxPool(_Pool):
     kind = "max"
 
     def accepts_int8(self, graph, node) -> bool:
-        if requant.arithmetic(graph) == "tflite" and graph[node.inputs[0]].quant != graph[node.outputs[0]].quant:
+        x, y = graph[node.inputs[0]], graph[node.outputs[0]]
+        if x.dtype == "int16" and requant.arithmetic(graph) != "tflite":  # an ONNX model's int16 QDQ: the max of
+            return (x.dtype == y.dtype and x.quant is not None and x.quant == y.quant  # the codes, exact
+                    and len(x.quant.scale) == 1)
+        if requant.arithmetic(graph) == "tflite" and x.quant != y.quant:
             return False  # TFLite's int8 MAX_POOL_2D keeps the quantization
         return super().accepts_int8(graph, node)
 

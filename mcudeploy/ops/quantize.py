@@ -72,7 +72,7 @@ class _QDQ(Op):
         attrs = {"scale": tuple(float(s) for s in np.ravel(scale)),
                  "zero_point": tuple(int(z) for z in np.ravel(zp)) if zp is not None else (0,) * scale.size,
                  "axis": int(onnx.attrs.get("axis", 1)), "qdtype": out_dtype}
-        require(out_dtype in ("int8", "uint8", "int32"), f"{onnx.op_type} to {out_dtype} is not supported")
+        require(out_dtype in ("int8", "uint8", "int16", "int32"), f"{onnx.op_type} to {out_dtype} is not supported")
         return onnx.inputs[:1], attrs
 
     def expr(self, graph, node):
@@ -92,9 +92,7 @@ class QuantizeLinear(_QDQ):
 
     def infer(self, graph, node):
         require(graph[node.inputs[0]].dtype == "float32", "QuantizeLinear takes a float32 input")
-        require(node.attr("qdtype") in ("int8", "uint8") or (node.attr("qdtype") == "int16" and
-                                                             arithmetic(graph) == "tflite"),
-                "QuantizeLinear produces int8 or uint8")
+        require(node.attr("qdtype") in ("int8", "uint8", "int16"), "QuantizeLinear produces int8, uint8 or int16")
         _check_channels(graph, node, node.inputs[0])
         return [(graph[node.inputs[0]].shape, node.attr("qdtype"))]
 
@@ -138,8 +136,7 @@ class DequantizeLinear(_QDQ):
 
     def infer(self, graph, node):
         dtype = graph[node.inputs[0]].dtype
-        require(dtype in ("int8", "uint8", "int32") or (dtype == "int16" and arithmetic(graph) == "tflite"),
-                f"DequantizeLinear of {dtype} is not supported")
+        require(dtype in ("int8", "uint8", "int16", "int32"), f"DequantizeLinear of {dtype} is not supported")
         _check_channels(graph, node, node.inputs[0])
         return [(graph[node.inputs[0]].shape, "float32")]
 

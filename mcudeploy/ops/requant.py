@@ -153,9 +153,42 @@ def tflite_reduced(mult, shift) -> tuple[np.ndarray, np.ndarray]:
 def tflite_requantize64(acc, mult, shift) -> np.ndarray:
     """TFLite's MultiplyByQuantizedMultiplier of an int64 accumulator (|acc| < 2^47): one rounding, half up,
     with the reduced multiplier, the result truncated to int32 as C's conversion does."""
-    mult16, shift16 = tflite_reduced(mult, shift)
+    return requantize_wide(acc, *tflite_reduced(mult, shift))
+
+
+def requantize_wide(acc, mult, shift) -> np.ndarray:
+    """(acc * mult + 2^(shift-1)) >> shift of an int64 accumulator, truncated to int32: ``mcud_requant_tfl64``, which
+    the 16x8 kernels apply to TFLite's reduced multipliers (tflite_reduced) and an ONNX model's (wide_multipliers)."""
     acc = np.asarray(acc, dtype=np.int64)
-    return wrap32((acc * mult16 + (np.int64(1) << (shift16 - 1))) >> shift16)
+    shift = np.asarray(shift, dtype=np.int64)
+    return wrap32((acc * np.asarray(mult, dtype=np.int64) + (np.int64(1) << (shift - 1))) >> shift)
+
+
+WIDE_MULT_MIN = 1 << 22  # an ONNX 16x8 multiplier keeps at least 23 bits: off by < 2^-22 of the result
+
+
+def wide_multipliers(reals, bounds) -> tuple[np.ndarray, np.ndarray]:
+    """An ONNX model's 16x8 requantization (int16 activations, int8 weights): (mult, shift) per real multiplier,
+    for ``requantize_wide`` of an int64 sum whose magnitude is at most ``bounds`` (per channel): QuantizeLinear's
+    multiplier (quantize_multiplier) with as many low bits dropped as keep bound * mult below 2^62. One rounding,
+    half up: the nearest step but at exact ties (which onnxruntime rounds to even), so within one step of its float
+    path. UnsupportedError where fewer than 23 bits would be left or the result could leave int32."""
+    reals = np.ravel(np.asarray(reals, dtype=np.float64))
+    bounds = np.ravel(np.asarray(bounds, dtype=np.int64))
+    bounds = bounds.max(initial=0, keepdims=True) if reals.size == 1 else np.broadcast_to(bounds, reals.shape)
+    mults, shifts = [], []
+    for real, bound in zip(reals, bounds):
+        mult, shift = quantize_multiplier(float(real))
+        excess = max(0, int(bound).bit_length() + mult.bit_length() - 62)
+        if excess:
+            mult, shift = (mult + (1 << (excess - 1))) >> excess, shift - excess
+        if mult and (mult < WIDE_MULT_MIN or shift < 1):
+            raise UnsupportedError(f"16x8 requantization by {real:g} of a sum up to {int(bound)} keeps too few bits")
+        if float(bound) * float(real) >= 2.0 ** 31:
+            raise UnsupportedError(f"16x8 requantization by {real:g} of a sum up to {int(bound)} leaves int32")
+        mults.append(mult)
+        shifts.append(shift)
+    return np.array(mults, dtype=np.int64), np.array(shifts, dtype=np.int64)
 
 
 def requantize_as(graph: Graph, acc, mult, shift) -> np.ndarray:

@@ -6,7 +6,8 @@
    output reaches a QuantizeLinear (an operator of several outputs, Split: each output read by
    one QuantizeLinear alone) through at most a bias Add (after Conv/Gemm/MatMul) and
    Relu/Clip, the chain is replaced by the same operator on the integer tensors, with the
-   bias requantized to int32 at scale s_x*s_w and Relu/Clip kept as the output range. The
+   bias requantized to int32 at scale s_x*s_w (held as int64 for int16 activations: the 16x8
+   kernels sum in int64) and Relu/Clip kept as the output range. The
    operator may decline (``accepts_int8``); it then stays in float, which is still correct. In a TFLite
    model only an operator whose integer form computes the float chain exactly (``Op.qdq_exact``, a view)
    is folded: there the chain is what the model asks for, not a stand-in for TFLite's integer kernel.
@@ -24,7 +25,7 @@ from mcudeploy.ir import Graph, Node, Quant, Tensor, constant
 from mcudeploy.ops import registry, requant
 from mcudeploy.passes.graph_edit import eliminate_dead
 
-WITH_BIAS = {"Conv": 2, "Gemm": 2}
+WITH_BIAS = {"Conv": 2, "Gemm": 2, "ConvTranspose": 2}
 
 
 def _quant_of(node: Node, rank: int) -> Quant:
@@ -123,8 +124,9 @@ class _Lowering:
             members.append(u)
             cur = u.outputs[0]
 
-    def bias_int32(self, bias: str, x_quant: Quant, w_quant: Quant, channels: int, what: str) -> Optional[str]:
-        """The bias as an int32 constant of shape [channels] at scale s_x*s_w."""
+    def bias_int32(self, bias: str, x_quant: Quant, w_quant: Quant, channels: int, what: str,
+                   dtype: str = "int32") -> Optional[str]:
+        """The bias as an int32 constant of shape [channels] at scale s_x*s_w (of type ``dtype``)."""
         src = self.dq_source(bias)
         if src is not None:
             name, q = src
@@ -149,8 +151,8 @@ class _Lowering:
             q = np.rint(real / scale)
         if not np.all(np.abs(q) <= 2**31 - 1):  # no int32 holds it (or the scale underflowed): stay in float
             return None
-        q = q.astype(np.int32)
-        name = f"{what}/bias_int32"
+        q = q.astype(dtype)
+        name = f"{what}/bias_{dtype}"
         self.tensors[name] = constant(name, q, Quant(tuple(float(s) for s in scale), (0,) * channels,
                                                      0 if channels > 1 else None))
         return name
@@ -219,10 +221,13 @@ class _Lowering:
                 channels = w.shape[1]
             elif node.op == "Gemm":
                 channels = w.shape[0] if node.attr("transB", 0) else w.shape[1]
+            elif node.op == "ConvTranspose":
+                channels = w.shape[1] * int(node.attr("group", 1))
             else:
                 channels = w.shape[0]
             b = bias if bias is not None else node.inputs[2]
-            b_int = self.bias_int32(b, x_quant, w_quant, channels, node.name)
+            wide = "int64" if self.g[inputs[0]].dtype == "int16" else "int32"
+            b_int = self.bias_int32(b, x_quant, w_quant, channels, node.name, wide)
             if b_int is None:
                 return
             inputs = inputs[:2] + [b_int]

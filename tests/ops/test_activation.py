@@ -171,6 +171,57 @@ def test_table_is_dequantize_function_quantize():
     assert halves[128 + 1] == 2 and halves[128 + 3] == 8  # 2.5 -> 2, 7.5 -> 8
 
 
+# --------------------------------------------------------------------------- int16 QDQ models (opset 21)
+
+INT16_CASES = [  # (id, op, attributes, (s_x, z_x, s_y, z_y))
+    ("relu", "Relu", {}, (1e-4, 0, 6e-5, 0)),
+    ("relu_asym", "Relu", {}, (7.7e-5, -40, 4.2e-5, -26823)),
+    ("leaky_relu", "LeakyRelu", {"alpha": 0.3}, (1e-4, 0, 1e-4, 0)),  # alpha's multiplier needs a right shift
+    ("leaky_relu_asym", "LeakyRelu", {"alpha": 0.1}, (7.7e-5, -40, 4.2e-5, -26823)),
+    ("clip", "Clip", {"min": -0.5, "max": 1.5}, (1e-4, 3, 1e-4, 3)),  # Clip: input and output quantized alike
+]
+
+
+def int16_qdq_model(case) -> onnx.ModelProto:
+    _, op, attrs, (s_x, z_x, s_y, z_y) = case
+    nodes, inits = _op_node(("", op, attrs, 21), "x_f", "y_f")
+    nodes = ([helper.make_node("DequantizeLinear", ["x", "s_x", "z_x"], ["x_f"])] + nodes +
+             [helper.make_node("QuantizeLinear", ["y_f", "s_y", "z_y"], ["y"])])
+    inits += [numpy_helper.from_array(np.array(s, np.float32), n) for n, s in (("s_x", s_x), ("s_y", s_y))]
+    inits += [numpy_helper.from_array(np.array(z, np.int16), n) for n, z in (("z_x", z_x), ("z_y", z_y))]
+    return _model(nodes, [helper.make_tensor_value_info("x", TensorProto.INT16, [1, 256, 256])],
+                  [helper.make_tensor_value_info("y", TensorProto.INT16, None)], inits, 21)
+
+
+@pytest.mark.parametrize("case", INT16_CASES, ids=[c[0] for c in INT16_CASES])
+def test_int16_qdq_is_onnxruntime_but_at_ties_and_the_c_the_reference(case):
+    """An ONNX model's int16 Relu, LeakyRelu and Clip run TFLite's piecewise kernel with a single rounding (the
+    right shift folded into the multiplier): on every int16 code within one step of onnxruntime and the nearest
+    step to the exact value but at near-ties (TFLite's double rounding is 0.625 steps off at ~6% of the codes of
+    leaky_relu_asym)."""
+    _, op, attrs, (s_x, z_x, s_y, z_y) = case
+    model = int16_qdq_model(case)
+    graph = lower(import_onnx(model), check=True)
+    assert [n.op for n in graph.nodes] == [op] and graph[graph.nodes[0].inputs[0]].dtype == "int16"
+    x = np.arange(-32768, 32768).astype(np.int16).reshape(1, 256, 256)
+    got, expected = run_reference(graph, [x])[0], ort_outputs(model, {"x": x})[0]
+    assert np.abs(got.astype(np.int32) - expected.astype(np.int32)).max() <= 1
+    real = (x.astype(np.float64) - z_x) * np.float32(s_x)
+    real = {"Relu": np.maximum(real, 0.0), "Clip": np.clip(real, attrs.get("min"), attrs.get("max")),
+            "LeakyRelu": np.where(real >= 0, real, real * np.float32(attrs.get("alpha")))}[op]
+    exact = np.clip(real / np.float32(s_y) + z_y, -32768, 32767)
+    assert np.abs(got - exact).max() <= 0.5 + 1e-3
+    np.testing.assert_array_equal(host_outputs(model, [{"x": x}])[0][0], got)
+
+
+def test_int16_clip_of_two_quantizations_stays_float():
+    """TFLite's RELU6 kernel clamps the input's codes and reads no output scale."""
+    model = int16_qdq_model(("clip", "Clip", {"min": -0.5, "max": 1.5}, (1e-4, 0, 2e-4, 0)))
+    graph = lower(import_onnx(model))
+    clip = next(n for n in graph.nodes if n.op == "Clip")
+    assert graph[clip.inputs[0]].dtype == "float32"
+
+
 # --------------------------------------------------------------------------- C on the host, whole models
 
 
