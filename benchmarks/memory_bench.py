@@ -2,8 +2,8 @@
 
 For every model in MODELS/tflite (and its namesake in MODELS/onnx):
 - TFLM: the smallest ``arena_size`` with which the ``tflite-micro`` interpreter (PyPI) allocates
-  the .tflite and runs one inference, found by bisection to the byte, each model in a child
-  process; and the part of that arena TFLM's planner gives to activations (the "head" of
+  the .tflite and runs one inference, found by bisection to the byte, each trial in a child
+  process of its own; and the part of that arena TFLM's planner gives to activations (the "head" of
   ``print_allocations()``; the rest is TFLM's own bookkeeping);
 - mcudeploy: ``arena_bytes`` and ``lower_bound_bytes`` of the plan compiled from the same .tflite
   (the ONNX twin's arena beside it), and the arena each placement method reaches on the same
@@ -64,15 +64,34 @@ def _tflm_runs(runtime, np, path: str, size: int):
     return interp
 
 
-def tflm_worker(path: str) -> None:
+def tflm_try(path: str, size: int) -> None:
+    """One trial, alone in its process: exit status 0 when the interpreter runs with ``size`` bytes (a failed
+    allocation can leave TFLM's allocator unusable for later trials in the same process: a stateful model's
+    variables are allocated at its first invoke)."""
     import numpy as np
     from tflite_micro.python.tflite_micro import runtime
 
+    interp = _tflm_runs(runtime, np, path, size)
+    if interp is None:
+        sys.exit(1)
+    if os.environ.get("MCUD_PRINT_ALLOCATIONS"):
+        sys.stdout.flush()
+        interp.print_allocations()  # C stdout; the parent reads the "head" line
+        sys.stdout.flush()
+
+
+def _runs(path: str, size: int) -> bool:
+    run = subprocess.run([sys.executable, __file__, "--tflm-try", path, str(size)], capture_output=True, text=True,
+                         timeout=WORKER_TIMEOUT_S)
+    return run.returncode == 0
+
+
+def tflm_worker(path: str) -> None:
     trials = 0
     high = START_BYTES
     while True:
         trials += 1
-        if _tflm_runs(runtime, np, path, high) is not None:
+        if _runs(path, high):
             break
         if high >= MAX_BYTES:
             print("RESULT " + json.dumps({"error": f"does not run with {MAX_BYTES:,} bytes"}), flush=True)
@@ -82,13 +101,13 @@ def tflm_worker(path: str) -> None:
     while high - low > 1:
         mid = (low + high) // 2
         trials += 1
-        if _tflm_runs(runtime, np, path, mid) is not None:
+        if _runs(path, mid):
             high = mid
         else:
             low = mid
-    interp = _tflm_runs(runtime, np, path, high)
-    sys.stdout.flush()
-    interp.print_allocations()  # C stdout; the parent reads the "head" line
+    run = subprocess.run([sys.executable, __file__, "--tflm-try", path, str(high)], capture_output=True, text=True,
+                         timeout=WORKER_TIMEOUT_S, env={**os.environ, "MCUD_PRINT_ALLOCATIONS": "1"})
+    print(run.stdout + run.stderr, flush=True)  # TFLM's allocation report (it prints to stderr)
     print("RESULT " + json.dumps({"arena": high, "trials": trials}), flush=True)
 
 
@@ -225,9 +244,13 @@ def main(argv=None) -> int:
     ap.add_argument("--no-tflm", action="store_true", help="skip TFLite Micro")
     ap.add_argument("--json", type=Path, help="also write the figures as JSON")
     ap.add_argument("--tflm-worker", help=argparse.SUPPRESS)
+    ap.add_argument("--tflm-try", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.tflm_worker:
         tflm_worker(args.tflm_worker)
+        return 0
+    if args.tflm_try:
+        tflm_try(args.tflm_try[0], int(args.tflm_try[1]))
         return 0
     if not (args.models / "onnx").is_dir() and not (args.models / "tflite").is_dir():
         print(f"no models at {args.models}/tflite or /onnx (set --models or MCUDEPLOY_MODELS)", file=sys.stderr)

@@ -187,6 +187,8 @@ def models_to_run(args, work: Path) -> tuple[list[tuple[str, Path]], list[str]]:
     if args.int8_input_ratio:
         path = mobilenetv2_035_model(work)
         return [("mobilenetv2_035_96_float_input", path), ("mobilenetv2_035_96_int8_input", path)], []
+    if args.files:  # the models named, whatever their format (a .tflite of the Keras corpus: --files A B)
+        return [(p.stem, p) for p in args.files if not args.only or args.only in p.stem], []
     found = {p.stem: p for p in sorted((args.models / "onnx").glob("*int8*.onnx"))}
     skipped = [f"{name}: no {name}.onnx in {args.models / 'onnx'} (set --models or MCUDEPLOY_MODELS)"
                for name in ISSUE_MODELS if name not in found]
@@ -216,7 +218,10 @@ def check_tuned(result, model_path: Path, samples_count: int) -> tuple[str, list
     samples = check.random_inputs(compiled.graph, samples_count, seed=0)
     board_run = run_on_board(compiled, samples)
     same_as_host, lines = compare_with_host(compiled, board_run.outputs, samples)
-    verdict = check.check_outputs(model_path, compiled, board_run.outputs, samples, project.unsplit)
+    if model_path.suffix == ".tflite":  # against TensorFlow Lite Micro, bit for bit
+        verdict = check.check_tflite_outputs(model_path, compiled, board_run.outputs, samples, project.unsplit)
+    else:
+        verdict = check.check_outputs(model_path, compiled, board_run.outputs, samples, project.unsplit)
     unsplit = result.baseline.compiled.graph
     differ = 0
     for sample, outputs in zip(samples, board_run.outputs):
@@ -317,6 +322,8 @@ def main(argv=None) -> int:
     p.add_argument("--board", default="qemu-m4", help="an emulated board (default qemu-m4)")
     p.add_argument("--models", type=Path, default=DEFAULT_MODELS, help="folder holding onnx/*int8*.onnx")
     p.add_argument("--only", help="tune only the models whose name contains this")
+    p.add_argument("--files", type=Path, nargs="+", help="tune these model files (.onnx or .tflite) instead of the "
+                                                         "reference models, e.g. tests/keras_corpus/dscnn_gap-int16.tflite")
     p.add_argument("--budget", type=int, default=CANDIDATES, help=f"candidates per model's search (default {CANDIDATES})")
     p.add_argument("--time-limit", type=float, default=TIME_LIMIT,
                    help=f"outer bound in seconds per model's search (default {TIME_LIMIT:g})")
