@@ -310,7 +310,8 @@ def _run_system(args, system) -> int:
     from mcudeploy.stages.system_plan import system_lines
 
     plan = _compile_system(args, system)
-    samples = check.load_input(args.input, plan.graph) if args.input else check.random_inputs(plan.graph, args.samples)
+    samples = check.load_input(args.input, plan.graph, _to_stderr) if args.input else \
+        check.random_inputs(plan.graph, args.samples)
     result = run_system(plan, samples, check=args.check, ports=args.port or ())
     print("\n".join(system_lines(result.plan) + result.lines))
     if args.output:
@@ -357,7 +358,7 @@ def cmd_run(args) -> int:
         raise MCUDeployError(f"--float-model applies to ONNX models; {model} is checked against TensorFlow Lite Micro")
     float_model = check.float_model(args.float_model, reference) if args.float_model else None
     count = max(args.samples, STREAM_STEPS) if graph.states and args.check else args.samples
-    samples = check.load_input(args.input, graph) if args.input else check.random_inputs(graph, count)
+    samples = check.load_input(args.input, graph, _to_stderr) if args.input else check.random_inputs(graph, count)
     if graph.states and len(samples) > 1:
         print(f"a stateful model: {len(samples)} inputs in sequence, each call from the state the one before left")
     board_run = None
