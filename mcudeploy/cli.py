@@ -205,6 +205,17 @@ def cmd_boards(args) -> int:
     return 0
 
 
+def cmd_ops(args) -> int:
+    from mcudeploy.ops.catalog import FORMATS, lines
+
+    formats = [args.format] if args.format else list(FORMATS)
+    for i, fmt in enumerate(formats):
+        if len(formats) > 1:
+            print(("\n" if i else "") + {"tflite": "TFLite builtins", "onnx": "ONNX op types"}[fmt])
+        print("\n".join(lines(fmt, args.type)))
+    return 0
+
+
 def cmd_compile(args) -> int:
     from mcudeploy.codegen import write_project
     from mcudeploy.report.text import summary
@@ -553,6 +564,11 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("boards", help="list the known boards")
     s.set_defaults(run=cmd_boards)
+
+    s = sub.add_parser("ops", help="list the operators mcudeploy runs, per format and type")
+    s.add_argument("--format", choices=("tflite", "onnx"), help="one format only (default: both)")
+    s.add_argument("--type", metavar="TYPE", help="only the operators that run at TYPE (int16, int8, float32, ...)")
+    s.set_defaults(run=cmd_ops)
 
     s = sub.add_parser("compile", help="generate the C project and plan.json")
     _model_options(s)
