@@ -18,6 +18,11 @@ before the Cortex-M DSP paths, then the kernel the compiler picks now:
     fully connected 256 -> 64                    8.29  ->  2.18  mcud_gemm_s16 (packed weights)
 
 (mcud_conv_s16_fast on the depthwise 3x3, where a column serves one channel's 9 products: 52.)
+
+``--only model``: the Keras corpus's DS-CNN (tests/keras_corpus/dscnn_gap-int16.tflite, 16x8) against the same
+network exported int8 (dscnn_gap-int8.tflite), each compiled for the board as ``mcudeploy compile`` would (the
+compiler's own kernels and scratch) and timed whole with ``measure_model``: per operator and in all, guest
+instructions and their ratio, and the arenas. Both exports have the same 13 operators in the same order.
 """
 from __future__ import annotations
 
@@ -33,9 +38,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mcudeploy.device.measure import measure_model  # noqa: E402
+from mcudeploy.device.runner import timed_nodes  # noqa: E402
+from mcudeploy.frontend import import_model  # noqa: E402
 from mcudeploy.ir import Graph, Node, Quant, Tensor, constant  # noqa: E402
 from mcudeploy.ops import registry  # noqa: E402
-from mcudeploy.pipeline import compile_graph  # noqa: E402
+from mcudeploy.pipeline import compile_graph, lower  # noqa: E402
 from mcudeploy.simulate.timing_cache import TimingCache  # noqa: E402
 
 
@@ -92,20 +99,93 @@ def measure(name: str, board: str, cache: TimingCache) -> dict:
             "per_mac": round(instructions / macs, 2)}
 
 
+CORPUS = ROOT / "tests" / "keras_corpus"
+MODELS = {"int8": CORPUS / "dscnn_gap-int8.tflite", "int16": CORPUS / "dscnn_gap-int16.tflite"}
+
+
+def _layer(graph, node) -> str:
+    """"Conv 10x4 /2 1x49x10 -> 64x25x5", "Conv dw 3x3 64x25x5 -> 64x25x5": an operator by its shapes."""
+    x, y = graph[node.inputs[0]].shape, graph[node.outputs[0]].shape
+    if node.op != "Conv":
+        return f"{node.op} {'x'.join(map(str, x[1:]))} -> {'x'.join(map(str, y[1:]))}"
+    k = "x".join(map(str, node.attrs.get("kernel_shape", ())))
+    dw = " dw" if node.attrs.get("group", 1) > 1 else ""
+    stride = max(node.attrs.get("strides", (1,)) or (1,))
+    return f"Conv{dw} {k}{f' /{stride}' if stride > 1 else ''} {'x'.join(map(str, x[1:]))} -> " \
+        f"{'x'.join(map(str, y[1:]))}"
+
+
+PLANS = {"int8": ("int8", "fit"), "16x8": ("int16", "fit"), "16x8 keep": ("int16", "keep")}
+
+
+def measure_models(board: str, cache: TimingCache) -> dict:
+    """Per plan: the arena and, per timed operator, its layer, kernel, MACs and instructions. "int8" and "16x8"
+    are compiled as `mcudeploy compile` does (scratch "fit": a kernel whose working memory would raise the peak
+    runs its scratch-free variant); "16x8 keep" keeps every kernel's scratch (what tune also times)."""
+    out = {}
+    for plan, (dtype, scratch) in PLANS.items():
+        compiled = compile_graph(lower(import_model(MODELS[dtype])), board, scratch=scratch)
+        m = measure_model(compiled, repeat=3, cache=cache)
+        ipt = m.instructions_per_tick
+        nodes = timed_nodes(compiled)
+        ops = []
+        for o in m.ops:
+            node = nodes[o.index]
+            ops.append({"layer": _layer(compiled.graph, node), "kernel": o.kernel,
+                        "macs": registry.get(node.op).macs(compiled.graph, node),
+                        "instructions": round(o.ticks * ipt) if ipt else o.ticks})
+        out[plan] = {"arena_bytes": compiled.placement.arena_bytes, "ops": ops,
+                      "instructions": sum(o["instructions"] for o in ops)}
+    return out
+
+
+def model_lines(result: dict) -> list[str]:
+    plans = list(result)
+    base = result[plans[0]]
+    if any([o["layer"] for o in result[p]["ops"]] != [o["layer"] for o in base["ops"]] for p in plans):
+        raise SystemExit("the int8 and 16x8 DS-CNN no longer have the same operators; compare them by hand")
+    head = "".join(f" {p:>10s}" for p in plans)
+    out = [f"{'operator':36s} {'MACs':>8s}{head} {'16x8/int8':>9s}  kernels ({' / '.join(plans)})"]
+    for i, x in enumerate(base["ops"]):
+        row = [result[p]["ops"][i] for p in plans]
+        ratio = row[1]["instructions"] / x["instructions"] if x["instructions"] else float("nan")
+        out.append(f"{x['layer']:36s} {x['macs']:8,d}" + "".join(f" {r['instructions']:10,d}" for r in row) +
+                   f" {ratio:9.2f}  {' / '.join(r['kernel'] for r in row)}")
+    macs = sum(o["macs"] for o in base["ops"])
+    total = [result[p]["instructions"] for p in plans]
+    out.append(f"{'whole model':36s} {macs:8,d}" + "".join(f" {t:10,d}" for t in total) +
+               f" {total[1] / total[0]:9.2f}  (" + ", ".join(f"{t / macs:.2f}" for t in total) + " per MAC)")
+    arenas = [result[p]["arena_bytes"] for p in plans]
+    out.append(f"{'arena bytes':36s} {'':8s}" + "".join(f" {a:10,d}" for a in arenas) +
+               f" {arenas[1] / arenas[0]:9.2f}")
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--board", default="qemu-m4")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--only", choices=("layers", "model"), help="the one-layer graphs or the DS-CNN (default: both)")
     args = ap.parse_args(argv)
+    result: dict = {}
     with tempfile.TemporaryDirectory(prefix="mcud-int16-bench-") as tmp:
         cache = TimingCache(args.board, Path(tmp))
-        rows = [measure(name, args.board, cache) for name in LAYERS]
+        if args.only in (None, "layers"):
+            result["layers"] = [measure(name, args.board, cache) for name in LAYERS]
+        if args.only in (None, "model"):
+            result["dscnn"] = measure_models(args.board, cache)
     if args.json:
-        print(json.dumps(rows, indent=1))
+        print(json.dumps(result, indent=1))
         return 0
-    print(f"{'layer':44s} {'kernel':22s} {'MACs':>9s} {'instructions':>13s} {'per MAC':>8s}")
-    for r in rows:
-        print(f"{r['layer']:44s} {r['kernel']:22s} {r['macs']:9,d} {r['instructions']:13,d} {r['per_mac']:8.2f}")
+    if "layers" in result:
+        print(f"{'layer':44s} {'kernel':22s} {'MACs':>9s} {'instructions':>13s} {'per MAC':>8s}")
+        for r in result["layers"]:
+            print(f"{r['layer']:44s} {r['kernel']:22s} {r['macs']:9,d} {r['instructions']:13,d} "
+                  f"{r['per_mac']:8.2f}")
+    if "dscnn" in result:
+        print(f"{chr(10) if 'layers' in result else ''}the Keras corpus's DS-CNN on {args.board}, 16x8 against int8 "
+              f"(guest instructions per call)")
+        print("\n".join(model_lines(result["dscnn"])))
     return 0
 
 

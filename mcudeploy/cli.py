@@ -205,6 +205,17 @@ def cmd_boards(args) -> int:
     return 0
 
 
+def cmd_ops(args) -> int:
+    from mcudeploy.ops.catalog import FORMATS, lines
+
+    formats = [args.format] if args.format else list(FORMATS)
+    for i, fmt in enumerate(formats):
+        if len(formats) > 1:
+            print(("\n" if i else "") + {"tflite": "TFLite builtins", "onnx": "ONNX op types"}[fmt])
+        print("\n".join(lines(fmt, args.type)))
+    return 0
+
+
 def cmd_compile(args) -> int:
     from mcudeploy.codegen import write_project
     from mcudeploy.report.text import summary
@@ -310,7 +321,8 @@ def _run_system(args, system) -> int:
     from mcudeploy.stages.system_plan import system_lines
 
     plan = _compile_system(args, system)
-    samples = check.load_input(args.input, plan.graph) if args.input else check.random_inputs(plan.graph, args.samples)
+    samples = check.load_input(args.input, plan.graph, _to_stderr) if args.input else \
+        check.random_inputs(plan.graph, args.samples)
     result = run_system(plan, samples, check=args.check, ports=args.port or ())
     print("\n".join(system_lines(result.plan) + result.lines))
     if args.output:
@@ -357,7 +369,7 @@ def cmd_run(args) -> int:
         raise MCUDeployError(f"--float-model applies to ONNX models; {model} is checked against TensorFlow Lite Micro")
     float_model = check.float_model(args.float_model, reference) if args.float_model else None
     count = max(args.samples, STREAM_STEPS) if graph.states and args.check else args.samples
-    samples = check.load_input(args.input, graph) if args.input else check.random_inputs(graph, count)
+    samples = check.load_input(args.input, graph, _to_stderr) if args.input else check.random_inputs(graph, count)
     if graph.states and len(samples) > 1:
         print(f"a stateful model: {len(samples)} inputs in sequence, each call from the state the one before left")
     board_run = None
@@ -552,6 +564,11 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("boards", help="list the known boards")
     s.set_defaults(run=cmd_boards)
+
+    s = sub.add_parser("ops", help="list the operators mcudeploy runs, per format and type")
+    s.add_argument("--format", choices=("tflite", "onnx"), help="one format only (default: both)")
+    s.add_argument("--type", metavar="TYPE", help="only the operators that run at TYPE (int16, int8, float32, ...)")
+    s.set_defaults(run=cmd_ops)
 
     s = sub.add_parser("compile", help="generate the C project and plan.json")
     _model_options(s)

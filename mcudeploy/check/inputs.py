@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from typing import Union
+from typing import Callable, Union
 
 import numpy as np
 
@@ -33,7 +33,13 @@ def random_inputs(graph: Graph, count: int = 20, seed: int = 0) -> list[dict[str
     return samples
 
 
-def load_input(path: Union[str, os.PathLike], graph: Graph) -> list[dict[str, np.ndarray]]:
+def load_input(path: Union[str, os.PathLike], graph: Graph,
+               say: Callable[[str], None] = lambda message: None) -> list[dict[str, np.ndarray]]:
+    """The one sample of a .npy (a model of one input) or .npz (by input name) file, each array taken as its
+    input's type: as it is where the types are the same, or converted where that loses nothing (an integer type
+    inside the input's, a float type to float32); a float array for a quantized integer input is quantized with
+    the input's scale and zero point, as the quantize helper of the model's header does (``say`` tells which).
+    Anything else, and a wrong shape, is refused in one sentence naming the input and what it must be."""
     try:
         data = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
@@ -49,9 +55,58 @@ def load_input(path: Union[str, os.PathLike], graph: Graph) -> list[dict[str, np
         if len(names) != 1:
             raise MCUDeployError(f"{path} holds one array but the model has {len(names)} inputs; use .npz")
         sample = {names[0]: data}
-    for name, x in sample.items():
-        t = graph[name]
-        if tuple(x.shape) != t.shape:
-            raise MCUDeployError(f"{path}: input {name} has shape {tuple(x.shape)}; the model expects {t.shape}")
-        sample[name] = x.astype(DTYPES[t.dtype])
-    return [sample]
+    return [{name: _as_input(path, graph[name], x, say) for name, x in sample.items()}]
+
+
+def _wanted(t) -> str:
+    """"int16[1, 49, 10, 1] (scale 0.00013, zero point 0)": an input's type, shape and quantization."""
+    if t.quant is None or t.dtype == "float32":
+        return f"{t.dtype}{list(t.shape)}"
+    if len(t.quant.scale) > 1:
+        return f"{t.dtype}{list(t.shape)} (quantized per channel)"
+    return f"{t.dtype}{list(t.shape)} (scale {t.quant.scale[0]:.6g}, zero point {t.quant.zero_point[0]})"
+
+
+def _quant_text(t) -> str:
+    if len(t.quant.scale) > 1:
+        return "its scales and zero points per channel"
+    return f"scale {t.quant.scale[0]:.6g} and zero point {t.quant.zero_point[0]}"
+
+
+def _as_input(path, t, x: np.ndarray, say: Callable[[str], None]) -> np.ndarray:
+    """Array ``x`` of the file as input tensor ``t``, or the one-sentence refusal."""
+    given = f"{path}: input {t.name} is {x.dtype}{list(x.shape)}"
+    if tuple(x.shape) != t.shape:
+        raise MCUDeployError(f"{given}; the model expects {_wanted(t)}")
+    want = np.dtype(DTYPES[t.dtype])
+    if x.dtype == want:
+        return x
+    kind = x.dtype.kind
+    if t.dtype == "float32" and kind in "fiu":
+        return x.astype(np.float32)
+    if want.kind in "iu" and kind in "iu" and np.can_cast(x.dtype, want, "safe"):
+        return x.astype(want)
+    if want.kind in "iu" and kind == "f" and t.quant is not None:
+        say(f"input {t.name}: the {x.dtype} values of {path} quantized to {t.dtype} with {_quant_text(t)} (to the "
+            f"nearest, ties to even, saturated), as the quantize helper of the model's header does")
+        return quantize(x, t)
+    hint = " (or float values, which are quantized with its scale and zero point)" if t.quant is not None and \
+        want.kind in "iu" else ""
+    raise MCUDeployError(f"{given}; the model expects {_wanted(t)}: give it as {t.dtype}{hint}")
+
+
+def quantize(x: np.ndarray, t) -> np.ndarray:
+    """Real values ``x`` as the codes of quantized tensor ``t``: x / scale in float32, rounded to the nearest (ties
+    to even), plus the zero point, saturated to the type; NaN gives the lowest code. The quantize helper of the
+    generated header (templates/model.h.j2) computes the same."""
+    info = np.iinfo(DTYPES[t.dtype])
+    shape = [1] * len(t.shape)
+    if t.quant.axis is not None:
+        shape[t.quant.axis] = -1
+    scale = np.reshape(t.quant.scale_array().astype(np.float32), shape)
+    zero = np.reshape(t.quant.zp_array(), shape)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        v = np.clip(x.astype(np.float32) / scale, -16777216.0, 16777216.0)
+    v = np.where(np.isnan(v), -16777216.0, v)
+    codes = np.rint(v).astype(np.int64) + zero
+    return np.clip(codes, info.min, info.max).astype(DTYPES[t.dtype])

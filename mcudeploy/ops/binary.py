@@ -389,6 +389,9 @@ class Pow(_Elementwise):
     def compute(self, xs):
         return np.power(xs[0], xs[1])
 
+    def quantized_dtypes(self, graph: Graph) -> tuple[str, ...]:
+        return ()
+
     def accepts_int8(self, graph, node) -> bool:
         return False
 
@@ -452,6 +455,9 @@ class FloorDiv(_Elementwise):
     def compute(self, xs):
         return np.floor(xs[0].astype(np.float64) / xs[1].astype(np.float64))
 
+    def quantized_dtypes(self, graph: Graph) -> tuple[str, ...]:
+        return ()
+
     def accepts_int8(self, graph, node) -> bool:
         return False
 
@@ -470,6 +476,9 @@ class FloorMod(_Elementwise):
         a, b = xs
         r = np.fmod(a, b)
         return np.where((r != 0) & ((b < 0) != (r < 0)), r + b, r)
+
+    def quantized_dtypes(self, graph: Graph) -> tuple[str, ...]:
+        return ()
 
     def accepts_int8(self, graph, node) -> bool:
         return False

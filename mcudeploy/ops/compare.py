@@ -89,7 +89,8 @@ class _Compare(Op):
     def reference(self, graph, node, inputs):
         a, b = inputs
         if self._quantized(graph, node):
-            require(self.accepts_int8(graph, node), f"int8 {node.op} needs per-tensor quantized inputs")
+            require(self.accepts_int8(graph, node),
+                    f"quantized {node.op} of {graph[node.inputs[0]].dtype} needs per-tensor int8 inputs")
             p = tfl_compare_plan(graph, node)
             a, b = _scaled(a, p, "a"), _scaled(b, p, "b")
         y = FUNCTIONS[self.kind](a, b)
@@ -98,7 +99,8 @@ class _Compare(Op):
     def kernel(self, graph, node):
         views = tuple(node.inputs) + (node.outputs[0],)
         if self._quantized(graph, node):
-            require(self.accepts_int8(graph, node), f"int8 {node.op} needs per-tensor quantized inputs")
+            require(self.accepts_int8(graph, node),
+                    f"quantized {node.op} of {graph[node.inputs[0]].dtype} needs per-tensor int8 inputs")
             return Call("mcud_compare_s8_tfl", views, Struct.of(
                 "mcud_compare_s8_params", op=CODES[self.kind], **tfl_compare_plan(graph, node)))
         suffix = SUFFIX[graph[node.inputs[0]].dtype]

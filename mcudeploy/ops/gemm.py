@@ -132,7 +132,8 @@ def int8_plan(graph: Graph, node: Node) -> Int8Plan:
     """The compile-time integers of an int8 product; raises UnsupportedError where it cannot."""
     lay, a, b, y = _operands(graph, node)
     require(a.dtype == "int8" and b.dtype == "int8" and y.dtype == "int8",
-            f"int8 {node.op} of {a.dtype} and {b.dtype} to {y.dtype} is not supported")
+            f"quantized {node.op} of {a.dtype} and {b.dtype} to {y.dtype} is not supported (int8, or 16x8 in a TFLite "
+            f"model)")
     require(b.is_const and len(b.shape) == 2, f"int8 {node.op} needs a constant 2-D B")
     qa, qb, qy = requant.qparams(graph, a.name), requant.qparams(graph, b.name), requant.qparams(graph, y.name)
     require(len(qa.scale) == 1 and len(qy.scale) == 1, f"int8 {node.op} needs per-tensor A and output")

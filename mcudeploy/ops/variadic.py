@@ -112,8 +112,10 @@ class _Variadic(Op):
             require(node.attr("clip_min") is None and node.attr("clip_max") is None,
                     f"integer {node.op} with a fused activation is not supported")
             return False
-        require(all(graph[n].dtype == "int8" and graph[n].quant is not None and len(graph[n].quant.scale) == 1
-                    for n in names), f"int8 {node.op} needs per-tensor quantization of every input and the output")
+        dtypes = sorted({graph[n].dtype for n in names})
+        require(dtypes == ["int8"], f"quantized {node.op} of {' and '.join(dtypes)} is not supported (int8 only)")
+        require(all(graph[n].quant is not None and len(graph[n].quant.scale) == 1 for n in names),
+                f"int8 {node.op} needs per-tensor quantization of every input and the output")
         return True
 
     def _tflite(self, graph: Graph) -> bool:

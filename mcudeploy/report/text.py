@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mcudeploy.plan import plan_dict
-from mcudeploy.report.view import kb, plan_view, short_name, state_text
+from mcudeploy.report.view import io_text, kb, plan_view, short_name, state_text, types_text
 
 BAR_WIDTH = 32
 NAME_WIDTH = 40
@@ -29,6 +29,12 @@ def header_lines(v: dict) -> list[str]:
     lines = [f"model {v['model']} on {v['board']}: {v['steps']} operators, {macs}",
              f"arena {v['arena_bytes']:,} bytes (live-bytes lower bound {bound:,}, {gap}), "
              f"weights {v['weights_bytes'] or 0:,} bytes in flash, {_methods(v)}"]
+    io = v["io"]
+    for kind in ("inputs", "outputs"):
+        if io[kind]:
+            lines.append(f"{kind}: " + "; ".join(io_text(t) for t in io[kind]))
+    if io["types"]:
+        lines.append(f"tensors in the arena: {types_text(io['types'])}")
     lat = latency_text(v["latency"])
     if lat:
         lines.append(lat)

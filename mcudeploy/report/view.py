@@ -12,9 +12,11 @@ are the split's: "scheme" (the operators cut), "split" (what it saved) and "late
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Optional
 
 from mcudeploy.errors import MCUDeployError
+from mcudeploy.ir import DTYPES, itemsize
 
 DEFAULT_REGION = "arena"
 REQUIRED = ("model", "board", "arena_bytes", "lower_bound_bytes", "order", "buffers")
@@ -217,8 +219,49 @@ def plan_view(plan: dict, source: str = "the plan") -> dict:
                  "node": order[peak_step]["node"] if peak_step >= 0 else "",
                  "buffers": at_peak},
         "operators": rows, "split": split_view(plan), "offload": plan.get("offload"), "state": state_view(plan),
+        "io": io_view(plan),
         "marks": offload_marks(plan, first_region) if plan.get("offload") else [],
     }
+
+
+def _io(entry: dict) -> dict:
+    """A model input or output of plan.json with its bytes (from its shape and type) and quantization."""
+    dtype, shape = entry.get("dtype"), entry.get("shape")
+    size = itemsize(dtype) if dtype in DTYPES else None
+    nbytes = size * math.prod(shape) if size is not None and isinstance(shape, list) else None
+    return {"name": str(entry["name"]), "dtype": dtype, "shape": shape, "bytes": nbytes,
+            "scale": entry.get("scale"), "zero_point": entry.get("zero_point")}
+
+
+def io_view(plan: dict) -> dict:
+    """The model's inputs and outputs (type, shape, bytes, quantization), and how many tensors of each type the
+    arena holds (plan.json "tensors"; {} when the plan has none)."""
+    types: dict[str, int] = {}
+    for t in plan.get("tensors") or []:
+        if t.get("dtype"):
+            types[t["dtype"]] = types.get(t["dtype"], 0) + 1
+    return {"inputs": [_io(e) for e in plan.get("inputs") or []],
+            "outputs": [_io(e) for e in plan.get("outputs") or []], "types": dict(sorted(types.items()))}
+
+
+def io_text(t: dict) -> str:
+    """"in0 int16[1, 49, 10, 1], 980 bytes, scale 0.000130407, zero point 0"."""
+    text = t["name"]
+    if t["dtype"]:
+        text += f" {t['dtype']}{t['shape'] if t['shape'] is not None else ''}"
+    if t["bytes"] is not None:
+        text += f", {t['bytes']:,} bytes"
+    scale = t["scale"]
+    if isinstance(scale, list):
+        text += ", quantized per channel"
+    elif scale is not None:
+        text += f", scale {scale:.6g}, zero point {t['zero_point']}"
+    return text
+
+
+def types_text(types: dict) -> str:
+    """"int16 (23 tensors)": the arena's tensors by type."""
+    return ", ".join(f"{dtype} ({n} tensor{'s' if n != 1 else ''})" for dtype, n in types.items())
 
 
 def state_view(plan: dict) -> Optional[dict]:

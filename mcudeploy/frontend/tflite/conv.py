@@ -148,7 +148,7 @@ def _inner(imp, name: str, op: str, inputs, shape, dtype, quant, attrs) -> str:
     if tuple(got) != tuple(shape) or got_dtype != dtype:
         imp.fail(f"makes {dtype}{list(shape)}, where mcudeploy's {op} gives {got_dtype}{list(got)}", True)
     if dtype != "float32" and hasattr(decl, "accepts_int8") and not decl.accepts_int8(scope, node):
-        imp.fail(f"with these quantization parameters is not supported (mcudeploy's int8 {op} does not take them)")
+        imp.refuse_integer(decl, scope, node, dtype)
     imp.nodes.append(node)
     return name
 

@@ -17,6 +17,7 @@ damaged file) gets one sentence naming the file and the operator with its index.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -97,6 +98,37 @@ class Importer:
             names = {v: k for k, v in vars(self.tfl.TensorType).items() if not k.startswith("_")}
             self.fail(f"uses tensor {self.tname(i)} of type {names.get(code, code)}, which mcudeploy does not support")
         return DTYPES[code]
+
+    def types(self, ins, outs) -> list[str]:
+        """The types of what an operator computes on: its inputs that are no constants, then its outputs, each
+        once ("int16"; "float32", "int16" for a QUANTIZE), as the schema names them."""
+        names = {v: k.lower() for k, v in vars(self.tfl.TensorType).items() if not k.startswith("_")}
+        found = []
+        for i in [i for i in ins if i >= 0 and not self._has_data(i)] + [i for i in outs if i >= 0]:
+            code = self.g.Tensors(i).Type()
+            name = DTYPES.get(code) or names.get(code, str(code))
+            if name not in found and name != "resource":
+                found.append(name)
+        return found
+
+    def _has_data(self, i: int) -> bool:
+        """Tensor i holds data in the file (a constant), read without checking it."""
+        if i in self.folded:
+            return True
+        buf = self.model.Buffers(self.g.Tensors(i).Buffer())
+        return buf is not None and (buf.Offset() > 1 or buf.DataLength() > 0)
+
+    def refuse_integer(self, decl, scope: Graph, node: Node, dtype: str) -> None:
+        """The refusal of an integer ``node`` that ``decl`` does not accept: by its type where the operator runs
+        quantized at other types only (an int16 DIV), else by its quantization parameters."""
+        quantized = any(scope[n].quant is not None for n in (*node.inputs, *node.outputs) if n)
+        known = decl.quantized_dtypes(scope) if hasattr(decl, "quantized_dtypes") else None
+        if quantized and known is not None and dtype not in known:
+            self.fail(f"of quantized {dtype} is not supported (mcudeploy's quantized {decl.name} takes "
+                      f"{' and '.join(known)})" if known else
+                      f"of quantized {dtype} is not supported (mcudeploy runs {decl.name} on float32 only)")
+        self.fail(f"with these quantization parameters is not supported (mcudeploy's {dtype} {decl.name} does not "
+                  f"take them)")
 
     def quant(self, i: int, rank: int) -> Optional[Quant]:
         q = self.g.Tensors(i).Quantization()
@@ -218,11 +250,13 @@ class Importer:
                 raw = oc.CustomCode()
                 opname = f"CUSTOM {raw.decode(errors='replace') if raw else '?'}"
             self.label = f"operator {index} ({opname})"
-            handler = HANDLERS.get(opname)
-            if handler is None:
-                self.fail("is not supported by mcudeploy")
             ins = [int(x) for x in op.InputsAsNumpy()] if op.InputsLength() else []
             outs = [int(x) for x in op.OutputsAsNumpy()] if op.OutputsLength() else []
+            handler = HANDLERS.get(opname)
+            if handler is None:
+                types = " and ".join(self.types(ins, outs))
+                self.fail(f"is not supported by mcudeploy at any type (here on {types} tensors)" if types else
+                          "is not supported by mcudeploy")
             start = len(self.nodes)
             try:
                 handler(self, op, ins, outs)
@@ -231,7 +265,10 @@ class Importer:
                 text = str(exc)
                 if text.startswith(self.where):
                     raise
-                self.fail(f"is not supported: {text.rstrip('.')}")
+                types = self.types(ins, outs)  # the reason names the type, or the sentence does
+                named = not types or any(re.search(rf"\b{t}\b", text) for t in types)
+                self.fail(f"is not supported: {text.rstrip('.')}" + ("" if named else
+                                                                      f" ({' and '.join(types)} tensors)"))
             except InvalidModelError as exc:
                 text = str(exc)
                 if text.startswith(self.where):
@@ -303,8 +340,7 @@ class Importer:
         if tuple(got_shape) != ir_shape or got_dtype != dtype:
             self.fail(f"makes {dtype}{list(shape)}, where mcudeploy's {op} gives {got_dtype}{list(got_shape)}", True)
         if check and dtype != "float32" and hasattr(decl, "accepts_int8") and not decl.accepts_int8(scope, node):
-            self.fail(f"with these quantization parameters is not supported (mcudeploy's int8 {op} does not "
-                      f"take them)")
+            self.refuse_integer(decl, scope, node, dtype)
         self.nodes.append(node)
         if layout == "nchw" and len(shape) == 4:
             self.nchw.add(out)

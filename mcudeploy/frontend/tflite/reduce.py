@@ -53,7 +53,7 @@ def _reduce(imp, op, ins, outs, builtin: str):
         imp.fail(f"of {dtype} is not supported (TFLite Micro's {builtin} takes float32, int8"
                  f"{'' if builtin in ('REDUCE_MAX', 'REDUCE_MIN') else ' and int16'})")
     if dtype != "float32" and builtin in ("REDUCE_MAX", "REDUCE_MIN") and imp.quant(x, 1) != imp.quant(out, 1):
-        imp.fail(f"has different input and output quantization, which TFLite Micro's int8 {builtin} does not allow",
+        imp.fail(f"has different input and output quantization, which TFLite Micro's {dtype} {builtin} does not allow",
                  True)
     layout, moved = _layout(imp, x, axes, keep)
     imp.emit(REDUCERS[builtin], (imp.value(x, layout),), out, {"axes": tuple(moved), "keepdims": int(keep)},

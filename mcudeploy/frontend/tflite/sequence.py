@@ -103,7 +103,8 @@ def unidirectional_sequence_lstm(imp, op, ins, outs):
     if inferred != [imp.tensors[t].shape for t in node.outputs]:
         imp.fail(f"makes {list(imp.shape(outs[0]))} where mcudeploy's LSTM gives {list(inferred[0])}", True)
     if imp.dtype(x) != "float32" and not registry.get("LSTM").accepts_int8(scope, node):
-        imp.fail("with these quantization parameters is not supported (mcudeploy's int8 LSTM does not take them)")
+        imp.fail(f"with these quantization parameters is not supported (mcudeploy's {imp.dtype(x)} LSTM does not "
+                 f"take them)")
     imp.nodes.append(node)
     if time_major:
         op, swap = _swap(batch, (steps, batch, units))
