@@ -7,7 +7,9 @@ types, as the conformance suites show them (no hand-kept list).
   says one configuration is refused, not the type (UNSUPPORTED.md says which).
 - ONNX: per op type, the element types of the inputs and outputs of the single-operator ONNX node test cases
   (tests/conformance/cases.py) that are not listed, and "int8 (QDQ)" for the operators of the int8 QDQ cases
-  (tests/conformance/test_int8_cases.py: each checks its operator is int8 after lowering, and all pass).
+  (tests/conformance/test_int8_cases.py: each checks its operator is int8 after lowering, and all pass), "int16
+  (QDQ)" for the operators the int16 QDQ corpus checks to run on int16 tensors (tests/test_onnx16_corpus.py's
+  IN_INT16; every fixture passes against onnxruntime).
 
 ``python -m tests.conformance.ops_table`` prints where the file differs from the suites; ``--write`` rewrites it.
 tests/test_ops_cli.py keeps the file exact.
@@ -24,6 +26,7 @@ import onnx
 
 OPS_JSON = Path(__file__).resolve().parents[2] / "mcudeploy" / "data" / "ops.json"
 QDQ_TYPE = "int8 (QDQ)"
+QDQ16_TYPE = "int16 (QDQ)"
 
 
 def tflite_table() -> dict[str, dict]:
@@ -48,6 +51,7 @@ def _elem_type(value_info) -> str:
 def onnx_table() -> dict[str, dict]:
     from tests.conformance import cases
     from tests.conformance.test_int8_cases import CASES
+    from tests.test_onnx16_corpus import IN_INT16
 
     listed = cases.listed_unsupported()
     types = defaultdict(set)
@@ -58,7 +62,10 @@ def onnx_table() -> dict[str, dict]:
         types[case.op].update(_elem_type(v) for v in (*graph.input, *graph.output))
     for _, op in CASES.values():  # the operator each case checks is int8 after lowering
         types[op].add(QDQ_TYPE)
-    return {op: {"types": sorted(types[op], key=lambda t: (t == QDQ_TYPE, t))} for op in sorted(types)}
+    for ops in IN_INT16.values():  # the operators each int16 QDQ fixture checks to run on int16 tensors
+        for op in ops:
+            types[op].add(QDQ16_TYPE)
+    return {op: {"types": sorted(types[op], key=lambda t: (t in (QDQ_TYPE, QDQ16_TYPE), t))} for op in sorted(types)}
 
 
 def table() -> dict:
