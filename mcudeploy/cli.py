@@ -184,7 +184,7 @@ def _check_fit(args, compiled):
     """``compiled``, refused in one sentence when it does not fit its board (unless --allow-overflow)."""
     from mcudeploy.fit import TO_THE_BUILD, check_fit
 
-    check_fit(compiled, getattr(args, "allow_overflow", False), ANYWAY.get(args.command, TO_THE_BUILD))
+    check_fit(compiled, getattr(args, "allow_overflow", False), ANYWAY.get(args.command, TO_THE_BUILD), _to_stderr)
     return compiled
 
 
@@ -538,7 +538,7 @@ def cmd_flash(args) -> int:
                                 f"stages (-b SYSTEM)")
     result = flash.flash(args.model, args.board, port=args.port, project=args.project_dir,
                          upload_firmware=not args.no_upload, input_shapes=parse_input_shapes(args.input_shape),
-                         allow_overflow=args.allow_overflow)
+                         allow_overflow=args.allow_overflow, warn=_to_stderr)
     for line in flash.summary(result):
         print(line)
     return 0

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -123,13 +123,14 @@ def fit(compiled) -> Optional[Fit]:
     return Fit(Path(compiled.model).name, board.name, tuple(uses))
 
 
-def check_fit(compiled, allow_overflow: bool = False, anyway: str = "writes it anyway") -> Optional[Fit]:
+def check_fit(compiled, allow_overflow: bool = False, anyway: str = "writes it anyway",
+              warn: Optional[Callable[[str], None]] = None) -> Optional[Fit]:
     """Refuse, in one sentence naming every region over and by how many bytes, a plan that does not fit its
-    board; with ``allow_overflow`` say it as a warning and go on. ``anyway``: what --allow-overflow does."""
+    board; with ``allow_overflow`` tell ``warn`` (default: the log) instead and go on. ``anyway``: what --allow-overflow does."""
     found = fit(compiled)
     if found is None or found.ok:
         return found
     if not allow_overflow:
         raise FitError(f"{found.sentence()}; --allow-overflow {anyway}")
-    log.warning("mcudeploy: warning: %s (--allow-overflow)", found.sentence())
+    (warn or log.warning)(f"warning: {found.sentence()} (--allow-overflow)")
     return found
