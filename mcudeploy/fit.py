@@ -66,7 +66,7 @@ class Use:
 class Fit:
     model: str
     board: str
-    uses: tuple[Use, ...]  # the regions used, in board order, then flash
+    uses: tuple[Use, ...]  # every usable region, in board order, then flash
 
     @property
     def over(self) -> tuple[Use, ...]:
@@ -112,11 +112,8 @@ def fit(compiled) -> Optional[Fit]:
         if region.excluded:
             continue
         arena = arenas.get(region.name, placement.arena_bytes if first and not arenas else 0)
-        parts = (("arena", arena),)
-        if first:
-            parts += (("states", placement.state_bytes), ("stack", board.stack_bytes), ("reserved", region.reserved))
-        elif region.reserved:
-            parts += (("reserved", region.reserved),)
+        firmware = (("states", placement.state_bytes), ("stack", board.stack_bytes)) if first else ()
+        parts = (("arena", arena),) + firmware + (("reserved bytes", region.reserved),)
         uses.append(Use(region.name, region.size, parts))
         first = False
     uses.append(Use(FLASH, board.flash_bytes, _flash_constants(compiled.graph)))
@@ -126,7 +123,8 @@ def fit(compiled) -> Optional[Fit]:
 def check_fit(compiled, allow_overflow: bool = False, anyway: str = "writes it anyway",
               warn: Optional[Callable[[str], None]] = None) -> Optional[Fit]:
     """Refuse, in one sentence naming every region over and by how many bytes, a plan that does not fit its
-    board; with ``allow_overflow`` tell ``warn`` (default: the log) instead and go on. ``anyway``: what --allow-overflow does."""
+    board; with ``allow_overflow`` tell ``warn`` (default: the log) instead and go on. ``anyway``: what
+    --allow-overflow does, for the refusal."""
     found = fit(compiled)
     if found is None or found.ok:
         return found

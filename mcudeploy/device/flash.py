@@ -86,7 +86,8 @@ def flash(model: Optional[str], board_name: str, port: Optional[str] = None, pro
     """Build the measurer (with ``model`` when given) for the board with PlatformIO and upload it.
 
     A plan that does not fit the board is refused before the project is written (mcudeploy/fit.py;
-    ``allow_overflow``: a warning, to ``warn`` when given), a firmware that does not fit after the build, before any upload.
+    ``allow_overflow``: a warning, to ``warn`` when given), a firmware that does not fit after the build,
+    before any upload.
     """
     board = flashable(load_board(board_name), port)
     compiled = compile_model(model, board, input_shapes) if model else None
