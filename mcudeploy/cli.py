@@ -90,6 +90,7 @@ def _model_options(p: argparse.ArgumentParser, project: bool = False) -> None:
     _input_shape_option(p)
     _int8_input_option(p)
     _fast_memory_option(p)
+    _allow_overflow_option(p)
     p.add_argument("--schedule", default="auto", metavar="METHOD",
                    help=f"execution order: {', '.join(SCHEDULE_METHODS)} (default auto: exact where the graph is small "
                         f"enough for the time limit, else the refined heuristic)")
@@ -169,6 +170,24 @@ def _compile_system(args, system):
                           getattr(args, "time_limit", SCHEDULE_TIME_LIMIT))
 
 
+def _allow_overflow_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--allow-overflow", action="store_true",
+                   help="go on with a plan that does not fit the board (a region or its flash; refused by default, "
+                        "before anything is written), saying by how much as a warning")
+
+
+# what --allow-overflow does, per command, in the refusal of a plan that does not fit (mcudeploy/fit.py)
+ANYWAY = {"compile": "writes it anyway", "tune": "writes it anyway", "plan": "shows the plan anyway"}
+
+
+def _check_fit(args, compiled):
+    """``compiled``, refused in one sentence when it does not fit its board (unless --allow-overflow)."""
+    from mcudeploy.fit import TO_THE_BUILD, check_fit
+
+    check_fit(compiled, getattr(args, "allow_overflow", False), ANYWAY.get(args.command, TO_THE_BUILD), _to_stderr)
+    return compiled
+
+
 def _fast_memory_option(p: argparse.ArgumentParser, tune: bool = False) -> None:
     p.add_argument("--fast-memory", metavar="BYTES|N%",
                    help="a budget for the board's first (fast) memory region, in bytes (32K) or as a share of the "
@@ -182,10 +201,10 @@ def _compile(args, fast_memory=None, earlier={}):
     from mcudeploy.frontend import parse_input_shapes
     from mcudeploy.pipeline import compile_model
 
-    return compile_model(args.model, args.board, parse_input_shapes(args.input_shape), schedule_method=args.schedule,
-                         schedule_time_limit=args.time_limit, int8_input=args.int8_input,
-                         stream_input=args.stream_input,
-                         fast_memory=fast_memory or args.fast_memory, earlier=earlier)
+    return _check_fit(args, compile_model(args.model, args.board, parse_input_shapes(args.input_shape),
+                                          schedule_method=args.schedule, schedule_time_limit=args.time_limit,
+                                          int8_input=args.int8_input, stream_input=args.stream_input,
+                                          fast_memory=fast_memory or args.fast_memory, earlier=earlier))
 
 
 def cmd_boards(args) -> int:
@@ -483,6 +502,7 @@ def cmd_tune(args) -> int:
         print(f"mcudeploy: tune interrupted; what it learnt is in {Path(args.output) / STATE_FILE}: run the same "
               f"command to resume", file=sys.stderr)
         return 130
+    _check_fit(args, result.best.compiled)
     with writing(args.output):
         out = write_result(result, code)
     best, base = result.best, result.baseline
@@ -529,7 +549,8 @@ def cmd_flash(args) -> int:
     args.port = _one_port(args, f"flash takes one --port for the board {args.board}; several are for a system's "
                                 f"stages (-b SYSTEM)")
     result = flash.flash(args.model, args.board, port=args.port, project=args.project_dir,
-                              upload_firmware=not args.no_upload, input_shapes=parse_input_shapes(args.input_shape))
+                         upload_firmware=not args.no_upload, input_shapes=parse_input_shapes(args.input_shape),
+                         allow_overflow=args.allow_overflow, warn=_to_stderr)
     for line in flash.summary(result):
         print(line)
     return 0
@@ -627,6 +648,7 @@ def parser() -> argparse.ArgumentParser:
     _input_shape_option(s)
     _int8_input_option(s)
     _fast_memory_option(s, tune=True)
+    _allow_overflow_option(s)
     s.add_argument("--max-overhead", type=float, default=0.05, metavar="F",
                    help="latency the split may add, as a fraction of the unsplit model's (default 0.05)")
     s.add_argument("--budget", type=int, default=CANDIDATES, metavar="N",
@@ -645,6 +667,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("model", nargs="?", help="the model file, .onnx or .tflite (none: the measurer alone)")
     _board_option(s, help="; or a system (boards/systems/): each stage's firmware on its own chip")
     _input_shape_option(s)
+    _allow_overflow_option(s)
     s.add_argument("--port", action="append", default=[],
                    help="emulated board: socket://127.0.0.1:PORT to listen on (default: a free port); real board: its "
                         "serial port, e.g. /dev/ttyACM0; with a system, once per stage in stage order")

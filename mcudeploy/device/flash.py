@@ -23,6 +23,7 @@ from mcudeploy.device.host import BuildError
 from mcudeploy.device.pio_core import pio_failure, run_pio
 from mcudeploy.device.pio_project import default_project_dir, describe, firmware_elf, generate_project
 from mcudeploy.errors import MCUDeployError
+from mcudeploy.fit import TO_THE_BUILD, check_fit
 from mcudeploy.pipeline import compile_model
 
 
@@ -80,13 +81,18 @@ def build_and_check(board: Board, project: Path, spec: dict, model_name: str,
 
 
 def flash(model: Optional[str], board_name: str, port: Optional[str] = None, project: Optional[Path] = None,
-          upload_firmware: bool = True, input_shapes=None, core: Optional[Path] = None) -> FlashResult:
+          upload_firmware: bool = True, input_shapes=None, core: Optional[Path] = None,
+          allow_overflow: bool = False, warn=None) -> FlashResult:
     """Build the measurer (with ``model`` when given) for the board with PlatformIO and upload it.
 
-    A firmware that does not fit the board is refused after the build, before any upload.
+    A plan that does not fit the board is refused before the project is written (mcudeploy/fit.py;
+    ``allow_overflow``: a warning, to ``warn`` when given), a firmware that does not fit after the build,
+    before any upload.
     """
     board = flashable(load_board(board_name), port)
     compiled = compile_model(model, board, input_shapes) if model else None
+    if compiled is not None:
+        check_fit(compiled, allow_overflow, TO_THE_BUILD, warn)
     project = Path(project or default_project_dir(board, model)).resolve()
     return flash_compiled(compiled, board, project, Path(model).name if model else "(measurer alone)", port,
                           upload_firmware, core)

@@ -2,6 +2,7 @@
 (mcudeploy.report.view), drawn with characters."""
 from __future__ import annotations
 
+from mcudeploy.fit import fit
 from mcudeploy.plan import plan_dict
 from mcudeploy.report.view import io_text, kb, plan_view, short_name, state_text, types_text
 
@@ -144,10 +145,10 @@ def plan_text(plan: dict, detail: bool = False) -> str:
 
 
 def summary(compiled, detail: bool = False) -> str:
-
+    """The plan's header, then the board's totals per region and flash (mcudeploy/fit.py; none on the host)."""
     v = plan_view(plan_dict(compiled))
     lines = header_lines(v)
-    if compiled.board.kind != "host":
-        sram = compiled.board.sram_bytes
-        lines.append(f"board SRAM {sram:,} bytes: the arena uses {compiled.placement.arena_bytes / sram:.1%}")
+    board = fit(compiled)
+    if board is not None:
+        lines.append(board.totals_line())
     return "\n".join(lines + (detail_lines(v) if detail else []))

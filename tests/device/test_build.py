@@ -89,10 +89,21 @@ def test_a_model_too_large_is_refused_before_upload(tmp_path, need_arm_gcc, monk
     assert need - 131_072 == over
     assert need >= compiled.placement.arena_bytes + load_board("qemu-stm32f4").stack_bytes
 
+    # the command refuses it from the plan, before anything is written (mcudeploy/fit.py) ...
     cli = subprocess.run([sys.executable, "-m", "mcudeploy", "run", str(model), "-b", "qemu-stm32f4"],
                          capture_output=True, text=True)
+    planned = compiled.placement.arena_bytes + load_board("qemu-stm32f4").stack_bytes
     assert cli.returncode == 1
-    assert cli.stderr.strip() == f"mcudeploy: error: {err.value}"
+    assert cli.stderr.strip() == (f"mcudeploy: error: big.onnx does not fit qemu-stm32f4: the arena and the stack need "
+                                  f"{planned:,} B of sram's 131,072 B ({planned - 131_072:,} B over); --allow-overflow "
+                                  f"leaves it to the firmware build, which refuses a firmware larger than the board")
+    # ... and with --allow-overflow the firmware build refuses it from the ELF, its statics counted too
+    cli = subprocess.run([sys.executable, "-m", "mcudeploy", "run", str(model), "-b", "qemu-stm32f4",
+                          "--allow-overflow"], capture_output=True, text=True)
+    assert cli.returncode == 1
+    warning, error = cli.stderr.strip().splitlines()
+    assert warning.startswith("mcudeploy: warning: big.onnx does not fit qemu-stm32f4: ")
+    assert error == f"mcudeploy: error: {err.value}"
 
 
 @pytest.mark.qemu
