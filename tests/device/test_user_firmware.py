@@ -48,26 +48,27 @@ def _need(*tools):
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory):
-    """[(name, model path)] of two int8 models with int8 inputs."""
+    """[(name, model path, int8_input)] of two int8 models with int8 inputs (the zoo's QDQ models take a float
+    input: compiled with int8_input, as `--int8-input` does)."""
     kws, vww = MODELS / "onnx" / "kws_dscnn_int8.onnx", MODELS / "onnx" / "vww_mobilenetv1_int8.onnx"
     if kws.is_file() and vww.is_file():
-        return [("kws", kws), ("vww", vww)]
+        return [("kws", kws, False), ("vww", vww, False)]
     import onnx
     import zoo
 
     work = tmp_path_factory.mktemp("zoo")
     out = []
     for name, build in (("convs", zoo.convs), ("branching", zoo.branching)):
-        model, _ = zoo.with_int8_inputs(build(work)[1])
-        onnx.save(model, work / f"{name}_int8.onnx")
-        out.append((name, work / f"{name}_int8.onnx"))
+        onnx.save(build(work)[1], work / f"{name}_int8.onnx")
+        out.append((name, work / f"{name}_int8.onnx", True))
     return out
 
 
 @pytest.fixture(scope="module")
 def compiled(pair):
     """name -> the model compiled for qemu-m4 (default C options: the plan does not depend on them)."""
-    return {name: compile_model(path, BOARD, schedule_time_limit=5.0) for name, path in pair}
+    return {name: compile_model(path, BOARD, schedule_time_limit=5.0, int8_input=int8_input)
+            for name, path, int8_input in pair}
 
 
 def named(c, name: str, arena: str = "static"):
