@@ -68,7 +68,7 @@ def build_and_check(board: Board, project: Path, spec: dict, model_name: str,
     """``pio run``; the ELF and its memory report, or one sentence saying by how much it does not fit."""
     _need_tool(spec.get("cc", "arm-none-eabi-gcc"), "install gcc-arm-none-eabi and libnewlib-arm-none-eabi")
     proc = run_pio(project, core=core)
-    capacity = (spec["flash_bytes"], spec["sram_bytes"], spec["sram_region"])
+    capacity = (spec["flash_bytes"], spec["sram_bytes"], spec["sram_region"], spec["extra_regions"])
     if proc.returncode != 0:
         if "overflowed" in proc.stdout or "will not fit" in proc.stdout:
             sizing = run_pio(project, ["sizing"], core=core)
