@@ -183,17 +183,17 @@ def _system(args):
 
 
 def _compile_system(args, system):
-    from mcudeploy.frontend import import_model, parse_input_shapes
+    from mcudeploy.frontend import import_model
     from mcudeploy.pipeline import lower
     from mcudeploy.stages.system_plan import compile_system
 
-    if getattr(args, "stream_input", False):
+    options = _plan_arguments(args)  # _system refused --fast-memory
+    if options["stream_input"]:
         raise MCUDeployError("--stream-input applies to a model on one board; a system's stages pass their "
                              "inputs between cores or chips whole")
-    graph = lower(import_model(args.model, parse_input_shapes(args.input_shape)),
-                  int8_input=getattr(args, "int8_input", False))
-    return compile_system(graph, system, args.model, args.stages, args.objective, getattr(args, "schedule", "auto"),
-                          getattr(args, "time_limit", SCHEDULE_TIME_LIMIT))
+    graph = lower(import_model(args.model, options["input_shapes"]), int8_input=options["int8_input"])
+    return compile_system(graph, system, args.model, args.stages, args.objective, options["schedule_method"],
+                          options["schedule_time_limit"])
 
 
 def _compile(args, fast_memory=None, earlier={}):
