@@ -33,11 +33,6 @@ def _board_option(p: argparse.ArgumentParser, required: bool = True, help: str =
                    help="target board (see `mcudeploy boards`; compile, run and measure also take a system)" + help)
 
 
-def _input_shape_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--input-shape", action="append", default=[], metavar="NAME=1x3x96x96",
-                   help="pin the shape of an input with unknown dimensions (repeatable)")
-
-
 def _port_option(p: argparse.ArgumentParser, help: str = PORT_HELP) -> None:
     p.add_argument("--port", help=help)
 
@@ -82,22 +77,64 @@ def _pool(args, board, say=_to_stderr):
 def _model_options(p: argparse.ArgumentParser, project: bool = False) -> None:
     if project:
         p.add_argument("model", help="the model file (.onnx or .tflite), or a folder written by compile -o or tune -o (or its "
-                                     "plan.json): run exactly the plan recorded there")
+                                     "plan.json): exactly the plan recorded there")
         _board_option(p, required=False, help="; for a folder, its plan's board")
     else:
         p.add_argument("model", help="the model file (.onnx or .tflite)")
         _board_option(p)
-    _input_shape_option(p)
-    _int8_input_option(p)
-    _fast_memory_option(p)
+    _plan_options(p)
     _allow_overflow_option(p)
+
+
+# The options that change a plan, as (option, argparse dest, default): declared once (_plan_options) for
+# every command that builds a plan, turned into compile_model's arguments once (_plan_arguments), and
+# refused with a folder, whose plan already fixes them (_given_plan_options).
+PLAN_OPTIONS = (("--input-shape", "input_shape", []), ("--int8-input", "int8_input", False),
+                ("--stream-input", "stream_input", False), ("--fast-memory", "fast_memory", None),
+                ("--schedule", "schedule", "auto"), ("--time-limit", "time_limit", SCHEDULE_TIME_LIMIT))
+
+
+def _plan_options(p: argparse.ArgumentParser, tune: bool = False) -> None:
+    """Every option that changes the plan (PLAN_OPTIONS). tune declares its own --time-limit (wall-clock
+    seconds of the search, not the schedule's effort) and chooses the order itself."""
+    p.add_argument("--input-shape", action="append", default=[], metavar="NAME=1x3x96x96",
+                   help="pin the shape of an input with unknown dimensions (repeatable)")
+    p.add_argument("--int8-input", action="store_true",
+                   help="take each quantized input as the int8 tensor its QuantizeLinear makes (the QuantizeLinear "
+                        "goes; model.h gives the scale and zero point)")
+    p.add_argument("--stream-input", action="store_true",
+                   help="the firmware's callback NAME_read_input (model.h) writes the inputs into the arena as the "
+                        "first layers read them: band by band where a cut holds the input's read, so the plan never "
+                        "holds the whole input")
+    p.add_argument("--fast-memory", metavar="BYTES|N%",
+                   help="a budget for the board's first (fast) memory region, in bytes (32K) or as a share of the "
+                        "arena without it (50%%): idle tensors are swapped to the board's slow region and back, or "
+                        "kept there, until the fast region fits (its speeds, modelled or measured, price the moves)"
+                        + ("; tune then keeps the plan of least latency that fits, of the unsplit one and each "
+                           "scheme of cuts its search kept" if tune else ""))
     p.add_argument("--schedule", default="auto", metavar="METHOD",
                    help=f"execution order: {', '.join(SCHEDULE_METHODS)} (default auto: exact where the graph is small "
-                        f"enough for the time limit, else the refined heuristic)")
-    p.add_argument("--time-limit", type=float, default=SCHEDULE_TIME_LIMIT, metavar="S",
-                   help="effort the schedule method may spend, in seconds of work on an idle machine (CP-SAT's "
-                        "deterministic time, the heuristics' own counts): the same order on a loaded machine, "
-                        "where it takes longer (default 10)")
+                        f"enough for the time limit, else the refined heuristic)"
+                        + ("; tune takes only auto: it compiles the kept cuts with several methods" if tune else ""))
+    if not tune:
+        p.add_argument("--time-limit", type=float, default=SCHEDULE_TIME_LIMIT, metavar="S",
+                       help="effort the schedule method may spend, in seconds of work on an idle machine (CP-SAT's "
+                            "deterministic time, the heuristics' own counts): the same order on a loaded machine, "
+                            "where it takes longer (default 10)")
+
+
+def _given_plan_options(args) -> list[str]:
+    """The plan-changing options given other than their defaults, in PLAN_OPTIONS' order."""
+    return [option for option, dest, default in PLAN_OPTIONS if getattr(args, dest, default) != default]
+
+
+def _plan_arguments(args) -> dict:
+    """compile_model's arguments from the plan-changing options (PLAN_OPTIONS)."""
+    from mcudeploy.frontend import parse_input_shapes
+
+    return dict(input_shapes=parse_input_shapes(args.input_shape), schedule_method=args.schedule,
+                schedule_time_limit=args.time_limit, int8_input=args.int8_input, stream_input=args.stream_input,
+                fast_memory=args.fast_memory)
 
 
 def _c_options(p: argparse.ArgumentParser) -> None:
@@ -117,16 +154,6 @@ def _code(args):
     from mcudeploy.codegen.options import CodeOptions
 
     return CodeOptions.parse(args.name, args.arena, args.arena_section, args.arduino)
-
-
-def _int8_input_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--int8-input", action="store_true",
-                   help="take each quantized input as the int8 tensor its QuantizeLinear makes (the QuantizeLinear "
-                        "goes; model.h gives the scale and zero point)")
-    p.add_argument("--stream-input", action="store_true",
-                   help="the firmware's callback NAME_read_input (model.h) writes the inputs into the arena as the "
-                        "first layers read them: band by band where a cut holds the input's read, so the plan never "
-                        "holds the whole input")
 
 
 def _system_options(p: argparse.ArgumentParser) -> None:
@@ -157,17 +184,17 @@ def _system(args):
 
 
 def _compile_system(args, system):
-    from mcudeploy.frontend import import_model, parse_input_shapes
+    from mcudeploy.frontend import import_model
     from mcudeploy.pipeline import lower
     from mcudeploy.stages.system_plan import compile_system
 
-    if getattr(args, "stream_input", False):
+    options = _plan_arguments(args)  # _system refused --fast-memory
+    if options["stream_input"]:
         raise MCUDeployError("--stream-input applies to a model on one board; a system's stages pass their "
                              "inputs between cores or chips whole")
-    graph = lower(import_model(args.model, parse_input_shapes(args.input_shape)),
-                  int8_input=getattr(args, "int8_input", False))
-    return compile_system(graph, system, args.model, args.stages, args.objective, getattr(args, "schedule", "auto"),
-                          getattr(args, "time_limit", SCHEDULE_TIME_LIMIT))
+    graph = lower(import_model(args.model, options["input_shapes"]), int8_input=options["int8_input"])
+    return compile_system(graph, system, args.model, args.stages, args.objective, options["schedule_method"],
+                          options["schedule_time_limit"])
 
 
 def _allow_overflow_option(p: argparse.ArgumentParser) -> None:
@@ -188,23 +215,12 @@ def _check_fit(args, compiled):
     return compiled
 
 
-def _fast_memory_option(p: argparse.ArgumentParser, tune: bool = False) -> None:
-    p.add_argument("--fast-memory", metavar="BYTES|N%",
-                   help="a budget for the board's first (fast) memory region, in bytes (32K) or as a share of the "
-                        "arena without it (50%%): idle tensors are swapped to the board's slow region and back, or "
-                        "kept there, until the fast region fits (its speeds, modelled or measured, price the moves)"
-                        + ("; tune then keeps the plan of least latency that fits, of the unsplit one and each "
-                           "scheme of cuts its search kept" if tune else ""))
-
-
 def _compile(args, fast_memory=None, earlier={}):
-    from mcudeploy.frontend import parse_input_shapes
     from mcudeploy.pipeline import compile_model
 
-    return _check_fit(args, compile_model(args.model, args.board, parse_input_shapes(args.input_shape),
-                                          schedule_method=args.schedule, schedule_time_limit=args.time_limit,
-                                          int8_input=args.int8_input, stream_input=args.stream_input,
-                                          fast_memory=fast_memory or args.fast_memory, earlier=earlier))
+    options = _plan_arguments(args)
+    options["fast_memory"] = fast_memory or options["fast_memory"]
+    return _check_fit(args, compile_model(args.model, args.board, earlier=earlier, **options))
 
 
 def cmd_boards(args) -> int:
@@ -309,9 +325,9 @@ def cmd_report(args) -> int:
     return 0
 
 
-def _run_target(args):
-    """(compiled, the graph of the numpy reference, the ONNX model) for ``run``: the recorded plan of a
-    project folder (mcudeploy/project.py), else the model compiled afresh."""
+def _target(args, say=print):
+    """(compiled, the graph of the numpy reference, the model file) of run, measure and flash: the recorded
+    plan of a project folder (mcudeploy/project.py), else the model compiled afresh."""
     from mcudeploy.project import is_project, load_project
 
     if not is_project(args.model):
@@ -319,17 +335,13 @@ def _run_target(args):
             raise MCUDeployError("give the board with -b BOARD (see mcudeploy boards)")
         compiled = _compile(args)
         return compiled, compiled.graph, args.model
-    fixed = [opt for opt, given in (("--input-shape", args.input_shape), ("--schedule", args.schedule != "auto"),
-                                    ("--time-limit", args.time_limit != SCHEDULE_TIME_LIMIT),
-                                    ("--int8-input", args.int8_input), ("--stream-input", args.stream_input),
-                                    ("--fast-memory", args.fast_memory))
-             if given]
+    fixed = _given_plan_options(args)
     if fixed:
         raise MCUDeployError(f"{args.model} holds a plan whose shapes, order and offsets are fixed: {fixed[0]} "
-                             f"applies only to a model file")
+                             f"applies only to a model file (compile or tune the model again with it)")
     project = load_project(args.model, args.board)
     for line in project.lines():
-        print(line)
+        say(line)
     return project.compiled, project.unsplit, project.model_path
 
 
@@ -381,7 +393,7 @@ def cmd_run(args) -> int:
     system = None if is_project(args.model) else _system(args)
     if system is not None:
         return _run_system(args, system)
-    compiled, reference, model = _run_target(args)
+    compiled, reference, model = _target(args)
     graph = compiled.graph
     tflite = is_tflite_model(model)
     if tflite and args.float_model:
@@ -431,8 +443,10 @@ def cmd_measure(args) -> int:
     import json
 
     from mcudeploy.device.measure import measure_model
+    from mcudeploy.project import is_project
 
-    system = _system(args)
+    folder = is_project(args.model)
+    system = None if folder else _system(args)
     if system is not None:
         from mcudeploy.stages.stream import measure_system
         from mcudeploy.stages.system_plan import system_lines, system_plan_dict
@@ -441,13 +455,16 @@ def cmd_measure(args) -> int:
         print(json.dumps(system_plan_dict(plan), indent=1) if args.json else "\n".join(system_lines(plan)))
         return 0
     if args.settle:
+        if folder:
+            raise MCUDeployError(f"--settle compiles the model again each round: give the model file, not {args.model}")
         return _settle(args)
     target = None
     if args.estimate_for:
         from mcudeploy.boards import load_board
         from mcudeploy.estimate.cycles import target_for
-    with _pool(args, args.board) as pool:  # checked before the compile
-        compiled = _compile(args)
+    loaded = _target(args, say=_to_stderr if args.json else print)[0] if folder else None
+    with _pool(args, loaded.board.name if loaded else args.board) as pool:  # checked before the compile
+        compiled = loaded or _compile(args)
         if args.estimate_for:
             target = target_for(load_board(args.estimate_for), compiled.board)
         result = measure_model(compiled, repeat=args.repeat, pool=pool, estimate_for=target)
@@ -490,6 +507,10 @@ def cmd_tune(args) -> int:
     from mcudeploy.search.state import STATE_FILE
 
     check_output(args.output, folder=True)
+    if args.schedule != "auto":
+        raise MCUDeployError(f"tune chooses the execution order itself (it compiles the kept cuts with several "
+                             f"methods and keeps the least arena): --schedule {args.schedule} applies to compile, "
+                             f"plan, run, measure and flash")
     code = _code(args)
     try:
         with _pool(args, args.board) as pool:
@@ -525,9 +546,12 @@ def cmd_tune(args) -> int:
 
 
 def cmd_flash(args) -> int:
+    from mcudeploy.boards import load_board
     from mcudeploy.device import emulator, flash
 
     if args.stop or args.all:
+        if args.board is None:
+            raise MCUDeployError("give the board whose emulator to stop with -b BOARD")
         args.port = _one_port(args, "flash --stop takes one --port, the emulator's")
         if args.all:
             stopped = emulator.stop_emulators(args.board)
@@ -539,18 +563,30 @@ def cmd_flash(args) -> int:
         if not stopped:
             print(f"no emulator runs for {args.board}" + (f" on {args.port}" if args.port else ""))
         return 0
-    from mcudeploy.frontend import parse_input_shapes
+    from mcudeploy.project import is_project
 
     if args.project_dir:
         check_output(args.project_dir, folder=True)
-    system = _system(args)
+    folder = args.model is not None and is_project(args.model)
+    system = None if folder else _system(args)
     if system is not None:
         return _flash_system(args, system)
-    args.port = _one_port(args, f"flash takes one --port for the board {args.board}; several are for a system's "
-                                f"stages (-b SYSTEM)")
-    result = flash.flash(args.model, args.board, port=args.port, project=args.project_dir,
-                         upload_firmware=not args.no_upload, input_shapes=parse_input_shapes(args.input_shape),
-                         allow_overflow=args.allow_overflow, warn=_to_stderr)
+    args.port = _one_port(args, f"flash takes one --port for the board {args.board or args.model}; several are for "
+                                f"a system's stages (-b SYSTEM)")
+    if folder:
+        compiled = _target(args)[0]
+    elif args.board is None:
+        raise MCUDeployError("give the board with -b BOARD (see mcudeploy boards)")
+    elif args.model is None:
+        if _given_plan_options(args):
+            raise MCUDeployError(f"{_given_plan_options(args)[0]} changes a model's plan: flash the measurer alone "
+                                 f"without it, or give a model")
+        compiled = None
+    else:
+        flash.flashable(load_board(args.board), args.port)  # refused before the compile
+        compiled = _compile(args)
+    result = flash.flash_plan(compiled, compiled.board.name if compiled else args.board, port=args.port,
+                              project=args.project_dir, upload_firmware=not args.no_upload)
     for line in flash.summary(result):
         print(line)
     return 0
@@ -628,7 +664,7 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(run=cmd_run)
 
     s = sub.add_parser("measure", help="per-operator timings on a board (cached per kernel)")
-    _model_options(s)
+    _model_options(s, project=True)
     _pool_options(s)
     s.add_argument("--json", action="store_true", help="print the timings as JSON")
     s.add_argument("--repeat", type=int, default=5, help="runs of each operator; the least ticks count (default 5)")
@@ -645,9 +681,7 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("tune", help="split operators for the least memory within a latency budget, timed on a board")
     s.add_argument("model", help="the model file (.onnx or .tflite)")
     _board_option(s)
-    _input_shape_option(s)
-    _int8_input_option(s)
-    _fast_memory_option(s, tune=True)
+    _plan_options(s, tune=True)
     _allow_overflow_option(s)
     s.add_argument("--max-overhead", type=float, default=0.05, metavar="F",
                    help="latency the split may add, as a fraction of the unsplit model's (default 0.05)")
@@ -664,9 +698,12 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(run=cmd_tune)
 
     s = sub.add_parser("flash", help="build the measurer (and a model) with PlatformIO and upload it")
-    s.add_argument("model", nargs="?", help="the model file, .onnx or .tflite (none: the measurer alone)")
-    _board_option(s, help="; or a system (boards/systems/): each stage's firmware on its own chip")
-    _input_shape_option(s)
+    s.add_argument("model", nargs="?", help="the model file, .onnx or .tflite, or a folder written by compile -o or "
+                                            "tune -o (or its plan.json): exactly the plan recorded there (none: the "
+                                            "measurer alone)")
+    _board_option(s, required=False, help="; for a folder, its plan's board; or a system (boards/systems/): each "
+                                          "stage's firmware on its own chip")
+    _plan_options(s)
     _allow_overflow_option(s)
     s.add_argument("--port", action="append", default=[],
                    help="emulated board: socket://127.0.0.1:PORT to listen on (default: a free port); real board: its "

@@ -43,7 +43,7 @@ from mcudeploy.offload.moves import COPIES, COPY_WAIT
 from mcudeploy.offload.swap import Offload
 from mcudeploy.partition import SplitError, cut_from_dict, split
 from mcudeploy.pipeline import Compiled, lower
-from mcudeploy.plan import model_sha256, plan_dict
+from mcudeploy.plan import model_sha256, plan_dict, plan_id
 from mcudeploy.schedule import Schedule
 
 PLAN_FILE = "plan.json"
@@ -66,8 +66,8 @@ class Project:
         split_ = f"split by {len(cuts)} cut(s)" if cuts else "unsplit"
         latency = self.plan.get("latency") or {}
         ticks = f"; recorded {latency['ticks']:,} ticks ({latency.get('source')})" if latency.get("ticks") else ""
-        return [f"plan {self.plan_path}: {self.model_path.name} on {self.compiled.board.name}, {split_}, "
-                f"arena {self.compiled.placement.arena_bytes:,} B{ticks}; rebuilt from the model and verified"]
+        return [f"plan {self.plan_path} ({plan_id(self.plan)}): {self.model_path.name} on {self.compiled.board.name}, "
+                f"{split_}, arena {self.compiled.placement.arena_bytes:,} B{ticks}; rebuilt from the model and verified"]
 
 
 def is_project(path: Union[str, os.PathLike]) -> bool:

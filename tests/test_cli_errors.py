@@ -105,6 +105,23 @@ def test_the_schedule_help_offers_exactly_the_schedulers_methods():
     assert cli.SCHEDULE_METHODS == schedule.METHODS  # the CLI's copy (kept to start fast) has not drifted
 
 
+@pytest.mark.parametrize("command", ["compile", "plan", "run", "measure", "flash", "tune"])
+def test_every_command_that_builds_a_plan_takes_every_plan_changing_option(command):
+    from mcudeploy import cli
+
+    given = {"--input-shape": ["x=1x4"], "--int8-input": [], "--stream-input": [], "--fast-memory": ["50%"],
+             "--schedule": ["dfs"], "--time-limit": ["3"]}
+    assert set(given) == {option for option, _, _ in cli.PLAN_OPTIONS}
+    output = ["-o", "out"] if command in ("compile", "tune") else []
+    args = cli.parser().parse_args([command, "m.onnx", "-b", "qemu-m4", *output,
+                                    *(word for option, values in given.items() for word in [option, *values])])
+    assert cli._given_plan_options(args) == list(given)
+    if command != "tune":  # tune's --time-limit bounds its search in wall-clock seconds; the schedule's is its own
+        assert cli._plan_arguments(args) == dict(input_shapes={"x": (1, 4)}, schedule_method="dfs",
+                                                 schedule_time_limit=3.0, int8_input=True, stream_input=True,
+                                                 fast_memory="50%")
+
+
 @pytest.mark.parametrize("argv, words", [
     (["--boards", "0"], "--boards must be a whole number of boards, 1 or more"),
     (["--boards", "2", "-b", "nucleo-f446re"], "is real hardware: give each board's serial port with --port"),

@@ -25,6 +25,7 @@ from mcudeploy.device.pio_project import default_project_dir, describe, firmware
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.fit import TO_THE_BUILD, check_fit
 from mcudeploy.pipeline import compile_model
+from mcudeploy.plan import plan_dict, plan_id
 
 
 def upload(project: Path, board: Board, core: Optional[Path] = None, port: Optional[str] = None,
@@ -59,6 +60,8 @@ class FlashResult:
     port: Optional[str] = None  # where to talk to the firmware: the emulator's socket URL, or the user's --port
     uploaded: bool = True
     emulator: Optional[Emulator] = None
+    plan_id: str = ""  # the flashed plan's id (plan.plan_id, NAME_PLAN_ID), "" for the measurer alone
+    model_id: int = 0  # what the firmware's IDENTIFY reports: the CRC-32 of its model.c (0: no model)
 
 
 def build_and_check(board: Board, project: Path, spec: dict, model_name: str,
@@ -66,7 +69,7 @@ def build_and_check(board: Board, project: Path, spec: dict, model_name: str,
     """``pio run``; the ELF and its memory report, or one sentence saying by how much it does not fit."""
     _need_tool(spec.get("cc", "arm-none-eabi-gcc"), "install gcc-arm-none-eabi and libnewlib-arm-none-eabi")
     proc = run_pio(project, core=core)
-    capacity = (spec["flash_bytes"], spec["sram_bytes"], spec["sram_region"])
+    capacity = (spec["flash_bytes"], spec["sram_bytes"], spec["sram_region"], spec["extra_regions"])
     if proc.returncode != 0:
         if "overflowed" in proc.stdout or "will not fit" in proc.stdout:
             sizing = run_pio(project, ["sizing"], core=core)
@@ -82,17 +85,29 @@ def build_and_check(board: Board, project: Path, spec: dict, model_name: str,
 
 def flash(model: Optional[str], board_name: str, port: Optional[str] = None, project: Optional[Path] = None,
           upload_firmware: bool = True, input_shapes=None, core: Optional[Path] = None,
-          allow_overflow: bool = False, warn=None) -> FlashResult:
-    """Build the measurer (with ``model`` when given) for the board with PlatformIO and upload it.
+          allow_overflow: bool = False, warn=None, **options) -> FlashResult:
+    """Build the measurer (with ``model`` when given, compiled with compile_model's ``options``) for the
+    board with PlatformIO and upload it.
 
     A plan that does not fit the board is refused before the project is written (mcudeploy/fit.py;
     ``allow_overflow``: a warning, to ``warn`` when given), a firmware that does not fit after the build,
     before any upload.
     """
     board = flashable(load_board(board_name), port)
-    compiled = compile_model(model, board, input_shapes) if model else None
+    compiled = compile_model(model, board, input_shapes, **options) if model else None
     if compiled is not None:
         check_fit(compiled, allow_overflow, TO_THE_BUILD, warn)
+    return flash_plan(compiled, board.name, port, project, upload_firmware, core)
+
+
+def flash_plan(compiled, board_name: str, port: Optional[str] = None, project: Optional[Path] = None,
+               upload_firmware: bool = True, core: Optional[Path] = None) -> FlashResult:
+    """Build the measurer with ``compiled`` (a plan for ``board_name``: compiled afresh, or the one a
+    compile -o or tune -o folder records, mcudeploy/project.py; None: the measurer alone) and upload it.
+    The firmware's model.c is the plan's C, so the board's model id (and the plan id model.c returns)
+    are the plan's."""
+    board = flashable(load_board(board_name), port)
+    model = compiled.model if compiled is not None else None
     project = Path(project or default_project_dir(board, model)).resolve()
     return flash_compiled(compiled, board, project, Path(model).name if model else "(measurer alone)", port,
                           upload_firmware, core)
@@ -116,8 +131,9 @@ def flash_compiled(compiled, board: Board, project: Path, label: str, port: Opti
     chain's link ports and tensors (device/linked.py); ``link_ports``: an emulated chip's, "UP:DOWN"."""
     spec = generate_project(board, project, compiled, link)
     elf, report = build_and_check(board, project, spec, label, core)
+    ids = dict(plan_id=plan_id(plan_dict(compiled)) if compiled is not None else "", model_id=spec["model_id"])
     if not upload_firmware:
-        return FlashResult(board, project, elf, report, describe(compiled), port, uploaded=False)
+        return FlashResult(board, project, elf, report, describe(compiled), port, uploaded=False, **ids)
     if board.kind == "qemu":
         port = port or f"socket://127.0.0.1:{emulator_port(board)}"
     try:
@@ -130,13 +146,17 @@ def flash_compiled(compiled, board: Board, project: Path, label: str, port: Opti
         emu = running_emulator(board.name, socket_port(port))
         if emu is None:
             raise MCUDeployError(f"the emulator for board '{board.name}' stopped right after it started")
-        return FlashResult(board, project, elf, report, describe(compiled), emu.url, emulator=emu)
-    return FlashResult(board, project, elf, report, describe(compiled), port)
+        return FlashResult(board, project, elf, report, describe(compiled), emu.url, emulator=emu, **ids)
+    return FlashResult(board, project, elf, report, describe(compiled), port, **ids)
 
 
 def summary(result: FlashResult) -> list[str]:
     """What ``mcudeploy flash`` prints."""
-    lines = [f"built the {result.what} for {result.board.name} with PlatformIO: {result.elf}", *result.memory.lines()]
+    lines = [f"built the {result.what} for {result.board.name} with PlatformIO: {result.elf}"]
+    if result.plan_id:
+        lines.append(f"plan {result.plan_id}, model id 0x{result.model_id:08X} (the CRC-32 of its model.c, which "
+                     f"the board reports and run and measure --port check)")
+    lines += result.memory.lines()
     if not result.uploaded:
         lines.append("not uploaded (--no-upload)")
     elif result.board.kind == "qemu":
