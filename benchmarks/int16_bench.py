@@ -23,6 +23,8 @@ before the Cortex-M DSP paths, then the kernel the compiler picks now:
 network exported int8 (dscnn_gap-int8.tflite), each compiled for the board as ``mcudeploy compile`` would (the
 compiler's own kernels and scratch) and timed whole with ``measure_model``: per operator and in all, guest
 instructions and their ratio, and the arenas. Both exports have the same 13 operators in the same order.
+With a CMSIS-NN checkout (``--cmsis-nn PATH`` or ``MCUDEPLOY_CMSIS_NN=PATH``), a column more: CMSIS-NN's _s16
+kernels on the same layers, shapes and quantization, counted the same way (benchmarks/cmsis_s16.py).
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ import json
 import sys
 import tempfile
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -44,6 +47,8 @@ from mcudeploy.ir import Graph, Node, Quant, Tensor, constant  # noqa: E402
 from mcudeploy.ops import registry  # noqa: E402
 from mcudeploy.pipeline import compile_graph, lower  # noqa: E402
 from mcudeploy.simulate.timing_cache import TimingCache  # noqa: E402
+
+import cmsis_s16  # noqa: E402  (benchmarks/, beside this file)
 
 
 def conv(x_shape, cout, kernel, group=1, pads=(0, 0, 0, 0), accumulator="int64", seed=0) -> Graph:
@@ -118,7 +123,7 @@ def _layer(graph, node) -> str:
 PLANS = {"int8": ("int8", "fit"), "16x8": ("int16", "fit"), "16x8 keep": ("int16", "keep")}
 
 
-def measure_models(board: str, cache: TimingCache) -> dict:
+def measure_models(board: str, cache: TimingCache, cmsis: Optional[Path] = None) -> dict:
     """Per plan: the arena and, per timed operator, its layer, kernel, MACs and instructions. "int8" and "16x8"
     are compiled as `mcudeploy compile` does (scratch "fit": a kernel whose working memory would raise the peak
     runs its scratch-free variant); "16x8 keep" keeps every kernel's scratch (what tune also times)."""
@@ -136,6 +141,14 @@ def measure_models(board: str, cache: TimingCache) -> dict:
                         "instructions": round(o.ticks * ipt) if ipt else o.ticks})
         out[plan] = {"arena_bytes": compiled.placement.arena_bytes, "ops": ops,
                       "instructions": sum(o["instructions"] for o in ops)}
+    if cmsis is not None:
+        calls = cmsis_s16.measure(cmsis, lower(import_model(MODELS["int16"])), board, MODELS["int16"].name)
+        ops = out["16x8"]["ops"]
+        if len(calls) != len(ops):
+            raise SystemExit(f"{len(calls)} CMSIS-NN calls for {len(ops)} timed operators; compare them by hand")
+        out["CMSIS-NN"] = {"arena_bytes": None, "instructions": sum(c["instructions"] for c in calls),
+                           "ops": [{**c, "layer": o["layer"], "macs": o["macs"],
+                                    "kernel": c["function"].removeprefix("arm_")} for c, o in zip(calls, ops)]}
     return out
 
 
@@ -156,8 +169,17 @@ def model_lines(result: dict) -> list[str]:
     out.append(f"{'whole model':36s} {macs:8,d}" + "".join(f" {t:10,d}" for t in total) +
                f" {total[1] / total[0]:9.2f}  (" + ", ".join(f"{t / macs:.2f}" for t in total) + " per MAC)")
     arenas = [result[p]["arena_bytes"] for p in plans]
-    out.append(f"{'arena bytes':36s} {'':8s}" + "".join(f" {a:10,d}" for a in arenas) +
-               f" {arenas[1] / arenas[0]:9.2f}")
+    out.append(f"{'arena bytes':36s} {'':8s}" + "".join(f" {a:10,d}" if a is not None else f" {'':10s}"
+                                                         for a in arenas) + f" {arenas[1] / arenas[0]:9.2f}")
+    if "CMSIS-NN" in result:
+        notes = sorted({o["note"] for o in result["CMSIS-NN"]["ops"] if o["note"]})
+        keep, cmsis = result["16x8 keep"]["instructions"], result["CMSIS-NN"]["instructions"]
+        out.append(f"16x8 keep / CMSIS-NN: {keep / cmsis:.2f} (16x8 as compiled: "
+                   f"{result['16x8']['instructions'] / cmsis:.2f}); CMSIS-NN built {cmsis_s16.OPT} with "
+                   f"ARM_MATH_DSP, its scratch given")
+        out += [f"CMSIS-NN: {n}" for n in notes]
+    else:
+        out.append(cmsis_s16.HOW)
     return out
 
 
@@ -166,14 +188,17 @@ def main(argv=None) -> int:
     ap.add_argument("--board", default="qemu-m4")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--only", choices=("layers", "model"), help="the one-layer graphs or the DS-CNN (default: both)")
+    ap.add_argument("--cmsis-nn", metavar="PATH", help=f"a CMSIS-NN checkout to compare the DS-CNN with "
+                    f"(default: ${cmsis_s16.ENV})")
     args = ap.parse_args(argv)
+    cmsis = cmsis_s16.checkout(args.cmsis_nn)
     result: dict = {}
     with tempfile.TemporaryDirectory(prefix="mcud-int16-bench-") as tmp:
         cache = TimingCache(args.board, Path(tmp))
         if args.only in (None, "layers"):
             result["layers"] = [measure(name, args.board, cache) for name in LAYERS]
         if args.only in (None, "model"):
-            result["dscnn"] = measure_models(args.board, cache)
+            result["dscnn"] = measure_models(args.board, cache, cmsis)
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
