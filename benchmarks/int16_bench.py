@@ -5,7 +5,7 @@ as TFLite writes them), compiled for the board with every kernel keeping its scr
 ``measure_model``; the figure is the operator's own instructions (QEMU ``-icount shift=0``: one tick is 40
 guest instructions) and its instructions per MAC.
 
-    python benchmarks/int16_bench.py [--board qemu-m4] [--json]
+    python benchmarks/int16_bench.py [--board qemu-m4] [--json] [--only layers|model] [--cmsis-nn PATH]
 
 On qemu-m4 (instructions per MAC), the plain loops (mcud_conv_s16, mcud_gemm_s16 reading B through its view)
 before the Cortex-M DSP paths, then the kernel the compiler picks now:
