@@ -17,7 +17,6 @@ the model's dense layer has per-channel weights (the first channel's is used: th
 """
 from __future__ import annotations
 
-import math
 import os
 import subprocess
 import tempfile
@@ -29,6 +28,7 @@ import numpy as np
 
 from mcudeploy.boards import load_board
 from mcudeploy.device import qemu
+from mcudeploy.ops.requant import tflite_multiplier
 
 HERE = Path(__file__).resolve().parent / "cmsis_s16"
 ROOT = HERE.parent.parent
@@ -53,17 +53,10 @@ def checkout(option: Optional[str]) -> Optional[Path]:
 
 
 def quantize_multiplier(scale: float) -> tuple[int, int]:
-    """TFLite's QuantizeMultiplier: scale = m * 2^(shift - 31), m in [2^30, 2^31)."""
-    if scale == 0.0:
-        return 0, 0
-    q, shift = math.frexp(scale)
-    m = round(q * (1 << 31))
-    if m == 1 << 31:
-        m //= 2
-        shift += 1
-    if shift < -31:
-        return 0, 0
-    return m, shift
+    """TFLite's QuantizeMultiplier in CMSIS-NN's convention: scale = m * 2^(shift - 31), m in [2^30, 2^31)
+    (requant.tflite_multiplier gives the right shift 31 - shift)."""
+    m, right = tflite_multiplier(scale)
+    return (0, 0) if m == 0 else (m, 31 - right)
 
 
 def _softmax(x_scale: float, beta: float) -> dict:
