@@ -41,7 +41,7 @@ def script_data(v: dict) -> dict:
     return {
         "steps": v["steps"], "arena_bytes": v["arena_bytes"], "lower_bound_bytes": v["lower_bound_bytes"],
         "regions": [{k: r[k] for k in ("name", "size", "arena_bytes", "drawn_bytes")} for r in v["regions"]],
-        "buffers": v["buffers"], "live": v["live"],
+        "buffers": v["buffers"], "blocks": v["blocks"], "live": v["live"],
         "ops": [{"op": r["op"], "node": r["node"]} for r in v["operators"]],
         "peak": {"step": v["peak"]["step"], "bytes": v["peak"]["bytes"],
                  "buffers": [b["name"] for b in v["peak"]["buffers"]]},

@@ -85,6 +85,56 @@ def _tensor_details(plan: dict) -> dict[str, list[dict]]:
     return by_buffer
 
 
+def tensor_bytes(t: dict) -> Optional[int]:
+    """The bytes a tensor of plan.json "tensors" spans at its strides (its shape's bytes when it has none)."""
+    shape, dtype = t.get("shape"), t.get("dtype")
+    if not isinstance(shape, list) or dtype not in DTYPES:
+        return None
+    if any(d <= 0 for d in shape):
+        return 0
+    strides = t.get("strides")
+    elements = (1 + sum((d - 1) * s for d, s in zip(shape, strides)) if isinstance(strides, list)
+                and len(strides) == len(shape) else math.prod(shape))
+    return elements * itemsize(dtype)
+
+
+def blocks(plan: dict, buffers: list[dict]) -> list[dict]:
+    """What the arena picture draws: one block per tensor of each buffer (plan.json "tensors"), from the
+    step that writes it to the last step that reads it (the buffer's own ends for a model input or output),
+    at its own offset and bytes; so operators that write into one buffer in place, or into its slices, are
+    drawn each as its own block. A buffer whose tensors the plan does not give is one block per part
+    (where its size changes in place), else one block."""
+    order = plan["order"]
+    written: dict[str, int] = {}
+    read: dict[str, int] = {}
+    for i, o in enumerate(order):
+        for name in o.get("outputs", []):
+            written.setdefault(name, i)
+        for name in o.get("inputs", []):
+            read[name] = i
+    ends = {t["name"] for t in plan.get("inputs") or []} | {t["name"] for t in plan.get("outputs") or []}
+    by_buffer: dict[str, list[dict]] = {}
+    for t in plan.get("tensors") or []:
+        if not t.get("state"):
+            by_buffer.setdefault(t.get("buffer"), []).append(t)
+    out = []
+    for k, b in enumerate(buffers):
+        tensors = [t for t in by_buffer.get(b["name"], []) if isinstance(t.get("offset"), int)]
+        if not tensors:
+            parts = b["parts"] or [[0, b["size"], b["first"], b["last"]]]
+            out += [{"buffer": k, "tensor": None, "offset": b["offset"] + at, "size": size,
+                     "first": first, "last": last} for at, size, first, last in parts]
+            continue
+        for t in tensors:
+            name = t["name"]
+            first = b["first"] if name in ends or name not in written else max(written[name], b["first"])
+            last = b["last"] if name in ends or name not in read else min(max(read[name], first), b["last"])
+            size = tensor_bytes(t)
+            out.append({"buffer": k, "tensor": name, "offset": int(t["offset"]),
+                        "size": b["size"] if size is None else size, "first": first, "last": last})
+    return out
+
+
 def live_bytes(buffers: list[dict], steps: int) -> list[int]:
     """Live bytes at steps -1..steps-1 (index 0 is step -1)."""
     live = [0] * (steps + 1)
@@ -218,6 +268,7 @@ def plan_view(plan: dict, source: str = "the plan") -> dict:
                  "op": order[peak_step]["op"] if peak_step >= 0 else "inputs",
                  "node": order[peak_step]["node"] if peak_step >= 0 else "",
                  "buffers": at_peak},
+        "blocks": blocks(plan, buffers),
         "operators": rows, "split": split_view(plan), "offload": plan.get("offload"), "state": state_view(plan),
         "io": io_view(plan),
         "marks": offload_marks(plan, first_region) if plan.get("offload") else [],

@@ -50,10 +50,10 @@
     return f;
   }
 
-  // Colour by the op that writes the buffer, so a picture reads as "convs here, adds there".
-  var opOf = function (b) { return b.first >= 0 ? data.ops[b.first].op : "input"; };
+  // Colour by the op that writes the block's tensor, so a picture reads as "convs here, adds there".
+  var blockOp = function (k) { return k.first >= 0 ? data.ops[k.first].op : "input"; };
   var ops = [];
-  data.buffers.forEach(function (b) { if (ops.indexOf(opOf(b)) < 0) ops.push(opOf(b)); });
+  data.blocks.forEach(function (k) { if (ops.indexOf(blockOp(k)) < 0) ops.push(blockOp(k)); });
   ops.sort();
   var colour = function (op) { return PALETTE[ops.indexOf(op) % PALETTE.length]; };
 
@@ -85,6 +85,24 @@
       lines.push("  " + t.name + extra);
     });
     return lines;
+  }
+
+  function blockTip(k, b) {  // a tensor's block, or a buffer's (or part's) where the plan gives no tensors
+    if (!k.tensor) {
+      var lines = bufferTip(b);
+      if (k.size !== b.size || k.first !== b.first || k.last !== b.last)
+        lines.splice(1, 0, "this part: " + fmt(k.size) + " bytes at " + fmt(k.offset) + ", " + stepLabel(k.first) +
+                     " \u2192 " + stepLabel(k.last));
+      return lines;
+    }
+    var t = b.tensors.find(function (x) { return x.name === k.tensor; }) || {};
+    var shape = t.shape ? " " + (t.dtype || "") + "[" + t.shape.join("\u00d7") + "]" : "";
+    return [shortName(k.tensor, 70), fmt(k.size) + " bytes at offset " + fmt(k.offset) + "\u2013" + fmt(k.offset + k.size) +
+              (data.regions.length > 1 ? " of " + b.region : "") + shape,
+            "written " + (k.first >= 0 ? "by " + stepLabel(k.first) : "before the first step") + ", last read " +
+              (k.last >= 0 ? "by " + stepLabel(k.last) : "before the first step"),
+            "in buffer " + shortName(b.name, 60) + " (" + fmt(b.size) + " bytes, " + b.tensors.length + " tensor" +
+              (b.tensors.length === 1 ? "" : "s") + ")"];
   }
 
   function axes(svg, top, plotH, withLabels) {
@@ -140,19 +158,21 @@
     var pc = (X(data.peak.step) + X(data.peak.step + 1)) / 2, base = TOP + plotH;
     el("path", {"class": "peak-mark", d: "M" + pc + "," + (base + 1) + "l-5,8h10z"}, svg);
     var drawn = [];
-    data.buffers.forEach(function (b, i) {
+    data.blocks.forEach(function (k, i) {  // one block per tensor: operators sharing a buffer each get their own
+      var b = data.buffers[k.buffer];
       if (b.region !== region.name) return;
-      var r = el("rect", {"class": "buf" + (atPeak[b.name] ? " at-peak" : ""), x: X(b.first), y: y(b.offset + b.size),
-                          width: X(b.last + 1) - X(b.first), height: y(b.offset) - y(b.offset + b.size),
-                          fill: colour(opOf(b)), "data-index": i, "data-buffer": b.name}, svg);
-      if (X(b.last + 1) - X(b.first) < 3 || y(b.offset) - y(b.offset + b.size) < 3) r.classList.add("thin");
-      r.addEventListener("mousemove", function (evt) { showTip(evt, bufferTip(b)); });
+      var live = k.first <= data.peak.step && data.peak.step <= k.last && atPeak[b.name];
+      var w = X(k.last + 1) - X(k.first), h = y(k.offset) - y(k.offset + k.size);
+      var r = el("rect", {"class": "buf" + (live ? " at-peak" : ""), x: X(k.first), y: y(k.offset + k.size),
+                          width: w, height: h, fill: colour(blockOp(k)), "data-index": i, "data-buffer": b.name,
+                          "data-tensor": k.tensor || ""}, svg);
+      if (w < 3 || h < 3) r.classList.add("thin");
+      r.addEventListener("mousemove", function (evt) { showTip(evt, blockTip(k, b)); });
       r.addEventListener("mouseleave", hideTip);
       drawn.push(r);
-      var w = X(b.last + 1) - X(b.first), h = y(b.offset) - y(b.offset + b.size);
-      var label = bytes(b.size);
+      var label = bytes(k.size);
       if (h >= 13 && w >= label.length * 6 + 6) {
-        var t = el("text", {"class": "buf-label", x: X(b.first) + 3, y: y(b.offset) - h / 2 + 4}, svg);
+        var t = el("text", {"class": "buf-label", x: X(k.first) + 3, y: y(k.offset) - h / 2 + 4}, svg);
         t.textContent = label;
       }
     });
@@ -173,14 +193,14 @@
     }
     var legend = container.querySelector(".legend");
     ops.forEach(function (op) {
-      if (!data.buffers.some(function (b) { return b.region === region.name && opOf(b) === op; })) return;
+      if (!data.blocks.some(function (k) { return data.buffers[k.buffer].region === region.name && blockOp(k) === op; })) return;
       var s = document.createElement("span"); s.style.setProperty("--swatch", colour(op)); s.textContent = op;
       legend.appendChild(s);
     });
     return drawn.map(function (r) {
       var x = parseFloat(r.getAttribute("x")), w = parseFloat(r.getAttribute("width"));
       var ry = parseFloat(r.getAttribute("y")), h = parseFloat(r.getAttribute("height"));
-      return {buffer: r.getAttribute("data-buffer"), region: region.name,
+      return {buffer: r.getAttribute("data-buffer"), tensor: r.getAttribute("data-tensor") || null, region: region.name,
               first: Math.round(Xinv(x)), last: Math.round(Xinv(x + w)) - 1,
               offset: Math.round(y.inv(ry + h)), size: Math.round(y.inv(ry) - y.inv(ry + h))};
     });

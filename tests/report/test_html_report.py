@@ -55,18 +55,42 @@ def drawn(dom: str) -> dict:
     return json.loads(m.group(1))
 
 
+def inside_its_buffer(block: dict, buffer: dict) -> bool:
+    """A block lies within its buffer's bytes and steps, and at each of its steps within the bytes the
+    buffer's parts live then cover (where the buffer's size changes in place)."""
+    lo, hi = block["offset"] - buffer["offset"], block["offset"] - buffer["offset"] + block["size"]
+    if not (0 <= lo <= hi <= buffer["size"] and buffer["first"] <= block["first"] <= block["last"] <= buffer["last"]):
+        return False
+    for s in range(block["first"], block["last"] + 1):
+        covered = lo
+        for at, size, first, last in sorted(buffer.get("parts") or [[0, buffer["size"], buffer["first"], buffer["last"]]]):
+            if first <= s <= last and at <= covered:
+                covered = max(covered, at + size)
+        if covered < hi:
+            return False
+    return True
+
+
 def check_page(plan: dict, html_path, tmp_path, live_bytes: list[int]) -> dict:
-    """Open the page; compare what it drew with plan.json and with the compiler's live bytes."""
+    """Open the page; compare what it drew with plan.json and with the compiler's live bytes: one
+    rectangle per tensor of the arena (a buffer without tensors: one per part, else one), each inside
+    its buffer, every buffer drawn."""
     dom, console = open_in_chromium(html_path, tmp_path)
     assert console == [], console
     d = drawn(dom)
     assert d["errors"] == []
-    regions = {b.get("region") for b in plan["buffers"]}
     default = (plan.get("regions") or [{"name": "arena"}])[0]["name"]
-    expected = sorted((b["name"], b.get("region") or default, b["first"], b["last"], b["offset"], b["size"])
-                      for b in plan["buffers"])
-    got = sorted((r["buffer"], r["region"], r["first"], r["last"], r["offset"], r["size"]) for r in d["rects"])
-    assert got == expected, f"{len(got)} rectangles drawn for {len(expected)} buffers in regions {regions}"
+    buffers = {b["name"]: b for b in plan["buffers"]}
+    arena_tensors = sorted(t["name"] for t in plan.get("tensors") or [] if not t.get("state"))
+    assert sorted(r["tensor"] for r in d["rects"] if r["tensor"]) == arena_tensors
+    assert {r["buffer"] for r in d["rects"]} == set(buffers)
+    for r in d["rects"]:
+        b = buffers[r["buffer"]]
+        assert r["region"] == (b.get("region") or default)
+        assert inside_its_buffer(r, b), (r, b)
+        if r["tensor"] is None:
+            assert [r["offset"] - b["offset"], r["size"], r["first"], r["last"]] in (
+                b.get("parts") or [[0, b["size"], b["first"], b["last"]]])
     assert d["memory"] == live_bytes
     assert d["peak"]["bytes"] == max(live_bytes)
     assert live_bytes[d["peak"]["step"] + 1] == max(live_bytes)
