@@ -321,7 +321,7 @@ def cmd_report(args) -> int:
         return 0
     if args.output:
         check_output(args.output, folder=False)
-    print(f"wrote {write_report(args.plan, args.output)}")
+    print(f"wrote {write_report(args.plan, args.output, say=_to_stderr)}")
     return 0
 
 
@@ -447,6 +447,7 @@ def cmd_measure(args) -> int:
 
     folder = is_project(args.model)
     system = None if folder else _system(args)
+    output = _measure_output(args, folder, system)
     if system is not None:
         from mcudeploy.stages.stream import measure_system
         from mcudeploy.stages.system_plan import system_lines, system_plan_dict
@@ -473,7 +474,43 @@ def cmd_measure(args) -> int:
     else:
         for line in (result.memory.lines() if result.memory else []) + result.lines():
             print(line)
+    if output is not None:
+        _keep_timings(result, compiled, output, folder, say=_to_stderr if args.json else print)
     return 0
+
+
+def _measure_output(args, folder: bool, system):
+    """The folder measure writes its timings and report into: a compile or tune folder itself, or -o DIR
+    (checked before any work); None for a model file without -o."""
+    from mcudeploy.project import plan_file
+
+    if args.output is None:
+        return plan_file(args.model).parent if folder else None
+    if folder:
+        raise MCUDeployError(f"measure {args.model} writes its timings into that folder; -o applies to a model file")
+    if system is not None or args.settle:
+        raise MCUDeployError("-o keeps one board's plan and timings; it applies neither to a system nor to --settle")
+    return check_output(args.output, folder=True)
+
+
+def _keep_timings(result, compiled, output: Path, folder: bool, say) -> None:
+    """timings.json (with the firmware's memory use from its ELF, built now if every kernel was cached) and
+    report.html in ``output``, beside plan.json (and the C project, written first for a model file)."""
+    from mcudeploy.codegen import write_project
+    from mcudeploy.device.measure import firmware_memory
+    from mcudeploy.report.html import read_plan, write_report
+    from mcudeploy.report.timings import TIMINGS_FILE, write_timings
+
+    measured = result.as_dict()
+    if result.memory is None:
+        measured["memory"] = firmware_memory(compiled).as_dict()
+    with writing(output):
+        if not folder:
+            write_project(compiled, output)
+        write_timings(output, measured, read_plan(output))
+        page = write_report(output, say=_to_stderr)
+    say(f"wrote {output / TIMINGS_FILE} and {page}" + ("" if folder else f" (and the plan measured: {output}/plan.json, "
+                                                                          f"model.c and the build files)"))
 
 
 def _settle(args) -> int:
@@ -667,6 +704,10 @@ def parser() -> argparse.ArgumentParser:
     _model_options(s, project=True)
     _pool_options(s)
     s.add_argument("--json", action="store_true", help="print the timings as JSON")
+    s.add_argument("-o", "--output", metavar="DIR",
+                   help="keep the timings: DIR/timings.json (with the firmware's flash, code and constants sizes from "
+                        "its ELF) and DIR/report.html showing them, beside the plan measured (its C project and "
+                        "plan.json, written there too); a compile -o or tune -o folder gets them without -o")
     s.add_argument("--repeat", type=int, default=5, help="runs of each operator; the least ticks count (default 5)")
     s.add_argument("--estimate-for", metavar="BOARD",
                    help="on an emulated board: also estimate the cycles and milliseconds on this real board (its core, "

@@ -46,9 +46,12 @@ class OpTime:
     max: int
     repeat: int
     cached: bool
+    step: int = -1   # its place in the plan's order (plan.json "order"), which also holds the views that run no code
+    node: str = ""
 
     def as_dict(self, ipt: Optional[float], estimate: Optional["Estimate"] = None) -> dict:
-        d = {"index": self.index, "name": self.label, "kernel": self.kernel, "signature": self.signature,
+        d = {"index": self.index, "step": self.step, "node": self.node, "name": self.label, "kernel": self.kernel,
+             "signature": self.signature,
              "ticks": self.ticks, "mean_ticks": self.mean, "max_ticks": self.max, "repeat": self.repeat,
              "cached": self.cached}
         if ipt is not None:
@@ -185,6 +188,13 @@ def _time_chunk(compiled, firmware, chunk: list, ops: list, repeat: int, timeout
     return clock
 
 
+def firmware_memory(compiled) -> MemoryReport:
+    """The memory use of the firmware that measures ``compiled``, from the ELF of its build (measure_model
+    builds none when every kernel is in the timing cache)."""
+    with tempfile.TemporaryDirectory(prefix="mcud-measure-") as tmp:
+        return build_for_board(compiled, Path(tmp)).report
+
+
 def measure_model(compiled, port: Optional[str] = None, repeat: int = 5, workdir: Optional[Path] = None,
                   timeout: Optional[float] = None, cache: Optional[TimingCache] = None,
                   pool: Optional[BoardPool] = None, estimate_for: Optional[Target] = None) -> Measurement:
@@ -217,13 +227,14 @@ def measure_model(compiled, port: Optional[str] = None, repeat: int = 5, workdir
             clocks = [c for c in pool.map(jobs) if c]
             clock = clocks[0] if clocks else ""
     rows = []
-    for i, _, label, fn, sig in ops:
+    steps = {n.name: k for k, n in enumerate(compiled.order)}
+    for i, node, label, fn, sig in ops:
         if sig is None:  # its work is done by sharing memory: no kernel runs
-            rows.append(OpTime(i, label, fn, "", 0, 0.0, 0, 0, False))
+            rows.append(OpTime(i, label, fn, "", 0, 0.0, 0, 0, False, steps[node.name], node.name))
             continue
         e = cache.get(sig)
         rows.append(OpTime(i, label, fn, sig, int(e["ticks"]), float(e["mean"]), int(e["max"]), int(e["repeat"]),
-                           sig not in missing))
+                           sig not in missing, steps[node.name], node.name))
     first = next((cache.get(sig) for *_, sig in ops if sig is not None), None)
     hz = int(first["timer_hz"]) if first else board.timer.hz
     ipt = qemu.instructions_per_tick(board, hz) if board.kind == "qemu" else None

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
+from typing import Callable, Optional
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
@@ -15,6 +16,7 @@ from markupsafe import Markup
 from mcudeploy import __version__
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.files import write_atomic
+from mcudeploy.report.timings import read_timings, timings_view
 from mcudeploy.report.view import io_text, plan_view, short_name, types_text
 from mcudeploy.resources import templates_dir
 
@@ -49,11 +51,13 @@ def script_data(v: dict) -> dict:
     }
 
 
-def render(plan: dict, source: str = "the plan") -> str:
+def render(plan: dict, source: str = "the plan", timings: Optional[dict] = None) -> str:
+    """The page of ``plan``; ``timings`` (report.timings.timings_view) adds what measure timed and the firmware's
+    memory use."""
     v = plan_view(plan, source)
     return environment().get_template("report/report.html.j2").render(
-        v=v, data=script_data(v), top=max(max(v["live"]), 1), banner=BANNER, version=__version__,
-        css=_asset("report.css"), script=_asset("report.js"))
+        v=v, t=timings or timings_view(None), data=script_data(v), top=max(max(v["live"]), 1), banner=BANNER,
+        version=__version__, css=_asset("report.css"), script=_asset("report.js"))
 
 
 def read_plan(path: Path) -> dict:
@@ -68,13 +72,18 @@ def read_plan(path: Path) -> dict:
         raise MCUDeployError(f"{path} is not a plan.json: it is not valid JSON ({exc})") from None
 
 
-def write_report(plan_path, out_path=None) -> Path:
+def write_report(plan_path, out_path=None, say: Callable[[str], None] = lambda _: None) -> Path:
     """Render the plan at plan_path (a plan.json or the folder holding it) to out_path
-    (default: report.html beside the plan); return the path written."""
+    (default: report.html beside the plan), with the timings.json beside it where that times this plan
+    (``say`` is told when it times another); return the path written."""
     plan_path = Path(plan_path)
     plan = read_plan(plan_path)
-    out = Path(out_path) if out_path else (plan_path if plan_path.is_dir() else plan_path.parent) / "report.html"
-    html = render(plan, str(plan_path))
+    folder = plan_path if plan_path.is_dir() else plan_path.parent
+    out = Path(out_path) if out_path else folder / "report.html"
+    timings, note = read_timings(folder / "plan.json" if plan_path.is_dir() else plan_path, plan)
+    if note:
+        say(note)
+    html = render(plan, str(plan_path), timings_view(timings, note))
     try:
         write_atomic(out, html)
     except OSError as exc:
