@@ -1,23 +1,21 @@
 """`mcudeploy report`: the HTML page opens in headless Chromium without console messages, and the
-rectangles its script draws sit where plan.json puts the buffers; the memory curve and the peak
+rectangles its script draws (one per tensor) sit inside the buffers plan.json places; the memory curve and the peak
 it marks are the compiler's own live bytes. The text summary of `mcudeploy plan` shows the same.
 
 The page's script reads each drawn <rect> back from the SVG, maps it through the inverse of the
 chart's scales and writes the result into <script id="drawn">; the tests read it with --dump-dom.
-Tests that need Chromium skip when it is absent (Debian package: chromium).
+Tests that need Chromium skip when it is absent, except in CI (tests/browser.py).
 """
 from __future__ import annotations
 
 import copy
 import json
-import os
 import re
-import shutil
-import subprocess
 
 import pytest
 
 import zoo
+from browser import open_in_chromium
 from shared_models import need_models, shared_models
 from mcudeploy.cli import main
 from mcudeploy.errors import MCUDeployError
@@ -26,27 +24,6 @@ from mcudeploy.plan import plan_dict
 from mcudeploy.report.html import render, write_report
 from mcudeploy.report.text import plan_text, summary
 from mcudeploy.report.view import plan_view
-
-BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--enable-logging=stderr", "--v=0")
-
-
-def chromium() -> str:
-    found = os.environ.get("MCUDEPLOY_CHROMIUM") or next(filter(None, map(shutil.which, BROWSERS)), None)
-    if not found:
-        pytest.skip("headless Chromium is not installed (Debian: apt-get install chromium; or set MCUDEPLOY_CHROMIUM)")
-    return found
-
-
-def open_in_chromium(html_path, tmp_path) -> tuple[str, list[str]]:
-    """The page's DOM after its scripts ran, and every console message it logged."""
-    profile = tmp_path / "chromium-profile"
-    run = subprocess.run([chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom",
-                          html_path.resolve().as_uri()], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr[-2000:]
-    console = [line for line in run.stderr.splitlines() if ":CONSOLE" in line]
-    return run.stdout, console
 
 
 def drawn(dom: str) -> dict:
