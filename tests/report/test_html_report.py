@@ -114,15 +114,15 @@ def with_regions(plan: dict) -> dict:
     "regions", and schedule/placement as objects. Odd buffers move to a second region,
     stacked in order (not a valid layout, only a drawing check)."""
     p = copy.deepcopy(plan)
-    top = 0
+    top, moved = 0, {}
     for i, b in enumerate(p["buffers"]):
         b["region"] = "sram" if i % 2 == 0 else "ccm"
         if i % 2:
+            moved[b["name"]] = top - b["offset"]
             b["offset"], top = top, top + b["size"]
     p["regions"] = [{"name": "sram", "size": 131072, "arena_bytes": plan["arena_bytes"]},
                     {"name": "ccm", "size": 65536, "arena_bytes": top}]
-    p["tensors"] = [{"name": t, "buffer": b["name"], "offset": b["offset"], "shape": [1, 2], "dtype": "int8",
-                     "strides": [2, 1]} for b in p["buffers"] for t in b["tensors"]]
+    p["tensors"] = [dict(t, offset=t["offset"] + moved.get(t["buffer"], 0)) for t in plan["tensors"]]
     p["schedule"] = {"method": "exact", "proven_optimal": True, "time_s": 0.25}
     p["placement"] = {"method": "exact", "proven_optimal": False}
     return p
