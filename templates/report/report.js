@@ -170,8 +170,9 @@
       r.addEventListener("mousemove", function (evt) { showTip(evt, blockTip(k, b)); });
       r.addEventListener("mouseleave", hideTip);
       drawn.push(r);
-      var label = bytes(k.size);
-      if (h >= 13 && w >= label.length * 6 + 6) {
+      // the label in the columns no later tensor overlaps (one written in place starts in this one's last step)
+      var label = bytes(k.size), room = k.last > k.first ? X(k.last) - X(k.first) : w;
+      if (h >= 13 && room >= label.length * 6 + 6) {
         var t = el("text", {"class": "buf-label", x: X(k.first) + 3, y: y(k.offset) - h / 2 + 4}, svg);
         t.textContent = label;
       }
