@@ -485,7 +485,13 @@ def _measure_output(args, folder: bool, system):
     from mcudeploy.project import plan_file
 
     if args.output is None:
-        return plan_file(args.model).parent if folder else None
+        if not folder:
+            return None
+        where = plan_file(args.model).parent
+        if where.is_dir() and not os.access(where, os.W_OK | os.X_OK):
+            _to_stderr(f"the folder {where} is not writable: the timings are printed, not kept in it (give a copy)")
+            return None
+        return where
     if folder:
         raise MCUDeployError(f"measure {args.model} writes its timings into that folder; -o applies to a model file")
     if system is not None or args.settle:
