@@ -69,11 +69,15 @@ class Timings:
         return f"1 tick = 1 cycle at {self.timer_hz:,} Hz"
 
 
-def _field(path: Path, data: dict, key: str, kind, where: str = "") -> Any:
+KINDS = {int: "a whole number", str: "a string", list: "a list", dict: "an object"}
+
+
+def _field(path: Path, data: dict, key: str, kind: type, where: str = "") -> Any:
+    """data[key] when it is of ``kind`` (a bool is no number), else one sentence naming the file and the field."""
     value = data.get(key)
-    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+    if not isinstance(value, kind) or isinstance(value, bool):
         raise MCUDeployError(f"{path} is not a timings file mcudeploy can read: {where}\"{key}\" is missing or not "
-                             f"{getattr(kind, '__name__', 'a number')} (run mcudeploy measure again)")
+                             f"{KINDS[kind]} (run mcudeploy measure again)")
     return value
 
 
