@@ -102,8 +102,9 @@ def blocks(plan: dict, buffers: list[dict]) -> list[dict]:
     """What the arena picture draws: one block per tensor of each buffer (plan.json "tensors"), from the
     step that writes it to the last step that reads it (the buffer's own ends for a model input or output),
     at its own offset and bytes; so operators that write into one buffer in place, or into its slices, are
-    drawn each as its own block. A buffer whose tensors the plan does not give is one block per part
-    (where its size changes in place), else one block."""
+    drawn each as its own block. Where the buffer has parts (its size changes in place, or it is freed band
+    by band), a tensor is drawn only over the parts' bytes and steps, in as many blocks as that takes. A
+    buffer whose tensors the plan does not give is one block per part, else one block."""
     order = plan["order"]
     written: dict[str, int] = {}
     read: dict[str, int] = {}
@@ -130,9 +131,36 @@ def blocks(plan: dict, buffers: list[dict]) -> list[dict]:
             first = b["first"] if name in ends or name not in written else max(written[name], b["first"])
             last = b["last"] if name in ends or name not in read else min(max(read[name], first), b["last"])
             size = tensor_bytes(t)
-            out.append({"buffer": k, "tensor": name, "offset": int(t["offset"]),
-                        "size": b["size"] if size is None else size, "first": first, "last": last})
+            lo = int(t["offset"])
+            hi = lo + (b["size"] if size is None else size)
+            out += [{"buffer": k, "tensor": name, "offset": o0, "size": o1 - o0, "first": s0, "last": s1}
+                    for o0, o1, s0, s1 in _in_parts(b, lo, hi, first, last)]
     return out
+
+
+def _in_parts(b: dict, lo: int, hi: int, first: int, last: int) -> list[tuple[int, int, int, int]]:
+    """The bytes lo..hi over steps first..last that the buffer ``b`` holds, as rectangles (bytes from, bytes to,
+    first step, last step): all of them for a buffer without parts; else the parts' (a buffer freed band by band,
+    or shrunk in place, holds only its parts' bytes, and other buffers may take the rest), those of one
+    lifetime side by side joined, then those of one byte range step after step."""
+    if not b["parts"]:
+        return [(lo, hi, first, last)]
+    cut = sorted((max(lo, b["offset"] + at), min(hi, b["offset"] + at + size), max(first, f), min(last, l))
+                 for at, size, f, l in b["parts"])
+    cut = [r for r in cut if r[0] < r[1] and r[2] <= r[3]]
+    joined: list[list[int]] = []
+    for o0, o1, s0, s1 in sorted(cut, key=lambda r: (r[2], r[3], r[0])):  # side by side, one lifetime
+        if joined and joined[-1][2:] == [s0, s1] and joined[-1][1] >= o0:
+            joined[-1][1] = max(joined[-1][1], o1)
+        else:
+            joined.append([o0, o1, s0, s1])
+    rects: list[list[int]] = []
+    for o0, o1, s0, s1 in sorted(joined, key=lambda r: (r[0], r[1], r[2])):  # one byte range, step after step
+        if rects and rects[-1][:2] == [o0, o1] and rects[-1][3] + 1 >= s0:
+            rects[-1][3] = max(rects[-1][3], s1)
+        else:
+            rects.append([o0, o1, s0, s1])
+    return [tuple(r) for r in rects]
 
 
 def live_bytes(buffers: list[dict], steps: int) -> list[int]:

@@ -49,9 +49,9 @@ def inside_its_buffer(block: dict, buffer: dict) -> bool:
 
 
 def check_page(plan: dict, html_path, tmp_path, live_bytes: list[int]) -> dict:
-    """Open the page; compare what it drew with plan.json and with the compiler's live bytes: one
-    rectangle per tensor of the arena (a buffer without tensors: one per part, else one), each inside
-    its buffer, every buffer drawn."""
+    """Open the page; compare what it drew with plan.json and with the compiler's live bytes: every tensor
+    of the arena drawn (in one rectangle, or one per band of a buffer freed band by band; a buffer without
+    tensors: one per part, else one), each rectangle inside the bytes its buffer holds, every buffer drawn."""
     dom, console = open_in_chromium(html_path, tmp_path)
     assert console == [], console
     d = drawn(dom)
@@ -59,7 +59,7 @@ def check_page(plan: dict, html_path, tmp_path, live_bytes: list[int]) -> dict:
     default = (plan.get("regions") or [{"name": "arena"}])[0]["name"]
     buffers = {b["name"]: b for b in plan["buffers"]}
     arena_tensors = sorted(t["name"] for t in plan.get("tensors") or [] if not t.get("state"))
-    assert sorted(r["tensor"] for r in d["rects"] if r["tensor"]) == arena_tensors
+    assert sorted({r["tensor"] for r in d["rects"] if r["tensor"]}) == arena_tensors
     assert {r["buffer"] for r in d["rects"]} == set(buffers)
     for r in d["rects"]:
         b = buffers[r["buffer"]]
