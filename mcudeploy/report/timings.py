@@ -19,7 +19,6 @@ from typing import Any, Optional
 from mcudeploy import __version__
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.files import write_atomic
-from mcudeploy.plan import plan_id
 
 TIMINGS_FILE = "timings.json"
 FORMAT = "mcudeploy timings"
@@ -30,6 +29,8 @@ MEMORY_FIELDS = ("flash_used", "flash_bytes", "text", "rodata", "data", "sram_us
 
 def timings_dict(measured: dict, plan: dict) -> dict:
     """timings.json of ``measured`` (Measurement.as_dict(), with "memory") for ``plan`` (the plan.json measured)."""
+    from mcudeploy.plan import plan_id  # the plan's modules: only where there are timings
+
     if not isinstance(measured.get("memory"), dict):
         raise ValueError("timings.json needs the firmware's memory use (Measurement.memory or firmware_memory)")
     return {"format": FORMAT, "version": VERSION, "mcudeploy": __version__, "plan_id": plan_id(plan), **measured}
@@ -88,6 +89,8 @@ def read_timings(plan_path: Path, plan: dict) -> tuple[Optional[Timings], str]:
     path = Path(plan_path).parent / TIMINGS_FILE
     if not path.is_file():
         return None, ""
+    from mcudeploy.plan import plan_id  # the plan's modules: only where there are timings
+
     try:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
