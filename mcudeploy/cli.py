@@ -615,8 +615,7 @@ def _flash_system(args, system) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mcudeploy", description="Deploy ONNX and TFLite models on microcontrollers.")
-    p.add_argument("--version", action="version", version=f"mcudeploy {__version__}")
-    p.add_argument("-v", "--verbose", action="store_true", help="log progress and decisions")
+    _global_options(p)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     s = sub.add_parser("boards", help="list the known boards")
@@ -715,7 +714,14 @@ def parser() -> argparse.ArgumentParser:
                                                       "on --port when several run)")
     s.add_argument("--all", action="store_true", help="with --stop: stop every emulator of BOARD")
     s.set_defaults(run=cmd_flash)
+    for command in sub.choices.values():  # the global options are taken after the command too
+        _global_options(command, argparse.SUPPRESS)  # (there, not given: the value before the command stands)
     return p
+
+
+def _global_options(p: argparse.ArgumentParser, default=False) -> None:
+    p.add_argument("--version", action="version", version=f"mcudeploy {__version__}")
+    p.add_argument("-v", "--verbose", action="store_true", default=default, help="log progress and decisions")
 
 
 def main(argv=None) -> int:
