@@ -154,3 +154,24 @@ def test_the_arduino_example_compiles_for_cortex_m_with_an_extern_arena(tmp_path
     subprocess.run(["arm-none-eabi-g++", "-mcpu=cortex-m4", "-mthumb", "-O1", "-Wall", "-Wextra", "-Werror",
                     "-I", str(tmp_path), "-I", str(out / "arduino" / "m" / "src"), "-include", "Arduino.h", "-x",
                     "c++", "-c", str(sketch), "-o", str(tmp_path / "m.o")], check=True)
+
+
+def test_plan_and_header_count_the_same_operators(tmp_path, capsys):
+    """plan counts every step of the order; the header's NUM_OPS the operators model.c runs: the views (a
+    Reshape) between are named in both."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])
+    inits = [numpy_helper.from_array(np.array([1, 16], np.int64), "shape"),
+             numpy_helper.from_array(np.ones((16, 8), np.float32), "w")]
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Reshape", ["r", "shape"], ["f"]),
+             helper.make_node("MatMul", ["f", "w"], ["y"])]
+    path = tmp_path / "flat.onnx"
+    onnx.save(helper.make_model(helper.make_graph(nodes, "flat", [x], [y], inits),
+                                opset_imports=[helper.make_opsetid("", 13)]), path)
+    from mcudeploy.cli import main
+    assert main(["compile", str(path), "-b", "host", "-o", str(tmp_path / "out"), "--name", "m"]) == 0
+    out = capsys.readouterr().out
+    assert "3 steps: 2 operators the C runs (the header's NUM_OPS) and 1 view that moves no data (Reshape)" in out, out
+    header = (tmp_path / "out" / "m.h").read_text()
+    assert "#define M_NUM_OPS 2 /* operators model.c runs, in order (m_op_names); the plan's 1 other step (Reshape) " \
+           "is a view that moves no data */" in header, header

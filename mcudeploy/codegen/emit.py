@@ -255,6 +255,7 @@ def context(compiled) -> dict:
         "lists": [l for l in ctx.lists if not l["local"]],
         "params": ctx.params,
         "calls": calls,
+        "view_ops": [n.op for n in compiled.order if registry.get(n.op).view],
         "streamed": [t for t in io["inputs"] if t["streamed"]],
         "states": states,
         "state_bytes": compiled.placement.state_bytes,
