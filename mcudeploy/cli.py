@@ -237,6 +237,10 @@ def cmd_boards(args) -> int:
     for s in all_systems():
         cores = f"{len(s.units)} core(s)"
         print(f"{s.name:<{width}}  {'system':<8}  {cores:<12}  {s.topology:<24}  {s.description}")
+    from mcudeploy.device.pio_project import platform_dir
+
+    print(f"\nin your own PlatformIO project: platform = symlink://{platform_dir().resolve().as_posix()} and board = "
+          f"a microcontroller above (or its PlatformIO name, e.g. nucleo_f446re)")
     return 0
 
 
