@@ -4,12 +4,11 @@ chip not answering, another chip, the board's USB disk), from the uploader's own
 from __future__ import annotations
 
 import os
-import sys
 
 import pytest
 
 from mcudeploy.boards import load_board
-from mcudeploy.device import flash, pio_core
+from mcudeploy.device import flash
 from mcudeploy.device.upload_failure import check_serial_port, explain_upload
 from mcudeploy.errors import MCUDeployError
 
@@ -67,25 +66,4 @@ def test_a_real_boards_serial_port_is_checked_before_the_build(tmp_path):
     check_serial_port(board, "rfc2217://farm:4000")  # a URL is the transport's to open
 
 
-@pytest.mark.qemu
-def test_a_failing_openocd_upload_is_one_sentence(tmp_path, monkeypatch):
-    """End to end: PlatformIO builds the measurer for the board offline and runs a fake openocd from PATH that
-    fails as a real one does without a probe."""
-    import shutil
-    if shutil.which("arm-none-eabi-gcc") is None:
-        pytest.skip("needs arm-none-eabi-gcc (CI installs it from apt)")
-    core = tmp_path / "core"
-    try:
-        pio_core.prepare_core(core)
-    except MCUDeployError as exc:
-        pytest.skip(str(exc))
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    fake = bin_dir / "openocd"
-    fake.write_text(f"#!{sys.executable}\nimport sys\nprint({OPENOCD.format(lines='Error: open failed')!r}, "
-                    f"file=sys.stderr)\nsys.exit(1)\n")
-    fake.chmod(0o755)
-    monkeypatch.setenv("PATH", os.pathsep.join([str(bin_dir), os.environ["PATH"]]))
-    with pytest.raises(MCUDeployError, match=r"^cannot upload to board 'nucleo-f446re': no ST-LINK probe was found "
-                                             r"on USB \(the uploader said \"open failed\"\); check the USB cable"):
-        flash.flash(None, "nucleo-f446re", project=tmp_path / "project", core=core)
+# End to end (PlatformIO builds a project, a fake openocd fails the upload): tests/device/test_user_projects.py
