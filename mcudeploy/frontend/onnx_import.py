@@ -128,17 +128,16 @@ class _Importer:
                                  f"{self.where} (inputs: {', '.join(inputs)})")
         refused = Refusals(self.where)
         for index, proto in enumerate(g.node):
-            outputs = [o for o in proto.output if o]
+            made, node = [o for o in proto.output if o], proto.name or f"{proto.op_type}_{index}"
             if refused.reads_refused(proto.input):  # not importable; refused too if its operator is unknown
                 if not self._known(proto):
-                    refused.note(self._operator(proto), proto.name or f"{proto.op_type}_{index}",
-                                 UnsupportedError(""), outputs)
-                refused.skip(outputs)
+                    refused.note(self._operator(proto), node, UnsupportedError(""), made)
+                refused.skip(made)
                 continue
             try:
                 self._node(index, proto)
             except UnsupportedError as exc:
-                refused.note(self._operator(proto), proto.name or f"{proto.op_type}_{index}", exc, outputs)
+                refused.note(self._operator(proto), node, exc, made)
             except MCUDeployError:
                 refused.raise_any()  # a consequence of a refused node, perhaps: those first
                 raise
@@ -201,15 +200,16 @@ class _Importer:
 
     # ----------------------------------------------------------------- nodes
     @staticmethod
-    def _operator(proto: onnx.NodeProto) -> str:
-        standard = proto.domain in ("", "ai.onnx") or proto.op_type in STANDARD_IN.get(proto.domain, ())
-        return proto.op_type if standard else f"{proto.domain}.{proto.op_type}"
+    def _standard(proto: onnx.NodeProto) -> bool:
+        return proto.domain in ("", "ai.onnx") or proto.op_type in STANDARD_IN.get(proto.domain, ())
 
-    @staticmethod
-    def _known(proto: onnx.NodeProto) -> bool:
+    def _operator(self, proto: onnx.NodeProto) -> str:
+        return proto.op_type if self._standard(proto) else f"{proto.domain}.{proto.op_type}"
+
+    def _known(self, proto: onnx.NodeProto) -> bool:
         """An operator mcudeploy imports (whatever its attributes)."""
-        return (proto.domain in ("", "ai.onnx") or proto.op_type in STANDARD_IN.get(proto.domain, ())) and (
-            proto.op_type == "Constant" or proto.op_type in SHAPE_OPS or registry.for_onnx(proto.op_type) is not None)
+        return self._standard(proto) and (proto.op_type == "Constant" or proto.op_type in SHAPE_OPS
+                                          or registry.for_onnx(proto.op_type) is not None)
 
     def _node(self, index: int, proto: onnx.NodeProto) -> None:
         name = proto.name or f"{proto.op_type}_{index}"
