@@ -14,6 +14,8 @@ command -v qemu-system-arm >/dev/null || need_apt+=(qemu-system-arm)
 # the generated folder is built as a CMake library in its tests
 command -v cmake >/dev/null || need_apt+=(cmake)
 command -v make >/dev/null || need_apt+=(make)
+# the Arduino library's example sketch (C++) is built and run on the host in its tests
+command -v g++ >/dev/null || need_apt+=(g++)
 # headless Chromium renders the HTML report in its tests
 command -v chromium >/dev/null || command -v chromium-browser >/dev/null || need_apt+=(chromium)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)

@@ -237,6 +237,10 @@ def cmd_boards(args) -> int:
     for s in all_systems():
         cores = f"{len(s.units)} core(s)"
         print(f"{s.name:<{width}}  {'system':<8}  {cores:<12}  {s.topology:<24}  {s.description}")
+    from mcudeploy.device.pio_project import platform_dir
+
+    print(f"\nin your own PlatformIO project: platform = symlink://{platform_dir().resolve().as_posix()} and board = "
+          f"a microcontroller above (or its PlatformIO name, e.g. nucleo_f446re)")
     return 0
 
 
@@ -658,8 +662,7 @@ def _flash_system(args, system) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mcudeploy", description="Deploy ONNX and TFLite models on microcontrollers.")
-    p.add_argument("--version", action="version", version=f"mcudeploy {__version__}")
-    p.add_argument("-v", "--verbose", action="store_true", help="log progress and decisions")
+    _global_options(p)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     s = sub.add_parser("boards", help="list the known boards")
@@ -762,7 +765,14 @@ def parser() -> argparse.ArgumentParser:
                                                       "on --port when several run)")
     s.add_argument("--all", action="store_true", help="with --stop: stop every emulator of BOARD")
     s.set_defaults(run=cmd_flash)
+    for command in sub.choices.values():  # the global options are taken after the command too
+        _global_options(command, argparse.SUPPRESS)  # (there, not given: the value before the command stands)
     return p
+
+
+def _global_options(p: argparse.ArgumentParser, default=False) -> None:
+    p.add_argument("--version", action="version", version=f"mcudeploy {__version__}")
+    p.add_argument("-v", "--verbose", action="store_true", default=default, help="log progress and decisions")
 
 
 def main(argv=None) -> int:

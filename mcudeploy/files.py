@@ -1,6 +1,7 @@
 """Files written so that an interruption never leaves one looking complete: the bytes go to a
 temporary name beside the target and are renamed over it in one step (a rename within a folder
-is atomic on POSIX), so a reader sees the old file or the new one, never half of one.
+is atomic on POSIX), so a reader sees the old file or the new one, never half of one. The files and
+folders get the mode the umask gives (or the one the file had), not the temporary's 0600 or 0700.
 
 The commands' output paths are checked before any long work (check_output), and an OSError while
 writing (a full disk, a permission) is told as one sentence naming the path (writing)."""
@@ -10,6 +11,7 @@ import contextlib
 import fcntl
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Iterator, Union
@@ -23,6 +25,11 @@ def write_atomic(path: Union[str, os.PathLike], data: Union[str, bytes]) -> Path
     raw = data.encode() if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        try:  # mkstemp makes it 0600: the file gets the mode it had, else what the umask gives (0644 typically)
+            mode = stat.S_IMODE(path.stat().st_mode)
+        except OSError:
+            mode = 0o666 & ~umask()
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as f:
             f.write(raw)
         os.replace(tmp, path)
@@ -30,6 +37,37 @@ def write_atomic(path: Union[str, os.PathLike], data: Union[str, bytes]) -> Path
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def fresh_dir(parent: Path, prefix: str) -> Path:
+    """A new empty folder in ``parent`` under a temporary name, with the mode the umask gives a folder
+    (mkdtemp makes it 0700), to be filled and renamed into place."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    path.chmod(0o777 & ~umask())
+    return path
+
+
+def copy_tree(source: Path, target: Path) -> None:
+    """Copy the folder ``source`` to ``target`` (made), files and folders with the modes the umask gives
+    (shutil.copytree would give them the source's: a read-only installation's 0444)."""
+    for folder, _, names in os.walk(source):
+        into = target / Path(folder).relative_to(source)
+        into.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            shutil.copyfile(Path(folder) / name, into / name)
+
+
+def umask() -> int:
+    """The process's umask, read without changing it where Linux tells it (/proc), else by setting it back."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 @contextlib.contextmanager

@@ -15,9 +15,10 @@ import numpy as np
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from mcudeploy.codegen.facts import io_facts
+from mcudeploy.codegen.overwrite import input_overwritten
 from mcudeploy.codegen.options import CodeOptions
 from mcudeploy.codegen.values import c_float, c_int, c_list, c_numbers
-from mcudeploy.files import write_atomic
+from mcudeploy.files import copy_tree, fresh_dir, write_atomic
 from mcudeploy.ir import CTYPES, Graph, row_major
 from mcudeploy.memory.lifetimes import SCRATCH
 from mcudeploy.ops import registry
@@ -254,6 +255,7 @@ def context(compiled) -> dict:
         "lists": [l for l in ctx.lists if not l["local"]],
         "params": ctx.params,
         "calls": calls,
+        "view_ops": [n.op for n in compiled.order if registry.get(n.op).view],
         "streamed": [t for t in io["inputs"] if t["streamed"]],
         "states": states,
         "state_bytes": compiled.placement.state_bytes,
@@ -286,7 +288,8 @@ def _io(ctx: _Context, name: str, kind: str, index: int) -> dict:
     facts = io_facts(ctx.graph, name, kind)
     streamed = name in ctx.graph.streamed
     return {**facts, "index": index, "streamed": streamed, "base": None if streamed else ctx.base(name),
-            "scale_c": c_float(facts["scale"]) if facts["quantized"] else None}
+            "scale_c": c_float(facts["scale"]) if facts["quantized"] else None,
+            "overwritten": kind == "input" and not streamed and input_overwritten(ctx.c, name)}
 
 
 @lru_cache(maxsize=1)
@@ -352,13 +355,16 @@ def write_project(compiled, out_dir, plan: Optional[dict] = None, trace: bool = 
 
 
 def _write_arduino(values: dict, out: Path, files: dict, library: dict) -> None:
-    """arduino/NAME/: library.properties and src/ with model.c, NAME.h and the kernel library side by
-    side (Arduino compiles src/ and adds only src/ to the include path)."""
+    """arduino/NAME/: library.properties, src/ with model.c, NAME.h and the kernel library side by
+    side (Arduino compiles src/ and adds only src/ to the include path), and examples/NAME/NAME.ino,
+    which runs the model once and prints its outputs."""
     name = values["name"]
     root = out / "arduino"
     root.mkdir(exist_ok=True)
     parts = {"src": firmware_dir() / "include"}
-    extra = {"library.properties": environment().get_template("library/library.properties.j2").render(values)}
+    env = environment()
+    extra = {"library.properties": env.get_template("library/library.properties.j2").render(values),
+             f"examples/{name}/{name}.ino": env.get_template("library/example.ino.j2").render(values)}
     for path in sorted((firmware_dir() / "kernels").glob("*.c")):
         extra[f"src/mcud_{path.name}"] = path.read_text()
     extra.update({f"src/{k}": v for k, v in library.items()})
@@ -369,10 +375,10 @@ def _write_arduino(values: dict, out: Path, files: dict, library: dict) -> None:
 def _replace_dir(target: Path, parts: dict, files: Optional[dict] = None) -> None:
     """``target`` becomes a folder holding a copy of each of ``parts`` (name -> source folder) and
     ``files`` (relative path -> text), swapped in whole."""
-    fresh = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    fresh = fresh_dir(target.parent, f".{target.name}.")
     try:
         for name, source in parts.items():
-            shutil.copytree(source, fresh / name)
+            copy_tree(source, fresh / name)
         for rel, text in (files or {}).items():
             (fresh / rel).parent.mkdir(parents=True, exist_ok=True)
             (fresh / rel).write_text(text)

@@ -5,7 +5,8 @@
 capacity, refuses a firmware that does not fit, then runs ``pio run -t upload``: an emulated
 board starts in the background (device/emulator.py); real boards upload through PlatformIO's
 usual means (OpenOCD or st-flash for ST-LINK, a copy to the board's USB disk for mbed), and fail
-in one sentence when none is there.
+in one sentence when none is there, or when it fails for a common cause (no probe, no permission, the
+chip not answering: device/upload_failure.py).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from mcudeploy.device.emulator import (LINKS_ENV, PORT_ENV, Emulator, emulator_p
 from mcudeploy.device.host import BuildError
 from mcudeploy.device.pio_core import pio_failure, run_pio
 from mcudeploy.device.pio_project import default_project_dir, describe, firmware_elf, generate_project
+from mcudeploy.device.upload_failure import check_serial_port, explain_upload
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.fit import TO_THE_BUILD, check_fit
 from mcudeploy.pipeline import compile_model
@@ -38,6 +40,9 @@ def upload(project: Path, board: Board, core: Optional[Path] = None, port: Optio
         env[PORT_ENV] = str(socket_port(port)) if port else "0"
     proc = run_pio(project, ["upload"], core=core, env=env)
     if proc.returncode != 0:
+        explained = explain_upload(proc.stdout, board) if board.kind == "hardware" else None
+        if explained:
+            raise MCUDeployError(explained)
         reason = pio_failure(proc)
         if reason:
             raise MCUDeployError(f"cannot upload to board '{board.name}': {reason.rstrip('.')}")
@@ -120,6 +125,8 @@ def flashable(board: Board, port: Optional[str] = None) -> Board:
                              f"board (see `mcudeploy boards`)")
     if board.kind == "qemu" and port:
         socket_port(port)
+    if board.kind == "hardware" and port:
+        check_serial_port(board, port)
     return board
 
 

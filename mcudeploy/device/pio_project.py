@@ -67,7 +67,31 @@ def board_manifest(board: Board, upload: dict, spec: Optional[dict] = None) -> d
         "upload_protocol": upload["protocol"],
         "upload_protocols": upload["protocols"],
         "openocd_target": board.upload.openocd_target if board.upload else "",
+        "cpu_flags": list(board.cpu_flags),
     }
+
+
+PLATFORM_BOARDS = "boards"  # the platform's own board manifests (a user's project names them in `board =`)
+
+
+def platform_board_files() -> dict[str, str]:
+    """The platform's board manifests, file name -> text: one per emulated and real board under its mcudeploy
+    name, and under its name in PlatformIO's own platform (nucleo_f446re) where no other board has it. They
+    are shipped in firmware/platformio/boards/ (`python -m mcudeploy.device.pio_project` writes them)."""
+    from mcudeploy.boards import all_boards
+
+    boards = [b for b in all_boards() if b.kind in ("qemu", "hardware") and not b.alias_of]
+    pio_ids = [b.platformio_board for b in boards if b.platformio_board]
+    env = environment()
+    files = {}
+    for board in boards:
+        text = env.get_template("platformio/board.json.j2").render(
+            banner=BANNER, **board_manifest(board, _upload_settings(board)))
+        json.loads(text)
+        files[f"{board.name}.json"] = text
+        if board.platformio_board and pio_ids.count(board.platformio_board) == 1:
+            files[f"{board.platformio_board}.json"] = text
+    return dict(sorted(files.items()))
 
 
 def write_platformio_project(board: Board, project: Path, spec: dict, what: str) -> Path:
@@ -89,6 +113,19 @@ def write_platformio_project(board: Board, project: Path, spec: dict, what: str)
         upload_note=upload["note"], baud=board.uart.baud)
     (project / "platformio.ini").write_text(ini)
     return project / "platformio.ini"
+
+
+def write_platform_boards(folder: Optional[Path] = None) -> Path:
+    """Write platform_board_files() into the platform's boards/ (or ``folder``), and nothing else there."""
+    folder = Path(folder or platform_dir() / PLATFORM_BOARDS)
+    folder.mkdir(parents=True, exist_ok=True)
+    files = platform_board_files()
+    for stale in folder.glob("*.json"):
+        if stale.name not in files:
+            stale.unlink()
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    return folder
 
 
 def firmware_elf(project: Path, board: Board) -> Path:
@@ -118,3 +155,7 @@ def default_project_dir(board: Board, model: Optional[str]) -> Path:
     stem = Path(model).stem if model else "measurer"
     return cache_dir() / "platformio" / f"{board.name}-{stem}"
 
+
+
+if __name__ == "__main__":
+    print(write_platform_boards())

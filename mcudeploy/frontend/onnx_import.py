@@ -21,6 +21,7 @@ from mcudeploy.errors import InvalidModelError, MCUDeployError, UnsupportedError
 from mcudeploy.files import read_model
 from mcudeploy.frontend.onnx_check import check_shape, check_wiring, node_label, nonfinite, tensor_value
 from mcudeploy.frontend.onnx_fold import evaluate_node, output_shapes
+from mcudeploy.frontend.refusals import Refusals
 from mcudeploy.ir import Graph, Node, Tensor, constant, dtype_of, itemsize, verify
 from mcudeploy.ops import registry
 from mcudeploy.ops.base import OnnxNode
@@ -125,8 +126,22 @@ class _Importer:
         if unknown:
             raise MCUDeployError(f"--input-shape names {', '.join(sorted(unknown))}, which is not an input of "
                                  f"{self.where} (inputs: {', '.join(inputs)})")
+        refused = Refusals(self.where)
         for index, proto in enumerate(g.node):
-            self._node(index, proto)
+            made, node = [o for o in proto.output if o], proto.name or f"{proto.op_type}_{index}"
+            if refused.reads_refused(proto.input):  # not importable; refused too if its operator is unknown
+                if not self._known(proto):
+                    refused.note(self._operator(proto), node, UnsupportedError(""), made)
+                refused.skip(made)
+                continue
+            try:
+                self._node(index, proto)
+            except UnsupportedError as exc:
+                refused.note(self._operator(proto), node, exc, made)
+            except MCUDeployError:
+                refused.raise_any()  # a consequence of a refused node, perhaps: those first
+                raise
+        refused.raise_any()
         outputs = []
         for vi in g.output:
             t = self.tensors.get(vi.name)
@@ -184,6 +199,18 @@ class _Importer:
         return t.data if t is not None and t.is_const else None
 
     # ----------------------------------------------------------------- nodes
+    @staticmethod
+    def _standard(proto: onnx.NodeProto) -> bool:
+        return proto.domain in ("", "ai.onnx") or proto.op_type in STANDARD_IN.get(proto.domain, ())
+
+    def _operator(self, proto: onnx.NodeProto) -> str:
+        return proto.op_type if self._standard(proto) else f"{proto.domain}.{proto.op_type}"
+
+    def _known(self, proto: onnx.NodeProto) -> bool:
+        """An operator mcudeploy imports (whatever its attributes)."""
+        return self._standard(proto) and (proto.op_type == "Constant" or proto.op_type in SHAPE_OPS
+                                          or registry.for_onnx(proto.op_type) is not None)
+
     def _node(self, index: int, proto: onnx.NodeProto) -> None:
         name = proto.name or f"{proto.op_type}_{index}"
         while name in self.node_names:

@@ -27,7 +27,7 @@ def header_lines(v: dict) -> list[str]:
     bound = v["lower_bound_bytes"]
     gap = "at the bound" if v["arena_bytes"] == bound else f"{v['above_bound']:.1%} above"
     macs = f"{v['macs']:,} MACs" if v["macs"] is not None else "MACs unknown"
-    lines = [f"model {v['model']} on {v['board']}: {v['steps']} operators, {macs}",
+    lines = [f"model {v['model']} on {v['board']}: {steps_text(v['steps'], v['views'])}, {macs}",
              f"arena {v['arena_bytes']:,} bytes (live-bytes lower bound {bound:,}, {gap}), "
              f"weights {v['weights_bytes'] or 0:,} bytes in flash, {_methods(v)}"]
     io = v["io"]
@@ -50,6 +50,16 @@ def header_lines(v: dict) -> list[str]:
     if v.get("state"):
         lines.append(state_text(v["state"]))
     return lines
+
+
+def steps_text(steps: int, views: list) -> str:
+    """"14 steps: 12 operators the C runs (NAME_NUM_OPS) and 2 views that move no data (Reshape)"."""
+    if not views:
+        return f"{steps} operators"
+    kinds = ", ".join(sorted(set(views)))
+    return (f"{steps} steps: {steps - len(views)} operator{'s' if steps - len(views) != 1 else ''} the C runs "
+            f"(the header's NUM_OPS) and {len(views)} view{'s that move' if len(views) != 1 else ' that moves'} no data "
+            f"({kinds})")
 
 
 def offload_text(o: dict) -> str:

@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import DTYPES, itemsize
+from mcudeploy.ops import registry
 
 DEFAULT_REGION = "arena"
 REQUIRED = ("model", "board", "arena_bytes", "lower_bound_bytes", "order", "buffers")
@@ -258,6 +259,13 @@ def offload_marks(plan: dict, fast: str) -> list[dict]:
     return marks
 
 
+def view_ops(order: list) -> list[str]:
+    """The op of each step that is a view (a Reshape, a Flatten: it moves no data, and model.c makes no call
+    for it), in order. The generated header's NUM_OPS counts the other steps."""
+    known = set(registry.names())
+    return [o["op"] for o in order if o.get("op") in known and registry.get(o["op"]).view]
+
+
 def plan_view(plan: dict, source: str = "the plan") -> dict:
     check_plan(plan, source)
     order = list(plan["order"])
@@ -290,7 +298,7 @@ def plan_view(plan: dict, source: str = "the plan") -> dict:
         "macs": plan.get("macs", sum(r["macs"] or 0 for r in rows)),
         "schedule": method_info(plan.get("schedule")), "placement": method_info(plan.get("placement")),
         "latency": latency_view(plan),
-        "steps": steps, "regions": regions, "buffers": buffers, "live": live,
+        "steps": steps, "views": view_ops(order), "regions": regions, "buffers": buffers, "live": live,
         "peak": {"step": peak_step, "bytes": live[peak_index],
                  "ties": [i - 1 for i in range(peak_index + 1, len(live)) if live[i] == live[peak_index]],
                  "op": order[peak_step]["op"] if peak_step >= 0 else "inputs",

@@ -1,13 +1,17 @@
 """SCons builder of the mcudeploy PlatformIO platform.
 
-It compiles exactly the sources and flags of the project's build spec (the JSON file named by
-the ``custom_mcudeploy_build`` option, written by mcudeploy from
+A project mcudeploy generated: it compiles exactly the sources and flags of the project's build
+spec (the JSON file named by the ``custom_mcudeploy_build`` option, written by mcudeploy from
 ``mcudeploy.device.build.firmware_build_spec``) with the arm-none-eabi tools found on PATH,
 links ``firmware.elf`` (``$cc $ldflags -T linker_script objects $libs``, as the direct build
 does) and makes ``firmware.bin``; target ``sizing`` links the same objects against the spec's
 unbounded ``sizing_linker_script``, to measure a firmware too large for its board. Nothing
 comes from PlatformIO's registry: no framework, no library finder, no toolchain package (one
 already installed is used first, as PlatformIO puts it on PATH).
+
+A user's own project (no build spec; `board =` one of the platform's boards/, by mcudeploy's name or
+PlatformIO's, or one of the project's own): PlatformIO's usual program build (src/, lib_deps such as
+the library.json of a `mcudeploy compile` folder, build_flags) for the board's core (user_program).
 
 Upload, by ``upload_protocol``:
   custom          the project's ``upload_command`` (mcudeploy starts QEMU with it);
@@ -36,13 +40,6 @@ def fail(sentence):
     env.Exit(1)
 
 
-spec_path = os.path.join(project_dir, env.GetProjectOption("custom_mcudeploy_build", "mcudeploy-build.json"))
-if not os.path.isfile(spec_path):
-    fail("the build spec %s is missing; regenerate the project with `mcudeploy flash`" % spec_path)
-with open(spec_path, encoding="utf-8") as fp:
-    spec = json.load(fp)
-
-
 def project_path(path):
     return os.path.normpath(path if os.path.isabs(path) else os.path.join(project_dir, path))
 
@@ -56,59 +53,103 @@ def object_path(source):
     return os.path.join("$BUILD_DIR", "obj", os.path.splitext(rel)[0] + ".o")
 
 
-cc = spec.get("cc", "arm-none-eabi-gcc")
-prefix = cc[:-len("gcc")] if cc.endswith("gcc") else "arm-none-eabi-"
-linker_script = project_path(spec["linker_script"])
-sizing_script = project_path(spec["sizing_linker_script"]) if spec.get("sizing_linker_script") else None
+def size_targets(elf):
+    # PlatformIO's own RAM / Flash lines (from `size -B`, against the manifest's maximum sizes).
+    env.Replace(PIOMAINPROG=elf)
+    AlwaysBuild(env.Alias("checkprogsize", elf, env.VerboseAction(env.CheckUploadSize, "Checking size $PIOMAINPROG")))
+    AlwaysBuild(env.Alias("size", elf, env.VerboseAction("$SIZETOOL -A -d $SOURCES", "Calculating size $SOURCE")))
 
-env.Replace(
-    CC=cc,
-    AS=cc,
-    LINK=cc,
-    OBJCOPY=prefix + "objcopy",
-    SIZETOOL=prefix + "size",
-    PROGNAME="firmware",
-    PROGSUFFIX=".elf",
-    CPPPATH=[project_path(d) for d in spec["include_dirs"]],
-    MCUD_CFLAGS=list(spec["cflags"]),
-    MCUD_LDFLAGS=list(spec["ldflags"]),
-    MCUD_LIBS=list(spec.get("libs", [])),
-    # Exactly the spec's flags: no CCFLAGS, CPPDEFINES or build_flags from anywhere else.
-    CCCOM="$CC $MCUD_CFLAGS $_CPPINCFLAGS -c $SOURCE -o $TARGET",
-    ASPPCOM="$AS $MCUD_CFLAGS $_CPPINCFLAGS -c $SOURCE -o $TARGET",
-    LINKCOM="$LINK $MCUD_LDFLAGS -T $LDSCRIPT $SOURCES $MCUD_LIBS -o $TARGET",
-    LDSCRIPT=linker_script,
-    UPLOADCMD=env.get("UPLOADCMD", ""),
-)
-if not shutil.which(cc, path=env["ENV"]["PATH"]):
-    fail("the compiler %s is not on PATH; install gcc-arm-none-eabi and libnewlib-arm-none-eabi" % cc)
 
-objects = []
-for source in spec["sources"]:
-    source = project_path(source)
-    objects.extend(env.Object(object_path(source), source))
-# Headers forced in with `-include FILE` are invisible to SCons's scanner: name them as dependencies.
-cflags = spec["cflags"]
-forced = [project_path(cflags[i + 1]) for i, flag in enumerate(cflags[:-1]) if flag == "-include"]
-if forced:
-    env.Depends(objects, forced)
+def binary_of(elf):
+    return env.Command(os.path.join("$BUILD_DIR", "${PROGNAME}.bin"), elf,
+                       env.VerboseAction("$OBJCOPY -O binary $SOURCE $TARGET", "Building $TARGET"))
 
-elf = env.Program(os.path.join("$BUILD_DIR", "${PROGNAME}"), objects)
-env.Depends(elf, [linker_script, spec_path])
-if sizing_script:
-    # The same objects linked into unbounded regions: a firmware too large for the board still links,
-    # so mcudeploy can say by how many bytes it is over (`pio run -t sizing`, never uploaded).
-    sizing = env.Program(os.path.join("$BUILD_DIR", "${PROGNAME}-sizing"), objects, LDSCRIPT=sizing_script)
-    env.Depends(sizing, [sizing_script, spec_path])
-    env.Alias("sizing", sizing)
-binary = env.Command(os.path.join("$BUILD_DIR", "${PROGNAME}.bin"), elf,
-                     env.VerboseAction("$OBJCOPY -O binary $SOURCE $TARGET", "Building $TARGET"))
+
+def mcudeploy_firmware(spec_path):
+    """The firmware mcudeploy generated: exactly its build spec's sources and flags."""
+    with open(spec_path, encoding="utf-8") as fp:
+        spec = json.load(fp)
+    cc = spec.get("cc", "arm-none-eabi-gcc")
+    prefix = cc[:-len("gcc")] if cc.endswith("gcc") else "arm-none-eabi-"
+    linker_script = project_path(spec["linker_script"])
+    sizing_script = project_path(spec["sizing_linker_script"]) if spec.get("sizing_linker_script") else None
+
+    env.Replace(
+        CC=cc,
+        AS=cc,
+        LINK=cc,
+        OBJCOPY=prefix + "objcopy",
+        SIZETOOL=prefix + "size",
+        PROGNAME="firmware",
+        PROGSUFFIX=".elf",
+        CPPPATH=[project_path(d) for d in spec["include_dirs"]],
+        MCUD_CFLAGS=list(spec["cflags"]),
+        MCUD_LDFLAGS=list(spec["ldflags"]),
+        MCUD_LIBS=list(spec.get("libs", [])),
+        # Exactly the spec's flags: no CCFLAGS, CPPDEFINES or build_flags from anywhere else.
+        CCCOM="$CC $MCUD_CFLAGS $_CPPINCFLAGS -c $SOURCE -o $TARGET",
+        ASPPCOM="$AS $MCUD_CFLAGS $_CPPINCFLAGS -c $SOURCE -o $TARGET",
+        LINKCOM="$LINK $MCUD_LDFLAGS -T $LDSCRIPT $SOURCES $MCUD_LIBS -o $TARGET",
+        LDSCRIPT=linker_script,
+        UPLOADCMD=env.get("UPLOADCMD", ""),
+    )
+    if not shutil.which(cc, path=env["ENV"]["PATH"]):
+        fail("the compiler %s is not on PATH; install gcc-arm-none-eabi and libnewlib-arm-none-eabi" % cc)
+
+    objects = []
+    for source in spec["sources"]:
+        source = project_path(source)
+        objects.extend(env.Object(object_path(source), source))
+    # Headers forced in with `-include FILE` are invisible to SCons's scanner: name them as dependencies.
+    cflags = spec["cflags"]
+    forced = [project_path(cflags[i + 1]) for i, flag in enumerate(cflags[:-1]) if flag == "-include"]
+    if forced:
+        env.Depends(objects, forced)
+
+    elf = env.Program(os.path.join("$BUILD_DIR", "${PROGNAME}"), objects)
+    env.Depends(elf, [linker_script, spec_path])
+    if sizing_script:
+        # The same objects linked into unbounded regions: a firmware too large for the board still links,
+        # so mcudeploy can say by how many bytes it is over (`pio run -t sizing`, never uploaded).
+        sizing = env.Program(os.path.join("$BUILD_DIR", "${PROGNAME}-sizing"), objects, LDSCRIPT=sizing_script)
+        env.Depends(sizing, [sizing_script, spec_path])
+        env.Alias("sizing", sizing)
+    return elf
+
+
+def user_program():
+    """A user's own project (no build spec): PlatformIO's usual program build (src/, the libraries its
+    finder resolves from lib_deps and lib/, build_flags) with arm-none-eabi-gcc from PATH, for the board's
+    core (the manifest's build.cpu_flags; else build.cpu, Thumb, soft float). Start-up code and a linker
+    script are the project's: board_build.ldscript, else the toolchain's default (an image that links,
+    not one that boots)."""
+    cc = "arm-none-eabi-gcc"
+    if not shutil.which(cc, path=env["ENV"]["PATH"]):
+        fail("the compiler %s is not on PATH; install gcc-arm-none-eabi and libnewlib-arm-none-eabi" % cc)
+    cpu = list(board.get("build.cpu_flags", [])) or ["-mcpu=%s" % board.get("build.cpu", "cortex-m4"), "-mthumb"]
+    env.Replace(CC=cc, AS=cc, LINK=cc, AR="arm-none-eabi-gcc-ar", RANLIB="arm-none-eabi-gcc-ranlib",
+                OBJCOPY="arm-none-eabi-objcopy", SIZETOOL="arm-none-eabi-size", PROGNAME="firmware",
+                PROGSUFFIX=".elf", ARFLAGS=["rc"], UPLOADCMD=env.get("UPLOADCMD", ""))
+    env.Append(CCFLAGS=cpu + ["-O2", "-ffunction-sections", "-fdata-sections"], ASFLAGS=cpu,
+               LINKFLAGS=cpu + ["--specs=nano.specs", "--specs=nosys.specs", "-Wl,--gc-sections"], LIBS=["m"])
+    ldscript = env.GetProjectOption("board_build.ldscript", "") or board.get("build.ldscript", "")
+    if ldscript:
+        env.Append(LINKFLAGS=["-T", project_path(ldscript)])
+    return env.BuildProgram()
+
+
+spec_option = env.GetProjectOption("custom_mcudeploy_build", "")
+spec_path = os.path.join(project_dir, spec_option or "mcudeploy-build.json")
+if os.path.isfile(spec_path):
+    elf = mcudeploy_firmware(spec_path)
+    size_targets(elf)
+elif spec_option:
+    fail("the build spec %s is missing; regenerate the project with `mcudeploy flash`" % spec_path)
+else:
+    elf = user_program()  # PlatformIO's program build checks the size itself
+binary = binary_of(elf)
 Default([elf, binary])
 env.Alias("buildprog", [elf, binary])
-# PlatformIO's own RAM / Flash lines (from `size -B`, against the manifest's maximum sizes).
-env.Replace(PIOMAINPROG=elf)
-AlwaysBuild(env.Alias("checkprogsize", elf, env.VerboseAction(env.CheckUploadSize, "Checking size $PIOMAINPROG")))
-AlwaysBuild(env.Alias("size", elf, env.VerboseAction("$SIZETOOL -A -d $SOURCES", "Calculating size $SOURCE")))
 
 
 # ---------------------------------------------------------------- upload

@@ -23,8 +23,9 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from mcudeploy.errors import InvalidModelError, UnsupportedError
+from mcudeploy.errors import InvalidModelError, MCUDeployError, UnsupportedError
 from mcudeploy.frontend.onnx_check import check_shape, nonfinite
+from mcudeploy.frontend.refusals import Refusals
 from mcudeploy.frontend.tflite.reader import DTYPES, op_names, tflite_schema
 from mcudeploy.ir import Graph, Node, Quant, Tensor, constant, itemsize, verify
 from mcudeploy.ops import registry
@@ -241,6 +242,7 @@ class Importer:
             self.tensors[name] = Tensor(name, shape, dtype, "input", self.quant(i, len(shape)))
             inputs.append(name)
         codes = self.model
+        refused = Refusals(self.where, "operator", quote=False)
         for index in range(g.OperatorsLength()):
             op = g.Operators(index)
             oc = codes.OperatorCodes(op.OpcodeIndex())
@@ -253,28 +255,22 @@ class Importer:
             ins = [int(x) for x in op.InputsAsNumpy()] if op.InputsLength() else []
             outs = [int(x) for x in op.OutputsAsNumpy()] if op.OutputsLength() else []
             handler = HANDLERS.get(opname)
-            if handler is None:
-                types = " and ".join(self.types(ins, outs))
-                self.fail(f"is not supported by mcudeploy at any type (here on {types} tensors)" if types else
-                          "is not supported by mcudeploy")
+            if refused.reads_refused(ins):  # not importable; refused too if its operator is unknown
+                if handler is None:
+                    refused.note(self._named(opname, ins, outs), str(index), UnsupportedError(""), outs)
+                refused.skip(outs)
+                continue
             start = len(self.nodes)
             try:
-                handler(self, op, ins, outs)
-                self.fold(start, outs)
+                self._operator(handler, op, ins, outs)
             except UnsupportedError as exc:
-                text = str(exc)
-                if text.startswith(self.where):
-                    raise
-                types = self.types(ins, outs)  # the reason names the type, or the sentence does
-                named = not types or any(re.search(rf"\b{t}\b", text) for t in types)
-                self.fail(f"is not supported: {text.rstrip('.')}" + ("" if named else
-                                                                      f" ({' and '.join(types)} tensors)"))
-            except InvalidModelError as exc:
-                text = str(exc)
-                if text.startswith(self.where):
-                    raise
-                self.fail(text.rstrip("."), True)
+                del self.nodes[start:]
+                refused.note(self._named(opname, ins, outs), str(index), exc, outs)
+            except MCUDeployError:
+                refused.raise_any()  # a consequence of a refused operator, perhaps: those first
+                raise
         self.label = ""
+        refused.raise_any()
         outputs = []
         for i in self.outputs:
             if i not in self.names or self.names[i] not in self.tensors or self.tensors[self.names[i]].is_const:
@@ -288,6 +284,34 @@ class Importer:
                       arithmetic="tflite", states=states)
         used = {x for n in graph.nodes for x in n.inputs if x} | set(graph.outputs) | set(graph.inputs)
         return verify(graph.replace(tensors={k: t for k, t in graph.tensors.items() if k in used or not t.is_const}))
+
+    def _named(self, opname: str, ins: list[int], outs: list[int]) -> str:
+        types = " and ".join(self.types(ins, outs))
+        return f"{opname} on {types}" if types else opname
+
+    def _operator(self, handler: Optional[Handler], op, ins: list[int], outs: list[int]) -> None:
+        """One operator imported by its handler; a refusal is one sentence naming it (self.label)."""
+        if handler is None:
+            types = " and ".join(self.types(ins, outs))
+            self.fail(f"is not supported by mcudeploy at any type (here on {types} tensors)" if types else
+                      "is not supported by mcudeploy")
+        start = len(self.nodes)
+        try:
+            handler(self, op, ins, outs)
+            self.fold(start, outs)
+        except UnsupportedError as exc:
+            text = str(exc)
+            if text.startswith(self.where):
+                raise
+            types = self.types(ins, outs)  # the reason names the type, or the sentence does
+            named = not types or any(re.search(rf"\b{t}\b", text) for t in types)
+            self.fail(f"is not supported: {text.rstrip('.')}" + ("" if named else
+                                                                  f" ({' and '.join(types)} tensors)"))
+        except InvalidModelError as exc:
+            text = str(exc)
+            if text.startswith(self.where):
+                raise
+            self.fail(text.rstrip("."), True)
 
     def fold(self, start: int, outs: list[int]) -> None:
         """Compute at import what the operator just read made of constants alone (shape arithmetic: SHAPE,
