@@ -367,7 +367,7 @@ def _run_system(args, system) -> int:
     return 0 if result.ok else 1
 
 
-def _save_outputs(path, names, outputs) -> None:
+def _save_outputs(path, names, outputs, say=print) -> None:
     import io
 
     import numpy as np
@@ -378,7 +378,7 @@ def _save_outputs(path, names, outputs) -> None:
     np.savez(buf, **{n: np.stack([o[k] for o in outputs]) for k, n in enumerate(names)})
     with writing(path):
         write_atomic(path, buf.getvalue())
-    print(f"wrote the outputs of {len(outputs)} sample(s) to {path}")
+    say(f"wrote the outputs of {len(outputs)} sample(s) to {path}")
 
 
 def _run_dataset(args) -> int:
@@ -412,7 +412,7 @@ def _run_dataset(args) -> int:
         with _pool(args, compiled.board.name) as pool:
             result, outputs, board_run = validate(compiled, reference, model, data, float_ref, pool=pool)
     if args.output:
-        _save_outputs(args.output, compiled.graph.model_outputs(), outputs)
+        _save_outputs(args.output, compiled.graph.model_outputs(), outputs, _to_stderr if args.json else print)
     if args.json:
         print(json.dumps(result.as_dict(), indent=1))
     else:
