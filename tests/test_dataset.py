@@ -21,6 +21,7 @@ from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_model
 from mcudeploy.pipeline import lower
 from mcudeploy.progress import Bar
+from shared_models import MODELS, need_models
 
 HERE = Path(__file__).resolve().parent / "tone_kws"
 INT8, FLOAT = HERE / "tone_kws-int8.tflite", HERE / "tone_kws-float32.tflite"
@@ -183,6 +184,23 @@ def test_run_dataset_on_the_host(tmp_path, capsys):
     layers = [line for line in out.splitlines() if line.startswith("    ") and " dB" in line]
     assert len(layers) == 8 and all("bit for bit" in line for line in layers), out
     assert "8 of 8 matched" in out and err.count("quantized to int8") == 1
+
+
+def test_run_dataset_on_an_onnx_model_with_a_float_onnx_model(tmp_path, capsys):
+    """The shared int8 KWS against onnxruntime, and its hybrid (float activations) as the float model."""
+    need_models()
+    kws, hybrid = MODELS / "onnx" / "kws_dscnn_int8.onnx", MODELS / "onnx" / "kws_dscnn_hybrid.onnx"
+    x = np.random.default_rng(3).integers(-128, 128, (3, 1, 49, 10, 1)).astype(np.int8)
+    np.savez(tmp_path / "kws.npz", input_1=x, labels=np.array([0, 5, 11]))
+    assert main(["run", str(kws), "-b", "host", "--dataset", str(tmp_path / "kws.npz"), "--float-model",
+                 str(hybrid), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["reference"] == "onnxruntime" and report["float_model"] == str(hybrid)
+    out = report["outputs"][0]
+    assert out["name"] == "Identity" and out["unit"] == "steps" and 0 <= out["exact"] <= 3
+    assert out["float_mae"] is not None and 0 <= out["float_top1"] <= 1
+    assert report["c_vs_numpy_reference"]["bit_for_bit"] and report["accuracy"]["classes"] == 12
+    assert sum(layer["float_max"] is not None for layer in report["layers"]) == len(report["layers"]) == 12
 
 
 def test_run_dataset_refusals(tmp_path, capsys):

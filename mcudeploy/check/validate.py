@@ -22,7 +22,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from mcudeploy.check.dataset import Dataset
-from mcudeploy.check.figures import _classifier, output_step, real
+from mcudeploy.check.figures import is_classifier, output_step, real
 from mcudeploy.check.layers import LayerReport, layer_errors
 from mcudeploy.check.trace import against_reference
 from mcudeploy.errors import MCUDeployError
@@ -157,10 +157,10 @@ def reference_outputs(model, graph: Graph, samples: Sequence[dict], bar: Bar) ->
     from mcudeploy.frontend import is_tflite_model
 
     if not is_tflite_model(model):
-        from mcudeploy.check.onnxrt import _session, model_proto, onnx_feeds
+        from mcudeploy.check.onnxrt import session_of, model_proto, onnx_feeds
 
         proto = model_proto(model)
-        session = _session(proto)
+        session = session_of(proto)
         outputs = []
         for s in samples:
             outputs.append(session.run(list(graph.model_outputs()), onnx_feeds(proto, graph, s)))
@@ -248,7 +248,7 @@ def output_reports(graph: Graph, outputs, ref, floats=None) -> tuple[list[Output
         diff = np.abs(got - want).reshape(len(got), -1) / per
         if t.dtype == "float32" and step is not None:
             diff = np.round(diff, 3)
-        classifier = _classifier(t.shape)
+        classifier = is_classifier(t.shape)
         fig = dict(name=name, dtype=t.dtype, unit="steps" if step is not None else "abs",
                    exact=int(np.sum(np.all(got == want, axis=tuple(range(1, got.ndim))))),
                    max_diff=float(diff.max(initial=0)),
@@ -270,7 +270,7 @@ def label_output(graph: Graph, labels: np.ndarray, source: str) -> int:
     """The position of the output ``labels`` are for: the first with one score per class; MCUDeployError where
     there is none, or a label is not one of its classes."""
     names = graph.model_outputs()
-    k = next((k for k, n in enumerate(names) if _classifier(graph[n].shape)), None)
+    k = next((k for k, n in enumerate(names) if is_classifier(graph[n].shape)), None)
     if k is None:
         raise MCUDeployError(f"--dataset {source} has labels, but no output of the model gives one score per class "
                              f"({', '.join(f'{n} {list(graph[n].shape)}' for n in names)})")
