@@ -201,6 +201,8 @@ def test_run_dataset_on_an_onnx_model_with_a_float_onnx_model(tmp_path, capsys):
     assert out["float_mae"] is not None and 0 <= out["float_top1"] <= 1
     assert report["c_vs_numpy_reference"]["bit_for_bit"] and report["accuracy"]["classes"] == 12
     assert sum(layer["float_max"] is not None for layer in report["layers"]) == len(report["layers"]) == 12
+    assert report["layers_oracle"] == "onnxruntime" and all(layer["oracle_diff"] is not None
+                                                              for layer in report["layers"])
 
 
 def test_run_dataset_refusals(tmp_path, capsys):

@@ -2,7 +2,9 @@
 saved after each operator: device/host.py, read as check/trace.py reads it), and each operator's output as
 the C left it compared with
 
-- mcudeploy's numpy reference of the unsplit model (the elements that differ: none where the C is right), and
+- mcudeploy's numpy reference of the unsplit model (the elements that differ: none where the C is right),
+- for an ONNX model, onnxruntime's value of the same tensor (the largest difference in steps), where the
+  integer arithmetic of the deployed model starts to drift from onnxruntime's float one, and
 - a float model's value of the same layer (its lowered graph run by mcudeploy's numpy reference, which
   ``run --check`` holds to onnxruntime and TensorFlow Lite Micro), on dequantized values: the largest and mean
   absolute error and the signal-to-noise ratio. A layer is matched by its tensor's name (the TFLite converter
@@ -34,6 +36,7 @@ class LayerError:
     dtype: str
     differ: int  # elements of the C's value that differ from mcudeploy's numpy reference
     count: int
+    oracle_diff: Optional[float] = None  # largest difference from onnxruntime's value (steps; float: absolute)
     float_tensor: Optional[str] = None  # the float model's tensor it is compared with
     float_max: Optional[float] = None
     float_mean: Optional[float] = None
@@ -44,16 +47,21 @@ class LayerError:
 class LayerReport:
     layers: tuple[LayerError, ...]
     float_source: Optional[str]  # how the float values were matched, None without a float model
+    oracle: Optional[str] = None  # the reference whose values of the layers are shown (an ONNX model's onnxruntime)
 
     def lines(self) -> list[str]:
         floats = self.float_source is not None
         head = f"{'#':>3}  {'operator':<44} {'shape':<16} {'C vs numpy reference':<22}"
+        if self.oracle:
+            head += f" {'vs ' + self.oracle:<18}"
         if floats:
             head += f" {'vs float: max abs':>17} {'mean abs':>10} {'SNR':>9}"
-        out = [head]
+        out = [head.rstrip()]
         for e in self.layers:
             ref = "bit for bit" if not e.differ else f"{e.differ:,} of {e.count:,} differ"
             line = f"{e.index:>3}  {short(e.label, 44):<44} {'x'.join(map(str, e.shape)):<16} {ref:<22}"
+            if self.oracle:
+                line += f" {_oracle_text(e):<18}"
             if floats and e.float_max is not None:
                 snr = "exact" if e.float_snr_db == np.inf else "-" if np.isnan(e.float_snr_db) else \
                     f"{e.float_snr_db:.1f} dB"
@@ -64,6 +72,15 @@ class LayerReport:
         if floats:
             out.append(f"float values: {self.float_source}")
         return out
+
+
+def _oracle_text(e: LayerError) -> str:
+    if e.oracle_diff is None:
+        return "-"
+    if e.oracle_diff == 0:
+        return "equal"
+    return f"max {e.oracle_diff:.3g}" if e.dtype == "float32" else \
+        f"max {e.oracle_diff:g} step{'s' if e.oracle_diff != 1 else ''}"
 
 
 def _match(graph: Graph, nodes: Sequence, float_graph: Graph) -> dict[str, str]:
@@ -93,9 +110,11 @@ def _match(graph: Graph, nodes: Sequence, float_graph: Graph) -> dict[str, str]:
 
 
 def layer_errors(compiled, reference: Graph, sample: Mapping[str, np.ndarray],
-                 before: Sequence[Mapping[str, np.ndarray]] = (), float_graph: Optional[Graph] = None) -> LayerReport:
+                 before: Sequence[Mapping[str, np.ndarray]] = (), float_graph: Optional[Graph] = None,
+                 oracle: Optional[tuple[str, Mapping[str, np.ndarray]]] = None) -> LayerReport:
     """Each timed operator's output on ``sample`` (a stateful model's after the samples ``before``) as the C of
-    ``compiled`` leaves it, against ``reference``'s numpy reference and, given, ``float_graph``'s values."""
+    ``compiled`` leaves it, against ``reference``'s numpy reference, given, ``float_graph``'s values, and
+    ``oracle``'s (its name, and its value of the tensors it shows: onnxruntime's, check/onnxrt.tensor_values)."""
     graph = compiled.graph
     want, _ = expected_values(graph, reference, sample, before)
     trace = trace_compiled_on_host(compiled, sample, before=before)
@@ -120,6 +139,9 @@ def layer_errors(compiled, reference: Graph, sample: Mapping[str, np.ndarray],
             t = graph[out]
             fig = dict(index=index, label=name(node), tensor=out, shape=tuple(t.shape), dtype=t.dtype,
                        differ=differing(got, np.asarray(want[out]), t.dtype), count=int(got.size))
+            if oracle is not None and out in oracle[1] and np.size(oracle[1][out]) == got.size:
+                shown = np.asarray(oracle[1][out]).reshape(got.shape).astype(np.float64)
+                fig.update(oracle_diff=float(np.abs(got.astype(np.float64) - shown).max(initial=0)))
             if out in matched:
                 value = np.asarray(floats[matched[out]], dtype=np.float64).reshape(t.shape)
                 err = np.abs(real(graph, out, got) - value)
@@ -130,4 +152,4 @@ def layer_errors(compiled, reference: Graph, sample: Mapping[str, np.ndarray],
     if float_graph is not None:
         source = (f"the float model's layers by mcudeploy's numpy reference, {len(matched)} of {len(layers)} matched "
                   f"(by tensor name, else the next layer of the same type and shape)")
-    return LayerReport(tuple(layers), source)
+    return LayerReport(tuple(layers), source, oracle[0] if oracle is not None else None)

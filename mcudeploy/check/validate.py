@@ -122,7 +122,7 @@ class Validation:
                       "c_vs_numpy_reference": {"bit_for_bit": self.ok, "differing_elements": self.not_exact},
                       "worst_sample": {"index": self.worst, "name": self.worst_name, "why": self.worst_why},
                       "layers": [dataclasses.asdict(layer) for layer in self.layers.layers],
-                      "layers_float_source": self.layers.float_source})
+                      "layers_float_source": self.layers.float_source, "layers_oracle": self.layers.oracle})
 
 
 # ---------------------------------------------------------------------------------------------- running
@@ -294,6 +294,18 @@ def accuracy(graph: Graph, labels: np.ndarray, source: str, outputs, ref, floats
     return Accuracy(name, graph[name].size, top1(outputs), top1(ref), top1(floats) if floats is not None else None)
 
 
+def _oracle_layers(model, reference: Graph, sample: dict) -> Optional[tuple[str, dict]]:
+    """onnxruntime's value of every tensor of an ONNX model it shows on ``sample`` (None for a .tflite, whose
+    TensorFlow Lite Micro shows only outputs, and for a stateful model, whose state onnxruntime does not carry)."""
+    from mcudeploy.frontend import is_tflite_model
+
+    if is_tflite_model(model) or reference.states:
+        return None
+    from mcudeploy.check.onnxrt import tensor_values
+
+    return "onnxruntime", tensor_values(model, reference, [sample])[0]
+
+
 def validate(compiled, reference: Graph, model, data: Dataset, float_ref: Optional[FloatReference] = None,
              pool=None, stream=None) -> tuple[Validation, list, object]:
     """Run ``data`` through the deployed plan ``compiled`` (of ``model``; ``reference`` the lowered model before
@@ -323,7 +335,8 @@ def validate(compiled, reference: Graph, model, data: Dataset, float_ref: Option
             why_worst = f"every sample's outputs equal {oracle}'s; the first shown"
         bar.stage(f"per-layer error on sample {worst}")
         layers = layer_errors(compiled, reference, samples[worst], samples[:worst] if graph.states else (),
-                              float_ref.graph if float_ref is not None else None)
+                              float_ref.graph if float_ref is not None else None,
+                              _oracle_layers(model, reference, samples[worst]))
     acc = accuracy(graph, data.labels, data.source, outputs, ref, floats) if data.labels is not None else None
     result = Validation(data.source, len(samples), compiled.board.name, oracle, tuple(reports), acc, not_exact, worst,
                         data.names[worst], why_worst, layers, float_ref.path if float_ref else None, why)
