@@ -205,6 +205,20 @@ def test_run_dataset_on_an_onnx_model_with_a_float_onnx_model(tmp_path, capsys):
                                                               for layer in report["layers"])
 
 
+def test_float_data_for_an_input_quantized_after_its_transpose(tmp_path):
+    """The shared int8 KWS ONNX takes its int8 input NHWC; its scale and zero point are on the Transpose's
+    output. Float data is quantized with them, as the header's quantize helper does (and run --input)."""
+    need_models()
+    graph = lower(import_model(MODELS / "onnx" / "kws_dscnn_int8.onnx"))
+    scale, zero = 0.584703, 83  # the DequantizeLinear after input_1's Transpose
+    codes = np.random.default_rng(4).integers(-128, 128, (3, 49, 10, 1)).astype(np.int8)
+    np.savez(tmp_path / "f.npz", x=((codes.astype(np.int64) - zero) * scale).astype(np.float32))
+    said = []
+    got = load_dataset(tmp_path / "f.npz", graph, said.append)
+    np.testing.assert_array_equal(np.stack([s["input_1"][0] for s in got.samples]), codes)
+    assert len(said) == 1 and "scale 0.584703 and zero point 83" in said[0], said
+
+
 def test_run_dataset_refusals(tmp_path, capsys):
     np.savez(tmp_path / "d.npz", x=np.zeros((2, 49, 10, 1), np.float32))
     for args, expected in ((["--check"], "give --dataset or --check, not both"),

@@ -24,7 +24,7 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 
-from mcudeploy.check.inputs import as_input, quantized_sentence, wanted
+from mcudeploy.check.inputs import as_input, input_tensor, quantized_sentence, wanted
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import Graph
 
@@ -64,7 +64,7 @@ def load_dataset(path: Union[str, os.PathLike], graph: Graph,
     else:
         data = _many(p, graph, quantized)
     for name, dtype in quantized.items():
-        say(quantized_sentence(path, graph[name], dtype))
+        say(quantized_sentence(path, input_tensor(graph, name), dtype))
     return data
 
 
@@ -128,7 +128,7 @@ def _many(path: Path, graph: Graph, quantized: dict) -> Dataset:
     inputs, label_key = _keys(path, list(data.files), graph)
     stacks, count = {}, None
     for name, key in inputs.items():
-        t, x = graph[name], _array(path, data, key)
+        t, x = input_tensor(graph, name), _array(path, data, key)
         if x.ndim == len(t.shape) + 1 and x.shape[1:] == t.shape:
             stack = x
         elif t.shape and t.shape[0] == 1 and x.ndim == len(t.shape) and x.shape[1:] == t.shape[1:]:
@@ -151,7 +151,8 @@ def _many(path: Path, graph: Graph, quantized: dict) -> Dataset:
             raise MCUDeployError(f"{path}: labels {label_key} are {y.dtype}{list(y.shape)}; --dataset takes integer "
                                  f"class indices, one per sample (int[{count}], not one-hot)")
         labels = y.astype(np.int64)
-    samples = [{name: _converted(f"{path} (sample {k})", graph[name], stacks[name][k], quantized) for name in stacks}
+    samples = [{name: _converted(f"{path} (sample {k})", input_tensor(graph, name), stacks[name][k], quantized)
+                for name in stacks}
                for k in range(count)]
     return Dataset(os.fspath(path), samples, labels, tuple(f"{path.name}[{k}]" for k in range(count)))
 
@@ -175,7 +176,7 @@ def _folder(folder: Path, graph: Graph, quantized: dict) -> Dataset:
             arrays, label = {names[0]: data}, None
         sample = {}
         for name, x in arrays.items():
-            t = graph[name]
+            t = input_tensor(graph, name)
             if t.shape and t.shape[0] == 1 and x.shape == t.shape[1:]:
                 x = x[None]
             sample[name] = _converted(os.fspath(f), t, x, quantized)

@@ -1,6 +1,7 @@
 """The inputs ``run`` feeds a model: seeded random samples, or the arrays of a .npy/.npz file."""
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Callable, Union
 
@@ -55,7 +56,20 @@ def load_input(path: Union[str, os.PathLike], graph: Graph,
         if len(names) != 1:
             raise MCUDeployError(f"{path} holds one array but the model has {len(names)} inputs; use .npz")
         sample = {names[0]: data}
-    return [{name: as_input(path, graph[name], x, say) for name, x in sample.items()}]
+    return [{name: as_input(path, input_tensor(graph, name), x, say) for name, x in sample.items()}]
+
+
+def input_tensor(graph: Graph, name: str):
+    """Input ``name`` with its quantization: its own, or for an integer input that only layout operators read (an
+    ONNX model's NHWC input before its Transpose) theirs, which the model's header gives too (codegen/facts.py)."""
+    t = graph[name]
+    if t.quant is None and t.dtype != "float32":
+        from mcudeploy.codegen.facts import quantization
+
+        q = quantization(graph, name)
+        if q is not None:
+            return dataclasses.replace(t, quant=q)
+    return t
 
 
 def wanted(t) -> str:
