@@ -404,23 +404,29 @@ def _run_dataset(args) -> int:
     if compiled.graph.states and len(data) > 1:
         _to_stderr(f"a stateful model: the {len(data)} samples run in sequence, each from the state the one before "
                    f"left")
+    sessions = 1  # a pool of N boards takes the samples in N runs at once, one session each (device/runner.py)
     if compiled.board.kind == "host":
         if args.boards != 1 or args.place is not None or args.port:
             raise MCUDeployError("--boards, --place and --port are for Cortex-M boards; the host board runs here")
         result, outputs, board_run = validate(compiled, reference, model, data, float_ref)
     else:
         with _pool(args, compiled.board.name) as pool:
+            sessions = 1 if compiled.graph.states else min(pool.size, len(data))
             result, outputs, board_run = validate(compiled, reference, model, data, float_ref, pool=pool)
     if args.output:
         _save_outputs(args.output, compiled.graph.model_outputs(), outputs, _to_stderr if args.json else print)
+    totals = [r.total_ticks for r in board_run.runs] if board_run is not None else []
     if args.json:
-        print(json.dumps(result.as_dict(), indent=1))
+        report = result.as_dict()
+        if board_run is not None:
+            report["board_run"] = {"sessions": sessions, "ticks_per_inference": [min(totals), max(totals)]}
+        print(json.dumps(report, indent=1))
     else:
         if board_run is not None:
-            totals = [r.total_ticks for r in board_run.runs]
             print("\n".join(board_run.firmware.report.lines()))
-            print(f"{len(totals)} samples in one session on {compiled.board.name}: {min(totals):,} .. "
-                  f"{max(totals):,} ticks per inference")
+            how = "in one session" if sessions == 1 else f"on {sessions} boards at once, one session each"
+            print(f"{len(totals)} samples on {compiled.board.name} {how}: {min(totals):,} .. {max(totals):,} ticks "
+                  f"per inference")
         print("\n".join(result.lines()))
     return 0 if result.ok else 1
 

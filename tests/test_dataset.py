@@ -246,3 +246,4 @@ def test_run_dataset_on_qemu(tmp_path, capsys):
     assert report["outputs"][0]["exact"] == 3 and report["c_vs_numpy_reference"]["bit_for_bit"]
     assert report["accuracy"]["deployed"] == pytest.approx(np.mean(np.argmax(saved.reshape(3, -1), -1) == y[:3]))
     assert len(report["layers"]) == 8 and report["float_model"] is None
+    assert report["board_run"]["sessions"] == 1 and report["board_run"]["ticks_per_inference"][0] > 0
