@@ -399,6 +399,8 @@ def _run_dataset(args) -> int:
     compiled, reference, model = _target(args, say=_to_stderr if args.json else print)
     data = load_dataset(args.dataset, compiled.graph, _to_stderr)
     if args.samples is not None:
+        if args.samples < 1:
+            raise MCUDeployError(f"--samples {args.samples}: give 1 or more (the first samples of the data set)")
         data = data.head(args.samples)
     float_ref = float_reference(args.float_model, reference) if args.float_model else None
     if compiled.graph.states and len(data) > 1:

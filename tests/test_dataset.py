@@ -225,6 +225,8 @@ def test_run_dataset_refusals(tmp_path, capsys):
                            (["--input", str(tmp_path / "d.npz")], "give --dataset or --input, not both")):
         assert main(["run", str(INT8), "-b", "host", "--dataset", str(tmp_path / "d.npz"), *args]) == 1
         assert expected in capsys.readouterr().err
+    assert main(["run", str(INT8), "-b", "host", "--dataset", str(tmp_path / "d.npz"), "--samples", "0"]) == 1
+    assert "--samples 0: give 1 or more" in capsys.readouterr().err
     assert main(["run", str(INT8), "-b", "host", "--json"]) == 1
     assert "--json applies to run --dataset" in capsys.readouterr().err
 
