@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -25,7 +26,7 @@ def main(argv=None) -> int:
     from mcudeploy.frontend import import_model
     from mcudeploy.pipeline import lower
 
-    sys.path.insert(0, "tests")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
     from shared_models import MODELS
     from tone_kws.features import TEST_SEED, make_set
 
