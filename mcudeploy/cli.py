@@ -19,6 +19,7 @@ from mcudeploy.search.budget import CANDIDATES, TIME_LIMIT as TUNE_TIME_LIMIT
 log = logging.getLogger("mcudeploy")
 SCHEDULE_TIME_LIMIT = 10.0  # --time-limit of the commands that compile a model, in effort seconds
 INTERNAL_ERROR = 3  # exit status of a bug (1: an error the user can fix, 2: argparse's usage errors)
+RANDOM_SAMPLES = 20  # run's random inputs (--samples)
 STREAM_STEPS = 20  # run --check of a stateful (streaming) model: at least this many inputs in sequence
 
 
@@ -357,7 +358,7 @@ def _run_system(args, system) -> int:
 
     plan = _compile_system(args, system)
     samples = check.load_input(args.input, plan.graph, _to_stderr) if args.input else \
-        check.random_inputs(plan.graph, args.samples)
+        check.random_inputs(plan.graph, args.samples if args.samples is not None else RANDOM_SAMPLES)
     result = run_system(plan, samples, check=args.check, ports=args.port or ())
     print("\n".join(system_lines(result.plan) + result.lines))
     if args.output:
@@ -370,7 +371,7 @@ def _run_system(args, system) -> int:
     return 0 if result.ok else 1
 
 
-def _save_outputs(path, names, outputs) -> None:
+def _save_outputs(path, names, outputs, say=print) -> None:
     import io
 
     import numpy as np
@@ -381,7 +382,59 @@ def _save_outputs(path, names, outputs) -> None:
     np.savez(buf, **{n: np.stack([o[k] for o in outputs]) for k, n in enumerate(names)})
     with writing(path):
         write_atomic(path, buf.getvalue())
-    print(f"wrote the outputs of {len(outputs)} sample(s) to {path}")
+    say(f"wrote the outputs of {len(outputs)} sample(s) to {path}")
+
+
+def _run_dataset(args) -> int:
+    """run --dataset: every sample of a data set on the deployed model, its reference and --float-model
+    (mcudeploy/check/validate.py); exit status 1 where the C differs from mcudeploy's numpy reference."""
+    import json
+
+    from mcudeploy.check.dataset import load_dataset
+    from mcudeploy.check.validate import float_reference, validate
+    from mcudeploy.project import is_project
+
+    given = [o for o, v in (("--input", args.input), ("--check", args.check)) if v]
+    if given:
+        raise MCUDeployError(f"give --dataset or {given[0]}, not both (--dataset compares every sample with the "
+                             f"reference itself)")
+    if not is_project(args.model) and args.board and _system(args) is not None:
+        raise MCUDeployError(f"--dataset runs on one board, not on the system {args.board}")
+    compiled, reference, model = _target(args, say=_to_stderr if args.json else print)
+    data = load_dataset(args.dataset, compiled.graph, _to_stderr)
+    if args.samples is not None:
+        if args.samples < 1:
+            raise MCUDeployError(f"--samples {args.samples}: give 1 or more (the first samples of the data set)")
+        data = data.head(args.samples)
+    float_ref = float_reference(args.float_model, reference) if args.float_model else None
+    if compiled.graph.states and len(data) > 1:
+        _to_stderr(f"a stateful model: the {len(data)} samples run in sequence, each from the state the one before "
+                   f"left")
+    sessions = 1  # a pool of N boards takes the samples in N runs at once, one session each (device/runner.py)
+    if compiled.board.kind == "host":
+        if args.boards != 1 or args.place is not None or args.port:
+            raise MCUDeployError("--boards, --place and --port are for Cortex-M boards; the host board runs here")
+        result, outputs, board_run = validate(compiled, reference, model, data, float_ref)
+    else:
+        with _pool(args, compiled.board.name) as pool:
+            sessions = 1 if compiled.graph.states else min(pool.size, len(data))
+            result, outputs, board_run = validate(compiled, reference, model, data, float_ref, pool=pool)
+    if args.output:
+        _save_outputs(args.output, compiled.graph.model_outputs(), outputs, _to_stderr if args.json else print)
+    totals = [r.total_ticks for r in board_run.runs] if board_run is not None else []
+    if args.json:
+        report = result.as_dict()
+        if board_run is not None:
+            report["board_run"] = {"sessions": sessions, "ticks_per_inference": [min(totals), max(totals)]}
+        print(json.dumps(report, indent=1))
+    else:
+        if board_run is not None:
+            print("\n".join(board_run.firmware.report.lines()))
+            how = "in one session" if sessions == 1 else f"on {sessions} boards at once, one session each"
+            print(f"{len(totals)} samples on {compiled.board.name} {how}: {min(totals):,} .. {max(totals):,} ticks "
+                  f"per inference")
+        print("\n".join(result.lines()))
+    return 0 if result.ok else 1
 
 
 def cmd_run(args) -> int:
@@ -389,11 +442,15 @@ def cmd_run(args) -> int:
     from mcudeploy.device.host import run_compiled_on_host
     from mcudeploy.project import is_project
 
+    if args.output:
+        check_output(args.output, folder=False)
+    if args.dataset:
+        return _run_dataset(args)
+    if args.json:
+        raise MCUDeployError("--json applies to run --dataset (the report as JSON)")
     if args.float_model and not args.check:
         raise MCUDeployError("--float-model applies only with --check")
     from mcudeploy.frontend import is_tflite_model
-    if args.output:
-        check_output(args.output, folder=False)
     system = None if is_project(args.model) else _system(args)
     if system is not None:
         return _run_system(args, system)
@@ -403,7 +460,8 @@ def cmd_run(args) -> int:
     if tflite and args.float_model:
         raise MCUDeployError(f"--float-model applies to ONNX models; {model} is checked against TensorFlow Lite Micro")
     float_model = check.float_model(args.float_model, reference) if args.float_model else None
-    count = max(args.samples, STREAM_STEPS) if graph.states and args.check else args.samples
+    samples_given = args.samples if args.samples is not None else RANDOM_SAMPLES
+    count = max(samples_given, STREAM_STEPS) if graph.states and args.check else samples_given
     samples = check.load_input(args.input, graph, _to_stderr) if args.input else check.random_inputs(graph, count)
     if graph.states and len(samples) > 1:
         print(f"a stateful model: {len(samples)} inputs in sequence, each call from the state the one before left")
@@ -698,12 +756,18 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--check", action="store_true",
                    help="check every operator against onnxruntime (a .tflite: the outputs against TensorFlow Lite "
                         "Micro, bit for bit) and the C against the numpy reference")
-    s.add_argument("--samples", type=int, default=20,
-                   help=f"random inputs for --check (default 20; a stateful model runs at least {STREAM_STEPS} in "
-                        f"sequence)")
+    s.add_argument("--samples", type=int,
+                   help=f"random inputs for --check (default {RANDOM_SAMPLES}; a stateful model runs at least "
+                        f"{STREAM_STEPS} in sequence); with --dataset, its first N samples")
+    s.add_argument("--dataset", metavar="DIR|FILE.npz",
+                   help="run every sample of a data set (a .npz of many samples, arrays keyed by input name or x, "
+                        "labels as y; or a folder of one-sample .npy/.npz files) on the model, its reference and "
+                        "--float-model: agreement per output, top-1 accuracy against the labels, the per-layer error "
+                        "on the worst sample (README: Validate on your data)")
+    s.add_argument("--json", action="store_true", help="with --dataset: print the report as JSON")
     s.add_argument("--float-model", metavar="FILE",
                    help="with --check, also report the outputs' SNR and top-1 against this float ONNX model (the "
-                        "one the int8 model was quantized from)")
+                        "one the int8 model was quantized from); with --dataset, a float ONNX or .tflite model")
     s.add_argument("-o", "--output", help="save the outputs to this .npz")
     _pool_options(s)
     _system_options(s)

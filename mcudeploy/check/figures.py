@@ -77,7 +77,7 @@ def snr_db(signal: np.ndarray, got: np.ndarray) -> float:
     return 10 * math.log10(power / noise) if power > 0 else math.nan
 
 
-def _classifier(shape: tuple[int, ...]) -> bool:
+def is_classifier(shape: tuple[int, ...]) -> bool:
     """One score per class: at most one dimension larger than 1."""
     return sum(d > 1 for d in shape) == 1
 
@@ -101,7 +101,7 @@ def end_to_end(graph: Graph, outputs: Sequence[Sequence[np.ndarray]], ort_output
         if t.dtype == "float32" and step is not None:
             diff = np.round(diff, 3)  # float noise in the scale product
         got_real, ort_real = real(graph, name, got), real(graph, name, ort)
-        classifier = _classifier(t.shape)
+        classifier = is_classifier(t.shape)
         fig = dict(name=name, dtype=t.dtype, unit="steps" if step is not None else "abs",
                    max_diff=float(diff.max(initial=0)), top1=_top1(got, ort) if classifier else None,
                    snr_db=snr_db(ort_real, got_real))

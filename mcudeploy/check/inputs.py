@@ -1,6 +1,7 @@
 """The inputs ``run`` feeds a model: seeded random samples, or the arrays of a .npy/.npz file."""
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Callable, Union
 
@@ -55,10 +56,23 @@ def load_input(path: Union[str, os.PathLike], graph: Graph,
         if len(names) != 1:
             raise MCUDeployError(f"{path} holds one array but the model has {len(names)} inputs; use .npz")
         sample = {names[0]: data}
-    return [{name: _as_input(path, graph[name], x, say) for name, x in sample.items()}]
+    return [{name: as_input(path, input_tensor(graph, name), x, say) for name, x in sample.items()}]
 
 
-def _wanted(t) -> str:
+def input_tensor(graph: Graph, name: str):
+    """Input ``name`` with its quantization: its own, or for an integer input that only layout operators read (an
+    ONNX model's NHWC input before its Transpose) theirs, which the model's header gives too (codegen/facts.py)."""
+    t = graph[name]
+    if t.quant is None and t.dtype != "float32":
+        from mcudeploy.codegen.facts import quantization
+
+        q = quantization(graph, name)
+        if q is not None:
+            return dataclasses.replace(t, quant=q)
+    return t
+
+
+def wanted(t) -> str:
     """"int16[1, 49, 10, 1] (scale 0.00013, zero point 0)": an input's type, shape and quantization."""
     if t.quant is None or t.dtype == "float32":
         return f"{t.dtype}{list(t.shape)}"
@@ -73,11 +87,11 @@ def _quant_text(t) -> str:
     return f"scale {t.quant.scale[0]:.6g} and zero point {t.quant.zero_point[0]}"
 
 
-def _as_input(path, t, x: np.ndarray, say: Callable[[str], None]) -> np.ndarray:
+def as_input(path, t, x: np.ndarray, say: Callable[[str], None]) -> np.ndarray:
     """Array ``x`` of the file as input tensor ``t``, or the one-sentence refusal."""
     given = f"{path}: input {t.name} is {x.dtype}{list(x.shape)}"
     if tuple(x.shape) != t.shape:
-        raise MCUDeployError(f"{given}; the model expects {_wanted(t)}")
+        raise MCUDeployError(f"{given}; the model expects {wanted(t)}")
     want = np.dtype(DTYPES[t.dtype])
     if x.dtype == want:
         return x
@@ -87,12 +101,17 @@ def _as_input(path, t, x: np.ndarray, say: Callable[[str], None]) -> np.ndarray:
     if want.kind in "iu" and kind in "iu" and np.can_cast(x.dtype, want, "safe"):
         return x.astype(want)
     if want.kind in "iu" and kind == "f" and t.quant is not None:
-        say(f"input {t.name}: the {x.dtype} values of {path} quantized to {t.dtype} with {_quant_text(t)} (to the "
-            f"nearest, ties to even, saturated), as the quantize helper of the model's header does")
+        say(quantized_sentence(path, t, x.dtype))
         return quantize(x, t)
     hint = " (or float values, which are quantized with its scale and zero point)" if t.quant is not None and \
         want.kind in "iu" else ""
-    raise MCUDeployError(f"{given}; the model expects {_wanted(t)}: give it as {t.dtype}{hint}")
+    raise MCUDeployError(f"{given}; the model expects {wanted(t)}: give it as {t.dtype}{hint}")
+
+
+def quantized_sentence(path, t, dtype) -> str:
+    """What is said once when the float values of ``path`` are quantized for input ``t``."""
+    return (f"input {t.name}: the {np.dtype(dtype)} values of {path} quantized to {t.dtype} with {_quant_text(t)} (to "
+            f"the nearest, ties to even, saturated), as the quantize helper of the model's header does")
 
 
 def quantize(x: np.ndarray, t) -> np.ndarray:

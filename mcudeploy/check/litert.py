@@ -9,6 +9,7 @@ check/tflm.py, samples in order on one interpreter (a stateful model's variables
 """
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -24,6 +25,7 @@ TIMEOUT_S = 600
 NAME = "LiteRT's reference kernels"
 
 
+@functools.lru_cache(maxsize=1)  # a child Python each time: asked once per process
 def available() -> str | None:
     """None when ai-edge-litert can be imported, else why not (one clause)."""
     run = subprocess.run([sys.executable, "-c", "from ai_edge_litert import interpreter"], capture_output=True,

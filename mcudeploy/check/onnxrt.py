@@ -23,7 +23,7 @@ Model = Union[str, os.PathLike, onnx.ModelProto]
 ELEM_TYPES = {dtype: elem for elem, dtype in ONNX_DTYPES.items()}
 
 
-def _session(model: onnx.ModelProto):
+def session_of(model: onnx.ModelProto):
     import onnxruntime as ort
 
     so = ort.SessionOptions()
@@ -38,7 +38,7 @@ def model_proto(model: Model) -> onnx.ModelProto:
 
 def run_onnxruntime(model: Model, samples, input_shapes=None) -> list[list[np.ndarray]]:
     """The model's outputs on each sample (dict input name -> array), in graph order."""
-    session = _session(model_proto(model))
+    session = session_of(model_proto(model))
     return [session.run(None, dict(s)) for s in samples]
 
 
@@ -83,7 +83,7 @@ def tensor_values(model: Model, graph: Graph, samples: Sequence[dict]) -> list[d
         else:  # a tensor of the graph, or the float one a QuantizeLinear rounds (shape inference does not type
             elem = ELEM_TYPES[graph[name].dtype] if name in graph.tensors else onnx.TensorProto.FLOAT  # com.microsoft's)
         exposed.graph.output.append(helper.make_tensor_value_info(name, elem, None))
-    session = _session(exposed)
+    session = session_of(exposed)
     names = [o.name for o in exposed.graph.output]
     out = []
     for sample in samples:

@@ -7,6 +7,7 @@ cannot run may abort the process. The outputs come back in the order of the mode
 """
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -22,6 +23,7 @@ ARENA_BYTES = 16 << 20  # ample for every model a microcontroller runs; TFLM tak
 TIMEOUT_S = 600
 
 
+@functools.lru_cache(maxsize=1)  # a child Python each time: asked once per process
 def available() -> str | None:
     """None when tflite-micro can be imported, else why not (one clause)."""
     run = subprocess.run([sys.executable, "-c", "from tflite_micro.python.tflite_micro import runtime"],

@@ -9,7 +9,7 @@ import logging
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping, Optional, Sequence
+from typing import Callable, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -121,24 +121,25 @@ def _check_model(session: Session, firmware: Optional[Firmware], board: Board) -
 
 def run_on_board(compiled, samples: Sequence[Mapping[str, np.ndarray]], port: Optional[str] = None,
                  workdir: Optional[Path] = None, timeout: Optional[float] = None, flash=None,
-                 pool: Optional[BoardPool] = None) -> BoardRun:
+                 pool: Optional[BoardPool] = None, on_sample: Optional[Callable[[], None]] = None) -> BoardRun:
     """Build the model's firmware for ``compiled.board`` and run every sample in one session (``flash``:
     how the board behind ``port`` is given the firmware first, a farm place's, device/farm.py). With a
     ``pool`` of several boards the samples are cut into as many consecutive runs, one per board at once
     (device/pool.py), and their results put back in the samples' order; a stateful model's run in order on
-    one board, from its initial state (the first RUN resets it)."""
+    one board, from its initial state (the first RUN resets it). ``on_sample`` is called after each sample
+    (from the pool's threads), for a progress bar."""
     board = compiled.board
     with tempfile.TemporaryDirectory(prefix="mcud-board-") as tmp:
         folder = Path(workdir or tmp)
         firmware = build_for_board(compiled, folder)
         if pool is None:
-            done = [_run_samples(compiled, firmware, samples, port, timeout, folder / "inputs.bin", flash)]
+            done = [_run_samples(compiled, firmware, samples, port, timeout, folder / "inputs.bin", flash, on_sample)]
         else:  # a stateful model's samples are one sequence: one board runs them all
             parts = 1 if compiled.graph.states else max(1, min(pool.size, len(samples)))
             cuts = [len(samples) * k // parts for k in range(parts + 1)]
             done = pool.map([Job(f"{cuts[k + 1] - cuts[k]} sample(s) of {model_name(compiled)}",
                                  functools.partial(_run_part, compiled, firmware, samples[cuts[k]:cuts[k + 1]], timeout,
-                                                   folder / f"inputs-{k}.bin"))
+                                                   folder / f"inputs-{k}.bin", on_sample))
                              for k in range(parts)])
     outputs = [o for part in done for o in part[0]]
     runs = [r for part in done for r in part[1]]
@@ -147,12 +148,12 @@ def run_on_board(compiled, samples: Sequence[Mapping[str, np.ndarray]], port: Op
     return BoardRun(outputs, runs, info, firmware, op_labels(compiled), ipt)
 
 
-def _run_part(compiled, firmware: Firmware, samples, timeout, bulk: Path, on) -> tuple:
-    return _run_samples(compiled, firmware, samples, on.port, timeout, bulk, on.flash)
+def _run_part(compiled, firmware: Firmware, samples, timeout, bulk: Path, on_sample, on) -> tuple:
+    return _run_samples(compiled, firmware, samples, on.port, timeout, bulk, on.flash, on_sample)
 
 
 def _run_samples(compiled, firmware: Firmware, samples, port: Optional[str], timeout: Optional[float], bulk: Path,
-                 flash=None) -> tuple[list, list, DeviceInfo]:
+                 flash=None, on_sample: Optional[Callable[[], None]] = None) -> tuple[list, list, DeviceInfo]:
     """(outputs, runs, the board's info) of ``samples`` in one session on the board behind ``port`` (None:
     an emulator of its own); ``bulk``: where a local emulator reads the inputs from."""
     graph, board = compiled.graph, compiled.board
@@ -186,6 +187,8 @@ def _run_samples(compiled, firmware: Firmware, samples, port: Optional[str], tim
             outputs.append([output_array(graph, n, b) for b, n in zip(raw, graph.model_outputs())])
             runs.append(result)
             log.info("sample %d: %d ticks", k, result.total_ticks)
+            if on_sample is not None:
+                on_sample()
     return outputs, runs, info
 
 
