@@ -91,7 +91,12 @@ def _model_options(p: argparse.ArgumentParser, project: bool = False) -> None:
 # refused with a folder, whose plan already fixes them (_given_plan_options).
 PLAN_OPTIONS = (("--input-shape", "input_shape", []), ("--int8-input", "int8_input", False),
                 ("--stream-input", "stream_input", False), ("--fast-memory", "fast_memory", None),
-                ("--schedule", "schedule", "auto"), ("--time-limit", "time_limit", SCHEDULE_TIME_LIMIT))
+                ("--schedule", "schedule", "auto"), ("--time-limit", "time_limit", SCHEDULE_TIME_LIMIT),
+                ("--objective", "objective", None), ("--memory-budget", "memory_budget", None))
+# --objective for one board (mcudeploy/objective.py; as in objective.OBJECTIVES, which checks it: importing it
+# here would cost every command the planner's imports) and for a system of chips (stages/partition.py)
+BOARD_OBJECTIVES = ("memory", "latency", "balanced")
+SYSTEM_OBJECTIVES = ("throughput", "fit")
 
 
 def _plan_options(p: argparse.ArgumentParser, tune: bool = False) -> None:
@@ -116,6 +121,18 @@ def _plan_options(p: argparse.ArgumentParser, tune: bool = False) -> None:
                    help=f"execution order: {', '.join(SCHEDULE_METHODS)} (default auto: exact where the graph is small "
                         f"enough for the time limit, else the refined heuristic)"
                         + ("; tune takes only auto: it compiles the kept cuts with several methods" if tune else ""))
+    p.add_argument("--objective", choices=BOARD_OBJECTIVES + SYSTEM_OBJECTIVES, metavar="OBJECTIVE",
+                   help="what the plan is for. One board: memory (default), the least arena; latency, the fastest "
+                        "plan whose arena fits --memory-budget or else the board's first region (kernels keep their "
+                        "scratch unless it must go to fit); balanced, the fastest within 1.25x the memory "
+                        "objective's arena" + ("; tune: memory, the least arena within --max-overhead, or latency, "
+                                               "the least measured ticks within the budget" if tune else
+                                               ". A system (-b SYSTEM): throughput (default), the least bottleneck "
+                                               "over --stages stages; fit, the fewest stages whose weights and arena "
+                                               "fit their chips"))
+    p.add_argument("--memory-budget", metavar="BYTES",
+                   help="with --objective latency or balanced: the bytes the arena may take in the board's first "
+                        "region (65536, 64K; default: the region, less the stack)")
     if not tune:
         p.add_argument("--time-limit", type=float, default=SCHEDULE_TIME_LIMIT, metavar="S",
                        help="effort the schedule method may spend, in seconds of work on an idle machine (CP-SAT's "
@@ -134,7 +151,17 @@ def _plan_arguments(args) -> dict:
 
     return dict(input_shapes=parse_input_shapes(args.input_shape), schedule_method=args.schedule,
                 schedule_time_limit=args.time_limit, int8_input=args.int8_input, stream_input=args.stream_input,
-                fast_memory=args.fast_memory)
+                fast_memory=args.fast_memory, objective=_objective(args))
+
+
+def _objective(args):
+    """The board's objective (--objective, --memory-budget), checked: a system's objective is refused here."""
+    from mcudeploy.objective import Objective, parse_memory_budget
+
+    if args.objective in SYSTEM_OBJECTIVES:
+        raise MCUDeployError(f"--objective {args.objective} applies to a system of cores or chips (e.g. -b qemu-m4x2), "
+                             f"not to the board {args.board}; a board takes {', '.join(BOARD_OBJECTIVES)}")
+    return Objective(args.objective or "memory", parse_memory_budget(args.memory_budget))
 
 
 def _c_options(p: argparse.ArgumentParser) -> None:
@@ -159,9 +186,6 @@ def _code(args):
 def _system_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stages", type=int, metavar="N",
                    help="with a system as -b (boards/systems/): the pipeline's stages (default: one per core)")
-    p.add_argument("--objective", choices=("throughput", "fit"), default="throughput",
-                   help="with a system: throughput (default), the least bottleneck over --stages stages; fit, the "
-                        "fewest stages whose weights and arena fit their chips")
 
 
 def _system(args):
@@ -171,15 +195,18 @@ def _system(args):
 
     if not args.board or not is_system(args.board):
         given = [o for o, v in (("--stages", getattr(args, "stages", None)),
-                                ("--objective", getattr(args, "objective", "throughput") != "throughput")) if v]
+                                (f"--objective {args.objective}", args.objective in SYSTEM_OBJECTIVES)) if v]
         if given:
             raise MCUDeployError(f"{given[0]} applies to a system of cores or chips (e.g. -b qemu-m4x2), not to "
                                  f"the board {args.board}")
         return None
     ports = getattr(args, "port", None) if args.command not in ("flash", "run", "measure") else None  # one per stage
-    given = [o for o, v in (("--fast-memory", getattr(args, "fast_memory", None)), ("--port", ports)) if v]
+    given = [o for o, v in (("--fast-memory", getattr(args, "fast_memory", None)), ("--port", ports),
+                            (f"--objective {args.objective}", args.objective in BOARD_OBJECTIVES),
+                            ("--memory-budget", args.memory_budget)) if v]
     if given:
-        raise MCUDeployError(f"{given[0]} applies to one board, not to the system {args.board}")
+        raise MCUDeployError(f"{given[0]} applies to one board, not to the system {args.board}"
+                             + (f" (a system takes {', '.join(SYSTEM_OBJECTIVES)})" if "objective" in given[0] else ""))
     return load_system(args.board)
 
 
@@ -188,13 +215,14 @@ def _compile_system(args, system):
     from mcudeploy.pipeline import lower
     from mcudeploy.stages.system_plan import compile_system
 
-    options = _plan_arguments(args)  # _system refused --fast-memory
+    # _system refused --fast-memory and a board's objective; args.objective is the system's own
+    options = _plan_arguments(argparse.Namespace(**{**vars(args), "objective": None}))
     if options["stream_input"]:
         raise MCUDeployError("--stream-input applies to a model on one board; a system's stages pass their "
                              "inputs between cores or chips whole")
     graph = lower(import_model(args.model, options["input_shapes"]), int8_input=options["int8_input"])
-    return compile_system(graph, system, args.model, args.stages, args.objective, options["schedule_method"],
-                          options["schedule_time_limit"])
+    return compile_system(graph, system, args.model, args.stages, args.objective or "throughput",
+                          options["schedule_method"], options["schedule_time_limit"])
 
 
 def _allow_overflow_option(p: argparse.ArgumentParser) -> None:

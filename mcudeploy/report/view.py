@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import DTYPES, itemsize
+from mcudeploy.objective import objective_line
 
 DEFAULT_REGION = "arena"
 REQUIRED = ("model", "board", "arena_bytes", "lower_bound_bytes", "order", "buffers")
@@ -219,7 +220,7 @@ def plan_view(plan: dict, source: str = "the plan") -> dict:
                  "node": order[peak_step]["node"] if peak_step >= 0 else "",
                  "buffers": at_peak},
         "operators": rows, "split": split_view(plan), "offload": plan.get("offload"), "state": state_view(plan),
-        "io": io_view(plan),
+        "io": io_view(plan), "objective": objective_line(plan.get("objective")),
         "marks": offload_marks(plan, first_region) if plan.get("offload") else [],
     }
 
