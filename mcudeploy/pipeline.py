@@ -174,7 +174,8 @@ def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optiona
         done = arrange()
     else:
         kept = rewrite_ordered(graph, sched.order, board, "keep", rewrites)
-        done, objective = latency_plan(arrange, scratch_steps(*kept, board.alignment), board, objective)
+        done, objective = latency_plan(arrange, scratch_steps(*kept, board.alignment), board, objective,
+                                       os.path.basename(name or graph.name))
     rewritten, order, lives, placement, offload = done
     sched = dataclasses.replace(sched, order=order)
     return Compiled(name or graph.name, board, rewritten, sched, lives, placement, tuple(scheme), int8_input=int8_input,
@@ -212,8 +213,8 @@ def _without_scratch(graph: Graph) -> int:
     return sum(1 for n in graph.nodes if n.attrs.get("scratch", 1) == 0)
 
 
-def latency_plan(arrange: Callable[[Optional[int]], Arranged], steps, board: Board,
-                 objective: Objective) -> tuple[Arranged, Objective]:
+def latency_plan(arrange: Callable[[Optional[int]], Arranged], steps, board: Board, objective: Objective,
+                 model: str = "the model") -> tuple[Arranged, Objective]:
     """The fastest plan of one order within the objective's budget (mcudeploy/objective.py), and the
     objective with what it met. ``arrange(limit)`` places the order with the scratch of every step whose
     live bytes exceed ``limit`` given up (None: the memory plan's); ``steps``: offload.scratch_steps of
@@ -238,7 +239,7 @@ def latency_plan(arrange: Callable[[Optional[int]], Arranged], steps, board: Boa
     met = dataclasses.replace(objective, limit_bytes=limit, limit_from=source, memory_arena_bytes=memory_first,
                               memory_without_scratch=_without_scratch(memory[0]))
     if memory_first > limit and source == "--memory-budget":
-        raise MCUDeployError(f"no plan of this model fits --memory-budget {limit:,} B: even the memory objective's "
+        raise MCUDeployError(f"no plan of {model} fits --memory-budget {limit:,} B: even the memory objective's "
                              f"arena needs {memory_first:,} B in {areas(board)[0].name} "
                              f"({memory_first - limit:,} B over)")
     target = limit
