@@ -540,12 +540,13 @@ def cmd_tune(args) -> int:
                              f"methods and keeps the least arena): --schedule {args.schedule} applies to compile, "
                              f"plan, run, measure and flash")
     code = _code(args)
+    objective = _objective(args)
     try:
         with _pool(args, args.board) as pool:
             tuner = Tuner(args.model, args.board, args.output, max_overhead=args.max_overhead,
                           time_limit=args.time_limit, input_shapes=parse_input_shapes(args.input_shape),
                           budget=args.budget, int8_input=args.int8_input, fast_memory=args.fast_memory, pool=pool,
-                          stream_input=args.stream_input)
+                          stream_input=args.stream_input, objective=objective)
             result = tuner.run()
     except KeyboardInterrupt:
         print(f"mcudeploy: tune interrupted; what it learnt is in {Path(args.output) / STATE_FILE}: run the same "
@@ -555,6 +556,12 @@ def cmd_tune(args) -> int:
     with writing(args.output):
         out = write_result(result, code)
     best, base = result.best, result.baseline
+    if objective.name != "memory":
+        print(f"objective {objective.name}: arena {best.arena:,} B (the memory objective's {base.arena:,} B); "
+              f"{best.ticks:,} ticks measured (the memory objective's {base.ticks:,}, "
+              f"{best.ticks / base.ticks - 1:+.1%}); whole runs {best.run_ticks:,} and {base.run_ticks:,} ticks")
+        print(f"wrote {out}/model.c, {code.c_name(args.model)}.h, the build files and plan.json")
+        return 0
     saved = 1 - best.arena / base.arena
     if best.compiled.offload is not None:
         print(offload_line(best))
@@ -706,13 +713,15 @@ def parser() -> argparse.ArgumentParser:
     _system_options(s)
     s.set_defaults(run=cmd_measure)
 
-    s = sub.add_parser("tune", help="split operators for the least memory within a latency budget, timed on a board")
+    s = sub.add_parser("tune", help="split operators for the least memory within a latency budget, timed on a board "
+                                    "(--objective latency: the least ticks within a memory budget)")
     s.add_argument("model", help="the model file (.onnx or .tflite)")
     _board_option(s)
     _plan_options(s, tune=True)
     _allow_overflow_option(s)
     s.add_argument("--max-overhead", type=float, default=0.05, metavar="F",
-                   help="latency the split may add, as a fraction of the unsplit model's (default 0.05)")
+                   help="latency the split may add, as a fraction of the unsplit model's (default 0.05; the memory "
+                        "objective's)")
     s.add_argument("--budget", type=int, default=CANDIDATES, metavar="N",
                    help="candidate schemes the search may evaluate (compile and estimate; the best are timed on the "
                         f"board): work, not seconds, so the same options give the same plan on a busy machine "
