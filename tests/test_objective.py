@@ -148,3 +148,29 @@ def test_a_system_refuses_a_boards_objective_and_a_folder_any(tmp_path, capsys):
     assert main(["compile", str(MODEL), "-b", "host", "-o", str(out)]) == 0
     capsys.readouterr()
     assert "--objective applies only to a model file" in _error(capsys, ["run", str(out), "--objective", "latency"])
+
+
+def _scratch_model_ticks(compiled) -> int:
+    """A latency model for the search (no board): a kernel without its scratch costs 10x (the pointwise
+    convolutions of this model measured 12,388,040 against 1,222,120 instructions, benchmarks/README)."""
+    return sum(1000 if n.attrs.get("scratch", 1) == 0 else 100 for n in compiled.order)
+
+
+@pytest.mark.parametrize("budget, kept", [(None, 0), (KEEP_ARENA - 1, 4)])
+def test_tune_latency_keeps_the_least_ticks_within_the_budget(tmp_path, budget, kept):
+    from mcudeploy.search import Tuner, write_result
+    from mcudeploy.simulate.timing_cache import TimingCache
+
+    said = []
+    tuner = Tuner(MODEL, "qemu-m4", tmp_path / "out", measure=_scratch_model_ticks, progress=said.append,
+                  cache=TimingCache("qemu-m4", tmp_path / "cache"), effort=1.0,
+                  objective=Objective("latency", budget))
+    result = tuner.run()
+    best, base = result.best, result.baseline
+    assert len(_without(base.compiled)) == 4 and len(_without(best.compiled)) == kept
+    assert best.ticks == _scratch_model_ticks(best.compiled) <= base.ticks
+    assert _first(best.compiled) <= (budget or best.compiled.objective.limit_bytes)
+    assert any("latency @ refine" in line for line in said)
+    plan = json.loads((write_result(result) / "plan.json").read_text())
+    assert plan["objective"]["name"] == "latency" and "split" not in plan
+    assert plan["latency"]["baseline_ticks"] == base.ticks
