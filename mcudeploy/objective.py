@@ -12,8 +12,8 @@
   the live bytes, as far as the memory plan's set at most. So the latency plan runs a subset of the
   memory plan's slow kernels, never more. Nothing is split, swapped or recomputed that the memory
   plan does not (compile never splits; a swap comes only where the first region cannot hold the plan).
-- balanced: the latency objective within BALANCED_FACTOR times the memory plan's arena (and within
-  the budget above): the fastest plan at most a quarter above the least memory.
+- balanced: the latency objective whose whole arena is also within BALANCED_FACTOR times the memory
+  plan's: the fastest plan at most a quarter above the least memory of its order.
 """
 from __future__ import annotations
 
@@ -29,14 +29,15 @@ BALANCED_FACTOR = 1.25  # balanced: the arena at most this times the memory obje
 @dataclass(frozen=True)
 class Objective:
     """The objective asked for (``name``, ``budget_bytes`` as given by --memory-budget), and once a plan
-    is made, what it met: the budget in force (``limit_bytes``, and ``limit_from``: "--memory-budget",
-    "board" or "balanced"), the memory plan's first-region arena and how many kernels each plan runs
-    without scratch."""
+    is made, what it met: the budget of the first region (``limit_bytes``, and ``limit_from``:
+    "--memory-budget" or "board"), balanced's bound on the whole arena, the memory plan's arena and how
+    many kernels each plan runs without scratch."""
 
     name: str = "memory"
     budget_bytes: Optional[int] = None
     limit_bytes: Optional[int] = None
     limit_from: Optional[str] = None
+    arena_limit_bytes: Optional[int] = None  # balanced: BALANCED_FACTOR times the memory plan's whole arena
     memory_arena_bytes: Optional[int] = None
     without_scratch: Optional[int] = None
     memory_without_scratch: Optional[int] = None
@@ -55,7 +56,8 @@ class Objective:
         if self.name == "memory":
             return {"name": "memory"}
         return {"name": self.name, "budget_bytes": self.budget_bytes, "limit_bytes": self.limit_bytes,
-                "limit_from": self.limit_from, "memory_arena_bytes": self.memory_arena_bytes,
+                "limit_from": self.limit_from, "arena_limit_bytes": self.arena_limit_bytes,
+                "memory_arena_bytes": self.memory_arena_bytes,
                 "kernels_without_scratch": self.without_scratch,
                 "memory_kernels_without_scratch": self.memory_without_scratch,
                 **({"balanced_factor": BALANCED_FACTOR} if self.name == "balanced" else {})}
@@ -66,7 +68,7 @@ class Objective:
         if not entry:
             return cls()
         return cls(entry["name"], entry.get("budget_bytes"), entry.get("limit_bytes"), entry.get("limit_from"),
-                   entry.get("memory_arena_bytes"), entry.get("kernels_without_scratch"),
+                   entry.get("arena_limit_bytes"), entry.get("memory_arena_bytes"), entry.get("kernels_without_scratch"),
                    entry.get("memory_kernels_without_scratch"))
 
 
@@ -93,13 +95,16 @@ def objective_line(entry: Optional[dict]) -> str:
     if not entry or entry.get("name", "memory") == "memory":
         return "objective memory: the least arena (kernels whose scratch would raise the peak run without it)"
     limit = entry.get("limit_bytes")
-    source = {"--memory-budget": "--memory-budget", "board": "the board's first region",
-              "balanced": f"{entry.get('balanced_factor', BALANCED_FACTOR):g}x the memory objective's arena"}
-    within = f"within {limit:,} B ({source.get(entry.get('limit_from'), entry.get('limit_from'))})" \
-        if limit is not None else "with no memory limit"
+    source = {"--memory-budget": "--memory-budget", "board": "its size less the stack and states"}
+    within = f"{limit:,} B in the first region ({source.get(entry.get('limit_from'), entry.get('limit_from'))})" \
+        if limit is not None else "no memory limit"
+    cap = entry.get("arena_limit_bytes")
+    if cap is not None:
+        within = f"an arena of {cap:,} B ({entry.get('balanced_factor', BALANCED_FACTOR):g}x the memory objective's) " \
+                 f"and {within}"
     runs = entry.get("kernels_without_scratch")
     memory = entry.get("memory_kernels_without_scratch")
     kernels = f"; {runs} kernel(s) without scratch, the memory objective {memory}" if runs is not None else ""
     arena = entry.get("memory_arena_bytes")
     arena = f"; the memory objective's arena {arena:,} B" if arena is not None else ""
-    return f"objective {entry['name']}: the fastest plan {within}{kernels}{arena}"
+    return f"objective {entry['name']}: the fastest plan within {within}{kernels}{arena}"

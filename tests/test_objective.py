@@ -75,9 +75,8 @@ def test_the_latency_plan_is_never_slower_than_the_memory_plan_nor_over_its_budg
 
 def test_balanced_is_the_latency_plan_within_its_factor_of_the_memory_arena(lowered):
     plan = compile_graph(lowered, "qemu-m4", str(MODEL), objective=Objective("balanced"))
-    assert plan.objective.limit_bytes == int(MEMORY_ARENA * BALANCED_FACTOR)
-    assert plan.objective.limit_from == "balanced" and not _without(plan)
-    # a board budget below the factor's is the one in force
+    assert plan.objective.arena_limit_bytes == int(MEMORY_ARENA * BALANCED_FACTOR) and not _without(plan)
+    # a first-region budget below the factor's is the one in force
     tight = compile_graph(lowered, "qemu-m4", str(MODEL), objective=Objective("balanced", MEMORY_ARENA))
     assert tight.objective.limit_bytes == MEMORY_ARENA and _without(tight) == _without(
         compile_graph(lowered, "qemu-m4", str(MODEL)))
@@ -106,6 +105,9 @@ def test_the_latency_plan_gives_up_scratch_only_as_far_as_the_placement_needs():
     # 160 keeps b and c (175 placed); the limit goes 15 bytes lower, past b's step: c's scratch is kept
     assert placement.arena_bytes == 145 and asked == [None, 160, 145]
     assert met.limit_bytes == 160 and met.memory_arena_bytes == 125
+    asked.clear()  # balanced: the whole arena within 1.25x the memory plan's 125 B, 156 B
+    (_, _, _, placement, _), met = latency_plan(arrange, steps, load_board("host"), Objective("balanced"))
+    assert placement.arena_bytes == 145 and asked == [None, 156, 137] and met.arena_limit_bytes == 156
     with pytest.raises(MCUDeployError, match=r"^no plan of m\.tflite fits --memory-budget 124 B: .* \(1 B over\)$"):
         latency_plan(arrange, steps, load_board("host"), Objective("latency", 124), "m.tflite")
 
@@ -117,7 +119,8 @@ def test_plan_json_the_summary_and_the_report_say_which_objective(tmp_path, caps
     out = tmp_path / "out"
     assert main(["compile", str(MODEL), "-b", "host", "--objective", "latency", "--memory-budget", "30K",
                  "-o", str(out)]) == 0
-    assert "objective latency: the fastest plan within 30,720 B (--memory-budget)" in capsys.readouterr().out
+    assert "objective latency: the fastest plan within 30,720 B in the first region (--memory-budget)" in \
+        capsys.readouterr().out
     plan = json.loads((out / "plan.json").read_text())
     assert plan["objective"]["name"] == "latency" and plan["objective"]["budget_bytes"] == 30_720
     assert plan["objective"]["kernels_without_scratch"] == 0 and plan["objective"]["memory_kernels_without_scratch"] == 4
