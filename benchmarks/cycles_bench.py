@@ -27,6 +27,9 @@ plan, the least arena) and ``--objective latency`` (the fastest plan whose arena
 region: every kernel keeps its scratch unless it must go to fit); both are traced, and their estimated
 milliseconds and arenas printed side by side.
 
+With ``--board nucleo-f746zg`` the traces are ``qemu-m7``'s and the published columns are empty (the figures above
+are NUCLEO-L4R5ZI's).
+
     python benchmarks/cycles_bench.py [--models DIR] [--board nucleo-l4r5zi] [--objectives memory,latency] [--json]
 """
 from __future__ import annotations
@@ -48,7 +51,11 @@ from mcudeploy.objective import Objective  # noqa: E402
 from mcudeploy.pipeline import compile_model  # noqa: E402
 
 MODELS = Path(os.environ.get("MCUDEPLOY_MODELS", ROOT.parent / "shared" / "models"))
-# MLPerf Tiny on NUCLEO-L4R5ZI, ms (see the module's docstring for each figure's round and file)
+# the emulated board whose traces stand for a real board's core
+EMULATED = {"cortex-m4": "qemu-m4", "cortex-m7": "qemu-m7"}
+# MLPerf Tiny on NUCLEO-L4R5ZI, ms (see the module's docstring for each figure's round and file); none is
+# printed for another board
+PUBLISHED_BOARD = "nucleo-l4r5zi"
 PUBLISHED = {
     "kws_dscnn_int8": {"X-CUBE-AI": 43.4, "TFLM": round(1000 / 5.497, 1)},
     "vww_mobilenetv1_int8": {"X-CUBE-AI": round(1000 / 8.425, 1), "TFLM": round(1000 / 1.665, 1)},
@@ -58,12 +65,13 @@ PUBLISHED = {
 
 
 def estimate(path: Path, board: str, objective: str) -> dict:
-    """One plan of the model (for qemu-m4, with the real board's first region as the latency budget's
-    bound: the plan must fit the board it is estimated for), traced and weighted for ``board``."""
+    """One plan of the model (for the emulated board of ``board``'s core, EMULATED, with the real board's
+    first region as the latency budget's bound: the plan must fit the board it is estimated for), traced
+    and weighted for ``board``."""
     target_board = load_board(board)
     # the latency budget is the real board's first region (less its stack), not the emulator's 4 MB
     budget = areas(target_board)[0].capacity if objective != "memory" else None
-    compiled = compile_model(str(path), "qemu-m4", objective=Objective(objective, budget))
+    compiled = compile_model(str(path), EMULATED[target_board.core], objective=Objective(objective, budget))
     target = target_for(target_board, compiled.board)
     spans = trace_model(compiled)
     cycles = sum(estimate_cycles(s, target) for s in spans)
@@ -81,7 +89,8 @@ def estimate(path: Path, board: str, objective: str) -> dict:
 def bench(path: Path, board: str, objectives=("memory", "latency")) -> dict:
     plans = {o: estimate(path, board, o) for o in objectives}
     first = plans[objectives[0]]
-    return {"model": path.stem, "board": board, "published_ms": PUBLISHED[path.stem], "target": first["target"],
+    published = PUBLISHED[path.stem] if board == PUBLISHED_BOARD else {"X-CUBE-AI": None, "TFLM": None}
+    return {"model": path.stem, "board": board, "published_ms": published, "target": first["target"],
             "objectives": plans}
 
 
@@ -108,7 +117,7 @@ def main() -> int:
         pub = r["published_ms"]
 
         def shown(v):
-            return f"{v:.1f}" if v is not None else "not found"
+            return f"{v:.1f}" if v is not None else "–"
 
         cells = ""
         for o in objectives:

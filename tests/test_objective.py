@@ -15,7 +15,7 @@ from mcudeploy.ir import Graph
 from mcudeploy.memory.alias import SHARING
 from mcudeploy.memory.lifetimes import SCRATCH, Lifetimes, lifetimes
 from mcudeploy.objective import BALANCED_FACTOR, Objective
-from mcudeploy.pipeline import compile_graph, compile_model, lower
+from mcudeploy.pipeline import compile_graph, lower
 from mcudeploy.frontend import import_model
 
 MODEL = Path(__file__).resolve().parent / "keras_corpus" / "dscnn_gap-int16.tflite"
@@ -86,7 +86,7 @@ def test_the_latency_plan_gives_up_scratch_only_as_far_as_the_placement_needs():
     """Where the placed arena lands above the live bytes, the limit goes down to the next step with scratch
     (pipeline.latency_plan), and never below the memory plan's set."""
     from mcudeploy.offload.scratch import ScratchSteps
-    from mcudeploy.pipeline import latency_plan
+    from mcudeploy.objective import latency_plan
     from mcudeploy.boards import load_board
     from mcudeploy.memory.place import Placement
 
