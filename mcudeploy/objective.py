@@ -6,12 +6,12 @@
   board's first memory region (its size less the stack, the states and the reserved bytes: what
   mcudeploy/fit.py checks). The order is the memory plan's (orders cost no time); every kernel keeps
   its scratch, and where the arena is over the budget, scratch goes from the steps of the most live
-  bytes down (pipeline.latency_plan). Dropping a kernel's scratch only lowers the peak where its step is
+  bytes down (latency_plan). Dropping a kernel's scratch only lowers the peak where its step is
   above the others, so for a budget the set of steps that must give theirs up is fixed: every step
   whose live bytes exceed it; the search only goes further down where the placed arena lands above
   the live bytes, as far as the memory plan's set at most. So the latency plan runs a subset of the
-  memory plan's slow kernels, never more. Nothing is split, swapped or recomputed that the memory
-  plan does not (compile never splits; a swap comes only where the first region cannot hold the plan).
+  memory plan's slow kernels, never more. Nothing is split (compile never splits), and no more bytes go
+  to a slower region (swapped or kept there) than in the memory plan.
 - balanced: the latency objective whose whole arena is also within BALANCED_FACTOR times the memory
   plan's: the fastest plan at most a quarter above the least memory of its order.
 """
@@ -130,7 +130,7 @@ def _without_scratch(graph) -> int:
 
 def latency_plan(arrange: Callable[[Optional[int]], tuple], steps, board, objective: Objective,
                  model: str = "the model") -> tuple[tuple, Objective]:
-    """The fastest plan of one order within the objective's budget (mcudeploy/objective.py), and the
+    """The fastest plan of one order within the objective's budget (the module's docstring), and the
     objective with what it met. ``arrange(limit)`` places the order with the scratch of every step whose
     live bytes exceed ``limit`` given up (None: the memory plan's), as (graph, order, lifetimes,
     placement, offload); ``steps``: offload.scratch_steps of the order with every scratch kept.
