@@ -130,10 +130,12 @@ def main() -> int:
         print(f"{r['model']}: " + "; ".join(f"{o} {p['instructions']:,} instructions, {p['estimated_cycles']:,} cycles, "
                                             f"{p['kernels_without_scratch']} kernel(s) without scratch"
                                             for o, p in plans.items()))
-    print("error: the range is the TRM's ranges (taken branch 2-4 cycles, divide 2-12, flash accelerator always/never "
-          "hitting); weights read from flash are charged as SRAM (not in the range: an underestimate). Published "
-          "figures: MLPerf Tiny on NUCLEO-L4R5ZI (rounds and files in this script's docstring), other kernels on "
-          "the real chip (no same-code calibration).")
+    published = ("Published figures: MLPerf Tiny on NUCLEO-L4R5ZI (rounds and files in this script's docstring), "
+                 "other kernels on the real chip (no same-code calibration)." if args.board == PUBLISHED_BOARD else
+                 f"No published figures for {args.board} in this script.")
+    print("error: the range is the core's timing ranges (mcudeploy/estimate/cores.py RANGES; Cortex-M4: taken branch "
+          "2-4 cycles, divide 2-12) and the flash accelerator always/never hitting; weights read from flash are "
+          "charged as SRAM (not in the range: an underestimate). " + published)
     return 0
 
 
