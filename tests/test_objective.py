@@ -15,7 +15,7 @@ from mcudeploy.ir import Graph
 from mcudeploy.memory.alias import SHARING
 from mcudeploy.memory.lifetimes import SCRATCH, Lifetimes, lifetimes
 from mcudeploy.objective import BALANCED_FACTOR, Objective
-from mcudeploy.pipeline import compile_graph, lower
+from mcudeploy.pipeline import compile_graph, compile_model, lower
 from mcudeploy.frontend import import_model
 
 MODEL = Path(__file__).resolve().parent / "keras_corpus" / "dscnn_gap-int16.tflite"
@@ -177,3 +177,16 @@ def test_tune_latency_keeps_the_least_ticks_within_the_budget(tmp_path, budget, 
     plan = json.loads((write_result(result) / "plan.json").read_text())
     assert plan["objective"]["name"] == "latency" and "split" not in plan
     assert plan["latency"]["baseline_ticks"] == base.ticks
+
+
+def test_a_latency_plan_over_several_regions_of_one_speed_keeps_its_scratch():
+    """qemu-an505: 24,576 B of fast SRAM for the arena, then SSRAM of the same speed, then PSRAM (slower).
+    VWW's memory plan spills to SSRAM; the latency plan may too, but puts nothing more in PSRAM."""
+    from tests.shared_models import MODELS, need_models
+
+    need_models()
+    vww = str(MODELS / "tflite" / "vww_mobilenetv1_int8.tflite")
+    plan = compile_model(vww, "qemu-an505", objective=Objective("latency"))
+    assert plan.objective.memory_without_scratch == 1 and not _without(plan)
+    assert plan.placement.arenas["sram"] <= plan.objective.limit_bytes == 24_576
+    assert plan.placement.arenas["ssram"] > 0 and plan.placement.arenas.get("psram", 0) == 0  # as the memory plan's
