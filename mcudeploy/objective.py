@@ -2,9 +2,9 @@
 
 - memory (the default): the least arena. Kernels whose working memory (scratch) would raise the
   peak run their scratch-free variant (offload.fit_scratch), however much slower.
-- latency: the fastest plan whose arena fits a budget: ``--memory-budget`` when given, else the
-  board's first memory region (its size less the stack, the states and the reserved bytes: what
-  mcudeploy/fit.py checks). The order is the memory plan's (orders cost no time); every kernel keeps
+- latency: the fastest plan whose arena fits a budget: ``--memory-budget`` when given (and below it),
+  else the board's first memory region (its size less the stack, the states and the reserved bytes:
+  what mcudeploy/fit.py checks). The order is the memory plan's (orders cost no time); every kernel keeps
   its scratch, and where the arena is over the budget, scratch goes from the steps of the most live
   bytes down (latency_plan). Dropping a kernel's scratch only lowers the peak where its step is
   above the others, so for a budget the set of steps that must give theirs up is fixed: every step
@@ -148,7 +148,9 @@ def latency_plan(arrange: Callable[[Optional[int]], tuple], steps, board, object
     memory = arrange(None)
     memory_first, memory_slow = first_region_bytes(memory[3], board), _slow_bytes(memory[3], board)
     capacity = areas(board)[0].capacity - memory[3].state_bytes
-    limit, source = (objective.budget_bytes, "--memory-budget") if objective.budget_bytes else (capacity, "board")
+    # a --memory-budget above the board's region is the region: the plan must fit the board too
+    given = objective.budget_bytes is not None and objective.budget_bytes <= capacity
+    limit, source = (objective.budget_bytes, "--memory-budget") if given else (capacity, "board")
     cap = int(memory[3].arena_bytes * BALANCED_FACTOR) if objective.name == "balanced" else None
     met = dataclasses.replace(objective, limit_bytes=limit, limit_from=source, arena_limit_bytes=cap,
                               memory_arena_bytes=memory[3].arena_bytes,

@@ -105,6 +105,8 @@ def test_the_latency_plan_gives_up_scratch_only_as_far_as_the_placement_needs():
     # 160 keeps b and c (175 placed); the limit goes 15 bytes lower, past b's step: c's scratch is kept
     assert placement.arena_bytes == 145 and asked == [None, 160, 145]
     assert met.limit_bytes == 160 and met.memory_arena_bytes == 125
+    _, met = latency_plan(arrange, steps, load_board("host"), Objective("latency", 1 << 40))
+    assert (met.limit_bytes, met.limit_from) == (1 << 30, "board")  # a budget above the board's region is the region
     asked.clear()  # balanced: the whole arena within 1.25x the memory plan's 125 B, 156 B
     (_, _, _, placement, _), met = latency_plan(arrange, steps, load_board("host"), Objective("balanced"))
     assert placement.arena_bytes == 145 and asked == [None, 156, 137] and met.arena_limit_bytes == 156
