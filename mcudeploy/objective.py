@@ -2,7 +2,7 @@
 
 - memory (the default): the least arena. Kernels whose working memory (scratch) would raise the
   peak run their scratch-free variant (offload.fit_scratch), however much slower.
-- latency: the fastest plan whose arena fits a budget: ``--memory-budget`` when given (and below it),
+- latency: the fastest plan whose arena fits a budget: ``--memory-budget`` when given and smaller,
   else the board's first memory region (its size less the stack, the states and the reserved bytes:
   what mcudeploy/fit.py checks). The order is the memory plan's (orders cost no time); every kernel keeps
   its scratch, and where the arena is over the budget, scratch goes from the steps of the most live
