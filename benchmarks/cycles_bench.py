@@ -22,7 +22,15 @@ results repositories (github.com/mlcommons/tiny_results_v0.5, _v1.0, _v1.1):
 They are other code (ST's X-CUBE-AI kernels, TFLM's reference kernels) on the real chip: the ratio
 compares mcudeploy's kernels as estimated with theirs as measured, it does not calibrate the estimate.
 
-    python benchmarks/cycles_bench.py [--models DIR] [--board nucleo-l4r5zi] [--json]
+Each model is planned with each objective (mcudeploy/objective.py): ``--objective memory`` (the default
+plan, the least arena) and ``--objective latency`` (the fastest plan whose arena fits the board's first
+region: every kernel keeps its scratch unless it must go to fit); both are traced, and their estimated
+milliseconds and arenas printed side by side.
+
+With ``--board nucleo-f746zg`` the traces are ``qemu-m7``'s and the published columns are empty (the figures above
+are NUCLEO-L4R5ZI's).
+
+    python benchmarks/cycles_bench.py [--models DIR] [--board nucleo-l4r5zi] [--objectives memory,latency] [--json]
 """
 from __future__ import annotations
 
@@ -38,10 +46,16 @@ sys.path.insert(0, str(ROOT))
 from mcudeploy.boards import load_board  # noqa: E402
 from mcudeploy.device.traced import trace_model  # noqa: E402
 from mcudeploy.estimate.cycles import estimate_cycles, estimate_range, milliseconds, target_for  # noqa: E402
+from mcudeploy.memory import areas  # noqa: E402
+from mcudeploy.objective import Objective  # noqa: E402
 from mcudeploy.pipeline import compile_model  # noqa: E402
 
 MODELS = Path(os.environ.get("MCUDEPLOY_MODELS", ROOT.parent / "shared" / "models"))
-# MLPerf Tiny on NUCLEO-L4R5ZI, ms (see the module's docstring for each figure's round and file)
+# the emulated board whose traces stand for a real board's core
+EMULATED = {"cortex-m4": "qemu-m4", "cortex-m7": "qemu-m7"}
+# MLPerf Tiny on NUCLEO-L4R5ZI, ms (see the module's docstring for each figure's round and file); none is
+# printed for another board
+PUBLISHED_BOARD = "nucleo-l4r5zi"
 PUBLISHED = {
     "kws_dscnn_int8": {"X-CUBE-AI": 43.4, "TFLM": round(1000 / 5.497, 1)},
     "vww_mobilenetv1_int8": {"X-CUBE-AI": round(1000 / 8.425, 1), "TFLM": round(1000 / 1.665, 1)},
@@ -50,51 +64,78 @@ PUBLISHED = {
 }
 
 
-def bench(path: Path, board: str) -> dict:
-    compiled = compile_model(str(path), "qemu-m4")
-    target = target_for(load_board(board), compiled.board)
+def estimate(path: Path, board: str, objective: str) -> dict:
+    """One plan of the model (for the emulated board of ``board``'s core, EMULATED, with the real board's
+    first region as the latency budget's bound: the plan must fit the board it is estimated for), traced
+    and weighted for ``board``."""
+    target_board = load_board(board)
+    # the latency budget is the real board's first region (less its stack), not the emulator's 4 MB
+    budget = areas(target_board)[0].capacity if objective != "memory" else None
+    compiled = compile_model(str(path), EMULATED[target_board.core], objective=Objective(objective, budget))
+    target = target_for(target_board, compiled.board)
     spans = trace_model(compiled)
     cycles = sum(estimate_cycles(s, target) for s in spans)
     low = high = 0.0
     for s in spans:
         lo, hi = estimate_range(s, target)
         low, high = low + lo, high + hi
-    return {"model": path.stem, "board": board, "instructions": sum(s["instructions"] for s in spans),
-            "estimated_cycles": round(cycles), "estimated_ms": milliseconds(cycles, target),
-            "range_ms": (milliseconds(low, target), milliseconds(high, target)), "published_ms": PUBLISHED[path.stem],
-            "target": target.describe()}
+    without = sum(1 for n in compiled.graph.nodes if n.attrs.get("scratch", 1) == 0)
+    return {"arena_bytes": compiled.placement.arena_bytes, "kernels_without_scratch": without,
+            "instructions": sum(s["instructions"] for s in spans), "estimated_cycles": round(cycles),
+            "estimated_ms": milliseconds(cycles, target),
+            "range_ms": (milliseconds(low, target), milliseconds(high, target)), "target": target.describe()}
+
+
+def bench(path: Path, board: str, objectives=("memory", "latency")) -> dict:
+    plans = {o: estimate(path, board, o) for o in objectives}
+    first = plans[objectives[0]]
+    published = PUBLISHED[path.stem] if board == PUBLISHED_BOARD else {"X-CUBE-AI": None, "TFLM": None}
+    return {"model": path.stem, "board": board, "published_ms": published, "target": first["target"],
+            "objectives": plans}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", type=Path, default=MODELS)
     ap.add_argument("--board", default="nucleo-l4r5zi")
+    ap.add_argument("--objectives", default="memory,latency", help="comma-separated (default memory,latency)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     folder = args.models / "tflite"
     if not folder.is_dir():
         print(f"the MLPerf Tiny models are not at {folder} (set MCUDEPLOY_MODELS)")
         return 1
-    rows = [bench(folder / f"{name}.tflite", args.board) for name in PUBLISHED]
+    objectives = tuple(args.objectives.split(","))
+    rows = [bench(folder / f"{name}.tflite", args.board, objectives) for name in PUBLISHED]
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
     print(f"estimated on {rows[0]['target']}; an estimate from a QEMU trace, not a measurement")
-    print(f"{'model':<22} {'instructions':>13} {'est. cycles':>13} {'est. ms':>8} {'range ms':>15} "
-          f"{'X-CUBE-AI ms':>13} {'TFLM ms':>9}")
+    heads = "".join(f" {o + ' arena B':>16} {o + ' est. ms':>16} {'range ms':>13}" for o in objectives)
+    print(f"{'model':<22}{heads} {'X-CUBE-AI ms':>13} {'TFLM ms':>9}")
     for r in rows:
         pub = r["published_ms"]
 
         def shown(v):
-            return f"{v:.1f}" if v is not None else "not found"
+            return f"{v:.1f}" if v is not None else "–"
 
-        lo, hi = r["range_ms"]
-        print(f"{r['model']:<22} {r['instructions']:>13,} {r['estimated_cycles']:>13,} {r['estimated_ms']:>8.1f} "
-              f"{f'{lo:.1f}-{hi:.1f}':>15} {shown(pub['X-CUBE-AI']):>13} {shown(pub['TFLM']):>9}")
-    print("error: the range is the TRM's ranges (taken branch 2-4 cycles, divide 2-12, flash accelerator always/never "
-          "hitting); weights read from flash are charged as SRAM (not in the range: an underestimate). Published "
-          "figures: MLPerf Tiny on NUCLEO-L4R5ZI (rounds and files in this script's docstring), other kernels on "
-          "the real chip (no same-code calibration).")
+        cells = ""
+        for o in objectives:
+            e = r["objectives"][o]
+            lo, hi = e["range_ms"]
+            cells += f" {e['arena_bytes']:>16,} {e['estimated_ms']:>16.1f} {f'{lo:.1f}-{hi:.1f}':>13}"
+        print(f"{r['model']:<22}{cells} {shown(pub['X-CUBE-AI']):>13} {shown(pub['TFLM']):>9}")
+    for r in rows:
+        plans = r["objectives"]
+        print(f"{r['model']}: " + "; ".join(f"{o} {p['instructions']:,} instructions, {p['estimated_cycles']:,} cycles, "
+                                            f"{p['kernels_without_scratch']} kernel(s) without scratch"
+                                            for o, p in plans.items()))
+    published = ("Published figures: MLPerf Tiny on NUCLEO-L4R5ZI (rounds and files in this script's docstring), "
+                 "other kernels on the real chip (no same-code calibration)." if args.board == PUBLISHED_BOARD else
+                 f"No published figures for {args.board} in this script.")
+    print("error: the range is the core's timing ranges (mcudeploy/estimate/cores.py RANGES; Cortex-M4: taken branch "
+          "2-4 cycles, divide 2-12) and the flash accelerator always/never hitting; weights read from flash are "
+          "charged as SRAM (not in the range: an underestimate). " + published)
     return 0
 
 

@@ -92,7 +92,12 @@ def _model_options(p: argparse.ArgumentParser, project: bool = False) -> None:
 # refused with a folder, whose plan already fixes them (_given_plan_options).
 PLAN_OPTIONS = (("--input-shape", "input_shape", []), ("--int8-input", "int8_input", False),
                 ("--stream-input", "stream_input", False), ("--fast-memory", "fast_memory", None),
-                ("--schedule", "schedule", "auto"), ("--time-limit", "time_limit", SCHEDULE_TIME_LIMIT))
+                ("--schedule", "schedule", "auto"), ("--time-limit", "time_limit", SCHEDULE_TIME_LIMIT),
+                ("--objective", "objective", None), ("--memory-budget", "memory_budget", None))
+# --objective for one board (mcudeploy/objective.py; as in objective.OBJECTIVES, which checks it: importing it
+# here would cost every command the planner's imports) and for a system of chips (stages/partition.py)
+BOARD_OBJECTIVES = ("memory", "latency", "balanced")
+SYSTEM_OBJECTIVES = ("throughput", "fit")
 
 
 def _plan_options(p: argparse.ArgumentParser, tune: bool = False) -> None:
@@ -117,6 +122,18 @@ def _plan_options(p: argparse.ArgumentParser, tune: bool = False) -> None:
                    help=f"execution order: {', '.join(SCHEDULE_METHODS)} (default auto: exact where the graph is small "
                         f"enough for the time limit, else the refined heuristic)"
                         + ("; tune takes only auto: it compiles the kept cuts with several methods" if tune else ""))
+    p.add_argument("--objective", choices=BOARD_OBJECTIVES + SYSTEM_OBJECTIVES, metavar="OBJECTIVE",
+                   help="what the plan is for. One board: memory (default), the least arena; latency, the fastest "
+                        "plan whose arena fits --memory-budget or else the board's first region (kernels keep their "
+                        "scratch unless it must go to fit); balanced, the fastest within 1.25x the memory "
+                        "objective's arena" + ("; tune: memory, the least arena within --max-overhead, or latency, "
+                                               "the least measured ticks within the budget" if tune else
+                                               ". A system (-b SYSTEM): throughput (default), the least bottleneck "
+                                               "over --stages stages; fit, the fewest stages whose weights and arena "
+                                               "fit their chips"))
+    p.add_argument("--memory-budget", metavar="BYTES",
+                   help="with --objective latency or balanced: the bytes the arena may take in the board's first "
+                        "region (65536, 64K; default: the region, less the stack)")
     if not tune:
         p.add_argument("--time-limit", type=float, default=SCHEDULE_TIME_LIMIT, metavar="S",
                        help="effort the schedule method may spend, in seconds of work on an idle machine (CP-SAT's "
@@ -135,7 +152,17 @@ def _plan_arguments(args) -> dict:
 
     return dict(input_shapes=parse_input_shapes(args.input_shape), schedule_method=args.schedule,
                 schedule_time_limit=args.time_limit, int8_input=args.int8_input, stream_input=args.stream_input,
-                fast_memory=args.fast_memory)
+                fast_memory=args.fast_memory, objective=_objective(args))
+
+
+def _objective(args):
+    """The board's objective (--objective, --memory-budget), checked: a system's objective is refused here."""
+    from mcudeploy.objective import Objective, parse_memory_budget
+
+    if args.objective in SYSTEM_OBJECTIVES:
+        raise MCUDeployError(f"--objective {args.objective} applies to a system of cores or chips (e.g. -b qemu-m4x2), "
+                             f"not to the board {args.board}; a board takes {', '.join(BOARD_OBJECTIVES)}")
+    return Objective(args.objective or "memory", parse_memory_budget(args.memory_budget))
 
 
 def _c_options(p: argparse.ArgumentParser) -> None:
@@ -160,9 +187,6 @@ def _code(args):
 def _system_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stages", type=int, metavar="N",
                    help="with a system as -b (boards/systems/): the pipeline's stages (default: one per core)")
-    p.add_argument("--objective", choices=("throughput", "fit"), default="throughput",
-                   help="with a system: throughput (default), the least bottleneck over --stages stages; fit, the "
-                        "fewest stages whose weights and arena fit their chips")
 
 
 def _system(args):
@@ -172,15 +196,18 @@ def _system(args):
 
     if not args.board or not is_system(args.board):
         given = [o for o, v in (("--stages", getattr(args, "stages", None)),
-                                ("--objective", getattr(args, "objective", "throughput") != "throughput")) if v]
+                                (f"--objective {args.objective}", args.objective in SYSTEM_OBJECTIVES)) if v]
         if given:
             raise MCUDeployError(f"{given[0]} applies to a system of cores or chips (e.g. -b qemu-m4x2), not to "
                                  f"the board {args.board}")
         return None
     ports = getattr(args, "port", None) if args.command not in ("flash", "run", "measure") else None  # one per stage
-    given = [o for o, v in (("--fast-memory", getattr(args, "fast_memory", None)), ("--port", ports)) if v]
+    given = [o for o, v in (("--fast-memory", getattr(args, "fast_memory", None)), ("--port", ports),
+                            (f"--objective {args.objective}", args.objective in BOARD_OBJECTIVES),
+                            ("--memory-budget", args.memory_budget)) if v]
     if given:
-        raise MCUDeployError(f"{given[0]} applies to one board, not to the system {args.board}")
+        raise MCUDeployError(f"{given[0]} applies to one board, not to the system {args.board}"
+                             + (f" (a system takes {', '.join(SYSTEM_OBJECTIVES)})" if "objective" in given[0] else ""))
     return load_system(args.board)
 
 
@@ -189,13 +216,14 @@ def _compile_system(args, system):
     from mcudeploy.pipeline import lower
     from mcudeploy.stages.system_plan import compile_system
 
-    options = _plan_arguments(args)  # _system refused --fast-memory
+    # _system refused --fast-memory and a board's objective; args.objective is the system's own
+    options = _plan_arguments(argparse.Namespace(**{**vars(args), "objective": None}))
     if options["stream_input"]:
         raise MCUDeployError("--stream-input applies to a model on one board; a system's stages pass their "
                              "inputs between cores or chips whole")
     graph = lower(import_model(args.model, options["input_shapes"]), int8_input=options["int8_input"])
-    return compile_system(graph, system, args.model, args.stages, args.objective, options["schedule_method"],
-                          options["schedule_time_limit"])
+    return compile_system(graph, system, args.model, args.stages, args.objective or "throughput",
+                          options["schedule_method"], options["schedule_time_limit"])
 
 
 def _allow_overflow_option(p: argparse.ArgumentParser) -> None:
@@ -617,12 +645,13 @@ def cmd_tune(args) -> int:
                              f"methods and keeps the least arena): --schedule {args.schedule} applies to compile, "
                              f"plan, run, measure and flash")
     code = _code(args)
+    objective = _objective(args)
     try:
         with _pool(args, args.board) as pool:
             tuner = Tuner(args.model, args.board, args.output, max_overhead=args.max_overhead,
                           time_limit=args.time_limit, input_shapes=parse_input_shapes(args.input_shape),
                           budget=args.budget, int8_input=args.int8_input, fast_memory=args.fast_memory, pool=pool,
-                          stream_input=args.stream_input)
+                          stream_input=args.stream_input, objective=objective)
             result = tuner.run()
     except KeyboardInterrupt:
         print(f"mcudeploy: tune interrupted; what it learnt is in {Path(args.output) / STATE_FILE}: run the same "
@@ -632,6 +661,12 @@ def cmd_tune(args) -> int:
     with writing(args.output):
         out = write_result(result, code)
     best, base = result.best, result.baseline
+    if objective.name != "memory":
+        print(f"objective {objective.name}: arena {best.arena:,} B (the memory objective's {base.arena:,} B); "
+              f"{best.ticks:,} ticks measured (the memory objective's {base.ticks:,}, "
+              f"{best.ticks / base.ticks - 1:+.1%}); whole runs {best.run_ticks:,} and {base.run_ticks:,} ticks")
+        print(f"wrote {out}/model.c, {code.c_name(args.model)}.h, the build files and plan.json")
+        return 0
     saved = 1 - best.arena / base.arena
     if best.compiled.offload is not None:
         print(offload_line(best))
@@ -792,13 +827,15 @@ def parser() -> argparse.ArgumentParser:
     _system_options(s)
     s.set_defaults(run=cmd_measure)
 
-    s = sub.add_parser("tune", help="split operators for the least memory within a latency budget, timed on a board")
+    s = sub.add_parser("tune", help="split operators for the least memory within a latency budget, timed on a board "
+                                    "(--objective latency: the least ticks within a memory budget)")
     s.add_argument("model", help="the model file (.onnx or .tflite)")
     _board_option(s)
     _plan_options(s, tune=True)
     _allow_overflow_option(s)
     s.add_argument("--max-overhead", type=float, default=0.05, metavar="F",
-                   help="latency the split may add, as a fraction of the unsplit model's (default 0.05)")
+                   help="latency the split may add, as a fraction of the unsplit model's (default 0.05; the memory "
+                        "objective's)")
     s.add_argument("--budget", type=int, default=CANDIDATES, metavar="N",
                    help="candidate schemes the search may evaluate (compile and estimate; the best are timed on the "
                         f"board): work, not seconds, so the same options give the same plan on a busy machine "

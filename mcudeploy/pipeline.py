@@ -15,7 +15,9 @@ from mcudeploy.frontend import import_model
 from mcudeploy.ir import Graph, Node, verify
 from mcudeploy.memory import Lifetimes, Placement, areas
 from mcudeploy.memory.layout import lay_out
+from mcudeploy.objective import MEMORY, Objective, latency_plan
 from mcudeploy.offload import fit_scratch
+from mcudeploy.offload.scratch import scratch_steps
 from mcudeploy.offload.swap import Offload, has_slow_region, parse_budget, place_within
 from mcudeploy.partition import Scheme, split
 from mcudeploy.passes.activation import fuse_activations, fuse_swish
@@ -70,6 +72,7 @@ class Compiled:
     int8_input: bool = False  # lowered with --int8-input (recorded in plan.json)
     stream_input: bool = False  # lowered with --stream-input (recorded in plan.json)
     offload: Optional[Offload] = None  # swaps made to meet a fast-memory budget (mcudeploy/offload/swap.py)
+    objective: Objective = MEMORY  # what the plan was made for, and what it met (mcudeploy/objective.py)
 
     @property
     def order(self) -> tuple[Node, ...]:
@@ -86,11 +89,14 @@ def compile_model(source: Union[str, os.PathLike, onnx.ModelProto], board: Union
                   placement_time_limit: float = 5.0, schedule_time_limit: float = 10.0,
                   scheme: Scheme = (), int8_input: bool = False,
                   fast_memory: Union[int, str, None] = None, earlier: Mapping[str, int] = {},
-                  stream_input: bool = False) -> Compiled:
+                  stream_input: bool = False, objective: Objective = MEMORY) -> Compiled:
     """Import, lower (with `int8_input`, the quantized inputs taken as integers), split by `scheme`
     (none: the operators as they are), then compile_graph. fast_memory: bytes, or a share of the
-    unconstrained first region's arena ("50%"; that arena is compiled first to know it). earlier:
-    compile_graph's."""
+    unconstrained first region's arena ("50%"; that arena is compiled first to know it). earlier,
+    objective: compile_graph's."""
+    if fast_memory is not None and objective.name != "memory":
+        raise MCUDeployError(f"--fast-memory swaps tensors to a slow region until the fast one fits, the memory "
+                             f"objective's way: with --objective {objective.name} give the budget as --memory-budget")
     graph = lower(import_model(source, input_shapes), check=check, int8_input=int8_input, stream_input=stream_input)
     if scheme:
         graph = split(graph, scheme)
@@ -101,7 +107,7 @@ def compile_model(source: Union[str, os.PathLike, onnx.ModelProto], board: Union
     if fast_memory is not None:
         board = load_board(board) if isinstance(board, str) else board
         fast_memory = fast_memory_bytes(fast_memory, lambda: compile_graph(graph, board, name, **options))
-    return compile_graph(graph, board, name, fast_memory=fast_memory, earlier=earlier, **options)
+    return compile_graph(graph, board, name, fast_memory=fast_memory, earlier=earlier, objective=objective, **options)
 
 
 def fast_memory_bytes(spec: Union[int, str], unconstrained: Callable[[], Compiled]) -> int:
@@ -121,17 +127,18 @@ Rewrite = Callable[[Graph, tuple[Node, ...]], tuple[Graph, tuple[Node, ...]]]
 
 
 def rewrite_ordered(graph: Graph, order, board: Board, scratch: str = "fit",
-                    rewrites: Sequence[Rewrite] = ()) -> tuple[Graph, tuple[Node, ...]]:
+                    rewrites: Sequence[Rewrite] = (), limit: Optional[int] = None) -> tuple[Graph, tuple[Node, ...]]:
     """The rewrites of a scheduled graph (mcudeploy/offload), in order: the caller's (e.g. moves of
     idle tensors to another region, offload.move), then, with scratch "fit", kernels whose working
-    memory would raise the peak run their variant without it. A fast-memory budget's swaps come
-    with the placement (offload.place_within), as the placed arena decides whether they suffice."""
+    memory would raise the peak (above ``limit``, if given) run their variant without it. A fast-memory
+    budget's swaps come with the placement (offload.place_within), as the placed arena decides whether
+    they suffice."""
     order = tuple(order)
     for rewrite in rewrites:
         graph, order = rewrite(graph, order)
         order = tuple(order)
     if scratch == "fit":
-        graph, order = fit_scratch(graph, order, board.alignment)
+        graph, order = fit_scratch(graph, order, board.alignment, limit=limit)
     return graph, tuple(order)
 
 
@@ -140,7 +147,8 @@ def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optiona
                   placement_time_limit: float = 5.0, schedule_time_limit: float = 10.0,
                   scheme: Scheme = (), scratch: str = "fit", int8_input: bool = False,
                   rewrites: Sequence[Rewrite] = (), fast_memory: Optional[int] = None,
-                  earlier: Mapping[str, int] = {}, stream_input: bool = False) -> Compiled:
+                  earlier: Mapping[str, int] = {}, stream_input: bool = False,
+                  objective: Objective = MEMORY) -> Compiled:
     """Schedule, find lifetimes and place an already lowered graph (split by `scheme` and lowered
     with `int8_input`, which are only recorded here). The time limits are in effort seconds
     (mcudeploy/effort.py): work, not wall-clock time, so the same graph gives the same plan on a
@@ -151,12 +159,33 @@ def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optiona
     first region, met by swapping idle tensors to its slow region and keeping others there
     (offload.place_within); a plan too big for the first region gets its capacity as the budget
     where the board has a slow region (its moves are then priced, and swaps tried). earlier: per
-    swapped tensor, steps its asynchronous copy back starts earlier (search/stalls.py)."""
+    swapped tensor, steps its asynchronous copy back starts earlier (search/stalls.py). objective:
+    latency or balanced (with scratch "fit"): the fastest plan within its budget (latency_plan)."""
     if scratch not in SCRATCH_POLICIES:
         raise MCUDeployError(f"scratch must be one of {', '.join(SCRATCH_POLICIES)}, not {scratch!r}")
     board = load_board(board) if isinstance(board, str) else board
     sched = schedule(graph, schedule_method, schedule_time_limit, board.alignment)
-    rewritten, order = rewrite_ordered(graph, sched.order, board, scratch, rewrites)
+
+    def arrange(limit: Optional[int] = None):
+        rewritten, order = rewrite_ordered(graph, sched.order, board, scratch, rewrites, limit)
+        return _placed(rewritten, order, board, fast_memory, placement_method, placement_time_limit, earlier)
+
+    if objective.name == "memory" or scratch != "fit":
+        done = arrange()
+    else:
+        kept = rewrite_ordered(graph, sched.order, board, "keep", rewrites)
+        done, objective = latency_plan(arrange, scratch_steps(*kept, board.alignment), board, objective,
+                                       os.path.basename(name or graph.name))
+    rewritten, order, lives, placement, offload = done
+    sched = dataclasses.replace(sched, order=order)
+    return Compiled(name or graph.name, board, rewritten, sched, lives, placement, tuple(scheme), int8_input=int8_input,
+                    offload=offload, stream_input=stream_input, objective=objective)
+
+
+def _placed(rewritten: Graph, order, board: Board, fast_memory: Optional[int], placement_method: str,
+            placement_time_limit: float, earlier: Mapping[str, int]):
+    """(graph, order, lifetimes, placement, offload or None): the rewritten graph placed (compile_graph's
+    fast_memory and earlier)."""
     offload = None
     if fast_memory is None:
         lives, placement = lay_out(rewritten, order, areas(board), placement_method, board.alignment,
@@ -168,6 +197,4 @@ def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optiona
         rewritten, order, lives, placement, offload = place_within(rewritten, order, board, fast_memory,
                                                                    placement_method, placement_time_limit,
                                                                    earlier=earlier)
-    sched = dataclasses.replace(sched, order=order)
-    return Compiled(name or graph.name, board, rewritten, sched, lives, placement, tuple(scheme), int8_input=int8_input,
-                    offload=offload, stream_input=stream_input)
+    return rewritten, order, lives, placement, offload

@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+from mcudeploy.objective import MEMORY
 from mcudeploy.offload.moves import COPIES, stays
 from mcudeploy.ops import registry
 from mcudeploy.partition import Cut, cut_to_dict
@@ -132,7 +133,7 @@ def plan_dict(compiled, scheme=None, latency=None, split=None) -> dict:
         "order": [{"step": step[n.name], "node": n.name, "op": n.op, "inputs": [i for i in n.inputs if i],
                    "outputs": list(n.outputs), "macs": registry.get(n.op).macs(graph, n),
                    "kernel": not registry.get(n.op).view and n.name not in lives.elided,
-                   # offload.fit_scratch chose the kernel without working memory
+                   # offload.fit_scratch chose the kernel without working memory (the objective's choice)
                    **({"scratch": 0} if n.attrs.get("scratch", 1) == 0 else {}),
                    # offload.move's copies: the value each holds, the region it writes, and for an
                    # asynchronous copy its slot and modelled ticks
@@ -161,6 +162,7 @@ def plan_dict(compiled, scheme=None, latency=None, split=None) -> dict:
         "scheme": [_entry(e) for e in scheme or []],
         "cuts": _cuts(compiled),
         "latency": dict(latency) if latency else {"ticks": None, "baseline_ticks": None, "source": "none"},
+        "objective": getattr(compiled, "objective", MEMORY).as_plan(),  # what the plan was made for (objective.py)
     }
     moved = stays(compiled)
     if moved:  # values a rewrite moved to another region and back (mcudeploy/offload/moves.py)

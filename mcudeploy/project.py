@@ -39,6 +39,7 @@ from mcudeploy.ir import Graph, Node
 from mcudeploy.memory import Lifetimes, Placement, check_no_overlap, lifetimes
 from mcudeploy.memory.alias import SHARING
 from mcudeploy.memory.state import offsets as state_layout
+from mcudeploy.objective import Objective
 from mcudeploy.offload.moves import COPIES, COPY_WAIT
 from mcudeploy.offload.swap import Offload
 from mcudeploy.partition import SplitError, cut_from_dict, split
@@ -67,7 +68,8 @@ class Project:
         latency = self.plan.get("latency") or {}
         ticks = f"; recorded {latency['ticks']:,} ticks ({latency.get('source')})" if latency.get("ticks") else ""
         return [f"plan {self.plan_path} ({plan_id(self.plan)}): {self.model_path.name} on {self.compiled.board.name}, "
-                f"{split_}, arena {self.compiled.placement.arena_bytes:,} B{ticks}; rebuilt from the model and verified"]
+                f"{split_}, arena {self.compiled.placement.arena_bytes:,} B{ticks}, objective "
+                f"{self.compiled.objective.name}; rebuilt from the model and verified"]
 
 
 def is_project(path: Union[str, os.PathLike]) -> bool:
@@ -109,10 +111,19 @@ def load_project(path: Union[str, os.PathLike], board: Optional[str] = None) -> 
     code = _code(where, plan)
     offload = Offload.from_plan(plan["offload"]) if plan.get("offload") else None
     compiled = Compiled(os.fspath(model_path), target, graph, schedule, lives, placement, cuts, code=code,
-                        int8_input=int8_input, offload=offload, stream_input=stream_input)
+                        int8_input=int8_input, offload=offload, stream_input=stream_input,
+                        objective=_objective(where, plan))
     _same_plan(where, plan, compiled)
     _same_c(where, compiled)
     return Project(where, plan, model_path, compiled, unsplit)
+
+
+def _objective(where: Path, plan: dict) -> Objective:
+    """The objective the plan was made for, as recorded (none recorded: memory, the only one there was)."""
+    try:
+        return Objective.from_plan(plan.get("objective"))
+    except (MCUDeployError, KeyError, TypeError) as exc:
+        raise MCUDeployError(f"{where} is not a valid plan: its \"objective\" does not apply ({_clause(exc)})") from None
 
 
 def _in_slow_memory(plan: dict, graph: Graph) -> Graph:

@@ -105,12 +105,21 @@ def test_the_schedule_help_offers_exactly_the_schedulers_methods():
     assert cli.SCHEDULE_METHODS == schedule.METHODS  # the CLI's copy (kept to start fast) has not drifted
 
 
+def test_the_objective_help_offers_exactly_the_planners_objectives():
+    from mcudeploy import cli, objective
+    from mcudeploy.stages import partition
+
+    assert cli.BOARD_OBJECTIVES == objective.OBJECTIVES and cli.SYSTEM_OBJECTIVES == partition.OBJECTIVES
+
+
 @pytest.mark.parametrize("command", ["compile", "plan", "run", "measure", "flash", "tune"])
 def test_every_command_that_builds_a_plan_takes_every_plan_changing_option(command):
     from mcudeploy import cli
 
+    from mcudeploy.objective import Objective
+
     given = {"--input-shape": ["x=1x4"], "--int8-input": [], "--stream-input": [], "--fast-memory": ["50%"],
-             "--schedule": ["dfs"], "--time-limit": ["3"]}
+             "--schedule": ["dfs"], "--time-limit": ["3"], "--objective": ["latency"], "--memory-budget": ["64K"]}
     assert set(given) == {option for option, _, _ in cli.PLAN_OPTIONS}
     output = ["-o", "out"] if command in ("compile", "tune") else []
     args = cli.parser().parse_args([command, "m.onnx", "-b", "qemu-m4", *output,
@@ -119,7 +128,7 @@ def test_every_command_that_builds_a_plan_takes_every_plan_changing_option(comma
     if command != "tune":  # tune's --time-limit bounds its search in wall-clock seconds; the schedule's is its own
         assert cli._plan_arguments(args) == dict(input_shapes={"x": (1, 4)}, schedule_method="dfs",
                                                  schedule_time_limit=3.0, int8_input=True, stream_input=True,
-                                                 fast_memory="50%")
+                                                 fast_memory="50%", objective=Objective("latency", 65536))
 
 
 @pytest.mark.parametrize("argv, words", [

@@ -29,7 +29,7 @@ def header_lines(v: dict) -> list[str]:
     macs = f"{v['macs']:,} MACs" if v["macs"] is not None else "MACs unknown"
     lines = [f"model {v['model']} on {v['board']}: {steps_text(v['steps'], v['views'])}, {macs}",
              f"arena {v['arena_bytes']:,} bytes (live-bytes lower bound {bound:,}, {gap}), "
-             f"weights {v['weights_bytes'] or 0:,} bytes in flash, {_methods(v)}"]
+             f"weights {v['weights_bytes'] or 0:,} bytes in flash, {_methods(v)}", v["objective"]]
     io = v["io"]
     for kind in ("inputs", "outputs"):
         if io[kind]:

@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import DTYPES, itemsize
+from mcudeploy.objective import objective_line
 from mcudeploy.ops import registry
 
 DEFAULT_REGION = "arena"
@@ -306,7 +307,7 @@ def plan_view(plan: dict, source: str = "the plan") -> dict:
                  "buffers": at_peak},
         "blocks": blocks(plan, buffers),
         "operators": rows, "split": split_view(plan), "offload": plan.get("offload"), "state": state_view(plan),
-        "io": io_view(plan),
+        "io": io_view(plan), "objective": objective_line(plan.get("objective")),
         "marks": offload_marks(plan, first_region) if plan.get("offload") else [],
     }
 

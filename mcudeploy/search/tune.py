@@ -62,12 +62,14 @@ from mcudeploy.device.pool import BoardPool
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_model
 from mcudeploy.partition import HALOS, Cut, split
+from mcudeploy.objective import MEMORY, Objective
 from mcudeploy.offload.swap import parse_budget, regions_for_swap
 from mcudeploy.pipeline import Compiled, compile_graph, fast_memory_bytes, lower
 from mcudeploy.search import budget as budgets
 from mcudeploy.search import space
 from mcudeploy.search.budget import Clock, Work
 from mcudeploy.search.fast import fast_arena, fastest_within
+from mcudeploy.search.fastest import fastest_plan
 from mcudeploy.search.peak import find_peak
 from mcudeploy.search.progress import Progress, to_stderr
 from mcudeploy.search.state import TuneState, model_digest
@@ -140,16 +142,16 @@ class TuneResult:
 def compile_scheme(lowered, scheme: Sequence[Cut], board: Board, name: str, method: str = SEARCH_SCHEDULE,
                    placement: str = "greedy", time_limit: float = EFFORT, scratch: str = SEARCH_SCRATCH,
                    int8_input: bool = False, fast_memory: Optional[int] = None,
-                   stream_input: bool = False) -> Compiled:
+                   stream_input: bool = False, objective: Objective = MEMORY) -> Compiled:
     """Split ``lowered`` by ``scheme`` and compile it through pipeline.compile_graph, the path of
     ``mcudeploy compile``, so the arena and kernels tune times are those of the project it writes
     (``scratch`` is compile_graph's kernel-scratch policy; ``time_limit`` its solvers' effort;
-    ``int8_input``, ``stream_input``: ``lowered`` was lowered so; ``fast_memory``: compile_graph's budget)."""
+    ``int8_input``, ``stream_input``: ``lowered`` was lowered so; ``fast_memory``, ``objective``: compile_graph's)."""
     graph = split(lowered, tuple(scheme)) if scheme else lowered
     return compile_graph(graph, board, name, schedule_method=method, placement_method=placement,
                          placement_time_limit=time_limit, schedule_time_limit=time_limit, scheme=tuple(scheme),
                          scratch=scratch, int8_input=int8_input, fast_memory=fast_memory,
-                         stream_input=stream_input)
+                         stream_input=stream_input, objective=objective)
 
 
 class Tuner:
@@ -170,7 +172,8 @@ class Tuner:
                  pieces: Sequence[int] = space.PIECES, max_segment: Optional[int] = None,
                  top_segments: int = TOP_SEGMENTS, sweep: int = SWEEP, budget: int = budgets.CANDIDATES,
                  effort: float = EFFORT, int8_input: bool = False, fast_memory=None, boards: int = 1,
-                 ports: Sequence[str] = (), pool: Optional[BoardPool] = None, stream_input: bool = False):
+                 ports: Sequence[str] = (), pool: Optional[BoardPool] = None, stream_input: bool = False,
+                 objective: Objective = MEMORY):
         if not max_overhead >= 0:
             raise MCUDeployError(f"--max-overhead must be 0 or more, not {max_overhead}")
         if not time_limit > 0:
@@ -201,6 +204,10 @@ class Tuner:
         self.int8_input = int8_input
         self.stream_input = stream_input
         self.fast_memory = fast_memory
+        self.objective = objective  # latency or balanced: search/fastest.py instead of the cuts
+        if fast_memory is not None and objective.name != "memory":
+            raise MCUDeployError(f"--fast-memory is the memory objective's budget (met by swapping): with "
+                                 f"--objective {objective.name} give --memory-budget")
         self.fast_budget: Optional[int] = None  # fast_memory in bytes, once the unsplit plan is known
         if fast_memory is not None:
             parse_budget(fast_memory)  # a malformed budget is refused before any work
@@ -210,7 +217,9 @@ class Tuner:
                                           "max_overhead": max_overhead, "effort": effort,
                                           **({"fast_memory": str(fast_memory)} if fast_memory is not None else {}),
                                           **({"int8_input": True} if int8_input else {}),
-                                          **({"stream_input": True} if stream_input else {})})
+                                          **({"stream_input": True} if stream_input else {}),
+                                          **({"objective": objective.as_plan()} if objective.name != "memory"
+                                             else {})})
         self.work = Work(kernels_measured=self.state.kernels_measured)
         self.progress = Progress(progress, self.clock, self.work, budget)
         self.pool = pool or BoardPool.of(self.board, boards, list(ports) or ([port] if port else []))
@@ -493,6 +502,11 @@ class Tuner:
     def _run(self) -> TuneResult:
         if self.state.resumed:
             self.progress.resuming(self.state.path, len(self.state.candidates))
+        if self.objective.name != "memory":
+            base, best = fastest_plan(self, self.objective)
+            self.stopped_by = budgets.CONVERGED
+            return TuneResult(base, best, base.ticks, self.out, self.budget, self.work, self.stopped_by,
+                              self.time_limit, self.clock.elapsed(), self.effort)
         base = self.baseline()
         if self.fast_memory is not None:
             self.fast_budget = fast_memory_bytes(str(self.fast_memory), lambda: base.compiled)

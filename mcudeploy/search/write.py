@@ -30,7 +30,8 @@ def write_result(result: TuneResult, code=None) -> Path:
     latency = {"ticks": best.ticks, "baseline_ticks": base.ticks, "source": source,
                "budget_ticks": result.budget_ticks, "run_ticks": best.run_ticks, "baseline_run_ticks": base.run_ticks}
     plan = plan_dict(best.compiled, scheme=scheme, latency=latency)
-    plan["split"] = {"arena_bytes_unsplit": base.arena, "arena_bytes": best.arena,
-                     "saved_bytes": base.arena - best.arena, "ratio": round(best.arena / base.arena, 4)}
+    if best.compiled.objective.name == "memory":  # else the baseline is the memory objective's plan: nothing split
+        plan["split"] = {"arena_bytes_unsplit": base.arena, "arena_bytes": best.arena,
+                         "saved_bytes": base.arena - best.arena, "ratio": round(best.arena / base.arena, 4)}
     plan["tune"] = tune_record(result)
     return write_project(best.compiled, result.out_dir, plan)
