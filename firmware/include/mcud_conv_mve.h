@@ -17,6 +17,38 @@
 #include "mcud_dsp.h"
 #if MCUD_HAVE_MVE /* else empty (model.c includes every header); mcud_conv_fast.h includes it where it needs it */
 
+/* Four accumulators of one channel requantized (mult, shift) by route (0 mcud_requant, 1
+ * mcud_requant_hi, 2 and 3 mcud_requant_tfl and its [33, 62] form), plus the zero point, clamped
+ * to [lo, hi]: the scalar functions' bits. Route 1: the product's high and low words (VMULH, VMUL),
+ * the tie to even where the low word is 0, then a truncating shift. Routes 2 and 3: TFLite's
+ * doubling high multiply rounding half up is VQRDMULH (exact: the multiplier is never -2^31), its
+ * division by 2^right rounding half away from zero is VRSHL after subtracting 1 from a negative
+ * value. Route 0 (a 64-bit shift below 33) goes lane by lane through mcud_requant. */
+MCUD_INLINE int32x4_t mcud_mve_requant(int32x4_t acc, int32_t mult, int32_t shift, int32_t route, int32_t zy,
+                                       int32_t lo, int32_t hi)
+{
+    int32x4_t q;
+    if (route == 1) {
+        int32_t r = shift - 32;
+        int32x4_t h = vmulhq_s32(acc, vdupq_n_s32(mult));
+        int32x4_t odd = vandq_s32(vmvnq_s32(vshlq_s32(h, vdupq_n_s32(-r))), vdupq_n_s32(1));
+        h = vsubq_m_s32(h, h, odd, vcmpeqq_s32(vmulq_s32(acc, vdupq_n_s32(mult)), vdupq_n_s32(0)));
+        q = vshlq_s32(vaddq_n_s32(h, (int32_t)1 << (r - 1)), vdupq_n_s32(-r));
+    } else if (route >= 2) {
+        int32_t left = shift < 31 ? 31 - shift : 0, right = shift > 31 ? shift - 31 : 0;
+        q = vqrdmulhq_n_s32(left ? vshlq_s32(acc, vdupq_n_s32(left)) : acc, mult);
+        if (right) {
+            q = vrshlq_s32(vaddq_s32(q, vshrq_n_s32(q, 31)), vdupq_n_s32(-right));
+        }
+    } else {
+        q = vdupq_n_s32(mcud_requant(vgetq_lane_s32(acc, 0), mult, shift));
+        q = vsetq_lane_s32(mcud_requant(vgetq_lane_s32(acc, 1), mult, shift), q, 1);
+        q = vsetq_lane_s32(mcud_requant(vgetq_lane_s32(acc, 2), mult, shift), q, 2);
+        q = vsetq_lane_s32(mcud_requant(vgetq_lane_s32(acc, 3), mult, shift), q, 3);
+    }
+    return vminq_s32(vmaxq_s32(vaddq_n_s32(q, zy), vdupq_n_s32(lo)), vdupq_n_s32(hi));
+}
+
 /* Where tap kk sits in a column: bits 0 and 1 swapped ([w0 w2 w1 w3] within a group of four). */
 MCUD_INLINE int32_t mcud_mve_pos(int32_t kk)
 {
@@ -82,6 +114,21 @@ MCUD_INLINE void mcud_conv_mve_col(const int8_t *xn, const mcud_fast_dims *X, in
         return;
     }
     int32_t kk = 0;
+    if (p->inside || (ih0 >= 0 && iw0 >= 0 && ih0 + (kh_n - 1) * p->dilation[0] < X->h &&
+                      iw0 + (kw_n - 1) * p->dilation[1] < X->w)) { /* the window is inside: no checks */
+        const int8_t *xp = xn + ih0 * X->sh + iw0 * X->sw;
+        const int32_t dh = p->dilation[0] * X->sh, dw = p->dilation[1] * X->sw;
+        for (int32_t c = 0; c < X->c; c++) {
+            for (int32_t kh = 0; kh < kh_n; kh++, kk += kw_n) {
+                const int8_t *xr = xp + c * X->sc + kh * dh;
+                MCUD_UNROLL
+                for (int32_t kw = 0; kw < kw_n; kw++) {
+                    d[perm ? mcud_mve_pos(kk + kw) : kk + kw] = xr[kw * dw];
+                }
+            }
+        }
+        return;
+    }
     for (int32_t c = 0; c < X->c; c++) {
         for (int32_t kh = 0; kh < kh_n; kh++) {
             int32_t ih = ih0 + kh * p->dilation[0];
@@ -101,6 +148,13 @@ MCUD_INLINE void mcud_conv_mve_gemm(const int8_t *cols, int32_t kp, int32_t m, i
                                     int32_t ysc, const int8_t *wa, int32_t wsn, const mcud_conv_s8_fast_params *p)
 {
     const int8_t *c0 = cols, *c1 = cols + kp, *c2 = cols + 2 * kp, *c3 = cols + 3 * kp;
+    /* the pixels' outputs are in raster order: byte offsets from the first, one scatter store */
+    uint32_t at[MCUD_CONV_FAST_PIXELS] = {0, 0, 0, 0};
+    for (int32_t i = 1; i < m; i++) {
+        at[i] = (uint32_t)(yp[i] - yp[0]);
+    }
+    const uint32x4_t off = vldrwq_u32(at);
+    const mve_pred16_t pm = vctp32q((uint32_t)m);
     for (int32_t oc = 0; oc < oc_n; oc++, wa += wsn) {
         int32_t a0 = p->bias[oc], a1 = a0, a2 = a0, a3 = a0;
         for (int32_t k = 0; k < kp; k += 16) {
@@ -111,16 +165,10 @@ MCUD_INLINE void mcud_conv_mve_gemm(const int8_t *cols, int32_t kp, int32_t m, i
             a2 = vmladavaq_s8(a2, vldrbq_z_s8(c2 + k, pr), wv);
             a3 = vmladavaq_s8(a3, vldrbq_z_s8(c3 + k, pr), wv);
         }
-        yp[0][oc * ysc] = mcud_conv_fast_out(a0, oc, p);
-        if (m > 1) {
-            yp[1][oc * ysc] = mcud_conv_fast_out(a1, oc, p);
-        }
-        if (m > 2) {
-            yp[2][oc * ysc] = mcud_conv_fast_out(a2, oc, p);
-        }
-        if (m > 3) {
-            yp[3][oc * ysc] = mcud_conv_fast_out(a3, oc, p);
-        }
+        int32x4_t acc = vsetq_lane_s32(a3, vsetq_lane_s32(a2, vsetq_lane_s32(a1, vdupq_n_s32(a0), 1), 2), 3);
+        int32x4_t q = mcud_mve_requant(acc, p->mult[oc], p->shift[oc], p->hi_shift, p->out_zero_point, p->act_min,
+                                       p->act_max);
+        vstrbq_scatter_offset_p_s32(yp[0] + oc * ysc, off, q, pm);
     }
 }
 
