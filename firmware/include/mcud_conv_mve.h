@@ -10,8 +10,9 @@
  * real K up to kpad hold 0 in the columns and in the weights. The zero point is folded into the
  * bias as on the DSP path and a padded tap holds it, so it adds nothing.
  *
- * The dot products run over kpad in vectors of 16 with the last one predicated (VCTP: lanes past
- * kpad are loaded as zero), four output pixels against one weight vector. */
+ * The dot products run over kpad in vectors of 16, the last part one predicated (VCTP: lanes past
+ * kpad are loaded as zero; tail predication of the whole loop, DLSTP/LETP, is not used: GCC 12 does
+ * not emit it), four output pixels against one weight vector. */
 #ifndef MCUD_CONV_MVE_H
 #define MCUD_CONV_MVE_H
 #include "mcud_dsp.h"
@@ -157,7 +158,15 @@ MCUD_INLINE void mcud_conv_mve_gemm(const int8_t *cols, int32_t kp, int32_t m, i
     const mve_pred16_t pm = vctp32q((uint32_t)m);
     for (int32_t oc = 0; oc < oc_n; oc++, wa += wsn) {
         int32_t a0 = p->bias[oc], a1 = a0, a2 = a0, a3 = a0;
-        for (int32_t k = 0; k < kp; k += 16) {
+        int32_t k = 0;
+        for (; k + 16 <= kp; k += 16) { /* whole vectors: no predicate (GCC 12 sets one per load) */
+            int8x16_t wv = vldrbq_s8(wa + k);
+            a0 = vmladavaq_s8(a0, vldrbq_s8(c0 + k), wv);
+            a1 = vmladavaq_s8(a1, vldrbq_s8(c1 + k), wv);
+            a2 = vmladavaq_s8(a2, vldrbq_s8(c2 + k), wv);
+            a3 = vmladavaq_s8(a3, vldrbq_s8(c3 + k), wv);
+        }
+        if (k < kp) { /* the tail: lanes past kp load as 0 */
             mve_pred16_t pr = vctp8q((uint32_t)(kp - k));
             int8x16_t wv = vldrbq_z_s8(wa + k, pr);
             a0 = vmladavaq_s8(a0, vldrbq_z_s8(c0 + k, pr), wv);
