@@ -181,32 +181,42 @@ MCUD_INLINE void mcud_conv_mve_gemm(const int8_t *cols, int32_t kp, int32_t m, i
     }
 }
 
-MCUD_INLINE void mcud_conv_s8_fast_mve(const mcud_view *x, const mcud_view *w, const mcud_view *y,
-                                       const mcud_conv_s8_fast_params *p, void *scratch)
+/* Every output pixel of y, per pixels at a time (1 to 4): their columns of kp taps into cols (taps
+ * ordered as mcud_conv_mve_col's hwc and perm say), then every channel against the weights wa (kp
+ * bytes a channel). */
+MCUD_INLINE void mcud_conv_mve_blocks(const mcud_view *x, const mcud_view *y, int32_t kh_n, int32_t kw_n,
+                                      const mcud_conv_s8_fast_params *p, int8_t *cols, int32_t kp, int32_t per,
+                                      int32_t hwc, int32_t perm, const int8_t *wa)
 {
     mcud_fast_dims X = mcud_fast_dims_of(x), Y = mcud_fast_dims_of(y);
-    int32_t kh_n = w->ndim >= 4 ? w->shape[2] : 1;
-    int32_t kw_n = w->shape[w->ndim - 1];
-    int8_t *cols = (int8_t *)scratch;
-    memset(cols, 0, (size_t)(MCUD_CONV_FAST_PIXELS * p->kpad)); /* taps past K stay 0 */
     for (int32_t n = 0; n < Y.n; n++) {
         const int8_t *xn = (const int8_t *)x->data + n * X.sn;
         int8_t *yn = (int8_t *)y->data + n * Y.sn;
         int8_t *yp[MCUD_CONV_FAST_PIXELS];
         int32_t oh = 0, ow = 0;
-        for (int32_t left = Y.h * Y.w; left > 0; left -= MCUD_CONV_FAST_PIXELS) {
-            int32_t m = left < MCUD_CONV_FAST_PIXELS ? left : MCUD_CONV_FAST_PIXELS;
+        for (int32_t left = Y.h * Y.w; left > 0; left -= per) {
+            int32_t m = left < per ? left : per;
             for (int32_t i = 0; i < m; i++) {
                 yp[i] = yn + oh * Y.sh + ow * Y.sw;
-                mcud_conv_mve_col(xn, &X, kh_n, kw_n, p, oh, ow, cols + i * p->kpad, p->hwc, 1);
+                mcud_conv_mve_col(xn, &X, kh_n, kw_n, p, oh, ow, cols + i * kp, hwc, perm);
                 if (++ow == Y.w) {
                     ow = 0;
                     oh++;
                 }
             }
-            mcud_conv_mve_gemm(cols, p->kpad, m, yp, Y.c, Y.sc, p->w, p->kpad, p);
+            mcud_conv_mve_gemm(cols, kp, m, yp, Y.c, Y.sc, wa, kp, p);
         }
     }
+}
+
+MCUD_INLINE void mcud_conv_s8_fast_mve(const mcud_view *x, const mcud_view *w, const mcud_view *y,
+                                       const mcud_conv_s8_fast_params *p, void *scratch)
+{
+    int32_t kh_n = w->ndim >= 4 ? w->shape[2] : 1;
+    int32_t kw_n = w->shape[w->ndim - 1];
+    int8_t *cols = (int8_t *)scratch;
+    memset(cols, 0, (size_t)(MCUD_CONV_FAST_PIXELS * p->kpad)); /* taps past K stay 0 */
+    mcud_conv_mve_blocks(x, y, kh_n, kw_n, p, cols, p->kpad, MCUD_CONV_FAST_PIXELS, p->hwc, 1, p->w);
 }
 
 /* mcud_conv_s8_direct (no scratch in the arena) on an MVE core: the same columns in a stack buffer
@@ -222,7 +232,7 @@ MCUD_INLINE void mcud_conv_s8_fast_mve(const mcud_view *x, const mcud_view *w, c
 MCUD_INLINE int32_t mcud_conv_s8_direct_mve(const mcud_view *x, const mcud_view *w, const mcud_view *y,
                                             const mcud_conv_s8_fast_params *p)
 {
-    mcud_fast_dims X = mcud_fast_dims_of(x), Y = mcud_fast_dims_of(y), W = mcud_fast_dims_of(w);
+    mcud_fast_dims W = mcud_fast_dims_of(w);
     int32_t k = W.c * W.h * W.w;
     int32_t per = k > 0 ? MCUD_MVE_COLS / k : 0;
     if (per < 1 || W.sw != 1 || W.sh != W.w || W.sc != W.h * W.w || W.sn != k) {
@@ -232,24 +242,7 @@ MCUD_INLINE int32_t mcud_conv_s8_direct_mve(const mcud_view *x, const mcud_view 
         per = MCUD_CONV_FAST_PIXELS;
     }
     int8_t cols[MCUD_MVE_COLS];
-    for (int32_t n = 0; n < Y.n; n++) {
-        const int8_t *xn = (const int8_t *)x->data + n * X.sn;
-        int8_t *yn = (int8_t *)y->data + n * Y.sn;
-        int8_t *yp[MCUD_CONV_FAST_PIXELS];
-        int32_t oh = 0, ow = 0;
-        for (int32_t left = Y.h * Y.w; left > 0; left -= per) {
-            int32_t m = left < per ? left : per;
-            for (int32_t i = 0; i < m; i++) {
-                yp[i] = yn + oh * Y.sh + ow * Y.sw;
-                mcud_conv_mve_col(xn, &X, W.h, W.w, p, oh, ow, cols + i * k, 0, 0);
-                if (++ow == Y.w) {
-                    ow = 0;
-                    oh++;
-                }
-            }
-            mcud_conv_mve_gemm(cols, k, m, yp, Y.c, Y.sc, (const int8_t *)w->data, k, p);
-        }
-    }
+    mcud_conv_mve_blocks(x, y, W.h, W.w, p, cols, k, per, 0, 0, (const int8_t *)w->data);
     return 1;
 }
 
