@@ -148,7 +148,9 @@ MCUD_INLINE void mcud_conv_mve_col(const int8_t *xn, const mcud_fast_dims *X, in
 MCUD_INLINE void mcud_conv_mve_gemm(const int8_t *cols, int32_t kp, int32_t m, int8_t *const *yp, int32_t oc_n,
                                     int32_t ysc, const int8_t *wa, int32_t wsn, const mcud_conv_s8_fast_params *p)
 {
-    const int8_t *c0 = cols, *c1 = cols + kp, *c2 = cols + 2 * kp, *c3 = cols + 3 * kp;
+    /* columns past m are column 0 again: only m columns need exist (the direct path's stack buffer) */
+    const int8_t *c0 = cols, *c1 = m > 1 ? cols + kp : cols, *c2 = m > 2 ? cols + 2 * kp : cols;
+    const int8_t *c3 = m > 3 ? cols + 3 * kp : cols;
     /* the pixels' outputs are in raster order: byte offsets from the first, one scatter store */
     uint32_t at[MCUD_CONV_FAST_PIXELS] = {0, 0, 0, 0};
     for (int32_t i = 1; i < m; i++) {
