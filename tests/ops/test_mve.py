@@ -2,7 +2,8 @@
 qemu-m55 build uses the vector instructions, and under QEMU (mps3-an547) gives the host's bits on a model
 that takes every MVE path (the generic, channels-last and gathered pointwise columns, the direct path's
 stack columns, depthwise rows wide enough for vectors at stride 1 and 2) and on a shared MLPerf Tiny model
-read from .tflite (TFLite's requantization routes)."""
+read from .tflite; and mcud_mve_requant against the scalar requantizations on every route, on values the
+models do not reach (shifts below 33, TFLite's left shift), in a small firmware of its own."""
 from __future__ import annotations
 
 import shutil
@@ -89,3 +90,108 @@ def test_kws_tflite_on_qemu_m55_equals_the_host(tmp_path):
     result = run_on_board(compiled, samples, workdir=tmp_path / "p")
     same, lines = compare_with_host(compiled, result.outputs, samples)
     assert same, lines
+
+
+# mcud_mve_requant (firmware/include/mcud_conv_mve.h) against the scalar functions it replaces, every route,
+# on seeded pseudo-random accumulators, multipliers, shifts and zero points; the mismatches are the exit status.
+REQUANT_CHECK = r"""
+#include <stdint.h>
+#include "mcud_conv_fast.h"
+
+static void semihosting_exit(int32_t code) /* SYS_EXIT_EXTENDED: QEMU ends with this status */
+{
+    uint32_t block[2] = {0x20026u, (uint32_t)code};
+    register uint32_t r0 __asm__("r0") = 0x20u;
+    register uint32_t r1 __asm__("r1") = (uint32_t)(uintptr_t)block;
+    __asm__ volatile("bkpt 0xAB" : "+r"(r0) : "r"(r1) : "memory");
+    for (;;) {
+    }
+}
+extern uint32_t _estack;
+void Reset_Handler(void);
+__attribute__((section(".isr_vector"), used)) const void *vectors[4] = {&_estack, Reset_Handler, Reset_Handler,
+                                                                        Reset_Handler};
+static uint32_t state = 12345u;
+static uint32_t next(void)
+{
+    state ^= state << 13; /* xorshift32: every bit varies (an LCG's low bits repeat with a short period) */
+    state ^= state >> 17;
+    state ^= state << 5;
+    return state;
+}
+
+static int32_t scalar(int32_t acc, int32_t mult, int32_t shift, int32_t route)
+{
+    switch (route) {
+    case 1: return mcud_requant_hi(acc, mult, shift);
+    case 2: return mcud_requant_tfl(acc, mult, shift);
+    case 3: return mcud_requant_tfl_r(acc, mult, shift);
+    default: return mcud_requant(acc, mult, shift);
+    }
+}
+
+static __attribute__((noinline)) int32_t mismatches(void);
+
+void Reset_Handler(void)
+{
+    *(volatile uint32_t *)0xE000ED88u |= 0xFu << 20; /* CP10, CP11: the FPU and MVE, before any vector register */
+    __asm__ volatile("dsb\n\tisb" ::: "memory");
+    int32_t bad = mismatches();
+    semihosting_exit(bad > 255 ? 255 : bad);
+}
+
+static __attribute__((noinline)) int32_t mismatches(void)
+{
+    int32_t bad = 0;
+    for (int32_t route = 0; route < 4; route++) {
+        for (int32_t i = 0; i < 4000; i++) {
+            int32_t lo_shift = route == 1 || route == 3 ? 33 : (route == 2 ? 20 : 1);
+            int32_t shift = lo_shift + (int32_t)(next() % (uint32_t)(63 - lo_shift));
+            int32_t mult = (int32_t)(0x40000000u | (next() >> 2));
+            int32_t bits = route == 2 && shift < 31 ? 30 - (31 - shift) : 26; /* TFLite's left shift must not overflow */
+            int32_t acc[4], zy = (int32_t)(next() % 256u) - 128, lo = -128 + (int32_t)(next() % 2u) * 100, hi = 127;
+            int32_t tie = next() % 4u == 0; /* exact halves, where the roundings differ */
+            if (tie) {
+                mult = 0x40000000;
+                shift = route == 0 ? 31 + (int32_t)(next() % 2u) : 33 + (int32_t)(next() % 23u);
+            }
+            for (int32_t k = 0; k < 4; k++) {
+                acc[k] = (int32_t)(next() >> (32 - bits)) - (1 << (bits - 1));
+                if (tie) { /* ONNX: acc * 2^30 / 2^shift ends in one half; TFLite: so does h / 2^(shift - 31) */
+                    int32_t q = (int32_t)(next() % 64u) - 32;
+                    acc[k] = route < 2 ? q * (1 << (shift - 30)) + (1 << (shift - 31))
+                                       : 2 * (q * (1 << (shift - 31)) + (1 << (shift - 32)));
+                }
+            }
+            int32x4_t q = mcud_mve_requant(vldrwq_s32(acc), mult, shift, route, zy, lo, hi);
+            int32_t got[4];
+            vstrwq_s32(got, q);
+            for (int32_t k = 0; k < 4; k++) {
+                int32_t want = mcud_clamp(scalar(acc[k], mult, shift, route) + zy, lo, hi);
+                bad += got[k] != want;
+            }
+        }
+    }
+    return bad;
+}
+"""
+
+
+@pytest.mark.qemu
+@needs_qemu
+def test_vector_requantization_equals_the_scalar_one_on_every_route(tmp_path):
+    from mcudeploy.resources import firmware_dir
+
+    fw = firmware_dir()
+    (tmp_path / "check.c").write_text(REQUANT_CHECK)
+    (tmp_path / "link.ld").write_text("ENTRY(Reset_Handler)\nMEMORY\n{\n ITCM (rx) : ORIGIN = 0x10000000, LENGTH = 512K\n"
+                                      " DTCM (rw) : ORIGIN = 0x30000000, LENGTH = 512K\n}\nSECTIONS\n{\n"
+                                      " .isr_vector : { KEEP(*(.isr_vector)) } > ITCM\n .text : { *(.text*) *(.rodata*) } > ITCM\n"
+                                      " .data : { *(.data*) } > ITCM\n .bss (NOLOAD) : { *(.bss* COMMON) } > DTCM\n _estack = 0x30080000;\n}\n")
+    elf = tmp_path / "check.elf"
+    subprocess.run([ARM, *load_board("qemu-m55").cpu_flags, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror",
+                    "-nostartfiles", "--specs=nano.specs", "-I", str(fw / "include"), "-T", str(tmp_path / "link.ld"),
+                    str(tmp_path / "check.c"), "-o", str(elf)], check=True)
+    run = subprocess.run(["qemu-system-arm", "-M", "mps3-an547", "-display", "none", "-monitor", "none", "-serial", "null",
+                          "-semihosting-config", "enable=on,target=native", "-kernel", str(elf)], timeout=60)
+    assert run.returncode == 0, f"{run.returncode} of 16,000 requantized values differ from the scalar functions"
