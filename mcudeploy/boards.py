@@ -149,6 +149,7 @@ class Board:
     dma_engine: Optional[DmaEngine] = None  # None: mcud_dma_copy_start copies with memcpy
     clock_tree: Optional[ClockTree] = None  # None: the firmware runs at the reset clock
     links: Optional[Links] = None  # None: the board cannot be a chip of a chain with links of its own
+    boot_origin: Optional[int] = None  # the vector table's address when not flash_origin (an ITCM the core boots from)
 
     @property
     def sram_bytes(self) -> int:
@@ -238,7 +239,8 @@ def _board(data: dict) -> Board:
                  data.get("vendor", ""), data.get("url", ""), tuple(data.get("cpu_flags", ())),
                  _int(data.get("flash_origin", 0)), int(data.get("stack_bytes", _default_stack(data["kind"]))), uart, timer,
                  qemu, upload, (data.get("platformio") or {}).get("board", ""), build, dma_engine=dma,
-                 clock_tree=tree, links=links)
+                 clock_tree=tree, links=links,
+                 boot_origin=_int(data["boot_origin"]) if "boot_origin" in data else None)
 
 
 def _writes(items) -> tuple[RegWrite, ...]:

@@ -33,6 +33,7 @@
 #define MCUD_CONV_DW_H
 #include "mcud.h"
 #include "mcud_conv.h"
+#include "mcud_conv_fast.h" /* mcud_mve_requant (mcud_conv_mve.h) on an MVE core */
 #include "mcud_dsp.h"
 
 /* Bytes of the stack buffer: the padded plane of a channel when it fits (KWS: 27 rows of 8), else
@@ -105,6 +106,43 @@ MCUD_INLINE int8_t mcud_dw_out(int32_t acc, const mcud_dw_channel *ch, int32_t h
     return mcud_dw_clamp8(q + p->out_zero_point, p->act_min, p->act_max);
 }
 
+#if MCUD_HAVE_MVE
+#ifndef MCUD_DW_MVE_MIN
+#define MCUD_DW_MVE_MIN 8 /* output rows at least this wide take mcud_dw_row_mve */
+#endif
+/* mcud_dw_row on a core with Helium: four outputs a step in 32-bit lanes, each tap one load of four
+ * bytes (a gather at stride 2) and one vector-by-scalar multiply-accumulate, the requantization
+ * vectorized (mcud_mve_requant), the last step predicated; the same sums, so the same bits. */
+MCUD_INLINE void mcud_dw_row_mve(const int8_t *r0, const int8_t *r1, const int8_t *r2, int8_t *yr, int32_t ysw,
+                                 int32_t ow_n, int32_t sw, const mcud_dw_channel *ch, int32_t hi_route,
+                                 const mcud_conv_s8_params *p)
+{
+    const int32_t w00 = mcud_lo16(ch->pair[0]), w02 = mcud_hi16(ch->pair[0]), w01 = mcud_lo16(ch->mid01);
+    const int32_t w10 = mcud_lo16(ch->pair[1]), w12 = mcud_hi16(ch->pair[1]), w11 = mcud_hi16(ch->mid01);
+    const int32_t w20 = mcud_lo16(ch->pair[2]), w22 = mcud_hi16(ch->pair[2]), w21 = mcud_lo16(ch->mid2);
+    const uint32x4_t in = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)sw);
+    const uint32x4_t out = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)ysw);
+#define MCUD_DW_TAP(ptr) (sw == 1 ? vldrbq_z_s32((ptr), pm) : vldrbq_gather_offset_z_s32((ptr), in, pm))
+    for (int32_t ow = 0; ow < ow_n; ow += 4) {
+        const mve_pred16_t pm = vctp32q((uint32_t)(ow_n - ow));
+        const int32_t j = ow * sw;
+        int32x4_t a = vdupq_n_s32(ch->bias);
+        a = vmlaq_n_s32(a, MCUD_DW_TAP(r0 + j), w00);
+        a = vmlaq_n_s32(a, MCUD_DW_TAP(r0 + j + 1), w01);
+        a = vmlaq_n_s32(a, MCUD_DW_TAP(r0 + j + 2), w02);
+        a = vmlaq_n_s32(a, MCUD_DW_TAP(r1 + j), w10);
+        a = vmlaq_n_s32(a, MCUD_DW_TAP(r1 + j + 1), w11);
+        a = vmlaq_n_s32(a, MCUD_DW_TAP(r1 + j + 2), w12);
+        a = vmlaq_n_s32(a, MCUD_DW_TAP(r2 + j), w20);
+        a = vmlaq_n_s32(a, MCUD_DW_TAP(r2 + j + 1), w21);
+        a = vmlaq_n_s32(a, MCUD_DW_TAP(r2 + j + 2), w22);
+        int32x4_t q = mcud_mve_requant(a, ch->mult, ch->shift, hi_route, p->out_zero_point, p->act_min, p->act_max);
+        vstrbq_scatter_offset_p_s32(yr + ow * ysw, out, q, pm);
+    }
+#undef MCUD_DW_TAP
+}
+#endif
+
 /* One output row: ow in [0, ow_n), window columns start at buffer index ow * sw. */
 MCUD_INLINE void mcud_dw_row(const int8_t *r0, const int8_t *r1, const int8_t *r2, int8_t *yr, int32_t ysw,
                              int32_t ow_n, int32_t sw, const mcud_dw_channel *ch, int32_t hi_route,
@@ -112,6 +150,12 @@ MCUD_INLINE void mcud_dw_row(const int8_t *r0, const int8_t *r1, const int8_t *r
 {
     const uint32_t p0 = ch->pair[0], p1 = ch->pair[1], p2 = ch->pair[2];
     const uint32_t m01 = ch->mid01, m2 = ch->mid2;
+#if MCUD_HAVE_MVE
+    if (ow_n >= MCUD_DW_MVE_MIN) { /* narrower rows: the DSP path below takes fewer instructions */
+        mcud_dw_row_mve(r0, r1, r2, yr, ysw, ow_n, sw, ch, hi_route, p);
+        return;
+    }
+#endif
     int32_t ow = 0;
     if (sw == 1) {
         for (; ow + 2 <= ow_n; ow += 2) {

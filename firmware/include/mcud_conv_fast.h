@@ -276,18 +276,26 @@ MCUD_INLINE void mcud_conv_fast_gemm1(const int16_t *cols, int8_t *y0, int32_t o
     }
 }
 
+#if MCUD_HAVE_MVE
+#include "mcud_conv_mve.h"
+#endif
+
 /* int8 Conv, group 1, on NCHW views (rank 4, or rank 3 read as H = 1). The weights come from
  * p->w (w and b are the model's tensors, unused here); scratch holds 4 * kpad int16, 4-byte
  * aligned (LDRD needs word alignment only on ARMv7-M). */
 MCUD_INLINE void mcud_conv_s8_fast(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
                                    const mcud_conv_s8_fast_params *p, void *scratch)
 {
+    (void)b;
+#if MCUD_HAVE_MVE
+    mcud_conv_s8_fast_mve(x, w, y, p, scratch); /* int8 columns, 16 MACs a vector (mcud_conv_mve.h) */
+    return;
+#endif
     mcud_fast_dims X = mcud_fast_dims_of(x), Y = mcud_fast_dims_of(y);
     int32_t kh_n = w->ndim >= 4 ? w->shape[2] : 1;
     int32_t kw_n = w->shape[w->ndim - 1];
     int32_t k = X.c * kh_n * kw_n;
     int16_t *cols = (int16_t *)scratch;
-    (void)b;
     for (int32_t i = 0; i < MCUD_CONV_FAST_PIXELS; i++) {
         for (int32_t kk = k; kk < p->kpad; kk++) {
             cols[MCUD_COL_AT(kk, i)] = 0;
@@ -413,6 +421,11 @@ MCUD_INLINE void mcud_conv_s8_direct(const mcud_view *x, const mcud_view *w, con
     const int8_t *wd = (const int8_t *)w->data;
     const int32_t dh = p->dilation[0] * X.sh, dw = p->dilation[1] * X.sw, step = p->stride[1] * X.sw;
     (void)b;
+#if MCUD_HAVE_MVE
+    if (mcud_conv_s8_direct_mve(x, w, y, p)) { /* columns on the stack, 16 MACs a vector (mcud_conv_mve.h) */
+        return;
+    }
+#endif
     for (int32_t n = 0; n < Y.n; n++) {
         const int8_t *xn = (const int8_t *)x->data + n * X.sn;
         int8_t *yn = (int8_t *)y->data + n * Y.sn;

@@ -16,6 +16,15 @@
 #define MCUD_HAVE_DSP 0
 #endif
 
+/* Helium (the M-profile vector extension, integer part): Cortex-M55 and M85. Kernels that have an
+ * MVE path take it at compile time; it gives the same bits as the DSP and portable paths. */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+#include <arm_mve.h>
+#define MCUD_HAVE_MVE 1
+#else
+#define MCUD_HAVE_MVE 0
+#endif
+
 /* Four bytes from any address (unaligned loads are legal on M3/M4/M7; memcpy compiles to one LDR
  * unless the kernels are built with -ffreestanding, which they must not be). */
 static inline uint32_t mcud_load32(const void *p)

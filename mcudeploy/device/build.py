@@ -140,6 +140,7 @@ def _context(board: Board, mid: int, has_model: bool, sections: Optional[dict] =
         "emulated": board.kind == "qemu",
         "init": init,
         "flash_origin": f"0x{board.flash_origin:08X}",
+        "boot_origin": None if board.boot_origin is None else f"0x{board.boot_origin:08X}",
         "flash_bytes": board.flash_bytes,
         "ram_name": ram.name,
         "ram_origin": f"0x{ram.origin:08X}",
