@@ -153,6 +153,8 @@ class Board:
 
     @property
     def sram_bytes(self) -> int:
+        """Every RAM region's bytes together: only for PlatformIO's manifest, whose size check adds up the RAM
+        sections of all regions; each region is checked on its own by mcudeploy's fit check and the linker."""
         return sum(r.size for r in self.regions if not r.excluded)
 
     @property
