@@ -2,8 +2,13 @@
 temporary name beside the target and are renamed over it in one step (a rename within a folder
 is atomic on POSIX), so a reader sees the old file or the new one, never half of one.
 
+The bytes are flushed to the disk (fsync) before the rename, and the folder after it, so a crash of
+the machine keeps the order of the writes too; the file gets the mode an ordinary open() would give
+(0666 less the umask), not the 0600 of a temporary file.
+
 The commands' output paths are checked before any long work (check_output), and an OSError while
-writing (a full disk, a permission) is told as one sentence naming the path (writing)."""
+writing (a full disk, a permission) is told as one sentence naming the path (writing). A folder a
+command writes has one writer at a time (output_lock)."""
 from __future__ import annotations
 
 import contextlib
@@ -17,19 +22,79 @@ from typing import Iterator, Union
 from mcudeploy.errors import MCUDeployError
 
 
+LOCK_FILE = ".mcudeploy.lock"
+
+
+def umask() -> int:
+    """The process's umask (read by setting it and setting it back: there is no other way)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: Union[str, os.PathLike], data: Union[str, bytes]) -> Path:
-    """Write ``data`` (text as UTF-8) to ``path`` through a temporary file and a rename."""
+    """Write ``data`` (text as UTF-8) to ``path`` through a temporary file, fsync and a rename."""
     path = Path(path)
     raw = data.encode() if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), 0o666 & ~umask())
             f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    sync_folder(path.parent)
     return path
+
+
+def sync_folder(folder: Union[str, os.PathLike]) -> None:
+    """fsync a folder, so the renames and removals in it reach the disk (where the system allows it)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # some file systems refuse fsync on a folder: the rename is still atomic
+        pass
+    finally:
+        os.close(fd)
+
+
+def make_folder(prefix: str, parent: Union[str, os.PathLike]) -> Path:
+    """A new folder in ``parent`` (tempfile.mkdtemp's unique name) with the mode an ordinary mkdir
+    gives (0777 less the umask), not mkdtemp's 0700: one that is renamed into place as output."""
+    fresh = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    os.chmod(fresh, 0o777 & ~umask())
+    return fresh
+
+
+@contextlib.contextmanager
+def output_lock(folder: Union[str, os.PathLike], command: str) -> Iterator[Path]:
+    """Hold ``folder`` (made if missing) for one writer: an exclusive flock on FOLDER/.mcudeploy.lock
+    for the block. The kernel releases it when the process ends however it ends (kill -9 too), so a
+    dead writer never leaves it held; the file keeps the holder's pid and command for the refusal."""
+    folder = Path(folder)
+    with writing(folder):
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").split()
+            who = f" (pid {holder[0]}, mcudeploy {' '.join(holder[1:])})" if holder and holder[0].isdigit() else ""
+            raise MCUDeployError(f"{folder} is being written by another mcudeploy command{who}: wait for it to "
+                                 f"finish, or give another output folder") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()} {command}\n".encode(), 0)
+        yield folder
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
 
 
 @contextlib.contextmanager

@@ -17,7 +17,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from mcudeploy.codegen.facts import io_facts
 from mcudeploy.codegen.options import CodeOptions
 from mcudeploy.codegen.values import c_float, c_int, c_list, c_numbers
-from mcudeploy.files import write_atomic
+from mcudeploy.files import make_folder, sync_folder, write_atomic
 from mcudeploy.ir import CTYPES, Graph, row_major
 from mcudeploy.memory.lifetimes import SCRATCH
 from mcudeploy.ops import registry
@@ -369,7 +369,7 @@ def _write_arduino(values: dict, out: Path, files: dict, library: dict) -> None:
 def _replace_dir(target: Path, parts: dict, files: Optional[dict] = None) -> None:
     """``target`` becomes a folder holding a copy of each of ``parts`` (name -> source folder) and
     ``files`` (relative path -> text), swapped in whole."""
-    fresh = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    fresh = make_folder(f".{target.name}.", target.parent)
     try:
         for name, source in parts.items():
             shutil.copytree(source, fresh / name)
@@ -383,6 +383,7 @@ def _replace_dir(target: Path, parts: dict, files: Optional[dict] = None) -> Non
             shutil.rmtree(old, ignore_errors=True)
         else:
             fresh.rename(target)
+        sync_folder(target.parent)
     except BaseException:
         shutil.rmtree(fresh, ignore_errors=True)
         raise

@@ -491,6 +491,8 @@ class Tuner:
                 self.compiles.close()
 
     def _run(self) -> TuneResult:
+        if self.state.set_aside:
+            self.progress.say(self.state.set_aside)
         if self.state.resumed:
             self.progress.resuming(self.state.path, len(self.state.candidates))
         base = self.baseline()
