@@ -73,6 +73,21 @@ def make_folder(prefix: str, parent: Union[str, os.PathLike]) -> Path:
     return fresh
 
 
+_HELD: set = set()  # the descriptors of the output locks this process holds
+
+
+def _drop_held_locks() -> None:
+    """In a forked child (the tuner's compile workers): close the parent's lock descriptors, so that a
+    child outliving a killed parent does not keep its folder locked (flock holds while any copy is open)."""
+    for fd in list(_HELD):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _HELD.clear()
+
+
+os.register_at_fork(after_in_child=_drop_held_locks)
+
+
 @contextlib.contextmanager
 def output_lock(folder: Union[str, os.PathLike], command: str) -> Iterator[Path]:
     """Hold ``folder`` (made if missing) for one writer: an exclusive flock on FOLDER/.mcudeploy.lock
@@ -90,10 +105,13 @@ def output_lock(folder: Union[str, os.PathLike], command: str) -> Iterator[Path]
             who = f" (pid {holder[0]}, mcudeploy {' '.join(holder[1:])})" if holder and holder[0].isdigit() else ""
             raise MCUDeployError(f"{folder} is being written by another mcudeploy command{who}: wait for it to "
                                  f"finish, or give another output folder") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()} {command}\n".encode(), 0)
+        _HELD.add(fd)
+        with writing(folder / LOCK_FILE):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()} {command}\n".encode(), 0)
         yield folder
     finally:
+        _HELD.discard(fd)
         os.close(fd)  # closing the descriptor releases the lock
 
 

@@ -43,7 +43,7 @@ from mcudeploy.offload.moves import COPIES, COPY_WAIT
 from mcudeploy.offload.swap import Offload
 from mcudeploy.partition import SplitError, cut_from_dict, split
 from mcudeploy.pipeline import Compiled, lower
-from mcudeploy.plan import model_sha256, plan_dict, plan_id
+from mcudeploy.plan import PLAN_VERSION, model_sha256, plan_dict, plan_id
 from mcudeploy.schedule import Schedule
 
 PLAN_FILE = "plan.json"
@@ -157,7 +157,43 @@ def _read(where: Path) -> dict:
         if key not in plan:
             raise MCUDeployError(f"{where} was written by an older mcudeploy and lacks \"{key}\": compile or tune "
                                  f"the model again to run this plan")
+    if plan.get("version") != PLAN_VERSION:
+        raise MCUDeployError(f"{where} was written by another version of mcudeploy (plan version "
+                             f"{plan.get('version')}, this one reads {PLAN_VERSION}): compile or tune the model again")
+    _kinds(where, plan)
     return plan
+
+
+# the fields of plan.json a rebuilt plan is read from, and the kind of each (entries of lists: their fields)
+_INT, _STR, _LIST = "a whole number", "a string", "a list"
+KINDS = {"model": _STR, "board": _STR, "arena_bytes": _INT, "order": _LIST, "buffers": _LIST, "tensors": _LIST,
+         "regions": _LIST, "inputs": _LIST, "cuts": _LIST}
+ENTRY_KINDS = {"order": {"node": _STR, "op": _STR, "inputs": _LIST, "outputs": _LIST},
+               "buffers": {"name": _STR, "tensors": _LIST, "offset": _INT, "size": _INT, "first": _INT, "last": _INT},
+               "regions": {"name": _STR, "arena_bytes": _INT},
+               "inputs": {"name": _STR, "shape": _LIST}}
+
+
+def _is(value, kind: str) -> bool:
+    if kind == _INT:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, str if kind == _STR else list)
+
+
+def _kinds(where: Path, plan: dict) -> None:
+    """Refuse, naming the field, a plan.json whose fields are not of the kind mcudeploy writes (a hand edit,
+    a damaged file): what is read from it afterwards is then of the right kind."""
+    for key, kind in KINDS.items():
+        if not _is(plan[key], kind):
+            raise MCUDeployError(f"{where} is not a valid plan: \"{key}\" is not {kind}")
+    if not isinstance(plan["placement"], dict):
+        raise MCUDeployError(f"{where} is not a valid plan: \"placement\" is not an object")
+    for key, fields in ENTRY_KINDS.items():
+        for k, entry in enumerate(plan[key]):
+            odd = next((f for f, kind in fields.items() if not isinstance(entry, dict) or not _is(entry.get(f), kind)),
+                       None)
+            if odd is not None:
+                raise MCUDeployError(f"{where} is not a valid plan: {key}[{k}] has no \"{odd}\" that is {fields[odd]}")
 
 
 def _model(where: Path, plan: dict) -> Path:
@@ -290,7 +326,16 @@ def _placement(where: Path, plan: dict, lives: Lifetimes, alignment: int) -> Pla
     """The recorded offsets and regions, checked: no two live buffers overlap, each fits its arena."""
     offsets = {b["name"]: int(b["offset"]) for b in plan["buffers"]}
     arenas = {r["name"]: int(r["arena_bytes"]) for r in plan["regions"]}
+    if not arenas:
+        raise MCUDeployError(f"{where} is not a valid plan: it lists no region")
     regions = {b["name"]: b.get("region") or next(iter(arenas)) for b in plan["buffers"]}
+    for b in lives.buffers:
+        if offsets[b.name] < 0:
+            raise MCUDeployError(f"{where} is not a valid plan: buffer {b.name} starts before its region's arena "
+                                 f"(offset {offsets[b.name]})")
+        if offsets[b.name] % alignment:
+            raise MCUDeployError(f"{where} is not a valid plan: buffer {b.name}'s offset {offsets[b.name]} is not a "
+                                 f"multiple of the board's alignment ({alignment} B)")
     try:
         check_no_overlap(lives.buffers, offsets, regions)
     except AssertionError as exc:
