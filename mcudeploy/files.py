@@ -44,8 +44,10 @@ def write_atomic(path: Union[str, os.PathLike], data: Union[str, bytes]) -> Path
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and not exc.filename:  # a write or fsync that failed: name the file
+            raise OSError(exc.errno, exc.strerror or str(exc), os.fspath(path)) from None
         raise
     sync_folder(path.parent)
     return path

@@ -214,7 +214,11 @@ def _model(where: Path, plan: dict) -> Path:
 def _board(where: Path, plan: dict, name: Optional[str]) -> Board:
     """The plan's board; a board given on the command line must be that one (offsets, alignment
     and kernels were chosen for it), or another name of it."""
-    board = load_board(plan["board"])
+    try:
+        board = load_board(plan["board"])
+    except MCUDeployError:
+        raise MCUDeployError(f"{where} is a plan for board {plan['board']}, which this mcudeploy does not know "
+                             f"(see mcudeploy boards)") from None
     if name is not None and name != board.name:
         given = load_board(name)
         if (given.alias_of or given.name) != (board.alias_of or board.name):

@@ -26,7 +26,7 @@ from typing import Optional
 
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.files import write_atomic, writing
-from mcudeploy.partition.cut import cut_from_dict
+from mcudeploy.partition.cut import HALOS
 from mcudeploy.search.budget import Work
 
 STATE_FILE = "tune-state.json"
@@ -47,6 +47,15 @@ def _entry_ok(entry) -> bool:
     return (isinstance(entry, dict) and all(_is_int(entry[k]) for k in INT_FIELDS if k in entry)
             and isinstance(entry.get("status", ""), str)
             and (entry.get("estimate") is None or isinstance(entry["estimate"], (int, float))))
+
+
+def _cut_ok(d) -> bool:
+    """A cut as partition.cut_to_dict writes it (what cut_from_dict reads without coercing)."""
+    return (isinstance(d, dict) and isinstance(d.get("axes"), list) and d["axes"]
+            and all(isinstance(a, list) and len(a) == 2 and all(isinstance(x, str) for x in a) for a in d["axes"])
+            and _is_int(d.get("pieces")) and d["pieces"] >= 2 and d.get("halo") in HALOS
+            and (d.get("counts") is None or (isinstance(d["counts"], list) and len(d["counts"]) == len(d["axes"])
+                                            and all(_is_int(c) and c >= 1 for c in d["counts"]))))
 
 
 def _free_name(path: Path) -> Path:
@@ -106,23 +115,20 @@ class TuneState:
         if differ:
             return "was written for another " + ", ".join(f"{k} ({found.get(k)}, not {self.identity.get(k)})"
                                                           for k in differ)
-        try:
-            baseline, candidates = data.get("baseline"), dict(data.get("candidates") or {})
-            accepted, progress = list(data.get("accepted") or []), dict(data.get("progress") or {})
-            kernels = list(dict.fromkeys(str(k) for k in data.get("kernels") or ()))
-            measured = int(data.get("kernels_measured") or 0)
-            if baseline is not None and not (isinstance(baseline, dict) and isinstance(baseline.get("ticks"), int)
-                                             and isinstance(baseline.get("arena_bytes"), int)):
-                raise ValueError("baseline")
-            if not all(isinstance(k, str) and _entry_ok(v) for k, v in candidates.items()):
-                raise ValueError("candidates")
-            for cut in accepted:
-                cut_from_dict(cut)
-            if not all(k in WORK_FIELDS and _is_int(v) for k, v in progress.items()):
-                raise ValueError("progress")
-        except (AttributeError, KeyError, TypeError, ValueError) as exc:
-            field = str(exc) if str(exc) in ("baseline", "candidates", "progress") else "accepted"
-            return f"has a field of the wrong kind ({field})"
+        baseline, candidates, accepted = data.get("baseline"), data.get("candidates", {}), data.get("accepted", [])
+        progress, kernels, measured = data.get("progress", {}), data.get("kernels", []), data.get("kernels_measured", 0)
+        odd = next((name for name, ok in (
+            ("baseline", baseline is None or (isinstance(baseline, dict) and _is_int(baseline.get("ticks"))
+                                              and _is_int(baseline.get("arena_bytes")))),
+            ("candidates", isinstance(candidates, dict) and all(_entry_ok(v) for v in candidates.values())),
+            ("accepted", isinstance(accepted, list) and all(_cut_ok(c) for c in accepted)),
+            ("progress", isinstance(progress, dict) and all(k in WORK_FIELDS and _is_int(v)
+                                                            for k, v in progress.items())),
+            ("kernels", isinstance(kernels, list) and all(isinstance(k, str) for k in kernels)),
+            ("kernels_measured", _is_int(measured))) if not ok), None)
+        if odd is not None:
+            return f"has a field of the wrong kind ({odd})"
+        kernels = list(dict.fromkeys(kernels))
         self.baseline, self.candidates, self.accepted, self.progress = baseline, candidates, accepted, progress
         self.kernels, self.kernels_measured = kernels, measured
         self.resumed = True
