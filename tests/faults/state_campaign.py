@@ -104,7 +104,7 @@ def alive(pid: int) -> bool:
 class Clean:
     work: Path
     model: Path  # a small int8 MobileNetV2 block (tests/zoo.py)
-    other: Path  # another model (for plans made from another model)
+    other: Path  # another model (the float one the int8 model was quantized from)
     folder: Path  # compile -o of the model for the host board
     inputs: Path  # one input as .npy
     outputs: dict  # the clean run's outputs of it
@@ -115,11 +115,11 @@ def clean_case(work: Path) -> Clean:
     import zoo
 
     work.mkdir(parents=True, exist_ok=True)
-    model, other = work / "mnv2_32_int8.onnx", work / "mnv2_16_int8.onnx"
-    for path, size in ((model, 32), (other, 16)):
-        if not path.exists():
-            _, qdq, _ = zoo.mobilenetv2(work / f"zoo{size}", size=size, stages=((6, 8, 1, 1),), stem=8, classes=4)
-            onnx.save(qdq, path)
+    model, other = work / "mnv2_32_int8.onnx", work / "mnv2_32_float.onnx"
+    if not model.exists():
+        floats, qdq, _ = zoo.mobilenetv2(work / "zoo", size=32, stages=((6, 8, 1, 1),), stem=8, classes=4)
+        onnx.save(qdq, model)
+        onnx.save(floats, other)
     folder = work / "clean"
     rc, _, err = cli(["compile", model, "-b", "host", "-o", folder])
     assert rc == 0, err

@@ -4,7 +4,6 @@ full), and the file helpers they rest on (mcudeploy/files.py)."""
 from __future__ import annotations
 
 import errno
-import json
 import os
 import random
 import stat
@@ -36,7 +35,7 @@ def test_every_fault_is_refused_in_one_sentence_or_harmless(clean, name):
 
 
 def test_a_tune_killed_at_a_random_moment_resumes_to_the_uninterrupted_plan(clean):
-    tally = campaign.campaign_kill(clean, 1, random.Random("ci-kill"), budget=4)
+    tally = campaign.campaign_kill(clean, 1, random.Random("ci-kill"), budget=2)
     assert tally.ok and tally.injected == 1, "\n".join(tally.failures)
 
 
@@ -83,4 +82,3 @@ def test_a_tune_says_it_set_a_damaged_state_aside(clean, tmp_path):
     assert len(said) == 1 and said[0].endswith(f"{out / 'tune-state.json'} is not valid JSON (truncated or damaged): "
                                                f"set aside as tune-state.json.bad-1; starting afresh")
     assert (out / "tune-state.json.bad-1").read_text() == '{"identity": {"version": 3, "model": "0'
-    assert json.loads((out / "tune-state.json").read_text())["identity"]["version"] == 3  # the fresh state
