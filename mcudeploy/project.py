@@ -174,9 +174,25 @@ ENTRY_KINDS = {"order": {"node": _STR, "op": _STR, "inputs": _LIST, "outputs": _
                "inputs": {"name": _STR, "shape": _LIST}}
 
 
+_NUMBER, _SHAPE, _NAMES = "a number", "a list of whole numbers", "a list of strings"
+# fields read where present (None where a plan may leave them out)
+OPTIONAL_KINDS = {("model_path",): _STR, ("sharing",): _NAMES, ("schedule", "peak_bytes"): _INT,
+                  ("schedule", "bound_bytes"): _INT, ("schedule", "time_s"): _NUMBER, ("schedule", "effort_s"): _NUMBER,
+                  ("schedule", "effort_limit_s"): _NUMBER, ("placement", "time_s"): _NUMBER,
+                  ("placement", "effort_s"): _NUMBER}
+NULLABLE = {("model_path",), ("schedule", "effort_limit_s")}  # None: a model given in memory, no limit
+OPTIONAL_ENTRY_KINDS = {"buffers": {"region": _STR, "parts": _LIST}, "inputs": {"shape": _SHAPE}}
+
+
 def _is(value, kind: str) -> bool:
     if kind == _INT:
         return isinstance(value, int) and not isinstance(value, bool)
+    if kind == _NUMBER:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == _SHAPE:
+        return isinstance(value, list) and all(_is(d, _INT) and d > 0 for d in value)
+    if kind == _NAMES:
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
     return isinstance(value, str if kind == _STR else list)
 
 
@@ -186,14 +202,25 @@ def _kinds(where: Path, plan: dict) -> None:
     for key, kind in KINDS.items():
         if not _is(plan[key], kind):
             raise MCUDeployError(f"{where} is not a valid plan: \"{key}\" is not {kind}")
-    if not isinstance(plan["placement"], dict):
-        raise MCUDeployError(f"{where} is not a valid plan: \"placement\" is not an object")
+    for key in ("placement", "schedule"):
+        if not isinstance(plan.get(key, {}), dict):
+            raise MCUDeployError(f"{where} is not a valid plan: \"{key}\" is not an object")
+    for path, kind in OPTIONAL_KINDS.items():
+        holder = plan if len(path) == 1 else plan.get(path[0]) or {}
+        value = holder.get(path[-1])
+        if path[-1] in holder and not (value is None and path in NULLABLE) and not _is(value, kind):
+            raise MCUDeployError(f"{where} is not a valid plan: \"{'.'.join(path)}\" is not {kind}")
     for key, fields in ENTRY_KINDS.items():
         for k, entry in enumerate(plan[key]):
             odd = next((f for f, kind in fields.items() if not isinstance(entry, dict) or not _is(entry.get(f), kind)),
                        None)
             if odd is not None:
                 raise MCUDeployError(f"{where} is not a valid plan: {key}[{k}] has no \"{odd}\" that is {fields[odd]}")
+    for key, fields in OPTIONAL_ENTRY_KINDS.items():
+        for k, entry in enumerate(plan[key]):
+            odd = next((f for f, kind in fields.items() if entry.get(f) is not None and not _is(entry[f], kind)), None)
+            if odd is not None:
+                raise MCUDeployError(f"{where} is not a valid plan: {key}[{k}].{odd} is not {fields[odd]}")
 
 
 def _model(where: Path, plan: dict) -> Path:

@@ -470,14 +470,14 @@ def campaign_disk(clean: Clean, count: int, rng: random.Random) -> Tally:
         shutil.rmtree(folder, ignore_errors=True)
         shutil.copytree(clean.folder, folder)
         (folder / "model.c").write_text("/* an earlier compile */\n")  # the old folder differs from the new one
-        tally.injected += 1
         if k % 2 == 0:
             cmd = [sys.executable, "-m", "mcudeploy", "compile", str(clean.model), "-b", "host", "-o", str(folder)]
             p = subprocess.run(cmd, env=env(), capture_output=True, text=True, preexec_fn=_limit(rng.randrange(largest)))
             rc, err = p.returncode, p.stderr
             kind = "file size limit"
+            tally.injected += 1  # below the largest file: some write fails
         else:
-            calls, fail_at = [0], rng.randrange(1, 12)
+            calls, fail_at = [0], rng.randrange(1, 8)  # a compile for the host fsyncs 8 files, plan.json last
             code = rng.choice(ERRNOS)
             real = os.fsync
 
@@ -490,12 +490,17 @@ def campaign_disk(clean: Clean, count: int, rng: random.Random) -> Tally:
             with mock.patch("mcudeploy.files.os.fsync", fsync):
                 rc, _, err = cli(["compile", clean.model, "-b", "host", "-o", folder])
             kind = f"fsync {errno.errorcode[code]}"
+            if calls[0] < fail_at:  # fewer files than the fault's number: nothing was injected
+                if rc != 0 or not _folder_complete(folder, clean):
+                    tally.fail("a compile without a fault failed", kind, err)
+                continue
+            tally.injected += 1
         complete = (folder / "plan.json").exists()
         if broken(err):
             tally.tracebacks += 1
             tally.fail("traceback", kind, err)
         elif rc == 0 or complete:
-            if complete and _folder_complete(folder, clean) and (rc == 0 or _folder_complete(folder, clean)):
+            if complete and _folder_complete(folder, clean):
                 tally.harmless += rc == 0
                 if rc != 0:  # the write that failed came after plan.json (a folder fsync): the folder is whole
                     tally.detected += 1
@@ -529,9 +534,10 @@ def _tune(model: Path, out: Path, cache: Path, budget: int, log: Path) -> subpro
 
 def campaign_kill(clean: Clean, count: int, rng: random.Random, budget: int = 12) -> Tally:
     """A tune (tests/faults/host_tune.py: the board simulated in the process) killed with SIGKILL ``count`` times
-    at random moments, each time started again with the same command, then let finish: it must end with the
-    plan an uninterrupted tune gives, no state ever found damaged (set aside), every plan.json seen whole, and
-    no process of the tune's left."""
+    at random moments, each time started again with the same command until one finishes: every tune must end
+    with the plan an uninterrupted tune gives, no state ever found damaged (set aside), every plan.json seen
+    whole, and no process of the tune's left. A tune that finishes before its kill comes ends a chain (its plan
+    is compared) and the next chain starts from an empty folder; only kills that landed count as injected."""
     tally = Tally()
     base = clean.work / "kill"
     shutil.rmtree(base, ignore_errors=True)
@@ -543,39 +549,50 @@ def campaign_kill(clean: Clean, count: int, rng: random.Random, budget: int = 12
         return tally
     seconds = time.monotonic() - started
     want = tune_identity(base / "ref")
-    out, cache = base / "out", base / "cache"
-    for k in range(count + 1):
-        log = base / f"run{k}.log"
+    chain, runs, killed_in_chain = 0, 0, 0
+    while True:
+        out, cache = base / f"out{chain}", base / f"cache{chain}"
+        log = base / f"run{runs}.log"
         p = _tune(clean.model, out, cache, budget, log)
-        if k < count:
-            time.sleep(rng.uniform(0.5, seconds))
-            tally.injected += 1
+        kill = tally.injected < count
+        if kill:
+            time.sleep(rng.uniform(0.2, seconds))
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(p.pid, signal.SIGKILL)
         rc = p.wait()
+        runs += 1
         time.sleep(0.1)
         tally.leftovers += _group_alive(p.pid)
         text = log.read_text()
+        case = f"chain {chain} run {runs}"
         if broken(text):
             tally.tracebacks += 1
-            tally.fail("traceback", f"run {k}", text)
+            tally.fail("traceback", case, text)
         if "set aside" in text:
             tally.wrong += 1
-            tally.fail("a state damaged by the kill", f"run {k}", text)
+            tally.fail("a state damaged by the kill", case, text)
         if (out / "plan.json").exists():
             try:
                 json.loads((out / "plan.json").read_text())
             except ValueError:
                 tally.wrong += 1
-                tally.fail("a half-written plan.json", f"run {k}", "")
-        if k < count and rc == -signal.SIGKILL:
-            tally.detected += 1  # the next run resumes from the state it left
-            tally.reported += 1
-        elif k == count and rc != 0:
-            tally.fail("the last run did not finish", f"run {k}", text)
-    if (out / "plan.json").exists() and tune_identity(out) != want:
-        tally.wrong += 1
-        tally.fail("another plan than the uninterrupted tune's", "end", "")
+                tally.fail("a half-written plan.json", case, "")
+        if rc == -signal.SIGKILL:
+            tally.injected += 1
+            killed_in_chain += 1
+            continue
+        if rc != 0:
+            tally.fail("a tune failed", case, text)
+            break
+        if tune_identity(out) != want:
+            tally.wrong += killed_in_chain or 1
+            tally.fail("another plan than the uninterrupted tune's", case, "")
+        else:  # every kill of the chain was resumed from, to the uninterrupted plan
+            tally.detected += killed_in_chain
+            tally.reported += killed_in_chain  # nothing to say but "resuming from" (absent where no state was saved)
+        if not kill:
+            break
+        chain, killed_in_chain = chain + 1, 0
     return tally
 
 
