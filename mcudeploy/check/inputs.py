@@ -103,9 +103,8 @@ def _as_input(path, t, x: np.ndarray, say: Callable[[str], None]) -> np.ndarray:
     if want.kind in "iu" and kind in "iu" and np.can_cast(x.dtype, want, "safe"):
         return x.astype(want)
     if want.kind in "iu" and kind == "f" and t.quant is not None:
-        if not np.isfinite(x).all():
-            raise MCUDeployError(f"{given} with values that are not finite (NaN or infinite), which have no "
-                                 f"{t.dtype} code: give finite values")
+        if np.isnan(x).any():
+            raise MCUDeployError(f"{given} with NaN values, which have no {t.dtype} code: give numbers")
         say(f"input {t.name}: the {x.dtype} values of {path} quantized to {t.dtype} with {_quant_text(t)} (to the "
             f"nearest, ties to even, saturated), as the quantize helper of the model's header does")
         return quantize(x, t)
