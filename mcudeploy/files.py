@@ -23,6 +23,7 @@ from mcudeploy.errors import MCUDeployError
 
 
 LOCK_FILE = ".mcudeploy.lock"
+TEMPORARY = ".tmp"  # the suffix of what write_atomic and make_folder make: ".NAME.XXXXXXXX.tmp"
 
 
 def umask() -> int:
@@ -36,7 +37,7 @@ def write_atomic(path: Union[str, os.PathLike], data: Union[str, bytes]) -> Path
     """Write ``data`` (text as UTF-8) to ``path`` through a temporary file, fsync and a rename."""
     path = Path(path)
     raw = data.encode() if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMPORARY)
     try:
         with os.fdopen(fd, "wb") as f:
             os.fchmod(f.fileno(), 0o666 & ~umask())
@@ -67,10 +68,17 @@ def sync_folder(folder: Union[str, os.PathLike]) -> None:
         os.close(fd)
 
 
+def _remove_leftovers(folder: Path) -> None:
+    """The temporaries a writer killed mid-write left in ``folder`` (none is in use: the caller holds its lock)."""
+    for path in folder.glob(f".*{TEMPORARY}"):
+        with contextlib.suppress(OSError):
+            shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+
+
 def make_folder(prefix: str, parent: Union[str, os.PathLike]) -> Path:
     """A new folder in ``parent`` (tempfile.mkdtemp's unique name) with the mode an ordinary mkdir
     gives (0777 less the umask), not mkdtemp's 0700: one that is renamed into place as output."""
-    fresh = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    fresh = Path(tempfile.mkdtemp(prefix=prefix, suffix=TEMPORARY, dir=parent))
     os.chmod(fresh, 0o777 & ~umask())
     return fresh
 
@@ -111,6 +119,7 @@ def output_lock(folder: Union[str, os.PathLike], command: str) -> Iterator[Path]
         with writing(folder / LOCK_FILE):
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()} {command}\n".encode(), 0)
+        _remove_leftovers(folder)
         yield folder
     finally:
         _HELD.discard(fd)

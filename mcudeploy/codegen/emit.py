@@ -6,7 +6,6 @@ import hashlib
 import json
 import re
 import shutil
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Optional
@@ -377,7 +376,7 @@ def _replace_dir(target: Path, parts: dict, files: Optional[dict] = None) -> Non
             (fresh / rel).parent.mkdir(parents=True, exist_ok=True)
             (fresh / rel).write_text(text)
         if target.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
+            old = make_folder(f".{target.name}.old.", target.parent)
             target.rename(old / target.name)
             fresh.rename(target)
             shutil.rmtree(old, ignore_errors=True)

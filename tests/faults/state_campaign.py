@@ -588,6 +588,9 @@ def campaign_kill(clean: Clean, count: int, rng: random.Random, budget: int = 12
         if rc != 0:
             tally.fail("a tune failed", case, text)
             break
+        left = sorted(p.name for p in out.glob(".*.tmp"))
+        if left:  # a finished tune leaves none of the temporaries its killed runs left
+            tally.fail("temporaries left", case, " ".join(left))
         if tune_identity(out) != want:
             tally.wrong += killed_in_chain or 1
             tally.fail("another plan than the uninterrupted tune's", case, "")

@@ -61,8 +61,10 @@ def test_a_second_writer_is_refused_naming_the_folder_and_the_holder(tmp_path):
                                                  rf"command \(pid {os.getpid()}, mcudeploy tune\)"):
             with output_lock(tmp_path / "out", "compile"):
                 pass
-    with output_lock(tmp_path / "out", "compile"):  # released with the block
-        pass
+    (tmp_path / "out" / ".plan.json.k1ll3d.tmp").write_text("{")  # what a writer killed mid-write leaves
+    (tmp_path / "out" / ".mcud.k1ll3d.tmp").mkdir()
+    with output_lock(tmp_path / "out", "compile"):  # released with the block; the next holder removes them
+        assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [LOCK_FILE]
 
 
 def test_a_tune_says_it_set_a_damaged_state_aside(clean, tmp_path):
