@@ -210,7 +210,10 @@ class Tuner:
                                           "max_overhead": max_overhead, "effort": effort,
                                           **({"fast_memory": str(fast_memory)} if fast_memory is not None else {}),
                                           **({"int8_input": True} if int8_input else {}),
-                                          **({"stream_input": True} if stream_input else {})})
+                                          **({"stream_input": True} if stream_input else {}),
+                                          # --input-shape: the shapes every candidate was compiled at
+                                          **({"input_shapes": {k: list(v) for k, v in sorted(input_shapes.items())}}
+                                             if input_shapes else {})})
         self.work = Work(kernels_measured=self.state.kernels_measured)
         self.progress = Progress(progress, self.clock, self.work, budget)
         self.pool = pool or BoardPool.of(self.board, boards, list(ports) or ([port] if port else []))
