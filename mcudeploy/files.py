@@ -27,7 +27,15 @@ TEMPORARY = ".tmp"  # the suffix of what write_atomic and make_folder make: ".NA
 
 
 def umask() -> int:
-    """The process's umask (read by setting it and setting it back: there is no other way)."""
+    """The process's umask: from /proc/self/status on Linux (reading leaves it alone, for the other threads),
+    else by setting it and setting it back."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
