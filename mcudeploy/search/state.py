@@ -36,6 +36,7 @@ STATE_VERSION = 3  # 2: progress, kernels and kernels_measured (a resumed run co
 
 # what a candidate's entry holds (search/tune.py, search/timing.py), by kind
 INT_FIELDS = ("arena", "ticks", "run_ticks", "known_kernels", "known_after", "round")
+ENTRY_FIELDS = {*INT_FIELDS, "estimate", "status"}
 WORK_FIELDS = {f.name for f in dataclasses.fields(Work)}
 
 
@@ -44,7 +45,8 @@ def _is_int(v) -> bool:
 
 
 def _entry_ok(entry) -> bool:
-    return (isinstance(entry, dict) and all(_is_int(entry[k]) for k in INT_FIELDS if k in entry)
+    return (isinstance(entry, dict) and set(entry) <= ENTRY_FIELDS and all(_is_int(entry[k]) for k in INT_FIELDS
+                                                                           if k in entry)
             and isinstance(entry.get("status", ""), str)
             and (entry.get("estimate") is None or isinstance(entry["estimate"], (int, float))))
 
