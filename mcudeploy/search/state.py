@@ -11,8 +11,8 @@ measured for it. Device timings themselves live in the board's timing cache
 only for kernels it has never timed. The file is rewritten atomically after every change (files.py:
 a temporary name, fsync, rename), so a tune killed at any moment (kill -9 too) leaves the state of its
 last change whole. A state that cannot be trusted (not JSON, truncated, of another version of this
-file, written for another model, board, overhead limit, compile effort or plan option, or with a field
-of the wrong kind) is set aside as ``tune-state.json.bad-N`` and the tune starts afresh, saying which
+file, written for another model, board, overhead limit, compile effort or plan option, not matching
+its checksum, or with a field of the wrong kind) is set aside as ``tune-state.json.bad-N`` and the tune starts afresh, saying which
 file and why (``set_aside``); the budget and the time limit only say where a search stops, so a state
 serves any of them.
 """
@@ -30,8 +30,8 @@ from mcudeploy.partition.cut import HALOS
 from mcudeploy.search.budget import Work
 
 STATE_FILE = "tune-state.json"
-STATE_VERSION = 3  # 2: progress, kernels and kernels_measured (a resumed run counts its work as the first did);
-# 3: kernels in the order they were timed
+STATE_VERSION = 4  # 2: progress, kernels and kernels_measured (a resumed run counts its work as the first did);
+# 3: kernels in the order they were timed; 4: "sha256", a checksum of the rest (an edited or damaged value is seen)
 
 
 # what a candidate's entry holds (search/tune.py, search/timing.py), by kind
@@ -49,6 +49,10 @@ def _entry_ok(entry) -> bool:
                                                                            if k in entry)
             and isinstance(entry.get("status", ""), str)
             and (entry.get("estimate") is None or isinstance(entry["estimate"], (int, float))))
+
+
+def checksum(data: dict) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def _cut_ok(d) -> bool:
@@ -117,6 +121,8 @@ class TuneState:
         if differ:
             return "was written for another " + ", ".join(f"{k} ({found.get(k)}, not {self.identity.get(k)})"
                                                           for k in differ)
+        if data.pop("sha256", None) != checksum(data):
+            return "does not match its checksum (edited or damaged)"
         baseline, candidates, accepted = data.get("baseline"), data.get("candidates", {}), data.get("accepted", [])
         progress, kernels, measured = data.get("progress", {}), data.get("kernels", []), data.get("kernels_measured", 0)
         odd = next((name for name, ok in (
@@ -141,6 +147,7 @@ class TuneState:
         data = {"identity": self.identity, "baseline": self.baseline, "candidates": self.candidates,
                 "accepted": self.accepted, "progress": self.progress, "kernels": self.kernels,
                 "kernels_measured": self.kernels_measured}
+        data["sha256"] = checksum(data)
         with writing(self.path):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(self.path, json.dumps(data, indent=1))

@@ -205,17 +205,25 @@ def _clean_state(folder: Path, identity: dict) -> bytes:
 
 
 STATE_EDITS = {
-    "older version": lambda d, r: d["identity"].update(version=r.choice([0, 1, 2, None, "3"])),
+    "older version": lambda d, r: d["identity"].update(version=r.choice([0, 1, 2, 3, None, "4"])),
     "another model": lambda d, r: d["identity"].update(model="%016x" % r.getrandbits(64)),
     "another board": lambda d, r: d["identity"].update(board=r.choice(["qemu-m7", "qemu-m3", "nucleo-f446re"])),
     "other options": lambda d, r: d["identity"].update(**r.choice([{"max_overhead": 0.1}, {"effort": 1.0},
                                                                    {"fast_memory": "50%"}, {"int8_input": True},
                                                                    {"input_shapes": {"x": [1, 3, 64, 64]}}])),
-    "wrong kind": lambda d, r: _set(d, r.choice([("baseline",), ("baseline", "ticks"), ("candidates", "a|2", "ticks"),
-                                                 ("candidates", "a|2"), ("accepted", 0), ("accepted", 0, "pieces"),
-                                                 ("progress", "rounds"), ("candidates",)]),
-                                    r.choice(["x", [], 2.5, {"a": 1}, True])),
+    # with the checksum made again: what the checks of each field's kind alone must catch
+    "wrong kind": lambda d, r: _resealed(d, lambda: _set(d, r.choice([
+        ("baseline",), ("baseline", "ticks"), ("candidates", "a|2", "ticks"), ("candidates", "a|2"), ("accepted", 0),
+        ("accepted", 0, "pieces"), ("progress", "rounds"), ("candidates",)]), r.choice(["x", [], 2.5, {"a": 1}, True]))),
 }
+
+
+def _resealed(data: dict, edit) -> None:
+    from mcudeploy.search.state import checksum
+
+    data.pop("sha256", None)
+    edit()
+    data["sha256"] = checksum(data)
 STATE_KINDS = ("truncated", "garbage", "not an object", *STATE_EDITS, "random leaf")
 
 
