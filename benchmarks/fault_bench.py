@@ -76,7 +76,9 @@ def commands(work: Path):
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--only", default="run,measure,flash,tune", help="commands to run campaigns over (run, measure, flash, tune), and the file and process campaigns (tune-state, plan, writers, disk, kill, inputs, or state for all six)")
+    p.add_argument("--only", default="run,measure,flash,tune",
+                   help="commands to run the serial-line campaigns over (run, measure, flash, tune), and the file and "
+                        "process campaigns (tune-state, plan, writers, disk, kill, inputs; state: all six)")
     p.add_argument("--stride", type=int, default=1, help="every N-th frame (default every frame)")
     p.add_argument("--tune-stride", type=int, default=1, help="every N-th frame of the tune")
     p.add_argument("-v", "--verbose", action="store_true", help="print each fault and its time")

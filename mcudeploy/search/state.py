@@ -12,7 +12,8 @@ only for kernels it has never timed. The file is rewritten atomically after ever
 a temporary name, fsync, rename), so a tune killed at any moment (kill -9 too) leaves the state of its
 last change whole. A state that cannot be trusted (not JSON, truncated, of another version of this
 file, written for another model, board, overhead limit, compile effort or plan option, not matching
-its checksum, or with a field of the wrong kind) is set aside as ``tune-state.json.bad-N`` and the tune starts afresh, saying which
+its checksum, or with a field of the wrong kind) is set aside as ``tune-state.json.bad-N`` and the tune
+starts afresh, saying which
 file and why (``set_aside``); the budget and the time limit only say where a search stops, so a state
 serves any of them.
 """

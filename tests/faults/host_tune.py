@@ -23,7 +23,8 @@ from mcudeploy.simulate.timing_cache import TimingCache  # noqa: E402
 def main(model: str, out: str, cache: str, budget: str = "150") -> int:
     timings = TimingCache("qemu-m4", Path(cache))
     with output_lock(out, "tune"):
-        result = Tuner(model, "qemu-m4", out, time_limit=600, budget=int(budget), measure=Timing(timings), cache=timings, effort=EFFORT,
+        result = Tuner(model, "qemu-m4", out, time_limit=600, budget=int(budget), measure=Timing(timings), cache=timings,
+                       effort=EFFORT,
                        progress=lambda line: print(line, file=sys.stderr, flush=True)).run()
         with writing(out):
             write_result(result)

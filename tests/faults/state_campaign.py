@@ -286,8 +286,10 @@ def _overlap(plan: dict, rng: random.Random) -> None:
 
 def _past_region(plan: dict, rng: random.Random) -> None:
     b = rng.choice([b for b in plan["buffers"] if b["size"] > 0])
-    arena = next(r["arena_bytes"] for r in plan["regions"] if r["name"] == (b.get("region") or plan["regions"][0]["name"]))
-    b["offset"] = (arena - b["size"] + plan["alignment"] * rng.randrange(1, 64)) // plan["alignment"] * plan["alignment"]
+    region = b.get("region") or plan["regions"][0]["name"]
+    arena = next(r["arena_bytes"] for r in plan["regions"] if r["name"] == region)
+    step = plan["alignment"]
+    b["offset"] = (arena - b["size"] + step * rng.randrange(1, 64)) // step * step
 
 
 def _arena_over_board(plan: dict, rng: random.Random) -> None:
@@ -296,12 +298,14 @@ def _arena_over_board(plan: dict, rng: random.Random) -> None:
     plan["arena_bytes"] += extra
 
 
-def _another_model(plan: dict, rng: random.Random) -> None:
+def _another_model(plan: dict, rng: random.Random, other: Path) -> None:
+    """Another digest, or another model's path and digest."""
+    from mcudeploy.plan import model_sha256
+
     if rng.random() < 0.5:
         plan["model_sha256"] = "%064x" % rng.getrandbits(256)
     else:
-        plan["model_path"] = plan["_other"]
-        plan["model_sha256"] = plan["_other_sha"]
+        plan["model_path"], plan["model_sha256"] = str(other), model_sha256(other)
 
 
 PLAN_EDITS = {
@@ -309,7 +313,7 @@ PLAN_EDITS = {
     "missing field": lambda d, r: d.pop(r.choice(["order", "buffers", "tensors", "regions", "cuts", "model_path",
                                                   "arena_bytes", "version"])),
     "another board": lambda d, r: d.update(board=r.choice(["qemu-m4", "qemu-m7", "nucleo-f446re", "no-such-board"])),
-    "another model": _another_model,
+    "another model": None,  # _another_model, given the clean case's other model
     "overlapping offsets": _overlap,
     "past its region": _past_region,
     "over the board": _arena_over_board,
@@ -328,14 +332,10 @@ def campaign_plan(clean: Clean, count: int, rng: random.Random) -> Tally:
     """plan.json of a compile -o folder damaged ``count`` times per kind, then `run DIR -b host --input x -o y`:
     refused in one sentence naming plan.json before anything is built, or (a harmless random edit) the clean
     outputs."""
-    from mcudeploy.plan import model_sha256
-
     tally = Tally()
     raw = (clean.folder / "plan.json").read_bytes()
     data = json.loads(raw)
-    extras = {"_other": str(clean.other), "_other_sha": model_sha256(clean.other)}
-    edits = {k: (lambda f: lambda d, r: (d.update(extras), f(d, r), d.pop("_other", None), d.pop("_other_sha", None)))(f)
-             for k, f in PLAN_EDITS.items()}
+    edits = {**PLAN_EDITS, "another model": lambda d, r: _another_model(d, r, clean.other)}
     for kind in PLAN_KINDS:
         for k in range(count):
             case = clean.work / "plans" / f"{kind.replace(' ', '-')}-{k}"
@@ -483,7 +483,8 @@ def campaign_disk(clean: Clean, count: int, rng: random.Random) -> Tally:
         (folder / "model.c").write_text("/* an earlier compile */\n")  # the old folder differs from the new one
         if k % 2 == 0:
             cmd = [sys.executable, "-m", "mcudeploy", "compile", str(clean.model), "-b", "host", "-o", str(folder)]
-            p = subprocess.run(cmd, env=env(), capture_output=True, text=True, preexec_fn=_limit(rng.randrange(largest)))
+            p = subprocess.run(cmd, env=env(), capture_output=True, text=True,
+                               preexec_fn=_limit(rng.randrange(largest)))
             rc, err = p.returncode, p.stderr
             kind = "file size limit"
             tally.injected += 1  # below the largest file: some write fails
@@ -667,7 +668,8 @@ def campaign_inputs(clean: Clean, count: int, rng: random.Random) -> Tally:
         for k in range(count):
             path = _bad_input(x, kind, clean.work / "inputs" / f"{kind.replace(' ', '-')}-{k}.npy", rng)
             tally.injected += 1
-            rc, _, err = cli(["run", clean.folder, "-b", "host", "--input", path, "-o", clean.work / "inputs" / "y.npz"])
+            rc, _, err = cli(["run", clean.folder, "-b", "host", "--input", path, "-o",
+                              clean.work / "inputs" / "y.npz"])
             _judge(tally, kind, rc, err, str(path), None, clean)
             if kind in ("wrong shape", "wrong type", "none named as the input", "too many arrays") and rc == 1 \
                     and name not in err:
