@@ -111,7 +111,7 @@ def flash_plan(compiled, board_name: str, port: Optional[str] = None, project: O
     model = compiled.model if compiled is not None else None
     project = Path(project or default_project_dir(board, model)).resolve()
     with output_lock(project, "flash"):  # one build in a project folder at a time
-            return flash_compiled(compiled, board, project, Path(model).name if model else "(measurer alone)", port,
+        return flash_compiled(compiled, board, project, Path(model).name if model else "(measurer alone)", port,
                               upload_firmware, core)
 
 
