@@ -122,6 +122,8 @@ def clean_case(work: Path) -> Clean:
         onnx.save(qdq, model)
         onnx.save(floats, other)
     folder = work / "clean"
+    if (work / "y.npz").is_file():  # made before (by another pytest-xdist worker)
+        return Clean(work, model, other, folder, work / "x.npy", dict(np.load(work / "y.npz")))
     rc, _, err = cli(["compile", model, "-b", "host", "-o", folder])
     assert rc == 0, err
     from mcudeploy import check

@@ -3,6 +3,7 @@ files: the campaigns of tests/faults/state_campaign.py at CI size (benchmarks/fa
 full), and the file helpers they rest on (mcudeploy/files.py)."""
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import random
@@ -16,14 +17,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import state_campaign as campaign  # noqa: E402
 
 from mcudeploy.errors import MCUDeployError  # noqa: E402
-from mcudeploy.files import LOCK_FILE, output_lock, write_atomic, writing  # noqa: E402
+from mcudeploy.files import LOCK_FILE, locked, output_lock, write_atomic, writing  # noqa: E402
 
 COUNT = {"tune-state": 1, "plan": 1, "inputs": 1, "writers": 2, "disk": 2}  # per kind of fault (a class has several)
 
 
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory):
-    return campaign.clean_case(tmp_path_factory.mktemp("faults"))
+    """The clean case (a quantized model, compiled and run), made once for every pytest-xdist worker (in the
+    folder their base temporary folders share, under a lock); each worker's campaigns work in a folder of its own."""
+    shared = tmp_path_factory.getbasetemp().parent / "state-faults-clean"
+    with locked(shared):
+        made = campaign.clean_case(shared)
+    return dataclasses.replace(made, work=tmp_path_factory.mktemp("faults"))
 
 
 @pytest.mark.parametrize("name", list(COUNT))
