@@ -8,6 +8,12 @@ traceback or an error of several lines.
 
 The CI tier (tests/device/test_fault_campaign.py) runs the same campaigns bounded, with short
 timeouts. Needs qemu-system-arm, arm-none-eabi-gcc and the KWS model (../shared/models).
+
+The campaigns over files and processes (tests/faults/state_campaign.py: damaged tune-state.json and
+plan.json, two writers on one folder, failing writes, a tune killed with SIGKILL, wrong --input files)
+are --only tune-state,plan,writers,disk,kill,inputs (or --only state for all six), each kind of fault
+--count times (default 20); they print one table row per class (benchmarks/README.md). Their CI tier is
+tests/faults/test_state_faults.py. They need gcc only.
 """
 from __future__ import annotations
 
@@ -18,10 +24,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "device")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "device"), str(ROOT / "tests" / "faults")]
 
 from campaign import built_once, clean, compiled_once, our_emulators, run_faults, short_tune  # noqa: E402
 from faultline import Tally, plan  # noqa: E402
+import state_campaign  # noqa: E402
 from shared_models import MODELS  # noqa: E402
 
 from mcudeploy.boards import load_board  # noqa: E402
@@ -69,18 +76,51 @@ def commands(work: Path):
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--only", default="run,measure,flash,tune", help="commands to run campaigns over")
+    p.add_argument("--only", default="run,measure,flash,tune",
+                   help="commands to run the serial-line campaigns over (run, measure, flash, tune), and the file and "
+                        "process campaigns (tune-state, plan, writers, disk, kill, inputs; state: all six)")
     p.add_argument("--stride", type=int, default=1, help="every N-th frame (default every frame)")
     p.add_argument("--tune-stride", type=int, default=1, help="every N-th frame of the tune")
     p.add_argument("-v", "--verbose", action="store_true", help="print each fault and its time")
+    p.add_argument("--count", type=int, default=20, help="faults of each kind in the file and process campaigns")
     args = p.parse_args(argv)
+    names = args.only.split(",")
+    if "state" in names:
+        names = [n for n in names if n != "state"] + [n for n in state_campaign.CLASSES if n not in names]
+    mine = [n for n in names if n in state_campaign.CLASSES]
+    serial = [n for n in names if n not in state_campaign.CLASSES]
+    failures = 0
+    if mine:
+        failures += state_classes(mine, args.count)
+    if serial:
+        failures += serial_classes(serial, args)
+    print("PASS: no fault gave other numbers without an error, a hang or a traceback" if not failures
+          else f"FAIL: {failures} failure(s)")
+    return 1 if failures else 0
+
+
+def state_classes(names, count: int) -> int:
+    """The file and process campaigns: a table row per class, then every failure."""
+    failures = 0
+    with tempfile.TemporaryDirectory(prefix="fault-bench-state-") as tmp:
+        print(state_campaign.HEADER, flush=True)
+        tallies = state_campaign.run_classes(Path(tmp), names, count, say=lambda line: print(line, flush=True))
+    for name, tally in tallies.items():
+        for f in tally.failures:
+            print(f"  FAILURE {name}: {f}")
+        failures += (not tally.ok) * max(1, len(tally.failures))
+    return failures
+
+
+def serial_classes(names, args) -> int:
+    """The serial-line campaigns over the commands ``names``: their lines, then every failure."""
     delay = DELAY_PAST_TIMEOUT * (session.DEFAULT_TIMEOUT + 0.2)
     failures = 0
     with tempfile.TemporaryDirectory(prefix="fault-bench-") as tmp:
         work = Path(tmp)
         cmds = commands(work)
         with built_once(work / "builds"), compiled_once():
-            for name in args.only.split(","):
+            for name in names:
                 action = cmds[name]() if name == "tune" else cmds[name]
                 start = time.monotonic()
                 expected, counts, seconds = clean(action)
@@ -101,9 +141,7 @@ def main(argv=None) -> int:
                 if left:
                     print(f"  FAILURE: emulators left running: {left}")
                     failures += 1
-    print("PASS: no fault gave other numbers without an error, a hang or a traceback" if not failures
-          else f"FAIL: {failures} failure(s)")
-    return 1 if failures else 0
+    return failures
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from mcudeploy import __version__, interrupts
 from mcudeploy.errors import MCUDeployError
-from mcudeploy.files import check_output, writing
+from mcudeploy.files import check_output, output_lock, writing
 from mcudeploy.search.budget import CANDIDATES, TIME_LIMIT as TUNE_TIME_LIMIT
 
 log = logging.getLogger("mcudeploy")
@@ -285,6 +285,12 @@ def cmd_ops(args) -> int:
 
 
 def cmd_compile(args) -> int:
+    check_output(args.output, folder=True)
+    with output_lock(args.output, "compile"):
+        return _compile_into(args)
+
+
+def _compile_into(args) -> int:
     from mcudeploy.codegen import write_project
     from mcudeploy.report.text import summary
 
@@ -292,7 +298,6 @@ def cmd_compile(args) -> int:
 
     from mcudeploy.codegen.emit import c_name
 
-    check_output(args.output, folder=True)
     system = _system(args)
     if system is not None:
         from mcudeploy.stages.system_plan import system_lines, write_system
@@ -373,6 +378,7 @@ def _target(args, say=print):
         raise MCUDeployError(f"{args.model} holds a plan whose shapes, order and offsets are fixed: {fixed[0]} "
                              f"applies only to a model file (compile or tune the model again with it)")
     project = load_project(args.model, args.board)
+    _check_fit(args, project.compiled)  # a plan that runs past its board's memory, refused before any board is touched
     for line in project.lines():
         say(line)
     return project.compiled, project.unsplit, project.model_path
@@ -634,11 +640,6 @@ def _settle(args) -> int:
 
 
 def cmd_tune(args) -> int:
-    from mcudeploy.frontend import parse_input_shapes
-    from mcudeploy.search import Tuner, write_result
-    from mcudeploy.search.fast import offload_line
-    from mcudeploy.search.state import STATE_FILE
-
     check_output(args.output, folder=True)
     if args.schedule != "auto":
         raise MCUDeployError(f"tune chooses the execution order itself (it compiles the kept cuts with several "
@@ -646,6 +647,16 @@ def cmd_tune(args) -> int:
                              f"plan, run, measure and flash")
     code = _code(args)
     objective = _objective(args)
+    with output_lock(args.output, "tune"):
+        return _tune_into(args, code, objective)
+
+
+def _tune_into(args, code, objective) -> int:
+    from mcudeploy.frontend import parse_input_shapes
+    from mcudeploy.search import Tuner, write_result
+    from mcudeploy.search.fast import offload_line
+    from mcudeploy.search.state import STATE_FILE
+
     try:
         with _pool(args, args.board) as pool:
             tuner = Tuner(args.model, args.board, args.output, max_overhead=args.max_overhead,

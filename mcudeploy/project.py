@@ -44,7 +44,7 @@ from mcudeploy.offload.moves import COPIES, COPY_WAIT
 from mcudeploy.offload.swap import Offload
 from mcudeploy.partition import SplitError, cut_from_dict, split
 from mcudeploy.pipeline import Compiled, lower
-from mcudeploy.plan import model_sha256, plan_dict, plan_id
+from mcudeploy.plan import PLAN_VERSION, model_sha256, plan_dict, plan_id
 from mcudeploy.schedule import Schedule
 
 PLAN_FILE = "plan.json"
@@ -168,7 +168,70 @@ def _read(where: Path) -> dict:
         if key not in plan:
             raise MCUDeployError(f"{where} was written by an older mcudeploy and lacks \"{key}\": compile or tune "
                                  f"the model again to run this plan")
+    if plan.get("version") != PLAN_VERSION:
+        raise MCUDeployError(f"{where} was written by another version of mcudeploy (plan version "
+                             f"{plan.get('version')}, this one reads {PLAN_VERSION}): compile or tune the model again")
+    _kinds(where, plan)
     return plan
+
+
+# the fields of plan.json a rebuilt plan is read from, and the kind of each (entries of lists: their fields)
+_INT, _STR, _LIST = "a whole number", "a string", "a list"
+KINDS = {"model": _STR, "board": _STR, "arena_bytes": _INT, "order": _LIST, "buffers": _LIST, "tensors": _LIST,
+         "regions": _LIST, "inputs": _LIST, "cuts": _LIST}
+ENTRY_KINDS = {"order": {"node": _STR, "op": _STR, "inputs": _LIST, "outputs": _LIST},
+               "buffers": {"name": _STR, "tensors": _LIST, "offset": _INT, "size": _INT, "first": _INT, "last": _INT},
+               "regions": {"name": _STR, "arena_bytes": _INT},
+               "inputs": {"name": _STR, "shape": _LIST}}
+
+
+_NUMBER, _SHAPE, _NAMES = "a number", "a list of whole numbers", "a list of strings"
+# fields read where present (None where a plan may leave them out)
+OPTIONAL_KINDS = {("model_path",): _STR, ("sharing",): _NAMES, ("schedule", "peak_bytes"): _INT,
+                  ("schedule", "bound_bytes"): _INT, ("schedule", "time_s"): _NUMBER, ("schedule", "effort_s"): _NUMBER,
+                  ("schedule", "effort_limit_s"): _NUMBER, ("placement", "time_s"): _NUMBER,
+                  ("placement", "effort_s"): _NUMBER}
+NULLABLE = {("model_path",), ("schedule", "effort_limit_s")}  # None: a model given in memory, no limit
+OPTIONAL_ENTRY_KINDS = {"buffers": {"region": _STR, "parts": _LIST}, "inputs": {"shape": _SHAPE}}
+
+
+def _is(value, kind: str) -> bool:
+    if kind == _INT:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == _NUMBER:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == _SHAPE:
+        return isinstance(value, list) and all(_is(d, _INT) and d > 0 for d in value)
+    if kind == _NAMES:
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    return isinstance(value, str if kind == _STR else list)
+
+
+def _kinds(where: Path, plan: dict) -> None:
+    """Refuse, naming the field, a plan.json whose fields are not of the kind mcudeploy writes (a hand edit,
+    a damaged file): what is read from it afterwards is then of the right kind."""
+    for key, kind in KINDS.items():
+        if not _is(plan[key], kind):
+            raise MCUDeployError(f"{where} is not a valid plan: \"{key}\" is not {kind}")
+    for key in ("placement", "schedule"):
+        if not isinstance(plan.get(key, {}), dict):
+            raise MCUDeployError(f"{where} is not a valid plan: \"{key}\" is not an object")
+    for path, kind in OPTIONAL_KINDS.items():
+        holder = plan if len(path) == 1 else plan.get(path[0]) or {}
+        value = holder.get(path[-1])
+        if path[-1] in holder and not (value is None and path in NULLABLE) and not _is(value, kind):
+            raise MCUDeployError(f"{where} is not a valid plan: \"{'.'.join(path)}\" is not {kind}")
+    for key, fields in ENTRY_KINDS.items():
+        for k, entry in enumerate(plan[key]):
+            odd = next((f for f, kind in fields.items() if not isinstance(entry, dict) or not _is(entry.get(f), kind)),
+                       None)
+            if odd is not None:
+                raise MCUDeployError(f"{where} is not a valid plan: {key}[{k}] has no \"{odd}\" that is {fields[odd]}")
+    for key, fields in OPTIONAL_ENTRY_KINDS.items():
+        for k, entry in enumerate(plan[key]):
+            odd = next((f for f, kind in fields.items() if entry.get(f) is not None and not _is(entry[f], kind)), None)
+            if odd is not None:
+                raise MCUDeployError(f"{where} is not a valid plan: {key}[{k}].{odd} is not {fields[odd]}")
 
 
 def _model(where: Path, plan: dict) -> Path:
@@ -189,7 +252,11 @@ def _model(where: Path, plan: dict) -> Path:
 def _board(where: Path, plan: dict, name: Optional[str]) -> Board:
     """The plan's board; a board given on the command line must be that one (offsets, alignment
     and kernels were chosen for it), or another name of it."""
-    board = load_board(plan["board"])
+    try:
+        board = load_board(plan["board"])
+    except MCUDeployError:
+        raise MCUDeployError(f"{where} is a plan for board {plan['board']}, which this mcudeploy does not know "
+                             f"(see mcudeploy boards)") from None
     if name is not None and name != board.name:
         given = load_board(name)
         if (given.alias_of or given.name) != (board.alias_of or board.name):
@@ -301,7 +368,16 @@ def _placement(where: Path, plan: dict, lives: Lifetimes, alignment: int) -> Pla
     """The recorded offsets and regions, checked: no two live buffers overlap, each fits its arena."""
     offsets = {b["name"]: int(b["offset"]) for b in plan["buffers"]}
     arenas = {r["name"]: int(r["arena_bytes"]) for r in plan["regions"]}
+    if not arenas:
+        raise MCUDeployError(f"{where} is not a valid plan: it lists no region")
     regions = {b["name"]: b.get("region") or next(iter(arenas)) for b in plan["buffers"]}
+    for b in lives.buffers:
+        if offsets[b.name] < 0:
+            raise MCUDeployError(f"{where} is not a valid plan: buffer {b.name} starts before its region's arena "
+                                 f"(offset {offsets[b.name]})")
+        if offsets[b.name] % alignment:
+            raise MCUDeployError(f"{where} is not a valid plan: buffer {b.name}'s offset {offsets[b.name]} is not a "
+                                 f"multiple of the board's alignment ({alignment} B)")
     try:
         check_no_overlap(lives.buffers, offsets, regions)
     except AssertionError as exc:

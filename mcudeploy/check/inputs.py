@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import zipfile
 from typing import Callable, Union
 
 import numpy as np
@@ -41,20 +42,25 @@ def load_input(path: Union[str, os.PathLike], graph: Graph,
     inside the input's, a float type to float32); a float array for a quantized integer input is quantized with
     the input's scale and zero point, as the quantize helper of the model's header does (``say`` tells which).
     Anything else, and a wrong shape, is refused in one sentence naming the input and what it must be."""
+    names = graph.model_inputs()
     try:
         data = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise MCUDeployError(f"{path} is not a .npy or .npz file ({exc})") from None
-    names = graph.model_inputs()
-    if isinstance(data, np.lib.npyio.NpzFile):
-        missing = [n for n in names if n not in data.files]
-        if missing:
-            raise MCUDeployError(f"{path} has no array named {missing[0]} (the model's inputs: "
-                                 f"{', '.join(names)})")
-        sample = {n: data[n] for n in names}
-    else:
+        if isinstance(data, np.lib.npyio.NpzFile):
+            missing = [n for n in names if n not in data.files]
+            if missing:
+                raise MCUDeployError(f"{path} has no array named {missing[0]} (the model's inputs: "
+                                     f"{_expected(graph)})")
+            extra = [n for n in data.files if n not in names]
+            if extra:
+                raise MCUDeployError(f"{path} holds {len(data.files)} arrays, {extra[0]} being none of the model's "
+                                     f"inputs ({_expected(graph)})")
+            sample = {n: data[n] for n in names}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise MCUDeployError(f"{path} is not a .npy or .npz file of numbers ({_first(exc)})") from None
+    if not isinstance(data, np.lib.npyio.NpzFile):
         if len(names) != 1:
-            raise MCUDeployError(f"{path} holds one array but the model has {len(names)} inputs; use .npz")
+            raise MCUDeployError(f"{path} holds one array but the model has {len(names)} inputs ({_expected(graph)}); "
+                                 f"give them by name in a .npz")
         sample = {names[0]: data}
     return [{name: as_input(path, input_tensor(graph, name), x, say) for name, x in sample.items()}]
 
@@ -70,6 +76,16 @@ def input_tensor(graph: Graph, name: str):
         if q is not None:
             return dataclasses.replace(t, quant=q)
     return t
+
+
+def _expected(graph: Graph) -> str:
+    """"x: int8[1, 49, 10, 1] (...), y: float32[1, 4]": every input with its type and shape."""
+    return ", ".join(f"{n}: {wanted(graph[n])}" for n in graph.model_inputs())
+
+
+def _first(exc) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0].rstrip(".") if text else type(exc).__name__
 
 
 def wanted(t) -> str:
@@ -101,6 +117,8 @@ def as_input(path, t, x: np.ndarray, say: Callable[[str], None]) -> np.ndarray:
     if want.kind in "iu" and kind in "iu" and np.can_cast(x.dtype, want, "safe"):
         return x.astype(want)
     if want.kind in "iu" and kind == "f" and t.quant is not None:
+        if np.isnan(x).any():
+            raise MCUDeployError(f"{given} with NaN values, which have no {t.dtype} code: give numbers")
         say(quantized_sentence(path, t, x.dtype))
         return quantize(x, t)
     hint = " (or float values, which are quantized with its scale and zero point)" if t.quant is not None and \

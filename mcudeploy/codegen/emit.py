@@ -6,7 +6,6 @@ import hashlib
 import json
 import re
 import shutil
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Optional
@@ -18,7 +17,7 @@ from mcudeploy.codegen.facts import io_facts
 from mcudeploy.codegen.overwrite import input_overwritten
 from mcudeploy.codegen.options import CodeOptions
 from mcudeploy.codegen.values import c_float, c_int, c_list, c_numbers
-from mcudeploy.files import copy_tree, fresh_dir, write_atomic
+from mcudeploy.files import copy_tree, make_folder, sync_folder, write_atomic
 from mcudeploy.ir import CTYPES, Graph, row_major
 from mcudeploy.memory.lifetimes import SCRATCH
 from mcudeploy.ops import registry
@@ -375,7 +374,7 @@ def _write_arduino(values: dict, out: Path, files: dict, library: dict) -> None:
 def _replace_dir(target: Path, parts: dict, files: Optional[dict] = None) -> None:
     """``target`` becomes a folder holding a copy of each of ``parts`` (name -> source folder) and
     ``files`` (relative path -> text), swapped in whole."""
-    fresh = fresh_dir(target.parent, f".{target.name}.")
+    fresh = make_folder(f".{target.name}.", target.parent)
     try:
         for name, source in parts.items():
             copy_tree(source, fresh / name)
@@ -383,12 +382,13 @@ def _replace_dir(target: Path, parts: dict, files: Optional[dict] = None) -> Non
             (fresh / rel).parent.mkdir(parents=True, exist_ok=True)
             (fresh / rel).write_text(text)
         if target.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
+            old = make_folder(f".{target.name}.old.", target.parent)
             target.rename(old / target.name)
             fresh.rename(target)
             shutil.rmtree(old, ignore_errors=True)
         else:
             fresh.rename(target)
+        sync_folder(target.parent)
     except BaseException:
         shutil.rmtree(fresh, ignore_errors=True)
         raise

@@ -32,6 +32,7 @@ from mcudeploy.codegen.emit import BANNER, environment
 from mcudeploy.device.elfsize import MemoryReport, check_fits, memory_report
 from mcudeploy.device.host import BuildError, cache_dir
 from mcudeploy.errors import MCUDeployError
+from mcudeploy.files import write_atomic
 from mcudeploy.resources import firmware_dir
 
 log = logging.getLogger(__name__)
@@ -210,17 +211,17 @@ def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.Pat
     if dual is not None:
         values.update(s0=dual["s0"], s1=dual["s1"], dual=dual["dual"], model_id=f"0x{dual['model_id']:08X}",
                       model_note="CRC-32 of both stages' model.c")
-        (fw / "mcud_model.h").write_text(env.get_template("firmware/dual_model.h.j2").render(values))
+        write_atomic(fw / "mcud_model.h", env.get_template("firmware/dual_model.h.j2").render(values))
     if link is not None:
         values.update(link=link, init=values["init"] + link["init"])
-    (fw / "main.c").write_text(env.get_template("firmware/main.c.j2").render(values))
-    (fw / "clock.c").write_text(clock_source(board))
-    (fw / "mcud_measure.h").write_text(env.get_template("firmware/mcud_measure.h.j2").render(values))
+    write_atomic(fw / "main.c", env.get_template("firmware/main.c.j2").render(values))
+    write_atomic(fw / "clock.c", clock_source(board))
+    write_atomic(fw / "mcud_measure.h", env.get_template("firmware/mcud_measure.h.j2").render(values))
     for name, sizing in (("link.ld", False), ("link-sizing.ld", True)):
         lengths = ({"flash_length": f"0x{UNBOUNDED:X}", "ram_length": f"0x{UNBOUNDED:X}",
                     "extra_length": f"0x{UNBOUNDED:X}"} if sizing else
                    {"flash_length": str(board.flash_bytes), "ram_length": str(values["ram_bytes"]), "extra_length": None})
-        (fw / name).write_text(env.get_template("firmware/link.ld.j2").render(**values, **lengths, sizing=sizing))
+        write_atomic(fw / name, env.get_template("firmware/link.ld.j2").render(**values, **lengths, sizing=sizing))
     sources = []
     include_dirs = [fw, runtime]
     if has_model:
@@ -230,8 +231,8 @@ def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.Pat
     else:
         stub = fw / "no_model"
         stub.mkdir(exist_ok=True)
-        (stub / "model.c").write_text(env.get_template("firmware/no_model.c.j2").render(values))
-        (stub / "mcud_model.h").write_text(env.get_template("firmware/no_model.h.j2").render(values))
+        write_atomic(stub / "model.c", env.get_template("firmware/no_model.c.j2").render(values))
+        write_atomic(stub / "mcud_model.h", env.get_template("firmware/no_model.h.j2").render(values))
         shutil.copy(firmware_dir() / "include" / "mcud_dma.h", stub)  # for a DMA engine's driver
         sources.append(stub / "model.c")
         include_dirs.append(stub)

@@ -25,6 +25,7 @@ from mcudeploy.device.pio_core import pio_failure, run_pio
 from mcudeploy.device.pio_project import default_project_dir, describe, firmware_elf, generate_project
 from mcudeploy.device.upload_failure import check_serial_port, explain_upload
 from mcudeploy.errors import MCUDeployError
+from mcudeploy.files import output_lock
 from mcudeploy.fit import TO_THE_BUILD, check_fit
 from mcudeploy.pipeline import compile_model
 from mcudeploy.plan import plan_dict, plan_id
@@ -114,8 +115,9 @@ def flash_plan(compiled, board_name: str, port: Optional[str] = None, project: O
     board = flashable(load_board(board_name), port)
     model = compiled.model if compiled is not None else None
     project = Path(project or default_project_dir(board, model)).resolve()
-    return flash_compiled(compiled, board, project, Path(model).name if model else "(measurer alone)", port,
-                          upload_firmware, core)
+    with output_lock(project, "flash"):  # one build in a project folder at a time
+        return flash_compiled(compiled, board, project, Path(model).name if model else "(measurer alone)", port,
+                              upload_firmware, core)
 
 
 def flashable(board: Board, port: Optional[str] = None) -> Board:

@@ -20,6 +20,7 @@ from mcudeploy.codegen import write_project
 from mcudeploy.codegen.emit import BANNER, environment
 from mcudeploy.device.build import firmware_build_spec
 from mcudeploy.device.host import cache_dir
+from mcudeploy.files import write_atomic
 from mcudeploy.resources import firmware_dir
 
 BUILD_SPEC = "mcudeploy-build.json"
@@ -100,18 +101,18 @@ def write_platformio_project(board: Board, project: Path, spec: dict, what: str)
     project.mkdir(parents=True, exist_ok=True)
     env = environment()
     upload = _upload_settings(board)
-    (project / BUILD_SPEC).write_text(json.dumps(spec, indent=1) + "\n")
+    write_atomic(project / BUILD_SPEC, json.dumps(spec, indent=1) + "\n")
     (project / "boards").mkdir(exist_ok=True)
     manifest = env.get_template("platformio/board.json.j2").render(banner=BANNER,
                                                                    **board_manifest(board, upload, spec))
     json.loads(manifest)  # a template slip would only show up inside PlatformIO otherwise
-    (project / "boards" / f"{board.name}.json").write_text(manifest)
+    write_atomic(project / "boards" / f"{board.name}.json", manifest)
     ini = env.get_template("platformio/platformio.ini.j2").render(
         banner=BANNER, what=what, board=board.name, description=board.description,
         platform_dir=platform_dir().resolve().as_posix(), env=board.name, build_spec=BUILD_SPEC,
         upload_protocol=upload["protocol"], upload_command=upload["command"], upload_port=upload["port"],
         upload_note=upload["note"], baud=board.uart.baud)
-    (project / "platformio.ini").write_text(ini)
+    write_atomic(project / "platformio.ini", ini)
     return project / "platformio.ini"
 
 

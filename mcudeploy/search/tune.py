@@ -219,7 +219,10 @@ class Tuner:
                                           **({"int8_input": True} if int8_input else {}),
                                           **({"stream_input": True} if stream_input else {}),
                                           **({"objective": objective.as_plan()} if objective.name != "memory"
-                                             else {})})
+                                             else {}),
+                                          # --input-shape: the shapes every candidate was compiled at
+                                          **({"input_shapes": {k: list(v) for k, v in sorted(input_shapes.items())}}
+                                             if input_shapes else {})})
         self.work = Work(kernels_measured=self.state.kernels_measured)
         self.progress = Progress(progress, self.clock, self.work, budget)
         self.pool = pool or BoardPool.of(self.board, boards, list(ports) or ([port] if port else []))
@@ -500,6 +503,8 @@ class Tuner:
                 self.compiles.close()
 
     def _run(self) -> TuneResult:
+        if self.state.set_aside:
+            self.progress.say(self.state.set_aside)
         if self.state.resumed:
             self.progress.resuming(self.state.path, len(self.state.candidates))
         if self.objective.name != "memory":

@@ -154,8 +154,9 @@ class TimingCache(CacheView):
             data = json.loads(self.path.read_text())
         except (OSError, ValueError):
             return {}
-        if data.get("version") != CACHE_VERSION or data.get("board") != self.board:
-            return {}
+        if not isinstance(data, dict) or data.get("version") != CACHE_VERSION or data.get("board") != self.board \
+                or not isinstance(data.get("timings", {}), dict):
+            return {}  # a cache another version wrote, or a damaged one: its kernels are timed again
         return dict(data.get("timings", {}))
 
     def view(self, signatures) -> CacheView:
