@@ -127,6 +127,7 @@ def output_lock(folder: Union[str, os.PathLike], command: str) -> Iterator[Path]
     for the block. The kernel releases it when the process ends however it ends (kill -9 too), so a
     dead writer never leaves it held; the file keeps the holder's pid and command for the refusal."""
     folder = Path(folder)
+    created = not folder.exists()
     with writing(folder):
         folder.mkdir(parents=True, exist_ok=True)
         fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o666)
@@ -146,6 +147,10 @@ def output_lock(folder: Union[str, os.PathLike], command: str) -> Iterator[Path]
         yield folder
     finally:
         _HELD.discard(fd)
+        if created and [p.name for p in folder.iterdir()] == [LOCK_FILE]:  # a command that wrote nothing leaves
+            with contextlib.suppress(OSError):                              # no folder behind (a fit refused)
+                (folder / LOCK_FILE).unlink()
+                folder.rmdir()
         os.close(fd)  # closing the descriptor releases the lock
 
 

@@ -60,6 +60,7 @@ def test_a_written_file_has_the_umasks_mode_and_a_failed_write_names_it(tmp_path
 
 
 def test_a_second_writer_is_refused_naming_the_folder_and_the_holder(tmp_path):
+    (tmp_path / "out").mkdir()
     with output_lock(tmp_path / "out", "tune"):
         assert (tmp_path / "out" / LOCK_FILE).read_text() == f"{os.getpid()} tune\n"
         # a lock on another open file description of the same file: what another process holds
@@ -71,6 +72,15 @@ def test_a_second_writer_is_refused_naming_the_folder_and_the_holder(tmp_path):
     (tmp_path / "out" / ".mcud.k1ll3d.tmp").mkdir()
     with output_lock(tmp_path / "out", "compile"):  # released with the block; the next holder removes them
         assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [LOCK_FILE]
+
+
+def test_a_command_that_wrote_nothing_leaves_no_folder(tmp_path):
+    with output_lock(tmp_path / "new" / "out", "compile"):  # refused before writing (a model that does not fit)
+        assert (tmp_path / "new" / "out" / LOCK_FILE).exists()
+    assert not (tmp_path / "new" / "out").exists()
+    with output_lock(tmp_path / "kept", "compile"):
+        (tmp_path / "kept" / "plan.json").write_text("{}")
+    assert sorted(p.name for p in (tmp_path / "kept").iterdir()) == [LOCK_FILE, "plan.json"]
 
 
 def test_a_tune_says_it_set_a_damaged_state_aside(clean, tmp_path):
