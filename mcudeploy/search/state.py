@@ -94,8 +94,8 @@ class TuneState:
     def _load(self) -> None:
         try:
             text = self.path.read_bytes()
-        except FileNotFoundError:
-            return
+        except (FileNotFoundError, NotADirectoryError):  # nothing there yet (a file where the folder will be is
+            return                                        # told when the state is written, naming it)
         except OSError as exc:
             raise MCUDeployError(f"cannot read {self.path}: {exc.strerror or exc}") from None
         why = self._untrusted(text)
