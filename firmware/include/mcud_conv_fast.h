@@ -27,6 +27,12 @@
 
 #define MCUD_CONV_FAST_PIXELS 4 /* output pixels per block: the scratch holds this many columns */
 
+/* Bytes of stack mcud_conv_s8_direct may take for the columns of mcud_conv_s8_fast (4 * kpad int16: kpad up
+ * to 64), no more than the depthwise kernel's buffer (MCUD_DW_BUF, 528) or the MVE columns (MCUD_MVE_COLS). */
+#ifndef MCUD_DIRECT_COLS
+#define MCUD_DIRECT_COLS 512
+#endif
+
 typedef struct {
     int32_t stride[2];      /* along H, W */
     int32_t dilation[2];
@@ -280,22 +286,15 @@ MCUD_INLINE void mcud_conv_fast_gemm1(const int16_t *cols, int8_t *y0, int32_t o
 #include "mcud_conv_mve.h"
 #endif
 
-/* int8 Conv, group 1, on NCHW views (rank 4, or rank 3 read as H = 1). The weights come from
- * p->w (w and b are the model's tensors, unused here); scratch holds 4 * kpad int16, 4-byte
- * aligned (LDRD needs word alignment only on ARMv7-M). */
-MCUD_INLINE void mcud_conv_s8_fast(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
-                                   const mcud_conv_s8_fast_params *p, void *scratch)
+/* The im2col + SMLAD product over every output pixel, in blocks of MCUD_CONV_FAST_PIXELS, with the columns
+ * in cols (4 * kpad int16, 4-byte aligned): mcud_conv_s8_fast's scratch, or mcud_conv_s8_direct's stack. */
+MCUD_INLINE void mcud_conv_fast_blocks(const mcud_view *x, const mcud_view *w, const mcud_view *y,
+                                       const mcud_conv_s8_fast_params *p, int16_t *cols)
 {
-    (void)b;
-#if MCUD_HAVE_MVE
-    mcud_conv_s8_fast_mve(x, w, y, p, scratch); /* int8 columns, 16 MACs a vector (mcud_conv_mve.h) */
-    return;
-#endif
     mcud_fast_dims X = mcud_fast_dims_of(x), Y = mcud_fast_dims_of(y);
     int32_t kh_n = w->ndim >= 4 ? w->shape[2] : 1;
     int32_t kw_n = w->shape[w->ndim - 1];
     int32_t k = X.c * kh_n * kw_n;
-    int16_t *cols = (int16_t *)scratch;
     for (int32_t i = 0; i < MCUD_CONV_FAST_PIXELS; i++) {
         for (int32_t kk = k; kk < p->kpad; kk++) {
             cols[MCUD_COL_AT(kk, i)] = 0;
@@ -335,6 +334,20 @@ MCUD_INLINE void mcud_conv_s8_fast(const mcud_view *x, const mcud_view *w, const
             mcud_conv_fast_gemm4(cols, yp, Y.c, Y.sc, p);
         }
     }
+}
+
+/* int8 Conv, group 1, on NCHW views (rank 4, or rank 3 read as H = 1). The weights come from
+ * p->w (w and b are the model's tensors, unused here); scratch holds 4 * kpad int16, 4-byte
+ * aligned (LDRD needs word alignment only on ARMv7-M). */
+MCUD_INLINE void mcud_conv_s8_fast(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
+                                   const mcud_conv_s8_fast_params *p, void *scratch)
+{
+    (void)b;
+#if MCUD_HAVE_MVE
+    mcud_conv_s8_fast_mve(x, w, y, p, scratch); /* int8 columns, 16 MACs a vector (mcud_conv_mve.h) */
+    return;
+#endif
+    mcud_conv_fast_blocks(x, w, y, p, (int16_t *)scratch);
 }
 
 /* Taps k in [*lo, *hi) whose input index start + k * dilation lies in [0, size). */
@@ -409,8 +422,10 @@ MCUD_INLINE void mcud_conv_direct_row3(const int8_t *x0, const mcud_fast_dims *X
 }
 
 /* The same convolution without working memory, for a layer whose scratch would raise the arena's
- * peak (mcudeploy.memory.lifetimes.fit_scratch): straight from the input, one multiply-accumulate
- * per instruction (there is nowhere to keep packed pairs). Four pixels of one row at a time where
+ * peak (mcudeploy.memory.lifetimes.fit_scratch). Where mcud_conv_s8_fast's columns are small (kpad up to 64:
+ * a first layer on few channels, a pointwise one on up to 64) they go on the stack, MCUD_DIRECT_COLS bytes,
+ * and the layer runs as mcud_conv_s8_fast: a few hundred bytes of arena are not worth a slower kernel. Else
+ * straight from the input, one multiply-accumulate per instruction (there is nowhere to keep packed pairs). Four pixels of one row at a time where
  * their windows are inside the input (each weight loaded once for four MACs, the offsets constant),
  * pixel by pixel elsewhere (edges: only the taps inside, with p->bias_raw, the unfolded bias).
  * Same params as mcud_conv_s8_fast; the weights come from w. Sums modulo 2^32, like SMLAD. */
@@ -426,6 +441,11 @@ MCUD_INLINE void mcud_conv_s8_direct(const mcud_view *x, const mcud_view *w, con
         return;
     }
 #endif
+    if (MCUD_CONV_FAST_PIXELS * 2 * p->kpad <= MCUD_DIRECT_COLS) { /* the columns fit on the stack */
+        uint32_t cols[MCUD_DIRECT_COLS / 4];
+        mcud_conv_fast_blocks(x, w, y, p, (int16_t *)cols);
+        return;
+    }
     for (int32_t n = 0; n < Y.n; n++) {
         const int8_t *xn = (const int8_t *)x->data + n * X.sn;
         int8_t *yn = (int8_t *)y->data + n * Y.sn;
