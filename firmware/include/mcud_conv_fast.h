@@ -421,6 +421,38 @@ MCUD_INLINE void mcud_conv_direct_row3(const int8_t *x0, const mcud_fast_dims *X
     }
 }
 
+/* Four adjacent pixels of a row whose windows are inside the input (x0: the first one's window). */
+MCUD_INLINE void mcud_conv_direct_block4(const int8_t *x0, const mcud_fast_dims *X, const int8_t *wd,
+                                         const mcud_fast_dims *W, int32_t dh, int32_t dw, int32_t step, int8_t *y0,
+                                         const mcud_fast_dims *Y, const mcud_conv_s8_fast_params *p)
+{
+    if (p->w3 != NULL && X->sw == 1) {
+        mcud_conv_direct_row3(x0, X, W->h, dh, y0, Y->c, Y->sc, Y->sw, p);
+        return;
+    }
+    for (int32_t oc = 0; oc < Y->c; oc++) {
+        uint32_t a0 = (uint32_t)p->bias[oc], a1 = a0, a2 = a0, a3 = a0;
+        for (int32_t c = 0; c < X->c; c++) {
+            for (int32_t kh = 0; kh < W->h; kh++) {
+                const int8_t *wr = wd + oc * W->sn + c * W->sc + kh * W->sh;
+                const int8_t *xr = x0 + c * X->sc + kh * dh;
+                MCUD_UNROLL
+                for (int32_t kw = 0; kw < W->w; kw++) {
+                    int32_t wv = wr[kw * W->sw];
+                    a0 += (uint32_t)(xr[kw * dw] * wv);
+                    a1 += (uint32_t)(xr[kw * dw + step] * wv);
+                    a2 += (uint32_t)(xr[kw * dw + 2 * step] * wv);
+                    a3 += (uint32_t)(xr[kw * dw + 3 * step] * wv);
+                }
+            }
+        }
+        y0[oc * Y->sc] = mcud_conv_fast_out((int32_t)a0, oc, p);
+        y0[oc * Y->sc + Y->sw] = mcud_conv_fast_out((int32_t)a1, oc, p);
+        y0[oc * Y->sc + 2 * Y->sw] = mcud_conv_fast_out((int32_t)a2, oc, p);
+        y0[oc * Y->sc + 3 * Y->sw] = mcud_conv_fast_out((int32_t)a3, oc, p);
+    }
+}
+
 /* The same convolution without working memory, for a layer whose scratch would raise the arena's
  * peak (mcudeploy.memory.lifetimes.fit_scratch). Where mcud_conv_s8_fast's columns are small (kpad up to 64:
  * a first layer on few channels, a pointwise one on up to 64) they go on the stack, MCUD_DIRECT_COLS bytes,
@@ -460,38 +492,23 @@ MCUD_INLINE void mcud_conv_s8_direct(const mcud_view *x, const mcud_view *w, con
                 }
                 mcud_conv_direct_edge(xn, &X, wd, &W, ih, iw, yn + oh * Y.sh + ow * Y.sw, Y.c, Y.sc, p);
             }
-            for (; ow + 4 <= Y.w; ow += 4) {
-                int32_t iw = ow * p->stride[1] - p->pad[1];
-                if (!p->inside && iw + 3 * p->stride[1] + (W.w - 1) * p->dilation[1] >= X.w) {
+            /* blocks of four pixels whose windows are inside; where fewer than four are left inside, one
+             * block ending at the last of them, over pixels already written (the same values again: this
+             * kernel never runs in place) */
+            const int32_t first = ow;
+            while (ow < Y.w) {
+                int32_t t = 0;
+                while (t < 4 && ow + t < Y.w &&
+                       (p->inside || (ow + t) * p->stride[1] - p->pad[1] + (W.w - 1) * p->dilation[1] < X.w)) {
+                    t++;
+                }
+                const int32_t s = ow + t - 4;
+                if (t == 0 || s < first) {
                     break;
                 }
-                const int8_t *x0 = xn + ih * X.sh + iw * X.sw;
-                int8_t *y0 = yn + oh * Y.sh + ow * Y.sw;
-                if (p->w3 != NULL && X.sw == 1) {
-                    mcud_conv_direct_row3(x0, &X, W.h, dh, y0, Y.c, Y.sc, Y.sw, p);
-                    continue;
-                }
-                for (int32_t oc = 0; oc < Y.c; oc++) {
-                    uint32_t a0 = (uint32_t)p->bias[oc], a1 = a0, a2 = a0, a3 = a0;
-                    for (int32_t c = 0; c < X.c; c++) {
-                        for (int32_t kh = 0; kh < W.h; kh++) {
-                            const int8_t *wr = wd + oc * W.sn + c * W.sc + kh * W.sh;
-                            const int8_t *xr = x0 + c * X.sc + kh * dh;
-                            MCUD_UNROLL
-                            for (int32_t kw = 0; kw < W.w; kw++) {
-                                int32_t wv = wr[kw * W.sw];
-                                a0 += (uint32_t)(xr[kw * dw] * wv);
-                                a1 += (uint32_t)(xr[kw * dw + step] * wv);
-                                a2 += (uint32_t)(xr[kw * dw + 2 * step] * wv);
-                                a3 += (uint32_t)(xr[kw * dw + 3 * step] * wv);
-                            }
-                        }
-                    }
-                    y0[oc * Y.sc] = mcud_conv_fast_out((int32_t)a0, oc, p);
-                    y0[oc * Y.sc + Y.sw] = mcud_conv_fast_out((int32_t)a1, oc, p);
-                    y0[oc * Y.sc + 2 * Y.sw] = mcud_conv_fast_out((int32_t)a2, oc, p);
-                    y0[oc * Y.sc + 3 * Y.sw] = mcud_conv_fast_out((int32_t)a3, oc, p);
-                }
+                const int8_t *x0 = xn + ih * X.sh + (s * p->stride[1] - p->pad[1]) * X.sw;
+                mcud_conv_direct_block4(x0, &X, wd, &W, dh, dw, step, yn + oh * Y.sh + s * Y.sw, &Y, p);
+                ow += t;
             }
             for (; ow < Y.w; ow++) { /* the rest of the row, pixel by pixel */
                 int32_t iw = ow * p->stride[1] - p->pad[1];
