@@ -219,6 +219,16 @@ static inline __attribute__((always_inline)) int32_t add_requant(int32_t v, int3
     return mcud_requant_tfl(v, mult, shift);
 }
 
+/* One row of ADD_TFL, each operand by its route (add_requant: a constant in the common combinations). */
+#define ADD_TFL_ROW(T, RA, RB, RY)                                                                              \
+    for (int32_t i = 0; i < len; i++) {                                                                         \
+        int32_t va = add_requant(((int32_t)pa[i * sa] - p->a_zero) * up, p->a_mult, p->a_shift, (RA), ka, ra);   \
+        int32_t vb = add_requant(((int32_t)pb[i * sb] - p->b_zero) * up, p->b_mult, p->b_shift, (RB), kb, rb);   \
+        int32_t sum = (int32_t)((uint32_t)va + (uint32_t)(p->sign * vb));                                       \
+        int32_t v = add_requant(sum, p->y_mult, p->y_shift, (RY), ky, ry) + p->y_zero;                          \
+        py[i * sy] = (T)mcud_clamp(v, p->act_min, p->act_max);                                                  \
+    }
+
 /* TFLite's ADD and SUB of int8 (left shift 20) and int16 (left shift 15). */
 #define ADD_TFL(NAME, T)                                                                                        \
     void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_add_tfl_params *p)        \
@@ -241,21 +251,13 @@ static inline __attribute__((always_inline)) int32_t add_requant(int32_t v, int3
             const T *pb = (const T *)b->data + w.off[1];                                                        \
             T *py = (T *)y->data + w.off[2];                                                                    \
             if (fast) {                                                                                         \
-                for (int32_t i = 0; i < len; i++) {                                                             \
-                    int32_t va = mcud_requant_tfl_k(((int32_t)pa[i * sa] - p->a_zero) * up, p->a_mult, ka, ra); \
-                    int32_t vb = mcud_requant_tfl_k(((int32_t)pb[i * sb] - p->b_zero) * up, p->b_mult, kb, rb); \
-                    int32_t sum = (int32_t)((uint32_t)va + (uint32_t)(p->sign * vb));                           \
-                    int32_t v = mcud_requant_tfl_k(sum, p->y_mult, ky, ry) + p->y_zero;                         \
-                    py[i * sy] = (T)mcud_clamp(v, p->act_min, p->act_max);                                      \
-                }                                                                                               \
-                continue;                                                                                       \
-            }                                                                                                   \
-            for (int32_t i = 0; i < len; i++) {                                                                 \
-                int32_t va = add_requant(((int32_t)pa[i * sa] - p->a_zero) * up, p->a_mult, p->a_shift, fa, ka, ra);\
-                int32_t vb = add_requant(((int32_t)pb[i * sb] - p->b_zero) * up, p->b_mult, p->b_shift, fb, kb, rb);\
-                int32_t sum = (int32_t)((uint32_t)va + (uint32_t)(p->sign * vb));                               \
-                int32_t v = add_requant(sum, p->y_mult, p->y_shift, fy, ky, ry) + p->y_zero;                    \
-                py[i * sy] = (T)mcud_clamp(v, p->act_min, p->act_max);                                          \
+                ADD_TFL_ROW(T, 2, 2, 2);                                                                         \
+            } else if (fa == 2 && fb == 1 && fy == 2) { /* one input of the larger scale (multiplier 2^30) */   \
+                ADD_TFL_ROW(T, 2, 1, 2);                                                                         \
+            } else if (fa == 1 && fb == 2 && fy == 2) {                                                         \
+                ADD_TFL_ROW(T, 1, 2, 2);                                                                         \
+            } else {                                                                                            \
+                ADD_TFL_ROW(T, fa, fb, fy);                                                                      \
             }                                                                                                   \
         } while (mcud_bcast_next(&w));                                                                          \
     }
