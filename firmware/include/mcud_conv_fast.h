@@ -27,6 +27,12 @@
 
 #define MCUD_CONV_FAST_PIXELS 4 /* output pixels per block: the scratch holds this many columns */
 
+/* Bytes of stack mcud_conv_s8_direct may take for the columns of mcud_conv_s8_fast (4 * kpad int16: kpad up
+ * to 64), no more than the depthwise kernel's buffer (MCUD_DW_BUF, 528) or the MVE columns (MCUD_MVE_COLS). */
+#ifndef MCUD_DIRECT_COLS
+#define MCUD_DIRECT_COLS 512
+#endif
+
 typedef struct {
     int32_t stride[2];      /* along H, W */
     int32_t dilation[2];
@@ -280,22 +286,15 @@ MCUD_INLINE void mcud_conv_fast_gemm1(const int16_t *cols, int8_t *y0, int32_t o
 #include "mcud_conv_mve.h"
 #endif
 
-/* int8 Conv, group 1, on NCHW views (rank 4, or rank 3 read as H = 1). The weights come from
- * p->w (w and b are the model's tensors, unused here); scratch holds 4 * kpad int16, 4-byte
- * aligned (LDRD needs word alignment only on ARMv7-M). */
-MCUD_INLINE void mcud_conv_s8_fast(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
-                                   const mcud_conv_s8_fast_params *p, void *scratch)
+/* The im2col + SMLAD product over every output pixel, in blocks of MCUD_CONV_FAST_PIXELS, with the columns
+ * in cols (4 * kpad int16, 4-byte aligned): mcud_conv_s8_fast's scratch, or mcud_conv_s8_direct's stack. */
+MCUD_INLINE void mcud_conv_fast_blocks(const mcud_view *x, const mcud_view *w, const mcud_view *y,
+                                       const mcud_conv_s8_fast_params *p, int16_t *cols)
 {
-    (void)b;
-#if MCUD_HAVE_MVE
-    mcud_conv_s8_fast_mve(x, w, y, p, scratch); /* int8 columns, 16 MACs a vector (mcud_conv_mve.h) */
-    return;
-#endif
     mcud_fast_dims X = mcud_fast_dims_of(x), Y = mcud_fast_dims_of(y);
     int32_t kh_n = w->ndim >= 4 ? w->shape[2] : 1;
     int32_t kw_n = w->shape[w->ndim - 1];
     int32_t k = X.c * kh_n * kw_n;
-    int16_t *cols = (int16_t *)scratch;
     for (int32_t i = 0; i < MCUD_CONV_FAST_PIXELS; i++) {
         for (int32_t kk = k; kk < p->kpad; kk++) {
             cols[MCUD_COL_AT(kk, i)] = 0;
@@ -335,6 +334,20 @@ MCUD_INLINE void mcud_conv_s8_fast(const mcud_view *x, const mcud_view *w, const
             mcud_conv_fast_gemm4(cols, yp, Y.c, Y.sc, p);
         }
     }
+}
+
+/* int8 Conv, group 1, on NCHW views (rank 4, or rank 3 read as H = 1). The weights come from
+ * p->w (w and b are the model's tensors, unused here); scratch holds 4 * kpad int16, 4-byte
+ * aligned (LDRD needs word alignment only on ARMv7-M). */
+MCUD_INLINE void mcud_conv_s8_fast(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
+                                   const mcud_conv_s8_fast_params *p, void *scratch)
+{
+    (void)b;
+#if MCUD_HAVE_MVE
+    mcud_conv_s8_fast_mve(x, w, y, p, scratch); /* int8 columns, 16 MACs a vector (mcud_conv_mve.h) */
+    return;
+#endif
+    mcud_conv_fast_blocks(x, w, y, p, (int16_t *)scratch);
 }
 
 /* Taps k in [*lo, *hi) whose input index start + k * dilation lies in [0, size). */
@@ -408,9 +421,43 @@ MCUD_INLINE void mcud_conv_direct_row3(const int8_t *x0, const mcud_fast_dims *X
     }
 }
 
+/* Four adjacent pixels of a row whose windows are inside the input (x0: the first one's window). */
+MCUD_INLINE void mcud_conv_direct_block4(const int8_t *x0, const mcud_fast_dims *X, const int8_t *wd,
+                                         const mcud_fast_dims *W, int32_t dh, int32_t dw, int32_t step, int8_t *y0,
+                                         const mcud_fast_dims *Y, const mcud_conv_s8_fast_params *p)
+{
+    if (p->w3 != NULL && X->sw == 1) {
+        mcud_conv_direct_row3(x0, X, W->h, dh, y0, Y->c, Y->sc, Y->sw, p);
+        return;
+    }
+    for (int32_t oc = 0; oc < Y->c; oc++) {
+        uint32_t a0 = (uint32_t)p->bias[oc], a1 = a0, a2 = a0, a3 = a0;
+        for (int32_t c = 0; c < X->c; c++) {
+            for (int32_t kh = 0; kh < W->h; kh++) {
+                const int8_t *wr = wd + oc * W->sn + c * W->sc + kh * W->sh;
+                const int8_t *xr = x0 + c * X->sc + kh * dh;
+                MCUD_UNROLL
+                for (int32_t kw = 0; kw < W->w; kw++) {
+                    int32_t wv = wr[kw * W->sw];
+                    a0 += (uint32_t)(xr[kw * dw] * wv);
+                    a1 += (uint32_t)(xr[kw * dw + step] * wv);
+                    a2 += (uint32_t)(xr[kw * dw + 2 * step] * wv);
+                    a3 += (uint32_t)(xr[kw * dw + 3 * step] * wv);
+                }
+            }
+        }
+        y0[oc * Y->sc] = mcud_conv_fast_out((int32_t)a0, oc, p);
+        y0[oc * Y->sc + Y->sw] = mcud_conv_fast_out((int32_t)a1, oc, p);
+        y0[oc * Y->sc + 2 * Y->sw] = mcud_conv_fast_out((int32_t)a2, oc, p);
+        y0[oc * Y->sc + 3 * Y->sw] = mcud_conv_fast_out((int32_t)a3, oc, p);
+    }
+}
+
 /* The same convolution without working memory, for a layer whose scratch would raise the arena's
- * peak (mcudeploy.memory.lifetimes.fit_scratch): straight from the input, one multiply-accumulate
- * per instruction (there is nowhere to keep packed pairs). Four pixels of one row at a time where
+ * peak (mcudeploy.memory.lifetimes.fit_scratch). Where mcud_conv_s8_fast's columns are small (kpad up to 64:
+ * a first layer on few channels, a pointwise one on up to 64) they go on the stack, MCUD_DIRECT_COLS bytes,
+ * and the layer runs as mcud_conv_s8_fast: a few hundred bytes of arena are not worth a slower kernel. Else
+ * straight from the input, one multiply-accumulate per instruction (there is nowhere to keep packed pairs). Four pixels of one row at a time where
  * their windows are inside the input (each weight loaded once for four MACs, the offsets constant),
  * pixel by pixel elsewhere (edges: only the taps inside, with p->bias_raw, the unfolded bias).
  * Same params as mcud_conv_s8_fast; the weights come from w. Sums modulo 2^32, like SMLAD. */
@@ -426,6 +473,11 @@ MCUD_INLINE void mcud_conv_s8_direct(const mcud_view *x, const mcud_view *w, con
         return;
     }
 #endif
+    if (MCUD_CONV_FAST_PIXELS * 2 * p->kpad <= MCUD_DIRECT_COLS) { /* the columns fit on the stack */
+        uint32_t cols[MCUD_DIRECT_COLS / 4];
+        mcud_conv_fast_blocks(x, w, y, p, (int16_t *)cols);
+        return;
+    }
     for (int32_t n = 0; n < Y.n; n++) {
         const int8_t *xn = (const int8_t *)x->data + n * X.sn;
         int8_t *yn = (int8_t *)y->data + n * Y.sn;
@@ -440,38 +492,23 @@ MCUD_INLINE void mcud_conv_s8_direct(const mcud_view *x, const mcud_view *w, con
                 }
                 mcud_conv_direct_edge(xn, &X, wd, &W, ih, iw, yn + oh * Y.sh + ow * Y.sw, Y.c, Y.sc, p);
             }
-            for (; ow + 4 <= Y.w; ow += 4) {
-                int32_t iw = ow * p->stride[1] - p->pad[1];
-                if (!p->inside && iw + 3 * p->stride[1] + (W.w - 1) * p->dilation[1] >= X.w) {
+            /* blocks of four pixels whose windows are inside; where fewer than four are left inside, one
+             * block ending at the last of them, over pixels already written (the same values again: this
+             * kernel never runs in place) */
+            const int32_t first = ow;
+            while (ow < Y.w) {
+                int32_t t = 0;
+                while (t < 4 && ow + t < Y.w &&
+                       (p->inside || (ow + t) * p->stride[1] - p->pad[1] + (W.w - 1) * p->dilation[1] < X.w)) {
+                    t++;
+                }
+                const int32_t s = ow + t - 4;
+                if (t == 0 || s < first) {
                     break;
                 }
-                const int8_t *x0 = xn + ih * X.sh + iw * X.sw;
-                int8_t *y0 = yn + oh * Y.sh + ow * Y.sw;
-                if (p->w3 != NULL && X.sw == 1) {
-                    mcud_conv_direct_row3(x0, &X, W.h, dh, y0, Y.c, Y.sc, Y.sw, p);
-                    continue;
-                }
-                for (int32_t oc = 0; oc < Y.c; oc++) {
-                    uint32_t a0 = (uint32_t)p->bias[oc], a1 = a0, a2 = a0, a3 = a0;
-                    for (int32_t c = 0; c < X.c; c++) {
-                        for (int32_t kh = 0; kh < W.h; kh++) {
-                            const int8_t *wr = wd + oc * W.sn + c * W.sc + kh * W.sh;
-                            const int8_t *xr = x0 + c * X.sc + kh * dh;
-                            MCUD_UNROLL
-                            for (int32_t kw = 0; kw < W.w; kw++) {
-                                int32_t wv = wr[kw * W.sw];
-                                a0 += (uint32_t)(xr[kw * dw] * wv);
-                                a1 += (uint32_t)(xr[kw * dw + step] * wv);
-                                a2 += (uint32_t)(xr[kw * dw + 2 * step] * wv);
-                                a3 += (uint32_t)(xr[kw * dw + 3 * step] * wv);
-                            }
-                        }
-                    }
-                    y0[oc * Y.sc] = mcud_conv_fast_out((int32_t)a0, oc, p);
-                    y0[oc * Y.sc + Y.sw] = mcud_conv_fast_out((int32_t)a1, oc, p);
-                    y0[oc * Y.sc + 2 * Y.sw] = mcud_conv_fast_out((int32_t)a2, oc, p);
-                    y0[oc * Y.sc + 3 * Y.sw] = mcud_conv_fast_out((int32_t)a3, oc, p);
-                }
+                const int8_t *x0 = xn + ih * X.sh + (s * p->stride[1] - p->pad[1]) * X.sw;
+                mcud_conv_direct_block4(x0, &X, wd, &W, dh, dw, step, yn + oh * Y.sh + s * Y.sw, &Y, p);
+                ow += t;
             }
             for (; ow < Y.w; ow++) { /* the rest of the row, pixel by pixel */
                 int32_t iw = ow * p->stride[1] - p->pad[1];

@@ -197,6 +197,38 @@ void mcud_mul_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y,
     mul_s8(a, b, y, p, 1);
 }
 
+/* One operand's TFLite requantization (mcud_requant_tfl) by route, a constant per call: 2 a shift in [33, 62],
+ * one multiply-accumulate (mcud_requant_tfl_k); 1 a shift of 31 or less, where no right shift follows the
+ * doubling high multiply, so its rounding is the only one (the largest input scale of an ADD has multiplier
+ * 2^30, shift 31); 0 any other (mcud_requant_tfl). */
+static int32_t add_route(int32_t shift)
+{
+    return shift >= 33 && shift <= 62 ? 2 : shift <= 31 ? 1 : 0;
+}
+
+static inline __attribute__((always_inline)) int32_t add_requant(int32_t v, int32_t mult, int32_t shift,
+                                                                 int32_t route, int32_t k, int32_t r)
+{
+    if (route == 2) {
+        return mcud_requant_tfl_k(v, mult, k, r);
+    }
+    if (route == 1) {
+        int32_t t = (int32_t)((uint32_t)v << (31 - shift)); /* wraps as TFLite's x * (1 << left_shift) */
+        return (int32_t)(((int64_t)t * (int64_t)mult + ((int64_t)1 << 30)) >> 31);
+    }
+    return mcud_requant_tfl(v, mult, shift);
+}
+
+/* One row of ADD_TFL, each operand by its route (add_requant: a constant in the common combinations). */
+#define ADD_TFL_ROW(T, RA, RB, RY)                                                                              \
+    for (int32_t i = 0; i < len; i++) {                                                                         \
+        int32_t va = add_requant(((int32_t)pa[i * sa] - p->a_zero) * up, p->a_mult, p->a_shift, (RA), ka, ra);   \
+        int32_t vb = add_requant(((int32_t)pb[i * sb] - p->b_zero) * up, p->b_mult, p->b_shift, (RB), kb, rb);   \
+        int32_t sum = (int32_t)((uint32_t)va + (uint32_t)(p->sign * vb));                                       \
+        int32_t v = add_requant(sum, p->y_mult, p->y_shift, (RY), ky, ry) + p->y_zero;                          \
+        py[i * sy] = (T)mcud_clamp(v, p->act_min, p->act_max);                                                  \
+    }
+
 /* TFLite's ADD and SUB of int8 (left shift 20) and int16 (left shift 15). */
 #define ADD_TFL(NAME, T)                                                                                        \
     void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_add_tfl_params *p)        \
@@ -210,29 +242,22 @@ void mcud_mul_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y,
         /* every shift in [33, 62] (the usual case): each requantization one multiply-accumulate */            \
         const int fast = p->a_shift >= 33 && p->a_shift <= 62 && p->b_shift >= 33 && p->b_shift <= 62 &&        \
                          p->y_shift >= 33 && p->y_shift <= 62;                                                  \
-        const int32_t ka = fast ? (int32_t)1 << (p->a_shift - 33) : 0, ra = p->a_shift - 32;                    \
-        const int32_t kb = fast ? (int32_t)1 << (p->b_shift - 33) : 0, rb = p->b_shift - 32;                    \
-        const int32_t ky = fast ? (int32_t)1 << (p->y_shift - 33) : 0, ry = p->y_shift - 32;                    \
+        const int32_t fa = add_route(p->a_shift), fb = add_route(p->b_shift), fy = add_route(p->y_shift);       \
+        const int32_t ka = fa == 2 ? (int32_t)1 << (p->a_shift - 33) : 0, ra = p->a_shift - 32;                 \
+        const int32_t kb = fb == 2 ? (int32_t)1 << (p->b_shift - 33) : 0, rb = p->b_shift - 32;                 \
+        const int32_t ky = fy == 2 ? (int32_t)1 << (p->y_shift - 33) : 0, ry = p->y_shift - 32;                 \
         do {                                                                                                    \
             const T *pa = (const T *)a->data + w.off[0];                                                        \
             const T *pb = (const T *)b->data + w.off[1];                                                        \
             T *py = (T *)y->data + w.off[2];                                                                    \
             if (fast) {                                                                                         \
-                for (int32_t i = 0; i < len; i++) {                                                             \
-                    int32_t va = mcud_requant_tfl_k(((int32_t)pa[i * sa] - p->a_zero) * up, p->a_mult, ka, ra); \
-                    int32_t vb = mcud_requant_tfl_k(((int32_t)pb[i * sb] - p->b_zero) * up, p->b_mult, kb, rb); \
-                    int32_t sum = (int32_t)((uint32_t)va + (uint32_t)(p->sign * vb));                           \
-                    int32_t v = mcud_requant_tfl_k(sum, p->y_mult, ky, ry) + p->y_zero;                         \
-                    py[i * sy] = (T)mcud_clamp(v, p->act_min, p->act_max);                                      \
-                }                                                                                               \
-                continue;                                                                                       \
-            }                                                                                                   \
-            for (int32_t i = 0; i < len; i++) {                                                                 \
-                int32_t va = mcud_requant_tfl(((int32_t)pa[i * sa] - p->a_zero) * up, p->a_mult, p->a_shift);  \
-                int32_t vb = mcud_requant_tfl(((int32_t)pb[i * sb] - p->b_zero) * up, p->b_mult, p->b_shift);  \
-                int32_t sum = (int32_t)((uint32_t)va + (uint32_t)(p->sign * vb));                               \
-                int32_t v = mcud_requant_tfl(sum, p->y_mult, p->y_shift) + p->y_zero;                           \
-                py[i * sy] = (T)mcud_clamp(v, p->act_min, p->act_max);                                          \
+                ADD_TFL_ROW(T, 2, 2, 2);                                                                         \
+            } else if (fa == 2 && fb == 1 && fy == 2) { /* one input of the larger scale (multiplier 2^30) */   \
+                ADD_TFL_ROW(T, 2, 1, 2);                                                                         \
+            } else if (fa == 1 && fb == 2 && fy == 2) {                                                         \
+                ADD_TFL_ROW(T, 1, 2, 2);                                                                         \
+            } else {                                                                                            \
+                ADD_TFL_ROW(T, fa, fb, fy);                                                                      \
             }                                                                                                   \
         } while (mcud_bcast_next(&w));                                                                          \
     }

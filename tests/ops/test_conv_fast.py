@@ -131,6 +131,28 @@ def test_direct_kernel_without_scratch_is_bit_exact(tmp_path, case, layout):
     np.testing.assert_array_equal(got, run_reference(graph, [values["x"]])[0])
 
 
+# (id, input shape, output channels, kernel, attributes): kpad above 64, so mcud_conv_s8_direct works from the
+# input itself (no stack columns); widths where a row's last block of four overlaps pixels already written
+DIRECT_WIDE = [
+    ("3x3_c8_w9", (1, 8, 6, 9), 5, (3, 3), {"pads": [1, 1, 1, 1]}),  # row3: 9 inside, blocks at 1 and 4..7
+    ("3x3_c8_w6", (1, 8, 4, 6), 3, (3, 3), {"pads": [0, 1, 0, 1]}),  # row3: 6 pixels, blocks at 1 and 1..4
+    ("5x5_c3_s2", (1, 3, 13, 16), 4, (5, 5), {"strides": [1, 2], "pads": [2, 2, 2, 2]}),  # kpad 76, generic
+    ("2x4_c9_dil", (1, 9, 7, 15), 2, (2, 4), {"dilations": [2, 1], "pads": [1, 0, 0, 3]}),  # kpad 72
+]
+
+
+@needs_gcc
+@pytest.mark.parametrize("case", DIRECT_WIDE, ids=[c[0] for c in DIRECT_WIDE])
+def test_direct_kernel_beyond_stack_columns_is_bit_exact(tmp_path, case):
+    """mcud_conv_s8_direct where its columns would not fit MCUD_DIRECT_COLS (512 bytes of stack)."""
+    _, x_shape, cout, kernel, attrs = case
+    graph, node, values = int8_conv(x_shape, cout, kernel, {**attrs, "scratch": 0}, seed=len(case[0]) + 7)
+    call = registry.get("Conv").kernel(graph, node)
+    assert call.fn == "mcud_conv_s8_direct" and 4 * 2 * field(call, "kpad") > 512
+    got = run_kernel(tmp_path, call, graph, values, {"x": Place(1), "y": Place(2)})[0]
+    np.testing.assert_array_equal(got, run_reference(graph, [values["x"]])[0])
+
+
 @needs_gcc
 @pytest.mark.parametrize("shape", [(1, 16, 5, 5), (1, 6, 3, 7), (2, 5, 1, 9), (1, 8, 2, 5), (1, 12, 7, 1)],
                          ids=["kws_like", "odd", "batch2", "tail2", "tail3"])

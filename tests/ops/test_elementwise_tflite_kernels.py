@@ -1,4 +1,4 @@
-"""The C kernels of TFLite's element-wise operators of two or more inputs (binary.c's int16, DIV, SQUARED_DIFFERENCE,
+"""The C kernels of TFLite's element-wise operators of two or more inputs (binary.c's int8 and int16 ADD/SUB, DIV, SQUARED_DIFFERENCE,
 FLOOR_DIV and FLOOR_MOD; compare.c, logical.c, prelu.c) on views inside bigger buffers, broadcasting, against
 their numpy references bit for bit; their declarations (loop axes, in place)."""
 from __future__ import annotations
@@ -54,6 +54,8 @@ Q16 = [(0.0009, 0), (0.0012, 0)]
 QY16 = (0.002, 0)
 CASES = [  # (id, op, input dtypes, quantizations of the inputs, of the output)
     ("add-int16", "Add", ("int16", "int16"), Q16, QY16),
+    ("add-int8", "Add", ("int8", "int8"), Q8, QY8),  # the larger input scale: multiplier 2^30, shift 31
+    ("sub-int8", "Sub", ("int8", "int8"), Q8[::-1], QY8),
     ("sub-int16", "Sub", ("int16", "int16"), Q16, QY16),
     ("mul-int16", "Mul", ("int16", "int16"), Q16, QY16),
     ("div-int8", "Div", ("int8", "int8"), Q8, QY8),
