@@ -91,10 +91,13 @@ void mcud_uart_wait(void);
 
 /* ---- links between chips (link.c) ---- */
 void mcud_link_init(const mcud_fw_link *link);
-/* Frame `frame`'s inputs from the up link and outputs to the down link, each byte within `timeout`
- * ticks; 0 on success, else what went wrong in a few words. */
-const char *mcud_link_receive(const mcud_fw_link *link, uint32_t frame, uint64_t timeout);
-const char *mcud_link_send(const mcud_fw_link *link, uint32_t frame, uint64_t timeout);
+/* Frame `frame`'s inputs from the up link and outputs to the down link, resent after `wait` ticks
+ * without an answer, given up after `timeout` ticks of silence; 0 on success, else what went wrong
+ * in a few words. mcud_link_receive starts a run's counts of resends and refused frames. */
+const char *mcud_link_receive(const mcud_fw_link *link, uint32_t frame, uint64_t timeout, uint64_t wait);
+const char *mcud_link_send(const mcud_fw_link *link, uint32_t frame, uint64_t timeout, uint64_t wait);
+/* This run's tensors sent again on the down link, and damaged or repeated frames refused from the up link. */
+void mcud_link_counts(uint32_t *resends, uint32_t *refusals);
 /* Whether input `index` comes from the up link. */
 int32_t mcud_link_receives(const mcud_fw_link *link, uint32_t index);
 

@@ -209,7 +209,15 @@ static void send_run_reply(uint32_t cmd, uint32_t seq)
 {
     put64(OUT, run_total);
     put16(OUT + 8, cfg->num_ops);
-    send_frame(cmd | MCUD_PROTO_REPLY, seq, 10);
+    if (cmd != MCUD_CMD_RUN_LINKED) {
+        send_frame(cmd | MCUD_PROTO_REPLY, seq, 10);
+        return;
+    }
+    uint32_t resends, refusals;
+    mcud_link_counts(&resends, &refusals);
+    put32(OUT + 10, resends);
+    put32(OUT + 14, refusals);
+    send_frame(cmd | MCUD_PROTO_REPLY, seq, 18);
 }
 
 /* Answers a repeated RUN or RUN_LINKED of run `id` (its answer was lost on the way) from its result; 0 if
@@ -344,12 +352,14 @@ static void handle(uint32_t cmd, uint32_t seq, const uint8_t *in, uint32_t n, ui
         return;
     }
     case MCUD_CMD_RUN_LINKED: {
-        /* u32 run id, u32 frame, u32 link timeout (ms): the up link's inputs, RUN, the down link's outputs */
-        const uint32_t id = n >= 12 ? get32(in) : 0, number = n >= 12 ? get32(in + 4) : 0;
-        const uint64_t timeout = n >= 12 ? (uint64_t)cfg->timer_hz * get32(in + 8) / 1000u : 0;
+        /* u32 run id, u32 frame, u32 link timeout (ms), u32 resend wait (us): the up link's inputs, RUN, the
+         * down link's outputs (link.c) */
+        const uint32_t id = n >= 16 ? get32(in) : 0, number = n >= 16 ? get32(in + 4) : 0;
+        const uint64_t timeout = n >= 16 ? (uint64_t)cfg->timer_hz * get32(in + 8) / 1000u : 0;
+        const uint64_t wait = n >= 16 ? (uint64_t)cfg->timer_hz * get32(in + 12) / 1000000u + 1u : 0;
         const char *why;
-        if (n < 12) {
-            send_error(seq, MCUD_ERR_BAD_ARGUMENT, "RUN_LINKED needs a run id, a frame and a timeout");
+        if (n < 16) {
+            send_error(seq, MCUD_ERR_BAD_ARGUMENT, "RUN_LINKED needs a run id, a frame, a timeout and a resend wait");
             return;
         }
         if (cfg->link == 0) {
@@ -365,13 +375,13 @@ static void handle(uint32_t cmd, uint32_t seq, const uint8_t *in, uint32_t n, ui
         }
         send_frame(MCUD_CMD_ACK, seq, 0);
         forget_run();
-        why = mcud_link_receive(cfg->link, number, timeout);
+        why = mcud_link_receive(cfg->link, number, timeout, wait);
         if (why != 0) {
             send_error(seq, MCUD_ERR_LINK, why);
             return;
         }
         run_total = mcud_fw_run_model();
-        why = mcud_link_send(cfg->link, number, timeout);
+        why = mcud_link_send(cfg->link, number, timeout, wait);
         if (why != 0) {
             send_error(seq, MCUD_ERR_LINK, why);
             return;

@@ -32,9 +32,11 @@ Requests and their replies' payloads (run: a u32 run id the host picks for each 
     LOAD_INPUT_FILE u32 run, u8 index, u32 offset, u32 length, u32 file offset, str host path -> -
                                                (emulated boards only: the firmware reads the bytes from a host
                                                file through semihosting; QEMU's UART moves ~50 us per byte)
-    RUN_LINKED   u32 run, u32 frame, u32 link timeout ms -> as RUN (a chip of a chain, firmware/runtime/link.c:
-                                               the inputs of its up link taken, the model run, the outputs of
-                                               its down link sent; a link that fails answers ERROR LINK)
+    RUN_LINKED   u32 run, u32 frame, u32 link timeout ms, u32 resend wait us -> as RUN, then u32 tensors resent
+                                               on the down link, u32 frames refused from the up link (a chip of
+                                               a chain, firmware/runtime/link.c: the inputs of its up link taken,
+                                               the model run, the outputs of its down link sent; a link that
+                                               fails answers ERROR LINK)
     ACK          (device)                   -    sent with a request's sequence number before a command
                                                  that takes long (RUN, RUN_OP, CALIBRATE): it is working
     BOOT         (device, unsolicited)      u8 protocol, str board
@@ -302,8 +304,15 @@ def pack_run(run: int, reset: bool = False) -> bytes:
     return struct.pack("<IB", run, 1) if reset else struct.pack("<I", run)
 
 
-def pack_run_linked(run: int, frame: int, timeout_ms: int) -> bytes:
-    return struct.pack("<III", run, frame, timeout_ms)
+def pack_run_linked(run: int, frame: int, timeout_ms: int, wait_us: int) -> bytes:
+    return struct.pack("<IIII", run, frame, timeout_ms, wait_us)
+
+
+def unpack_run_linked(p: bytes) -> tuple[int, int, int, int]:
+    """RUN_LINKED's reply: total ticks, operators, tensors resent on the down link, frames refused from the up link."""
+    if len(p) < 18:
+        raise FrameError(f"RUN_LINKED reply of {len(p)} bytes is too short")
+    return struct.unpack_from("<QHII", p, 0)
 
 
 def pack_read_output(run: int, index: int, offset: int, length: int) -> bytes:

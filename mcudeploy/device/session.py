@@ -264,12 +264,15 @@ class Session:
             raise MCUDeployError(f"board {self.board} sent a malformed RUN reply ({exc})") from None
         return RunResult(total, tuple(ticks))
 
-    def run_linked(self, frame: int, timeout_ms: int) -> int:
+    def run_linked(self, frame: int, timeout_ms: int, wait_us: int) -> tuple[int, int, int]:
         """A chip of a chain: take frame ``frame``'s linked inputs from the chip before, run on them (and
-        the inputs loaded under the current run id), send the linked outputs to the chip after; each link
-        byte within ``timeout_ms``. The run's total ticks."""
+        the inputs loaded under the current run id), send the linked outputs to the chip after; a link
+        frame unanswered for ``wait_us`` is sent again, a link silent for ``timeout_ms`` given up. The
+        run's total ticks, the tensors it sent again and the damaged or repeated frames it refused."""
         try:
-            return P.unpack_run(self.request(P.Command.RUN_LINKED, P.pack_run_linked(self.run_id, frame, timeout_ms)))[0]
+            payload = self.request(P.Command.RUN_LINKED, P.pack_run_linked(self.run_id, frame, timeout_ms, wait_us))
+            ticks, _, resent, refused = P.unpack_run_linked(payload)
+            return ticks, resent, refused
         except P.FrameError as exc:
             raise MCUDeployError(f"board {self.board} sent a malformed RUN_LINKED reply ({exc})") from None
 

@@ -5,7 +5,8 @@ model) and started in its own emulator. Where the boards name link UARTs (``link
 UARTs are joined: chip k's down link is a TCP server its QEMU opens, chip k+1's up link a client of
 it (mcudeploy/device/qemu.py), and each firmware passes its boundary tensors on itself
 (firmware/runtime/link.c), framed as a ``Link`` frame here: (stage, frame, tensor, length) and a
-CRC-32, checked on arrival. The host loads the inputs of stage 0, sends every chip RUN_LINKED for
+CRC-32, checked on arrival; the receiving chip asks for each tensor, and a frame that arrives damaged,
+twice, late or not at all is thrown away and sent again (stop and wait, link.c's comment). The host loads the inputs of stage 0, sends every chip RUN_LINKED for
 each frame as soon as that chip is done with the frame before (so stage k works on frame n while
 stage k+1 works on frame n - 1, the QEMUs running at once) and reads the last stage's outputs; it
 carries no tensor between chips. Where the boards have no links (or a stage reads a tensor made two
@@ -15,8 +16,10 @@ With ``ports`` (run -b SYSTEM --port ...), the chips are boards flashed with ``m
 SYSTEM`` (real ones, or the emulators flash left running with their links joined): each is checked to
 run its stage's build, and the frames stream through them the same way.
 
-A frame that fails its check or does not arrive within the link's timeout stops the stream with one
-sentence naming the stage and the frame, never a wrong output.
+A frame that fails its check is sent again (the host-carried ``Link`` does the same); one that stays
+damaged LINK_TRIES times, or a link silent for its timeout, stops the stream with one sentence naming
+the link, the stage and the frame, never a wrong output. The resends and the refused frames of every
+link are counted and reported.
 
 What is emulated and what is modelled: each stage's ticks are measured on its own chip (the ticks
 of its RUN: the model's operators, not the link's waits), and the link's time comes from the system
@@ -51,7 +54,9 @@ from mcudeploy.stages.system_plan import SystemPlan, with_measured
 MAGIC = b"\xa5\x5a"
 HEADER = struct.Struct("<2sHIHI")  # magic, source stage, frame, tensor index, payload length
 LINK_TIMEOUT_S = 5.0
+LINK_TRIES = 16  # sends of one tensor before the link is given up (firmware/runtime/link.c's LINK_TRIES)
 CHIP_LINK_TIMEOUT_S = 20.0  # joined UARTs: a chip waits this long for a byte (the stages before compute first)
+CHIP_LINK_WAIT_S = 0.01  # joined UARTs: an unanswered link frame or want is said again after this (guest time)
 
 
 def encode(stage: int, frame: int, tensor: int, payload: bytes) -> bytes:
@@ -60,44 +65,72 @@ def encode(stage: int, frame: int, tensor: int, payload: bytes) -> bytes:
 
 
 class Link:
-    """The link from stage ``src`` to the next: frames in order, each checked when it is received.
-    ``fault`` (tests): a function applied to every frame on the wire (corrupt it, or return None to lose it)."""
+    """The link from stage ``src`` to the next: frames in order, each checked when it is received; a frame
+    that arrives damaged, twice or not at all is thrown away and sent again, as the chips' own links do.
+    ``fault`` (tests): a function applied to every frame on the wire, each sending (corrupt it, return None
+    to lose it, or a list of frames to send several)."""
 
     def __init__(self, src: int, timeout_s: float = LINK_TIMEOUT_S,
-                 fault: Optional[Callable[[bytes], Optional[bytes]]] = None):
+                 fault: Optional[Callable[[bytes], object]] = None):
         self.src, self.timeout_s, self.fault = src, timeout_s, fault
         self.wire: deque = deque()
+        self.kept: dict[tuple[int, int], bytes] = {}  # sent and not yet taken: what a resend sends
         self.frames = 0
         self.bytes = 0
+        self.resent = 0
+        self.refused = 0
+
+    def _put(self, frame: int, tensor: int) -> None:
+        data = encode(self.src, frame, tensor, self.kept[frame, tensor])
+        sent = data if self.fault is None else self.fault(data)
+        self.wire.extend(sent if isinstance(sent, list) else [] if sent is None else [sent])
 
     def send(self, frame: int, tensor: int, payload: bytes) -> None:
-        data = encode(self.src, frame, tensor, payload)
-        if self.fault is not None:
-            data = self.fault(data)
-        if data is not None:
-            self.wire.append(data)
+        self.kept[frame, tensor] = bytes(payload)
+        self._put(frame, tensor)
         self.frames += 1
         self.bytes += len(payload)
 
     def receive(self, frame: int, tensor: int, nbytes: int) -> bytes:
         where = f"the link from stage {self.src} to stage {self.src + 1}"
-        if not self.wire:
-            raise MCUDeployError(f"{where} stalled: frame {frame} (tensor {tensor}) did not arrive within "
-                                 f"{self.timeout_s:g} s; the stream stops")
-        data = self.wire.popleft()
-        bad = len(data) < HEADER.size + 4
-        if not bad:
+        due = f"frame {frame} tensor {tensor} ({nbytes} bytes)"
+        tries = 1
+        while True:
+            if not self.wire:
+                if (frame, tensor) not in self.kept:
+                    raise MCUDeployError(f"{where} stalled: frame {frame} (tensor {tensor}) did not arrive within "
+                                         f"{self.timeout_s:g} s; the stream stops")
+                why = "delivered nothing"
+            else:
+                why, body = self._check(self.wire.popleft(), frame, tensor, nbytes)
+                if why is None:
+                    del self.kept[frame, tensor]
+                    return body
+                self.refused += 1
+                if why == "again":
+                    continue
+                if (frame, tensor) not in self.kept:
+                    raise MCUDeployError(f"{where} {why} where {due} was due; the stream stops")
+            if tries >= LINK_TRIES:
+                raise MCUDeployError(f"{where} {why} where {due} was due, {LINK_TRIES} times in a row; the stream "
+                                     f"stops")
+            tries += 1
+            self.resent += 1
+            self._put(frame, tensor)
+
+    def _check(self, data: bytes, frame: int, tensor: int, nbytes: int) -> tuple[Optional[str], bytes]:
+        """(None, payload) for the frame due; ("again", b"") for a whole copy of one already taken; else why not."""
+        if len(data) >= HEADER.size + 4:
             magic, src, got_frame, got_tensor, n = HEADER.unpack_from(data)
             body = data[HEADER.size:-4]
             (crc,) = struct.unpack("<I", data[-4:])
-            bad = (magic != MAGIC or n != len(body) or crc != zlib.crc32(data[2:HEADER.size] + body))
-        if bad:
-            raise MCUDeployError(f"{where} delivered a corrupt frame where frame {frame} (tensor {tensor}) was due "
-                                 f"(its header or CRC-32 does not match); the stream stops")
-        if (src, got_frame, got_tensor, n) != (self.src, frame, tensor, nbytes):
-            raise MCUDeployError(f"{where} delivered frame {got_frame} tensor {got_tensor} ({n} bytes) where frame "
-                                 f"{frame} tensor {tensor} ({nbytes} bytes) was due; the stream stops")
-        return body
+            if magic == MAGIC and n == len(body) and crc == zlib.crc32(data[2:HEADER.size] + body):
+                if (src, got_frame, got_tensor, n) == (self.src, frame, tensor, nbytes):
+                    return None, body
+                if src == self.src and (got_frame, got_tensor) < (frame, tensor):
+                    return "again", b""
+                return f"delivered frame {got_frame} tensor {got_tensor} ({n} bytes)", b""
+        return "delivered a corrupt frame", b""
 
 
 @dataclass(frozen=True)
@@ -110,6 +143,8 @@ class ChainRun:
     link_frames: tuple[int, ...]  # per link, the frames sent over it
     host_bytes: int = 0  # boundary bytes the host carried between chips (0: the chips' UARTs are joined)
     joined: bool = False  # the chips passed their tensors over their own joined UARTs
+    link_resent: tuple[int, ...] = ()  # per link, the tensors sent again
+    link_refused: tuple[int, ...] = ()  # per link, the damaged or repeated frames thrown away
 
 
 def _run_frame(session, graph, values: Mapping[str, np.ndarray], bulk: Path, offset: int):
@@ -129,14 +164,15 @@ def _run_frame(session, graph, values: Mapping[str, np.ndarray], bulk: Path, off
 def run_chain(plan: SystemPlan, samples: Sequence[Mapping[str, np.ndarray]], workdir: Optional[Path] = None,
               faults: Optional[Mapping[int, Callable[[bytes], Optional[bytes]]]] = None,
               relay: Optional[Callable[[int, int], int]] = None, timeout_s: float = CHIP_LINK_TIMEOUT_S,
-              ports: Sequence[str] = ()) -> ChainRun:
+              ports: Sequence[str] = (), wait_s: float = CHIP_LINK_WAIT_S) -> ChainRun:
     """Stream ``samples`` through the stages, each on its own emulator (see the module's docstring),
     or with ``ports`` (one per stage, first to last) on chips already flashed with ``mcudeploy flash
     -b SYSTEM`` (real boards, or the emulators flash started), whose UARTs are joined; the one-chip
     plan runs on one emulator of the first stage's board for the comparison (on chips of real boards:
     as a host build, the same C). ``faults`` (tests) forces the host-carried links and changes their
     frames; ``relay`` (tests) is given (k, the port of chip k's down link) and returns the port chip
-    k+1 connects to (a proxy in between)."""
+    k+1 connects to (a proxy in between). Joined chips give a link up after ``timeout_s`` of silence and
+    say a frame or a want again after ``wait_s`` without an answer (the chips' time)."""
     stages = plan.staged.stages
     real = sorted({s.compiled.board.name for s in stages if s.compiled.board.kind != "qemu"})
     if ports and len(ports) != len(stages):
@@ -153,11 +189,12 @@ def run_chain(plan: SystemPlan, samples: Sequence[Mapping[str, np.ndarray]], wor
     with tempfile.TemporaryDirectory(prefix="mcud-chain-") as tmp:
         root = Path(workdir or tmp)
         if joined:
-            frames, ticks = _stream_joined(plan, samples, root, relay, timeout_s, ports)
+            frames, ticks, counts = _stream_joined(plan, samples, root, relay, timeout_s, ports, wait_s)
             links: list = []
         else:
             links = [Link(k, fault=(faults or {}).get(k)) for k in range(len(stages) - 1)]
             frames, ticks = _stream_carried(plan, samples, root, links)
+            counts = [(l.resent, l.refused) for l in links]
         if real:
             from mcudeploy.stages.stream import on_host
 
@@ -171,7 +208,7 @@ def run_chain(plan: SystemPlan, samples: Sequence[Mapping[str, np.ndarray]], wor
                    else tuple(l.frames for l in links))
     return ChainRun(with_measured(plan, measured, one_ticks), [[f[o] for o in plan.outputs] for f in frames],
                     tuple(tuple(t) for t in ticks), one_outputs, one_ticks, link_frames,
-                    sum(l.bytes for l in links), joined)
+                    sum(l.bytes for l in links), joined, tuple(c[0] for c in counts), tuple(c[1] for c in counts))
 
 
 def _stream_carried(plan: SystemPlan, samples, root: Path, links: list) -> tuple[list, list]:
@@ -243,14 +280,16 @@ def _open_chips(plan: SystemPlan, root: Path, ports: Sequence[str], stack: conte
 
 
 def _stream_joined(plan: SystemPlan, samples, root: Path, relay, timeout_s: float,
-                   ports: Sequence[str] = ()) -> tuple[list, list]:
+                   ports: Sequence[str] = (), wait_s: float = CHIP_LINK_WAIT_S) -> tuple[list, list, list]:
     """The chips pass their tensors on themselves; the host runs one thread per chip, which sends the
     chip RUN_LINKED for frame n once it is done with frame n - 1 and the chip before has been sent
-    frame n (stage 0: once its inputs are loaded); the last chip's outputs are read after each run."""
+    frame n (stage 0: once its inputs are loaded); the last chip's outputs are read after each run.
+    Also, per link, the tensors its sender sent again and the frames its receiver refused."""
     stages = plan.staged.stages
     count, last = len(samples), len(stages) - 1
     frames = [dict(x) for x in samples]
     ticks = [[0] * count for _ in stages]
+    resent, refused = [0] * len(stages), [0] * len(stages)  # per chip: on its down link, from its up link
     sent = [[threading.Event() for _ in range(count)] for _ in stages]
     failures: list[tuple[int, int, str]] = []
     stop = threading.Event()
@@ -276,7 +315,9 @@ def _stream_joined(plan: SystemPlan, samples, root: Path, relay, timeout_s: floa
                     session.load_input_file(list(g.inputs).index(name), str(bulk.resolve()), offset, size)
                     offset += size
                 sent[k][n].set()
-                ticks[k][n] = session.run_linked(n, int(timeout_s * 1000))
+                ticks[k][n], again, thrown = session.run_linked(n, int(timeout_s * 1000), int(wait_s * 1e6))
+                resent[k] += again
+                refused[k] += thrown
                 if k == last:
                     raw = [session.read_output(i, g[o].nbytes) for i, o in enumerate(g.outputs)]
                     frames[n].update((o, output_array(g, o, b)) for o, b in zip(g.outputs, raw))
@@ -298,8 +339,10 @@ def _stream_joined(plan: SystemPlan, samples, root: Path, relay, timeout_s: floa
             for emulator in emulators:  # the others may wait on a link that will not come
                 emulator.kill()
             k, n, why = failures[0]
+            why = why.rstrip(".").replace("the up link", f"the link from stage {k - 1}").replace(
+                "the down link", f"the link to stage {k + 1}")
             raise MCUDeployError(f"stage {k} (chip {k} of {plan.system.name}) stopped the stream at frame {n}: "
-                                 f"{why.rstrip('.')}; no outputs were written")
+                                 f"{why}; no outputs were written")
         for t in threads:
             t.join()
         for session, emulator in zip(sessions, emulators):
@@ -311,4 +354,4 @@ def _stream_joined(plan: SystemPlan, samples, root: Path, relay, timeout_s: floa
             emulator.kill()
             emulator.stop(timeout=0.0)
         stack.close()  # flashed chips keep running their firmware: only their ports are closed
-    return frames, ticks
+    return frames, ticks, [(resent[k], refused[k + 1]) for k in range(len(stages) - 1)]

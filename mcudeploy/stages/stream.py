@@ -87,7 +87,7 @@ def run_system(plan: SystemPlan, samples, check: bool = False, ports: Sequence[s
         one = ("as a host build (the same C)" if chain.one_chip_ticks is None
                else f"on one emulator of {plan.one_chip.board.name}")
         lines = [f"each stage ran {where}, frames streamed through CRC-checked links {_carrier(chain)} "
-                 f"({sum(chain.link_frames)} frame(s)); the one-chip plan ran {one}"]
+                 f"({sum(chain.link_frames)} frame(s); {_retries(chain)}); the one-chip plan ran {one}"]
     else:
         with tempfile.TemporaryDirectory(prefix="mcud-system-") as tmp:
             outputs = run_on_host(plan, samples, Path(tmp))
@@ -110,6 +110,16 @@ def _carrier(chain) -> str:
     if chain.joined:
         return "from chip to chip over their joined UARTs, the host carrying none"
     return f"carried by the host ({chain.host_bytes:,} bytes)"
+
+
+def _retries(chain) -> str:
+    """The links' resends and refused frames, per link where there are several."""
+    if not any(chain.link_resent) and not any(chain.link_refused):
+        return "no frame sent again"
+    per = [f"{r} resent, {f} refused" for r, f in zip(chain.link_resent, chain.link_refused)]
+    if len(per) == 1:
+        return f"{per[0]} (damaged, repeated or lost frames thrown away)"
+    return "; ".join(f"link {k}->{k + 1}: {p}" for k, p in enumerate(per)) + " (damaged, repeated or lost frames)"
 
 
 def _later(ticks) -> str:
