@@ -17,8 +17,6 @@ the model's dense layer has per-channel weights (the first channel's is used: th
 """
 from __future__ import annotations
 
-import os
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Optional
@@ -26,37 +24,13 @@ from typing import Optional
 import jinja2
 import numpy as np
 
+from cmsis_nn import ENV, OPT, build, checkout, how, quantize_multiplier, run  # noqa: F401  (int16_bench's names)
 from mcudeploy.boards import load_board
 from mcudeploy.device import qemu
-from mcudeploy.ops.requant import tflite_multiplier
 
 HERE = Path(__file__).resolve().parent / "cmsis_s16"
-ROOT = HERE.parent.parent
-ENV = "MCUDEPLOY_CMSIS_NN"
-HOW = (f"CMSIS-NN's _s16 kernels are not compared: name a CMSIS-NN checkout with {ENV}=/path/to/CMSIS-NN or "
-       f"--cmsis-nn PATH (git clone https://github.com/ARM-software/CMSIS-NN)")
+HOW = how("CMSIS-NN's _s16 kernels are")
 REPEAT = 3
-OPT = "-O3"  # as issue 6 built CMSIS-NN for kernel_bench.py's int8 figures
-SOURCES = ("ConvolutionFunctions", "FullyConnectedFunctions", "NNSupportFunctions", "PoolingFunctions",
-           "SoftmaxFunctions")
-
-
-def checkout(option: Optional[str]) -> Optional[Path]:
-    """The CMSIS-NN checkout named by ``option`` or $MCUDEPLOY_CMSIS_NN; None when neither names one."""
-    given = option or os.environ.get(ENV)
-    if not given:
-        return None
-    path = Path(given).expanduser()
-    if not (path / "Include" / "arm_nnfunctions.h").is_file():
-        raise SystemExit(f"{path} is not a CMSIS-NN checkout (no Include/arm_nnfunctions.h)")
-    return path
-
-
-def quantize_multiplier(scale: float) -> tuple[int, int]:
-    """TFLite's QuantizeMultiplier in CMSIS-NN's convention: scale = m * 2^(shift - 31), m in [2^30, 2^31)
-    (requant.tflite_multiplier gives the right shift 31 - shift)."""
-    m, right = tflite_multiplier(scale)
-    return (0, 0) if m == 0 else (m, 31 - right)
 
 
 def _softmax(x_scale: float, beta: float) -> dict:
@@ -141,39 +115,6 @@ def _render(graph, model: str, calls: list[dict], softmax: Optional[dict]) -> st
         layers=calls, softmax=softmax)
 
 
-def build(cmsis: Path, source: str, board, out: Path) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "harness.c").write_text(source)
-    runtime = ROOT / "firmware" / "runtime"
-    srcs = [out / "harness.c", runtime / "startup.c", runtime / "timer_systick.c"]
-    for folder in SOURCES:
-        srcs += sorted(p for p in (cmsis / "Source" / folder).glob("*.c") if not p.stem.endswith(("_f16", "_f32")))
-    elf = out / "cmsis_s16.elf"
-    cmd = ["arm-none-eabi-gcc", *board.cpu_flags, "-std=c99", OPT, "-DARM_MATH_DSP", "-ffunction-sections",
-           "-fdata-sections", f"-I{cmsis / 'Include'}", f"-I{runtime}", *map(str, srcs),
-           "-T", str(HERE / "link.ld"), "-nostartfiles", "--specs=nano.specs", "--specs=nosys.specs",
-           "-Wl,--gc-sections", "-o", str(elf)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode:
-        raise SystemExit(f"building CMSIS-NN's _s16 kernels failed:\n{proc.stderr[-4000:]}")
-    return elf
-
-
-def run(elf: Path, board) -> list[tuple[int, int]]:
-    """(ticks, status) per layer, from the harness's semihosting lines."""
-    q = board.qemu
-    cmd = [qemu.qemu_binary(), "-M", q.machine, "-display", "none", "-monitor", "none", "-serial", "null",
-           "-icount", f"shift={q.icount_shift},sleep=off", "-semihosting-config", "enable=on,target=native",
-           "-kernel", str(elf), *q.extra_args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    if proc.returncode:
-        raise SystemExit(f"the CMSIS-NN harness ended with status {proc.returncode} "
-                         f"({qemu.EXIT_MEANING.get(proc.returncode, 'unknown')}):\n{proc.stdout}{proc.stderr}")
-    # QEMU 7.2 writes the semihosting console to its stderr
-    rows = [line.split() for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("layer ")]
-    return [(int(ticks), int(status)) for _, _, ticks, status in rows]
-
-
 def measure(cmsis: Path, graph, board_name: str, model: str) -> list[dict]:
     """Per timed operator of ``graph``: CMSIS-NN's function, its guest instructions, status and note."""
     board = load_board(board_name)
@@ -181,7 +122,7 @@ def measure(cmsis: Path, graph, board_name: str, model: str) -> list[dict]:
         raise SystemExit(f"the CMSIS-NN comparison runs on an emulated board, not {board_name}")
     calls, softmax = layers(graph)
     with tempfile.TemporaryDirectory(prefix="mcud-cmsis-s16-") as tmp:
-        elf = build(cmsis, _render(graph, model, calls, softmax), board, Path(tmp))
+        elf = build(cmsis, _render(graph, model, calls, softmax), board, Path(tmp), "cmsis_s16")
         results = run(elf, board)
     if len(results) != len(calls):
         raise SystemExit(f"the CMSIS-NN harness reported {len(results)} of {len(calls)} layers")
