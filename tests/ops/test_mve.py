@@ -1,8 +1,8 @@
 """The Helium (MVE) kernels of a Cortex-M55 build (firmware/include/mcud_conv_mve.h, mcud_dw_row_mve): the
 qemu-m55 build uses the vector instructions, and under QEMU (mps3-an547) gives the host's bits on a model
 that takes every MVE path (the generic, channels-last and gathered pointwise columns, the direct path's
-stack columns, depthwise rows wide enough for vectors at stride 1 and 2) and on a shared MLPerf Tiny model
-read from .tflite; and mcud_mve_requant against the scalar requantizations on every route, on values the
+stack columns, depthwise rows at stride 1 and 2 of 18, 9, 5 and 3: whole vectors, a predicated tail, only a tail) and on a shared MLPerf Tiny model
+read from .tflite; and mcud_mve_requant and mcud_mve_rq_apply against the scalar requantizations on every route, on values the
 models do not reach (shifts below 33, TFLite's left shift), in a small firmware of its own."""
 from __future__ import annotations
 
@@ -39,6 +39,9 @@ def mve_model(tmp_path_factory):
     x = net.op("Relu", [net.conv(x, 16, 16, 3, group=16)])  # depthwise rows of 18 at stride 1
     x = net.op("Relu", [net.conv(x, 16, 20, 1)])  # pointwise: gathered channels
     x = net.op("Relu", [net.conv(x, 20, 20, 3, stride=2, group=20)])  # depthwise rows of 9 at stride 2
+    x = net.op("Relu", [net.conv(x, 20, 20, 3, group=20)])  # rows of 9: two whole vectors and a lane
+    x = net.op("Relu", [net.conv(x, 20, 20, 3, stride=2, group=20)])  # rows of 5: a vector and a lane
+    x = net.op("Relu", [net.conv(x, 20, 20, 3, stride=2, group=20)])  # rows of 3: predicated lanes only
     x = net.op("Relu", [net.conv(x, 20, 6, 1)])  # pointwise
     x = net.conv(x, 6, 5, 1)  # C % 4 != 0: pointwise taps one by one
     inputs = {"x": (1, 3, 10, 18)}
@@ -79,7 +82,7 @@ def test_mve_kernels_on_qemu_m55_equal_the_host(mve_model, tmp_path):
 @needs_qemu
 def test_kws_tflite_on_qemu_m55_equals_the_host(tmp_path):
     """TFLite's two roundings in vectors, the direct path's stack columns (KWS's first Conv has no scratch
-    in the memory-first plan) and the DSP depthwise rows of 5."""
+    in the memory-first plan) and the vector depthwise rows of 5 (a whole vector and a predicated lane)."""
     need_models()
     from mcudeploy import check
     from mcudeploy.device.runner import compare_with_host, run_on_board
@@ -164,11 +167,14 @@ static __attribute__((noinline)) int32_t mismatches(void)
                 }
             }
             int32x4_t q = mcud_mve_requant(vldrwq_s32(acc), mult, shift, route, zy, lo, hi);
-            int32_t got[4];
+            mcud_mve_rq rq = mcud_mve_rq_of(mult, shift, route); /* the channel's constants taken once */
+            int32x4_t q2 = mcud_mve_rq_apply(vldrwq_s32(acc), &rq, route, zy, lo, hi);
+            int32_t got[4], got2[4];
             vstrwq_s32(got, q);
+            vstrwq_s32(got2, q2);
             for (int32_t k = 0; k < 4; k++) {
                 int32_t want = mcud_clamp(scalar(acc[k], mult, shift, route) + zy, lo, hi);
-                bad += got[k] != want;
+                bad += (got[k] != want) + (got2[k] != want);
             }
         }
     }
@@ -194,4 +200,4 @@ def test_vector_requantization_equals_the_scalar_one_on_every_route(tmp_path):
                     str(tmp_path / "check.c"), "-o", str(elf)], check=True)
     run = subprocess.run(["qemu-system-arm", "-M", "mps3-an547", "-display", "none", "-monitor", "none", "-serial", "null",
                           "-semihosting-config", "enable=on,target=native", "-kernel", str(elf)], timeout=60)
-    assert run.returncode == 0, f"{run.returncode} of 16,000 requantized values differ from the scalar functions"
+    assert run.returncode == 0, f"{run.returncode} of 32,000 requantized values (16,000 by each vector form) differ from the scalar functions"
