@@ -163,6 +163,34 @@ MCUD_INLINE void mcud_dw_row_mve(const int8_t *r0, const int8_t *r1, const int8_
 }
 #endif
 
+#if MCUD_HAVE_MVE
+/* A whole padded plane (rows rw bytes apart) at equal strides s along H and W: output (oh, ow) reads from
+ * s * (oh * rw + ow), so the outputs f = oh * rw + ow of the plane are one row of mcud_dw_row_mve, written
+ * to a stack buffer, of which the columns ow < yw go out (ow from yw to rw - 1 are computed and dropped:
+ * fewer than the per-row set-up and the predicated tail of every row would cost). */
+MCUD_INLINE void mcud_dw_plane_mve(const int8_t *buf, int32_t rw, int32_t yh, int32_t yw, int32_t s, int8_t *yp,
+                                   int32_t yh_s, int32_t yw_s, const mcud_dw_channel *ch, int32_t hi_route,
+                                   const mcud_conv_s8_params *p)
+{
+    int8_t out[MCUD_DW_BUF]; /* (yh - 1) * rw + yw outputs, fewer than the plane's bytes */
+    mcud_dw_row_mve(buf, buf + rw, buf + 2 * rw, out, 1, (yh - 1) * rw + yw, s, ch, hi_route, p);
+    for (int32_t oh = 0; oh < yh; oh++) {
+        const int8_t *o = out + oh * rw;
+        int8_t *yr = yp + oh * yh_s;
+        if (yw_s == 1) {
+            for (int32_t k = 0; k < yw; k += 16) {
+                const mve_pred16_t pr = vctp8q((uint32_t)(yw - k));
+                vstrbq_p_s8(yr + k, vldrbq_z_s8(o + k, pr), pr);
+            }
+        } else {
+            for (int32_t ow = 0; ow < yw; ow++) {
+                yr[ow * yw_s] = o[ow];
+            }
+        }
+    }
+}
+#endif
+
 /* One output row: ow in [0, ow_n), window columns start at buffer index ow * sw. */
 MCUD_INLINE void mcud_dw_row(const int8_t *r0, const int8_t *r1, const int8_t *r2, int8_t *yr, int32_t ysw,
                              int32_t ow_n, int32_t sw, const mcud_dw_channel *ch, int32_t hi_route,
@@ -247,8 +275,13 @@ MCUD_INLINE void mcud_conv_s8_dw_body(const mcud_view *x, const mcud_view *w, co
     const int32_t kh_n = w->ndim >= 4 ? w->shape[2] : 1, kw_n = w->shape[w->ndim - 1];
     const int32_t sh = p->stride[0], sw = p->stride[1];
     const int32_t yh = y->shape[y->ndim - 2], yw = y->shape[y->ndim - 1];
+#if MCUD_HAVE_MVE
+    /* bytes of one buffered row: the windows' columns (the vector loads read no byte past a window) */
+    const int32_t rw = (yw - 1) * sw + 3;
+#else
     /* bytes of one buffered row: what the 32-bit loads of one output row touch, rounded to words */
     const int32_t rw = ((yw - 1) * sw + 4 + 3) & ~3;
+#endif
     const int32_t plane_rows = (yh - 1) * sh + 3;
     if (!rank4 || kh_n != 3 || kw_n != 3 || p->dilation[0] != 1 || p->dilation[1] != 1 || sw > 2 ||
         4 * rw > MCUD_DW_BUF) {
@@ -279,7 +312,7 @@ MCUD_INLINE void mcud_conv_s8_dw_body(const mcud_view *x, const mcud_view *w, co
     int8_t *zrow = buf + 3 * rw;
     const int32_t used = whole ? plane_rows * rw : 4 * rw;
     const uint32_t zx4 = (uint32_t)(uint8_t)zx * 0x01010101u;
-    for (int32_t i = 0; i < used / 4; i++) {
+    for (int32_t i = 0; i < (used + 3) / 4; i++) {
         mem[i] = zx4;
     }
 
@@ -326,6 +359,22 @@ MCUD_INLINE void mcud_conv_s8_dw_body(const mcud_view *x, const mcud_view *w, co
                 for (int32_t r = r0; r < r1; r++) {
                     mcud_dw_copy_row(buf + (ph + r) * rw + pw + c0, xp + r * xh_s, xw_s, ncopy);
                 }
+#if MCUD_HAVE_MVE
+                if (sh == sw) { /* the plane as one run of outputs: no per-row set-up */
+                    if (tfl) {
+                        if (hi_route) {
+                            mcud_dw_plane_mve(buf, rw, yh, yw, sw, yp, yh_s, yw_s, &ch, 3, p);
+                        } else {
+                            mcud_dw_plane_mve(buf, rw, yh, yw, sw, yp, yh_s, yw_s, &ch, 2, p);
+                        }
+                    } else if (hi_route) {
+                        mcud_dw_plane_mve(buf, rw, yh, yw, sw, yp, yh_s, yw_s, &ch, 1, p);
+                    } else {
+                        mcud_dw_plane_mve(buf, rw, yh, yw, sw, yp, yh_s, yw_s, &ch, 0, p);
+                    }
+                    continue;
+                }
+#endif
                 for (int32_t oh = 0; oh < yh; oh++) {
                     const int8_t *top = buf + oh * sh * rw;
                     if (tfl) {

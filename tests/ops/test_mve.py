@@ -1,7 +1,7 @@
 """The Helium (MVE) kernels of a Cortex-M55 build (firmware/include/mcud_conv_mve.h, mcud_dw_row_mve): the
 qemu-m55 build uses the vector instructions, and under QEMU (mps3-an547) gives the host's bits on a model
 that takes every MVE path (the generic, channels-last and gathered pointwise columns, the direct path's
-stack columns, depthwise rows at stride 1 and 2 of 18, 9, 5 and 3: whole vectors, a predicated tail, only a tail) and on a shared MLPerf Tiny model
+stack columns, depthwise rows at stride 1 and 2 from a ring of rows, and whole planes as one run of outputs) and on a shared MLPerf Tiny model
 read from .tflite; and mcud_mve_requant and mcud_mve_rq_apply against the scalar requantizations on every route, on values the
 models do not reach (shifts below 33, TFLite's left shift), in a small firmware of its own."""
 from __future__ import annotations
@@ -36,15 +36,15 @@ def mve_model(tmp_path_factory):
     net = zoo.Net("mve", 40)
     x = net.op("Relu", [net.conv("x", 3, 8, 3)])  # C = 3: (c, kh, kw) taps, edges padded
     x = net.op("Relu", [net.conv(x, 8, 16, 3)])  # C % 4 == 0: channels-last taps
-    x = net.op("Relu", [net.conv(x, 16, 16, 3, group=16)])  # depthwise rows of 18 at stride 1
+    x = net.op("Relu", [net.conv(x, 16, 16, 3, group=16)])  # depthwise rows of 18 at stride 1, a ring of rows
     x = net.op("Relu", [net.conv(x, 16, 20, 1)])  # pointwise: gathered channels
-    x = net.op("Relu", [net.conv(x, 20, 20, 3, stride=2, group=20)])  # depthwise rows of 9 at stride 2
-    x = net.op("Relu", [net.conv(x, 20, 20, 3, group=20)])  # rows of 9: two whole vectors and a lane
-    x = net.op("Relu", [net.conv(x, 20, 20, 3, stride=2, group=20)])  # rows of 5: a vector and a lane
-    x = net.op("Relu", [net.conv(x, 20, 20, 3, stride=2, group=20)])  # rows of 3: predicated lanes only
+    x = net.op("Relu", [net.conv(x, 20, 20, 3, stride=2, group=20)])  # depthwise rows of 9 at stride 2, a ring
+    x = net.op("Relu", [net.conv(x, 20, 20, 3, group=20)])  # a whole plane of 15 x 9 as one run at stride 1
+    x = net.op("Relu", [net.conv(x, 20, 20, 3, stride=2, group=20)])  # a plane of 8 x 5 at stride 2
+    x = net.op("Relu", [net.conv(x, 20, 20, 3, stride=2, group=20)])  # a plane of 4 x 3
     x = net.op("Relu", [net.conv(x, 20, 6, 1)])  # pointwise
     x = net.conv(x, 6, 5, 1)  # C % 4 != 0: pointwise taps one by one
-    inputs = {"x": (1, 3, 10, 18)}
+    inputs = {"x": (1, 3, 30, 18)}  # the first depthwise planes (32 x 20 padded) are more than MCUD_DW_BUF
     return zoo.quantize(net.model(inputs, {"y": x}), inputs, tmp_path_factory.mktemp("mve"))
 
 
@@ -82,7 +82,7 @@ def test_mve_kernels_on_qemu_m55_equal_the_host(mve_model, tmp_path):
 @needs_qemu
 def test_kws_tflite_on_qemu_m55_equals_the_host(tmp_path):
     """TFLite's two roundings in vectors, the direct path's stack columns (KWS's first Conv has no scratch
-    in the memory-first plan) and the vector depthwise rows of 5 (a whole vector and a predicated lane)."""
+    in the memory-first plan) and the vector depthwise on whole 25 x 5 planes."""
     need_models()
     from mcudeploy import check
     from mcudeploy.device.runner import compare_with_host, run_on_board
