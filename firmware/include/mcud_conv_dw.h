@@ -107,12 +107,11 @@ MCUD_INLINE int8_t mcud_dw_out(int32_t acc, const mcud_dw_channel *ch, int32_t h
 }
 
 #if MCUD_HAVE_MVE
-#ifndef MCUD_DW_MVE_MIN
-#define MCUD_DW_MVE_MIN 8 /* output rows at least this wide take mcud_dw_row_mve */
-#endif
 /* mcud_dw_row on a core with Helium: four outputs a step in 32-bit lanes, each tap one load of four
  * bytes (a gather at stride 2) and one vector-by-scalar multiply-accumulate, the requantization
- * vectorized (mcud_mve_requant), the last step predicated; the same sums, so the same bits. */
+ * vectorized with the channel's constants taken once (mcud_mve_rq), whole steps unpredicated and the
+ * last one predicated (VCTP); the same sums, so the same bits. Rows of any width: a row of 6 is one
+ * whole step and a predicated one of 2 lanes. */
 MCUD_INLINE void mcud_dw_row_mve(const int8_t *r0, const int8_t *r1, const int8_t *r2, int8_t *yr, int32_t ysw,
                                  int32_t ow_n, int32_t sw, const mcud_dw_channel *ch, int32_t hi_route,
                                  const mcud_conv_s8_params *p)
@@ -120,26 +119,75 @@ MCUD_INLINE void mcud_dw_row_mve(const int8_t *r0, const int8_t *r1, const int8_
     const int32_t w00 = mcud_lo16(ch->pair[0]), w02 = mcud_hi16(ch->pair[0]), w01 = mcud_lo16(ch->mid01);
     const int32_t w10 = mcud_lo16(ch->pair[1]), w12 = mcud_hi16(ch->pair[1]), w11 = mcud_hi16(ch->mid01);
     const int32_t w20 = mcud_lo16(ch->pair[2]), w22 = mcud_hi16(ch->pair[2]), w21 = mcud_lo16(ch->mid2);
+    const mcud_mve_rq rq = mcud_mve_rq_of(ch->mult, ch->shift, hi_route);
+    const int32x4_t bias = vdupq_n_s32(ch->bias);
     const uint32x4_t in = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)sw);
     const uint32x4_t out = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)ysw);
-#define MCUD_DW_TAP(ptr) (sw == 1 ? vldrbq_z_s32((ptr), pm) : vldrbq_gather_offset_z_s32((ptr), in, pm))
-    for (int32_t ow = 0; ow < ow_n; ow += 4) {
-        const mve_pred16_t pm = vctp32q((uint32_t)(ow_n - ow));
-        const int32_t j = ow * sw;
-        int32x4_t a = vdupq_n_s32(ch->bias);
-        a = vmlaq_n_s32(a, MCUD_DW_TAP(r0 + j), w00);
-        a = vmlaq_n_s32(a, MCUD_DW_TAP(r0 + j + 1), w01);
-        a = vmlaq_n_s32(a, MCUD_DW_TAP(r0 + j + 2), w02);
-        a = vmlaq_n_s32(a, MCUD_DW_TAP(r1 + j), w10);
-        a = vmlaq_n_s32(a, MCUD_DW_TAP(r1 + j + 1), w11);
-        a = vmlaq_n_s32(a, MCUD_DW_TAP(r1 + j + 2), w12);
-        a = vmlaq_n_s32(a, MCUD_DW_TAP(r2 + j), w20);
-        a = vmlaq_n_s32(a, MCUD_DW_TAP(r2 + j + 1), w21);
-        a = vmlaq_n_s32(a, MCUD_DW_TAP(r2 + j + 2), w22);
-        int32x4_t q = mcud_mve_requant(a, ch->mult, ch->shift, hi_route, p->out_zero_point, p->act_min, p->act_max);
-        vstrbq_scatter_offset_p_s32(yr + ow * ysw, out, q, pm);
+#define MCUD_DW_TAP(ptr) (sw == 1 ? vldrbq_s32(ptr) : vldrbq_gather_offset_s32((ptr), in))
+#define MCUD_DW_TAP_Z(ptr) (sw == 1 ? vldrbq_z_s32((ptr), pm) : vldrbq_gather_offset_z_s32((ptr), in, pm))
+#define MCUD_DW_SUM(TAP, j)                                                                                     \
+    a = vmlaq_n_s32(a, TAP(r0 + (j)), w00);                                                                   \
+    a = vmlaq_n_s32(a, TAP(r0 + (j) + 1), w01);                                                               \
+    a = vmlaq_n_s32(a, TAP(r0 + (j) + 2), w02);                                                               \
+    a = vmlaq_n_s32(a, TAP(r1 + (j)), w10);                                                                   \
+    a = vmlaq_n_s32(a, TAP(r1 + (j) + 1), w11);                                                               \
+    a = vmlaq_n_s32(a, TAP(r1 + (j) + 2), w12);                                                               \
+    a = vmlaq_n_s32(a, TAP(r2 + (j)), w20);                                                                   \
+    a = vmlaq_n_s32(a, TAP(r2 + (j) + 1), w21);                                                               \
+    a = vmlaq_n_s32(a, TAP(r2 + (j) + 2), w22)
+    for (int32_t n = ow_n >> 2; n > 0; n--) { /* the row pointers step: no index arithmetic per tap */
+        int32x4_t a = bias;
+        MCUD_DW_SUM(MCUD_DW_TAP, 0);
+        int32x4_t q = mcud_mve_rq_apply(a, &rq, hi_route, p->out_zero_point, p->act_min, p->act_max);
+        if (ysw == 1) {
+            vstrbq_s32(yr, q);
+        } else {
+            vstrbq_scatter_offset_s32(yr, out, q);
+        }
+        r0 += 4 * sw;
+        r1 += 4 * sw;
+        r2 += 4 * sw;
+        yr += 4 * ysw;
     }
+    const int32_t left = ow_n & 3;
+    if (left) {
+        const mve_pred16_t pm = vctp32q((uint32_t)left);
+        int32x4_t a = bias;
+        MCUD_DW_SUM(MCUD_DW_TAP_Z, 0);
+        int32x4_t q = mcud_mve_rq_apply(a, &rq, hi_route, p->out_zero_point, p->act_min, p->act_max);
+        vstrbq_scatter_offset_p_s32(yr, out, q, pm);
+    }
+#undef MCUD_DW_SUM
+#undef MCUD_DW_TAP_Z
 #undef MCUD_DW_TAP
+}
+#endif
+
+#if MCUD_HAVE_MVE
+/* A whole padded plane (rows rw bytes apart) at equal strides s along H and W: output (oh, ow) reads from
+ * s * (oh * rw + ow), so the outputs f = oh * rw + ow of the plane are one row of mcud_dw_row_mve, written
+ * to a stack buffer, of which the columns ow < yw go out (ow from yw to rw - 1 are computed and dropped:
+ * fewer than the per-row set-up and the predicated tail of every row would cost). */
+MCUD_INLINE void mcud_dw_plane_mve(const int8_t *buf, int32_t rw, int32_t yh, int32_t yw, int32_t s, int8_t *yp,
+                                   int32_t yh_s, int32_t yw_s, const mcud_dw_channel *ch, int32_t hi_route,
+                                   const mcud_conv_s8_params *p)
+{
+    int8_t out[MCUD_DW_BUF]; /* (yh - 1) * rw + yw outputs, fewer than the plane's bytes */
+    mcud_dw_row_mve(buf, buf + rw, buf + 2 * rw, out, 1, (yh - 1) * rw + yw, s, ch, hi_route, p);
+    for (int32_t oh = 0; oh < yh; oh++) {
+        const int8_t *o = out + oh * rw;
+        int8_t *yr = yp + oh * yh_s;
+        if (yw_s == 1) {
+            for (int32_t k = 0; k < yw; k += 16) {
+                const mve_pred16_t pr = vctp8q((uint32_t)(yw - k));
+                vstrbq_p_s8(yr + k, vldrbq_z_s8(o + k, pr), pr);
+            }
+        } else {
+            for (int32_t ow = 0; ow < yw; ow++) {
+                yr[ow * yw_s] = o[ow];
+            }
+        }
+    }
 }
 #endif
 
@@ -148,14 +196,12 @@ MCUD_INLINE void mcud_dw_row(const int8_t *r0, const int8_t *r1, const int8_t *r
                              int32_t ow_n, int32_t sw, const mcud_dw_channel *ch, int32_t hi_route,
                              const mcud_conv_s8_params *p)
 {
+#if MCUD_HAVE_MVE
+    mcud_dw_row_mve(r0, r1, r2, yr, ysw, ow_n, sw, ch, hi_route, p);
+    return;
+#endif
     const uint32_t p0 = ch->pair[0], p1 = ch->pair[1], p2 = ch->pair[2];
     const uint32_t m01 = ch->mid01, m2 = ch->mid2;
-#if MCUD_HAVE_MVE
-    if (ow_n >= MCUD_DW_MVE_MIN) { /* narrower rows: the DSP path below takes fewer instructions */
-        mcud_dw_row_mve(r0, r1, r2, yr, ysw, ow_n, sw, ch, hi_route, p);
-        return;
-    }
-#endif
     int32_t ow = 0;
     if (sw == 1) {
         for (; ow + 2 <= ow_n; ow += 2) {
@@ -229,8 +275,13 @@ MCUD_INLINE void mcud_conv_s8_dw_body(const mcud_view *x, const mcud_view *w, co
     const int32_t kh_n = w->ndim >= 4 ? w->shape[2] : 1, kw_n = w->shape[w->ndim - 1];
     const int32_t sh = p->stride[0], sw = p->stride[1];
     const int32_t yh = y->shape[y->ndim - 2], yw = y->shape[y->ndim - 1];
+#if MCUD_HAVE_MVE
+    /* bytes of one buffered row: the windows' columns (the vector loads read no byte past a window) */
+    const int32_t rw = (yw - 1) * sw + 3;
+#else
     /* bytes of one buffered row: what the 32-bit loads of one output row touch, rounded to words */
     const int32_t rw = ((yw - 1) * sw + 4 + 3) & ~3;
+#endif
     const int32_t plane_rows = (yh - 1) * sh + 3;
     if (!rank4 || kh_n != 3 || kw_n != 3 || p->dilation[0] != 1 || p->dilation[1] != 1 || sw > 2 ||
         4 * rw > MCUD_DW_BUF) {
@@ -261,7 +312,7 @@ MCUD_INLINE void mcud_conv_s8_dw_body(const mcud_view *x, const mcud_view *w, co
     int8_t *zrow = buf + 3 * rw;
     const int32_t used = whole ? plane_rows * rw : 4 * rw;
     const uint32_t zx4 = (uint32_t)(uint8_t)zx * 0x01010101u;
-    for (int32_t i = 0; i < used / 4; i++) {
+    for (int32_t i = 0; i < (used + 3) / 4; i++) {
         mem[i] = zx4;
     }
 
@@ -308,6 +359,22 @@ MCUD_INLINE void mcud_conv_s8_dw_body(const mcud_view *x, const mcud_view *w, co
                 for (int32_t r = r0; r < r1; r++) {
                     mcud_dw_copy_row(buf + (ph + r) * rw + pw + c0, xp + r * xh_s, xw_s, ncopy);
                 }
+#if MCUD_HAVE_MVE
+                if (sh == sw) { /* the plane as one run of outputs: no per-row set-up */
+                    if (tfl) {
+                        if (hi_route) {
+                            mcud_dw_plane_mve(buf, rw, yh, yw, sw, yp, yh_s, yw_s, &ch, 3, p);
+                        } else {
+                            mcud_dw_plane_mve(buf, rw, yh, yw, sw, yp, yh_s, yw_s, &ch, 2, p);
+                        }
+                    } else if (hi_route) {
+                        mcud_dw_plane_mve(buf, rw, yh, yw, sw, yp, yh_s, yw_s, &ch, 1, p);
+                    } else {
+                        mcud_dw_plane_mve(buf, rw, yh, yw, sw, yp, yh_s, yw_s, &ch, 0, p);
+                    }
+                    continue;
+                }
+#endif
                 for (int32_t oh = 0; oh < yh; oh++) {
                     const int8_t *top = buf + oh * sh * rw;
                     if (tfl) {

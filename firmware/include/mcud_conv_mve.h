@@ -16,39 +16,8 @@
 #ifndef MCUD_CONV_MVE_H
 #define MCUD_CONV_MVE_H
 #include "mcud_dsp.h"
+#include "mcud_mve.h" /* mcud_mve_requant, mcud_mve_rq */
 #if MCUD_HAVE_MVE /* else empty (model.c includes every header); mcud_conv_fast.h includes it where it needs it */
-
-/* Four accumulators of one channel requantized (mult, shift) by route (0 mcud_requant, 1
- * mcud_requant_hi, 2 and 3 mcud_requant_tfl and its [33, 62] form), plus the zero point, clamped
- * to [lo, hi]: the scalar functions' bits. Route 1: the product's high and low words (VMULH, VMUL),
- * the tie to even where the low word is 0, then a truncating shift. Routes 2 and 3: TFLite's
- * doubling high multiply rounding half up is VQRDMULH (exact: the multiplier is never -2^31), its
- * division by 2^right rounding half away from zero is VRSHL after subtracting 1 from a negative
- * value. Route 0 (a 64-bit shift below 33) goes lane by lane through mcud_requant. */
-MCUD_INLINE int32x4_t mcud_mve_requant(int32x4_t acc, int32_t mult, int32_t shift, int32_t route, int32_t zy,
-                                       int32_t lo, int32_t hi)
-{
-    int32x4_t q;
-    if (route == 1) {
-        int32_t r = shift - 32;
-        int32x4_t h = vmulhq_s32(acc, vdupq_n_s32(mult));
-        int32x4_t odd = vandq_s32(vmvnq_s32(vshlq_s32(h, vdupq_n_s32(-r))), vdupq_n_s32(1));
-        h = vsubq_m_s32(h, h, odd, vcmpeqq_s32(vmulq_s32(acc, vdupq_n_s32(mult)), vdupq_n_s32(0)));
-        q = vshlq_s32(vaddq_n_s32(h, (int32_t)1 << (r - 1)), vdupq_n_s32(-r));
-    } else if (route >= 2) {
-        int32_t left = shift < 31 ? 31 - shift : 0, right = shift > 31 ? shift - 31 : 0;
-        q = vqrdmulhq_n_s32(left ? vshlq_s32(acc, vdupq_n_s32(left)) : acc, mult);
-        if (right) {
-            q = vrshlq_s32(vaddq_s32(q, vshrq_n_s32(q, 31)), vdupq_n_s32(-right));
-        }
-    } else {
-        q = vdupq_n_s32(mcud_requant(vgetq_lane_s32(acc, 0), mult, shift));
-        q = vsetq_lane_s32(mcud_requant(vgetq_lane_s32(acc, 1), mult, shift), q, 1);
-        q = vsetq_lane_s32(mcud_requant(vgetq_lane_s32(acc, 2), mult, shift), q, 2);
-        q = vsetq_lane_s32(mcud_requant(vgetq_lane_s32(acc, 3), mult, shift), q, 3);
-    }
-    return vminq_s32(vmaxq_s32(vaddq_n_s32(q, zy), vdupq_n_s32(lo)), vdupq_n_s32(hi));
-}
 
 /* Where tap kk sits in a column: bits 0 and 1 swapped ([w0 w2 w1 w3] within a group of four). */
 MCUD_INLINE int32_t mcud_mve_pos(int32_t kk)

@@ -7,6 +7,7 @@
 
 #include "mcud_bcast.h"
 #include "mcud_binary.h"
+#include "mcud_mve.h"
 
 #define BINARY_F32(NAME, EXPR)                                                                     \
     void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_binary_f32_params *p) \
@@ -229,10 +230,93 @@ static inline __attribute__((always_inline)) int32_t add_requant(int32_t v, int3
         py[i * sy] = (T)mcud_clamp(v, p->act_min, p->act_max);                                                  \
     }
 
-/* TFLite's ADD and SUB of int8 (left shift 20) and int16 (left shift 15). */
+#if MCUD_HAVE_MVE
+/* One dense row of TFLite's int8 ADD or SUB on a core with Helium: four elements a step in 32-bit lanes, the
+ * last step predicated (VCTP). Each of add_requant's routes is mcud_requant_tfl (route 1: no right shift
+ * follows the doubling high multiply), which mcud_mve_rq_scale computes (route 2) with the shifts taken
+ * once; the sum (va + sign * vb, one VMLA) wraps as the scalar one does. Not inlined: a function of its own
+ * keeps the constants in registers. */
+static __attribute__((noinline)) void add_s8_tfl_row_mve(const int8_t *pa, const int8_t *pb, int8_t *py, int32_t len,
+                               const mcud_add_tfl_params *p)
+{
+    const mcud_mve_rq qa = mcud_mve_rq_of(p->a_mult, p->a_shift, 2), qb = mcud_mve_rq_of(p->b_mult, p->b_shift, 2);
+    const mcud_mve_rq qy = mcud_mve_rq_of(p->y_mult, p->y_shift, 2);
+    const int32x4_t up = vdupq_n_s32(p->left_shift);
+    const int32_t za = p->a_zero, zb = p->b_zero, zy = p->y_zero, lo = p->act_min, hi = p->act_max, sign = p->sign;
+    if (p->a_shift >= 31 && p->b_shift >= 31 && p->y_shift >= 31) { /* the usual case: constants in registers */
+        const int32_t ma = p->a_mult, sa = p->a_shift, mb = p->b_mult, sb = p->b_shift, my = p->y_mult;
+        const int32_t sy = p->y_shift, ls = p->left_shift;
+        const int32x4_t vlo = vdupq_n_s32(lo), vhi = vdupq_n_s32(hi); /* no test of the range in the loop */
+        for (int32_t i = 0; i < len; i += 4) {
+            const mve_pred16_t pr = vctp32q((uint32_t)(len - i));
+            int32x4_t va = mcud_mve_tfl_right(vshlq_r_s32(vsubq_n_s32(vldrbq_z_s32(pa + i, pr), za), ls), ma, sa);
+            int32x4_t vb = mcud_mve_tfl_right(vshlq_r_s32(vsubq_n_s32(vldrbq_z_s32(pb + i, pr), zb), ls), mb, sb);
+            int32x4_t q = vaddq_n_s32(mcud_mve_tfl_right(vmlaq_n_s32(va, vb, sign), my, sy), zy);
+            vstrbq_p_s32(py + i, vminq_s32(vmaxq_s32(q, vlo), vhi), pr);
+        }
+        return;
+    }
+    for (int32_t i = 0; i < len; i += 4) {
+        const mve_pred16_t pr = vctp32q((uint32_t)(len - i));
+        int32x4_t va = mcud_mve_rq_scale(vshlq_s32(vsubq_n_s32(vldrbq_z_s32(pa + i, pr), za), up), &qa, 2);
+        int32x4_t vb = mcud_mve_rq_scale(vshlq_s32(vsubq_n_s32(vldrbq_z_s32(pb + i, pr), zb), up), &qb, 2);
+        int32x4_t q = mcud_mve_rq_scale(vmlaq_n_s32(va, vb, sign), &qy, 2);
+        vstrbq_p_s32(py + i, mcud_mve_out8(q, zy, lo, hi), pr);
+    }
+}
+#endif
+
+#if MCUD_HAVE_MVE
+/* The elements of v when they are one dense run in row-major order, else -1. */
+static int32_t dense_count(const mcud_view *v)
+{
+    int32_t n = 1;
+    for (int32_t d = v->ndim - 1; d >= 0; d--) {
+        if (v->shape[d] != 1 && v->stride[d] != n) {
+            return -1;
+        }
+        n *= v->shape[d];
+    }
+    return n;
+}
+
+/* a, b and y of one shape, each one dense run: the whole operation is one row */
+static int32_t same_dense(const mcud_view *a, const mcud_view *b, const mcud_view *y)
+{
+    if (a->ndim != y->ndim || b->ndim != y->ndim) {
+        return 0;
+    }
+    for (int32_t d = 0; d < y->ndim; d++) {
+        if (a->shape[d] != y->shape[d] || b->shape[d] != y->shape[d]) {
+            return 0;
+        }
+    }
+    return dense_count(a) > 0 && dense_count(b) > 0 && dense_count(y) > 0;
+}
+#endif
+
+/* TFLite's ADD and SUB of int8 (left shift 20) and int16 (left shift 15); int8 rows of unit steps take
+ * add_s8_tfl_row_mve on a core with Helium (ADD_TFL_MVE), dense operands of one shape as one row. */
+#if MCUD_HAVE_MVE
+#define ADD_TFL_MVE_WHOLE(T)                                                                                    \
+    if (sizeof(T) == 1 && same_dense(a, b, y)) {                                                                \
+        add_s8_tfl_row_mve((const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)y->data,               \
+                           dense_count(y), p);                                                                  \
+        return;                                                                                                 \
+    }
+#define ADD_TFL_MVE(T)                                                                                          \
+    if (sizeof(T) == 1 && sa == 1 && sb == 1 && sy == 1) {                                                      \
+        add_s8_tfl_row_mve((const int8_t *)pa, (const int8_t *)pb, (int8_t *)py, len, p);                      \
+        continue;                                                                                               \
+    }
+#else
+#define ADD_TFL_MVE_WHOLE(T)
+#define ADD_TFL_MVE(T)
+#endif
 #define ADD_TFL(NAME, T)                                                                                        \
     void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_add_tfl_params *p)        \
     {                                                                                                           \
+        ADD_TFL_MVE_WHOLE(T)                                                                                    \
         const mcud_view *views[3] = {a, b, y};                                                                  \
         mcud_bcast w;                                                                                           \
         mcud_bcast_init(&w, views, 3);                                                                          \
@@ -250,6 +334,7 @@ static inline __attribute__((always_inline)) int32_t add_requant(int32_t v, int3
             const T *pa = (const T *)a->data + w.off[0];                                                        \
             const T *pb = (const T *)b->data + w.off[1];                                                        \
             T *py = (T *)y->data + w.off[2];                                                                    \
+            ADD_TFL_MVE(T)                                                                                      \
             if (fast) {                                                                                         \
                 ADD_TFL_ROW(T, 2, 2, 2);                                                                         \
             } else if (fa == 2 && fb == 1 && fy == 2) { /* one input of the larger scale (multiplier 2^30) */   \
@@ -290,6 +375,7 @@ void mcud_mul_s16_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y
 #define SQUARED_DIFFERENCE_TFL(NAME, T)                                                                        \
     void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_add_tfl_params *p)        \
     {                                                                                                           \
+        ADD_TFL_MVE_WHOLE(T)                                                                                    \
         const mcud_view *views[3] = {a, b, y};                                                                  \
         mcud_bcast w;                                                                                           \
         mcud_bcast_init(&w, views, 3);                                                                          \

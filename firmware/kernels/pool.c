@@ -6,6 +6,7 @@
  * take the max of the codes and their average rounded half away from zero (mcud_avgpool_*_tfl). */
 #include <math.h>
 
+#include "mcud_dsp.h" /* MCUD_HAVE_MVE */
 #include "mcud_pool.h"
 
 #define MCUD_POOL_FLT_LOWEST (-3.402823466e+38f)
@@ -87,6 +88,49 @@ static int32_t counted(int32_t start, int32_t dil, int32_t kernel, int32_t size,
         }                                                                                     \
     }
 
+#if MCUD_HAVE_MVE
+/* On a core with Helium, the int8 window of an output whose rows are dense (unit stride and dilation
+ * along W): n taps a row, rows rows step bytes apart from a; one run of n * rows taps when the rows
+ * follow each other (a global pool of a plane). 16 taps a vector, the last one predicated (VCTP,
+ * lanes past the window load as 0, or take no part in the max). Integer sums and maxima: the scalar
+ * loop's values. */
+static int32_t window_sum_s8_mve(const int8_t *a, int32_t rows, int32_t step, int32_t n)
+{
+    int32_t s = 0;
+    if (step == n) {
+        n *= rows;
+        rows = rows > 0;
+    }
+    for (; rows > 0; rows--, a += step) {
+        for (int32_t k = 0; k < n; k += 16) {
+            s = vaddvaq_s8(s, vldrbq_z_s8(a + k, vctp8q((uint32_t)(n - k))));
+        }
+    }
+    return s;
+}
+
+static int32_t window_max_s8_mve(const int8_t *a, int32_t rows, int32_t step, int32_t n)
+{
+    int8_t m = -128;
+    if (step == n) {
+        n *= rows;
+        rows = rows > 0;
+    }
+    for (; rows > 0; rows--, a += step) {
+        for (int32_t k = 0; k < n; k += 16) {
+            const mve_pred16_t pr = vctp8q((uint32_t)(n - k));
+            m = vmaxvq_p_s8(m, vldrbq_z_s8(a + k, pr), pr);
+        }
+    }
+    return m;
+}
+
+/* The first tap of the window and its extents, for the helpers above (inside POOL_LOOP_BEGIN). */
+#define POOL_WINDOW_MVE(P) (xbase + (h0 + khl * (P)->dilation[0]) * xd.sh + w0 + kwl), khh - khl, \
+                           (P)->dilation[0] * xd.sh, kwh - kwl
+#define POOL_DENSE_ROWS(x, P) ((x)->stride[(x)->ndim - 1] == 1 && (P)->dilation[1] == 1)
+#endif
+
 void mcud_maxpool_f32(const mcud_view *x, const mcud_view *y, const mcud_maxpool_params *p)
 {
     const float *xp = (const float *)x->data;
@@ -102,8 +146,16 @@ void mcud_maxpool_s8(const mcud_view *x, const mcud_view *y, const mcud_maxpool_
 {
     const int8_t *xp = (const int8_t *)x->data;
     int8_t *yp = (int8_t *)y->data;
+#if MCUD_HAVE_MVE
+    const int32_t dense = POOL_DENSE_ROWS(x, p);
+#endif
     POOL_LOOP_BEGIN(p)
     int32_t m = -128;
+#if MCUD_HAVE_MVE
+    if (dense) {
+        m = window_max_s8_mve(xp + POOL_WINDOW_MVE(p));
+    } else
+#endif
     POOL_TAPS(p, { if (xp[at] > m) { m = xp[at]; } })
     if (p->requant) {
         m = mcud_requant(m - p->in_zero_point, p->mult, p->shift) + p->out_zero_point;
@@ -165,7 +217,28 @@ void mcud_avgpool_s8(const mcud_view *x, const mcud_view *y, const mcud_avgpool_
         POOL_LOOP_END                                                                              \
     }
 
+#if MCUD_HAVE_MVE
+void mcud_avgpool_s8_tfl(const mcud_view *x, const mcud_view *y, const mcud_avgpool_tfl_params *p)
+{
+    const int8_t *xp = (const int8_t *)x->data;
+    int8_t *yp = (int8_t *)y->data;
+    const int32_t dense = POOL_DENSE_ROWS(x, p);
+    POOL_LOOP_BEGIN(p)
+    int32_t s = 0;
+    if (dense) {
+        s = window_sum_s8_mve(xp + POOL_WINDOW_MVE(p));
+    } else {
+        POOL_TAPS(p, { s += xp[at]; })
+    }
+    int32_t cnt = (khh - khl) * (kwh - kwl);
+    cnt = cnt < 1 ? 1 : cnt;
+    int32_t v = s > 0 ? (s + cnt / 2) / cnt : (s - cnt / 2) / cnt;
+    yp[yoff] = (int8_t)mcud_clamp(v, p->act_min, p->act_max);
+    POOL_LOOP_END
+}
+#else
 AVG_TFL(mcud_avgpool_s8_tfl, int8_t)
+#endif
 AVG_TFL(mcud_avgpool_s16_tfl, int16_t)
 
 /* The running sums of a cut average: one value per (n, c), read from before (0 for the first

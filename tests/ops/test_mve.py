@@ -1,8 +1,8 @@
 """The Helium (MVE) kernels of a Cortex-M55 build (firmware/include/mcud_conv_mve.h, mcud_dw_row_mve): the
 qemu-m55 build uses the vector instructions, and under QEMU (mps3-an547) gives the host's bits on a model
 that takes every MVE path (the generic, channels-last and gathered pointwise columns, the direct path's
-stack columns, depthwise rows wide enough for vectors at stride 1 and 2) and on a shared MLPerf Tiny model
-read from .tflite; and mcud_mve_requant against the scalar requantizations on every route, on values the
+stack columns, depthwise rows at stride 1 and 2 from a ring of rows, and whole planes as one run of outputs) and on a shared MLPerf Tiny model
+read from .tflite; and mcud_mve_requant and mcud_mve_rq_apply against the scalar requantizations on every route, on values the
 models do not reach (shifts below 33, TFLite's left shift), in a small firmware of its own."""
 from __future__ import annotations
 
@@ -36,12 +36,15 @@ def mve_model(tmp_path_factory):
     net = zoo.Net("mve", 40)
     x = net.op("Relu", [net.conv("x", 3, 8, 3)])  # C = 3: (c, kh, kw) taps, edges padded
     x = net.op("Relu", [net.conv(x, 8, 16, 3)])  # C % 4 == 0: channels-last taps
-    x = net.op("Relu", [net.conv(x, 16, 16, 3, group=16)])  # depthwise rows of 18 at stride 1
+    x = net.op("Relu", [net.conv(x, 16, 16, 3, group=16)])  # depthwise rows of 18 at stride 1, a ring of rows
     x = net.op("Relu", [net.conv(x, 16, 20, 1)])  # pointwise: gathered channels
-    x = net.op("Relu", [net.conv(x, 20, 20, 3, stride=2, group=20)])  # depthwise rows of 9 at stride 2
+    x = net.op("Relu", [net.conv(x, 20, 20, 3, stride=2, group=20)])  # depthwise rows of 9 at stride 2, a ring
+    x = net.op("Relu", [net.conv(x, 20, 20, 3, group=20)])  # a whole plane of 15 x 9 as one run at stride 1
+    x = net.op("Relu", [net.conv(x, 20, 20, 3, stride=2, group=20)])  # a plane of 8 x 5 at stride 2
+    x = net.op("Relu", [net.conv(x, 20, 20, 3, stride=2, group=20)])  # a plane of 4 x 3
     x = net.op("Relu", [net.conv(x, 20, 6, 1)])  # pointwise
     x = net.conv(x, 6, 5, 1)  # C % 4 != 0: pointwise taps one by one
-    inputs = {"x": (1, 3, 10, 18)}
+    inputs = {"x": (1, 3, 30, 18)}  # the first depthwise planes (32 x 20 padded) are more than MCUD_DW_BUF
     return zoo.quantize(net.model(inputs, {"y": x}), inputs, tmp_path_factory.mktemp("mve"))
 
 
@@ -79,7 +82,7 @@ def test_mve_kernels_on_qemu_m55_equal_the_host(mve_model, tmp_path):
 @needs_qemu
 def test_kws_tflite_on_qemu_m55_equals_the_host(tmp_path):
     """TFLite's two roundings in vectors, the direct path's stack columns (KWS's first Conv has no scratch
-    in the memory-first plan) and the DSP depthwise rows of 5."""
+    in the memory-first plan) and the vector depthwise on whole 25 x 5 planes."""
     need_models()
     from mcudeploy import check
     from mcudeploy.device.runner import compare_with_host, run_on_board
@@ -164,11 +167,14 @@ static __attribute__((noinline)) int32_t mismatches(void)
                 }
             }
             int32x4_t q = mcud_mve_requant(vldrwq_s32(acc), mult, shift, route, zy, lo, hi);
-            int32_t got[4];
+            mcud_mve_rq rq = mcud_mve_rq_of(mult, shift, route); /* the channel's constants taken once */
+            int32x4_t q2 = mcud_mve_rq_apply(vldrwq_s32(acc), &rq, route, zy, lo, hi);
+            int32_t got[4], got2[4];
             vstrwq_s32(got, q);
+            vstrwq_s32(got2, q2);
             for (int32_t k = 0; k < 4; k++) {
                 int32_t want = mcud_clamp(scalar(acc[k], mult, shift, route) + zy, lo, hi);
-                bad += got[k] != want;
+                bad += (got[k] != want) + (got2[k] != want);
             }
         }
     }
@@ -194,4 +200,155 @@ def test_vector_requantization_equals_the_scalar_one_on_every_route(tmp_path):
                     str(tmp_path / "check.c"), "-o", str(elf)], check=True)
     run = subprocess.run(["qemu-system-arm", "-M", "mps3-an547", "-display", "none", "-monitor", "none", "-serial", "null",
                           "-semihosting-config", "enable=on,target=native", "-kernel", str(elf)], timeout=60)
-    assert run.returncode == 0, f"{run.returncode} of 16,000 requantized values differ from the scalar functions"
+    assert run.returncode == 0, f"{run.returncode} of 32,000 requantized values (16,000 by each vector form) differ from the scalar functions"
+
+
+# The MVE paths of TFLite's int8 ADD/SUB (firmware/kernels/binary.c: dense rows, every shift route) and of the
+# int8 max and TFLite average pools (firmware/kernels/pool.c: windows of dense rows) against the same kernels'
+# scalar paths, which a view stepping by 2 along its last axis takes: seeded random operands, parameters and
+# window geometries (padding, strides, partial windows at the edges); the mismatching elements are the exit status.
+KERNEL_CHECK = r"""
+#include <stdint.h>
+#include <string.h>
+#include "mcud_binary.h"
+#include "mcud_pool.h"
+
+static void semihosting_exit(int32_t code)
+{
+    uint32_t block[2] = {0x20026u, (uint32_t)code};
+    register uint32_t r0 __asm__("r0") = 0x20u;
+    register uint32_t r1 __asm__("r1") = (uint32_t)(uintptr_t)block;
+    __asm__ volatile("bkpt 0xAB" : "+r"(r0) : "r"(r1) : "memory");
+    for (;;) {
+    }
+}
+extern uint32_t _estack;
+void Reset_Handler(void);
+__attribute__((section(".isr_vector"), used)) const void *vectors[4] = {&_estack, Reset_Handler, Reset_Handler,
+                                                                        Reset_Handler};
+static uint32_t state = 2024u;
+static uint32_t next(void)
+{
+    state ^= state << 13;
+    state ^= state >> 17;
+    state ^= state << 5;
+    return state;
+}
+static int32_t upto(int32_t n) { return (int32_t)(next() % (uint32_t)n); }
+
+#define N 80
+static int8_t a[N], b[N], a2[2 * N], b2[2 * N], y1[N], y2[N];
+#define P 400
+static int8_t x[P], x2[2 * P], z1[P], z2[P];
+
+static mcud_view view(void *data, int32_t c, int32_t h, int32_t w, int32_t step)
+{
+    mcud_view v = {data, 4, {1, c, h, w, 0, 0}, {c * h * w * step, h * w * step, w * step, step, 0, 0}};
+    return v;
+}
+
+static __attribute__((noinline)) int32_t add_mismatches(void)
+{
+    int32_t bad = 0;
+    for (int32_t t = 0; t < 300; t++) {
+        int32_t n = 1 + upto(N);
+        for (int32_t i = 0; i < n; i++) {
+            a[i] = a2[2 * i] = (int8_t)upto(256);
+            b[i] = b2[2 * i] = (int8_t)upto(256);
+        }
+        mcud_add_tfl_params p;
+        p.a_zero = upto(256) - 128;
+        p.b_zero = upto(256) - 128;
+        p.y_zero = upto(256) - 128;
+        p.a_mult = (int32_t)(0x40000000u | (next() >> 2));
+        p.b_mult = t % 3 == 0 ? 0x40000000 : (int32_t)(0x40000000u | (next() >> 2));
+        p.y_mult = (int32_t)(0x40000000u | (next() >> 2));
+        p.a_shift = 26 + upto(24); /* below 31 (a left shift), 31, above (a right shift) */
+        p.b_shift = t % 3 == 0 ? 31 : 26 + upto(24);
+        p.y_shift = 26 + upto(30);
+        p.act_min = t % 2 ? -128 : -128 + upto(128);
+        p.act_max = t % 4 ? 127 : upto(128);
+        p.sign = t % 5 == 0 ? -1 : 1;
+        p.left_shift = 20;
+        mcud_view va = view(a, 1, 1, n, 1), vb = view(b, 1, 1, n, 1), vy = view(y1, 1, 1, n, 1);
+        mcud_view sa = view(a2, 1, 1, n, 2), sb = view(b2, 1, 1, n, 2), sy = view(y2, 1, 1, n, 1);
+        mcud_add_s8_tfl(&va, &vb, &vy, &p);
+        mcud_add_s8_tfl(&sa, &sb, &sy, &p);
+        for (int32_t i = 0; i < n; i++) {
+            bad += y1[i] != y2[i];
+        }
+    }
+    return bad;
+}
+
+static __attribute__((noinline)) int32_t pool_mismatches(void)
+{
+    int32_t bad = 0;
+    for (int32_t t = 0; t < 300; t++) {
+        int32_t c = 1 + upto(3), h = 1 + upto(8), w = 1 + upto(24);
+        int32_t kh = 1 + upto(h), kw = 1 + upto(w), sh = 1 + upto(3), sw = 1 + upto(3), dh = 1 + upto(2);
+        int32_t pbh = upto(kh), pbw = upto(kw), peh = upto(kh), pew = upto(kw);
+        int32_t oh = (h + pbh + peh - ((kh - 1) * dh + 1)) / sh + 1, ow = (w + pbw + pew - kw) / sw + 1;
+        if (c * h * w > P || oh < 1 || ow < 1 || c * oh * ow > P) {
+            continue;
+        }
+        for (int32_t i = 0; i < c * h * w; i++) {
+            x[i] = x2[2 * i] = (int8_t)upto(256);
+        }
+        mcud_view vx = view(x, c, h, w, 1), sx = view(x2, c, h, w, 2);
+        mcud_view v1 = view(z1, c, oh, ow, 1), v2 = view(z2, c, oh, ow, 1);
+        mcud_maxpool_params m;
+        memset(&m, 0, sizeof m);
+        m.kernel[0] = kh, m.kernel[1] = kw, m.stride[0] = sh, m.stride[1] = sw, m.dilation[0] = dh;
+        m.dilation[1] = 1, m.pad_begin[0] = pbh, m.pad_begin[1] = pbw;
+        m.act_min = t % 2 ? -128 : -100, m.act_max = 127;
+        mcud_maxpool_s8(&vx, &v1, &m);
+        mcud_maxpool_s8(&sx, &v2, &m);
+        for (int32_t i = 0; i < c * oh * ow; i++) {
+            bad += z1[i] != z2[i];
+        }
+        mcud_avgpool_tfl_params q;
+        q.kernel[0] = kh, q.kernel[1] = kw, q.stride[0] = sh, q.stride[1] = sw, q.dilation[0] = dh;
+        q.dilation[1] = 1, q.pad_begin[0] = pbh, q.pad_begin[1] = pbw, q.pad_end[0] = peh, q.pad_end[1] = pew;
+        q.act_min = t % 2 ? -128 : -50, q.act_max = t % 3 ? 127 : 60;
+        mcud_avgpool_s8_tfl(&vx, &v1, &q);
+        mcud_avgpool_s8_tfl(&sx, &v2, &q);
+        for (int32_t i = 0; i < c * oh * ow; i++) {
+            bad += z1[i] != z2[i];
+        }
+    }
+    return bad;
+}
+
+void Reset_Handler(void)
+{
+    *(volatile uint32_t *)0xE000ED88u |= 0xFu << 20; /* CP10, CP11: the FPU and MVE, before any vector register */
+    __asm__ volatile("dsb\n\tisb" ::: "memory");
+    int32_t bad = add_mismatches() + pool_mismatches();
+    semihosting_exit(bad > 255 ? 255 : bad);
+}
+"""
+
+
+@pytest.mark.qemu
+@needs_qemu
+def test_vector_add_and_pools_equal_their_scalar_paths(tmp_path):
+    from mcudeploy.resources import firmware_dir
+
+    fw = firmware_dir()
+    (tmp_path / "check.c").write_text(KERNEL_CHECK)
+    (tmp_path / "link.ld").write_text("ENTRY(Reset_Handler)\nMEMORY\n{\n ITCM (rx) : ORIGIN = 0x10000000, LENGTH = 512K\n"
+                                      " DTCM (rw) : ORIGIN = 0x30000000, LENGTH = 512K\n}\nSECTIONS\n{\n"
+                                      " .isr_vector : { KEEP(*(.isr_vector)) } > ITCM\n .text : { *(.text*) *(.rodata*) } > ITCM\n"
+                                      " .data : { *(.data*) } > ITCM\n .bss (NOLOAD) : { *(.bss* COMMON) } > DTCM\n _estack = 0x30080000;\n}\n")
+    elf = tmp_path / "check.elf"
+    flags = [*load_board("qemu-m55").cpu_flags, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-ffunction-sections"]
+    asm = subprocess.run([ARM, *flags, "-I", str(fw / "include"), "-S", "-o", "-", str(fw / "kernels" / "binary.c"),
+                          ], check=True, capture_output=True, text=True).stdout
+    assert "vqrdmulh.s32" in asm and "vctp.32" in asm, "the Cortex-M55 build of binary.c has no MVE ADD"
+    subprocess.run([ARM, *flags, "-nostartfiles", "--specs=nano.specs", "-I", str(fw / "include"), "-T",
+                    str(tmp_path / "link.ld"), str(tmp_path / "check.c"), str(fw / "kernels" / "binary.c"),
+                    str(fw / "kernels" / "pool.c"), "-lm", "-o", str(elf)], check=True)
+    run = subprocess.run(["qemu-system-arm", "-M", "mps3-an547", "-display", "none", "-monitor", "none", "-serial", "null",
+                          "-semihosting-config", "enable=on,target=native", "-kernel", str(elf)], timeout=60)
+    assert run.returncode == 0, f"{run.returncode} elements of ADD or the pools differ between the MVE and scalar paths"
