@@ -84,6 +84,12 @@ MCUD_INLINE mcud_fast_dims mcud_fast_dims_of(const mcud_view *v)
     return d;
 }
 
+#if defined(__GNUC__)
+#define MCUD_BARRIER() __asm__("" ::: "memory")
+#else
+#define MCUD_BARRIER() ((void)0)
+#endif
+
 #if defined(__GNUC__) && !defined(__clang__)
 #define MCUD_UNROLL _Pragma("GCC unroll 16")
 #else
@@ -316,7 +322,25 @@ MCUD_INLINE void mcud_conv_fast_pairs(const int16_t *cols, int32_t i0, int32_t n
         const int32_t *rq = has_rq ? p->rq + oc * MCUD_FAST_RQ : NULL;
         int32_t b0 = has_rq ? rq[0] : p->bias[oc], b1 = has_rq ? rq[MCUD_FAST_RQ] : p->bias[oc + 1];
         int32_t a00 = b0, a01 = b1, a10 = b0, a11 = b1; /* a<pixel><channel> */
-        for (int32_t j = 0; j < q; j++) {
+        int32_t j = 0;
+        for (; j + 2 <= q; j += 2) { /* two groups a turn: half the loop's own instructions */
+            uint32_t x0, x1, x2 = 0, x3 = 0;
+            MCUD_LOAD_QUAD(x0, x1, c, 0);
+            if (n == 2) {
+                MCUD_LOAD_QUAD(x2, x3, c, 8);
+            }
+            MCUD_PAIRS_STEP(a00, a10, wp, 0);
+            MCUD_PAIRS_STEP(a01, a11, wp, 8);
+            MCUD_LOAD_QUAD(x0, x1, c, 32);
+            if (n == 2) {
+                MCUD_LOAD_QUAD(x2, x3, c, 40);
+            }
+            MCUD_PAIRS_STEP(a00, a10, wp, 16);
+            MCUD_PAIRS_STEP(a01, a11, wp, 24);
+            wp += 16;
+            c += 32;
+        }
+        if (j < q) {
             uint32_t x0, x1, x2 = 0, x3 = 0;
             MCUD_LOAD_QUAD(x0, x1, c, 0);
             if (n == 2) {
@@ -325,13 +349,15 @@ MCUD_INLINE void mcud_conv_fast_pairs(const int16_t *cols, int32_t i0, int32_t n
             MCUD_PAIRS_STEP(a00, a10, wp, 0);
             MCUD_PAIRS_STEP(a01, a11, wp, 8);
             wp += 8;
-            c += 16;
         }
-        if (has_rq) {
+        if (has_rq) { /* channel by channel: three constants live at a time */
             y0[oc * ysc] = mcud_conv_fast_out_rq(a00, rq[1], rq[2], rq[3], p);
-            y0[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a01, rq[5], rq[6], rq[7], p);
             if (n == 2) {
                 y1[oc * ysc] = mcud_conv_fast_out_rq(a10, rq[1], rq[2], rq[3], p);
+            }
+            MCUD_BARRIER(); /* keeps GCC from loading the second channel's constants early (fewer spills) */
+            y0[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a01, rq[5], rq[6], rq[7], p);
+            if (n == 2) {
                 y1[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a11, rq[5], rq[6], rq[7], p);
             }
         } else {
