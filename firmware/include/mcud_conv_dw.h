@@ -95,10 +95,14 @@ typedef struct {
 } mcud_dw_channel;
 
 /* route (a constant at every call): 0 mcud_requant, 1 mcud_requant_hi_r; TFLite models: 2
- * mcud_requant_tfl, 3 mcud_requant_tfl_k */
+ * mcud_requant_tfl, 3 mcud_requant_tfl_k, 4 the same with the output zero point in k_hi (k_hi + zy * 2^r: the
+ * high word grows by zy * 2^r, which the shift by r turns into exactly + zy; taken where it stays in int32) */
 MCUD_INLINE int8_t mcud_dw_out(int32_t acc, const mcud_dw_channel *ch, int32_t hi_route,
                                const mcud_conv_s8_params *p)
 {
+    if (hi_route == 4) {
+        return mcud_dw_clamp8(mcud_requant_tfl_k(acc, ch->mult, ch->k_hi, ch->r), p->act_min, p->act_max);
+    }
     int32_t q = hi_route == 3 ? mcud_requant_tfl_k(acc, ch->mult, ch->k_hi, ch->r)
               : hi_route == 2 ? mcud_requant_tfl(acc, ch->mult, ch->shift)
               : hi_route ? mcud_requant_hi_r(acc, ch->mult, ch->r, ch->half)
@@ -152,7 +156,7 @@ MCUD_INLINE void mcud_dw_row(const int8_t *r0, const int8_t *r1, const int8_t *r
     const uint32_t m01 = ch->mid01, m2 = ch->mid2;
 #if MCUD_HAVE_MVE
     if (ow_n >= MCUD_DW_MVE_MIN) { /* narrower rows: the DSP path below takes fewer instructions */
-        mcud_dw_row_mve(r0, r1, r2, yr, ysw, ow_n, sw, ch, hi_route, p);
+        mcud_dw_row_mve(r0, r1, r2, yr, ysw, ow_n, sw, ch, hi_route == 4 ? 3 : hi_route, p); /* shift, not k_hi */
         return;
     }
 #endif
@@ -300,6 +304,14 @@ MCUD_INLINE void mcud_conv_s8_dw_body(const mcud_view *x, const mcud_view *w, co
         int32_t hi_route = ch.shift >= 33 && ch.shift <= 62;
         if (tfl) {
             ch.k_hi = hi_route ? (int32_t)1 << (ch.shift - 33) : 0;
+            if (hi_route) { /* route 4 where the high word stays below 2^31: |acc * mult| / 2^32 < 2^30 */
+                const int64_t k = (int64_t)ch.k_hi + (int64_t)p->out_zero_point * ((int64_t)1 << ch.r);
+                const int64_t mag = k < 0 ? -k : k;
+                if (mag + 1 < ((int64_t)1 << 30)) {
+                    ch.k_hi = (int32_t)k;
+                    hi_route = 2; /* 2 + tfl * 2 below: route 4 */
+                }
+            }
         }
         for (int32_t n = 0; n < yn; n++) {
             const int8_t *xp = xd + n * xn_s + c * xc_s + c0 * xw_s;
@@ -311,7 +323,9 @@ MCUD_INLINE void mcud_conv_s8_dw_body(const mcud_view *x, const mcud_view *w, co
                 for (int32_t oh = 0; oh < yh; oh++) {
                     const int8_t *top = buf + oh * sh * rw;
                     if (tfl) {
-                        if (hi_route) {
+                        if (hi_route == 2) {
+                            mcud_dw_row(top, top + rw, top + 2 * rw, yp + oh * yh_s, yw_s, yw, sw, &ch, 4, p);
+                        } else if (hi_route) {
                             mcud_dw_row(top, top + rw, top + 2 * rw, yp + oh * yh_s, yw_s, yw, sw, &ch, 3, p);
                         } else {
                             mcud_dw_row(top, top + rw, top + 2 * rw, yp + oh * yh_s, yw_s, yw, sw, &ch, 2, p);
@@ -348,7 +362,9 @@ MCUD_INLINE void mcud_conv_s8_dw_body(const mcud_view *x, const mcud_view *w, co
                     }
                 }
                 if (tfl) {
-                    if (hi_route) {
+                    if (hi_route == 2) {
+                        mcud_dw_row(rows[0], rows[1], rows[2], yp + oh * yh_s, yw_s, yw, sw, &ch, 4, p);
+                    } else if (hi_route) {
                         mcud_dw_row(rows[0], rows[1], rows[2], yp + oh * yh_s, yw_s, yw, sw, &ch, 3, p);
                     } else {
                         mcud_dw_row(rows[0], rows[1], rows[2], yp + oh * yh_s, yw_s, yw, sw, &ch, 2, p);
