@@ -207,6 +207,67 @@ MCUD_INLINE void mcud_dw_row(const int8_t *r0, const int8_t *r1, const int8_t *r
     }
 }
 
+/* Two output rows at stride 1 (both axes) from four buffered rows r0 (its top) at rw bytes apart: the two
+ * middle input rows are loaded and unpacked once for both, so a 2 x 2 block of outputs takes four loads and
+ * eight unpackings where two rows one after the other take six and twelve. Row oh + 1 goes to yr + yhs. */
+MCUD_INLINE void mcud_dw_rows2(const int8_t *r0, int32_t rw, int8_t *yr, int32_t yhs, int32_t ysw, int32_t ow_n,
+                               const mcud_dw_channel *ch, int32_t hi_route, const mcud_conv_s8_params *p)
+{
+    const uint32_t p0 = ch->pair[0], p1 = ch->pair[1], p2 = ch->pair[2];
+    const uint32_t m01 = ch->mid01, m2 = ch->mid2;
+    int32_t ow = 0;
+    for (; ow + 2 <= ow_n; ow += 2) {
+        int32_t a0 = ch->bias, a1 = a0, b0 = a0, b1 = a0; /* a: row oh, b: row oh + 1 */
+        const int8_t *xr = r0 + ow;
+        uint32_t v, e, o;
+        v = mcud_load32(xr);
+        e = mcud_sxtb16(v);
+        o = mcud_sxtb16_ror8(v);
+        a0 = mcud_smlad(e, p0, a0);
+        a1 = mcud_smlad(o, p0, a1);
+        a0 = mcud_dw_mac_bb(o, m01, a0);
+        a1 = mcud_dw_mac_tb(e, m01, a1);
+        v = mcud_load32(xr + rw);
+        e = mcud_sxtb16(v);
+        o = mcud_sxtb16_ror8(v);
+        a0 = mcud_smlad(e, p1, a0);
+        a1 = mcud_smlad(o, p1, a1);
+        a0 = mcud_dw_mac_bt(o, m01, a0);
+        a1 = mcud_dw_mac_tt(e, m01, a1);
+        b0 = mcud_smlad(e, p0, b0);
+        b1 = mcud_smlad(o, p0, b1);
+        b0 = mcud_dw_mac_bb(o, m01, b0);
+        b1 = mcud_dw_mac_tb(e, m01, b1);
+        v = mcud_load32(xr + 2 * rw);
+        e = mcud_sxtb16(v);
+        o = mcud_sxtb16_ror8(v);
+        a0 = mcud_smlad(e, p2, a0);
+        a1 = mcud_smlad(o, p2, a1);
+        a0 = mcud_dw_mac_bb(o, m2, a0);
+        a1 = mcud_dw_mac_tb(e, m2, a1);
+        b0 = mcud_smlad(e, p1, b0);
+        b1 = mcud_smlad(o, p1, b1);
+        b0 = mcud_dw_mac_bt(o, m01, b0);
+        b1 = mcud_dw_mac_tt(e, m01, b1);
+        v = mcud_load32(xr + 3 * rw);
+        e = mcud_sxtb16(v);
+        o = mcud_sxtb16_ror8(v);
+        b0 = mcud_smlad(e, p2, b0);
+        b1 = mcud_smlad(o, p2, b1);
+        b0 = mcud_dw_mac_bb(o, m2, b0);
+        b1 = mcud_dw_mac_tb(e, m2, b1);
+        yr[ow * ysw] = mcud_dw_out(a0, ch, hi_route, p);
+        yr[(ow + 1) * ysw] = mcud_dw_out(a1, ch, hi_route, p);
+        yr[yhs + ow * ysw] = mcud_dw_out(b0, ch, hi_route, p);
+        yr[yhs + (ow + 1) * ysw] = mcud_dw_out(b1, ch, hi_route, p);
+    }
+    if (ow < ow_n) { /* an odd width: the last column of each row as mcud_dw_row does it */
+        mcud_dw_row(r0 + ow, r0 + ow + rw, r0 + ow + 2 * rw, yr + ow * ysw, ysw, 1, 1, ch, hi_route, p);
+        mcud_dw_row(r0 + ow + rw, r0 + ow + 2 * rw, r0 + ow + 3 * rw, yr + yhs + ow * ysw, ysw, 1, 1, ch, hi_route,
+                    p);
+    }
+}
+
 /* Input row ih of the plane into buf[pad + c] for the columns c in [0, n) the windows reach. */
 MCUD_INLINE void mcud_dw_copy_row(int8_t *buf, const int8_t *xr, int32_t xsw, int32_t n)
 {
@@ -320,7 +381,32 @@ MCUD_INLINE void mcud_conv_s8_dw_body(const mcud_view *x, const mcud_view *w, co
                 for (int32_t r = r0; r < r1; r++) {
                     mcud_dw_copy_row(buf + (ph + r) * rw + pw + c0, xp + r * xh_s, xw_s, ncopy);
                 }
-                for (int32_t oh = 0; oh < yh; oh++) {
+                int32_t oh = 0;
+#if MCUD_HAVE_MVE
+                const int32_t rows2 = sh == 1 && sw == 1 && yw < MCUD_DW_MVE_MIN; /* wider: mcud_dw_row_mve */
+#else
+                const int32_t rows2 = sh == 1 && sw == 1;
+#endif
+                if (rows2) { /* output rows two at a time */
+                    for (; oh + 2 <= yh; oh += 2) {
+                        const int8_t *top = buf + oh * rw;
+                        int8_t *yr = yp + oh * yh_s;
+                        if (tfl) {
+                            if (hi_route == 2) {
+                                mcud_dw_rows2(top, rw, yr, yh_s, yw_s, yw, &ch, 4, p);
+                            } else if (hi_route) {
+                                mcud_dw_rows2(top, rw, yr, yh_s, yw_s, yw, &ch, 3, p);
+                            } else {
+                                mcud_dw_rows2(top, rw, yr, yh_s, yw_s, yw, &ch, 2, p);
+                            }
+                        } else if (hi_route) {
+                            mcud_dw_rows2(top, rw, yr, yh_s, yw_s, yw, &ch, 1, p);
+                        } else {
+                            mcud_dw_rows2(top, rw, yr, yh_s, yw_s, yw, &ch, 0, p);
+                        }
+                    }
+                }
+                for (; oh < yh; oh++) {
                     const int8_t *top = buf + oh * sh * rw;
                     if (tfl) {
                         if (hi_route == 2) {
