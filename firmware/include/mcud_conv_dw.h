@@ -95,10 +95,14 @@ typedef struct {
 } mcud_dw_channel;
 
 /* route (a constant at every call): 0 mcud_requant, 1 mcud_requant_hi_r; TFLite models: 2
- * mcud_requant_tfl, 3 mcud_requant_tfl_k */
+ * mcud_requant_tfl, 3 mcud_requant_tfl_k, 4 the same with the output zero point in k_hi (k_hi + zy * 2^r: the
+ * high word grows by zy * 2^r, which the shift by r turns into exactly + zy; taken where it stays in int32) */
 MCUD_INLINE int8_t mcud_dw_out(int32_t acc, const mcud_dw_channel *ch, int32_t hi_route,
                                const mcud_conv_s8_params *p)
 {
+    if (hi_route == 4) {
+        return mcud_dw_clamp8(mcud_requant_tfl_k(acc, ch->mult, ch->k_hi, ch->r), p->act_min, p->act_max);
+    }
     int32_t q = hi_route == 3 ? mcud_requant_tfl_k(acc, ch->mult, ch->k_hi, ch->r)
               : hi_route == 2 ? mcud_requant_tfl(acc, ch->mult, ch->shift)
               : hi_route ? mcud_requant_hi_r(acc, ch->mult, ch->r, ch->half)
@@ -197,7 +201,7 @@ MCUD_INLINE void mcud_dw_row(const int8_t *r0, const int8_t *r1, const int8_t *r
                              const mcud_conv_s8_params *p)
 {
 #if MCUD_HAVE_MVE
-    mcud_dw_row_mve(r0, r1, r2, yr, ysw, ow_n, sw, ch, hi_route, p);
+    mcud_dw_row_mve(r0, r1, r2, yr, ysw, ow_n, sw, ch, hi_route == 4 ? 3 : hi_route, p); /* shift, not k_hi */
     return;
 #endif
     const uint32_t p0 = ch->pair[0], p1 = ch->pair[1], p2 = ch->pair[2];
@@ -246,6 +250,67 @@ MCUD_INLINE void mcud_dw_row(const int8_t *r0, const int8_t *r1, const int8_t *r
         a0 = mcud_smlad(mcud_sxtb16(v), p2, a0);
         a0 = mcud_dw_mac_bb(mcud_sxtb16_ror8(v), m2, a0);
         yr[ow * ysw] = mcud_dw_out(a0, ch, hi_route, p);
+    }
+}
+
+/* Two output rows at stride 1 (both axes) from four buffered rows r0 (its top) at rw bytes apart: the two
+ * middle input rows are loaded and unpacked once for both, so a 2 x 2 block of outputs takes four loads and
+ * eight unpackings where two rows one after the other take six and twelve. Row oh + 1 goes to yr + yhs. */
+MCUD_INLINE void mcud_dw_rows2(const int8_t *r0, int32_t rw, int8_t *yr, int32_t yhs, int32_t ysw, int32_t ow_n,
+                               const mcud_dw_channel *ch, int32_t hi_route, const mcud_conv_s8_params *p)
+{
+    const uint32_t p0 = ch->pair[0], p1 = ch->pair[1], p2 = ch->pair[2];
+    const uint32_t m01 = ch->mid01, m2 = ch->mid2;
+    int32_t ow = 0;
+    for (; ow + 2 <= ow_n; ow += 2) {
+        int32_t a0 = ch->bias, a1 = a0, b0 = a0, b1 = a0; /* a: row oh, b: row oh + 1 */
+        const int8_t *xr = r0 + ow;
+        uint32_t v, e, o;
+        v = mcud_load32(xr);
+        e = mcud_sxtb16(v);
+        o = mcud_sxtb16_ror8(v);
+        a0 = mcud_smlad(e, p0, a0);
+        a1 = mcud_smlad(o, p0, a1);
+        a0 = mcud_dw_mac_bb(o, m01, a0);
+        a1 = mcud_dw_mac_tb(e, m01, a1);
+        v = mcud_load32(xr + rw);
+        e = mcud_sxtb16(v);
+        o = mcud_sxtb16_ror8(v);
+        a0 = mcud_smlad(e, p1, a0);
+        a1 = mcud_smlad(o, p1, a1);
+        a0 = mcud_dw_mac_bt(o, m01, a0);
+        a1 = mcud_dw_mac_tt(e, m01, a1);
+        b0 = mcud_smlad(e, p0, b0);
+        b1 = mcud_smlad(o, p0, b1);
+        b0 = mcud_dw_mac_bb(o, m01, b0);
+        b1 = mcud_dw_mac_tb(e, m01, b1);
+        v = mcud_load32(xr + 2 * rw);
+        e = mcud_sxtb16(v);
+        o = mcud_sxtb16_ror8(v);
+        a0 = mcud_smlad(e, p2, a0);
+        a1 = mcud_smlad(o, p2, a1);
+        a0 = mcud_dw_mac_bb(o, m2, a0);
+        a1 = mcud_dw_mac_tb(e, m2, a1);
+        b0 = mcud_smlad(e, p1, b0);
+        b1 = mcud_smlad(o, p1, b1);
+        b0 = mcud_dw_mac_bt(o, m01, b0);
+        b1 = mcud_dw_mac_tt(e, m01, b1);
+        v = mcud_load32(xr + 3 * rw);
+        e = mcud_sxtb16(v);
+        o = mcud_sxtb16_ror8(v);
+        b0 = mcud_smlad(e, p2, b0);
+        b1 = mcud_smlad(o, p2, b1);
+        b0 = mcud_dw_mac_bb(o, m2, b0);
+        b1 = mcud_dw_mac_tb(e, m2, b1);
+        yr[ow * ysw] = mcud_dw_out(a0, ch, hi_route, p);
+        yr[(ow + 1) * ysw] = mcud_dw_out(a1, ch, hi_route, p);
+        yr[yhs + ow * ysw] = mcud_dw_out(b0, ch, hi_route, p);
+        yr[yhs + (ow + 1) * ysw] = mcud_dw_out(b1, ch, hi_route, p);
+    }
+    if (ow < ow_n) { /* an odd width: the last column of each row as mcud_dw_row does it */
+        mcud_dw_row(r0 + ow, r0 + ow + rw, r0 + ow + 2 * rw, yr + ow * ysw, ysw, 1, 1, ch, hi_route, p);
+        mcud_dw_row(r0 + ow + rw, r0 + ow + 2 * rw, r0 + ow + 3 * rw, yr + yhs + ow * ysw, ysw, 1, 1, ch, hi_route,
+                    p);
     }
 }
 
@@ -351,6 +416,14 @@ MCUD_INLINE void mcud_conv_s8_dw_body(const mcud_view *x, const mcud_view *w, co
         int32_t hi_route = ch.shift >= 33 && ch.shift <= 62;
         if (tfl) {
             ch.k_hi = hi_route ? (int32_t)1 << (ch.shift - 33) : 0;
+            if (hi_route) { /* route 4 where the high word stays below 2^31: |acc * mult| / 2^32 < 2^30 */
+                const int64_t k = (int64_t)ch.k_hi + (int64_t)p->out_zero_point * ((int64_t)1 << ch.r);
+                const int64_t mag = k < 0 ? -k : k;
+                if (mag + 1 < ((int64_t)1 << 30)) {
+                    ch.k_hi = (int32_t)k;
+                    hi_route = 2; /* 2 + tfl * 2 below: route 4 */
+                }
+            }
         }
         for (int32_t n = 0; n < yn; n++) {
             const int8_t *xp = xd + n * xn_s + c * xc_s + c0 * xw_s;
@@ -375,10 +448,37 @@ MCUD_INLINE void mcud_conv_s8_dw_body(const mcud_view *x, const mcud_view *w, co
                     continue;
                 }
 #endif
-                for (int32_t oh = 0; oh < yh; oh++) {
+                int32_t oh = 0;
+#if MCUD_HAVE_MVE
+                const int32_t rows2 = 0; /* rows of any width: mcud_dw_row_mve */
+#else
+                const int32_t rows2 = sh == 1 && sw == 1;
+#endif
+                if (rows2) { /* output rows two at a time */
+                    for (; oh + 2 <= yh; oh += 2) {
+                        const int8_t *top = buf + oh * rw;
+                        int8_t *yr = yp + oh * yh_s;
+                        if (tfl) {
+                            if (hi_route == 2) {
+                                mcud_dw_rows2(top, rw, yr, yh_s, yw_s, yw, &ch, 4, p);
+                            } else if (hi_route) {
+                                mcud_dw_rows2(top, rw, yr, yh_s, yw_s, yw, &ch, 3, p);
+                            } else {
+                                mcud_dw_rows2(top, rw, yr, yh_s, yw_s, yw, &ch, 2, p);
+                            }
+                        } else if (hi_route) {
+                            mcud_dw_rows2(top, rw, yr, yh_s, yw_s, yw, &ch, 1, p);
+                        } else {
+                            mcud_dw_rows2(top, rw, yr, yh_s, yw_s, yw, &ch, 0, p);
+                        }
+                    }
+                }
+                for (; oh < yh; oh++) {
                     const int8_t *top = buf + oh * sh * rw;
                     if (tfl) {
-                        if (hi_route) {
+                        if (hi_route == 2) {
+                            mcud_dw_row(top, top + rw, top + 2 * rw, yp + oh * yh_s, yw_s, yw, sw, &ch, 4, p);
+                        } else if (hi_route) {
                             mcud_dw_row(top, top + rw, top + 2 * rw, yp + oh * yh_s, yw_s, yw, sw, &ch, 3, p);
                         } else {
                             mcud_dw_row(top, top + rw, top + 2 * rw, yp + oh * yh_s, yw_s, yw, sw, &ch, 2, p);
@@ -415,7 +515,9 @@ MCUD_INLINE void mcud_conv_s8_dw_body(const mcud_view *x, const mcud_view *w, co
                     }
                 }
                 if (tfl) {
-                    if (hi_route) {
+                    if (hi_route == 2) {
+                        mcud_dw_row(rows[0], rows[1], rows[2], yp + oh * yh_s, yw_s, yw, sw, &ch, 4, p);
+                    } else if (hi_route) {
                         mcud_dw_row(rows[0], rows[1], rows[2], yp + oh * yh_s, yw_s, yw, sw, &ch, 3, p);
                     } else {
                         mcud_dw_row(rows[0], rows[1], rows[2], yp + oh * yh_s, yw_s, yw, sw, &ch, 2, p);

@@ -53,7 +53,17 @@ typedef struct {
                                kernel row as [w0 w1 w2 0] (mcud_conv_direct_row3); else NULL */
     const int32_t *mult;
     const int32_t *shift;
+    const int32_t *rq;      /* TFLite models whose every shift is in [33, 62] (hi_shift 3), or NULL: per output
+                               channel MCUD_FAST_RQ values {bias, mult, k, r1} read in one go by the block kernels,
+                               k being mcud_requant_tfl_k's k_hi with the output zero point folded in
+                               (k_hi + (zy << r1), r1 = shift - 32), so the result needs no addition */
+    const int16_t *w16;     /* or NULL: the weights widened to int16 for the block kernels of the DSP and
+                               portable paths (mcud_conv_fast_pairs), output channels in pairs: per pair and
+                               group of four taps the first channel's four then the second's, the last channel of
+                               an odd count alone, four per group; zeros up to kpad */
 } mcud_conv_s8_fast_params;
+
+#define MCUD_FAST_RQ 4 /* int32 per output channel in mcud_conv_s8_fast_params.rq */
 
 typedef struct {
     int32_t n, c, h, w;
@@ -73,6 +83,12 @@ MCUD_INLINE mcud_fast_dims mcud_fast_dims_of(const mcud_view *v)
     d.sw = v->stride[v->ndim - 1];
     return d;
 }
+
+#if defined(__GNUC__)
+#define MCUD_BARRIER() __asm__("" ::: "memory")
+#else
+#define MCUD_BARRIER() ((void)0)
+#endif
 
 #if defined(__GNUC__) && !defined(__clang__)
 #define MCUD_UNROLL _Pragma("GCC unroll 16")
@@ -139,7 +155,9 @@ MCUD_INLINE void mcud_conv_fast_col(const int8_t *xn, const mcud_fast_dims *X, i
     if (p->inside || (ih0 >= 0 && iw0 >= 0 && ih0 + (kh_n - 1) * p->dilation[0] < X->h &&
                       iw0 + (kw_n - 1) * p->dilation[1] < X->w)) { /* the window is inside the input */
         const int8_t *xp = xn + ih0 * X->sh + iw0 * X->sw;
+        MCUD_UNROLL /* every tap's place in the column a constant (few channels: this order has C % 4 != 0) */
         for (int32_t c = 0; c < X->c; c++) {
+            MCUD_UNROLL
             for (int32_t kh = 0; kh < kh_n; kh++) {
                 const int8_t *xr = xp + c * X->sc + kh * dh;
                 MCUD_UNROLL
@@ -185,6 +203,17 @@ MCUD_INLINE int8_t mcud_conv_fast_out(int32_t acc, int32_t oc, const mcud_conv_s
     return (int8_t)mcud_clamp(q + p->out_zero_point, p->act_min, p->act_max);
 }
 
+/* mcud_conv_fast_out through p->rq (rq: the channel's four values): the zero point is in k already. */
+MCUD_INLINE int8_t mcud_conv_fast_out_rq(int32_t acc, int32_t mult, int32_t k, int32_t r1,
+                                         const mcud_conv_s8_fast_params *p)
+{
+    int32_t q = mcud_requant_tfl_k(acc, mult, k, r1);
+    if (p->act_min == -128 && p->act_max == 127) {
+        return (int8_t)mcud_sat8(q);
+    }
+    return (int8_t)mcud_clamp(q, p->act_min, p->act_max);
+}
+
 /* Two pairs (four int16) at byte offset `off` of p: one LDRD on cores with the DSP extension
  * (GCC does not fuse the two loads by itself), two loads elsewhere. */
 typedef struct {
@@ -222,15 +251,19 @@ typedef struct {
         a3 = mcud_smlad(hi_, x1_, a3); \
     } while (0)
 
-/* Every output channel of the four pixels in the scratch, one channel at a time. */
-MCUD_INLINE void mcud_conv_fast_gemm4(const int16_t *cols, int8_t *const *yp, int32_t oc_n, int32_t ysc,
-                                      const mcud_conv_s8_fast_params *p)
+/* Every output channel of the four pixels in the scratch, one channel at a time. The outputs go to
+ * yp[i], or, where flat (a constant: the pixels are consecutive in a dense output), to y0 + i * ysw, so
+ * that every store is one register plus a constant. */
+MCUD_INLINE void mcud_conv_fast_gemm4(const int16_t *cols, int8_t *const *yp, int8_t *y0, int32_t ysw, int32_t flat,
+                                      int32_t oc_n, int32_t ysc, const mcud_conv_s8_fast_params *p)
 {
     const int32_t q = p->kpad / 4; /* groups of four taps */
     const int8_t *wa = p->w;
+    const int32_t has_rq = p->rq != NULL; /* a constant once inlined */
     for (int32_t oc = 0; oc < oc_n; oc++) {
         const int16_t *c = cols;
-        int32_t a0 = p->bias[oc], a1 = a0, a2 = a0, a3 = a0;
+        const int32_t *rq = has_rq ? p->rq + oc * MCUD_FAST_RQ : NULL;
+        int32_t a0 = has_rq ? rq[0] : p->bias[oc], a1 = a0, a2 = a0, a3 = a0;
         int32_t j = 0;
         for (; j + 2 <= q; j += 2) {
             MCUD_GEMM4_STEP(wa, c);
@@ -242,10 +275,122 @@ MCUD_INLINE void mcud_conv_fast_gemm4(const int16_t *cols, int8_t *const *yp, in
             MCUD_GEMM4_STEP(wa, c);
             wa += 4;
         }
-        yp[0][oc * ysc] = mcud_conv_fast_out(a0, oc, p);
-        yp[1][oc * ysc] = mcud_conv_fast_out(a1, oc, p);
-        yp[2][oc * ysc] = mcud_conv_fast_out(a2, oc, p);
-        yp[3][oc * ysc] = mcud_conv_fast_out(a3, oc, p);
+        int8_t *o0 = flat ? y0 + oc * ysc : yp[0] + oc * ysc;
+        int8_t *o1 = flat ? y0 + oc * ysc + ysw : yp[1] + oc * ysc;
+        int8_t *o2 = flat ? y0 + oc * ysc + 2 * ysw : yp[2] + oc * ysc;
+        int8_t *o3 = flat ? y0 + oc * ysc + 3 * ysw : yp[3] + oc * ysc;
+        if (has_rq) {
+            const int32_t mult = rq[1], k = rq[2], r1 = rq[3];
+            *o0 = mcud_conv_fast_out_rq(a0, mult, k, r1, p);
+            *o1 = mcud_conv_fast_out_rq(a1, mult, k, r1, p);
+            *o2 = mcud_conv_fast_out_rq(a2, mult, k, r1, p);
+            *o3 = mcud_conv_fast_out_rq(a3, mult, k, r1, p);
+            continue;
+        }
+        *o0 = mcud_conv_fast_out(a0, oc, p);
+        *o1 = mcud_conv_fast_out(a1, oc, p);
+        *o2 = mcud_conv_fast_out(a2, oc, p);
+        *o3 = mcud_conv_fast_out(a3, oc, p);
+    }
+}
+
+/* Four taps of two pixels (their pairs x0 x1 and x2 x3) against one channel's four weights at byte offset off
+ * of w: a<pixel 0> and b<pixel 1>. */
+#define MCUD_PAIRS_STEP(a, b, w, off) \
+    do { \
+        uint32_t w0_, w1_; \
+        MCUD_LOAD_QUAD(w0_, w1_, w, off); \
+        a = mcud_smlad(x0, w0_, a); \
+        a = mcud_smlad(x1, w1_, a); \
+        if (n == 2) { \
+            b = mcud_smlad(x2, w0_, b); \
+            b = mcud_smlad(x3, w1_, b); \
+        } \
+    } while (0)
+
+/* Output channels two at a time for n (1 or 2, a constant) pixels of the scratch, from column i0, with the
+ * int16 weights of p->w16: per group of four taps each pixel's two pairs are loaded once and meet both
+ * channels' weights, so 16 multiply-accumulates take four 64-bit loads and eight SMLAD (no unpacking of
+ * weights). Pixel j writes channel oc at yo[j] + oc * ysc. */
+MCUD_INLINE void mcud_conv_fast_pairs(const int16_t *cols, int32_t i0, int32_t n, int8_t *y0, int8_t *y1,
+                                      int32_t oc_n, int32_t ysc, const mcud_conv_s8_fast_params *p)
+{
+    const int32_t q = p->kpad / 4;
+    const int16_t *wp = p->w16;
+    const int32_t has_rq = p->rq != NULL;
+    int32_t oc = 0;
+    for (; oc + 2 <= oc_n; oc += 2) {
+        const int16_t *c = cols + 4 * i0;
+        const int32_t *rq = has_rq ? p->rq + oc * MCUD_FAST_RQ : NULL;
+        int32_t b0 = has_rq ? rq[0] : p->bias[oc], b1 = has_rq ? rq[MCUD_FAST_RQ] : p->bias[oc + 1];
+        int32_t a00 = b0, a01 = b1, a10 = b0, a11 = b1; /* a<pixel><channel> */
+/* One group of four taps: each pixel's two pairs loaded once (byte offset cb of c) for both channels' weights
+ * (byte offset wb of wp). */
+#define MCUD_PAIRS_GROUP(cb, wb) \
+    do { \
+        uint32_t x0, x1, x2 = 0, x3 = 0; \
+        MCUD_LOAD_QUAD(x0, x1, c, cb); \
+        if (n == 2) { \
+            MCUD_LOAD_QUAD(x2, x3, c, cb + 8); \
+        } \
+        MCUD_PAIRS_STEP(a00, a10, wp, wb); \
+        MCUD_PAIRS_STEP(a01, a11, wp, wb + 8); \
+    } while (0)
+        int32_t j = 0;
+        for (; j + 4 <= q; j += 4) { /* four groups a turn: a quarter of the loop's own instructions */
+            MCUD_PAIRS_GROUP(0, 0);
+            MCUD_PAIRS_GROUP(32, 16);
+            MCUD_PAIRS_GROUP(64, 32);
+            MCUD_PAIRS_GROUP(96, 48);
+            wp += 32;
+            c += 64;
+        }
+        for (; j < q; j++) {
+            MCUD_PAIRS_GROUP(0, 0);
+            wp += 8;
+            c += 16;
+        }
+#undef MCUD_PAIRS_GROUP
+        if (has_rq) { /* channel by channel: three constants live at a time */
+            y0[oc * ysc] = mcud_conv_fast_out_rq(a00, rq[1], rq[2], rq[3], p);
+            if (n == 2) {
+                y1[oc * ysc] = mcud_conv_fast_out_rq(a10, rq[1], rq[2], rq[3], p);
+            }
+            MCUD_BARRIER(); /* keeps GCC from loading the second channel's constants early (fewer spills) */
+            y0[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a01, rq[5], rq[6], rq[7], p);
+            if (n == 2) {
+                y1[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a11, rq[5], rq[6], rq[7], p);
+            }
+        } else {
+            y0[oc * ysc] = mcud_conv_fast_out(a00, oc, p);
+            y0[(oc + 1) * ysc] = mcud_conv_fast_out(a01, oc + 1, p);
+            if (n == 2) {
+                y1[oc * ysc] = mcud_conv_fast_out(a10, oc, p);
+                y1[(oc + 1) * ysc] = mcud_conv_fast_out(a11, oc + 1, p);
+            }
+        }
+    }
+    if (oc < oc_n) { /* the last of an odd count: four weights a group */
+        const int16_t *c = cols + 4 * i0;
+        int32_t a0 = p->bias[oc], a1 = a0;
+        for (int32_t j = 0; j < q; j++) {
+            uint32_t x0, x1, w0, w1;
+            MCUD_LOAD_QUAD(w0, w1, wp, 0);
+            MCUD_LOAD_QUAD(x0, x1, c, 0);
+            a0 = mcud_smlad(x0, w0, a0);
+            a0 = mcud_smlad(x1, w1, a0);
+            if (n == 2) {
+                MCUD_LOAD_QUAD(x0, x1, c, 8);
+                a1 = mcud_smlad(x0, w0, a1);
+                a1 = mcud_smlad(x1, w1, a1);
+            }
+            wp += 4;
+            c += 16;
+        }
+        y0[oc * ysc] = mcud_conv_fast_out(a0, oc, p);
+        if (n == 2) {
+            y1[oc * ysc] = mcud_conv_fast_out(a1, oc, p);
+        }
     }
 }
 
@@ -300,6 +445,8 @@ MCUD_INLINE void mcud_conv_fast_blocks(const mcud_view *x, const mcud_view *w, c
             cols[MCUD_COL_AT(kk, i)] = 0;
         }
     }
+    /* rows follow one another in the output: pixel i of an image at i * Y.sw */
+    const int32_t flat = Y.h == 1 || Y.sh == Y.w * Y.sw;
     for (int32_t n = 0; n < Y.n; n++) {
         const int8_t *xn = (const int8_t *)x->data + n * X.sn;
         int8_t *yn = (int8_t *)y->data + n * Y.sn;
@@ -308,6 +455,44 @@ MCUD_INLINE void mcud_conv_fast_blocks(const mcud_view *x, const mcud_view *w, c
         int32_t left = Y.h * Y.w;
         for (; left > 0; left -= MCUD_CONV_FAST_PIXELS) {
             int32_t m = left < MCUD_CONV_FAST_PIXELS ? left : MCUD_CONV_FAST_PIXELS;
+            if (p->w16 != NULL) { /* pairs of pixels, channels in pairs (mcud_conv_fast_pairs) */
+                int8_t *y0 = yn + oh * Y.sh + ow * Y.sw;
+                for (int32_t i = 0; i < m; i++) {
+                    yp[i] = yn + oh * Y.sh + ow * Y.sw;
+                    mcud_conv_fast_col(xn, &X, kh_n, kw_n, p, oh, ow, cols + 4 * i);
+                    if (++ow == Y.w) {
+                        ow = 0;
+                        oh++;
+                    }
+                }
+                if (m == MCUD_CONV_FAST_PIXELS) {
+                    for (int32_t i = 0; i < MCUD_CONV_FAST_PIXELS; i += 2) {
+                        mcud_conv_fast_pairs(cols, i, 2, flat ? y0 + i * Y.sw : yp[i],
+                                             flat ? y0 + (i + 1) * Y.sw : yp[i + 1], Y.c, Y.sc, p);
+                    }
+                    continue;
+                }
+                int32_t i = 0;
+                for (; i + 2 <= m; i += 2) {
+                    mcud_conv_fast_pairs(cols, i, 2, yp[i], yp[i + 1], Y.c, Y.sc, p);
+                }
+                if (i < m) {
+                    mcud_conv_fast_pairs(cols, i, 1, yp[i], yp[i], Y.c, Y.sc, p);
+                }
+                continue;
+            }
+            if (flat && m == MCUD_CONV_FAST_PIXELS) {
+                int8_t *y0 = yn + oh * Y.sh + ow * Y.sw;
+                for (int32_t i = 0; i < MCUD_CONV_FAST_PIXELS; i++) {
+                    mcud_conv_fast_col(xn, &X, kh_n, kw_n, p, oh, ow, cols + 4 * i);
+                    if (++ow == Y.w) {
+                        ow = 0;
+                        oh++;
+                    }
+                }
+                mcud_conv_fast_gemm4(cols, yp, y0, Y.sw, 1, Y.c, Y.sc, p);
+                continue;
+            }
             for (int32_t i = 0; i < m; i++) {
                 yp[i] = yn + oh * Y.sh + ow * Y.sw;
                 mcud_conv_fast_col(xn, &X, kh_n, kw_n, p, oh, ow, cols + 4 * i);
@@ -331,7 +516,7 @@ MCUD_INLINE void mcud_conv_fast_blocks(const mcud_view *x, const mcud_view *w, c
                 mcud_conv_fast_repeat(cols, 2, p);
                 yp[3] = yp[2];
             }
-            mcud_conv_fast_gemm4(cols, yp, Y.c, Y.sc, p);
+            mcud_conv_fast_gemm4(cols, yp, yn, 0, 0, Y.c, Y.sc, p);
         }
     }
 }

@@ -6,7 +6,7 @@
  * take the max of the codes and their average rounded half away from zero (mcud_avgpool_*_tfl). */
 #include <math.h>
 
-#include "mcud_dsp.h" /* MCUD_HAVE_MVE */
+#include "mcud_dsp.h" /* MCUD_HAVE_MVE, the DSP extension's SMLAD */
 #include "mcud_pool.h"
 
 #define MCUD_POOL_FLT_LOWEST (-3.402823466e+38f)
@@ -202,14 +202,53 @@ void mcud_avgpool_s8(const mcud_view *x, const mcud_view *y, const mcud_avgpool_
     POOL_LOOP_END
 }
 
-#define AVG_TFL(NAME, T)                                                                           \
+#if !MCUD_HAVE_MVE /* an MVE core sums its windows in vectors (mcud_avgpool_s8_tfl below) */
+/* n consecutive int8 codes summed four at a time (two dual multiply-accumulates by (1, 1) a word): the same
+ * int32 sum as one at a time. */
+static int32_t sum_s8(const int8_t *p, int32_t n)
+{
+    int32_t s = 0, i = 0;
+    for (; i + 4 <= n; i += 4) {
+        uint32_t v = mcud_load32(p + i);
+        s = mcud_smlad(mcud_sxtb16(v), 0x00010001u, s);
+        s = mcud_smlad(mcud_sxtb16_ror8(v), 0x00010001u, s);
+    }
+    for (; i < n; i++) {
+        s += p[i];
+    }
+    return s;
+}
+#endif
+
+static int32_t sum_s16(const int16_t *p, int32_t n)
+{
+    int32_t s = 0;
+    for (int32_t i = 0; i < n; i++) {
+        s += p[i];
+    }
+    return s;
+}
+
+/* The window's taps inside the input: runs of consecutive codes where rows are dense (the whole window as
+ * one run where it spans whole rows that follow one another), else tap by tap. */
+#define AVG_TFL(NAME, T, SUM)                                                                      \
     void NAME(const mcud_view *x, const mcud_view *y, const mcud_avgpool_tfl_params *p)            \
     {                                                                                              \
         const T *xp = (const T *)x->data;                                                          \
         T *yp = (T *)y->data;                                                                      \
+        const int32_t runs = p->dilation[1] == 1 && x->stride[x->ndim - 1] == 1;                   \
         POOL_LOOP_BEGIN(p)                                                                         \
         int32_t s = 0;                                                                             \
-        POOL_TAPS(p, { s += xp[at]; })                                                             \
+        if (runs && w0 + kwl == 0 && w0 + kwh == xd.w && (khh - khl == 1 ||                        \
+                                                          (p->dilation[0] == 1 && xd.sh == xd.w))) { \
+            s = SUM(xp + xbase + (h0 + khl * p->dilation[0]) * xd.sh, (khh - khl) * xd.w);          \
+        } else if (runs) {                                                                         \
+            for (int32_t kh = khl; kh < khh; kh++) {                                               \
+                s += SUM(xp + xbase + (h0 + kh * p->dilation[0]) * xd.sh + w0 + kwl, kwh - kwl);   \
+            }                                                                                      \
+        } else {                                                                                   \
+            POOL_TAPS(p, { s += xp[at]; })                                                         \
+        }                                                                                          \
         int32_t cnt = (khh - khl) * (kwh - kwl);                                                   \
         cnt = cnt < 1 ? 1 : cnt;                                                                   \
         int32_t v = s > 0 ? (s + cnt / 2) / cnt : (s - cnt / 2) / cnt;                             \
@@ -237,9 +276,9 @@ void mcud_avgpool_s8_tfl(const mcud_view *x, const mcud_view *y, const mcud_avgp
     POOL_LOOP_END
 }
 #else
-AVG_TFL(mcud_avgpool_s8_tfl, int8_t)
+AVG_TFL(mcud_avgpool_s8_tfl, int8_t, sum_s8)
 #endif
-AVG_TFL(mcud_avgpool_s16_tfl, int16_t)
+AVG_TFL(mcud_avgpool_s16_tfl, int16_t, sum_s16)
 
 /* The running sums of a cut average: one value per (n, c), read from before (0 for the first
  * piece) and written to sum, which may be the same bytes (in place). */

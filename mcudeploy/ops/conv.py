@@ -386,9 +386,9 @@ class Conv(Op):
         hwc = g.cin % 4 == 0 and g.kernel != (1, 1)  # the scratch's tap order (mcud_conv_fast_col)
         w = (w4.transpose(0, 2, 3, 1) if hwc else w4).reshape(g.cout, -1)
         kpad = _kpad(g)
-        packed = np.zeros((g.cout, kpad), np.int64)
-        packed[:, :w.shape[1]] = w
-        packed = packed.reshape(g.cout, kpad // 4, 4)[:, :, [0, 2, 1, 3]].reshape(-1)
+        padded = np.zeros((g.cout, kpad), np.int64)
+        padded[:, :w.shape[1]] = w
+        packed = padded.reshape(g.cout, kpad // 4, 4)[:, :, [0, 2, 1, 3]].reshape(-1)
         bias = _bias(node)
         b = graph[bias].data.astype(np.int64) if bias else np.zeros(g.cout, np.int64)
         folded = b - zx * w.sum(axis=1)
@@ -402,7 +402,39 @@ class Conv(Op):
             bias_raw=0 if scratch else Array("int32_t", tuple(int(v) for v in b)),
             w3=0 if scratch or not _row3(g) else Array("int8_t", tuple(int(v) for v in np.pad(
                 w4.reshape(-1, 3), ((0, 0), (0, 1))).reshape(-1))),
-            mult=mults, shift=shifts), scratch=_scratch_bytes(g) if scratch else 0)
+            mult=mults, shift=shifts, rq=_fast_rq(graph, folded, mults.values, shifts.values, zy),
+            w16=Array("int16_t", _w16(padded))),
+            scratch=_scratch_bytes(g) if scratch else 0)
+
+
+def _w16(padded: np.ndarray) -> tuple[int, ...]:
+    """mcud_conv_s8_fast_params.w16: the (OC, kpad) weights as int16 in mcud_conv_fast_pairs' order: output
+    channels in pairs, per pair and group of four taps the first channel's four then the second's; the last
+    channel of an odd count alone."""
+    oc, kpad = padded.shape
+    even = oc - oc % 2
+    pairs = padded[:even].reshape(even // 2, 2, kpad // 4, 4).transpose(0, 2, 1, 3).reshape(-1)
+    return tuple(int(v) for v in np.concatenate([pairs, padded[even:].reshape(-1)]))
+
+
+FAST_RQ = 4  # MCUD_FAST_RQ in firmware/include/mcud_conv_fast.h
+
+
+def _fast_rq(graph: Graph, bias, mults, shifts, zy: int):
+    """mcud_conv_s8_fast_params.rq: per output channel (bias, mult, k, r1) for mcud_requant_tfl_k, the output
+    zero point folded into k (k_hi + zy * 2^r1: the result's high word grows by zy * 2^r1, which the shift by r1
+    turns into exactly + zy), or 0 (NULL) off that route or where the high word could leave int32: it is below
+    2^30 + 2^(r1-1) + 1 in magnitude before the fold."""
+    if _route(graph, shifts) != 3:
+        return 0
+    out = []
+    for b, m, s in zip(bias, mults, shifts):
+        r1 = int(s) - 32
+        k = (1 << (r1 - 1)) + zy * (1 << r1)
+        if (1 << 30) + abs(k) + 1 >= 1 << 31:
+            return 0
+        out += [int(b), int(m), k, r1]
+    return Array("int32_t", tuple(out))
 
 
 def _route(graph: Graph, shifts) -> int:

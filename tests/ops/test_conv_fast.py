@@ -286,7 +286,7 @@ def _arm_objdump(tmp_path, board: str) -> str:
 @needs_arm
 def test_cortex_m4_build_uses_the_dsp_instructions(tmp_path):
     asm = _arm_objdump(tmp_path, "qemu-m4")
-    for insn in ("smlad", "sxtb16", "ldrd", "ssat"):
+    for insn in ("smlad", "ldrd", "ssat"):  # int16 weights from flash (w16): no sxtb16 in the product
         assert f"\t{insn}" in asm, f"no {insn} in the Cortex-M4 build"
     assert "mcud_conv_s8_fast" not in asm  # inlined: its shapes are constants
 

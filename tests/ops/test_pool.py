@@ -3,6 +3,8 @@
 through the host build and on strided views."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -11,6 +13,7 @@ from mcudeploy.frontend import import_onnx
 from mcudeploy.ops import registry
 from mcudeploy.reference import run_reference
 
+from .kernel_harness import Place, run_kernel
 from .onnx_helpers import (check_float, check_int8, check_strided_c, compile_graph, host_run,
                            int8_input, make_model, ort_run, qparams, ref_run, single_node)
 
@@ -208,3 +211,29 @@ def test_host_build_matches_reference(op, shape, attrs):
     model = make_model(op, attrs, shape, qdq=(sx, zx, sy, zy))
     x = int8_input(rng, shape)
     np.testing.assert_array_equal(host_run(model, x), ref_run(model, x))
+
+
+# TFLite's int8 average (mcud_avgpool_s8_tfl): windows summed as runs of consecutive codes where the rows are
+# dense (the whole window as one run where it spans whole rows that follow one another), tap by tap elsewhere
+TFL_AVG_CASES = [
+    ((1, 3, 25, 5), dict(kernel_shape=[25, 5])),  # global: one run of 125 codes per channel
+    ((1, 2, 9, 9), dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])),  # runs of 2 and 3 per row
+    ((2, 2, 8, 8), dict(kernel_shape=[2, 8], strides=[2, 1])),  # whole rows, two at a time
+    ((1, 2, 10, 10), dict(kernel_shape=[2, 3], dilations=[2, 2], pads=[1, 1, 1, 1])),  # dilated: tap by tap
+    ((1, 4, 17), dict(kernel_shape=[5], strides=[2], pads=[2, 2])),
+]
+
+
+@pytest.mark.parametrize("shape,attrs", TFL_AVG_CASES)
+@pytest.mark.parametrize("place", [Place(), Place(pad=1), Place(pad=1, step=2)], ids=["dense", "padded", "stepped"])
+def test_tflite_int8_average_runs_match_reference(shape, attrs, place, tmp_path):
+    rng = np.random.default_rng(11)
+    s, z = qparams(rng)
+    graph = dataclasses.replace(compile_graph(make_model("AveragePool", attrs, shape, qdq=(s, z, s, z))),
+                                arithmetic="tflite")
+    node = graph.nodes[0]
+    call = registry.get(node.op).kernel(graph, node)
+    assert call.fn == "mcud_avgpool_s8_tfl"
+    x = rng.integers(-128, 128, shape).astype(np.int8)
+    got = run_kernel(tmp_path, call, graph, {node.inputs[0]: x}, {node.inputs[0]: place, node.outputs[0]: place})[0]
+    np.testing.assert_array_equal(got, run_reference(graph, [x])[0])
