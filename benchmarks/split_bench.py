@@ -209,7 +209,8 @@ def check_tuned(result, model_path: Path, samples_count: int) -> tuple[str, list
     import numpy as np
 
     from mcudeploy import check
-    from mcudeploy.device.runner import compare_with_host, run_on_board
+    from mcudeploy.check.against_host import compare_with_host
+    from mcudeploy.device.runner import run_on_board
     from mcudeploy.project import load_project
     from mcudeploy.reference import run_reference
 

@@ -274,7 +274,7 @@ def cmd_boards(args) -> int:
 
 
 def cmd_ops(args) -> int:
-    from mcudeploy.ops.catalog import FORMATS, lines
+    from mcudeploy.frontend.catalog import FORMATS, lines
 
     formats = [args.format] if args.format else list(FORMATS)
     for i, fmt in enumerate(formats):
@@ -521,7 +521,7 @@ def cmd_run(args) -> int:
         return 0
     same_as_host = True
     if board_run is not None:
-        from mcudeploy.device.runner import compare_with_host
+        from mcudeploy.check.against_host import compare_with_host
 
         same_as_host, lines = compare_with_host(compiled, outputs, samples)
         for line in lines:

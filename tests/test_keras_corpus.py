@@ -56,7 +56,8 @@ def test_runs_on_host_bit_for_bit_with_the_reference(model, need_tflm, tmp_path)
 @pytest.mark.qemu
 @pytest.mark.parametrize("name", ON_QEMU)
 def test_runs_on_qemu_bit_for_bit(name, need_tflm):
-    from mcudeploy.device.runner import compare_with_host, run_on_board
+    from mcudeploy.check.against_host import compare_with_host
+    from mcudeploy.device.runner import run_on_board
 
     missing = [t for t in ("qemu-system-arm", "arm-none-eabi-gcc") if shutil.which(t) is None]
     if missing:

@@ -67,7 +67,8 @@ def test_runs_on_host_within_a_step_of_onnxruntime(model, tmp_path):
 @pytest.mark.qemu
 @pytest.mark.parametrize("name", ON_QEMU)
 def test_runs_on_qemu_as_on_the_host(name):
-    from mcudeploy.device.runner import compare_with_host, run_on_board
+    from mcudeploy.check.against_host import compare_with_host
+    from mcudeploy.device.runner import run_on_board
 
     missing = [t for t in ("qemu-system-arm", "arm-none-eabi-gcc") if shutil.which(t) is None]
     if missing:

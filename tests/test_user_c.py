@@ -18,7 +18,7 @@ from mcudeploy.boards import Region, load_board
 from mcudeploy.check import random_inputs
 from mcudeploy.cli import main
 from mcudeploy.codegen import write_project
-from mcudeploy.codegen.facts import input_layout, output_layout
+from mcudeploy.analysis.io import input_layout, output_layout
 from mcudeploy.codegen.options import CodeOptions, default_name
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.pipeline import compile_model

@@ -13,7 +13,7 @@ from typing import Optional
 import numpy as np
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from mcudeploy.codegen.facts import io_facts
+from mcudeploy.analysis.io import io_facts
 from mcudeploy.codegen.overwrite import input_overwritten
 from mcudeploy.codegen.options import CodeOptions
 from mcudeploy.codegen.values import c_float, c_int, c_list, c_numbers
@@ -282,7 +282,7 @@ def _states(ctx: _Context) -> list[dict]:
 
 
 def _io(ctx: _Context, name: str, kind: str, index: int) -> dict:
-    """An input's or output's facts (codegen/facts.py), where model.c keeps it (a streamed input: nowhere,
+    """An input's or output's facts (analysis/io.py), where model.c keeps it (a streamed input: nowhere,
     its callback writes its rows), and its scale as C."""
     facts = io_facts(ctx.graph, name, kind)
     streamed = name in ctx.graph.streamed

@@ -11,7 +11,7 @@ An input that is also a graph output cannot be streamed (the caller reads it bac
 """
 from __future__ import annotations
 
-from mcudeploy.codegen.facts import input_layout, quantization
+from mcudeploy.analysis.io import input_layout, quantization
 from mcudeploy.errors import UnsupportedError
 from mcudeploy.ir import Graph, Node
 from mcudeploy.ops.stream import READ_INPUT

@@ -112,7 +112,8 @@ def test_a_board_with_two_regions_links_an_arena_in_each(tmp_path, need_qemu):
     import json
 
     from mcudeploy import check
-    from mcudeploy.device.runner import compare_with_host, run_on_board
+    from mcudeploy.check.against_host import compare_with_host
+    from mcudeploy.device.runner import run_on_board
 
     data = json.loads((Path(__file__).resolve().parents[2] / "boards" / "qemu-m4.json").read_text())
     data["name"] = "qemu-m4-two"

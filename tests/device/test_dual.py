@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mcudeploy.check.inputs import random_inputs
+from mcudeploy.samples import random_inputs
 from mcudeploy.cli import main
 from mcudeploy.device.dual import dual_values
 from mcudeploy.errors import MCUDeployError

@@ -22,7 +22,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from mcudeploy.boards import load_board
 from mcudeploy.check import random_inputs
 from mcudeploy.codegen import write_project
-from mcudeploy.codegen.facts import quantization
+from mcudeploy.analysis.io import quantization
 from mcudeploy.codegen.options import CodeOptions
 from mcudeploy.device.build import CFLAGS, firmware_build_spec
 from mcudeploy.device.host import run_compiled_on_host

@@ -304,7 +304,8 @@ def test_fast_conv_on_qemu_equals_the_host(tmp_path, board):
     if missing:
         pytest.skip(f"needs {' and '.join(missing)}")
     from mcudeploy import check
-    from mcudeploy.device.runner import compare_with_host, run_on_board
+    from mcudeploy.check.against_host import compare_with_host
+    from mcudeploy.device.runner import run_on_board
 
     compiled = _compiled_conv(board)
     assert any(registry.get(n.op).kernel(compiled.graph, n).fn == "mcud_conv_s8_fast"

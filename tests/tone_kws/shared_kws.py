@@ -21,7 +21,7 @@ import numpy as np
 
 def main(argv=None) -> int:
     from mcudeploy.check.inputs import quantize
-    from mcudeploy.codegen.facts import quantization
+    from mcudeploy.analysis.io import quantization
     from mcudeploy.check.onnxrt import run_onnxruntime
     from mcudeploy.frontend import import_model
     from mcudeploy.pipeline import lower
