@@ -12,6 +12,7 @@ import traceback
 from pathlib import Path
 
 from mcudeploy import __version__, interrupts
+from mcudeploy.choices import SCHEDULE_METHODS
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.files import check_output, output_lock, writing
 from mcudeploy.search.budget import CANDIDATES, TIME_LIMIT as TUNE_TIME_LIMIT
@@ -23,19 +24,12 @@ RANDOM_SAMPLES = 20  # run's random inputs (--samples)
 STREAM_STEPS = 20  # run --check of a stateful (streaming) model: at least this many inputs in sequence
 
 
-# Execution orders for the help, as in schedule.METHODS, which checks the option (tests/test_cli_errors.py
-# holds the two equal; importing the scheduler here would cost every command half a second).
-SCHEDULE_METHODS = ("auto", "exact", "refine", "bfs", "dfs", "rpo", "demand", "model", "pieces")
 PORT_HELP = "serial port of a flashed board (a pyserial URL: /dev/ttyACM0, socket://HOST:PORT)"
 
 
 def _board_option(p: argparse.ArgumentParser, required: bool = True, help: str = "") -> None:
     p.add_argument("-b", "--board", required=required,
                    help="target board (see `mcudeploy boards`; compile, run and measure also take a system)" + help)
-
-
-def _port_option(p: argparse.ArgumentParser, help: str = PORT_HELP) -> None:
-    p.add_argument("--port", help=help)
 
 
 def _pool_options(p: argparse.ArgumentParser) -> None:

@@ -36,7 +36,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("ir",),
     ("boards",),
     ("clocks",),
-    ("effort", "fit", "files", "interrupts", "progress", "resources", "schema", "layers"),
+    ("choices", "effort", "fit", "files", "interrupts", "progress", "resources", "schema", "layers"),
     ("errors",),
     ("mcudeploy",),  # the package itself: __version__
 )

@@ -32,8 +32,7 @@ from mcudeploy.passes.stream_input import stream_inputs
 from mcudeploy.schedule import Schedule, schedule
 
 
-SCRATCH_POLICIES = ("fit", "keep")
-FAST_MEMORY_ROUNDS = 4  # plans aimed ever lower while the fast region's placed arena exceeds its budget  # compile_graph's choice of kernels with working memory
+SCRATCH_POLICIES = ("fit", "keep")  # compile_graph's choice of kernels with working memory
 
 PASSES: tuple[tuple[str, Callable[[Graph], Graph]], ...] = (
     ("fold_batchnorm", fold_batchnorm),
