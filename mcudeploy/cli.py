@@ -82,7 +82,7 @@ def _model_options(p: argparse.ArgumentParser, project: bool = False) -> None:
 
 
 # The options that change a plan, as (option, argparse dest, default): declared once (_plan_options) for
-# every command that builds a plan, turned into compile_model's arguments once (_plan_arguments), and
+# every command that builds a plan, turned into CompileOptions once (_plan_arguments), and
 # refused with a folder, whose plan already fixes them (_given_plan_options).
 PLAN_OPTIONS = (("--input-shape", "input_shape", []), ("--int8-input", "int8_input", False),
                 ("--stream-input", "stream_input", False), ("--fast-memory", "fast_memory", None),
@@ -141,7 +141,7 @@ def _given_plan_options(args) -> list[str]:
 
 
 def _plan_arguments(args) -> dict:
-    """compile_model's arguments from the plan-changing options (PLAN_OPTIONS)."""
+    """The input shapes and CompileOptions' fields from the plan-changing options (PLAN_OPTIONS)."""
     from mcudeploy.frontend import parse_input_shapes
 
     return dict(input_shapes=parse_input_shapes(args.input_shape), schedule_method=args.schedule,
@@ -173,7 +173,7 @@ def _c_options(p: argparse.ArgumentParser) -> None:
 
 
 def _code(args):
-    from mcudeploy.codegen.options import CodeOptions
+    from mcudeploy.plan.code_options import CodeOptions
 
     return CodeOptions.parse(args.name, args.arena, args.arena_section, args.arduino)
 
@@ -239,11 +239,14 @@ def _check_fit(args, compiled):
 
 
 def _compile(args, fast_memory=None, earlier={}):
-    from mcudeploy.pipeline import compile_model
+    from mcudeploy.pipeline import compile_source
+    from mcudeploy.plan import CompileOptions
 
     options = _plan_arguments(args)
+    input_shapes = options.pop("input_shapes")
     options["fast_memory"] = fast_memory or options["fast_memory"]
-    return _check_fit(args, compile_model(args.model, args.board, earlier=earlier, **options))
+    return _check_fit(args, compile_source(args.model, args.board, CompileOptions(earlier=earlier, **options),
+                                           input_shapes))
 
 
 def cmd_boards(args) -> int:

@@ -19,7 +19,7 @@ from mcudeploy.check import random_inputs
 from mcudeploy.cli import main
 from mcudeploy.codegen import write_project
 from mcudeploy.analysis.io import input_layout, output_layout
-from mcudeploy.codegen.options import CodeOptions, default_name
+from mcudeploy.plan.code_options import CodeOptions, default_name
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.pipeline import compile_model
 from mcudeploy.plan import plan_id

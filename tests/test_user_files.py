@@ -15,7 +15,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from mcudeploy.codegen import write_project
-from mcudeploy.codegen.options import CodeOptions
+from mcudeploy.plan.code_options import CodeOptions
 from mcudeploy.device import host
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.pipeline import compile_model

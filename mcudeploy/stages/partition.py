@@ -66,7 +66,7 @@ class Costs:
     measured: int
     estimated: int
     whole_seconds: float  # the whole model on one core of this board
-    compiled: object = None  # that plan (a pipeline.Compiled)
+    compiled: object = None  # that plan (a plan.Compiled)
 
 
 def scratch_policy(objective: str) -> str:

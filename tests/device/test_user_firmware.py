@@ -23,7 +23,7 @@ from mcudeploy.boards import load_board
 from mcudeploy.check import random_inputs
 from mcudeploy.codegen import write_project
 from mcudeploy.analysis.io import quantization
-from mcudeploy.codegen.options import CodeOptions
+from mcudeploy.plan.code_options import CodeOptions
 from mcudeploy.device.build import CFLAGS, firmware_build_spec
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.device.samples import output_array, sample_bytes
