@@ -152,7 +152,7 @@ def zoo_model(name: str, folder: Path) -> Path:
 
 def float_input_plan(path: Path, board: str) -> tuple[int, int]:
     """(arena of the unsplit float-input plan, bytes of its float inputs), compiled without the board."""
-    from mcudeploy.pipeline import compile_model
+    from mcudeploy.compile import compile_model
 
     compiled = compile_model(path, board)
     return compiled.placement.arena_bytes, sum(compiled.graph[name].nbytes for name in compiled.graph.inputs)

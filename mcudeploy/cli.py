@@ -89,7 +89,7 @@ PLAN_OPTIONS = (("--input-shape", "input_shape", []), ("--int8-input", "int8_inp
                 ("--schedule", "schedule", "auto"), ("--time-limit", "time_limit", SCHEDULE_TIME_LIMIT),
                 ("--objective", "objective", None), ("--memory-budget", "memory_budget", None))
 # --objective for one board (mcudeploy/objective.py; as in objective.OBJECTIVES, which checks it: importing it
-# here would cost every command the planner's imports) and for a system of chips (stages/partition.py)
+# here would cost every command the planner's imports) and for a system of chips (stages/assign.py)
 BOARD_OBJECTIVES = ("memory", "latency", "balanced")
 SYSTEM_OBJECTIVES = ("throughput", "fit")
 
@@ -207,7 +207,7 @@ def _system(args):
 
 def _compile_system(args, system):
     from mcudeploy.frontend import import_model
-    from mcudeploy.pipeline import lower
+    from mcudeploy.compile import lower
     from mcudeploy.stages.system_plan import compile_system
 
     # _system refused --fast-memory and a board's objective; args.objective is the system's own
@@ -239,7 +239,7 @@ def _check_fit(args, compiled):
 
 
 def _compile(args, fast_memory=None, earlier={}):
-    from mcudeploy.pipeline import compile_source
+    from mcudeploy.compile import compile_source
     from mcudeploy.plan import CompileOptions
 
     options = _plan_arguments(args)
@@ -318,7 +318,7 @@ def _compile_into(args) -> int:
 def cmd_plan(args) -> int:
     if args.show_axes:
         from mcudeploy.frontend import import_model, parse_input_shapes
-        from mcudeploy.pipeline import lower
+        from mcudeploy.compile import lower
         from mcudeploy.report.axes import axes_lines
 
         print("\n".join(axes_lines(lower(import_model(args.model, parse_input_shapes(args.input_shape)),
@@ -806,7 +806,7 @@ def parser() -> argparse.ArgumentParser:
                    help="run every sample of a data set (a .npz of many samples, arrays keyed by input name or x, "
                         "labels as y; or a folder of one-sample .npy/.npz files) on the model, its reference and "
                         "--float-model: agreement per output, top-1 accuracy against the labels, the per-layer error "
-                        "on the worst sample (README: Validate on your data)")
+                        "on the worst sample (docs/user-guide.md: Validate on your data)")
     s.add_argument("--json", action="store_true", help="with --dataset: print the report as JSON")
     s.add_argument("--float-model", metavar="FILE",
                    help="with --check, also report the outputs' SNR and top-1 against this float ONNX model (the "

@@ -17,7 +17,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("check",),
     ("device",),
     ("project",),
-    ("pipeline",),  # the compiler's table of contents
+    ("compile",),  # the compiler's table of contents
     ("codegen",),
     ("report",),
     ("plan",),

@@ -41,7 +41,7 @@ from mcudeploy.objective import Objective
 from mcudeploy.offload.moves import COPIES, COPY_WAIT
 from mcudeploy.offload.swap import Offload
 from mcudeploy.partition import SplitError, cut_from_dict, split
-from mcudeploy.pipeline import lower
+from mcudeploy.compile import lower
 from mcudeploy.plan import codec
 from mcudeploy.plan import PLAN_FILE, PLAN_VERSION, CodeOptions, Compiled, model_sha256, plan_dict, plan_id
 from mcudeploy.schedule import Schedule

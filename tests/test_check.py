@@ -20,7 +20,7 @@ from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.frontend import import_onnx
 from mcudeploy.ops import registry, requant
 from mcudeploy.partition import cut as cut_module, ranges, split
-from mcudeploy.pipeline import compile_graph, compile_model, lower
+from mcudeploy.compile import compile_graph, compile_model, lower
 from mcudeploy.resources import firmware_dir
 from mcudeploy.search import space
 

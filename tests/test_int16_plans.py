@@ -22,7 +22,7 @@ from mcudeploy.frontend import import_model
 from mcudeploy.ir import itemsize
 from mcudeploy.ops import registry
 from mcudeploy.partition import split
-from mcudeploy.pipeline import compile_graph, compile_model, lower
+from mcudeploy.compile import compile_graph, compile_model, lower
 from mcudeploy.search import Tuner
 from mcudeploy.search.space import segment_cuts, segments
 from mcudeploy.simulate.timing_cache import TimingCache

@@ -16,7 +16,7 @@ import pytest
 from mcudeploy import check
 from mcudeploy.check.tflm import available
 from mcudeploy.device.host import run_compiled_on_host
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 
 CORPUS = Path(__file__).resolve().parent / "keras_corpus"
 MODELS = json.loads((CORPUS / "corpus.json").read_text())["models"]

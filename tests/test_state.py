@@ -23,7 +23,7 @@ from mcudeploy.device.host import build, run_compiled_on_host
 from mcudeploy.frontend import import_model
 from mcudeploy.ir import verify
 from mcudeploy.memory.oracle import run_in_arena
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 from mcudeploy.plan import plan_dict
 from mcudeploy.reference import evaluate, next_state, run_sequence
 

@@ -20,7 +20,7 @@ from mcudeploy.cli import main
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.frontend import import_model
 from mcudeploy.ops.requant import tflite_multiplier, tflite_requantize
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 from shared_models import MODELS, ROOT
 
 TFLITE = MODELS / "tflite"

@@ -27,7 +27,7 @@ from mcudeploy.device.upload_failure import check_serial_port, explain_upload
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.files import output_lock
 from mcudeploy.fit import TO_THE_BUILD, check_fit
-from mcudeploy.pipeline import compile_source
+from mcudeploy.compile import compile_source
 from mcudeploy.plan import CompileOptions, plan_dict, plan_id
 
 

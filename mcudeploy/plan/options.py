@@ -1,5 +1,5 @@
 """CompileOptions: every choice that changes what the compiler decides for a model, in one typed
-object that the command line builds once and the library hands on whole (pipeline.compile_source,
+object that the command line builds once and the library hands on whole (compile.compile_source,
 compile_lowered; stages; flash) instead of a dozen loose keyword arguments."""
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ class CompileOptions:
     placement_time_limit: float = 5.0  # effort seconds (mcudeploy/effort.py)
     schedule_time_limit: float = 10.0  # effort seconds
     scheme: Scheme = ()  # the split of the lowered graph (mcudeploy/partition), none by default
-    scratch: str = "fit"  # pipeline.SCRATCH_POLICIES: kernels with working memory fitted, or all kept
+    scratch: str = "fit"  # compile.SCRATCH_POLICIES: kernels with working memory fitted, or all kept
     int8_input: bool = False  # --int8-input: quantized inputs taken as integers
     stream_input: bool = False  # --stream-input: inputs read into the arena by ReadInput nodes
     fast_memory: Union[int, str, None] = None  # bytes of the first region, or a share of it ("50%"); None: no budget
     earlier: Mapping[str, int] = field(default_factory=dict)  # per swapped tensor, steps its copy back starts earlier
     objective: Objective = MEMORY  # what the plan is made for (mcudeploy/objective.py)
-    rewrites: Sequence = ()  # run on the scheduled graph before the scratch fitting (pipeline.rewrite_ordered)
+    rewrites: Sequence = ()  # run on the scheduled graph before the scratch fitting (compile.rewrite_ordered)

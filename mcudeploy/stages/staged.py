@@ -4,7 +4,7 @@ The lowered graph is ordered once (mcudeploy/schedule); ``bounds`` cut that orde
 stage k running steps [bounds[k-1], bounds[k]). Each stage is a graph of its own: its inputs are
 the model's inputs it reads and the tensors earlier stages make for it (received over a link), its
 outputs the model's outputs it makes and the tensors later stages read (sent). Each stage graph is
-compiled by pipeline.compile_graph for its own board (a core or a chip), so it has its own order,
+compiled by compile.compile_graph for its own board (a core or a chip), so it has its own order,
 arena and C project; running the stages one after another, each fed what the earlier ones sent,
 computes what the whole model computes.
 """
@@ -16,7 +16,7 @@ from typing import Sequence, Union
 from mcudeploy.boards import Board, load_board
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import Graph, Node
-from mcudeploy.pipeline import compile_lowered
+from mcudeploy.compile import compile_lowered
 from mcudeploy.plan import PLAN_VERSION, CompileOptions, Compiled, plan_dict
 from mcudeploy.schedule import schedule
 
@@ -99,7 +99,7 @@ def compile_stages(graph: Graph, boards: Union[Sequence[Union[str, Board]], str,
                    **options) -> StagedPlan:
     """Order the lowered ``graph`` (``schedule_method``; or take ``order``), cut the order at ``bounds``,
     and compile each stage for its board (one board for all, or one per stage); ``options``: the other
-    fields of the CompileOptions every stage is compiled with (pipeline.compile_lowered)."""
+    fields of the CompileOptions every stage is compiled with (compile.compile_lowered)."""
     options = CompileOptions(schedule_method=schedule_method, **options)
     name = name or graph.name
     boards = [boards] if isinstance(boards, (str, Board)) else list(boards)

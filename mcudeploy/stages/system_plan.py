@@ -1,4 +1,4 @@
-"""A model compiled for a system: the partition (partition.py) compiled stage by stage
+"""A model compiled for a system: the partition (assign.py) compiled stage by stage
 (staged.compile_stages, each stage for its own core's board), the stages' times, and plan.json.
 
 A stage's time is its compiled plan's ticks on its board (simulate: measured from the timing cache
@@ -19,7 +19,7 @@ from mcudeploy.ir import Graph
 from mcudeploy.plan import PLAN_VERSION, codec
 from mcudeploy.simulate.simulate import simulate
 from mcudeploy.simulate.timing_cache import TimingCache
-from mcudeploy.stages.partition import Partition, partition, scratch_policy, seconds_per_tick
+from mcudeploy.stages.assign import Partition, partition, scratch_policy, seconds_per_tick
 from mcudeploy.stages.staged import StagedPlan, compile_stages, staged_plan_dict
 from mcudeploy.stages.system import System
 

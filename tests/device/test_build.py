@@ -17,7 +17,7 @@ from mcudeploy.device import qemu
 from mcudeploy.device.build import build_firmware, firmware_build_spec, ram_region
 from mcudeploy.device.elfsize import read_sections
 from mcudeploy.errors import MCUDeployError
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 
 DEVICE_BOARDS = [b.name for b in all_boards() if b.kind != "host" and b.alias_of is None]
 HARDWARE = [b.name for b in all_boards() if b.kind == "hardware" and b.alias_of is None]

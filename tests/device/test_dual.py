@@ -11,7 +11,7 @@ from mcudeploy.cli import main
 from mcudeploy.device.dual import dual_values
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_model
-from mcudeploy.pipeline import lower
+from mcudeploy.compile import lower
 from mcudeploy.stages.dual import dual_chip, run_dual, stream
 from mcudeploy.stages.system import load_system
 from mcudeploy.stages.system_plan import compile_system

@@ -26,7 +26,7 @@ from mcudeploy.device.runner import connect, run_on_board
 from mcudeploy.device.samples import sample_bytes
 from mcudeploy.device.session import Session
 from mcudeploy.errors import MCUDeployError
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 from mcudeploy.simulate.timing_cache import TimingCache
 
 pytestmark = pytest.mark.qemu

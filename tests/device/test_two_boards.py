@@ -15,7 +15,7 @@ from mcudeploy.check import random_inputs
 from mcudeploy.device import emulator, qemu
 from mcudeploy.check.against_host import compare_with_host
 from mcudeploy.device.runner import run_on_board
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 
 pytestmark = pytest.mark.qemu
 IDLE_S = 15.0

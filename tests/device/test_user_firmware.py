@@ -29,7 +29,7 @@ from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.device.samples import output_array, sample_bytes
 from mcudeploy.ir import Graph, Node
 from mcudeploy.ops import registry
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 from shared_models import MODELS
 
 ONNX_GRAPH = Graph("quantize", {}, (), (), ())  # the helpers follow ONNX's rounding (half to even)

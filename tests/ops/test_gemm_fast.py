@@ -150,7 +150,7 @@ def test_depthwise_and_fully_connected_on_qemu_equal_the_host(dw_fc_model, board
     from mcudeploy import check as mcheck
     from mcudeploy.check.against_host import compare_with_host
     from mcudeploy.device.runner import run_on_board
-    from mcudeploy.pipeline import compile_model
+    from mcudeploy.compile import compile_model
 
     compiled = compile_model(dw_fc_model, board)
     kernels = {registry.get(n.op).kernel(compiled.graph, n).fn for n in compiled.graph.nodes

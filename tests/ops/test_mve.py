@@ -17,7 +17,7 @@ from mcudeploy.boards import load_board
 from mcudeploy.codegen.emit import write_project
 from mcudeploy.device.build import CFLAGS as ARM_CFLAGS
 from mcudeploy.ops import registry
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from shared_models import MODELS, need_models  # noqa: E402

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 from mcudeploy.plan import plan_dict
 from mcudeploy.report.html import render
 from mcudeploy.report.text import plan_text, summary

@@ -24,7 +24,7 @@ def main(argv=None) -> int:
     from mcudeploy.analysis.io import quantization
     from mcudeploy.check.onnxrt import run_onnxruntime
     from mcudeploy.frontend import import_model
-    from mcudeploy.pipeline import lower
+    from mcudeploy.compile import lower
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
     from shared_models import MODELS
