@@ -14,6 +14,13 @@ plan.json, two writers on one folder, failing writes, a tune killed with SIGKILL
 are --only tune-state,plan,writers,disk,kill,inputs (or --only state for all six), each kind of fault
 --count times (default 20); they print one table row per class (benchmarks/README.md). Their CI tier is
 tests/faults/test_state_faults.py. They need gcc only.
+
+The campaigns of round two over chains and pools of boards: --only links (tests/faults/link_campaign.py: link
+frames and wants between two emulated chips damaged, dropped, repeated, late, or a link fallen silent; or one of
+damaged,dropped,duplicated,late,silent) and --only boards (tests/faults/board_campaign.py: a QEMU of a `tune
+--boards 2` killed with SIGKILL, one of them or every one, against an undisturbed `--boards 1` tune; --boards-model
+and --boards-budget choose the tune). Both --count times per class; CI tiers: tests/device/test_chain.py,
+tests/faults/test_link_faults.py, tests/faults/test_board_faults.py.
 """
 from __future__ import annotations
 
@@ -28,6 +35,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "device"), 
 
 from campaign import built_once, clean, compiled_once, our_emulators, run_faults, short_tune  # noqa: E402
 from faultline import Tally, plan  # noqa: E402
+import board_campaign  # noqa: E402
+import link_campaign  # noqa: E402
 import state_campaign  # noqa: E402
 from shared_models import MODELS  # noqa: E402
 
@@ -77,21 +86,31 @@ def commands(work: Path):
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--only", default="run,measure,flash,tune",
-                   help="commands to run the serial-line campaigns over (run, measure, flash, tune), and the file and "
-                        "process campaigns (tune-state, plan, writers, disk, kill, inputs; state: all six)")
+                   help="commands to run the serial-line campaigns over (run, measure, flash, tune), the file and "
+                        "process campaigns (tune-state, plan, writers, disk, kill, inputs; state: all six), the link "
+                        "campaigns (damaged, dropped, duplicated, late, silent; links: all five) and boards")
     p.add_argument("--stride", type=int, default=1, help="every N-th frame (default every frame)")
     p.add_argument("--tune-stride", type=int, default=1, help="every N-th frame of the tune")
     p.add_argument("-v", "--verbose", action="store_true", help="print each fault and its time")
-    p.add_argument("--count", type=int, default=20, help="faults of each kind in the file and process campaigns")
+    p.add_argument("--count", type=int, default=20,
+                   help="faults of each kind in the file, process, link and board campaigns")
+    p.add_argument("--boards-model", type=Path, default=ROOT / "tests" / "tone_kws" / "tone_kws-int8.tflite",
+                   help="the model the boards campaign tunes")
+    p.add_argument("--boards-budget", type=int, default=40, help="the boards campaign's tune budget (candidates)")
     args = p.parse_args(argv)
     names = args.only.split(",")
     if "state" in names:
         names = [n for n in names if n != "state"] + [n for n in state_campaign.CLASSES if n not in names]
+    if "links" in names:
+        names = [n for n in names if n != "links"] + [n for n in link_campaign.CLASSES if n not in names]
     mine = [n for n in names if n in state_campaign.CLASSES]
-    serial = [n for n in names if n not in state_campaign.CLASSES]
+    links = [n for n in names if n in link_campaign.CLASSES]
+    serial = [n for n in names if n not in state_campaign.CLASSES and n not in link_campaign.CLASSES and n != "boards"]
     failures = 0
     if mine:
         failures += state_classes(mine, args.count)
+    if links or "boards" in names:
+        failures += round_two(links, "boards" in names, args)
     if serial:
         failures += serial_classes(serial, args)
     print("PASS: no fault gave other numbers without an error, a hang or a traceback" if not failures
@@ -105,6 +124,32 @@ def state_classes(names, count: int) -> int:
     with tempfile.TemporaryDirectory(prefix="fault-bench-state-") as tmp:
         print(state_campaign.HEADER, flush=True)
         tallies = state_campaign.run_classes(Path(tmp), names, count, say=lambda line: print(line, flush=True))
+    for name, tally in tallies.items():
+        for f in tally.failures:
+            print(f"  FAILURE {name}: {f}")
+        failures += (not tally.ok) * max(1, len(tally.failures))
+    return failures
+
+
+def round_two(links, boards: bool, args) -> int:
+    """The link and board campaigns: a table row per class (state_campaign's columns), then every failure."""
+    import random
+
+    tallies = {}
+    print(state_campaign.HEADER, flush=True)
+    say = (lambda line: print(line, flush=True)) if args.verbose else (lambda line: None)
+    plan = link_campaign.chain_plan() if links else None
+    for name in links:
+        start = time.monotonic()
+        tallies[name] = link_campaign.campaign_links(name, args.count, random.Random(f"bench-{name}"), plan, say=say)
+        print(f"{tallies[name].row('link ' + name)} ({time.monotonic() - start:.0f} s)", flush=True)
+    if boards:
+        start = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="fault-bench-boards-") as tmp:
+            tallies["boards"] = board_campaign.campaign_boards(args.boards_model, Path(tmp), args.count,
+                                                               random.Random("bench-boards"), args.boards_budget)
+        print(f"{tallies['boards'].row('boards (tune --boards 2)')} ({time.monotonic() - start:.0f} s)", flush=True)
+    failures = 0
     for name, tally in tallies.items():
         for f in tally.failures:
             print(f"  FAILURE {name}: {f}")

@@ -652,8 +652,10 @@ def _tune_into(args, code, objective) -> int:
     from mcudeploy.frontend import parse_input_shapes
     from mcudeploy.search import Tuner, write_result
     from mcudeploy.search.fast import offload_line
+    from mcudeploy.device.pool import BOARD_LOST, NoBoardLeft
     from mcudeploy.search.state import STATE_FILE
 
+    BOARD_GONE = (NoBoardLeft, *BOARD_LOST)
     try:
         with _pool(args, args.board) as pool:
             tuner = Tuner(args.model, args.board, args.output, max_overhead=args.max_overhead,
@@ -665,6 +667,9 @@ def _tune_into(args, code, objective) -> int:
         print(f"mcudeploy: tune interrupted; what it learnt is in {Path(args.output) / STATE_FILE}: run the same "
               f"command to resume", file=sys.stderr)
         return 130
+    except BOARD_GONE as exc:
+        raise MCUDeployError(f"{str(exc).rstrip('.')}; what the tune learnt is in {Path(args.output) / STATE_FILE}: "
+                             f"run the same command to resume") from None
     _check_fit(args, result.best.compiled)
     with writing(args.output):
         out = write_result(result, code)

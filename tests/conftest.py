@@ -3,6 +3,7 @@ not here: pytest loads several conftest.py files under one module name."""
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 
@@ -15,6 +16,30 @@ def _isolated_cache(tmp_path_factory):
     if "MCUDEPLOY_CACHE" not in os.environ:
         os.environ["MCUDEPLOY_CACHE"] = str(tmp_path_factory.mktemp("mcudeploy-cache"))
     yield
+
+
+QEMU_TOOLS = ("qemu-system-arm", "arm-none-eabi-gcc")
+
+
+def missing_tools(tools=QEMU_TOOLS) -> list[str]:
+    return [t for t in tools if shutil.which(t) is None]
+
+
+@pytest.fixture
+def need_qemu():
+    """Tests that run emulated boards skip with a reason without QEMU and the cross compiler (CI installs both,
+    .ci/setup.sh)."""
+    missing = missing_tools()
+    if missing:
+        pytest.skip(f"needs {' and '.join(missing)} (apt-get install qemu-system-arm gcc-arm-none-eabi "
+                    f"libnewlib-arm-none-eabi)")
+
+
+@pytest.fixture
+def need_arm_gcc():
+    missing = missing_tools(("arm-none-eabi-gcc",))
+    if missing:
+        pytest.skip("needs arm-none-eabi-gcc (apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi)")
 
 
 def pytest_addoption(parser):

@@ -32,6 +32,10 @@ log = logging.getLogger(__name__)
 BOARD_LOST = (LinkLost, NoAnswer)  # what says a board stopped answering, not that the job was wrong
 
 
+class NoBoardLeft(MCUDeployError):
+    """Every board of a pool of several stopped answering."""
+
+
 @dataclass
 class PoolBoard:
     """One board of the pool: ``port`` (None: an emulator each job starts), and for a farm place the
@@ -125,6 +129,9 @@ class BoardPool:
                     elif isinstance(error, BOARD_LOST) and self._lose(b, error):
                         pending.appendleft(k)
                         return
+                    elif isinstance(error, BOARD_LOST) and len(self.boards) > 1:
+                        errors[k] = self._none_left(error)
+                        return
                     else:
                         errors[k] = error
                         return
@@ -149,7 +156,7 @@ class BoardPool:
             real = {k: e for k, e in errors.items() if not isinstance(e, KeyboardInterrupt)} or errors
             raise real[min(real)]
         if len(results) < len(jobs):  # every board was lost before the jobs were done
-            raise MCUDeployError(f"every {self.board.name} board of the pool stopped answering")
+            raise NoBoardLeft(f"every {self.board.name} board of the pool stopped answering")
         return [results[k] for k in range(len(jobs))]
 
     def _in_turn(self, jobs: list, live: list) -> list:
@@ -159,14 +166,20 @@ class BoardPool:
             while True:
                 b = next((b for b in live if not b.lost), None)
                 if b is None:
-                    raise MCUDeployError(f"every {self.board.name} board of the pool stopped answering")
+                    raise NoBoardLeft(f"every {self.board.name} board of the pool stopped answering")
                 try:
                     out.append(self._run(b, job))
                     break
                 except BOARD_LOST as exc:
                     if not self._lose(b, exc):
+                        if len(self.boards) > 1:
+                            raise self._none_left(exc) from None
                         raise
         return out
+
+    def _none_left(self, exc: BaseException) -> MCUDeployError:
+        return NoBoardLeft(f"every {self.board.name} board of the pool stopped answering (the last: "
+                              f"{str(exc).rstrip('.')})")
 
     def _run(self, b: PoolBoard, job: Job):
         with self._lock:

@@ -161,6 +161,9 @@ class QemuBoard:
                 output = self.output()
                 if "Address already in use" in output:
                     raise _PortTaken()
+                if self.proc.returncode < 0:  # killed from outside: the board is gone, not the job wrong
+                    raise LinkLost(f"QEMU for board {self.board.name} was killed (signal {-self.proc.returncode}) "
+                                   f"before the firmware started")
                 raise MCUDeployError(f"QEMU for board {self.board.name} exited with status {self.proc.returncode} "
                                      f"before the firmware started: {_last_line(output)}")
             try:

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from mcudeploy.boards import load_board
-from mcudeploy.device.pool import BoardPool, Job
+from mcudeploy.device.pool import BoardPool, Job, NoBoardLeft
 from mcudeploy.device.session import NoAnswer
 from mcudeploy.errors import MCUDeployError
 
@@ -53,8 +53,23 @@ def test_a_board_that_stops_answering_is_taken_out_and_its_job_redone():
     assert p.size == 1
     assert any(line.startswith("warning: board 2 stopped answering (board qemu-m4 did not answer RUN_OP); taken out "
                                "of the pool, 1 left; its work is done again on another") for line in lines)
-    with pytest.raises(NoAnswer):  # the last board lost: its error is the pool's
-        p.map([Job("job", lambda b: (_ for _ in ()).throw(NoAnswer("silent")))])
+    with pytest.raises(NoBoardLeft, match=r"^every qemu-m4 board of the pool stopped answering \(the last: silent\)$"):
+        p.map([Job("job", lambda b: (_ for _ in ()).throw(NoAnswer("silent")))])  # the last board lost
+
+
+def test_every_board_of_a_pool_lost_while_jobs_run_stops_the_map_in_one_sentence():
+    lines, started = [], []
+
+    def run(board):
+        started.append(board.index)
+        time.sleep(0.01)
+        raise NoAnswer(f"board {board.index + 1} fell silent")
+
+    with pytest.raises(NoBoardLeft, match=r"^every qemu-m4 board of the pool stopped answering \(the last: board \d "
+                                          r"fell silent\)$"):
+        pool(2, lines).map([Job(f"job {k}", run) for k in range(4)])
+    assert sorted(set(started)) == [0, 1]
+    assert sum(line.startswith("warning: ") for line in lines) == 2
 
 
 def test_an_error_of_the_job_itself_ends_the_map():

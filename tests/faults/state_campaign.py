@@ -470,20 +470,120 @@ def _limit(nbytes: int):
 ERRNOS = (errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EDQUOT, errno.EIO)
 
 
+PAGE = 4096  # tmpfs counts its size in pages
+
+
+@contextlib.contextmanager
+def small_disk(where: Path):
+    """A tmpfs mounted at ``where`` (yields its remount function: ``remount("size=N")``, ``remount("ro")``), or
+    None where this process may not mount one (not root, or no CAP_SYS_ADMIN in a container)."""
+    where.mkdir(parents=True, exist_ok=True)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(where)],
+                      capture_output=True).returncode != 0:
+        yield None
+        return
+
+    def remount(options: str) -> None:
+        subprocess.run(["mount", "-o", f"remount,{options}", str(where)], check=True, capture_output=True)
+
+    try:
+        yield remount
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+def disks_available(work: Path) -> bool:
+    with small_disk(work / "probe-mount") as remount:
+        return remount is not None
+
+
+def _snapshot(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _disk_case(clean: Clean, k: int, rng: random.Random, full: bool) -> Optional[tuple]:
+    """compile -o over an earlier compile on a real tmpfs: ``full`` leaves it fewer free pages than the largest file
+    the compile writes (some write fails with ENOSPC), else it is remounted read-only (every write fails with
+    EROFS). (exit status, stderr, kind, the folder, whether it changed, whether it holds a plan.json, whether it is the
+    clean compile whole), or None where no tmpfs can be had."""
+    largest = max(p.stat().st_size for p in clean.folder.rglob("*") if p.is_file())
+    mnt = clean.work / "disk" / f"mnt-{k}"
+    with small_disk(mnt) as remount:
+        if remount is None:
+            return None
+        folder = mnt / "out"
+        shutil.copytree(clean.folder, folder)
+        (folder / "model.c").write_text("/* an earlier compile */\n")
+        before = _snapshot(folder)
+        if full:
+            used = shutil.disk_usage(mnt).used
+            free = rng.randrange(0, -(-largest // PAGE)) * PAGE  # fewer pages than the largest file takes
+            remount(f"size={used + free}")
+            kind = f"a full tmpfs ({free // PAGE} free pages)"
+        else:
+            remount("ro")
+            kind = "a read-only tmpfs"
+        cmd = [sys.executable, "-m", "mcudeploy", "compile", str(clean.model), "-b", "host", "-o", str(folder)]
+        p = subprocess.run(cmd, env=env(), capture_output=True, text=True)
+        after = _snapshot(folder)
+        return p.returncode, p.stderr, kind, folder, before != after, "plan.json" in after, _folder_complete(folder, clean)
+
+
 def campaign_disk(clean: Clean, count: int, rng: random.Random) -> Tally:
-    """compile -o over a complete earlier compile, with writes failing part way: in a child process whose files
+    """compile -o over a complete earlier compile, with writes failing part way. Four kinds in turn: on a real
+    tmpfs left with fewer free pages than the largest file (ENOSPC), on a real tmpfs remounted read-only (EROFS;
+    where this process may not mount, these two are replaced by the next two); in a child process whose files
     may not grow past a random size below the largest file it writes (RLIMIT_FSIZE: EFBIG, as a full disk
-    stops a write), and in this process with the k-th fsync failing with ENOSPC, EROFS, EACCES, EDQUOT or EIO.
+    stops a write); and in this process with the k-th fsync failing with ENOSPC, EROFS, EACCES, EDQUOT or EIO.
     One sentence naming the file, exit 1, and no plan.json (the completion marker) unless the folder is the
-    clean compile whole."""
+    clean compile whole; a read-only folder is left as it was."""
     tally = Tally()
     largest = max(p.stat().st_size for p in clean.folder.rglob("*") if p.is_file())
+    real_disks = disks_available(clean.work / "disk")
     for k in range(count):
         folder = clean.work / "disk" / f"case-{k}"
+        variant = k % 4 if real_disks else 2 + k % 2
+        if variant < 2:
+            rc, err, kind, folder, changed, marked, whole = _disk_case(clean, k, rng, full=variant == 0)
+            tally.injected += 1
+            if broken(err):
+                tally.tracebacks += 1
+                tally.fail("traceback", kind, err)
+            elif rc == 0 and whole:
+                tally.harmless += 1  # the old files the compile replaced freed enough pages
+            elif rc == 0 or (marked and changed and not whole):
+                tally.wrong += 1
+                tally.fail("a folder claimed complete that is not", kind, err)
+            elif variant == 1 and changed:
+                tally.wrong += 1
+                tally.fail("a read-only folder changed", kind, err)
+            else:
+                tally.detected += 1
+                if one_sentence(err, str(folder)):
+                    tally.reported += 1
+                else:
+                    tally.fail("not one sentence naming the folder or its file", kind, err)
+            continue
+            complete = "plan.json" in files["after"] and files["after"] != files["before"]
+            if rc == 0 or (complete and files["after"]["plan.json"] != files["before"]["plan.json"]
+                           and files["after"].get("model.c") != (clean.folder / "model.c").read_bytes()):
+                tally.wrong += 1
+                tally.fail("a failed write on a real disk ended in exit 0 or a folder claimed complete that is not",
+                           kind, err)
+            elif variant == 1 and files["after"] != files["before"]:
+                tally.wrong += 1
+                tally.fail("a read-only folder changed", kind, err)
+            else:
+                tally.detected += 1
+                if one_sentence(err, "cannot write " + str(folder)) or (variant == 1 and one_sentence(err, str(folder))):
+                    tally.reported += 1
+                else:
+                    tally.fail("not one sentence naming the file", kind, err)
+            continue
         shutil.rmtree(folder, ignore_errors=True)
         shutil.copytree(clean.folder, folder)
         (folder / "model.c").write_text("/* an earlier compile */\n")  # the old folder differs from the new one
-        if k % 2 == 0:
+        if variant == 2:
             cmd = [sys.executable, "-m", "mcudeploy", "compile", str(clean.model), "-b", "host", "-o", str(folder)]
             p = subprocess.run(cmd, env=env(), capture_output=True, text=True,
                                preexec_fn=_limit(rng.randrange(largest)))

@@ -19,7 +19,7 @@ import state_campaign as campaign  # noqa: E402
 from mcudeploy.errors import MCUDeployError  # noqa: E402
 from mcudeploy.files import LOCK_FILE, locked, output_lock, write_atomic, writing  # noqa: E402
 
-COUNT = {"tune-state": 1, "plan": 1, "inputs": 1, "writers": 2, "disk": 2}  # per kind of fault (a class has several)
+COUNT = {"tune-state": 1, "plan": 1, "inputs": 1, "writers": 2, "disk": 4}  # per kind of fault (a class has several)
 
 
 @pytest.fixture(scope="module")

@@ -14,13 +14,3 @@ def small_mobilenet(tmp_path_factory):
     path = work / "mnv2_32_int8.onnx"
     onnx.save(qdq, path)
     return path
-
-
-@pytest.fixture
-def need_qemu():
-    import shutil
-
-    missing = [t for t in ("qemu-system-arm", "arm-none-eabi-gcc") if shutil.which(t) is None]
-    if missing:
-        pytest.skip(f"needs {' and '.join(missing)} (apt-get install qemu-system-arm gcc-arm-none-eabi "
-                    f"libnewlib-arm-none-eabi)")

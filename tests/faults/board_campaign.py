@@ -1,0 +1,149 @@
+"""Boards that die in the middle of a tune: a pool of emulated boards (``tune --boards 2``) loses one of its QEMUs
+to SIGKILL at a random moment, or every one of them.
+
+Each case starts from an empty timing cache, so every kernel is timed on the boards, as a first tune is, and kills
+the emulator of a job drawn at random among those an undisturbed tune starts (each job of a pool of emulated boards
+starts its own), a random moment after it started. One board lost: the tune must warn in one line that the board stopped answering, give its work to the other and end (exit 0)
+with the plan an undisturbed ``--boards 1`` tune gives. Every board lost: the tune must stop in one sentence, keep
+its resumable state, and the same command run again must end with that plan. No QEMU of the case may be left
+running. Counted in state_campaign's ``Tally``: a kill that lands after the boards' last job changes nothing and
+counts as harmless (its plan must still be the reference's).
+
+The CI tier (tests/faults/test_board_faults.py) runs one case of each kind with a small candidate budget;
+benchmarks/fault_bench.py --only boards runs --count of them.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from state_campaign import Tally, broken, env, one_sentence, tune_identity
+
+QEMU = "qemu-system-arm"
+KINDS = ("one of two", "one of two", "one of two", "every board")
+
+
+def qemus(root: int) -> list[int]:
+    """The QEMU processes descended from process ``root`` (a tune's emulated boards)."""
+    parent, command = {}, {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                parent[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                command[int(entry.name)] = (entry / "cmdline").read_bytes()
+    found = []
+    for pid, cmd in command.items():
+        if QEMU.encode() in cmd:
+            up = pid
+            while up in parent and up not in (root, 0, 1):
+                up = parent[up]
+            if up == root:
+                found.append(pid)
+    return found
+
+
+def _tune(model: Path, out: Path, cache: Path, boards: int, budget: int, log: Path) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "mcudeploy", "tune", str(model), "-b", "qemu-m4", "--boards", str(boards),
+           "--budget", str(budget), "-o", str(out)]
+    return subprocess.Popen(cmd, env=dict(env(), MCUDEPLOY_CACHE=str(cache)), stdout=subprocess.DEVNULL,
+                            stderr=open(log, "w"), start_new_session=True)
+
+
+def _reap(p: subprocess.Popen) -> int:
+    """Processes of ``p``'s group still running once it ended (killed, and counted as left over)."""
+    left = qemus(p.pid)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(p.pid, signal.SIGKILL)
+    return len(left)
+
+
+def reference(model: Path, work: Path, budget: int) -> tuple[dict, int]:
+    """The undisturbed ``--boards 1`` tune's plan, and how many emulators its jobs started."""
+    p = _tune(model, work / "ref", work / "ref-cache", 1, budget, work / "ref.log")
+    seen: set[int] = set()
+    while p.poll() is None:
+        seen.update(qemus(p.pid))
+        time.sleep(0.01)
+    if p.returncode != 0:
+        raise RuntimeError(f"the undisturbed tune failed: {(work / 'ref.log').read_text()[-800:]}")
+    return tune_identity(work / "ref"), len(seen)
+
+
+def _kill_at(p: subprocess.Popen, launch: int, rng: random.Random) -> list[int]:
+    """Waits for the ``launch``-th emulator ``p`` starts (counted from 0), lets it work a random moment
+    (up to 0.3 s), and kills it with SIGKILL; the pids killed (none if ``p`` ended first or the emulator
+    was gone by then)."""
+    seen: list[int] = []
+    while p.poll() is None and len(seen) <= launch:
+        seen += [pid for pid in qemus(p.pid) if pid not in seen]
+        time.sleep(0.005)
+    if len(seen) <= launch:
+        return []
+    time.sleep(rng.uniform(0.0, 0.3))
+    victim = seen[launch]
+    try:
+        os.kill(victim, signal.SIGKILL)
+    except ProcessLookupError:
+        return []
+    return [victim]
+
+
+def campaign_boards(model: Path, work: Path, count: int, rng: random.Random, budget: int = 150) -> Tally:
+    tally = Tally()
+    work.mkdir(parents=True, exist_ok=True)
+    want, launches = reference(model, work, budget)
+    for case in range(count):
+        kind = KINDS[case % len(KINDS)]
+        out, cache, log = work / f"out{case}", work / f"cache{case}", work / f"case{case}.log"
+        name = f"case {case} ({kind})"
+        p = _tune(model, out, cache, 2, budget, log)
+        victims = _kill_at(p, rng.randrange(max(1, launches)), rng)
+        landed = bool(victims) and p.poll() is None
+        while kind == "every board" and victims and p.poll() is None:  # and each board started after it
+            for pid in qemus(p.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.05)
+        rc = p.wait()
+        time.sleep(0.1)
+        tally.leftovers += _reap(p)
+        text = log.read_text()
+        if broken(text):
+            tally.tracebacks += 1
+            tally.fail("traceback", name, text)
+            continue
+        if not landed:
+            continue
+        tally.injected += 1
+        warned = [line for line in text.splitlines() if "stopped answering" in line]
+        if rc == 0:
+            if tune_identity(out) != want:
+                tally.wrong += 1
+                tally.fail("another plan than the undisturbed --boards 1 tune's", name, text)
+            elif warned:
+                tally.detected += 1
+                tally.reported += all(line.startswith("warning: ") or "warning: " in line for line in warned)
+            else:
+                tally.harmless += 1  # the board died after its last job: nothing was lost
+            continue
+        if kind != "every board" or not one_sentence(text, "stopped answering"):
+            tally.fail(f"exit {rc} without one sentence saying every board stopped answering", name, text)
+            continue
+        tally.detected += 1
+        tally.reported += 1
+        again = _tune(model, out, cache, 2, budget, work / f"case{case}-again.log")  # resumes from tune-state.json
+        rc = again.wait()
+        tally.leftovers += _reap(again)
+        text = (work / f"case{case}-again.log").read_text()
+        if rc != 0 or broken(text):
+            tally.fail("the tune run again after every board was lost failed", name, text)
+        elif tune_identity(out) != want:
+            tally.wrong += 1
+            tally.fail("the resumed tune ended with another plan than the undisturbed one's", name, text)
+    return tally
