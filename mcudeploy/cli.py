@@ -239,14 +239,11 @@ def _check_fit(args, compiled):
 
 
 def _compile(args, fast_memory=None, earlier={}):
-    from mcudeploy.compile import compile_source
-    from mcudeploy.plan import CompileOptions
+    from mcudeploy.compile import compile_model
 
     options = _plan_arguments(args)
-    input_shapes = options.pop("input_shapes")
     options["fast_memory"] = fast_memory or options["fast_memory"]
-    return _check_fit(args, compile_source(args.model, args.board, CompileOptions(earlier=earlier, **options),
-                                           input_shapes))
+    return _check_fit(args, compile_model(args.model, args.board, earlier=earlier, **options))
 
 
 def cmd_boards(args) -> int:
