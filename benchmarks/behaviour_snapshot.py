@@ -23,7 +23,7 @@ from shared_models import shared_models  # noqa: E402
 
 from mcudeploy.check import random_inputs  # noqa: E402
 from mcudeploy.codegen import write_project  # noqa: E402
-from mcudeploy.pipeline import compile_model  # noqa: E402
+from mcudeploy.compile import compile_model  # noqa: E402
 
 BOARDS = ("host", "qemu-m4")
 

@@ -192,7 +192,7 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     from cmsis_nn import checkout, how
     from mcudeploy.frontend import import_model
-    from mcudeploy.pipeline import lower
+    from mcudeploy.compile import lower
 
     p = argparse.ArgumentParser(description="CMSIS-NN's int8 kernels on a model, per layer, under QEMU")
     p.add_argument("model", type=Path)

@@ -57,7 +57,7 @@ def check_model(path: Path, board: str, steps: int) -> dict:
     from mcudeploy import check
     from mcudeploy.device.host import run_compiled_on_host
     from mcudeploy.errors import MCUDeployError
-    from mcudeploy.pipeline import compile_model
+    from mcudeploy.compile import compile_model
 
     start = time.perf_counter()
     try:

@@ -48,7 +48,7 @@ from mcudeploy.device.traced import trace_model  # noqa: E402
 from mcudeploy.estimate.cycles import estimate_cycles, estimate_range, milliseconds, target_for  # noqa: E402
 from mcudeploy.memory import areas  # noqa: E402
 from mcudeploy.objective import Objective  # noqa: E402
-from mcudeploy.pipeline import compile_model  # noqa: E402
+from mcudeploy.compile import compile_model  # noqa: E402
 
 MODELS = Path(os.environ.get("MCUDEPLOY_MODELS", ROOT.parent / "shared" / "models"))
 # the emulated board whose traces stand for a real board's core

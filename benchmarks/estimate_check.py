@@ -32,7 +32,7 @@ from cmsis_nn import checkout, how  # noqa: E402
 from mcudeploy.boards import load_board  # noqa: E402
 from mcudeploy.estimate.cycles import estimate_cycles, estimate_range, milliseconds, target_for  # noqa: E402
 from mcudeploy.frontend import import_model  # noqa: E402
-from mcudeploy.pipeline import lower  # noqa: E402
+from mcudeploy.compile import lower  # noqa: E402
 
 MODELS = Path(os.environ.get("MCUDEPLOY_MODELS", ROOT.parent / "shared" / "models"))
 # board: (the emulated board whose traces stand for its core, who ran it, {model: published ms})

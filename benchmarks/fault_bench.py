@@ -44,7 +44,7 @@ from mcudeploy.boards import load_board  # noqa: E402
 from mcudeploy.check import random_inputs  # noqa: E402
 from mcudeploy.device import emulator, runner, session  # noqa: E402
 from mcudeploy.device.measure import measure_model  # noqa: E402
-from mcudeploy.pipeline import compile_model  # noqa: E402
+from mcudeploy.compile import compile_model  # noqa: E402
 from mcudeploy.simulate.timing_cache import TimingCache  # noqa: E402
 
 DELAY_PAST_TIMEOUT = 1.5  # a delayed frame arrives this many answer timeouts late

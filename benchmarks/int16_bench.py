@@ -45,7 +45,7 @@ from mcudeploy.device.runner import timed_nodes  # noqa: E402
 from mcudeploy.frontend import import_model  # noqa: E402
 from mcudeploy.ir import Graph, Node, Quant, Tensor, constant  # noqa: E402
 from mcudeploy.ops import registry  # noqa: E402
-from mcudeploy.pipeline import compile_graph, lower  # noqa: E402
+from mcudeploy.compile import compile_graph, lower  # noqa: E402
 from mcudeploy.simulate.timing_cache import TimingCache  # noqa: E402
 
 import cmsis_s16  # noqa: E402  (benchmarks/, beside this file)

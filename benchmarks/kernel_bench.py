@@ -42,10 +42,10 @@ sys.path.insert(0, str(ROOT / "tests"))  # the int8 conformance cases' model bui
 
 from conformance.test_int8_cases import conv, gemm, quantized  # noqa: E402
 
-from mcudeploy import pipeline  # noqa: E402
+from mcudeploy import compile as pipeline  # noqa: E402
 from mcudeploy.device.measure import measure_model  # noqa: E402
 from mcudeploy.ops import registry  # noqa: E402
-from mcudeploy.pipeline import compile_model  # noqa: E402
+from mcudeploy.compile import compile_model  # noqa: E402
 from mcudeploy.simulate.timing_cache import TimingCache  # noqa: E402
 
 DEFAULT_MODELS = Path(os.environ.get("MCUDEPLOY_MODELS", ROOT.parent / "shared" / "models"))

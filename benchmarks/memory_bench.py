@@ -157,7 +157,7 @@ def placement_methods() -> tuple[str, ...]:
 
 def mcudeploy_arena(model_path: Path, board: str) -> dict:
     from mcudeploy.memory import areas, place
-    from mcudeploy.pipeline import compile_model
+    from mcudeploy.compile import compile_model
 
     start = time.perf_counter()
     compiled = compile_model(model_path, board)

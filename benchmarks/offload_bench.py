@@ -45,7 +45,7 @@ from mcudeploy.memory.layout import lay_out  # noqa: E402
 from mcudeploy.memory.regions import areas  # noqa: E402
 from mcudeploy.offload.swap import node_ticks, regions_for_swap, resident_ticks  # noqa: E402
 from mcudeploy.partition import split  # noqa: E402
-from mcudeploy.pipeline import compile_graph, lower  # noqa: E402
+from mcudeploy.compile import compile_graph, lower  # noqa: E402
 from mcudeploy.search.peak import find_peak  # noqa: E402
 from mcudeploy.search.space import candidate_cuts, grow, segments  # noqa: E402
 

@@ -3,7 +3,7 @@
 Graphs: benchmarks/graphs.py's families (randomly wired, NAS-like cells, U-Net-like) at up to 40
 operators, in the order they are built; budgets: shares of the unconstrained live peak. Per graph
 and budget: the heuristic's added ticks (``fit_fast_memory(..., keep=False)``, "-" where it does
-not reach the budget), the exact one's (mcudeploy/offload/exact.py, "*" where proven optimal, "-"
+not reach the budget), the exact one's (mcudeploy/offload/exact_swap.py, "*" where proven optimal, "-"
 where no choice was found; "none" where the model proves none exists), and their ratio; then the
 mean and max ratio and the share within 10%, over the rows where both meet the budget.
 
@@ -23,7 +23,7 @@ from graphs import FAMILIES, make  # noqa: E402
 from mcudeploy.boards import load_board  # noqa: E402
 from mcudeploy.effort import Effort  # noqa: E402
 from mcudeploy.errors import MCUDeployError  # noqa: E402
-from mcudeploy.offload.exact import apply, fast_peak, solve_swaps  # noqa: E402
+from mcudeploy.offload.exact_swap import apply, fast_peak, solve_swaps  # noqa: E402
 from mcudeploy.offload.swap import fit_fast_memory  # noqa: E402
 
 

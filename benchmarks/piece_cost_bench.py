@@ -48,7 +48,7 @@ def main(argv=None) -> int:
     from mcudeploy.device.measure import measure_model
     from mcudeploy.frontend import import_model
     from mcudeploy.partition import Cut
-    from mcudeploy.pipeline import lower
+    from mcudeploy.compile import lower
     from mcudeploy.search.tune import compile_scheme
     from mcudeploy.simulate.simulate import reference_costs, simulate
     from mcudeploy.simulate.timing_cache import TimingCache

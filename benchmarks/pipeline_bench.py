@@ -33,9 +33,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from graphs import FAMILIES, make  # noqa: E402
 
 from mcudeploy.frontend import import_model  # noqa: E402
-from mcudeploy.pipeline import lower  # noqa: E402
+from mcudeploy.compile import lower  # noqa: E402
 from mcudeploy.schedule import schedule  # noqa: E402
-from mcudeploy.stages.partition import estimated_seconds, operator_costs  # noqa: E402
+from mcudeploy.stages.assign import estimated_seconds, operator_costs  # noqa: E402
 from mcudeploy.stages.split import Problem, exact, heuristic  # noqa: E402
 from mcudeploy.stages.steps import reduce, steps_of  # noqa: E402
 from mcudeploy.stages.system import load_system  # noqa: E402

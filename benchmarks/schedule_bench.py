@@ -112,7 +112,7 @@ def main(argv=None) -> int:
     acceptance(rows)
     if not args.no_models and MODELS.is_dir():
         from mcudeploy.frontend import import_onnx
-        from mcudeploy.pipeline import lower
+        from mcudeploy.compile import lower
 
         print("\nreference models")
         header()

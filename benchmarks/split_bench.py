@@ -152,7 +152,7 @@ def zoo_model(name: str, folder: Path) -> Path:
 
 def float_input_plan(path: Path, board: str) -> tuple[int, int]:
     """(arena of the unsplit float-input plan, bytes of its float inputs), compiled without the board."""
-    from mcudeploy.pipeline import compile_model
+    from mcudeploy.compile import compile_model
 
     compiled = compile_model(path, board)
     return compiled.placement.arena_bytes, sum(compiled.graph[name].nbytes for name in compiled.graph.inputs)
@@ -209,7 +209,8 @@ def check_tuned(result, model_path: Path, samples_count: int) -> tuple[str, list
     import numpy as np
 
     from mcudeploy import check
-    from mcudeploy.device.runner import compare_with_host, run_on_board
+    from mcudeploy.check.against_host import compare_with_host
+    from mcudeploy.device.runner import run_on_board
     from mcudeploy.project import load_project
     from mcudeploy.reference import run_reference
 

@@ -12,6 +12,7 @@ import traceback
 from pathlib import Path
 
 from mcudeploy import __version__, interrupts
+from mcudeploy.choices import SCHEDULE_METHODS
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.files import check_output, output_lock, writing
 from mcudeploy.search.budget import CANDIDATES, TIME_LIMIT as TUNE_TIME_LIMIT
@@ -23,19 +24,12 @@ RANDOM_SAMPLES = 20  # run's random inputs (--samples)
 STREAM_STEPS = 20  # run --check of a stateful (streaming) model: at least this many inputs in sequence
 
 
-# Execution orders for the help, as in schedule.METHODS, which checks the option (tests/test_cli_errors.py
-# holds the two equal; importing the scheduler here would cost every command half a second).
-SCHEDULE_METHODS = ("auto", "exact", "refine", "bfs", "dfs", "rpo", "demand", "model", "pieces")
 PORT_HELP = "serial port of a flashed board (a pyserial URL: /dev/ttyACM0, socket://HOST:PORT)"
 
 
 def _board_option(p: argparse.ArgumentParser, required: bool = True, help: str = "") -> None:
     p.add_argument("-b", "--board", required=required,
                    help="target board (see `mcudeploy boards`; compile, run and measure also take a system)" + help)
-
-
-def _port_option(p: argparse.ArgumentParser, help: str = PORT_HELP) -> None:
-    p.add_argument("--port", help=help)
 
 
 def _pool_options(p: argparse.ArgumentParser) -> None:
@@ -88,14 +82,14 @@ def _model_options(p: argparse.ArgumentParser, project: bool = False) -> None:
 
 
 # The options that change a plan, as (option, argparse dest, default): declared once (_plan_options) for
-# every command that builds a plan, turned into compile_model's arguments once (_plan_arguments), and
+# every command that builds a plan, turned into CompileOptions once (_plan_arguments), and
 # refused with a folder, whose plan already fixes them (_given_plan_options).
 PLAN_OPTIONS = (("--input-shape", "input_shape", []), ("--int8-input", "int8_input", False),
                 ("--stream-input", "stream_input", False), ("--fast-memory", "fast_memory", None),
                 ("--schedule", "schedule", "auto"), ("--time-limit", "time_limit", SCHEDULE_TIME_LIMIT),
                 ("--objective", "objective", None), ("--memory-budget", "memory_budget", None))
 # --objective for one board (mcudeploy/objective.py; as in objective.OBJECTIVES, which checks it: importing it
-# here would cost every command the planner's imports) and for a system of chips (stages/partition.py)
+# here would cost every command the planner's imports) and for a system of chips (stages/assign.py)
 BOARD_OBJECTIVES = ("memory", "latency", "balanced")
 SYSTEM_OBJECTIVES = ("throughput", "fit")
 
@@ -147,7 +141,7 @@ def _given_plan_options(args) -> list[str]:
 
 
 def _plan_arguments(args) -> dict:
-    """compile_model's arguments from the plan-changing options (PLAN_OPTIONS)."""
+    """The input shapes and CompileOptions' fields from the plan-changing options (PLAN_OPTIONS)."""
     from mcudeploy.frontend import parse_input_shapes
 
     return dict(input_shapes=parse_input_shapes(args.input_shape), schedule_method=args.schedule,
@@ -179,7 +173,7 @@ def _c_options(p: argparse.ArgumentParser) -> None:
 
 
 def _code(args):
-    from mcudeploy.codegen.options import CodeOptions
+    from mcudeploy.plan.code_options import CodeOptions
 
     return CodeOptions.parse(args.name, args.arena, args.arena_section, args.arduino)
 
@@ -213,7 +207,7 @@ def _system(args):
 
 def _compile_system(args, system):
     from mcudeploy.frontend import import_model
-    from mcudeploy.pipeline import lower
+    from mcudeploy.compile import lower
     from mcudeploy.stages.system_plan import compile_system
 
     # _system refused --fast-memory and a board's objective; args.objective is the system's own
@@ -245,7 +239,7 @@ def _check_fit(args, compiled):
 
 
 def _compile(args, fast_memory=None, earlier={}):
-    from mcudeploy.pipeline import compile_model
+    from mcudeploy.compile import compile_model
 
     options = _plan_arguments(args)
     options["fast_memory"] = fast_memory or options["fast_memory"]
@@ -274,7 +268,7 @@ def cmd_boards(args) -> int:
 
 
 def cmd_ops(args) -> int:
-    from mcudeploy.ops.catalog import FORMATS, lines
+    from mcudeploy.frontend.catalog import FORMATS, lines
 
     formats = [args.format] if args.format else list(FORMATS)
     for i, fmt in enumerate(formats):
@@ -321,7 +315,7 @@ def _compile_into(args) -> int:
 def cmd_plan(args) -> int:
     if args.show_axes:
         from mcudeploy.frontend import import_model, parse_input_shapes
-        from mcudeploy.pipeline import lower
+        from mcudeploy.compile import lower
         from mcudeploy.report.axes import axes_lines
 
         print("\n".join(axes_lines(lower(import_model(args.model, parse_input_shapes(args.input_shape)),
@@ -521,7 +515,7 @@ def cmd_run(args) -> int:
         return 0
     same_as_host = True
     if board_run is not None:
-        from mcudeploy.device.runner import compare_with_host
+        from mcudeploy.check.against_host import compare_with_host
 
         same_as_host, lines = compare_with_host(compiled, outputs, samples)
         for line in lines:
@@ -814,7 +808,7 @@ def parser() -> argparse.ArgumentParser:
                    help="run every sample of a data set (a .npz of many samples, arrays keyed by input name or x, "
                         "labels as y; or a folder of one-sample .npy/.npz files) on the model, its reference and "
                         "--float-model: agreement per output, top-1 accuracy against the labels, the per-layer error "
-                        "on the worst sample (README: Validate on your data)")
+                        "on the worst sample (docs/user-guide.md: Validate on your data)")
     s.add_argument("--json", action="store_true", help="with --dataset: print the report as JSON")
     s.add_argument("--float-model", metavar="FILE",
                    help="with --check, also report the outputs' SNR and top-1 against this float ONNX model (the "

@@ -11,10 +11,10 @@ same point on an idle machine and on a loaded one (where it takes longer):
   set: one that stopped the solver first would make the result depend on the load again.
   OR-Tools scales the unit to about a second, but on our models it is not: per second of one
   core, the order model (schedule/exact.py) counts about 0.5, the rectangle-packing model
-  (memory/exact.py) about 0.05-0.1. So each caller gives its model's rate (``dtime_per_s``),
+  (memory/exact_placement.py) about 0.05-0.1. So each caller gives its model's rate (``dtime_per_s``),
   and the limit and what was spent are converted with it.
 - The heuristics count their own steps, weighted by what each costs (measured on this machine:
-  see the constants of the modules that spend them, schedule/refine.py and memory/exact.py).
+  see the constants of the modules that spend them, schedule/refine.py and memory/exact_placement.py).
 
 An ``Effort`` is the counter they share: a limit, what was spent, and whether the limit or a
 solver's proof stopped the work. What was spent is recorded in plan.json next to the limit.

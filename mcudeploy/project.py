@@ -21,7 +21,6 @@ with its model is refused in one sentence naming the file.
 """
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from dataclasses import dataclass
@@ -31,7 +30,6 @@ from typing import Optional, Union
 from mcudeploy.boards import Board, load_board
 from mcudeploy.codegen import write_project
 from mcudeploy.codegen.emit import c_name
-from mcudeploy.codegen.options import CodeOptions
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_model, is_tflite_model
 from mcudeploy.frontend.onnx_import import load_model
@@ -43,11 +41,11 @@ from mcudeploy.objective import Objective
 from mcudeploy.offload.moves import COPIES, COPY_WAIT
 from mcudeploy.offload.swap import Offload
 from mcudeploy.partition import SplitError, cut_from_dict, split
-from mcudeploy.pipeline import Compiled, lower
-from mcudeploy.plan import PLAN_VERSION, model_sha256, plan_dict, plan_id
+from mcudeploy.compile import lower
+from mcudeploy.plan import codec
+from mcudeploy.plan import PLAN_FILE, PLAN_VERSION, CodeOptions, Compiled, model_sha256, plan_dict, plan_id
 from mcudeploy.schedule import Schedule
 
-PLAN_FILE = "plan.json"
 # plan.json fields the rebuilt plan must reproduce exactly
 CHECKED = ("order", "sharing", "buffers", "tensors", "regions", "inputs", "outputs", "arena_bytes", "lower_bound_bytes",
            "cuts", "offload", "moves", "states", "state_bytes")
@@ -79,8 +77,7 @@ def is_project(path: Union[str, os.PathLike]) -> bool:
 
 
 def plan_file(path: Union[str, os.PathLike]) -> Path:
-    p = Path(path)
-    return p / PLAN_FILE if p.is_dir() else p
+    return codec.plan_path(path)
 
 
 def load_project(path: Union[str, os.PathLike], board: Optional[str] = None) -> Project:
@@ -156,14 +153,11 @@ def _read(where: Path) -> dict:
                                  f"or mcudeploy tune -o, or a model file")
         raise MCUDeployError(f"{where}: no such plan file")
     try:
-        plan = json.loads(where.read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        plan = codec.read_plan(where)
+    except OSError as exc:
         raise MCUDeployError(f"{where} is not a plan.json: it is not valid JSON ({exc})") from None
-    if not isinstance(plan, dict):
-        raise MCUDeployError(f"{where} is not a plan.json: it holds no JSON object")
-    for key in ("model", "board", "order", "buffers", "tensors", "regions", "inputs", "arena_bytes", "placement"):
-        if key not in plan:
-            raise MCUDeployError(f"{where} is not a plan.json: it has no \"{key}\" field")
+    codec.require(plan, where, ("model", "board", "order", "buffers", "tensors", "regions", "inputs", "arena_bytes",
+                                "placement"))
     for key in ("model_path", "cuts"):
         if key not in plan:
             raise MCUDeployError(f"{where} was written by an older mcudeploy and lacks \"{key}\": compile or tune "
@@ -395,7 +389,7 @@ def _placement(where: Path, plan: dict, lives: Lifetimes, alignment: int) -> Pla
 
 
 def _same_plan(where: Path, plan: dict, compiled: Compiled) -> None:
-    again = json.loads(json.dumps(plan_dict(compiled)))
+    again = codec.as_written(plan_dict(compiled))
     for key in CHECKED:
         if again.get(key) != plan.get(key):
             raise MCUDeployError(f"{where} does not match {compiled.model}: its \"{key}\" differs from what the "

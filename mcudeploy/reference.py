@@ -12,7 +12,7 @@ import numpy as np
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import DTYPES, Graph
 from mcudeploy.ops import registry
-from mcudeploy.ops.stream import READ_INPUT, streamed_input
+from mcudeploy.ops.read_input import READ_INPUT, streamed_input
 
 
 def run_reference(graph: Graph, inputs: Sequence[np.ndarray] | Mapping[str, np.ndarray],

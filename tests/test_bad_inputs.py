@@ -271,7 +271,7 @@ def test_unwritable_output_folder_is_refused_before_compiling(tmp_path, capsys, 
     locked.mkdir()
     real = os.access
     monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if str(p) == str(locked) else real(p, mode, **kw))
-    monkeypatch.setattr("mcudeploy.pipeline.compile_model", lambda *a, **k: pytest.fail("compiled before the check"))
+    monkeypatch.setattr("mcudeploy.compile.compile_model", lambda *a, **k: pytest.fail("compiled before the check"))
     err = _error(capsys, ["compile", _model(tmp_path), "-b", "host", "-o", str(locked / "out")])
     assert f"the folder {locked} is not writable" in err
 
@@ -325,7 +325,7 @@ def test_internal_error_is_one_sentence_with_its_own_status(tmp_path, capsys, mo
     def bug(*args, **kwargs):
         raise ZeroDivisionError("integer division or modulo by zero\nsecond line")
 
-    monkeypatch.setattr("mcudeploy.pipeline.compile_model", bug)
+    monkeypatch.setattr("mcudeploy.compile.compile_model", bug)
     err = _error(capsys, ["plan", _model(tmp_path), "-b", "host"], status=INTERNAL_ERROR)
     assert "internal error: ZeroDivisionError: integer division or modulo by zero; please report it" in err
     assert main(["-v", "plan", _model(tmp_path), "-b", "host"]) == INTERNAL_ERROR

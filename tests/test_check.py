@@ -20,7 +20,7 @@ from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.frontend import import_onnx
 from mcudeploy.ops import registry, requant
 from mcudeploy.partition import cut as cut_module, ranges, split
-from mcudeploy.pipeline import compile_graph, compile_model, lower
+from mcudeploy.compile import compile_graph, compile_model, lower
 from mcudeploy.resources import firmware_dir
 from mcudeploy.search import space
 
@@ -202,7 +202,7 @@ def test_cli_refuses_a_float_model_that_does_not_match(models, capsys):
 def test_random_inputs_cover_every_code_of_a_quantized_input_and_both_bools():
     """A 16x8 model's int16 input over its whole range (not [-128, 127]), a uint8 one over [0, 255], a bool one
     both ways: run --check reaches the codes a model meets."""
-    from mcudeploy.check.inputs import random_inputs
+    from mcudeploy.samples import random_inputs
     from mcudeploy.ir import Graph, Quant, Tensor
 
     q = Quant((0.01,), (0,), None)

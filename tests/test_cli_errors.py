@@ -107,7 +107,7 @@ def test_the_schedule_help_offers_exactly_the_schedulers_methods():
 
 def test_the_objective_help_offers_exactly_the_planners_objectives():
     from mcudeploy import cli, objective
-    from mcudeploy.stages import partition
+    from mcudeploy.stages import assign as partition
 
     assert cli.BOARD_OBJECTIVES == objective.OBJECTIVES and cli.SYSTEM_OBJECTIVES == partition.OBJECTIVES
 

@@ -15,7 +15,7 @@ from mcudeploy.boards import load_board
 from mcudeploy.cli import main
 from mcudeploy.frontend import import_onnx
 from mcudeploy.ops import registry
-from mcudeploy.pipeline import lower
+from mcudeploy.compile import lower
 from mcudeploy.project import load_project
 from mcudeploy.reference import run_reference
 from mcudeploy.search import space, write_result

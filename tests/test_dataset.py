@@ -19,7 +19,7 @@ from mcudeploy.check.validate import accuracy, label_output, output_reports
 from mcudeploy.cli import main
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_model
-from mcudeploy.pipeline import lower
+from mcudeploy.compile import lower
 from mcudeploy.progress import Bar
 from shared_models import MODELS, need_models
 

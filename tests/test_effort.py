@@ -16,7 +16,7 @@ from mcudeploy.memory.alias import SHARING
 from mcudeploy.memory.lifetimes import lifetimes
 from mcudeploy.memory.place import place
 from mcudeploy.partition import Cut, split
-from mcudeploy.pipeline import lower
+from mcudeploy.compile import lower
 from mcudeploy.schedule import schedule
 
 sys.path.insert(0, str(ROOT))  # the generated graphs come from benchmarks/graphs.py

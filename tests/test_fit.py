@@ -9,7 +9,7 @@ from onnx import TensorProto, helper, numpy_helper
 from mcudeploy.cli import main
 from mcudeploy.device.flash import flash
 from mcudeploy.fit import FitError, fit
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 from tests.shared_models import MODELS, need_models
 
 F446_SRAM, F446_FLASH, F446_STACK = 131_072, 524_288, 4_096  # boards/nucleo-f446re.json

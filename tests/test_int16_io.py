@@ -13,7 +13,7 @@ from mcudeploy.check.inputs import quantize
 from mcudeploy.cli import main
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_model
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 from mcudeploy.plan import plan_dict
 from mcudeploy.reference import run_reference
 from mcudeploy.report.html import render

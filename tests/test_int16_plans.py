@@ -22,7 +22,7 @@ from mcudeploy.frontend import import_model
 from mcudeploy.ir import itemsize
 from mcudeploy.ops import registry
 from mcudeploy.partition import split
-from mcudeploy.pipeline import compile_graph, compile_model, lower
+from mcudeploy.compile import compile_graph, compile_model, lower
 from mcudeploy.search import Tuner
 from mcudeploy.search.space import segment_cuts, segments
 from mcudeploy.simulate.timing_cache import TimingCache
@@ -230,7 +230,8 @@ def _need_qemu():
 def test_a_cut_16x8_ds_cnn_on_qemu_and_a_dma_swapped_skip_on_the_m33(residual, tmp_path):
     """On emulated boards: the DS-CNN cut into row strips on the Cortex-M4, and the residual block's skip copied
     to the AN505's PSRAM and back by its PL081 DMA engine; each bit for bit the host build of the same plan."""
-    from mcudeploy.device.runner import compare_with_host, run_on_board
+    from mcudeploy.check.against_host import compare_with_host
+    from mcudeploy.device.runner import run_on_board
 
     _need_qemu()
     graph = lower(import_model(DSCNN))

@@ -16,7 +16,7 @@ import pytest
 from mcudeploy import check
 from mcudeploy.check.tflm import available
 from mcudeploy.device.host import run_compiled_on_host
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 
 CORPUS = Path(__file__).resolve().parent / "keras_corpus"
 MODELS = json.loads((CORPUS / "corpus.json").read_text())["models"]
@@ -56,7 +56,8 @@ def test_runs_on_host_bit_for_bit_with_the_reference(model, need_tflm, tmp_path)
 @pytest.mark.qemu
 @pytest.mark.parametrize("name", ON_QEMU)
 def test_runs_on_qemu_bit_for_bit(name, need_tflm):
-    from mcudeploy.device.runner import compare_with_host, run_on_board
+    from mcudeploy.check.against_host import compare_with_host
+    from mcudeploy.device.runner import run_on_board
 
     missing = [t for t in ("qemu-system-arm", "arm-none-eabi-gcc") if shutil.which(t) is None]
     if missing:

@@ -4,7 +4,7 @@ import pytest
 from shared_models import need_models, shared_models
 from mcudeploy import check
 from mcudeploy.device.host import run_compiled_on_host
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 
 # TensorFlow Lite Micro's activation bytes from ../shared/models/README.md (measured there):
 # mcudeploy's arena must not exceed them on the int8 models.

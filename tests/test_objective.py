@@ -15,7 +15,7 @@ from mcudeploy.ir import Graph
 from mcudeploy.memory.alias import SHARING
 from mcudeploy.memory.lifetimes import SCRATCH, Lifetimes, lifetimes
 from mcudeploy.objective import BALANCED_FACTOR, Objective
-from mcudeploy.pipeline import compile_graph, compile_model, lower
+from mcudeploy.compile import compile_graph, compile_model, lower
 from mcudeploy.frontend import import_model
 
 MODEL = Path(__file__).resolve().parent / "keras_corpus" / "dscnn_gap-int16.tflite"

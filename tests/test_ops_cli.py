@@ -10,7 +10,7 @@ import pytest
 from mcudeploy.cli import main
 from mcudeploy.frontend.tflite import HANDLERS
 from mcudeploy.ops import registry
-from mcudeploy.ops.catalog import OPS_JSON, supported
+from mcudeploy.frontend.catalog import OPS_JSON, supported
 from tests.conformance import ops_table
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_model
-from mcudeploy.pipeline import lower
-from mcudeploy.stages.partition import capacity, partition
+from mcudeploy.compile import lower
+from mcudeploy.stages.assign import capacity, partition
 from mcudeploy.stages.split import Capacity, Problem, evaluate, exact, heuristic
 from mcudeploy.stages.steps import Steps, reduce
 from mcudeploy.stages.system import LinkSpec, load_system

@@ -7,7 +7,7 @@ import pytest
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_model
-from mcudeploy.pipeline import compile_graph, lower
+from mcudeploy.compile import compile_graph, lower
 from mcudeploy.stages import compile_stages, staged_plan_dict
 from residual import SHAPE, residual_model
 from shared_models import MODELS, need_models

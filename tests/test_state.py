@@ -23,7 +23,7 @@ from mcudeploy.device.host import build, run_compiled_on_host
 from mcudeploy.frontend import import_model
 from mcudeploy.ir import verify
 from mcudeploy.memory.oracle import run_in_arena
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 from mcudeploy.plan import plan_dict
 from mcudeploy.reference import evaluate, next_state, run_sequence
 
@@ -352,7 +352,8 @@ def test_on_a_board_the_first_run_of_a_sequence_resets_the_state(tmp_path):
     three frames twice, each time from the first, give the same outputs, and those are the host build's."""
     import shutil
 
-    from mcudeploy.device.runner import build_for_board, compare_with_host, connect
+    from mcudeploy.check.against_host import compare_with_host
+    from mcudeploy.device.runner import build_for_board, connect
     from mcudeploy.device.samples import output_array, sample_bytes
 
     missing = [t for t in ("qemu-system-arm", "arm-none-eabi-gcc") if shutil.which(t) is None]

@@ -9,7 +9,7 @@ import onnx
 import pytest
 
 from mcudeploy.cli import main
-from mcudeploy.stages.partition import capacity
+from mcudeploy.stages.assign import capacity
 from mcudeploy.stages.system import load_system
 from residual import residual_model
 from shared_models import MODELS, need_models

@@ -71,7 +71,7 @@ def test_cores_share_a_board_evenly_unless_it_is_already_one_cores_share():
     """stm32h747i-disco: each core its own board (nothing shared); qemu-an521: both cores compile for
     qemu-an521-core, which is already half the chip (per_core), so the partitioner does not halve it again."""
     from mcudeploy.memory.regions import areas
-    from mcudeploy.stages.partition import FIRMWARE_FLASH_BYTES, capacity
+    from mcudeploy.stages.assign import FIRMWARE_FLASH_BYTES, capacity
 
     an521 = load_system("qemu-an521")
     for unit in an521.units:

@@ -20,7 +20,7 @@ from mcudeploy.cli import main
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.frontend import import_model
 from mcudeploy.ops.requant import tflite_multiplier, tflite_requantize
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 from shared_models import MODELS, ROOT
 
 TFLITE = MODELS / "tflite"
@@ -153,7 +153,8 @@ def test_reference_model_bit_for_bit_with_tflite_micro(name, tmp_path, need_tflm
 
 @pytest.mark.qemu
 def test_kws_on_qemu_bit_for_bit_with_tflite_micro(tmp_path, need_tflm):
-    from mcudeploy.device.runner import compare_with_host, run_on_board
+    from mcudeploy.check.against_host import compare_with_host
+    from mcudeploy.device.runner import run_on_board
 
     missing = [t for t in ("qemu-system-arm", "arm-none-eabi-gcc") if shutil.which(t) is None]
     if missing:

@@ -16,7 +16,7 @@ from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.errors import UnsupportedError
 from mcudeploy.frontend import import_model
 from mcudeploy.ops import registry
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 from mcudeploy.reference import run_reference
 from tflite_build import OPS, RELU, Model, Op, T, _options, add_options, mul_options
 
@@ -244,7 +244,7 @@ def test_cut_along_a_loop_axis_computes_the_same(case, tmp_path):
     """Each element-wise operator cut in two along its longest loop axis (every piece a kernel call on views
     of the operands): the C computes what the whole operators compute."""
     from mcudeploy.partition import Cut
-    from mcudeploy.pipeline import lower
+    from mcudeploy.compile import lower
 
     path = Path(__file__).parent / "conformance" / "tflite" / f"{case}.tflite"
     graph = lower(import_model(path))

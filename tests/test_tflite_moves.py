@@ -23,7 +23,7 @@ from mcudeploy.frontend.tflite.slicing import tflm_strided_slice
 from mcudeploy.ir import Graph, Quant, Tensor
 from mcudeploy.ops import registry
 from mcudeploy.ops.requant import tflite_multiplier
-from mcudeploy.pipeline import compile_model, lower
+from mcudeploy.compile import compile_model, lower
 from mcudeploy.reference import run_reference
 from tflite_build import OPS, Model, Op, T, _options
 

@@ -12,7 +12,7 @@ import tflite_build as tb
 from mcudeploy.check.tflm import available, run_tflm
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.ops.requant import tflite_multiplier, tflite_requantize
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from mcudeploy.errors import InvalidModelError
 from mcudeploy.frontend import import_model
 from mcudeploy.ops.requant import QRANGE
 from mcudeploy.partition import Cut
-from mcudeploy.pipeline import compile_model, lower
+from mcudeploy.compile import compile_model, lower
 
 CONFORMANCE = Path(__file__).resolve().parent / "conformance" / "tflite"
 

@@ -19,7 +19,7 @@ from mcudeploy.errors import UnsupportedError
 from mcudeploy.frontend import import_model
 from mcudeploy.ir import Node
 from mcudeploy.partition import Cut
-from mcudeploy.pipeline import compile_model, lower
+from mcudeploy.compile import compile_model, lower
 from mcudeploy.reference import run_reference
 
 LSTM = tflite.BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM

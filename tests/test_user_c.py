@@ -18,10 +18,10 @@ from mcudeploy.boards import Region, load_board
 from mcudeploy.check import random_inputs
 from mcudeploy.cli import main
 from mcudeploy.codegen import write_project
-from mcudeploy.codegen.facts import input_layout, output_layout
-from mcudeploy.codegen.options import CodeOptions, default_name
+from mcudeploy.analysis.io import input_layout, output_layout
+from mcudeploy.plan.code_options import CodeOptions, default_name
 from mcudeploy.device.host import run_compiled_on_host
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 from mcudeploy.plan import plan_id
 
 RNG = np.random.default_rng(24)
@@ -203,7 +203,7 @@ def test_a_firmware_streams_an_input_band_by_band_through_its_callback(tmp_path)
     the NHWC input as the cut's pieces need them (never the whole input at once, every element at
     least once), and computes what the plan computes on the host runner."""
     from mcudeploy.partition import Cut, split
-    from mcudeploy.pipeline import compile_graph, lower
+    from mcudeploy.compile import compile_graph, lower
     from mcudeploy.frontend import import_model
     from mcudeploy.reference import run_reference
 

@@ -15,10 +15,10 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from mcudeploy.codegen import write_project
-from mcudeploy.codegen.options import CodeOptions
+from mcudeploy.plan.code_options import CodeOptions
 from mcudeploy.device import host
 from mcudeploy.device.host import run_compiled_on_host
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 from test_user_c import image_model, two_layer_model
 
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("g++") is None, reason="needs gcc and g++")

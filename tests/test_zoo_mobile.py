@@ -69,7 +69,7 @@ def _verdict(path, compiled, outputs, samples):
 @pytest.mark.parametrize("name", NAMES)
 def test_mobile_model_passes_the_check_on_host(saved, name, kind, tmp_path):
     from mcudeploy.device.host import run_compiled_on_host
-    from mcudeploy.pipeline import compile_model
+    from mcudeploy.compile import compile_model
 
     path = saved(name, kind)
     compiled = compile_model(path, "host", check=True)
@@ -94,8 +94,9 @@ def test_mobile_model_on_qemu_m4(saved, name, kind, tmp_path):
     the host build's (int8 bit for bit). Where they do not, the firmware is refused saying by how much."""
     from mcudeploy.boards import load_board
     from mcudeploy.device.host import run_compiled_on_host
-    from mcudeploy.device.runner import compare_with_host, run_on_board
-    from mcudeploy.pipeline import compile_model
+    from mcudeploy.check.against_host import compare_with_host
+    from mcudeploy.device.runner import run_on_board
+    from mcudeploy.compile import compile_model
 
     missing = [t for t in ("qemu-system-arm", "arm-none-eabi-gcc") if shutil.which(t) is None]
     if missing:

@@ -14,7 +14,7 @@ from onnx import helper, numpy_helper
 import zoo
 from mcudeploy import check
 from mcudeploy.frontend import import_onnx
-from mcudeploy.pipeline import lower
+from mcudeploy.compile import lower
 from mcudeploy.reference import run_reference
 
 FLOAT_ABS = 1e-4
@@ -115,7 +115,7 @@ def test_zoo_model_imports_and_runs(built, name, kind):
 @pytest.mark.parametrize("name", NAMES)
 def test_zoo_model_on_host(built, name, kind, tmp_path):
     from mcudeploy.device.host import run_compiled_on_host
-    from mcudeploy.pipeline import compile_model
+    from mcudeploy.compile import compile_model
 
     model, example = pick(built, name, kind)
     compiled = compile_model(model, "host", check=True)
@@ -198,7 +198,7 @@ def test_int8_input_computes_what_the_float_input_model_does(mnv2):
 
 def test_int8_input_on_host(mnv2, tmp_path):
     from mcudeploy.device.host import run_compiled_on_host
-    from mcudeploy.pipeline import compile_model
+    from mcudeploy.compile import compile_model
 
     model, example = mnv2
     compiled = compile_model(model, "host", check=True, int8_input=True)

@@ -13,7 +13,7 @@ import numpy as np
 import onnx
 
 from mcudeploy.check.onnxrt import model_proto, run_onnxruntime
-from mcudeploy.codegen.facts import quantization
+from mcudeploy.analysis.io import quantization
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import Graph
 

@@ -1,4 +1,4 @@
-"""The inputs ``run`` feeds a model: seeded random samples, or the arrays of a .npy/.npz file."""
+"""The inputs ``run`` feeds a model: the arrays of a .npy/.npz file (seeded random samples: mcudeploy/samples.py)."""
 from __future__ import annotations
 
 import dataclasses
@@ -10,29 +10,6 @@ import numpy as np
 
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import DTYPES, Graph
-
-
-def random_inputs(graph: Graph, count: int = 20, seed: int = 0) -> list[dict[str, np.ndarray]]:
-    """``count`` seeded samples: float inputs standard normal, quantized integer inputs over all their codes,
-    plain integers in [-128, 127], bools either way."""
-    rng = np.random.default_rng(seed)
-    samples = []
-    for _ in range(count):
-        sample = {}
-        for name in graph.model_inputs():
-            t = graph[name]
-            if t.dtype == "bool":
-                sample[name] = rng.integers(0, 2, size=t.shape).astype(np.bool_)
-            elif t.dtype in ("int8", "uint8", "int16", "int32"):
-                # a quantized input over every code of its type; plain integers (indices, counts) in [-128, 127]
-                info = np.iinfo(DTYPES[t.dtype])
-                lo, hi = (int(info.min), int(info.max)) if t.quant is not None and t.dtype != "int32" else \
-                    (max(int(info.min), -128), min(int(info.max), 127))
-                sample[name] = rng.integers(lo, hi + 1, size=t.shape).astype(DTYPES[t.dtype])
-            else:
-                sample[name] = rng.standard_normal(t.shape).astype(DTYPES[t.dtype])
-        samples.append(sample)
-    return samples
 
 
 def load_input(path: Union[str, os.PathLike], graph: Graph,
@@ -67,10 +44,10 @@ def load_input(path: Union[str, os.PathLike], graph: Graph,
 
 def input_tensor(graph: Graph, name: str):
     """Input ``name`` with its quantization: its own, or for an integer input that only layout operators read (an
-    ONNX model's NHWC input before its Transpose) theirs, which the model's header gives too (codegen/facts.py)."""
+    ONNX model's NHWC input before its Transpose) theirs, which the model's header gives too (analysis/io.py)."""
     t = graph[name]
     if t.quant is None and t.dtype != "float32":
-        from mcudeploy.codegen.facts import quantization
+        from mcudeploy.analysis.io import quantization
 
         q = quantization(graph, name)
         if q is not None:

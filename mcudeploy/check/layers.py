@@ -1,5 +1,5 @@
 """The per-layer error of ``run --dataset`` on one sample: the plan built for the host in trace mode (every arena
-saved after each operator: device/host.py, read as check/trace.py reads it), and each operator's output as
+saved after each operator: device/host.py, read as check/first_difference.py reads it), and each operator's output as
 the C left it compared with
 
 - mcudeploy's numpy reference of the unsplit model (the elements that differ: none where the C is right),
@@ -20,7 +20,7 @@ import numpy as np
 
 from mcudeploy.check.figures import real, snr_db
 from mcudeploy.check.local import short
-from mcudeploy.check.trace import differing, expected_values, name, read
+from mcudeploy.check.first_difference import differing, expected_values, name, read
 from mcudeploy.device.host import trace_compiled_on_host
 from mcudeploy.device.runner import timed_nodes
 from mcudeploy.ir import Graph

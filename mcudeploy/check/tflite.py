@@ -5,7 +5,7 @@ interpreter, reference kernels, run in a child process: check/tflm.py; where it 
 LiteRT's reference kernels: check/litert.py, and the verdict says so) bit for bit, float outputs
 within FLOAT_REL of their largest value, and (2) the C equals mcudeploy's numpy reference bit for
 bit (float within trace.FLOAT_REL of the largest magnitude), as for ONNX models. Where (2) fails, the host build is traced
-to name the first operator that differs (check/trace.py). An ONNX model is judged operator by
+to name the first operator that differs (check/first_difference.py). An ONNX model is judged operator by
 operator against onnxruntime instead (verdict.py): a .tflite model is imported with TFLite's own
 arithmetic (ops/requant.py), so nothing less than bit for bit is right.
 """
@@ -19,7 +19,7 @@ import numpy as np
 from mcudeploy.check import litert
 from mcudeploy.check.tflm import run_tflm
 from mcudeploy.errors import MCUDeployError
-from mcudeploy.check.trace import Difference, against_reference, first_difference, reference_lines
+from mcudeploy.check.first_difference import Difference, against_reference, first_difference, reference_lines
 from mcudeploy.ir import Graph
 
 FLOAT_REL = 1e-5  # float outputs: from TFLite Micro's, relative to the output's largest magnitude (at least 1)

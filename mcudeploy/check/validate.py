@@ -24,7 +24,7 @@ import numpy as np
 from mcudeploy.check.dataset import Dataset
 from mcudeploy.check.figures import is_classifier, output_step, real
 from mcudeploy.check.layers import LayerReport, layer_errors
-from mcudeploy.check.trace import against_reference
+from mcudeploy.check.first_difference import against_reference
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import Graph
 from mcudeploy.progress import Bar
@@ -191,7 +191,7 @@ def float_reference(path: str, graph: Graph) -> FloatReference:
     """``path`` (ONNX, run by onnxruntime: check/figures.float_model; or .tflite, run by TFLite Micro) matched
     with ``graph``, the deployed model; MCUDeployError in one sentence where it does not match."""
     from mcudeploy.frontend import import_model, is_tflite_model
-    from mcudeploy.pipeline import lower
+    from mcudeploy.compile import lower
 
     try:
         lowered = lower(import_model(path))

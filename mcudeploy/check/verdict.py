@@ -5,7 +5,7 @@ with onnxruntime's output: within one quantization step, and the nearest step to
 unrounded value at all but a few elements (check/local.py: what mcudeploy computes is what the
 model says), and (2) the generated C equals mcudeploy's numpy reference bit for bit (float: within
 FLOAT_REL of its largest magnitude) on every input (the C computes what mcudeploy means). Where (2) fails, the host build
-is traced to name the first operator that differs (check/trace.py).
+is traced to name the first operator that differs (check/first_difference.py).
 
 The end-to-end distance from onnxruntime (and from a float model) is reported, not judged: integer
 rounding drifts through a deep network although every operator is right.
@@ -20,7 +20,7 @@ import numpy as np
 from mcudeploy.check import local
 from mcudeploy.check.figures import FloatModel, OutputFigures, end_to_end
 from mcudeploy.check.onnxrt import Model, model_proto, quantized_from, tensor_values
-from mcudeploy.check.trace import Difference, against_reference, first_difference, reference_lines
+from mcudeploy.check.first_difference import Difference, against_reference, first_difference, reference_lines
 from mcudeploy.ir import Graph
 
 

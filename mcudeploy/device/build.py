@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
 import os
 import shutil
@@ -33,6 +32,7 @@ from mcudeploy.device.elfsize import MemoryReport, check_fits, memory_report
 from mcudeploy.device.host import BuildError, cache_dir
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.files import write_atomic
+from mcudeploy.plan import codec
 from mcudeploy.resources import firmware_dir
 
 log = logging.getLogger(__name__)
@@ -111,10 +111,10 @@ def arena_sections(project_dir: Optional[Path]) -> dict[str, str]:
     """The linker sections ``compile --arena-section`` put the model's arenas in (plan.json "c"), by
     region ("" the first), so the firmware's linker script places them too."""
     try:
-        plan = json.loads((Path(project_dir) / "plan.json").read_text()) if project_dir is not None else {}
-    except (OSError, ValueError):
+        plan = codec.read_plan(Path(project_dir) / codec.PLAN_FILE) if project_dir is not None else {}
+    except (OSError, codec.PlanError):
         return {}
-    c = plan.get("c") if isinstance(plan, dict) else None
+    c = plan.get("c")
     return {s["region"]: s["section"] for s in (c or {}).get("sections", [])}
 
 

@@ -1,7 +1,7 @@
 """One firmware for the two cores of a chip: the first stage on core 0 (which serves the protocol),
 the second on core 1, every frame's boundary tensors handed over through a ring of slots in shared
 memory (firmware/runtime/mcud_dual.h). Both stages' generated C links into the one firmware: their
-symbols carry their own names (codegen/options.py), their arenas are their own static arrays.
+symbols carry their own names (plan/code_options.py), their arenas are their own static arrays.
 
 ``dual_values`` lays the ring out: a slot holds, 8-byte aligned and in the order of the second
 stage's inputs, every tensor it reads (what the first stage sends, and the model inputs it reads

@@ -27,8 +27,8 @@ from mcudeploy.device.upload_failure import check_serial_port, explain_upload
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.files import output_lock
 from mcudeploy.fit import TO_THE_BUILD, check_fit
-from mcudeploy.pipeline import compile_model
-from mcudeploy.plan import plan_dict, plan_id
+from mcudeploy.compile import compile_source
+from mcudeploy.plan import CompileOptions, plan_dict, plan_id
 
 
 def upload(project: Path, board: Board, core: Optional[Path] = None, port: Optional[str] = None,
@@ -91,8 +91,8 @@ def build_and_check(board: Board, project: Path, spec: dict, model_name: str,
 
 def flash(model: Optional[str], board_name: str, port: Optional[str] = None, project: Optional[Path] = None,
           upload_firmware: bool = True, input_shapes=None, core: Optional[Path] = None,
-          allow_overflow: bool = False, warn=None, **options) -> FlashResult:
-    """Build the measurer (with ``model`` when given, compiled with compile_model's ``options``) for the
+          allow_overflow: bool = False, warn=None, options: Optional[CompileOptions] = None) -> FlashResult:
+    """Build the measurer (with ``model`` when given, compiled with ``options``, default the defaults) for the
     board with PlatformIO and upload it.
 
     A plan that does not fit the board is refused before the project is written (mcudeploy/fit.py;
@@ -100,7 +100,7 @@ def flash(model: Optional[str], board_name: str, port: Optional[str] = None, pro
     before any upload.
     """
     board = flashable(load_board(board_name), port)
-    compiled = compile_model(model, board, input_shapes, **options) if model else None
+    compiled = compile_source(model, board, options or CompileOptions(), input_shapes) if model else None
     if compiled is not None:
         check_fit(compiled, allow_overflow, TO_THE_BUILD, warn)
     return flash_plan(compiled, board.name, port, project, upload_firmware, core)

@@ -113,6 +113,11 @@ def run(exe: Path, graph: Graph, samples: Sequence[Mapping[str, np.ndarray]],
     return results
 
 
+def on_host(compiled):
+    """``compiled`` for the host board (the same plan, built natively)."""
+    return compiled if compiled.board.kind == "host" else dataclasses.replace(compiled, board=load_board("host"))
+
+
 def run_compiled_on_host(compiled, samples, workdir: Optional[Path] = None) -> list[list[np.ndarray]]:
     with tempfile.TemporaryDirectory(prefix="mcud-host-") as tmp:
         project = write_project(compiled, Path(workdir or tmp))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from mcudeploy import check, interrupts
+from mcudeploy import interrupts
 from mcudeploy.device import qemu
 from mcudeploy.device.elfsize import MemoryReport
 from mcudeploy.device.pool import BoardPool, Job, PoolBoard
@@ -28,6 +28,7 @@ from mcudeploy.device.samples import sample_bytes
 from mcudeploy.estimate.cycles import Target, estimate_cycles, milliseconds
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ops import registry
+from mcudeploy.samples import random_inputs
 from mcudeploy.simulate.simulate import work
 from mcudeploy.simulate.timing_cache import TimingCache, kernel_signature, operator_key
 
@@ -167,7 +168,7 @@ def _time_chunk(compiled, firmware, chunk: list, ops: list, repeat: int, timeout
     with connect(board, firmware, on.port, timeout) as session:
         hz = session.info.timer_hz
         clock = session.info.clock_line() if board.kind == "hardware" else ""
-        sample = check.random_inputs(graph, 1, seed=0)[0]
+        sample = random_inputs(graph, 1, seed=0)[0]
         session.begin_run()
         for k, data in enumerate(sample_bytes(graph, sample)):
             session.load_input(k, data)

@@ -13,12 +13,11 @@ from typing import Callable, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 
-from mcudeploy.boards import Board, load_board
+from mcudeploy.boards import Board
 from mcudeploy.codegen import write_project
 from mcudeploy.device import qemu
 from mcudeploy.device.build import Firmware, build_firmware
 from mcudeploy.device.pool import BoardPool, Job
-from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.device.protocol import DeviceInfo
 from mcudeploy.device.samples import output_array, sample_bytes
 from mcudeploy.device.session import RunResult, Session
@@ -213,31 +212,3 @@ def ticks_lines(run: BoardRun) -> list[str]:
     unit = f"1 tick = {ipt:g} guest instructions (QEMU -icount)" if ipt else f"1 tick = 1 cycle at {hz:,} Hz"
     lines.append(f"total ticks over {len(totals)} sample(s): {min(totals):,} .. {max(totals):,}; {unit}")
     return lines
-
-
-HOST_FLOAT_ABS = 1e-5
-
-
-def compare_with_host(compiled, outputs: Sequence[Sequence[np.ndarray]], samples) -> tuple[bool, list[str]]:
-    """The board's outputs against the host board's (same plan, built natively): integers bit for
-    bit, float within HOST_FLOAT_ABS."""
-    import dataclasses
-
-
-    host = run_compiled_on_host(dataclasses.replace(compiled, board=load_board("host")), samples)
-    ok, lines = True, []
-    for k, name in enumerate(compiled.graph.model_outputs()):
-        dev = np.stack([np.asarray(o[k]) for o in outputs])
-        ref = np.stack([np.asarray(o[k]) for o in host])
-        if compiled.graph[name].dtype == "float32":
-            diff = float(np.max(np.abs(dev.astype(np.float64) - ref.astype(np.float64)), initial=0.0))
-            good = diff <= HOST_FLOAT_ABS
-            lines.append(f"{name} (float32) vs the host board: max difference {diff:g} (limit {HOST_FLOAT_ABS:g})")
-        else:
-            differ = int(np.count_nonzero(dev != ref))
-            good = differ == 0
-            lines.append(f"{name} ({compiled.graph[name].dtype}) vs the host board: "
-                         f"{'bit for bit identical' if good else f'{differ} element(s) differ'}")
-        ok = ok and good
-    lines.append(f"{'SAME' if ok else 'DIFFERENT'} as the host board on {len(samples)} input(s)")
-    return ok, lines

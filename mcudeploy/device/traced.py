@@ -11,11 +11,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Optional
 
-from mcudeploy import check
 from mcudeploy.device.runner import build_for_board, connect, timed_nodes
 from mcudeploy.device.samples import sample_bytes
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.estimate.trace import op_counts
+from mcudeploy.samples import random_inputs
 
 log = logging.getLogger(__name__)
 NM = "arm-none-eabi-nm"
@@ -48,7 +48,7 @@ def trace_model(compiled, workdir: Optional[Path] = None, timeout: Optional[floa
         extra = board.qemu.extra_args + ("-d", "in_asm,exec,nochain", "-D", str(trace))
         traced = dataclasses.replace(board, qemu=dataclasses.replace(board.qemu, extra_args=extra))
         inputs = Path(tmp) / "inputs.bin"
-        data = sample_bytes(compiled.graph, check.random_inputs(compiled.graph, 1, seed=0)[0])
+        data = sample_bytes(compiled.graph, random_inputs(compiled.graph, 1, seed=0)[0])
         inputs.write_bytes(b"".join(data))
         with connect(traced, firmware, None, timeout) as session:
             session.begin_run()

@@ -77,7 +77,7 @@ class Graph:
     # the integer arithmetic of the model's origin (mcudeploy/ops/requant.py): "onnx" rounds half to
     # even as QuantizeLinear does, "tflite" as TFLite's reference kernels and CMSIS-NN do
     arithmetic: str = "onnx"
-    # graph inputs with no bytes in the arena: ReadInput nodes (mcudeploy/ops/stream.py) ask the
+    # graph inputs with no bytes in the arena: ReadInput nodes (mcudeploy/ops/read_input.py) ask the
     # application for their rows (passes/stream_input.py)
     streamed: tuple[str, ...] = ()
     # a stateful model's variables (tensors of kind "state", their initial value as data): graph inputs

@@ -7,13 +7,13 @@ views, so a tensor needs no copy to sit inside a larger buffer. Five kinds of sh
 - view: a Reshape-like operator's output is its input's bytes (always: the operator has no
   kernel). Tensors joined by views form a *view group*; a group of several tensors, or one holding
   a graph input or output, must stay contiguous.
-- concat: each input of a Concat is written by its producer straight into its slice of the
+- concat: each input of a Concat (an operator declaring ``Op.slices = "inputs"``) is written by its producer straight into its slice of the
   output, and the Concat runs no kernel. Each must be produced by a kernel (not a constant or
   graph input), appear once, carry the output's dtype and quantization (no requantization), and
   have no other place yet. With "partial", when only some inputs qualify, those are written into
   the output and the Concat copies the others (its kernel skips an input already in its slice):
   the gather of a split's kept halo then copies the neighbours' rows, not its own piece.
-- split: each output of a Split is a slice of its input, and the Split runs no kernel.
+- split: each output of a Split (``Op.slices = "outputs"``) is a slice of its input, and the Split runs no kernel.
 - slice: a Slice's output (``Op.subview``) is always a window of its input's slot (an offset, the
   input's strides): the operator has no kernel. A TransposeView is one too, with the input's
   strides permuted (an NHWC graph input read as NCHW). Slices compose (a Slice of a Slice, of a tensor
@@ -57,8 +57,6 @@ from mcudeploy.ops import registry
 # its output and copies the rest; "resize" lets an in-place output differ in size from its input; "bands"
 # lays the tensors of a split out band by band (_banded)
 SHARING = frozenset({"concat", "partial", "split", "inplace", "resize", "parts", "bands"})
-CONCAT_OPS = ("Concat",)  # output = the inputs side by side along attribute "axis"
-SPLIT_OPS = ("Split",)  # outputs = slices of input 0 along attribute "axis"
 
 
 @dataclass(frozen=True)
@@ -448,9 +446,9 @@ def share(graph: Graph, order: Sequence[Node], alignment: int = 4, sharing: froz
     best = _peak(f, *_buffers(state, sharing)[1:]) if sharing & {"concat", "split"} else 0
     candidates = []
     if "concat" in sharing:
-        candidates += [(n, _concat_links) for n in reversed(f.order) if n.op in CONCAT_OPS]
+        candidates += [(n, _concat_links) for n in reversed(f.order) if registry.slices(n.op) == "inputs"]
     if "split" in sharing:
-        candidates += [(n, _split_links) for n in f.order if n.op in SPLIT_OPS]
+        candidates += [(n, _split_links) for n in f.order if registry.slices(n.op) == "outputs"]
     again = []  # partial Concats refused: tried once more, first to last (see below)
     for node, links_of in candidates:
         links, whole = links_of(state, node), True

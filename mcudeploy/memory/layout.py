@@ -23,16 +23,17 @@ from typing import Optional, Sequence
 
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import Graph, Node
-from mcudeploy.memory.alias import CONCAT_OPS, SHARING
+from mcudeploy.memory.alias import SHARING
 from mcudeploy.memory.lifetimes import Lifetimes, lifetimes
 from mcudeploy.memory.place import Placement, place
 from mcudeploy.memory.regions import DEFAULT, Area
+from mcudeploy.ops import registry
 
 
 def _partial(lives: Lifetimes, order: Sequence[Node]) -> bool:
     """Whether some Concat that still runs has an input written into its output."""
     of = lives.buffer_of
-    return any(n.op in CONCAT_OPS and n.name not in lives.elided and any(of.get(i) == of.get(n.outputs[0])
+    return any(registry.slices(n.op) == "inputs" and n.name not in lives.elided and any(of.get(i) == of.get(n.outputs[0])
                                                                           for i in n.inputs)
                for n in order)
 

@@ -17,7 +17,6 @@ import numpy as np
 
 from mcudeploy.ir import DTYPES, Graph, Node
 from mcudeploy.ir.tensor import itemsize
-from mcudeploy.memory.alias import CONCAT_OPS
 from mcudeploy.ops import registry
 from mcudeploy.reference import arguments
 
@@ -85,7 +84,7 @@ def _written(graph: Graph, node: Node, lifetimes, placement, o: str) -> tuple:
     """(region, the byte addresses of `o` that `node`'s kernel writes): all of them, except for a
     Concat, whose kernel skips the slice of an input already in it (firmware/kernels/concat.c)."""
     region, addr = _addresses(graph, lifetimes, placement, o)
-    if node.op not in CONCAT_OPS:
+    if registry.slices(node.op) != "inputs":
         return region, addr
     axis = int(node.attr("axis", 0)) % len(graph[o].shape)
     written, start = [], 0

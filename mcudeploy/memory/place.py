@@ -6,7 +6,7 @@ Methods:
 - ``exact``: greedy, then, when greedy is above the live-bytes lower bound, CP-SAT on the
   time x offset rectangles within the limit, in effort seconds per region (mcudeploy/effort.py:
   work counted, not wall-clock time, so the offsets do not depend on the machine's load;
-  mcudeploy/memory/exact.py).
+  mcudeploy/memory/exact_placement.py).
 A placement is ``proven_optimal`` when its arena equals the lower bound (no placement can go
 below the bytes live at the peak step), or, for ``exact``, when the solver proves that no
 smaller arena exists. The result always reports the bound next to the arena it reached.
@@ -25,7 +25,7 @@ import numpy as np
 
 from mcudeploy.effort import Effort
 from mcudeploy.errors import MCUDeployError
-from mcudeploy.memory.exact import solve
+from mcudeploy.memory.exact_placement import solve
 from mcudeploy.memory.greedy import greedy, live_peak
 from mcudeploy.memory.lifetimes import Buffer, Lifetimes
 from mcudeploy.memory import state

@@ -1,5 +1,5 @@
 """Rewrites of a scheduled graph that trade time for memory, between the schedule and the placement
-(pipeline.rewrite_ordered runs them): each takes the graph and its order and returns both, so the
+(compile.rewrite_ordered runs them): each takes the graph and its order and returns both, so the
 lifetimes, the placement, the code and the simulator that follow see an ordinary graph.
 
 - scratch.py: kernels whose working memory would raise the arena's peak run a variant without it.
@@ -8,7 +8,7 @@ lifetimes, the placement, the code and the simulator that follow see an ordinary
   more than one region over time; ``stays`` reads where it is at which step.
 - recompute.py: an idle tensor's producer run again before its next use.
 - swap.py: the policy under a fast-memory budget (which tensors to swap, recompute or keep in the
-  slow region, priced by the board's memory speeds); exact.py: the same choice on CP-SAT, to
+  slow region, priced by the board's memory speeds); exact_swap.py: the same choice on CP-SAT, to
   measure the heuristic against.
 """
 from mcudeploy.offload.moves import Stay, move, stays

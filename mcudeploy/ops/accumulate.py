@@ -4,7 +4,7 @@ reduction (mcudeploy/partition, ``Op.partial``).
 Not ONNX operators: the split makes them. AvgPoolSum(x rows, running sum) adds the rows of each
 map to the running sum left by the piece before (none for the first), row-major, in the order
 the whole average sums its taps, so the last sum is bit for bit the whole one; AvgPoolFinish
-divides it by the positions, quantizes and clips as the average would (mcudeploy/ops/pool.py).
+divides it by the positions, quantizes and clips as the average would (mcudeploy/ops/pooling.py).
 The sum is float32 for float and QDQ int8 (the taps dequantized one by one, as the average does)
 and int32 for TFLite's int8 and int16 (the codes). The running sum is one value per (n, c): a few hundred
 bytes where the map it stands for is kilobytes.

@@ -190,6 +190,10 @@ class Op:
     view: ClassVar[bool] = False  # output is input 0's bytes reinterpreted (Reshape-like)
     subview: ClassVar[bool] = False  # output is a strided window into input 0's bytes (Slice): no kernel
     source: ClassVar[bool] = False  # reads no tensor: its attributes say which rows it makes (ReadInput, ``piece``)
+    # How it shares buffers with slices of one tensor (memory/alias.py decides, schedule/problem.py models it):
+    # "inputs", the output is the inputs side by side along attribute "axis", each input written by its producer
+    # into its slice (Concat); "outputs", the outputs are slices of input 0 along "axis" (Split); "" neither.
+    slices: ClassVar[str] = ""
     # In a TFLite model, a float operator between DEQUANTIZE and QUANTIZE computes in float and rounds once; its
     # integer form computes that exactly only where it says so (a table made by dequantizing, the float
     # function and quantizing; data moved as it is), so only then may passes/qdq.py fold the chain into it.

@@ -15,8 +15,6 @@ from mcudeploy.ops.base import (Array, Call, Dim, OnnxNode, Op, Struct, TensorEx
                                 require_valid)
 from mcudeploy.ops.registry import register
 
-PARAMS = ("scale", "B", "mean", "var")
-
 
 def affine(graph: Graph, node: Node) -> tuple[np.ndarray, np.ndarray]:
     """(a, b) per channel, in float64."""

@@ -48,6 +48,7 @@ def _requant_table(graph: Graph, node: Node):
 class Concat(Op):
     name = "Concat"
     onnx_types = ("Concat",)
+    slices = "inputs"
 
     def _axis(self, graph: Graph, node: Node) -> int:
         return norm_axis(node.attr("axis", 0), len(graph[node.inputs[0]].shape), "Concat")

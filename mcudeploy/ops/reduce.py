@@ -57,11 +57,6 @@ def tflite_mean_multiplier(mult: int, shift: int, count: int) -> tuple[int, int]
     return (mult << k) // count, 31 - (exponent - k)
 
 
-def reduced_axes(graph: Graph, node: Node) -> tuple[int, ...]:
-    """The reduced input dimensions, sorted (attribute ``axes``, resolved at import)."""
-    return tuple(node.attr("axes"))
-
-
 def moved(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     """x with the reduced dimensions last, flattened into one: shape (kept..., count)."""
     kept = [d for d in range(x.ndim) if d not in axes]

@@ -36,6 +36,13 @@ def get(name: str) -> Op:
     return _BY_NAME[name]
 
 
+def slices(name: str) -> str:
+    """How operator ``name`` shares buffers with slices of one tensor (Op.slices); "" for a name not registered."""
+    _load()
+    op = _BY_NAME.get(name)
+    return op.slices if op is not None else ""
+
+
 def for_onnx(op_type: str) -> Optional[Op]:
     _load()
     return _BY_ONNX.get(op_type)

@@ -300,6 +300,7 @@ class TransposeView(Transpose):
 class Split(Op):
     name = "Split"
     onnx_types = ("Split",)
+    slices = "outputs"
 
     def from_onnx(self, onnx):
         attrs = {"axis": int(onnx.attrs.get("axis", 0))}

@@ -1,7 +1,7 @@
 """``--stream-input``: every graph input comes into the arena band by band, as the layers that read
 it need its rows, through the application's callback (model.h: ``<name>_read_input``).
 
-Each input X gets a ReadInput node (mcudeploy/ops/stream.py) that makes X's values under a new
+Each input X gets a ReadInput node (mcudeploy/ops/read_input.py) that makes X's values under a new
 name, "X#read"; what read X reads that. X stays a graph input (its name, shape, type and
 quantization are the API's), listed in ``Graph.streamed``: the memory planner gives it no bytes.
 Unsplit, the ReadInput reads the whole input, so the arena holds it as before (written by the
@@ -11,10 +11,10 @@ An input that is also a graph output cannot be streamed (the caller reads it bac
 """
 from __future__ import annotations
 
-from mcudeploy.codegen.facts import input_layout, quantization
+from mcudeploy.analysis.io import input_layout, quantization
 from mcudeploy.errors import UnsupportedError
 from mcudeploy.ir import Graph, Node
-from mcudeploy.ops.stream import READ_INPUT
+from mcudeploy.ops.read_input import READ_INPUT
 
 
 def stream_inputs(graph: Graph) -> Graph:

@@ -5,7 +5,6 @@ the page's script draws the arena and the memory curve from the same view, embed
 """
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Optional
@@ -16,6 +15,7 @@ from markupsafe import Markup
 from mcudeploy import __version__
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.files import write_atomic
+from mcudeploy.plan import codec
 from mcudeploy.report.timings import read_timings, timings_view
 from mcudeploy.report.view import io_text, plan_view, short_name, types_text
 from mcudeploy.resources import templates_dir
@@ -61,15 +61,12 @@ def render(plan: dict, source: str = "the plan", timings: Optional[dict] = None)
 
 
 def read_plan(path: Path) -> dict:
-    path = Path(path)
-    if path.is_dir():
-        path = path / "plan.json"
+    """The plan.json at ``path`` (or in that folder), through the codec (plan/codec.py)."""
+    path = codec.plan_path(path)
     try:
-        return json.loads(path.read_text())
+        return codec.read_plan(path)
     except FileNotFoundError:
         raise MCUDeployError(f"there is no plan at {path} (run `mcudeploy compile MODEL -b BOARD -o DIR` first)") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise MCUDeployError(f"{path} is not a plan.json: it is not valid JSON ({exc})") from None
 
 
 def write_report(plan_path, out_path=None, say: Callable[[str], None] = lambda _: None) -> Path:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from mcudeploy.effort import Effort
+from mcudeploy.choices import SCHEDULE_METHODS
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import Graph, Node
 from mcudeploy.memory.lifetimes import lifetimes
@@ -33,7 +34,7 @@ from mcudeploy.schedule.pieces import pieces
 from mcudeploy.schedule.problem import build
 from mcudeploy.schedule.rpo import rpo
 
-METHODS = ("auto", "exact", "refine", "bfs", "dfs", "rpo", "demand", "model", "pieces")
+METHODS = SCHEDULE_METHODS
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ the time they are live one after the other anyway.
 Slice sharing is optional, and lifetimes() takes it only where the peak of the order does not
 rise: a Concat whose inputs are written into their slices of its output (those that are not
 windows of another tensor: it copies those), a Split whose outputs are slices of its input
-(``Share``). Taken, one buffer the size of the whole holds them all, live from the first write
+(``Share``; the operators say which, ``Op.slices``, as they do to memory/alias.py). Taken, one buffer the size of the whole holds them all, live from the first write
 of any of them to the last read. The fast simulation leaves it out (so its peak is never below
 the yardstick's); the exact solver and the lower bound let it be chosen freely (so their bounds
 are never above it).
@@ -172,11 +172,11 @@ def _share(graph: Graph, v: int, n: Node, buffers: list[Buffer], buffer_of: dict
     is never written into the output: alias copies it ("partial"), so it is no part of the share
     and stays a buffer of its own, read by the Concat, where counting it inside the whole would
     make every halo look free to the schedulers."""
-    if n.op == "Concat":
+    if registry.slices(n.op) == "inputs":  # a Concat
         whole, parts = n.outputs[0], tuple(x for x in n.inputs if x not in windows)
         if not parts:
             return None
-    elif n.op == "Split":
+    elif registry.slices(n.op) == "outputs":  # a Split
         whole, parts = (n.inputs[0] if n.inputs else ""), n.outputs
     else:
         return None
@@ -188,7 +188,7 @@ def _share(graph: Graph, v: int, n: Node, buffers: list[Buffer], buffer_of: dict
     w, ps = buffer_of[whole], tuple(buffer_of[t] for t in parts)
     if len(set(ps)) != len(ps) or w in ps:
         return None
-    if n.op == "Concat":
+    if registry.slices(n.op) == "inputs":
         if any(buffers[b].producer < 0 for b in ps):
             return None  # a graph input is written by the caller, not into a slice
         producers = tuple(sorted({buffers[b].producer for b in ps}))

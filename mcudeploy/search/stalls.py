@@ -5,7 +5,7 @@ again, until no wait stalls or no trigger moves any more (it reached the copy ou
 start would break the fast-memory budget).
 
 ``settle(build, measure)`` runs that loop over two callables the caller gives: ``build(earlier)``
-compiles with ``earlier`` (per swapped tensor, extra steps; pipeline.compile_graph's argument) and
+compiles with ``earlier`` (per swapped tensor, extra steps; compile.compile_graph's argument) and
 ``measure(compiled)`` runs it and returns the per-operator ticks of device.runner.timed_nodes."""
 from __future__ import annotations
 

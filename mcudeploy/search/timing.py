@@ -16,7 +16,7 @@ from mcudeploy.device.pool import BoardPool, Job
 from mcudeploy.device.runner import run_on_board
 from mcudeploy.ops import registry
 from mcudeploy.partition import Cut
-from mcudeploy.pipeline import Compiled
+from mcudeploy.plan import Compiled
 from mcudeploy.search.budget import Work
 from mcudeploy.search.state import TuneState
 from mcudeploy.simulate.timing_cache import CacheView, TimingCache, kernel_signature
@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class TimedScheme:
-    """A split scheme, its compiled plan and what the board said of it (plan.py writes a compiled
+    """A split scheme, its compiled plan and what the board said of it (plan/record.py writes a compiled
     plan as plan.json; this is one of the search's candidates)."""
 
     scheme: tuple[Cut, ...]

@@ -64,7 +64,7 @@ from mcudeploy.frontend import import_model
 from mcudeploy.partition import HALOS, Cut, split
 from mcudeploy.objective import MEMORY, Objective
 from mcudeploy.offload.swap import parse_budget, regions_for_swap
-from mcudeploy.pipeline import Compiled, compile_graph, fast_memory_bytes, lower
+from mcudeploy.compile import Compiled, compile_graph, fast_memory_bytes, lower
 from mcudeploy.search import budget as budgets
 from mcudeploy.search import space
 from mcudeploy.search.budget import Clock, Work

@@ -21,7 +21,7 @@ def tune_record(result: TuneResult) -> dict:
 def write_result(result: TuneResult, code=None) -> Path:
     """The C project and plan.json of the best plan, with the scheme, the saving, the latency and
     what the search explored ("tune": tune_record); ``code``: the C options
-    (codegen.options.CodeOptions; default the defaults)."""
+    (plan.CodeOptions; default the defaults)."""
     best, base = result.best, result.baseline
     if code is not None:
         best = dataclasses.replace(best, compiled=dataclasses.replace(best.compiled, code=code))

@@ -320,7 +320,7 @@ class PlanWork:
 
 
 def plan_work(compiled) -> PlanWork:
-    """The operators ``compiled`` (a pipeline.Compiled) times, in order: every operator of the order
+    """The operators ``compiled`` (a plan.Compiled) times, in order: every operator of the order
     that is not a view (device.runner.timed_nodes)."""
     graph, lives = compiled.graph, compiled.lifetimes
     out = []
@@ -339,7 +339,7 @@ def plan_work(compiled) -> PlanWork:
 
 
 def simulate(compiled, cache: TimingCache, reference: Optional[dict] = None) -> Simulation:
-    """Memory and latency of ``compiled`` (a pipeline.Compiled) on its board, from ``cache``; the
+    """Memory and latency of ``compiled`` (a plan.Compiled) on its board, from ``cache``; the
     pieces of a split plan are estimated from ``reference`` (reference_costs of the unsplit plan)."""
     return cost(plan_work(compiled), cache, reference)
 

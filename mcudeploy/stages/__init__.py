@@ -5,7 +5,7 @@
 - steps.py: the model as the partitioner sees it (steps of one order, their seconds per board, cut
   bytes, live peaks, weights) and the graph reduction.
 - split.py: the exact dynamic program for the least bottleneck, and the heuristic.
-- partition.py: costs from the simulator (measured ticks where cached), the split, --objective.
+- assign.py: costs from the simulator (measured ticks where cached), the split, --objective.
 - staged.py: the container (StagedPlan: its stages, each a Compiled, and the links between them),
   the cut of a scheduled graph into stage graphs, and its plan.json.
 - system_plan.py: a model compiled for a system, the stages' times, plan.json's stages and pipeline.

@@ -43,7 +43,7 @@ import numpy as np
 from mcudeploy.codegen import write_project
 from mcudeploy.device import qemu
 from mcudeploy.device.build import model_id
-from mcudeploy.device.host import run_compiled_on_host
+from mcudeploy.device.host import on_host, run_compiled_on_host
 from mcudeploy.device.linked import build_linked_firmware, unlinkable
 from mcudeploy.device.runner import build_for_board, connect, model_name, run_on_board
 from mcudeploy.device.session import Session
@@ -196,8 +196,6 @@ def run_chain(plan: SystemPlan, samples: Sequence[Mapping[str, np.ndarray]], wor
             frames, ticks = _stream_carried(plan, samples, root, links)
             counts = [(l.resent, l.refused) for l in links]
         if real:
-            from mcudeploy.stages.stream import on_host
-
             one_outputs = run_compiled_on_host(on_host(plan.one_chip), samples, root / "one-chip")
             one_ticks = None
     if not real:

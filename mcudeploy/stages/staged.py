@@ -4,7 +4,7 @@ The lowered graph is ordered once (mcudeploy/schedule); ``bounds`` cut that orde
 stage k running steps [bounds[k-1], bounds[k]). Each stage is a graph of its own: its inputs are
 the model's inputs it reads and the tensors earlier stages make for it (received over a link), its
 outputs the model's outputs it makes and the tensors later stages read (sent). Each stage graph is
-compiled by pipeline.compile_graph for its own board (a core or a chip), so it has its own order,
+compiled by compile.compile_graph for its own board (a core or a chip), so it has its own order,
 arena and C project; running the stages one after another, each fed what the earlier ones sent,
 computes what the whole model computes.
 """
@@ -16,8 +16,8 @@ from typing import Sequence, Union
 from mcudeploy.boards import Board, load_board
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import Graph, Node
-from mcudeploy.pipeline import Compiled, compile_graph
-from mcudeploy.plan import PLAN_VERSION, plan_dict
+from mcudeploy.compile import compile_lowered
+from mcudeploy.plan import PLAN_VERSION, CompileOptions, Compiled, plan_dict
 from mcudeploy.schedule import schedule
 
 
@@ -98,20 +98,21 @@ def compile_stages(graph: Graph, boards: Union[Sequence[Union[str, Board]], str,
                    schedule_method: str = "auto", name: str | None = None, order: Sequence[Node] | None = None,
                    **options) -> StagedPlan:
     """Order the lowered ``graph`` (``schedule_method``; or take ``order``), cut the order at ``bounds``,
-    and compile each stage for its board (one board for all, or one per stage); ``options`` go to
-    compile_graph."""
+    and compile each stage for its board (one board for all, or one per stage); ``options``: the other
+    fields of the CompileOptions every stage is compiled with (compile.compile_lowered)."""
+    options = CompileOptions(schedule_method=schedule_method, **options)
     name = name or graph.name
     boards = [boards] if isinstance(boards, (str, Board)) else list(boards)
     boards = [load_board(b) if isinstance(b, str) else b for b in boards]
     if order is None:
-        order = schedule(graph, schedule_method, options.get("schedule_time_limit", 10.0), boards[0].alignment).order
+        order = schedule(graph, schedule_method, options.schedule_time_limit, boards[0].alignment).order
     graphs = stage_graphs(graph, order, bounds)
     boards = boards * len(graphs) if len(boards) == 1 else boards
     if len(boards) != len(graphs):
         raise MCUDeployError(f"{len(graphs)} stages need one board each (or one for all), not {len(boards)}")
     stages = []
     for k, (g, board) in enumerate(zip(graphs, boards)):
-        compiled = compile_graph(g, board, f"{name}_stage{k}", schedule_method=schedule_method, **options)
+        compiled = compile_lowered(g, board, f"{name}_stage{k}", options)
         stages.append(Stage(k, compiled, tuple(i for i in g.inputs if i not in graph.inputs),
                             tuple(o for o in g.outputs if o not in graph.outputs)))
     links = tuple(Link(t, src.index, dst.index, graph[t].nbytes)

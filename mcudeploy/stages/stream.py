@@ -6,7 +6,6 @@ it was compiled for a chip: the same plan, order and offsets) and run on all fra
 """
 from __future__ import annotations
 
-import dataclasses
 import statistics
 import tempfile
 from dataclasses import dataclass
@@ -15,14 +14,9 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from mcudeploy.boards import load_board
-from mcudeploy.device.host import run_compiled_on_host
+from mcudeploy.device.host import on_host, run_compiled_on_host
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.stages.system_plan import SystemPlan, with_measured
-
-
-def on_host(compiled):
-    return compiled if compiled.board.kind == "host" else dataclasses.replace(compiled, board=load_board("host"))
 
 
 def run_on_host(plan: SystemPlan, samples: Sequence[Mapping[str, np.ndarray]], workdir: Path) -> list[list[np.ndarray]]:

@@ -1,4 +1,4 @@
-"""A model compiled for a system: the partition (partition.py) compiled stage by stage
+"""A model compiled for a system: the partition (assign.py) compiled stage by stage
 (staged.compile_stages, each stage for its own core's board), the stages' times, and plan.json.
 
 A stage's time is its compiled plan's ticks on its board (simulate: measured from the timing cache
@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Mapping, Optional
 
 from mcudeploy.ir import Graph
-from mcudeploy.plan import PLAN_VERSION
+from mcudeploy.plan import PLAN_VERSION, codec
 from mcudeploy.simulate.simulate import simulate
 from mcudeploy.simulate.timing_cache import TimingCache
-from mcudeploy.stages.partition import Partition, partition, scratch_policy, seconds_per_tick
+from mcudeploy.stages.assign import Partition, partition, scratch_policy, seconds_per_tick
 from mcudeploy.stages.staged import StagedPlan, compile_stages, staged_plan_dict
 from mcudeploy.stages.system import System
 
@@ -186,27 +186,20 @@ def plan_lines(d: dict) -> list[str]:
 
 def write_system(plan: SystemPlan, out: Path) -> Path:
     """Every stage's C project in out/stageK/ (its own plan.json there) and the system's plan.json."""
-    import json
-
     from mcudeploy.codegen import write_project
-    from mcudeploy.files import write_atomic
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     for stage in plan.staged.stages:
         write_project(stage.compiled, out / f"stage{stage.index}")
-    write_atomic(out / "plan.json", json.dumps(system_plan_dict(plan), indent=1))
+    codec.write_plan(out / codec.PLAN_FILE, system_plan_dict(plan), end="")
     return out
 
 
 def read_system_plan(path) -> Optional[dict]:
     """The plan.json at ``path`` (or in that folder) when it is a system's, else None."""
-    import json
-
-    path = Path(path)
-    path = path / "plan.json" if path.is_dir() else path
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+        data = codec.read_plan(codec.plan_path(path))
+    except (OSError, codec.PlanError):
         return None
-    return data if isinstance(data, dict) and "system" in data and "pipeline" in data else None
+    return data if "system" in data and "pipeline" in data else None

@@ -12,7 +12,7 @@ from mcudeploy.analysis import axis_graph, components, crossing, cuttable, segme
 from mcudeploy.cli import main
 from mcudeploy.frontend import import_onnx
 from mcudeploy.ops import registry
-from mcudeploy.pipeline import lower
+from mcudeploy.compile import lower
 from tests.shared_models import MODELS, need_models
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -193,7 +193,7 @@ def _compare(what: str, got: np.ndarray, want: np.ndarray, tol: tuple[float, flo
 def check(case: Case, workdir: Optional[Path] = None) -> None:
     """Compile the case to C, build and run it; raise unless C, reference and expected agree."""
     from mcudeploy.device.host import run_compiled_on_host
-    from mcudeploy.pipeline import compile_model
+    from mcudeploy.compile import compile_model
     from mcudeploy.reference import run_reference
 
     compiled = compile_model(case.model, "host")

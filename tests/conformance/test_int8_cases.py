@@ -21,7 +21,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from mcudeploy.device.host import run_compiled_on_host
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 from mcudeploy.reference import run_reference
 
 OPSET = 13

@@ -201,7 +201,7 @@ def check(case: Case, expected, workdir: Optional[Path] = None) -> None:
     """Compile the case for the host, run the C on its samples; raise unless the C equals TFLite Micro's
     outputs (``expected``, from tflm_outputs) and mcudeploy's numpy reference."""
     from mcudeploy.device.host import run_compiled_on_host
-    from mcudeploy.pipeline import compile_model
+    from mcudeploy.compile import compile_model
     from mcudeploy.reference import run_sequence
 
     if isinstance(expected, Exception):

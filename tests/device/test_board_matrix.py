@@ -32,7 +32,7 @@ from mcudeploy.boards import load_board
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.device.runner import run_on_board
 from mcudeploy.errors import MCUDeployError
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 
 pytestmark = pytest.mark.qemu
 

@@ -17,7 +17,7 @@ from mcudeploy.device import qemu
 from mcudeploy.device.build import build_firmware, firmware_build_spec, ram_region
 from mcudeploy.device.elfsize import read_sections
 from mcudeploy.errors import MCUDeployError
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 
 DEVICE_BOARDS = [b.name for b in all_boards() if b.kind != "host" and b.alias_of is None]
 HARDWARE = [b.name for b in all_boards() if b.kind == "hardware" and b.alias_of is None]
@@ -112,7 +112,8 @@ def test_a_board_with_two_regions_links_an_arena_in_each(tmp_path, need_qemu):
     import json
 
     from mcudeploy import check
-    from mcudeploy.device.runner import compare_with_host, run_on_board
+    from mcudeploy.check.against_host import compare_with_host
+    from mcudeploy.device.runner import run_on_board
 
     data = json.loads((Path(__file__).resolve().parents[2] / "boards" / "qemu-m4.json").read_text())
     data["name"] = "qemu-m4-two"

@@ -8,7 +8,7 @@ import pytest
 
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_model
-from mcudeploy.pipeline import lower
+from mcudeploy.compile import lower
 from mcudeploy.stages.chain import Link, run_chain
 from mcudeploy.stages.system import load_system
 from mcudeploy.stages.system_plan import compile_system

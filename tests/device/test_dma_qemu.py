@@ -20,7 +20,7 @@ from mcudeploy.boards import load_board
 from mcudeploy.device.build import CC, CFLAGS, firmware_build_spec
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.device.runner import run_on_board, timed_nodes
-from mcudeploy.pipeline import compile_graph, compile_model, lower
+from mcudeploy.compile import compile_graph, compile_model, lower
 from mcudeploy.frontend import import_model
 from mcudeploy.resources import firmware_dir
 from mcudeploy.search.stalls import round_lines, settle

@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mcudeploy.check.inputs import random_inputs
+from mcudeploy.samples import random_inputs
 from mcudeploy.cli import main
 from mcudeploy.device.dual import dual_values
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_model
-from mcudeploy.pipeline import lower
+from mcudeploy.compile import lower
 from mcudeploy.stages.dual import dual_chip, run_dual, stream
 from mcudeploy.stages.system import load_system
 from mcudeploy.stages.system_plan import compile_system

@@ -19,7 +19,7 @@ from mcudeploy.boards import load_board
 from mcudeploy.check import random_inputs
 from mcudeploy.device import emulator, runner, session
 from mcudeploy.device.measure import measure_model
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 from mcudeploy.simulate.timing_cache import TimingCache
 
 TIMEOUT = 0.3

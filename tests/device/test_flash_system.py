@@ -16,9 +16,10 @@ import pytest
 from mcudeploy.check import random_inputs
 from mcudeploy.cli import main
 from mcudeploy.device import emulator
-from mcudeploy.device.runner import compare_with_host, run_on_board
+from mcudeploy.check.against_host import compare_with_host
+from mcudeploy.device.runner import run_on_board
 from mcudeploy.frontend import import_model
-from mcudeploy.pipeline import lower
+from mcudeploy.compile import lower
 from mcudeploy.stages.system import load_system
 from mcudeploy.stages.system_plan import compile_system
 from residual import residual_model

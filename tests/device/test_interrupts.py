@@ -99,7 +99,7 @@ def test_measure_and_flash_end_at_once_and_leave_no_emulator(model, tmp_path, ne
 
 def test_an_interrupted_compile_leaves_no_plan(model, tmp_path, monkeypatch):
     from mcudeploy.codegen import emit
-    from mcudeploy.pipeline import compile_model
+    from mcudeploy.compile import compile_model
 
     compiled = compile_model(model, "host")
     out = emit.write_project(compiled, tmp_path / "out")

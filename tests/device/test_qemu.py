@@ -21,11 +21,12 @@ from mcudeploy.device import runner
 from mcudeploy.device.build import build_firmware
 from mcudeploy.device.measure import measure_model
 from mcudeploy.device.qemu import QemuBoard, instructions_per_tick
-from mcudeploy.device.runner import compare_with_host, connect, run_on_board
+from mcudeploy.check.against_host import compare_with_host
+from mcudeploy.device.runner import connect, run_on_board
 from mcudeploy.device.samples import sample_bytes
 from mcudeploy.device.session import Session
 from mcudeploy.errors import MCUDeployError
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 from mcudeploy.simulate.timing_cache import TimingCache
 
 pytestmark = pytest.mark.qemu

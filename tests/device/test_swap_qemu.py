@@ -8,7 +8,7 @@ from mcudeploy.boards import load_board
 from mcudeploy.device.elfsize import read_sections
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.device.runner import run_on_board
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 from shared_models import MODELS, need_models
 
 pytestmark = pytest.mark.qemu

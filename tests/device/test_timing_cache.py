@@ -6,7 +6,7 @@ from devmodels import matmul
 
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ops import registry
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 from mcudeploy.search.state import TuneState
 from mcudeploy.simulate.timing_cache import TimingCache, kernel_signature
 

@@ -13,8 +13,9 @@ from devmodels import matmul
 
 from mcudeploy.check import random_inputs
 from mcudeploy.device import emulator, qemu
-from mcudeploy.device.runner import compare_with_host, run_on_board
-from mcudeploy.pipeline import compile_model
+from mcudeploy.check.against_host import compare_with_host
+from mcudeploy.device.runner import run_on_board
+from mcudeploy.compile import compile_model
 
 pytestmark = pytest.mark.qemu
 IDLE_S = 15.0

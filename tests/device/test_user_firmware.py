@@ -22,14 +22,14 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from mcudeploy.boards import load_board
 from mcudeploy.check import random_inputs
 from mcudeploy.codegen import write_project
-from mcudeploy.codegen.facts import quantization
-from mcudeploy.codegen.options import CodeOptions
+from mcudeploy.analysis.io import quantization
+from mcudeploy.plan.code_options import CodeOptions
 from mcudeploy.device.build import CFLAGS, firmware_build_spec
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.device.samples import output_array, sample_bytes
 from mcudeploy.ir import Graph, Node
 from mcudeploy.ops import registry
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 from shared_models import MODELS
 
 ONNX_GRAPH = Graph("quantize", {}, (), (), ())  # the helpers follow ONNX's rounding (half to even)

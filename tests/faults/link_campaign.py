@@ -44,7 +44,7 @@ PER_RUN = 4  # faults drawn per run (fewer may happen: a drawn frame index past 
 
 def chain_plan():
     from mcudeploy.frontend import import_model
-    from mcudeploy.pipeline import lower
+    from mcudeploy.compile import lower
     from mcudeploy.stages.system import load_system
     from mcudeploy.stages.system_plan import compile_system
 

@@ -23,7 +23,7 @@ _NUMBERS = re.compile(r"-?\b\d[\d,.e+-]*")
 
 
 def plan(path: Path) -> None:
-    from mcudeploy.pipeline import compile_model
+    from mcudeploy.compile import compile_model
     from mcudeploy.report.text import summary
 
     compiled = compile_model(path, "host", schedule_method="rpo", placement_method="greedy",

@@ -12,7 +12,7 @@ from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.ir import Graph, Node, Quant, Tensor, constant
 from mcudeploy.memory.oracle import run_in_arena
 from mcudeploy.ops import registry
-from mcudeploy.pipeline import compile_graph
+from mcudeploy.compile import compile_graph
 from mcudeploy.reference import run_reference
 
 

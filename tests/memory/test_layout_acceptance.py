@@ -12,7 +12,7 @@ from mcudeploy import check
 from mcudeploy.memory import lifetimes, place
 from mcudeploy.memory.layout import lay_out
 from mcudeploy.memory.oracle import run_in_arena
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 from mcudeploy.reference import run_reference
 
 sys.path.insert(0, str(ROOT))  # the generated graphs come from benchmarks/graphs.py

@@ -13,7 +13,7 @@ from mcudeploy.codegen import write_project
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.offload import move, stays
-from mcudeploy.pipeline import compile_graph, compile_model
+from mcudeploy.compile import compile_graph, compile_model
 from mcudeploy.reference import run_reference
 from residual import SHAPE, residual_model
 

@@ -12,7 +12,7 @@ from mcudeploy.boards import Region, load_board
 from mcudeploy.codegen import write_project
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.memory import lifetimes, place
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 from mcudeploy.reference import run_reference
 
 X = (2, 4, 6, 6)  # batch 2: a channel slice of a Concat output is strided

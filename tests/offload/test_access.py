@@ -3,7 +3,7 @@ memory costs by it."""
 from mcudeploy.boards import load_board
 from mcudeploy.offload.access import kernel_bytes, slow_access_ticks
 from mcudeploy.offload.swap import regions_for_swap
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 from residual import SHAPE, residual_model
 
 CHANNELS, H, W = SHAPE[1:]

@@ -1,4 +1,4 @@
-"""The exact swap-or-recompute choice (mcudeploy/offload/exact.py) on small generated graphs: its
+"""The exact swap-or-recompute choice (mcudeploy/offload/exact_swap.py) on small generated graphs: its
 choices meet the budget when applied (checked with lifetimes), it is never worse than the
 heuristic where both meet the budget, and on a tiny graph it equals a brute-force enumeration."""
 import itertools
@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from graphs import make  # noqa: E402
 from mcudeploy.boards import load_board  # noqa: E402
 from mcudeploy.effort import Effort  # noqa: E402
-from mcudeploy.offload.exact import Choice, apply, fast_peak, intervals, solve_swaps  # noqa: E402
+from mcudeploy.offload.exact_swap import Choice, apply, fast_peak, intervals, solve_swaps  # noqa: E402
 from mcudeploy.offload.swap import fit_fast_memory  # noqa: E402
 
 BOARD = load_board("host")

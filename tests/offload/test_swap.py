@@ -16,7 +16,7 @@ from mcudeploy.codegen import write_project
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.offload.swap import parse_budget
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 from mcudeploy.project import load_project
 from residual import SHAPE, residual_model
 from shared_models import MODELS, need_models

@@ -17,7 +17,7 @@ from onnx import TensorProto, helper, numpy_helper
 from .kernel_harness import Place, run_kernel
 from mcudeploy.frontend import import_onnx
 from mcudeploy.ops import registry
-from mcudeploy.pipeline import lower
+from mcudeploy.compile import lower
 from mcudeploy.reference import run_reference
 
 
@@ -38,7 +38,7 @@ def host_outputs(model: onnx.ModelProto, samples: list[dict]) -> list[list[np.nd
 def run_model_on_host(model, samples, input_shapes=None, workdir=None) -> list[list[np.ndarray]]:
     """Compile a model for the host board, build it, and run it on each sample (dict input name -> array)."""
     from mcudeploy.device.host import run_compiled_on_host
-    from mcudeploy.pipeline import compile_model
+    from mcudeploy.compile import compile_model
 
     return run_compiled_on_host(compile_model(model, "host", input_shapes), samples, workdir)
 

@@ -340,7 +340,7 @@ def test_conv_pieces_along_rows_and_channels(tmp_path, name):
     channels (weights, bias and multipliers sliced) computes the same, in numpy and in C."""
     from mcudeploy.device.host import run_compiled_on_host
     from mcudeploy.partition import Cut, split
-    from mcudeploy.pipeline import compile_graph
+    from mcudeploy.compile import compile_graph
 
     graph, node, inputs = _conv(**CONVS[name], seed=5)
     want = run_reference(graph, inputs)[0]

@@ -14,7 +14,7 @@ from mcudeploy.ir import Graph, Node, Quant, Tensor
 from mcudeploy.ops import registry
 from mcudeploy.ops.activation import lut_table
 from mcudeploy.ops.base import Dim
-from mcudeploy.pipeline import lower
+from mcudeploy.compile import lower
 from mcudeploy.reference import run_reference
 
 from .kernel_harness import needs_gcc, run_unary_kernel
@@ -363,7 +363,7 @@ def test_silu_is_one_swish_computing_what_the_pair_did(quantized):
     the Mul's requantization bit for bit (the two operators' own references, run unfused), and
     onnxruntime's values; the host C equals the reference."""
     from mcudeploy.passes.activation import fuse_swish
-    from mcudeploy.pipeline import PASSES
+    from mcudeploy.compile import PASSES
 
     model = silu_model(quantized)
     graph = lower(import_onnx(model), check=True)

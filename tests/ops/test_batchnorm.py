@@ -14,7 +14,7 @@ from mcudeploy.ir import Graph, Node, Tensor, constant, verify
 from mcudeploy.ops import registry
 from mcudeploy.ops.base import Dim
 from mcudeploy.passes.batchnorm import fold_batchnorm
-from mcudeploy.pipeline import lower
+from mcudeploy.compile import lower
 from mcudeploy.reference import run_reference
 
 from .kernel_harness import needs_gcc, run_unary_kernel

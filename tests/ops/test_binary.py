@@ -15,7 +15,7 @@ from mcudeploy.frontend import import_onnx
 from mcudeploy.ir import Graph, Node, Quant, Tensor, constant
 from mcudeploy.ops import registry
 from mcudeploy.ops.base import Dim
-from mcudeploy.pipeline import lower
+from mcudeploy.compile import lower
 from mcudeploy.reference import run_reference
 
 from .kernel_harness import needs_gcc, run_kernel

@@ -11,7 +11,7 @@ from mcudeploy.frontend import import_onnx
 from mcudeploy.ir import Graph, Node, Quant, Tensor
 from mcudeploy.ops import registry
 from mcudeploy.ops.base import Dim
-from mcudeploy.pipeline import lower
+from mcudeploy.compile import lower
 
 from .kernel_harness import Place, needs_gcc, run_kernel
 from .onnx_helpers import checked_model, host_outputs, ort_outputs, reference_outputs

@@ -24,7 +24,7 @@ from mcudeploy.device.build import CFLAGS as ARM_CFLAGS
 from mcudeploy.memory.lifetimes import SCRATCH
 from mcudeploy.ops import registry
 from mcudeploy.partition import Cut
-from mcudeploy.pipeline import compile_graph, compile_model
+from mcudeploy.compile import compile_graph, compile_model
 from mcudeploy.reference import run_reference
 from mcudeploy.resources import firmware_dir
 
@@ -255,7 +255,7 @@ def test_scratch_is_a_buffer_of_its_step_in_the_arena(tmp_path):
 def test_split_pieces_are_bit_exact(axis):
     """A Conv -> pointwise Conv chain cut into row bands or channel ranges: the kernels run on views."""
     from mcudeploy.device.host import run_compiled_on_host
-    from mcudeploy.pipeline import lower
+    from mcudeploy.compile import lower
     from mcudeploy.frontend import import_onnx
 
     model, _ = quantized(conv_case(cin=3, cout=8, hw=(11, 7), k=(3, 3), pads=[1, 1, 1, 1], relu=True)[0], seed=5)
@@ -304,7 +304,8 @@ def test_fast_conv_on_qemu_equals_the_host(tmp_path, board):
     if missing:
         pytest.skip(f"needs {' and '.join(missing)}")
     from mcudeploy import check
-    from mcudeploy.device.runner import compare_with_host, run_on_board
+    from mcudeploy.check.against_host import compare_with_host
+    from mcudeploy.device.runner import run_on_board
 
     compiled = _compiled_conv(board)
     assert any(registry.get(n.op).kernel(compiled.graph, n).fn == "mcud_conv_s8_fast"

@@ -13,7 +13,7 @@ from mcudeploy.ir import Graph, Node, Quant, Tensor, constant
 from mcudeploy.ops import registry, requant
 from mcudeploy.ops.base import Dim
 from mcudeploy.partition import Cut, split
-from mcudeploy.pipeline import compile_graph
+from mcudeploy.compile import compile_graph
 from mcudeploy.reference import run_reference
 
 from .kernel_harness import Place, channels_last, needs_gcc, run_kernel

@@ -148,8 +148,9 @@ needs_qemu = pytest.mark.skipif(any(shutil.which(t) is None for t in ("qemu-syst
 @pytest.mark.parametrize("board", ["qemu-m4", "qemu-m3"])
 def test_depthwise_and_fully_connected_on_qemu_equal_the_host(dw_fc_model, board, tmp_path):
     from mcudeploy import check as mcheck
-    from mcudeploy.device.runner import compare_with_host, run_on_board
-    from mcudeploy.pipeline import compile_model
+    from mcudeploy.check.against_host import compare_with_host
+    from mcudeploy.device.runner import run_on_board
+    from mcudeploy.compile import compile_model
 
     compiled = compile_model(dw_fc_model, board)
     kernels = {registry.get(n.op).kernel(compiled.graph, n).fn for n in compiled.graph.nodes

@@ -170,7 +170,7 @@ def test_split_along_a_row_axis_computes_the_same(tmp_path):
     from mcudeploy.device.host import run_compiled_on_host
     from mcudeploy.ops import registry
     from mcudeploy.partition import Cut, check_cut, split
-    from mcudeploy.pipeline import compile_graph as compile_plan
+    from mcudeploy.compile import compile_graph as compile_plan
     from mcudeploy.reference import run_reference
 
     shape = (1, 12, 16)

@@ -14,7 +14,7 @@ from mcudeploy.frontend import import_onnx
 from mcudeploy.ops import registry
 from mcudeploy.ops.gemm import MATMUL_MAX_K, dynamic_scratch, layout
 from mcudeploy.partition import Cut, check_cut, split
-from mcudeploy.pipeline import compile_graph, lower
+from mcudeploy.compile import compile_graph, lower
 from mcudeploy.reference import run_reference
 
 from .kernel_harness import Place, needs_gcc, run_kernel

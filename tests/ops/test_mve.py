@@ -17,7 +17,7 @@ from mcudeploy.boards import load_board
 from mcudeploy.codegen.emit import write_project
 from mcudeploy.device.build import CFLAGS as ARM_CFLAGS
 from mcudeploy.ops import registry
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from shared_models import MODELS, need_models  # noqa: E402
@@ -68,7 +68,8 @@ def test_cortex_m55_build_uses_helium(mve_model, tmp_path):
 @needs_qemu
 def test_mve_kernels_on_qemu_m55_equal_the_host(mve_model, tmp_path):
     from mcudeploy import check
-    from mcudeploy.device.runner import compare_with_host, run_on_board
+    from mcudeploy.check.against_host import compare_with_host
+    from mcudeploy.device.runner import run_on_board
 
     compiled = compile_model(mve_model, "qemu-m55")
     assert {"mcud_conv_s8_fast", "mcud_conv_s8_dw"} <= _kernels(compiled)
@@ -85,7 +86,8 @@ def test_kws_tflite_on_qemu_m55_equals_the_host(tmp_path):
     in the memory-first plan) and the vector depthwise on whole 25 x 5 planes."""
     need_models()
     from mcudeploy import check
-    from mcudeploy.device.runner import compare_with_host, run_on_board
+    from mcudeploy.check.against_host import compare_with_host
+    from mcudeploy.device.runner import run_on_board
 
     compiled = compile_model(str(MODELS / "tflite" / "kws_dscnn_int8.tflite"), "qemu-m55")
     assert {"mcud_conv_s8_direct", "mcud_conv_s8_fast", "mcud_conv_s8_dw_tfl"} <= _kernels(compiled)

@@ -15,7 +15,7 @@ from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.errors import UnsupportedError
 from mcudeploy.frontend import import_model
 from mcudeploy.ops import registry
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 from mcudeploy.reference import run_reference
 
 from .kernel_harness import needs_gcc, run_unary_kernel
@@ -238,7 +238,7 @@ def test_split_into_rows_computes_the_same(tmp_path, case):
     """Cut along the first axis, the pieces (on views) compute bit for bit what the whole does, in numpy
     and in C; a normalised axis cannot be cut."""
     from mcudeploy.partition import Cut, check_cut, split
-    from mcudeploy.pipeline import compile_graph
+    from mcudeploy.compile import compile_graph
 
     _, code, options, dtype, qin, qout = case
     shape = (6, 37)

@@ -10,7 +10,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from mcudeploy.frontend import import_onnx
-from mcudeploy.pipeline import lower
+from mcudeploy.compile import lower
 from mcudeploy.reference import run_reference
 
 from .onnx_helpers import host_outputs, ort_outputs

@@ -11,7 +11,7 @@ from onnx import TensorProto, helper, numpy_helper
 from mcudeploy.frontend import import_onnx
 from mcudeploy.ops import registry
 from mcudeploy.partition import Cut, check_cut, split
-from mcudeploy.pipeline import lower
+from mcudeploy.compile import lower
 from mcudeploy.reference import run_reference
 
 from .kernel_harness import Place, needs_gcc, run_kernel

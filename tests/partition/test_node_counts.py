@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from split_cases import Builder, random_counts, random_inputs, same, with_random_weights
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.partition import Cut, SplitError, check_cut, cut_from_dict, cut_to_dict, describe, mechanisms, split
-from mcudeploy.pipeline import compile_graph
+from mcudeploy.compile import compile_graph
 from mcudeploy.reference import run_reference
 from mcudeploy.search import space
 

@@ -22,7 +22,7 @@ from split_cases import random_counts, random_inputs, same, with_random_weights
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.ops import registry
 from mcudeploy.partition import Cut, SplitError, check_cut, mechanisms, split
-from mcudeploy.pipeline import compile_graph
+from mcudeploy.compile import compile_graph
 from mcudeploy.reference import run_reference
 from mcudeploy.search.space import segments
 

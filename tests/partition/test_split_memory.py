@@ -18,7 +18,7 @@ import pytest
 
 from split_cases import bottleneck, rows_cut
 from mcudeploy.partition import macs, split
-from mcudeploy.pipeline import compile_graph
+from mcudeploy.compile import compile_graph
 
 WIDE = 24 * 64 * 64  # one wide tensor, int8
 WHOLE = 2 * WIDE  # both: the bound of whole operators that do not run in place
@@ -58,7 +58,7 @@ def test_a_gather_writes_its_own_strip_in_place_and_copies_only_the_halo():
     from mcudeploy.reference import run_reference
     from mcudeploy.schedule import schedule
 
-    from mcudeploy.pipeline import lower
+    from mcudeploy.compile import lower
 
     whole = lower(bottleneck("int8", hw=64))  # activations fused: each piece is one convolution
     graph = split(whole, (rows_cut(whole, 8, "keep"),))

@@ -25,7 +25,7 @@ from mcudeploy.schedule import schedule
 
 
 def _cut(channels: int, halo: str = "keep"):
-    from mcudeploy.pipeline import lower
+    from mcudeploy.compile import lower
 
     whole = lower(bottleneck("int8", hw=32, channels=channels))
     graph = split(whole, (rows_cut(whole, 8, halo),))

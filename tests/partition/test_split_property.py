@@ -22,7 +22,7 @@ from split_cases import generated, random_inputs, random_scheme, same
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.frontend import import_onnx
 from mcudeploy.partition import split
-from mcudeploy.pipeline import compile_graph, lower
+from mcudeploy.compile import compile_graph, lower
 from mcudeploy.reference import run_reference
 
 MODELS = [p.name for p in shared_models("*_int8.onnx")] or ["(absent)"]

@@ -15,7 +15,7 @@ from split_cases import bottleneck, random_inputs, rows_cut
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.ir import verify
 from mcudeploy.partition import Cut, SplitError, check_cut, describe, macs, split
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 from mcudeploy.reference import run_reference
 
 
@@ -69,7 +69,7 @@ def test_a_channel_cut_slices_weights_bias_and_per_channel_scales():
 def test_split_graph_runs_in_c_on_host():
     graph = bottleneck("int8", hw=16)
     pieces = split(graph, (rows_cut(graph, 3, "keep"),))
-    from mcudeploy.pipeline import compile_graph
+    from mcudeploy.compile import compile_graph
 
     x = random_inputs(graph)
     got = run_compiled_on_host(compile_graph(pieces, "host"), [x])[0]

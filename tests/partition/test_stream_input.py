@@ -1,4 +1,4 @@
-"""--stream-input (passes/stream_input.py, ops/stream.py): a graph input comes into the arena through
+"""--stream-input (passes/stream_input.py, ops/read_input.py): a graph input comes into the arena through
 ReadInput nodes that ask the firmware's callback for its rows. Unsplit, the one ReadInput reads the
 whole input; cut with the first layers, each piece reads its own band, so no step holds the whole
 input. Either way the plan computes bit for bit what the plain graph does, on the numpy reference,
@@ -18,7 +18,7 @@ from mcudeploy.ir import Graph, Node, Tensor
 from mcudeploy.memory.oracle import run_in_arena
 from mcudeploy.partition import check_cut, mechanisms, split
 from mcudeploy.passes.stream_input import stream_inputs
-from mcudeploy.pipeline import compile_graph
+from mcudeploy.compile import compile_graph
 from mcudeploy.reference import run_reference
 
 INPUT = 4 * 48 * 48  # bottleneck(hw=48)'s int8 input, bytes

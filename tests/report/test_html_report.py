@@ -19,7 +19,7 @@ from browser import open_in_chromium
 from shared_models import need_models, shared_models
 from mcudeploy.cli import main
 from mcudeploy.errors import MCUDeployError
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 from mcudeploy.plan import plan_dict
 from mcudeploy.report.html import render, write_report
 from mcudeploy.report.text import plan_text, summary

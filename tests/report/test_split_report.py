@@ -4,13 +4,12 @@ with its source; "not split" when there is no scheme."""
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 from mcudeploy.plan import plan_dict
 from mcudeploy.report.html import render
 from mcudeploy.report.text import plan_text, summary
@@ -51,12 +50,6 @@ def test_plan_json_keeps_its_fields_and_adds_the_split_when_known(compiled):
     plan = json.loads(json.dumps(split_plan(compiled)))  # plain JSON
     assert plan["scheme"] == SCHEME and plan["split"] == SPLIT and plan["latency"] == LATENCY
     assert set(plain) <= set(plan)
-    # a compiled result that carries the fields itself (a split result) gets them written too
-    carrying = SimpleNamespace(**{k: getattr(compiled, k) for k in ("model", "board", "graph", "schedule",
-                                                                    "lifetimes", "placement", "order")},
-                               scheme=SCHEME, split=SPLIT, latency=LATENCY)
-    assert {k: plan_dict(carrying)[k] for k in ("scheme", "split", "latency")} == {
-        "scheme": SCHEME, "split": SPLIT, "latency": LATENCY}
 
 
 def test_view_of_the_split(compiled):

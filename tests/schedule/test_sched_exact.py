@@ -13,7 +13,7 @@ import pytest  # noqa: E402
 
 from benchmarks.graphs import make  # noqa: E402
 from mcudeploy.ir import Graph, Node, Tensor, constant, verify  # noqa: E402
-from mcudeploy.pipeline import compile_model  # noqa: E402
+from mcudeploy.compile import compile_model  # noqa: E402
 from mcudeploy.schedule import schedule  # noqa: E402
 
 

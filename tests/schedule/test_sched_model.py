@@ -60,7 +60,7 @@ def graphs():
     yield from split_graphs()
     if MODELS.is_dir():  # the reference models too, where they are at hand
         from mcudeploy.frontend import import_onnx
-        from mcudeploy.pipeline import lower
+        from mcudeploy.compile import lower
 
         for path in sorted(MODELS.glob("*.onnx")):
             yield path.stem, lower(import_onnx(path))

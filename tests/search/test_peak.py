@@ -12,7 +12,7 @@ import zoo
 from mcudeploy.boards import load_board
 from mcudeploy.frontend import import_onnx
 from mcudeploy.partition import Cut, split
-from mcudeploy.pipeline import lower
+from mcudeploy.compile import lower
 from mcudeploy.search import Tuner, space
 from mcudeploy.search.peak import find_peak
 from mcudeploy.search.tune import compile_scheme

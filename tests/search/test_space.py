@@ -3,7 +3,7 @@ next batch while no cut of the first lowers the arena)."""
 from __future__ import annotations
 
 from mcudeploy.frontend import import_onnx
-from mcudeploy.pipeline import lower
+from mcudeploy.compile import lower
 from mcudeploy.search import space
 
 

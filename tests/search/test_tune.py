@@ -12,7 +12,7 @@ from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_onnx
 from mcudeploy.ops import registry
 from mcudeploy.partition import split
-from mcudeploy.pipeline import compile_graph, lower
+from mcudeploy.compile import compile_graph, lower
 from mcudeploy.search import Tuner, space, write_result
 from mcudeploy.search.peak import find_peak
 from mcudeploy.search.timing import TimedScheme

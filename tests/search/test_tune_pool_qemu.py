@@ -27,7 +27,7 @@ from mcudeploy.device.pool import BoardPool
 from mcudeploy.device.runner import build_for_board
 from mcudeploy.device.session import Session
 from mcudeploy.search import Tuner, space
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 from mcudeploy.simulate.timing_cache import TimingCache
 
 pytestmark = pytest.mark.qemu

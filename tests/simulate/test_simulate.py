@@ -7,7 +7,7 @@ import shutil
 import numpy as np
 import pytest
 
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 from mcudeploy.simulate.simulate import (DEFAULT_COPY_INSTRUCTIONS_PER_BYTE, DEFAULT_INSTRUCTIONS_PER_BYTE,
                                          DEFAULT_INSTRUCTIONS_PER_CALL, DEFAULT_INSTRUCTIONS_PER_MAC, fit, nnls,
                                          simulate)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mcudeploy.partition import Cut
-from mcudeploy.pipeline import compile_model
+from mcudeploy.compile import compile_model
 from mcudeploy.simulate.simulate import Estimator, Reference, reference_costs, simulate
 from mcudeploy.simulate.timing_cache import TimingCache, operator_key
 from simulate_graphs import conv_chain_model

@@ -21,10 +21,10 @@ import numpy as np
 
 def main(argv=None) -> int:
     from mcudeploy.check.inputs import quantize
-    from mcudeploy.codegen.facts import quantization
+    from mcudeploy.analysis.io import quantization
     from mcudeploy.check.onnxrt import run_onnxruntime
     from mcudeploy.frontend import import_model
-    from mcudeploy.pipeline import lower
+    from mcudeploy.compile import lower
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
     from shared_models import MODELS

@@ -3,22 +3,20 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import dataclass
 from typing import Callable, Mapping, Optional, Sequence, Union
 
 import onnx
 
 from mcudeploy.boards import Board, load_board
-from mcudeploy.codegen.options import CodeOptions
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_model
 from mcudeploy.ir import Graph, Node, verify
-from mcudeploy.memory import Lifetimes, Placement, areas
+from mcudeploy.memory import areas
 from mcudeploy.memory.layout import lay_out
 from mcudeploy.objective import MEMORY, Objective, latency_plan
 from mcudeploy.offload import fit_scratch
 from mcudeploy.offload.scratch import scratch_steps
-from mcudeploy.offload.swap import Offload, has_slow_region, parse_budget, place_within
+from mcudeploy.offload.swap import has_slow_region, parse_budget, place_within
 from mcudeploy.partition import Scheme, split
 from mcudeploy.passes.activation import fuse_activations, fuse_swish
 from mcudeploy.passes.batchnorm import fold_batchnorm
@@ -29,11 +27,12 @@ from mcudeploy.passes.transformer import fuse_transformer_patterns
 from mcudeploy.passes.shuffle import lower_channel_shuffle
 from mcudeploy.passes.slices import materialize_slices
 from mcudeploy.passes.stream_input import stream_inputs
-from mcudeploy.schedule import Schedule, schedule
+from mcudeploy.plan.compiled import Compiled
+from mcudeploy.plan.options import CompileOptions
+from mcudeploy.schedule import schedule
 
 
-SCRATCH_POLICIES = ("fit", "keep")
-FAST_MEMORY_ROUNDS = 4  # plans aimed ever lower while the fast region's placed arena exceeds its budget  # compile_graph's choice of kernels with working memory
+SCRATCH_POLICIES = ("fit", "keep")  # compile_graph's choice of kernels with working memory
 
 PASSES: tuple[tuple[str, Callable[[Graph], Graph]], ...] = (
     ("fold_batchnorm", fold_batchnorm),
@@ -59,30 +58,6 @@ def lower(graph: Graph, check: bool = False, int8_input: bool = False, stream_in
     return graph
 
 
-@dataclass(frozen=True)
-class Compiled:
-    model: str
-    board: Board
-    graph: Graph
-    schedule: Schedule  # the order, its method, time and whether it is proven optimal
-    lifetimes: Lifetimes
-    placement: Placement
-    scheme: Scheme = ()  # the split applied to the lowered graph (mcudeploy/partition), if any
-    code: CodeOptions = CodeOptions()  # how the C meets the user's firmware: name, arena, sections
-    int8_input: bool = False  # lowered with --int8-input (recorded in plan.json)
-    stream_input: bool = False  # lowered with --stream-input (recorded in plan.json)
-    offload: Optional[Offload] = None  # swaps made to meet a fast-memory budget (mcudeploy/offload/swap.py)
-    objective: Objective = MEMORY  # what the plan was made for, and what it met (mcudeploy/objective.py)
-
-    @property
-    def order(self) -> tuple[Node, ...]:
-        return self.schedule.order
-
-    @property
-    def schedule_method(self) -> str:
-        return self.schedule.method
-
-
 def compile_model(source: Union[str, os.PathLike, onnx.ModelProto], board: Union[str, Board] = "host",
                   input_shapes: Optional[Mapping[str, tuple[int, ...]]] = None,
                   schedule_method: str = "auto", check: bool = False, placement_method: str = "exact",
@@ -90,24 +65,35 @@ def compile_model(source: Union[str, os.PathLike, onnx.ModelProto], board: Union
                   scheme: Scheme = (), int8_input: bool = False,
                   fast_memory: Union[int, str, None] = None, earlier: Mapping[str, int] = {},
                   stream_input: bool = False, objective: Objective = MEMORY) -> Compiled:
+    """compile_source with these CompileOptions (the library's keyword form; see there)."""
+    options = CompileOptions(schedule_method=schedule_method, placement_method=placement_method,
+                             placement_time_limit=placement_time_limit, schedule_time_limit=schedule_time_limit,
+                             scheme=scheme, int8_input=int8_input, stream_input=stream_input,
+                             fast_memory=fast_memory, earlier=earlier, objective=objective)
+    return compile_source(source, board, options, input_shapes, check)
+
+
+def compile_source(source: Union[str, os.PathLike, onnx.ModelProto], board: Union[str, Board],
+                   options: CompileOptions, input_shapes: Optional[Mapping[str, tuple[int, ...]]] = None,
+                   check: bool = False) -> Compiled:
     """Import, lower (with `int8_input`, the quantized inputs taken as integers), split by `scheme`
-    (none: the operators as they are), then compile_graph. fast_memory: bytes, or a share of the
-    unconstrained first region's arena ("50%"; that arena is compiled first to know it). earlier,
-    objective: compile_graph's."""
-    if fast_memory is not None and objective.name != "memory":
+    (none: the operators as they are), then compile_lowered. fast_memory: bytes, or a share of the
+    unconstrained first region's arena ("50%"; that arena is compiled first to know it)."""
+    if options.fast_memory is not None and options.objective.name != "memory":
         raise MCUDeployError(f"--fast-memory swaps tensors to a slow region until the fast one fits, the memory "
-                             f"objective's way: with --objective {objective.name} give the budget as --memory-budget")
-    graph = lower(import_model(source, input_shapes), check=check, int8_input=int8_input, stream_input=stream_input)
-    if scheme:
-        graph = split(graph, scheme)
+                             f"objective's way: with --objective {options.objective.name} give the budget as "
+                             f"--memory-budget")
+    graph = lower(import_model(source, input_shapes), check=check, int8_input=options.int8_input,
+                  stream_input=options.stream_input)
+    if options.scheme:
+        graph = split(graph, options.scheme)
     name = graph.name if isinstance(source, onnx.ModelProto) else os.fspath(source)
-    options = dict(schedule_method=schedule_method, placement_method=placement_method,
-                   placement_time_limit=placement_time_limit, schedule_time_limit=schedule_time_limit,
-                   scheme=scheme, int8_input=int8_input, stream_input=stream_input)
-    if fast_memory is not None:
+    if options.fast_memory is not None:
         board = load_board(board) if isinstance(board, str) else board
-        fast_memory = fast_memory_bytes(fast_memory, lambda: compile_graph(graph, board, name, **options))
-    return compile_graph(graph, board, name, fast_memory=fast_memory, earlier=earlier, objective=objective, **options)
+        plain = dataclasses.replace(options, fast_memory=None, earlier={}, objective=MEMORY)
+        options = dataclasses.replace(options, fast_memory=fast_memory_bytes(
+            options.fast_memory, lambda: compile_lowered(graph, board, name, plain)))
+    return compile_lowered(graph, board, name, options)
 
 
 def fast_memory_bytes(spec: Union[int, str], unconstrained: Callable[[], Compiled]) -> int:
@@ -149,6 +135,15 @@ def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optiona
                   rewrites: Sequence[Rewrite] = (), fast_memory: Optional[int] = None,
                   earlier: Mapping[str, int] = {}, stream_input: bool = False,
                   objective: Objective = MEMORY) -> Compiled:
+    """compile_lowered with these CompileOptions (the library's keyword form; see there)."""
+    return compile_lowered(graph, board, name, CompileOptions(
+        schedule_method=schedule_method, placement_method=placement_method,
+        placement_time_limit=placement_time_limit, schedule_time_limit=schedule_time_limit, scheme=scheme,
+        scratch=scratch, int8_input=int8_input, rewrites=rewrites, fast_memory=fast_memory, earlier=earlier,
+        stream_input=stream_input, objective=objective))
+
+
+def compile_lowered(graph: Graph, board: Union[str, Board], name: Optional[str], options: CompileOptions) -> Compiled:
     """Schedule, find lifetimes and place an already lowered graph (split by `scheme` and lowered
     with `int8_input`, which are only recorded here). The time limits are in effort seconds
     (mcudeploy/effort.py): work, not wall-clock time, so the same graph gives the same plan on a
@@ -161,25 +156,27 @@ def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optiona
     where the board has a slow region (its moves are then priced, and swaps tried). earlier: per
     swapped tensor, steps its asynchronous copy back starts earlier (search/stalls.py). objective:
     latency or balanced (with scratch "fit"): the fastest plan within its budget (latency_plan)."""
-    if scratch not in SCRATCH_POLICIES:
-        raise MCUDeployError(f"scratch must be one of {', '.join(SCRATCH_POLICIES)}, not {scratch!r}")
+    o = options
+    if o.scratch not in SCRATCH_POLICIES:
+        raise MCUDeployError(f"scratch must be one of {', '.join(SCRATCH_POLICIES)}, not {o.scratch!r}")
     board = load_board(board) if isinstance(board, str) else board
-    sched = schedule(graph, schedule_method, schedule_time_limit, board.alignment)
+    sched = schedule(graph, o.schedule_method, o.schedule_time_limit, board.alignment)
 
     def arrange(limit: Optional[int] = None):
-        rewritten, order = rewrite_ordered(graph, sched.order, board, scratch, rewrites, limit)
-        return _placed(rewritten, order, board, fast_memory, placement_method, placement_time_limit, earlier)
+        rewritten, order = rewrite_ordered(graph, sched.order, board, o.scratch, o.rewrites, limit)
+        return _placed(rewritten, order, board, o.fast_memory, o.placement_method, o.placement_time_limit, o.earlier)
 
-    if objective.name == "memory" or scratch != "fit":
+    objective = o.objective
+    if objective.name == "memory" or o.scratch != "fit":
         done = arrange()
     else:
-        kept = rewrite_ordered(graph, sched.order, board, "keep", rewrites)
+        kept = rewrite_ordered(graph, sched.order, board, "keep", o.rewrites)
         done, objective = latency_plan(arrange, scratch_steps(*kept, board.alignment), board, objective,
                                        os.path.basename(name or graph.name))
     rewritten, order, lives, placement, offload = done
     sched = dataclasses.replace(sched, order=order)
-    return Compiled(name or graph.name, board, rewritten, sched, lives, placement, tuple(scheme), int8_input=int8_input,
-                    offload=offload, stream_input=stream_input, objective=objective)
+    return Compiled(name or graph.name, board, rewritten, sched, lives, placement, tuple(o.scheme),
+                    int8_input=o.int8_input, offload=offload, stream_input=o.stream_input, objective=objective)
 
 
 def _placed(rewritten: Graph, order, board: Board, fast_memory: Optional[int], placement_method: str,

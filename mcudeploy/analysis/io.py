@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Optional
 
 from mcudeploy.ir import CTYPES, Graph, Quant
-from mcudeploy.ops.stream import READ_INPUT, streamed_input
+from mcudeploy.ops.read_input import READ_INPUT, streamed_input
 
 LAYOUT_OPS = ("Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze")  # move values, change none
 # operators whose ONNX definition puts channels second (N, C, spatial...)

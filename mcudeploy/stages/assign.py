@@ -24,7 +24,7 @@ from mcudeploy.device.qemu import instructions_per_tick
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import Graph, Node
 from mcudeploy.memory import areas
-from mcudeploy.pipeline import compile_graph
+from mcudeploy.compile import compile_graph
 from mcudeploy.schedule import schedule
 from mcudeploy.ops import registry
 from mcudeploy.simulate.simulate import Estimator, simulate, work
@@ -66,11 +66,11 @@ class Costs:
     measured: int
     estimated: int
     whole_seconds: float  # the whole model on one core of this board
-    compiled: object = None  # that plan (a pipeline.Compiled)
+    compiled: object = None  # that plan (a plan.Compiled)
 
 
 def scratch_policy(objective: str) -> str:
-    """How every plan of a partition chooses kernels with working memory (pipeline.compile_graph):
+    """How every plan of a partition chooses kernels with working memory (compile.compile_graph):
     for throughput each keeps its scratch (the fastest kernels: a stage alone has its peak elsewhere
     than the whole model, and fitting it would trade a stage's speed for memory it may not need);
     for fit, the least memory."""

@@ -7,12 +7,11 @@ import json
 import os
 from pathlib import Path
 
-from mcudeploy.objective import MEMORY
 from mcudeploy.offload.moves import COPIES, stays
 from mcudeploy.ops import registry
 from mcudeploy.partition import Cut, cut_to_dict
-
-PLAN_VERSION = 1
+from mcudeploy.plan.codec import PLAN_VERSION
+from mcudeploy.plan.compiled import Compiled
 
 
 def _first_region(compiled) -> str:
@@ -86,7 +85,7 @@ def _source(compiled) -> dict:
 def _cuts(compiled) -> list[dict]:
     """The split as the rewrite takes it (the partition.Cut entries of ``compiled.scheme``): "scheme"
     describes it per operator, which does not say which operators one cut groups."""
-    return [cut_to_dict(cut) for cut in getattr(compiled, "scheme", ()) or () if isinstance(cut, Cut)]
+    return [cut_to_dict(cut) for cut in compiled.scheme or () if isinstance(cut, Cut)]
 
 
 def _entry(e) -> dict:
@@ -106,14 +105,11 @@ def _quant(graph, name: str) -> dict:
     return {"scale": float(q.scale[0]), "zero_point": int(q.zero_point[0])}
 
 
-def plan_dict(compiled, scheme=None, latency=None, split=None) -> dict:
-    """plan.json of ``compiled``. The split's fields come from the arguments, else from the same
-    attributes of ``compiled`` when it carries them (a split result may): ``scheme`` (a list of
-    partition.describe entries), ``latency`` ({"ticks", "baseline_ticks", "source"}) and ``split``
-    ({"arena_bytes_unsplit", "arena_bytes", "saved_bytes"}, written only when known)."""
-    scheme = scheme if scheme is not None else getattr(compiled, "scheme", None)
-    latency = latency if latency is not None else getattr(compiled, "latency", None)
-    split = split if split is not None else getattr(compiled, "split", None)
+def plan_dict(compiled: Compiled, scheme=None, latency=None, split=None) -> dict:
+    """plan.json of ``compiled``. ``scheme``: a list of partition.describe entries (default the split
+    ``compiled`` was made with); what tune found, as arguments: ``latency`` ({"ticks", "baseline_ticks",
+    "source"}) and ``split`` ({"arena_bytes_unsplit", "arena_bytes", "saved_bytes"}, written only when known)."""
+    scheme = scheme if scheme is not None else compiled.scheme
     graph = compiled.graph
     lives = compiled.lifetimes
     step = {n.name: i for i, n in enumerate(compiled.order)}
@@ -150,8 +146,8 @@ def plan_dict(compiled, scheme=None, latency=None, split=None) -> dict:
                      **({"parts": [list(r) for r in b.parts]} if b.parts else {})}
                     for b in lives.buffers],
         "tensors": _tensors(compiled),
-        "int8_input": bool(getattr(compiled, "int8_input", False)),  # lowered with --int8-input
-        "stream_input": bool(getattr(compiled, "stream_input", False)),  # lowered with --stream-input
+        "int8_input": bool(compiled.int8_input),  # lowered with --int8-input
+        "stream_input": bool(compiled.stream_input),  # lowered with --stream-input
         "inputs": [{"name": n, "shape": list(graph[n].shape), "dtype": graph[n].dtype,
                     **_quant(graph, n)} for n in graph.model_inputs()],
         "outputs": [{"name": n, "shape": list(graph[n].shape), "dtype": graph[n].dtype,
@@ -162,17 +158,17 @@ def plan_dict(compiled, scheme=None, latency=None, split=None) -> dict:
         "scheme": [_entry(e) for e in scheme or []],
         "cuts": _cuts(compiled),
         "latency": dict(latency) if latency else {"ticks": None, "baseline_ticks": None, "source": "none"},
-        "objective": getattr(compiled, "objective", MEMORY).as_plan(),  # what the plan was made for (objective.py)
+        "objective": compiled.objective.as_plan(),  # what the plan was made for (objective.py)
     }
     moved = stays(compiled)
     if moved:  # values a rewrite moved to another region and back (mcudeploy/offload/moves.py)
         plan["moves"] = [{"value": chain[0].value, "stays": [{"tensor": s.tensor, "region": s.region, "first": s.first,
                                                                "last": s.last} for s in chain]} for chain in moved]
-    offload = getattr(compiled, "offload", None)
+    offload = compiled.offload
     if offload is not None:  # swaps made to meet a fast-memory budget (mcudeploy/offload/swap.py)
         plan["offload"] = offload.as_plan()
-    code = getattr(compiled, "code", None)
-    if code is not None:  # how the C meets the firmware (codegen/options.py): what `run DIR` regenerates
+    code = compiled.code
+    if code is not None:  # how the C meets the firmware (plan/code_options.py): what `run DIR` regenerates
         plan["c"] = code.as_plan(compiled.model)
     if split:
         plan["split"] = dict(split)

@@ -8,7 +8,7 @@ into the graph's inputs), one contiguous run of the input's own row-major order 
 (mcudeploy/partition), each piece reads its rows only, so a camera's or a sensor's rows can come
 in as the first layers consume them and the whole input never sits in memory.
 Attributes: "input", "starts", "shape", "dtype", and "layout" (the input's image layout as the pass
-found it, for model.h: codegen/facts.py)."""
+found it, for model.h: analysis/io.py)."""
 from __future__ import annotations
 
 import numpy as np

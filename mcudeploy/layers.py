@@ -1,0 +1,50 @@
+"""The floors of the house, top to bottom: a module imports only rooms on floors below its own
+(never one on its floor, never one above), and no modules import each other round in a circle.
+tests/test_layers.py computes every import of mcudeploy from the source (nothing is run) and holds
+both rules. A room is a package or a module directly under mcudeploy/; this module imports nothing.
+
+Where the house is going (docs/design.md, "The house"): ``target/`` takes the runners of systems
+out of ``stages/`` and ``device/``, after which ``stages/`` moves below ``device/``.
+"""
+from __future__ import annotations
+
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("__main__",),
+    ("launch",),
+    ("cli",),
+    ("search",),
+    ("stages",),  # systems of cores and chips: planned, and (until target/) run on emulators and flashed chips
+    ("check",),
+    ("device",),
+    ("project",),
+    ("compile",),  # the compiler's table of contents
+    ("codegen",),
+    ("report",),
+    ("plan",),
+    ("objective",),
+    ("offload",),
+    ("schedule",),
+    ("memory",),
+    ("partition",),
+    ("estimate",),
+    ("simulate",),
+    ("frontend",),
+    ("passes",),
+    ("analysis",),
+    ("reference", "samples"),
+    ("ops",),
+    ("ir",),
+    ("boards",),
+    ("clocks",),
+    ("choices", "effort", "fit", "files", "interrupts", "progress", "resources", "schema", "layers"),
+    ("errors",),
+    ("mcudeploy",),  # the package itself: __version__
+)
+
+
+def floor_of(room: str) -> int:
+    """The floor of ``room``, 0 at the top; a room not listed raises KeyError."""
+    for k, rooms in enumerate(FLOORS):
+        if room in rooms:
+            return k
+    raise KeyError(room)
