@@ -97,13 +97,9 @@ def test_kws_tflite_on_qemu_m55_equals_the_host(tmp_path):
     assert same, lines
 
 
-# mcud_mve_requant (firmware/include/mcud_conv_mve.h) against the scalar functions it replaces, every route,
-# on seeded pseudo-random accumulators, multipliers, shifts and zero points; the mismatches are the exit status.
-REQUANT_CHECK = r"""
-#include <stdint.h>
-#include "mcud_conv_fast.h"
-
-static void semihosting_exit(int32_t code) /* SYS_EXIT_EXTENDED: QEMU ends with this status */
+# What both bare-metal checks below start with: the semihosting exit (its status is QEMU's), a vector table, and a
+# seeded xorshift32 (SEED: each check's own).
+BARE_METAL = r"""static void semihosting_exit(int32_t code) /* SYS_EXIT_EXTENDED: QEMU ends with this status */
 {
     uint32_t block[2] = {0x20026u, (uint32_t)code};
     register uint32_t r0 __asm__("r0") = 0x20u;
@@ -116,7 +112,7 @@ extern uint32_t _estack;
 void Reset_Handler(void);
 __attribute__((section(".isr_vector"), used)) const void *vectors[4] = {&_estack, Reset_Handler, Reset_Handler,
                                                                         Reset_Handler};
-static uint32_t state = 12345u;
+static uint32_t state = SEED;
 static uint32_t next(void)
 {
     state ^= state << 13; /* xorshift32: every bit varies (an LCG's low bits repeat with a short period) */
@@ -124,7 +120,15 @@ static uint32_t next(void)
     state ^= state << 5;
     return state;
 }
+"""
 
+# mcud_mve_requant (firmware/include/mcud_conv_mve.h) against the scalar functions it replaces, every route,
+# on seeded pseudo-random accumulators, multipliers, shifts and zero points; the mismatches are the exit status.
+REQUANT_CHECK = r"""
+#include <stdint.h>
+#include "mcud_conv_fast.h"
+
+""" + BARE_METAL.replace("SEED", "12345u") + r"""
 static int32_t scalar(int32_t acc, int32_t mult, int32_t shift, int32_t route)
 {
     switch (route) {
@@ -215,28 +219,7 @@ KERNEL_CHECK = r"""
 #include "mcud_binary.h"
 #include "mcud_pool.h"
 
-static void semihosting_exit(int32_t code)
-{
-    uint32_t block[2] = {0x20026u, (uint32_t)code};
-    register uint32_t r0 __asm__("r0") = 0x20u;
-    register uint32_t r1 __asm__("r1") = (uint32_t)(uintptr_t)block;
-    __asm__ volatile("bkpt 0xAB" : "+r"(r0) : "r"(r1) : "memory");
-    for (;;) {
-    }
-}
-extern uint32_t _estack;
-void Reset_Handler(void);
-__attribute__((section(".isr_vector"), used)) const void *vectors[4] = {&_estack, Reset_Handler, Reset_Handler,
-                                                                        Reset_Handler};
-static uint32_t state = 2024u;
-static uint32_t next(void)
-{
-    state ^= state << 13;
-    state ^= state >> 17;
-    state ^= state << 5;
-    return state;
-}
-static int32_t upto(int32_t n) { return (int32_t)(next() % (uint32_t)n); }
+""" + BARE_METAL.replace("SEED", "2024u") + r"""static int32_t upto(int32_t n) { return (int32_t)(next() % (uint32_t)n); }
 
 #define N 80
 static int8_t a[N], b[N], a2[2 * N], b2[2 * N], y1[N], y2[N];
