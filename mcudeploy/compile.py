@@ -14,7 +14,7 @@ from mcudeploy.ir import Graph, Node, verify
 from mcudeploy.memory import areas
 from mcudeploy.memory.layout import lay_out
 from mcudeploy.objective import MEMORY, Objective, latency_plan
-from mcudeploy.offload import fit_scratch
+from mcudeploy.offload import fit_scratch, fit_wide_weights
 from mcudeploy.offload.scratch import scratch_steps
 from mcudeploy.offload.swap import has_slow_region, parse_budget, place_within
 from mcudeploy.partition import Scheme, split
@@ -116,7 +116,8 @@ def rewrite_ordered(graph: Graph, order, board: Board, scratch: str = "fit",
                     rewrites: Sequence[Rewrite] = (), limit: Optional[int] = None) -> tuple[Graph, tuple[Node, ...]]:
     """The rewrites of a scheduled graph (mcudeploy/offload), in order: the caller's (e.g. moves of
     idle tensors to another region, offload.move), then, with scratch "fit", kernels whose working
-    memory would raise the peak (above ``limit``, if given) run their variant without it. A fast-memory
+    memory would raise the peak (above ``limit``, if given) run their variant without it; convolutions whose
+weights widened to int16 would not fit the board's flash keep int8 ones only (offload.fit_wide_weights). A fast-memory
     budget's swaps come with the placement (offload.place_within), as the placed arena decides whether
     they suffice."""
     order = tuple(order)
@@ -125,7 +126,9 @@ def rewrite_ordered(graph: Graph, order, board: Board, scratch: str = "fit",
         order = tuple(order)
     if scratch == "fit":
         graph, order = fit_scratch(graph, order, board.alignment, limit=limit)
-    return graph, tuple(order)
+    graph = fit_wide_weights(graph, board)
+    by_name = {n.name: n for n in graph.nodes}
+    return graph, tuple(by_name[n.name] for n in order)
 
 
 def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optional[str] = None,

@@ -97,7 +97,9 @@ def _flash_constants(graph) -> tuple[tuple[str, int], ...]:
         raw = np.ascontiguousarray(graph[state].data).view(np.uint8).ravel()
         if raw.size and not np.all(raw == raw[0]):
             initial += raw.size
-    return ("weights", weights), ("states' initial values", initial)
+    widened = sum(int(n.attr("wide", 0)) for n in graph.nodes)  # offload/wide.py: the copies' bytes, or 0
+    wide = (("weights widened to int16", widened),) if widened else ()
+    return (("weights", weights), ("states' initial values", initial)) + wide
 
 
 def fit(compiled) -> Optional[Fit]:

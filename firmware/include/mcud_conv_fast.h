@@ -215,14 +215,17 @@ MCUD_INLINE int8_t mcud_conv_fast_out_rq(int32_t acc, int32_t mult, int32_t k, i
 }
 
 /* Two pairs (four int16) at byte offset `off` of p: one LDRD on cores with the DSP extension
- * (GCC does not fuse the two loads by itself), two loads elsewhere. */
+ * (GCC does not fuse the two loads by itself), two loads elsewhere. The memory operand is the eight bytes
+ * read, no more: a larger one makes GCC's -Warray-bounds see a read past a short array. */
 typedef struct {
-    uint32_t w[8];
-} __attribute__((__may_alias__)) mcud_col_group;
+    uint32_t w[2];
+} __attribute__((__may_alias__)) mcud_col_quad;
 
 #if MCUD_HAVE_DSP && defined(__GNUC__)
 #define MCUD_LOAD_QUAD(lo, hi, p, off) \
-    __asm__("ldrd %0, %1, [%2, #" #off "]" : "=r"(lo), "=r"(hi) : "r"(p), "m"(*(const mcud_col_group *)(p)))
+    __asm__("ldrd %0, %1, [%2, #" #off "]" \
+            : "=r"(lo), "=r"(hi) \
+            : "r"(p), "m"(*(const mcud_col_quad *)((const uint8_t *)(p) + (off))))
 #else
 #define MCUD_LOAD_QUAD(lo, hi, p, off) \
     do { \

@@ -403,7 +403,7 @@ class Conv(Op):
             w3=0 if scratch or not _row3(g) else Array("int8_t", tuple(int(v) for v in np.pad(
                 w4.reshape(-1, 3), ((0, 0), (0, 1))).reshape(-1))),
             mult=mults, shift=shifts, rq=_fast_rq(graph, folded, mults.values, shifts.values, zy),
-            w16=Array("int16_t", _w16(padded))),
+            w16=Array("int16_t", _w16(padded)) if _wide(node) else 0),
             scratch=_scratch_bytes(g) if scratch else 0)
 
 
@@ -508,6 +508,21 @@ def _dw_inplace_safe(g: Geometry) -> bool:
     if plane_rows * _dw_row_bytes(g) <= DW_BUF:
         return True
     return all((oh + 1) * wo <= min(oh * g.stride[0] - g.pad_begin[0] + 3, hi) * wi for oh in range(ho))
+
+
+def _wide(node: Node) -> bool:
+    """False where offload.fit_wide_weights set the node's "wide" attribute to 0 (the board's flash cannot hold
+    the widened copy): its weights stay int8 only. Without the attribute (no board limits) the copy is made."""
+    return bool(node.attr("wide", 1))
+
+
+def wide_weight_bytes(graph: Graph, node: Node) -> int:
+    """The flash a Conv's weights widened to int16 (mcud_conv_s8_fast_params.w16) take beside its int8 ones; 0
+    for a node that has no such copy."""
+    if node.op != "Conv" or not graph.is_const(node.inputs[1]):
+        return 0
+    g = geometry(graph, node)
+    return 2 * g.cout * _kpad(g) if _fast(graph, node, g) else 0
 
 
 def _uses_scratch(node: Node) -> bool:

@@ -1,0 +1,52 @@
+"""Which int8 convolutions keep a copy of their weights widened to int16 in flash.
+
+The block kernels of the DSP path (mcud_conv_s8_fast, mcud_conv_fast_pairs) read a convolution's weights as
+int16, laid out in the order the inner loop reads them, so no weight is unpacked in the loop; that copy takes
+twice the int8 weights' bytes of flash beside them. A board whose flash holds it all gets it for every
+convolution; else the convolutions whose weights serve the most output pixels (the most products per byte of
+the copy) get it first, as long as what the model puts in flash (fit.py's constants and the copies) stays
+within the board's flash less CODE_ALLOWANCE for the firmware's code. Each candidate gets the attribute
+"wide": the bytes of its copy, or 0 where it runs on its int8 weights only (the same bits, more
+instructions), so fit.py counts the copies from the graph alone; a board without firmware limits (the
+host) keeps every copy and sets nothing.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from mcudeploy.boards import Board
+from mcudeploy.ir import Graph
+from mcudeploy.ops.conv import wide_weight_bytes
+
+CODE_ALLOWANCE = 128 * 1024  # flash left for the firmware's code and statics (kernels, runtime: ~60-110 KB seen)
+
+
+def constant_bytes(graph: Graph) -> int:
+    """What model.c puts in flash besides the widened copies: the graph's constants and the states' initial
+    values that are not one repeated byte (as fit.py counts them)."""
+    weights = sum(t.nbytes for t in graph.tensors.values() if t.is_const)
+    for state in graph.states:
+        raw = np.ascontiguousarray(graph[state].data).view(np.uint8).ravel()
+        if raw.size and not np.all(raw == raw[0]):
+            weights += raw.size
+    return weights
+
+
+def fit_wide_weights(graph: Graph, board: Board) -> Graph:
+    """``graph`` with "wide" on every convolution that can have a widened copy: its bytes where the board's flash
+    holds it too, else 0."""
+    if not board.has_firmware:
+        return graph
+    candidates = [(n, wide_weight_bytes(graph, n)) for n in graph.nodes]
+    candidates = [(n, b) for n, b in candidates if b]
+    if not candidates:
+        return graph
+    room = board.flash_bytes - CODE_ALLOWANCE - constant_bytes(graph)
+    # most output pixels first (each weight's uses), then the smaller copy, then the name: deterministic
+    ranked = sorted(candidates, key=lambda nb: (-int(np.prod(graph[nb[0].outputs[0]].shape[2:])), nb[1], nb[0].name))
+    kept = {}
+    for node, extra in ranked:
+        kept[node.name] = extra if extra <= room else 0
+        room -= kept[node.name]
+    return graph.replace(nodes=tuple(n.with_(attrs={**n.attrs, "wide": kept[n.name]}) if n.name in kept else n
+                                     for n in graph.nodes))
