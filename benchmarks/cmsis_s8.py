@@ -27,6 +27,7 @@ import numpy as np
 from cmsis_nn import build, quantize_multiplier, run
 from mcudeploy.boards import load_board
 from mcudeploy.device import qemu
+from mcudeploy.estimate import flash
 from mcudeploy.estimate.trace import op_counts
 
 HERE = Path(__file__).resolve().parent / "cmsis_s8"
@@ -156,9 +157,10 @@ def _symbols(elf: Path, names: tuple[str, ...]) -> dict[str, int]:
     return found
 
 
-def measure(cmsis: Path, graph, board_name: str, model: str, trace: bool = False) -> list[Layer]:
+def measure(cmsis: Path, graph, board_name: str, model: str, trace: bool = False,
+            caches: Optional[flash.FlashCaches] = None) -> list[Layer]:
     """Per operator of ``graph``: CMSIS-NN's function, its guest instructions on ``board_name``'s QEMU, and (with
-    ``trace``) its instruction classes."""
+    ``trace``) its instruction classes, with its reads of flash through ``caches`` where given."""
     board = load_board(board_name)
     if board.kind != "qemu":
         raise SystemExit(f"the CMSIS-NN comparison runs on an emulated board, not {board_name}")
@@ -169,10 +171,14 @@ def measure(cmsis: Path, graph, board_name: str, model: str, trace: bool = False
         results = run(elf, board)
         counts: list[Optional[Counter]] = [None] * len(calls)
         if trace:
-            log = Path(tmp) / "qemu.log"
-            run(elf, board, ("-d", "in_asm,exec,nochain", "-D", str(log)))
+            log, reads = Path(tmp) / "qemu.log", Path(tmp) / "flash_reads.txt"
             syms = _symbols(elf, ("mcud_fw_op_begin", "mcud_fw_op_end"))
+            plugin = () if caches is None else flash.qemu_args(board, caches, syms["mcud_fw_op_begin"],
+                                                                syms["mcud_fw_op_end"], reads)
+            run(elf, board, ("-d", "in_asm,exec,nochain", "-D", str(log), *plugin))
             counts = op_counts(log, syms["mcud_fw_op_begin"], syms["mcud_fw_op_end"])
+            if caches is not None:
+                counts = flash.merge(counts, flash.read_counts(reads, len(counts)))
             if len(counts) != len(calls):
                 raise SystemExit(f"the CMSIS-NN trace holds {len(counts)} of {len(calls)} layers")
     if len(results) != len(calls):

@@ -5,8 +5,8 @@ Each model (MODELS/tflite: KWS DS-CNN, VWW MobileNetV1, IC ResNet-8, AD autoenco
 qemu-m4 (the L4R5ZI's Cortex-M4F), run once under QEMU with its execution traced, and its instructions
 weighted by the Cortex-M4 TRM's timings and the board's 5 flash wait states (mcudeploy/estimate). The
 figure is an estimate; its stated error is the range the TRM's own ranges give (a taken branch 2 to 4
-cycles, a divide 2 to 12, the flash accelerator hitting always or never), and one effect is not in it
-at all: weights read from flash are charged as SRAM reads (an underestimate).
+cycles, a divide 2 to 12, the flash accelerator hitting always or never, a data-cache miss on weights read
+from flash waiting once for its line or once for each flash read of it: mcudeploy/estimate/flash.py).
 
 The published figures are MLPerf Tiny's closed-division results on NUCLEO-L4R5ZI (120 MHz), each the
 median throughput of the round's performance run turned into milliseconds, read from MLCommons'
@@ -73,7 +73,7 @@ def estimate(path: Path, board: str, objective: str) -> dict:
     budget = areas(target_board)[0].capacity if objective != "memory" else None
     compiled = compile_model(str(path), EMULATED[target_board.core], objective=Objective(objective, budget))
     target = target_for(target_board, compiled.board)
-    spans = trace_model(compiled)
+    spans = trace_model(compiled, target=target)
     cycles = sum(estimate_cycles(s, target) for s in spans)
     low = high = 0.0
     for s in spans:
@@ -134,8 +134,8 @@ def main() -> int:
                  "other kernels on the real chip (no same-code calibration)." if args.board == PUBLISHED_BOARD else
                  f"No published figures for {args.board} in this script.")
     print("error: the range is the core's timing ranges (mcudeploy/estimate/cores.py RANGES; Cortex-M4: taken branch "
-          "2-4 cycles, divide 2-12) and the flash accelerator always/never hitting; weights read from flash are "
-          "charged as SRAM (not in the range: an underestimate). " + published)
+          "2-4 cycles, divide 2-12), the flash accelerator always/never hitting, and each data-cache miss on weights "
+          "in flash waiting once per line or once per flash read (mcudeploy/estimate/flash.py). " + published)
     return 0
 
 

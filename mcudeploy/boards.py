@@ -123,6 +123,16 @@ class HostBuild:
 
 
 @dataclass(frozen=True)
+class FlashData:
+    """How the core reads constants (the weights) from flash, for the cycle estimate: the flash's read width
+    and the data cache that keeps what was read, from the reference manual ``source`` names."""
+    read_bytes: int
+    cache_lines: int
+    line_bytes: int
+    source: str
+
+
+@dataclass(frozen=True)
 class Board:
     name: str
     description: str
@@ -150,6 +160,7 @@ class Board:
     clock_tree: Optional[ClockTree] = None  # None: the firmware runs at the reset clock
     links: Optional[Links] = None  # None: the board cannot be a chip of a chain with links of its own
     boot_origin: Optional[int] = None  # the vector table's address when not flash_origin (an ITCM the core boots from)
+    flash_data: Optional[FlashData] = None  # None: the estimate charges reads of weights from flash as SRAM's
 
     @property
     def sram_bytes(self) -> int:
@@ -242,7 +253,18 @@ def _board(data: dict) -> Board:
                  _int(data.get("flash_origin", 0)), int(data.get("stack_bytes", _default_stack(data["kind"]))), uart, timer,
                  qemu, upload, (data.get("platformio") or {}).get("board", ""), build, dma_engine=dma,
                  clock_tree=tree, links=links,
-                 boot_origin=_int(data["boot_origin"]) if "boot_origin" in data else None)
+                 boot_origin=_int(data["boot_origin"]) if "boot_origin" in data else None,
+                 flash_data=_flash_data(data["name"], data.get("flash_data")))
+
+
+def _flash_data(board: str, data: Optional[dict]) -> Optional[FlashData]:
+    if data is None:
+        return None
+    f = FlashData(int(data["read_bytes"]), int(data["cache_lines"]), int(data["line_bytes"]), data["source"])
+    if f.line_bytes & (f.line_bytes - 1) or f.line_bytes % f.read_bytes:
+        raise MCUDeployError(f"board {board}: flash_data.line_bytes ({f.line_bytes}) must be a power of two and a "
+                             f"multiple of read_bytes ({f.read_bytes})")
+    return f
 
 
 def _writes(items) -> tuple[RegWrite, ...]:

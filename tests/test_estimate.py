@@ -8,7 +8,7 @@ import pytest
 
 from mcudeploy.boards import load_board
 from mcudeploy.estimate.cores import CORES, FLASH_CACHE_HIT
-from mcudeploy.estimate.cycles import estimate_cycles, target_for
+from mcudeploy.estimate.cycles import estimate_cycles, estimate_range, target_for
 from mcudeploy.estimate.trace import classify
 
 
@@ -26,11 +26,16 @@ def test_instructions_fall_in_their_class(mnemonic, operands, cls):
     assert classify(mnemonic, operands)[0] == cls
 
 
-def test_cycles_are_the_classes_weighted_plus_flash_stalls_on_taken_branches():
-    counts = Counter({"alu": 100, "load": 10, "ldst_pipelined": 10, "mul": 50, "branch": 20, "branch_taken": 15})
+def test_cycles_are_the_classes_weighted_plus_flash_stalls_on_taken_branches_and_data_misses():
+    counts = Counter({"alu": 100, "load": 10, "ldst_pipelined": 10, "mul": 50, "branch": 20, "branch_taken": 15,
+                      "flash_reads": 40, "flash_misses": 7, "flash_misses_words": 12})
     target = target_for(load_board("nucleo-l4r5zi"), load_board("qemu-m4"))
     cost = CORES["cortex-m4"]["cost"]
     by_hand = 100 * cost["alu"] + 10 * cost["load"] + 10 * cost["ldst_pipelined"] + 50 * cost["mul"] + \
-        20 * cost["branch"] + 15 * cost["branch_taken"] + 15 * 5 * (1 - FLASH_CACHE_HIT)
+        20 * cost["branch"] + 15 * cost["branch_taken"] + 15 * 5 * (1 - FLASH_CACHE_HIT) + 7 * 5
     assert estimate_cycles(counts, target) == pytest.approx(by_hand)
-    assert target.describe() == ("nucleo-l4r5zi (cortex-m4 at 120 MHz, 5 flash wait states, flash accelerator on)")
+    low, high = estimate_range(counts, target)
+    assert low < by_hand < high
+    assert high - estimate_range(counts - Counter({"flash_misses_words": 12}), target)[1] == pytest.approx(12 * 5)
+    assert target.describe() == ("nucleo-l4r5zi (cortex-m4 at 120 MHz, 5 flash wait states, flash accelerator on, "
+                                 "weights through a 256 B data cache of 32 B lines)")

@@ -68,14 +68,18 @@ class Estimate:
     target: Target
     cycles: tuple[float, ...]  # per timed operator
     instructions: tuple[int, ...]  # the traced run's, per timed operator
+    flash: tuple[tuple[int, int], ...] = ()  # per timed operator: data reads of flash and the misses that waited
 
     NOTE = ("an estimate: the instructions of one traced run under QEMU weighted by the core's published "
             "timings and the board's flash wait states (mcudeploy/estimate/cores.py), not a measurement")
 
     def op_dict(self, index: int) -> dict:
         c = self.cycles[index]
-        return {"estimated_cycles": round(c), "estimated_ms": round(milliseconds(c, self.target), 4),
-                "traced_instructions": self.instructions[index]}
+        d = {"estimated_cycles": round(c), "estimated_ms": round(milliseconds(c, self.target), 4),
+             "traced_instructions": self.instructions[index]}
+        if self.flash:
+            d["flash_reads"], d["flash_misses"] = self.flash[index]
+        return d
 
     def total(self) -> float:
         return sum(self.cycles)
@@ -242,7 +246,8 @@ def measure_model(compiled, port: Optional[str] = None, repeat: int = 5, workdir
     estimate = None
     if estimate_for is not None:
         from mcudeploy.device.traced import trace_model
-        spans = trace_model(compiled, timeout=timeout)
+        spans = trace_model(compiled, timeout=timeout, target=estimate_for)
+        flash = tuple((c["flash_reads"], c["flash_misses"]) for c in spans) if estimate_for.caches else ()
         estimate = Estimate(estimate_for, tuple(estimate_cycles(c, estimate_for) for c in spans),
-                            tuple(c["instructions"] for c in spans))
+                            tuple(c["instructions"] for c in spans), flash)
     return Measurement(model_name(compiled), board.name, hz, ipt, rows, bool(missing), memory, estimate, clock)

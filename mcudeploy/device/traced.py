@@ -1,6 +1,8 @@
 """One run of a model under QEMU with its execution logged (``-d in_asm,exec,nochain``): the instruction
-classes each operator executed, for the cycle estimate of mcudeploy/estimate. The log of a model of a few
-million instructions is some hundred megabytes; it lives in a temporary folder while it is read."""
+classes each operator executed, for the cycle estimate of mcudeploy/estimate, and, for a target board whose
+flash reads are modelled, the reads of flash its data cache would miss (estimate/flash.py's plugin). The log
+of a model of a few million instructions is some hundred megabytes; it lives in a temporary folder while it
+is read."""
 from __future__ import annotations
 
 import dataclasses
@@ -14,6 +16,8 @@ from typing import Optional
 from mcudeploy.device.runner import build_for_board, connect, timed_nodes
 from mcudeploy.device.samples import sample_bytes
 from mcudeploy.errors import MCUDeployError
+from mcudeploy.estimate import flash
+from mcudeploy.estimate.cycles import Target
 from mcudeploy.estimate.trace import op_counts
 from mcudeploy.samples import random_inputs
 
@@ -31,9 +35,11 @@ def _symbols(elf: Path, names: tuple[str, ...]) -> dict[str, int]:
     return found
 
 
-def trace_model(compiled, workdir: Optional[Path] = None, timeout: Optional[float] = None) -> list[Counter]:
+def trace_model(compiled, workdir: Optional[Path] = None, timeout: Optional[float] = None,
+                target: Optional[Target] = None) -> list[Counter]:
     """Instruction classes (mcudeploy/estimate/trace.py) of each timed operator of ``compiled`` over one
-    run on its emulated board, on the seeded random input ``measure`` uses, in MCUD_OP_BEGIN order."""
+    run on its emulated board, on the seeded random input ``measure`` uses, in MCUD_OP_BEGIN order; with a
+    ``target`` whose flash reads are modelled, each operator's flash reads and misses too (flash.KEYS)."""
     board = compiled.board
     if board.kind != "qemu":
         raise MCUDeployError(f"a cycle estimate traces the model under QEMU; board {board.name} is not emulated")
@@ -46,6 +52,10 @@ def trace_model(compiled, workdir: Optional[Path] = None, timeout: Optional[floa
             raise MCUDeployError(f"the firmware for {board.name} lacks {', '.join(n for n in names if n not in syms)}")
         trace = Path(tmp) / "qemu.log"
         extra = board.qemu.extra_args + ("-d", "in_asm,exec,nochain", "-D", str(trace))
+        caches = target.caches if target is not None else None
+        reads = Path(tmp) / "flash_reads.txt"
+        if caches is not None:
+            extra += flash.qemu_args(board, caches, syms["mcud_fw_op_begin"], syms["mcud_fw_op_end"], reads)
         traced = dataclasses.replace(board, qemu=dataclasses.replace(board.qemu, extra_args=extra))
         inputs = Path(tmp) / "inputs.bin"
         data = sample_bytes(compiled.graph, random_inputs(compiled.graph, 1, seed=0)[0])
@@ -59,6 +69,8 @@ def trace_model(compiled, workdir: Optional[Path] = None, timeout: Optional[floa
             session.run()
         log.info("trace of %s: %.1f MB", board.name, trace.stat().st_size / 1e6)
         spans = op_counts(trace, syms["mcud_fw_op_begin"], syms["mcud_fw_op_end"])
+        if caches is not None:
+            spans = flash.merge(spans, flash.read_counts(reads, len(spans)))
     expected = len(timed_nodes(compiled))
     if len(spans) != expected:
         raise MCUDeployError(f"the trace on {board.name} holds {len(spans)} operator runs, the model {expected}")

@@ -16,8 +16,10 @@ most of the refill in loops), FPU 1, FPU multiply-accumulate 1.
 
 Flash: an instruction fetch after a taken branch waits the board's flash wait states unless the
 flash accelerator (ART, F4/L4 instruction cache, or the M7's L1 I-cache) holds the line; a hit
-rate of 90% is assumed there, 0% without one. Data read from flash (weights) is charged as SRAM:
-that is not modelled, and underestimates boards whose weights stream from flash.
+rate of 90% is assumed there, 0% without one. Data read from flash (weights, literal pools) waits
+the wait states on each miss of the board's data cache, counted in the traced run by a QEMU plugin
+(mcudeploy/estimate/flash.py) where the board file gives ``flash_data``; elsewhere it is charged as
+SRAM, which underestimates boards whose weights stream from flash.
 """
 from __future__ import annotations
 

@@ -71,6 +71,11 @@ def test_measure_json_estimates_cycles_for_a_real_board(tmp_path, need_qemu):
         assert o["estimated_cycles"] >= o["traced_instructions"]  # a Cortex-M4 spends a cycle or more on each
     conv = next(o for o in d["ops"] if o["name"].startswith("Conv:"))  # integer: the same instructions on any data
     assert abs(conv["traced_instructions"] - conv["instructions"]) <= 0.01 * conv["instructions"] + 80, conv
+    # the weights are read from flash through the board's 8 lines of 32 bytes: every line of them misses at least
+    # once, and no miss without a read
+    weights = next(i for i in onnx.load(path).graph.initializer if len(i.dims) == 4)
+    assert conv["flash_misses"] >= weights.dims[0] * weights.dims[1] * weights.dims[2] * weights.dims[3] // 32, conv
+    assert conv["flash_reads"] >= conv["flash_misses"] > 0, conv
 
 
 def test_estimate_for_a_board_of_another_core_is_one_sentence(tmp_path):

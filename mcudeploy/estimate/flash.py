@@ -1,0 +1,100 @@
+"""Reads of constants (the weights, literal pools) from flash in a traced run, priced for a real board.
+
+QEMU has no wait states, so the trace charges a load from flash as a load from SRAM. A TCG plugin
+(firmware/qemu/flash_reads.c, built here with the host's C compiler and kept in the cache) watches every
+data read of the emulated board's flash while an operator runs and passes it through the target board's
+data cache (its ``flash_data``: the flash accelerator's data cache on an STM32F4/L4, the Cortex-M7's L1
+data cache): each miss waits the board's flash wait states. Two geometries of the same capacity are
+counted, since a reference manual gives a line's size but not whether a miss waits for the whole line:
+
+- ``flash_misses``: lines of ``line_bytes``, each miss waiting once (the word asked for comes first and
+  the rest of the line streams in behind it): the estimate;
+- ``flash_misses_words``: lines of ``read_bytes``, each flash read of a miss waiting on its own: the
+  range's high end.
+
+The cache is modelled fully associative with least-recently-used replacement and holding flash data only
+(on an M7, activations in SRAM share the L1 cache with the weights: there the estimate is optimistic).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+
+from mcudeploy.boards import Board, FlashData
+from mcudeploy.errors import MCUDeployError
+from mcudeploy.resources import firmware_dir
+
+SOURCE = Path("qemu") / "flash_reads.c"
+KEYS = ("flash_reads", "flash_misses", "flash_misses_words")
+
+
+@dataclass(frozen=True)
+class FlashCaches:
+    """The target board's data cache, as the plugin counts it: (lines, bytes) of the estimate's geometry
+    and of the high end's (lines 0: no cache, every read misses)."""
+    line: tuple[int, int]
+    word: tuple[int, int]
+
+    @classmethod
+    def of(cls, data: FlashData, cache_on: bool) -> "FlashCaches":
+        capacity = data.cache_lines * data.line_bytes if cache_on else 0
+        return cls((capacity // data.line_bytes, data.line_bytes), (capacity // data.read_bytes, data.read_bytes))
+
+
+def _cache_dir() -> Path:
+    return Path(os.environ.get("MCUDEPLOY_CACHE", Path.home() / ".cache" / "mcudeploy")) / "qemu-plugins"
+
+
+def plugin() -> Path:
+    """The plugin's shared object, built from its source on first use (kept by the source's digest)."""
+    source = firmware_dir() / SOURCE
+    text = source.read_bytes()
+    target = _cache_dir() / f"flash_reads-{hashlib.sha256(text).hexdigest()[:16]}.so"
+    if target.exists():
+        return target
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        raise MCUDeployError("the flash-read count of a cycle estimate needs the host's C compiler (cc or gcc), "
+                             "which is not on PATH")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        built = Path(tmp) / target.name
+        proc = subprocess.run([cc, "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(built),
+                               str(source)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise MCUDeployError(f"the QEMU plugin {source} did not compile: {proc.stderr.strip()[-300:]}")
+        os.replace(built, target)  # whole or not at all: a second process may build the same file
+    return target
+
+
+def qemu_args(emulated: Board, caches: FlashCaches, begin: int, end: int, out: Path) -> tuple[str, ...]:
+    """QEMU's arguments that load the plugin for a run of ``emulated``'s firmware, writing to ``out``."""
+    lo, hi = emulated.flash_origin, emulated.flash_origin + emulated.flash_bytes
+    args = [f"lo={lo:#x}", f"hi={hi:#x}", f"begin={begin:#x}", f"end={end:#x}",
+            f"cache={caches.line[0]}:{caches.line[1]}", f"cache={caches.word[0]}:{caches.word[1]}", f"out={out}"]
+    return ("-plugin", ",".join([str(plugin()), *args]))
+
+
+def read_counts(out: Path, spans: int) -> list[Counter]:
+    """The plugin's figures per operator span, as Counters of KEYS; refused unless there are ``spans``."""
+    try:
+        rows = [line.split() for line in out.read_text().splitlines() if line.strip()]
+    except OSError as exc:
+        raise MCUDeployError(f"the QEMU plugin wrote no flash-read counts ({exc.strerror}: {out})") from None
+    if len(rows) != spans or any(len(r) != len(KEYS) for r in rows):
+        raise MCUDeployError(f"the QEMU plugin counted flash reads for {len(rows)} operator runs, the trace {spans}")
+    return [Counter(dict(zip(KEYS, map(int, r)))) for r in rows]
+
+
+def merge(spans: Sequence[Counter], counts: Optional[Sequence[Counter]]) -> list[Counter]:
+    """Each span's instruction classes with its flash reads added (unchanged when nothing was counted)."""
+    if counts is None:
+        return list(spans)
+    return [s + c for s, c in zip(spans, counts)]
