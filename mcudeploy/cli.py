@@ -892,7 +892,11 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
     try:
         interrupts.import_deferred()
-        return args.run(args)
+        code = args.run(args)
+        if interrupts.received():  # a signal whose KeyboardInterrupt a library turned into something it handled
+            print("mcudeploy: interrupted", file=sys.stderr)
+            return 130
+        return code
     except KeyboardInterrupt:
         print("mcudeploy: interrupted", file=sys.stderr)
         return 130

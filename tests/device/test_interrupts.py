@@ -118,3 +118,25 @@ def test_an_interrupted_compile_leaves_no_plan(model, tmp_path, monkeypatch):
         emit.write_project(compiled, out)
     assert not (out / "plan.json").exists()  # the old plan went first: the folder does not look complete
     assert not [p for p in out.iterdir() if p.name.startswith(".")]
+
+
+def test_a_signal_a_library_swallowed_still_ends_the_command_as_interrupted(monkeypatch, capsys):
+    """A KeyboardInterrupt raised inside a C extension can come back as another error that a broad handler
+    takes for the library's own failure; the command then finishes, but it was interrupted all the same."""
+    from mcudeploy import cli
+
+    def boards_swallowing_the_interrupt(args):
+        try:
+            signal.raise_signal(signal.SIGINT)
+        except KeyboardInterrupt:
+            pass  # what such a handler does
+        return 0
+
+    old = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    monkeypatch.setattr(cli, "cmd_boards", boards_swallowing_the_interrupt)
+    try:
+        assert cli.main(["boards"]) == 130
+    finally:
+        signal.signal(signal.SIGTERM, old[0])
+        signal.signal(signal.SIGINT, old[1])
+    assert capsys.readouterr().err.strip() == "mcudeploy: interrupted"
