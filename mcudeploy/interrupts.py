@@ -66,10 +66,12 @@ def check() -> None:
     nothing has been received that would need recording. In another thread than the main one:
     if the pool it works for is stopping (stop_threads)."""
     global _pending
-    if _stop_threads.is_set() and threading.current_thread() is not threading.main_thread():
+    main = threading.current_thread() is threading.main_thread()
+    if _stop_threads.is_set() and not main:
         raise KeyboardInterrupt()
     if _pending:
-        _pending = False
+        if main:  # another thread stops its own work but leaves the signal for the main thread to raise
+            _pending = False
         raise KeyboardInterrupt()
 
 
