@@ -1,34 +1,22 @@
-"""Estimated milliseconds of the MLPerf Tiny int8 models on NUCLEO-L4R5ZI at 120 MHz (issue 20), next to
-MLPerf Tiny's published latencies on that board.
+"""Estimated milliseconds of the MLPerf Tiny int8 models on a real board (issues 20 and 42), next to the fastest
+latencies published for that board.
 
-Each model (MODELS/tflite: KWS DS-CNN, VWW MobileNetV1, IC ResNet-8, AD autoencoder) is compiled for
-qemu-m4 (the L4R5ZI's Cortex-M4F), run once under QEMU with its execution traced, and its instructions
-weighted by the Cortex-M4 TRM's timings and the board's 5 flash wait states (mcudeploy/estimate). The
-figure is an estimate; its stated error is the range the TRM's own ranges give (a taken branch 2 to 4
-cycles, a divide 2 to 12, the flash accelerator hitting always or never, a data-cache miss on weights read
-from flash waiting once for its line or once for each flash read of it: mcudeploy/estimate/flash.py).
+Each model (MODELS/tflite: KWS DS-CNN, VWW MobileNetV1, IC ResNet-8, AD autoencoder) is planned with each
+objective (mcudeploy/objective.py: ``--objective memory``, the default plan with the least arena, and
+``--objective latency``, the fastest plan whose arena fits the board's first region), compiled for the
+emulated board of the real board's core (EMULATED), run once under QEMU with its execution traced, and its
+instructions weighted by the core's published timings, the board's flash wait states and its data cache's
+misses on weights read from flash (mcudeploy/estimate). The figure is an estimate; its stated error is the
+range the timings' own ranges give (for a Cortex-M4: a taken branch 2 to 4 cycles, a divide 2 to 12, the flash
+accelerator hitting always or never, a missed data-cache line waiting once or once per flash read).
+Cycles per MAC divide the estimated cycles by the model's multiply-accumulates (mcudeploy/simulate's count).
 
-The published figures are MLPerf Tiny's closed-division results on NUCLEO-L4R5ZI (120 MHz), each the
-median throughput of the round's performance run turned into milliseconds, read from MLCommons'
-results repositories (github.com/mlcommons/tiny_results_v0.5, _v1.0, _v1.1):
-
-- TFLM: the reference submission of v0.5 (closed/reference/results/Nucleo-L4R5ZI/*/performance):
-  KWS 5.497 inf/s, VWW 1.665, IC 1.420, AD 99.487.
-- X-CUBE-AI: STMicroelectronics' latest round with a performance result for the model: v1.1 for VWW
-  (8.425 inf/s) and IC (50 inferences in 10.700 s, its log.txt), v1.0 for AD (131.950 inf/s); KWS's
-  43.4 ms is the figure issue 20 quotes (v1.1's results.txt is not in the repository; v1.0 gave
-  13.323 inf/s, 75.1 ms).
-
-They are other code (ST's X-CUBE-AI kernels, TFLM's reference kernels) on the real chip: the ratio
-compares mcudeploy's kernels as estimated with theirs as measured, it does not calibrate the estimate.
-
-Each model is planned with each objective (mcudeploy/objective.py): ``--objective memory`` (the default
-plan, the least arena) and ``--objective latency`` (the fastest plan whose arena fits the board's first
-region: every kernel keeps its scratch unless it must go to fit); both are traced, and their estimated
-milliseconds and arenas printed side by side.
-
-With ``--board nucleo-f746zg`` the traces are ``qemu-m7``'s and the published columns are empty (the figures above
-are NUCLEO-L4R5ZI's).
+The published figures (PUBLISHED) are issue 42's table: for each board the fastest CPU-only latency of the
+MLPerf Tiny closed division (the ``results.txt`` medians of mlcommons/tiny_results_v1.1 to v1.3), and, for
+NUCLEO-L4R5ZI, the TFLM reference submission of v0.5 (closed/reference/results/Nucleo-L4R5ZI/*/performance:
+KWS 5.497 inf/s, VWW 1.665, IC 1.420, AD 99.487). They are other code on the real chip: the ratio compares
+mcudeploy's kernels as estimated with theirs as measured, it does not calibrate the estimate
+(benchmarks/estimate_check.py checks the estimate itself against CMSIS-NN's published latencies).
 
     python benchmarks/cycles_bench.py [--models DIR] [--board nucleo-l4r5zi] [--objectives memory,latency] [--json]
 """
@@ -49,19 +37,22 @@ from mcudeploy.estimate.cycles import estimate_cycles, estimate_range, milliseco
 from mcudeploy.memory import areas  # noqa: E402
 from mcudeploy.objective import Objective  # noqa: E402
 from mcudeploy.compile import compile_model  # noqa: E402
+from mcudeploy.ops import registry  # noqa: E402
 
 MODELS = Path(os.environ.get("MCUDEPLOY_MODELS", ROOT.parent / "shared" / "models"))
 # the emulated board whose traces stand for a real board's core
 EMULATED = {"cortex-m4": "qemu-m4", "cortex-m7": "qemu-m7"}
-# MLPerf Tiny on NUCLEO-L4R5ZI, ms (see the module's docstring for each figure's round and file); none is
-# printed for another board
-PUBLISHED_BOARD = "nucleo-l4r5zi"
+MODEL_NAMES = ("kws_dscnn_int8", "vww_mobilenetv1_int8", "ic_resnet8_int8", "ad_autoencoder_int8")
+# board: {model: (ms, who)}: issue 42's table of the fastest published CPU-only MLPerf Tiny latencies (the board of
+# the "STM32F746 Discovery" row is the chip of nucleo-f746zg)
 PUBLISHED = {
-    "kws_dscnn_int8": {"X-CUBE-AI": 43.4, "TFLM": round(1000 / 5.497, 1)},
-    "vww_mobilenetv1_int8": {"X-CUBE-AI": round(1000 / 8.425, 1), "TFLM": round(1000 / 1.665, 1)},
-    "ic_resnet8_int8": {"X-CUBE-AI": round(10700 / 50, 1), "TFLM": round(1000 / 1.420, 1)},
-    "ad_autoencoder_int8": {"X-CUBE-AI": round(1000 / 131.950, 2), "TFLM": round(1000 / 99.487, 2)},
+    "nucleo-l4r5zi": dict(zip(MODEL_NAMES, ((43.19, "X-CUBE-AI 9.0, v1.2"), (88.93, "X-CUBE-AI 9.0, v1.2"),
+                                            (165.13, "X-CUBE-AI 9.0, v1.2"), (4.05, "Plumerai 2023.05, v1.1")))),
+    "nucleo-f746zg": dict(zip(MODEL_NAMES, ((17.75, "Plumerai, v1.1"), (34.08, "Plumerai, v1.1"),
+                                            (61.57, "Bosch HALE, v1.1"), (1.70, "Bosch HALE, v1.1")))),
 }
+TFLM = {"nucleo-l4r5zi": dict(zip(MODEL_NAMES, (round(1000 / 5.497, 1), round(1000 / 1.665, 1), round(1000 / 1.420, 1),
+                                                round(1000 / 99.487, 2))))}
 
 
 def estimate(path: Path, board: str, objective: str) -> dict:
@@ -80,8 +71,10 @@ def estimate(path: Path, board: str, objective: str) -> dict:
         lo, hi = estimate_range(s, target)
         low, high = low + lo, high + hi
     without = sum(1 for n in compiled.graph.nodes if n.attrs.get("scratch", 1) == 0)
+    macs = sum(int(registry.get(n.op).macs(compiled.graph, n)) for n in compiled.graph.nodes)
     return {"arena_bytes": compiled.placement.arena_bytes, "kernels_without_scratch": without,
             "instructions": sum(s["instructions"] for s in spans), "estimated_cycles": round(cycles),
+            "macs": macs, "cycles_per_mac": cycles / macs if macs else None,
             "estimated_ms": milliseconds(cycles, target),
             "range_ms": (milliseconds(low, target), milliseconds(high, target)), "target": target.describe()}
 
@@ -89,9 +82,10 @@ def estimate(path: Path, board: str, objective: str) -> dict:
 def bench(path: Path, board: str, objectives=("memory", "latency")) -> dict:
     plans = {o: estimate(path, board, o) for o in objectives}
     first = plans[objectives[0]]
-    published = PUBLISHED[path.stem] if board == PUBLISHED_BOARD else {"X-CUBE-AI": None, "TFLM": None}
-    return {"model": path.stem, "board": board, "published_ms": published, "target": first["target"],
-            "objectives": plans}
+    fastest = PUBLISHED.get(board, {}).get(path.stem)
+    return {"model": path.stem, "board": board, "target": first["target"], "objectives": plans,
+            "published_ms": fastest[0] if fastest else None, "published_by": fastest[1] if fastest else None,
+            "tflm_ms": TFLM.get(board, {}).get(path.stem)}
 
 
 def main() -> int:
@@ -106,33 +100,33 @@ def main() -> int:
         print(f"the MLPerf Tiny models are not at {folder} (set MCUDEPLOY_MODELS)")
         return 1
     objectives = tuple(args.objectives.split(","))
-    rows = [bench(folder / f"{name}.tflite", args.board, objectives) for name in PUBLISHED]
+    rows = [bench(folder / f"{name}.tflite", args.board, objectives) for name in MODEL_NAMES]
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
     print(f"estimated on {rows[0]['target']}; an estimate from a QEMU trace, not a measurement")
-    heads = "".join(f" {o + ' arena B':>16} {o + ' est. ms':>16} {'range ms':>13}" for o in objectives)
-    print(f"{'model':<22}{heads} {'X-CUBE-AI ms':>13} {'TFLM ms':>9}")
+    heads = "".join(f" {o + ' arena B':>16} {o + ' est. ms':>16} {'range ms':>13} {'cyc/MAC':>8}" for o in objectives)
+    print(f"{'model':<22}{heads} {'published ms':>13} {'latency/published':>18} {'TFLM ms':>8}")
     for r in rows:
-        pub = r["published_ms"]
-
-        def shown(v):
-            return f"{v:.1f}" if v is not None else "–"
-
         cells = ""
         for o in objectives:
             e = r["objectives"][o]
             lo, hi = e["range_ms"]
-            cells += f" {e['arena_bytes']:>16,} {e['estimated_ms']:>16.1f} {f'{lo:.1f}-{hi:.1f}':>13}"
-        print(f"{r['model']:<22}{cells} {shown(pub['X-CUBE-AI']):>13} {shown(pub['TFLM']):>9}")
+            per_mac = f"{e['cycles_per_mac']:.2f}" if e["cycles_per_mac"] else "–"
+            cells += f" {e['arena_bytes']:>16,} {e['estimated_ms']:>16.1f} {f'{lo:.1f}-{hi:.1f}':>13} {per_mac:>8}"
+        pub, tflm = r["published_ms"], r["tflm_ms"]
+        fastest = r["objectives"][objectives[-1]]["estimated_ms"]
+        ratio = f"{fastest / pub:.2f}x" if pub else "–"
+        print(f"{r['model']:<22}{cells} {pub if pub else '–':>13} {ratio:>18} {tflm if tflm else '–':>8}")
     for r in rows:
         plans = r["objectives"]
         print(f"{r['model']}: " + "; ".join(f"{o} {p['instructions']:,} instructions, {p['estimated_cycles']:,} cycles, "
-                                            f"{p['kernels_without_scratch']} kernel(s) without scratch"
-                                            for o, p in plans.items()))
-    published = ("Published figures: MLPerf Tiny on NUCLEO-L4R5ZI (rounds and files in this script's docstring), "
-                 "other kernels on the real chip (no same-code calibration)." if args.board == PUBLISHED_BOARD else
-                 f"No published figures for {args.board} in this script.")
+                                            f"{p['macs']:,} MACs, {p['kernels_without_scratch']} kernel(s) without "
+                                            f"scratch" for o, p in plans.items())
+              + (f"; published: {r['published_ms']} ms by {r['published_by']}" if r["published_ms"] else ""))
+    published = ("Published figures: the fastest CPU-only MLPerf Tiny latencies on this board (issue 42's table; "
+                 "TFLM: the v0.5 reference), other code on the real chip, no same-code calibration."
+                 if args.board in PUBLISHED else f"No published figures for {args.board} in this script.")
     print("error: the range is the core's timing ranges (mcudeploy/estimate/cores.py RANGES; Cortex-M4: taken branch "
           "2-4 cycles, divide 2-12), the flash accelerator always/never hitting, and each data-cache miss on weights "
           "in flash waiting once per line or once per flash read (mcudeploy/estimate/flash.py). " + published)

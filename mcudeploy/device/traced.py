@@ -18,7 +18,8 @@ from mcudeploy.device.samples import sample_bytes
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.estimate import flash
 from mcudeploy.estimate.cycles import Target
-from mcudeploy.estimate.trace import op_counts
+from mcudeploy.estimate.cores import CORES
+from mcudeploy.estimate.trace import disassemble, op_counts
 from mcudeploy.samples import random_inputs
 
 log = logging.getLogger(__name__)
@@ -68,7 +69,9 @@ def trace_model(compiled, workdir: Optional[Path] = None, timeout: Optional[floa
                 offset += len(b)
             session.run()
         log.info("trace of %s: %.1f MB", board.name, trace.stat().st_size / 1e6)
-        spans = op_counts(trace, syms["mcud_fw_op_begin"], syms["mcud_fw_op_end"])
+        march = CORES.get(board.core, {}).get("disassembler")  # QEMU cannot name this core's instructions
+        names = disassemble(str(firmware.elf), march) if march else None
+        spans = op_counts(trace, syms["mcud_fw_op_begin"], syms["mcud_fw_op_end"], names)
         if caches is not None:
             spans = flash.merge(spans, flash.read_counts(reads, len(spans)))
     expected = len(timed_nodes(compiled))

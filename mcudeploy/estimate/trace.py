@@ -6,14 +6,25 @@ one (``nochain`` makes every run print). The blocks that run between a call of `
 next call of ``end`` (the firmware's mcud_fw_op_begin and mcud_fw_op_end: the addresses come from
 the ELF) belong to one operator, the k-th such span to the k-th operator. A block ends at its
 branch; the branch was taken when the next block does not start where this one ends.
+
+QEMU 7.2's disassembler does not know the M-profile vector extension (MVE, Helium): it prints its
+instructions as coprocessor operations or bytes. For a core with MVE the instructions are named by
+``arm-none-eabi-objdump -m armv8.1-m.main`` of the firmware instead (``disassemble``), by address. MVE
+instructions go to the pipe Arm's own scheduling model of the Cortex-M55 puts them in (LLVM's
+ARMScheduleM55.td): load/store, integer, float/multiply (every multiply and multiply-accumulate, the
+across-vector adds, compares and predicated tests) and control (VCTP, VPST, VPNOT); a vector instruction
+holds its pipe for two cycles (two beats of 64 bits), and the first beat of the next one overlaps the second
+of the previous when the two use different pipes. ``mve_overlap`` counts the cycles so saved in each block
+(an in-order issue of one instruction a cycle, each vector instruction waiting for its pipe).
 """
 from __future__ import annotations
 
 import re
+import subprocess
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Optional
 
 _INSN = re.compile(r"^0x([0-9a-f]{8}):\s+([0-9a-f]{4}(?: [0-9a-f]{4})?)\s{2,}(\S+)\s*(.*)$")
 _TRACE = re.compile(r"^Trace \d+: (0x[0-9a-f]+) \[[0-9a-f]+/([0-9a-f]+)/")
@@ -24,6 +35,16 @@ _MUL = ("mul", "mla", "mls", "smul", "smla", "smlal", "umull", "umlal", "umaal",
 _DSP = ("sxtb16", "uxtb16", "sxtab16", "uxtab16", "sadd", "ssub", "uadd", "usub", "qadd", "qsub", "qdadd", "qdsub",
         "shadd", "shsub", "uhadd", "uhsub", "ssat", "usat", "pkhbt", "pkhtb", "sel", "sasx", "ssax", "qasx", "qsax",
         "usad8", "usada8")
+
+
+# MVE: which pipe each family goes to (ARMScheduleM55.td), by the mnemonic's first letters
+_MVE_LS = ("vldr", "vstr", "vld2", "vld4", "vst2", "vst4")
+_MVE_SYS = ("vctp", "vpst", "vpnot")
+_MVE_MUL = ("vmul", "vmla", "vmls", "vqdmul", "vqrdmul", "vqdml", "vqrdml", "vrmla", "vrmls", "vaddv", "vaddlv",
+            "vcmp", "vpt", "vfma", "vfms", "vcmul", "vcmla", "vcvt", "vrint", "vabav")
+_LOB = ("dls", "dlstp", "wls", "wlstp", "le", "letp", "lctp")  # low-overhead loops
+MVE_CLASSES = ("mve_ls", "mve_int", "mve_mul", "mve_sys")
+_Q = re.compile(r"\bq[0-7]\b")
 
 
 def _base(mnemonic: str) -> str:
@@ -45,6 +66,14 @@ def classify(mnemonic: str, operands: str) -> tuple[str, int]:
     """(class of mcudeploy/estimate/cores.py, registers moved for multiple loads and stores)."""
     m = _base(mnemonic)
     regs = operands.count(",") + 1 if "{" in operands else 0
+    if m in _LOB:
+        return "lob", 0
+    if m.startswith("v") and (_Q.search(operands) or m.startswith(_MVE_SYS) or m.startswith("vpt")):
+        if m.startswith(_MVE_LS):
+            return "mve_ls", 0
+        if m.startswith(_MVE_SYS):
+            return "mve_sys", 0
+        return ("mve_mul" if m.startswith(_MVE_MUL) else "mve_int"), 0
     if m.startswith("v"):
         if m[:4] in ("vldr", "vstr") or m[:4] in ("vldm", "vstm") or m[:5] in ("vpush", "vpop"):
             return "fpu_ldst", 0
@@ -74,6 +103,9 @@ def classify(mnemonic: str, operands: str) -> tuple[str, int]:
     return "alu", 0
 
 
+NOT_INSTRUCTIONS = ("multi_regs", "branch_taken", "mve_overlap")  # counts of a span that are not instructions
+
+
 @dataclass
 class Block:
     counts: Counter
@@ -84,6 +116,7 @@ class Block:
 def _block(lines: list[tuple[int, int, str, str]]) -> Block:
     counts: Counter = Counter()
     previous = ""
+    classes = []
     for _, _, mnemonic, operands in lines:
         cls, regs = classify(mnemonic, operands)
         if cls in ("load", "store") and previous in ("load", "store", "ldst_pipelined"):
@@ -92,13 +125,53 @@ def _block(lines: list[tuple[int, int, str, str]]) -> Block:
         if regs:
             counts["multi_regs"] += regs
         previous = cls
+        classes.append(cls)
+    if any(c in MVE_CLASSES for c in classes):
+        counts["mve_overlap"] += _overlap(classes)
     addr, size, _, _ = lines[-1]
     return Block(counts, addr + size, previous == "branch")
 
 
-def op_counts(log: Path, begin: int, end: int) -> list[Counter]:
+def _overlap(classes: list[str]) -> int:
+    """Cycles a block saves by starting a vector instruction's first beat during the previous one's second
+    (one instruction issued a cycle, in order; a vector instruction holds its pipe two cycles, a control one
+    one cycle; every other instruction counted as one cycle here)."""
+    t, free, alone = 0, {}, 0
+    for cls in classes:
+        beats = 2 if cls in MVE_CLASSES and cls != "mve_sys" else 1
+        alone += beats
+        if cls in MVE_CLASSES:
+            start = max(t, free.get(cls, 0))
+            free[cls] = start + beats
+            t = start + 1
+        else:
+            t += 1
+    return alone - max([t, *free.values()])
+
+
+def disassemble(elf: str, march: str) -> dict[int, tuple[int, str, str]]:
+    """(size in bytes, mnemonic, operands) by address of every instruction of ``elf``'s code, as objdump names
+    them for ``march`` (QEMU 7.2's own disassembler does not know MVE: it takes such an instruction's first
+    halfword for bytes and its second for an instruction of its own)."""
+    out = subprocess.run(["arm-none-eabi-objdump", "-d", "-m", march, str(elf)], capture_output=True, text=True,
+                         check=True).stdout
+    names = {}
+    for line in out.splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 3 and parts[0].strip().endswith(":"):
+            try:
+                addr = int(parts[0].strip()[:-1], 16)
+            except ValueError:
+                continue
+            size = 2 * len(parts[1].split())
+            names[addr] = (size, parts[2].strip(), parts[3].split("@")[0].strip() if len(parts) > 3 else "")
+    return names
+
+
+def op_counts(log: Path, begin: int, end: int, names: Optional[dict[int, tuple[int, str, str]]] = None) -> list[Counter]:
     """Per span between a run of the block at ``begin`` and the next at ``end``: instruction classes
-    (with ``instructions`` and ``branch_taken``), in the order the spans ran."""
+    (with ``instructions`` and ``branch_taken``), in the order the spans ran; ``names``: the instructions by
+    address, where QEMU's disassembly is not to be trusted (disassemble)."""
     blocks: dict[str, Block] = {}
     pending: list = []
     spans: list[Counter] = []
@@ -109,7 +182,11 @@ def op_counts(log: Path, begin: int, end: int) -> list[Counter]:
             if line.startswith("0x"):
                 m = _INSN.match(line)
                 if m:
-                    pending.append((int(m[1], 16), 2 * len(m[2].split()), m[3], m[4]))
+                    addr = int(m[1], 16)
+                    if names and pending and addr < pending[-1][0] + pending[-1][1]:
+                        continue  # the second half of a 32-bit instruction QEMU did not know (an MVE one)
+                    named = names.get(addr) if names else None
+                    pending.append((addr, *named) if named else (addr, 2 * len(m[2].split()), m[3], m[4]))
                 continue
             if not line.startswith("Trace"):
                 continue
@@ -132,5 +209,5 @@ def op_counts(log: Path, begin: int, end: int) -> list[Counter]:
                 current.update(block.counts)
             last = block
     for span in spans:
-        span["instructions"] = sum(v for k, v in span.items() if k not in ("multi_regs", "branch_taken"))
+        span["instructions"] = sum(v for k, v in span.items() if k not in NOT_INSTRUCTIONS)
     return spans

@@ -78,6 +78,21 @@ def test_measure_json_estimates_cycles_for_a_real_board(tmp_path, need_qemu):
     assert conv["flash_reads"] >= conv["flash_misses"] > 0, conv
 
 
+def test_the_estimate_for_a_cortex_m55_names_mve_instructions_by_objdump(tmp_path, need_qemu):
+    """QEMU 7.2's disassembler takes a 32-bit MVE instruction for a byte pair and an instruction: the trace of
+    a qemu-m55 run counts what the timer counts only with the firmware's own disassembly."""
+    path = conv_model(tmp_path)
+    env = {**os.environ, "MCUDEPLOY_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.run([sys.executable, "-m", "mcudeploy", "measure", str(path), "-b", "qemu-m55", "--json",
+                           "--repeat", "1", "--estimate-for", "alif-e7-appkit-hp"], capture_output=True, text=True,
+                          env=env)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    d = json.loads(proc.stdout)
+    conv = next(o for o in d["ops"] if o["name"].startswith("Conv:"))
+    assert abs(conv["traced_instructions"] - conv["instructions"]) <= 0.01 * conv["instructions"] + 80, conv
+    assert d["estimate"]["core"] == "cortex-m55" and d["estimated_cycles"] > 0
+
+
 def test_estimate_for_a_board_of_another_core_is_one_sentence(tmp_path):
     path = conv_model(tmp_path)
     proc = subprocess.run([sys.executable, "-m", "mcudeploy", "measure", str(path), "-b", "qemu-m4",
