@@ -41,7 +41,7 @@ from mcudeploy.ops import registry  # noqa: E402
 
 MODELS = Path(os.environ.get("MCUDEPLOY_MODELS", ROOT.parent / "shared" / "models"))
 # the emulated board whose traces stand for a real board's core
-EMULATED = {"cortex-m4": "qemu-m4", "cortex-m7": "qemu-m7"}
+EMULATED = {"cortex-m4": "qemu-m4", "cortex-m7": "qemu-m7", "cortex-m55": "qemu-m55"}
 MODEL_NAMES = ("kws_dscnn_int8", "vww_mobilenetv1_int8", "ic_resnet8_int8", "ad_autoencoder_int8")
 # board: {model: (ms, who)}: issue 42's table of the fastest published CPU-only MLPerf Tiny latencies (the board of
 # the "STM32F746 Discovery" row is the chip of nucleo-f746zg)
@@ -51,6 +51,13 @@ PUBLISHED = {
     "nucleo-f746zg": dict(zip(MODEL_NAMES, ((17.75, "Plumerai, v1.1"), (34.08, "Plumerai, v1.1"),
                                             (61.57, "Bosch HALE, v1.1"), (1.70, "Bosch HALE, v1.1")))),
 }
+# boards with no published figure of their own, and the nearest published board: (its name, core and clock, who,
+# {model: ms}); printed beside the estimate with that board's cycles, not as a comparison of the same chip.
+# EK-RA8D1: Renesas, MLPerf Tiny v1.2 closed (mlcommons/tiny_results_v1.2, closed/Renesas/results/EK-RA8D1/*/
+# performance/results.txt medians: KWS 288.611 inf/s, VWW 74.665, IC 117.948, AD 1884.138; systems/EK-RA8D1.json:
+# Cortex-M85 at 480 MHz, TensorFlow Lite Micro with CMSIS-NN)
+NEAREST = {"alif-e7-appkit-hp": ("EK-RA8D1", "Cortex-M85 at 480 MHz", 480e6, "TFLM + CMSIS-NN, v1.2", dict(zip(
+    MODEL_NAMES, (round(1000 / 288.611, 3), round(1000 / 74.665, 3), round(1000 / 117.948, 3), round(1000 / 1884.138, 3)))))}
 TFLM = {"nucleo-l4r5zi": dict(zip(MODEL_NAMES, (round(1000 / 5.497, 1), round(1000 / 1.665, 1), round(1000 / 1.420, 1),
                                                 round(1000 / 99.487, 2))))}
 
@@ -83,9 +90,14 @@ def bench(path: Path, board: str, objectives=("memory", "latency")) -> dict:
     plans = {o: estimate(path, board, o) for o in objectives}
     first = plans[objectives[0]]
     fastest = PUBLISHED.get(board, {}).get(path.stem)
-    return {"model": path.stem, "board": board, "target": first["target"], "objectives": plans,
-            "published_ms": fastest[0] if fastest else None, "published_by": fastest[1] if fastest else None,
-            "tflm_ms": TFLM.get(board, {}).get(path.stem)}
+    row = {"model": path.stem, "board": board, "target": first["target"], "objectives": plans,
+           "published_ms": fastest[0] if fastest else None, "published_by": fastest[1] if fastest else None,
+           "tflm_ms": TFLM.get(board, {}).get(path.stem)}
+    if board in NEAREST:
+        name, core, hz, who, figures = NEAREST[board]
+        row["nearest"] = {"board": name, "core": core, "who": who, "ms": figures[path.stem],
+                          "cycles": round(figures[path.stem] * hz / 1e3)}
+    return row
 
 
 def main() -> int:
@@ -124,6 +136,12 @@ def main() -> int:
                                             f"{p['macs']:,} MACs, {p['kernels_without_scratch']} kernel(s) without "
                                             f"scratch" for o, p in plans.items())
               + (f"; published: {r['published_ms']} ms by {r['published_by']}" if r["published_ms"] else ""))
+    for r in rows:
+        if "nearest" in r:
+            n, e = r["nearest"], r["objectives"][objectives[-1]]
+            print(f"{r['model']}: estimated {e['estimated_cycles']:,} cycles; the nearest published board, {n['board']} "
+                  f"({n['core']}, {n['who']}): {n['ms']} ms, {n['cycles']:,} cycles (another core and clock: beside, "
+                  f"not against)")
     published = ("Published figures: the fastest CPU-only MLPerf Tiny latencies on this board (issue 42's table; "
                  "TFLM: the v0.5 reference), other code on the real chip, no same-code calibration."
                  if args.board in PUBLISHED else f"No published figures for {args.board} in this script.")
