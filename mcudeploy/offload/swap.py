@@ -49,6 +49,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Mapping, Optional, Sequence
 
+from mcudeploy.boards import Region
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import Graph, Node
 from mcudeploy.ops.copy_async import SLOTS
@@ -166,7 +167,7 @@ def has_slow_region(board) -> bool:
     return any(r.speed is not None for r in [r for r in board.regions if not r.excluded][1:])
 
 
-def regions_for_swap(board) -> tuple[str, "Region"]:
+def regions_for_swap(board) -> tuple[str, Region]:
     """(the fast region's name, the slow region) of a board, or a sentence saying what it lacks."""
     usable = [r for r in board.regions if not r.excluded]
     slow = next((r for r in usable[1:] if r.speed is not None), None)
