@@ -94,14 +94,23 @@ def stage_times(p: Partition, staged: StagedPlan, measured: Optional[Mapping[int
     return tuple(out)
 
 
-def compile_system(graph: Graph, system: System, model: str, stages: Optional[int] = None,
-                   objective: str = "throughput", schedule_method: str = "auto",
-                   time_limit: float = 10.0) -> SystemPlan:
+@dataclass(frozen=True)
+class SystemOptions:
+    """The choices that change a system's plan (run, compile, measure and flash -b SYSTEM)."""
+
+    stages: Optional[int] = None  # --stages: the pipeline's stages (None: one per core)
+    objective: str = "throughput"  # assign.OBJECTIVES
+    schedule_method: str = "auto"
+    time_limit: float = 10.0  # the schedule's effort seconds
+
+
+def compile_system(graph: Graph, system: System, model: str, options: SystemOptions = SystemOptions()) -> SystemPlan:
     """Partition the lowered ``graph`` over ``system`` and compile every stage for its core."""
-    p = partition(graph, system, stages, objective, schedule_method, time_limit)
+    o = options
+    p = partition(graph, system, o.stages, o.objective, o.schedule_method, o.time_limit)
     name = Path(model).stem if model else graph.name
-    staged = compile_stages(graph, [u.board for u in p.units], p.bounds, schedule_method, name=name, order=p.order,
-                            schedule_time_limit=time_limit, scratch=scratch_policy(objective))
+    staged = compile_stages(graph, [u.board for u in p.units], p.bounds, o.schedule_method, name=name, order=p.order,
+                            schedule_time_limit=o.time_limit, scratch=scratch_policy(o.objective))
     return SystemPlan(os.fspath(model), graph, p, staged, stage_times(p, staged))
 
 

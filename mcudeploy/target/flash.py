@@ -6,7 +6,7 @@ UARTs (``links``), each firmware also holds its links (device/linked.py, firmwar
 RUN_LINKED passes the boundary tensors chip to chip); it still serves the ordinary measurer's RUN, and
 emulated chips are started first to last with their link UARTs joined (device/emulator.py). Two
 stages on the two cores of one emulated chip (qemu-an521) are one firmware instead, the two-core
-one `run` streams through (stages/dual.py), started on one emulator.
+one `run` streams through (target/dual.py), started on one emulator.
 
 Every firmware is built and checked before anything is uploaded, so a stage that does not fit
 stops the command with nothing flashed; an upload that fails stops the emulators this command
@@ -67,7 +67,7 @@ def flash_dual(plan: SystemPlan, chip, project: Path, ports: Sequence[str], uplo
 def flash_system(plan: SystemPlan, project: Path, ports: Sequence[str] = (), upload: bool = True,
                  progress=print) -> list[FlashResult]:
     """Build every stage's firmware in ``project``/stageK, then upload each to its chip."""
-    from mcudeploy.stages.dual import dual_chip
+    from mcudeploy.target.dual import dual_chip
 
     chip = dual_chip(plan)
     if chip is not None:
