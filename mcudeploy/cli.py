@@ -296,7 +296,7 @@ def cmd_tune(args) -> int:
 
 def _tune_into(args, code, objective) -> int:
     from mcudeploy.frontend import parse_input_shapes
-    from mcudeploy.search import Tuner, write_result
+    from mcudeploy.search import TuneOptions, Tuner, write_result
     from mcudeploy.search.fast import offload_line
     from mcudeploy.device.pool import BOARD_LOST, NoBoardLeft
     from mcudeploy.search.state import STATE_FILE
@@ -305,10 +305,10 @@ def _tune_into(args, code, objective) -> int:
     BOARD_GONE = (NoBoardLeft, *BOARD_LOST)
     try:
         with board_pool(_request(args), args.board) as pool:
-            tuner = Tuner(args.model, args.board, args.output, max_overhead=args.max_overhead,
-                          time_limit=args.time_limit, input_shapes=parse_input_shapes(args.input_shape),
-                          budget=args.budget, int8_input=args.int8_input, fast_memory=args.fast_memory, pool=pool,
-                          stream_input=args.stream_input, objective=objective)
+            options = TuneOptions(max_overhead=args.max_overhead, time_limit=args.time_limit, budget=args.budget,
+                                  input_shapes=parse_input_shapes(args.input_shape), int8_input=args.int8_input,
+                                  stream_input=args.stream_input, fast_memory=args.fast_memory, objective=objective)
+            tuner = Tuner(args.model, args.board, args.output, options, pool=pool)
             result = tuner.run()
     except KeyboardInterrupt:
         print(f"mcudeploy: tune interrupted; what it learnt is in {Path(args.output) / STATE_FILE}: run the same "
