@@ -219,32 +219,10 @@ def cmd_plan(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from mcudeploy.report.html import read_plan, write_report
+    from mcudeploy.report.show import report_plan
 
-    from mcudeploy.stages.system_plan import read_system_plan
-
-    system = read_system_plan(args.plan)
-    if system is not None:  # a system's plan.json: the stages on the topology and their balance
-        if args.text:
-            from mcudeploy.stages.system_plan import plan_lines
-
-            print("\n".join(plan_lines(system)))
-            return 0
-        from mcudeploy.report.system import write_system_report
-
-        if args.output:
-            check_output(args.output, folder=False)
-        page, *stages = write_system_report(args.plan, system, args.output)
-        print(f"wrote {page}" + (f" and each stage's memory report ({len(stages)})" if stages else ""))
-        return 0
-    if args.text:
-        from mcudeploy.report.text import plan_text
-
-        print(plan_text(read_plan(args.plan), detail=True))
-        return 0
-    if args.output:
-        check_output(args.output, folder=False)
-    print(f"wrote {write_report(args.plan, args.output, say=_to_stderr)}")
+    for line in report_plan(args.plan, args.output, args.text, say=_to_stderr):
+        print(line)
     return 0
 
 

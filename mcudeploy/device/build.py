@@ -110,12 +110,12 @@ def model_id(project_dir: Optional[Path]) -> int:
 def arena_sections(project_dir: Optional[Path]) -> dict[str, str]:
     """The linker sections ``compile --arena-section`` put the model's arenas in (plan.json "c"), by
     region ("" the first), so the firmware's linker script places them too."""
+    if project_dir is None:
+        return {}
     try:
-        plan = codec.read_plan(Path(project_dir) / codec.PLAN_FILE) if project_dir is not None else {}
+        return codec.read_plan(Path(project_dir) / codec.PLAN_FILE).arena_sections
     except (OSError, codec.PlanError):
         return {}
-    c = plan.get("c")
-    return {s["region"]: s["section"] for s in (c or {}).get("sections", [])}
 
 
 def _context(board: Board, mid: int, has_model: bool, sections: Optional[dict] = None) -> dict:

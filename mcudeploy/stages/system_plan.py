@@ -162,35 +162,10 @@ QEMU_NOTE = ("under QEMU a tick counts guest instructions (-icount), and the cor
 
 
 def system_lines(plan: SystemPlan) -> list[str]:
-    """The stages on the topology and their balance, for people."""
+    """The stages on the topology and their balance, for people (as ``report --text`` tells its plan.json)."""
+    from mcudeploy.report.system import plan_lines
+
     return plan_lines(system_plan_dict(plan))
-
-
-def plan_lines(d: dict) -> list[str]:
-    """A system's plan.json as text: the stages on the topology, their balance, the pipeline's figures."""
-    pipe, topo = d["pipeline"], d["topology"]
-    dims = "x".join(map(str, topo["dims"]))
-    out = [f"{d['system']} ({topo['kind']}{' ' + dims if dims else ''}): {len(d['stages'])} stage(s), "
-           f"{pipe['objective']} objective, cuts by the {pipe['method']} split"]
-    slowest = max(s["compute_s"] + s["link_s"] for s in d["stages"]) or 1.0
-    first = 0
-    for s in d["stages"]:
-        bar = "#" * max(1, round(20 * (s["compute_s"] + s["link_s"]) / slowest))
-        last = first + len(s["operators"]) - 1
-        out.append(f"  stage {s['stage']} on chip {s['chip']} {s['core']} ({s['board']}): operators {first}..{last} "
-                   f"of the order, arena {s['arena_bytes']:,} B, weights {s['flash_bytes']:,} B, {s['ticks']:,} ticks "
-                   f"({s['ticks_source']}) = {s['compute_s'] * 1e3:.2f} ms + send {s['sent_bytes']:,} B in "
-                   f"{s['link_s'] * 1e3:.2f} ms  {bar}")
-        first = last + 1
-    out.append(f"throughput {pipe['throughput_ratio']:.2f}x one {pipe['one_core_board']} core "
-               f"({pipe['one_core_s'] * 1e3:.2f} ms per frame alone, {pipe['bottleneck_s'] * 1e3:.2f} ms at the "
-               f"bottleneck, stage {pipe['bottleneck_stage']}, {pipe['link_share']:.0%} of it on the link); stage "
-               f"times: {pipe['source']}; link times {pipe['links']}")
-    if pipe.get("one_core_ticks") is not None:
-        out.append(f"one {pipe['one_core_board']} core alone: {pipe['one_core_ticks']:,} ticks, measured")
-    if pipe.get("note"):
-        out.append(pipe["note"])
-    return out
 
 
 def write_system(plan: SystemPlan, out: Path) -> Path:
@@ -203,12 +178,3 @@ def write_system(plan: SystemPlan, out: Path) -> Path:
         write_project(stage.compiled, out / f"stage{stage.index}")
     codec.write_plan(out / codec.PLAN_FILE, system_plan_dict(plan), end="")
     return out
-
-
-def read_system_plan(path) -> Optional[dict]:
-    """The plan.json at ``path`` (or in that folder) when it is a system's, else None."""
-    try:
-        data = codec.read_plan(codec.plan_path(path))
-    except (OSError, codec.PlanError):
-        return None
-    return data if "system" in data and "pipeline" in data else None
