@@ -3,11 +3,13 @@
 
 - request.py: what a command asks (the plan-changing options, run's and measure's), parsed once.
 - board.py: one board (or a compile or tune folder's plan): compile, write, flash, run, measure.
-- system.py: a system (boards/systems/): its stages planned by mcudeploy/stages/, then run by
+- system.py: a system (boards/systems/): its stages planned by mcudeploy/stages/, and run by the modules below.
 - stream.py: frames streamed through the stages (host builds, dual.py's or chain.py's emulators); measure.
 - chain.py: every stage on its own emulator, the frames passed chip to chip over joined UARTs
   (CRC-checked; the host carries them where the boards have no link UARTs).
-- dual.py: two stages on the two cores of one emulator (one firmware, device/dual.py), a ring between them.
+- dual.py: two stages on the two cores of one emulator, a ring between them; dual_firmware.py builds their
+  one firmware.
+- linked_firmware.py: the firmware of a chip of a chain, with its links.
 - flash.py: every stage's firmware flashed on its own chip.
 """
 from __future__ import annotations
@@ -73,13 +75,14 @@ def system_of(request: Request):
 
     r = request
     if not r.board or not is_system(r.board):
-        given = [o for o, v in (("--stages", r.stages), (f"--objective {r.objective}", r.objective in SYSTEM_OBJECTIVES))
-                 if v]
+        given = [o for o, v in (("--stages", r.stages),
+                                (f"--objective {r.objective}", r.objective in SYSTEM_OBJECTIVES)) if v]
         if given:
             raise MCUDeployError(f"{given[0]} applies to a system of cores or chips (e.g. -b qemu-m4x2), not to "
                                  f"the board {r.board}")
         return None
-    given = [o for o, v in (("--fast-memory", r.fast_memory), (f"--objective {r.objective}", r.objective in BOARD_OBJECTIVES),
+    given = [o for o, v in (("--fast-memory", r.fast_memory),
+                            (f"--objective {r.objective}", r.objective in BOARD_OBJECTIVES),
                             ("--memory-budget", r.memory_budget)) if v]
     if given:
         raise MCUDeployError(f"{given[0]} applies to one board, not to the system {r.board}"

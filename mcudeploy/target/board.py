@@ -49,7 +49,8 @@ def objective(request: Request):
 
     if request.objective in SYSTEM_OBJECTIVES:
         raise MCUDeployError(f"--objective {request.objective} applies to a system of cores or chips (e.g. -b "
-                             f"qemu-m4x2), not to the board {request.board}; a board takes {', '.join(BOARD_OBJECTIVES)}")
+                             f"qemu-m4x2), not to the board {request.board}; a board takes "
+                             f"{', '.join(BOARD_OBJECTIVES)}")
     return Objective(request.objective or "memory", parse_memory_budget(request.memory_budget))
 
 

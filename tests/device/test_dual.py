@@ -8,7 +8,7 @@ import pytest
 
 from mcudeploy.samples import random_inputs
 from mcudeploy.cli import main
-from mcudeploy.device.dual import dual_values
+from mcudeploy.target.dual_firmware import dual_values
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_model
 from mcudeploy.compile import lower
