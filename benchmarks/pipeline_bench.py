@@ -64,7 +64,7 @@ MEASURE_TARGET = {2: 1.8, 4: 3.2}  # throughput against one core (issue 16, acce
 
 
 def measure(args) -> int:
-    from mcudeploy.stages.stream import measure_system
+    from mcudeploy.target.stream import measure_system
     from mcudeploy.stages.system_plan import compile_system, pipeline_dict
 
     system = load_system(args.measure)

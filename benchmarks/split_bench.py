@@ -237,7 +237,7 @@ def check_tuned(result, model_path: Path, samples_count: int) -> tuple[str, list
 def tune_one(name: str, path: Path, args, out: Path, cache) -> Row:
     from mcudeploy.errors import MCUDeployError
     from mcudeploy.partition import mechanisms
-    from mcudeploy.search import Tuner, space, write_result
+    from mcudeploy.search import TuneOptions, Tuner, space, write_result
 
     target = None if name.endswith("_input") else MOBILENETV2_TARGET if "mobilenetv2" in name else None
     row = Row(name, out_dir=str(out), target=TARGETS.get(name, target))
@@ -253,11 +253,11 @@ def tune_one(name: str, path: Path, args, out: Path, cache) -> Row:
 
     start = time.monotonic()
     try:
-        tuner = Tuner(path, args.board, out, max_overhead=args.max_overhead, time_limit=args.time_limit,
-                      cache=cache, progress=progress, budget=args.budget,
-                      int8_input=("mobilenetv2" in name and not name.endswith("_float_input"))
-                      or name.removesuffix("_int8") in args.zoo,
-                      stream_input=args.stream_input)
+        int8_input = (("mobilenetv2" in name and not name.endswith("_float_input"))
+                      or name.removesuffix("_int8") in args.zoo)
+        tuner = Tuner(path, args.board, out, cache=cache, progress=progress,
+                      options=TuneOptions(max_overhead=args.max_overhead, time_limit=args.time_limit,
+                                          budget=args.budget, int8_input=int8_input, stream_input=args.stream_input))
         result = tuner.run()
         write_result(result)
         row.seconds = time.monotonic() - start

@@ -173,6 +173,12 @@ class Board:
         return self.kind in ("qemu", "hardware")
 
 
+def instructions_per_tick(board: Board, timer_hz: Optional[int] = None) -> float:
+    """Guest instructions per timer tick of an emulated board under QEMU -icount (1e9 / hz / 2^shift)."""
+    hz = timer_hz or board.timer.hz
+    return 1e9 / hz / (1 << board.qemu.icount_shift)
+
+
 def _int(value) -> int:
     return value if isinstance(value, int) else int(str(value), 0)
 

@@ -3,25 +3,23 @@ from __future__ import annotations
 
 import atexit
 import argparse
-import contextlib
 import logging
 import os
 import sys
-import tempfile
 import traceback
 from pathlib import Path
 
 from mcudeploy import __version__, interrupts
-from mcudeploy.choices import SCHEDULE_METHODS
+from mcudeploy.choices import BOARD_OBJECTIVES, SCHEDULE_METHODS, SYSTEM_OBJECTIVES
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.files import check_output, output_lock, writing
 from mcudeploy.search.budget import CANDIDATES, TIME_LIMIT as TUNE_TIME_LIMIT
+from mcudeploy.target.board import to_stderr as _to_stderr
+from mcudeploy.target.request import RANDOM_SAMPLES, STREAM_STEPS, MeasureRequest, Request, RunRequest
 
 log = logging.getLogger("mcudeploy")
 SCHEDULE_TIME_LIMIT = 10.0  # --time-limit of the commands that compile a model, in effort seconds
 INTERNAL_ERROR = 3  # exit status of a bug (1: an error the user can fix, 2: argparse's usage errors)
-RANDOM_SAMPLES = 20  # run's random inputs (--samples)
-STREAM_STEPS = 20  # run --check of a stateful (streaming) model: at least this many inputs in sequence
 
 
 PORT_HELP = "serial port of a flashed board (a pyserial URL: /dev/ttyACM0, socket://HOST:PORT)"
@@ -46,29 +44,6 @@ def _pool_options(p: argparse.ArgumentParser) -> None:
                         "'mcudeploy[farm]')")
 
 
-def _to_stderr(message: str) -> None:
-    print(f"mcudeploy: {message}", file=sys.stderr, flush=True)
-
-
-@contextlib.contextmanager
-def _pool(args, board, say=_to_stderr):
-    """The boards of a command: a farm's places (acquired for the block), flashed ports, or emulators.
-    What the boards of a pool do, and a board taken out of it, is said on stderr."""
-    from mcudeploy.boards import load_board
-    from mcudeploy.device.pool import BoardPool
-
-    board = load_board(board)
-    if args.place is None:
-        yield BoardPool.of(board, args.boards, args.port, say)
-        return
-    if args.port:
-        raise MCUDeployError("give either --port or --place, not both")
-    from mcudeploy.device import farm
-
-    with farm.acquired(board, args.place or None, args.boards) as boards:
-        yield BoardPool(board, boards, say)
-
-
 def _model_options(p: argparse.ArgumentParser, project: bool = False) -> None:
     if project:
         p.add_argument("model", help="the model file (.onnx or .tflite), or a folder written by compile -o or tune -o (or its "
@@ -82,18 +57,13 @@ def _model_options(p: argparse.ArgumentParser, project: bool = False) -> None:
 
 
 # The options that change a plan, as (option, argparse dest, default): declared once (_plan_options) for
-# every command that builds a plan, turned into CompileOptions once (_plan_arguments), and
-# refused with a folder, whose plan already fixes them (_given_plan_options).
+# every command that builds a plan, handed to the target as one Request (_request; target/board.py's
+# plan_arguments turns them into CompileOptions' fields), and refused with a folder, whose plan already
+# fixes them (_given_plan_options).
 PLAN_OPTIONS = (("--input-shape", "input_shape", []), ("--int8-input", "int8_input", False),
                 ("--stream-input", "stream_input", False), ("--fast-memory", "fast_memory", None),
                 ("--schedule", "schedule", "auto"), ("--time-limit", "time_limit", SCHEDULE_TIME_LIMIT),
                 ("--objective", "objective", None), ("--memory-budget", "memory_budget", None))
-# --objective for one board (mcudeploy/objective.py; as in objective.OBJECTIVES, which checks it: importing it
-# here would cost every command the planner's imports) and for a system of chips (stages/assign.py)
-BOARD_OBJECTIVES = ("memory", "latency", "balanced")
-SYSTEM_OBJECTIVES = ("throughput", "fit")
-
-
 def _plan_options(p: argparse.ArgumentParser, tune: bool = False) -> None:
     """Every option that changes the plan (PLAN_OPTIONS). tune declares its own --time-limit (wall-clock
     seconds of the search, not the schedule's effort) and chooses the order itself."""
@@ -140,23 +110,23 @@ def _given_plan_options(args) -> list[str]:
     return [option for option, dest, default in PLAN_OPTIONS if getattr(args, dest, default) != default]
 
 
-def _plan_arguments(args) -> dict:
-    """The input shapes and CompileOptions' fields from the plan-changing options (PLAN_OPTIONS)."""
-    from mcudeploy.frontend import parse_input_shapes
+def _request(args) -> Request:
+    """What the command asks of its target (mcudeploy/target/), from its options, once."""
+    return Request(command=args.command, model=getattr(args, "model", None), board=args.board,
+                   input_shape=tuple(args.input_shape), int8_input=args.int8_input, stream_input=args.stream_input,
+                   fast_memory=args.fast_memory, schedule=args.schedule,
+                   time_limit=getattr(args, "time_limit", SCHEDULE_TIME_LIMIT), objective=args.objective,
+                   memory_budget=args.memory_budget, stages=getattr(args, "stages", None),
+                   allow_overflow=getattr(args, "allow_overflow", False), given=tuple(_given_plan_options(args)),
+                   ports=tuple(getattr(args, "port", ())), boards=getattr(args, "boards", 1),
+                   place=getattr(args, "place", None))
 
-    return dict(input_shapes=parse_input_shapes(args.input_shape), schedule_method=args.schedule,
-                schedule_time_limit=args.time_limit, int8_input=args.int8_input, stream_input=args.stream_input,
-                fast_memory=args.fast_memory, objective=_objective(args))
 
+def _resolve(args, folders: bool = True, check_options: bool = True):
+    """The board or system -b names (or a compile or tune folder's plan): mcudeploy/target/."""
+    from mcudeploy.target import resolve
 
-def _objective(args):
-    """The board's objective (--objective, --memory-budget), checked: a system's objective is refused here."""
-    from mcudeploy.objective import Objective, parse_memory_budget
-
-    if args.objective in SYSTEM_OBJECTIVES:
-        raise MCUDeployError(f"--objective {args.objective} applies to a system of cores or chips (e.g. -b qemu-m4x2), "
-                             f"not to the board {args.board}; a board takes {', '.join(BOARD_OBJECTIVES)}")
-    return Objective(args.objective or "memory", parse_memory_budget(args.memory_budget))
+    return resolve(_request(args), folders, check_options)
 
 
 def _c_options(p: argparse.ArgumentParser) -> None:
@@ -183,67 +153,10 @@ def _system_options(p: argparse.ArgumentParser) -> None:
                    help="with a system as -b (boards/systems/): the pipeline's stages (default: one per core)")
 
 
-def _system(args):
-    """The system -b names (boards/systems/NAME.json), or None for a board; options that apply to one
-    kind only are refused in one sentence."""
-    from mcudeploy.stages.system import is_system, load_system
-
-    if not args.board or not is_system(args.board):
-        given = [o for o, v in (("--stages", getattr(args, "stages", None)),
-                                (f"--objective {args.objective}", args.objective in SYSTEM_OBJECTIVES)) if v]
-        if given:
-            raise MCUDeployError(f"{given[0]} applies to a system of cores or chips (e.g. -b qemu-m4x2), not to "
-                                 f"the board {args.board}")
-        return None
-    ports = getattr(args, "port", None) if args.command not in ("flash", "run", "measure") else None  # one per stage
-    given = [o for o, v in (("--fast-memory", getattr(args, "fast_memory", None)), ("--port", ports),
-                            (f"--objective {args.objective}", args.objective in BOARD_OBJECTIVES),
-                            ("--memory-budget", args.memory_budget)) if v]
-    if given:
-        raise MCUDeployError(f"{given[0]} applies to one board, not to the system {args.board}"
-                             + (f" (a system takes {', '.join(SYSTEM_OBJECTIVES)})" if "objective" in given[0] else ""))
-    return load_system(args.board)
-
-
-def _compile_system(args, system):
-    from mcudeploy.frontend import import_model
-    from mcudeploy.compile import lower
-    from mcudeploy.stages.system_plan import compile_system
-
-    # _system refused --fast-memory and a board's objective; args.objective is the system's own
-    options = _plan_arguments(argparse.Namespace(**{**vars(args), "objective": None}))
-    if options["stream_input"]:
-        raise MCUDeployError("--stream-input applies to a model on one board; a system's stages pass their "
-                             "inputs between cores or chips whole")
-    graph = lower(import_model(args.model, options["input_shapes"]), int8_input=options["int8_input"])
-    return compile_system(graph, system, args.model, args.stages, args.objective or "throughput",
-                          options["schedule_method"], options["schedule_time_limit"])
-
-
 def _allow_overflow_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-overflow", action="store_true",
                    help="go on with a plan that does not fit the board (a region or its flash; refused by default, "
                         "before anything is written), saying by how much as a warning")
-
-
-# what --allow-overflow does, per command, in the refusal of a plan that does not fit (mcudeploy/fit.py)
-ANYWAY = {"compile": "writes it anyway", "tune": "writes it anyway", "plan": "shows the plan anyway"}
-
-
-def _check_fit(args, compiled):
-    """``compiled``, refused in one sentence when it does not fit its board (unless --allow-overflow)."""
-    from mcudeploy.fit import TO_THE_BUILD, check_fit
-
-    check_fit(compiled, getattr(args, "allow_overflow", False), ANYWAY.get(args.command, TO_THE_BUILD), _to_stderr)
-    return compiled
-
-
-def _compile(args, fast_memory=None, earlier={}):
-    from mcudeploy.compile import compile_model
-
-    options = _plan_arguments(args)
-    options["fast_memory"] = fast_memory or options["fast_memory"]
-    return _check_fit(args, compile_model(args.model, args.board, earlier=earlier, **options))
 
 
 def cmd_boards(args) -> int:
@@ -285,30 +198,7 @@ def cmd_compile(args) -> int:
 
 
 def _compile_into(args) -> int:
-    from mcudeploy.codegen import write_project
-    from mcudeploy.report.text import summary
-
-    import dataclasses
-
-    from mcudeploy.codegen.emit import c_name
-
-    system = _system(args)
-    if system is not None:
-        from mcudeploy.stages.system_plan import system_lines, write_system
-
-        plan = _compile_system(args, system)
-        with writing(args.output):
-            out = write_system(plan, args.output)
-        print("\n".join(system_lines(plan)))
-        print(f"wrote {out}/stage0..stage{len(plan.times) - 1}/ (each stage's C project) and plan.json")
-        return 0
-    code = _code(args)
-    compiled = dataclasses.replace(_compile(args), code=code)
-    with writing(args.output):
-        out = write_project(compiled, args.output)
-    print(summary(compiled))
-    print(f"wrote {out}/model.c, {c_name(compiled)}.h, the build files (CMakeLists.txt, library.json"
-          f"{', arduino/' if code.arduino else ''}; README.txt) and plan.json")
+    _resolve(args, folders=False).write(args.output, lambda: _code(args))
     return 0
 
 
@@ -322,315 +212,50 @@ def cmd_plan(args) -> int:
                                          int8_input=args.int8_input, stream_input=args.stream_input))))
         return 0
     from mcudeploy.report.text import summary
+    from mcudeploy.target.board import BoardTarget
 
-    print(summary(_compile(args), detail=True))
+    print(summary(BoardTarget(_request(args)).compile(), detail=True))
     return 0
 
 
 def cmd_report(args) -> int:
-    from mcudeploy.report.html import read_plan, write_report
+    from mcudeploy.report.show import report_plan
 
-    from mcudeploy.stages.system_plan import read_system_plan
-
-    system = read_system_plan(args.plan)
-    if system is not None:  # a system's plan.json: the stages on the topology and their balance
-        if args.text:
-            from mcudeploy.stages.system_plan import plan_lines
-
-            print("\n".join(plan_lines(system)))
-            return 0
-        from mcudeploy.report.system import write_system_report
-
-        if args.output:
-            check_output(args.output, folder=False)
-        page, *stages = write_system_report(args.plan, system, args.output)
-        print(f"wrote {page}" + (f" and each stage's memory report ({len(stages)})" if stages else ""))
-        return 0
-    if args.text:
-        from mcudeploy.report.text import plan_text
-
-        print(plan_text(read_plan(args.plan), detail=True))
-        return 0
-    if args.output:
-        check_output(args.output, folder=False)
-    print(f"wrote {write_report(args.plan, args.output, say=_to_stderr)}")
+    for line in report_plan(args.plan, args.output, args.text, say=_to_stderr):
+        print(line)
     return 0
 
 
-def _target(args, say=print):
-    """(compiled, the graph of the numpy reference, the model file) of run, measure and flash: the recorded
-    plan of a project folder (mcudeploy/project.py), else the model compiled afresh."""
-    from mcudeploy.project import is_project, load_project
-
-    if not is_project(args.model):
-        if args.board is None:
-            raise MCUDeployError("give the board with -b BOARD (see mcudeploy boards)")
-        compiled = _compile(args)
-        return compiled, compiled.graph, args.model
-    fixed = _given_plan_options(args)
-    if fixed:
-        raise MCUDeployError(f"{args.model} holds a plan whose shapes, order and offsets are fixed: {fixed[0]} "
-                             f"applies only to a model file (compile or tune the model again with it)")
-    project = load_project(args.model, args.board)
-    _check_fit(args, project.compiled)  # a plan that runs past its board's memory, refused before any board is touched
-    for line in project.lines():
-        say(line)
-    return project.compiled, project.unsplit, project.model_path
-
-
-def _run_system(args, system) -> int:
-    """run -b SYSTEM: the frames streamed through the stages, checked bit for bit against the one-chip plan."""
-    from mcudeploy import check
-    from mcudeploy.stages.stream import run_system
-    from mcudeploy.stages.system_plan import system_lines
-
-    plan = _compile_system(args, system)
-    samples = check.load_input(args.input, plan.graph, _to_stderr) if args.input else \
-        check.random_inputs(plan.graph, args.samples if args.samples is not None else RANDOM_SAMPLES)
-    result = run_system(plan, samples, check=args.check, ports=args.port or ())
-    print("\n".join(system_lines(result.plan) + result.lines))
-    if args.output:
-        _save_outputs(args.output, plan.outputs, result.outputs)
-    if not args.check:
-        for k, name in enumerate(plan.outputs):
-            value = result.outputs[0][k]
-            print(f"{name}: {value.ravel()[:16].tolist()}{' ...' if value.size > 16 else ''}")
-        return 0
-    return 0 if result.ok else 1
-
-
-def _save_outputs(path, names, outputs, say=print) -> None:
-    import io
-
-    import numpy as np
-
-    from mcudeploy.files import write_atomic
-
-    buf = io.BytesIO()
-    np.savez(buf, **{n: np.stack([o[k] for o in outputs]) for k, n in enumerate(names)})
-    with writing(path):
-        write_atomic(path, buf.getvalue())
-    say(f"wrote the outputs of {len(outputs)} sample(s) to {path}")
-
-
-def _run_dataset(args) -> int:
-    """run --dataset: every sample of a data set on the deployed model, its reference and --float-model
-    (mcudeploy/check/validate.py); exit status 1 where the C differs from mcudeploy's numpy reference."""
-    import json
-
-    from mcudeploy.check.dataset import load_dataset
-    from mcudeploy.check.validate import float_reference, validate
-    from mcudeploy.project import is_project
-
-    given = [o for o, v in (("--input", args.input), ("--check", args.check)) if v]
-    if given:
-        raise MCUDeployError(f"give --dataset or {given[0]}, not both (--dataset compares every sample with the "
-                             f"reference itself)")
-    if not is_project(args.model) and args.board and _system(args) is not None:
-        raise MCUDeployError(f"--dataset runs on one board, not on the system {args.board}")
-    compiled, reference, model = _target(args, say=_to_stderr if args.json else print)
-    data = load_dataset(args.dataset, compiled.graph, _to_stderr)
-    if args.samples is not None:
-        if args.samples < 1:
-            raise MCUDeployError(f"--samples {args.samples}: give 1 or more (the first samples of the data set)")
-        data = data.head(args.samples)
-    float_ref = float_reference(args.float_model, reference) if args.float_model else None
-    if compiled.graph.states and len(data) > 1:
-        _to_stderr(f"a stateful model: the {len(data)} samples run in sequence, each from the state the one before "
-                   f"left")
-    sessions = 1  # a pool of N boards takes the samples in N runs at once, one session each (device/runner.py)
-    if compiled.board.kind == "host":
-        if args.boards != 1 or args.place is not None or args.port:
-            raise MCUDeployError("--boards, --place and --port are for Cortex-M boards; the host board runs here")
-        result, outputs, board_run = validate(compiled, reference, model, data, float_ref)
-    else:
-        with _pool(args, compiled.board.name) as pool:
-            sessions = 1 if compiled.graph.states else min(pool.size, len(data))
-            result, outputs, board_run = validate(compiled, reference, model, data, float_ref, pool=pool)
-    if args.output:
-        _save_outputs(args.output, compiled.graph.model_outputs(), outputs, _to_stderr if args.json else print)
-    totals = [r.total_ticks for r in board_run.runs] if board_run is not None else []
-    if args.json:
-        report = result.as_dict()
-        if board_run is not None:
-            report["board_run"] = {"sessions": sessions, "ticks_per_inference": [min(totals), max(totals)]}
-        print(json.dumps(report, indent=1))
-    else:
-        if board_run is not None:
-            print("\n".join(board_run.firmware.report.lines()))
-            how = "in one session" if sessions == 1 else f"on {sessions} boards at once, one session each"
-            print(f"{len(totals)} samples on {compiled.board.name} {how}: {min(totals):,} .. {max(totals):,} ticks "
-                  f"per inference")
-        print("\n".join(result.lines()))
-    return 0 if result.ok else 1
-
-
 def cmd_run(args) -> int:
-    from mcudeploy import check
-    from mcudeploy.device.host import run_compiled_on_host
-    from mcudeploy.project import is_project
-
     if args.output:
         check_output(args.output, folder=False)
+    run = RunRequest(input=args.input, samples=args.samples, check=args.check, float_model=args.float_model,
+                     output=args.output, dataset=args.dataset, json=args.json)
     if args.dataset:
-        return _run_dataset(args)
+        given = [o for o, v in (("--input", args.input), ("--check", args.check)) if v]
+        if given:
+            raise MCUDeployError(f"give --dataset or {given[0]}, not both (--dataset compares every sample with the "
+                                 f"reference itself)")
+        return _resolve(args, check_options=bool(args.board)).run_dataset(run)
     if args.json:
         raise MCUDeployError("--json applies to run --dataset (the report as JSON)")
     if args.float_model and not args.check:
         raise MCUDeployError("--float-model applies only with --check")
-    from mcudeploy.frontend import is_tflite_model
-    system = None if is_project(args.model) else _system(args)
-    if system is not None:
-        return _run_system(args, system)
-    compiled, reference, model = _target(args)
-    graph = compiled.graph
-    tflite = is_tflite_model(model)
-    if tflite and args.float_model:
-        raise MCUDeployError(f"--float-model applies to ONNX models; {model} is checked against TensorFlow Lite Micro")
-    float_model = check.float_model(args.float_model, reference) if args.float_model else None
-    samples_given = args.samples if args.samples is not None else RANDOM_SAMPLES
-    count = max(samples_given, STREAM_STEPS) if graph.states and args.check else samples_given
-    samples = check.load_input(args.input, graph, _to_stderr) if args.input else check.random_inputs(graph, count)
-    if graph.states and len(samples) > 1:
-        print(f"a stateful model: {len(samples)} inputs in sequence, each call from the state the one before left")
-    board_run = None
-    if compiled.board.kind == "host":
-        if args.boards != 1 or args.place is not None:
-            raise MCUDeployError("--boards and --place spread a run over Cortex-M boards; the host board runs here")
-        with tempfile.TemporaryDirectory(prefix="mcud-run-") as tmp:
-            outputs = run_compiled_on_host(compiled, samples, Path(tmp))
-    else:
-        from mcudeploy.device.runner import run_on_board, ticks_lines
-
-        with _pool(args, compiled.board.name) as pool:
-            board_run = run_on_board(compiled, samples, pool=pool)
-        outputs = board_run.outputs
-        for line in board_run.firmware.report.lines() + ticks_lines(board_run):
-            print(line)
-    if args.output:
-        _save_outputs(args.output, graph.model_outputs(), outputs)
-    if not args.check:
-        for k, name in enumerate(graph.model_outputs()):
-            print(f"{name}: {outputs[0][k].ravel()[:16].tolist()}{' ...' if outputs[0][k].size > 16 else ''}")
-        return 0
-    same_as_host = True
-    if board_run is not None:
-        from mcudeploy.check.against_host import compare_with_host
-
-        same_as_host, lines = compare_with_host(compiled, outputs, samples)
-        for line in lines:
-            print(line)
-    if tflite:
-        verdict = check.check_tflite_outputs(model, compiled, outputs, samples, reference)
-    else:
-        verdict = check.check_outputs(model, compiled, outputs, samples, reference, float_model)
-    for line in verdict.lines():
-        print(line)
-    return 0 if verdict.ok and same_as_host else 1
+    return _resolve(args).run(run)
 
 
 def cmd_measure(args) -> int:
-    import json
-
-    from mcudeploy.device.measure import measure_model
-    from mcudeploy.project import is_project
-
-    folder = is_project(args.model)
-    system = None if folder else _system(args)
-    output = _measure_output(args, folder, system)
-    if system is not None:
-        from mcudeploy.stages.stream import measure_system
-        from mcudeploy.stages.system_plan import system_lines, system_plan_dict
-
-        plan = measure_system(lambda: _compile_system(args, system), repeat=args.repeat, ports=args.port or ())
-        print(json.dumps(system_plan_dict(plan), indent=1) if args.json else "\n".join(system_lines(plan)))
-        return 0
-    if args.settle:
-        if folder:
-            raise MCUDeployError(f"--settle compiles the model again each round: give the model file, not {args.model}")
-        return _settle(args)
-    target = None
-    if args.estimate_for:
-        from mcudeploy.boards import load_board
-        from mcudeploy.estimate.cycles import target_for
-    loaded = _target(args, say=_to_stderr if args.json else print)[0] if folder else None
-    with _pool(args, loaded.board.name if loaded else args.board) as pool:  # checked before the compile
-        compiled = loaded or _compile(args)
-        if args.estimate_for:
-            target = target_for(load_board(args.estimate_for), compiled.board)
-        result = measure_model(compiled, repeat=args.repeat, pool=pool, estimate_for=target)
-    if args.json:
-        print(json.dumps(result.as_dict(), indent=1))
-    else:
-        for line in (result.memory.lines() if result.memory else []) + result.lines():
-            print(line)
-    if output is not None:
-        _keep_timings(result, compiled, output, folder, say=_to_stderr if args.json else print)
-    return 0
+    target = _resolve(args)
+    output = target.timings_folder(args.output, args.settle)
+    measure = MeasureRequest(repeat=args.repeat, json=args.json, estimate_for=args.estimate_for, settle=args.settle)
+    return target.measure(measure, output, _settle_rounds)
 
 
-def _measure_output(args, folder: bool, system):
-    """The folder measure writes its timings and report into: a compile or tune folder itself, or -o DIR
-    (checked before any work); None for a model file without -o."""
-    from mcudeploy.project import plan_file
-
-    if args.output is None:
-        if not folder:
-            return None
-        where = plan_file(args.model).parent
-        if where.is_dir() and not os.access(where, os.W_OK | os.X_OK):
-            _to_stderr(f"the folder {where} is not writable: the timings are printed, not kept in it (give a copy)")
-            return None
-        return where
-    if folder:
-        raise MCUDeployError(f"measure {args.model} writes its timings into that folder; -o applies to a model file")
-    if system is not None or args.settle:
-        raise MCUDeployError("-o keeps one board's plan and timings; it applies neither to a system nor to --settle")
-    return check_output(args.output, folder=True)
-
-
-def _keep_timings(result, compiled, output: Path, folder: bool, say) -> None:
-    """timings.json (with the firmware's memory use from its ELF, built now if every kernel was cached) and
-    report.html in ``output``, beside plan.json (and the C project, written first for a model file)."""
-    from mcudeploy.codegen import write_project
-    from mcudeploy.device.measure import firmware_memory
-    from mcudeploy.report.html import read_plan, write_report
-    from mcudeploy.report.timings import TIMINGS_FILE, write_timings
-
-    measured = result.as_dict()
-    if result.memory is None:
-        measured["memory"] = firmware_memory(compiled).as_dict()
-    with writing(output):
-        if not folder:
-            write_project(compiled, output)
-        write_timings(output, measured, read_plan(output))
-        page = write_report(output, say=_to_stderr)
-    say(f"wrote {output / TIMINGS_FILE} and {page}" + ("" if folder else f" (and the plan measured: {output}/plan.json, "
-                                                                          f"model.c and the build files)"))
-
-
-def _settle(args) -> int:
-    """measure --settle: the stall feedback's rounds (search/stalls.py) on a board whose DMA engine copies
-    the swaps, one line per round."""
-    from mcudeploy import check
+def _settle_rounds(build, samples, port) -> list[str]:
+    """measure --settle's rounds (search/stalls.py: above the targets, which hand it their compile)."""
     from mcudeploy.search.stalls import round_lines, settle_on_board
 
-    if not args.fast_memory:
-        raise MCUDeployError("--settle needs --fast-memory: without a budget nothing is swapped, so no copy can stall")
-    if len(args.port) > 1 or args.boards > 1 or args.place is not None or args.estimate_for:
-        raise MCUDeployError("--settle runs on one board: give at most one --port, and no --boards, --place or "
-                             "--estimate-for")
-    first = _compile(args)
-    if first.offload is None or not first.offload.asynchronous:
-        raise MCUDeployError(f"--settle: nothing is copied by DMA on {first.board.name} at this budget (a board "
-                             f"with a dma_engine reaching its slow region swaps asynchronously)")
-    budget = first.offload.budget_bytes
-    samples = check.random_inputs(first.graph, 1)
-    _, history = settle_on_board(lambda earlier: first if not earlier else _compile(args, budget, earlier),
-                                        samples, port=args.port[0] if args.port else None)
-    for line in round_lines(history):
-        print(line)
-    return 0
+    return round_lines(settle_on_board(build, samples, port=port)[1])
 
 
 def cmd_tune(args) -> int:
@@ -639,26 +264,29 @@ def cmd_tune(args) -> int:
         raise MCUDeployError(f"tune chooses the execution order itself (it compiles the kept cuts with several "
                              f"methods and keeps the least arena): --schedule {args.schedule} applies to compile, "
                              f"plan, run, measure and flash")
+    from mcudeploy.target.board import objective as board_objective
+
     code = _code(args)
-    objective = _objective(args)
+    objective = board_objective(_request(args))
     with output_lock(args.output, "tune"):
         return _tune_into(args, code, objective)
 
 
 def _tune_into(args, code, objective) -> int:
     from mcudeploy.frontend import parse_input_shapes
-    from mcudeploy.search import Tuner, write_result
+    from mcudeploy.search import TuneOptions, Tuner, write_result
     from mcudeploy.search.fast import offload_line
     from mcudeploy.device.pool import BOARD_LOST, NoBoardLeft
     from mcudeploy.search.state import STATE_FILE
+    from mcudeploy.target.board import board_pool, check_fit
 
     BOARD_GONE = (NoBoardLeft, *BOARD_LOST)
     try:
-        with _pool(args, args.board) as pool:
-            tuner = Tuner(args.model, args.board, args.output, max_overhead=args.max_overhead,
-                          time_limit=args.time_limit, input_shapes=parse_input_shapes(args.input_shape),
-                          budget=args.budget, int8_input=args.int8_input, fast_memory=args.fast_memory, pool=pool,
-                          stream_input=args.stream_input, objective=objective)
+        with board_pool(_request(args), args.board) as pool:
+            options = TuneOptions(max_overhead=args.max_overhead, time_limit=args.time_limit, budget=args.budget,
+                                  input_shapes=parse_input_shapes(args.input_shape), int8_input=args.int8_input,
+                                  stream_input=args.stream_input, fast_memory=args.fast_memory, objective=objective)
+            tuner = Tuner(args.model, args.board, args.output, options, pool=pool)
             result = tuner.run()
     except KeyboardInterrupt:
         print(f"mcudeploy: tune interrupted; what it learnt is in {Path(args.output) / STATE_FILE}: run the same "
@@ -667,7 +295,7 @@ def _tune_into(args, code, objective) -> int:
     except BOARD_GONE as exc:
         raise MCUDeployError(f"{str(exc).rstrip('.')}; what the tune learnt is in {Path(args.output) / STATE_FILE}: "
                              f"run the same command to resume") from None
-    _check_fit(args, result.best.compiled)
+    check_fit(_request(args), result.best.compiled)
     with writing(args.output):
         out = write_result(result, code)
     best, base = result.best, result.baseline
@@ -696,13 +324,13 @@ def _tune_into(args, code, objective) -> int:
 
 
 def cmd_flash(args) -> int:
-    from mcudeploy.boards import load_board
-    from mcudeploy.device import emulator, flash
-
     if args.stop or args.all:
+        from mcudeploy.device import emulator
+        from mcudeploy.target.board import one_port
+
         if args.board is None:
             raise MCUDeployError("give the board whose emulator to stop with -b BOARD")
-        args.port = _one_port(args, "flash --stop takes one --port, the emulator's")
+        args.port = one_port(_request(args), "flash --stop takes one --port, the emulator's")
         if args.all:
             stopped = emulator.stop_emulators(args.board)
         else:
@@ -713,53 +341,9 @@ def cmd_flash(args) -> int:
         if not stopped:
             print(f"no emulator runs for {args.board}" + (f" on {args.port}" if args.port else ""))
         return 0
-    from mcudeploy.project import is_project
-
     if args.project_dir:
         check_output(args.project_dir, folder=True)
-    folder = args.model is not None and is_project(args.model)
-    system = None if folder else _system(args)
-    if system is not None:
-        return _flash_system(args, system)
-    args.port = _one_port(args, f"flash takes one --port for the board {args.board or args.model}; several are for "
-                                f"a system's stages (-b SYSTEM)")
-    if folder:
-        compiled = _target(args)[0]
-    elif args.board is None:
-        raise MCUDeployError("give the board with -b BOARD (see mcudeploy boards)")
-    elif args.model is None:
-        if _given_plan_options(args):
-            raise MCUDeployError(f"{_given_plan_options(args)[0]} changes a model's plan: flash the measurer alone "
-                                 f"without it, or give a model")
-        compiled = None
-    else:
-        flash.flashable(load_board(args.board), args.port)  # refused before the compile
-        compiled = _compile(args)
-    result = flash.flash_plan(compiled, compiled.board.name if compiled else args.board, port=args.port,
-                              project=args.project_dir, upload_firmware=not args.no_upload)
-    for line in flash.summary(result):
-        print(line)
-    return 0
-
-
-def _one_port(args, refusal: str):
-    """The one --port of a command that takes at most one (None without), or ``refusal`` as its error."""
-    if len(args.port) > 1:
-        raise MCUDeployError(refusal)
-    return args.port[0] if args.port else None
-
-
-def _flash_system(args, system) -> int:
-    from mcudeploy.device.pio_project import default_project_dir
-    from mcudeploy.stages.flash import flash_system, summary
-
-    if not args.model:
-        raise MCUDeployError(f"flash -b {system.name} needs the model its stages run (the measurer alone is one board's)")
-    plan = _compile_system(args, system)
-    project = Path(args.project_dir or default_project_dir(plan.staged.stages[0].compiled.board, args.model)
-                   .with_name(f"{system.name}-{Path(args.model).stem}")).resolve()
-    results = flash_system(plan, project, args.port, upload=not args.no_upload)
-    print("\n".join(summary(plan, results)))
+    _resolve(args).flash(args.project_dir, upload=not args.no_upload)
     return 0
 
 

@@ -3,8 +3,8 @@
 tests/test_layers.py computes every import of mcudeploy from the source (nothing is run) and holds
 both rules. A room is a package or a module directly under mcudeploy/; this module imports nothing.
 
-Where the house is going (docs/design.md, "The house"): ``target/`` takes the runners of systems
-out of ``stages/`` and ``device/``, after which ``stages/`` moves below ``device/``.
+``target/`` (one interface for a board or a system) holds the runners of systems, so ``stages/`` only
+plans and sits below ``device/``.
 """
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("launch",),
     ("cli",),
     ("search",),
-    ("stages",),  # systems of cores and chips: planned, and (until target/) run on emulators and flashed chips
+    ("target",),  # a board or a system of cores and chips, one interface: compile, write, flash, run, measure
     ("check",),
     ("device",),
+    ("stages",),  # systems of cores and chips, planned (target/ runs them)
     ("project",),
     ("compile",),  # the compiler's table of contents
     ("codegen",),

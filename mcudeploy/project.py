@@ -153,11 +153,11 @@ def _read(where: Path) -> dict:
                                  f"or mcudeploy tune -o, or a model file")
         raise MCUDeployError(f"{where}: no such plan file")
     try:
-        plan = codec.read_plan(where)
+        read = codec.read_plan(where)
     except OSError as exc:
         raise MCUDeployError(f"{where} is not a plan.json: it is not valid JSON ({exc})") from None
-    codec.require(plan, where, ("model", "board", "order", "buffers", "tensors", "regions", "inputs", "arena_bytes",
-                                "placement"))
+    read.require(("model", "board", "order", "buffers", "tensors", "regions", "inputs", "arena_bytes", "placement"))
+    plan = dict(read.fields)
     for key in ("model_path", "cuts"):
         if key not in plan:
             raise MCUDeployError(f"{where} was written by an older mcudeploy and lacks \"{key}\": compile or tune "

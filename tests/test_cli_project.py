@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from dataclasses import replace
 
 import numpy as np
 import onnx
@@ -20,7 +21,7 @@ from mcudeploy.project import load_project
 from mcudeploy.reference import run_reference
 from mcudeploy.search import space, write_result
 from mcudeploy.search.timing import TimedScheme
-from mcudeploy.search.tune import TuneResult, compile_scheme
+from mcudeploy.search.tune import SEARCH_OPTIONS, TuneResult, compile_scheme
 
 
 @pytest.fixture(scope="module")
@@ -54,11 +55,10 @@ def write_split(model, board: str, out):
     placement; "fit" lets compile_graph drop a kernel's scratch at the peak)."""
     lowered = lower(import_onnx(model), int8_input=True)
     target = load_board(board)
-    base = TimedScheme((), compile_scheme(lowered, (), target, str(model), method="auto", placement="exact",
-                                   int8_input=True))
+    options = replace(SEARCH_OPTIONS, schedule_method="auto", placement_method="exact", int8_input=True)
+    base = TimedScheme((), compile_scheme(lowered, (), target, str(model), options))
     scheme = (the_cut(lowered),)
-    best = TimedScheme(scheme, compile_scheme(lowered, scheme, target, str(model), method="auto", placement="exact",
-                                       scratch="fit", int8_input=True))
+    best = TimedScheme(scheme, compile_scheme(lowered, scheme, target, str(model), replace(options, scratch="fit")))
     base.ticks, best.ticks = fake_ticks(base.compiled), fake_ticks(best.compiled)
     write_result(TuneResult(base, best, int(base.ticks * 2), out))
     return best.compiled
@@ -192,10 +192,9 @@ def test_a_streamed_split_project_round_trips(models, tmp_path, capsys):
             if c.pieces == 4 and any(n == lowered.nodes[0].name for n, _ in c.axes)]
     scheme = (max(cuts, key=lambda c: (len(c.axes), c.axes)),)
     target = load_board("host")
-    base = TimedScheme((), compile_scheme(lowered, (), target, str(models[0]), method="auto", int8_input=True,
-                                          stream_input=True))
-    best = TimedScheme(scheme, compile_scheme(lowered, scheme, target, str(models[0]), method="auto",
-                                              int8_input=True, stream_input=True))
+    options = replace(SEARCH_OPTIONS, schedule_method="auto", int8_input=True, stream_input=True)
+    base = TimedScheme((), compile_scheme(lowered, (), target, str(models[0]), options))
+    best = TimedScheme(scheme, compile_scheme(lowered, scheme, target, str(models[0]), options))
     base.ticks, best.ticks = fake_ticks(base.compiled), fake_ticks(best.compiled)
     out = tmp_path / "streamed"
     write_result(TuneResult(base, best, int(base.ticks * 2), out))

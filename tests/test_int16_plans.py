@@ -23,7 +23,7 @@ from mcudeploy.ir import itemsize
 from mcudeploy.ops import registry
 from mcudeploy.partition import split
 from mcudeploy.compile import compile_graph, compile_model, lower
-from mcudeploy.search import Tuner
+from mcudeploy.search import TuneOptions, Tuner
 from mcudeploy.search.space import segment_cuts, segments
 from mcudeploy.simulate.timing_cache import TimingCache
 from mcudeploy.stages import compile_stages, staged_plan_dict
@@ -131,8 +131,9 @@ def test_cuts_of_a_16x8_network_give_the_unsplit_plans_outputs(model, tmp_path):
 def test_tune_cuts_the_16x8_ds_cnn_and_its_c_is_tensorflow_lite_micros(tmp_path):
     """The search on the 16x8 DS-CNN (timed by a latency model, as tests/search/test_tune.py's): it keeps a
     scheme of less arena than the unsplit plan, whose C gives the unsplit plan's outputs and TFLite Micro's."""
-    tuner = Tuner(DSCNN, "qemu-m4", tmp_path / "out", max_overhead=0.05, time_limit=600, measure=model_ticks,
-                  progress=lambda m: None, cache=TimingCache("qemu-m4", tmp_path / "cache"), effort=1.0, budget=6)
+    tuner = Tuner(DSCNN, "qemu-m4", tmp_path / "out", measure=model_ticks, progress=lambda m: None,
+                  cache=TimingCache("qemu-m4", tmp_path / "cache"),
+                  options=TuneOptions(max_overhead=0.05, time_limit=600, effort=1.0, budget=6))
     result = tuner.run()
     best = result.best
     assert best.scheme and best.arena < result.baseline.arena

@@ -163,13 +163,13 @@ def _scratch_model_ticks(compiled) -> int:
 
 @pytest.mark.parametrize("budget, kept", [(None, 0), (KEEP_ARENA - 1, 4)])
 def test_tune_latency_keeps_the_least_ticks_within_the_budget(tmp_path, budget, kept):
-    from mcudeploy.search import Tuner, write_result
+    from mcudeploy.search import TuneOptions, Tuner, write_result
     from mcudeploy.simulate.timing_cache import TimingCache
 
     said = []
     tuner = Tuner(MODEL, "qemu-m4", tmp_path / "out", measure=_scratch_model_ticks, progress=said.append,
-                  cache=TimingCache("qemu-m4", tmp_path / "cache"), effort=1.0,
-                  objective=Objective("latency", budget))
+                  cache=TimingCache("qemu-m4", tmp_path / "cache"),
+                  options=TuneOptions(effort=1.0, objective=Objective("latency", budget)))
     result = tuner.run()
     best, base = result.best, result.baseline
     assert len(_without(base.compiled)) == 4 and len(_without(best.compiled)) == kept

@@ -110,12 +110,12 @@ def model_id(project_dir: Optional[Path]) -> int:
 def arena_sections(project_dir: Optional[Path]) -> dict[str, str]:
     """The linker sections ``compile --arena-section`` put the model's arenas in (plan.json "c"), by
     region ("" the first), so the firmware's linker script places them too."""
+    if project_dir is None:
+        return {}
     try:
-        plan = codec.read_plan(Path(project_dir) / codec.PLAN_FILE) if project_dir is not None else {}
+        return codec.read_plan(Path(project_dir) / codec.PLAN_FILE).arena_sections
     except (OSError, codec.PlanError):
         return {}
-    c = plan.get("c")
-    return {s["region"]: s["section"] for s in (c or {}).get("sections", [])}
 
 
 def _context(board: Board, mid: int, has_model: bool, sections: Optional[dict] = None) -> dict:
@@ -189,11 +189,11 @@ def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.Pat
     (without ``-T``), ``libs``, ``linker_script``, ``sizing_linker_script``, ``model_id``, and
     the board's ``flash_bytes``, ``sram_bytes`` and ``sram_region`` for the memory report.
 
-    ``dual`` (a firmware of two cores, mcudeploy/device/dual.py): ``project_dir`` holds the first
+    ``dual`` (a firmware of two cores, mcudeploy/target/dual_firmware.py): ``project_dir`` holds the first
     stage, ``dual["project1"]`` the second; ``dual["s0"]``, ``["s1"]`` and ``["dual"]`` fill the
     templates' two-core parts (firmware/dual.c.j2, firmware/dual_model.h.j2).
 
-    ``link`` (a chip of a chain, mcudeploy/device/linked.py): its link ports and the inputs and
+    ``link`` (a chip of a chain, mcudeploy/target/linked_firmware.py): its link ports and the inputs and
     outputs that cross them (firmware/runtime/link.c); the ports' register writes join the board's.
     """
     board = load_board(board) if isinstance(board, str) else board

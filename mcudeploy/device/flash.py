@@ -137,7 +137,7 @@ def flash_compiled(compiled, board: Board, project: Path, label: str, port: Opti
                    link_ports: str = "") -> FlashResult:
     """Build the measurer with ``compiled`` (a model compiled for ``board``, or None) in ``project``,
     check it fits, and upload it (an emulated board starts in the background). ``link``: a chip of a
-    chain's link ports and tensors (device/linked.py); ``link_ports``: an emulated chip's, "UP:DOWN"."""
+    chain's link ports and tensors (target/linked_firmware.py); ``link_ports``: an emulated chip's, "UP:DOWN"."""
     spec = generate_project(board, project, compiled, link)
     elf, report = build_and_check(board, project, spec, label, core)
     ids = dict(plan_id=plan_id(plan_dict(compiled)) if compiled is not None else "", model_id=spec["model_id"])

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Optional
 
 from mcudeploy import interrupts
-from mcudeploy.boards import Board
+from mcudeploy.boards import Board, instructions_per_tick  # noqa: F401  (qemu.instructions_per_tick, as before)
 from mcudeploy.device.transport import LinkLost, Transport
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.files import locked
@@ -58,12 +58,6 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def instructions_per_tick(board: Board, timer_hz: Optional[int] = None) -> float:
-    """Guest instructions per timer tick under -icount (1e9 / hz / 2^shift)."""
-    hz = timer_hz or board.timer.hz
-    return 1e9 / hz / (1 << board.qemu.icount_shift)
 
 
 def link_args(board: Board, up_port: Optional[int], down_port: Optional[int]) -> tuple[list[str], list[str]]:

@@ -2,10 +2,11 @@
 it (options.py: CompileOptions) and those of its C (code_options.py), plan.json as plain data
 (record.py) and on disk (codec.py, versioned and validating: nothing reads a plan.json raw)."""
 from mcudeploy.plan.code_options import CodeOptions
-from mcudeploy.plan.codec import PLAN_FILE, PLAN_VERSION, PlanError, as_written, plan_path, read_plan, require, write_plan
+from mcudeploy.plan.codec import (PLAN_FILE, PLAN_VERSION, PlanError, PlanFile, as_written, plan_path, read_plan, require,
+                                  write_plan)
 from mcudeploy.plan.compiled import Compiled
 from mcudeploy.plan.options import CompileOptions
 from mcudeploy.plan.record import PLAN_ID_FIELDS, PLAN_ID_IF_PRESENT, model_sha256, plan_dict, plan_id
 
 __all__ = ["CodeOptions", "CompileOptions", "Compiled", "PLAN_FILE", "PLAN_ID_FIELDS", "PLAN_ID_IF_PRESENT",
-           "PLAN_VERSION", "PlanError", "as_written", "model_sha256", "plan_dict", "plan_id", "plan_path", "read_plan", "require", "write_plan"]
+           "PLAN_VERSION", "PlanError", "PlanFile", "as_written", "model_sha256", "plan_dict", "plan_id", "plan_path", "read_plan", "require", "write_plan"]

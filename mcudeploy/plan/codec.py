@@ -1,13 +1,16 @@
 """plan.json on disk: the one place that writes it and reads it back. A plan read here is JSON, an
 object, and of the version this mcudeploy reads where it says (the "version" field, PLAN_VERSION:
-raised when a field changes meaning); a reader then asks the fields it needs of ``require``, which names the one
-missing. Nothing else in mcudeploy parses or dumps a plan.json."""
+raised when a field changes meaning), handed on as a PlanFile: whose plan it is (one board's or a
+system's), where it was read, the C sections it asked for, and its fields, of which a reader asks
+those it needs through ``PlanFile.require``, which names the one missing. Nothing else in mcudeploy
+parses or dumps a plan.json."""
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Union
+from typing import Any, Iterable, Mapping, Union
 
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.files import write_atomic
@@ -56,7 +59,30 @@ def decode(text: str, where: Union[str, os.PathLike]) -> dict:
     return plan
 
 
-def read_plan(path: Union[str, os.PathLike]) -> dict:
+@dataclass(frozen=True)
+class PlanFile:
+    """A plan.json read back and checked by ``read_plan``."""
+
+    path: Path  # where it was read
+    fields: Mapping[str, Any]  # the JSON object, as written (record.py's plan_dict, or a system's)
+
+    @property
+    def kind(self) -> str:
+        """"system": a system's plan (stages/system_plan.py: its stages and pipeline); else "board"."""
+        return "system" if "system" in self.fields and "pipeline" in self.fields else "board"
+
+    @property
+    def arena_sections(self) -> dict[str, str]:
+        """The linker sections ``compile --arena-section`` put the arenas in ("c"), by region ("" the first)."""
+        c = self.fields.get("c")
+        return {s["region"]: s["section"] for s in (c or {}).get("sections", [])}
+
+    def require(self, keys: Iterable[str]) -> None:
+        """Refuse the plan unless it has every field of ``keys``, naming the first missing."""
+        require(self.fields, self.path, keys)
+
+
+def read_plan(path: Union[str, os.PathLike]) -> PlanFile:
     """The plan.json at ``path`` (a file), checked as ``decode`` does. An OSError (FileNotFoundError: the
     caller says what to do) passes through; text that is not UTF-8 is not valid JSON."""
     path = Path(path)
@@ -64,7 +90,7 @@ def read_plan(path: Union[str, os.PathLike]) -> dict:
         text = path.read_text()
     except UnicodeDecodeError as exc:
         raise PlanError(f"{path} is not a plan.json: it is not valid JSON ({exc})") from None
-    return decode(text, path)
+    return PlanFile(path, decode(text, path))
 
 
 def require(plan: dict, where: Union[str, os.PathLike], keys: Iterable[str]) -> None:

@@ -60,7 +60,7 @@ def render(plan: dict, source: str = "the plan", timings: Optional[dict] = None)
         version=__version__, css=_asset("report.css"), script=_asset("report.js"))
 
 
-def read_plan(path: Path) -> dict:
+def read_plan(path: Path) -> codec.PlanFile:
     """The plan.json at ``path`` (or in that folder), through the codec (plan/codec.py)."""
     path = codec.plan_path(path)
     try:
@@ -74,7 +74,7 @@ def write_report(plan_path, out_path=None, say: Callable[[str], None] = lambda _
     (default: report.html beside the plan), with the timings.json beside it where that times this plan
     (``say`` is told when it times another); return the path written."""
     plan_path = Path(plan_path)
-    plan = read_plan(plan_path)
+    plan = read_plan(plan_path).fields
     folder = plan_path if plan_path.is_dir() else plan_path.parent
     out = Path(out_path) if out_path else folder / "report.html"
     timings, note = read_timings(folder / "plan.json" if plan_path.is_dir() else plan_path, plan)

@@ -1,7 +1,7 @@
-"""A system's plan.json (stages/system_plan.py) as one self-contained HTML page: the stages on the
-topology (chips in a chain or on a mesh, the cores inside them, the links between consecutive
-stages with the bytes they carry), their balance (compute and link time against the bottleneck)
-and a table of every stage, linked to each stage's own memory report.
+"""A system's plan.json (stages/system_plan.py) as text (plan_lines) and as one self-contained HTML
+page: the stages on the topology (chips in a chain or on a mesh, the cores inside them, the links
+between consecutive stages with the bytes they carry), their balance (compute and link time against
+the bottleneck) and a table of every stage, linked to each stage's own memory report.
 
 Python lays the drawing out (``system_view``); templates/report/system.html.j2 renders it as SVG,
 so the page needs no script.
@@ -16,6 +16,33 @@ from mcudeploy.files import write_atomic
 from mcudeploy.report.html import BANNER, _asset, environment
 
 CHIP_W, CHIP_H, GAP_X, GAP_Y, MARGIN = 230, 120, 100, 60, 20
+
+
+def plan_lines(d: dict) -> list[str]:
+    """A system's plan.json as text: the stages on the topology, their balance, the pipeline's figures."""
+    pipe, topo = d["pipeline"], d["topology"]
+    dims = "x".join(map(str, topo["dims"]))
+    out = [f"{d['system']} ({topo['kind']}{' ' + dims if dims else ''}): {len(d['stages'])} stage(s), "
+           f"{pipe['objective']} objective, cuts by the {pipe['method']} split"]
+    slowest = max(s["compute_s"] + s["link_s"] for s in d["stages"]) or 1.0
+    first = 0
+    for s in d["stages"]:
+        bar = "#" * max(1, round(20 * (s["compute_s"] + s["link_s"]) / slowest))
+        last = first + len(s["operators"]) - 1
+        out.append(f"  stage {s['stage']} on chip {s['chip']} {s['core']} ({s['board']}): operators {first}..{last} "
+                   f"of the order, arena {s['arena_bytes']:,} B, weights {s['flash_bytes']:,} B, {s['ticks']:,} ticks "
+                   f"({s['ticks_source']}) = {s['compute_s'] * 1e3:.2f} ms + send {s['sent_bytes']:,} B in "
+                   f"{s['link_s'] * 1e3:.2f} ms  {bar}")
+        first = last + 1
+    out.append(f"throughput {pipe['throughput_ratio']:.2f}x one {pipe['one_core_board']} core "
+               f"({pipe['one_core_s'] * 1e3:.2f} ms per frame alone, {pipe['bottleneck_s'] * 1e3:.2f} ms at the "
+               f"bottleneck, stage {pipe['bottleneck_stage']}, {pipe['link_share']:.0%} of it on the link); stage "
+               f"times: {pipe['source']}; link times {pipe['links']}")
+    if pipe.get("one_core_ticks") is not None:
+        out.append(f"one {pipe['one_core_board']} core alone: {pipe['one_core_ticks']:,} ticks, measured")
+    if pipe.get("note"):
+        out.append(pipe["note"])
+    return out
 
 
 def _grid(d: dict) -> tuple[int, int]:

@@ -5,7 +5,7 @@ write.py the project and plan.json it writes; budget.py, state.py, peak.py and s
 spends, what it keeps on disk, where the peak is and which cuts there are."""
 import importlib
 
-_MODULES = {"TuneResult": "tune", "Tuner": "tune", "write_result": "write"}
+_MODULES = {"TuneOptions": "tune", "TuneResult": "tune", "Tuner": "tune", "write_result": "write"}
 __all__ = sorted(_MODULES)
 
 

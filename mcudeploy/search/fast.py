@@ -35,7 +35,7 @@ def fastest_within(tuner, schemes: Sequence[tuple], budget: int) -> TimedScheme:
     reached = []
     for scheme in dict.fromkeys(schemes):
         try:
-            compiled = tuner.compile(scheme, method="auto", placement="exact", fast_memory=budget)
+            compiled = tuner.compile(scheme, schedule_method="auto", placement_method="exact", fast_memory=budget)
         except MCUDeployError as exc:
             reached.append((scheme, str(exc)))
             continue
@@ -58,11 +58,11 @@ def least_budget(tuner, scheme) -> int:
     """The least fast-memory budget a plan of ``scheme`` meets, to 1% of its unconstrained fast arena
     (by bisection: each try a compile under the budget, with the greedy placement, which an exact one
     only improves on)."""
-    low, high = 0, fast_arena(tuner.compile(scheme, method="auto", placement="greedy"))
+    low, high = 0, fast_arena(tuner.compile(scheme, schedule_method="auto", placement_method="greedy"))
     while high - low > max(1, high // 100):  # to 1% of the arena
         mid = (low + high) // 2
         try:
-            tuner.compile(scheme, method="auto", placement="greedy", fast_memory=mid)
+            tuner.compile(scheme, schedule_method="auto", placement_method="greedy", fast_memory=mid)
             high = mid
         except MCUDeployError:
             low = mid

@@ -37,7 +37,7 @@ def fastest_plan(tuner, objective: Objective):
     """(the memory objective's plan timed, the fastest plan timed): ``tuner`` is a search.tune.Tuner,
     whose compiles, board timer, state file and progress lines this uses."""
     say = tuner.progress.say
-    base = TimedScheme((), tuner.compile((), method="auto", placement="exact", scratch="fit"))
+    base = TimedScheme((), tuner.compile((), schedule_method="auto", placement_method="exact", scratch="fit"))
     say(f"memory objective: arena {base.arena:,} B, {len(_kernels(base.compiled))} kernel(s) without scratch; "
         f"timing it on {tuner.board.name}")
     tuner.timer.time(base, MEMORY_KEY)
@@ -47,7 +47,8 @@ def fastest_plan(tuner, objective: Objective):
     for method in SCHEDULES:
         tuner.work.candidates += 1
         try:
-            compiled = tuner.compile((), method=method, placement="exact", scratch="fit", objective=objective)
+            compiled = tuner.compile((), schedule_method=method, placement_method="exact", scratch="fit",
+                                     objective=objective)
         except MCUDeployError as exc:
             if method == SCHEDULES[0]:
                 raise

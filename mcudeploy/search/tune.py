@@ -55,7 +55,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence, Union
 
 from mcudeploy.boards import Board, load_board
 from mcudeploy.device.pool import BoardPool
@@ -63,8 +63,9 @@ from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_model
 from mcudeploy.partition import HALOS, Cut, split
 from mcudeploy.objective import MEMORY, Objective
+from mcudeploy.plan import CompileOptions
 from mcudeploy.offload.swap import parse_budget, regions_for_swap
-from mcudeploy.compile import Compiled, compile_graph, fast_memory_bytes, lower
+from mcudeploy.compile import Compiled, compile_lowered, fast_memory_bytes, lower
 from mcudeploy.search import budget as budgets
 from mcudeploy.search import space
 from mcudeploy.search.budget import Clock, Work
@@ -139,19 +140,44 @@ class TuneResult:
         return self.stopped_by == budgets.TIMED_OUT
 
 
-def compile_scheme(lowered, scheme: Sequence[Cut], board: Board, name: str, method: str = SEARCH_SCHEDULE,
-                   placement: str = "greedy", time_limit: float = EFFORT, scratch: str = SEARCH_SCRATCH,
-                   int8_input: bool = False, fast_memory: Optional[int] = None,
-                   stream_input: bool = False, objective: Objective = MEMORY) -> Compiled:
-    """Split ``lowered`` by ``scheme`` and compile it through pipeline.compile_graph, the path of
+# How the search compiles a candidate (Tuner.compile changes some fields): its schedule, greedy placement,
+# kernels keeping their scratch, EFFORT seconds of each solver
+SEARCH_OPTIONS = CompileOptions(schedule_method=SEARCH_SCHEDULE, placement_method="greedy", placement_time_limit=EFFORT,
+                                schedule_time_limit=EFFORT, scratch=SEARCH_SCRATCH)
+
+
+def compile_scheme(lowered, scheme: Sequence[Cut], board: Board, name: str,
+                   options: CompileOptions = SEARCH_OPTIONS) -> Compiled:
+    """Split ``lowered`` by ``scheme`` and compile it through compile.compile_lowered, the path of
     ``mcudeploy compile``, so the arena and kernels tune times are those of the project it writes
-    (``scratch`` is compile_graph's kernel-scratch policy; ``time_limit`` its solvers' effort;
-    ``int8_input``, ``stream_input``: ``lowered`` was lowered so; ``fast_memory``, ``objective``: compile_graph's)."""
+    (``options``: compile_lowered's, its int8_input and stream_input those ``lowered`` was lowered with;
+    the scheme recorded is ``scheme``)."""
     graph = split(lowered, tuple(scheme)) if scheme else lowered
-    return compile_graph(graph, board, name, schedule_method=method, placement_method=placement,
-                         placement_time_limit=time_limit, schedule_time_limit=time_limit, scheme=tuple(scheme),
-                         scratch=scratch, int8_input=int8_input, fast_memory=fast_memory,
-                         stream_input=stream_input, objective=objective)
+    return compile_lowered(graph, board, name, replace(options, scheme=tuple(scheme)))
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    """What decides a tune's result besides the model and the board (the collaborators that time the
+    plans, the pool and the progress are the Tuner's own arguments). ``budget``: candidates the search
+    may evaluate; ``time_limit``: the outer bound, in seconds; ``effort``: the effort seconds of every
+    compile's schedule and placement (part of the options that decide the plan, like the budget).
+    ``fast_memory``: a budget for the board's fast region (bytes, or "N%" of the unsplit plan's): the
+    least latency that fits it (search/fast.py)."""
+
+    max_overhead: float = 0.05
+    time_limit: float = budgets.TIME_LIMIT
+    budget: int = budgets.CANDIDATES
+    effort: float = EFFORT
+    input_shapes: Optional[Mapping[str, tuple[int, ...]]] = None  # --input-shape
+    int8_input: bool = False
+    stream_input: bool = False
+    fast_memory: Union[int, str, None] = None
+    objective: Objective = MEMORY
+    pieces: Sequence[int] = space.PIECES
+    max_segment: Optional[int] = None
+    top_segments: int = TOP_SEGMENTS
+    sweep: int = SWEEP
 
 
 class Tuner:
@@ -159,21 +185,16 @@ class Tuner:
     through the timing cache; ``run(compiled) -> ticks`` times one whole run of the plan's own
     firmware, the final check (both injectable for tests; ``run`` defaults to ``measure`` then; see
     search/timing.py). ``progress`` receives each line the search says (search/progress.py).
-    ``budget``: candidates the search may evaluate; ``time_limit``: the outer bound, in seconds;
-    ``effort``: the effort seconds of every compile's schedule and placement (part of the options
-    that decide the plan, like the budget). ``fast_memory``: a budget for the board's fast region
-    (bytes, or "N%" of the unsplit plan's): the least latency that fits it (search/fast.py)."""
+    ``options``: what decides the result (TuneOptions)."""
 
-    def __init__(self, model, board, out_dir, max_overhead: float = 0.05, time_limit: float = budgets.TIME_LIMIT,
-                 port: Optional[str] = None, cache: Optional[TimingCache] = None,
-                 measure: Optional[Callable[[Compiled], int]] = None,
-                 run: Optional[Callable[[Compiled], int]] = None,
-                 progress: Callable[[str], None] = to_stderr, input_shapes=None,
-                 pieces: Sequence[int] = space.PIECES, max_segment: Optional[int] = None,
-                 top_segments: int = TOP_SEGMENTS, sweep: int = SWEEP, budget: int = budgets.CANDIDATES,
-                 effort: float = EFFORT, int8_input: bool = False, fast_memory=None, boards: int = 1,
-                 ports: Sequence[str] = (), pool: Optional[BoardPool] = None, stream_input: bool = False,
-                 objective: Objective = MEMORY):
+    def __init__(self, model, board, out_dir, options: TuneOptions = TuneOptions(), port: Optional[str] = None,
+                 cache: Optional[TimingCache] = None, measure: Optional[Callable[[Compiled], int]] = None,
+                 run: Optional[Callable[[Compiled], int]] = None, progress: Callable[[str], None] = to_stderr,
+                 boards: int = 1, ports: Sequence[str] = (), pool: Optional[BoardPool] = None):
+        o = self.options = options
+        max_overhead, time_limit, budget, effort = o.max_overhead, o.time_limit, o.budget, o.effort
+        input_shapes, int8_input, stream_input, fast_memory = o.input_shapes, o.int8_input, o.stream_input, o.fast_memory
+        objective = o.objective
         if not max_overhead >= 0:
             raise MCUDeployError(f"--max-overhead must be 0 or more, not {max_overhead}")
         if not time_limit > 0:
@@ -195,10 +216,10 @@ class Tuner:
         self.budget = budget
         self.effort = effort
         self.clock = Clock(time_limit, time_limit * FINISH_SHARE)
-        self.pieces = tuple(pieces)
-        self.max_segment = max_segment
-        self.top_segments = top_segments
-        self.sweep = sweep
+        self.pieces = tuple(o.pieces)
+        self.max_segment = o.max_segment
+        self.top_segments = o.top_segments
+        self.sweep = o.sweep
         self._compiled: dict = {}  # this round's compiled candidates, by scheme key
         self._work_of: dict = {}  # what the simulator needs of every candidate compiled (plan_work), by scheme key
         self.int8_input = int8_input
@@ -239,15 +260,18 @@ class Tuner:
         self.reference: dict = {}  # the baseline's operator costs (simulate.reference_costs)
 
     # ------------------------------------------------------------------ compiles and estimates
-    def compile(self, scheme, **kw) -> Compiled:
-        return compile_scheme(self.lowered, scheme, self.board, self.model, time_limit=self.effort,
-                              int8_input=self.int8_input, stream_input=self.stream_input, **kw)
+    def compile(self, scheme, **changes) -> Compiled:
+        """``scheme`` compiled as the search compiles (SEARCH_OPTIONS at this tune's effort and inputs), with
+        ``changes`` to those CompileOptions."""
+        options = replace(SEARCH_OPTIONS, placement_time_limit=self.effort, schedule_time_limit=self.effort,
+                          int8_input=self.int8_input, stream_input=self.stream_input)
+        return compile_scheme(self.lowered, scheme, self.board, self.model, replace(options, **changes))
 
     def search_compile(self, scheme) -> Compiled:
         """The least arena of the search's schedule methods (SEARCH_SCHEDULES), the first on a tie."""
         best = None
         for method in SEARCH_SCHEDULES:
-            compiled = self.compile(scheme, method=method)
+            compiled = self.compile(scheme, schedule_method=method)
             if best is None or compiled.placement.arena_bytes < best.placement.arena_bytes:
                 best = compiled
         return best
@@ -300,7 +324,7 @@ class Tuner:
 
     # ------------------------------------------------------------------ the search
     def baseline(self) -> TimedScheme:
-        plan = TimedScheme((), self.compile((), method="auto", placement="exact"))
+        plan = TimedScheme((), self.compile((), schedule_method="auto", placement_method="exact"))
         self.progress.baseline(len(self.lowered.nodes), plan.arena, self.board.name)
         ticks = self.timer.time(plan, "unsplit")
         self.state.baseline = {"ticks": ticks, "arena_bytes": plan.arena}
@@ -567,15 +591,15 @@ class Tuner:
             self.progress.compiling(len(combos), self.compiles.workers)
             ready = dict(zip(combos, self.compiles.run(
                 [best.scheme] * len(combos), search=False,
-                options=[{"method": m, "placement": "exact", "scratch": sc} for m, sc in combos])))
+                options=[{"schedule_method": m, "placement_method": "exact", "scratch": sc} for m, sc in combos])))
         for method, scratch in combos:
             if options and not ready and self.clock.left_in_all() <= 0:
                 self.progress.final_out_of_time(method, scratch)
                 self.stopped_by = budgets.TIMED_OUT
                 break
             try:
-                compiled = ready.get((method, scratch)) or self.compile(best.scheme, method=method, placement="exact",
-                                                                       scratch=scratch)
+                compiled = ready.get((method, scratch)) or self.compile(best.scheme, schedule_method=method,
+                                                                       placement_method="exact", scratch=scratch)
                 if isinstance(compiled, MCUDeployError):
                     raise compiled
             except MCUDeployError as exc:

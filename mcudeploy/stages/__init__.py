@@ -1,4 +1,4 @@
-"""Plans of several stages over a system of cores and chips.
+"""Plans of several stages over a system of cores and chips (what runs them: mcudeploy/target/).
 
 - system.py: systems as data (boards/systems/*.json: chips, cores, links, topology), the placement
   order of their cores (along a chain, snake order on a mesh).
@@ -9,10 +9,6 @@
 - staged.py: the container (StagedPlan: its stages, each a Compiled, and the links between them),
   the cut of a scheduled graph into stage graphs, and its plan.json.
 - system_plan.py: a model compiled for a system, the stages' times, plan.json's stages and pipeline.
-- stream.py: frames streamed through the stages (host builds, dual.py's or chain.py's emulators); measure.
-- chain.py: every stage on its own emulator, the frames passed chip to chip over joined UARTs
-  (CRC-checked; the host carries them where the boards have no link UARTs).
-- dual.py: two stages on the two cores of one emulator (one firmware, device/dual.py), a ring between them.
 """
 from mcudeploy.stages.staged import Link, Stage, StagedPlan, compile_stages, stage_graphs, staged_plan_dict
 

@@ -19,8 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from mcudeploy.boards import Board
-from mcudeploy.device.qemu import instructions_per_tick
+from mcudeploy.boards import Board, instructions_per_tick
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import Graph, Node
 from mcudeploy.memory import areas

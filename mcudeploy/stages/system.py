@@ -56,7 +56,7 @@ class Unit:
 
 @dataclass(frozen=True)
 class ChipFirmware:
-    """One firmware for all the cores of a chip (mcudeploy/device/dual.py): the board it is built for,
+    """One firmware for all the cores of a chip (mcudeploy/target/dual_firmware.py): the board it is built for,
     how core 0 starts core 1 (``start_driver`` at ``start_base``), and the ring in ``ring_region``
     of ``slots`` frames, a wait on the other core longer than ``stall_timeout_ms`` being a stall."""
 

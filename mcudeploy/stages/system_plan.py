@@ -94,14 +94,23 @@ def stage_times(p: Partition, staged: StagedPlan, measured: Optional[Mapping[int
     return tuple(out)
 
 
-def compile_system(graph: Graph, system: System, model: str, stages: Optional[int] = None,
-                   objective: str = "throughput", schedule_method: str = "auto",
-                   time_limit: float = 10.0) -> SystemPlan:
+@dataclass(frozen=True)
+class SystemOptions:
+    """The choices that change a system's plan (run, compile, measure and flash -b SYSTEM)."""
+
+    stages: Optional[int] = None  # --stages: the pipeline's stages (None: one per core)
+    objective: str = "throughput"  # assign.OBJECTIVES
+    schedule_method: str = "auto"
+    time_limit: float = 10.0  # the schedule's effort seconds
+
+
+def compile_system(graph: Graph, system: System, model: str, options: SystemOptions = SystemOptions()) -> SystemPlan:
     """Partition the lowered ``graph`` over ``system`` and compile every stage for its core."""
-    p = partition(graph, system, stages, objective, schedule_method, time_limit)
+    o = options
+    p = partition(graph, system, o.stages, o.objective, o.schedule_method, o.time_limit)
     name = Path(model).stem if model else graph.name
-    staged = compile_stages(graph, [u.board for u in p.units], p.bounds, schedule_method, name=name, order=p.order,
-                            schedule_time_limit=time_limit, scratch=scratch_policy(objective))
+    staged = compile_stages(graph, [u.board for u in p.units], p.bounds, o.schedule_method, name=name, order=p.order,
+                            schedule_time_limit=o.time_limit, scratch=scratch_policy(o.objective))
     return SystemPlan(os.fspath(model), graph, p, staged, stage_times(p, staged))
 
 
@@ -153,35 +162,10 @@ QEMU_NOTE = ("under QEMU a tick counts guest instructions (-icount), and the cor
 
 
 def system_lines(plan: SystemPlan) -> list[str]:
-    """The stages on the topology and their balance, for people."""
+    """The stages on the topology and their balance, for people (as ``report --text`` tells its plan.json)."""
+    from mcudeploy.report.system import plan_lines
+
     return plan_lines(system_plan_dict(plan))
-
-
-def plan_lines(d: dict) -> list[str]:
-    """A system's plan.json as text: the stages on the topology, their balance, the pipeline's figures."""
-    pipe, topo = d["pipeline"], d["topology"]
-    dims = "x".join(map(str, topo["dims"]))
-    out = [f"{d['system']} ({topo['kind']}{' ' + dims if dims else ''}): {len(d['stages'])} stage(s), "
-           f"{pipe['objective']} objective, cuts by the {pipe['method']} split"]
-    slowest = max(s["compute_s"] + s["link_s"] for s in d["stages"]) or 1.0
-    first = 0
-    for s in d["stages"]:
-        bar = "#" * max(1, round(20 * (s["compute_s"] + s["link_s"]) / slowest))
-        last = first + len(s["operators"]) - 1
-        out.append(f"  stage {s['stage']} on chip {s['chip']} {s['core']} ({s['board']}): operators {first}..{last} "
-                   f"of the order, arena {s['arena_bytes']:,} B, weights {s['flash_bytes']:,} B, {s['ticks']:,} ticks "
-                   f"({s['ticks_source']}) = {s['compute_s'] * 1e3:.2f} ms + send {s['sent_bytes']:,} B in "
-                   f"{s['link_s'] * 1e3:.2f} ms  {bar}")
-        first = last + 1
-    out.append(f"throughput {pipe['throughput_ratio']:.2f}x one {pipe['one_core_board']} core "
-               f"({pipe['one_core_s'] * 1e3:.2f} ms per frame alone, {pipe['bottleneck_s'] * 1e3:.2f} ms at the "
-               f"bottleneck, stage {pipe['bottleneck_stage']}, {pipe['link_share']:.0%} of it on the link); stage "
-               f"times: {pipe['source']}; link times {pipe['links']}")
-    if pipe.get("one_core_ticks") is not None:
-        out.append(f"one {pipe['one_core_board']} core alone: {pipe['one_core_ticks']:,} ticks, measured")
-    if pipe.get("note"):
-        out.append(pipe["note"])
-    return out
 
 
 def write_system(plan: SystemPlan, out: Path) -> Path:
@@ -194,12 +178,3 @@ def write_system(plan: SystemPlan, out: Path) -> Path:
         write_project(stage.compiled, out / f"stage{stage.index}")
     codec.write_plan(out / codec.PLAN_FILE, system_plan_dict(plan), end="")
     return out
-
-
-def read_system_plan(path) -> Optional[dict]:
-    """The plan.json at ``path`` (or in that folder) when it is a system's, else None."""
-    try:
-        data = codec.read_plan(codec.plan_path(path))
-    except (OSError, codec.PlanError):
-        return None
-    return data if "system" in data and "pipeline" in data else None

@@ -67,16 +67,16 @@ def short_tune(model: Path, workdir: Path) -> Callable[[], tuple]:
     """A tune small enough to end by itself, long before its time limit (so a fault that costs
     seconds changes nothing in what it finds): (scheme, arena, summed ticks, whole-run ticks).
     Every call starts from nothing: a fresh output folder and timing cache."""
-    from mcudeploy.search import Tuner, space
+    from mcudeploy.search import TuneOptions, Tuner, space
     from mcudeploy.simulate.timing_cache import TimingCache
 
     calls = iter(range(1_000_000))
 
     def tune():
         k = next(calls)
-        result = Tuner(model, "qemu-m4", workdir / f"out{k}", time_limit=3600, progress=lambda m: None,
-                       pieces=(2,), top_segments=1, sweep=1,
-                       cache=TimingCache("qemu-m4", workdir / f"cache{k}")).run()
+        result = Tuner(model, "qemu-m4", workdir / f"out{k}", progress=lambda m: None,
+                       cache=TimingCache("qemu-m4", workdir / f"cache{k}"),
+                       options=TuneOptions(time_limit=3600, pieces=(2,), top_segments=1, sweep=1)).run()
         best = result.best
         return space.scheme_key(best.scheme), best.arena, best.ticks, best.run_ticks
 

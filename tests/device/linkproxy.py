@@ -2,7 +2,7 @@
 
 ``LinkProxy`` is run_chain's ``relay``: given chip k's down-link port it connects there, listens on a
 port of its own for chip k+1's up link, and passes the bytes on both ways: link frames down, cut by the
-header of mcudeploy/stages/chain.py, and the receiver's 12-byte wants up (firmware/runtime/link.c).
+header of mcudeploy/target/chain.py, and the receiver's 12-byte wants up (firmware/runtime/link.c).
 
 ``faults`` maps the index of a frame (in the order they pass, resends counted) to what happens to it:
 ``flip`` one bit (``bit``: which, else one of the payload's), ``drop`` it, ``duplicate`` it, ``late``
@@ -16,7 +16,7 @@ import socket
 import threading
 from typing import Mapping, Optional
 
-from mcudeploy.stages.chain import HEADER
+from mcudeploy.target.chain import HEADER
 
 WANT = 12
 

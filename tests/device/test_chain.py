@@ -1,4 +1,4 @@
-"""A system of emulated chips run for real (mcudeploy/stages/chain.py): the link's frames are checked
+"""A system of emulated chips run for real (mcudeploy/target/chain.py): the link's frames are checked
 on arrival, a corrupt or missing frame stops the stream in one sentence, and under QEMU the stages'
 outputs equal the one-chip plan's bit for bit, each stage's ticks measured on its own chip."""
 from __future__ import annotations
@@ -9,9 +9,9 @@ import pytest
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_model
 from mcudeploy.compile import lower
-from mcudeploy.stages.chain import Link, run_chain
+from mcudeploy.target.chain import Link, run_chain
 from mcudeploy.stages.system import load_system
-from mcudeploy.stages.system_plan import compile_system
+from mcudeploy.stages.system_plan import SystemOptions, compile_system
 from linkproxy import LinkProxy
 from residual import SHAPE, residual_model
 
@@ -79,7 +79,7 @@ def test_a_frame_out_of_order_is_refused():
 @pytest.mark.qemu
 def test_two_emulated_chips_stream_bit_for_bit_and_a_corrupt_frame_stops(need_qemu):
     graph = lower(import_model(residual_model()))
-    plan = compile_system(graph, load_system("qemu-m4x2"), "residual", schedule_method="model")
+    plan = compile_system(graph, load_system("qemu-m4x2"), "residual", SystemOptions(schedule_method="model"))
     rng = np.random.default_rng(5)
     samples = [{"x": rng.standard_normal(SHAPE).astype(np.float32)} for _ in range(3)]
     run = run_chain(plan, samples)
@@ -97,7 +97,7 @@ def test_joined_chips_pass_their_tensors_without_the_host_and_a_damaged_link_is_
     """The chips' UARTs joined through a relay that passes the frames as they are, or damages, drops, repeats or
     drops some of them and of the wants: bit for bit with the host carrying nothing, the resends counted."""
     graph = lower(import_model(residual_model()))
-    plan = compile_system(graph, load_system("qemu-m4x2"), "residual", schedule_method="model")
+    plan = compile_system(graph, load_system("qemu-m4x2"), "residual", SystemOptions(schedule_method="model"))
     rng = np.random.default_rng(7)
     samples = [{"x": rng.standard_normal(SHAPE).astype(np.float32)} for _ in range(3)]
     per_frame = len(plan.staged.stages[1].receives)

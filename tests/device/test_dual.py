@@ -1,4 +1,4 @@
-"""Two stages on the two Cortex-M33 of one QEMU mps2-an521 (mcudeploy/stages/dual.py): core 0 releases
+"""Two stages on the two Cortex-M33 of one QEMU mps2-an521 (mcudeploy/target/dual.py): core 0 releases
 core 1, every frame's boundary tensors cross a ring in the shared SSRAM, the outputs equal the one-chip
 plan's bit for bit, and a core that stops taking frames ends the stream with an error."""
 from __future__ import annotations
@@ -8,19 +8,20 @@ import pytest
 
 from mcudeploy.samples import random_inputs
 from mcudeploy.cli import main
-from mcudeploy.device.dual import dual_values
+from mcudeploy.target.dual_firmware import dual_values
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_model
 from mcudeploy.compile import lower
-from mcudeploy.stages.dual import dual_chip, run_dual, stream
+from mcudeploy.target.dual import dual_chip, run_dual, stream
 from mcudeploy.stages.system import load_system
-from mcudeploy.stages.system_plan import compile_system
+from mcudeploy.stages.system_plan import SystemOptions, compile_system
 from residual import residual_model
 from shared_models import MODELS, need_models
 
 
 def plan_of(model, name="model"):
-    return compile_system(lower(import_model(model)), load_system("qemu-an521"), name, schedule_method="model")
+    return compile_system(lower(import_model(model)), load_system("qemu-an521"), name,
+                          SystemOptions(schedule_method="model"))
 
 
 def test_the_ring_holds_every_tensor_the_second_stage_reads_aligned():

@@ -16,16 +16,16 @@ sys.path[:0] = [str(TESTS.parent), str(TESTS / "search")]
 from test_tune import EFFORT, Timing  # noqa: E402
 
 from mcudeploy.files import output_lock, writing  # noqa: E402
-from mcudeploy.search import Tuner, write_result  # noqa: E402
+from mcudeploy.search import TuneOptions, Tuner, write_result  # noqa: E402
 from mcudeploy.simulate.timing_cache import TimingCache  # noqa: E402
 
 
 def main(model: str, out: str, cache: str, budget: str = "150") -> int:
     timings = TimingCache("qemu-m4", Path(cache))
     with output_lock(out, "tune"):
-        result = Tuner(model, "qemu-m4", out, time_limit=600, budget=int(budget), measure=Timing(timings), cache=timings,
-                       effort=EFFORT,
-                       progress=lambda line: print(line, file=sys.stderr, flush=True)).run()
+        result = Tuner(model, "qemu-m4", out, measure=Timing(timings), cache=timings,
+                       progress=lambda line: print(line, file=sys.stderr, flush=True),
+                       options=TuneOptions(time_limit=600, budget=int(budget), effort=EFFORT)).run()
         with writing(out):
             write_result(result)
     return 0

@@ -46,15 +46,15 @@ def chain_plan():
     from mcudeploy.frontend import import_model
     from mcudeploy.compile import lower
     from mcudeploy.stages.system import load_system
-    from mcudeploy.stages.system_plan import compile_system
+    from mcudeploy.stages.system_plan import SystemOptions, compile_system
 
     return compile_system(lower(import_model(residual_model())), load_system("qemu-m4x2"), "residual",
-                          schedule_method="model")
+                          SystemOptions(schedule_method="model"))
 
 
 def campaign_links(name: str, count: int, rng: random.Random, plan=None, say=lambda line: None,
                    frames: int = FRAMES) -> Tally:
-    from mcudeploy.stages.chain import run_chain
+    from mcudeploy.target.chain import run_chain
 
     plan = plan or chain_plan()
     tally = Tally()

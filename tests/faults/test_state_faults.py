@@ -84,7 +84,7 @@ def test_a_command_that_wrote_nothing_leaves_no_folder(tmp_path):
 
 
 def test_a_tune_says_it_set_a_damaged_state_aside(clean, tmp_path):
-    from mcudeploy.search import Tuner
+    from mcudeploy.search import TuneOptions, Tuner
 
     out = tmp_path / "out"
     out.mkdir()
@@ -95,7 +95,8 @@ def test_a_tune_says_it_set_a_damaged_state_aside(clean, tmp_path):
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        Tuner(clean.model, "qemu-m4", out, measure=interrupted, progress=lines.append, effort=0.5).run()
+        Tuner(clean.model, "qemu-m4", out, measure=interrupted, progress=lines.append,
+              options=TuneOptions(effort=0.5)).run()
     said = [line for line in lines if "set aside" in line]
     assert len(said) == 1 and said[0].endswith(f"{out / 'tune-state.json'} is not valid JSON (truncated or damaged): "
                                                f"set aside as tune-state.json.bad-1; starting afresh")

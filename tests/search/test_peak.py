@@ -3,6 +3,7 @@ that cut the most of it ranked first, so that round 1 already finds the cut that
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import onnx
@@ -13,9 +14,9 @@ from mcudeploy.boards import load_board
 from mcudeploy.frontend import import_onnx
 from mcudeploy.partition import Cut, split
 from mcudeploy.compile import lower
-from mcudeploy.search import Tuner, space
+from mcudeploy.search import TuneOptions, Tuner, space
 from mcudeploy.search.peak import find_peak
-from mcudeploy.search.tune import compile_scheme
+from mcudeploy.search.tune import SEARCH_OPTIONS, compile_scheme
 from mcudeploy.simulate.timing_cache import TimingCache
 
 from test_tune import Counting
@@ -32,7 +33,8 @@ def first_stage_peak(tmp_path_factory):
     path = work / "mnv2_first_stage.onnx"
     onnx.save(qdq, path)
     graph = lower(import_onnx(path), int8_input=True)
-    base = compile_scheme(graph, (), load_board("qemu-m4"), "m", method="auto", placement="exact", int8_input=True)
+    base = compile_scheme(graph, (), load_board("qemu-m4"), "m",
+                          replace(SEARCH_OPTIONS, schedule_method="auto", placement_method="exact", int8_input=True))
     return path, graph, base
 
 
@@ -100,8 +102,9 @@ def test_round_one_cuts_the_first_stage(first_stage_peak, tmp_path):
     path, _, base = first_stage_peak
     peak = find_peak(base)
     lines = []
-    tuner = Tuner(path, "qemu-m4", tmp_path / "out", time_limit=300, measure=Counting(), progress=lines.append, effort=1.0,
-                  int8_input=True, cache=TimingCache("qemu-m4", tmp_path / "cache"))
+    tuner = Tuner(path, "qemu-m4", tmp_path / "out", measure=Counting(), progress=lines.append,
+                  cache=TimingCache("qemu-m4", tmp_path / "cache"),
+                  options=TuneOptions(time_limit=300, effort=1.0, int8_input=True))
     start = tuner.baseline()
     tuner.segments = space.segments(tuner.lowered)
     budget = int(start.ticks * 1.05)

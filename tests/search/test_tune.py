@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -13,10 +14,10 @@ from mcudeploy.frontend import import_onnx
 from mcudeploy.ops import registry
 from mcudeploy.partition import split
 from mcudeploy.compile import compile_graph, lower
-from mcudeploy.search import Tuner, space, write_result
+from mcudeploy.search import TuneOptions, Tuner, space, write_result
 from mcudeploy.search.peak import find_peak
 from mcudeploy.search.timing import TimedScheme
-from mcudeploy.search.tune import FINAL_SCHEDULES, FINAL_SCRATCH, compile_scheme
+from mcudeploy.search.tune import FINAL_SCHEDULES, FINAL_SCRATCH, SEARCH_OPTIONS, compile_scheme
 from mcudeploy.simulate.simulate import plan_work
 from mcudeploy.simulate.timing_cache import TimingCache
 
@@ -71,9 +72,9 @@ class Timing(Counting):
 
 def test_tune_keeps_the_least_memory_within_budget(small_mobilenet, tmp_path):
     lines = []
-    tuner = Tuner(small_mobilenet, "qemu-m4", tmp_path / "out", max_overhead=0.05, time_limit=300,
-                  measure=Counting(), progress=lines.append, cache=TimingCache("qemu-m4", tmp_path / "cache"),
-                  effort=EFFORT)
+    tuner = Tuner(small_mobilenet, "qemu-m4", tmp_path / "out", measure=Counting(), progress=lines.append,
+                  cache=TimingCache("qemu-m4", tmp_path / "cache"),
+                  options=TuneOptions(max_overhead=0.05, time_limit=300, effort=EFFORT))
     result = tuner.run()
     assert result.best.scheme, "no scheme was kept: " + "\n".join(lines)
     assert result.best.arena < result.baseline.arena
@@ -93,7 +94,7 @@ def test_tune_keeps_the_least_memory_within_budget(small_mobilenet, tmp_path):
     assert not dropped_scratch(result.baseline.compiled)
     # the final plan is the least arena among every schedule and scratch policy on the kept scheme
     # (the fake timing is blind to scratch, so each is within budget)
-    options = [tuner.compile(result.best.scheme, method=m, placement="exact", scratch=s)
+    options = [tuner.compile(result.best.scheme, schedule_method=m, placement_method="exact", scratch=s)
                for m in FINAL_SCHEDULES for s in FINAL_SCRATCH]
     assert result.best.arena == min(o.placement.arena_bytes for o in options)
 
@@ -102,8 +103,8 @@ def test_an_interrupted_tune_resumes_without_measuring_twice(small_mobilenet, tm
     out, cache = tmp_path / "out", TimingCache("qemu-m4", tmp_path / "cache")
     first = Counting(fail_after=2)
     with pytest.raises(KeyboardInterrupt):
-        Tuner(small_mobilenet, "qemu-m4", out, time_limit=300, measure=first, progress=lambda m: None,
-              cache=cache, effort=EFFORT).run()
+        Tuner(small_mobilenet, "qemu-m4", out, measure=first, progress=lambda m: None, cache=cache,
+              options=TuneOptions(time_limit=300, effort=EFFORT)).run()
     assert first.calls == 3  # two plans timed, the third interrupted
     timed = {k for k, v in json.loads((out / "tune-state.json").read_text())["candidates"].items() if "ticks" in v}
     assert len(timed) == 2
@@ -113,19 +114,20 @@ def test_an_interrupted_tune_resumes_without_measuring_twice(small_mobilenet, tm
         seen.append(compiled)
         return fake_ticks(compiled)
 
-    resumed = Tuner(small_mobilenet, "qemu-m4", out, time_limit=300, measure=second, progress=lambda m: None,
-                    cache=cache, effort=EFFORT)
+    resumed = Tuner(small_mobilenet, "qemu-m4", out, measure=second, progress=lambda m: None, cache=cache,
+                    options=TuneOptions(time_limit=300, effort=EFFORT))
     assert resumed.state.resumed
     result = resumed.run()
     state = json.loads((out / "tune-state.json").read_text())["candidates"]
     # nothing timed before is timed again (kernel sums and the final whole runs both count)
     assert len(seen) == sum(("ticks" in v) + ("run_ticks" in v) for v in state.values()) - 2
-    again = Tuner(small_mobilenet, "qemu-m4", out, time_limit=300, measure=second, progress=lambda m: None,
-                  cache=cache, effort=EFFORT).run()
+    again = Tuner(small_mobilenet, "qemu-m4", out, measure=second, progress=lambda m: None, cache=cache,
+                  options=TuneOptions(time_limit=300, effort=EFFORT)).run()
     assert len(seen) == sum(("ticks" in v) + ("run_ticks" in v) for v in state.values()) - 2  # a finished run: none
     assert (again.best.arena, again.best.ticks) == (result.best.arena, result.best.ticks)
-    fresh = Tuner(small_mobilenet, "qemu-m4", tmp_path / "fresh", time_limit=300, measure=Counting(),
-                  progress=lambda m: None, cache=TimingCache("qemu-m4", tmp_path / "cache2"), effort=EFFORT).run()
+    fresh = Tuner(small_mobilenet, "qemu-m4", tmp_path / "fresh", measure=Counting(), progress=lambda m: None,
+                  cache=TimingCache("qemu-m4", tmp_path / "cache2"), options=TuneOptions(time_limit=300,
+                                                                                         effort=EFFORT)).run()
     assert (result.best.arena, result.best.ticks) == (fresh.best.arena, fresh.best.ticks)
     # the resumed runs counted the work as the uninterrupted one did
     assert result.work == again.work == fresh.work and result.stopped_by == fresh.stopped_by
@@ -137,7 +139,7 @@ def test_estimates_made_before_the_board_timed_more_are_made_again(small_mobilen
     one estimated with the kernels known now is read as it was."""
     cache = TimingCache("qemu-m4", tmp_path / "cache")
     tuner = Tuner(small_mobilenet, "qemu-m4", tmp_path / "out", measure=Timing(cache), progress=lambda m: None,
-                  cache=cache, effort=EFFORT)
+                  cache=cache, options=TuneOptions(effort=EFFORT))
     base = tuner.baseline()
     budget = int(base.ticks * 1.05)
     segs = tuner.segments = space.segments(tuner.lowered)
@@ -160,18 +162,19 @@ def test_a_resumed_tune_estimates_from_what_the_uninterrupted_one_knew(small_mob
     out, cache = tmp_path / "out", TimingCache("qemu-m4", tmp_path / "cache")
     first = Timing(cache, fail_after=3)  # the baseline, two plans of round one, then the interruption
     with pytest.raises(KeyboardInterrupt):
-        Tuner(small_mobilenet, "qemu-m4", out, time_limit=300, measure=first, progress=lambda m: None,
-              cache=cache, effort=EFFORT).run()
+        Tuner(small_mobilenet, "qemu-m4", out, measure=first, progress=lambda m: None, cache=cache,
+              options=TuneOptions(time_limit=300, effort=EFFORT)).run()
     said = {"resumed": [], "fresh": []}
 
     def estimates(lines):
         return lambda line: lines.append(line.split("] ", 1)[1]) if "estimated" in line or "budget:" in line or "kept:" in line else None
 
-    resumed = Tuner(small_mobilenet, "qemu-m4", out, time_limit=300, measure=Timing(cache),
-                    progress=estimates(said["resumed"]), cache=cache, effort=EFFORT).run()
+    resumed = Tuner(small_mobilenet, "qemu-m4", out, measure=Timing(cache), progress=estimates(said["resumed"]),
+                    cache=cache, options=TuneOptions(time_limit=300, effort=EFFORT)).run()
     fresh_cache = TimingCache("qemu-m4", tmp_path / "cache2")
-    fresh = Tuner(small_mobilenet, "qemu-m4", tmp_path / "fresh", time_limit=300, measure=Timing(fresh_cache),
-                  progress=estimates(said["fresh"]), cache=fresh_cache, effort=EFFORT).run()
+    fresh = Tuner(small_mobilenet, "qemu-m4", tmp_path / "fresh", measure=Timing(fresh_cache),
+                  progress=estimates(said["fresh"]), cache=fresh_cache,
+                  options=TuneOptions(time_limit=300, effort=EFFORT)).run()
     # the two plans timed before the interruption are read back silently; every other is estimated,
     # timed and judged as in the uninterrupted run
     assert len(said["fresh"]) > 5 and said["resumed"] == said["fresh"][:1] + said["fresh"][5:]
@@ -184,9 +187,9 @@ def test_tune_refuses_the_host_board_and_bad_limits(small_mobilenet, tmp_path):
     with pytest.raises(MCUDeployError, match="host board"):
         Tuner(small_mobilenet, "host", tmp_path)
     with pytest.raises(MCUDeployError, match="max-overhead"):
-        Tuner(small_mobilenet, "qemu-m4", tmp_path, max_overhead=-1)
+        Tuner(small_mobilenet, "qemu-m4", tmp_path, options=TuneOptions(max_overhead=-1))
     with pytest.raises(MCUDeployError, match="time-limit"):
-        Tuner(small_mobilenet, "qemu-m4", tmp_path, time_limit=0)
+        Tuner(small_mobilenet, "qemu-m4", tmp_path, options=TuneOptions(time_limit=0))
 
 
 def test_tune_compiles_through_compile_graph(small_mobilenet):
@@ -194,22 +197,23 @@ def test_tune_compiles_through_compile_graph(small_mobilenet):
     the one `mcudeploy compile` makes; with "keep" no kernel loses its scratch, for more memory."""
     board = load_board("qemu-m4")
     lowered = lower(import_onnx(small_mobilenet))
-    base = compile_scheme(lowered, (), board, "m", method="auto", placement="exact", scratch="keep")
+    base_options = replace(SEARCH_OPTIONS, schedule_method="auto", placement_method="exact", scratch="keep")
+    base = compile_scheme(lowered, (), board, "m", base_options)
     segs = space.segments(lowered)
     cut = space.candidate_cuts(lowered, segs, frozenset(), find_peak(base).nodes, pieces=(4,), halos=("keep",), top=1)[0]
-    fitted = compile_scheme(lowered, (cut,), board, "m", scratch="fit")
+    fitted = compile_scheme(lowered, (cut,), board, "m", replace(SEARCH_OPTIONS, scratch="fit"))
     direct = compile_graph(split(lowered, (cut,)), board, "m", schedule_method="refine", placement_method="greedy",
                            scheme=(cut,))
     assert [n.name for n in fitted.order] == [n.name for n in direct.order]
     assert dropped_scratch(fitted) == dropped_scratch(direct) and fitted.scheme == (cut,)
     assert fitted.placement.arena_bytes == direct.placement.arena_bytes
-    kept = compile_scheme(lowered, (cut,), board, "m", scratch="keep")
+    kept = compile_scheme(lowered, (cut,), board, "m", replace(SEARCH_OPTIONS, scratch="keep"))
     assert not dropped_scratch(kept)
     assert kept.placement.lower_bound_bytes >= fitted.placement.lower_bound_bytes
-    unsplit_fit = compile_scheme(lowered, (), board, "m", method="auto", placement="exact", scratch="fit")
+    unsplit_fit = compile_scheme(lowered, (), board, "m", replace(base_options, scratch="fit"))
     assert base.placement.lower_bound_bytes >= unsplit_fit.placement.lower_bound_bytes
     with pytest.raises(MCUDeployError, match="scratch must be one of"):
-        compile_scheme(lowered, (), board, "m", scratch="some")
+        compile_scheme(lowered, (), board, "m", replace(SEARCH_OPTIONS, scratch="some"))
 
 
 class LeapingClock:
@@ -224,9 +228,9 @@ class LeapingClock:
         return self.now
 
 
-def tune(model, out, cache, **kw):
-    return Tuner(model, "qemu-m4", out, measure=Counting(), progress=lambda m: None, cache=cache, effort=EFFORT,
-                 **kw).run()
+def tune(model, out, cache, **options):
+    return Tuner(model, "qemu-m4", out, measure=Counting(), progress=lambda m: None, cache=cache,
+                 options=TuneOptions(effort=EFFORT, **options)).run()
 
 
 def plan_without_clock(out) -> dict:
@@ -286,4 +290,4 @@ def test_the_budget_counts_candidates_and_a_larger_one_goes_on(small_mobilenet, 
     assert full.work.candidates > 4
     assert (full.best.scheme, full.best.arena, full.work) == (fresh.best.scheme, fresh.best.arena, fresh.work)
     with pytest.raises(MCUDeployError, match="--budget"):
-        Tuner(small_mobilenet, "qemu-m4", tmp_path, budget=-1)
+        Tuner(small_mobilenet, "qemu-m4", tmp_path, options=TuneOptions(budget=-1))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mcudeploy.device.session import Session
-from mcudeploy.search import Tuner
+from mcudeploy.search import TuneOptions, Tuner
 from mcudeploy.simulate.timing_cache import TimingCache
 
 pytestmark = pytest.mark.qemu
@@ -32,8 +32,8 @@ def test_a_resumed_tune_never_asks_the_board_twice(small_mobilenet, tmp_path, mo
     cache_dir, out = tmp_path / "cache", tmp_path / "out"
 
     def tuner():
-        return Tuner(small_mobilenet, "qemu-m4", out, time_limit=240, progress=lambda m: None, pieces=(2, 4),
-                     top_segments=2, cache=TimingCache("qemu-m4", cache_dir), effort=1.0)
+        return Tuner(small_mobilenet, "qemu-m4", out, progress=lambda m: None, cache=TimingCache("qemu-m4", cache_dir),
+                     options=TuneOptions(time_limit=240, pieces=(2, 4), top_segments=2, effort=1.0))
 
     with pytest.raises(KeyboardInterrupt):
         tuner().run()

@@ -11,7 +11,7 @@ import pytest
 
 from mcudeploy.boards import load_board
 from mcudeploy.errors import MCUDeployError
-from mcudeploy.search import Tuner, write_result
+from mcudeploy.search import TuneOptions, Tuner, write_result
 from mcudeploy.search.fast import fast_arena
 from mcudeploy.simulate.timing_cache import TimingCache
 from test_tune import EFFORT, fake_ticks
@@ -22,9 +22,10 @@ CANDIDATES = 6  # a short search: the combination under the budget is what these
 
 def tuner(model, tmp_path, budget, board="qemu-m4"):
     lines = []
-    t = Tuner(model, board, tmp_path / "out", max_overhead=0.05, time_limit=300, measure=fake_ticks,
-              progress=lines.append, cache=TimingCache("qemu-m4", tmp_path / "cache"), effort=EFFORT,
-              fast_memory=budget, budget=CANDIDATES)
+    t = Tuner(model, board, tmp_path / "out", measure=fake_ticks, progress=lines.append,
+              cache=TimingCache("qemu-m4", tmp_path / "cache"),
+              options=TuneOptions(max_overhead=0.05, time_limit=300, effort=EFFORT, fast_memory=budget,
+                                  budget=CANDIDATES))
     return t, lines
 
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from test_tune import Counting
 
-from mcudeploy.search import Tuner, space
+from mcudeploy.search import TuneOptions, Tuner, space
 from mcudeploy.simulate.timing_cache import TimingCache
 
 
 def tune(model, tmp_path, boards: int, lines: list):
-    return Tuner(model, "qemu-m4", tmp_path / f"out{boards}", max_overhead=0.05, time_limit=300, measure=Counting(),
-                 progress=lines.append, cache=TimingCache("qemu-m4", tmp_path / f"cache{boards}"), effort=0.3,
-                 boards=boards, budget=6, top_segments=4, pieces=(2, 4)).run()
+    return Tuner(model, "qemu-m4", tmp_path / f"out{boards}", measure=Counting(), progress=lines.append,
+                 cache=TimingCache("qemu-m4", tmp_path / f"cache{boards}"), boards=boards,
+                 options=TuneOptions(max_overhead=0.05, time_limit=300, effort=0.3, budget=6, top_segments=4,
+                                     pieces=(2, 4))).run()
 
 
 def test_two_boards_keep_the_plan_of_one(small_mobilenet, tmp_path):

@@ -26,7 +26,7 @@ from mcudeploy.device.measure import measure_model
 from mcudeploy.device.pool import BoardPool
 from mcudeploy.device.runner import build_for_board
 from mcudeploy.device.session import Session
-from mcudeploy.search import Tuner, space
+from mcudeploy.search import TuneOptions, Tuner, space
 from mcudeploy.compile import compile_model
 from mcudeploy.simulate.timing_cache import TimingCache
 
@@ -48,8 +48,9 @@ def qemu_on(url: str) -> int:
 
 def tune(model, folder, lines: list, **where):
     """A short tune from an empty timing cache (every kernel timed on the boards)."""
-    return Tuner(model, "qemu-m4", folder, time_limit=600, progress=lines.append, effort=0.3, budget=3,
-                 top_segments=3, pieces=(2, 4), cache=TimingCache("qemu-m4", folder / "cache"), **where).run()
+    return Tuner(model, "qemu-m4", folder, progress=lines.append, cache=TimingCache("qemu-m4", folder / "cache"),
+                 options=TuneOptions(time_limit=600, effort=0.3, budget=3, top_segments=3, pieces=(2, 4)),
+                 **where).run()
 
 
 @pytest.fixture(scope="module")

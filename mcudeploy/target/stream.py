@@ -54,14 +54,14 @@ def run_system(plan: SystemPlan, samples, check: bool = False, ports: Sequence[s
     one per stage, chips flashed with ``mcudeploy flash -b SYSTEM`` (chain.py)."""
     from mcudeploy import check as checks
     from mcudeploy.frontend import is_tflite_model
-    from mcudeploy.stages.dual import dual_chip
+    from mcudeploy.target.dual import dual_chip
 
     chip = dual_chip(plan) if emulated(plan) or ports else None
     if chip is not None and ports:
         raise MCUDeployError(f"--port streams through the chips of a chain; the two cores of {plan.system.name} run "
                              f"one firmware on one board, which run starts itself")
     if chip is not None:
-        from mcudeploy.stages.dual import run_dual
+        from mcudeploy.target.dual import run_dual
 
         dual = run_dual(plan, samples)
         outputs, want = dual.outputs, dual.one_chip_outputs
@@ -72,7 +72,7 @@ def run_system(plan: SystemPlan, samples, check: bool = False, ports: Sequence[s
                  f"{_later(dual.run_ticks)}the cores share one instruction clock under QEMU -icount, so each stage's "
                  f"ticks are taken on its own (mcudeploy measure), not from the streamed run"]
     elif emulated(plan) or ports:
-        from mcudeploy.stages.chain import run_chain
+        from mcudeploy.target.chain import run_chain
 
         chain = run_chain(plan, samples, ports=ports)
         plan, outputs, want = chain.plan, chain.outputs, chain.one_chip_outputs

@@ -2,11 +2,11 @@
 (device/flash.py, offline PlatformIO) in a folder of its own, checked to fit its chip, and
 uploaded to its own chip: an emulated chip gets an emulator of its own on a free port; a real one
 takes the ``--port`` given for it, once per stage in stage order. Where the chips' boards name link
-UARTs (``links``), each firmware also holds its links (device/linked.py, firmware/runtime/link.c:
+UARTs (``links``), each firmware also holds its links (target/linked_firmware.py, firmware/runtime/link.c:
 RUN_LINKED passes the boundary tensors chip to chip); it still serves the ordinary measurer's RUN, and
 emulated chips are started first to last with their link UARTs joined (device/emulator.py). Two
 stages on the two cores of one emulated chip (qemu-an521) are one firmware instead, the two-core
-one `run` streams through (stages/dual.py), started on one emulator.
+one `run` streams through (target/dual.py), started on one emulator.
 
 Every firmware is built and checked before anything is uploaded, so a stage that does not fit
 stops the command with nothing flashed; an upload that fails stops the emulators this command
@@ -20,7 +20,7 @@ from typing import Optional, Sequence
 from mcudeploy.device import qemu
 from mcudeploy.device.emulator import end_emulators_on, socket_port
 from mcudeploy.device.flash import FlashResult, flash_compiled, flashable
-from mcudeploy.device.linked import link_values, unlinkable
+from mcudeploy.target.linked_firmware import link_values, unlinkable
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.stages.system_plan import SystemPlan
 
@@ -46,7 +46,7 @@ def flash_dual(plan: SystemPlan, chip, project: Path, ports: Sequence[str], uplo
                progress=print) -> list[FlashResult]:
     """The two-core firmware of ``chip`` with both stages, built in ``project`` and started on an
     emulator of its own (the port given, else a free one)."""
-    from mcudeploy.device.dual import build_dual_firmware
+    from mcudeploy.target.dual_firmware import build_dual_firmware
     from mcudeploy.device.emulator import start_emulator
     from mcudeploy.device.runner import model_name
 
@@ -67,7 +67,7 @@ def flash_dual(plan: SystemPlan, chip, project: Path, ports: Sequence[str], uplo
 def flash_system(plan: SystemPlan, project: Path, ports: Sequence[str] = (), upload: bool = True,
                  progress=print) -> list[FlashResult]:
     """Build every stage's firmware in ``project``/stageK, then upload each to its chip."""
-    from mcudeploy.stages.dual import dual_chip
+    from mcudeploy.target.dual import dual_chip
 
     chip = dual_chip(plan)
     if chip is not None:

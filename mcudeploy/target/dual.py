@@ -1,6 +1,6 @@
 """A pipeline of two stages on the two cores of one chip, in one emulator (QEMU mps2-an521).
 
-Both stages link into one firmware (mcudeploy/device/dual.py; firmware/runtime/mcud_dual.h): core 0
+Both stages link into one firmware (mcudeploy/target/dual_firmware.py; firmware/runtime/mcud_dual.h): core 0
 serves the protocol and runs the first stage, core 1 the second, and the boundary tensors cross a
 ring in shared memory. The host streams the frames over UART0 with the protocol's CRC frames: it
 loads frame n and RUNs it (core 0 runs the first stage on frame n while core 1 runs the second on
@@ -21,7 +21,7 @@ from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
-from mcudeploy.device.dual import build_dual_firmware
+from mcudeploy.target.dual_firmware import build_dual_firmware
 from mcudeploy.device.runner import connect, model_name, run_on_board
 from mcudeploy.device.samples import output_array, sample_bytes
 from mcudeploy.errors import MCUDeployError

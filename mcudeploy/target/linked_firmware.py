@@ -1,7 +1,7 @@
 """The firmware of one chip of a chain whose UARTs are joined to its neighbours' (boards' ``links``).
 
 Stage k's firmware takes the tensors it receives from its up link and sends what stage k+1 receives
-on its down link (firmware/runtime/link.c, the frame of mcudeploy/stages/chain.py), all inside one
+on its down link (firmware/runtime/link.c, the frame of mcudeploy/target/chain.py), all inside one
 RUN_LINKED request: the host starts the runs and reads the ticks, and the last stage's outputs, but
 carries no tensor between chips. ``link_values`` says which inputs and outputs cross which port.
 """

@@ -44,7 +44,7 @@ from mcudeploy.codegen import write_project
 from mcudeploy.device import qemu
 from mcudeploy.device.build import model_id
 from mcudeploy.device.host import on_host, run_compiled_on_host
-from mcudeploy.device.linked import build_linked_firmware, unlinkable
+from mcudeploy.target.linked_firmware import build_linked_firmware, unlinkable
 from mcudeploy.device.runner import build_for_board, connect, model_name, run_on_board
 from mcudeploy.device.session import Session
 from mcudeploy.device.samples import output_array, sample_bytes
