@@ -387,7 +387,6 @@ MCUD_INLINE void mcud_conv_fast_pairs(const int16_t *cols, int32_t i0, int32_t n
             wp += 32;
             c += 64;
         }
-        MCUD_UNROLL /* at most three groups left, a constant count: no loop (a short K is mostly this) */
         for (; j < q; j++) {
             MCUD_PAIRS_GROUP(0, 0);
             wp += 8;
