@@ -97,8 +97,11 @@ def _flash_constants(graph) -> tuple[tuple[str, int], ...]:
         raw = np.ascontiguousarray(graph[state].data).view(np.uint8).ravel()
         if raw.size and not np.all(raw == raw[0]):
             initial += raw.size
-    widened = sum(int(n.attr("wide", 0)) for n in graph.nodes)  # offload/wide.py: the copies' bytes, or 0
+    # offload/wide.py: the copies' bytes, or 0: Conv weights widened to int16, ADD and SUB tables
+    widened = sum(int(n.attr("wide", 0)) for n in graph.nodes if n.op == "Conv")
+    tables = sum(int(n.attr("wide", 0)) for n in graph.nodes if n.op != "Conv")
     wide = (("weights widened to int16", widened),) if widened else ()
+    wide += (("ADD and SUB tables", tables),) if tables else ()
     return (("weights", weights), ("states' initial values", initial)) + wide
 
 

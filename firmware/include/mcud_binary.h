@@ -56,6 +56,10 @@ typedef struct {
     int32_t act_min, act_max;
     int32_t sign;
     int32_t left_shift;
+    /* int8 ADD and SUB (or NULL): per input, its scaled value for each code -128..127 (ta: a's, tb: b's times
+     * sign, wrapped to int32), so an element takes two table reads and the output's requantization */
+    const int32_t *ta;
+    const int32_t *tb;
 } mcud_add_tfl_params;
 
 void mcud_add_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_add_tfl_params *p);

@@ -491,6 +491,63 @@ MCUD_INLINE void mcud_conv_s8_dw_body(const mcud_view *x, const mcud_view *w, co
                 }
                 continue;
             }
+#if !MCUD_HAVE_MVE
+            if (sh == 1 && sw == 1) { /* a plane too big for the buffer: two output rows at a time all the same */
+                /* the four input rows of two output rows one after another in buf (ring mode keeps 4 * rw bytes):
+                 * each step moves the last two down (words) and brings in the next two, zero points outside the
+                 * input, so mcud_dw_rows2 loads and unpacks the middle rows once for both output rows */
+                for (int32_t oh = 0; oh < yh; oh += 2) {
+                    int32_t k = 0;
+                    if (oh > 0) {
+                        for (int32_t i = 0; i < rw / 2; i++) { /* rows 2 and 3 to 0 and 1: 2 * rw / 4 words */
+                            mem[i] = mem[i + rw / 2];
+                        }
+                        k = 2;
+                    }
+                    for (; k < 4; k++) {
+                        const int32_t r = oh - ph + k;
+                        if (r >= 0 && r < xh) {
+                            mcud_dw_copy_row(buf + k * rw + pw + c0, xp + r * xh_s, xw_s, ncopy);
+                        } else {
+                            for (int32_t i = 0; i < rw / 4; i++) {
+                                mem[k * rw / 4 + i] = zx4;
+                            }
+                        }
+                    }
+                    int8_t *yr = yp + oh * yh_s;
+                    if (oh + 1 == yh) { /* an odd height: the last row alone */
+                        if (tfl) {
+                            if (hi_route == 2) {
+                                mcud_dw_row(buf, buf + rw, buf + 2 * rw, yr, yw_s, yw, 1, &ch, 4, p);
+                            } else if (hi_route) {
+                                mcud_dw_row(buf, buf + rw, buf + 2 * rw, yr, yw_s, yw, 1, &ch, 3, p);
+                            } else {
+                                mcud_dw_row(buf, buf + rw, buf + 2 * rw, yr, yw_s, yw, 1, &ch, 2, p);
+                            }
+                        } else if (hi_route) {
+                            mcud_dw_row(buf, buf + rw, buf + 2 * rw, yr, yw_s, yw, 1, &ch, 1, p);
+                        } else {
+                            mcud_dw_row(buf, buf + rw, buf + 2 * rw, yr, yw_s, yw, 1, &ch, 0, p);
+                        }
+                        break;
+                    }
+                    if (tfl) {
+                        if (hi_route == 2) {
+                            mcud_dw_rows2(buf, rw, yr, yh_s, yw_s, yw, &ch, 4, p);
+                        } else if (hi_route) {
+                            mcud_dw_rows2(buf, rw, yr, yh_s, yw_s, yw, &ch, 3, p);
+                        } else {
+                            mcud_dw_rows2(buf, rw, yr, yh_s, yw_s, yw, &ch, 2, p);
+                        }
+                    } else if (hi_route) {
+                        mcud_dw_rows2(buf, rw, yr, yh_s, yw_s, yw, &ch, 1, p);
+                    } else {
+                        mcud_dw_rows2(buf, rw, yr, yh_s, yw_s, yw, &ch, 0, p);
+                    }
+                }
+                continue;
+            }
+#endif
             /* rows[k] is input row next - 3 + k: a ring slot, or the zero-point row outside the input */
             int8_t *slot[3] = {buf, buf + rw, buf + 2 * rw};
             const int8_t *rows[3] = {zrow, zrow, zrow};

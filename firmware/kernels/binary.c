@@ -230,6 +230,71 @@ static inline __attribute__((always_inline)) int32_t add_requant(int32_t v, int3
         py[i * sy] = (T)mcud_clamp(v, p->act_min, p->act_max);                                                  \
     }
 
+/* One row of TFLite's int8 ADD or SUB from the tables of p (each input's scaled value per code, b's times the
+ * sign): their sum, wrapped as the kernel's, requantized by the output's route RY. */
+#define ADD_TFL_TABLE_ROW(RY)                                                                                   \
+    for (int32_t i = 0; i < len; i++) {                                                                         \
+        int32_t sum = (int32_t)((uint32_t)ta[pa[i * sa]] + (uint32_t)tb[pb[i * sb]]);                           \
+        int32_t v = add_requant(sum, my, shy, (RY), ky, ry) + zy;                                               \
+        py[i * sy] = (int8_t)mcud_clamp(v, lo, hi);                                                             \
+    }
+
+typedef struct {
+    const int32_t *ta, *tb; /* p->ta + 128, p->tb + 128 */
+    int32_t my, ky, ry, lo, hi;
+} add_tfl_unit;
+
+/* n elements of unit steps through the tables, the output's requantization by mcud_requant_tfl_k with its zero
+ * point in ky. A function of its own, the constants in registers for the whole loop. */
+static __attribute__((noinline)) void add_s8_tfl_unit(const int8_t *pa, const int8_t *pb, int8_t *py, int32_t n,
+                                                      const add_tfl_unit *k)
+{
+    const int32_t *ta = k->ta, *tb = k->tb;
+    const int32_t my = k->my, ky = k->ky, ry = k->ry, lo = k->lo, hi = k->hi;
+    for (const int8_t *end = pa + n; pa < end;) {
+        int32_t sum = (int32_t)((uint32_t)ta[*pa++] + (uint32_t)tb[*pb++]);
+        *py++ = (int8_t)mcud_clamp(mcud_requant_tfl_k(sum, my, ky, ry), lo, hi);
+    }
+}
+
+/* TFLite's int8 ADD or SUB through p->ta and p->tb (w: the walker, at its first row). The parameters are read
+ * into locals first: a store through py (a character type) may alias *p. The output's zero point goes into
+ * the requantization's constant where the high word stays in int32 (as mcud_conv_s8_fast_params.rq). */
+static __attribute__((noinline)) void add_s8_tfl_tables(const mcud_view *a, const mcud_view *b, const mcud_view *y,
+                                                        const mcud_add_tfl_params *p, mcud_bcast *w, int32_t len,
+                                                        int32_t sa, int32_t sb, int32_t sy, int32_t fy, int32_t ky,
+                                                        int32_t ry)
+{
+    const int32_t *ta = p->ta + 128, *tb = p->tb + 128;
+    const int32_t my = p->y_mult, shy = p->y_shift, lo = p->act_min, hi = p->act_max;
+    int32_t zy = p->y_zero;
+    if (fy == 2) {
+        const int64_t k = (int64_t)ky + (int64_t)zy * ((int64_t)1 << ry);
+        if (((int64_t)1 << 30) + (k < 0 ? -k : k) + 1 < ((int64_t)1 << 31)) {
+            ky = (int32_t)k;
+            zy = 0;
+        }
+    }
+    if (fy == 2 && zy == 0 && sa == 1 && sb == 1 && sy == 1) { /* the usual case: rows of unit steps */
+        const add_tfl_unit k = {ta, tb, my, ky, ry, lo, hi};
+        do {
+            add_s8_tfl_unit((const int8_t *)a->data + w->off[0], (const int8_t *)b->data + w->off[1],
+                            (int8_t *)y->data + w->off[2], len, &k);
+        } while (mcud_bcast_next(w));
+        return;
+    }
+    do {
+        const int8_t *pa = (const int8_t *)a->data + w->off[0];
+        const int8_t *pb = (const int8_t *)b->data + w->off[1];
+        int8_t *py = (int8_t *)y->data + w->off[2];
+        if (fy == 2) {
+            ADD_TFL_TABLE_ROW(2);
+        } else {
+            ADD_TFL_TABLE_ROW(fy);
+        }
+    } while (mcud_bcast_next(w));
+}
+
 #if MCUD_HAVE_MVE
 /* One dense row of TFLite's int8 ADD or SUB on a core with Helium: four elements a step in 32-bit lanes, the
  * last step predicated (VCTP). Each of add_requant's routes is mcud_requant_tfl (route 1: no right shift
@@ -330,6 +395,10 @@ static int32_t same_dense(const mcud_view *a, const mcud_view *b, const mcud_vie
         const int32_t ka = fa == 2 ? (int32_t)1 << (p->a_shift - 33) : 0, ra = p->a_shift - 32;                 \
         const int32_t kb = fb == 2 ? (int32_t)1 << (p->b_shift - 33) : 0, rb = p->b_shift - 32;                 \
         const int32_t ky = fy == 2 ? (int32_t)1 << (p->y_shift - 33) : 0, ry = p->y_shift - 32;                 \
+        if (sizeof(T) == 1 && p->ta != NULL) {                                                                  \
+            add_s8_tfl_tables(a, b, y, p, &w, len, sa, sb, sy, fy, ky, ry);                                    \
+            return;                                                                                             \
+        }                                                                                                       \
         do {                                                                                                    \
             const T *pa = (const T *)a->data + w.off[0];                                                        \
             const T *pb = (const T *)b->data + w.off[1];                                                        \

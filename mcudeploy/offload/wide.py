@@ -8,14 +8,17 @@ the copy) get it first, as long as what the model puts in flash (fit.py's consta
 within the board's flash less CODE_ALLOWANCE for the firmware's code. Each candidate gets the attribute
 "wide": the bytes of its copy, or 0 where it runs on its int8 weights only (the same bits, more
 instructions), so fit.py counts the copies from the graph alone; a board without firmware limits (the
-host) keeps every copy and sets nothing.
+host) keeps every copy and sets nothing. An int8 TFLite ADD or SUB has a copy of the same kind, priced the same
+way: two tables of its inputs' scaled values (2 KB, mcud_add_tfl_params.ta and .tb), in place of two
+requantizations per element.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from mcudeploy.boards import Board
-from mcudeploy.ir import Graph
+from mcudeploy.ir import Graph, Node
+from mcudeploy.ops.binary import add_table_bytes
 from mcudeploy.ops.conv import wide_weight_bytes
 
 CODE_ALLOWANCE = 128 * 1024  # flash left for the firmware's code and statics (kernels, runtime: ~60-110 KB seen)
@@ -32,12 +35,18 @@ def constant_bytes(graph: Graph) -> int:
     return weights
 
 
+def copy_bytes(graph: Graph, node: Node) -> int:
+    """The flash of a node's copy for a faster kernel: a Conv's int16 weights, an int8 TFLite ADD's or SUB's
+    tables of its inputs' scaled values (ops/binary.py); 0 for a node without one."""
+    return wide_weight_bytes(graph, node) or add_table_bytes(graph, node)
+
+
 def fit_wide_weights(graph: Graph, board: Board) -> Graph:
-    """``graph`` with "wide" on every convolution that can have a widened copy: its bytes where the board's flash
+    """``graph`` with "wide" on every node that can have a copy (copy_bytes): its bytes where the board's flash
     holds it too, else 0."""
     if not board.has_firmware:
         return graph
-    candidates = [(n, wide_weight_bytes(graph, n)) for n in graph.nodes]
+    candidates = [(n, copy_bytes(graph, n)) for n in graph.nodes]
     candidates = [(n, b) for n, b in candidates if b]
     if not candidates:
         return graph

@@ -146,10 +146,33 @@ def _tfl_sum_reference(graph, node, inputs, sign: int):
     return _quantized_out(graph, node, requant.tflite_requantize(total, p["y_mult"], p["y_shift"]), p)
 
 
+ADD_TABLE_BYTES = 2 * 256 * 4  # mcud_add_tfl_params.ta and .tb: an int32 per code of each input
+
+
+def add_table_bytes(graph: Graph, node: Node) -> int:
+    """The flash of an int8 TFLite ADD's or SUB's tables (mcud_add_tfl_params.ta, .tb); 0 for any other node."""
+    if node.op not in ("Add", "Sub") or not _tflite(graph) or graph[node.outputs[0]].dtype != "int8":
+        return 0
+    if graph[node.inputs[0]].dtype != "int8" or _plain(graph, node):
+        return 0
+    return ADD_TABLE_BYTES
+
+
+def _tfl_sum_tables(p: dict, sign: int) -> dict:
+    """mcud_add_tfl_params.ta and .tb: each input's scaled value for the codes -128..127, b's times the sign
+    (wrapped to int32 as the kernel's sum is), so that the kernel's sum is one addition of two table entries."""
+    codes = np.arange(-128, 128, dtype=np.int64)
+    ta = requant.wrap32(_tfl_scaled(codes, p, "a"))
+    tb = requant.wrap32(sign * _tfl_scaled(codes, p, "b"))
+    return {"ta": Array("int32_t", tuple(int(v) for v in ta)), "tb": Array("int32_t", tuple(int(v) for v in tb))}
+
+
 def _tfl_sum_kernel(graph, node, sign: int):
     fn = "mcud_add_s16_tfl" if graph[node.outputs[0]].dtype == "int16" else "mcud_add_s8_tfl"
-    return Call(fn, tuple(node.inputs) + (node.outputs[0],), Struct.of("mcud_add_tfl_params",
-                                                                      **tfl_sum_plan(graph, node, sign)))
+    p = tfl_sum_plan(graph, node, sign)
+    # offload/wide.py's "wide": 0 where the board's flash cannot hold the tables (no attribute: no limits)
+    tables = _tfl_sum_tables(p, sign) if add_table_bytes(graph, node) and node.attr("wide", 1) else {}
+    return Call(fn, tuple(node.inputs) + (node.outputs[0],), Struct.of("mcud_add_tfl_params", **p, **tables))
 
 
 class _Elementwise(Op):

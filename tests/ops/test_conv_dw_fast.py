@@ -72,6 +72,7 @@ FAST_CASES = [
     ("big_pad", (1, 2, 3, 3), {"pads": [2, 2, 2, 2]}),
     # planes too big for the stack buffer: a ring of rows
     ("ring", (1, 3, 20, 40), {"pads": [1, 1, 1, 1]}),
+    ("ring_odd_rows", (1, 2, 19, 40), {"pads": [1, 1, 1, 1]}),  # two rows a step, the last one alone
     ("ring_stride2", (2, 2, 30, 41), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
     ("ring_stride_h3", (1, 2, 25, 50), {"pads": [0, 1, 2, 1], "strides": [3, 1]}),
     ("ring_stride_h5", (1, 2, 31, 60), {"pads": [1, 1, 1, 1], "strides": [5, 2]}),
