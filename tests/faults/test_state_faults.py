@@ -23,10 +23,12 @@ COUNT = {"tune-state": 1, "plan": 1, "inputs": 1, "writers": 2, "disk": 4}  # pe
 
 
 @pytest.fixture(scope="module")
-def clean(tmp_path_factory):
-    """The clean case (a quantized model, compiled and run), made once for every pytest-xdist worker (in the
-    folder their base temporary folders share, under a lock); each worker's campaigns work in a folder of its own."""
-    shared = tmp_path_factory.getbasetemp().parent / "state-faults-clean"
+def clean(tmp_path_factory, request):
+    """The clean case (a quantized model, compiled and run), made once for every pytest-xdist worker of this run
+    (in the folder their base temporary folders share, named by the run, under a lock: a folder an earlier run
+    made with other code is not taken); each worker's campaigns work in a folder of its own."""
+    run = getattr(request.config, "workerinput", {}).get("testrunuid", f"pid{os.getpid()}")
+    shared = tmp_path_factory.getbasetemp().parent / f"state-faults-clean-{run}"
     with locked(shared):
         made = campaign.clean_case(shared)
     return dataclasses.replace(made, work=tmp_path_factory.mktemp("faults"))
