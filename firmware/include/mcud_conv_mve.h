@@ -190,30 +190,32 @@ MCUD_INLINE void mcud_conv_s8_fast_mve(const mcud_view *x, const mcud_view *w, c
     mcud_conv_mve_blocks(x, y, kh_n, kw_n, p, cols, p->kpad, MCUD_CONV_FAST_PIXELS, p->hwc, 1, p->w);
 }
 
-/* mcud_conv_s8_direct (no scratch in the arena) on an MVE core: the same columns in a stack buffer
- * of MCUD_MVE_COLS bytes, as many pixels at a time as it holds (up to four), taps in the model's
- * weight order, the zero point folded (p->bias) for every pixel: a padded tap holds the zero
- * point and adds nothing, so edge pixels give the bits of the scalar path's unfolded sum of the
- * taps inside. Returns 0 (nothing done) when one column does not fit or the weights are not dense:
- * the scalar path runs. */
+/* mcud_conv_s8_direct (no scratch in the arena) on an MVE core: mcud_conv_s8_fast's columns (p->w's tap
+ * order: (kh, kw, c) when p->hwc, each group of four permuted) in a stack buffer of MCUD_MVE_COLS bytes, as
+ * many pixels at a time as it holds (up to four), taps from K to kpad zero, the zero point folded (p->bias) for
+ * every pixel: a padded tap holds the zero point and adds nothing, so edge pixels give the bits of the scalar
+ * path's unfolded sum of the taps inside. A position's channels come with one gather for eight (NCHW input),
+ * not one load per tap as in the model's (c, kh, kw) order. Returns 0 (nothing done) when one column does not
+ * fit: the scalar path runs. */
 #ifndef MCUD_MVE_COLS
-#define MCUD_MVE_COLS 512
+#define MCUD_MVE_COLS 576 /* four columns of a 3x3 kernel on 16 channels */
 #endif
 
 MCUD_INLINE int32_t mcud_conv_s8_direct_mve(const mcud_view *x, const mcud_view *w, const mcud_view *y,
                                             const mcud_conv_s8_fast_params *p)
 {
-    mcud_fast_dims W = mcud_fast_dims_of(w);
-    int32_t k = W.c * W.h * W.w;
-    int32_t per = k > 0 ? MCUD_MVE_COLS / k : 0;
-    if (per < 1 || W.sw != 1 || W.sh != W.w || W.sc != W.h * W.w || W.sn != k) {
+    int32_t kh_n = w->ndim >= 4 ? w->shape[2] : 1;
+    int32_t kw_n = w->shape[w->ndim - 1];
+    int32_t per = p->kpad > 0 ? MCUD_MVE_COLS / p->kpad : 0;
+    if (per < 1) {
         return 0;
     }
     if (per > MCUD_CONV_FAST_PIXELS) {
         per = MCUD_CONV_FAST_PIXELS;
     }
     int8_t cols[MCUD_MVE_COLS];
-    mcud_conv_mve_blocks(x, y, W.h, W.w, p, cols, k, per, 0, 0, (const int8_t *)w->data);
+    memset(cols, 0, (size_t)(per * p->kpad)); /* taps past K stay 0 */
+    mcud_conv_mve_blocks(x, y, kh_n, kw_n, p, cols, p->kpad, per, p->hwc, 1, p->w);
     return 1;
 }
 
