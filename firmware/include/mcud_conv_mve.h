@@ -46,11 +46,15 @@ MCUD_INLINE void mcud_mve_channels(const int8_t *xr, int32_t n, int32_t sc, int8
     if (7 * sc <= 65535) {
         static const uint16_t order[2][8] = {{0, 1, 2, 3, 4, 5, 6, 7}, {0, 2, 1, 3, 4, 6, 5, 7}};
         uint16x8_t off = vmulq_n_u16(vldrhq_u16(order[perm != 0]), (uint16_t)sc);
-        for (int32_t c = 0; c < n; c += 8) {
-            mve_pred16_t pr = vctp16q((uint32_t)(n - c));
-            int16x8_t v = vldrbq_gather_offset_z_s16(xr, off, pr);
-            vstrbq_p_s16(d + c, v, pr);
+        int32_t c = 0;
+        for (; c + 8 <= n; c += 8) { /* whole groups unpredicated: GCC 12 moves a VCTP's predicate through a
+                                        general register and sets it before each predicated access */
+            vstrbq_s16(d + c, vldrbq_gather_offset_s16(xr, off));
             xr += 8 * sc;
+        }
+        if (c < n) {
+            mve_pred16_t pr = vctp16q((uint32_t)(n - c));
+            vstrbq_p_s16(d + c, vldrbq_gather_offset_z_s16(xr, off, pr), pr);
         }
         return;
     }
@@ -112,21 +116,28 @@ MCUD_INLINE void mcud_conv_mve_col(const int8_t *xn, const mcud_fast_dims *X, in
     }
 }
 
-/* Every output channel of the m (1 to 4) pixels whose columns (kp taps each) are in cols; the
- * weights of channel oc are the kp bytes at wa + oc * wsn. */
-MCUD_INLINE void mcud_conv_mve_gemm(const int8_t *cols, int32_t kp, int32_t m, int8_t *const *yp, int32_t oc_n,
-                                    int32_t ysc, const int8_t *wa, int32_t wsn, const mcud_conv_s8_fast_params *p)
+/* Four accumulators of channel oc requantized as mcud_conv_fast_out does: TFLite's route 3 (every shift in
+ * [33, 62]: no left shift, a right one of shift - 31 whose negative values take one less first) with its
+ * constants as scalars, no branch; the other routes through mcud_mve_requant. */
+MCUD_INLINE int32x4_t mcud_conv_mve_out(int32x4_t acc, int32_t oc, const mcud_conv_s8_fast_params *p)
 {
-    /* columns past m are column 0 again: only m columns need exist (the direct path's stack buffer) */
-    const int8_t *c0 = cols, *c1 = m > 1 ? cols + kp : cols, *c2 = m > 2 ? cols + 2 * kp : cols;
-    const int8_t *c3 = m > 3 ? cols + 3 * kp : cols;
-    /* the pixels' outputs are in raster order: byte offsets from the first, one scatter store */
-    uint32_t at[MCUD_CONV_FAST_PIXELS] = {0, 0, 0, 0};
-    for (int32_t i = 1; i < m; i++) {
-        at[i] = (uint32_t)(yp[i] - yp[0]);
+    if (p->hi_shift == 3) {
+        int32x4_t q = vqrdmulhq_n_s32(acc, p->mult[oc]);
+        q = vrshlq_n_s32(vaddq_s32(q, vshrq_n_s32(q, 31)), 31 - p->shift[oc]);
+        return mcud_mve_out8(q, p->out_zero_point, p->act_min, p->act_max);
     }
-    const uint32x4_t off = vldrwq_u32(at);
-    const mve_pred16_t pm = vctp32q((uint32_t)m);
+    return mcud_mve_requant(acc, p->mult[oc], p->shift[oc], p->hi_shift, p->out_zero_point, p->act_min,
+                            p->act_max);
+}
+
+/* Every output channel of four column pointers (kp taps each) against the weights wa (channel oc at
+ * wa + oc * wsn), stored by one scatter at y0 + oc * ysc + off; full: all four lanes, no predicate (a
+ * constant at each call, so the loop has no predicate to set). */
+MCUD_INLINE void mcud_conv_mve_channels(const int8_t *c0, const int8_t *c1, const int8_t *c2, const int8_t *c3,
+                                        int32_t kp, int8_t *y0, uint32x4_t off, mve_pred16_t pm, int32_t full,
+                                        int32_t oc_n, int32_t ysc, const int8_t *wa, int32_t wsn,
+                                        const mcud_conv_s8_fast_params *p)
+{
     for (int32_t oc = 0; oc < oc_n; oc++, wa += wsn) {
         int32_t a0 = p->bias[oc], a1 = a0, a2 = a0, a3 = a0;
         int32_t k = 0;
@@ -146,9 +157,33 @@ MCUD_INLINE void mcud_conv_mve_gemm(const int8_t *cols, int32_t kp, int32_t m, i
             a3 = vmladavaq_s8(a3, vldrbq_z_s8(c3 + k, pr), wv);
         }
         int32x4_t acc = vsetq_lane_s32(a3, vsetq_lane_s32(a2, vsetq_lane_s32(a1, vdupq_n_s32(a0), 1), 2), 3);
-        int32x4_t q = mcud_mve_requant(acc, p->mult[oc], p->shift[oc], p->hi_shift, p->out_zero_point, p->act_min,
-                                       p->act_max);
-        vstrbq_scatter_offset_p_s32(yp[0] + oc * ysc, off, q, pm);
+        int32x4_t q = mcud_conv_mve_out(acc, oc, p);
+        if (full) {
+            vstrbq_scatter_offset_s32(y0 + oc * ysc, off, q);
+        } else {
+            vstrbq_scatter_offset_p_s32(y0 + oc * ysc, off, q, pm);
+        }
+    }
+}
+
+/* Every output channel of the m (1 to 4) pixels whose columns (kp taps each) are in cols; the
+ * weights of channel oc are the kp bytes at wa + oc * wsn. */
+MCUD_INLINE void mcud_conv_mve_gemm(const int8_t *cols, int32_t kp, int32_t m, int8_t *const *yp, int32_t oc_n,
+                                    int32_t ysc, const int8_t *wa, int32_t wsn, const mcud_conv_s8_fast_params *p)
+{
+    /* columns past m are column 0 again: only m columns need exist (the direct path's stack buffer) */
+    const int8_t *c0 = cols, *c1 = m > 1 ? cols + kp : cols, *c2 = m > 2 ? cols + 2 * kp : cols;
+    const int8_t *c3 = m > 3 ? cols + 3 * kp : cols;
+    /* the pixels' outputs are in raster order: byte offsets from the first, one scatter store */
+    uint32_t at[MCUD_CONV_FAST_PIXELS] = {0, 0, 0, 0};
+    for (int32_t i = 1; i < m; i++) {
+        at[i] = (uint32_t)(yp[i] - yp[0]);
+    }
+    const uint32x4_t off = vldrwq_u32(at);
+    if (m == MCUD_CONV_FAST_PIXELS) {
+        mcud_conv_mve_channels(c0, c1, c2, c3, kp, yp[0], off, 0xFFFF, 1, oc_n, ysc, wa, wsn, p);
+    } else {
+        mcud_conv_mve_channels(c0, c1, c2, c3, kp, yp[0], off, vctp32q((uint32_t)m), 0, oc_n, ysc, wa, wsn, p);
     }
 }
 
