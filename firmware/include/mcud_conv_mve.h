@@ -140,21 +140,26 @@ MCUD_INLINE void mcud_conv_mve_channels(const int8_t *c0, const int8_t *c1, cons
 {
     for (int32_t oc = 0; oc < oc_n; oc++, wa += wsn) {
         int32_t a0 = p->bias[oc], a1 = a0, a2 = a0, a3 = a0;
+        const int8_t *q0 = c0, *q1 = c1, *q2 = c2, *q3 = c3, *qw = wa;
         int32_t k = 0;
         for (; k + 16 <= kp; k += 16) { /* whole vectors: no predicate (GCC 12 sets one per load) */
-            int8x16_t wv = vldrbq_s8(wa + k);
-            a0 = vmladavaq_s8(a0, vldrbq_s8(c0 + k), wv);
-            a1 = vmladavaq_s8(a1, vldrbq_s8(c1 + k), wv);
-            a2 = vmladavaq_s8(a2, vldrbq_s8(c2 + k), wv);
-            a3 = vmladavaq_s8(a3, vldrbq_s8(c3 + k), wv);
+            int8x16_t wv = vldrbq_s8(qw);
+            a0 = vmladavaq_s8(a0, vldrbq_s8(q0), wv);
+            a1 = vmladavaq_s8(a1, vldrbq_s8(q1), wv);
+            a2 = vmladavaq_s8(a2, vldrbq_s8(q2), wv);
+            a3 = vmladavaq_s8(a3, vldrbq_s8(q3), wv);
+            q0 += 16, q1 += 16, q2 += 16, q3 += 16, qw += 16;
+            /* five pointers, each loaded with post-increment: else GCC derives two columns from a third
+               by an ADD each (their distance, kp, is past VLDRB's 7-bit immediate) */
+            __asm__("" : "+r"(q0), "+r"(q1), "+r"(q2), "+r"(q3), "+r"(qw));
         }
         if (k < kp) { /* the tail: lanes past kp load as 0 */
             mve_pred16_t pr = vctp8q((uint32_t)(kp - k));
-            int8x16_t wv = vldrbq_z_s8(wa + k, pr);
-            a0 = vmladavaq_s8(a0, vldrbq_z_s8(c0 + k, pr), wv);
-            a1 = vmladavaq_s8(a1, vldrbq_z_s8(c1 + k, pr), wv);
-            a2 = vmladavaq_s8(a2, vldrbq_z_s8(c2 + k, pr), wv);
-            a3 = vmladavaq_s8(a3, vldrbq_z_s8(c3 + k, pr), wv);
+            int8x16_t wv = vldrbq_z_s8(qw, pr);
+            a0 = vmladavaq_s8(a0, vldrbq_z_s8(q0, pr), wv);
+            a1 = vmladavaq_s8(a1, vldrbq_z_s8(q1, pr), wv);
+            a2 = vmladavaq_s8(a2, vldrbq_z_s8(q2, pr), wv);
+            a3 = vmladavaq_s8(a3, vldrbq_z_s8(q3, pr), wv);
         }
         int32x4_t acc = vsetq_lane_s32(a3, vsetq_lane_s32(a2, vsetq_lane_s32(a1, vdupq_n_s32(a0), 1), 2), 3);
         int32x4_t q = mcud_conv_mve_out(acc, oc, p);
