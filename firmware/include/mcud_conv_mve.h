@@ -230,13 +230,13 @@ MCUD_INLINE void mcud_conv_s8_fast_mve(const mcud_view *x, const mcud_view *w, c
     mcud_conv_mve_blocks(x, y, kh_n, kw_n, p, cols, p->kpad, MCUD_CONV_FAST_PIXELS, p->hwc, 1, p->w);
 }
 
-/* mcud_conv_s8_direct (no scratch in the arena) on an MVE core: mcud_conv_s8_fast's columns (p->w's tap
- * order: (kh, kw, c) when p->hwc, each group of four permuted) in a stack buffer of MCUD_MVE_COLS bytes, as
- * many pixels at a time as it holds (up to four), taps from K to kpad zero, the zero point folded (p->bias) for
- * every pixel: a padded tap holds the zero point and adds nothing, so edge pixels give the bits of the scalar
- * path's unfolded sum of the taps inside. A position's channels come with one gather for eight (NCHW input),
- * not one load per tap as in the model's (c, kh, kw) order. Returns 0 (nothing done) when one column does not
- * fit: the scalar path runs. */
+/* mcud_conv_s8_direct (no scratch in the arena) on an MVE core: the columns in a stack buffer of MCUD_MVE_COLS
+ * bytes, as many pixels at a time as it holds (up to four), the zero point folded (p->bias) for every pixel: a
+ * padded tap holds the zero point and adds nothing, so edge pixels give the bits of the scalar path's unfolded
+ * sum of the taps inside. Where p->hwc, mcud_conv_s8_fast's columns (p->w's (kh, kw, c) order, each group of
+ * four permuted, taps from K to kpad zero): a position's channels come with one gather for eight; else the
+ * model's weights in their (c, kh, kw) order, tap by tap (the permuted order costs more stores there). Returns
+ * 0 (nothing done) when one column does not fit or the weights are not dense: the scalar path runs. */
 #ifndef MCUD_MVE_COLS
 #define MCUD_MVE_COLS 576 /* four columns of a 3x3 kernel on 16 channels */
 #endif
@@ -244,18 +244,22 @@ MCUD_INLINE void mcud_conv_s8_fast_mve(const mcud_view *x, const mcud_view *w, c
 MCUD_INLINE int32_t mcud_conv_s8_direct_mve(const mcud_view *x, const mcud_view *w, const mcud_view *y,
                                             const mcud_conv_s8_fast_params *p)
 {
-    int32_t kh_n = w->ndim >= 4 ? w->shape[2] : 1;
-    int32_t kw_n = w->shape[w->ndim - 1];
-    int32_t per = p->kpad > 0 ? MCUD_MVE_COLS / p->kpad : 0;
-    if (per < 1) {
+    mcud_fast_dims W = mcud_fast_dims_of(w);
+    int32_t k = p->hwc ? p->kpad : W.c * W.h * W.w;
+    int32_t per = k > 0 ? MCUD_MVE_COLS / k : 0;
+    if (per < 1 || (!p->hwc && (W.sw != 1 || W.sh != W.w || W.sc != W.h * W.w || W.sn != k))) {
         return 0;
     }
     if (per > MCUD_CONV_FAST_PIXELS) {
         per = MCUD_CONV_FAST_PIXELS;
     }
     int8_t cols[MCUD_MVE_COLS];
-    memset(cols, 0, (size_t)(per * p->kpad)); /* taps past K stay 0 */
-    mcud_conv_mve_blocks(x, y, kh_n, kw_n, p, cols, p->kpad, per, p->hwc, 1, p->w);
+    if (p->hwc) {
+        memset(cols, 0, (size_t)(per * k)); /* taps past K stay 0 */
+        mcud_conv_mve_blocks(x, y, W.h, W.w, p, cols, k, per, 1, 1, p->w);
+    } else {
+        mcud_conv_mve_blocks(x, y, W.h, W.w, p, cols, k, per, 0, 0, (const int8_t *)w->data);
+    }
     return 1;
 }
 
