@@ -209,7 +209,8 @@ def test_vector_requantization_equals_the_scalar_one_on_every_route(tmp_path):
     assert run.returncode == 0, f"{run.returncode} of 32,000 requantized values (16,000 by each vector form) differ from the scalar functions"
 
 
-# The MVE paths of TFLite's int8 ADD/SUB (firmware/kernels/binary.c: dense rows, every shift route) and of the
+# The MVE paths of TFLite's int8 ADD/SUB (firmware/kernels/binary.c: dense rows, every shift route), of ONNX's int8
+# Add/Sub (mcud_sum_s8 of two dense operands of one shape) and of the
 # int8 max and TFLite average pools (firmware/kernels/pool.c: windows of dense rows) against the same kernels'
 # scalar paths, which a view stepping by 2 along its last axis takes: seeded random operands, parameters and
 # window geometries (padding, strides, partial windows at the edges); the mismatching elements are the exit status.
@@ -266,6 +267,43 @@ static __attribute__((noinline)) int32_t add_mismatches(void)
     return bad;
 }
 
+/* ONNX's int8 Add and Sub (mcud_sum_s8 of two operands): shifts in [17, 46] (the vector path) and just outside,
+ * multipliers of either sign, one in four a pair of powers of two that makes exact halves */
+static __attribute__((noinline)) int32_t sum_mismatches(void)
+{
+    int32_t bad = 0;
+    for (int32_t t = 0; t < 300; t++) {
+        int32_t n = 1 + upto(N);
+        for (int32_t i = 0; i < n; i++) {
+            a[i] = a2[2 * i] = (int8_t)upto(256);
+            b[i] = b2[2 * i] = (int8_t)upto(256);
+        }
+        mcud_sum_s8_params p;
+        memset(&p, 0, sizeof p);
+        p.shift = 16 + upto(32);
+        for (int32_t k = 0; k < 2; k++) {
+            int32_t bits = p.shift - 7 + upto(4);
+            p.zero[k] = upto(256) - 128;
+            p.mult[k] = (int32_t)(next() >> (32 - (bits > 31 ? 31 : bits)));
+            if (t % 4 == 0 && p.shift <= 31) {
+                p.mult[k] = (int32_t)1 << (p.shift - 1 - k);
+            }
+            p.mult[k] = upto(3) == 0 ? -p.mult[k] : p.mult[k];
+        }
+        p.y_zero = upto(256) - 128;
+        p.act_min = t % 2 ? -128 : -128 + upto(128);
+        p.act_max = t % 3 ? 127 : upto(128);
+        mcud_view va = view(a, 1, 1, n, 1), vb = view(b, 1, 1, n, 1), vy = view(y1, 1, 1, n, 1);
+        mcud_view sa = view(a2, 1, 1, n, 2), sb = view(b2, 1, 1, n, 2), sy = view(y2, 1, 1, n, 1);
+        mcud_sum_s8(&va, &vb, NULL, NULL, NULL, NULL, NULL, NULL, &vy, &p);
+        mcud_sum_s8(&sa, &sb, NULL, NULL, NULL, NULL, NULL, NULL, &sy, &p);
+        for (int32_t i = 0; i < n; i++) {
+            bad += y1[i] != y2[i];
+        }
+    }
+    return bad;
+}
+
 static __attribute__((noinline)) int32_t pool_mismatches(void)
 {
     int32_t bad = 0;
@@ -309,7 +347,7 @@ void Reset_Handler(void)
 {
     *(volatile uint32_t *)0xE000ED88u |= 0xFu << 20; /* CP10, CP11: the FPU and MVE, before any vector register */
     __asm__ volatile("dsb\n\tisb" ::: "memory");
-    int32_t bad = add_mismatches() + pool_mismatches();
+    int32_t bad = add_mismatches() + sum_mismatches() + pool_mismatches();
     semihosting_exit(bad > 255 ? 255 : bad);
 }
 """
@@ -336,4 +374,4 @@ def test_vector_add_and_pools_equal_their_scalar_paths(tmp_path):
                     str(fw / "kernels" / "pool.c"), "-lm", "-o", str(elf)], check=True)
     run = subprocess.run(["qemu-system-arm", "-M", "mps3-an547", "-display", "none", "-monitor", "none", "-serial", "null",
                           "-semihosting-config", "enable=on,target=native", "-kernel", str(elf)], timeout=60)
-    assert run.returncode == 0, f"{run.returncode} elements of ADD or the pools differ between the MVE and scalar paths"
+    assert run.returncode == 0, f"{run.returncode} elements of ADD, Sum or the pools differ between the MVE and scalar paths"
