@@ -104,5 +104,16 @@ MCUD_INLINE int32x4_t mcud_mve_tfl_right(int32x4_t acc, int32_t mult, int32_t sh
     return vrshlq_n_s32(vmlaq_n_s32(q, vshrq_n_s32(q, 31), shift > 31), 31 - shift);
 }
 
+/* mcud_requant_tfl of every lane, the kind of its shift known before a loop (kind 0: shift above 31, 1: equal
+ * to 31, 2: below 31), with sh = 31 - shift: two scalar constants, no vector register held for them. */
+MCUD_INLINE int32x4_t mcud_mve_tfl_kind(int32x4_t acc, int32_t mult, int32_t sh, int32_t kind)
+{
+    if (kind == 2) {
+        return vqrdmulhq_n_s32(vshlq_r_s32(acc, sh), mult);
+    }
+    int32x4_t q = vqrdmulhq_n_s32(acc, mult);
+    return kind == 1 ? q : vrshlq_n_s32(vaddq_s32(q, vshrq_n_s32(q, 31)), sh);
+}
+
 #endif /* MCUD_HAVE_MVE */
 #endif /* MCUD_MVE_H */
