@@ -131,12 +131,11 @@ MCUD_INLINE int32x4_t mcud_conv_mve_out(int32x4_t acc, int32_t oc, const mcud_co
 }
 
 /* Every output channel of four column pointers (kp taps each) against the weights wa (channel oc at
- * wa + oc * wsn), stored by one scatter at y0 + oc * ysc + off; full: all four lanes, no predicate (a
- * constant at each call, so the loop has no predicate to set). */
+ * wa + oc * wsn), stored by one scatter at y0 + oc * ysc + off. Unpredicated: a lane past the block's pixels
+ * reads column 0 again and has offset 0, so it stores lane 0's value where lane 0 does. */
 MCUD_INLINE void mcud_conv_mve_channels(const int8_t *c0, const int8_t *c1, const int8_t *c2, const int8_t *c3,
-                                        int32_t kp, int8_t *y0, uint32x4_t off, mve_pred16_t pm, int32_t full,
-                                        int32_t oc_n, int32_t ysc, const int8_t *wa, int32_t wsn,
-                                        const mcud_conv_s8_fast_params *p)
+                                        int32_t kp, int8_t *y0, uint32x4_t off, int32_t oc_n, int32_t ysc,
+                                        const int8_t *wa, int32_t wsn, const mcud_conv_s8_fast_params *p)
 {
     for (int32_t oc = 0; oc < oc_n; oc++, wa += wsn) {
         int32_t a0 = p->bias[oc], a1 = a0, a2 = a0, a3 = a0;
@@ -161,13 +160,8 @@ MCUD_INLINE void mcud_conv_mve_channels(const int8_t *c0, const int8_t *c1, cons
             a2 = vmladavaq_s8(a2, vldrbq_z_s8(q2, pr), wv);
             a3 = vmladavaq_s8(a3, vldrbq_z_s8(q3, pr), wv);
         }
-        int32x4_t acc = vsetq_lane_s32(a3, vsetq_lane_s32(a2, vsetq_lane_s32(a1, vdupq_n_s32(a0), 1), 2), 3);
-        int32x4_t q = mcud_conv_mve_out(acc, oc, p);
-        if (full) {
-            vstrbq_scatter_offset_s32(y0 + oc * ysc, off, q);
-        } else {
-            vstrbq_scatter_offset_p_s32(y0 + oc * ysc, off, q, pm);
-        }
+        int32x4_t q = mcud_conv_mve_out(mcud_mve_lanes4(a0, a1, a2, a3), oc, p);
+        vstrbq_scatter_offset_s32(y0 + oc * ysc, off, q);
     }
 }
 
@@ -184,12 +178,7 @@ MCUD_INLINE void mcud_conv_mve_gemm(const int8_t *cols, int32_t kp, int32_t m, i
     for (int32_t i = 1; i < m; i++) {
         at[i] = (uint32_t)(yp[i] - yp[0]);
     }
-    const uint32x4_t off = vldrwq_u32(at);
-    if (m == MCUD_CONV_FAST_PIXELS) {
-        mcud_conv_mve_channels(c0, c1, c2, c3, kp, yp[0], off, 0xFFFF, 1, oc_n, ysc, wa, wsn, p);
-    } else {
-        mcud_conv_mve_channels(c0, c1, c2, c3, kp, yp[0], off, vctp32q((uint32_t)m), 0, oc_n, ysc, wa, wsn, p);
-    }
+    mcud_conv_mve_channels(c0, c1, c2, c3, kp, yp[0], vldrwq_u32(at), oc_n, ysc, wa, wsn, p);
 }
 
 /* Every output pixel of y, per pixels at a time (1 to 4): their columns of kp taps into cols (taps

@@ -123,7 +123,7 @@ static uint32_t next(void)
 """
 
 # mcud_mve_requant, mcud_mve_rq_apply and (TFLite's routes) mcud_mve_tfl_kind (firmware/include/mcud_mve.h) against
-# the scalar functions they replace, every route,
+# the scalar functions they replace, every route (and mcud_mve_lanes4's lane order),
 # on seeded pseudo-random accumulators, multipliers, shifts and zero points; the mismatches are the exit status.
 REQUANT_CHECK = r"""
 #include <stdint.h>
@@ -179,7 +179,11 @@ static __attribute__((noinline)) int32_t mismatches(void)
             int32x4_t q = mcud_mve_requant(vldrwq_s32(acc), mult, shift, route, zy, lo, hi);
             mcud_mve_rq rq = mcud_mve_rq_of(mult, shift, route); /* the channel's constants taken once */
             int32x4_t q2 = mcud_mve_rq_apply(vldrwq_s32(acc), &rq, route, zy, lo, hi);
-            int32_t got[4], got2[4], got3[4];
+            int32_t got[4], got2[4], got3[4], lanes[4];
+            vstrwq_s32(lanes, mcud_mve_lanes4(acc[0], acc[1], acc[2], acc[3]));
+            for (int32_t k = 0; k < 4; k++) {
+                bad += lanes[k] != acc[k];
+            }
             vstrwq_s32(got, q);
             vstrwq_s32(got2, q2);
             if (route >= 2) { /* TFLite's, its shift's kind taken before a loop (the depthwise rows) */
