@@ -137,8 +137,11 @@ MCUD_INLINE void mcud_conv_mve_channels(const int8_t *c0, const int8_t *c1, cons
                                         int32_t kp, int8_t *y0, uint32x4_t off, int32_t oc_n, int32_t ysc,
                                         const int8_t *wa, int32_t wsn, const mcud_conv_s8_fast_params *p)
 {
+    /* TFLite's route 3 with p->rq: (bias, mult, k, r1) of a channel in one place, r1 = shift - 32, so the right
+       shift 31 - shift is ~r1: one pointer for the channel's constants */
+    const int32_t *rq = p->hi_shift == 3 && p->rq ? p->rq : NULL;
     for (int32_t oc = 0; oc < oc_n; oc++, wa += wsn) {
-        int32_t a0 = p->bias[oc], a1 = a0, a2 = a0, a3 = a0;
+        int32_t a0 = rq ? rq[MCUD_FAST_RQ * oc] : p->bias[oc], a1 = a0, a2 = a0, a3 = a0;
         const int8_t *q0 = c0, *q1 = c1, *q2 = c2, *q3 = c3, *qw = wa;
         int32_t k = 0;
         for (; k + 16 <= kp; k += 16) { /* whole vectors: no predicate (GCC 12 sets one per load) */
@@ -160,7 +163,15 @@ MCUD_INLINE void mcud_conv_mve_channels(const int8_t *c0, const int8_t *c1, cons
             a2 = vmladavaq_s8(a2, vldrbq_z_s8(q2, pr), wv);
             a3 = vmladavaq_s8(a3, vldrbq_z_s8(q3, pr), wv);
         }
-        int32x4_t q = mcud_conv_mve_out(mcud_mve_lanes4(a0, a1, a2, a3), oc, p);
+        int32x4_t q;
+        if (rq) {
+            const int32_t *c = rq + MCUD_FAST_RQ * oc;
+            q = vqrdmulhq_n_s32(mcud_mve_lanes4(a0, a1, a2, a3), c[1]);
+            q = mcud_mve_out8(vrshlq_n_s32(vaddq_s32(q, vshrq_n_s32(q, 31)), ~c[3]), p->out_zero_point, p->act_min,
+                              p->act_max);
+        } else {
+            q = mcud_conv_mve_out(mcud_mve_lanes4(a0, a1, a2, a3), oc, p);
+        }
         vstrbq_scatter_offset_s32(y0 + oc * ysc, off, q);
     }
 }
