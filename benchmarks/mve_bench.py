@@ -74,7 +74,7 @@ def main() -> int:
         m55, m4, cm = r["qemu-m55"], r.get("qemu-m4"), r.get("cmsis-nn-mve")
         ratio = f"{m4 / m55:.2f}x" if m4 else "-"
         versus = f"{m55 / cm:.3f}" if cm else "-"
-        print(f"| {r['model']} | {m4 or 0:,} | {m55:,} | {ratio} | {cm or 0:,} | {versus} |")
+        print(f"| {r['model']} | {f'{m4:,}' if m4 else '-'} | {m55:,} | {ratio} | {f'{cm:,}' if cm else '-'} | {versus} |")
     return 0
 
 

@@ -10,9 +10,11 @@
  * real K up to kpad hold 0 in the columns and in the weights. The zero point is folded into the
  * bias as on the DSP path and a padded tap holds it, so it adds nothing.
  *
- * The dot products run over kpad in vectors of 16, the last part one predicated (VCTP: lanes past
- * kpad are loaded as zero; tail predication of the whole loop, DLSTP/LETP, is not used: GCC 12 does
- * not emit it), four output pixels against one weight vector. */
+ * The dot products run over kpad in vectors of 16, four output pixels against one weight vector; in
+ * the last part only the weights' load is predicated (VCTP: lanes past kpad are loaded as zero), the
+ * columns' loads read on into the next column, or after the last into the scratch's other half (it
+ * holds 8 * kpad bytes, kpad >= 4), bytes the zero weights cancel. Tail predication of the whole
+ * loop (DLSTP/LETP) is not used: GCC 12 does not emit it. */
 #ifndef MCUD_CONV_MVE_H
 #define MCUD_CONV_MVE_H
 #include "mcud_dsp.h"
@@ -155,13 +157,13 @@ MCUD_INLINE void mcud_conv_mve_channels(const int8_t *c0, const int8_t *c1, cons
                by an ADD each (their distance, kp, is past VLDRB's 7-bit immediate) */
             __asm__("" : "+r"(q0), "+r"(q1), "+r"(q2), "+r"(q3), "+r"(qw));
         }
-        if (k < kp) { /* the tail: lanes past kp load as 0 */
-            mve_pred16_t pr = vctp8q((uint32_t)(kp - k));
-            int8x16_t wv = vldrbq_z_s8(qw, pr);
-            a0 = vmladavaq_s8(a0, vldrbq_z_s8(q0, pr), wv);
-            a1 = vmladavaq_s8(a1, vldrbq_z_s8(q1, pr), wv);
-            a2 = vmladavaq_s8(a2, vldrbq_z_s8(q2, pr), wv);
-            a3 = vmladavaq_s8(a3, vldrbq_z_s8(q3, pr), wv);
+        if (k < kp) { /* the tail: weight lanes past kp load as 0, so the columns' bytes there (the next column's,
+                         or the buffer's 16 bytes of slack after the last) add nothing: one predicated load */
+            int8x16_t wv = vldrbq_z_s8(qw, vctp8q((uint32_t)(kp - k)));
+            a0 = vmladavaq_s8(a0, vldrbq_s8(q0), wv);
+            a1 = vmladavaq_s8(a1, vldrbq_s8(q1), wv);
+            a2 = vmladavaq_s8(a2, vldrbq_s8(q2), wv);
+            a3 = vmladavaq_s8(a3, vldrbq_s8(q3), wv);
         }
         int32x4_t q;
         if (rq) {
@@ -238,7 +240,7 @@ MCUD_INLINE void mcud_conv_s8_fast_mve(const mcud_view *x, const mcud_view *w, c
  * model's weights in their (c, kh, kw) order, tap by tap (the permuted order costs more stores there). Returns
  * 0 (nothing done) when one column does not fit or the weights are not dense: the scalar path runs. */
 #ifndef MCUD_MVE_COLS
-#define MCUD_MVE_COLS 576 /* four columns of a 3x3 kernel on 16 channels */
+#define MCUD_MVE_COLS 592 /* four columns of a 3x3 kernel on 16 channels, and the product's 16 bytes of slack */
 #endif
 
 MCUD_INLINE int32_t mcud_conv_s8_direct_mve(const mcud_view *x, const mcud_view *w, const mcud_view *y,
@@ -246,7 +248,7 @@ MCUD_INLINE int32_t mcud_conv_s8_direct_mve(const mcud_view *x, const mcud_view 
 {
     mcud_fast_dims W = mcud_fast_dims_of(w);
     int32_t k = p->hwc ? p->kpad : W.c * W.h * W.w;
-    int32_t per = k > 0 ? MCUD_MVE_COLS / k : 0;
+    int32_t per = k > 0 ? (MCUD_MVE_COLS - 16) / k : 0; /* 16 bytes of slack after the last column */
     if (per < 1 || (!p->hwc && (W.sw != 1 || W.sh != W.w || W.sc != W.h * W.w || W.sn != k))) {
         return 0;
     }
