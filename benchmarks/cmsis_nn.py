@@ -4,7 +4,10 @@ for an emulated board and its run under QEMU.
 
 Nothing of CMSIS-NN is vendored: the user names a checkout (``MCUDEPLOY_CMSIS_NN=/path/to/CMSIS-NN`` or the
 benchmark's ``--cmsis-nn PATH``). A harness is one C file rendered from a template; it is built with CMSIS-NN's
-sources for the board's CPU (the DSP path on Cortex-M4: ``__ARM_FEATURE_DSP``, ARM_MATH_DSP), with mcudeploy's own
+sources for the board's CPU (the DSP path on Cortex-M4: ``__ARM_FEATURE_DSP``, ARM_MATH_DSP; the MVE path on
+Cortex-M55: ``__ARM_FEATURE_MVE``, ARM_MATH_MVEI, which CMSIS-NN's arm_nn_math_types.h sets from the compiler's
+feature macros and which takes precedence over its DSP path), linked into the board's flash and first RAM region
+(cmsis_link.ld.j2, from the board file), with mcudeploy's own
 start-up and timer (firmware/runtime/startup.c, timer_systick.c), so its ticks are taken as ``measure_model``
 takes mcudeploy's, and writes one line per layer by semihosting: ``layer <i> <ticks> <status>``.
 """
@@ -15,16 +18,19 @@ import subprocess
 from pathlib import Path
 from typing import Optional, Sequence
 
+import jinja2
+
 from mcudeploy.device import qemu
+from mcudeploy.device.build import ram_region
 from mcudeploy.ops.requant import tflite_multiplier
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-LINK = HERE / "cmsis_link.ld"
+LINK = HERE / "cmsis_link.ld.j2"
 ENV = "MCUDEPLOY_CMSIS_NN"
 OPT = "-O3"  # as issue 6 built CMSIS-NN for kernel_bench.py's int8 figures
 SOURCES = ("ActivationFunctions", "BasicMathFunctions", "ConvolutionFunctions", "FullyConnectedFunctions",
-           "NNSupportFunctions", "PoolingFunctions", "SoftmaxFunctions")
+           "NNSupportFunctions", "PoolingFunctions", "SoftmaxFunctions", "TransposeFunctions")
 
 
 def how(what: str) -> str:
@@ -50,10 +56,22 @@ def quantize_multiplier(scale: float) -> tuple[int, int]:
     return (0, 0) if m == 0 else (m, 31 - right)
 
 
+def link_script(board) -> str:
+    """The harness's linker script for ``board``: its flash (and boot memory) and its first RAM region."""
+    ram = ram_region(board)
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             keep_trailing_newline=True)
+    return env.from_string(LINK.read_text()).render(
+        board=board.name, flash_origin=f"0x{board.flash_origin:08X}", flash_bytes=board.flash_bytes,
+        boot_origin=None if board.boot_origin is None else f"0x{board.boot_origin:08X}",
+        ram_origin=f"0x{ram.origin:08X}", ram_bytes=ram.size)
+
+
 def build(cmsis: Path, source: str, board, out: Path, name: str) -> Path:
     """The harness ``source`` built with CMSIS-NN's sources for ``board``'s CPU: the ELF."""
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.c").write_text(source)
+    (out / "link.ld").write_text(link_script(board))
     runtime = ROOT / "firmware" / "runtime"
     srcs = [out / f"{name}.c", runtime / "startup.c", runtime / "timer_systick.c"]
     for folder in SOURCES:
@@ -61,7 +79,7 @@ def build(cmsis: Path, source: str, board, out: Path, name: str) -> Path:
     elf = out / f"{name}.elf"
     cmd = ["arm-none-eabi-gcc", *board.cpu_flags, "-std=c99", OPT, "-DARM_MATH_DSP", "-ffunction-sections",
            "-fdata-sections", f"-I{cmsis / 'Include'}", f"-I{runtime}", *map(str, srcs),
-           "-T", str(LINK), "-nostartfiles", "--specs=nano.specs", "--specs=nosys.specs",
+           "-T", str(out / "link.ld"), "-nostartfiles", "--specs=nano.specs", "--specs=nosys.specs",
            "-Wl,--gc-sections", "-o", str(elf)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode:

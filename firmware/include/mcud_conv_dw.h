@@ -116,15 +116,19 @@ MCUD_INLINE int8_t mcud_dw_out(int32_t acc, const mcud_dw_channel *ch, int32_t h
  * vectorized with the channel's constants taken once (mcud_mve_rq), whole steps unpredicated and the
  * last one predicated (VCTP); the same sums, so the same bits. Rows of any width: a row of 6 is one
  * whole step and a predicated one of 2 lanes. */
-MCUD_INLINE void mcud_dw_row_mve(const int8_t *r0, const int8_t *r1, const int8_t *r2, int8_t *yr, int32_t ysw,
-                                 int32_t ow_n, int32_t sw, const mcud_dw_channel *ch, int32_t hi_route,
-                                 const mcud_conv_s8_params *p)
+MCUD_INLINE void mcud_dw_row_mve_as(const int8_t *r0, const int8_t *r1, const int8_t *r2, int8_t *yr,
+                                    int32_t ysw, int32_t ow_n, int32_t sw, const mcud_dw_channel *ch,
+                                    int32_t hi_route, const mcud_conv_s8_params *p, int32_t kind)
 {
     const int32_t w00 = mcud_lo16(ch->pair[0]), w02 = mcud_hi16(ch->pair[0]), w01 = mcud_lo16(ch->mid01);
     const int32_t w10 = mcud_lo16(ch->pair[1]), w12 = mcud_hi16(ch->pair[1]), w11 = mcud_hi16(ch->mid01);
     const int32_t w20 = mcud_lo16(ch->pair[2]), w22 = mcud_hi16(ch->pair[2]), w21 = mcud_lo16(ch->mid2);
-    const mcud_mve_rq rq = mcud_mve_rq_of(ch->mult, ch->shift, hi_route);
+    const mcud_mve_rq rq = mcud_mve_rq_of(ch->mult, ch->shift, kind < 0 ? hi_route : 0);
+    const int32_t mult = ch->mult, sh = 31 - ch->shift;
     const int32x4_t bias = vdupq_n_s32(ch->bias);
+#define MCUD_DW_OUT(a)                                                                                          \
+    (kind < 0 ? mcud_mve_rq_apply((a), &rq, hi_route, p->out_zero_point, p->act_min, p->act_max)              \
+              : mcud_mve_out8(mcud_mve_tfl_kind((a), mult, sh, kind), p->out_zero_point, p->act_min, p->act_max))
     const uint32x4_t in = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)sw);
     const uint32x4_t out = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)ysw);
 #define MCUD_DW_TAP(ptr) (sw == 1 ? vldrbq_s32(ptr) : vldrbq_gather_offset_s32((ptr), in))
@@ -142,7 +146,7 @@ MCUD_INLINE void mcud_dw_row_mve(const int8_t *r0, const int8_t *r1, const int8_
     for (int32_t n = ow_n >> 2; n > 0; n--) { /* the row pointers step: no index arithmetic per tap */
         int32x4_t a = bias;
         MCUD_DW_SUM(MCUD_DW_TAP, 0);
-        int32x4_t q = mcud_mve_rq_apply(a, &rq, hi_route, p->out_zero_point, p->act_min, p->act_max);
+        int32x4_t q = MCUD_DW_OUT(a);
         if (ysw == 1) {
             vstrbq_s32(yr, q);
         } else {
@@ -158,12 +162,31 @@ MCUD_INLINE void mcud_dw_row_mve(const int8_t *r0, const int8_t *r1, const int8_
         const mve_pred16_t pm = vctp32q((uint32_t)left);
         int32x4_t a = bias;
         MCUD_DW_SUM(MCUD_DW_TAP_Z, 0);
-        int32x4_t q = mcud_mve_rq_apply(a, &rq, hi_route, p->out_zero_point, p->act_min, p->act_max);
+        int32x4_t q = MCUD_DW_OUT(a);
         vstrbq_scatter_offset_p_s32(yr, out, q, pm);
     }
+#undef MCUD_DW_OUT
 #undef MCUD_DW_SUM
 #undef MCUD_DW_TAP_Z
 #undef MCUD_DW_TAP
+}
+
+/* mcud_dw_row_mve_as with TFLite's requantization (routes 2 and 3) specialised by the channel's shift before
+ * the row: the loop then keeps two scalars for it (mcud_mve_tfl_kind), where the general form held three
+ * vectors and spilled the window's weights. */
+MCUD_INLINE void mcud_dw_row_mve(const int8_t *r0, const int8_t *r1, const int8_t *r2, int8_t *yr, int32_t ysw,
+                                 int32_t ow_n, int32_t sw, const mcud_dw_channel *ch, int32_t hi_route,
+                                 const mcud_conv_s8_params *p)
+{
+    if (hi_route == 3 || (hi_route == 2 && ch->shift > 31)) {
+        mcud_dw_row_mve_as(r0, r1, r2, yr, ysw, ow_n, sw, ch, hi_route, p, 0);
+    } else if (hi_route == 2 && ch->shift == 31) {
+        mcud_dw_row_mve_as(r0, r1, r2, yr, ysw, ow_n, sw, ch, hi_route, p, 1);
+    } else if (hi_route == 2) {
+        mcud_dw_row_mve_as(r0, r1, r2, yr, ysw, ow_n, sw, ch, hi_route, p, 2);
+    } else {
+        mcud_dw_row_mve_as(r0, r1, r2, yr, ysw, ow_n, sw, ch, hi_route, p, -1);
+    }
 }
 #endif
 

@@ -104,5 +104,27 @@ MCUD_INLINE int32x4_t mcud_mve_tfl_right(int32x4_t acc, int32_t mult, int32_t sh
     return vrshlq_n_s32(vmlaq_n_s32(q, vshrq_n_s32(q, 31), shift > 31), 31 - shift);
 }
 
+/* The vector (a0, a1, a2, a3) from four general registers in two instructions, where vsetq_lane takes a VDUP and
+ * three lane moves: "VMOV Qd[i], Qd[i - 2], Rt, Rt2" puts Rt in the lower lane i - 2 and Rt2 in lane i, as QEMU
+ * executes it (tests/ops/test_mve.py's requantization firmware checks the order). */
+MCUD_INLINE int32x4_t mcud_mve_lanes4(int32_t a0, int32_t a1, int32_t a2, int32_t a3)
+{
+    int32x4_t v;
+    __asm__("vmov %q0[2], %q0[0], %1, %2\n\tvmov %q0[3], %q0[1], %3, %4" : "=w"(v) : "r"(a0), "r"(a2), "r"(a1),
+            "r"(a3));
+    return v;
+}
+
+/* mcud_requant_tfl of every lane, the kind of its shift known before a loop (kind 0: shift above 31, 1: equal
+ * to 31, 2: below 31), with sh = 31 - shift: two scalar constants, no vector register held for them. */
+MCUD_INLINE int32x4_t mcud_mve_tfl_kind(int32x4_t acc, int32_t mult, int32_t sh, int32_t kind)
+{
+    if (kind == 2) {
+        return vqrdmulhq_n_s32(vshlq_r_s32(acc, sh), mult);
+    }
+    int32x4_t q = vqrdmulhq_n_s32(acc, mult);
+    return kind == 1 ? q : vrshlq_n_s32(vaddq_s32(q, vshrq_n_s32(q, 31)), sh);
+}
+
 #endif /* MCUD_HAVE_MVE */
 #endif /* MCUD_MVE_H */

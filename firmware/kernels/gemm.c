@@ -220,6 +220,25 @@ typedef uint32_t __attribute__((__may_alias__)) gemm_word;
         s3 = mcud_smlad(mcud_sxtb16_ror8(w3_), ao_, s3);                       \
     } while (0)
 
+#if MCUD_HAVE_MVE
+/* Helium: sixteen k (four quads) of one row of A against the same k of four packed columns, into s0..s3, while
+ * left (quads still to do) holds four or more. The 64 packed bytes are the four quads' 4 x 4 words column by
+ * column, so VLD4's de-interleave of 32-bit words gives each column's sixteen k in order (val[c]: column c),
+ * and one VMLADAVA a column does sixteen multiply-accumulates against A's sixteen bytes: the same products, the
+ * same sum modulo 2^32 as the SMLADs. */
+#define GEMM_S8_MVE16(ap, wp, left)                                                                       \
+    for (; (left) >= 4; (left) -= 4, (ap) += 16, (wp) += 64) {                                          \
+        const int8x16_t av_ = vldrbq_s8(ap);                                                             \
+        const int32x4x4_t w_ = vld4q_s32((const int32_t *)(const void *)(wp));                           \
+        s0 = vmladavaq_s8(s0, av_, vreinterpretq_s8_s32(w_.val[0]));                                     \
+        s1 = vmladavaq_s8(s1, av_, vreinterpretq_s8_s32(w_.val[1]));                                     \
+        s2 = vmladavaq_s8(s2, av_, vreinterpretq_s8_s32(w_.val[2]));                                     \
+        s3 = vmladavaq_s8(s3, av_, vreinterpretq_s8_s32(w_.val[3]));                                     \
+    }
+#else
+#define GEMM_S8_MVE16(ap, wp, left)
+#endif
+
 /* the packed weights are word aligned (codegen aligns every constant array to 4, matmul's scratch is
  * word aligned): GCC may fetch two columns' quads with one LDRD */
 #if defined(__arm__) && defined(__GNUC__)
@@ -282,13 +301,15 @@ MCUD_GEMM_NO_SCHED static void NAME(const int8_t *a, int32_t a_m, int8_t *y, int
             int32_t s0 = bias[n] + bias_add, s1 = bias[n + 1] + bias_add, s2 = bias[n + 2] + bias_add,   \
                     s3 = bias[n + 3] + bias_add;                                                         \
             const int8_t *ap = a;                                                                        \
-            for (int32_t q = quads >> 1; q > 0; q--) {                                                   \
+            int32_t left = quads;                                                                        \
+            GEMM_S8_MVE16(ap, wp, left)                                                                  \
+            for (int32_t q = left >> 1; q > 0; q--) {                                                    \
                 GEMM_S8_QUAD(ap, wp);                                                                    \
                 GEMM_S8_QUAD(ap + 4, wp + 16);                                                           \
                 ap += 8;                                                                                 \
                 wp += 32;                                                                                \
             }                                                                                            \
-            if (quads & 1) {                                                                             \
+            if (left & 1) {                                                                              \
                 GEMM_S8_QUAD(ap, wp);                                                                    \
                 ap += 4;                                                                                 \
                 wp += 16;                                                                                \

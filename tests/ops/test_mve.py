@@ -122,7 +122,8 @@ static uint32_t next(void)
 }
 """
 
-# mcud_mve_requant (firmware/include/mcud_conv_mve.h) against the scalar functions it replaces, every route,
+# mcud_mve_requant, mcud_mve_rq_apply and (TFLite's routes) mcud_mve_tfl_kind (firmware/include/mcud_mve.h) against
+# the scalar functions they replace, every route (and mcud_mve_lanes4's lane order),
 # on seeded pseudo-random accumulators, multipliers, shifts and zero points; the mismatches are the exit status.
 REQUANT_CHECK = r"""
 #include <stdint.h>
@@ -158,6 +159,9 @@ static __attribute__((noinline)) int32_t mismatches(void)
             int32_t shift = lo_shift + (int32_t)(next() % (uint32_t)(63 - lo_shift));
             int32_t mult = (int32_t)(0x40000000u | (next() >> 2));
             int32_t bits = route == 2 && shift < 31 ? 30 - (31 - shift) : 26; /* TFLite's left shift must not overflow */
+            if (next() % 2u && bits > 10) {
+                bits = 10; /* small sums: results inside [lo, hi] at shifts near 31, not all clamped */
+            }
             int32_t acc[4], zy = (int32_t)(next() % 256u) - 128, lo = -128 + (int32_t)(next() % 2u) * 100, hi = 127;
             int32_t tie = next() % 4u == 0; /* exact halves, where the roundings differ */
             if (tie) {
@@ -175,12 +179,22 @@ static __attribute__((noinline)) int32_t mismatches(void)
             int32x4_t q = mcud_mve_requant(vldrwq_s32(acc), mult, shift, route, zy, lo, hi);
             mcud_mve_rq rq = mcud_mve_rq_of(mult, shift, route); /* the channel's constants taken once */
             int32x4_t q2 = mcud_mve_rq_apply(vldrwq_s32(acc), &rq, route, zy, lo, hi);
-            int32_t got[4], got2[4];
+            int32_t got[4], got2[4], got3[4], lanes[4];
+            vstrwq_s32(lanes, mcud_mve_lanes4(acc[0], acc[1], acc[2], acc[3]));
+            for (int32_t k = 0; k < 4; k++) {
+                bad += lanes[k] != acc[k];
+            }
             vstrwq_s32(got, q);
             vstrwq_s32(got2, q2);
+            if (route >= 2) { /* TFLite's, its shift's kind taken before a loop (the depthwise rows) */
+                int32_t kind = shift > 31 ? 0 : shift == 31 ? 1 : 2;
+                vstrwq_s32(got3, mcud_mve_out8(mcud_mve_tfl_kind(vldrwq_s32(acc), mult, 31 - shift, kind), zy, lo, hi));
+            } else {
+                vstrwq_s32(got3, q2);
+            }
             for (int32_t k = 0; k < 4; k++) {
                 int32_t want = mcud_clamp(scalar(acc[k], mult, shift, route) + zy, lo, hi);
-                bad += (got[k] != want) + (got2[k] != want);
+                bad += (got[k] != want) + (got2[k] != want) + (got3[k] != want);
             }
         }
     }
@@ -206,10 +220,11 @@ def test_vector_requantization_equals_the_scalar_one_on_every_route(tmp_path):
                     str(tmp_path / "check.c"), "-o", str(elf)], check=True)
     run = subprocess.run(["qemu-system-arm", "-M", "mps3-an547", "-display", "none", "-monitor", "none", "-serial", "null",
                           "-semihosting-config", "enable=on,target=native", "-kernel", str(elf)], timeout=60)
-    assert run.returncode == 0, f"{run.returncode} of 32,000 requantized values (16,000 by each vector form) differ from the scalar functions"
+    assert run.returncode == 0, f"{run.returncode} of 48,000 requantized values (16,000 by each vector form) differ from the scalar functions"
 
 
-# The MVE paths of TFLite's int8 ADD/SUB (firmware/kernels/binary.c: dense rows, every shift route) and of the
+# The MVE paths of TFLite's int8 ADD/SUB (firmware/kernels/binary.c: dense rows, every shift route), of ONNX's int8
+# Add/Sub (mcud_sum_s8 of two dense operands of one shape) and of the
 # int8 max and TFLite average pools (firmware/kernels/pool.c: windows of dense rows) against the same kernels'
 # scalar paths, which a view stepping by 2 along its last axis takes: seeded random operands, parameters and
 # window geometries (padding, strides, partial windows at the edges); the mismatching elements are the exit status.
@@ -266,6 +281,43 @@ static __attribute__((noinline)) int32_t add_mismatches(void)
     return bad;
 }
 
+/* ONNX's int8 Add and Sub (mcud_sum_s8 of two operands): shifts in [17, 46] (the vector path) and just outside,
+ * multipliers of either sign, one in four a pair of powers of two that makes exact halves */
+static __attribute__((noinline)) int32_t sum_mismatches(void)
+{
+    int32_t bad = 0;
+    for (int32_t t = 0; t < 300; t++) {
+        int32_t n = 1 + upto(N);
+        for (int32_t i = 0; i < n; i++) {
+            a[i] = a2[2 * i] = (int8_t)upto(256);
+            b[i] = b2[2 * i] = (int8_t)upto(256);
+        }
+        mcud_sum_s8_params p;
+        memset(&p, 0, sizeof p);
+        p.shift = 16 + upto(32);
+        for (int32_t k = 0; k < 2; k++) {
+            int32_t bits = p.shift - 7 + upto(4);
+            p.zero[k] = upto(256) - 128;
+            p.mult[k] = (int32_t)(next() >> (32 - (bits > 31 ? 31 : bits)));
+            if (t % 4 == 0 && p.shift <= 31) {
+                p.mult[k] = (int32_t)1 << (p.shift - 1 - k);
+            }
+            p.mult[k] = upto(3) == 0 ? -p.mult[k] : p.mult[k];
+        }
+        p.y_zero = upto(256) - 128;
+        p.act_min = t % 2 ? -128 : -128 + upto(128);
+        p.act_max = t % 3 ? 127 : upto(128);
+        mcud_view va = view(a, 1, 1, n, 1), vb = view(b, 1, 1, n, 1), vy = view(y1, 1, 1, n, 1);
+        mcud_view sa = view(a2, 1, 1, n, 2), sb = view(b2, 1, 1, n, 2), sy = view(y2, 1, 1, n, 1);
+        mcud_sum_s8(&va, &vb, NULL, NULL, NULL, NULL, NULL, NULL, &vy, &p);
+        mcud_sum_s8(&sa, &sb, NULL, NULL, NULL, NULL, NULL, NULL, &sy, &p);
+        for (int32_t i = 0; i < n; i++) {
+            bad += y1[i] != y2[i];
+        }
+    }
+    return bad;
+}
+
 static __attribute__((noinline)) int32_t pool_mismatches(void)
 {
     int32_t bad = 0;
@@ -309,7 +361,7 @@ void Reset_Handler(void)
 {
     *(volatile uint32_t *)0xE000ED88u |= 0xFu << 20; /* CP10, CP11: the FPU and MVE, before any vector register */
     __asm__ volatile("dsb\n\tisb" ::: "memory");
-    int32_t bad = add_mismatches() + pool_mismatches();
+    int32_t bad = add_mismatches() + sum_mismatches() + pool_mismatches();
     semihosting_exit(bad > 255 ? 255 : bad);
 }
 """
@@ -336,4 +388,4 @@ def test_vector_add_and_pools_equal_their_scalar_paths(tmp_path):
                     str(fw / "kernels" / "pool.c"), "-lm", "-o", str(elf)], check=True)
     run = subprocess.run(["qemu-system-arm", "-M", "mps3-an547", "-display", "none", "-monitor", "none", "-serial", "null",
                           "-semihosting-config", "enable=on,target=native", "-kernel", str(elf)], timeout=60)
-    assert run.returncode == 0, f"{run.returncode} elements of ADD or the pools differ between the MVE and scalar paths"
+    assert run.returncode == 0, f"{run.returncode} elements of ADD, Sum or the pools differ between the MVE and scalar paths"
