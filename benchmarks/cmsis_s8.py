@@ -28,7 +28,8 @@ from cmsis_nn import build, quantize_multiplier, run
 from mcudeploy.boards import load_board
 from mcudeploy.device import qemu
 from mcudeploy.estimate import flash
-from mcudeploy.estimate.trace import op_counts
+from mcudeploy.estimate.cores import CORES
+from mcudeploy.estimate.trace import disassemble, op_counts
 
 HERE = Path(__file__).resolve().parent / "cmsis_s8"
 VIEWS = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "TransposeView")  # no call: a view of NHWC data
@@ -176,7 +177,9 @@ def measure(cmsis: Path, graph, board_name: str, model: str, trace: bool = False
             plugin = () if caches is None else flash.qemu_args(board, caches, syms["mcud_fw_op_begin"],
                                                                 syms["mcud_fw_op_end"], reads)
             run(elf, board, ("-d", "in_asm,exec,nochain", "-D", str(log), *plugin))
-            counts = op_counts(log, syms["mcud_fw_op_begin"], syms["mcud_fw_op_end"])
+            march = CORES.get(board.core, {}).get("disassembler")  # QEMU cannot name MVE instructions
+            counts = op_counts(log, syms["mcud_fw_op_begin"], syms["mcud_fw_op_end"],
+                               disassemble(str(elf), march) if march else None)
             if caches is not None:
                 counts = flash.merge(counts, flash.read_counts(reads, len(counts)))
             if len(counts) != len(calls):
