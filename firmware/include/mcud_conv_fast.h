@@ -241,6 +241,10 @@ typedef struct {
  * where LDRD takes three, so a group of 16 multiply-accumulates reads its operands in two runs of four loads,
  * 10 cycles, instead of four LDRDs' 12 (four instructions more), with four registers for the operands at a time.
  * Elsewhere the plain loads, in any order. */
+typedef struct {
+    uint32_t w;
+} __attribute__((__may_alias__)) mcud_col_word; /* the four bytes one LDR of MCUD_LOAD_PAIR4 reads, no more */
+
 #if MCUD_HAVE_DSP && defined(__GNUC__)
 #define MCUD_LOAD_PAIR4(x0, x2, w0, w1, c, cb, w, wb) \
     __asm__("ldr %0, [%4, #" #cb "]\n\t" \
@@ -248,10 +252,10 @@ typedef struct {
             "ldr %2, [%5, #" #wb "]\n\t" \
             "ldr %3, [%5, #" #wb " + 8]" \
             : "=&r"(x0), "=&r"(x2), "=&r"(w0), "=r"(w1) \
-            : "r"(c), "r"(w), "m"(*(const mcud_col_quad *)((const uint8_t *)(c) + (cb))), \
-              "m"(*(const mcud_col_quad *)((const uint8_t *)(c) + (cb) + 8)), \
-              "m"(*(const mcud_col_quad *)((const uint8_t *)(w) + (wb))), \
-              "m"(*(const mcud_col_quad *)((const uint8_t *)(w) + (wb) + 8)))
+            : "r"(c), "r"(w), "m"(*(const mcud_col_word *)((const uint8_t *)(c) + (cb))), \
+              "m"(*(const mcud_col_word *)((const uint8_t *)(c) + (cb) + 8)), \
+              "m"(*(const mcud_col_word *)((const uint8_t *)(w) + (wb))), \
+              "m"(*(const mcud_col_word *)((const uint8_t *)(w) + (wb) + 8)))
 #else
 #define MCUD_LOAD_PAIR4(x0, x2, w0, w1, c, cb, w, wb) \
     do { \

@@ -50,10 +50,10 @@ def compiled_once():
     real = tune.compile_scheme
     memo: dict = {}
 
-    def compile_scheme(lowered, scheme, board, name, **kw):
-        key = (repr(tuple(scheme)), tuple(sorted(kw.items())))
+    def compile_scheme(lowered, scheme, board, name, *options, **kw):
+        key = (repr(tuple(scheme)), repr(options), tuple(sorted(kw.items())))  # options: a frozen CompileOptions
         if key not in memo:
-            memo[key] = real(lowered, scheme, board, name, **kw)
+            memo[key] = real(lowered, scheme, board, name, *options, **kw)
         return memo[key]
 
     tune.compile_scheme = compile_scheme
