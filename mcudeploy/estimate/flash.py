@@ -30,6 +30,7 @@ from typing import Optional, Sequence
 from mcudeploy.boards import Board, FlashData
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.resources import firmware_dir
+from mcudeploy.simulate.timing_cache import cache_root
 
 SOURCE = Path("qemu") / "flash_reads.c"
 KEYS = ("flash_reads", "flash_misses", "flash_misses_words")
@@ -48,15 +49,11 @@ class FlashCaches:
         return cls((capacity // data.line_bytes, data.line_bytes), (capacity // data.read_bytes, data.read_bytes))
 
 
-def _cache_dir() -> Path:
-    return Path(os.environ.get("MCUDEPLOY_CACHE", Path.home() / ".cache" / "mcudeploy")) / "qemu-plugins"
-
-
 def plugin() -> Path:
     """The plugin's shared object, built from its source on first use (kept by the source's digest)."""
     source = firmware_dir() / SOURCE
     text = source.read_bytes()
-    target = _cache_dir() / f"flash_reads-{hashlib.sha256(text).hexdigest()[:16]}.so"
+    target = cache_root() / "qemu-plugins" / f"flash_reads-{hashlib.sha256(text).hexdigest()[:16]}.so"
     if target.exists():
         return target
     cc = shutil.which("cc") or shutil.which("gcc")
