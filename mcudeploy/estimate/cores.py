@@ -9,10 +9,12 @@ here); a branch 1, plus P = 1 to 3 for the pipeline refill when taken (2 taken h
 VADD/VMUL 1, VMLA/VFMA 3, VDIV/VSQRT 14, VLDR/VSTR 2. The Cortex-M33 TRM gives the same figures
 for these classes within a cycle (its divide takes 2 to 11).
 
-Cortex-M7: dual issue. There is no cycle table in its TRM, only pairing rules (two ALU instructions,
-or a load/store with an ALU or multiply, issue together), so the M7 weights are an approximation:
-ALU 0.5, multiply and DSP 0.75, load/store 1, a taken branch 1 more (the branch predictor hides
-most of the refill in loops), FPU 1, FPU multiply-accumulate 1.
+Cortex-M7: dual issue, from Arm's scheduling model of the core in LLVM (llvm/lib/Target/ARM/ARMScheduleM7.td;
+the TRM gives pairing rules, no cycle table): estimate/dual.py issues each block's instructions in order, two a
+cycle within the pipes the model gives (two ALU, two load, one store, one MAC, one DSP SIMD, one branch, one
+FPU), waiting for each operand's latency, LDRD/STRD, LDM/STM and divides issued alone; the block's cycles are
+the class ``m7_issue``. A taken branch costs 1 more (the predictor hides most refills in loops; LLVM's model
+gives 4 to 6 for a mispredicted one: the range). The range's high end pairs no two loads (``m7_issue_one_load``).
 
 Cortex-M55: Arm's scheduling model of the core in LLVM (llvm/lib/Target/ARM/ARMScheduleM55.td, written with
 the core's timings) says it schedules "a lot like the M4/M33", so its scalar classes take the Cortex-M4's
@@ -34,21 +36,21 @@ from __future__ import annotations
 
 CLASSES = ("alu", "mul", "dsp", "div", "load", "store", "ldst_pipelined", "ldst_double", "multi", "multi_regs",
            "branch", "branch_taken", "it", "fpu", "fpu_mac", "fpu_div", "fpu_ldst", "lob",
-           "mve_ls", "mve_int", "mve_mul", "mve_sys", "mve_overlap")
+           "mve_ls", "mve_int", "mve_mul", "mve_sys", "mve_overlap", "m7_issue", "m7_issue_one_load")
 
 _M4 = {"alu": 1, "mul": 1, "dsp": 1, "div": 7, "load": 2, "store": 2, "ldst_pipelined": 1, "ldst_double": 3,
        "multi": 1, "multi_regs": 1, "branch": 1, "branch_taken": 2, "it": 1, "fpu": 1, "fpu_mac": 3, "fpu_div": 14,
-       "fpu_ldst": 2, "lob": 1, "mve_ls": 2, "mve_int": 2, "mve_mul": 2, "mve_sys": 1, "mve_overlap": -1}
+       "fpu_ldst": 2, "lob": 1, "mve_ls": 2, "mve_int": 2, "mve_mul": 2, "mve_sys": 1, "mve_overlap": -1,
+       "m7_issue": 0, "m7_issue_one_load": 0}
 _M55 = {**_M4, "lob": 0}
-_M7 = {"alu": 0.5, "mul": 0.75, "dsp": 0.75, "div": 7, "load": 1, "store": 1, "ldst_pipelined": 1, "ldst_double": 1,
-       "multi": 1, "multi_regs": 0.5, "branch": 0.5, "branch_taken": 1, "it": 0.5, "fpu": 1, "fpu_mac": 1,
-       "fpu_div": 14, "fpu_ldst": 1, "lob": 1, "mve_ls": 2, "mve_int": 2, "mve_mul": 2, "mve_sys": 1,
-       "mve_overlap": -1}
+# the M7's cycles are its blocks' issue cycles (dual.py), with a taken branch's refill on top
+_M7 = {**{c: 0 for c in _M4}, "m7_issue": 1, "branch_taken": 1}
 
 CORES = {
     "cortex-m4": {"cost": _M4, "source": "Cortex-M4 TRM instruction timings"},
     "cortex-m33": {"cost": _M4, "source": "Cortex-M33 TRM (as the Cortex-M4's within a cycle)"},
-    "cortex-m7": {"cost": _M7, "source": "approximation of Cortex-M7 dual issue (no cycle table is published)"},
+    "cortex-m7": {"cost": _M7, "source": "LLVM's Cortex-M7 scheduling model (Arm): dual issue within its pipes",
+                  "disassembler": "armv7e-m"},
     "cortex-m55": {"cost": _M55, "source": "LLVM's Cortex-M55 scheduling model (Arm): the M4's scalar timings, "
                                            "two-beat vector instructions overlapping across pipes",
                    "disassembler": "armv8.1-m.main"},
@@ -59,6 +61,6 @@ FLASH_CACHE_HIT = 0.9  # an assumption, see the module's docstring
 RANGES = {
     "cortex-m4": {"branch_taken": (1, 3), "div": (2, 12)},
     "cortex-m33": {"branch_taken": (1, 3), "div": (2, 11)},
-    "cortex-m7": {"branch_taken": (0, 8), "div": (2, 12), "alu": (0.5, 1), "mul": (0.5, 1), "dsp": (0.5, 1)},
+    "cortex-m7": {"branch_taken": (0, 6), "m7_issue": (1, 0), "m7_issue_one_load": (0, 1)},
     "cortex-m55": {"branch_taken": (1, 3), "div": (2, 12), "lob": (0, 3), "mve_overlap": (-1, 0)},
 }

@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
 
+from mcudeploy.estimate.dual import CONDS, issue_cycles
+
 _INSN = re.compile(r"^0x([0-9a-f]{8}):\s+([0-9a-f]{4}(?: [0-9a-f]{4})?)\s{2,}(\S+)\s*(.*)$")
 _TRACE = re.compile(r"^Trace \d+: (0x[0-9a-f]+) \[[0-9a-f]+/([0-9a-f]+)/")
-_CONDS = ("eq", "ne", "cs", "hs", "cc", "lo", "mi", "pl", "vs", "vc", "hi", "ls", "ge", "lt", "gt", "le", "al")
 _BRANCHES = ("b", "bl", "bx", "blx", "cbz", "cbnz", "tbb", "tbh")
 _MUL = ("mul", "mla", "mls", "smul", "smla", "smlal", "umull", "umlal", "umaal", "smmul", "smmla", "smmls", "smuad",
         "smusd", "smlad", "smlsd", "smlald", "smlsld", "smull")
@@ -55,9 +56,9 @@ def _base(mnemonic: str) -> str:
 def _strip_cond(m: str, names: Iterable[str]) -> str:
     """``m`` without a condition suffix when what is left is one of ``names`` (bne -> b, addeq -> add)."""
     for name in names:
-        if m == name or (m.startswith(name) and m[len(name):] in _CONDS):
+        if m == name or (m.startswith(name) and m[len(name):] in CONDS):
             return name
-        if m.startswith(name) and m[len(name):len(name) + 1] == "s" and m[len(name) + 1:] in _CONDS + ("",):
+        if m.startswith(name) and m[len(name):len(name) + 1] == "s" and m[len(name) + 1:] in CONDS + ("",):
             return name
     return m
 
@@ -103,7 +104,7 @@ def classify(mnemonic: str, operands: str) -> tuple[str, int]:
     return "alu", 0
 
 
-NOT_INSTRUCTIONS = ("multi_regs", "branch_taken", "mve_overlap")  # counts of a span that are not instructions
+NOT_INSTRUCTIONS = ("multi_regs", "branch_taken", "mve_overlap", "m7_issue", "m7_issue_one_load")  # counts of a span that are not instructions
 
 
 @dataclass
@@ -117,8 +118,10 @@ def _block(lines: list[tuple[int, int, str, str]]) -> Block:
     counts: Counter = Counter()
     previous = ""
     classes = []
+    issued = []
     for _, _, mnemonic, operands in lines:
         cls, regs = classify(mnemonic, operands)
+        issued.append((cls, mnemonic, operands, regs))
         if cls in ("load", "store") and previous in ("load", "store", "ldst_pipelined"):
             cls = "ldst_pipelined"
         counts[cls] += 1
@@ -128,6 +131,9 @@ def _block(lines: list[tuple[int, int, str, str]]) -> Block:
         classes.append(cls)
     if any(c in MVE_CLASSES for c in classes):
         counts["mve_overlap"] += _overlap(classes)
+    else:  # a Cortex-M7's dual issue (dual.py)
+        counts["m7_issue"] += issue_cycles(issued)
+        counts["m7_issue_one_load"] += issue_cycles(issued, load_pipes=1)
     addr, size, _, _ = lines[-1]
     return Block(counts, addr + size, previous == "branch")
 

@@ -93,6 +93,22 @@ def test_the_estimate_for_a_cortex_m55_names_mve_instructions_by_objdump(tmp_pat
     assert d["estimate"]["core"] == "cortex-m55" and d["estimated_cycles"] > 0
 
 
+def test_the_estimate_for_a_cortex_m7_issues_two_instructions_a_cycle_at_most(tmp_path, need_qemu):
+    """The M7's cycles come from its issue model (estimate/dual.py): fewer than its instructions where they pair,
+    never fewer than half of them; the trace is named by objdump as the timer counts it."""
+    path = conv_model(tmp_path)
+    env = {**os.environ, "MCUDEPLOY_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.run([sys.executable, "-m", "mcudeploy", "measure", str(path), "-b", "qemu-m7", "--json",
+                           "--repeat", "1", "--estimate-for", "nucleo-f746zg"], capture_output=True, text=True,
+                          env=env)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    d = json.loads(proc.stdout)
+    conv = next(o for o in d["ops"] if o["name"].startswith("Conv:"))
+    assert abs(conv["traced_instructions"] - conv["instructions"]) <= 0.01 * conv["instructions"] + 80, conv
+    assert d["estimate"]["core"] == "cortex-m7"
+    assert conv["traced_instructions"] / 2 <= conv["estimated_cycles"] < conv["traced_instructions"], conv
+
+
 def test_estimate_for_a_board_of_another_core_is_one_sentence(tmp_path):
     path = conv_model(tmp_path)
     proc = subprocess.run([sys.executable, "-m", "mcudeploy", "measure", str(path), "-b", "qemu-m4",
