@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from mcudeploy.boards import load_board  # noqa: E402
 from mcudeploy.device.traced import trace_model  # noqa: E402
+from mcudeploy.estimate.cores import RANGES  # noqa: E402
 from mcudeploy.estimate.cycles import estimate_cycles, estimate_range, milliseconds, target_for  # noqa: E402
 from mcudeploy.memory import areas  # noqa: E402
 from mcudeploy.objective import Objective  # noqa: E402
@@ -145,8 +146,10 @@ def main() -> int:
     published = ("Published figures: the fastest CPU-only MLPerf Tiny latencies on this board (issue 42's table; "
                  "TFLM: the v0.5 reference), other code on the real chip, no same-code calibration."
                  if args.board in PUBLISHED else f"No published figures for {args.board} in this script.")
-    print("error: the range is the core's timing ranges (mcudeploy/estimate/cores.py RANGES; Cortex-M4: taken branch "
-          "2-4 cycles, divide 2-12), the flash accelerator always/never hitting, and each data-cache miss on weights "
+    core = load_board(args.board).core
+    spread = ", ".join(f"{c} {lo}-{hi}" for c, (lo, hi) in RANGES[core].items())
+    print(f"error: the range is the {core}'s timing ranges (mcudeploy/estimate/cores.py RANGES, cycles per "
+          f"class: {spread}), the flash accelerator always/never hitting, and each data-cache miss on weights "
           "in flash waiting once per line or once per flash read (mcudeploy/estimate/flash.py). " + published)
     return 0
 
