@@ -118,7 +118,9 @@ void mcud_gemm_f32(const mcud_view *a, const mcud_view *b, const mcud_view *c, c
 
 /* The requantization of one product: per column (channels = N) or one for all (channels = 1);
  * r > 0: one multiplier mult0 for all with its shift in [33, 62], r = shift - 32 and half = 2^(r-1)
- * computed once (mcud_requant_hi_r), which saves a third of the epilogue where K is small. */
+ * computed once (mcud_requant_hi_r), which saves a third of the epilogue where K is small;
+ * tfl_k (TFLite's rounding): every column's shift in [33, 62], so that each output takes one SMLAL
+ * (mcud_requant_tfl_k) inline in the row loop (gemm_s8_out_k) rather than a call that tests the shift. */
 typedef struct {
     int32_t channels;
     const int32_t *mult;
@@ -129,6 +131,7 @@ typedef struct {
     int32_t r;
     int32_t half;
     int32_t mult0;
+    int32_t tfl_k;
 } gemm_requant;
 
 static int32_t gemm_s8_out(int32_t acc, int32_t n, const gemm_requant *p)
@@ -152,6 +155,25 @@ static int32_t gemm_s8_out_tfl(int32_t acc, int32_t n, const gemm_requant *p)
     } else {
         q = mcud_requant_tfl(acc, mult, shift);
     }
+    return mcud_clamp(q + p->y_zero, p->act_min, p->act_max);
+}
+
+/* 1 where each of the count shifts lies in [33, 62] (gemm_requant.tfl_k). */
+static int32_t gemm_tfl_k(const int32_t *shift, int32_t count)
+{
+    for (int32_t c = 0; c < count; c++) {
+        if (shift[c] < 33 || shift[c] > 62) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* gemm_s8_out_tfl of column c where p->tfl_k: mcud_requant_tfl_r without its call and its tests. */
+MCUD_INLINE int32_t gemm_s8_out_k(int32_t acc, int32_t c, const gemm_requant *p)
+{
+    const int32_t shift = p->shift[c];
+    const int32_t q = mcud_requant_tfl_k(acc, p->mult[c], (int32_t)1 << (shift - 33), shift - 32);
     return mcud_clamp(q + p->y_zero, p->act_min, p->act_max);
 }
 
@@ -287,7 +309,7 @@ static int32_t row_sum_s8(const int8_t *a, int32_t kk)
  * so the set-up is paid once, not per row: with a short K (attention's heads) it is a good part
  * of the work. One text, two functions: ONNX models' rounding (OUT = gemm_s8_out) and TFLite models'
  * (gemm_s8_out_tfl; p->r is 0 for TFLite models, whose products all have constant weights). */
-#define GEMM_S8_ROWS(NAME, OUT)                                                                          \
+#define GEMM_S8_ROWS(NAME, OUT, TFL)                                                                     \
 MCUD_GEMM_NO_SCHED static void NAME(const int8_t *a, int32_t a_m, int8_t *y, int32_t y_m, int32_t y_n,  \
                                     int32_t mm, int32_t kk, int32_t nn, const int8_t *packed,             \
                                     const int32_t *bias, int32_t b_zero, const gemm_requant *p)          \
@@ -327,6 +349,14 @@ MCUD_GEMM_NO_SCHED static void NAME(const int8_t *a, int32_t a_m, int8_t *y, int
                 GEMM_S8_OUT4_R(py, y_n, s0, s1, s2, s3, p);                                              \
                 continue;                                                                                \
             }                                                                                            \
+            if (TFL && p->tfl_k) {                                                                       \
+                const int32_t c_ = p->channels == 1 ? 0 : n, d_ = p->channels == 1 ? 0 : 1;              \
+                py[0] = (int8_t)gemm_s8_out_k(s0, c_, p);                                                \
+                py[y_n] = (int8_t)gemm_s8_out_k(s1, c_ + d_, p);                                         \
+                py[2 * y_n] = (int8_t)gemm_s8_out_k(s2, c_ + 2 * d_, p);                                 \
+                py[3 * y_n] = (int8_t)gemm_s8_out_k(s3, c_ + 3 * d_, p);                                 \
+                continue;                                                                                \
+            }                                                                                            \
             py[0] = (int8_t)OUT(s0, n, p);                                                               \
             py[y_n] = (int8_t)OUT(s1, n + 1, p);                                                         \
             py[2 * y_n] = (int8_t)OUT(s2, n + 2, p);                                                     \
@@ -350,10 +380,10 @@ MCUD_GEMM_NO_SCHED static void NAME(const int8_t *a, int32_t a_m, int8_t *y, int
     }                                                                                                    \
 }
 
-GEMM_S8_ROWS(gemm_s8_rows, gemm_s8_out)
-GEMM_S8_ROWS(gemm_s8_rows_tfl, gemm_s8_out_tfl)
+GEMM_S8_ROWS(gemm_s8_rows, gemm_s8_out, 0)
+GEMM_S8_ROWS(gemm_s8_rows_tfl, gemm_s8_out_tfl, 1)
 
-#define GEMM_S8(NAME, ROWS, OUT)                                                                                 \
+#define GEMM_S8(NAME, ROWS, OUT, TFL)                                                                            \
 void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p)             \
 {                                                                                                               \
     /* B is 2-D, constant and packed: its extents come from A (K) and Y (N), a (K, N) view of them              \
@@ -369,7 +399,8 @@ void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud
     kn.stride[0] = kn.shape[1];                                                                                 \
     kn.stride[1] = 1;                                                                                           \
     gemm_shape(a, &kn, y, p->trans_a, 0, &s);                                                                   \
-    const gemm_requant rq = {p->channels, p->mult, p->shift, p->y_zero, p->act_min, p->act_max, 0, 0, 0};       \
+    const int32_t tfl_k_ = TFL && gemm_tfl_k(p->shift, p->channels == 1 ? 1 : kn.shape[1]);                     \
+    const gemm_requant rq = {p->channels, p->mult, p->shift, p->y_zero, p->act_min, p->act_max, 0, 0, 0, tfl_k_}; \
     for (int32_t t = 0; t < s.batches; t++) {                                                                   \
         const int8_t *ad = (const int8_t *)a->data + batch_offset(a, mat_dims(a), y, s.batch_dims, t);          \
         int8_t *yd = (int8_t *)y->data + batch_offset(y, y->ndim - s.batch_dims, y, s.batch_dims, t);           \
@@ -391,8 +422,8 @@ void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud
     }                                                                                                           \
 }
 
-GEMM_S8(mcud_gemm_s8, gemm_s8_rows, gemm_s8_out)
-GEMM_S8(mcud_gemm_s8_tfl, gemm_s8_rows_tfl, gemm_s8_out_tfl)
+GEMM_S8(mcud_gemm_s8, gemm_s8_rows, gemm_s8_out, 0)
+GEMM_S8(mcud_gemm_s8_tfl, gemm_s8_rows_tfl, gemm_s8_out_tfl, 1)
 
 /* ---- int8, both operands activations ---- */
 
@@ -553,7 +584,7 @@ void mcud_matmul_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y, 
     const int32_t one_mult[1] = {p->mult}, one_shift[1] = {p->shift};
     const int32_t r = p->shift >= 33 && p->shift <= 62 ? p->shift - 32 : 0;
     const gemm_requant rq = {1, one_mult, one_shift, p->y_zero, p->act_min, p->act_max, r,
-                             r > 0 ? (int32_t)1 << (r - 1) : 0, p->mult};
+                             r > 0 ? (int32_t)1 << (r - 1) : 0, p->mult, 0};
     /* the packed rows need A's rows contiguous; otherwise (or without scratch) B's contiguous rows or the plain loop */
     const int32_t packs = scratch != NULL && s.a_k == 1;
     int8_t *packed = (int8_t *)scratch;
@@ -603,7 +634,8 @@ void mcud_matmul_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view 
     mcud_gemm_shape s;
     gemm_shape(a, b, y, p->trans_a, p->trans_b, &s);
     const int32_t one_mult[1] = {p->mult}, one_shift[1] = {p->shift};
-    const gemm_requant rq = {1, one_mult, one_shift, p->y_zero, p->act_min, p->act_max, 0, 0, p->mult};
+    const gemm_requant rq = {1, one_mult, one_shift, p->y_zero, p->act_min, p->act_max, 0, 0, p->mult,
+                             gemm_tfl_k(one_shift, 1)};
     const int32_t packs = scratch != NULL && s.a_k == 1;
     int8_t *packed = (int8_t *)scratch;
     int32_t *col = NULL;
