@@ -25,7 +25,7 @@ from mcudeploy.device.elfsize import MemoryReport
 from mcudeploy.device.pool import BoardPool, Job, PoolBoard
 from mcudeploy.device.runner import build_for_board, connect, model_name, op_labels, timed_nodes
 from mcudeploy.device.samples import sample_bytes
-from mcudeploy.estimate.cycles import Target, estimate_cycles, milliseconds
+from mcudeploy.estimate.cycles import Target, estimate_cycles, estimate_range, milliseconds
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ops import registry
 from mcudeploy.samples import random_inputs
@@ -69,6 +69,7 @@ class Estimate:
     cycles: tuple[float, ...]  # per timed operator
     instructions: tuple[int, ...]  # the traced run's, per timed operator
     flash: tuple[tuple[int, int], ...] = ()  # per timed operator: data reads of flash and the misses that waited
+    spread: tuple[float, float] = (0.0, 0.0)  # the whole run's least and most cycles (estimate_range): its error
 
     NOTE = ("an estimate: the instructions of one traced run under QEMU weighted by the core's published "
             "timings and the board's flash wait states (mcudeploy/estimate/cores.py), not a measurement")
@@ -84,10 +85,15 @@ class Estimate:
     def total(self) -> float:
         return sum(self.cycles)
 
+    def range_ms(self) -> tuple[float, float]:
+        return milliseconds(self.spread[0], self.target), milliseconds(self.spread[1], self.target)
+
     def as_dict(self) -> dict:
         return {"for": self.target.board, "core": self.target.core, "clock_hz": self.target.clock_hz,
                 "flash_wait_states": self.target.wait_states, "estimated_cycles": round(self.total()),
-                "estimated_ms": round(milliseconds(self.total(), self.target), 4), "note": self.NOTE}
+                "estimated_ms": round(milliseconds(self.total(), self.target), 4),
+                "range_cycles": [round(c) for c in self.spread],
+                "range_ms": [round(m, 4) for m in self.range_ms()], "note": self.NOTE}
 
 
 @dataclass(frozen=True)
@@ -143,7 +149,10 @@ class Measurement:
                 f"1 tick = 1 cycle at {self.timer_hz:,} Hz")
         out.append(f"{self.board}: {source}; {unit}" + (f"; {self.clock}" if self.clock else ""))
         if est:
-            out.append(f"estimated for {est.target.describe()}: {est.NOTE}")
+            lo, hi = est.range_ms()
+            out.append(f"estimated for {est.target.describe()}: {milliseconds(est.total(), est.target):.3f} ms, "
+                       f"between {lo:.3f} and {hi:.3f} ms over the timings' published ranges and the flash cache "
+                       f"hitting always or never (mcudeploy/estimate/cores.py RANGES); {est.NOTE}")
         return out
 
 
@@ -248,6 +257,8 @@ def measure_model(compiled, port: Optional[str] = None, repeat: int = 5, workdir
         from mcudeploy.device.traced import trace_model
         spans = trace_model(compiled, timeout=timeout, target=estimate_for)
         flash = tuple((c["flash_reads"], c["flash_misses"]) for c in spans) if estimate_for.caches else ()
+        ranges = [estimate_range(c, estimate_for) for c in spans]
         estimate = Estimate(estimate_for, tuple(estimate_cycles(c, estimate_for) for c in spans),
-                            tuple(c["instructions"] for c in spans), flash)
+                            tuple(c["instructions"] for c in spans), flash,
+                            (sum(r[0] for r in ranges), sum(r[1] for r in ranges)))
     return Measurement(model_name(compiled), board.name, hz, ipt, rows, bool(missing), memory, estimate, clock)

@@ -106,6 +106,8 @@ def test_the_estimate_for_a_cortex_m7_issues_two_instructions_a_cycle_at_most(tm
     conv = next(o for o in d["ops"] if o["name"].startswith("Conv:"))
     assert abs(conv["traced_instructions"] - conv["instructions"]) <= 0.01 * conv["instructions"] + 80, conv
     assert d["estimate"]["core"] == "cortex-m7"
+    low, high = d["estimate"]["range_ms"]  # the error printed beside the estimate
+    assert low <= d["estimated_ms"] <= high, d["estimate"]
     assert conv["traced_instructions"] / 2 <= conv["estimated_cycles"] < conv["traced_instructions"], conv
 
 
