@@ -78,36 +78,34 @@ def test_measure_json_estimates_cycles_for_a_real_board(tmp_path, need_qemu):
     assert conv["flash_reads"] >= conv["flash_misses"] > 0, conv
 
 
-def test_the_estimate_for_a_cortex_m55_names_mve_instructions_by_objdump(tmp_path, need_qemu):
-    """QEMU 7.2's disassembler takes a 32-bit MVE instruction for a byte pair and an instruction: the trace of
-    a qemu-m55 run counts what the timer counts only with the firmware's own disassembly."""
+def estimated_conv(tmp_path, board: str, real: str) -> tuple[dict, dict]:
+    """(measure --json of the one-Conv model on ``board`` with --estimate-for ``real``, its Conv's entry), having
+    checked that the trace counts the Conv's instructions as the timer does."""
     path = conv_model(tmp_path)
     env = {**os.environ, "MCUDEPLOY_CACHE": str(tmp_path / "cache")}
-    proc = subprocess.run([sys.executable, "-m", "mcudeploy", "measure", str(path), "-b", "qemu-m55", "--json",
-                           "--repeat", "1", "--estimate-for", "alif-e7-appkit-hp"], capture_output=True, text=True,
-                          env=env)
+    proc = subprocess.run([sys.executable, "-m", "mcudeploy", "measure", str(path), "-b", board, "--json",
+                           "--repeat", "1", "--estimate-for", real], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     d = json.loads(proc.stdout)
     conv = next(o for o in d["ops"] if o["name"].startswith("Conv:"))
     assert abs(conv["traced_instructions"] - conv["instructions"]) <= 0.01 * conv["instructions"] + 80, conv
+    low, high = d["estimate"]["range_ms"]  # the error printed beside the estimate
+    assert low <= d["estimated_ms"] <= high, d["estimate"]
+    return d, conv
+
+
+def test_the_estimate_for_a_cortex_m55_names_mve_instructions_by_objdump(tmp_path, need_qemu):
+    """QEMU 7.2's disassembler takes a 32-bit MVE instruction for a byte pair and an instruction: the trace of
+    a qemu-m55 run counts what the timer counts only with the firmware's own disassembly."""
+    d, _ = estimated_conv(tmp_path, "qemu-m55", "alif-e7-appkit-hp")
     assert d["estimate"]["core"] == "cortex-m55" and d["estimated_cycles"] > 0
 
 
 def test_the_estimate_for_a_cortex_m7_issues_two_instructions_a_cycle_at_most(tmp_path, need_qemu):
     """The M7's cycles come from its issue model (estimate/dual.py): fewer than its instructions where they pair,
     never fewer than half of them; the trace is named by objdump as the timer counts it."""
-    path = conv_model(tmp_path)
-    env = {**os.environ, "MCUDEPLOY_CACHE": str(tmp_path / "cache")}
-    proc = subprocess.run([sys.executable, "-m", "mcudeploy", "measure", str(path), "-b", "qemu-m7", "--json",
-                           "--repeat", "1", "--estimate-for", "nucleo-f746zg"], capture_output=True, text=True,
-                          env=env)
-    assert proc.returncode == 0, proc.stderr + proc.stdout
-    d = json.loads(proc.stdout)
-    conv = next(o for o in d["ops"] if o["name"].startswith("Conv:"))
-    assert abs(conv["traced_instructions"] - conv["instructions"]) <= 0.01 * conv["instructions"] + 80, conv
+    d, conv = estimated_conv(tmp_path, "qemu-m7", "nucleo-f746zg")
     assert d["estimate"]["core"] == "cortex-m7"
-    low, high = d["estimate"]["range_ms"]  # the error printed beside the estimate
-    assert low <= d["estimated_ms"] <= high, d["estimate"]
     assert conv["traced_instructions"] / 2 <= conv["estimated_cycles"] < conv["traced_instructions"], conv
 
 
