@@ -14,7 +14,7 @@ from mcudeploy.ir import Graph, Node, verify
 from mcudeploy.memory import areas
 from mcudeploy.memory.layout import lay_out
 from mcudeploy.objective import MEMORY, Objective, latency_plan
-from mcudeploy.offload import fit_scratch, fit_wide_weights
+from mcudeploy.offload import fit_scratch, fit_wide_weights, tile_convolutions
 from mcudeploy.offload.scratch import scratch_steps
 from mcudeploy.offload.swap import has_slow_region, parse_budget, place_within
 from mcudeploy.partition import Scheme, split
@@ -163,6 +163,8 @@ def compile_lowered(graph: Graph, board: Union[str, Board], name: Optional[str],
     if o.scratch not in SCRATCH_POLICIES:
         raise MCUDeployError(f"scratch must be one of {', '.join(SCRATCH_POLICIES)}, not {o.scratch!r}")
     board = load_board(board) if isinstance(board, str) else board
+    if o.objective.name == "latency" and o.scratch == "fit":
+        graph = tile_convolutions(graph, board)  # the fastest plan's convolutions: scratch in tiles (offload/tiles.py)
     sched = schedule(graph, o.schedule_method, o.schedule_time_limit, board.alignment)
 
     def arrange(limit: Optional[int] = None):

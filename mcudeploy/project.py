@@ -268,7 +268,8 @@ def _input_shapes(model_path: Path, plan: dict) -> dict:
 
 
 def _order(where: Path, plan: dict, graph: Graph, model_path: Path) -> tuple[Graph, tuple[Node, ...]]:
-    """The recorded order on the rebuilt graph, with "scratch" = 0 on the nodes fit_scratch set it on."""
+    """The recorded order on the rebuilt graph, with "scratch" = 0 on the nodes fit_scratch set it on and the
+    "tile" tile_convolutions gave the latency objective's convolutions."""
     graph = _copies(where, plan, graph, model_path)
     names = [e.get("node") for e in plan["order"]]
     known = {n.name for n in graph.nodes}
@@ -280,7 +281,14 @@ def _order(where: Path, plan: dict, graph: Graph, model_path: Path) -> tuple[Gra
         raise MCUDeployError(f"{where} does not match {model_path}: its order holds {len(names)} steps for "
                              f"{len(known)} operators")
     without = {e["node"] for e in plan["order"] if e.get("scratch") == 0}
-    nodes = {n.name: n.with_(attrs={**n.attrs, "scratch": 0}) if n.name in without else n for n in graph.nodes}
+    tiles = {e["node"]: int(e["tile"]) for e in plan["order"] if e.get("tile")}  # offload.tile_convolutions
+
+    def recorded(n: Node) -> Node:
+        attrs = {**n.attrs, **({"scratch": 0} if n.name in without else {}),
+                 **({"tile": tiles[n.name]} if n.name in tiles else {})}
+        return n.with_(attrs=attrs) if attrs != n.attrs else n
+
+    nodes = {n.name: recorded(n) for n in graph.nodes}
     graph = graph.replace(nodes=tuple(nodes[n.name] for n in graph.nodes))
     order = tuple(nodes[n] for n in names)
     made = set(graph.inputs) | {t for t in graph.tensors if graph.is_const(t)}

@@ -26,6 +26,7 @@
 #include "mcud_dsp.h"
 
 #define MCUD_CONV_FAST_PIXELS 4 /* output pixels per block: the scratch holds this many columns */
+#define MCUD_TILE_BLOCKS 16     /* blocks of a tile at the most (p->blocks): its outputs' addresses sit on the stack */
 
 /* Bytes of stack mcud_conv_s8_direct may take for the columns of mcud_conv_s8_fast (4 * kpad int16: kpad up
  * to 64), no more than the depthwise kernel's buffer (MCUD_DW_BUF, 528) or the MVE columns (MCUD_MVE_COLS). */
@@ -61,6 +62,9 @@ typedef struct {
                                portable paths (mcud_conv_fast_pairs), output channels in pairs: per pair and
                                group of four taps the first channel's four then the second's, the last channel of
                                an odd count alone, four per group; zeros up to kpad */
+    int32_t blocks;         /* 2 or more (with w16, an even count of output channels): the scratch holds that
+                               many blocks of MCUD_CONV_FAST_PIXELS columns, a tile, whose every pixel meets a pair of
+                               output channels before the next pair (mcud_conv_fast_tile); else one block */
 } mcud_conv_s8_fast_params;
 
 #define MCUD_FAST_RQ 4 /* int32 per output channel in mcud_conv_s8_fast_params.rq */
@@ -343,22 +347,6 @@ MCUD_INLINE void mcud_conv_fast_gemm4(const int16_t *cols, int8_t *const *yp, in
         } \
     } while (0)
 
-/* Output channels two at a time for n (1 or 2, a constant) pixels of the scratch, from column i0, with the
- * int16 weights of p->w16: per group of four taps each pixel's two pairs are loaded once and meet both
- * channels' weights, so 16 multiply-accumulates take four 64-bit loads and eight SMLAD (no unpacking of
- * weights). Pixel j writes channel oc at yo[j] + oc * ysc. */
-MCUD_INLINE void mcud_conv_fast_pairs(const int16_t *cols, int32_t i0, int32_t n, int8_t *y0, int8_t *y1,
-                                      int32_t oc_n, int32_t ysc, const mcud_conv_s8_fast_params *p)
-{
-    const int32_t q = p->kpad / 4;
-    const int16_t *wp = p->w16;
-    const int32_t has_rq = p->rq != NULL;
-    int32_t oc = 0;
-    for (; oc + 2 <= oc_n; oc += 2) {
-        const int16_t *c = cols + 4 * i0;
-        const int32_t *rq = has_rq ? p->rq + oc * MCUD_FAST_RQ : NULL;
-        int32_t b0 = has_rq ? rq[0] : p->bias[oc], b1 = has_rq ? rq[MCUD_FAST_RQ] : p->bias[oc + 1];
-        int32_t a00 = b0, a01 = b1, a10 = b0, a11 = b1; /* a<pixel><channel> */
 /* One group of four taps: each pixel's two pairs loaded once (byte offset cb of c) for both channels' weights
  * (byte offset wb of wp). */
 #define MCUD_PAIRS_GROUP(cb, wb) \
@@ -382,6 +370,23 @@ MCUD_INLINE void mcud_conv_fast_pairs(const int16_t *cols, int32_t i0, int32_t n
         MCUD_PAIRS_STEP(a00, a10, wp, wb); \
         MCUD_PAIRS_STEP(a01, a11, wp, wb + 8); \
     } while (0)
+
+/* Output channels two at a time for n (1 or 2, a constant) pixels of the scratch, from column i0, with the
+ * int16 weights of p->w16: per group of four taps each pixel's two pairs are loaded once and meet both
+ * channels' weights, so 16 multiply-accumulates take four 64-bit loads and eight SMLAD (no unpacking of
+ * weights). Pixel j writes channel oc at yo[j] + oc * ysc. */
+MCUD_INLINE void mcud_conv_fast_pairs(const int16_t *cols, int32_t i0, int32_t n, int8_t *y0, int8_t *y1,
+                                      int32_t oc_n, int32_t ysc, const mcud_conv_s8_fast_params *p)
+{
+    const int32_t q = p->kpad / 4;
+    const int16_t *wp = p->w16;
+    const int32_t has_rq = p->rq != NULL;
+    int32_t oc = 0;
+    for (; oc + 2 <= oc_n; oc += 2) {
+        const int16_t *c = cols + 4 * i0;
+        const int32_t *rq = has_rq ? p->rq + oc * MCUD_FAST_RQ : NULL;
+        int32_t b0 = has_rq ? rq[0] : p->bias[oc], b1 = has_rq ? rq[MCUD_FAST_RQ] : p->bias[oc + 1];
+        int32_t a00 = b0, a01 = b1, a10 = b0, a11 = b1; /* a<pixel><channel> */
         int32_t j = 0;
         for (; j + 4 <= q; j += 4) { /* four groups a turn: a quarter of the loop's own instructions */
             MCUD_PAIRS_GROUP(0, 0);
@@ -396,7 +401,6 @@ MCUD_INLINE void mcud_conv_fast_pairs(const int16_t *cols, int32_t i0, int32_t n
             wp += 8;
             c += 16;
         }
-#undef MCUD_PAIRS_GROUP
         if (has_rq) { /* channel by channel: three constants live at a time */
             y0[oc * ysc] = mcud_conv_fast_out_rq(a00, rq[1], rq[2], rq[3], p);
             if (n == 2) {
@@ -436,6 +440,57 @@ MCUD_INLINE void mcud_conv_fast_pairs(const int16_t *cols, int32_t i0, int32_t n
         y0[oc * ysc] = mcud_conv_fast_out(a0, oc, p);
         if (n == 2) {
             y1[oc * ysc] = mcud_conv_fast_out(a1, oc, p);
+        }
+    }
+}
+
+/* The m pixels (a multiple of four) of a tile of the scratch, block b's columns at cols + 4 * kpad * b, for an even
+ * count of output channels: per pair of channels every pair of pixels of the tile, so that the pair's int16 weights
+ * (4 * kpad bytes) are read from flash once per tile and then from the data cache where it holds them, instead of
+ * once per pair of pixels with every other channel's weights between (mcud_conv_fast_pairs). The pair's constants
+ * are read before its weights and kept on the stack. Pixel i writes channel oc at yo[i] + oc * ysc. */
+MCUD_INLINE void mcud_conv_fast_tile(const int16_t *cols, int32_t m, int8_t *const *yo, int32_t oc_n, int32_t ysc,
+                                     const mcud_conv_s8_fast_params *p)
+{
+    const int32_t q = p->kpad / 4;
+    const int32_t n = 2; /* pixels of MCUD_PAIRS_GROUP */
+    const int32_t has_rq = p->rq != NULL; /* a constant once inlined */
+    const int16_t *wo = p->w16;
+    for (int32_t oc = 0; oc < oc_n; oc += 2, wo += 8 * q) {
+        int32_t k[2 * MCUD_FAST_RQ];
+        for (int32_t i = 0; i < 2 * MCUD_FAST_RQ; i++) {
+            k[i] = has_rq ? p->rq[oc * MCUD_FAST_RQ + i] : (i % MCUD_FAST_RQ ? 0 : p->bias[oc + i / MCUD_FAST_RQ]);
+        }
+        MCUD_BARRIER(); /* the constants are read here, before the weights */
+        for (int32_t i = 0; i < m; i += 2) {
+            const int16_t *c = cols + (i >> 2) * 4 * p->kpad + 4 * (i & 3);
+            const int16_t *wp = wo;
+            int32_t a00 = k[0], a01 = k[MCUD_FAST_RQ], a10 = k[0], a11 = k[MCUD_FAST_RQ];
+            int32_t j = 0;
+            for (; j + 4 <= q; j += 4) {
+                MCUD_PAIRS_GROUP(0, 0);
+                MCUD_PAIRS_GROUP(32, 16);
+                MCUD_PAIRS_GROUP(64, 32);
+                MCUD_PAIRS_GROUP(96, 48);
+                wp += 32;
+                c += 64;
+            }
+            for (; j < q; j++) {
+                MCUD_PAIRS_GROUP(0, 0);
+                wp += 8;
+                c += 16;
+            }
+            if (has_rq) {
+                yo[i][oc * ysc] = mcud_conv_fast_out_rq(a00, k[1], k[2], k[3], p);
+                yo[i + 1][oc * ysc] = mcud_conv_fast_out_rq(a10, k[1], k[2], k[3], p);
+                yo[i][(oc + 1) * ysc] = mcud_conv_fast_out_rq(a01, k[5], k[6], k[7], p);
+                yo[i + 1][(oc + 1) * ysc] = mcud_conv_fast_out_rq(a11, k[5], k[6], k[7], p);
+            } else {
+                yo[i][oc * ysc] = mcud_conv_fast_out(a00, oc, p);
+                yo[i + 1][oc * ysc] = mcud_conv_fast_out(a10, oc, p);
+                yo[i][(oc + 1) * ysc] = mcud_conv_fast_out(a01, oc + 1, p);
+                yo[i + 1][(oc + 1) * ysc] = mcud_conv_fast_out(a11, oc + 1, p);
+            }
         }
     }
 }
@@ -486,9 +541,11 @@ MCUD_INLINE void mcud_conv_fast_blocks(const mcud_view *x, const mcud_view *w, c
     int32_t kh_n = w->ndim >= 4 ? w->shape[2] : 1;
     int32_t kw_n = w->shape[w->ndim - 1];
     int32_t k = X.c * kh_n * kw_n;
-    for (int32_t i = 0; i < MCUD_CONV_FAST_PIXELS; i++) {
+    const int32_t tiled = p->blocks > 1 && p->w16 != NULL && Y.c % 2 == 0;
+    const int32_t blocks = tiled ? p->blocks : 1;
+    for (int32_t i = 0; i < MCUD_CONV_FAST_PIXELS * blocks; i++) {
         for (int32_t kk = k; kk < p->kpad; kk++) {
-            cols[MCUD_COL_AT(kk, i)] = 0;
+            cols[(i >> 2) * 4 * p->kpad + MCUD_COL_AT(kk, i & 3)] = 0;
         }
     }
     /* rows follow one another in the output: pixel i of an image at i * Y.sw */
@@ -499,6 +556,21 @@ MCUD_INLINE void mcud_conv_fast_blocks(const mcud_view *x, const mcud_view *w, c
         int8_t *yp[MCUD_CONV_FAST_PIXELS];
         int32_t oh = 0, ow = 0;
         int32_t left = Y.h * Y.w;
+        while (tiled && left >= MCUD_CONV_FAST_PIXELS) { /* whole blocks, a tile at a time */
+            const int32_t per = MCUD_CONV_FAST_PIXELS * blocks;
+            const int32_t m = left < per ? left - left % MCUD_CONV_FAST_PIXELS : per;
+            int8_t *yt[MCUD_CONV_FAST_PIXELS * MCUD_TILE_BLOCKS];
+            for (int32_t i = 0; i < m; i++) {
+                yt[i] = yn + oh * Y.sh + ow * Y.sw;
+                mcud_conv_fast_col(xn, &X, kh_n, kw_n, p, oh, ow, cols + (i >> 2) * 4 * p->kpad + 4 * (i & 3));
+                if (++ow == Y.w) {
+                    ow = 0;
+                    oh++;
+                }
+            }
+            mcud_conv_fast_tile(cols, m, yt, Y.c, Y.sc, p);
+            left -= m;
+        }
         for (; left > 0; left -= MCUD_CONV_FAST_PIXELS) {
             int32_t m = left < MCUD_CONV_FAST_PIXELS ? left : MCUD_CONV_FAST_PIXELS;
             if (p->w16 != NULL) { /* pairs of pixels, channels in pairs (mcud_conv_fast_pairs) */

@@ -4,6 +4,7 @@ lifetimes, the placement, the code and the simulator that follow see an ordinary
 
 - scratch.py: kernels whose working memory would raise the arena's peak run a variant without it.
 - wide.py: convolutions whose weights widened to int16 the board's flash cannot also hold run on int8 ones.
+- tiles.py: the latency objective's convolutions take their scratch in tiles (each weight read once a tile).
 - moves.py: the mechanism of swap: an idle tensor copied to another region and back (Copy nodes;
   the copy says its region in Tensor.region, which the placement honours), so a value lives in
   more than one region over time; ``stays`` reads where it is at which step.
@@ -14,6 +15,7 @@ lifetimes, the placement, the code and the simulator that follow see an ordinary
 """
 from mcudeploy.offload.moves import Stay, move, stays
 from mcudeploy.offload.scratch import fit_scratch
+from mcudeploy.offload.tiles import tile_convolutions
 from mcudeploy.offload.wide import fit_wide_weights
 
-__all__ = ["Stay", "fit_scratch", "fit_wide_weights", "move", "stays"]
+__all__ = ["Stay", "fit_scratch", "fit_wide_weights", "move", "stays", "tile_convolutions"]

@@ -376,7 +376,7 @@ class Conv(Op):
         if dtype != "int8" or int(node.attr("group", 1)) != 1 or not _uses_scratch(node):
             return 0  # cheap answers first: the planner asks for every node of every order it tries
         g = geometry(graph, node)
-        return _scratch_bytes(g) if _fast(graph, node, g) else 0
+        return _scratch_bytes(g) * _blocks(node, g) if _fast(graph, node, g) else 0
 
     def _fast_call(self, graph, node, g, views, zx, zy, lo, hi, mults, shifts, scratch: bool) -> Call:
         """mcud_conv_s8_fast (firmware/include/mcud_conv_fast.h): repacked weights, zero point in the
@@ -403,8 +403,9 @@ class Conv(Op):
             w3=0 if scratch or not _row3(g) else Array("int8_t", tuple(int(v) for v in np.pad(
                 w4.reshape(-1, 3), ((0, 0), (0, 1))).reshape(-1))),
             mult=mults, shift=shifts, rq=_fast_rq(graph, folded, mults.values, shifts.values, zy),
-            w16=Array("int16_t", _w16(padded)) if _wide(node) else 0),
-            scratch=_scratch_bytes(g) if scratch else 0)
+            w16=Array("int16_t", _w16(padded)) if _wide(node) else 0,
+            **({"blocks": _blocks(node, g)} if _blocks(node, g) > 1 else {})),
+            scratch=_scratch_bytes(g) * _blocks(node, g) if scratch else 0)
 
 
 def _w16(padded: np.ndarray) -> tuple[int, ...]:
@@ -523,6 +524,13 @@ def wide_weight_bytes(graph: Graph, node: Node) -> int:
         return 0
     g = geometry(graph, node)
     return 2 * g.cout * _kpad(g) if _fast(graph, node, g) else 0
+
+
+def _blocks(node: Node, g: Geometry) -> int:
+    """Blocks of PIXELS columns in mcud_conv_s8_fast's scratch: the node's "tile" (offload.tile_convolutions)
+    where its kernel takes tiles (int16 weights, an even count of output channels), else 1."""
+    tile = int(node.attr("tile", 1))
+    return tile if tile > 1 and _wide(node) and g.cout % 2 == 0 else 1
 
 
 def _uses_scratch(node: Node) -> bool:
