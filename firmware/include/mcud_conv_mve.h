@@ -16,8 +16,8 @@
  * holds 8 * kpad bytes, kpad >= 4), bytes the zero weights cancel. Tail predication of the whole
  * loop (DLSTP/LETP) is not used: GCC 12 does not emit it.
  *
- * Where a block is four columns of 16 taps or more (kpad >= 16 in the scratch, k <= 144 on the direct path's
- * stack), the columns are tiled (mcud_mve_at): piece j (taps 16 j to 16 j + 15) of column i at 64 j + 16 i, so
+ * Where a block is four columns of more than 16 taps (in the scratch; k <= 144 on the direct path's stack; a
+ * column taken tap by tap up to MCUD_MVE_STAGE taps, through a column in order), the columns are tiled (mcud_mve_at): piece j (taps 16 j to 16 j + 15) of column i at 64 j + 16 i, so
  * one pointer reads the four, and two output channels share each column load (mcud_conv_mve_channels_tiled, its
  * whole pieces in assembly: GCC 12 cannot keep eight VMLADAVA accumulators in the eight even registers). */
 #ifndef MCUD_CONV_MVE_H
@@ -123,6 +123,10 @@ MCUD_INLINE void mcud_conv_mve_col(const int8_t *xn, const mcud_fast_dims *X, in
                     mcud_mve_channels_at(xn + ih * X->sh + iw * X->sw, X->c, X->sc, d, t, perm, tiled);
                 } else if (!tiled) {
                     memset(d + t, zx, (size_t)X->c);
+                } else if ((t & 7) == 0 && (X->c & 7) == 0) { /* eight at a time, each eight within a piece */
+                    for (int32_t c = 0; c < X->c; c += 8) {
+                        vstrbq_s16(d + mcud_mve_at(t + c, 1), vdupq_n_s16(zx));
+                    }
                 } else {
                     for (int32_t c = 0; c < X->c; c++) {
                         d[mcud_mve_at(t + c, 1)] = zx;
@@ -356,14 +360,26 @@ MCUD_INLINE void mcud_conv_mve_gemm(int8_t *cols, int32_t kp, int32_t m, int8_t 
 /* Every output pixel of y, per pixels at a time (1 to 4): their columns of kp taps into cols (taps
  * ordered as mcud_conv_mve_col's hwc and perm say), then every channel against the weights wa (kp
  * bytes a channel). */
+#ifndef MCUD_MVE_STAGE
+#define MCUD_MVE_STAGE 160 /* mcud_conv_mve_blocks' column taken tap by tap before it is tiled: up to 160 taps */
+#endif
+
 MCUD_INLINE void mcud_conv_mve_blocks(const mcud_view *x, const mcud_view *y, int32_t kh_n, int32_t kw_n,
                                       const mcud_conv_s8_fast_params *p, int8_t *cols, int32_t kp, int32_t per,
                                       int32_t hwc, int32_t perm, const int8_t *wa)
 {
-    /* tiled columns (mcud_mve_at) where a block is four pixels of at least one whole piece: the callers' buffers
-       hold 64 * ceil(kp / 16) bytes then (the scratch's 8 * kpad for kpad >= 16, the stack's 592 for kp <= 144) */
-    const int32_t tiled = per == MCUD_CONV_FAST_PIXELS && kp >= 16;
+    /* tiled columns (mcud_mve_at) where a block is four pixels of more than one piece (at 16 taps or fewer the
+       set-up of eight accumulators costs more than the shared loads save, measured): the callers' buffers hold
+       64 * ceil(kp / 16) bytes then (the scratch's 8 * kpad for kpad >= 16, the stack's 592 for kp <= 144) */
     mcud_fast_dims X = mcud_fast_dims_of(x), Y = mcud_fast_dims_of(y);
+    /* a column taken tap by tap (mcud_conv_mve_col's other paths than a position's channels together) is built in
+       order in stage, then copied to its place piece by piece: tiled addresses tap by tap cost more */
+    const int32_t by_tap = !(hwc || (kh_n == 1 && kw_n == 1 && (!perm || X.c % 4 == 0)));
+    const int32_t tiled = per == MCUD_CONV_FAST_PIXELS && kp > 16 && (!by_tap || kp <= MCUD_MVE_STAGE);
+    int8_t stage[MCUD_MVE_STAGE];
+    if (tiled && by_tap) {
+        memset(stage, 0, sizeof stage); /* taps past K stay 0 */
+    }
     for (int32_t n = 0; n < Y.n; n++) {
         const int8_t *xn = (const int8_t *)x->data + n * X.sn;
         int8_t *yn = (int8_t *)y->data + n * Y.sn;
@@ -373,7 +389,14 @@ MCUD_INLINE void mcud_conv_mve_blocks(const mcud_view *x, const mcud_view *y, in
             int32_t m = left < per ? left : per;
             for (int32_t i = 0; i < m; i++) {
                 yp[i] = yn + oh * Y.sh + ow * Y.sw;
-                mcud_conv_mve_col(xn, &X, kh_n, kw_n, p, oh, ow, cols + i * (tiled ? 16 : kp), hwc, perm, tiled);
+                if (tiled && by_tap) {
+                    mcud_conv_mve_col(xn, &X, kh_n, kw_n, p, oh, ow, stage, hwc, perm, 0);
+                    for (int32_t j = 0; j < kp; j += 16) {
+                        vstrbq_s8(cols + 4 * j + 16 * i, vldrbq_s8(stage + j));
+                    }
+                } else {
+                    mcud_conv_mve_col(xn, &X, kh_n, kw_n, p, oh, ow, cols + i * (tiled ? 16 : kp), hwc, perm, tiled);
+                }
                 if (++ow == Y.w) {
                     ow = 0;
                     oh++;

@@ -117,10 +117,11 @@ def test_tiled_columns_of_random_convs_equal_the_host(tmp_path, seed):
 
     rng = np.random.default_rng(seed)
     net = zoo.Net(f"tiles{seed}", seed)
-    cin0 = cin = int(rng.integers(1, 4))
+    cin0 = cin = int(rng.integers(2, 4))
     x = "x"
-    # (channels out, kernel, stride): taps cin * k * k below 16, from 16 to 144 with and without a tail, above 144
-    for cout, k, stride in ((int(rng.integers(5, 12)) | 1, 3, 2), (int(rng.integers(16, 24)), 3, 1),
+    # (channels out, kernel, stride): taps cin * k * k of 18 or 27 taken tap by tap (a column in order, then tiled),
+    # 72 or 108 channels-last (hwc), 16 to 23 gathered (tiled past 16), a 5 x 5 of over 160 (not tiled), below 16
+    for cout, k, stride in ((4 * int(rng.integers(2, 4)), 3, 2), (int(rng.integers(16, 24)), 3, 1),
                             (int(rng.integers(9, 17)) | 1, 1, 1), (int(rng.integers(6, 10)), 5, 1),
                             (int(rng.integers(3, 7)) | 1, 1, 1)):
         x = net.op("Relu", [net.conv(x, cin, cout, k, stride=stride)])
