@@ -257,6 +257,7 @@ MCUD_INLINE void mcud_conv_mve_channels_tiled(const int8_t *cols, int32_t kp, in
         int32_t a0 = rq ? rq[MCUD_FAST_RQ * oc] : p->bias[oc], a1 = a0, a2 = a0, a3 = a0;
         int32_t b0 = rq ? rq[MCUD_FAST_RQ * (oc + 1)] : p->bias[oc + 1], b1 = b0, b2 = b0, b3 = b0;
         const int8_t *q = cols, *w0 = wa, *w1 = wa + wsn;
+#if defined(__OPTIMIZE__) /* unoptimized (-O0), GCC cannot give the assembly its twelve registers: the C below */
         if (whole > 0) {
             /* The whole pieces in assembly: VMLADAVA's accumulator must be an even register ("Te"), and the eight
                accumulators take all eight (LR too), which GCC 12 does not manage (it spills and copies); so the
@@ -286,6 +287,22 @@ MCUD_INLINE void mcud_conv_mve_channels_tiled(const int8_t *cols, int32_t kp, in
                     :
                     : "q0", "q1", "q2", "q3", "cc", "memory");
         }
+#else
+        for (int32_t j = 0; j < whole; j++, q += 64, w0 += 16, w1 += 16) {
+            int8x16_t u = vldrbq_s8(w0), v = vldrbq_s8(w1), x = vldrbq_s8(q);
+            a0 = vmladavaq_s8(a0, x, u);
+            b0 = vmladavaq_s8(b0, x, v);
+            x = vldrbq_s8(q + 16);
+            a1 = vmladavaq_s8(a1, x, u);
+            b1 = vmladavaq_s8(b1, x, v);
+            x = vldrbq_s8(q + 32);
+            a2 = vmladavaq_s8(a2, x, u);
+            b2 = vmladavaq_s8(b2, x, v);
+            x = vldrbq_s8(q + 48);
+            a3 = vmladavaq_s8(a3, x, u);
+            b3 = vmladavaq_s8(b3, x, v);
+        }
+#endif
         if (tail) { /* the last piece: the weights' lanes past kp load as 0 */
             const mve_pred16_t pr = vctp8q((uint32_t)tail);
             int8x16_t u = vldrbq_z_s8(w0, pr), v = vldrbq_z_s8(w1, pr), x = vldrbq_s8(q);
