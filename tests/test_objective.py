@@ -192,3 +192,24 @@ def test_a_latency_plan_over_several_regions_of_one_speed_keeps_its_scratch():
     assert plan.objective.memory_without_scratch == 1 and not _without(plan)
     assert plan.placement.arenas["sram"] <= plan.objective.limit_bytes == 24_576
     assert plan.placement.arenas["ssram"] > 0 and plan.placement.arenas.get("psram", 0) == 0  # as the memory plan's
+
+
+def test_the_latency_plan_takes_its_convolutions_scratch_in_tiles(tmp_path):
+    """offload/tiles.py: the latency objective's int8 convolutions get the scratch of TILE_BLOCKS blocks (the
+    memory objective's keep one), plan.json records each step's tile, and the folder rebuilds to the same C with
+    the numpy reference's bits."""
+    from mcudeploy.offload.tiles import TILE_BLOCKS
+    from mcudeploy.project import load_project
+
+    model = Path(__file__).resolve().parent / "keras_corpus" / "dscnn_gap-int8.tflite"
+    out = tmp_path / "out"
+    assert main(["compile", str(model), "-b", "host", "--objective", "latency", "-o", str(out)]) == 0
+    plan = json.loads((out / "plan.json").read_text())
+    tiled = [e for e in plan["order"] if e.get("tile")]
+    assert tiled and all(e["op"] == "Conv" and e["tile"] == TILE_BLOCKS for e in tiled)
+    memory = compile_model(str(model), "host")
+    assert not any(n.attrs.get("tile") for n in memory.graph.nodes)
+    project = load_project(out)
+    assert {n.name: n.attrs.get("tile") for n in project.compiled.graph.nodes if n.attrs.get("tile")} == \
+        {e["node"]: e["tile"] for e in tiled}
+    assert main(["run", str(out), "--check"]) == 0

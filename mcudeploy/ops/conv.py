@@ -413,7 +413,7 @@ class Conv(Op):
                 w4.reshape(-1, 3), ((0, 0), (0, 1))).reshape(-1))),
             mult=mults, shift=shifts, rq=_fast_rq(graph, folded, mults.values, shifts.values, zy),
             w16=Array("int16_t", _w16(padded)) if _wide(node) else 0,
-            **({"blocks": _blocks(node, g)} if _blocks(node, g) > 1 else {})),
+            **({"blocks": _blocks(node, g)} if scratch and _blocks(node, g) > 1 else {})),
             scratch=_scratch_bytes(g) * _blocks(node, g) if scratch else 0)
 
 

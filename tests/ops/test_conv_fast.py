@@ -100,18 +100,21 @@ def test_fast_kernel_requantization_and_range(tmp_path, what):
 @given(c=st.integers(1, 9), oc=st.integers(1, 7), h=st.integers(1, 9), w=st.integers(1, 9),
        kh=st.integers(1, 4), kw=st.integers(1, 4), sh=st.integers(1, 3), sw=st.integers(1, 3),
        dh=st.integers(1, 2), dw=st.integers(1, 2), pads=st.tuples(*[st.integers(0, 3)] * 4),
-       seed=st.integers(0, 1000), direct=st.booleans(), wide=st.booleans())
-def test_fast_kernel_random_shapes(tmp_path, c, oc, h, w, kh, kw, sh, sw, dh, dw, pads, seed, direct, wide):
+       seed=st.integers(0, 1000), direct=st.booleans(), wide=st.booleans(), tile=st.sampled_from([1, 2, 8]))
+def test_fast_kernel_random_shapes(tmp_path, c, oc, h, w, kh, kw, sh, sw, dh, dw, pads, seed, direct, wide, tile):
     """Both variants: with scratch (mcud_conv_s8_fast) and without (mcud_conv_s8_direct); with the weights'
-    int16 copy (w16) and without it (offload.fit_wide_weights: "wide" = 0 where the board's flash cannot hold it)."""
+    int16 copy (w16) and without it (offload.fit_wide_weights: "wide" = 0 where the board's flash cannot hold it);
+    with the scratch in tiles of blocks (offload.tile_convolutions: taken with w16 and an even count of channels)."""
     if (h + pads[0] + pads[2] - dh * (kh - 1) - 1) < 0 or (w + pads[1] + pads[3] - dw * (kw - 1) - 1) < 0:
         return  # no output
     attrs = {"strides": [sh, sw], "dilations": [dh, dw], "pads": list(pads), **({"scratch": 0} if direct else {}),
-             **({} if wide else {"wide": 0})}
+             **({} if wide else {"wide": 0}), **({"tile": tile} if tile > 1 else {})}
     graph, node, values = int8_conv((1, c, h, w), oc, (kh, kw), attrs, seed=seed, z_x=seed % 256 - 128)
     call = registry.get("Conv").kernel(graph, node)
     assert call.fn == ("mcud_conv_s8_direct" if direct else "mcud_conv_s8_fast")
     assert (field(call, "w16") != 0) == wide
+    tiled = not direct and wide and oc % 2 == 0 and tile > 1
+    assert dict(call.params.fields).get("blocks", 1) == (tile if tiled else 1)
     got = run_kernel(tmp_path, call, graph, values, {"x": Place(1, channels_last(4) if seed % 2 else None)})[0]
     np.testing.assert_array_equal(got, run_reference(graph, [values["x"]])[0])
 
