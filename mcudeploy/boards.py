@@ -132,6 +132,9 @@ class FlashData:
     source: str
 
 
+MVE_CPUS = ("cortex-m55", "cortex-m85")  # -mcpu names whose default has Helium (the M-profile vector extension)
+
+
 @dataclass(frozen=True)
 class Board:
     name: str
@@ -171,6 +174,16 @@ class Board:
     @property
     def has_firmware(self) -> bool:
         return self.kind in ("qemu", "hardware")
+
+    @property
+    def features(self) -> frozenset:
+        """What the firmware's kernels take a path of their own for on this core, as the C compiler sees it from
+        the board's -mcpu: "mve" where it defines __ARM_FEATURE_MVE (firmware/include/mcud_dsp.h's
+        MCUD_HAVE_MVE: a Cortex-M55 or M85 without "+nomve"). The host and boards without a -mcpu: none."""
+        cpu = next((f[len("-mcpu="):] for f in self.cpu_flags if f.startswith("-mcpu=")), "")
+        name, _, extensions = cpu.partition("+")
+        mve = name in MVE_CPUS and "nomve" not in extensions.split("+")
+        return frozenset({"mve"} if mve else ())
 
 
 def instructions_per_tick(board: Board, timer_hz: Optional[int] = None) -> float:

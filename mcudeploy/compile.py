@@ -15,7 +15,7 @@ from mcudeploy.memory import areas
 from mcudeploy.memory.layout import lay_out
 from mcudeploy.objective import MEMORY, Objective, latency_plan
 from mcudeploy.offload import fit_scratch, fit_wide_weights
-from mcudeploy.offload.scratch import scratch_steps
+from mcudeploy.offload.scratch import scratch_steps, scratch_where_it_pays
 from mcudeploy.offload.swap import has_slow_region, parse_budget, place_within
 from mcudeploy.partition import Scheme, split
 from mcudeploy.passes.activation import fuse_activations, fuse_swish
@@ -113,17 +113,21 @@ Rewrite = Callable[[Graph, tuple[Node, ...]], tuple[Graph, tuple[Node, ...]]]
 
 
 def rewrite_ordered(graph: Graph, order, board: Board, scratch: str = "fit",
-                    rewrites: Sequence[Rewrite] = (), limit: Optional[int] = None) -> tuple[Graph, tuple[Node, ...]]:
+                    rewrites: Sequence[Rewrite] = (), limit: Optional[int] = None,
+                    priced: bool = True) -> tuple[Graph, tuple[Node, ...]]:
     """The rewrites of a scheduled graph (mcudeploy/offload), in order: the caller's (e.g. moves of
     idle tensors to another region, offload.move), then, with scratch "fit", kernels whose working
     memory would raise the peak (above ``limit``, if given) run their variant without it; convolutions whose
 weights widened to int16 would not fit the board's flash keep int8 ones only (offload.fit_wide_weights). A fast-memory
     budget's swaps come with the placement (offload.place_within), as the placed arena decides whether
-    they suffice."""
+    they suffice. ``priced`` (CompileOptions.priced_scratch): first, kernels whose scratch buys no speed on the
+    board's core run without it, whatever the policy (offload.scratch.scratch_where_it_pays)."""
     order = tuple(order)
     for rewrite in rewrites:
         graph, order = rewrite(graph, order)
         order = tuple(order)
+    if priced:
+        graph, order = scratch_where_it_pays(graph, order, board.features)
     if scratch == "fit":
         graph, order = fit_scratch(graph, order, board.alignment, limit=limit)
     graph = fit_wide_weights(graph, board)
@@ -166,14 +170,14 @@ def compile_lowered(graph: Graph, board: Union[str, Board], name: Optional[str],
     sched = schedule(graph, o.schedule_method, o.schedule_time_limit, board.alignment)
 
     def arrange(limit: Optional[int] = None):
-        rewritten, order = rewrite_ordered(graph, sched.order, board, o.scratch, o.rewrites, limit)
+        rewritten, order = rewrite_ordered(graph, sched.order, board, o.scratch, o.rewrites, limit, o.priced_scratch)
         return _placed(rewritten, order, board, o.fast_memory, o.placement_method, o.placement_time_limit, o.earlier)
 
     objective = o.objective
     if objective.name == "memory" or o.scratch != "fit":
         done = arrange()
     else:
-        kept = rewrite_ordered(graph, sched.order, board, "keep", o.rewrites)
+        kept = rewrite_ordered(graph, sched.order, board, "keep", o.rewrites, priced=o.priced_scratch)
         done, objective = latency_plan(arrange, scratch_steps(*kept, board.alignment), board, objective,
                                        os.path.basename(name or graph.name))
     rewritten, order, lives, placement, offload = done

@@ -14,7 +14,12 @@
  * the last part only the weights' load is predicated (VCTP: lanes past kpad are loaded as zero), the
  * columns' loads read on into the next column, or after the last into the scratch's other half (it
  * holds 8 * kpad bytes, kpad >= 4), bytes the zero weights cancel. Tail predication of the whole
- * loop (DLSTP/LETP) is not used: GCC 12 does not emit it. */
+ * loop (DLSTP/LETP) is not used: GCC 12 does not emit it.
+ *
+ * Where a block is four columns of more than 16 taps (in the scratch; k <= 144 on the direct path's stack; a
+ * column taken tap by tap up to MCUD_MVE_STAGE taps, through a column in order), the columns are tiled (mcud_mve_at): piece j (taps 16 j to 16 j + 15) of column i at 64 j + 16 i, so
+ * one pointer reads the four, and two output channels share each column load (mcud_conv_mve_channels_tiled, its
+ * whole pieces in assembly: GCC 12 cannot keep eight VMLADAVA accumulators in the eight even registers). */
 #ifndef MCUD_CONV_MVE_H
 #define MCUD_CONV_MVE_H
 #include "mcud_dsp.h"
@@ -65,25 +70,67 @@ MCUD_INLINE void mcud_mve_channels(const int8_t *xr, int32_t n, int32_t sc, int8
     }
 }
 
+/* Where tap t of a column sits: in order (tiled 0: the column is kp bytes in a row), or tiled (1): the four
+ * columns of a block interleaved in 16-byte pieces, piece j of column i at 64 * j + 16 * i, so one pointer with
+ * the offsets 0, 16, 32 and 48 reads the four columns' taps 16 j to 16 j + 15 (mcud_conv_mve_channels_tiled):
+ * d is then the block's buffer plus 16 * i. */
+MCUD_INLINE int32_t mcud_mve_at(int32_t t, int32_t tiled)
+{
+    return tiled ? ((t >> 4) << 6) | (t & 15) : t;
+}
+
+/* mcud_mve_channels into a column from its tap t on (d: the column, addressed by mcud_mve_at): a tiled column
+ * takes whole groups of eight by one gather each where t and n are multiples of eight (each group then lies in
+ * one piece), else byte by byte. */
+MCUD_INLINE void mcud_mve_channels_at(const int8_t *xr, int32_t n, int32_t sc, int8_t *d, int32_t t, int32_t perm,
+                                      int32_t tiled)
+{
+    if (!tiled) {
+        mcud_mve_channels(xr, n, sc, d + t, perm);
+        return;
+    }
+    if ((t & 7) == 0 && (n & 7) == 0 && 7 * sc <= 65535) {
+        static const uint16_t order[2][8] = {{0, 1, 2, 3, 4, 5, 6, 7}, {0, 2, 1, 3, 4, 6, 5, 7}};
+        uint16x8_t off = vmulq_n_u16(vldrhq_u16(order[perm != 0]), (uint16_t)sc);
+        for (int32_t c = 0; c < n; c += 8) {
+            vstrbq_s16(d + mcud_mve_at(t + c, 1), vldrbq_gather_offset_s16(xr, off));
+            xr += 8 * sc;
+        }
+        return;
+    }
+    for (int32_t c = 0; c < n; c++) {
+        d[mcud_mve_at(t + c, 1)] = xr[(perm ? mcud_mve_pos(c) : c) * sc];
+    }
+}
+
 /* The receptive field of output pixel (oh, ow) into column d, taps in the order of the weights
  * ((kh, kw, c) when hwc, else (c, kh, kw)), each at mcud_mve_pos when perm (p->w's order), else in
  * order (the model's weights, mcud_conv_s8_direct). */
 MCUD_INLINE void mcud_conv_mve_col(const int8_t *xn, const mcud_fast_dims *X, int32_t kh_n, int32_t kw_n,
                                    const mcud_conv_s8_fast_params *p, int32_t oh, int32_t ow, int8_t *d,
-                                   int32_t hwc, int32_t perm)
+                                   int32_t hwc, int32_t perm, int32_t tiled)
 {
     int32_t ih0 = oh * p->stride[0] - p->pad[0];
     int32_t iw0 = ow * p->stride[1] - p->pad[1];
     int8_t zx = (int8_t)p->in_zero_point;
     if (hwc || (kh_n == 1 && kw_n == 1 && (!perm || X->c % 4 == 0))) { /* a position's channels together */
+        int32_t t = 0;
         for (int32_t kh = 0; kh < kh_n; kh++) {
             int32_t ih = ih0 + kh * p->dilation[0];
-            for (int32_t kw = 0; kw < kw_n; kw++, d += X->c) {
+            for (int32_t kw = 0; kw < kw_n; kw++, t += X->c) {
                 int32_t iw = iw0 + kw * p->dilation[1];
                 if (p->inside || ((uint32_t)ih < (uint32_t)X->h && (uint32_t)iw < (uint32_t)X->w)) {
-                    mcud_mve_channels(xn + ih * X->sh + iw * X->sw, X->c, X->sc, d, perm);
+                    mcud_mve_channels_at(xn + ih * X->sh + iw * X->sw, X->c, X->sc, d, t, perm, tiled);
+                } else if (!tiled) {
+                    memset(d + t, zx, (size_t)X->c);
+                } else if ((t & 7) == 0 && (X->c & 7) == 0) { /* eight at a time, each eight within a piece */
+                    for (int32_t c = 0; c < X->c; c += 8) {
+                        vstrbq_s16(d + mcud_mve_at(t + c, 1), vdupq_n_s16(zx));
+                    }
                 } else {
-                    memset(d, zx, (size_t)X->c);
+                    for (int32_t c = 0; c < X->c; c++) {
+                        d[mcud_mve_at(t + c, 1)] = zx;
+                    }
                 }
             }
         }
@@ -99,7 +146,7 @@ MCUD_INLINE void mcud_conv_mve_col(const int8_t *xn, const mcud_fast_dims *X, in
                 const int8_t *xr = xp + c * X->sc + kh * dh;
                 MCUD_UNROLL
                 for (int32_t kw = 0; kw < kw_n; kw++) {
-                    d[perm ? mcud_mve_pos(kk + kw) : kk + kw] = xr[kw * dw];
+                    d[mcud_mve_at(perm ? mcud_mve_pos(kk + kw) : kk + kw, tiled)] = xr[kw * dw];
                 }
             }
         }
@@ -112,7 +159,8 @@ MCUD_INLINE void mcud_conv_mve_col(const int8_t *xn, const mcud_fast_dims *X, in
             const int8_t *xr = xn + c * X->sc + ih * X->sh;
             for (int32_t kw = 0; kw < kw_n; kw++, kk++) {
                 int32_t iw = iw0 + kw * p->dilation[1];
-                d[perm ? mcud_mve_pos(kk) : kk] = in_h && (p->inside || (uint32_t)iw < (uint32_t)X->w) ? xr[iw * X->sw] : zx;
+                d[mcud_mve_at(perm ? mcud_mve_pos(kk) : kk, tiled)] =
+                    in_h && (p->inside || (uint32_t)iw < (uint32_t)X->w) ? xr[iw * X->sw] : zx;
             }
         }
     }
@@ -178,11 +226,143 @@ MCUD_INLINE void mcud_conv_mve_channels(const int8_t *c0, const int8_t *c1, cons
     }
 }
 
+/* The requantized int8 of channel oc's four accumulators (mcud_conv_mve_channels' epilogue). */
+MCUD_INLINE int32x4_t mcud_conv_mve_quad(int32_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t oc, const int32_t *rq,
+                                         const mcud_conv_s8_fast_params *p)
+{
+    if (rq) {
+        const int32_t *c = rq + MCUD_FAST_RQ * oc;
+        int32x4_t q = vqrdmulhq_n_s32(mcud_mve_lanes4(a0, a1, a2, a3), c[1]);
+        return mcud_mve_out8(vrshlq_n_s32(vaddq_s32(q, vshrq_n_s32(q, 31)), ~c[3]), p->out_zero_point, p->act_min,
+                             p->act_max);
+    }
+    return mcud_conv_mve_out(mcud_mve_lanes4(a0, a1, a2, a3), oc, p);
+}
+
+/* mcud_conv_mve_channels on four tiled columns (mcud_mve_at: piece j of column i at cols + 64 * j + 16 * i, kp
+ * taps each, the buffer 64 * ceil(kp / 16) bytes), two output channels at a time: each piece of the four columns is
+ * loaded once for both channels' weights (8 VMLADAVAs for 6 loads, where one channel takes 4 for 5), through one
+ * pointer. The last piece: the weights' lanes past kp load as 0 (VCTP), so the columns' bytes there add nothing. */
+#ifndef MCUD_MVE_PAIRS
+#define MCUD_MVE_PAIRS 1
+#endif
+MCUD_INLINE void mcud_conv_mve_channels_tiled(const int8_t *cols, int32_t kp, int8_t *y0, uint32x4_t off,
+                                              int32_t oc_n, int32_t ysc, const int8_t *wa, int32_t wsn,
+                                              const mcud_conv_s8_fast_params *p)
+{
+    const int32_t *rq = p->hi_shift == 3 && p->rq ? p->rq : NULL;
+    const int32_t whole = kp >> 4, tail = kp & 15;
+    int32_t oc = 0;
+    for (; MCUD_MVE_PAIRS && oc + 2 <= oc_n; oc += 2, wa += 2 * wsn) {
+        int32_t a0 = rq ? rq[MCUD_FAST_RQ * oc] : p->bias[oc], a1 = a0, a2 = a0, a3 = a0;
+        int32_t b0 = rq ? rq[MCUD_FAST_RQ * (oc + 1)] : p->bias[oc + 1], b1 = b0, b2 = b0, b3 = b0;
+        const int8_t *q = cols, *w0 = wa, *w1 = wa + wsn;
+#if defined(__OPTIMIZE__) /* unoptimized (-O0), GCC cannot give the assembly its twelve registers: the C below */
+        if (whole > 0) {
+            /* The whole pieces in assembly: VMLADAVA's accumulator must be an even register ("Te"), and the eight
+               accumulators take all eight (LR too), which GCC 12 does not manage (it spills and copies); so the
+               loop counts down a register of its own and the pointers post-increment. 16 instructions a piece:
+               six loads and eight VMLADAVAs, 128 multiply-accumulates. */
+            int32_t n = whole;
+            __asm__("1:\n\t"
+                    "vldrb.8 q0, [%[w0]], #16\n\t"
+                    "vldrb.8 q1, [%[w1]], #16\n\t"
+                    "vldrb.8 q2, [%[q], #16]\n\t"
+                    "vmladava.s8 %[a1], q2, q0\n\t"
+                    "vmladava.s8 %[b1], q2, q1\n\t"
+                    "vldrb.8 q3, [%[q], #32]\n\t"
+                    "vmladava.s8 %[a2], q3, q0\n\t"
+                    "vmladava.s8 %[b2], q3, q1\n\t"
+                    "vldrb.8 q2, [%[q], #48]\n\t"
+                    "vmladava.s8 %[a3], q2, q0\n\t"
+                    "vmladava.s8 %[b3], q2, q1\n\t"
+                    "vldrb.8 q3, [%[q]], #64\n\t"
+                    "vmladava.s8 %[a0], q3, q0\n\t"
+                    "vmladava.s8 %[b0], q3, q1\n\t"
+                    "subs %[n], #1\n\t"
+                    "bne 1b"
+                    : [a0] "+Te"(a0), [a1] "+Te"(a1), [a2] "+Te"(a2), [a3] "+Te"(a3), [b0] "+Te"(b0),
+                      [b1] "+Te"(b1), [b2] "+Te"(b2), [b3] "+Te"(b3), [q] "+r"(q), [w0] "+r"(w0), [w1] "+r"(w1),
+                      [n] "+r"(n)
+                    :
+                    : "q0", "q1", "q2", "q3", "cc", "memory");
+        }
+#else
+        for (int32_t j = 0; j < whole; j++, q += 64, w0 += 16, w1 += 16) {
+            int8x16_t u = vldrbq_s8(w0), v = vldrbq_s8(w1), x = vldrbq_s8(q);
+            a0 = vmladavaq_s8(a0, x, u);
+            b0 = vmladavaq_s8(b0, x, v);
+            x = vldrbq_s8(q + 16);
+            a1 = vmladavaq_s8(a1, x, u);
+            b1 = vmladavaq_s8(b1, x, v);
+            x = vldrbq_s8(q + 32);
+            a2 = vmladavaq_s8(a2, x, u);
+            b2 = vmladavaq_s8(b2, x, v);
+            x = vldrbq_s8(q + 48);
+            a3 = vmladavaq_s8(a3, x, u);
+            b3 = vmladavaq_s8(b3, x, v);
+        }
+#endif
+        if (tail) { /* the last piece: the weights' lanes past kp load as 0 */
+            const mve_pred16_t pr = vctp8q((uint32_t)tail);
+            int8x16_t u = vldrbq_z_s8(w0, pr), v = vldrbq_z_s8(w1, pr), x = vldrbq_s8(q);
+            a0 = vmladavaq_s8(a0, x, u);
+            b0 = vmladavaq_s8(b0, x, v);
+            x = vldrbq_s8(q + 16);
+            a1 = vmladavaq_s8(a1, x, u);
+            b1 = vmladavaq_s8(b1, x, v);
+            x = vldrbq_s8(q + 32);
+            a2 = vmladavaq_s8(a2, x, u);
+            b2 = vmladavaq_s8(b2, x, v);
+            x = vldrbq_s8(q + 48);
+            a3 = vmladavaq_s8(a3, x, u);
+            b3 = vmladavaq_s8(b3, x, v);
+        }
+        vstrbq_scatter_offset_s32(y0 + oc * ysc, off, mcud_conv_mve_quad(a0, a1, a2, a3, oc, rq, p));
+        vstrbq_scatter_offset_s32(y0 + (oc + 1) * ysc, off, mcud_conv_mve_quad(b0, b1, b2, b3, oc + 1, rq, p));
+    }
+    for (; oc < oc_n; oc++, wa += wsn) { /* one channel at a time (an odd channel count's last) */
+        int32_t a0 = rq ? rq[MCUD_FAST_RQ * oc] : p->bias[oc], a1 = a0, a2 = a0, a3 = a0;
+        const int8_t *q = cols, *w0 = wa;
+        for (int32_t j = 0; j < whole; j++) {
+            int8x16_t u = vldrbq_s8(w0);
+            a1 = vmladavaq_s8(a1, vldrbq_s8(q + 16), u);
+            a2 = vmladavaq_s8(a2, vldrbq_s8(q + 32), u);
+            a3 = vmladavaq_s8(a3, vldrbq_s8(q + 48), u);
+            a0 = vmladavaq_s8(a0, vldrbq_s8(q), u);
+            q += 64, w0 += 16;
+            __asm__("" : "+r"(q), "+r"(w0)); /* one pointer each, post-incremented */
+        }
+        if (tail) {
+            int8x16_t u = vldrbq_z_s8(w0, vctp8q((uint32_t)tail));
+            a0 = vmladavaq_s8(a0, vldrbq_s8(q), u);
+            a1 = vmladavaq_s8(a1, vldrbq_s8(q + 16), u);
+            a2 = vmladavaq_s8(a2, vldrbq_s8(q + 32), u);
+            a3 = vmladavaq_s8(a3, vldrbq_s8(q + 48), u);
+        }
+        vstrbq_scatter_offset_s32(y0 + oc * ysc, off, mcud_conv_mve_quad(a0, a1, a2, a3, oc, rq, p));
+    }
+}
+
 /* Every output channel of the m (1 to 4) pixels whose columns (kp taps each) are in cols; the
  * weights of channel oc are the kp bytes at wa + oc * wsn. */
-MCUD_INLINE void mcud_conv_mve_gemm(const int8_t *cols, int32_t kp, int32_t m, int8_t *const *yp, int32_t oc_n,
-                                    int32_t ysc, const int8_t *wa, int32_t wsn, const mcud_conv_s8_fast_params *p)
+MCUD_INLINE void mcud_conv_mve_gemm(int8_t *cols, int32_t kp, int32_t m, int8_t *const *yp, int32_t oc_n,
+                                    int32_t ysc, const int8_t *wa, int32_t wsn, const mcud_conv_s8_fast_params *p,
+                                    int32_t tiled)
 {
+    if (tiled) { /* columns past m: column 0's pieces copied there (their lanes store lane 0's value) */
+        uint32_t at[MCUD_CONV_FAST_PIXELS] = {0, 0, 0, 0};
+        for (int32_t i = 1; i < m; i++) {
+            at[i] = (uint32_t)(yp[i] - yp[0]);
+        }
+        for (int32_t i = m; i < MCUD_CONV_FAST_PIXELS; i++) {
+            for (int32_t j = 0; j < kp; j += 16) {
+                vstrbq_s8(cols + 4 * j + 16 * i, vldrbq_s8(cols + 4 * j));
+            }
+        }
+        mcud_conv_mve_channels_tiled(cols, kp, yp[0], vldrwq_u32(at), oc_n, ysc, wa, wsn, p);
+        return;
+    }
     /* columns past m are column 0 again: only m columns need exist (the direct path's stack buffer) */
     const int8_t *c0 = cols, *c1 = m > 1 ? cols + kp : cols, *c2 = m > 2 ? cols + 2 * kp : cols;
     const int8_t *c3 = m > 3 ? cols + 3 * kp : cols;
@@ -197,11 +377,26 @@ MCUD_INLINE void mcud_conv_mve_gemm(const int8_t *cols, int32_t kp, int32_t m, i
 /* Every output pixel of y, per pixels at a time (1 to 4): their columns of kp taps into cols (taps
  * ordered as mcud_conv_mve_col's hwc and perm say), then every channel against the weights wa (kp
  * bytes a channel). */
+#ifndef MCUD_MVE_STAGE
+#define MCUD_MVE_STAGE 160 /* mcud_conv_mve_blocks' column taken tap by tap before it is tiled: up to 160 taps */
+#endif
+
 MCUD_INLINE void mcud_conv_mve_blocks(const mcud_view *x, const mcud_view *y, int32_t kh_n, int32_t kw_n,
                                       const mcud_conv_s8_fast_params *p, int8_t *cols, int32_t kp, int32_t per,
                                       int32_t hwc, int32_t perm, const int8_t *wa)
 {
+    /* tiled columns (mcud_mve_at) where a block is four pixels of more than one piece (at 16 taps or fewer the
+       set-up of eight accumulators costs more than the shared loads save, measured): the callers' buffers hold
+       64 * ceil(kp / 16) bytes then (the scratch's 8 * kpad for kpad >= 16, the stack's 592 for kp <= 144) */
     mcud_fast_dims X = mcud_fast_dims_of(x), Y = mcud_fast_dims_of(y);
+    /* a column taken tap by tap (mcud_conv_mve_col's other paths than a position's channels together) is built in
+       order in stage, then copied to its place piece by piece: tiled addresses tap by tap cost more */
+    const int32_t by_tap = !(hwc || (kh_n == 1 && kw_n == 1 && (!perm || X.c % 4 == 0)));
+    const int32_t tiled = per == MCUD_CONV_FAST_PIXELS && kp > 16 && (!by_tap || kp <= MCUD_MVE_STAGE);
+    int8_t stage[MCUD_MVE_STAGE];
+    if (tiled && by_tap) {
+        memset(stage, 0, sizeof stage); /* taps past K stay 0 */
+    }
     for (int32_t n = 0; n < Y.n; n++) {
         const int8_t *xn = (const int8_t *)x->data + n * X.sn;
         int8_t *yn = (int8_t *)y->data + n * Y.sn;
@@ -211,13 +406,20 @@ MCUD_INLINE void mcud_conv_mve_blocks(const mcud_view *x, const mcud_view *y, in
             int32_t m = left < per ? left : per;
             for (int32_t i = 0; i < m; i++) {
                 yp[i] = yn + oh * Y.sh + ow * Y.sw;
-                mcud_conv_mve_col(xn, &X, kh_n, kw_n, p, oh, ow, cols + i * kp, hwc, perm);
+                if (tiled && by_tap) {
+                    mcud_conv_mve_col(xn, &X, kh_n, kw_n, p, oh, ow, stage, hwc, perm, 0);
+                    for (int32_t j = 0; j < kp; j += 16) {
+                        vstrbq_s8(cols + 4 * j + 16 * i, vldrbq_s8(stage + j));
+                    }
+                } else {
+                    mcud_conv_mve_col(xn, &X, kh_n, kw_n, p, oh, ow, cols + i * (tiled ? 16 : kp), hwc, perm, tiled);
+                }
                 if (++ow == Y.w) {
                     ow = 0;
                     oh++;
                 }
             }
-            mcud_conv_mve_gemm(cols, kp, m, yp, Y.c, Y.sc, wa, kp, p);
+            mcud_conv_mve_gemm(cols, kp, m, yp, Y.c, Y.sc, wa, kp, p, tiled);
         }
     }
 }
@@ -228,7 +430,8 @@ MCUD_INLINE void mcud_conv_s8_fast_mve(const mcud_view *x, const mcud_view *w, c
     int32_t kh_n = w->ndim >= 4 ? w->shape[2] : 1;
     int32_t kw_n = w->shape[w->ndim - 1];
     int8_t *cols = (int8_t *)scratch;
-    memset(cols, 0, (size_t)(MCUD_CONV_FAST_PIXELS * p->kpad)); /* taps past K stay 0 */
+    /* taps past K stay 0; tiled columns (kpad >= 16) take 64 bytes a piece, within the scratch's 8 * kpad */
+    memset(cols, 0, (size_t)(p->kpad >= 16 ? ((p->kpad + 15) >> 4) * 64 : MCUD_CONV_FAST_PIXELS * p->kpad));
     mcud_conv_mve_blocks(x, y, kh_n, kw_n, p, cols, p->kpad, MCUD_CONV_FAST_PIXELS, p->hwc, 1, p->w);
 }
 
@@ -257,7 +460,8 @@ MCUD_INLINE int32_t mcud_conv_s8_direct_mve(const mcud_view *x, const mcud_view 
     }
     int8_t cols[MCUD_MVE_COLS];
     if (p->hwc) {
-        memset(cols, 0, (size_t)(per * k)); /* taps past K stay 0 */
+        /* taps past K stay 0 (tiled columns, four of 16 taps or more: 64 bytes a piece, k <= 144 here) */
+        memset(cols, 0, (size_t)(per == MCUD_CONV_FAST_PIXELS && k >= 16 ? ((k + 15) >> 4) * 64 : per * k));
         mcud_conv_mve_blocks(x, y, W.h, W.w, p, cols, k, per, 1, 1, p->w);
     } else {
         mcud_conv_mve_blocks(x, y, W.h, W.w, p, cols, k, per, 0, 0, (const int8_t *)w->data);

@@ -60,3 +60,23 @@ def fit_scratch(graph: Graph, order: Sequence[Node], alignment: int = 4,
         return graph, tuple(order)
     new = {n.name: n.with_(attrs={**n.attrs, "scratch": 0}) if n.name in drop else n for n in graph.nodes}
     return graph.replace(nodes=tuple(new[n.name] for n in graph.nodes)), tuple(new[n.name] for n in order)
+
+
+def scratch_where_it_pays(graph: Graph, order: Sequence[Node], features: frozenset) -> tuple[Graph, tuple[Node, ...]]:
+    """The graph and order with "scratch" = 0 on every node whose kernel declares that its scratch buys no speed
+    on a core with ``features`` (Op.scratch_pays, boards.Board.features): such a node runs its kernel without
+    working memory in every plan, the latency objective's too, so no arena goes to a scratch that is not faster.
+    A node that may write over its input (Op.inplace) keeps its scratch, as fit_scratch keeps it there."""
+    from mcudeploy.ops import registry
+
+    drop = set()
+    for n in graph.nodes:
+        if n.attrs.get("scratch", 1) == 0:
+            continue
+        op = registry.get(n.op)
+        if op.scratch(graph, n) and not op.scratch_pays(graph, n, features) and op.inplace(graph, n) is None:
+            drop.add(n.name)
+    if not drop:
+        return graph, tuple(order)
+    new = {n.name: n.with_(attrs={**n.attrs, "scratch": 0}) if n.name in drop else n for n in graph.nodes}
+    return graph.replace(nodes=tuple(new[n.name] for n in graph.nodes)), tuple(new[n.name] for n in order)

@@ -232,6 +232,12 @@ class Op:
         Cheap (the memory planner asks for every order), and equal to ``kernel().scratch``."""
         return 0
 
+    def scratch_pays(self, graph: Graph, node: Node, features: frozenset) -> bool:
+        """Whether the kernel with its scratch (``scratch``) runs faster than the one without, on a core with
+        ``features`` (boards.Board.features): where it does not, no plan gives the node its scratch
+        (offload.scratch.scratch_where_it_pays). The kernels' own fact, per core: by default the scratch buys speed."""
+        return True
+
     def partial(self, graph: Graph, node: Node, axis: str) -> Optional[Partial]:
         """How pieces along reduction axis ``axis`` accumulate, or None when they cannot."""
         return None

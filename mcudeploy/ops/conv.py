@@ -378,6 +378,15 @@ class Conv(Op):
         g = geometry(graph, node)
         return _scratch_bytes(g) if _fast(graph, node, g) else 0
 
+    def scratch_pays(self, graph, node, features):
+        """On an MVE core mcud_conv_s8_direct is mcud_conv_s8_fast with its columns on the stack (mcud_conv_mve.h's
+        mcud_conv_s8_direct_mve): where four columns fit there (_mve_direct_columns), the scratch buys nothing, and
+        without the weights' permuted order (no p->hwc) the direct kernel is the faster (fewer stores per column)."""
+        if "mve" not in features or graph[node.inputs[0]].dtype != "int8" or int(node.attr("group", 1)) != 1:
+            return True
+        g = geometry(graph, node)
+        return not (_fast(graph, node, g) and _mve_direct_columns(g) >= PIXELS)
+
     def _fast_call(self, graph, node, g, views, zx, zy, lo, hi, mults, shifts, scratch: bool) -> Call:
         """mcud_conv_s8_fast (firmware/include/mcud_conv_fast.h): repacked weights, zero point in the
         bias; or, for a node whose "scratch" attribute is 0, mcud_conv_s8_direct (same params, no
@@ -538,6 +547,18 @@ def _kpad(g: Geometry) -> int:
 def _scratch_bytes(g: Geometry) -> int:
     """PIXELS columns of kpad int16 (the arena's alignment, at least 4, is all LDRD needs)."""
     return PIXELS * 2 * _kpad(g)
+
+
+MVE_COLS = 592  # MCUD_MVE_COLS in firmware/include/mcud_conv_mve.h: mcud_conv_s8_direct_mve's stack columns, in bytes
+
+
+def _mve_direct_columns(g: Geometry) -> int:
+    """Output pixels mcud_conv_s8_direct_mve takes at a time (its `per`, at most PIXELS): the columns of
+    mcud_conv_s8_fast (kpad taps) where p->hwc, else the model's C * KH * KW taps, in MCUD_MVE_COLS bytes less 16
+    of slack; 0 where not one fits (the scalar direct kernel runs)."""
+    hwc = g.cin % 4 == 0 and tuple(g.kernel) != (1, 1)  # as _fast_call's p->hwc
+    k = _kpad(g) if hwc else g.cin * g.kernel[0] * g.kernel[1]
+    return min(PIXELS, (MVE_COLS - 16) // k) if k > 0 else 0
 
 
 def _row3(g: Geometry) -> bool:

@@ -6,6 +6,10 @@ memory budget (mcudeploy/objective.py).
 2. The objective's plan (pipeline.latency_plan: every kernel keeps its scratch unless it must go to fit
    the budget) is compiled with each schedule method of FINAL_SCHEDULES: the orders differ in which steps
    are high, so in which kernels must give up their scratch, and in the arena.
+   Beside them, the "auto" order once more with every kernel's scratch priced as on the DSP cores
+   (CompileOptions.priced_scratch off): where a kernel declares its scratch buys no speed on the board's core
+   (Op.scratch_pays, e.g. the MVE convolutions whose columns fit the stack), that declaration is checked by
+   the board's own ticks rather than taken on trust.
 3. Every plan the kernels it runs tell apart from those before is timed on the board, kernel by kernel
    through the timing cache (search/timing.py, as the memory search times its candidates); the least
    ticks is kept (ties: the least arena, then the first), confirmed by one whole run of its own
@@ -24,6 +28,9 @@ from mcudeploy.search.timing import TimedScheme
 
 # the schedule methods whose orders are tried (as tune.FINAL_SCHEDULES: "auto" first, the default compile's)
 SCHEDULES = ("auto", "refine", "demand", "dfs", "rpo")
+# (schedule method, CompileOptions.priced_scratch) of every candidate: each order with the kernels' own pricing
+# of their scratch, then the default order with every scratch kept where the objective allows
+CANDIDATES = tuple((m, True) for m in SCHEDULES) + (("auto", False),)
 MEMORY_KEY = "memory objective @ auto"
 
 
@@ -44,28 +51,31 @@ def fastest_plan(tuner, objective: Objective):
     say(f"memory objective: {base.ticks:,} ticks")
     seen = {_kernels(base.compiled): base}
     plans = []
-    for method in SCHEDULES:
+    for method, priced in CANDIDATES:
         tuner.work.candidates += 1
         try:
             compiled = tuner.compile((), schedule_method=method, placement_method="exact", scratch="fit",
-                                     objective=objective)
+                                     objective=objective, priced_scratch=priced)
         except MCUDeployError as exc:
-            if method == SCHEDULES[0]:
+            if method == SCHEDULES[0] and priced:
                 raise
             say(f"{objective.name} @ {method}: {exc}")
             continue
         kernels = _kernels(compiled)
         plan = TimedScheme((), compiled)
+        label = method if priced else f"{method}, every scratch kept"
         if kernels in seen:
+            if not priced:
+                continue  # the kernels' pricing changed nothing here (every core without such kernels)
             plan.ticks = seen[kernels].ticks
-            say(f"{objective.name} @ {method}: arena {plan.arena:,} B, the same kernels as a plan timed before")
+            say(f"{objective.name} @ {label}: arena {plan.arena:,} B, the same kernels as a plan timed before")
         else:
-            say(f"{objective.name} @ {method}: arena {plan.arena:,} B, {len(kernels)} kernel(s) without scratch; "
+            say(f"{objective.name} @ {label}: arena {plan.arena:,} B, {len(kernels)} kernel(s) without scratch; "
                 f"timing it")
-            tuner.timer.time(plan, f"{objective.name} @ {method}")
+            tuner.timer.time(plan, f"{objective.name} @ {label}")
             tuner.work.timed += 1
             seen[kernels] = plan
-            say(f"{objective.name} @ {method}: {plan.ticks:,} ticks ({plan.ticks / base.ticks - 1:+.1%} on the "
+            say(f"{objective.name} @ {label}: {plan.ticks:,} ticks ({plan.ticks / base.ticks - 1:+.1%} on the "
                 f"memory objective's)")
         plans.append(plan)
     best = min(plans, key=lambda p: (p.ticks, p.arena))

@@ -97,6 +97,49 @@ def test_kws_tflite_on_qemu_m55_equals_the_host(tmp_path):
     assert same, lines
 
 
+@pytest.mark.qemu
+@needs_qemu
+@pytest.mark.parametrize("seed", [7, 23])
+def test_tiled_columns_of_random_convs_equal_the_host(tmp_path, seed):
+    """mcud_conv_mve_blocks' tiled columns (four columns interleaved in 16-byte pieces, two output channels a pass,
+    the inner loop in assembly) on random shapes: taps per column from below 16 (not tiled) through whole pieces
+    with and without a last partial piece to past 144 (three columns or fewer a block on the stack: not tiled),
+    odd channel counts, blocks of fewer than four pixels; once as compiled (the direct kernel where its stack
+    columns make the scratch worthless on the M55) and once with every scratch kept (mcud_conv_s8_fast)."""
+    import numpy as np
+    import zoo
+    from mcudeploy import check
+    from mcudeploy.check.against_host import compare_with_host
+    from mcudeploy.compile import compile_source
+    from mcudeploy.device.runner import run_on_board
+    from mcudeploy.objective import Objective
+    from mcudeploy.plan.options import CompileOptions
+
+    rng = np.random.default_rng(seed)
+    net = zoo.Net(f"tiles{seed}", seed)
+    cin0 = cin = int(rng.integers(2, 4))
+    x = "x"
+    # (channels out, kernel, stride): taps cin * k * k of 18 or 27 taken tap by tap (a column in order, then tiled),
+    # 72 or 108 channels-last (hwc), 16 to 23 gathered (tiled past 16), a 5 x 5 of over 160 (not tiled), below 16
+    for cout, k, stride in ((4 * int(rng.integers(2, 4)), 3, 2), (int(rng.integers(16, 24)), 3, 1),
+                            (int(rng.integers(9, 17)) | 1, 1, 1), (int(rng.integers(6, 10)), 5, 1),
+                            (int(rng.integers(3, 7)) | 1, 1, 1)):
+        x = net.op("Relu", [net.conv(x, cin, cout, k, stride=stride)])
+        cin = cout
+    h, w = 2 * int(rng.integers(5, 9)) + 1, 2 * int(rng.integers(4, 7)) + 1  # odd: blocks of fewer than four
+    inputs = {"x": (1, cin0, h, w)}
+    model = zoo.quantize(net.model(inputs, {"y": x}), inputs, tmp_path / "q")
+    for name, options in (("priced", CompileOptions()),
+                          ("kept", CompileOptions(objective=Objective("latency"), priced_scratch=False))):
+        compiled = compile_source(model, "qemu-m55", options)
+        kernels = _kernels(compiled)
+        assert ("mcud_conv_s8_direct" if name == "priced" else "mcud_conv_s8_fast") in kernels, kernels
+        samples = check.random_inputs(compiled.graph, 2, seed=seed)
+        result = run_on_board(compiled, samples, workdir=tmp_path / name)
+        same, lines = compare_with_host(compiled, result.outputs, samples)
+        assert same, (name, lines)
+
+
 # What both bare-metal checks below start with: the semihosting exit (its status is QEMU's), a vector table, and a
 # seeded xorshift32 (SEED: each check's own).
 BARE_METAL = r"""static void semihosting_exit(int32_t code) /* SYS_EXIT_EXTENDED: QEMU ends with this status */
