@@ -159,3 +159,12 @@ def test_measure_settle_needs_a_budget_and_a_dma_board(tmp_path, capsys):
     assert "--settle needs --fast-memory" in _error(capsys, ["measure", str(path), "-b", "qemu-an505", "--settle"])
     err = _error(capsys, ["measure", str(path), "-b", "qemu-m4", "--settle", "--fast-memory", "60%"])
     assert "nothing is copied by DMA on qemu-m4" in err
+
+
+def test_measure_settle_refused_on_a_system(tmp_path, capsys):
+    """measure --settle on a system is refused in one sentence, not ignored."""
+    from residual import residual_model
+
+    path = _save(tmp_path, residual_model())
+    err = _error(capsys, ["measure", str(path), "-b", "qemu-m4x2", "--settle"])
+    assert "--settle" in err and "does not apply to the system qemu-m4x2" in err

@@ -89,6 +89,9 @@ class SystemTarget:
         raise MCUDeployError(f"--dataset runs on one board, not on the system {self.request.board}")
 
     def timings_folder(self, output: Optional[str], settle: bool) -> Optional[Path]:
+        if settle:
+            raise MCUDeployError(f"--settle moves one board's DMA copies (with --fast-memory); it does not apply to "
+                                 f"the system {self.request.board}")
         if output is None:
             return None
         raise MCUDeployError(NO_TIMINGS_FOLDER)
