@@ -116,6 +116,7 @@ def test_the_latency_plan_gives_up_scratch_only_as_far_as_the_placement_needs():
 
 def test_plan_json_the_summary_and_the_report_say_which_objective(tmp_path, capsys):
     from mcudeploy.project import load_project
+    from mcudeploy.plan import board_plan
     from mcudeploy.report.html import render
 
     out = tmp_path / "out"
@@ -126,7 +127,7 @@ def test_plan_json_the_summary_and_the_report_say_which_objective(tmp_path, caps
     plan = json.loads((out / "plan.json").read_text())
     assert plan["objective"]["name"] == "latency" and plan["objective"]["budget_bytes"] == 30_720
     assert plan["objective"]["kernels_without_scratch"] == 0 and plan["objective"]["memory_kernels_without_scratch"] == 4
-    assert 'id="fact-objective">objective latency' in render(plan)
+    assert 'id="fact-objective">objective latency' in render(board_plan(plan))
     project = load_project(out)  # run DIR, flash DIR: the recorded plan keeps its objective
     assert project.compiled.objective.name == "latency" and "objective latency" in project.lines()[0]
 

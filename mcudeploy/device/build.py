@@ -113,9 +113,10 @@ def arena_sections(project_dir: Optional[Path]) -> dict[str, str]:
     if project_dir is None:
         return {}
     try:
-        return codec.read_plan(Path(project_dir) / codec.PLAN_FILE).arena_sections
+        plan = codec.read_plan(Path(project_dir) / codec.PLAN_FILE).plan
     except (OSError, codec.PlanError):
         return {}
+    return plan.arena_sections if isinstance(plan, codec.BoardPlan) else {}
 
 
 def _context(board: Board, mid: int, has_model: bool, sections: Optional[dict] = None) -> dict:

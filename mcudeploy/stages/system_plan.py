@@ -165,7 +165,7 @@ def system_lines(plan: SystemPlan) -> list[str]:
     """The stages on the topology and their balance, for people (as ``report --text`` tells its plan.json)."""
     from mcudeploy.report.system import plan_lines
 
-    return plan_lines(system_plan_dict(plan))
+    return plan_lines(codec.system_plan(system_plan_dict(plan)))
 
 
 def write_system(plan: SystemPlan, out: Path) -> Path:

@@ -342,7 +342,7 @@ class BoardTarget:
         with writing(output):
             if not self.folder:
                 write_project(compiled, output)
-            write_timings(output, measured, read_plan(output).fields)
+            write_timings(output, measured, read_plan(output))
             page = write_report(output, say=to_stderr)
         say(f"wrote {output / TIMINGS_FILE} and {page}" + ("" if self.folder else
                                                             f" (and the plan measured: {output}/plan.json, "
