@@ -10,7 +10,7 @@ from residual import residual_model
 
 from mcudeploy.cli import main
 from mcudeploy.compile import compile_model
-from mcudeploy.plan import BoardPlan, PlanError, SystemPlan, plan_dict, read_plan
+from mcudeploy.plan import BoardPlan, CompileOptions, PlanError, SystemPlan, plan_dict, read_plan
 from mcudeploy.plan.typed import decode_fields
 
 
@@ -44,7 +44,8 @@ def plans():
                       latency={"ticks": 10, "baseline_ticks": 9, "source": "measured on qemu-m4"},
                       split={"arena_bytes_unsplit": 2, "arena_bytes": 1, "saved_bytes": 1})
     tuned["tune"] = {"budget": {"candidates": 8}, "stopped_by": "budget"}
-    return [plan_dict(plain), tuned] + [plan_dict(compile_model(residual_model(), b, fast_memory="60%"))
+    return [plan_dict(plain), tuned] + [plan_dict(compile_model(residual_model(), b,
+                                                                options=CompileOptions(fast_memory="60%")))
                                         for b in ("qemu-m4", "qemu-an505")]
 
 

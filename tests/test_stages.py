@@ -8,6 +8,7 @@ from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_model
 from mcudeploy.compile import compile_graph, lower
+from mcudeploy.plan import CompileOptions
 from mcudeploy.stages import compile_stages, staged_plan_dict
 from residual import SHAPE, residual_model
 from shared_models import MODELS, need_models
@@ -26,7 +27,7 @@ def run_staged(staged, sample, tmp_path):
 
 
 def check_staged_equals_whole(graph, bounds, samples, tmp_path, **options):
-    whole = compile_graph(graph, "host", "whole", **options)
+    whole = compile_graph(graph, "host", "whole", CompileOptions(**options))
     staged = compile_stages(graph, "host", bounds, **options)
     assert len(staged.stages) == len(bounds) + 1
     want = run_compiled_on_host(whole, samples, tmp_path / "whole")

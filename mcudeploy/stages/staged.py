@@ -16,7 +16,7 @@ from typing import Sequence, Union
 from mcudeploy.boards import Board, load_board
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import Graph, Node
-from mcudeploy.compile import compile_lowered
+from mcudeploy.compile import compile_graph
 from mcudeploy.plan import PLAN_VERSION, CompileOptions, Compiled, plan_dict
 from mcudeploy.schedule import schedule
 
@@ -99,7 +99,7 @@ def compile_stages(graph: Graph, boards: Union[Sequence[Union[str, Board]], str,
                    **options) -> StagedPlan:
     """Order the lowered ``graph`` (``schedule_method``; or take ``order``), cut the order at ``bounds``,
     and compile each stage for its board (one board for all, or one per stage); ``options``: the other
-    fields of the CompileOptions every stage is compiled with (compile.compile_lowered)."""
+    fields of the CompileOptions every stage is compiled with (compile.compile_graph)."""
     options = CompileOptions(schedule_method=schedule_method, **options)
     name = name or graph.name
     boards = [boards] if isinstance(boards, (str, Board)) else list(boards)
@@ -112,7 +112,7 @@ def compile_stages(graph: Graph, boards: Union[Sequence[Union[str, Board]], str,
         raise MCUDeployError(f"{len(graphs)} stages need one board each (or one for all), not {len(boards)}")
     stages = []
     for k, (g, board) in enumerate(zip(graphs, boards)):
-        compiled = compile_lowered(g, board, f"{name}_stage{k}", options)
+        compiled = compile_graph(g, board, f"{name}_stage{k}", options)
         stages.append(Stage(k, compiled, tuple(i for i in g.inputs if i not in graph.inputs),
                             tuple(o for o in g.outputs if o not in graph.outputs)))
     links = tuple(Link(t, src.index, dst.index, graph[t].nbytes)

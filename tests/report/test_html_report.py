@@ -20,7 +20,7 @@ from shared_models import need_models, shared_models
 from mcudeploy.cli import main
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.compile import compile_model
-from mcudeploy.plan import board_plan, plan_dict
+from mcudeploy.plan import CompileOptions, board_plan, plan_dict
 from mcudeploy.report.html import render, write_report
 from mcudeploy.report.text import plan_text, summary
 from mcudeploy.report.view import plan_view
@@ -237,7 +237,7 @@ def test_the_report_marks_the_transfers_of_a_fast_memory_budget(board, tmp_path)
     page lists each transfer with the steps it spans, and gives them to the arena pictures."""
     from residual import residual_model
 
-    compiled = compile_model(residual_model(), board, fast_memory="60%")
+    compiled = compile_model(residual_model(), board, options=CompileOptions(fast_memory="60%"))
     plan = plan_dict(compiled)
     v = plan_view(board_plan(plan))
     swaps = plan["offload"]["swaps"]
@@ -258,7 +258,7 @@ def test_the_transfers_are_drawn_in_chromium(tmp_path):
 
     from mcudeploy.memory.lifetimes import lifetimes
 
-    compiled = compile_model(residual_model(), "qemu-an505", fast_memory="60%")
+    compiled = compile_model(residual_model(), "qemu-an505", options=CompileOptions(fast_memory="60%"))
     plan = plan_dict(compiled)
     html = tmp_path / "report.html"
     html.write_text(render(board_plan(plan)))
