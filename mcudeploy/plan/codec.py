@@ -75,10 +75,10 @@ def read_plan(path: Union[str, os.PathLike]) -> PlanFile:
         text = path.read_text()
     except UnicodeDecodeError as exc:
         raise PlanError(f"{path} is not a plan.json: it is not valid JSON ({exc})") from None
-    return PlanFile(path, typed(decode(text, path), path))
+    return PlanFile(path, typed_plan(decode(text, path), path))
 
 
-def typed(fields: Mapping[str, Any], where: Union[str, os.PathLike]) -> Union[BoardPlan, SystemPlan]:
+def typed_plan(fields: Mapping[str, Any], where: Union[str, os.PathLike]) -> Union[BoardPlan, SystemPlan]:
     """plan.json's ``fields`` (read from ``where``) as the typed plan of a system (its stages and pipeline) or a board."""
     system = "system" in fields and "pipeline" in fields
     return decode_fields(SystemPlan if system else BoardPlan, fields, where)

@@ -182,6 +182,7 @@ class BoardPlan:
     c: Optional[CFields] = None
     split: Optional[Split] = None
     tune: Optional[Mapping] = None
+    # the object as read, for the plan's id (taken over the fields as written) and ``has`` only
     written: Mapping = field(default_factory=dict, repr=False, compare=False, metadata={"whole": True})
 
     @property
@@ -262,8 +263,7 @@ class SystemPlan:
     version: Optional[int] = None
 
 
-KINDS = {int: "a whole number", float: "a number", str: "a string", bool: "true or false", tuple: "a list",
-         Mapping: "an object"}
+KINDS = {int: "a whole number", float: "a number", str: "a string", bool: "true or false", Mapping: "an object"}
 
 
 def decode_fields(cls, value: Any, where: Union[str, os.PathLike], name: str = ""):
