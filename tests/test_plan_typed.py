@@ -78,6 +78,7 @@ def test_a_system_plan_is_typed_with_its_stages_plans(tmp_path, capsys):
     (lambda p: p["order"][0].update(inputs="x"), '"order[0].inputs" is not a list'),
     (lambda p: p["buffers"][0].update(parts=[[0, 1, 2]]), '"buffers[0].parts[0]" is not a list of 4'),
     (lambda p: p.update(regions=[{"name": 3}]), '"regions[0].name" is not a string'),
+    (lambda p: p["schedule"].update(time_s="long"), '"schedule.time_s" is not a number'),
     (lambda p: p.update(c={"sections": [{"region": ""}]}), 'c.sections[0] has no "section" field'),
 ])
 def test_a_bad_field_is_one_sentence_naming_the_file_and_the_field(plans, tmp_path, edit, says):

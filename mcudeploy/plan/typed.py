@@ -296,12 +296,7 @@ def _value(hint, value: Any, where, name: str):
         if value is None and type(None) in args:
             return None
         kinds = [a for a in args if a is not type(None)]
-        for kind in kinds[:-1]:
-            try:
-                return _value(kind, value, where, name)
-            except PlanError:
-                pass
-        return _value(kinds[-1], value, where, name)
+        return _value(next((k for k in kinds if _fits(k, value)), kinds[-1]), value, where, name)
     if origin is tuple:
         if not isinstance(value, list) or (Ellipsis not in args and len(value) != len(args)):
             raise PlanError(f"{where} is not a valid plan: \"{name}\" is not a list"
@@ -310,10 +305,18 @@ def _value(hint, value: Any, where, name: str):
         return tuple(_value(k, v, where, f"{name}[{i}]") for i, (k, v) in enumerate(zip(kinds, value)))
     if dataclasses.is_dataclass(hint):
         return decode_fields(hint, value, where, name)
-    if hint is Any:
-        return value
-    kind = origin or hint
-    ok = isinstance(value, (int, float) if kind is float else kind) and (kind is bool or not isinstance(value, bool))
-    if not ok:
-        raise PlanError(f"{where} is not a valid plan: \"{name}\" is not {KINDS[kind]}")
+    if not _fits(hint, value):
+        raise PlanError(f"{where} is not a valid plan: \"{name}\" is not {KINDS[hint]}")
     return value
+
+
+def _fits(hint, value: Any) -> bool:
+    """Whether ``value`` is JSON of the kind ``hint`` reads (an object for a record, a list for a tuple; a bool
+    is no number)."""
+    if hint is Any:
+        return True
+    if dataclasses.is_dataclass(hint) or hint is Mapping:
+        return isinstance(value, Mapping)
+    if typing.get_origin(hint) is tuple:
+        return isinstance(value, list)
+    return isinstance(value, (int, float) if hint is float else hint) and (hint is bool or not isinstance(value, bool))
