@@ -95,17 +95,16 @@ def stage_graphs(graph: Graph, order: Sequence[Node], bounds: Sequence[int]) -> 
 
 
 def compile_stages(graph: Graph, boards: Union[Sequence[Union[str, Board]], str, Board], bounds: Sequence[int],
-                   schedule_method: str = "auto", name: str | None = None, order: Sequence[Node] | None = None,
-                   **options) -> StagedPlan:
-    """Order the lowered ``graph`` (``schedule_method``; or take ``order``), cut the order at ``bounds``,
-    and compile each stage for its board (one board for all, or one per stage); ``options``: the other
-    fields of the CompileOptions every stage is compiled with (compile.compile_graph)."""
-    options = CompileOptions(schedule_method=schedule_method, **options)
+                   options: CompileOptions = CompileOptions(), name: str | None = None,
+                   order: Sequence[Node] | None = None) -> StagedPlan:
+    """Order the lowered ``graph`` (``options.schedule_method``; or take ``order``), cut the order at ``bounds``,
+    and compile each stage for its board (one board for all, or one per stage) with ``options``
+    (compile.compile_graph)."""
     name = name or graph.name
     boards = [boards] if isinstance(boards, (str, Board)) else list(boards)
     boards = [load_board(b) if isinstance(b, str) else b for b in boards]
     if order is None:
-        order = schedule(graph, schedule_method, options.schedule_time_limit, boards[0].alignment).order
+        order = schedule(graph, options.schedule_method, options.schedule_time_limit, boards[0].alignment).order
     graphs = stage_graphs(graph, order, bounds)
     boards = boards * len(graphs) if len(boards) == 1 else boards
     if len(boards) != len(graphs):
