@@ -39,6 +39,7 @@ from mcudeploy.memory import areas  # noqa: E402
 from mcudeploy.objective import Objective  # noqa: E402
 from mcudeploy.compile import compile_model  # noqa: E402
 from mcudeploy.ops import registry  # noqa: E402
+from mcudeploy.plan import CompileOptions  # noqa: E402
 
 MODELS = Path(os.environ.get("MCUDEPLOY_MODELS", ROOT.parent / "shared" / "models"))
 # the emulated board whose traces stand for a real board's core
@@ -70,7 +71,8 @@ def estimate(path: Path, board: str, objective: str) -> dict:
     target_board = load_board(board)
     # the latency budget is the real board's first region (less its stack), not the emulator's 4 MB
     budget = areas(target_board)[0].capacity if objective != "memory" else None
-    compiled = compile_model(str(path), EMULATED[target_board.core], objective=Objective(objective, budget))
+    compiled = compile_model(str(path), EMULATED[target_board.core],
+                             options=CompileOptions(objective=Objective(objective, budget)))
     target = target_for(target_board, compiled.board)
     spans = trace_model(compiled, target=target)
     cycles = sum(estimate_cycles(s, target) for s in spans)

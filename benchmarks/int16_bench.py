@@ -46,6 +46,7 @@ from mcudeploy.frontend import import_model  # noqa: E402
 from mcudeploy.ir import Graph, Node, Quant, Tensor, constant  # noqa: E402
 from mcudeploy.ops import registry  # noqa: E402
 from mcudeploy.compile import compile_graph, lower  # noqa: E402
+from mcudeploy.plan import CompileOptions  # noqa: E402
 from mcudeploy.simulate.timing_cache import TimingCache  # noqa: E402
 
 import cmsis_s16  # noqa: E402  (benchmarks/, beside this file)
@@ -93,7 +94,7 @@ LAYERS = {
 
 def measure(name: str, board: str, cache: TimingCache) -> dict:
     graph = LAYERS[name]()
-    compiled = compile_graph(graph, board, scratch="keep")
+    compiled = compile_graph(graph, board, options=CompileOptions(scratch="keep"))
     m = measure_model(compiled, repeat=3, cache=cache)
     node = graph.nodes[0]
     (op,) = [o for o in m.ops if o.kernel]
@@ -129,7 +130,7 @@ def measure_models(board: str, cache: TimingCache, cmsis: Optional[Path] = None)
     runs its scratch-free variant); "16x8 keep" keeps every kernel's scratch (what tune also times)."""
     out = {}
     for plan, (dtype, scratch) in PLANS.items():
-        compiled = compile_graph(lower(import_model(MODELS[dtype])), board, scratch=scratch)
+        compiled = compile_graph(lower(import_model(MODELS[dtype])), board, options=CompileOptions(scratch=scratch))
         m = measure_model(compiled, repeat=3, cache=cache)
         ipt = m.instructions_per_tick
         nodes = timed_nodes(compiled)

@@ -46,6 +46,7 @@ from mcudeploy.memory.regions import areas  # noqa: E402
 from mcudeploy.offload.swap import node_ticks, regions_for_swap, resident_ticks  # noqa: E402
 from mcudeploy.partition import split  # noqa: E402
 from mcudeploy.compile import compile_graph, lower  # noqa: E402
+from mcudeploy.plan import CompileOptions  # noqa: E402
 from mcudeploy.search.peak import find_peak  # noqa: E402
 from mcudeploy.search.space import candidate_cuts, grow, segments  # noqa: E402
 
@@ -92,8 +93,8 @@ def planned(graph, name: str, board, budget: int, estimated: float, rounds: int)
     """The budgeted plan of least added ticks: unsplit, and with ``rounds`` > 0 each of a few cuts at
     the peak, the best grown by another cut per round; (plan, added ticks) or the planner's refusal."""
     def build(scheme, placement="exact"):
-        return compile_graph(split(graph, scheme) if scheme else graph, board, name, scheme=scheme,
-                             placement_method=placement, fast_memory=budget)
+        return compile_graph(split(graph, scheme) if scheme else graph, board, name,
+                             options=CompileOptions(scheme=scheme, placement_method=placement, fast_memory=budget))
     best, refusal = None, None
     try:
         plan = build(())
@@ -102,7 +103,8 @@ def planned(graph, name: str, board, budget: int, estimated: float, rounds: int)
         refusal = err
     scheme = ()
     for _ in range(rounds):
-        base = compile_graph(split(graph, scheme) if scheme else graph, board, name, scheme=scheme)
+        base = compile_graph(split(graph, scheme) if scheme else graph, board, name,
+                             options=CompileOptions(scheme=scheme))
         peak = find_peak(base)
         taken = frozenset(n for c in scheme for n, _ in c.axes)
         tried = []

@@ -58,7 +58,7 @@ def _model_options(p: argparse.ArgumentParser, project: bool = False) -> None:
 
 # The options that change a plan, as (option, argparse dest, default): declared once (_plan_options) for
 # every command that builds a plan, handed to the target as one Request (_request; target/board.py's
-# plan_arguments turns them into CompileOptions' fields), and refused with a folder, whose plan already
+# plan_options turns them into a CompileOptions), and refused with a folder, whose plan already
 # fixes them (_given_plan_options).
 PLAN_OPTIONS = (("--input-shape", "input_shape", []), ("--int8-input", "int8_input", False),
                 ("--stream-input", "stream_input", False), ("--fast-memory", "fast_memory", None),

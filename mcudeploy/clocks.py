@@ -18,12 +18,13 @@ MHZ = 1_000_000
 AHB_DIVS = (1, 2, 4, 8, 16, 64, 128, 256, 512)
 APB_DIVS = (1, 2, 4, 8, 16)
 
-# Per family: the oscillators a PLL may take, the PLL's ranges, the largest SYSCLK per voltage
-# setting, the bus limits, and the flash: (largest HCLK in Hz, wait states, write delay) rows.
+# Per family: the reference manual the limits are from, the oscillators a PLL may take, the PLL's ranges,
+# the largest SYSCLK per voltage setting, the bus limits, and the flash: (largest HCLK in Hz, wait states,
+# write delay) rows.
 _F4_WS = tuple((30 * MHZ * (n + 1), n, 0) for n in range(16))
 _F7_WS = tuple((min(30 * MHZ * (n + 1), 216 * MHZ), n, 0) for n in range(16))
-_F4 = {  # RM0390 (F446): PLL input 1-2 MHz, VCO 100-432 MHz, PLLP out <= 180 MHz
-    "reset": ("hsi", 16 * MHZ), "sources": {"hsi": 16 * MHZ},
+_F4 = {  # F446: PLL input 1-2 MHz, VCO 100-432 MHz, PLLP out <= 180 MHz
+    "manual": "RM0390", "reset": ("hsi", 16 * MHZ), "sources": {"hsi": 16 * MHZ},
     "m": (2, 63), "n": (50, 432), "p": (2, 4, 6, 8), "q": (2, 15), "r": (2, 7),
     "pll_in": (1 * MHZ, 2 * MHZ), "vco": (100 * MHZ, 432 * MHZ),
     "sysclk_max": {(1, True): 180 * MHZ, (1, False): 168 * MHZ, (2, True): 168 * MHZ,
@@ -33,13 +34,14 @@ _F4 = {  # RM0390 (F446): PLL input 1-2 MHz, VCO 100-432 MHz, PLLP out <= 180 MH
 }
 LIMITS = {
     "stm32f4": _F4,
-    "stm32f7": {**_F4,  # RM0385 (F746): the F4's PLL; SYSCLK 216 MHz with over-drive, APB1 54, APB2 108
+    "stm32f7": {**_F4,  # F746: the F4's PLL; SYSCLK 216 MHz with over-drive, APB1 54, APB2 108
+                "manual": "RM0385",
                 "sysclk_max": {(1, True): 216 * MHZ, (1, False): 180 * MHZ, (2, True): 180 * MHZ,
                                (2, False): 168 * MHZ, (3, False): 144 * MHZ},
                 "hclk_max": 216 * MHZ, "apb_max": {"apb1": 54 * MHZ, "apb2": 108 * MHZ},
                 "wait_states": {1: _F7_WS, 2: _F7_WS, 3: _F7_WS}},
-    "stm32h7": {  # RM0433 (H743): ref clock 1-16 MHz, wide VCO 192-836 MHz (960 on rev V only)
-        "reset": ("hsi", 64 * MHZ), "sources": {"hsi": 64 * MHZ},
+    "stm32h7": {  # H743: ref clock 1-16 MHz, wide VCO 192-836 MHz (960 on rev V only)
+        "manual": "RM0433", "reset": ("hsi", 64 * MHZ), "sources": {"hsi": 64 * MHZ},
         "m": (1, 63), "n": (4, 512), "p": tuple(range(2, 129, 2)), "q": (1, 128), "r": (1, 128),
         "pll_in": (1 * MHZ, 16 * MHZ), "vco": (192 * MHZ, 836 * MHZ),
         "sysclk_max": {(1, False): 400 * MHZ, (2, False): 300 * MHZ, (3, False): 200 * MHZ},
@@ -56,8 +58,8 @@ LIMITS = {
         "vos0": {"rev_ids": (0x2003,), "vco": (192 * MHZ, 960 * MHZ), "sysclk_max": {(0, False): 480 * MHZ},
                  "hclk_max": 240 * MHZ, "apb_max": {bus: 120 * MHZ for bus in ("apb1", "apb2", "apb3", "apb4")}},
     },
-    "stm32l4": {  # RM0432 (L4R5): PLL input 2.66-16 MHz, VCO 64-344 MHz, 120 MHz only in range 1 boost
-        "reset": ("msi", 4 * MHZ), "sources": {"hsi": 16 * MHZ},
+    "stm32l4": {  # L4R5: PLL input 2.66-16 MHz, VCO 64-344 MHz, 120 MHz only in range 1 boost
+        "manual": "RM0432", "reset": ("msi", 4 * MHZ), "sources": {"hsi": 16 * MHZ},
         "m": (1, 16), "n": (8, 127), "p": tuple(range(2, 32)), "q": (2, 4, 6, 8), "r": (2, 4, 6, 8),
         "pll_in": (2_660_000, 16 * MHZ), "vco": (64 * MHZ, 344 * MHZ),
         "sysclk_max": {(1, True): 120 * MHZ, (1, False): 80 * MHZ, (2, False): 26 * MHZ},
@@ -98,6 +100,11 @@ class ClockTree:
     def claimed(self) -> "ClockTree":
         """The tree whose clocks the board file claims: the VOS0 one when there is one."""
         return self.vos0 or self
+
+    @property
+    def manual(self) -> str:
+        """The family's reference manual, where the limits it was checked against are."""
+        return LIMITS[self.family]["manual"]
 
     @property
     def pll_in_hz(self) -> float:

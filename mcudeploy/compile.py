@@ -13,11 +13,11 @@ from mcudeploy.frontend import import_model
 from mcudeploy.ir import Graph, Node, verify
 from mcudeploy.memory import areas
 from mcudeploy.memory.layout import lay_out
-from mcudeploy.objective import MEMORY, Objective, latency_plan
+from mcudeploy.objective import MEMORY, latency_plan
 from mcudeploy.offload import fit_scratch, fit_wide_weights, tile_convolutions
 from mcudeploy.offload.scratch import scratch_steps, scratch_where_it_pays
 from mcudeploy.offload.swap import has_slow_region, parse_budget, place_within
-from mcudeploy.partition import Scheme, split
+from mcudeploy.partition import split
 from mcudeploy.passes.activation import fuse_activations, fuse_swish
 from mcudeploy.passes.batchnorm import fold_batchnorm
 from mcudeploy.passes.graph_edit import eliminate_dead
@@ -59,25 +59,10 @@ def lower(graph: Graph, check: bool = False, int8_input: bool = False, stream_in
 
 
 def compile_model(source: Union[str, os.PathLike, onnx.ModelProto], board: Union[str, Board] = "host",
-                  input_shapes: Optional[Mapping[str, tuple[int, ...]]] = None,
-                  schedule_method: str = "auto", check: bool = False, placement_method: str = "exact",
-                  placement_time_limit: float = 5.0, schedule_time_limit: float = 10.0,
-                  scheme: Scheme = (), int8_input: bool = False,
-                  fast_memory: Union[int, str, None] = None, earlier: Mapping[str, int] = {},
-                  stream_input: bool = False, objective: Objective = MEMORY) -> Compiled:
-    """compile_source with these CompileOptions (the library's keyword form; see there)."""
-    options = CompileOptions(schedule_method=schedule_method, placement_method=placement_method,
-                             placement_time_limit=placement_time_limit, schedule_time_limit=schedule_time_limit,
-                             scheme=scheme, int8_input=int8_input, stream_input=stream_input,
-                             fast_memory=fast_memory, earlier=earlier, objective=objective)
-    return compile_source(source, board, options, input_shapes, check)
-
-
-def compile_source(source: Union[str, os.PathLike, onnx.ModelProto], board: Union[str, Board],
-                   options: CompileOptions, input_shapes: Optional[Mapping[str, tuple[int, ...]]] = None,
-                   check: bool = False) -> Compiled:
+                  options: CompileOptions = CompileOptions(),
+                  input_shapes: Optional[Mapping[str, tuple[int, ...]]] = None, check: bool = False) -> Compiled:
     """Import, lower (with `int8_input`, the quantized inputs taken as integers), split by `scheme`
-    (none: the operators as they are), then compile_lowered. fast_memory: bytes, or a share of the
+    (none: the operators as they are), then compile_graph. fast_memory: bytes, or a share of the
     unconstrained first region's arena ("50%"; that arena is compiled first to know it)."""
     if options.fast_memory is not None and options.objective.name != "memory":
         raise MCUDeployError(f"--fast-memory swaps tensors to a slow region until the fast one fits, the memory "
@@ -92,8 +77,8 @@ def compile_source(source: Union[str, os.PathLike, onnx.ModelProto], board: Unio
         board = load_board(board) if isinstance(board, str) else board
         plain = dataclasses.replace(options, fast_memory=None, earlier={}, objective=MEMORY)
         options = dataclasses.replace(options, fast_memory=fast_memory_bytes(
-            options.fast_memory, lambda: compile_lowered(graph, board, name, plain)))
-    return compile_lowered(graph, board, name, options)
+            options.fast_memory, lambda: compile_graph(graph, board, name, plain)))
+    return compile_graph(graph, board, name, options)
 
 
 def fast_memory_bytes(spec: Union[int, str], unconstrained: Callable[[], Compiled]) -> int:
@@ -136,21 +121,7 @@ weights widened to int16 would not fit the board's flash keep int8 ones only (of
 
 
 def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optional[str] = None,
-                  schedule_method: str = "auto", placement_method: str = "exact",
-                  placement_time_limit: float = 5.0, schedule_time_limit: float = 10.0,
-                  scheme: Scheme = (), scratch: str = "fit", int8_input: bool = False,
-                  rewrites: Sequence[Rewrite] = (), fast_memory: Optional[int] = None,
-                  earlier: Mapping[str, int] = {}, stream_input: bool = False,
-                  objective: Objective = MEMORY) -> Compiled:
-    """compile_lowered with these CompileOptions (the library's keyword form; see there)."""
-    return compile_lowered(graph, board, name, CompileOptions(
-        schedule_method=schedule_method, placement_method=placement_method,
-        placement_time_limit=placement_time_limit, schedule_time_limit=schedule_time_limit, scheme=scheme,
-        scratch=scratch, int8_input=int8_input, rewrites=rewrites, fast_memory=fast_memory, earlier=earlier,
-        stream_input=stream_input, objective=objective))
-
-
-def compile_lowered(graph: Graph, board: Union[str, Board], name: Optional[str], options: CompileOptions) -> Compiled:
+                  options: CompileOptions = CompileOptions()) -> Compiled:
     """Schedule, find lifetimes and place an already lowered graph (split by `scheme` and lowered
     with `int8_input`, which are only recorded here). The time limits are in effort seconds
     (mcudeploy/effort.py): work, not wall-clock time, so the same graph gives the same plan on a

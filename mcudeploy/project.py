@@ -43,7 +43,8 @@ from mcudeploy.offload.swap import Offload
 from mcudeploy.partition import SplitError, cut_from_dict, split
 from mcudeploy.compile import lower
 from mcudeploy.plan import codec
-from mcudeploy.plan import PLAN_FILE, PLAN_VERSION, CodeOptions, Compiled, model_sha256, plan_dict, plan_id
+from mcudeploy.plan import PLAN_FILE, PLAN_VERSION, BoardPlan, CodeOptions, Compiled, model_sha256, plan_dict
+from mcudeploy.plan.typed import Method
 from mcudeploy.schedule import Schedule
 
 # plan.json fields the rebuilt plan must reproduce exactly
@@ -55,17 +56,17 @@ GENERATED = ("model.c", "mcud_model.h", "main_host.c")  # C codegen writes next 
 @dataclass(frozen=True)
 class Project:
     plan_path: Path
-    plan: dict
+    plan: BoardPlan
     model_path: Path
     compiled: Compiled  # the recorded plan, rebuilt
     unsplit: Graph  # the lowered model before the split: the numpy reference --check compares with
 
     def lines(self) -> list[str]:
-        cuts = self.plan.get("cuts") or []
+        cuts = self.plan.cuts
         split_ = f"split by {len(cuts)} cut(s)" if cuts else "unsplit"
-        latency = self.plan.get("latency") or {}
-        ticks = f"; recorded {latency['ticks']:,} ticks ({latency.get('source')})" if latency.get("ticks") else ""
-        return [f"plan {self.plan_path} ({plan_id(self.plan)}): {self.model_path.name} on {self.compiled.board.name}, "
+        latency = self.plan.latency
+        ticks = f"; recorded {latency.ticks:,} ticks ({latency.source})" if latency and latency.ticks else ""
+        return [f"plan {self.plan_path} ({self.plan.plan_id}): {self.model_path.name} on {self.compiled.board.name}, "
                 f"{split_}, arena {self.compiled.placement.arena_bytes:,} B{ticks}, objective "
                 f"{self.compiled.objective.name}; rebuilt from the model and verified"]
 
@@ -87,12 +88,11 @@ def load_project(path: Union[str, os.PathLike], board: Optional[str] = None) -> 
     plan = _read(where)
     model_path = _model(where, plan)
     target = _board(where, plan, board)
-    int8_input = bool(plan.get("int8_input", False))
-    stream_input = bool(plan.get("stream_input", False))
+    int8_input, stream_input = plan.int8_input, plan.stream_input
     unsplit = lower(import_model(model_path, _input_shapes(model_path, plan)), int8_input=int8_input,
                     stream_input=stream_input)
     try:
-        cuts = tuple(cut_from_dict(c) for c in plan["cuts"])
+        cuts = tuple(cut_from_dict(c) for c in plan.cuts)
         graph = split(unsplit, cuts) if cuts else unsplit
     except (SplitError, KeyError, TypeError, ValueError) as exc:
         raise MCUDeployError(f"{where} does not match {model_path}: its cuts do not apply ({_clause(exc)})") from None
@@ -100,13 +100,9 @@ def load_project(path: Union[str, os.PathLike], board: Optional[str] = None) -> 
     graph = _in_slow_memory(plan, graph)
     lives = _lifetimes(where, plan, graph, order, target.alignment, model_path)
     placement = _placement(where, plan, lives, target.alignment)
-    sched = plan.get("schedule") or {}
-    schedule = Schedule(order, sched.get("method", "model"), sched.get("used", sched.get("method", "model")),
-                        int(sched.get("peak_bytes", lives.lower_bound())),
-                        int(sched.get("bound_bytes", lives.lower_bound())), bool(sched.get("proven_optimal")),
-                        float(sched.get("time_s", 0.0)), float(sched.get("effort_s", 0.0)), sched.get("effort_limit_s"))
+    schedule = _schedule(plan.schedule or Method(), order, lives.lower_bound())
     code = _code(where, plan)
-    offload = Offload.from_plan(plan["offload"]) if plan.get("offload") else None
+    offload = Offload.from_plan(plan.offload) if plan.offload else None
     compiled = Compiled(os.fspath(model_path), target, graph, schedule, lives, placement, cuts, code=code,
                         int8_input=int8_input, offload=offload, stream_input=stream_input,
                         objective=_objective(where, plan))
@@ -115,30 +111,46 @@ def load_project(path: Union[str, os.PathLike], board: Optional[str] = None) -> 
     return Project(where, plan, model_path, compiled, unsplit)
 
 
-def _objective(where: Path, plan: dict) -> Objective:
+def _schedule(sched: Method, order: tuple[Node, ...], bound: int) -> Schedule:
+    """The recorded order with how it was found ("schedule"; a field left out: the live-bytes bound, no time)."""
+    method = sched.method or "model"
+    return Schedule(order, method, sched.used or method, _or(sched.peak_bytes, bound), _or(sched.bound_bytes, bound),
+                    bool(sched.proven_optimal), float(_or(sched.time_s, 0.0)), float(_or(sched.effort_s, 0.0)),
+                    sched.effort_limit_s)
+
+
+def _or(value, default):
+    return default if value is None else value
+
+
+def _objective(where: Path, plan: BoardPlan) -> Objective:
     """The objective the plan was made for, as recorded (none recorded: memory, the only one there was)."""
     try:
-        return Objective.from_plan(plan.get("objective"))
+        return Objective.from_plan(plan.objective)
     except (MCUDeployError, KeyError, TypeError) as exc:
         raise MCUDeployError(f"{where} is not a valid plan: its \"objective\" does not apply ({_clause(exc)})") from None
 
 
-def _in_slow_memory(plan: dict, graph: Graph) -> Graph:
+def _in_slow_memory(plan: BoardPlan, graph: Graph) -> Graph:
     """The graph with every tensor of a buffer the plan put in its fast-memory budget's slow region
     pinned there, as the planner pinned them (pinned apart, tensors share no buffer in place)."""
-    slow = (plan.get("offload") or {}).get("slow_region")
-    held = {t for b in plan["buffers"] if slow and b.get("region") == slow for t in b.get("tensors") or ()}
+    slow = (plan.offload or {}).get("slow_region")
+    held = {t for b in plan.buffers if slow and b.region == slow for t in b.tensors}
     held &= set(graph.tensors)
     if not held:
         return graph
     return graph.replace(tensors={**graph.tensors, **{t: graph[t].with_(region=slow) for t in held}})
 
 
-def _code(where: Path, plan: dict) -> CodeOptions:
-    """The C options the folder was written with (--name, --arena, ...): its C is regenerated with them."""
+def _code(where: Path, plan: BoardPlan) -> CodeOptions:
+    """The C options the folder was written with (--name, --arena, ...): its C is regenerated with them (none
+    recorded, in a plan written before them: the defaults)."""
+    c = plan.c
+    if not c:
+        return CodeOptions()
     try:
-        return CodeOptions.from_plan(plan.get("c"))
-    except (MCUDeployError, AttributeError, KeyError, TypeError) as exc:
+        return CodeOptions(c.name, c.arena, tuple((s.region, s.section) for s in c.sections), c.arduino)
+    except MCUDeployError as exc:
         raise MCUDeployError(f"{where} is not a valid plan: its \"c\" options do not apply ({_clause(exc)})") from None
 
 
@@ -146,110 +158,69 @@ def _clause(exc) -> str:
     return str(exc).rstrip(".")
 
 
-def _read(where: Path) -> dict:
+def _read(where: Path) -> BoardPlan:
     if not where.is_file():
         if where.parent.is_dir() and where.name == PLAN_FILE:
             raise MCUDeployError(f"{where.parent} holds no {PLAN_FILE}: give a folder written by mcudeploy compile -o "
                                  f"or mcudeploy tune -o, or a model file")
         raise MCUDeployError(f"{where}: no such plan file")
     try:
-        read = codec.read_plan(where)
+        plan = codec.read_plan(where).plan
     except OSError as exc:
         raise MCUDeployError(f"{where} is not a plan.json: it is not valid JSON ({exc})") from None
-    read.require(("model", "board", "order", "buffers", "tensors", "regions", "inputs", "arena_bytes", "placement"))
-    plan = dict(read.fields)
+    if not isinstance(plan, BoardPlan):
+        raise MCUDeployError(f"{where} is a system's plan: run, flash and measure take it with -b and the model")
+    missing = next((key for key in ("tensors", "regions", "inputs", "placement") if not plan.has(key)), None)
+    if missing is not None:
+        raise MCUDeployError(f"{where} is not a plan.json: it has no \"{missing}\" field")
     for key in ("model_path", "cuts"):
-        if key not in plan:
+        if not plan.has(key):
             raise MCUDeployError(f"{where} was written by an older mcudeploy and lacks \"{key}\": compile or tune "
                                  f"the model again to run this plan")
-    if plan.get("version") != PLAN_VERSION:
+    if plan.version != PLAN_VERSION:
         raise MCUDeployError(f"{where} was written by another version of mcudeploy (plan version "
-                             f"{plan.get('version')}, this one reads {PLAN_VERSION}): compile or tune the model again")
+                             f"{plan.version}, this one reads {PLAN_VERSION}): compile or tune the model again")
     _kinds(where, plan)
     return plan
 
 
-# the fields of plan.json a rebuilt plan is read from, and the kind of each (entries of lists: their fields)
-_INT, _STR, _LIST = "a whole number", "a string", "a list"
-KINDS = {"model": _STR, "board": _STR, "arena_bytes": _INT, "order": _LIST, "buffers": _LIST, "tensors": _LIST,
-         "regions": _LIST, "inputs": _LIST, "cuts": _LIST}
-ENTRY_KINDS = {"order": {"node": _STR, "op": _STR, "inputs": _LIST, "outputs": _LIST},
-               "buffers": {"name": _STR, "tensors": _LIST, "offset": _INT, "size": _INT, "first": _INT, "last": _INT},
-               "regions": {"name": _STR, "arena_bytes": _INT},
-               "inputs": {"name": _STR, "shape": _LIST}}
-
-
-_NUMBER, _SHAPE, _NAMES = "a number", "a list of whole numbers", "a list of strings"
-# fields read where present (None where a plan may leave them out)
-OPTIONAL_KINDS = {("model_path",): _STR, ("sharing",): _NAMES, ("schedule", "peak_bytes"): _INT,
-                  ("schedule", "bound_bytes"): _INT, ("schedule", "time_s"): _NUMBER, ("schedule", "effort_s"): _NUMBER,
-                  ("schedule", "effort_limit_s"): _NUMBER, ("placement", "time_s"): _NUMBER,
-                  ("placement", "effort_s"): _NUMBER}
-NULLABLE = {("model_path",), ("schedule", "effort_limit_s")}  # None: a model given in memory, no limit
-OPTIONAL_ENTRY_KINDS = {"buffers": {"region": _STR, "parts": _LIST}, "inputs": {"shape": _SHAPE}}
-
-
-def _is(value, kind: str) -> bool:
-    if kind == _INT:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if kind == _NUMBER:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if kind == _SHAPE:
-        return isinstance(value, list) and all(_is(d, _INT) and d > 0 for d in value)
-    if kind == _NAMES:
-        return isinstance(value, list) and all(isinstance(v, str) for v in value)
-    return isinstance(value, str if kind == _STR else list)
-
-
-def _kinds(where: Path, plan: dict) -> None:
-    """Refuse, naming the field, a plan.json whose fields are not of the kind mcudeploy writes (a hand edit,
-    a damaged file): what is read from it afterwards is then of the right kind."""
-    for key, kind in KINDS.items():
-        if not _is(plan[key], kind):
-            raise MCUDeployError(f"{where} is not a valid plan: \"{key}\" is not {kind}")
-    for key in ("placement", "schedule"):
-        if not isinstance(plan.get(key, {}), dict):
+def _kinds(where: Path, plan: BoardPlan) -> None:
+    """Refuse, naming the field, what the typed plan allows but a rebuilt plan cannot take (a hand edit, a
+    damaged file): "schedule" or "placement" not an object, a region without its arena's bytes, an input
+    without a shape of whole numbers above 0."""
+    for key, method in (("placement", plan.placement), ("schedule", plan.schedule or Method())):
+        if not isinstance(method, Method):
             raise MCUDeployError(f"{where} is not a valid plan: \"{key}\" is not an object")
-    for path, kind in OPTIONAL_KINDS.items():
-        holder = plan if len(path) == 1 else plan.get(path[0]) or {}
-        value = holder.get(path[-1])
-        if path[-1] in holder and not (value is None and path in NULLABLE) and not _is(value, kind):
-            raise MCUDeployError(f"{where} is not a valid plan: \"{'.'.join(path)}\" is not {kind}")
-    for key, fields in ENTRY_KINDS.items():
-        for k, entry in enumerate(plan[key]):
-            odd = next((f for f, kind in fields.items() if not isinstance(entry, dict) or not _is(entry.get(f), kind)),
-                       None)
-            if odd is not None:
-                raise MCUDeployError(f"{where} is not a valid plan: {key}[{k}] has no \"{odd}\" that is {fields[odd]}")
-    for key, fields in OPTIONAL_ENTRY_KINDS.items():
-        for k, entry in enumerate(plan[key]):
-            odd = next((f for f, kind in fields.items() if entry.get(f) is not None and not _is(entry[f], kind)), None)
-            if odd is not None:
-                raise MCUDeployError(f"{where} is not a valid plan: {key}[{k}].{odd} is not {fields[odd]}")
+    odd = next((k for k, r in enumerate(plan.regions) if r.arena_bytes is None), None)
+    if odd is not None:
+        raise MCUDeployError(f"{where} is not a valid plan: regions[{odd}] has no \"arena_bytes\" that is a whole number")
+    odd = next((k for k, i in enumerate(plan.inputs) if i.shape is None or not all(d > 0 for d in i.shape)), None)
+    if odd is not None:
+        raise MCUDeployError(f"{where} is not a valid plan: inputs[{odd}].shape is not a list of whole numbers above 0")
 
 
-def _model(where: Path, plan: dict) -> Path:
+def _model(where: Path, plan: BoardPlan) -> Path:
     """The model file plan.json was made from: its recorded path, else a file of its name beside
     plan.json (a folder moved with its model); its content must have the recorded digest."""
-    candidates = [Path(plan["model_path"])] if plan["model_path"] else []
-    candidates.append(where.parent / plan["model"])
+    candidates = [Path(plan.model_path)] if plan.model_path else []
+    candidates.append(where.parent / plan.model)
     path = next((p for p in candidates if p.is_file()), None)
     if path is None:
-        named = plan["model_path"] or plan["model"]
-        raise MCUDeployError(f"{where} was made from {named}, which is not there (nor {plan['model']} beside it)")
-    if plan.get("model_sha256") and model_sha256(path) != plan["model_sha256"]:
+        named = plan.model_path or plan.model
+        raise MCUDeployError(f"{where} was made from {named}, which is not there (nor {plan.model} beside it)")
+    if plan.model_sha256 and model_sha256(path) != plan.model_sha256:
         raise MCUDeployError(f"{where} was not made from {path} as it is now (its SHA-256 differs): compile or "
                              f"tune it again")
     return path
 
 
-def _board(where: Path, plan: dict, name: Optional[str]) -> Board:
+def _board(where: Path, plan: BoardPlan, name: Optional[str]) -> Board:
     """The plan's board; a board given on the command line must be that one (offsets, alignment
     and kernels were chosen for it), or another name of it."""
     try:
-        board = load_board(plan["board"])
+        board = load_board(plan.board)
     except MCUDeployError:
-        raise MCUDeployError(f"{where} is a plan for board {plan['board']}, which this mcudeploy does not know "
+        raise MCUDeployError(f"{where} is a plan for board {plan.board}, which this mcudeploy does not know "
                              f"(see mcudeploy boards)") from None
     if name is not None and name != board.name:
         given = load_board(name)
@@ -259,19 +230,19 @@ def _board(where: Path, plan: dict, name: Optional[str]) -> Board:
     return board
 
 
-def _input_shapes(model_path: Path, plan: dict) -> dict:
+def _input_shapes(model_path: Path, plan: BoardPlan) -> dict:
     """The recorded shape of every model input plan.json lists (what --input-shape pinned, if anything)."""
     if is_tflite_model(model_path):
         return {}  # a .tflite's shapes are fixed
     names = {vi.name for vi in load_model(model_path).graph.input}
-    return {i["name"]: tuple(i["shape"]) for i in plan["inputs"] if i["name"] in names}
+    return {i.name: i.shape for i in plan.inputs if i.name in names}
 
 
-def _order(where: Path, plan: dict, graph: Graph, model_path: Path) -> tuple[Graph, tuple[Node, ...]]:
+def _order(where: Path, plan: BoardPlan, graph: Graph, model_path: Path) -> tuple[Graph, tuple[Node, ...]]:
     """The recorded order on the rebuilt graph, with "scratch" = 0 on the nodes fit_scratch set it on and the
     "tile" tile_convolutions gave the latency objective's convolutions."""
     graph = _copies(where, plan, graph, model_path)
-    names = [e.get("node") for e in plan["order"]]
+    names = [e.node for e in plan.order]
     known = {n.name for n in graph.nodes}
     stray = next((n for n in names if n not in known), None)
     if stray is not None:
@@ -280,8 +251,8 @@ def _order(where: Path, plan: dict, graph: Graph, model_path: Path) -> tuple[Gra
     if len(names) != len(set(names)) or len(names) != len(known):
         raise MCUDeployError(f"{where} does not match {model_path}: its order holds {len(names)} steps for "
                              f"{len(known)} operators")
-    without = {e["node"] for e in plan["order"] if e.get("scratch") == 0}
-    tiles = {e["node"]: int(e["tile"]) for e in plan["order"] if e.get("tile")}  # offload.tile_convolutions
+    without = {e.node for e in plan.order if e.scratch == 0}
+    tiles = {e.node: e.tile for e in plan.order if e.tile}  # offload.tile_convolutions
 
     def recorded(n: Node) -> Node:
         attrs = {**n.attrs, **({"scratch": 0} if n.name in without else {}),
@@ -300,36 +271,36 @@ def _order(where: Path, plan: dict, graph: Graph, model_path: Path) -> tuple[Gra
     return graph, order
 
 
-def _copies(where: Path, plan: dict, graph: Graph, model_path: Path) -> Graph:
+def _copies(where: Path, plan: BoardPlan, graph: Graph, model_path: Path) -> Graph:
     """The graph with the nodes a fast-memory budget added (mcudeploy/offload), as the plan's order
     records them: copies to and from the slow region, and clones of recomputed producers; every
     later reader reads the tensor the order records."""
-    entries = [e for e in plan["order"] if e.get("op") in COPIES or e.get("recompute")]
+    entries = [e for e in plan.order if e.op in COPIES or e.recompute]
     if not entries:
         return graph
     tensors = dict(graph.tensors)
-    slow = (plan.get("offload") or {}).get("slow_region")
+    slow = (plan.offload or {}).get("slow_region")
     known = {n.name: n for n in graph.nodes}
     nodes = []
     for e in entries:
         try:
-            (dst,) = e["outputs"]
-            if e.get("recompute"):
-                original = known[e["recompute"]]
+            (dst,) = e.outputs
+            if e.recompute:
+                original = known[e.recompute]
                 tensors[dst] = tensors[original.outputs[0]].with_(name=dst)
-                nodes.append(original.with_(name=e["node"], outputs=(dst,),
+                nodes.append(original.with_(name=e.node, outputs=(dst,),
                                             attrs={**original.attrs, "recompute": original.name}))
                 continue
-            srcs = tuple(e["inputs"])
-            region = e["region"] if "region" in e else slow if dst.endswith("@" + str(slow)) else None
+            srcs = e.inputs
+            region = e.region if e.region_recorded else slow if dst.endswith("@" + str(slow)) else None
             tensors[dst] = tensors[srcs[0]].with_(name=dst, kind="activation", region=region)
-            if e["op"] not in COPIES or len(srcs) != (2 if e["op"] == COPY_WAIT else 1):
-                raise ValueError(e["op"])
-        except (KeyError, TypeError, ValueError):
-            raise MCUDeployError(f"{where} does not match {model_path}: its step {e.get('node')} does not apply") from None
-        attrs = {"of": e.get("of", srcs[0]), **{k: int(e[k]) for k in ("slot", "ticks", "modelled") if k in e}}
-        nodes.append(Node(e["node"], e["op"], srcs, (dst,), attrs))
-    recorded = {e["node"]: tuple(e["inputs"]) for e in plan["order"]}
+            if e.op not in COPIES or len(srcs) != (2 if e.op == COPY_WAIT else 1):
+                raise ValueError(e.op)
+        except (KeyError, IndexError, ValueError):
+            raise MCUDeployError(f"{where} does not match {model_path}: its step {e.node} does not apply") from None
+        timing = {k: int(v) for k, v in (("slot", e.slot), ("ticks", e.ticks), ("modelled", e.modelled)) if v is not None}
+        nodes.append(Node(e.node, e.op, srcs, (dst,), {"of": e.of or srcs[0], **timing}))
+    recorded = {e.node: e.inputs for e in plan.order}
     added = {n.outputs[0] for n in nodes}
 
     def rewired(n: Node) -> Node:
@@ -348,16 +319,15 @@ def _buffers(lives: Lifetimes) -> list:
     return [(b.name, list(b.tensors), b.size, b.first, b.last, [list(r) for r in b.parts]) for b in lives.buffers]
 
 
-def _lifetimes(where: Path, plan: dict, graph: Graph, order, alignment: int, model_path: Path) -> Lifetimes:
+def _lifetimes(where: Path, plan: BoardPlan, graph: Graph, order, alignment: int, model_path: Path) -> Lifetimes:
     """Lifetimes of the recorded order under the recorded kinds of sharing (memory.layout.lay_out
     keeps the set that placed smallest), which must give exactly the recorded buffers."""
-    kinds = plan.get("sharing")
-    if not isinstance(kinds, list) or not set(kinds) <= SHARING:
+    kinds = plan.sharing
+    if kinds is None or not set(kinds) <= SHARING:
         raise MCUDeployError(f"{where} does not say which memory sharing its buffers use (written by an older "
                              f"mcudeploy?): compile or tune again")
     lives = lifetimes(graph, order, alignment, frozenset(kinds))
-    recorded = [(b["name"], list(b["tensors"]), b["size"], b["first"], b["last"], [list(r) for r in b.get("parts", [])])
-                for b in plan["buffers"]]
+    recorded = [(b.name, list(b.tensors), b.size, b.first, b.last, [list(r) for r in b.parts]) for b in plan.buffers]
     if _buffers(lives) == recorded:
         return lives
     got = {b[0]: b for b in _buffers(lives)}
@@ -366,13 +336,13 @@ def _lifetimes(where: Path, plan: dict, graph: Graph, order, alignment: int, mod
     raise MCUDeployError(f"{where} does not match {model_path}: buffer {odd} is not what its order gives")
 
 
-def _placement(where: Path, plan: dict, lives: Lifetimes, alignment: int) -> Placement:
+def _placement(where: Path, plan: BoardPlan, lives: Lifetimes, alignment: int) -> Placement:
     """The recorded offsets and regions, checked: no two live buffers overlap, each fits its arena."""
-    offsets = {b["name"]: int(b["offset"]) for b in plan["buffers"]}
-    arenas = {r["name"]: int(r["arena_bytes"]) for r in plan["regions"]}
+    offsets = {b.name: b.offset for b in plan.buffers}
+    arenas = {r.name: r.arena_bytes for r in plan.regions}
     if not arenas:
         raise MCUDeployError(f"{where} is not a valid plan: it lists no region")
-    regions = {b["name"]: b.get("region") or next(iter(arenas)) for b in plan["buffers"]}
+    regions = {b.name: b.region or next(iter(arenas)) for b in plan.buffers}
     for b in lives.buffers:
         if offsets[b.name] < 0:
             raise MCUDeployError(f"{where} is not a valid plan: buffer {b.name} starts before its region's arena "
@@ -387,19 +357,19 @@ def _placement(where: Path, plan: dict, lives: Lifetimes, alignment: int) -> Pla
     for b in lives.buffers:
         if regions[b.name] not in arenas or offsets[b.name] + b.size > arenas[regions[b.name]]:
             raise MCUDeployError(f"{where} is not a valid plan: buffer {b.name} ends past its region's arena")
-    if sum(arenas.values()) != plan["arena_bytes"]:
+    if sum(arenas.values()) != plan.arena_bytes:
         raise MCUDeployError(f"{where} is not a valid plan: its regions' arenas do not add up to arena_bytes")
-    p = plan["placement"]
+    p = plan.placement
     state_offsets, state_bytes = state_layout(lives.state, alignment)
-    return Placement(offsets, int(plan["arena_bytes"]), lives.lower_bound(), p.get("method", "greedy"), regions,
-                     arenas, bool(p.get("proven_optimal")), p.get("detail", ""), float(p.get("time_s", 0.0)),
-                     float(p.get("effort_s", 0.0)), state_offsets, state_bytes)
+    return Placement(offsets, plan.arena_bytes, lives.lower_bound(), p.method or "greedy", regions, arenas,
+                     bool(p.proven_optimal), _or(p.detail, ""), float(_or(p.time_s, 0.0)), float(_or(p.effort_s, 0.0)),
+                     state_offsets, state_bytes)
 
 
-def _same_plan(where: Path, plan: dict, compiled: Compiled) -> None:
-    again = codec.as_written(plan_dict(compiled))
+def _same_plan(where: Path, plan: BoardPlan, compiled: Compiled) -> None:
+    again = codec.board_plan(plan_dict(compiled), str(where))
     for key in CHECKED:
-        if again.get(key) != plan.get(key):
+        if getattr(again, key) != getattr(plan, key):
             raise MCUDeployError(f"{where} does not match {compiled.model}: its \"{key}\" differs from what the "
                                  f"model gives for the plan's cuts and order")
 

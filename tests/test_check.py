@@ -21,6 +21,7 @@ from mcudeploy.frontend import import_onnx
 from mcudeploy.ops import registry, requant
 from mcudeploy.partition import cut as cut_module, ranges, split
 from mcudeploy.compile import compile_graph, compile_model, lower
+from mcudeploy.plan import CompileOptions
 from mcudeploy.resources import firmware_dir
 from mcudeploy.search import space
 
@@ -124,7 +125,8 @@ def test_the_trace_of_a_correct_split_plan_finds_no_difference(models, halo):
     model = models["mnv2"][1]
     lowered = lower(import_onnx(model), int8_input=True)
     cut = longest_cut(lowered, halo)
-    compiled = compile_graph(split(lowered, (cut,)), "host", scheme=(cut,), schedule_method="pieces")
+    compiled = compile_graph(split(lowered, (cut,)), "host",
+                             options=CompileOptions(scheme=(cut,), schedule_method="pieces"))
     sample = check.random_inputs(lowered, 1, seed=2)[0]
     assert check.first_difference(compiled, sample, lowered) is None
 
@@ -140,8 +142,8 @@ def test_an_off_by_one_halo_in_a_split_plan_fails_naming_the_operator(models, mo
         return ranges.Read(r.lo - 1, r.hi - 1, r.pads) if 0 < r.lo and r.hi < size else r
 
     monkeypatch.setattr(cut_module, "window_read", one_row_early)
-    compiled = compile_graph(split(lowered, (cut,)), "host", scheme=(cut,), schedule_method="pieces",
-                             int8_input=True)
+    compiled = compile_graph(split(lowered, (cut,)), "host",
+                             options=CompileOptions(scheme=(cut,), schedule_method="pieces", int8_input=True))
     monkeypatch.undo()
     verdict = verdict_on_host(model, compiled, lowered)
     assert not verdict.ok and verdict.local.ok and not verdict.exact

@@ -117,7 +117,8 @@ def test_every_command_that_builds_a_plan_takes_every_plan_changing_option(comma
     from mcudeploy import cli
 
     from mcudeploy.objective import Objective
-    from mcudeploy.target.board import plan_arguments
+    from mcudeploy.plan import CompileOptions
+    from mcudeploy.target.board import plan_options
 
     given = {"--input-shape": ["x=1x4"], "--int8-input": [], "--stream-input": [], "--fast-memory": ["50%"],
              "--schedule": ["dfs"], "--time-limit": ["3"], "--objective": ["latency"], "--memory-budget": ["64K"]}
@@ -127,9 +128,9 @@ def test_every_command_that_builds_a_plan_takes_every_plan_changing_option(comma
                                     *(word for option, values in given.items() for word in [option, *values])])
     assert cli._given_plan_options(args) == list(given)
     if command != "tune":  # tune's --time-limit bounds its search in wall-clock seconds; the schedule's is its own
-        assert plan_arguments(cli._request(args)) == dict(input_shapes={"x": (1, 4)}, schedule_method="dfs",
-                                                          schedule_time_limit=3.0, int8_input=True, stream_input=True,
-                                                          fast_memory="50%", objective=Objective("latency", 65536))
+        assert plan_options(cli._request(args)) == ({"x": (1, 4)}, CompileOptions(
+            schedule_method="dfs", schedule_time_limit=3.0, int8_input=True, stream_input=True, fast_memory="50%",
+            objective=Objective("latency", 65536)))
 
 
 @pytest.mark.parametrize("argv, words", [
@@ -159,3 +160,12 @@ def test_measure_settle_needs_a_budget_and_a_dma_board(tmp_path, capsys):
     assert "--settle needs --fast-memory" in _error(capsys, ["measure", str(path), "-b", "qemu-an505", "--settle"])
     err = _error(capsys, ["measure", str(path), "-b", "qemu-m4", "--settle", "--fast-memory", "60%"])
     assert "nothing is copied by DMA on qemu-m4" in err
+
+
+def test_measure_settle_refused_on_a_system(tmp_path, capsys):
+    """measure --settle on a system is refused in one sentence, not ignored."""
+    from residual import residual_model
+
+    path = _save(tmp_path, residual_model())
+    err = _error(capsys, ["measure", str(path), "-b", "qemu-m4x2", "--settle"])
+    assert "--settle" in err and "does not apply to the system qemu-m4x2" in err

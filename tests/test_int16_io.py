@@ -14,7 +14,7 @@ from mcudeploy.cli import main
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_model
 from mcudeploy.compile import compile_model
-from mcudeploy.plan import plan_dict
+from mcudeploy.plan import board_plan, plan_dict
 from mcudeploy.reference import run_reference
 from mcudeploy.report.html import render
 from mcudeploy.report.text import plan_text
@@ -111,7 +111,7 @@ def test_run_input_quantizes_float_data_for_an_int16_model(graph16, tmp_path, ca
 
 def test_the_report_says_int16_with_bytes(graph16):
     plan = plan_dict(compile_model(DSCNN16, "host"))
-    text = plan_text(plan)
+    text = plan_text(board_plan(plan))
     name, out = graph16.model_inputs()[0], graph16.model_outputs()[0]
     s = graph16[name].quant.scale[0]
     # 49 * 10 * 1 elements of 2 bytes; 12 classes of 2 bytes
@@ -119,7 +119,7 @@ def test_the_report_says_int16_with_bytes(graph16):
     assert f"outputs: {out} int16[1, 12], 24 bytes" in text, text
     arena = len(plan["tensors"])  # every tensor in the arena of a 16x8 network is int16 (weights are in flash)
     assert f"tensors in the arena: int16 ({arena} tensors)" in text, text
-    page = render(plan)
+    page = render(board_plan(plan))
     assert f"{name} int16[1, 49, 10, 1], 980 bytes" in page and 'id="fact-inputs"' in page
     assert f"int16 ({arena} tensors)" in page
 

@@ -23,6 +23,7 @@ from mcudeploy.ir import itemsize
 from mcudeploy.ops import registry
 from mcudeploy.partition import split
 from mcudeploy.compile import compile_graph, compile_model, lower
+from mcudeploy.plan import CompileOptions
 from mcudeploy.search import TuneOptions, Tuner
 from mcudeploy.search.space import segment_cuts, segments
 from mcudeploy.simulate.timing_cache import TimingCache
@@ -124,7 +125,7 @@ def test_cuts_of_a_16x8_network_give_the_unsplit_plans_outputs(model, tmp_path):
         pieces = split(graph, (cut,))
         # a piece of a tensor is its rows at two bytes an element
         assert all(t.nbytes == t.size * 2 for t in pieces.tensors.values() if not t.is_const and t.dtype == "int16")
-        compiled = compile_graph(pieces, "host", scheme=(cut,), placement_method="greedy")
+        compiled = compile_graph(pieces, "host", options=CompileOptions(scheme=(cut,), placement_method="greedy"))
         assert same(outputs(compiled, samples, tmp_path, f"cut{k}"), want), f"{cut} changes the outputs"
 
 
@@ -150,7 +151,7 @@ def test_the_16x8_ds_cnn_under_a_fast_memory_budget(share, tmp_path):
     """A chain has no idle tensor: its largest activations are kept in the slow region, read there by the
     int16 kernels."""
     plain = compile_model(DSCNN, "host")
-    fitted = compile_model(DSCNN, "host", fast_memory=f"{share * 100:g}%")
+    fitted = compile_model(DSCNN, "host", options=CompileOptions(fast_memory=f"{share * 100:g}%"))
     assert fast_arena(fitted) <= int(fast_arena(plain) * share)
     o = fitted.offload
     assert o.residents and all(r.nbytes == fitted.graph[r.tensor].size * 2 for r in o.residents)
@@ -175,10 +176,11 @@ def test_the_idle_int16_skip_is_swapped_or_recomputed(residual, with_recompute, 
     Add, within a budget of the arena less a."""
     model = with_recompute if how == "recompute" else residual
     board = slow_board(0.25 if how == "recompute" else 40.0, dma=how == "dma")
-    plain = compile_model(model, board, schedule_method="model")
+    plain = compile_model(model, board, options=CompileOptions(schedule_method="model"))
     a = plain.graph["a"]
     assert a.nbytes == a.size * itemsize("int16") == 2304
-    fitted = compile_model(model, board, schedule_method="model", fast_memory=fast_arena(plain) - a.nbytes)
+    fitted = compile_model(model, board,
+                           options=CompileOptions(schedule_method="model", fast_memory=fast_arena(plain) - a.nbytes))
     o = fitted.offload
     assert fast_arena(fitted) <= fast_arena(plain) - a.nbytes
     if how == "recompute":
@@ -238,11 +240,12 @@ def test_a_cut_16x8_ds_cnn_on_qemu_and_a_dma_swapped_skip_on_the_m33(residual, t
     graph = lower(import_model(DSCNN))
     seg = max(segments(graph), key=lambda s: len(s.axes))
     cut = next(c for c in segment_cuts(graph, seg, pieces=(4,), halos=("keep",)))
-    plans = [compile_graph(split(graph, (cut,)), "qemu-m4", scheme=(cut,))]
+    plans = [compile_graph(split(graph, (cut,)), "qemu-m4", options=CompileOptions(scheme=(cut,)))]
     board = load_board("qemu-an505")
-    plain = compile_model(residual, board, schedule_method="model")
-    fitted = compile_model(residual, board, schedule_method="model",
-                           fast_memory=fast_arena(plain) - plain.graph["a"].nbytes)
+    plain = compile_model(residual, board, options=CompileOptions(schedule_method="model"))
+    fitted = compile_model(residual, board,
+                           options=CompileOptions(schedule_method="model",
+                                                  fast_memory=fast_arena(plain) - plain.graph["a"].nbytes))
     assert fitted.offload.asynchronous and [s.tensor for s in fitted.offload.swaps] == ["a"]
     plans.append(fitted)
     for compiled in plans:

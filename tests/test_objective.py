@@ -17,6 +17,7 @@ from mcudeploy.memory.lifetimes import SCRATCH, Lifetimes, lifetimes
 from mcudeploy.objective import BALANCED_FACTOR, Objective
 from mcudeploy.compile import compile_graph, compile_model, lower
 from mcudeploy.frontend import import_model
+from mcudeploy.plan import CompileOptions
 
 MODEL = Path(__file__).resolve().parent / "keras_corpus" / "dscnn_gap-int16.tflite"
 MEMORY_ARENA = 24_000  # benchmarks/README: the 16x8 DS-CNN's memory plan, "its 24,000-byte peak"
@@ -47,7 +48,7 @@ def test_the_memory_objective_plans_as_before(lowered):
     """Today's rule, written out again: the scratch of every step it would lift above the live bytes
     without scratch goes (no step of this model writes over its input)."""
     plan = compile_graph(lowered, "qemu-m4", str(MODEL))
-    kept = compile_graph(lowered, "qemu-m4", str(MODEL), scratch="keep")
+    kept = compile_graph(lowered, "qemu-m4", str(MODEL), options=CompileOptions(scratch="keep"))
     lives = lifetimes(kept.graph, kept.order, 4, SHARING)
     base = Lifetimes(tuple(b for b in lives.buffers if b.tensors), lives.buffer_of, lives.steps).live_bytes()
     scratch = [b for b in lives.buffers if b.name.endswith(SCRATCH)]
@@ -63,7 +64,7 @@ def test_the_latency_plan_is_never_slower_than_the_memory_plan_nor_over_its_budg
     """The latency plan runs a subset of the memory plan's scratch-free (slower) kernels, every other one
     with its faster scratch kernel, and its first region's arena is within the budget."""
     memory = compile_graph(lowered, "qemu-m4", str(MODEL))
-    plan = compile_graph(lowered, "qemu-m4", str(MODEL), objective=Objective("latency", budget))
+    plan = compile_graph(lowered, "qemu-m4", str(MODEL), options=CompileOptions(objective=Objective("latency", budget)))
     assert _without(plan) <= _without(memory)
     assert _first(plan) <= (budget or plan.objective.limit_bytes)
     fits_all = budget is None or budget >= KEEP_ARENA
@@ -74,10 +75,11 @@ def test_the_latency_plan_is_never_slower_than_the_memory_plan_nor_over_its_budg
 
 
 def test_balanced_is_the_latency_plan_within_its_factor_of_the_memory_arena(lowered):
-    plan = compile_graph(lowered, "qemu-m4", str(MODEL), objective=Objective("balanced"))
+    plan = compile_graph(lowered, "qemu-m4", str(MODEL), options=CompileOptions(objective=Objective("balanced")))
     assert plan.objective.arena_limit_bytes == int(MEMORY_ARENA * BALANCED_FACTOR) and not _without(plan)
     # a first-region budget below the factor's is the one in force
-    tight = compile_graph(lowered, "qemu-m4", str(MODEL), objective=Objective("balanced", MEMORY_ARENA))
+    tight = compile_graph(lowered, "qemu-m4", str(MODEL),
+                          options=CompileOptions(objective=Objective("balanced", MEMORY_ARENA)))
     assert tight.objective.limit_bytes == MEMORY_ARENA and _without(tight) == _without(
         compile_graph(lowered, "qemu-m4", str(MODEL)))
 
@@ -116,6 +118,7 @@ def test_the_latency_plan_gives_up_scratch_only_as_far_as_the_placement_needs():
 
 def test_plan_json_the_summary_and_the_report_say_which_objective(tmp_path, capsys):
     from mcudeploy.project import load_project
+    from mcudeploy.plan import board_plan
     from mcudeploy.report.html import render
 
     out = tmp_path / "out"
@@ -126,7 +129,7 @@ def test_plan_json_the_summary_and_the_report_say_which_objective(tmp_path, caps
     plan = json.loads((out / "plan.json").read_text())
     assert plan["objective"]["name"] == "latency" and plan["objective"]["budget_bytes"] == 30_720
     assert plan["objective"]["kernels_without_scratch"] == 0 and plan["objective"]["memory_kernels_without_scratch"] == 4
-    assert 'id="fact-objective">objective latency' in render(plan)
+    assert 'id="fact-objective">objective latency' in render(board_plan(plan))
     project = load_project(out)  # run DIR, flash DIR: the recorded plan keeps its objective
     assert project.compiled.objective.name == "latency" and "objective latency" in project.lines()[0]
 
@@ -188,7 +191,7 @@ def test_a_latency_plan_over_several_regions_of_one_speed_keeps_its_scratch():
 
     need_models()
     vww = str(MODELS / "tflite" / "vww_mobilenetv1_int8.tflite")
-    plan = compile_model(vww, "qemu-an505", objective=Objective("latency"))
+    plan = compile_model(vww, "qemu-an505", options=CompileOptions(objective=Objective("latency")))
     assert plan.objective.memory_without_scratch == 1 and not _without(plan)
     assert plan.placement.arenas["sram"] <= plan.objective.limit_bytes == 24_576
     assert plan.placement.arenas["ssram"] > 0 and plan.placement.arenas.get("psram", 0) == 0  # as the memory plan's

@@ -8,6 +8,7 @@ from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_model
 from mcudeploy.compile import compile_graph, lower
+from mcudeploy.plan import CompileOptions
 from mcudeploy.stages import compile_stages, staged_plan_dict
 from residual import SHAPE, residual_model
 from shared_models import MODELS, need_models
@@ -26,8 +27,8 @@ def run_staged(staged, sample, tmp_path):
 
 
 def check_staged_equals_whole(graph, bounds, samples, tmp_path, **options):
-    whole = compile_graph(graph, "host", "whole", **options)
-    staged = compile_stages(graph, "host", bounds, **options)
+    whole = compile_graph(graph, "host", "whole", CompileOptions(**options))
+    staged = compile_stages(graph, "host", bounds, CompileOptions(**options))
     assert len(staged.stages) == len(bounds) + 1
     want = run_compiled_on_host(whole, samples, tmp_path / "whole")
     for sample, w in zip(samples, want):
@@ -68,4 +69,4 @@ def test_int8_kws_over_three_stages_is_bit_exact(tmp_path):
 def test_bounds_outside_the_order_are_refused(bounds):
     graph = lower(import_model(residual_model()))
     with pytest.raises(MCUDeployError, match="must rise strictly"):
-        compile_stages(graph, "host", bounds, schedule_method="model")
+        compile_stages(graph, "host", bounds, CompileOptions(schedule_method="model"))

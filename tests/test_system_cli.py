@@ -93,4 +93,4 @@ def test_options_that_do_not_apply_are_one_sentence(residual, tmp_path, capsys):
     plan = json.loads((tmp_path / "o" / "plan.json").read_text())
     del plan["pipeline"]["bottleneck_stage"]
     (tmp_path / "o" / "plan.json").write_text(json.dumps(plan))
-    assert "lacks what the report draws ('bottleneck_stage'" in _error(capsys, ["report", out])
+    assert 'is not a plan.json: pipeline has no "bottleneck_stage" field' in _error(capsys, ["report", out])

@@ -17,6 +17,7 @@ from mcudeploy.errors import UnsupportedError
 from mcudeploy.frontend import import_model
 from mcudeploy.ops import registry
 from mcudeploy.compile import compile_model
+from mcudeploy.plan import CompileOptions
 from mcudeploy.reference import run_reference
 from tflite_build import OPS, RELU, Model, Op, T, _options, add_options, mul_options
 
@@ -254,7 +255,7 @@ def test_cut_along_a_loop_axis_computes_the_same(case, tmp_path):
         if node.op not in kinds:
             axis = max(registry.get(node.op).expr(graph, node).axes, key=lambda a: a.extent)
             cuts.append(Cut(((node.name, axis.name),), 2))
-    whole, cut = compile_model(path, "host"), compile_model(path, "host", scheme=tuple(cuts))
+    whole, cut = compile_model(path, "host"), compile_model(path, "host", options=CompileOptions(scheme=tuple(cuts)))
     rng = np.random.default_rng(7)
     sample = {}
     for name in whole.graph.inputs:

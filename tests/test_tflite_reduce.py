@@ -19,6 +19,7 @@ from mcudeploy.frontend import import_model
 from mcudeploy.ops.requant import QRANGE
 from mcudeploy.partition import Cut
 from mcudeploy.compile import compile_model, lower
+from mcudeploy.plan import CompileOptions
 
 CONFORMANCE = Path(__file__).resolve().parent / "conformance" / "tflite"
 
@@ -80,7 +81,7 @@ CASES = {
 
 
 def _check(path, tmp_path, scheme=()):
-    compiled = compile_model(path, "host", scheme=scheme)
+    compiled = compile_model(path, "host", options=CompileOptions(scheme=scheme))
     rng = np.random.default_rng(5)
     samples = []
     for _ in range(4):

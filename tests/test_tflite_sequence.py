@@ -20,6 +20,7 @@ from mcudeploy.frontend import import_model
 from mcudeploy.ir import Node
 from mcudeploy.partition import Cut
 from mcudeploy.compile import compile_model, lower
+from mcudeploy.plan import CompileOptions
 from mcudeploy.reference import run_reference
 
 LSTM = tflite.BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM
@@ -111,7 +112,7 @@ def test_a_cut_along_the_batch_computes_the_same(tmp_path, need_tflm):
     path = CONFORMANCE / "unidirectional_sequence_lstm-batch2-int8.tflite"
     graph = lower(import_model(path))
     lstm = next(n for n in graph.nodes if n.op == "LSTM")
-    compiled = compile_model(path, "host", scheme=(Cut(((lstm.name, "b"),), 2),))
+    compiled = compile_model(path, "host", options=CompileOptions(scheme=(Cut(((lstm.name, "b"),), 2),)))
     assert sum(n.op == "LSTM" for n in compiled.graph.nodes) == 2
     inputs = check.random_inputs(compiled.graph, 3)
     outputs = run_compiled_on_host(compiled, inputs, tmp_path)

@@ -22,7 +22,7 @@ from mcudeploy.analysis.io import input_layout, output_layout
 from mcudeploy.plan.code_options import CodeOptions, default_name
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.compile import compile_model
-from mcudeploy.plan import plan_id
+from mcudeploy.plan import CompileOptions, plan_id
 
 RNG = np.random.default_rng(24)
 
@@ -151,9 +151,9 @@ def two_region_board(first_bytes):
 
 def test_arenas_in_two_regions_static_in_named_sections_or_extern(tmp_path):
     model = two_layer_model(tmp_path / "m.onnx")
-    one = compile_model(model, "host", schedule_method="model")
+    one = compile_model(model, "host", options=CompileOptions(schedule_method="model"))
     io = (8 * 64 + 8 * 32) * 4
-    two = compile_model(model, two_region_board(io + 1024), schedule_method="model")
+    two = compile_model(model, two_region_board(io + 1024), options=CompileOptions(schedule_method="model"))
     assert two.placement.arenas.get("ccm", 0) > 0, "the hidden tensor should go to the second region"
     samples = random_inputs(two.graph, 2, seed=5)
     want = run_compiled_on_host(one, samples, tmp_path / "one")
@@ -211,7 +211,7 @@ def test_a_firmware_streams_an_input_band_by_band_through_its_callback(tmp_path)
     graph = lower(import_model(model), stream_input=True)
     read, transpose, conv = graph.nodes[:3]
     graph = split(graph, (Cut(((read.name, "d1"), (transpose.name, "d2"), (conv.name, "oh")), 4, "keep"),))
-    compiled = dataclasses.replace(compile_graph(graph, "host", stream_input=True),
+    compiled = dataclasses.replace(compile_graph(graph, "host", options=CompileOptions(stream_input=True)),
                                    code=CodeOptions(name="cam"))
     out = write_project(compiled, tmp_path / "out")
     (tmp_path / "main.c").write_text(USER_MAIN)

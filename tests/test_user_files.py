@@ -15,6 +15,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from mcudeploy.codegen import write_project
+from mcudeploy.plan import CompileOptions
 from mcudeploy.plan.code_options import CodeOptions
 from mcudeploy.device import host
 from mcudeploy.device.host import run_compiled_on_host
@@ -119,7 +120,7 @@ static inline unsigned long micros(void) { return 0; }
 
 @needs_gcc
 def test_the_arduino_example_prints_what_the_model_computes(tmp_path):
-    c = compile_model(bias_model(tmp_path / "bias.onnx"), "host", int8_input=True)
+    c = compile_model(bias_model(tmp_path / "bias.onnx"), "host", options=CompileOptions(int8_input=True))
     static = write_project(dataclasses.replace(c, code=CodeOptions(name="m", arduino=True)), tmp_path / "static")
     sketch = static / "arduino" / "m" / "examples" / "m" / "m.ino"
     (tmp_path / "Arduino.h").write_text(ARDUINO_H)

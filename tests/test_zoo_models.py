@@ -15,6 +15,7 @@ import zoo
 from mcudeploy import check
 from mcudeploy.frontend import import_onnx
 from mcudeploy.compile import lower
+from mcudeploy.plan import CompileOptions
 from mcudeploy.reference import run_reference
 
 FLOAT_ABS = 1e-4
@@ -201,7 +202,7 @@ def test_int8_input_on_host(mnv2, tmp_path):
     from mcudeploy.compile import compile_model
 
     model, example = mnv2
-    compiled = compile_model(model, "host", check=True, int8_input=True)
+    compiled = compile_model(model, "host", check=True, options=CompileOptions(int8_input=True))
     samples = [quantized_example(compiled.graph, example)] + check.random_inputs(compiled.graph, SAMPLES - 1, seed=3)
     for c, sample in zip(run_compiled_on_host(compiled, samples, tmp_path), samples):
         for g, r in zip(c, run_reference(compiled.graph, sample)):

@@ -65,9 +65,6 @@ def uart_brr(board: Board, clock_hz: Optional[int] = None) -> tuple[int, str]:
     return round(hz / uart.baud), f"{hz} Hz / {uart.baud} baud"
 
 
-MANUALS = {"stm32f4": "RM0390", "stm32f7": "RM0385", "stm32h7": "RM0433", "stm32l4": "RM0432"}
-
-
 def _reached(board: Board, tree) -> dict:
     """The core clock, the UART divisor and a summary of the clocks ``tree`` reaches."""
     brr, note = uart_brr(board, round(tree.bus_hz(tree.uart_bus)))
@@ -89,7 +86,7 @@ def clock_source(board: Board) -> str:
         values.update(
             icache=tree.icache, dcache=tree.dcache, reset_brr=reset_brr, reset_brr_note=reset_note, regs=register_values(tree),
             tree={"summary": values["summary"],
-                  "manual": MANUALS[tree.family], "reset_hz": tree.reset_hz, "family": tree.family,
+                  "manual": tree.manual, "reset_hz": tree.reset_hz, "family": tree.family,
                   "sequence": "stm32f4" if tree.family == "stm32f7" else tree.family, "boost": tree.boost,
                   "prefetch": tree.prefetch, "flash_cache": tree.flash_cache, "voltage_scale": tree.voltage_scale})
     return environment().get_template("firmware/clock.c.j2").render(values)
@@ -113,9 +110,10 @@ def arena_sections(project_dir: Optional[Path]) -> dict[str, str]:
     if project_dir is None:
         return {}
     try:
-        return codec.read_plan(Path(project_dir) / codec.PLAN_FILE).arena_sections
+        plan = codec.read_plan(Path(project_dir) / codec.PLAN_FILE).plan
     except (OSError, codec.PlanError):
         return {}
+    return plan.arena_sections if isinstance(plan, codec.BoardPlan) else {}
 
 
 def _context(board: Board, mid: int, has_model: bool, sections: Optional[dict] = None) -> dict:

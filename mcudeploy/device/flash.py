@@ -27,7 +27,7 @@ from mcudeploy.device.upload_failure import check_serial_port, explain_upload
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.files import output_lock
 from mcudeploy.fit import TO_THE_BUILD, check_fit
-from mcudeploy.compile import compile_source
+from mcudeploy.compile import compile_model
 from mcudeploy.plan import CompileOptions, plan_dict, plan_id
 
 
@@ -100,7 +100,7 @@ def flash(model: Optional[str], board_name: str, port: Optional[str] = None, pro
     before any upload.
     """
     board = flashable(load_board(board_name), port)
-    compiled = compile_source(model, board, options or CompileOptions(), input_shapes) if model else None
+    compiled = compile_model(model, board, options or CompileOptions(), input_shapes) if model else None
     if compiled is not None:
         check_fit(compiled, allow_overflow, TO_THE_BUILD, warn)
     return flash_plan(compiled, board.name, port, project, upload_firmware, core)

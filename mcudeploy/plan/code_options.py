@@ -96,11 +96,3 @@ class CodeOptions:
         """plan.json's "c": the name as resolved, so a folder keeps its symbols wherever the model moves."""
         return {"name": self.c_name(model), "arena": self.arena,
                 "sections": [{"region": r, "section": s} for r, s in self.sections], "arduino": self.arduino}
-
-    @classmethod
-    def from_plan(cls, c: Optional[dict]) -> "CodeOptions":
-        """plan.json's "c" (absent in a plan written before these options: the defaults)."""
-        if not c:
-            return cls()
-        return cls(c.get("name"), c.get("arena", "static"),
-                   tuple((s.get("region", ""), s["section"]) for s in c.get("sections", [])), bool(c.get("arduino")))

@@ -1,26 +1,21 @@
 """plan.json on disk: the one place that writes it and reads it back. A plan read here is JSON, an
 object, and of the version this mcudeploy reads where it says (the "version" field, PLAN_VERSION:
-raised when a field changes meaning), handed on as a PlanFile: whose plan it is (one board's or a
-system's), where it was read, the C sections it asked for, and its fields, of which a reader asks
-those it needs through ``PlanFile.require``, which names the one missing. Nothing else in mcudeploy
-parses or dumps a plan.json."""
+raised when a field changes meaning), handed on as a PlanFile: where it was read and its fields as
+a typed record (plan/typed.py: BoardPlan or SystemPlan, every field checked). Nothing else in
+mcudeploy parses or dumps a plan.json."""
 from __future__ import annotations
 
 import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Union
+from typing import Any, Mapping, Union
 
-from mcudeploy.errors import MCUDeployError
 from mcudeploy.files import write_atomic
+from mcudeploy.plan.typed import BoardPlan, PlanError, SystemPlan, decode_fields
 
 PLAN_VERSION = 1
 PLAN_FILE = "plan.json"
-
-
-class PlanError(MCUDeployError):
-    """A file that is not a plan.json this mcudeploy reads, in one sentence."""
 
 
 def plan_path(path: Union[str, os.PathLike]) -> Path:
@@ -64,37 +59,36 @@ class PlanFile:
     """A plan.json read back and checked by ``read_plan``."""
 
     path: Path  # where it was read
-    fields: Mapping[str, Any]  # the JSON object, as written (record.py's plan_dict, or a system's)
+    plan: Union[BoardPlan, SystemPlan]  # its fields, typed and checked (plan/typed.py)
 
     @property
     def kind(self) -> str:
         """"system": a system's plan (stages/system_plan.py: its stages and pipeline); else "board"."""
-        return "system" if "system" in self.fields and "pipeline" in self.fields else "board"
-
-    @property
-    def arena_sections(self) -> dict[str, str]:
-        """The linker sections ``compile --arena-section`` put the arenas in ("c"), by region ("" the first)."""
-        c = self.fields.get("c")
-        return {s["region"]: s["section"] for s in (c or {}).get("sections", [])}
-
-    def require(self, keys: Iterable[str]) -> None:
-        """Refuse the plan unless it has every field of ``keys``, naming the first missing."""
-        require(self.fields, self.path, keys)
+        return "system" if isinstance(self.plan, SystemPlan) else "board"
 
 
 def read_plan(path: Union[str, os.PathLike]) -> PlanFile:
-    """The plan.json at ``path`` (a file), checked as ``decode`` does. An OSError (FileNotFoundError: the
-    caller says what to do) passes through; text that is not UTF-8 is not valid JSON."""
+    """The plan.json at ``path`` (a file), checked as ``decode`` does, its fields typed. An OSError
+    (FileNotFoundError: the caller says what to do) passes through; text that is not UTF-8 is not valid JSON."""
     path = Path(path)
     try:
         text = path.read_text()
     except UnicodeDecodeError as exc:
         raise PlanError(f"{path} is not a plan.json: it is not valid JSON ({exc})") from None
-    return PlanFile(path, decode(text, path))
+    return PlanFile(path, typed_plan(decode(text, path), path))
 
 
-def require(plan: dict, where: Union[str, os.PathLike], keys: Iterable[str]) -> None:
-    """Refuse ``plan`` unless it has every field of ``keys``, naming the first missing."""
-    for key in keys:
-        if key not in plan:
-            raise PlanError(f"{where} is not a plan.json: it has no \"{key}\" field")
+def typed_plan(fields: Mapping[str, Any], where: Union[str, os.PathLike]) -> Union[BoardPlan, SystemPlan]:
+    """plan.json's ``fields`` (read from ``where``) as the typed plan of a system (its stages and pipeline) or a board."""
+    system = "system" in fields and "pipeline" in fields
+    return decode_fields(SystemPlan if system else BoardPlan, fields, where)
+
+
+def board_plan(plan: dict, where: str = "the plan") -> BoardPlan:
+    """A board's plan made in memory (record.py's plan_dict) as read back from its plan.json."""
+    return decode_fields(BoardPlan, as_written(plan), where)
+
+
+def system_plan(plan: dict, where: str = "the system plan") -> SystemPlan:
+    """A system's plan made in memory (stages/system_plan.py) as read back from its plan.json."""
+    return decode_fields(SystemPlan, as_written(plan), where)

@@ -1,6 +1,6 @@
 """CompileOptions: every choice that changes what the compiler decides for a model, in one typed
-object that the command line builds once and the library hands on whole (compile.compile_source,
-compile_lowered; stages; flash) instead of a dozen loose keyword arguments."""
+object that the command line builds once and the library hands on whole (compile.compile_model,
+compile_graph; stages; flash) instead of a dozen loose keyword arguments."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -51,22 +51,25 @@ def script_data(v: dict) -> dict:
     }
 
 
-def render(plan: dict, source: str = "the plan", timings: Optional[dict] = None) -> str:
+def render(plan: codec.BoardPlan, timings: Optional[dict] = None) -> str:
     """The page of ``plan``; ``timings`` (report.timings.timings_view) adds what measure timed and the firmware's
     memory use."""
-    v = plan_view(plan, source)
+    v = plan_view(plan)
     return environment().get_template("report/report.html.j2").render(
         v=v, t=timings or timings_view(None), data=script_data(v), top=max(max(v["live"]), 1), banner=BANNER,
         version=__version__, css=_asset("report.css"), script=_asset("report.js"))
 
 
-def read_plan(path: Path) -> codec.PlanFile:
-    """The plan.json at ``path`` (or in that folder), through the codec (plan/codec.py)."""
+def read_plan(path: Path) -> codec.BoardPlan:
+    """One board's plan.json at ``path`` (or in that folder), through the codec (plan/codec.py)."""
     path = codec.plan_path(path)
     try:
-        return codec.read_plan(path)
+        read = codec.read_plan(path)
     except FileNotFoundError:
         raise MCUDeployError(f"there is no plan at {path} (run `mcudeploy compile MODEL -b BOARD -o DIR` first)") from None
+    if read.kind != "board":
+        raise MCUDeployError(f"{path} is a system's plan, not one board's: report its folder, or a stage's")
+    return read.plan
 
 
 def write_report(plan_path, out_path=None, say: Callable[[str], None] = lambda _: None) -> Path:
@@ -74,13 +77,13 @@ def write_report(plan_path, out_path=None, say: Callable[[str], None] = lambda _
     (default: report.html beside the plan), with the timings.json beside it where that times this plan
     (``say`` is told when it times another); return the path written."""
     plan_path = Path(plan_path)
-    plan = read_plan(plan_path).fields
+    plan = read_plan(plan_path)
     folder = plan_path if plan_path.is_dir() else plan_path.parent
     out = Path(out_path) if out_path else folder / "report.html"
     timings, note = read_timings(folder / "plan.json" if plan_path.is_dir() else plan_path, plan)
     if note:
         say(note)
-    html = render(plan, str(plan_path), timings_view(timings, note))
+    html = render(plan, timings_view(timings, note))
     try:
         write_atomic(out, html)
     except OSError as exc:

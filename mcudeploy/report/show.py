@@ -18,17 +18,17 @@ def report_plan(path, output: Optional[str] = None, text: bool = False,
         from mcudeploy.report.system import plan_lines, write_system_report
 
         if text:
-            return plan_lines(system.fields)
+            return plan_lines(system.plan)
         if output:
             check_output(output, folder=False)
-        page, *stages = write_system_report(path, system.fields, output)
+        page, *stages = write_system_report(path, system.plan, output)
         return [f"wrote {page}" + (f" and each stage's memory report ({len(stages)})" if stages else "")]
     from mcudeploy.report.html import read_plan, write_report
 
     if text:
         from mcudeploy.report.text import plan_text
 
-        return [plan_text(read_plan(path).fields, detail=True)]
+        return [plan_text(read_plan(path), detail=True)]
     if output:
         check_output(output, folder=False)
     return [f"wrote {write_report(path, output, say=say)}"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mcudeploy.fit import fit
-from mcudeploy.plan import plan_dict
+from mcudeploy.plan import BoardPlan, board_plan, plan_dict
 from mcudeploy.report.view import io_text, kb, plan_view, short_name, state_text, types_text
 
 BAR_WIDTH = 32
@@ -149,14 +149,14 @@ def split_lines(split: dict) -> list[str]:
     return lines
 
 
-def plan_text(plan: dict, detail: bool = False) -> str:
+def plan_text(plan: BoardPlan, detail: bool = False) -> str:
     v = plan_view(plan)
     return "\n".join(header_lines(v) + (detail_lines(v) if detail else []))
 
 
 def summary(compiled, detail: bool = False) -> str:
     """The plan's header, then the board's totals per region and flash (mcudeploy/fit.py; none on the host)."""
-    v = plan_view(plan_dict(compiled))
+    v = plan_view(board_plan(plan_dict(compiled)))
     lines = header_lines(v)
     board = fit(compiled)
     if board is not None:

@@ -19,6 +19,7 @@ from typing import Any, Optional
 from mcudeploy import __version__
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.files import write_atomic
+from mcudeploy.plan.typed import BoardPlan
 
 TIMINGS_FILE = "timings.json"
 FORMAT = "mcudeploy timings"
@@ -27,16 +28,14 @@ MEMORY_FIELDS = ("flash_used", "flash_bytes", "text", "rodata", "data", "sram_us
                  "arena", "stack", "statics")
 
 
-def timings_dict(measured: dict, plan: dict) -> dict:
+def timings_dict(measured: dict, plan: BoardPlan) -> dict:
     """timings.json of ``measured`` (Measurement.as_dict(), with "memory") for ``plan`` (the plan.json measured)."""
-    from mcudeploy.plan import plan_id  # the plan's modules: only where there are timings
-
     if not isinstance(measured.get("memory"), dict):
         raise ValueError("timings.json needs the firmware's memory use (Measurement.memory or firmware_memory)")
-    return {"format": FORMAT, "version": VERSION, "mcudeploy": __version__, "plan_id": plan_id(plan), **measured}
+    return {"format": FORMAT, "version": VERSION, "mcudeploy": __version__, "plan_id": plan.plan_id, **measured}
 
 
-def write_timings(folder: Path, measured: dict, plan: dict) -> Path:
+def write_timings(folder: Path, measured: dict, plan: BoardPlan) -> Path:
     return write_atomic(Path(folder) / TIMINGS_FILE, json.dumps(timings_dict(measured, plan), indent=1) + "\n")
 
 
@@ -82,15 +81,13 @@ def _field(path: Path, data: dict, key: str, kind: type, where: str = "") -> Any
     return value
 
 
-def read_timings(plan_path: Path, plan: dict) -> tuple[Optional[Timings], str]:
+def read_timings(plan_path: Path, plan: BoardPlan) -> tuple[Optional[Timings], str]:
     """The timings.json beside ``plan_path`` (a plan.json) if it times ``plan``, and a sentence saying why none is
     shown where there is one of another plan ("" otherwise). A file that is not a timings file is refused in one
     sentence naming it."""
     path = Path(plan_path).parent / TIMINGS_FILE
     if not path.is_file():
         return None, ""
-    from mcudeploy.plan import plan_id  # the plan's modules: only where there are timings
-
     try:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -102,18 +99,18 @@ def read_timings(plan_path: Path, plan: dict) -> tuple[Optional[Timings], str]:
     if version > VERSION:
         raise MCUDeployError(f"{path} is a timings file of version {version}, written by a newer mcudeploy "
                              f"({data.get('mcudeploy', '?')}); this one reads version {VERSION}")
-    timed, this = data.get("plan_id"), plan_id(plan)
+    timed, this = data.get("plan_id"), plan.plan_id
     if timed != this:
         return None, (f"{path} times another plan ({timed}) than {plan_path} ({this}): its timings are not shown "
                       f"(run mcudeploy measure {Path(plan_path).parent} to time this one)")
-    steps = len(plan["order"])
+    steps = len(plan.order)
     ops = []
     for k, op in enumerate(_field(path, data, "ops", list)):
         where = f"operator {k}: "
         if not isinstance(op, dict):
             raise MCUDeployError(f"{path} is not a timings file mcudeploy can read: operator {k} is not an object")
         step = _field(path, op, "step", int, where)
-        if not 0 <= step < steps or op.get("node") != plan["order"][step]["node"]:
+        if not 0 <= step < steps or op.get("node") != plan.order[step].node:
             raise MCUDeployError(f"{path} does not match {plan_path}: its operator {k} is not step {step} of the plan")
         ms = op.get("estimated_ms")
         ops.append(OpTiming(step, str(op.get("kernel", "")), _field(path, op, "ticks", int, where),
@@ -123,7 +120,7 @@ def read_timings(plan_path: Path, plan: dict) -> tuple[Optional[Timings], str]:
         _field(path, memory, key, str if key == "sram_region" else int, "memory: ")
     ipt = data.get("instructions_per_tick")
     estimate = data.get("estimate") if isinstance(data.get("estimate"), dict) else None
-    return Timings(path, str(data.get("board", plan["board"])), _field(path, data, "total_ticks", int),
+    return Timings(path, str(data.get("board", plan.board)), _field(path, data, "total_ticks", int),
                    _field(path, data, "timer_hz", int), float(ipt) if isinstance(ipt, (int, float)) else None,
                    bool(data.get("device_used")), str(data.get("clock") or ""), tuple(ops), memory, estimate), ""
 

@@ -6,23 +6,22 @@ there), step s is the s-th operator of the order. A buffer occupies steps first.
 bytes offset..offset+size of its region. Live bytes at a step is the sum of the sizes of the
 buffers occupying it; the peak is the first step where that sum is largest.
 
-Fields added to plan.json after version 1 ("regions", a buffer's "region", "tensors", and
-"schedule"/"placement" as objects) are read when present and derived or left out when not; so
-are the split's: "scheme" (the operators cut), "split" (what it saved) and "latency".
+The plan comes typed (plan/typed.py: BoardPlan). Fields added to plan.json after version 1
+("regions", a buffer's "region", "tensors", and "schedule"/"placement" as objects) are read when
+present and derived or left out when not; so are the split's: "scheme" (the operators cut),
+"split" (what it saved) and "latency".
 """
 from __future__ import annotations
 
 import math
 from typing import Any, Optional
 
-from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import DTYPES, itemsize
 from mcudeploy.objective import objective_line
 from mcudeploy.ops import registry
+from mcudeploy.plan.typed import BoardPlan, Buffer, Latency, Method, Port, Step, Tensor
 
 DEFAULT_REGION = "arena"
-REQUIRED = ("model", "board", "arena_bytes", "lower_bound_bytes", "order", "buffers")
-REQUIRED_BUFFER = ("name", "offset", "size", "first", "last")
 
 
 def short_name(name: str, width: int = 40) -> str:
@@ -32,37 +31,23 @@ def short_name(name: str, width: int = 40) -> str:
     return tail if len(tail) <= width else "…" + tail[-(width - 1):]
 
 
-def check_plan(plan: Any, source: str = "the plan") -> None:
-    """Raise an MCUDeployError naming the first field a report cannot do without."""
-    if not isinstance(plan, dict):
-        raise MCUDeployError(f"{source} is not a plan.json: it holds no JSON object")
-    for key in REQUIRED:
-        if key not in plan:
-            raise MCUDeployError(f"{source} is not a plan.json: it has no \"{key}\" field")
-    for i, b in enumerate(plan["buffers"]):
-        for key in REQUIRED_BUFFER:
-            if key not in b:
-                raise MCUDeployError(f"{source} is not a plan.json: buffer {i} has no \"{key}\" field")
-
-
 def method_info(value: Any) -> dict:
     """"schedule"/"placement" are a method name in version 1 and an object later."""
-    if isinstance(value, dict):
-        return {"method": str(value.get("method", "?")), "proven_optimal": value.get("proven_optimal"),
-                "time_s": value.get("time_s")}
+    if isinstance(value, Method):
+        return {"method": value.method if value.method is not None else "?", "proven_optimal": value.proven_optimal,
+                "time_s": value.time_s}
     return {"method": str(value) if value is not None else "?", "proven_optimal": None, "time_s": None}
 
 
-def _regions(plan: dict, buffers: list[dict]) -> list[dict]:
-    listed = plan.get("regions") or []
-    regions = [{"name": str(r["name"]), "size": r.get("size"), "arena_bytes": r.get("arena_bytes")} for r in listed]
+def _regions(plan: BoardPlan, buffers: list[dict]) -> list[dict]:
+    regions = [{"name": r.name, "size": r.size, "arena_bytes": r.arena_bytes} for r in plan.regions]
     names = [r["name"] for r in regions]
     for b in buffers:
         if b["region"] not in names:
             names.append(b["region"])
             regions.append({"name": b["region"], "size": None, "arena_bytes": None})
     if not regions:
-        regions.append({"name": DEFAULT_REGION, "size": None, "arena_bytes": plan["arena_bytes"]})
+        regions.append({"name": DEFAULT_REGION, "size": None, "arena_bytes": plan.arena_bytes})
     for r in regions:
         used = max((b["offset"] + b["size"] for b in buffers if b["region"] == r["name"]), default=0)
         if r["arena_bytes"] is None:
@@ -72,68 +57,70 @@ def _regions(plan: dict, buffers: list[dict]) -> list[dict]:
     return regions
 
 
-def _tensor_details(plan: dict) -> dict[str, list[dict]]:
+def _listed(values: Optional[tuple]) -> Optional[list]:
+    return list(values) if values is not None else None
+
+
+def _tensor_details(plan: BoardPlan) -> dict[str, list[dict]]:
     """Buffer name -> its tensors with shape, dtype and offset, from "tensors" when present."""
-    shapes = {t["name"]: t for t in plan.get("inputs", []) + plan.get("outputs", [])}
+    ports = {t.name: t for t in plan.inputs + plan.outputs}
     by_buffer: dict[str, list[dict]] = {}
-    for t in plan.get("tensors") or []:
-        by_buffer.setdefault(t.get("buffer"), []).append(
-            {"name": t["name"], "shape": t.get("shape"), "dtype": t.get("dtype"), "offset": t.get("offset")})
-    for b in plan["buffers"]:
-        if b["name"] not in by_buffer:
-            by_buffer[b["name"]] = [{"name": n, "shape": shapes.get(n, {}).get("shape"),
-                                     "dtype": shapes.get(n, {}).get("dtype"), "offset": None}
-                                    for n in b.get("tensors") or [b["name"]]]
+    for t in plan.tensors:
+        by_buffer.setdefault(t.buffer, []).append(
+            {"name": t.name, "shape": _listed(t.shape), "dtype": t.dtype, "offset": t.offset})
+    for b in plan.buffers:
+        if b.name not in by_buffer:
+            by_buffer[b.name] = [{"name": n, "shape": _listed(ports[n].shape) if n in ports else None,
+                                  "dtype": ports[n].dtype if n in ports else None, "offset": None}
+                                 for n in b.tensors or [b.name]]
     return by_buffer
 
 
-def tensor_bytes(t: dict) -> Optional[int]:
+def tensor_bytes(t: Tensor) -> Optional[int]:
     """The bytes a tensor of plan.json "tensors" spans at its strides (its shape's bytes when it has none)."""
-    shape, dtype = t.get("shape"), t.get("dtype")
-    if not isinstance(shape, list) or dtype not in DTYPES:
+    shape, dtype, strides = t.shape, t.dtype, t.strides
+    if shape is None or dtype not in DTYPES:
         return None
     if any(d <= 0 for d in shape):
         return 0
-    strides = t.get("strides")
-    elements = (1 + sum((d - 1) * s for d, s in zip(shape, strides)) if isinstance(strides, list)
+    elements = (1 + sum((d - 1) * s for d, s in zip(shape, strides)) if strides is not None
                 and len(strides) == len(shape) else math.prod(shape))
     return elements * itemsize(dtype)
 
 
-def blocks(plan: dict, buffers: list[dict]) -> list[dict]:
+def blocks(plan: BoardPlan, buffers: list[dict]) -> list[dict]:
     """What the arena picture draws: one block per tensor of each buffer (plan.json "tensors"), from the
     step that writes it to the last step that reads it (the buffer's own ends for a model input or output),
     at its own offset and bytes; so operators that write into one buffer in place, or into its slices, are
     drawn each as its own block. Where the buffer has parts (its size changes in place, or it is freed band
     by band), a tensor is drawn only over the parts' bytes and steps, in as many blocks as that takes. A
     buffer whose tensors the plan does not give is one block per part, else one block."""
-    order = plan["order"]
     written: dict[str, int] = {}
     read: dict[str, int] = {}
-    for i, o in enumerate(order):
-        for name in o.get("outputs", []):
+    for i, o in enumerate(plan.order):
+        for name in o.outputs:
             written.setdefault(name, i)
-        for name in o.get("inputs", []):
+        for name in o.inputs:
             read[name] = i
-    ends = {t["name"] for t in plan.get("inputs") or []} | {t["name"] for t in plan.get("outputs") or []}
-    by_buffer: dict[str, list[dict]] = {}
-    for t in plan.get("tensors") or []:
-        if not t.get("state"):
-            by_buffer.setdefault(t.get("buffer"), []).append(t)
+    ends = {t.name for t in plan.inputs + plan.outputs}
+    by_buffer: dict[str, list[Tensor]] = {}
+    for t in plan.tensors:
+        if not t.state:
+            by_buffer.setdefault(t.buffer, []).append(t)
     out = []
     for k, b in enumerate(buffers):
-        tensors = [t for t in by_buffer.get(b["name"], []) if isinstance(t.get("offset"), int)]
+        tensors = [t for t in by_buffer.get(b["name"], []) if t.offset is not None]
         if not tensors:
             parts = b["parts"] or [[0, b["size"], b["first"], b["last"]]]
             out += [{"buffer": k, "tensor": None, "offset": b["offset"] + at, "size": size,
                      "first": first, "last": last} for at, size, first, last in parts]
             continue
         for t in tensors:
-            name = t["name"]
+            name = t.name
             first = b["first"] if name in ends or name not in written else max(written[name], b["first"])
             last = b["last"] if name in ends or name not in read else min(max(read[name], first), b["last"])
             size = tensor_bytes(t)
-            lo = int(t["offset"])
+            lo = t.offset
             hi = lo + (b["size"] if size is None else size)
             out += [{"buffer": k, "tensor": name, "offset": o0, "size": o1 - o0, "first": s0, "last": s1}
                     for o0, o1, s0, s1 in _in_parts(b, lo, hi, first, last)]
@@ -188,13 +175,13 @@ def _halo(value: Any) -> str:
     return str(value)
 
 
-def split_rows(plan: dict) -> list[dict]:
+def split_rows(plan: BoardPlan) -> list[dict]:
     """plan.json's "scheme" (mcudeploy.partition.describe: one entry per operator cut, with
     "node", "op", "axis", "pieces", "halo", "piece_nodes", and "macs"/"piece_macs": the node's
     work whole and in pieces), one row per entry; "more_macs" is what recomputed halos add
     (piece_macs / macs - 1). Fields the row does not know are kept in "extra" and shown as given."""
     rows = []
-    for i, entry in enumerate(plan.get("scheme") or []):
+    for i, entry in enumerate(plan.scheme):
         e = entry if isinstance(entry, dict) else {"entry": entry}
         node = str(e.get("node") or "")
         pieces = e.get("piece_nodes")
@@ -208,128 +195,130 @@ def split_rows(plan: dict) -> list[dict]:
     return rows
 
 
-def split_view(plan: dict) -> dict:
+def split_view(plan: BoardPlan) -> dict:
     """The split section: the operators cut (rows), and what the split saved, from plan.json's
     "split" ({"arena_bytes_unsplit", "arena_bytes", "saved_bytes"}) when present. "ratio" is the
     split arena over the unsplit one (0.6 means 40% saved)."""
     rows = split_rows(plan)
-    s = plan.get("split") if isinstance(plan.get("split"), dict) else {}
+    s = plan.split
     saving = None
-    unsplit = s.get("arena_bytes_unsplit")
-    if isinstance(unsplit, int):
-        arena = int(s.get("arena_bytes", plan["arena_bytes"]))
+    unsplit = s.arena_bytes_unsplit if s else None
+    if unsplit is not None:
+        arena = s.arena_bytes if s.arena_bytes is not None else plan.arena_bytes
         saving = {"arena_bytes_unsplit": unsplit, "arena_bytes": arena,
-                  "saved_bytes": int(s.get("saved_bytes", unsplit - arena)),
+                  "saved_bytes": s.saved_bytes if s.saved_bytes is not None else unsplit - arena,
                   "ratio": arena / unsplit if unsplit else None}
     return {"cut": bool(rows), "rows": rows, "operators": len({r["node"] for r in rows}), "saving": saving}
 
 
-def latency_view(plan: dict) -> dict:
+def latency_view(plan: BoardPlan) -> dict:
     """plan.json's "latency": ticks, the unsplit model's ticks, where they come from, and the
     overhead of the split (ticks / baseline - 1) when both are known."""
-    latency = plan.get("latency") if isinstance(plan.get("latency"), dict) else {}
-    ticks, base = latency.get("ticks"), latency.get("baseline_ticks")
-    known = isinstance(ticks, (int, float)) and isinstance(base, (int, float)) and base > 0
-    return {"ticks": ticks, "baseline_ticks": base, "source": str(latency.get("source") or "none"),
+    latency = plan.latency or Latency()
+    ticks, base = latency.ticks, latency.baseline_ticks
+    known = ticks is not None and base is not None and base > 0
+    return {"ticks": ticks, "baseline_ticks": base, "source": latency.source or "none",
             "overhead": ticks / base - 1 if known else None}
 
 
 COPY_OPS = ("Copy", "CopyStart", "CopyWait")  # mcudeploy/offload's copies (offload.moves.COPIES)
 
 
-def offload_marks(plan: dict, fast: str) -> list[dict]:
+def offload_marks(plan: BoardPlan, fast: str) -> list[dict]:
     """What a fast-memory budget added to the order, for the arena pictures: each transfer (kind
     "out" to the slow region, "in" back to ``fast``; from its start to its wait when asynchronous)
     and each recompute, with the steps it spans and the regions it touches."""
-    slow = (plan.get("offload") or {}).get("slow_region")
+    slow = (plan.offload or {}).get("slow_region")
     marks, started = [], {}
-    for i, o in enumerate(plan["order"]):
-        if o.get("op") in COPY_OPS and o.get("of"):
-            if o["op"] == "CopyStart":
-                started[o["outputs"][0]] = i
+    for i, o in enumerate(plan.order):
+        if o.op in COPY_OPS and o.of:
+            if o.op == "CopyStart":
+                started[o.outputs[0]] = i
                 continue
-            first = started.get(o["inputs"][0], i) if o["op"] == "CopyWait" else i
+            first = started.get(o.inputs[0], i) if o.op == "CopyWait" else i
             # by the region it writes where recorded (a stage copy reads the value itself, into fast memory);
             # else the copy out reads the value itself, the copy back its copy
-            out = o["region"] == slow if "region" in o else o["inputs"][-1] == o["of"]
-            marks.append({"kind": "out" if out else "in", "tensor": o["of"], "first": first, "last": i,
-                          "regions": [fast, slow], "asynchronous": o["op"] == "CopyWait"})
-        elif o.get("recompute"):
-            marks.append({"kind": "recompute", "tensor": o["outputs"][0], "first": i, "last": i, "regions": [fast],
-                          "node": o["recompute"], "asynchronous": False})
+            out = o.region == slow if o.region_recorded else o.inputs[-1] == o.of
+            marks.append({"kind": "out" if out else "in", "tensor": o.of, "first": first, "last": i,
+                          "regions": [fast, slow], "asynchronous": o.op == "CopyWait"})
+        elif o.recompute:
+            marks.append({"kind": "recompute", "tensor": o.outputs[0], "first": i, "last": i, "regions": [fast],
+                          "node": o.recompute, "asynchronous": False})
     return marks
 
 
-def view_ops(order: list) -> list[str]:
+def view_ops(order: tuple[Step, ...]) -> list[str]:
     """The op of each step that is a view (a Reshape, a Flatten: it moves no data, and model.c makes no call
     for it), in order. The generated header's NUM_OPS counts the other steps."""
     known = set(registry.names())
-    return [o["op"] for o in order if o.get("op") in known and registry.get(o["op"]).view]
+    return [o.op for o in order if o.op in known and registry.get(o.op).view]
 
 
-def plan_view(plan: dict, source: str = "the plan") -> dict:
-    check_plan(plan, source)
-    order = list(plan["order"])
+def _buffer(b: Buffer, first_region: str, details: dict[str, list[dict]]) -> dict:
+    return {"name": b.name, "region": b.region or first_region, "offset": b.offset, "size": b.size,
+            "first": b.first, "last": b.last, "parts": [list(part) for part in b.parts],
+            "tensors": details.get(b.name, [])}
+
+
+def plan_view(plan: BoardPlan) -> dict:
+    """What the text and the page show of ``plan`` (codec.read_plan's, or codec.board_plan of plan_dict's)."""
+    order = plan.order
     steps = len(order)
-    first_region = (plan.get("regions") or [{"name": DEFAULT_REGION}])[0]["name"]
+    first_region = plan.regions[0].name if plan.regions else DEFAULT_REGION
     details = _tensor_details(plan)
-    buffers = []
-    for b in plan["buffers"]:
-        buffers.append({"name": b["name"], "region": str(b.get("region") or first_region),
-                        "offset": int(b["offset"]), "size": int(b["size"]),
-                        "first": int(b["first"]), "last": int(b["last"]),
-                        "parts": [[int(v) for v in part] for part in b.get("parts") or []],
-                        "tensors": details.get(b["name"], [])})
+    buffers = [_buffer(b, first_region, details) for b in plan.buffers]
     regions = _regions(plan, buffers)
     live = live_bytes(buffers, steps)
     peak_index = max(range(len(live)), key=lambda i: (live[i], -i))
     peak_step = peak_index - 1
     at_peak = sorted((b for b in buffers if b["first"] <= peak_step <= b["last"]),
                      key=lambda b: (b["region"], b["offset"], b["name"]))
-    rows = [{"step": int(o.get("step", i)), "node": o["node"], "label": short_name(o["node"]), "op": o["op"],
-             "macs": o.get("macs"), "live": live[i + 1], "peak": i == peak_step,
-             "inputs": o.get("inputs", []), "outputs": o.get("outputs", [])}
+    rows = [{"step": o.step if o.step is not None else i, "node": o.node, "label": short_name(o.node), "op": o.op,
+             "macs": o.macs, "live": live[i + 1], "peak": i == peak_step,
+             "inputs": list(o.inputs), "outputs": list(o.outputs)}
             for i, o in enumerate(order)]
-    arena, bound = int(plan["arena_bytes"]), int(plan["lower_bound_bytes"])
+    arena, bound = plan.arena_bytes, plan.lower_bound_bytes
     return {
-        "model": plan["model"], "board": plan["board"], "version": plan.get("version"),
+        "model": plan.model, "board": plan.board, "version": plan.version,
         "arena_bytes": arena, "lower_bound_bytes": bound,
         "above_bound": (arena / bound - 1) if bound else 0.0,
-        "alignment": plan.get("alignment"), "weights_bytes": plan.get("weights_bytes"),
-        "macs": plan.get("macs", sum(r["macs"] or 0 for r in rows)),
-        "schedule": method_info(plan.get("schedule")), "placement": method_info(plan.get("placement")),
+        "alignment": plan.alignment, "weights_bytes": plan.weights_bytes,
+        "macs": plan.macs if plan.has("macs") else sum(r["macs"] or 0 for r in rows),
+        "schedule": method_info(plan.schedule), "placement": method_info(plan.placement),
         "latency": latency_view(plan),
         "steps": steps, "views": view_ops(order), "regions": regions, "buffers": buffers, "live": live,
         "peak": {"step": peak_step, "bytes": live[peak_index],
                  "ties": [i - 1 for i in range(peak_index + 1, len(live)) if live[i] == live[peak_index]],
-                 "op": order[peak_step]["op"] if peak_step >= 0 else "inputs",
-                 "node": order[peak_step]["node"] if peak_step >= 0 else "",
+                 "op": order[peak_step].op if peak_step >= 0 else "inputs",
+                 "node": order[peak_step].node if peak_step >= 0 else "",
                  "buffers": at_peak},
         "blocks": blocks(plan, buffers),
-        "operators": rows, "split": split_view(plan), "offload": plan.get("offload"), "state": state_view(plan),
-        "io": io_view(plan), "objective": objective_line(plan.get("objective")),
-        "marks": offload_marks(plan, first_region) if plan.get("offload") else [],
+        "operators": rows, "split": split_view(plan), "offload": plan.offload, "state": state_view(plan),
+        "io": io_view(plan), "objective": objective_line(plan.objective),
+        "marks": offload_marks(plan, first_region) if plan.offload else [],
     }
 
 
-def _io(entry: dict) -> dict:
+def _io(entry: Port) -> dict:
     """A model input or output of plan.json with its bytes (from its shape and type) and quantization."""
-    dtype, shape = entry.get("dtype"), entry.get("shape")
+    dtype, shape = entry.dtype, _listed(entry.shape)
     size = itemsize(dtype) if dtype in DTYPES else None
-    nbytes = size * math.prod(shape) if size is not None and isinstance(shape, list) else None
-    return {"name": str(entry["name"]), "dtype": dtype, "shape": shape, "bytes": nbytes,
-            "scale": entry.get("scale"), "zero_point": entry.get("zero_point")}
+    nbytes = size * math.prod(shape) if size is not None and shape is not None else None
+    scale, zero_point = entry.scale, entry.zero_point
+    return {"name": entry.name, "dtype": dtype, "shape": shape, "bytes": nbytes,
+            "scale": list(scale) if isinstance(scale, tuple) else scale,
+            "zero_point": list(zero_point) if isinstance(zero_point, tuple) else zero_point}
 
 
-def io_view(plan: dict) -> dict:
+def io_view(plan: BoardPlan) -> dict:
     """The model's inputs and outputs (type, shape, bytes, quantization), and how many tensors of each type the
     arena holds (plan.json "tensors"; {} when the plan has none)."""
     types: dict[str, int] = {}
-    for t in plan.get("tensors") or []:
-        if t.get("dtype"):
-            types[t["dtype"]] = types.get(t["dtype"], 0) + 1
-    return {"inputs": [_io(e) for e in plan.get("inputs") or []],
-            "outputs": [_io(e) for e in plan.get("outputs") or []], "types": dict(sorted(types.items()))}
+    for t in plan.tensors:
+        if t.dtype:
+            types[t.dtype] = types.get(t.dtype, 0) + 1
+    return {"inputs": [_io(e) for e in plan.inputs], "outputs": [_io(e) for e in plan.outputs],
+            "types": dict(sorted(types.items()))}
 
 
 def io_text(t: dict) -> str:
@@ -352,14 +341,15 @@ def types_text(types: dict) -> str:
     return ", ".join(f"{dtype} ({n} tensor{'s' if n != 1 else ''})" for dtype, n in types.items())
 
 
-def state_view(plan: dict) -> Optional[dict]:
+def state_view(plan: BoardPlan) -> Optional[dict]:
     """A stateful model's states (plan.json "states"): their bytes outside the arena, and how many of them take
     their next value in place (the others are copied in after the last step); None for a stateless model."""
-    states = plan.get("states")
+    states = plan.states
     if not states:
         return None
-    return {"bytes": int(plan.get("state_bytes", sum(int(s["size"]) for s in states))), "count": len(states),
-            "in_place": sum(1 for s in states if s.get("in_place")), "names": [s["name"] for s in states]}
+    nbytes = plan.state_bytes if plan.state_bytes is not None else sum(s.size for s in states)
+    return {"bytes": nbytes, "count": len(states), "in_place": sum(1 for s in states if s.in_place),
+            "names": [s.name for s in states]}
 
 
 def state_text(state: dict) -> str:

@@ -65,7 +65,7 @@ from mcudeploy.partition import HALOS, Cut, split
 from mcudeploy.objective import MEMORY, Objective
 from mcudeploy.plan import CompileOptions
 from mcudeploy.offload.swap import parse_budget, regions_for_swap
-from mcudeploy.compile import Compiled, compile_lowered, fast_memory_bytes, lower
+from mcudeploy.compile import Compiled, compile_graph, fast_memory_bytes, lower
 from mcudeploy.search import budget as budgets
 from mcudeploy.search import space
 from mcudeploy.search.budget import Clock, Work
@@ -148,12 +148,12 @@ SEARCH_OPTIONS = CompileOptions(schedule_method=SEARCH_SCHEDULE, placement_metho
 
 def compile_scheme(lowered, scheme: Sequence[Cut], board: Board, name: str,
                    options: CompileOptions = SEARCH_OPTIONS) -> Compiled:
-    """Split ``lowered`` by ``scheme`` and compile it through compile.compile_lowered, the path of
+    """Split ``lowered`` by ``scheme`` and compile it through compile.compile_graph, the path of
     ``mcudeploy compile``, so the arena and kernels tune times are those of the project it writes
-    (``options``: compile_lowered's, its int8_input and stream_input those ``lowered`` was lowered with;
+    (``options``: compile_graph's, its int8_input and stream_input those ``lowered`` was lowered with;
     the scheme recorded is ``scheme``)."""
     graph = split(lowered, tuple(scheme)) if scheme else lowered
-    return compile_lowered(graph, board, name, replace(options, scheme=tuple(scheme)))
+    return compile_graph(graph, board, name, replace(options, scheme=tuple(scheme)))
 
 
 @dataclass(frozen=True)

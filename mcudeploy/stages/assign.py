@@ -24,6 +24,7 @@ from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import Graph, Node
 from mcudeploy.memory import areas
 from mcudeploy.compile import compile_graph
+from mcudeploy.plan.options import CompileOptions
 from mcudeploy.schedule import schedule
 from mcudeploy.ops import registry
 from mcudeploy.simulate.simulate import Estimator, simulate, work
@@ -78,8 +79,8 @@ def scratch_policy(objective: str) -> str:
 
 def operator_costs(graph: Graph, board: Board, schedule_method: str, time_limit: float,
                    scratch: str = "fit") -> Costs:
-    compiled = compile_graph(graph, board, graph.name, schedule_method=schedule_method,
-                             schedule_time_limit=time_limit, scratch=scratch)
+    compiled = compile_graph(graph, board, graph.name, CompileOptions(schedule_method=schedule_method,
+                                                                      schedule_time_limit=time_limit, scratch=scratch))
     sim = simulate(compiled, TimingCache(board.name))
     per_tick = seconds_per_tick(board)
     seconds = {o.node: o.ticks * per_tick for o in sim.ops}

@@ -16,7 +16,7 @@ from typing import Sequence, Union
 from mcudeploy.boards import Board, load_board
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import Graph, Node
-from mcudeploy.compile import compile_lowered
+from mcudeploy.compile import compile_graph
 from mcudeploy.plan import PLAN_VERSION, CompileOptions, Compiled, plan_dict
 from mcudeploy.schedule import schedule
 
@@ -95,24 +95,23 @@ def stage_graphs(graph: Graph, order: Sequence[Node], bounds: Sequence[int]) -> 
 
 
 def compile_stages(graph: Graph, boards: Union[Sequence[Union[str, Board]], str, Board], bounds: Sequence[int],
-                   schedule_method: str = "auto", name: str | None = None, order: Sequence[Node] | None = None,
-                   **options) -> StagedPlan:
-    """Order the lowered ``graph`` (``schedule_method``; or take ``order``), cut the order at ``bounds``,
-    and compile each stage for its board (one board for all, or one per stage); ``options``: the other
-    fields of the CompileOptions every stage is compiled with (compile.compile_lowered)."""
-    options = CompileOptions(schedule_method=schedule_method, **options)
+                   options: CompileOptions = CompileOptions(), name: str | None = None,
+                   order: Sequence[Node] | None = None) -> StagedPlan:
+    """Order the lowered ``graph`` (``options.schedule_method``; or take ``order``), cut the order at ``bounds``,
+    and compile each stage for its board (one board for all, or one per stage) with ``options``
+    (compile.compile_graph)."""
     name = name or graph.name
     boards = [boards] if isinstance(boards, (str, Board)) else list(boards)
     boards = [load_board(b) if isinstance(b, str) else b for b in boards]
     if order is None:
-        order = schedule(graph, schedule_method, options.schedule_time_limit, boards[0].alignment).order
+        order = schedule(graph, options.schedule_method, options.schedule_time_limit, boards[0].alignment).order
     graphs = stage_graphs(graph, order, bounds)
     boards = boards * len(graphs) if len(boards) == 1 else boards
     if len(boards) != len(graphs):
         raise MCUDeployError(f"{len(graphs)} stages need one board each (or one for all), not {len(boards)}")
     stages = []
     for k, (g, board) in enumerate(zip(graphs, boards)):
-        compiled = compile_lowered(g, board, f"{name}_stage{k}", options)
+        compiled = compile_graph(g, board, f"{name}_stage{k}", options)
         stages.append(Stage(k, compiled, tuple(i for i in g.inputs if i not in graph.inputs),
                             tuple(o for o in g.outputs if o not in graph.outputs)))
     links = tuple(Link(t, src.index, dst.index, graph[t].nbytes)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Mapping, Optional
 
 from mcudeploy.ir import Graph
-from mcudeploy.plan import PLAN_VERSION, codec
+from mcudeploy.plan import PLAN_VERSION, CompileOptions, codec
 from mcudeploy.simulate.simulate import simulate
 from mcudeploy.simulate.timing_cache import TimingCache
 from mcudeploy.stages.assign import Partition, partition, scratch_policy, seconds_per_tick
@@ -109,8 +109,9 @@ def compile_system(graph: Graph, system: System, model: str, options: SystemOpti
     o = options
     p = partition(graph, system, o.stages, o.objective, o.schedule_method, o.time_limit)
     name = Path(model).stem if model else graph.name
-    staged = compile_stages(graph, [u.board for u in p.units], p.bounds, o.schedule_method, name=name, order=p.order,
-                            schedule_time_limit=o.time_limit, scratch=scratch_policy(o.objective))
+    stage_options = CompileOptions(schedule_method=o.schedule_method, schedule_time_limit=o.time_limit,
+                                   scratch=scratch_policy(o.objective))
+    staged = compile_stages(graph, [u.board for u in p.units], p.bounds, stage_options, name=name, order=p.order)
     return SystemPlan(os.fspath(model), graph, p, staged, stage_times(p, staged))
 
 
@@ -165,7 +166,7 @@ def system_lines(plan: SystemPlan) -> list[str]:
     """The stages on the topology and their balance, for people (as ``report --text`` tells its plan.json)."""
     from mcudeploy.report.system import plan_lines
 
-    return plan_lines(system_plan_dict(plan))
+    return plan_lines(codec.system_plan(system_plan_dict(plan)))
 
 
 def write_system(plan: SystemPlan, out: Path) -> Path:

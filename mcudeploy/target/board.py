@@ -4,17 +4,21 @@ measured on the board, an emulator of it, a pool of them or a labgrid farm's pla
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from mcudeploy.choices import BOARD_OBJECTIVES, SYSTEM_OBJECTIVES
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.files import check_output, writing
 from mcudeploy.target.request import RANDOM_SAMPLES, STREAM_STEPS, MeasureRequest, Request, RunRequest
+
+if TYPE_CHECKING:
+    from mcudeploy.plan.options import CompileOptions
 
 # what --allow-overflow does, per command, in the refusal of a plan that does not fit (mcudeploy/fit.py)
 ANYWAY = {"compile": "writes it anyway", "tune": "writes it anyway", "plan": "shows the plan anyway"}
@@ -54,17 +58,18 @@ def objective(request: Request):
     return Objective(request.objective or "memory", parse_memory_budget(request.memory_budget))
 
 
-def plan_arguments(request: Request, board_objective: bool = True) -> dict:
-    """The input shapes and CompileOptions' fields from the plan-changing options (cli.PLAN_OPTIONS);
-    without ``board_objective`` (a system's stages) the objective is left out."""
+def plan_options(request: Request, board_objective: bool = True) -> tuple[dict, CompileOptions]:
+    """The input shapes and the CompileOptions of the plan-changing options (cli.PLAN_OPTIONS); without
+    ``board_objective`` (a system's stages) the objective is the default."""
     from mcudeploy.frontend import parse_input_shapes
+    from mcudeploy.plan.options import CompileOptions
 
-    arguments = dict(input_shapes=parse_input_shapes(list(request.input_shape)), schedule_method=request.schedule,
-                     schedule_time_limit=request.time_limit, int8_input=request.int8_input,
-                     stream_input=request.stream_input, fast_memory=request.fast_memory)
+    options = CompileOptions(schedule_method=request.schedule, schedule_time_limit=request.time_limit,
+                             int8_input=request.int8_input, stream_input=request.stream_input,
+                             fast_memory=request.fast_memory)
     if board_objective:
-        arguments["objective"] = objective(request)
-    return arguments
+        options = dataclasses.replace(options, objective=objective(request))
+    return parse_input_shapes(list(request.input_shape)), options
 
 
 def check_fit(request: Request, compiled):
@@ -109,10 +114,9 @@ class BoardTarget:
         """The model compiled for the board with the request's options, checked to fit it."""
         from mcudeploy.compile import compile_model
 
-        arguments = plan_arguments(self.request)
-        arguments["fast_memory"] = fast_memory or arguments["fast_memory"]
-        return check_fit(self.request, compile_model(self.request.model, self.request.board, earlier=earlier,
-                                                     **arguments))
+        shapes, options = plan_options(self.request)
+        options = dataclasses.replace(options, fast_memory=fast_memory or options.fast_memory, earlier=earlier)
+        return check_fit(self.request, compile_model(self.request.model, self.request.board, options, shapes))
 
     def loaded(self, say=print):
         """(compiled, the graph of the numpy reference, the model file) of run, measure and flash: the recorded
@@ -342,7 +346,7 @@ class BoardTarget:
         with writing(output):
             if not self.folder:
                 write_project(compiled, output)
-            write_timings(output, measured, read_plan(output).fields)
+            write_timings(output, measured, read_plan(output))
             page = write_report(output, say=to_stderr)
         say(f"wrote {output / TIMINGS_FILE} and {page}" + ("" if self.folder else
                                                             f" (and the plan measured: {output}/plan.json, "

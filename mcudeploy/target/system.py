@@ -10,7 +10,7 @@ from typing import Callable, Optional
 
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.files import writing
-from mcudeploy.target.board import NO_TIMINGS_FOLDER, plan_arguments, save_outputs, to_stderr
+from mcudeploy.target.board import NO_TIMINGS_FOLDER, plan_options, save_outputs, to_stderr
 from mcudeploy.target.request import RANDOM_SAMPLES, MeasureRequest, Request, RunRequest
 
 
@@ -30,14 +30,14 @@ class SystemTarget:
         from mcudeploy.stages.system_plan import SystemOptions, compile_system
 
         r = self.request
-        arguments = plan_arguments(r, board_objective=False)  # resolve() refused --fast-memory and a board's objective
-        if arguments["stream_input"]:
+        shapes, options = plan_options(r, board_objective=False)  # resolve() refused --fast-memory, a board's objective
+        if options.stream_input:
             raise MCUDeployError("--stream-input applies to a model on one board; a system's stages pass their "
                                  "inputs between cores or chips whole")
-        graph = lower(import_model(r.model, arguments["input_shapes"]), int8_input=arguments["int8_input"])
+        graph = lower(import_model(r.model, shapes), int8_input=options.int8_input)
         return compile_system(graph, self.system, r.model,
-                              SystemOptions(r.stages, r.objective or "throughput", arguments["schedule_method"],
-                                            arguments["schedule_time_limit"]))
+                              SystemOptions(r.stages, r.objective or "throughput", options.schedule_method,
+                                            options.schedule_time_limit))
 
     def write(self, output, code: Callable, say=print) -> None:
         """compile -o: each stage's C project (stage0/ ...) and the system's plan.json (``code``, the C's
@@ -89,6 +89,9 @@ class SystemTarget:
         raise MCUDeployError(f"--dataset runs on one board, not on the system {self.request.board}")
 
     def timings_folder(self, output: Optional[str], settle: bool) -> Optional[Path]:
+        if settle:
+            raise MCUDeployError(f"--settle moves one board's DMA copies (with --fast-memory); it does not apply to "
+                                 f"the system {self.request.board}")
         if output is None:
             return None
         raise MCUDeployError(NO_TIMINGS_FOLDER)

@@ -22,6 +22,7 @@ from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.device.runner import run_on_board, timed_nodes
 from mcudeploy.compile import compile_graph, compile_model, lower
 from mcudeploy.frontend import import_model
+from mcudeploy.plan import CompileOptions
 from mcudeploy.resources import firmware_dir
 from mcudeploy.search.stalls import round_lines, settle
 from residual import SHAPE, residual_model, skip_model
@@ -102,7 +103,7 @@ def test_a_swap_on_qemu_an505_is_an_asynchronous_copy_and_bit_exact(need_qemu, t
     it: the block's peak is where the skip idles)."""
     model = residual_model()
     plain = compile_model(model, "host")
-    fitted = compile_model(model, "qemu-an505", fast_memory="60%")
+    fitted = compile_model(model, "qemu-an505", options=CompileOptions(fast_memory="60%"))
     ops = [n.op for n in fitted.order]
     assert ops.count("CopyStart") == ops.count("CopyWait") == 2 and "Copy" not in ops
     sample = {plain.graph.inputs[0]: np.random.default_rng(1).standard_normal(SHAPE).astype(np.float32)}
@@ -136,13 +137,14 @@ def test_a_stalled_wait_moves_its_trigger_earlier_until_it_stalls_no_more(need_q
         runs.append(run_on_board(compiled, [sample], workdir=tmp_path / f"fw{len(runs)}"))
         return runs[-1].runs[0].op_ticks
 
-    fast = compile_graph(graph, "qemu-an505", fast_memory=int(compile_model(skip_model(), "qemu-an505")
-                                                              .placement.arenas["sram"] * 0.9))
+    sram = compile_model(skip_model(), "qemu-an505").placement.arenas["sram"]
+    fast = compile_graph(graph, "qemu-an505", options=CompileOptions(fast_memory=int(sram * 0.9)))
     ticks = dict(zip((n.name for n in timed_nodes(fast)), measure(fast)))
     start = next(i for i, n in enumerate(fast.order) if n.op == "CopyStart" and n.attr("of") == "a" and i > 3)
     slow = int(1.5 * ticks[fast.order[start + 1].name])  # more than the one convolution between start and wait
-    last, rounds = settle(lambda earlier: slower(compile_graph(graph, "qemu-an505", fast_memory=fast.offload.budget_bytes,
-                                                               earlier=earlier), slow), measure)
+    budget = fast.offload.budget_bytes
+    last, rounds = settle(lambda earlier: slower(compile_graph(graph, "qemu-an505", options=CompileOptions(
+        fast_memory=budget, earlier=earlier)), slow), measure)
     assert rounds[0].stalls.get("a", 0) > slow / 4  # stalled: the convolution hid two thirds
     assert rounds[-1].triggers["a"] < rounds[0].triggers["a"] and rounds[-1].stalls == {}
     lines = round_lines(rounds)  # what measure --settle prints

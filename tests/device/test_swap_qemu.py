@@ -9,6 +9,7 @@ from mcudeploy.device.elfsize import read_sections
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.device.runner import run_on_board
 from mcudeploy.compile import compile_model
+from mcudeploy.plan import CompileOptions
 from shared_models import MODELS, need_models
 
 pytestmark = pytest.mark.qemu
@@ -19,7 +20,7 @@ def test_half_the_fast_memory_on_qemu_m4_with_psram(model, need_qemu, tmp_path):
     need_models()
     path = MODELS / "onnx" / f"{model}.onnx"
     plain = compile_model(path, "host")
-    fitted = compile_model(path, "qemu-m4", fast_memory="50%")
+    fitted = compile_model(path, "qemu-m4", options=CompileOptions(fast_memory="50%"))
     psram = next(r for r in load_board("qemu-m4").regions if r.name == "psram")
     assert fitted.placement.arenas["psram"] > 0 and fitted.placement.arenas["sram"] <= fitted.offload.budget_bytes
     x = plain.graph[plain.graph.inputs[0]]

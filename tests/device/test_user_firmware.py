@@ -23,6 +23,7 @@ from mcudeploy.boards import load_board
 from mcudeploy.check import random_inputs
 from mcudeploy.codegen import write_project
 from mcudeploy.analysis.io import quantization
+from mcudeploy.plan import CompileOptions
 from mcudeploy.plan.code_options import CodeOptions
 from mcudeploy.device.build import CFLAGS, firmware_build_spec
 from mcudeploy.device.host import run_compiled_on_host
@@ -67,7 +68,7 @@ def pair(tmp_path_factory):
 @pytest.fixture(scope="module")
 def compiled(pair):
     """name -> the model compiled for qemu-m4 (default C options: the plan does not depend on them)."""
-    return {name: compile_model(path, BOARD, schedule_time_limit=5.0, int8_input=int8_input)
+    return {name: compile_model(path, BOARD, options=CompileOptions(schedule_time_limit=5.0, int8_input=int8_input))
             for name, path, int8_input in pair}
 
 

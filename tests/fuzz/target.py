@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Optional
 
 from mcudeploy.errors import MCUDeployError
+from mcudeploy.plan import CompileOptions
 
 _NAMES = re.compile(r"\b(node|tensor|input|output|initializer|constant|reads|writes|dequantizes|quantizes)( constant)? "
                     r"(?!\()(b'[^']*'|[^\s,]+)")
@@ -26,8 +27,9 @@ def plan(path: Path) -> None:
     from mcudeploy.compile import compile_model
     from mcudeploy.report.text import summary
 
-    compiled = compile_model(path, "host", schedule_method="rpo", placement_method="greedy",
-                             schedule_time_limit=1.0, placement_time_limit=1.0)
+    compiled = compile_model(path, "host",
+                             options=CompileOptions(schedule_method="rpo", placement_method="greedy",
+                                                    schedule_time_limit=1.0, placement_time_limit=1.0))
     summary(compiled, detail=True)
 
 

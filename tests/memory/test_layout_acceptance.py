@@ -13,6 +13,7 @@ from mcudeploy.memory import lifetimes, place
 from mcudeploy.memory.layout import lay_out
 from mcudeploy.memory.oracle import run_in_arena
 from mcudeploy.compile import compile_model
+from mcudeploy.plan import CompileOptions
 from mcudeploy.reference import run_reference
 
 sys.path.insert(0, str(ROOT))  # the generated graphs come from benchmarks/graphs.py
@@ -25,7 +26,7 @@ MODELS = shared_models() or [None]
 @pytest.mark.parametrize("schedule", ["model", "auto"])
 def test_models_are_placed_at_the_bound(path, schedule):
     need_models()
-    compiled = compile_model(path, "host", schedule_method=schedule)
+    compiled = compile_model(path, "host", options=CompileOptions(schedule_method=schedule))
     p = compiled.placement
     assert p.arena_bytes == p.lower_bound_bytes == compiled.lifetimes.lower_bound()
     assert p.proven_optimal

@@ -14,6 +14,7 @@ from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.offload import move, stays
 from mcudeploy.compile import compile_graph, compile_model
+from mcudeploy.plan import CompileOptions
 from mcudeploy.reference import run_reference
 from residual import SHAPE, residual_model
 
@@ -35,8 +36,9 @@ def move_idle(tensor, region):
 
 def test_a_moved_value_frees_fast_memory_and_computes_the_same(tmp_path):
     board = two_region_board()
-    plain = compile_model(residual_model(), board, schedule_method="model")
-    moved = compile_graph(plain.graph, board, "residual", schedule_method="model", rewrites=[move_idle("a", "psram")])
+    plain = compile_model(residual_model(), board, options=CompileOptions(schedule_method="model"))
+    moved = compile_graph(plain.graph, board, "residual",
+                          options=CompileOptions(schedule_method="model", rewrites=[move_idle("a", "psram")]))
     assert [n.op for n in moved.order].count("Copy") == 2
     a_bytes = plain.graph["a"].nbytes
     assert plain.placement.arenas["sram"] - moved.placement.arenas["sram"] == a_bytes
@@ -65,6 +67,6 @@ def test_a_moved_value_frees_fast_memory_and_computes_the_same(tmp_path):
     ("a", 2, 3, "neither makes nor reads"),
 ])
 def test_moves_that_cannot_be_made_say_why(tensor, after, before, why):
-    compiled = compile_model(residual_model(), two_region_board(), schedule_method="model")
+    compiled = compile_model(residual_model(), two_region_board(), options=CompileOptions(schedule_method="model"))
     with pytest.raises(MCUDeployError, match=why):
         move(compiled.graph, compiled.order, tensor, "psram", after, before)

@@ -13,6 +13,7 @@ from mcudeploy.codegen import write_project
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.memory import lifetimes, place
 from mcudeploy.compile import compile_model
+from mcudeploy.plan import CompileOptions
 from mcudeploy.reference import run_reference
 
 X = (2, 4, 6, 6)  # batch 2: a channel slice of a Concat output is strided
@@ -92,7 +93,7 @@ def run_c(compiled, samples, tmp_path, name):
 @pytest.mark.parametrize("producer", sorted(PRODUCERS))
 def test_producer_writes_into_a_concat_slice(producer, tmp_path):
     m = (concat_model(producer))
-    compiled = compile_model(m, "host", schedule_method="model")
+    compiled = compile_model(m, "host", options=CompileOptions(schedule_method="model"))
     concat = next(n for n in compiled.graph.nodes if n.op == "Concat")
     split = next(n for n in compiled.graph.nodes if n.op == "Split" and "t" in n.inputs[0:1])
     assert concat.name in compiled.lifetimes.elided, "the Concat was not absorbed"
@@ -123,7 +124,7 @@ def matmul_model():
 
 @pytest.mark.parametrize("build", [gemm_model, matmul_model])
 def test_matrix_products_write_into_a_concat_slice(build, tmp_path):
-    compiled = compile_model(build(), "host", schedule_method="model")
+    compiled = compile_model(build(), "host", options=CompileOptions(schedule_method="model"))
     assert any(n.op == "Concat" and n.name in compiled.lifetimes.elided for n in compiled.graph.nodes)
     samples = [{n: RNG.standard_normal(compiled.graph[n].shape).astype(np.float32) for n in compiled.graph.inputs}]
     got, = run_c(compiled, samples, tmp_path, "shared")
@@ -158,7 +159,7 @@ def qdq_model():
 
 
 def test_int8_concat_and_split_in_place_are_bit_exact(tmp_path):
-    compiled = compile_model(qdq_model(), "host", schedule_method="model")
+    compiled = compile_model(qdq_model(), "host", options=CompileOptions(schedule_method="model"))
     ops = {n.op: n for n in compiled.graph.nodes}
     assert compiled.graph[ops["Concat"].outputs[0]].dtype == "int8"
     assert ops["Concat"].name in compiled.lifetimes.elided and ops["Split"].name in compiled.lifetimes.elided
@@ -178,9 +179,9 @@ def two_region_board(first_bytes):
 
 def test_two_regions_in_c(tmp_path):
     m = (concat_model("Conv"))
-    one = compile_model(m, "host", schedule_method="model")
+    one = compile_model(m, "host", options=CompileOptions(schedule_method="model"))
     board = two_region_board(one.placement.arena_bytes * 3 // 5)  # too small for the whole arena
-    two = compile_model(m, board, schedule_method="model")
+    two = compile_model(m, board, options=CompileOptions(schedule_method="model"))
     assert two.placement.arenas["ccm"] > 0 and two.placement.arenas["sram"] <= board.regions[0].size
     io = {b.name for b in two.lifetimes.buffers if b.io}
     assert all(two.placement.regions[b] == "sram" for b in io), "graph I/O went to a region without DMA"
@@ -197,7 +198,7 @@ def test_plan_lists_regions_and_tensor_slots(tmp_path):
     import json
 
     m = (concat_model("MaxPool"))
-    compiled = compile_model(m, "host", schedule_method="model")
+    compiled = compile_model(m, "host", options=CompileOptions(schedule_method="model"))
     plan = json.loads((write_project(compiled, tmp_path) / "plan.json").read_text())
     assert plan["regions"] == [{"name": "sram", "size": 1073741824, "arena_bytes": compiled.placement.arena_bytes},
                                {"name": "slow", "size": 1073741824, "arena_bytes": 0}]

@@ -4,6 +4,7 @@ from mcudeploy.boards import load_board
 from mcudeploy.offload.access import kernel_bytes, slow_access_ticks
 from mcudeploy.offload.swap import regions_for_swap
 from mcudeploy.compile import compile_model
+from mcudeploy.plan import CompileOptions
 from residual import SHAPE, residual_model
 
 CHANNELS, H, W = SHAPE[1:]
@@ -13,7 +14,7 @@ def test_a_3x3_convolution_reads_its_input_once_per_tap_and_an_add_once():
     """residual_model: 3x3 convolutions with a pad of 1 over 8x12x12 float maps. Per output position
     and kernel tap one input element (the output channels are taken as reused), so 9 reads of each
     element; Relu and Add read each input once; each kernel writes its output once."""
-    c = compile_model(residual_model(), "host", schedule_method="model")
+    c = compile_model(residual_model(), "host", options=CompileOptions(schedule_method="model"))
     nbytes = CHANNELS * H * W * 4
     for node in c.order:
         reads, writes = kernel_bytes(c.graph, node)
@@ -26,7 +27,7 @@ def test_a_buffer_in_slow_memory_pays_for_every_kernel_access():
     """The skip a of residual_model kept in slow memory: written once by Relu, read nine times per
     element by the convolution b and once by the Add, each kernel one transfer's latency; the price
     of the same bytes copied once out and once back is much less."""
-    c = compile_model(residual_model(), "host", schedule_method="model")
+    c = compile_model(residual_model(), "host", options=CompileOptions(schedule_method="model"))
     _, slow = regions_for_swap(load_board("host"))
     nbytes = c.graph["a"].nbytes
     speed = slow.speed
@@ -43,7 +44,7 @@ def test_a_tensor_pinned_to_another_region_shares_no_buffer_in_place():
     the input keeps the slow region."""
     from mcudeploy.memory.lifetimes import lifetimes
 
-    c = compile_model(residual_model(), "host", schedule_method="model")
+    c = compile_model(residual_model(), "host", options=CompileOptions(schedule_method="model"))
     lives = lifetimes(c.graph, c.order, 4)
     add = next(n for n in c.order if n.op == "Add")
     src = next(i for i in add.inputs if lives.buffer_of[i] == lives.buffer_of[add.outputs[0]])

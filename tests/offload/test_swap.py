@@ -17,6 +17,7 @@ from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.offload.swap import parse_budget
 from mcudeploy.compile import compile_model
+from mcudeploy.plan import CompileOptions
 from mcudeploy.project import load_project
 from residual import SHAPE, residual_model
 from shared_models import MODELS, need_models
@@ -50,10 +51,10 @@ def test_the_idle_skip_is_swapped_and_the_c_is_unchanged(tmp_path):
     from onnx import save
     model = tmp_path / "residual.onnx"
     save(residual_model(), model)
-    plain = compile_model(model, "host", schedule_method="model")
+    plain = compile_model(model, "host", options=CompileOptions(schedule_method="model"))
     a = plain.graph["a"].nbytes
     budget = fast_arena(plain) - a
-    fitted = compile_model(model, "host", schedule_method="model", fast_memory=budget)
+    fitted = compile_model(model, "host", options=CompileOptions(schedule_method="model", fast_memory=budget))
     assert fast_arena(fitted) <= budget
     o = fitted.offload
     assert [s.tensor for s in o.swaps] == ["a"] and not o.residents
@@ -76,10 +77,10 @@ def test_a_budget_below_the_inputs_and_outputs_is_refused():
     """A slow region the caller cannot reach ("dma": false) holds no graph input or output."""
     host = load_board("host")
     board = dataclasses.replace(host, regions=(host.regions[0], dataclasses.replace(host.regions[1], dma=False)))
-    plain = compile_model(residual_model(), board, schedule_method="model")
+    plain = compile_model(residual_model(), board, options=CompileOptions(schedule_method="model"))
     io = plain.graph["x"].nbytes
     with pytest.raises(MCUDeployError, match=r"cannot be met with slow: the least arena sram reached is ([\d,]+) B") as err:
-        compile_model(residual_model(), board, schedule_method="model", fast_memory=io // 2)
+        compile_model(residual_model(), board, options=CompileOptions(schedule_method="model", fast_memory=io // 2))
     assert "\n" not in str(err.value)
     least = int(re.search(r"reached is ([\d,]+) B", str(err.value)).group(1).replace(",", ""))
     assert io <= least < plain.placement.arena_bytes  # the input (or the output) stays; the rest could go
@@ -87,7 +88,7 @@ def test_a_budget_below_the_inputs_and_outputs_is_refused():
 
 def test_a_board_without_slow_memory_says_so():
     with pytest.raises(MCUDeployError, match="board qemu-m7 has no slower memory region"):
-        compile_model(residual_model(), "qemu-m7", fast_memory="50%")
+        compile_model(residual_model(), "qemu-m7", options=CompileOptions(fast_memory="50%"))
 
 
 def test_the_cli_refuses_a_budget_in_one_sentence(tmp_path):
@@ -107,7 +108,7 @@ def test_shared_models_under_a_budget_compute_the_same(model, share, tmp_path):
     path = MODELS / "onnx" / f"{model}.onnx"
     plain = compile_model(path, "host")
     try:
-        fitted = compile_model(path, "host", fast_memory=f"{share * 100:g}%")
+        fitted = compile_model(path, "host", options=CompileOptions(fast_memory=f"{share * 100:g}%"))
     except MCUDeployError as err:  # the planner may say the budget cannot be met: then say why
         assert "cannot be met" in str(err)
         pytest.skip(str(err))
@@ -121,10 +122,10 @@ def test_a_model_too_big_for_the_fast_region_swaps_without_being_asked(tmp_path)
     """On a board whose first region cannot hold the arena, the plan uses the slow region by itself,
     with swaps where they cost less than whole buffers there, and says what it added."""
     host = load_board("host")
-    plain = compile_model(residual_model(), host, schedule_method="model")
+    plain = compile_model(residual_model(), host, options=CompileOptions(schedule_method="model"))
     room = fast_arena(plain) - plain.graph["a"].nbytes
     small = dataclasses.replace(host, regions=(dataclasses.replace(host.regions[0], size=room),) + host.regions[1:])
-    fitted = compile_model(residual_model(), small, schedule_method="model")
+    fitted = compile_model(residual_model(), small, options=CompileOptions(schedule_method="model"))
     assert fitted.offload is not None and fitted.offload.budget_bytes == room
     assert fast_arena(fitted) <= room and [s.tensor for s in fitted.offload.swaps] == ["a"]
     samples = [{"x": RNG.standard_normal(SHAPE).astype(np.float32)}]
@@ -161,9 +162,9 @@ def test_recompute_where_it_costs_less_than_the_copies(bytes_per_tick, recompute
     from onnx import save
     model = tmp_path / "r.onnx"
     save(recompute_model(), model)
-    plain = compile_model(model, board, schedule_method="model")
+    plain = compile_model(model, board, options=CompileOptions(schedule_method="model"))
     budget = fast_arena(plain) - plain.graph["p"].nbytes
-    fitted = compile_model(model, board, schedule_method="model", fast_memory=budget)
+    fitted = compile_model(model, board, options=CompileOptions(schedule_method="model", fast_memory=budget))
     o = fitted.offload
     assert fast_arena(fitted) <= budget
     if recomputed:
@@ -190,8 +191,9 @@ def test_with_a_dma_engine_the_swap_is_asynchronous_and_the_c_is_unchanged(tmp_p
     model = tmp_path / "skip.onnx"
     save(skip_model(), model)
     board = dataclasses.replace(load_board("host"), dma_engine=DmaEngine("pl080", 0, 2))
-    plain = compile_model(model, board, schedule_method="model")
-    fitted = compile_model(model, board, schedule_method="model", fast_memory=int(fast_arena(plain) * 0.9))
+    plain = compile_model(model, board, options=CompileOptions(schedule_method="model"))
+    fitted = compile_model(model, board,
+                           options=CompileOptions(schedule_method="model", fast_memory=int(fast_arena(plain) * 0.9)))
     o = fitted.offload
     assert o.asynchronous and [s.tensor for s in o.swaps] == ["a"]
     swap, = o.swaps

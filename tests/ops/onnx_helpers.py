@@ -40,7 +40,7 @@ def run_model_on_host(model, samples, input_shapes=None, workdir=None) -> list[l
     from mcudeploy.device.host import run_compiled_on_host
     from mcudeploy.compile import compile_model
 
-    return run_compiled_on_host(compile_model(model, "host", input_shapes), samples, workdir)
+    return run_compiled_on_host(compile_model(model, "host", input_shapes=input_shapes), samples, workdir)
 
 
 def checked_model(nodes, inputs, outputs, inits=(), opset=13) -> onnx.ModelProto:

@@ -15,6 +15,7 @@ from mcudeploy.ops import registry
 from mcudeploy.ops.gemm import MATMUL_MAX_K, dynamic_scratch, layout
 from mcudeploy.partition import Cut, check_cut, split
 from mcudeploy.compile import compile_graph, lower
+from mcudeploy.plan import CompileOptions
 from mcudeploy.reference import run_reference
 
 from .kernel_harness import Place, needs_gcc, run_kernel
@@ -74,7 +75,7 @@ def test_c_matches_reference_on_host(case, scratch):
     arena) and fitted (a lone MatMul's scratch would raise the peak: mcud_matmul_s8_direct)."""
     _, a_shape, b_shape, *q = case
     graph = lower(import_onnx(_model(a_shape, b_shape, *q)))
-    compiled = compile_graph(graph, "host", scratch=scratch)
+    compiled = compile_graph(graph, "host", options=CompileOptions(scratch=scratch))
     assert [n.attrs.get("scratch", 1) for n in compiled.order] == [1 if scratch == "keep" else 0]
     samples = [_inputs(seed, a_shape, b_shape) for seed in (3, 4)]
     outs = run_compiled_on_host(compiled, [{"a": a, "b": b} for a, b in samples])

@@ -18,6 +18,7 @@ from split_cases import Builder, random_counts, random_inputs, same, with_random
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.partition import Cut, SplitError, check_cut, cut_from_dict, cut_to_dict, describe, mechanisms, split
 from mcudeploy.compile import compile_graph
+from mcudeploy.plan import CompileOptions
 from mcudeploy.reference import run_reference
 from mcudeploy.search import space
 
@@ -75,9 +76,11 @@ def check(seed: int, dtype: str, in_c: bool) -> None:
     want = run_reference(graph, x)
     assert same(run_reference(pieces, x), want), f"reference differs for {cut}"
     if in_c:
-        got = run_compiled_on_host(compile_graph(pieces, "host", placement_method="greedy"), [x])[0]
+        got = run_compiled_on_host(compile_graph(pieces, "host",
+                                                 options=CompileOptions(placement_method="greedy")), [x])[0]
         if dtype == "float32":  # float C and numpy differ in rounding: the unsplit graph's C is the yardstick
-            want = run_compiled_on_host(compile_graph(graph, "host", placement_method="greedy"), [x])[0]
+            want = run_compiled_on_host(compile_graph(graph, "host",
+                                                      options=CompileOptions(placement_method="greedy")), [x])[0]
         assert same(got, want), f"host C differs for {cut}"
 
 

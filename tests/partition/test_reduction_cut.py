@@ -23,6 +23,7 @@ from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.ops import registry
 from mcudeploy.partition import Cut, SplitError, check_cut, mechanisms, split
 from mcudeploy.compile import compile_graph
+from mcudeploy.plan import CompileOptions
 from mcudeploy.reference import run_reference
 from mcudeploy.search.space import segments
 
@@ -84,9 +85,11 @@ def check(seed: int, kind: str, in_c: bool):
     want = run_reference(graph, x)
     assert same(run_reference(pieces, x), want), f"reference differs for {cut}"
     if in_c:  # float C agrees with numpy only within rounding: there, the unsplit graph's C is the yardstick
-        got = run_compiled_on_host(compile_graph(pieces, "host", placement_method="greedy"), [x])[0]
+        got = run_compiled_on_host(compile_graph(pieces, "host",
+                                                 options=CompileOptions(placement_method="greedy")), [x])[0]
         if kind == "float32":
-            want = run_compiled_on_host(compile_graph(graph, "host", placement_method="greedy"), [x])[0]
+            want = run_compiled_on_host(compile_graph(graph, "host",
+                                                      options=CompileOptions(placement_method="greedy")), [x])[0]
         assert same(got, want), f"host C differs for {cut}"
 
 

@@ -23,6 +23,7 @@ from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.frontend import import_onnx
 from mcudeploy.partition import split
 from mcudeploy.compile import compile_graph, lower
+from mcudeploy.plan import CompileOptions
 from mcudeploy.reference import run_reference
 
 MODELS = [p.name for p in shared_models("*_int8.onnx")] or ["(absent)"]
@@ -48,7 +49,9 @@ def check(graph, seed: int, in_c: bool = True):
     pieces = split(graph, scheme)
     assert same(run_reference(pieces, x), want), f"reference differs for scheme {scheme}"
     if in_c:
-        compiled = compile_graph(pieces, "host", schedule_method=rng.choice(METHODS), placement_method="greedy")
+        compiled = compile_graph(pieces, "host",
+                                 options=CompileOptions(schedule_method=rng.choice(METHODS),
+                                                        placement_method="greedy"))
         got = run_compiled_on_host(compiled, [x])[0]
         assert same(got, want), f"host C differs for scheme {scheme}"
     return scheme

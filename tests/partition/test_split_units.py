@@ -16,6 +16,7 @@ from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.ir import verify
 from mcudeploy.partition import Cut, SplitError, check_cut, describe, macs, split
 from mcudeploy.compile import compile_model
+from mcudeploy.plan import CompileOptions
 from mcudeploy.reference import run_reference
 
 
@@ -134,7 +135,7 @@ def test_compile_model_takes_a_scheme():
     names = [n.name for n in plain.graph.nodes]
     axes = {"Conv": "oh", "MaxPool": "oh", "Relu": "d2"}
     scheme = (Cut(tuple((n.name, axes[n.op]) for n in plain.graph.nodes), 2, "recompute"),)
-    cut = compile_model(model, "host", scheme=scheme)
+    cut = compile_model(model, "host", options=CompileOptions(scheme=scheme))
     assert all(n.name not in names for n in cut.graph.nodes if n.op in axes)
     x = {"x": np.random.default_rng(1).standard_normal((1, 3, 16, 16)).astype(np.float32)}
     assert outputs_equal(run_compiled_on_host(cut, [x])[0], run_compiled_on_host(plain, [x])[0])

@@ -19,6 +19,7 @@ from mcudeploy.memory.oracle import run_in_arena
 from mcudeploy.partition import check_cut, mechanisms, split
 from mcudeploy.passes.stream_input import stream_inputs
 from mcudeploy.compile import compile_graph
+from mcudeploy.plan import CompileOptions
 from mcudeploy.reference import run_reference
 
 INPUT = 4 * 48 * 48  # bottleneck(hw=48)'s int8 input, bytes
@@ -92,7 +93,7 @@ def test_random_cuts_through_the_read_compute_what_the_plain_graph_does(seed):
     want = run_reference(plain, x)
     pieces = split(streamed, (cut,))
     assert same(run_reference(pieces, x), want), f"reference differs for {cut}"
-    compiled = compile_graph(pieces, "host", placement_method="greedy")
+    compiled = compile_graph(pieces, "host", options=CompileOptions(placement_method="greedy"))
     assert same(run_compiled_on_host(compiled, [x])[0], want), f"host C differs for {cut}"
 
 

@@ -20,7 +20,7 @@ from shared_models import need_models, shared_models
 from mcudeploy.cli import main
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.compile import compile_model
-from mcudeploy.plan import plan_dict
+from mcudeploy.plan import CompileOptions, board_plan, plan_dict
 from mcudeploy.report.html import render, write_report
 from mcudeploy.report.text import plan_text, summary
 from mcudeploy.report.view import plan_view
@@ -146,7 +146,7 @@ def test_view_without_new_fields_matches_compiler(unet):
     for b in plan["buffers"]:
         b.pop("region")
     plan["schedule"], plan["placement"] = plan["schedule"]["method"], plan["placement"]["method"]
-    v = plan_view(plan)
+    v = plan_view(board_plan(plan))
     live = unet.lifetimes.live_bytes()
     assert v["live"] == live
     assert v["peak"]["bytes"] == max(live) == unet.placement.lower_bound_bytes
@@ -161,8 +161,8 @@ def test_view_without_new_fields_matches_compiler(unet):
 
 def test_html_names_the_peak_tensors_and_every_operator(unet):
     plan = plan_dict(unet)
-    html = render(plan)
-    v = plan_view(plan)
+    html = render(board_plan(plan))
+    v = plan_view(board_plan(plan))
     for b in v["peak"]["buffers"]:
         for t in b["tensors"]:
             assert t["name"] in html
@@ -174,20 +174,20 @@ def test_html_names_the_peak_tensors_and_every_operator(unet):
 def test_split_section_lists_unknown_scheme_fields_as_given(unet):
     plan = plan_dict(unet)
     plan["scheme"] = [{"component": 0, "axis": "h", "factor": 4}]
-    html = render(plan)
+    html = render(board_plan(plan))
     assert 'id="split-table"' in html and "<b>factor</b> 4" in html
 
 
 def test_plan_text_shows_the_same_summary(unet):
     text = summary(unet, detail=True)
-    v = plan_view(plan_dict(unet))
+    v = plan_view(board_plan(plan_dict(unet)))
     peak = v["peak"]
     assert f"peak {peak['bytes']:,} bytes at step {peak['step']}" in text
     assert len([line for line in text.splitlines() if line.endswith("<- peak")]) == 1
     assert f"live at the peak (step {peak['step']}): {len(peak['buffers'])} buffers" in text
     for r in v["operators"]:
         assert re.search(rf"^\s+{r['step']}\s.*\b{r['op']}\b.*\s{r['live']:,}\s", text, re.M), r
-    assert text == plan_text(plan_dict(unet), detail=True)  # host board: no SRAM line
+    assert text == plan_text(board_plan(plan_dict(unet)), detail=True)  # host board: no SRAM line
 
 
 def test_report_text_prints_a_plan_json(unet, tmp_path, capsys):
@@ -196,7 +196,7 @@ def test_report_text_prints_a_plan_json(unet, tmp_path, capsys):
 
     out = write_project(unet, tmp_path / "out")
     assert main(["report", str(out), "--text"]) == 0
-    assert capsys.readouterr().out.rstrip("\n") == plan_text(plan_dict(unet), detail=True)
+    assert capsys.readouterr().out.rstrip("\n") == plan_text(board_plan(plan_dict(unet)), detail=True)
 
 
 def test_plan_command_prints_the_table(tmp_path, capsys):
@@ -227,8 +227,8 @@ def test_report_errors_are_one_sentence(tmp_path, capsys, content, says):
 def test_buffer_without_offset_is_named(unet):
     plan = plan_dict(unet)
     del plan["buffers"][3]["offset"]
-    with pytest.raises(MCUDeployError, match='buffer 3 has no "offset" field'):
-        render(plan)
+    with pytest.raises(MCUDeployError, match=r'the plan is not a plan.json: buffers\[3\] has no "offset" field'):
+        render(board_plan(plan))
 
 
 @pytest.mark.parametrize("board", ["qemu-m4", "qemu-an505"])
@@ -237,15 +237,15 @@ def test_the_report_marks_the_transfers_of_a_fast_memory_budget(board, tmp_path)
     page lists each transfer with the steps it spans, and gives them to the arena pictures."""
     from residual import residual_model
 
-    compiled = compile_model(residual_model(), board, fast_memory="60%")
+    compiled = compile_model(residual_model(), board, options=CompileOptions(fast_memory="60%"))
     plan = plan_dict(compiled)
-    v = plan_view(plan)
+    v = plan_view(board_plan(plan))
     swaps = plan["offload"]["swaps"]
     assert swaps and [m["kind"] for m in v["marks"]] == ["out", "in"] * len(swaps)
     back = [m for m in v["marks"] if m["kind"] == "in"]
     assert [(m["first"], m["last"]) for m in back] == [(s["trigger"], s["in_step"]) for s in swaps]
     assert all(m["regions"] == [plan["offload"]["fast_region"], plan["offload"]["slow_region"]] for m in v["marks"])
-    page = render(plan)
+    page = render(board_plan(plan))
     assert page.count('data-mark="out"') == page.count('data-mark="in"') == len(swaps)
     assert ("copy back (DMA)" in page) == (board == "qemu-an505")
     drawn = json.loads(re.search(r'<script type="application/json" id="report-data">(.*?)</script>', page, re.S)
@@ -258,12 +258,12 @@ def test_the_transfers_are_drawn_in_chromium(tmp_path):
 
     from mcudeploy.memory.lifetimes import lifetimes
 
-    compiled = compile_model(residual_model(), "qemu-an505", fast_memory="60%")
+    compiled = compile_model(residual_model(), "qemu-an505", options=CompileOptions(fast_memory="60%"))
     plan = plan_dict(compiled)
     html = tmp_path / "report.html"
-    html.write_text(render(plan))
+    html.write_text(render(board_plan(plan)))
     check_page(plan, html, tmp_path, list(lifetimes(compiled.graph, compiled.order, compiled.board.alignment).live_bytes()))
     dom, _ = open_in_chromium(html, tmp_path)
-    marks = plan_view(plan)["marks"]
+    marks = plan_view(board_plan(plan))["marks"]
     # each transfer in the fast region's picture and in the slow region's
     assert len(re.findall(r'class="mark mark-(?:in|out)"', dom)) == 2 * len(marks)

@@ -10,7 +10,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from mcudeploy.compile import compile_model
-from mcudeploy.plan import plan_dict
+from mcudeploy.plan import board_plan, plan_dict
 from mcudeploy.report.html import render
 from mcudeploy.report.text import plan_text, summary
 from mcudeploy.report.view import plan_view
@@ -53,19 +53,19 @@ def test_plan_json_keeps_its_fields_and_adds_the_split_when_known(compiled):
 
 
 def test_view_of_the_split(compiled):
-    v = plan_view(split_plan(compiled))
+    v = plan_view(board_plan(split_plan(compiled)))
     s = v["split"]
     assert s["cut"] and s["operators"] == 2
     assert [(r["op"], r["axis"], r["pieces"], r["halo"]) for r in s["rows"]] == [
         ("Conv", "oh", 4, "keep"), ("Conv", "oh", 4, "recompute")]
     assert s["saving"] == {"arena_bytes_unsplit": 16000, "arena_bytes": 9600, "saved_bytes": 6400, "ratio": 0.6}
     assert v["latency"]["overhead"] == pytest.approx(0.05)
-    none = plan_view(plan_dict(compiled))
+    none = plan_view(board_plan(plan_dict(compiled)))
     assert not none["split"]["cut"] and none["split"]["saving"] is None and none["latency"]["overhead"] is None
 
 
 def test_text_report_shows_the_cut_the_saving_and_the_latency(compiled):
-    text = plan_text(split_plan(compiled), detail=True)
+    text = plan_text(board_plan(split_plan(compiled)), detail=True)
     assert "split: 2 operators cut, arena 9,600 bytes instead of 16,000 (saved 6,400 bytes, 0.60x)" in text
     assert "latency 10,500 ticks (measured on qemu-m4), unsplit 10,000 ticks: +5.0%" in text
     rows = [line for line in text.splitlines() if "Conv2D" in line and " oh " in line]
@@ -81,7 +81,7 @@ def test_text_report_says_not_split(compiled):
 
 
 def test_html_report_shows_the_split(compiled):
-    html = render(split_plan(compiled))
+    html = render(board_plan(split_plan(compiled)))
     assert 'id="split-table"' in html and 'id="split-saving"' in html and 'id="split-none"' not in html
     for text in ("6,400 bytes (0.60× the unsplit arena)", "16,000 bytes", "9,600 bytes", "<td>keep</td>",
                  "<td>recompute</td>", "10,500 ticks (measured on qemu-m4)", "+5.0%", "2 operators cut"):
@@ -91,6 +91,6 @@ def test_html_report_shows_the_split(compiled):
 
 
 def test_html_report_says_not_split(compiled):
-    html = render(plan_dict(compiled))
+    html = render(board_plan(plan_dict(compiled)))
     assert 'id="split-none"' in html and 'id="split-table"' not in html and 'id="split-saving"' not in html
     assert "not split" in html

@@ -14,6 +14,7 @@ from mcudeploy.frontend import import_onnx
 from mcudeploy.ops import registry
 from mcudeploy.partition import split
 from mcudeploy.compile import compile_graph, lower
+from mcudeploy.plan import CompileOptions
 from mcudeploy.search import TuneOptions, Tuner, space, write_result
 from mcudeploy.search.peak import find_peak
 from mcudeploy.search.timing import TimedScheme
@@ -202,8 +203,8 @@ def test_tune_compiles_through_compile_graph(small_mobilenet):
     segs = space.segments(lowered)
     cut = space.candidate_cuts(lowered, segs, frozenset(), find_peak(base).nodes, pieces=(4,), halos=("keep",), top=1)[0]
     fitted = compile_scheme(lowered, (cut,), board, "m", replace(SEARCH_OPTIONS, scratch="fit"))
-    direct = compile_graph(split(lowered, (cut,)), board, "m", schedule_method="refine", placement_method="greedy",
-                           scheme=(cut,))
+    direct = compile_graph(split(lowered, (cut,)), board, "m",
+                           options=CompileOptions(schedule_method="refine", placement_method="greedy", scheme=(cut,)))
     assert [n.name for n in fitted.order] == [n.name for n in direct.order]
     assert dropped_scratch(fitted) == dropped_scratch(direct) and fitted.scheme == (cut,)
     assert fitted.placement.arena_bytes == direct.placement.arena_bytes

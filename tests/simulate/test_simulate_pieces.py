@@ -9,6 +9,7 @@ import pytest
 
 from mcudeploy.partition import Cut
 from mcudeploy.compile import compile_model
+from mcudeploy.plan import CompileOptions
 from mcudeploy.simulate.simulate import Estimator, Reference, reference_costs, simulate
 from mcudeploy.simulate.timing_cache import TimingCache, operator_key
 from simulate_graphs import conv_chain_model
@@ -23,7 +24,7 @@ def plans():
     # conv1 (3x3, padded) and conv2 (1x1) cut along the output rows; conv2 reads conv1's rows with
     # a halo of none, pool is left whole
     cut = Cut((("conv1", "oh"), ("conv2", "oh")), 3, "keep")
-    return unsplit, compile_model(model, "qemu-m4", scheme=(cut,))
+    return unsplit, compile_model(model, "qemu-m4", options=CompileOptions(scheme=(cut,)))
 
 
 def fill(cache: TimingCache, compiled) -> None:
@@ -66,7 +67,7 @@ def test_pieces_of_a_cut_with_per_node_counts_are_each_their_own_operator_s_shar
     model = conv_chain_model()
     unsplit = compile_model(model, "qemu-m4")
     cut = Cut.per_node((("conv1", "oh"), ("conv2", "oh")), (6, 3), "keep")
-    split = compile_model(model, "qemu-m4", scheme=(cut,))
+    split = compile_model(model, "qemu-m4", options=CompileOptions(scheme=(cut,)))
     cache = TimingCache("qemu-m4", tmp_path)
     fill(cache, unsplit)
     ref = reference_costs(unsplit, cache)
@@ -84,7 +85,7 @@ def test_running_sums_are_scaled_from_the_average_they_cut(tmp_path):
     model = conv_chain_model(average=True)
     unsplit = compile_model(model, "qemu-m4")
     cut = Cut((("conv1", "oh"), ("conv2", "oh"), ("pool", "rh")), 4, "keep")
-    split = compile_model(model, "qemu-m4", scheme=(cut,))
+    split = compile_model(model, "qemu-m4", options=CompileOptions(scheme=(cut,)))
     cache = TimingCache("qemu-m4", tmp_path)
     fill(cache, unsplit)
     ref = reference_costs(unsplit, cache)
