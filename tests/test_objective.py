@@ -198,21 +198,26 @@ def test_a_latency_plan_over_several_regions_of_one_speed_keeps_its_scratch():
 
 
 def test_the_latency_plan_takes_its_convolutions_scratch_in_tiles(tmp_path):
-    """offload/tiles.py: the latency objective's int8 convolutions get the scratch of TILE_BLOCKS blocks (the
-    memory objective's keep one), plan.json records each step's tile, and the folder rebuilds to the same C with
-    the numpy reference's bits."""
-    from mcudeploy.offload.tiles import TILE_BLOCKS
+    """offload/tiles.py: on a Cortex-M7 (4 KB of data cache) the latency objective's int8 convolutions whose weights
+    outgrow it get the scratch of TILE_BLOCKS blocks (the memory objective's keep one; a Cortex-M4 gets none),
+    plan.json records each step's tile, and the folder rebuilds to the same C with the numpy reference's bits."""
+    from mcudeploy.boards import load_board
+    from mcudeploy.offload.tiles import TILE_BLOCKS, cache_bytes
+    from mcudeploy.ops.conv import tile_weight_bytes
     from mcudeploy.project import load_project
 
     model = Path(__file__).resolve().parent / "keras_corpus" / "dscnn_gap-int8.tflite"
     out = tmp_path / "out"
-    assert main(["compile", str(model), "-b", "host", "--objective", "latency", "-o", str(out)]) == 0
+    assert main(["compile", str(model), "-b", "qemu-m7", "--objective", "latency", "-o", str(out)]) == 0
     plan = json.loads((out / "plan.json").read_text())
-    tiled = [e for e in plan["order"] if e.get("tile")]
-    assert tiled and all(e["op"] == "Conv" and e["tile"] == TILE_BLOCKS for e in tiled)
-    memory = compile_model(str(model), "host")
-    assert not any(n.attrs.get("tile") for n in memory.graph.nodes)
+    tiled = {e["node"]: e["tile"] for e in plan["order"] if e.get("tile")}
+    memory = compile_model(str(model), "qemu-m7")
+    cache = cache_bytes(load_board("qemu-m7"))
+    sizes = {n.name: tile_weight_bytes(memory.graph, n) for n in memory.graph.nodes}
+    assert tiled == {name: TILE_BLOCKS for name, s in sizes.items() if s and s[0] > cache and 2 * s[1] <= cache}
+    assert tiled and not any(n.attrs.get("tile") for n in memory.graph.nodes)
+    m4 = compile_model(str(model), "qemu-m4", CompileOptions(objective=Objective("latency")))
+    assert not any(n.attrs.get("tile") for n in m4.graph.nodes)
     project = load_project(out)
-    assert {n.name: n.attrs.get("tile") for n in project.compiled.graph.nodes if n.attrs.get("tile")} == \
-        {e["node"]: e["tile"] for e in tiled}
+    assert {n.name: n.attrs["tile"] for n in project.compiled.graph.nodes if n.attrs.get("tile")} == tiled
     assert main(["run", str(out), "--check"]) == 0

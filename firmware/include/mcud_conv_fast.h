@@ -371,6 +371,26 @@ MCUD_INLINE void mcud_conv_fast_gemm4(const int16_t *cols, int8_t *const *yp, in
         MCUD_PAIRS_STEP(a01, a11, wp, wb + 8); \
     } while (0)
 
+/* Every group of four taps (q of them) from c and wp, both moved past them: four groups a turn (a quarter of
+ * the loop's own instructions), then the rest. */
+#define MCUD_PAIRS_ALL() \
+    do { \
+        int32_t j_ = 0; \
+        for (; j_ + 4 <= q; j_ += 4) { \
+            MCUD_PAIRS_GROUP(0, 0); \
+            MCUD_PAIRS_GROUP(32, 16); \
+            MCUD_PAIRS_GROUP(64, 32); \
+            MCUD_PAIRS_GROUP(96, 48); \
+            wp += 32; \
+            c += 64; \
+        } \
+        for (; j_ < q; j_++) { \
+            MCUD_PAIRS_GROUP(0, 0); \
+            wp += 8; \
+            c += 16; \
+        } \
+    } while (0)
+
 /* Output channels two at a time for n (1 or 2, a constant) pixels of the scratch, from column i0, with the
  * int16 weights of p->w16: per group of four taps each pixel's two pairs are loaded once and meet both
  * channels' weights, so 16 multiply-accumulates take four 64-bit loads and eight SMLAD (no unpacking of
@@ -387,20 +407,7 @@ MCUD_INLINE void mcud_conv_fast_pairs(const int16_t *cols, int32_t i0, int32_t n
         const int32_t *rq = has_rq ? p->rq + oc * MCUD_FAST_RQ : NULL;
         int32_t b0 = has_rq ? rq[0] : p->bias[oc], b1 = has_rq ? rq[MCUD_FAST_RQ] : p->bias[oc + 1];
         int32_t a00 = b0, a01 = b1, a10 = b0, a11 = b1; /* a<pixel><channel> */
-        int32_t j = 0;
-        for (; j + 4 <= q; j += 4) { /* four groups a turn: a quarter of the loop's own instructions */
-            MCUD_PAIRS_GROUP(0, 0);
-            MCUD_PAIRS_GROUP(32, 16);
-            MCUD_PAIRS_GROUP(64, 32);
-            MCUD_PAIRS_GROUP(96, 48);
-            wp += 32;
-            c += 64;
-        }
-        for (; j < q; j++) {
-            MCUD_PAIRS_GROUP(0, 0);
-            wp += 8;
-            c += 16;
-        }
+        MCUD_PAIRS_ALL();
         if (has_rq) { /* channel by channel: three constants live at a time */
             y0[oc * ysc] = mcud_conv_fast_out_rq(a00, rq[1], rq[2], rq[3], p);
             if (n == 2) {
@@ -466,20 +473,7 @@ MCUD_INLINE void mcud_conv_fast_tile(const int16_t *cols, int32_t m, int8_t *con
             const int16_t *c = cols + (i >> 2) * 4 * p->kpad + 4 * (i & 3);
             const int16_t *wp = wo;
             int32_t a00 = k[0], a01 = k[MCUD_FAST_RQ], a10 = k[0], a11 = k[MCUD_FAST_RQ];
-            int32_t j = 0;
-            for (; j + 4 <= q; j += 4) {
-                MCUD_PAIRS_GROUP(0, 0);
-                MCUD_PAIRS_GROUP(32, 16);
-                MCUD_PAIRS_GROUP(64, 32);
-                MCUD_PAIRS_GROUP(96, 48);
-                wp += 32;
-                c += 64;
-            }
-            for (; j < q; j++) {
-                MCUD_PAIRS_GROUP(0, 0);
-                wp += 8;
-                c += 16;
-            }
+            MCUD_PAIRS_ALL();
             if (has_rq) {
                 yo[i][oc * ysc] = mcud_conv_fast_out_rq(a00, k[1], k[2], k[3], p);
                 yo[i + 1][oc * ysc] = mcud_conv_fast_out_rq(a10, k[1], k[2], k[3], p);
