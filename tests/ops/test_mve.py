@@ -435,8 +435,8 @@ def test_vector_add_and_pools_equal_their_scalar_paths(tmp_path):
     assert run.returncode == 0, f"{run.returncode} elements of ADD, Sum or the pools differ between the MVE and scalar paths"
 
 
-# The MVE path of int8 Mul (firmware/kernels/binary.c: mul_s8_row_mve, ONNX's rounding with the shift in [33, 62] and
-# TFLite's with the shift in [17, 62]) against the same kernels' scalar paths, which an output stepping by 2 takes:
+# The MVE path of int8 Mul (firmware/kernels/binary.c: mul_s8_row_mve, ONNX's rounding and TFLite's, the shift in
+# [17, 62]) against the same kernels' scalar paths, which an output stepping by 2 takes:
 # seeded random operands and parameters, each of the layouts the vector rows take (same shape as one row, b one value,
 # a one value, b a row broadcast over rows), row lengths 1 to 80 (the predicated last step), shifts inside and outside
 # the vector ranges, exact halves (multiplier 2^30), fused activation clamps; the mismatching elements are the exit status.
@@ -471,10 +471,10 @@ static __attribute__((noinline)) int32_t mul_mismatches(void)
         p.b_zero = upto(256) - 128;
         p.y_zero = upto(256) - 128;
         p.mult = (int32_t)(0x40000000u | (next() >> 2));
-        p.shift = tfl ? 14 + upto(49) : 28 + upto(35); /* TFLite [14, 62], ONNX [28, 62]: either side of the vector ranges */
+        p.shift = 14 + upto(49); /* [14, 62]: the vector range [17, 62], ONNX's two routes either side of 33 */
         if (t % 5 == 0) { /* exact halves of the product */
             p.mult = 0x40000000;
-            p.shift = tfl ? 31 + upto(10) : 33 + upto(10);
+            p.shift = 31 + upto(12);
         }
         p.act_min = t % 2 ? -128 : -128 + upto(128);
         p.act_max = t % 3 ? 127 : upto(128);
@@ -542,8 +542,8 @@ def test_vector_mul_equals_its_scalar_path(tmp_path):
 
 def _onnx_muls():
     """ONNX int8 Mul in QDQ form, four times: same shape (105 elements: a predicated last step), a value per channel
-    broadcast over 5 x 7 (squeeze-excite) with a Relu fused, a row of 7 broadcast over 15 rows, and a product whose
-    shift is below 33 (multiplier 2.5: the scalar route)."""
+    broadcast over 5 x 7 (squeeze-excite) with a Relu fused, a row of 7 broadcast over 15 rows (shifts in [33, 62]),
+    and a product whose shift is below 33 (multiplier 2.5: shift 29, mcud_requant's route)."""
     from onnx import TensorProto, helper, numpy_helper
 
     nodes, inits = [], []
