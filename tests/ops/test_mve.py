@@ -3,7 +3,9 @@ qemu-m55 build uses the vector instructions, and under QEMU (mps3-an547) gives t
 that takes every MVE path (the generic, channels-last and gathered pointwise columns, the direct path's
 stack columns, depthwise rows at stride 1 and 2 from a ring of rows, and whole planes as one run of outputs) and on a shared MLPerf Tiny model
 read from .tflite; and mcud_mve_requant and mcud_mve_rq_apply against the scalar requantizations on every route, on values the
-models do not reach (shifts below 33, TFLite's left shift), in a small firmware of its own."""
+models do not reach (shifts below 33, TFLite's left shift), in a small firmware of its own; and int8 Mul's vector rows
+(ONNX's and TFLite's roundings, same shape and broadcast) against its scalar path, and on ONNX and TFLite Mul models
+against the host."""
 from __future__ import annotations
 
 import shutil
