@@ -200,9 +200,111 @@ static __attribute__((noinline)) void mul_s8_row_scalar(const int8_t *pa, int32_
     }
 }
 
+#if MCUD_HAVE_MVE
+/* One row of int8 Mul on a core with Helium: four elements a step in 32-bit lanes, every step predicated (VCTP:
+ * no scalar tail). b is a row (bcast 0) or one value vb = b - b_zero (bcast 1, b not read); the product
+ * (a - a_zero)(b - b_zero) fits 17 bits. Its requantization by kind (a constant at every call):
+ * 3, ONNX's with the shift in [33, 62] (mcud_requant_hi_r: the product's high and low words by VMULH and VMUL,
+ * the tie to even where the low word is 0, a truncating shift by r = shift - 32); 4, ONNX's with the shift s in
+ * [17, 32] (mcud_requant: the 48-bit product P as its high and low words, floor(P / 2^s) = hi << (32 - s) | lo >> s,
+ * below 2^31 in magnitude for s >= 17, plus 1 where the half bit of lo is set and either a lower bit or the
+ * floor's lowest is: half to even); 0, 1, 2, TFLite's
+ * MultiplyByQuantizedMultiplier with the shift above, at or below 31 (mcud_mve_tfl_kind: VQRDMULH, exact as the
+ * multiplier is never -2^31, then VRSHL rounding half away from zero after one less on a negative value; the
+ * left shift below 31 wraps as the scalar one, and the kernel takes it only for shifts of 17 or more, where
+ * 2^17 * 2^14 does not overflow). Then the zero point and the clamp to [lo, hi] (the fused activation). */
+MCUD_INLINE void mul_s8_row_mve_k(const int8_t *pa, const int8_t *pb, int8_t *py, int32_t len, int32_t za,
+                                  int32_t zb, int32_t vb, int32_t mult, int32_t shift, int32_t zy, int32_t lo,
+                                  int32_t hi, const int bcast, const int kind)
+{
+    const int32x4_t vlo = vdupq_n_s32(lo), vhi = vdupq_n_s32(hi), vmult = vdupq_n_s32(mult);
+    const int32_t r = shift - 32, half = kind == 3 ? (int32_t)1 << (r - 1) : 0, sh = 31 - shift;
+    const int32_t up = 32 - shift, down = 1 - shift; /* kind 4: hi's left shift, lo's right shift by s - 1 */
+    /* kind 4: lo's bits below the half */
+    const uint32x4_t below = vdupq_n_u32(kind == 4 ? ((uint32_t)1 << (shift - 1)) - 1u : 0u);
+    for (int32_t i = 0; i < len; i += 4) {
+        const mve_pred16_t pr = vctp32q((uint32_t)(len - i));
+        const int32x4_t da = vsubq_n_s32(vldrbq_z_s32(pa + i, pr), za);
+        const int32x4_t acc = bcast ? vmulq_n_s32(da, vb) : vmulq_s32(da, vsubq_n_s32(vldrbq_z_s32(pb + i, pr), zb));
+        int32x4_t q;
+        if (kind == 3) {
+            int32x4_t h = vmulhq_s32(acc, vmult);
+            const int32x4_t odd = vandq_s32(vmvnq_s32(vshlq_r_s32(h, -r)), vdupq_n_s32(1));
+            h = vsubq_m_s32(h, h, odd, vcmpeqq_n_s32(vmulq_n_s32(acc, mult), 0));
+            q = vshlq_r_s32(vaddq_n_s32(h, half), -r);
+        } else if (kind == 4) {
+            const uint32x4_t lo = vreinterpretq_u32_s32(vmulq_n_s32(acc, mult));
+            const uint32x4_t t = vshlq_r_u32(lo, down); /* lo >> (s - 1): the half in bit 0 */
+            const int32x4_t fl = vorrq_s32(vshlq_r_s32(vmulhq_s32(acc, vmult), up),
+                                           vreinterpretq_s32_u32(vshrq_n_u32(t, 1))); /* floor(P / 2^s) */
+            /* bit s - 1 of (lo & below) + below: 1 where a bit below the half is set */
+            const uint32x4_t sticky = vshlq_r_u32(vaddq_u32(vandq_u32(lo, below), below), down);
+            const uint32x4_t round = vandq_u32(vandq_u32(t, vorrq_u32(vreinterpretq_u32_s32(fl), sticky)),
+                                               vdupq_n_u32(1));
+            q = vaddq_s32(fl, vreinterpretq_s32_u32(round));
+        } else {
+            q = mcud_mve_tfl_kind(acc, mult, sh, kind);
+        }
+        vstrbq_p_s32(py + i, vminq_s32(vmaxq_s32(vaddq_n_s32(q, zy), vlo), vhi), pr);
+    }
+}
+
+/* mul_s8_row_mve_k with its two constants taken from the parameters: a function of its own (not inlined), its
+ * loops' constants in registers; kind as in mul_s8_row_mve_k, bcast whether b is the one value vb. */
+static __attribute__((noinline)) void mul_s8_row_mve(const int8_t *pa, const int8_t *pb, int8_t *py, int32_t len,
+                                                     int32_t za, int32_t zb, int32_t vb, const mcud_mul_s8_params *p,
+                                                     int32_t bcast, int32_t kind)
+{
+    const int32_t mult = p->mult, shift = p->shift, zy = p->y_zero, lo = p->act_min, hi = p->act_max;
+#define MUL_S8_ROW_MVE(BC, K) mul_s8_row_mve_k(pa, pb, py, len, za, zb, vb, mult, shift, zy, lo, hi, (BC), (K))
+    if (bcast) {
+        switch (kind) {
+        case 4: MUL_S8_ROW_MVE(1, 4); break;
+        case 3: MUL_S8_ROW_MVE(1, 3); break;
+        case 2: MUL_S8_ROW_MVE(1, 2); break;
+        case 1: MUL_S8_ROW_MVE(1, 1); break;
+        default: MUL_S8_ROW_MVE(1, 0); break;
+        }
+    } else {
+        switch (kind) {
+        case 4: MUL_S8_ROW_MVE(0, 4); break;
+        case 3: MUL_S8_ROW_MVE(0, 3); break;
+        case 2: MUL_S8_ROW_MVE(0, 2); break;
+        case 1: MUL_S8_ROW_MVE(0, 1); break;
+        default: MUL_S8_ROW_MVE(0, 0); break;
+        }
+    }
+#undef MUL_S8_ROW_MVE
+}
+
+/* The kind of mul_s8_row_mve's requantization, or -1 where the vector path is not taken: shifts outside [17, 62]
+ * stay scalar. Below 17 (a real multiplier of 2^14 or more) ONNX's result may pass 2^31, where the scalar code's
+ * 64-bit value is truncated, and TFLite's left shift may overflow int32, where the scalar code wraps: not
+ * reproduced in lanes. Above 62 the scalar shifts are 64 bits or more. */
+static int32_t mul_s8_mve_kind(int32_t shift, int tfl)
+{
+    if (shift < 17 || shift > 62) {
+        return -1;
+    }
+    if (!tfl) {
+        return shift >= 33 ? 3 : 4;
+    }
+    return shift > 31 ? 0 : shift == 31 ? 1 : 2;
+}
+#endif
+
 static inline __attribute__((always_inline)) void mul_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y,
                                                           const mcud_mul_s8_params *p, const int tfl)
 {
+#if MCUD_HAVE_MVE
+    /* Helium: same-shape dense operands as one row, else rows of unit steps with b (or a) a row or one value */
+    const int32_t kind = mul_s8_mve_kind(p->shift, tfl);
+    if (kind >= 0 && same_dense(a, b, y)) {
+        mul_s8_row_mve((const int8_t *)a->data, (const int8_t *)b->data, (int8_t *)y->data, dense_count(y),
+                       p->a_zero, p->b_zero, 0, p, 0, kind);
+        return;
+    }
+#endif
     const mcud_view *views[3] = {a, b, y};
     mcud_bcast w;
     mcud_bcast_init(&w, views, 3);
@@ -215,6 +317,17 @@ static inline __attribute__((always_inline)) void mul_s8(const mcud_view *a, con
         const int8_t *pa = (const int8_t *)a->data + w.off[0];
         const int8_t *pb = (const int8_t *)b->data + w.off[1];
         int8_t *py = (int8_t *)y->data + w.off[2];
+#if MCUD_HAVE_MVE
+        if (kind >= 0 && sy == 1 && (sa == 1 || sb == 1) && (sa | sb) == 1) { /* (1, 1), (1, 0) or (0, 1) */
+            if (sb == 0 || sa == 0) {
+                const int32_t one = sb == 0 ? (int32_t)pb[0] - p->b_zero : (int32_t)pa[0] - p->a_zero;
+                mul_s8_row_mve(sb == 0 ? pa : pb, NULL, py, len, sb == 0 ? p->a_zero : p->b_zero, 0, one, p, 1, kind);
+            } else {
+                mul_s8_row_mve(pa, pb, py, len, p->a_zero, p->b_zero, 0, p, 0, kind);
+            }
+            continue;
+        }
+#endif
         if (fast && sy == 1 && ((sa == 1 && sb == 0) || (sa == 0 && sb == 1))) {
             if (sb == 0) {
                 mul_s8_row_scalar(pa, p->a_zero, (int32_t)pb[0] - p->b_zero, py, len, p, r, half);

@@ -3,7 +3,9 @@ qemu-m55 build uses the vector instructions, and under QEMU (mps3-an547) gives t
 that takes every MVE path (the generic, channels-last and gathered pointwise columns, the direct path's
 stack columns, depthwise rows at stride 1 and 2 from a ring of rows, and whole planes as one run of outputs) and on a shared MLPerf Tiny model
 read from .tflite; and mcud_mve_requant and mcud_mve_rq_apply against the scalar requantizations on every route, on values the
-models do not reach (shifts below 33, TFLite's left shift), in a small firmware of its own."""
+models do not reach (shifts below 33, TFLite's left shift), in a small firmware of its own; and int8 Mul's vector rows
+(ONNX's and TFLite's roundings, same shape and broadcast) against its scalar path, and on ONNX and TFLite Mul models
+against the host."""
 from __future__ import annotations
 
 import shutil
@@ -11,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from mcudeploy.boards import load_board
@@ -432,3 +435,202 @@ def test_vector_add_and_pools_equal_their_scalar_paths(tmp_path):
     run = subprocess.run(["qemu-system-arm", "-M", "mps3-an547", "-display", "none", "-monitor", "none", "-serial", "null",
                           "-semihosting-config", "enable=on,target=native", "-kernel", str(elf)], timeout=60)
     assert run.returncode == 0, f"{run.returncode} elements of ADD, Sum or the pools differ between the MVE and scalar paths"
+
+
+# The MVE path of int8 Mul (firmware/kernels/binary.c: mul_s8_row_mve, ONNX's rounding and TFLite's, the shift in
+# [17, 62]) against the same kernels' scalar paths, which an output stepping by 2 takes:
+# seeded random operands and parameters, each of the layouts the vector rows take (same shape as one row, b one value,
+# a one value, b a row broadcast over rows), row lengths 1 to 80 (the predicated last step), shifts inside and outside
+# the vector ranges, exact halves (multiplier 2^30), fused activation clamps; the mismatching elements are the exit status.
+MUL_CHECK = r"""
+#include <stdint.h>
+#include <string.h>
+#include "mcud_binary.h"
+
+""" + BARE_METAL.replace("SEED", "4242u") + r"""static int32_t upto(int32_t n) { return (int32_t)(next() % (uint32_t)n); }
+
+#define N 80
+#define M 3
+static int8_t a[M * N], b[M * N], y1[M * N], y2[2 * M * N];
+
+static mcud_view view(void *data, int32_t c, int32_t h, int32_t w, int32_t step)
+{
+    mcud_view v = {data, 4, {1, c, h, w, 0, 0}, {c * h * w * step, h * w * step, w * step, step, 0, 0}};
+    return v;
+}
+
+static __attribute__((noinline)) int32_t mul_mismatches(void)
+{
+    int32_t bad = 0;
+    for (int32_t t = 0; t < 1600; t++) {
+        int32_t n = 1 + upto(N), m = 1 + upto(M), layout = t % 4, tfl = (t / 4) % 2;
+        for (int32_t i = 0; i < M * N; i++) {
+            a[i] = (int8_t)upto(256);
+            b[i] = (int8_t)upto(256);
+        }
+        mcud_mul_s8_params p;
+        p.a_zero = upto(256) - 128;
+        p.b_zero = upto(256) - 128;
+        p.y_zero = upto(256) - 128;
+        p.mult = (int32_t)(0x40000000u | (next() >> 2));
+        p.shift = 14 + upto(49); /* [14, 62]: the vector range [17, 62], ONNX's two routes either side of 33 */
+        if (t % 5 == 0) { /* exact halves of the product */
+            p.mult = 0x40000000;
+            p.shift = 31 + upto(12);
+        }
+        p.act_min = t % 2 ? -128 : -128 + upto(128);
+        p.act_max = t % 3 ? 127 : upto(128);
+        mcud_view va = view(a, 1, m, n, 1), vb = view(b, 1, m, n, 1);
+        if (layout == 1) {
+            vb = view(b, 1, 1, 1, 1);
+        } else if (layout == 2) {
+            va = view(a, 1, 1, 1, 1);
+        } else if (layout == 3) {
+            vb = view(b, 1, 1, n, 1);
+        }
+        mcud_view vy = view(y1, 1, m, n, 1), sy = view(y2, 1, m, n, 2);
+        if (tfl) {
+            mcud_mul_s8_tfl(&va, &vb, &vy, &p);
+            mcud_mul_s8_tfl(&va, &vb, &sy, &p);
+        } else {
+            mcud_mul_s8(&va, &vb, &vy, &p);
+            mcud_mul_s8(&va, &vb, &sy, &p);
+        }
+        for (int32_t i = 0; i < m * n; i++) {
+            bad += y1[i] != y2[2 * i];
+        }
+    }
+    return bad;
+}
+
+void Reset_Handler(void)
+{
+    *(volatile uint32_t *)0xE000ED88u |= 0xFu << 20; /* CP10, CP11: the FPU and MVE, before any vector register */
+    __asm__ volatile("dsb\n\tisb" ::: "memory");
+    int32_t bad = mul_mismatches();
+    semihosting_exit(bad > 255 ? 255 : bad);
+}
+"""
+
+LINK_LD = ("ENTRY(Reset_Handler)\nMEMORY\n{\n ITCM (rx) : ORIGIN = 0x10000000, LENGTH = 512K\n"
+           " DTCM (rw) : ORIGIN = 0x30000000, LENGTH = 512K\n}\nSECTIONS\n{\n"
+           " .isr_vector : { KEEP(*(.isr_vector)) } > ITCM\n .text : { *(.text*) *(.rodata*) } > ITCM\n"
+           " .data : { *(.data*) } > ITCM\n .bss (NOLOAD) : { *(.bss* COMMON) } > DTCM\n _estack = 0x30080000;\n}\n")
+
+
+def _function_asm(asm: str, name: str) -> str:
+    """The body of function `name` in GCC's assembly output."""
+    start = asm.index(f"\n{name}:\n")
+    return asm[start:asm.index(f".size\t{name},", start)]
+
+
+@pytest.mark.qemu
+@needs_qemu
+def test_vector_mul_equals_its_scalar_path(tmp_path):
+    from mcudeploy.resources import firmware_dir
+
+    fw = firmware_dir()
+    (tmp_path / "check.c").write_text(MUL_CHECK)
+    (tmp_path / "link.ld").write_text(LINK_LD)
+    elf = tmp_path / "check.elf"
+    flags = [*load_board("qemu-m55").cpu_flags, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-ffunction-sections"]
+    subprocess.run([ARM, *flags, "-nostartfiles", "--specs=nano.specs", "-I", str(fw / "include"), "-T",
+                    str(tmp_path / "link.ld"), str(tmp_path / "check.c"), str(fw / "kernels" / "binary.c"), "-lm",
+                    "-o", str(elf)], check=True)
+    run = subprocess.run(["qemu-system-arm", "-M", "mps3-an547", "-display", "none", "-monitor", "none", "-serial", "null",
+                          "-semihosting-config", "enable=on,target=native", "-kernel", str(elf)], timeout=60)
+    assert run.returncode == 0, f"{run.returncode} elements of Mul differ between the MVE and scalar paths"
+
+
+def _onnx_muls():
+    """ONNX int8 Mul in QDQ form, four times: same shape (105 elements: a predicated last step), a value per channel
+    broadcast over 5 x 7 (squeeze-excite) with a Relu fused, a row of 7 broadcast over 15 rows (shifts in [33, 62]),
+    and a product whose shift is below 33 (multiplier 2.5: shift 29, mcud_requant's route)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes, inits = [], []
+    q = {"x0": (0.05, 3), "x1": (0.04, -9), "x2": (1 / 255, -128), "x3": (0.02, 5)}
+
+    def dq(name):
+        if any(n.output == [f"{name}_f"] for n in nodes):
+            return f"{name}_f"
+        s, z = q[name]
+        inits.extend([numpy_helper.from_array(np.array(s, np.float32), f"{name}_s"),
+                      numpy_helper.from_array(np.array(z, np.int8), f"{name}_z")])
+        nodes.append(helper.make_node("DequantizeLinear", [name, f"{name}_s", f"{name}_z"], [f"{name}_f"]))
+        return f"{name}_f"
+
+    def mul(out, x, y, scale, zero, relu=False):
+        t = f"{out}_m"
+        nodes.append(helper.make_node("Mul", [dq(x), dq(y)], [t]))
+        if relu:
+            nodes.append(helper.make_node("Relu", [t], [f"{out}_r"]))
+            t = f"{out}_r"
+        q[out] = (scale, zero)
+        inits.extend([numpy_helper.from_array(np.array(scale, np.float32), f"{out}_qs"),
+                      numpy_helper.from_array(np.array(zero, np.int8), f"{out}_qz")])
+        nodes.append(helper.make_node("QuantizeLinear", [t, f"{out}_qs", f"{out}_qz"], [out]))
+
+    mul("m1", "x0", "x1", 0.03, 2)
+    mul("m2", "m1", "x2", 0.01, -128, relu=True)
+    mul("m3", "m2", "x3", 0.003, -4)
+    mul("y", "m3", "x0", 0.00006, 1)  # 0.003 * 0.05 / 0.00006 = 2.5
+    shapes = {"x0": (1, 3, 5, 7), "x1": (1, 3, 5, 7), "x2": (1, 3, 1, 1), "x3": (7,)}
+    graph = helper.make_graph(nodes, "muls", [helper.make_tensor_value_info(n, TensorProto.INT8, s)
+                                              for n, s in shapes.items()],
+                              [helper.make_tensor_value_info("y", TensorProto.INT8, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+
+
+def _tflite_muls(path: Path) -> Path:
+    """TFLite MUL five times: same shape (105 elements) with a RELU, a row of 3 broadcast, one value broadcast
+    with a RELU6 and a multiplier of 1.25 (shift 30: a left shift), a square (shift 38), and a multiplier in
+    [0.5, 1) (shift 31)."""
+    import tflite_build as tb
+
+    s = (1, 5, 7, 3)
+    tensors = [tb.T("a", s, scale=(0.05,), zero_point=(3,)), tb.T("b", s, scale=(0.04,), zero_point=(-9,)),
+               tb.T("c", (3,), scale=(0.02,), zero_point=(1,)), tb.T("d", (1, 1, 1, 1), scale=(0.5,), zero_point=(-2,)),
+               tb.T("y1", s, scale=(0.03,), zero_point=(-128,)), tb.T("y2", s, scale=(0.01,), zero_point=(4,)),
+               tb.T("y3", s, scale=(0.004,), zero_point=(-128,)), tb.T("y4", s, scale=(0.002,), zero_point=(-7,)),
+               tb.T("y", s, scale=(0.0001,), zero_point=(0,))]
+    ops = [tb.Op(tb.OPS.MUL, ("a", "b"), ("y1",), tb.mul_options(tb.RELU)),
+           tb.Op(tb.OPS.MUL, ("y1", "c"), ("y2",), tb.mul_options()),
+           tb.Op(tb.OPS.MUL, ("y2", "d"), ("y3",), tb.mul_options(tb.RELU6)),
+           tb.Op(tb.OPS.MUL, ("y3", "y3"), ("y4",), tb.mul_options()),
+           tb.Op(tb.OPS.MUL, ("y4", "b"), ("y",), tb.mul_options())]
+    path.write_bytes(tb.Model(tensors, ops, ("a", "b", "c", "d"), ("y",)).build())
+    return path
+
+
+@needs_arm
+def test_cortex_m55_mul_kernel_uses_vector_multiplies(tmp_path):
+    compiled = compile_model(_onnx_muls(), "qemu-m55")
+    assert "mcud_mul_s8" in {registry.get(n.op).kernel(compiled.graph, n).fn for n in compiled.graph.nodes if n.op == "Mul"}
+    out = write_project(compiled, tmp_path / "p")
+    asm = subprocess.run([ARM, *load_board("qemu-m55").cpu_flags, *ARM_CFLAGS, "-I", str(out / "mcud" / "include"),
+                          "-S", "-o", "-", str(out / "mcud" / "kernels" / "binary.c")], check=True, capture_output=True,
+                         text=True).stdout
+    row = _function_asm(asm, "mul_s8_row_mve")
+    for insn in ("vmul.i32", "vmulh.s32", "vqrdmulh.s32", "vctp.32", "vstrbt.32"):
+        assert insn in row, f"no {insn} in the Cortex-M55 Mul kernel"
+    for kernel in ("mcud_mul_s8", "mcud_mul_s8_tfl"):
+        assert "bl\tmul_s8_row_mve" in _function_asm(asm, kernel), f"{kernel} does not call the MVE rows"
+
+
+@pytest.mark.qemu
+@needs_qemu
+@pytest.mark.parametrize("kind", ["onnx", "tflite"])
+def test_mul_models_on_qemu_m55_equal_the_host(tmp_path, kind):
+    from mcudeploy import check
+    from mcudeploy.check.against_host import compare_with_host
+    from mcudeploy.device.runner import run_on_board
+
+    source = _onnx_muls() if kind == "onnx" else str(_tflite_muls(tmp_path / "muls.tflite"))
+    compiled = compile_model(source, "qemu-m55")
+    muls = {registry.get(n.op).kernel(compiled.graph, n).fn for n in compiled.graph.nodes if n.op == "Mul"}
+    assert muls == {"mcud_mul_s8_tfl" if kind == "tflite" else "mcud_mul_s8"}
+    samples = check.random_inputs(compiled.graph, 3, seed=11)
+    result = run_on_board(compiled, samples, workdir=tmp_path / "p")
+    same, lines = compare_with_host(compiled, result.outputs, samples)
+    assert same, lines
