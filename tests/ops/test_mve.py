@@ -113,7 +113,7 @@ def test_tiled_columns_of_random_convs_equal_the_host(tmp_path, seed):
     import zoo
     from mcudeploy import check
     from mcudeploy.check.against_host import compare_with_host
-    from mcudeploy.compile import compile_source
+    from mcudeploy.compile import compile_model
     from mcudeploy.device.runner import run_on_board
     from mcudeploy.objective import Objective
     from mcudeploy.plan.options import CompileOptions
@@ -134,7 +134,7 @@ def test_tiled_columns_of_random_convs_equal_the_host(tmp_path, seed):
     model = zoo.quantize(net.model(inputs, {"y": x}), inputs, tmp_path / "q")
     for name, options in (("priced", CompileOptions()),
                           ("kept", CompileOptions(objective=Objective("latency"), priced_scratch=False))):
-        compiled = compile_source(model, "qemu-m55", options)
+        compiled = compile_model(model, "qemu-m55", options)
         kernels = _kernels(compiled)
         assert ("mcud_conv_s8_direct" if name == "priced" else "mcud_conv_s8_fast") in kernels, kernels
         samples = check.random_inputs(compiled.graph, 2, seed=seed)
