@@ -99,6 +99,7 @@ def test_faults_in_a_short_tune(short_timeouts, tmp_path):
         expected, counts, seconds = clean(tune)
         assert expected[0], "the short tune finds a cut"
         every = plan(counts, delay=DELAY)
-        # two frames per kind and direction, spread over the conversation
-        faults = [f for f in every if f.index in {counts[f.direction] // 3, 2 * counts[f.direction] // 3}]
+        # one frame per kind and direction, mid-conversation (CI's bound: the tune takes twice as long as it did at
+        # stop 46, 360 s for two frames each; benchmarks/fault_bench.py runs the whole campaign)
+        faults = [f for f in every if f.index == counts[f.direction] // 2]
         check(run_faults(tune, expected, faults, bound=seconds + 30), faults, "tune")
