@@ -6,7 +6,8 @@
   else the board's first memory region (its size less the stack, the states and the reserved bytes:
   what mcudeploy/fit.py checks). The order is the memory plan's (orders cost no time); every kernel keeps
   its scratch where it buys speed on the board's core (Op.scratch_pays: on an MVE core the convolutions whose
-  columns fit the direct kernel's stack buffer run without, in every plan), and where the arena is over the
+  columns fit the direct kernel's stack buffer run without, in every plan), on a board whose data cache
+  pays for it in tiles (offload/tiles.py), and where the arena is over the
   budget, scratch goes from the steps of the most live bytes down (latency_plan). Dropping a kernel's scratch only lowers the peak where its step is
   above the others, so for a budget the set of steps that must give theirs up is fixed: every step
   whose live bytes exceed it; the search only goes further down where the placed arena lands above

@@ -16,6 +16,8 @@ across-vector adds, compares and predicated tests) and control (VCTP, VPST, VPNO
 holds its pipe for two cycles (two beats of 64 bits), and the first beat of the next one overlaps the second
 of the previous when the two use different pipes. ``mve_overlap`` counts the cycles so saved in each block
 (an in-order issue of one instruction a cycle, each vector instruction waiting for its pipe).
+A block without vector instructions also counts its Cortex-M7 issue cycles (``m7_issue``, and with one load pipe
+``m7_issue_one_load``: estimate/dual.py), which only the M7's weights use.
 """
 from __future__ import annotations
 
