@@ -70,7 +70,29 @@ def check_no_overlap(buffers: Sequence[Buffer], offsets: Mapping, regions: Optio
             raise AssertionError(f"buffers {a.name} and {b.name} are live together and overlap")
 
 
+# Placements already solved in this process, by their problem: the exact method stops at a count of work, not at
+# a clock, so the same buffers, alignment, method and limit give the same offsets, and a second solve of them
+# (a tune's final plans often share an order between schedule methods; a resumed tune compiles its plans again)
+# would spend the same effort for nothing. Bounded, oldest first out.
+SOLVED: dict = {}
+SOLVED_KEPT = 256
+
+
 def _place_one(buffers: Sequence[Buffer], alignment: int, method: str,
+               effort: Effort) -> tuple[dict, int, bool, str]:
+    key = (tuple(buffers), alignment, method, effort.limit)
+    if key not in SOLVED:
+        done = Effort(effort.limit)
+        SOLVED[key] = (*_solve_one(buffers, alignment, method, done), done.spent)
+        while len(SOLVED) > SOLVED_KEPT:
+            del SOLVED[next(iter(SOLVED))]
+    *found, spent = SOLVED[key]
+    effort.spend(spent)
+    offsets, size, proven, how = found
+    return dict(offsets), size, proven, how
+
+
+def _solve_one(buffers: Sequence[Buffer], alignment: int, method: str,
                effort: Effort) -> tuple[dict, int, bool, str]:
     offsets, size, ordering = greedy(buffers, alignment)
     bound = live_peak(buffers)
