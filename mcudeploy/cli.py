@@ -8,12 +8,13 @@ import os
 import sys
 import traceback
 from pathlib import Path
+from typing import Optional
 
 from mcudeploy import __version__, interrupts
 from mcudeploy.choices import BOARD_OBJECTIVES, SCHEDULE_METHODS, SYSTEM_OBJECTIVES
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.files import check_output, output_lock, writing
-from mcudeploy.search.budget import CANDIDATES, TIME_LIMIT as TUNE_TIME_LIMIT
+from mcudeploy.search.budget import CANDIDATES, EFFORT as TUNE_EFFORT, TIME_LIMIT as TUNE_TIME_LIMIT
 from mcudeploy.target.board import to_stderr as _to_stderr
 from mcudeploy.target.request import RANDOM_SAMPLES, STREAM_STEPS, MeasureRequest, Request, RunRequest
 
@@ -284,6 +285,7 @@ def _tune_into(args, code, objective) -> int:
     try:
         with board_pool(_request(args), args.board) as pool:
             options = TuneOptions(max_overhead=args.max_overhead, time_limit=args.time_limit, budget=args.budget,
+                                  effort=args.effort,
                                   input_shapes=parse_input_shapes(args.input_shape), int8_input=args.int8_input,
                                   stream_input=args.stream_input, fast_memory=args.fast_memory, objective=objective)
             tuner = Tuner(args.model, args.board, args.output, options, pool=pool)
@@ -437,6 +439,10 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--time-limit", type=float, default=TUNE_TIME_LIMIT, metavar="S",
                    help="an outer bound in wall-clock seconds: the search stops there (keeping the best plan found) "
                         f"and says it was cut short; run again to resume (default {TUNE_TIME_LIMIT:g})")
+    s.add_argument("--effort", type=float, default=TUNE_EFFORT, metavar="S",
+                   help="effort of each compile's schedule and placement, in seconds of work on an idle machine "
+                        f"(CP-SAT's deterministic time: the same plan on a busy machine); less makes a faster tune, "
+                        f"perhaps with a larger final arena (default {TUNE_EFFORT:g})")
     _pool_options(s)
     s.add_argument("-o", "--output", required=True, help="output directory (C project, plan.json, tune-state.json)")
     _c_options(s)
@@ -497,10 +503,26 @@ def main(argv=None) -> int:
         if args.verbose:
             traceback.print_exc()
         text = str(exc).strip().splitlines()
-        print(f"mcudeploy: internal error: {type(exc).__name__}: {text[0] if text else '(no message)'}; please "
-              f"report it with the model and this command{'' if args.verbose else ' (-v shows the traceback)'}",
-              file=sys.stderr)
+        kept = _keep_report(argv, exc)
+        print(f"mcudeploy: internal error: {type(exc).__name__}: {text[0].rstrip(':') if text else '(no message)'}; "
+              f"please report it with the model and this command{f' and {kept}' if kept else ''}"
+              f"{'' if args.verbose else ' (-v shows the traceback)'}", file=sys.stderr)
         return INTERNAL_ERROR
+
+
+def _keep_report(argv, exc: BaseException) -> Optional[Path]:
+    """The internal error's whole text (a compiler's output, say, below its first line) and traceback, kept in
+    the cache folder for the report; None when it cannot be written."""
+    from mcudeploy.device.host import cache_dir
+
+    try:
+        path = cache_dir() / "internal-error.txt"
+        command = " ".join(["mcudeploy", *(sys.argv[1:] if argv is None else argv)])
+        body = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        path.write_text(f"mcudeploy {__version__}\n{command}\n\n{body}")
+    except OSError:
+        return None
+    return path
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ import builtins
 import errno
 import io
 import os
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -328,5 +329,7 @@ def test_internal_error_is_one_sentence_with_its_own_status(tmp_path, capsys, mo
     monkeypatch.setattr("mcudeploy.compile.compile_model", bug)
     err = _error(capsys, ["plan", _model(tmp_path), "-b", "host"], status=INTERNAL_ERROR)
     assert "internal error: ZeroDivisionError: integer division or modulo by zero; please report it" in err
+    kept = Path(err.split(" and this command and ")[1].split(" (-v")[0])  # the whole text, for the report
+    assert "second line" in kept.read_text() and "Traceback" in kept.read_text() and "plan" in kept.read_text()
     assert main(["-v", "plan", _model(tmp_path), "-b", "host"]) == INTERNAL_ERROR
     assert "Traceback" in capsys.readouterr().err

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, fields
 # machine twice as busy), so a bigger model explores at least as much as it did.
 CANDIDATES = 150
 TIME_LIMIT = 3600.0  # seconds: the outer bound; the budget, not this, ends a search on a loaded machine too
+EFFORT = 5.0  # effort seconds of a compile's schedule and of its placement (mcudeploy/effort.py): --effort
 
 CONVERGED = "converged"  # no cut near the peak lowered the arena within budget
 BUDGET = "budget"  # the candidates budget was spent

@@ -68,7 +68,7 @@ from mcudeploy.offload.swap import parse_budget, regions_for_swap
 from mcudeploy.compile import Compiled, compile_graph, fast_memory_bytes, lower
 from mcudeploy.search import budget as budgets
 from mcudeploy.search import space
-from mcudeploy.search.budget import Clock, Work
+from mcudeploy.search.budget import EFFORT, Clock, Work
 from mcudeploy.search.fast import fast_arena, fastest_within
 from mcudeploy.search.fastest import fastest_plan
 from mcudeploy.search.peak import find_peak
@@ -95,7 +95,6 @@ FINAL_SCRATCH = ("keep", "fit")
 # times a search compile) and whole runs keep this share of the time limit (measured on MobileNetV2
 # 128: 170-190 s of ten compiles and three runs).
 FINISH_SHARE = 0.3
-EFFORT = 5.0  # effort seconds of a compile's schedule and of its placement (mcudeploy/effort.py)
 ESTIMATE_SLACK = 1.1  # a candidate estimated above budget * slack is not worth a board run (pieces scaled from
 # the baseline's operators came within 2% of their measured ticks on MobileNetV2)
 TOP_SEGMENTS = 10  # segments probed per batch, in the order of space.ranked_segments
