@@ -40,6 +40,9 @@ CLASSES = {  # class: (frame faults, want faults) to draw from
 }
 FRAMES = 4  # samples streamed per run
 PER_RUN = 4  # faults drawn per run (fewer may happen: a drawn frame index past the stream's end)
+SILENT_TIMEOUT_S = 2.0  # the chips' link timeout where a link falls silent: the stop this class must end in
+TIMEOUT_S = 10.0  # and where a resend mends the fault: a chip waits on its neighbour's host round trips too (2 s
+# stopped a late-frame run on a loaded CI machine), and a fault mended never waits it out
 
 
 def chain_plan():
@@ -74,7 +77,7 @@ def campaign_links(name: str, count: int, rng: random.Random, plan=None, say=lam
         runs += 1
         error, run = None, None
         try:
-            run = run_chain(plan, samples, relay=relay, timeout_s=2.0)
+            run = run_chain(plan, samples, relay=relay, timeout_s=SILENT_TIMEOUT_S if name == "silent" else TIMEOUT_S)
         except MCUDeployError as exc:
             error = str(exc)
         except Exception as exc:  # noqa: BLE001 -- anything else is a failure of the campaign's subject
