@@ -634,3 +634,70 @@ def test_mul_models_on_qemu_m55_equal_the_host(tmp_path, kind):
     result = run_on_board(compiled, samples, workdir=tmp_path / "p")
     same, lines = compare_with_host(compiled, result.outputs, samples)
     assert same, lines
+
+
+def _random_gemms_onnx(rng: np.random.Generator, tmp: Path):
+    """A chain of ONNX Gemms (QDQ int8 by onnxruntime, ONNX's rounding) of random widths, rows of A two at once."""
+    import zoo
+
+    net = zoo.Net("gemms", int(rng.integers(1 << 20)))
+    widths = [int(w) for w in rng.choice((3, 5, 12, 16, 17, 31, 48, 64, 100), size=4)]
+    x = "x"
+    for i, (cin, cout) in enumerate(zip(widths, widths[1:])):
+        w = net.const(net.weights((cout, cin), cin), "w")
+        x = net.op("Gemm", [x, w, net.const(net.bias(cout), "b")], transB=1)
+        if i % 2 == 0:
+            x = net.op("Relu", [x])
+    inputs = {"x": (2, widths[0])}
+    return zoo.quantize(net.model(inputs, {"y": x}), inputs, tmp)
+
+
+def _random_fcs_tflite(rng: np.random.Generator, path: Path) -> Path:
+    """TFLite FULLY_CONNECTED three times, random widths (K below, at and past the vector's sixteen, with a tail;
+    N of every remainder by four), one to three rows, per-tensor weights, bias or none, RELU, RELU6 or none."""
+    import tflite_build as tb
+
+    rows = int(rng.integers(1, 4))
+    widths = [int(w) for w in rng.choice((3, 4, 8, 13, 16, 19, 32, 47, 70), size=4)]
+    tensors = [tb.T("x0", (rows, widths[0]), scale=(0.05,), zero_point=(int(rng.integers(-20, 20)),))]
+    ops = []
+    for i, (cin, cout) in enumerate(zip(widths, widths[1:])):
+        sx = tensors[-1].scale[0]
+        sw = float(rng.uniform(0.002, 0.02))
+        w = rng.integers(-127, 128, size=(cout, cin)).astype(np.int8)
+        tensors.append(tb.T(f"w{i}", (cout, cin), scale=(sw,), zero_point=(0,), data=w))
+        ins = (f"x{i}", f"w{i}")
+        if rng.random() < 0.7:
+            bias = rng.integers(-2000, 2000, size=cout).astype(np.int32)
+            tensors.append(tb.T(f"b{i}", (cout,), "int32", scale=(sx * sw,), zero_point=(0,), data=bias))
+            ins += (f"b{i}",)
+        else:
+            ins += ("",)
+        scale = float(sx * sw * np.sqrt(cin) * rng.uniform(20, 60))
+        tensors.append(tb.T(f"x{i + 1}", (rows, cout), scale=(scale,), zero_point=(int(rng.integers(-30, 30)),)))
+        act = (tb.RELU, tb.RELU6, 0)[int(rng.integers(3))]
+        ops.append(tb.Op(tb.OPS.FULLY_CONNECTED, ins, (f"x{i + 1}",), tb.fc_options(act)))
+    path.write_bytes(tb.Model(tensors, ops, ("x0",), (f"x{len(ops)}",)).build())
+    return path
+
+
+@pytest.mark.qemu
+@needs_qemu
+@pytest.mark.parametrize("kind", ["onnx", "tflite"])
+def test_random_fully_connected_layers_on_qemu_m55_equal_the_host(tmp_path, kind):
+    """The MVE fully connected kernel (sixteen k a VMLADAVA, four columns a pass, then the scalar quads and the tail)
+    on random widths and rows, with ONNX's rounding and TFLite's, against the host's C (itself bit for bit with
+    the numpy reference, tests/ops)."""
+    from mcudeploy import check
+    from mcudeploy.check.against_host import compare_with_host
+    from mcudeploy.device.runner import run_on_board
+
+    rng = np.random.default_rng(31 if kind == "onnx" else 37)
+    source = (_random_gemms_onnx(rng, tmp_path) if kind == "onnx"
+              else str(_random_fcs_tflite(rng, tmp_path / "fcs.tflite")))
+    compiled = compile_model(source, "qemu-m55")
+    assert {"mcud_gemm_s8_tfl" if kind == "tflite" else "mcud_gemm_s8"} <= _kernels(compiled)
+    samples = check.random_inputs(compiled.graph, 3, seed=13)
+    result = run_on_board(compiled, samples, workdir=tmp_path / "p")
+    same, lines = compare_with_host(compiled, result.outputs, samples)
+    assert same, lines
