@@ -53,7 +53,13 @@ def pytest_collection_modifyitems(config, items):
     emulators, PlatformIO or a board runs on one worker, one after the other: they share the
     session's PlatformIO core and measure ticks and idle CPU, which two at once would disturb. The
     other tests spread over both workers. With ``--test-boards N`` (or MCUDEPLOY_TEST_BOARDS=N) they
-    are spread over N groups, N emulators at once (tests/spread.py)."""
+    are spread over N groups, N emulators at once (tests/spread.py).
+
+    Under pytest 9 with pytest-xdist 3.8 (what CI installs today) no group takes effect: xdist writes
+    the group into ``item._nodeid``, which pytest 9 no longer reads (a test marked with a plain
+    ``xdist_group`` spreads too), so every test spreads over both workers, two emulators at once, and
+    a module's fixture may be set up on each. CI's 40-minute figure is that spread: the board tests
+    alone add up to 50 minutes. Under pytest 8 the groups hold."""
     board_tests = [item for item in items if item.get_closest_marker("qemu") or "device" in item.path.parts]
     for item, group in zip(board_tests, spread.groups(board_tests, spread.board_count(config))):
         item.add_marker(pytest.mark.xdist_group(group))
