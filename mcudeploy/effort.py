@@ -21,8 +21,11 @@ solver's proof stopped the work. What was spent is recorded in plan.json next to
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Optional
+
+from mcudeploy import interrupts
 
 SEED = 0
 
@@ -59,7 +62,7 @@ def solver(seconds: float, dtime_per_s: float):
     busy the machine is. CP-SAT's own SIGINT handler stays off: it would take Ctrl-C as "stop
     the search" and swallow it (the command went on with the best plan so far and ended with status
     0), and left SIGINT's default action behind (a second Ctrl-C killed the process); with it off,
-    Python's handler raises KeyboardInterrupt when the solve returns."""
+    ``run_solver`` runs it so that Python's handler is heard during the solve."""
     from ortools.sat.python import cp_model
 
     s = cp_model.CpSolver()
@@ -73,3 +76,35 @@ def solver(seconds: float, dtime_per_s: float):
 def solver_effort(s, dtime_per_s: float) -> float:
     """Effort seconds a CP-SAT solver spent in its last solve."""
     return float(s.deterministic_time) / dtime_per_s
+
+
+def run_solver(s, model) -> int:
+    """``s.Solve(model)``, stopped at once by Ctrl-C or SIGTERM. Python runs a signal handler only in
+    the main thread and only between bytecodes, and one solve of a large model takes tens of seconds
+    on a loaded machine; so in the main thread the solve runs in a helper thread (CP-SAT releases the
+    GIL) while the main thread waits in short steps, and on KeyboardInterrupt it asks CP-SAT to stop,
+    waits for the helper and re-raises. The search is the same either way (one worker, a fixed seed)."""
+    if threading.current_thread() is not threading.main_thread():
+        return s.Solve(model)
+    status: list = []
+    failed: list = []
+
+    def run() -> None:
+        try:
+            status.append(s.Solve(model))
+        except BaseException as exc:  # handed to the main thread
+            failed.append(exc)
+
+    helper = threading.Thread(target=run, name="cp-sat", daemon=True)
+    helper.start()
+    try:
+        while helper.is_alive():
+            helper.join(0.05)
+            interrupts.check()  # a signal deferred by the caller is honoured here too
+    except KeyboardInterrupt:
+        s.StopSearch()
+        helper.join()
+        raise
+    if failed:
+        raise failed[0]
+    return status[0]

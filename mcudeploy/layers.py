@@ -37,8 +37,8 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("ir",),
     ("boards",),
     ("clocks",),
-    ("choices", "effort", "fit", "files", "interrupts", "progress", "resources", "schema", "layers"),
-    ("errors",),
+    ("choices", "effort", "fit", "files", "progress", "resources", "schema", "layers"),
+    ("errors", "interrupts"),
     ("mcudeploy",),  # the package itself: __version__
 )
 

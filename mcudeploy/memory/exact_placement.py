@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Mapping, Optional, Sequence
 
 from mcudeploy.memory.greedy import squeaky
-from mcudeploy.effort import Effort, solver, solver_effort
+from mcudeploy.effort import Effort, run_solver, solver, solver_effort
 
 FULL_BUFFERS = 250
 SQUEAKY_PASSES = 100
@@ -84,7 +84,7 @@ def full(buffers: Sequence, unit: int, hint: Mapping[str, int], lower: int,
     m.AddHint(arena, horizon)
     m.Minimize(arena)
     cp = solver(effort.left(), DTIME_PER_S)
-    status = cp.Solve(m)
+    status = run_solver(cp, m)
     effort.spend(solver_effort(cp, DTIME_PER_S))
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return dict(hint), upper, False
@@ -118,7 +118,7 @@ def _refit(free: Sequence, fixed: Sequence, offsets: Mapping[str, int], cap: int
     m.AddCumulative(xs, demands, top)
     effort.spend(REFIT_RECT_S * len(xs))
     cp = solver(min(effort.left(), REFIT_SOLVER_S), REFIT_DTIME_PER_S)
-    status = cp.Solve(m)
+    status = run_solver(cp, m)
     effort.spend(solver_effort(cp, REFIT_DTIME_PER_S))
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from mcudeploy.effort import Effort, solver, solver_effort
+from mcudeploy.effort import Effort, run_solver, solver, solver_effort
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import Graph, Node
 from mcudeploy.memory.lifetimes import lifetimes
@@ -114,7 +114,7 @@ def solve_swaps(graph: Graph, order: Sequence[Node], board, budget: int, effort:
     m.Minimize(sum(round(c.swap_ticks * SCALE) * swap[i] for i, c in enumerate(cands))
                + sum(round(c.recompute_ticks * SCALE) * again[i] for i, c in enumerate(cands) if again[i] is not None))
     cp = solver(effort.left(), DTIME_PER_S)
-    status = cp.Solve(m)
+    status = run_solver(cp, m)
     effort.spend(solver_effort(cp, DTIME_PER_S))
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None, (), status == cp_model.INFEASIBLE

@@ -31,7 +31,7 @@ from typing import Optional, Sequence
 
 from ortools.sat.python import cp_model
 
-from mcudeploy.effort import solver, solver_effort
+from mcudeploy.effort import run_solver, solver, solver_effort
 from mcudeploy.schedule.order import ancestors, descendants
 from mcudeploy.schedule.problem import Problem
 
@@ -200,7 +200,7 @@ def solve(problem: Problem, effort: float, hint: Optional[Sequence[int]] = None,
     if hint is not None:
         model.hint(hint)
     cp = solver(effort, DTIME_PER_S)
-    status = cp.Solve(model.m)
+    status = run_solver(cp, model.m)
     unit, spent = model.unit, solver_effort(cp, DTIME_PER_S)
     if status == cp_model.INFEASIBLE:  # only when ``upper`` was wrong; never claim anything then
         return Solved(None, lower, spent)
