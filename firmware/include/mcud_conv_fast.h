@@ -391,6 +391,179 @@ MCUD_INLINE void mcud_conv_fast_gemm4(const int16_t *cols, int8_t *const *yp, in
         } \
     } while (0)
 
+/* The last output channel of an odd count (oc) for n (1 or 2) pixels of the scratch from column i0: four weights a
+ * group, the channel's int16 weights after every pair's. */
+MCUD_INLINE void mcud_conv_fast_last(const int16_t *cols, int32_t i0, int32_t n, int8_t *y0, int8_t *y1, int32_t oc,
+                                     int32_t ysc, const mcud_conv_s8_fast_params *p)
+{
+    const int32_t q = p->kpad / 4;
+    const int16_t *wp = p->w16 + oc * p->kpad;
+    const int16_t *c = cols + 4 * i0;
+    int32_t a0 = p->bias[oc], a1 = a0;
+    for (int32_t j = 0; j < q; j++) {
+        uint32_t x0, x1, w0, w1;
+        MCUD_LOAD_QUAD(w0, w1, wp, 0);
+        MCUD_LOAD_QUAD(x0, x1, c, 0);
+        a0 = mcud_smlad(x0, w0, a0);
+        a0 = mcud_smlad(x1, w1, a0);
+        if (n == 2) {
+            MCUD_LOAD_QUAD(x0, x1, c, 8);
+            a1 = mcud_smlad(x0, w0, a1);
+            a1 = mcud_smlad(x1, w1, a1);
+        }
+        wp += 4;
+        c += 16;
+    }
+    y0[oc * ysc] = mcud_conv_fast_out(a0, oc, p);
+    if (n == 2) {
+        y1[oc * ysc] = mcud_conv_fast_out(a1, oc, p);
+    }
+}
+
+/* One group of four taps of a whole block (four pixels, the group's 32 bytes at byte offset cb of c) against a pair of
+ * channels (the group's 16 bytes at byte offset wb of w: the first channel's four int16, then the second's): 32
+ * multiply-accumulates from four weight and eight column words, a<pixel><channel>. Half a group at a time, each
+ * channel's pair of taps is loaded once and meets the four pixels, loaded two at a time: 28 instructions and, on the
+ * Cortex-M4, runs of four and two loads (a load after a load takes one cycle), 32 cycles; a pair of pixels
+ * (MCUD_PAIRS_GROUP) takes 16 instructions and 18 cycles for 16. The portable form below is the same sums. */
+#define MCUD_QUAD_ASM_GROUP(cb, wb) \
+    "ldr %[w0], [%[w], #" #wb "]\n\t" \
+    "ldr %[w1], [%[w], #" #wb " + 8]\n\t" \
+    "ldr %[x0], [%[c], #" #cb "]\n\t" \
+    "ldr %[x1], [%[c], #" #cb " + 8]\n\t" \
+    "smlad %[a00], %[x0], %[w0], %[a00]\n\t" \
+    "smlad %[a01], %[x0], %[w1], %[a01]\n\t" \
+    "smlad %[a10], %[x1], %[w0], %[a10]\n\t" \
+    "smlad %[a11], %[x1], %[w1], %[a11]\n\t" \
+    "ldr %[x0], [%[c], #" #cb " + 16]\n\t" \
+    "ldr %[x1], [%[c], #" #cb " + 24]\n\t" \
+    "smlad %[a20], %[x0], %[w0], %[a20]\n\t" \
+    "smlad %[a21], %[x0], %[w1], %[a21]\n\t" \
+    "smlad %[a30], %[x1], %[w0], %[a30]\n\t" \
+    "smlad %[a31], %[x1], %[w1], %[a31]\n\t" \
+    "ldr %[w0], [%[w], #" #wb " + 4]\n\t" \
+    "ldr %[w1], [%[w], #" #wb " + 12]\n\t" \
+    "ldr %[x0], [%[c], #" #cb " + 4]\n\t" \
+    "ldr %[x1], [%[c], #" #cb " + 12]\n\t" \
+    "smlad %[a00], %[x0], %[w0], %[a00]\n\t" \
+    "smlad %[a01], %[x0], %[w1], %[a01]\n\t" \
+    "smlad %[a10], %[x1], %[w0], %[a10]\n\t" \
+    "smlad %[a11], %[x1], %[w1], %[a11]\n\t" \
+    "ldr %[x0], [%[c], #" #cb " + 20]\n\t" \
+    "ldr %[x1], [%[c], #" #cb " + 28]\n\t" \
+    "smlad %[a20], %[x0], %[w0], %[a20]\n\t" \
+    "smlad %[a21], %[x0], %[w1], %[a21]\n\t" \
+    "smlad %[a30], %[x1], %[w0], %[a30]\n\t" \
+    "smlad %[a31], %[x1], %[w1], %[a31]\n\t"
+
+/* The operands of MCUD_QUAD_ASM_GROUP: eight accumulators, the two pointers and four temporaries, fourteen registers,
+ * every one the core has but sp and pc; C written the same way spills accumulators to the stack (GCC 12). */
+#define MCUD_QUAD_ASM_OPERANDS \
+    [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11), [a20] "+r"(a20), [a21] "+r"(a21), \
+    [a30] "+r"(a30), [a31] "+r"(a31), [c] "+r"(c), [w] "+r"(wp), [x0] "=&r"(x0_), [x1] "=&r"(x1_), \
+    [w0] "=&r"(w0_), [w1] "=&r"(w1_)
+
+#define MCUD_QUAD_HALF(t, cb, wb) \
+    do { \
+        uint32_t w0_ = mcud_load32((const uint8_t *)wp + (wb) + 2 * (t)); \
+        uint32_t w1_ = mcud_load32((const uint8_t *)wp + (wb) + 8 + 2 * (t)); \
+        uint32_t x_ = mcud_load32((const uint8_t *)c + (cb) + 2 * (t)); \
+        a00 = mcud_smlad(x_, w0_, a00); \
+        a01 = mcud_smlad(x_, w1_, a01); \
+        x_ = mcud_load32((const uint8_t *)c + (cb) + 8 + 2 * (t)); \
+        a10 = mcud_smlad(x_, w0_, a10); \
+        a11 = mcud_smlad(x_, w1_, a11); \
+        x_ = mcud_load32((const uint8_t *)c + (cb) + 16 + 2 * (t)); \
+        a20 = mcud_smlad(x_, w0_, a20); \
+        a21 = mcud_smlad(x_, w1_, a21); \
+        x_ = mcud_load32((const uint8_t *)c + (cb) + 24 + 2 * (t)); \
+        a30 = mcud_smlad(x_, w0_, a30); \
+        a31 = mcud_smlad(x_, w1_, a31); \
+    } while (0)
+
+/* Every group of four taps (q of them, a constant) of a block from c and a pair of channels from wp, both moved past
+ * them: on the DSP path two groups a turn of one assembly loop (the turn's end compared with a word on the stack, no
+ * register being left), then an odd group. */
+#if MCUD_HAVE_DSP && defined(__GNUC__)
+#define MCUD_QUADS_ALL() \
+    do { \
+        uint32_t x0_, x1_, w0_, w1_; \
+        if (q >= 2) { \
+            const int16_t *end_ = c + 32 * (q / 2); \
+            __asm__ volatile("1:\n\t" MCUD_QUAD_ASM_GROUP(0, 0) MCUD_QUAD_ASM_GROUP(32, 16) \
+                             "add %[c], %[c], #64\n\t" \
+                             "add %[w], %[w], #32\n\t" \
+                             "ldr %[x0], %[end]\n\t" \
+                             "cmp %[c], %[x0]\n\t" \
+                             "bne 1b" \
+                             : MCUD_QUAD_ASM_OPERANDS \
+                             : [end] "m"(end_) \
+                             : "cc", "memory"); \
+        } \
+        if (q & 1) { \
+            __asm__ volatile(MCUD_QUAD_ASM_GROUP(0, 0) "add %[c], %[c], #32\n\t" "add %[w], %[w], #16" \
+                             : MCUD_QUAD_ASM_OPERANDS \
+                             : \
+                             : "memory"); \
+        } \
+    } while (0)
+#else
+#define MCUD_QUADS_ALL() \
+    do { \
+        for (int32_t j_ = 0; j_ < q; j_++) { \
+            MCUD_QUAD_HALF(0, 0, 0); \
+            MCUD_QUAD_HALF(2, 0, 0); \
+            wp += 8; \
+            c += 16; \
+        } \
+    } while (0)
+#endif
+
+/* The four pixels of the block at cols for every pair of output channels (an odd count's last channel:
+ * mcud_conv_fast_pairs), with the int16 weights of p->w16: pixel i writes channel oc at yo[i] + oc * ysc, or, where
+ * flat (a constant), at y0 + i * ysw + oc * ysc. The pair's constants are read after its sums, channel by channel. */
+MCUD_INLINE void mcud_conv_fast_quads(const int16_t *cols, int8_t *const *yo, int8_t *y0, int32_t ysw, int32_t flat,
+                                      int32_t oc_n, int32_t ysc, const mcud_conv_s8_fast_params *p)
+{
+    const int32_t q = p->kpad / 4;
+    const int16_t *wp = p->w16;
+    const int32_t has_rq = p->rq != NULL; /* a constant once inlined */
+    int8_t *o0 = flat ? y0 : yo[0], *o1 = flat ? y0 + ysw : yo[1];
+    int8_t *o2 = flat ? y0 + 2 * ysw : yo[2], *o3 = flat ? y0 + 3 * ysw : yo[3];
+    int32_t oc = 0;
+    for (; oc + 2 <= oc_n; oc += 2) {
+        const int16_t *c = cols;
+        const int32_t *rq = has_rq ? p->rq + oc * MCUD_FAST_RQ : NULL;
+        int32_t b0 = has_rq ? rq[0] : p->bias[oc], b1 = has_rq ? rq[MCUD_FAST_RQ] : p->bias[oc + 1];
+        int32_t a00 = b0, a01 = b1, a10 = b0, a11 = b1, a20 = b0, a21 = b1, a30 = b0, a31 = b1;
+        MCUD_QUADS_ALL();
+        if (has_rq) {
+            o0[oc * ysc] = mcud_conv_fast_out_rq(a00, rq[1], rq[2], rq[3], p);
+            o1[oc * ysc] = mcud_conv_fast_out_rq(a10, rq[1], rq[2], rq[3], p);
+            o2[oc * ysc] = mcud_conv_fast_out_rq(a20, rq[1], rq[2], rq[3], p);
+            o3[oc * ysc] = mcud_conv_fast_out_rq(a30, rq[1], rq[2], rq[3], p);
+            MCUD_BARRIER(); /* the second channel's constants after the first's outputs (fewer spills) */
+            o0[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a01, rq[5], rq[6], rq[7], p);
+            o1[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a11, rq[5], rq[6], rq[7], p);
+            o2[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a21, rq[5], rq[6], rq[7], p);
+            o3[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a31, rq[5], rq[6], rq[7], p);
+        } else {
+            o0[oc * ysc] = mcud_conv_fast_out(a00, oc, p);
+            o1[oc * ysc] = mcud_conv_fast_out(a10, oc, p);
+            o2[oc * ysc] = mcud_conv_fast_out(a20, oc, p);
+            o3[oc * ysc] = mcud_conv_fast_out(a30, oc, p);
+            o0[(oc + 1) * ysc] = mcud_conv_fast_out(a01, oc + 1, p);
+            o1[(oc + 1) * ysc] = mcud_conv_fast_out(a11, oc + 1, p);
+            o2[(oc + 1) * ysc] = mcud_conv_fast_out(a21, oc + 1, p);
+            o3[(oc + 1) * ysc] = mcud_conv_fast_out(a31, oc + 1, p);
+        }
+    }
+    if (oc < oc_n) {
+        mcud_conv_fast_last(cols, 0, 2, o0, o1, oc, ysc, p);
+        mcud_conv_fast_last(cols, 2, 2, o2, o3, oc, ysc, p);
+    }
+}
+
 /* Output channels two at a time for n (1 or 2, a constant) pixels of the scratch, from column i0, with the
  * int16 weights of p->w16: per group of four taps each pixel's two pairs are loaded once and meet both
  * channels' weights, so 16 multiply-accumulates take four 64-bit loads and eight SMLAD (no unpacking of
@@ -427,27 +600,8 @@ MCUD_INLINE void mcud_conv_fast_pairs(const int16_t *cols, int32_t i0, int32_t n
             }
         }
     }
-    if (oc < oc_n) { /* the last of an odd count: four weights a group */
-        const int16_t *c = cols + 4 * i0;
-        int32_t a0 = p->bias[oc], a1 = a0;
-        for (int32_t j = 0; j < q; j++) {
-            uint32_t x0, x1, w0, w1;
-            MCUD_LOAD_QUAD(w0, w1, wp, 0);
-            MCUD_LOAD_QUAD(x0, x1, c, 0);
-            a0 = mcud_smlad(x0, w0, a0);
-            a0 = mcud_smlad(x1, w1, a0);
-            if (n == 2) {
-                MCUD_LOAD_QUAD(x0, x1, c, 8);
-                a1 = mcud_smlad(x0, w0, a1);
-                a1 = mcud_smlad(x1, w1, a1);
-            }
-            wp += 4;
-            c += 16;
-        }
-        y0[oc * ysc] = mcud_conv_fast_out(a0, oc, p);
-        if (n == 2) {
-            y1[oc * ysc] = mcud_conv_fast_out(a1, oc, p);
-        }
+    if (oc < oc_n) {
+        mcud_conv_fast_last(cols, i0, n, y0, y1, oc, ysc, p);
     }
 }
 
@@ -460,7 +614,6 @@ MCUD_INLINE void mcud_conv_fast_tile(const int16_t *cols, int32_t m, int8_t *con
                                      const mcud_conv_s8_fast_params *p)
 {
     const int32_t q = p->kpad / 4;
-    const int32_t n = 2; /* pixels of MCUD_PAIRS_GROUP */
     const int32_t has_rq = p->rq != NULL; /* a constant once inlined */
     const int16_t *wo = p->w16;
     for (int32_t oc = 0; oc < oc_n; oc += 2, wo += 8 * q) {
@@ -469,21 +622,30 @@ MCUD_INLINE void mcud_conv_fast_tile(const int16_t *cols, int32_t m, int8_t *con
             k[i] = has_rq ? p->rq[oc * MCUD_FAST_RQ + i] : (i % MCUD_FAST_RQ ? 0 : p->bias[oc + i / MCUD_FAST_RQ]);
         }
         MCUD_BARRIER(); /* the constants are read here, before the weights */
-        for (int32_t i = 0; i < m; i += 2) {
-            const int16_t *c = cols + (i >> 2) * 4 * p->kpad + 4 * (i & 3);
+        for (int32_t i = 0; i < m; i += MCUD_CONV_FAST_PIXELS) { /* a block at a time (mcud_conv_fast_quads) */
+            const int16_t *c = cols + (i >> 2) * 4 * p->kpad;
             const int16_t *wp = wo;
             int32_t a00 = k[0], a01 = k[MCUD_FAST_RQ], a10 = k[0], a11 = k[MCUD_FAST_RQ];
-            MCUD_PAIRS_ALL();
+            int32_t a20 = k[0], a21 = k[MCUD_FAST_RQ], a30 = k[0], a31 = k[MCUD_FAST_RQ];
+            MCUD_QUADS_ALL();
             if (has_rq) {
                 yo[i][oc * ysc] = mcud_conv_fast_out_rq(a00, k[1], k[2], k[3], p);
                 yo[i + 1][oc * ysc] = mcud_conv_fast_out_rq(a10, k[1], k[2], k[3], p);
+                yo[i + 2][oc * ysc] = mcud_conv_fast_out_rq(a20, k[1], k[2], k[3], p);
+                yo[i + 3][oc * ysc] = mcud_conv_fast_out_rq(a30, k[1], k[2], k[3], p);
                 yo[i][(oc + 1) * ysc] = mcud_conv_fast_out_rq(a01, k[5], k[6], k[7], p);
                 yo[i + 1][(oc + 1) * ysc] = mcud_conv_fast_out_rq(a11, k[5], k[6], k[7], p);
+                yo[i + 2][(oc + 1) * ysc] = mcud_conv_fast_out_rq(a21, k[5], k[6], k[7], p);
+                yo[i + 3][(oc + 1) * ysc] = mcud_conv_fast_out_rq(a31, k[5], k[6], k[7], p);
             } else {
                 yo[i][oc * ysc] = mcud_conv_fast_out(a00, oc, p);
                 yo[i + 1][oc * ysc] = mcud_conv_fast_out(a10, oc, p);
+                yo[i + 2][oc * ysc] = mcud_conv_fast_out(a20, oc, p);
+                yo[i + 3][oc * ysc] = mcud_conv_fast_out(a30, oc, p);
                 yo[i][(oc + 1) * ysc] = mcud_conv_fast_out(a01, oc + 1, p);
                 yo[i + 1][(oc + 1) * ysc] = mcud_conv_fast_out(a11, oc + 1, p);
+                yo[i + 2][(oc + 1) * ysc] = mcud_conv_fast_out(a21, oc + 1, p);
+                yo[i + 3][(oc + 1) * ysc] = mcud_conv_fast_out(a31, oc + 1, p);
             }
         }
     }
@@ -578,10 +740,7 @@ MCUD_INLINE void mcud_conv_fast_blocks(const mcud_view *x, const mcud_view *w, c
                     }
                 }
                 if (m == MCUD_CONV_FAST_PIXELS) {
-                    for (int32_t i = 0; i < MCUD_CONV_FAST_PIXELS; i += 2) {
-                        mcud_conv_fast_pairs(cols, i, 2, flat ? y0 + i * Y.sw : yp[i],
-                                             flat ? y0 + (i + 1) * Y.sw : yp[i + 1], Y.c, Y.sc, p);
-                    }
+                    mcud_conv_fast_quads(cols, yp, y0, Y.sw, flat, Y.c, Y.sc, p);
                     continue;
                 }
                 int32_t i = 0;

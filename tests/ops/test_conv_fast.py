@@ -18,12 +18,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcudeploy.boards import load_board
+from mcudeploy.ir import Graph, Node, Quant, Tensor, constant
 from mcudeploy.codegen.values import c_int
 from mcudeploy.codegen.emit import write_project
 from mcudeploy.device.build import CFLAGS as ARM_CFLAGS
 from mcudeploy.memory.lifetimes import SCRATCH
 from mcudeploy.ops import registry
 from mcudeploy.partition import Cut
+from mcudeploy.plan.options import CompileOptions
 from mcudeploy.compile import compile_graph, compile_model
 from mcudeploy.reference import run_reference
 from mcudeploy.resources import firmware_dir
@@ -317,6 +319,60 @@ def test_fast_conv_on_qemu_equals_the_host(tmp_path, board):
     assert any(registry.get(n.op).kernel(compiled.graph, n).fn == "mcud_conv_s8_fast"
                for n in compiled.graph.nodes if n.op == "Conv")
     samples = check.random_inputs(compiled.graph, 3, seed=2)
+    result = run_on_board(compiled, samples, workdir=tmp_path / "p")
+    same, lines = compare_with_host(compiled, result.outputs, samples)
+    assert same, lines
+
+
+def _random_convs(rng, cin: int, arithmetic: str) -> Graph:
+    """One input and eight int8 Convs reading it, each its own output: random output channels (odd counts take the
+    last-channel path), kernels giving groups of taps odd and even in number, strides, pads, maps whose pixel count
+    leaves tails of one to three, and tiles of blocks or none."""
+    h, w = (int(v) for v in rng.integers(3, 10, 2))
+    s_x = 0.03
+    tensors = [Tensor("x", (1, cin, h, w), "int8", "input", Quant((s_x,), (int(rng.integers(-20, 20)),)))]
+    nodes, outputs = [], []
+    kernels = [(1, 1), (1, 2), (2, 2), (3, 3), (1, 3), (3, 1), (2, 3), (1, 1)]
+    for k, kernel in enumerate(kernels):
+        cout = int(rng.integers(1, 10))
+        s_w = rng.uniform(0.002, 0.01, cout)
+        wt = rng.integers(-127, 128, (cout, cin, *kernel)).astype(np.int8)
+        b = rng.integers(-5000, 5000, cout).astype(np.int32)
+        tensors += [constant(f"w{k}", wt, Quant(tuple(s_w), (0,) * cout, 0)),
+                    constant(f"b{k}", b, Quant(tuple(s_x * s_w), (0,) * cout, 0))]
+        attrs = {"strides": [int(rng.integers(1, 3)), 1], "pads": [int(v) for v in rng.integers(0, 2, 4)]}
+        if rng.random() < 0.5:
+            attrs["tile"] = 8
+        node = Node(f"conv{k}", "Conv", ("x", f"w{k}", f"b{k}"), (f"y{k}",), attrs)
+        partial = Graph("g", {t.name: t for t in tensors}, (), ("x",), (), arithmetic=arithmetic)
+        shape, dtype = registry.get("Conv").infer(partial, node)[0]
+        tensors.append(Tensor(f"y{k}", shape, dtype, "output",
+                              Quant((float(rng.uniform(0.02, 0.2)),), (int(rng.integers(-10, 10)),))))
+        nodes.append(node)
+        outputs.append(f"y{k}")
+    return Graph("convs", {t.name: t for t in tensors}, tuple(nodes), ("x",), tuple(outputs), arithmetic=arithmetic)
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", ["qemu-m4", "qemu-m7"])
+@pytest.mark.parametrize("cin,arithmetic", [(5, "onnx"), (8, "tflite")])
+def test_random_fast_convs_on_qemu_equal_the_host(tmp_path, board, cin, arithmetic):
+    """The DSP path's block kernel (mcud_conv_fast_quads: four pixels by a pair of channels, its sums in assembly) and
+    the tiles over it, on random convolutions, taps in (c, kh, kw) order (five channels) and (kh, kw, c) (eight), with
+    ONNX's rounding and TFLite's, against the host's C (itself bit for bit with the numpy reference, above)."""
+    missing = [t for t in ("qemu-system-arm", ARM) if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"needs {' and '.join(missing)}")
+    from mcudeploy import check
+    from mcudeploy.check.against_host import compare_with_host
+    from mcudeploy.device.runner import run_on_board
+
+    graph = _random_convs(np.random.default_rng(cin * 7 + len(board)), cin, arithmetic)
+    compiled = compile_graph(graph, board, name="convs", options=CompileOptions(scratch="keep"))
+    calls = [registry.get("Conv").kernel(compiled.graph, n) for n in compiled.graph.nodes if n.op == "Conv"]
+    assert {c.fn for c in calls} == {"mcud_conv_s8_fast"}
+    assert any(dict(c.params.fields).get("blocks", 1) > 1 for c in calls)
+    samples = check.random_inputs(compiled.graph, 3, seed=5)
     result = run_on_board(compiled, samples, workdir=tmp_path / "p")
     same, lines = compare_with_host(compiled, result.outputs, samples)
     assert same, lines
