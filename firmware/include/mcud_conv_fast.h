@@ -90,8 +90,12 @@ MCUD_INLINE mcud_fast_dims mcud_fast_dims_of(const mcud_view *v)
 
 #if defined(__GNUC__)
 #define MCUD_BARRIER() __asm__("" ::: "memory")
+/* v is read here, after the stores before: its requantization is not hoisted above them (GCC 12 computed the first
+ * steps of eight outputs' requantizations at once, and spilled them) */
+#define MCUD_AFTER_STORES(v) __asm__ volatile("" : "+r"(v) : : "memory")
 #else
 #define MCUD_BARRIER() ((void)0)
+#define MCUD_AFTER_STORES(v) ((void)0)
 #endif
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -537,16 +541,26 @@ MCUD_INLINE void mcud_conv_fast_quads(const int16_t *cols, int8_t *const *yo, in
         int32_t b0 = has_rq ? rq[0] : p->bias[oc], b1 = has_rq ? rq[MCUD_FAST_RQ] : p->bias[oc + 1];
         int32_t a00 = b0, a01 = b1, a10 = b0, a11 = b1, a20 = b0, a21 = b1, a30 = b0, a31 = b1;
         MCUD_QUADS_ALL();
-        if (has_rq) {
-            o0[oc * ysc] = mcud_conv_fast_out_rq(a00, rq[1], rq[2], rq[3], p);
-            o1[oc * ysc] = mcud_conv_fast_out_rq(a10, rq[1], rq[2], rq[3], p);
-            o2[oc * ysc] = mcud_conv_fast_out_rq(a20, rq[1], rq[2], rq[3], p);
-            o3[oc * ysc] = mcud_conv_fast_out_rq(a30, rq[1], rq[2], rq[3], p);
-            MCUD_BARRIER(); /* the second channel's constants after the first's outputs (fewer spills) */
-            o0[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a01, rq[5], rq[6], rq[7], p);
-            o1[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a11, rq[5], rq[6], rq[7], p);
-            o2[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a21, rq[5], rq[6], rq[7], p);
-            o3[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a31, rq[5], rq[6], rq[7], p);
+        if (has_rq) { /* one output after another (eight at once would spill), each channel's constants read once */
+            int32_t mult = rq[1], k = rq[2], r1 = rq[3];
+            o0[oc * ysc] = mcud_conv_fast_out_rq(a00, mult, k, r1, p);
+            MCUD_AFTER_STORES(a10);
+            o1[oc * ysc] = mcud_conv_fast_out_rq(a10, mult, k, r1, p);
+            MCUD_AFTER_STORES(a20);
+            o2[oc * ysc] = mcud_conv_fast_out_rq(a20, mult, k, r1, p);
+            MCUD_AFTER_STORES(a30);
+            o3[oc * ysc] = mcud_conv_fast_out_rq(a30, mult, k, r1, p);
+            MCUD_AFTER_STORES(a01);
+            mult = rq[5];
+            k = rq[6];
+            r1 = rq[7];
+            o0[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a01, mult, k, r1, p);
+            MCUD_AFTER_STORES(a11);
+            o1[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a11, mult, k, r1, p);
+            MCUD_AFTER_STORES(a21);
+            o2[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a21, mult, k, r1, p);
+            MCUD_AFTER_STORES(a31);
+            o3[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a31, mult, k, r1, p);
         } else {
             o0[oc * ysc] = mcud_conv_fast_out(a00, oc, p);
             o1[oc * ysc] = mcud_conv_fast_out(a10, oc, p);
