@@ -93,9 +93,13 @@ MCUD_INLINE mcud_fast_dims mcud_fast_dims_of(const mcud_view *v)
 /* v is read here, after the stores before: its requantization is not hoisted above them (GCC 12 computed the first
  * steps of eight outputs' requantizations at once, and spilled them) */
 #define MCUD_AFTER_STORES(v) __asm__ volatile("" : "+r"(v) : : "memory")
+/* p is a register from here on: loads at constant offsets from it are one instruction each (GCC 12 folded a
+ * pointer into the arena's constant address with every tap's offset and added each back at run time) */
+#define MCUD_IN_REGISTER(p) __asm__("" : "+r"(p))
 #else
 #define MCUD_BARRIER() ((void)0)
 #define MCUD_AFTER_STORES(v) ((void)0)
+#define MCUD_IN_REGISTER(p) ((void)0)
 #endif
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -123,6 +127,7 @@ MCUD_INLINE void mcud_conv_fast_col(const int8_t *xn, const mcud_fast_dims *X, i
                 int32_t iw = iw0 + kw * p->dilation[1];
                 if (p->inside || ((uint32_t)ih < (uint32_t)X->h && (uint32_t)iw < (uint32_t)X->w)) {
                     const int8_t *xr = xn + ih * X->sh + iw * X->sw;
+                    MCUD_IN_REGISTER(xr);
                     MCUD_UNROLL /* C a constant: every load and store at a constant offset, no loop per tap */
                     for (int32_t c = 0; c < X->c; c += 4) {
                         d[0] = xr[0];
@@ -165,6 +170,7 @@ MCUD_INLINE void mcud_conv_fast_col(const int8_t *xn, const mcud_fast_dims *X, i
     if (p->inside || (ih0 >= 0 && iw0 >= 0 && ih0 + (kh_n - 1) * p->dilation[0] < X->h &&
                       iw0 + (kw_n - 1) * p->dilation[1] < X->w)) { /* the window is inside the input */
         const int8_t *xp = xn + ih0 * X->sh + iw0 * X->sw;
+        MCUD_IN_REGISTER(xp);
         MCUD_UNROLL /* every tap's place in the column a constant (few channels: this order has C % 4 != 0) */
         for (int32_t c = 0; c < X->c; c++) {
             MCUD_UNROLL
