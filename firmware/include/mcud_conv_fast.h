@@ -154,6 +154,7 @@ MCUD_INLINE void mcud_conv_fast_col(const int8_t *xn, const mcud_fast_dims *X, i
     if (p->inside && kh_n == 1 && kw_n == 1) { /* pointwise: four channels per group */
         const int8_t *xr = xn + ih0 * X->sh + iw0 * X->sw;
         int32_t c = 0;
+        MCUD_UNROLL /* C a constant: no loop's own instructions per group */
         for (; c + 4 <= X->c; c += 4) {
             d[0] = xr[0];
             d[1] = xr[X->sc];
@@ -492,23 +493,31 @@ MCUD_INLINE void mcud_conv_fast_last(const int16_t *cols, int32_t i0, int32_t n,
     } while (0)
 
 /* Every group of four taps (q of them, a constant) of a block from c and a pair of channels from wp, both moved past
- * them: on the DSP path two groups a turn of one assembly loop (the turn's end compared with a word on the stack, no
- * register being left), then an odd group. */
+ * them: on the DSP path four groups a turn of one assembly loop (the turn's end compared with a word on the stack, no
+ * register being left; five instructions a turn), then two and one as q has them. */
 #if MCUD_HAVE_DSP && defined(__GNUC__)
 #define MCUD_QUADS_ALL() \
     do { \
         uint32_t x0_, x1_, w0_, w1_; \
-        if (q >= 2) { \
-            const int16_t *end_ = c + 32 * (q / 2); \
+        if (q >= 4) { \
+            const int16_t *end_ = c + 64 * (q / 4); \
             __asm__ volatile("1:\n\t" MCUD_QUAD_ASM_GROUP(0, 0) MCUD_QUAD_ASM_GROUP(32, 16) \
-                             "add %[c], %[c], #64\n\t" \
-                             "add %[w], %[w], #32\n\t" \
+                             MCUD_QUAD_ASM_GROUP(64, 32) MCUD_QUAD_ASM_GROUP(96, 48) \
+                             "add %[c], %[c], #128\n\t" \
+                             "add %[w], %[w], #64\n\t" \
                              "ldr %[x0], %[end]\n\t" \
                              "cmp %[c], %[x0]\n\t" \
                              "bne 1b" \
                              : MCUD_QUAD_ASM_OPERANDS \
                              : [end] "m"(end_) \
                              : "cc", "memory"); \
+        } \
+        if (q & 2) { \
+            __asm__ volatile(MCUD_QUAD_ASM_GROUP(0, 0) MCUD_QUAD_ASM_GROUP(32, 16) \
+                             "add %[c], %[c], #64\n\t" "add %[w], %[w], #32" \
+                             : MCUD_QUAD_ASM_OPERANDS \
+                             : \
+                             : "memory"); \
         } \
         if (q & 1) { \
             __asm__ volatile(MCUD_QUAD_ASM_GROUP(0, 0) "add %[c], %[c], #32\n\t" "add %[w], %[w], #16" \
