@@ -1,7 +1,7 @@
 """Which int8 convolutions keep a copy of their weights widened to int16 in flash.
 
-The block kernels of the DSP path (mcud_conv_s8_fast, mcud_conv_fast_pairs) read a convolution's weights as
-int16, laid out in the order the inner loop reads them, so no weight is unpacked in the loop; that copy takes
+The block kernels of the DSP path (mcud_conv_s8_fast: mcud_conv_fast_quads, _pairs, _tile) read a convolution's
+weights as int16, laid out in the order the inner loop reads them, so no weight is unpacked in the loop; that copy takes
 twice the int8 weights' bytes of flash beside them. A board whose flash holds it all gets it for every
 convolution; else the convolutions whose weights serve the most output pixels (the most products per byte of
 the copy) get it first, as long as what the model puts in flash (fit.py's constants and the copies) stays

@@ -418,7 +418,7 @@ class Conv(Op):
 
 
 def _w16(padded: np.ndarray) -> tuple[int, ...]:
-    """mcud_conv_s8_fast_params.w16: the (OC, kpad) weights as int16 in mcud_conv_fast_pairs' order: output
+    """mcud_conv_s8_fast_params.w16: the (OC, kpad) weights as int16 in the block kernels' order: output
     channels in pairs, per pair and group of four taps the first channel's four then the second's; the last
     channel of an odd count alone."""
     oc, kpad = padded.shape
