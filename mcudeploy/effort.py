@@ -82,8 +82,8 @@ def run_solver(s, model) -> int:
     """``s.Solve(model)``, stopped at once by Ctrl-C or SIGTERM. Python runs a signal handler only in
     the main thread and only between bytecodes, and one solve of a large model takes tens of seconds
     on a loaded machine; so in the main thread the solve runs in a helper thread (CP-SAT releases the
-    GIL) while the main thread waits in short steps, and on KeyboardInterrupt it asks CP-SAT to stop,
-    waits for the helper and re-raises. The search is the same either way (one worker, a fixed seed)."""
+    GIL) while the main thread waits in short steps, and on KeyboardInterrupt it asks CP-SAT to stop until
+    the helper has ended, and re-raises. The search is the same either way (one worker, a fixed seed)."""
     if threading.current_thread() is not threading.main_thread():
         return s.Solve(model)
     status: list = []
@@ -102,8 +102,9 @@ def run_solver(s, model) -> int:
             helper.join(0.05)
             interrupts.check()  # a signal deferred by the caller is honoured here too
     except KeyboardInterrupt:
-        s.StopSearch()
-        helper.join()
+        while helper.is_alive():  # again and again: a stop asked before the solve began is not kept
+            s.StopSearch()
+            helper.join(0.05)
         raise
     if failed:
         raise failed[0]

@@ -639,8 +639,8 @@ MCUD_INLINE void mcud_conv_fast_pairs(const int16_t *cols, int32_t i0, int32_t n
  * (4 * kpad bytes) are read from flash once per tile and then from the data cache where it holds them, instead of
  * once per pair of pixels with every other channel's weights between (mcud_conv_fast_pairs). The pair's constants
  * are read before its weights and kept on the stack. Pixel i writes channel oc at yo[i] + oc * ysc. */
-MCUD_INLINE void mcud_conv_fast_tile(const int16_t *cols, int32_t m, int8_t *const *yo, int32_t oc_n, int32_t ysc,
-                                     const mcud_conv_s8_fast_params *p)
+MCUD_INLINE void mcud_conv_fast_tile(const int16_t *cols, int32_t m, int8_t *const *yo, int8_t *y0, int32_t ysw,
+                                     int32_t flat, int32_t oc_n, int32_t ysc, const mcud_conv_s8_fast_params *p)
 {
     const int32_t q = p->kpad / 4;
     const int32_t has_rq = p->rq != NULL; /* a constant once inlined */
@@ -657,24 +657,26 @@ MCUD_INLINE void mcud_conv_fast_tile(const int16_t *cols, int32_t m, int8_t *con
             int32_t a00 = k[0], a01 = k[MCUD_FAST_RQ], a10 = k[0], a11 = k[MCUD_FAST_RQ];
             int32_t a20 = k[0], a21 = k[MCUD_FAST_RQ], a30 = k[0], a31 = k[MCUD_FAST_RQ];
             MCUD_QUADS_ALL();
+            int8_t *o0 = flat ? y0 + i * ysw : yo[i], *o1 = flat ? y0 + (i + 1) * ysw : yo[i + 1];
+            int8_t *o2 = flat ? y0 + (i + 2) * ysw : yo[i + 2], *o3 = flat ? y0 + (i + 3) * ysw : yo[i + 3];
             if (has_rq) {
-                yo[i][oc * ysc] = mcud_conv_fast_out_rq(a00, k[1], k[2], k[3], p);
-                yo[i + 1][oc * ysc] = mcud_conv_fast_out_rq(a10, k[1], k[2], k[3], p);
-                yo[i + 2][oc * ysc] = mcud_conv_fast_out_rq(a20, k[1], k[2], k[3], p);
-                yo[i + 3][oc * ysc] = mcud_conv_fast_out_rq(a30, k[1], k[2], k[3], p);
-                yo[i][(oc + 1) * ysc] = mcud_conv_fast_out_rq(a01, k[5], k[6], k[7], p);
-                yo[i + 1][(oc + 1) * ysc] = mcud_conv_fast_out_rq(a11, k[5], k[6], k[7], p);
-                yo[i + 2][(oc + 1) * ysc] = mcud_conv_fast_out_rq(a21, k[5], k[6], k[7], p);
-                yo[i + 3][(oc + 1) * ysc] = mcud_conv_fast_out_rq(a31, k[5], k[6], k[7], p);
+                o0[oc * ysc] = mcud_conv_fast_out_rq(a00, k[1], k[2], k[3], p);
+                o1[oc * ysc] = mcud_conv_fast_out_rq(a10, k[1], k[2], k[3], p);
+                o2[oc * ysc] = mcud_conv_fast_out_rq(a20, k[1], k[2], k[3], p);
+                o3[oc * ysc] = mcud_conv_fast_out_rq(a30, k[1], k[2], k[3], p);
+                o0[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a01, k[5], k[6], k[7], p);
+                o1[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a11, k[5], k[6], k[7], p);
+                o2[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a21, k[5], k[6], k[7], p);
+                o3[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a31, k[5], k[6], k[7], p);
             } else {
-                yo[i][oc * ysc] = mcud_conv_fast_out(a00, oc, p);
-                yo[i + 1][oc * ysc] = mcud_conv_fast_out(a10, oc, p);
-                yo[i + 2][oc * ysc] = mcud_conv_fast_out(a20, oc, p);
-                yo[i + 3][oc * ysc] = mcud_conv_fast_out(a30, oc, p);
-                yo[i][(oc + 1) * ysc] = mcud_conv_fast_out(a01, oc + 1, p);
-                yo[i + 1][(oc + 1) * ysc] = mcud_conv_fast_out(a11, oc + 1, p);
-                yo[i + 2][(oc + 1) * ysc] = mcud_conv_fast_out(a21, oc + 1, p);
-                yo[i + 3][(oc + 1) * ysc] = mcud_conv_fast_out(a31, oc + 1, p);
+                o0[oc * ysc] = mcud_conv_fast_out(a00, oc, p);
+                o1[oc * ysc] = mcud_conv_fast_out(a10, oc, p);
+                o2[oc * ysc] = mcud_conv_fast_out(a20, oc, p);
+                o3[oc * ysc] = mcud_conv_fast_out(a30, oc, p);
+                o0[(oc + 1) * ysc] = mcud_conv_fast_out(a01, oc + 1, p);
+                o1[(oc + 1) * ysc] = mcud_conv_fast_out(a11, oc + 1, p);
+                o2[(oc + 1) * ysc] = mcud_conv_fast_out(a21, oc + 1, p);
+                o3[(oc + 1) * ysc] = mcud_conv_fast_out(a31, oc + 1, p);
             }
         }
     }
@@ -753,7 +755,7 @@ MCUD_INLINE void mcud_conv_fast_blocks(const mcud_view *x, const mcud_view *w, c
                     oh++;
                 }
             }
-            mcud_conv_fast_tile(cols, m, yt, Y.c, Y.sc, p);
+            mcud_conv_fast_tile(cols, m, yt, yt[0], Y.sw, flat, Y.c, Y.sc, p);
             left -= m;
         }
         for (; left > 0; left -= MCUD_CONV_FAST_PIXELS) {

@@ -361,20 +361,24 @@ def _objects(spec: dict, build_dir: Path) -> list[Path]:
         if compilers.compile(cc, cflags, incs, src, target) and cached:
             os.replace(target, obj)
 
-    pool = ThreadPoolExecutor(max_workers=max(os.cpu_count() or 1, 2))
-    futures = [pool.submit(run, job) for job in jobs]
-    try:
-        while wait_futures(futures, timeout=0.05).not_done:
-            interrupts.check()  # a signal deferred by the caller ends the build
-        for f in futures:
-            f.result()
-    except BaseException:  # an interrupt or a failed compile: the other compilers stop at once
-        for f in futures:
-            f.cancel()
-        compilers.stop()
-        raise
-    finally:
-        pool.shutdown(wait=True)
+    # Signals are deferred here and honoured at check(), between waits: a KeyboardInterrupt raised inside wait()
+    # while it held a future's lock left the lock held, and the pool's shutdown then waited for ever on a worker
+    # that wanted it (seen once in CI, reproduced by a SIGINT 2.7 s into `measure` on a loaded machine).
+    with interrupts.deferred():
+        pool = ThreadPoolExecutor(max_workers=max(os.cpu_count() or 1, 2))
+        futures = [pool.submit(run, job) for job in jobs]
+        try:
+            while wait_futures(futures, timeout=0.05).not_done:
+                interrupts.check()  # a signal (deferred here or by the caller) ends the build
+            for f in futures:
+                f.result()
+        except BaseException:  # an interrupt or a failed compile: the other compilers stop at once
+            for f in futures:
+                f.cancel()
+            compilers.stop()
+            raise
+        finally:
+            pool.shutdown(wait=True)
     return objs
 
 
