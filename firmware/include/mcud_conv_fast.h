@@ -402,6 +402,21 @@ MCUD_INLINE void mcud_conv_fast_gemm4(const int16_t *cols, int8_t *const *yp, in
         } \
     } while (0)
 
+/* The block's eight sums of channels oc and oc + 1 (a<pixel><channel>) through mcud_conv_fast_out, pixel i's at oi. */
+MCUD_INLINE void mcud_conv_fast_out8(int32_t a00, int32_t a10, int32_t a20, int32_t a30, int32_t a01, int32_t a11,
+                                     int32_t a21, int32_t a31, int8_t *o0, int8_t *o1, int8_t *o2, int8_t *o3,
+                                     int32_t oc, int32_t ysc, const mcud_conv_s8_fast_params *p)
+{
+    o0[oc * ysc] = mcud_conv_fast_out(a00, oc, p);
+    o1[oc * ysc] = mcud_conv_fast_out(a10, oc, p);
+    o2[oc * ysc] = mcud_conv_fast_out(a20, oc, p);
+    o3[oc * ysc] = mcud_conv_fast_out(a30, oc, p);
+    o0[(oc + 1) * ysc] = mcud_conv_fast_out(a01, oc + 1, p);
+    o1[(oc + 1) * ysc] = mcud_conv_fast_out(a11, oc + 1, p);
+    o2[(oc + 1) * ysc] = mcud_conv_fast_out(a21, oc + 1, p);
+    o3[(oc + 1) * ysc] = mcud_conv_fast_out(a31, oc + 1, p);
+}
+
 /* The last output channel of an odd count (oc) for n (1 or 2) pixels of the scratch from column i0: four weights a
  * group, the channel's int16 weights after every pair's. */
 MCUD_INLINE void mcud_conv_fast_last(const int16_t *cols, int32_t i0, int32_t n, int8_t *y0, int8_t *y1, int32_t oc,
@@ -577,14 +592,7 @@ MCUD_INLINE void mcud_conv_fast_quads(const int16_t *cols, int8_t *const *yo, in
             MCUD_AFTER_STORES(a31);
             o3[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a31, mult, k, r1, p);
         } else {
-            o0[oc * ysc] = mcud_conv_fast_out(a00, oc, p);
-            o1[oc * ysc] = mcud_conv_fast_out(a10, oc, p);
-            o2[oc * ysc] = mcud_conv_fast_out(a20, oc, p);
-            o3[oc * ysc] = mcud_conv_fast_out(a30, oc, p);
-            o0[(oc + 1) * ysc] = mcud_conv_fast_out(a01, oc + 1, p);
-            o1[(oc + 1) * ysc] = mcud_conv_fast_out(a11, oc + 1, p);
-            o2[(oc + 1) * ysc] = mcud_conv_fast_out(a21, oc + 1, p);
-            o3[(oc + 1) * ysc] = mcud_conv_fast_out(a31, oc + 1, p);
+            mcud_conv_fast_out8(a00, a10, a20, a30, a01, a11, a21, a31, o0, o1, o2, o3, oc, ysc, p);
         }
     }
     if (oc < oc_n) {
@@ -669,14 +677,7 @@ MCUD_INLINE void mcud_conv_fast_tile(const int16_t *cols, int32_t m, int8_t *con
                 o2[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a21, k[5], k[6], k[7], p);
                 o3[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a31, k[5], k[6], k[7], p);
             } else {
-                o0[oc * ysc] = mcud_conv_fast_out(a00, oc, p);
-                o1[oc * ysc] = mcud_conv_fast_out(a10, oc, p);
-                o2[oc * ysc] = mcud_conv_fast_out(a20, oc, p);
-                o3[oc * ysc] = mcud_conv_fast_out(a30, oc, p);
-                o0[(oc + 1) * ysc] = mcud_conv_fast_out(a01, oc + 1, p);
-                o1[(oc + 1) * ysc] = mcud_conv_fast_out(a11, oc + 1, p);
-                o2[(oc + 1) * ysc] = mcud_conv_fast_out(a21, oc + 1, p);
-                o3[(oc + 1) * ysc] = mcud_conv_fast_out(a31, oc + 1, p);
+                mcud_conv_fast_out8(a00, a10, a20, a30, a01, a11, a21, a31, o0, o1, o2, o3, oc, ysc, p);
             }
         }
     }
