@@ -873,71 +873,137 @@ MCUD_INLINE void mcud_conv_direct_edge(const int8_t *xn, const mcud_fast_dims *X
     }
 }
 
-/* Four adjacent pixels of a row (stride 1) of a 3-wide kernel (dilation 1) whose windows are
- * inside, input rows contiguous: for pixel i, taps (0, 2) are one pair and tap 1 one half, all
- * from two words x[0..3] and x[2..5] of each input row: (x0, x2) (x1, x3) (x2, x4) (x3, x5).
- * p->w3 holds each kernel row as [w0 w1 w2 0], so sxtb16 gives (w0, w2) and its ror8 (w1, 0). */
-MCUD_INLINE void mcud_conv_direct_row3(const int8_t *x0, const mcud_fast_dims *X, int32_t kh_n, int32_t dh,
-                                       int8_t *y0, int32_t oc_n, int32_t ysc, int32_t ysw,
-                                       const mcud_conv_s8_fast_params *p)
+/* Output channel oc's sums over input channels [c0, c0 + c_n) for four adjacent pixels of a row (stride 1) of a
+ * 3-wide kernel (dilation 1), added to a[0..3]: x0 is channel c0's window of the first pixel, its rows dh apart and
+ * its channels sc apart, each row's bytes contiguous. For pixel i, taps (0, 2) are one pair and tap 1 one half, all
+ * from two words x[0..3] and x[2..5] of each input row: (x0, x2) (x1, x3) (x2, x4) (x3, x5). p->w3 holds each kernel
+ * row as [w0 w1 w2 0], so sxtb16 gives (w0, w2) and its ror8 (w1, 0). */
+MCUD_INLINE void mcud_conv_direct_row3(const int8_t *x0, int32_t sc, int32_t c0, int32_t c_n, int32_t c_all,
+                                       int32_t kh_n, int32_t dh, int32_t oc, const mcud_conv_s8_fast_params *p,
+                                       int32_t *a)
 {
-    const int8_t *wq = p->w3;
-    for (int32_t oc = 0; oc < oc_n; oc++) {
-        int32_t a0 = p->bias[oc], a1 = a0, a2 = a0, a3 = a0;
-        for (int32_t c = 0; c < X->c; c++) {
-            const int8_t *xr = x0 + c * X->sc;
-            for (int32_t kh = 0; kh < kh_n; kh++, xr += dh, wq += 4) {
-                uint32_t v = mcud_load32(wq);
-                uint32_t w02 = mcud_sxtb16(v), w1 = mcud_sxtb16_ror8(v);
-                uint32_t lo = mcud_load32(xr), hi = mcud_load32(xr + 2);
-                uint32_t e0 = mcud_sxtb16(lo), o0 = mcud_sxtb16_ror8(lo);
-                a0 = mcud_smlad(e0, w02, a0);
-                a0 = mcud_smlabb(o0, w1, a0);
-                a1 = mcud_smlad(o0, w02, a1);
-                a1 = mcud_smlatb(e0, w1, a1);
-                a2 = mcud_smlatb(o0, w1, a2);
-                uint32_t e2 = mcud_sxtb16(hi), o2 = mcud_sxtb16_ror8(hi);
-                a2 = mcud_smlad(e2, w02, a2);
-                a3 = mcud_smlad(o2, w02, a3);
-                a3 = mcud_smlatb(e2, w1, a3);
-            }
+    const int8_t *wq = p->w3 + (oc * c_all + c0) * kh_n * 4;
+    int32_t a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+    for (int32_t c = 0; c < c_n; c++) {
+        const int8_t *xr = x0 + c * sc;
+        MCUD_UNROLL /* the kernel's height a constant: no loop per row */
+        for (int32_t kh = 0; kh < kh_n; kh++) {
+#if MCUD_HAVE_DSP && defined(__GNUC__)
+            /* the same sums in eleven registers (GCC 12 spilled the unrolled C's temporaries to the stack), each unpacking
+             * two instructions before its use: the Cortex-M7 issues them beside the multiplies (estimate/dual.py) */
+            uint32_t v, w02, lo, hi, e;
+            __asm__("ldr %[v], %[mw]\n\t"
+                    "ldr %[lo], %[mlo]\n\t"
+                    "ldr %[hi], %[mhi]\n\t"
+                    "sxtb16 %[w02], %[v]\n\t"
+                    "sxtb16 %[e], %[lo]\n\t"
+                    "sxtb16 %[v], %[v], ror #8\n\t"
+                    "smlad %[a0], %[e], %[w02], %[a0]\n\t"
+                    "sxtb16 %[lo], %[lo], ror #8\n\t"
+                    "smlatb %[a1], %[e], %[v], %[a1]\n\t"
+                    "sxtb16 %[e], %[hi]\n\t"
+                    "smlabb %[a0], %[lo], %[v], %[a0]\n\t"
+                    "smlad %[a1], %[lo], %[w02], %[a1]\n\t"
+                    "sxtb16 %[hi], %[hi], ror #8\n\t"
+                    "smlatb %[a2], %[lo], %[v], %[a2]\n\t"
+                    "smlad %[a2], %[e], %[w02], %[a2]\n\t"
+                    "smlatb %[a3], %[e], %[v], %[a3]\n\t"
+                    "smlad %[a3], %[hi], %[w02], %[a3]"
+                    : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [v] "=&r"(v), [w02] "=&r"(w02),
+                      [lo] "=&r"(lo), [hi] "=&r"(hi), [e] "=&r"(e)
+                    : [mw] "m"(*(const mcud_col_word *)(wq + 4 * kh)),
+                      [mlo] "m"(*(const mcud_col_word *)(xr + kh * dh)),
+                      [mhi] "m"(*(const mcud_col_word *)(xr + kh * dh + 2)));
+#else
+            uint32_t v = mcud_load32(wq + 4 * kh);
+            uint32_t w02 = mcud_sxtb16(v), w1 = mcud_sxtb16_ror8(v);
+            uint32_t lo = mcud_load32(xr + kh * dh), hi = mcud_load32(xr + kh * dh + 2);
+            uint32_t e0 = mcud_sxtb16(lo), o0 = mcud_sxtb16_ror8(lo);
+            a0 = mcud_smlad(e0, w02, a0);
+            a0 = mcud_smlabb(o0, w1, a0);
+            a1 = mcud_smlad(o0, w02, a1);
+            a1 = mcud_smlatb(e0, w1, a1);
+            a2 = mcud_smlatb(o0, w1, a2);
+            uint32_t e2 = mcud_sxtb16(hi), o2 = mcud_sxtb16_ror8(hi);
+            a2 = mcud_smlad(e2, w02, a2);
+            a3 = mcud_smlad(o2, w02, a3);
+            a3 = mcud_smlatb(e2, w1, a3);
+#endif
         }
-        y0[oc * ysc] = mcud_conv_fast_out(a0, oc, p);
-        y0[oc * ysc + ysw] = mcud_conv_fast_out(a1, oc, p);
-        y0[oc * ysc + 2 * ysw] = mcud_conv_fast_out(a2, oc, p);
-        y0[oc * ysc + 3 * ysw] = mcud_conv_fast_out(a3, oc, p);
+        wq += 4 * kh_n;
     }
+    a[0] = a0;
+    a[1] = a1;
+    a[2] = a2;
+    a[3] = a3;
 }
 
-/* Four adjacent pixels of a row whose windows are inside the input (x0: the first one's window). */
-MCUD_INLINE void mcud_conv_direct_block4(const int8_t *x0, const mcud_fast_dims *X, const int8_t *wd,
-                                         const mcud_fast_dims *W, int32_t dh, int32_t dw, int32_t step, int8_t *y0,
-                                         const mcud_fast_dims *Y, const mcud_conv_s8_fast_params *p)
+/* The same for any kernel, stride and dilation: pixel i's window at x0 + i * step, its taps dw apart along a row. */
+MCUD_INLINE void mcud_conv_direct_sums4(const int8_t *x0, int32_t sc, int32_t c0, int32_t c_n, int32_t dh, int32_t dw,
+                                        int32_t step, int32_t oc, const int8_t *wd, const mcud_fast_dims *W,
+                                        int32_t *a)
 {
-    if (p->w3 != NULL && X->sw == 1) {
-        mcud_conv_direct_row3(x0, X, W->h, dh, y0, Y->c, Y->sc, Y->sw, p);
-        return;
-    }
-    for (int32_t oc = 0; oc < Y->c; oc++) {
-        uint32_t a0 = (uint32_t)p->bias[oc], a1 = a0, a2 = a0, a3 = a0;
-        for (int32_t c = 0; c < X->c; c++) {
-            for (int32_t kh = 0; kh < W->h; kh++) {
-                const int8_t *wr = wd + oc * W->sn + c * W->sc + kh * W->sh;
-                const int8_t *xr = x0 + c * X->sc + kh * dh;
-                MCUD_UNROLL
-                for (int32_t kw = 0; kw < W->w; kw++) {
-                    int32_t wv = wr[kw * W->sw];
-                    a0 += (uint32_t)(xr[kw * dw] * wv);
-                    a1 += (uint32_t)(xr[kw * dw + step] * wv);
-                    a2 += (uint32_t)(xr[kw * dw + 2 * step] * wv);
-                    a3 += (uint32_t)(xr[kw * dw + 3 * step] * wv);
-                }
+    uint32_t a0 = (uint32_t)a[0], a1 = (uint32_t)a[1], a2 = (uint32_t)a[2], a3 = (uint32_t)a[3];
+    for (int32_t c = 0; c < c_n; c++) {
+        for (int32_t kh = 0; kh < W->h; kh++) {
+            const int8_t *wr = wd + oc * W->sn + (c0 + c) * W->sc + kh * W->sh;
+            const int8_t *xr = x0 + c * sc + kh * dh;
+            MCUD_UNROLL
+            for (int32_t kw = 0; kw < W->w; kw++) {
+                int32_t wv = wr[kw * W->sw];
+                a0 += (uint32_t)(xr[kw * dw] * wv);
+                a1 += (uint32_t)(xr[kw * dw + step] * wv);
+                a2 += (uint32_t)(xr[kw * dw + 2 * step] * wv);
+                a3 += (uint32_t)(xr[kw * dw + 3 * step] * wv);
             }
         }
-        y0[oc * Y->sc] = mcud_conv_fast_out((int32_t)a0, oc, p);
-        y0[oc * Y->sc + Y->sw] = mcud_conv_fast_out((int32_t)a1, oc, p);
-        y0[oc * Y->sc + 2 * Y->sw] = mcud_conv_fast_out((int32_t)a2, oc, p);
-        y0[oc * Y->sc + 3 * Y->sw] = mcud_conv_fast_out((int32_t)a3, oc, p);
+    }
+    a[0] = (int32_t)a0;
+    a[1] = (int32_t)a1;
+    a[2] = (int32_t)a2;
+    a[3] = (int32_t)a3;
+}
+
+/* Output channel oc's sums over input channels [c0, c0 + c_n) of four adjacent pixels of a row whose windows start at
+ * x0 (channel c0's), added to a: mcud_conv_direct_row3 where its weights exist and the rows' bytes are contiguous. */
+MCUD_INLINE void mcud_conv_direct_acc4(const int8_t *x0, int32_t sc, int32_t sw, int32_t c0, int32_t c_n,
+                                       int32_t c_all, int32_t dh, int32_t dw, int32_t step, int32_t oc,
+                                       const int8_t *wd, const mcud_fast_dims *W, const mcud_conv_s8_fast_params *p,
+                                       int32_t *a)
+{
+    if (p->w3 != NULL && sw == 1) {
+        mcud_conv_direct_row3(x0, sc, c0, c_n, c_all, W->h, dh, oc, p, a);
+        return;
+    }
+    mcud_conv_direct_sums4(x0, sc, c0, c_n, dh, dw, step, oc, wd, W, a);
+}
+
+MCUD_INLINE void mcud_conv_direct_store4(const int32_t *a, int8_t *y0, int32_t oc, const mcud_fast_dims *Y,
+                                         const mcud_conv_s8_fast_params *p)
+{
+    y0[oc * Y->sc] = mcud_conv_fast_out(a[0], oc, p);
+    y0[oc * Y->sc + Y->sw] = mcud_conv_fast_out(a[1], oc, p);
+    y0[oc * Y->sc + 2 * Y->sw] = mcud_conv_fast_out(a[2], oc, p);
+    y0[oc * Y->sc + 3 * Y->sw] = mcud_conv_fast_out(a[3], oc, p);
+}
+
+/* The windows of four adjacent pixels of a row, input channels [c0, c0 + c_n), copied into strip with the input zero
+ * point where they leave the input: per channel and kernel row `span` bytes, the row's taps for the four pixels
+ * (ih: the first kernel row's input row, iw: the first pixel's first input column). */
+MCUD_INLINE void mcud_conv_direct_strip(const int8_t *xn, const mcud_fast_dims *X, int32_t kh_n, int32_t span,
+                                        int32_t c0, int32_t c_n, int32_t ih, int32_t iw,
+                                        const mcud_conv_s8_fast_params *p, int8_t *strip)
+{
+    const int8_t zx = (int8_t)p->in_zero_point;
+    for (int32_t c = 0; c < c_n; c++) {
+        for (int32_t kh = 0; kh < kh_n; kh++, strip += span) {
+            const int32_t r = ih + kh * p->dilation[0];
+            const int8_t *xr = xn + (c0 + c) * X->sc + r * X->sh;
+            for (int32_t j = 0; j < span; j++) {
+                strip[j] = (uint32_t)r < (uint32_t)X->h && (uint32_t)(iw + j) < (uint32_t)X->w ? xr[(iw + j) * X->sw]
+                                                                                              : zx;
+            }
+        }
     }
 }
 
@@ -945,10 +1011,16 @@ MCUD_INLINE void mcud_conv_direct_block4(const int8_t *x0, const mcud_fast_dims 
  * peak (mcudeploy.memory.lifetimes.fit_scratch). Where mcud_conv_s8_fast's columns are small (kpad up to 64:
  * a first layer on few channels, a pointwise one on up to 64) they go on the stack, MCUD_DIRECT_COLS bytes,
  * and the layer runs as mcud_conv_s8_fast: a few hundred bytes of arena are not worth a slower kernel. Else
- * straight from the input, one multiply-accumulate per instruction (there is nowhere to keep packed pairs). Four pixels of one row at a time where
- * their windows are inside the input (each weight loaded once for four MACs, the offsets constant),
- * pixel by pixel elsewhere (edges: only the taps inside, with p->bias_raw, the unfolded bias).
- * Same params as mcud_conv_s8_fast; the weights come from w. Sums modulo 2^32, like SMLAD. */
+ * straight from the input, four pixels of a row at a time (each weight loaded once for four pixels, the offsets
+ * constant; a row's last block ends at its last pixel, over pixels already written with the same values: this
+ * kernel never runs in place). A block whose windows leave the input (padding) reads them from a strip on the
+ * stack, MCUD_DIRECT_COLS bytes, that holds the input zero point outside the input, so that it too runs with the
+ * folded bias and no bounds checks: the whole block's channels at once where they fit, else as many as fit, again
+ * for each output channel. So does a block of an input whose rows are not contiguous, where the pair-packed row
+ * kernel (p->w3) can then take it and one strip holds every channel. Pixel by pixel only where not even one channel
+ * of a block's windows fits the strip, or a row is narrower than four pixels (only the taps inside, with
+ * p->bias_raw, the unfolded bias). Same params as mcud_conv_s8_fast; the weights come from w. Sums modulo 2^32,
+ * like SMLAD. */
 MCUD_INLINE void mcud_conv_s8_direct(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
                                      const mcud_conv_s8_fast_params *p)
 {
@@ -961,45 +1033,59 @@ MCUD_INLINE void mcud_conv_s8_direct(const mcud_view *x, const mcud_view *w, con
         return;
     }
 #endif
+    uint32_t on_stack[MCUD_DIRECT_COLS / 4]; /* the columns, or a block's strip */
     if (MCUD_CONV_FAST_PIXELS * 2 * p->kpad <= MCUD_DIRECT_COLS) { /* the columns fit on the stack */
-        uint32_t cols[MCUD_DIRECT_COLS / 4];
-        mcud_conv_fast_blocks(x, w, y, p, (int16_t *)cols);
+        mcud_conv_fast_blocks(x, w, y, p, (int16_t *)on_stack);
         return;
     }
+    /* a block's strip: per channel and kernel row the input columns of its four windows */
+    const int32_t span = 3 * p->stride[1] + (W.w - 1) * p->dilation[1] + 1;
+    const int32_t per_c = W.h * span;
+    const int32_t strip_c = per_c <= MCUD_DIRECT_COLS ? (MCUD_DIRECT_COLS / per_c < X.c ? MCUD_DIRECT_COLS / per_c : X.c)
+                                                      : 0; /* channels a strip holds */
+    int8_t *strip = (int8_t *)on_stack;
     for (int32_t n = 0; n < Y.n; n++) {
         const int8_t *xn = (const int8_t *)x->data + n * X.sn;
         int8_t *yn = (int8_t *)y->data + n * Y.sn;
         for (int32_t oh = 0; oh < Y.h; oh++) {
-            int32_t ih = oh * p->stride[0] - p->pad[0];
-            int32_t rows_in = p->inside || (ih >= 0 && ih + (W.h - 1) * p->dilation[0] < X.h);
-            int32_t ow = 0;
-            for (; ow < Y.w; ow++) { /* left edge, pixel by pixel */
-                int32_t iw = ow * p->stride[1] - p->pad[1];
-                if (rows_in && (p->inside || iw >= 0)) {
-                    break;
+            const int32_t ih = oh * p->stride[0] - p->pad[0];
+            const int32_t rows_in = p->inside || (ih >= 0 && ih + (W.h - 1) * p->dilation[0] < X.h);
+            for (int32_t ow = 0; Y.w >= 4 && ow < Y.w; ow += 4) {
+                const int32_t s = ow + 4 <= Y.w ? ow : Y.w - 4;
+                const int32_t iw = s * p->stride[1] - p->pad[1];
+                int8_t *y0 = yn + oh * Y.sh + s * Y.sw;
+                const int32_t in = p->inside || (rows_in && iw >= 0 && iw + span <= X.w);
+                const int32_t row_strip = p->w3 != NULL && X.sw != 1 && strip_c == X.c; /* all channels, once */
+                if (in && !row_strip) {
+                    const int8_t *x0 = xn + ih * X.sh + iw * X.sw;
+                    for (int32_t oc = 0; oc < Y.c; oc++) {
+                        int32_t a[4] = {p->bias[oc], p->bias[oc], p->bias[oc], p->bias[oc]};
+                        mcud_conv_direct_acc4(x0, X.sc, X.sw, 0, X.c, X.c, dh, dw, step, oc, wd, &W, p, a);
+                        mcud_conv_direct_store4(a, y0, oc, &Y, p);
+                    }
+                    continue;
                 }
-                mcud_conv_direct_edge(xn, &X, wd, &W, ih, iw, yn + oh * Y.sh + ow * Y.sw, Y.c, Y.sc, p);
+                if (strip_c == 0) { /* not one channel fits: pixel by pixel */
+                    for (int32_t i = 0; i < 4; i++) {
+                        mcud_conv_direct_edge(xn, &X, wd, &W, ih, iw + i * p->stride[1], y0 + i * Y.sw, Y.c, Y.sc, p);
+                    }
+                    continue;
+                }
+                for (int32_t oc = 0; oc < Y.c; oc++) {
+                    int32_t a[4] = {p->bias[oc], p->bias[oc], p->bias[oc], p->bias[oc]};
+                    for (int32_t c0 = 0; c0 < X.c; c0 += strip_c) {
+                        const int32_t c_n = X.c - c0 < strip_c ? X.c - c0 : strip_c;
+                        if (oc == 0 || strip_c < X.c) { /* one strip for every output channel where it holds all */
+                            mcud_conv_direct_strip(xn, &X, W.h, span, c0, c_n, ih, iw, p, strip);
+                        }
+                        mcud_conv_direct_acc4(strip, per_c, 1, c0, c_n, X.c, span, p->dilation[1], p->stride[1], oc,
+                                              wd, &W, p, a);
+                    }
+                    mcud_conv_direct_store4(a, y0, oc, &Y, p);
+                }
             }
-            /* blocks of four pixels whose windows are inside; where fewer than four are left inside, one
-             * block ending at the last of them, over pixels already written (the same values again: this
-             * kernel never runs in place) */
-            const int32_t first = ow;
-            while (ow < Y.w) {
-                int32_t t = 0;
-                while (t < 4 && ow + t < Y.w &&
-                       (p->inside || (ow + t) * p->stride[1] - p->pad[1] + (W.w - 1) * p->dilation[1] < X.w)) {
-                    t++;
-                }
-                const int32_t s = ow + t - 4;
-                if (t == 0 || s < first) {
-                    break;
-                }
-                const int8_t *x0 = xn + ih * X.sh + (s * p->stride[1] - p->pad[1]) * X.sw;
-                mcud_conv_direct_block4(x0, &X, wd, &W, dh, dw, step, yn + oh * Y.sh + s * Y.sw, &Y, p);
-                ow += t;
-            }
-            for (; ow < Y.w; ow++) { /* the rest of the row, pixel by pixel */
-                int32_t iw = ow * p->stride[1] - p->pad[1];
+            for (int32_t ow = 0; Y.w < 4 && ow < Y.w; ow++) { /* a row narrower than a block */
+                const int32_t iw = ow * p->stride[1] - p->pad[1];
                 mcud_conv_direct_edge(xn, &X, wd, &W, ih, iw, yn + oh * Y.sh + ow * Y.sw, Y.c, Y.sc, p);
             }
         }

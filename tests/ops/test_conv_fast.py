@@ -146,18 +146,25 @@ DIRECT_WIDE = [
     ("3x3_c8_w6", (1, 8, 4, 6), 3, (3, 3), {"pads": [0, 1, 0, 1]}),  # row3: 6 pixels, blocks at 1 and 1..4
     ("5x5_c3_s2", (1, 3, 13, 16), 4, (5, 5), {"strides": [1, 2], "pads": [2, 2, 2, 2]}),  # kpad 76, generic
     ("2x4_c9_dil", (1, 9, 7, 15), 2, (2, 4), {"dilations": [2, 1], "pads": [1, 0, 0, 3]}),  # kpad 72
+    ("3x3_c40_chunks", (1, 40, 5, 7), 3, (3, 3), {"pads": [1, 1, 1, 1]}),  # 28 channels a strip: two, per channel
+    ("3x3_c8_narrow", (1, 8, 5, 3), 2, (3, 3), {"pads": [1, 1, 1, 1]}),  # rows of three pixels: pixel by pixel
+    ("3x171_c1", (1, 1, 3, 200), 2, (3, 171), {"pads": [1, 1, 1, 1]}),  # a channel's strip 522 bytes: pixel by pixel
 ]
 
 
 @needs_gcc
 @pytest.mark.parametrize("case", DIRECT_WIDE, ids=[c[0] for c in DIRECT_WIDE])
-def test_direct_kernel_beyond_stack_columns_is_bit_exact(tmp_path, case):
-    """mcud_conv_s8_direct where its columns would not fit MCUD_DIRECT_COLS (512 bytes of stack)."""
+@pytest.mark.parametrize("layout", ["nchw", "channels_last"])
+def test_direct_kernel_beyond_stack_columns_is_bit_exact(tmp_path, case, layout):
+    """mcud_conv_s8_direct where its columns would not fit MCUD_DIRECT_COLS (512 bytes of stack): blocks inside the
+    input from the input, blocks at its edges (and, where an input's rows are not contiguous, every block the row
+    kernel can take) through the zero-point strip, in chunks of channels where a block's channels do not fit it."""
     _, x_shape, cout, kernel, attrs = case
     graph, node, values = int8_conv(x_shape, cout, kernel, {**attrs, "scratch": 0}, seed=len(case[0]) + 7)
     call = registry.get("Conv").kernel(graph, node)
     assert call.fn == "mcud_conv_s8_direct" and 4 * 2 * field(call, "kpad") > 512
-    got = run_kernel(tmp_path, call, graph, values, {"x": Place(1), "y": Place(2)})[0]
+    x_place = Place(1, channels_last(len(x_shape)) if layout == "channels_last" else None)
+    got = run_kernel(tmp_path, call, graph, values, {"x": x_place, "y": Place(2)})[0]
     np.testing.assert_array_equal(got, run_reference(graph, [values["x"]])[0])
 
 
@@ -324,15 +331,18 @@ def test_fast_conv_on_qemu_equals_the_host(tmp_path, board):
     assert same, lines
 
 
-def _random_convs(rng, cin: int, arithmetic: str) -> Graph:
-    """One input and eight int8 Convs reading it, each its own output: random output channels (odd counts take the
-    last-channel path), kernels giving groups of taps odd and even in number, strides, pads, maps whose pixel count
-    leaves tails of one to three, and tiles of blocks or none."""
+FAST_KERNELS = [(1, 1), (1, 2), (2, 2), (3, 3), (1, 3), (3, 1), (2, 3), (1, 1)]
+
+
+def _random_convs(rng, cin: int, arithmetic: str, kernels=FAST_KERNELS, direct: bool = False) -> Graph:
+    """One input and an int8 Conv per kernel reading it, each its own output: random output channels (odd counts take
+    the last-channel path), kernels giving groups of taps odd and even in number, strides, pads, maps whose pixel
+    count leaves tails of one to three, and tiles of blocks or none; or, where direct, each without scratch (the
+    direct kernel), strides along W too."""
     h, w = (int(v) for v in rng.integers(3, 10, 2))
     s_x = 0.03
     tensors = [Tensor("x", (1, cin, h, w), "int8", "input", Quant((s_x,), (int(rng.integers(-20, 20)),)))]
     nodes, outputs = [], []
-    kernels = [(1, 1), (1, 2), (2, 2), (3, 3), (1, 3), (3, 1), (2, 3), (1, 1)]
     for k, kernel in enumerate(kernels):
         cout = int(rng.integers(1, 10))
         s_w = rng.uniform(0.002, 0.01, cout)
@@ -341,7 +351,9 @@ def _random_convs(rng, cin: int, arithmetic: str) -> Graph:
         tensors += [constant(f"w{k}", wt, Quant(tuple(s_w), (0,) * cout, 0)),
                     constant(f"b{k}", b, Quant(tuple(s_x * s_w), (0,) * cout, 0))]
         attrs = {"strides": [int(rng.integers(1, 3)), 1], "pads": [int(v) for v in rng.integers(0, 2, 4)]}
-        if rng.random() < 0.5:
+        if direct:
+            attrs.update(scratch=0, strides=[int(v) for v in rng.integers(1, 3, 2)])
+        elif rng.random() < 0.5:
             attrs["tile"] = 8
         node = Node(f"conv{k}", "Conv", ("x", f"w{k}", f"b{k}"), (f"y{k}",), attrs)
         partial = Graph("g", {t.name: t for t in tensors}, (), ("x",), (), arithmetic=arithmetic)
@@ -373,6 +385,32 @@ def test_random_fast_convs_on_qemu_equal_the_host(tmp_path, board, cin, arithmet
     assert {c.fn for c in calls} == {"mcud_conv_s8_fast"}
     assert any(dict(c.params.fields).get("blocks", 1) > 1 for c in calls)
     samples = check.random_inputs(compiled.graph, 3, seed=5)
+    result = run_on_board(compiled, samples, workdir=tmp_path / "p")
+    same, lines = compare_with_host(compiled, result.outputs, samples)
+    assert same, lines
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", ["qemu-m4", "qemu-m7"])
+@pytest.mark.parametrize("cin,arithmetic", [(12, "onnx"), (40, "tflite")])
+def test_random_direct_convs_on_qemu_equal_the_host(tmp_path, board, cin, arithmetic):
+    """The DSP path of mcud_conv_s8_direct beyond its stack columns (the pair-packed row kernel's sums in assembly, the
+    zero-point strip at the edges, in chunks of channels where forty do not fit it) on random convolutions, against
+    the host's C (itself bit for bit with the numpy reference, above)."""
+    missing = [t for t in ("qemu-system-arm", ARM) if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"needs {' and '.join(missing)}")
+    from mcudeploy import check
+    from mcudeploy.check.against_host import compare_with_host
+    from mcudeploy.device.runner import run_on_board
+
+    kernels = [(3, 3), (3, 3), (2, 3), (3, 2), (3, 4)]
+    graph = _random_convs(np.random.default_rng(cin + len(board)), cin, arithmetic, kernels, direct=True)
+    compiled = compile_graph(graph, board, name="direct", options=CompileOptions(scratch="keep"))
+    calls = [registry.get("Conv").kernel(compiled.graph, n) for n in compiled.graph.nodes if n.op == "Conv"]
+    assert {c.fn for c in calls} == {"mcud_conv_s8_direct"} and all(4 * 2 * field(c, "kpad") > 512 for c in calls)
+    assert any(field(c, "w3") != 0 for c in calls)
+    samples = check.random_inputs(compiled.graph, 3, seed=6)
     result = run_on_board(compiled, samples, workdir=tmp_path / "p")
     same, lines = compare_with_host(compiled, result.outputs, samples)
     assert same, lines
