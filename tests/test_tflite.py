@@ -101,6 +101,33 @@ def test_c_requantization_equals_numpy(tmp_path):
     assert np.array_equal(got[:, 0], want) and np.array_equal(got[:, 1], want)
 
 
+def test_c_doubled_requantization_equals_numpy(tmp_path):
+    """mcud_requant_tfl_2 (twice the accumulator, c = 2 k, rs = r1 + 1: the block kernels' form where rq2 is given)
+    on the host compiler, at the rounding ties too (mult 2^30, small accumulators), output zero point folded in."""
+    if shutil.which("gcc") is None:
+        pytest.skip("needs gcc")
+    rng = np.random.default_rng(11)
+    acc = np.concatenate([rng.integers(-2**30 + 1, 2**30, 3000), rng.integers(-3000, 3000, 3000), [-1, 0, 1]])
+    mult = rng.integers(2**30, 2**31, acc.size)
+    mult[::3] = 2**30
+    shift = rng.integers(33, 63, acc.size)
+    zy = rng.integers(-128, 128, acc.size)
+    k = (1 << (shift - 33)) + zy * (1 << (shift - 32))
+    keep = np.abs(2 * k) + 2**30 + 1 < 2**31  # _fast_rq2's condition
+    acc, mult, shift, zy, k = acc[keep], mult[keep], shift[keep], zy[keep], k[keep]
+    want = tflite_requantize(acc, mult, shift) + zy
+    src = tmp_path / "t.c"
+    src.write_text('#include <stdio.h>\n#include "mcud_conv_fast.h"\nint main(void){long a,m,c,s;'
+                   'while(scanf("%ld %ld %ld %ld",&a,&m,&c,&s)==4){printf("%d\\n",mcud_requant_tfl_2(2*a,m,c,s));}'
+                   'return 0;}\n')
+    exe = tmp_path / "t"
+    subprocess.run(["gcc", "-O2", "-I", str(ROOT / "firmware" / "include"), str(src), "-o", str(exe)], check=True)
+    text = "\n".join(f"{a} {m} {2 * c} {s - 31}" for a, m, c, s in zip(acc, mult, k, shift))
+    got = np.array(subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True).stdout.split(),
+                   dtype=np.int64)
+    assert acc.size > 3000 and np.array_equal(got, want)
+
+
 # ---------------------------------------------------------------- import
 
 

@@ -58,6 +58,10 @@ typedef struct {
                                channel MCUD_FAST_RQ values {bias, mult, k, r1} read in one go by the block kernels,
                                k being mcud_requant_tfl_k's k_hi with the output zero point folded in
                                (k_hi + (zy << r1), r1 = shift - 32), so the result needs no addition */
+    const int32_t *rq2;     /* or NULL: TFLite models with rq and w16 whose accumulators stay below 2^30 in magnitude: w16
+                               holds twice the weights and rq2 per output channel MCUD_FAST_RQ values {2 bias, mult,
+                               c, rs}, c = 2 k and rs = r1 + 1, for mcud_requant_tfl_2; the block kernels of w16
+                               take these in place of rq (mcud_fast_rq) */
     const int16_t *w16;     /* or NULL: the weights widened to int16 for the block kernels of the DSP and
                                portable paths (mcud_conv_fast_pairs), output channels in pairs: per pair and
                                group of four taps the first channel's four then the second's, the last channel of
@@ -220,11 +224,31 @@ MCUD_INLINE int8_t mcud_conv_fast_out(int32_t acc, int32_t oc, const mcud_conv_s
     return (int8_t)mcud_clamp(q + p->out_zero_point, p->act_min, p->act_max);
 }
 
-/* mcud_conv_fast_out through p->rq (rq: the channel's four values): the zero point is in k already. */
+/* mcud_requant_tfl_k's result from twice the accumulator, acc2 (w16 and the bias of p->rq2 doubled), with c = 2 k and
+ * rs = r1 + 1 (rq2's values): four instructions where it takes five. Why exact: TFLite's doubling high multiply,
+ * its nudge 1 - 2^30 for a negative product and its division truncating, is floor((acc mult + 2^30) / 2^31) for
+ * every product, which is SMMLAR's rounded high word of acc2 * mult; its rounding right shift by rs, half away from
+ * zero, is floor((h + 2^(rs-1) - [h < 0]) / 2^rs), and c = 2^(rs-1) + zy 2^rs brings the half and the output zero
+ * point in one addition. The accumulator's sign stands in for h's, as in mcud_requant_tfl_k: they differ only where
+ * h = 0, which gives zy either way. It needs |acc| < 2^30 (acc2 does not wrap) and |c| + 2^30 < 2^31 (the sum stays
+ * in int32): mcudeploy/ops/conv.py (_fast_rq2) gives rq2 only then. tests/ops/test_conv_fast.py checks it against
+ * TFLite's arithmetic at the rounding ties. */
+MCUD_INLINE int32_t mcud_requant_tfl_2(int32_t acc2, int32_t mult, int32_t c, int32_t rs)
+{
+    return (mcud_smmlar(acc2, mult, c) + (acc2 >> 31)) >> rs;
+}
+
+/* The per-channel constants of the w16 block kernels: p->rq2 where given (the weights doubled), else p->rq. */
+MCUD_INLINE const int32_t *mcud_fast_rq(const mcud_conv_s8_fast_params *p)
+{
+    return p->rq2 != NULL ? p->rq2 : p->rq;
+}
+
+/* mcud_conv_fast_out through mcud_fast_rq (rq: the channel's four values): the zero point is in k (or c) already. */
 MCUD_INLINE int8_t mcud_conv_fast_out_rq(int32_t acc, int32_t mult, int32_t k, int32_t r1,
                                          const mcud_conv_s8_fast_params *p)
 {
-    int32_t q = mcud_requant_tfl_k(acc, mult, k, r1);
+    int32_t q = p->rq2 != NULL ? mcud_requant_tfl_2(acc, mult, k, r1) : mcud_requant_tfl_k(acc, mult, k, r1);
     if (p->act_min == -128 && p->act_max == 127) {
         return (int8_t)mcud_sat8(q);
     }
@@ -425,7 +449,8 @@ MCUD_INLINE void mcud_conv_fast_last(const int16_t *cols, int32_t i0, int32_t n,
     const int32_t q = p->kpad / 4;
     const int16_t *wp = p->w16 + oc * p->kpad;
     const int16_t *c = cols + 4 * i0;
-    int32_t a0 = p->bias[oc], a1 = a0;
+    const int32_t *rq = mcud_fast_rq(p); /* with p->rq2, the only bias of the doubled weights */
+    int32_t a0 = rq != NULL ? rq[oc * MCUD_FAST_RQ] : p->bias[oc], a1 = a0;
     for (int32_t j = 0; j < q; j++) {
         uint32_t x0, x1, w0, w1;
         MCUD_LOAD_QUAD(w0, w1, wp, 0);
@@ -439,6 +464,14 @@ MCUD_INLINE void mcud_conv_fast_last(const int16_t *cols, int32_t i0, int32_t n,
         }
         wp += 4;
         c += 16;
+    }
+    if (rq != NULL) {
+        rq += oc * MCUD_FAST_RQ;
+        y0[oc * ysc] = mcud_conv_fast_out_rq(a0, rq[1], rq[2], rq[3], p);
+        if (n == 2) {
+            y1[oc * ysc] = mcud_conv_fast_out_rq(a1, rq[1], rq[2], rq[3], p);
+        }
+        return;
     }
     y0[oc * ysc] = mcud_conv_fast_out(a0, oc, p);
     if (n == 2) {
@@ -553,6 +586,58 @@ MCUD_INLINE void mcud_conv_fast_last(const int16_t *cols, int32_t i0, int32_t n,
     } while (0)
 #endif
 
+#if MCUD_HAVE_DSP && defined(__GNUC__)
+/* One output's requantization (mcud_requant_tfl_k, then SSAT: the range is int8's) of accumulator a, the channel's mult
+ * m and k in registers: the sum into h, then h shifted by register r and stored at o. */
+#define MCUD_RQ_ASM_SUM(a) \
+    "and %[t], %[" #a "], #0x80000000\n\t" \
+    "orr %[t], %[t], #0x40000000\n\t" \
+    "add %[h], %[k], %[" #a "], asr #31\n\t" \
+    "smlal %[t], %[h], %[" #a "], %[m]\n\t"
+#define MCUD_RQ_ASM_STORE(r, o) \
+    "asr %[h], %[h], %[" #r "]\n\t" \
+    "ssat %[h], #8, %[h]\n\t" \
+    "strb %[h], %[" #o "]\n\t"
+
+/* Four outputs of one channel (the block's four pixels, accumulators A0..A3, stored at O0..O3) from its MCUD_FAST_RQ
+ * values at byte offset off of rq: thirty instructions and ten registers. The shift is loaded into A0's register once
+ * A0 is used, so the other channel's four accumulators stay in registers beside these (GCC 12's C took 37 and spilled
+ * accumulators and pointers). */
+#define MCUD_RQ4_ASM(off, A0, A1, A2, A3, O0, O1, O2, O3) \
+    do { \
+        uint32_t m_, k_, t_, h_; \
+        __asm__("ldrd %[m], %[k], [%[rq], #" #off " + 4]\n\t" \
+                MCUD_RQ_ASM_SUM(q0) "ldr %[q0], [%[rq], #" #off " + 12]\n\t" MCUD_RQ_ASM_STORE(q0, y0) \
+                MCUD_RQ_ASM_SUM(q1) MCUD_RQ_ASM_STORE(q0, y1) MCUD_RQ_ASM_SUM(q2) MCUD_RQ_ASM_STORE(q0, y2) \
+                MCUD_RQ_ASM_SUM(q3) MCUD_RQ_ASM_STORE(q0, y3) \
+                : [q0] "+&r"(A0), [m] "=&r"(m_), [k] "=&r"(k_), [t] "=&r"(t_), [h] "=&r"(h_), [y0] "=m"(O0), \
+                  [y1] "=m"(O1), [y2] "=m"(O2), [y3] "=m"(O3) \
+                : [q1] "r"(A1), [q2] "r"(A2), [q3] "r"(A3), [rq] "r"(rq), \
+                  "m"(*(const int32_t(*)[2 * MCUD_FAST_RQ])rq)); \
+    } while (0)
+
+/* The same through p->rq2 (the accumulators doubled, mcud_requant_tfl_2): five instructions an output, twenty-two a
+ * channel, eight registers. */
+#define MCUD_RQ2_ASM_ONE(a, r, o) \
+    "smmlar %[h], %[" #a "], %[m], %[k]\n\t" \
+    "add %[h], %[h], %[" #a "], asr #31\n\t" \
+    "asr %[h], %[h], %[" #r "]\n\t" \
+    "ssat %[h], #8, %[h]\n\t" \
+    "strb %[h], %[" #o "]\n\t"
+#define MCUD_RQ4_ASM2(off, A0, A1, A2, A3, O0, O1, O2, O3) \
+    do { \
+        uint32_t m_, k_, h_, s_; \
+        __asm__("ldrd %[m], %[k], [%[rq], #" #off " + 4]\n\t" \
+                "ldr %[s], [%[rq], #" #off " + 12]\n\t" \
+                MCUD_RQ2_ASM_ONE(q0, s, y0) MCUD_RQ2_ASM_ONE(q1, s, y1) MCUD_RQ2_ASM_ONE(q2, s, y2) \
+                MCUD_RQ2_ASM_ONE(q3, s, y3) \
+                : [m] "=&r"(m_), [k] "=&r"(k_), [h] "=&r"(h_), [s] "=&r"(s_), [y0] "=m"(O0), [y1] "=m"(O1), \
+                  [y2] "=m"(O2), [y3] "=m"(O3) \
+                : [q0] "r"(A0), [q1] "r"(A1), [q2] "r"(A2), [q3] "r"(A3), [rq] "r"(rq), \
+                  "m"(*(const int32_t(*)[2 * MCUD_FAST_RQ])rq)); \
+    } while (0)
+#endif
+
 /* The four pixels of the block at cols for every pair of output channels (an odd count's last channel:
  * mcud_conv_fast_pairs), with the int16 weights of p->w16: pixel i writes channel oc at yo[i] + oc * ysc, or, where
  * flat (a constant), at y0 + i * ysw + oc * ysc. The pair's constants are read after its sums, channel by channel. */
@@ -561,16 +646,31 @@ MCUD_INLINE void mcud_conv_fast_quads(const int16_t *cols, int8_t *const *yo, in
 {
     const int32_t q = p->kpad / 4;
     const int16_t *wp = p->w16;
-    const int32_t has_rq = p->rq != NULL; /* a constant once inlined */
+    const int32_t *const rq0 = mcud_fast_rq(p);
+    const int32_t has_rq = rq0 != NULL; /* a constant once inlined */
     int8_t *o0 = flat ? y0 : yo[0], *o1 = flat ? y0 + ysw : yo[1];
     int8_t *o2 = flat ? y0 + 2 * ysw : yo[2], *o3 = flat ? y0 + 3 * ysw : yo[3];
     int32_t oc = 0;
     for (; oc + 2 <= oc_n; oc += 2) {
         const int16_t *c = cols;
-        const int32_t *rq = has_rq ? p->rq + oc * MCUD_FAST_RQ : NULL;
+        const int32_t *rq = has_rq ? rq0 + oc * MCUD_FAST_RQ : NULL;
         int32_t b0 = has_rq ? rq[0] : p->bias[oc], b1 = has_rq ? rq[MCUD_FAST_RQ] : p->bias[oc + 1];
         int32_t a00 = b0, a01 = b1, a10 = b0, a11 = b1, a20 = b0, a21 = b1, a30 = b0, a31 = b1;
         MCUD_QUADS_ALL();
+#if MCUD_HAVE_DSP && defined(__GNUC__)
+        if (p->rq2 != NULL && p->act_min == -128 && p->act_max == 127) { /* in assembly: see MCUD_RQ4_ASM2 */
+            MCUD_RQ4_ASM2(0, a00, a10, a20, a30, o0[oc * ysc], o1[oc * ysc], o2[oc * ysc], o3[oc * ysc]);
+            MCUD_RQ4_ASM2(16, a01, a11, a21, a31, o0[(oc + 1) * ysc], o1[(oc + 1) * ysc], o2[(oc + 1) * ysc],
+                          o3[(oc + 1) * ysc]);
+            continue;
+        }
+        if (has_rq && p->act_min == -128 && p->act_max == 127) { /* in assembly: see MCUD_RQ4_ASM */
+            MCUD_RQ4_ASM(0, a00, a10, a20, a30, o0[oc * ysc], o1[oc * ysc], o2[oc * ysc], o3[oc * ysc]);
+            MCUD_RQ4_ASM(16, a01, a11, a21, a31, o0[(oc + 1) * ysc], o1[(oc + 1) * ysc], o2[(oc + 1) * ysc],
+                         o3[(oc + 1) * ysc]);
+            continue;
+        }
+#endif
         if (has_rq) { /* one output after another (eight at once would spill), each channel's constants read once */
             int32_t mult = rq[1], k = rq[2], r1 = rq[3];
             o0[oc * ysc] = mcud_conv_fast_out_rq(a00, mult, k, r1, p);
@@ -610,11 +710,12 @@ MCUD_INLINE void mcud_conv_fast_pairs(const int16_t *cols, int32_t i0, int32_t n
 {
     const int32_t q = p->kpad / 4;
     const int16_t *wp = p->w16;
-    const int32_t has_rq = p->rq != NULL;
+    const int32_t *const rq0 = mcud_fast_rq(p);
+    const int32_t has_rq = rq0 != NULL;
     int32_t oc = 0;
     for (; oc + 2 <= oc_n; oc += 2) {
         const int16_t *c = cols + 4 * i0;
-        const int32_t *rq = has_rq ? p->rq + oc * MCUD_FAST_RQ : NULL;
+        const int32_t *rq = has_rq ? rq0 + oc * MCUD_FAST_RQ : NULL;
         int32_t b0 = has_rq ? rq[0] : p->bias[oc], b1 = has_rq ? rq[MCUD_FAST_RQ] : p->bias[oc + 1];
         int32_t a00 = b0, a01 = b1, a10 = b0, a11 = b1; /* a<pixel><channel> */
         MCUD_PAIRS_ALL();
@@ -651,12 +752,13 @@ MCUD_INLINE void mcud_conv_fast_tile(const int16_t *cols, int32_t m, int8_t *con
                                      int32_t flat, int32_t oc_n, int32_t ysc, const mcud_conv_s8_fast_params *p)
 {
     const int32_t q = p->kpad / 4;
-    const int32_t has_rq = p->rq != NULL; /* a constant once inlined */
+    const int32_t *const rq0 = mcud_fast_rq(p);
+    const int32_t has_rq = rq0 != NULL; /* a constant once inlined */
     const int16_t *wo = p->w16;
     for (int32_t oc = 0; oc < oc_n; oc += 2, wo += 8 * q) {
         int32_t k[2 * MCUD_FAST_RQ];
         for (int32_t i = 0; i < 2 * MCUD_FAST_RQ; i++) {
-            k[i] = has_rq ? p->rq[oc * MCUD_FAST_RQ + i] : (i % MCUD_FAST_RQ ? 0 : p->bias[oc + i / MCUD_FAST_RQ]);
+            k[i] = has_rq ? rq0[oc * MCUD_FAST_RQ + i] : (i % MCUD_FAST_RQ ? 0 : p->bias[oc + i / MCUD_FAST_RQ]);
         }
         MCUD_BARRIER(); /* the constants are read here, before the weights */
         for (int32_t i = 0; i < m; i += MCUD_CONV_FAST_PIXELS) { /* a block at a time (mcud_conv_fast_quads) */

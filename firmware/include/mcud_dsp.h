@@ -78,6 +78,13 @@ static inline uint32_t mcud_sxtb16_ror8(uint32_t v)
 }
 /* acc + a.lo * b.lo + a.hi * b.hi */
 static inline int32_t mcud_smlad(uint32_t a, uint32_t b, int32_t acc) { return __smlad((int16x2_t)a, (int16x2_t)b, acc); }
+/* c + the high word of a * b rounded half up (SMMLAR): (c * 2^32 + a * b + 2^31) >> 32, modulo 2^32 */
+static inline int32_t mcud_smmlar(int32_t a, int32_t b, int32_t c)
+{
+    int32_t r;
+    __asm__("smmlar %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
 /* acc + a.lo * b.lo + a.hi * b.hi in 64 bits (SMLALD) */
 static inline int64_t mcud_smlald(uint32_t a, uint32_t b, int64_t acc) { return __smlald((int16x2_t)a, (int16x2_t)b, acc); }
 /* per-half a + b (wrapping) */
@@ -100,6 +107,11 @@ static inline uint32_t mcud_sxtb16(uint32_t v)
 static inline uint32_t mcud_sxtb16_ror8(uint32_t v)
 {
     return mcud_pack16((int8_t)(uint8_t)((v >> 8) & 0xffu), (int8_t)(uint8_t)(v >> 24));
+}
+
+static inline int32_t mcud_smmlar(int32_t a, int32_t b, int32_t c)
+{
+    return (int32_t)((uint32_t)c + (uint32_t)(int32_t)(((int64_t)a * b + ((int64_t)1 << 31)) >> 32));
 }
 
 static inline int32_t mcud_smlad(uint32_t a, uint32_t b, int32_t acc)

@@ -403,6 +403,8 @@ class Conv(Op):
         folded = b - zx * w.sum(axis=1)
         require(bool(np.all(np.abs(folded) < 2**31)), "the Conv bias with the input zero point folded in "
                                                       "overflows int32")
+        rq = _fast_rq(graph, folded, mults.values, shifts.values, zy)
+        rq2 = _fast_rq2(rq, b, w) if _wide(node) else 0
         return Call("mcud_conv_s8_fast" if scratch else "mcud_conv_s8_direct", views, Struct.of(
             "mcud_conv_s8_fast_params", stride=g.stride, dilation=g.dilation, pad=g.pad_begin,
             inside=int(_inside(g)), hwc=int(hwc), in_zero_point=zx, out_zero_point=zy, act_min=lo, act_max=hi,
@@ -411,8 +413,8 @@ class Conv(Op):
             bias_raw=0 if scratch else Array("int32_t", tuple(int(v) for v in b)),
             w3=0 if scratch or not _row3(g) else Array("int8_t", tuple(int(v) for v in np.pad(
                 w4.reshape(-1, 3), ((0, 0), (0, 1))).reshape(-1))),
-            mult=mults, shift=shifts, rq=_fast_rq(graph, folded, mults.values, shifts.values, zy),
-            w16=Array("int16_t", _w16(padded)) if _wide(node) else 0,
+            mult=mults, shift=shifts, rq=rq, rq2=rq2,
+            w16=Array("int16_t", _w16(padded * (2 if rq2 else 1))) if _wide(node) else 0,
             **({"blocks": _blocks(node, g)} if scratch and _blocks(node, g) > 1 else {})),
             scratch=_scratch_bytes(g) * _blocks(node, g) if scratch else 0)
 
@@ -444,6 +446,25 @@ def _fast_rq(graph: Graph, bias, mults, shifts, zy: int):
         if (1 << 30) + abs(k) + 1 >= 1 << 31:
             return 0
         out += [int(b), int(m), k, r1]
+    return Array("int32_t", tuple(out))
+
+
+def _fast_rq2(rq, bias: np.ndarray, w: np.ndarray):
+    """mcud_conv_s8_fast_params.rq2, for the block kernels of w16 (then twice the weights): per output channel
+    (2 bias, mult, c, rs) for mcud_requant_tfl_2, c = 2 k and rs = r1 + 1 from rq; or 0 (NULL) without rq, or where an
+    accumulator could reach 2^30 in magnitude (|bias| + 255 sum |w|: no tap is further than 255 from the input zero
+    point) or c + 2^30 could leave int32."""
+    if not rq:
+        return 0
+    bound = np.abs(bias) + 255 * np.abs(w).sum(axis=1)
+    if int(bound.max(initial=0)) >= 1 << 30:
+        return 0
+    out = []
+    for i in range(0, len(rq.values), FAST_RQ):
+        b2, mult, k, r1 = 2 * rq.values[i], rq.values[i + 1], rq.values[i + 2], rq.values[i + 3]
+        if abs(2 * k) + (1 << 30) + 1 >= 1 << 31:
+            return 0
+        out += [(b2 + 2**31) % 2**32 - 2**31, mult, 2 * k, r1 + 1]
     return Array("int32_t", tuple(out))
 
 

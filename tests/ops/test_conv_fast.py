@@ -369,8 +369,8 @@ def _random_convs(rng, cin: int, arithmetic: str, kernels=FAST_KERNELS, direct: 
 @pytest.mark.parametrize("board", ["qemu-m4", "qemu-m7"])
 @pytest.mark.parametrize("cin,arithmetic", [(5, "onnx"), (8, "tflite")])
 def test_random_fast_convs_on_qemu_equal_the_host(tmp_path, board, cin, arithmetic):
-    """The DSP path's block kernel (mcud_conv_fast_quads: four pixels by a pair of channels, its sums in assembly) and
-    the tiles over it, on random convolutions, taps in (c, kh, kw) order (five channels) and (kh, kw, c) (eight), with
+    """The DSP path's block kernel (mcud_conv_fast_quads: four pixels by a pair of channels, its sums and TFLite's
+    requantization in assembly) and the tiles over it, on random convolutions, taps in (c, kh, kw) order (five channels) and (kh, kw, c) (eight), with
     ONNX's rounding and TFLite's, against the host's C (itself bit for bit with the numpy reference, above)."""
     missing = [t for t in ("qemu-system-arm", ARM) if shutil.which(t) is None]
     if missing:
@@ -384,6 +384,8 @@ def test_random_fast_convs_on_qemu_equal_the_host(tmp_path, board, cin, arithmet
     calls = [registry.get("Conv").kernel(compiled.graph, n) for n in compiled.graph.nodes if n.op == "Conv"]
     assert {c.fn for c in calls} == {"mcud_conv_s8_fast"}
     assert any(dict(c.params.fields).get("blocks", 1) > 1 for c in calls)
+    # TFLite's rounding: the doubled weights and mcud_requant_tfl_2 (rq2), in assembly after the blocks' sums
+    assert all((field(c, "rq2") != 0) == (arithmetic == "tflite") for c in calls)
     samples = check.random_inputs(compiled.graph, 3, seed=5)
     result = run_on_board(compiled, samples, workdir=tmp_path / "p")
     same, lines = compare_with_host(compiled, result.outputs, samples)
