@@ -58,10 +58,13 @@ typedef struct {
                                channel MCUD_FAST_RQ values {bias, mult, k, r1} read in one go by the block kernels,
                                k being mcud_requant_tfl_k's k_hi with the output zero point folded in
                                (k_hi + (zy << r1), r1 = shift - 32), so the result needs no addition */
-    const int32_t *rq2;     /* or NULL: TFLite models with rq and w16 whose accumulators stay below 2^30 in magnitude: w16
-                               holds twice the weights and rq2 per output channel MCUD_FAST_RQ values {2 bias, mult,
-                               c, rs}, c = 2 k and rs = r1 + 1, for mcud_requant_tfl_2; the block kernels of w16
-                               take these in place of rq (mcud_fast_rq) */
+    const int32_t *rq2;     /* or NULL: TFLite models with w16: per output channel MCUD_FAST_RQ values {2 bias, mult, c,
+                               rs} for mcud_requant_tfl_2 (c = 2^(rs-1) + zy 2^rs, rs = shift - 31), w16 holding twice
+                               the channel's weights, where its accumulators stay below 2^30 in magnitude; or, for a
+                               channel off that route, {bias, 0, mult, shift} and its weights as they are (mcudeploy/
+                               ops/conv.py, _fast_rq2); the block kernels of w16 take these in place of rq
+                               (mcud_fast_rq) */
+    int32_t rq2_off;        /* 1 where some channel of rq2 is off the doubled route, else 0 (no check per pair) */
     const int16_t *w16;     /* or NULL: the weights widened to int16 for the block kernels of the DSP and
                                portable paths (mcud_conv_fast_pairs), output channels in pairs: per pair and
                                group of four taps the first channel's four then the second's, the last channel of
@@ -231,14 +234,15 @@ MCUD_INLINE int8_t mcud_conv_fast_out(int32_t acc, int32_t oc, const mcud_conv_s
  * zero, is floor((h + 2^(rs-1) - [h < 0]) / 2^rs), and c = 2^(rs-1) + zy 2^rs brings the half and the output zero
  * point in one addition. The accumulator's sign stands in for h's, as in mcud_requant_tfl_k: they differ only where
  * h = 0, which gives zy either way. It needs |acc| < 2^30 (acc2 does not wrap) and |c| + 2^30 < 2^31 (the sum stays
- * in int32): mcudeploy/ops/conv.py (_fast_rq2) gives rq2 only then. tests/ops/test_conv_fast.py checks it against
+ * in int32): mcudeploy/ops/conv.py (_fast_rq2) gives a channel this route only then. tests/ops/test_conv_fast.py checks it against
  * TFLite's arithmetic at the rounding ties. */
 MCUD_INLINE int32_t mcud_requant_tfl_2(int32_t acc2, int32_t mult, int32_t c, int32_t rs)
 {
     return (mcud_smmlar(acc2, mult, c) + (acc2 >> 31)) >> rs;
 }
 
-/* The per-channel constants of the w16 block kernels: p->rq2 where given (the weights doubled), else p->rq. */
+/* The per-channel constants of the w16 block kernels: p->rq2 where given (the weights doubled where its mult is not 0),
+ * else p->rq. */
 MCUD_INLINE const int32_t *mcud_fast_rq(const mcud_conv_s8_fast_params *p)
 {
     return p->rq2 != NULL ? p->rq2 : p->rq;
@@ -253,6 +257,28 @@ MCUD_INLINE int8_t mcud_conv_fast_out_rq(int32_t acc, int32_t mult, int32_t k, i
         return (int8_t)mcud_sat8(q);
     }
     return (int8_t)mcud_clamp(q, p->act_min, p->act_max);
+}
+
+/* mcud_conv_fast_out_rq for any channel of mcud_fast_rq(p) (its four values at rq): with p->rq2, a channel off the doubled
+ * route (mult 0 there: its sums are single, its own mult and shift follow) as TFLite requantizes in general. */
+MCUD_INLINE int8_t mcud_conv_fast_out_any(int32_t acc, const int32_t *rq, const mcud_conv_s8_fast_params *p)
+{
+    if (p->rq2_off && rq[1] == 0) {
+        return (int8_t)mcud_clamp(mcud_requant_tfl(acc, rq[2], rq[3]) + p->out_zero_point, p->act_min, p->act_max);
+    }
+    return mcud_conv_fast_out_rq(acc, rq[1], rq[2], rq[3], p);
+}
+
+/* The eight outputs of a block's pair of channels (rq: the first's four values, the second's after them) through
+ * mcud_conv_fast_out_any: the block kernels' epilogue for a pair with a channel off the doubled route. */
+MCUD_INLINE void mcud_conv_fast_out8_any(const int32_t *a, const int32_t *rq, int8_t *const *o, int32_t ysc,
+                                         const mcud_conv_s8_fast_params *p)
+{
+    for (int32_t j = 0; j < 2; j++) {
+        for (int32_t i = 0; i < MCUD_CONV_FAST_PIXELS; i++) {
+            o[i][j * ysc] = mcud_conv_fast_out_any(a[2 * i + j], rq + j * MCUD_FAST_RQ, p);
+        }
+    }
 }
 
 /* Two pairs (four int16) at byte offset `off` of p: one LDRD on cores with the DSP extension
@@ -467,9 +493,9 @@ MCUD_INLINE void mcud_conv_fast_last(const int16_t *cols, int32_t i0, int32_t n,
     }
     if (rq != NULL) {
         rq += oc * MCUD_FAST_RQ;
-        y0[oc * ysc] = mcud_conv_fast_out_rq(a0, rq[1], rq[2], rq[3], p);
+        y0[oc * ysc] = mcud_conv_fast_out_any(a0, rq, p);
         if (n == 2) {
-            y1[oc * ysc] = mcud_conv_fast_out_rq(a1, rq[1], rq[2], rq[3], p);
+            y1[oc * ysc] = mcud_conv_fast_out_any(a1, rq, p);
         }
         return;
     }
@@ -587,54 +613,26 @@ MCUD_INLINE void mcud_conv_fast_last(const int16_t *cols, int32_t i0, int32_t n,
 #endif
 
 #if MCUD_HAVE_DSP && defined(__GNUC__)
-/* One output's requantization (mcud_requant_tfl_k, then SSAT: the range is int8's) of accumulator a, the channel's mult
- * m and k in registers: the sum into h, then h shifted by register r and stored at o. */
-#define MCUD_RQ_ASM_SUM(a) \
-    "and %[t], %[" #a "], #0x80000000\n\t" \
-    "orr %[t], %[t], #0x40000000\n\t" \
-    "add %[h], %[k], %[" #a "], asr #31\n\t" \
-    "smlal %[t], %[h], %[" #a "], %[m]\n\t"
-#define MCUD_RQ_ASM_STORE(r, o) \
-    "asr %[h], %[h], %[" #r "]\n\t" \
-    "ssat %[h], #8, %[h]\n\t" \
-    "strb %[h], %[" #o "]\n\t"
-
-/* Four outputs of one channel (the block's four pixels, accumulators A0..A3, stored at O0..O3) from its MCUD_FAST_RQ
- * values at byte offset off of rq: thirty instructions and ten registers. The shift is loaded into A0's register once
- * A0 is used, so the other channel's four accumulators stay in registers beside these (GCC 12's C took 37 and spilled
- * accumulators and pointers). */
-#define MCUD_RQ4_ASM(off, A0, A1, A2, A3, O0, O1, O2, O3) \
+/* Two outputs of one channel (accumulators A and B, twice the sums: p->rq2) requantized (mcud_requant_tfl_2, then
+ * SSAT: the range is int8's) and stored at OA and OB, the channel's mult, c and rs in registers: five instructions an
+ * output where GCC 12's C of mcud_conv_fast_out_rq took about six (its moves around SMMLAR), in seven registers. The
+ * two outputs' steps alternate, each result used two instructions on, which a dual-issue core (the Cortex-M7) issues
+ * in pairs (estimate/dual.py: 16 cycles a channel where one output after another takes 26). */
+#define MCUD_RQ2_PAIR_ASM(A, B, m, c, rs, OA, OB) \
     do { \
-        uint32_t m_, k_, t_, h_; \
-        __asm__("ldrd %[m], %[k], [%[rq], #" #off " + 4]\n\t" \
-                MCUD_RQ_ASM_SUM(q0) "ldr %[q0], [%[rq], #" #off " + 12]\n\t" MCUD_RQ_ASM_STORE(q0, y0) \
-                MCUD_RQ_ASM_SUM(q1) MCUD_RQ_ASM_STORE(q0, y1) MCUD_RQ_ASM_SUM(q2) MCUD_RQ_ASM_STORE(q0, y2) \
-                MCUD_RQ_ASM_SUM(q3) MCUD_RQ_ASM_STORE(q0, y3) \
-                : [q0] "+&r"(A0), [m] "=&r"(m_), [k] "=&r"(k_), [t] "=&r"(t_), [h] "=&r"(h_), [y0] "=m"(O0), \
-                  [y1] "=m"(O1), [y2] "=m"(O2), [y3] "=m"(O3) \
-                : [q1] "r"(A1), [q2] "r"(A2), [q3] "r"(A3), [rq] "r"(rq), \
-                  "m"(*(const int32_t(*)[2 * MCUD_FAST_RQ])rq)); \
-    } while (0)
-
-/* The same through p->rq2 (the accumulators doubled, mcud_requant_tfl_2): five instructions an output, twenty-two a
- * channel, eight registers. */
-#define MCUD_RQ2_ASM_ONE(a, r, o) \
-    "smmlar %[h], %[" #a "], %[m], %[k]\n\t" \
-    "add %[h], %[h], %[" #a "], asr #31\n\t" \
-    "asr %[h], %[h], %[" #r "]\n\t" \
-    "ssat %[h], #8, %[h]\n\t" \
-    "strb %[h], %[" #o "]\n\t"
-#define MCUD_RQ4_ASM2(off, A0, A1, A2, A3, O0, O1, O2, O3) \
-    do { \
-        uint32_t m_, k_, h_, s_; \
-        __asm__("ldrd %[m], %[k], [%[rq], #" #off " + 4]\n\t" \
-                "ldr %[s], [%[rq], #" #off " + 12]\n\t" \
-                MCUD_RQ2_ASM_ONE(q0, s, y0) MCUD_RQ2_ASM_ONE(q1, s, y1) MCUD_RQ2_ASM_ONE(q2, s, y2) \
-                MCUD_RQ2_ASM_ONE(q3, s, y3) \
-                : [m] "=&r"(m_), [k] "=&r"(k_), [h] "=&r"(h_), [s] "=&r"(s_), [y0] "=m"(O0), [y1] "=m"(O1), \
-                  [y2] "=m"(O2), [y3] "=m"(O3) \
-                : [q0] "r"(A0), [q1] "r"(A1), [q2] "r"(A2), [q3] "r"(A3), [rq] "r"(rq), \
-                  "m"(*(const int32_t(*)[2 * MCUD_FAST_RQ])rq)); \
+        uint32_t h_, g_; \
+        __asm__("smmlar %[h], %[a], %[m], %[c]\n\t" \
+                "smmlar %[g], %[b], %[m], %[c]\n\t" \
+                "add %[h], %[h], %[a], asr #31\n\t" \
+                "add %[g], %[g], %[b], asr #31\n\t" \
+                "asr %[h], %[h], %[rs]\n\t" \
+                "asr %[g], %[g], %[rs]\n\t" \
+                "ssat %[h], #8, %[h]\n\t" \
+                "ssat %[g], #8, %[g]\n\t" \
+                "strb %[h], %[oa]\n\t" \
+                "strb %[g], %[ob]" \
+                : [h] "=&r"(h_), [g] "=&r"(g_), [oa] "=m"(OA), [ob] "=m"(OB) \
+                : [a] "r"(A), [b] "r"(B), [m] "r"(m), [c] "r"(c), [rs] "r"(rs)); \
     } while (0)
 #endif
 
@@ -657,17 +655,21 @@ MCUD_INLINE void mcud_conv_fast_quads(const int16_t *cols, int8_t *const *yo, in
         int32_t b0 = has_rq ? rq[0] : p->bias[oc], b1 = has_rq ? rq[MCUD_FAST_RQ] : p->bias[oc + 1];
         int32_t a00 = b0, a01 = b1, a10 = b0, a11 = b1, a20 = b0, a21 = b1, a30 = b0, a31 = b1;
         MCUD_QUADS_ALL();
-#if MCUD_HAVE_DSP && defined(__GNUC__)
-        if (p->rq2 != NULL && p->act_min == -128 && p->act_max == 127) { /* in assembly: see MCUD_RQ4_ASM2 */
-            MCUD_RQ4_ASM2(0, a00, a10, a20, a30, o0[oc * ysc], o1[oc * ysc], o2[oc * ysc], o3[oc * ysc]);
-            MCUD_RQ4_ASM2(16, a01, a11, a21, a31, o0[(oc + 1) * ysc], o1[(oc + 1) * ysc], o2[(oc + 1) * ysc],
-                          o3[(oc + 1) * ysc]);
+        if (p->rq2_off && (rq[1] == 0 || rq[MCUD_FAST_RQ + 1] == 0)) { /* a channel off the doubled route */
+            const int32_t a[2 * MCUD_CONV_FAST_PIXELS] = {a00, a01, a10, a11, a20, a21, a30, a31};
+            int8_t *const o[MCUD_CONV_FAST_PIXELS] = {o0 + oc * ysc, o1 + oc * ysc, o2 + oc * ysc, o3 + oc * ysc};
+            mcud_conv_fast_out8_any(a, rq, o, ysc, p);
             continue;
         }
-        if (has_rq && p->act_min == -128 && p->act_max == 127) { /* in assembly: see MCUD_RQ4_ASM */
-            MCUD_RQ4_ASM(0, a00, a10, a20, a30, o0[oc * ysc], o1[oc * ysc], o2[oc * ysc], o3[oc * ysc]);
-            MCUD_RQ4_ASM(16, a01, a11, a21, a31, o0[(oc + 1) * ysc], o1[(oc + 1) * ysc], o2[(oc + 1) * ysc],
-                         o3[(oc + 1) * ysc]);
+#if MCUD_HAVE_DSP && defined(__GNUC__)
+        if (p->rq2 != NULL && p->act_min == -128 && p->act_max == 127) { /* in assembly: MCUD_RQ2_PAIR_ASM */
+            int32_t m = rq[1], c = rq[2], rs = rq[3];
+            MCUD_RQ2_PAIR_ASM(a00, a10, m, c, rs, o0[oc * ysc], o1[oc * ysc]);
+            MCUD_RQ2_PAIR_ASM(a20, a30, m, c, rs, o2[oc * ysc], o3[oc * ysc]);
+            MCUD_AFTER_STORES(a01); /* the second channel's constants read after the first's outputs (no spills) */
+            m = rq[MCUD_FAST_RQ + 1], c = rq[MCUD_FAST_RQ + 2], rs = rq[MCUD_FAST_RQ + 3];
+            MCUD_RQ2_PAIR_ASM(a01, a11, m, c, rs, o0[(oc + 1) * ysc], o1[(oc + 1) * ysc]);
+            MCUD_RQ2_PAIR_ASM(a21, a31, m, c, rs, o2[(oc + 1) * ysc], o3[(oc + 1) * ysc]);
             continue;
         }
 #endif
@@ -720,14 +722,14 @@ MCUD_INLINE void mcud_conv_fast_pairs(const int16_t *cols, int32_t i0, int32_t n
         int32_t a00 = b0, a01 = b1, a10 = b0, a11 = b1; /* a<pixel><channel> */
         MCUD_PAIRS_ALL();
         if (has_rq) { /* channel by channel: three constants live at a time */
-            y0[oc * ysc] = mcud_conv_fast_out_rq(a00, rq[1], rq[2], rq[3], p);
+            y0[oc * ysc] = mcud_conv_fast_out_any(a00, rq, p);
             if (n == 2) {
-                y1[oc * ysc] = mcud_conv_fast_out_rq(a10, rq[1], rq[2], rq[3], p);
+                y1[oc * ysc] = mcud_conv_fast_out_any(a10, rq, p);
             }
             MCUD_BARRIER(); /* keeps GCC from loading the second channel's constants early (fewer spills) */
-            y0[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a01, rq[5], rq[6], rq[7], p);
+            y0[(oc + 1) * ysc] = mcud_conv_fast_out_any(a01, rq + MCUD_FAST_RQ, p);
             if (n == 2) {
-                y1[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a11, rq[5], rq[6], rq[7], p);
+                y1[(oc + 1) * ysc] = mcud_conv_fast_out_any(a11, rq + MCUD_FAST_RQ, p);
             }
         } else {
             y0[oc * ysc] = mcud_conv_fast_out(a00, oc, p);
@@ -769,6 +771,12 @@ MCUD_INLINE void mcud_conv_fast_tile(const int16_t *cols, int32_t m, int8_t *con
             MCUD_QUADS_ALL();
             int8_t *o0 = flat ? y0 + i * ysw : yo[i], *o1 = flat ? y0 + (i + 1) * ysw : yo[i + 1];
             int8_t *o2 = flat ? y0 + (i + 2) * ysw : yo[i + 2], *o3 = flat ? y0 + (i + 3) * ysw : yo[i + 3];
+            if (p->rq2_off && (k[1] == 0 || k[MCUD_FAST_RQ + 1] == 0)) { /* a channel off the doubled route */
+                const int32_t a[2 * MCUD_CONV_FAST_PIXELS] = {a00, a01, a10, a11, a20, a21, a30, a31};
+                int8_t *const o[MCUD_CONV_FAST_PIXELS] = {o0 + oc * ysc, o1 + oc * ysc, o2 + oc * ysc, o3 + oc * ysc};
+                mcud_conv_fast_out8_any(a, k, o, ysc, p);
+                continue;
+            }
             if (has_rq) {
                 o0[oc * ysc] = mcud_conv_fast_out_rq(a00, k[1], k[2], k[3], p);
                 o1[oc * ysc] = mcud_conv_fast_out_rq(a10, k[1], k[2], k[3], p);

@@ -344,10 +344,17 @@ def _random_convs(rng, cin: int, arithmetic: str, kernels=FAST_KERNELS, direct: 
     tensors = [Tensor("x", (1, cin, h, w), "int8", "input", Quant((s_x,), (int(rng.integers(-20, 20)),)))]
     nodes, outputs = [], []
     for k, kernel in enumerate(kernels):
-        cout = int(rng.integers(1, 10))
+        off = k % 2 == 0 and arithmetic == "tflite"  # a dead channel (its output the zero point) and one off the
+        cout = int(rng.integers(17, 20) if off else rng.integers(1, 10))  # doubled route (a scale near 1), in few pairs
         s_w = rng.uniform(0.002, 0.01, cout)
         wt = rng.integers(-127, 128, (cout, cin, *kernel)).astype(np.int8)
         b = rng.integers(-5000, 5000, cout).astype(np.int32)
+        if off:  # the one off the route: a scale near 1, or an accumulator past 2^30 (Keras's huge biases on tiny
+            s_w[0] = 1e-13  # weight scales) whose output is not saturated
+            if k % 4 == 0:
+                s_w[1], b[1] = 2.5e-8, (1 << 30) + int(rng.integers(0, 1000))
+            else:
+                s_w[-1] = 2.0
         tensors += [constant(f"w{k}", wt, Quant(tuple(s_w), (0,) * cout, 0)),
                     constant(f"b{k}", b, Quant(tuple(s_x * s_w), (0,) * cout, 0))]
         attrs = {"strides": [int(rng.integers(1, 3)), 1], "pads": [int(v) for v in rng.integers(0, 2, 4)]}
@@ -363,6 +370,28 @@ def _random_convs(rng, cin: int, arithmetic: str, kernels=FAST_KERNELS, direct: 
         nodes.append(node)
         outputs.append(f"y{k}")
     return Graph("convs", {t.name: t for t in tensors}, tuple(nodes), ("x",), tuple(outputs), arithmetic=arithmetic)
+
+
+@needs_gcc
+@pytest.mark.parametrize("seed", [1, 2])
+def test_random_tflite_convs_on_the_host_equal_numpy(tmp_path, seed):
+    """The host's C of _random_convs' TFLite convolutions, one at a time, bit for bit with the numpy reference (TFLite's
+    arithmetic): the doubled weights and mcud_requant_tfl_2 (rq2), a channel whose output is its zero point, and pairs
+    with a channel off that route, requantized as TFLite does in general, in quads, tiles, pairs and the odd last
+    channel."""
+    graph = _random_convs(np.random.default_rng(seed), 8, "tflite")
+    x = np.random.default_rng(seed + 10).integers(-128, 128, graph["x"].shape).astype(np.int8)
+    kinds = set()
+    for k, node in enumerate(graph.nodes):
+        y = node.outputs[0]
+        one = Graph("one", {n: graph[n] for n in (*node.inputs, y)}, (node,), ("x",), (y,), arithmetic="tflite")
+        call = registry.get("Conv").kernel(one, node)
+        rq2 = field(call, "rq2")
+        kinds |= set(rq2.values[1::4]) & {0, 1} if rq2 != 0 else set()
+        (tmp_path / str(k)).mkdir()
+        got = run_kernel(tmp_path / str(k), call, one, {"x": x})[0]
+        np.testing.assert_array_equal(got, run_reference(one, [x])[0], err_msg=node.name)
+    assert kinds == {0, 1}
 
 
 @pytest.mark.qemu
@@ -384,8 +413,14 @@ def test_random_fast_convs_on_qemu_equal_the_host(tmp_path, board, cin, arithmet
     calls = [registry.get("Conv").kernel(compiled.graph, n) for n in compiled.graph.nodes if n.op == "Conv"]
     assert {c.fn for c in calls} == {"mcud_conv_s8_fast"}
     assert any(dict(c.params.fields).get("blocks", 1) > 1 for c in calls)
-    # TFLite's rounding: the doubled weights and mcud_requant_tfl_2 (rq2), in assembly after the blocks' sums
-    assert all((field(c, "rq2") != 0) == (arithmetic == "tflite") for c in calls)
+    # TFLite's rounding: the doubled weights and mcud_requant_tfl_2 (rq2), in assembly after the blocks' sums, and
+    # channels off that route (multiplier 0 in rq2) requantized as TFLite does in general
+    rq2 = [field(c, "rq2") for c in calls]
+    if arithmetic == "tflite":
+        assert sum(r != 0 for r in rq2) >= 6 and any(0 in r.values[1::4] for r in rq2 if r != 0)
+        assert any(1 in r.values[1::4] for r in rq2 if r != 0)  # a channel whose output is its zero point
+    else:
+        assert rq2 == [0] * len(calls)
     samples = check.random_inputs(compiled.graph, 3, seed=5)
     result = run_on_board(compiled, samples, workdir=tmp_path / "p")
     same, lines = compare_with_host(compiled, result.outputs, samples)
