@@ -89,16 +89,22 @@ def test_c_requantization_equals_numpy(tmp_path):
     mult[::5] = 2**30
     shift = rng.integers(20, 63, acc.size)
     want = tflite_requantize(acc, mult, shift)
+    got = _host_c(tmp_path, "mcud.h", 'long a,m,s;while(scanf("%ld %ld %ld",&a,&m,&s)==3){printf("%d %d\\n",'
+                  'mcud_requant_tfl(a,m,s),s>=33?mcud_requant_tfl_r(a,m,s):mcud_requant_tfl(a,m,s));}',
+                  zip(acc, mult, shift)).reshape(-1, 2)
+    assert np.array_equal(got[:, 0], want) and np.array_equal(got[:, 1], want)
+
+
+def _host_c(tmp_path, header: str, body: str, rows) -> np.ndarray:
+    """The integers printed by main() { body } (including firmware/include/header), built by the host's gcc and fed
+    `rows` one line each."""
     src = tmp_path / "t.c"
-    src.write_text('#include <stdio.h>\n#include "mcud.h"\nint main(void){long a,m,s;while(scanf("%ld %ld %ld",&a,&m,&s)'
-                   '==3){printf("%d %d\\n",mcud_requant_tfl(a,m,s),s>=33?mcud_requant_tfl_r(a,m,s):'
-                   'mcud_requant_tfl(a,m,s));}return 0;}\n')
+    src.write_text(f'#include <stdio.h>\n#include "{header}"\nint main(void){{{body}return 0;}}\n')
     exe = tmp_path / "t"
     subprocess.run(["gcc", "-O2", "-I", str(ROOT / "firmware" / "include"), str(src), "-o", str(exe)], check=True)
-    text = "\n".join(f"{a} {m} {s}" for a, m, s in zip(acc, mult, shift))
-    got = np.array(subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True)
-                   .stdout.split(), dtype=np.int64).reshape(-1, 2)
-    assert np.array_equal(got[:, 0], want) and np.array_equal(got[:, 1], want)
+    text = "\n".join(" ".join(str(v) for v in row) for row in rows)
+    out = subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True).stdout
+    return np.array(out.split(), dtype=np.int64)
 
 
 def test_c_doubled_requantization_equals_numpy(tmp_path):
@@ -116,15 +122,9 @@ def test_c_doubled_requantization_equals_numpy(tmp_path):
     keep = np.abs(2 * k) + 2**30 + 1 < 2**31  # _fast_rq2's condition
     acc, mult, shift, zy, k = acc[keep], mult[keep], shift[keep], zy[keep], k[keep]
     want = tflite_requantize(acc, mult, shift) + zy
-    src = tmp_path / "t.c"
-    src.write_text('#include <stdio.h>\n#include "mcud_conv_fast.h"\nint main(void){long a,m,c,s;'
-                   'while(scanf("%ld %ld %ld %ld",&a,&m,&c,&s)==4){printf("%d\\n",mcud_requant_tfl_2(2*a,m,c,s));}'
-                   'return 0;}\n')
-    exe = tmp_path / "t"
-    subprocess.run(["gcc", "-O2", "-I", str(ROOT / "firmware" / "include"), str(src), "-o", str(exe)], check=True)
-    text = "\n".join(f"{a} {m} {2 * c} {s - 31}" for a, m, c, s in zip(acc, mult, k, shift))
-    got = np.array(subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True).stdout.split(),
-                   dtype=np.int64)
+    got = _host_c(tmp_path, "mcud_conv_fast.h", 'long a,m,c,s;while(scanf("%ld %ld %ld %ld",&a,&m,&c,&s)==4)'
+                  '{printf("%d\\n",mcud_requant_tfl_2(2*a,m,c,s));}',
+                  ((a, m, 2 * c, s - 31) for a, m, c, s in zip(acc, mult, k, shift)))
     assert acc.size > 3000 and np.array_equal(got, want)
 
 
