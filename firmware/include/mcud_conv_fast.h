@@ -234,8 +234,8 @@ MCUD_INLINE int8_t mcud_conv_fast_out(int32_t acc, int32_t oc, const mcud_conv_s
  * zero, is floor((h + 2^(rs-1) - [h < 0]) / 2^rs), and c = 2^(rs-1) + zy 2^rs brings the half and the output zero
  * point in one addition. The accumulator's sign stands in for h's, as in mcud_requant_tfl_k: they differ only where
  * h = 0, which gives zy either way. It needs |acc| < 2^30 (acc2 does not wrap) and |c| + 2^30 < 2^31 (the sum stays
- * in int32): mcudeploy/ops/conv.py (_fast_rq2) gives a channel this route only then. tests/ops/test_conv_fast.py checks it against
- * TFLite's arithmetic at the rounding ties. */
+ * in int32): mcudeploy/ops/conv.py (_fast_rq2) gives a channel this route only then. tests/test_tflite.py
+ * (test_c_doubled_requantization_equals_numpy) checks it against TFLite's arithmetic at the rounding ties. */
 MCUD_INLINE int32_t mcud_requant_tfl_2(int32_t acc2, int32_t mult, int32_t c, int32_t rs)
 {
     return (mcud_smmlar(acc2, mult, c) + (acc2 >> 31)) >> rs;
@@ -259,8 +259,8 @@ MCUD_INLINE int8_t mcud_conv_fast_out_rq(int32_t acc, int32_t mult, int32_t k, i
     return (int8_t)mcud_clamp(q, p->act_min, p->act_max);
 }
 
-/* mcud_conv_fast_out_rq for any channel of mcud_fast_rq(p) (its four values at rq): with p->rq2, a channel off the doubled
- * route (mult 0 there: its sums are single, its own mult and shift follow) as TFLite requantizes in general. */
+/* mcud_conv_fast_out_rq for any channel of mcud_fast_rq(p) (its four values at rq): with p->rq2, a channel off the
+ * doubled route (mult 0 there: its sums are single, its own mult and shift follow) as TFLite requantizes in general. */
 MCUD_INLINE int8_t mcud_conv_fast_out_any(int32_t acc, const int32_t *rq, const mcud_conv_s8_fast_params *p)
 {
     if (p->rq2_off && rq[1] == 0) {
@@ -269,16 +269,21 @@ MCUD_INLINE int8_t mcud_conv_fast_out_any(int32_t acc, const int32_t *rq, const 
     return mcud_conv_fast_out_rq(acc, rq[1], rq[2], rq[3], p);
 }
 
-/* The eight outputs of a block's pair of channels (rq: the first's four values, the second's after them) through
- * mcud_conv_fast_out_any: the block kernels' epilogue for a pair with a channel off the doubled route. */
-MCUD_INLINE void mcud_conv_fast_out8_any(const int32_t *a, const int32_t *rq, int8_t *const *o, int32_t ysc,
-                                         const mcud_conv_s8_fast_params *p)
+/* The block's eight sums of channels oc and oc + 1 (a<pixel><channel>) through mcud_conv_fast_out_any (rq: channel oc's
+ * four values, oc + 1's after them), pixel i's at oi: the block kernels' epilogue for a pair with a channel off the
+ * doubled route. */
+MCUD_INLINE void mcud_conv_fast_out8_any(int32_t a00, int32_t a10, int32_t a20, int32_t a30, int32_t a01, int32_t a11,
+                                         int32_t a21, int32_t a31, int8_t *o0, int8_t *o1, int8_t *o2, int8_t *o3,
+                                         int32_t oc, int32_t ysc, const int32_t *rq, const mcud_conv_s8_fast_params *p)
 {
-    for (int32_t j = 0; j < 2; j++) {
-        for (int32_t i = 0; i < MCUD_CONV_FAST_PIXELS; i++) {
-            o[i][j * ysc] = mcud_conv_fast_out_any(a[2 * i + j], rq + j * MCUD_FAST_RQ, p);
-        }
-    }
+    o0[oc * ysc] = mcud_conv_fast_out_any(a00, rq, p);
+    o1[oc * ysc] = mcud_conv_fast_out_any(a10, rq, p);
+    o2[oc * ysc] = mcud_conv_fast_out_any(a20, rq, p);
+    o3[oc * ysc] = mcud_conv_fast_out_any(a30, rq, p);
+    o0[(oc + 1) * ysc] = mcud_conv_fast_out_any(a01, rq + MCUD_FAST_RQ, p);
+    o1[(oc + 1) * ysc] = mcud_conv_fast_out_any(a11, rq + MCUD_FAST_RQ, p);
+    o2[(oc + 1) * ysc] = mcud_conv_fast_out_any(a21, rq + MCUD_FAST_RQ, p);
+    o3[(oc + 1) * ysc] = mcud_conv_fast_out_any(a31, rq + MCUD_FAST_RQ, p);
 }
 
 /* Two pairs (four int16) at byte offset `off` of p: one LDRD on cores with the DSP extension
@@ -656,9 +661,7 @@ MCUD_INLINE void mcud_conv_fast_quads(const int16_t *cols, int8_t *const *yo, in
         int32_t a00 = b0, a01 = b1, a10 = b0, a11 = b1, a20 = b0, a21 = b1, a30 = b0, a31 = b1;
         MCUD_QUADS_ALL();
         if (p->rq2_off && (rq[1] == 0 || rq[MCUD_FAST_RQ + 1] == 0)) { /* a channel off the doubled route */
-            const int32_t a[2 * MCUD_CONV_FAST_PIXELS] = {a00, a01, a10, a11, a20, a21, a30, a31};
-            int8_t *const o[MCUD_CONV_FAST_PIXELS] = {o0 + oc * ysc, o1 + oc * ysc, o2 + oc * ysc, o3 + oc * ysc};
-            mcud_conv_fast_out8_any(a, rq, o, ysc, p);
+            mcud_conv_fast_out8_any(a00, a10, a20, a30, a01, a11, a21, a31, o0, o1, o2, o3, oc, ysc, rq, p);
             continue;
         }
 #if MCUD_HAVE_DSP && defined(__GNUC__)
@@ -772,9 +775,7 @@ MCUD_INLINE void mcud_conv_fast_tile(const int16_t *cols, int32_t m, int8_t *con
             int8_t *o0 = flat ? y0 + i * ysw : yo[i], *o1 = flat ? y0 + (i + 1) * ysw : yo[i + 1];
             int8_t *o2 = flat ? y0 + (i + 2) * ysw : yo[i + 2], *o3 = flat ? y0 + (i + 3) * ysw : yo[i + 3];
             if (p->rq2_off && (k[1] == 0 || k[MCUD_FAST_RQ + 1] == 0)) { /* a channel off the doubled route */
-                const int32_t a[2 * MCUD_CONV_FAST_PIXELS] = {a00, a01, a10, a11, a20, a21, a30, a31};
-                int8_t *const o[MCUD_CONV_FAST_PIXELS] = {o0 + oc * ysc, o1 + oc * ysc, o2 + oc * ysc, o3 + oc * ysc};
-                mcud_conv_fast_out8_any(a, k, o, ysc, p);
+                mcud_conv_fast_out8_any(a00, a10, a20, a30, a01, a11, a21, a31, o0, o1, o2, o3, oc, ysc, k, p);
                 continue;
             }
             if (has_rq) {
@@ -999,8 +1000,9 @@ MCUD_INLINE void mcud_conv_direct_row3(const int8_t *x0, int32_t sc, int32_t c0,
         MCUD_UNROLL /* the kernel's height a constant: no loop per row */
         for (int32_t kh = 0; kh < kh_n; kh++) {
 #if MCUD_HAVE_DSP && defined(__GNUC__)
-            /* the same sums in eleven registers (GCC 12 spilled the unrolled C's temporaries to the stack), each unpacking
-             * two instructions before its use: the Cortex-M7 issues them beside the multiplies (estimate/dual.py) */
+            /* the same sums in eleven registers (GCC 12 spilled the unrolled C's temporaries to the stack), each
+             * unpacking two instructions before its use: the Cortex-M7 issues them beside the multiplies
+             * (estimate/dual.py) */
             uint32_t v, w02, lo, hi, e;
             __asm__("ldr %[v], %[mw]\n\t"
                     "ldr %[lo], %[mlo]\n\t"
@@ -1151,8 +1153,9 @@ MCUD_INLINE void mcud_conv_s8_direct(const mcud_view *x, const mcud_view *w, con
     /* a block's strip: per channel and kernel row the input columns of its four windows */
     const int32_t span = 3 * p->stride[1] + (W.w - 1) * p->dilation[1] + 1;
     const int32_t per_c = W.h * span;
-    const int32_t strip_c = per_c <= MCUD_DIRECT_COLS ? (MCUD_DIRECT_COLS / per_c < X.c ? MCUD_DIRECT_COLS / per_c : X.c)
-                                                      : 0; /* channels a strip holds */
+    const int32_t strip_c = per_c <= MCUD_DIRECT_COLS
+                                ? (MCUD_DIRECT_COLS / per_c < X.c ? MCUD_DIRECT_COLS / per_c : X.c)
+                                : 0; /* channels a strip holds */
     int8_t *strip = (int8_t *)on_stack;
     for (int32_t n = 0; n < Y.n; n++) {
         const int8_t *xn = (const int8_t *)x->data + n * X.sn;

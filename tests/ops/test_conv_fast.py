@@ -399,8 +399,9 @@ def test_random_tflite_convs_on_the_host_equal_numpy(tmp_path, seed):
 @pytest.mark.parametrize("cin,arithmetic", [(5, "onnx"), (8, "tflite")])
 def test_random_fast_convs_on_qemu_equal_the_host(tmp_path, board, cin, arithmetic):
     """The DSP path's block kernel (mcud_conv_fast_quads: four pixels by a pair of channels, its sums and TFLite's
-    requantization in assembly) and the tiles over it, on random convolutions, taps in (c, kh, kw) order (five channels) and (kh, kw, c) (eight), with
-    ONNX's rounding and TFLite's, against the host's C (itself bit for bit with the numpy reference, above)."""
+    requantization in assembly) and the tiles over it, on random convolutions, taps in (c, kh, kw) order (five
+    channels) and (kh, kw, c) (eight), with ONNX's rounding and TFLite's, against the host's C (itself bit for bit
+    with the numpy reference, above)."""
     missing = [t for t in ("qemu-system-arm", ARM) if shutil.which(t) is None]
     if missing:
         pytest.skip(f"needs {' and '.join(missing)}")
