@@ -149,6 +149,21 @@ def test_objective_refusals(capsys, argv, words):
     assert words in _error(capsys, ["plan", str(MODEL), "-b", "qemu-m4", *argv])
 
 
+@pytest.mark.parametrize("command, output", [("measure", ["-o"]), ("flash", ["--no-upload", "--project-dir"])],
+                         ids=["measure", "flash"])
+def test_measure_and_flash_refuse_a_memory_budget_below_the_least_arena_before_writing(tmp_path, capsys, command,
+                                                                                    output):
+    """The budget reaches measure's and flash's plan: below the memory plan's arena no plan fits, said in one
+    sentence before a board is started or a folder written (the latency plans on qemu-m4 themselves:
+    tests/device/test_objective_qemu.py)."""
+    out = tmp_path / "out"
+    err = _error(capsys, [command, str(MODEL), "-b", "qemu-m4", "--objective", "latency", "--memory-budget",
+                          str(MEMORY_ARENA - 1), *output, str(out)])
+    assert err == ("mcudeploy: error: no plan of dscnn_gap-int16.tflite fits --memory-budget 23,999 B: even the "
+                   "memory objective's arena needs 24,000 B in sram (1 B over)\n")
+    assert not out.exists()
+
+
 def test_a_system_refuses_a_boards_objective_and_a_folder_any(tmp_path, capsys):
     err = _error(capsys, ["compile", str(MODEL), "-b", "qemu-m4x2", "--objective", "latency", "-o", str(tmp_path / "o")])
     assert "--objective latency applies to one board, not to the system qemu-m4x2" in err
