@@ -4,25 +4,31 @@ latencies published for that board.
 Each model (MODELS/tflite: KWS DS-CNN, VWW MobileNetV1, IC ResNet-8, AD autoencoder) is planned with each
 objective (mcudeploy/objective.py: ``--objective memory``, the default plan with the least arena, and
 ``--objective latency``, the fastest plan whose arena fits the board's first region), compiled for the
-emulated board of the real board's core (EMULATED), run once under QEMU with its execution traced, and its
-instructions weighted by the core's published timings, the board's flash wait states and its data cache's
-misses on weights read from flash (mcudeploy/estimate). The figure is an estimate; its stated error is the
+emulated board of the real board's core (EMULATED: qemu-m4 for a Cortex-M4, qemu-m7 for a Cortex-M7, qemu-an505
+for a Cortex-M33, qemu-m55 for a Cortex-M55; its first region made as large as the real board's where it is
+smaller, emulator_for), run once under QEMU with its execution traced, and its instructions weighted by the
+core's published timings, the board's clock, flash wait states and its data cache's misses on weights read from
+flash (mcudeploy/estimate). The figure is an estimate; its stated error is the
 range the timings' own ranges give (for a Cortex-M4: a taken branch 2 to 4 cycles, a divide 2 to 12, the flash
 accelerator hitting always or never, a missed data-cache line waiting once or once per flash read).
 Cycles per MAC divide the estimated cycles by the model's multiply-accumulates (mcudeploy/simulate's count).
 
-The published figures (PUBLISHED) are issue 42's table: for each board the fastest CPU-only latency of the
-MLPerf Tiny closed division (the ``results.txt`` medians of mlcommons/tiny_results_v1.1 to v1.3), and, for
-NUCLEO-L4R5ZI, the TFLM reference submission of v0.5 (closed/reference/results/Nucleo-L4R5ZI/*/performance:
-KWS 5.497 inf/s, VWW 1.665, IC 1.420, AD 99.487). They are other code on the real chip: the ratio compares
-mcudeploy's kernels as estimated with theirs as measured, it does not calibrate the estimate
-(benchmarks/estimate_check.py checks the estimate itself against CMSIS-NN's published latencies).
+The published figures (PUBLISHED) are issue 42's table: for NUCLEO-L4R5ZI, NUCLEO-F746ZG, NUCLEO-H7A3ZI-Q and
+NUCLEO-U575ZI-Q the fastest CPU-only latency of the MLPerf Tiny closed division (the ``results.txt`` medians of
+mlcommons/tiny_results_v1.1 to v1.3), and, for NUCLEO-L4R5ZI, the TFLM reference submission of v0.5
+(closed/reference/results/Nucleo-L4R5ZI/*/performance: KWS 5.497 inf/s, VWW 1.665, IC 1.420, AD 99.487). They are
+other code on the real chip: the ratio compares mcudeploy's kernels as estimated with theirs as measured, it does
+not calibrate the estimate (benchmarks/estimate_check.py checks the estimate itself against CMSIS-NN's published
+latencies). NUCLEO-H7A3ZI-Q and NUCLEO-U575ZI-Q have no clock tree in their board files (their reset_clock says
+why): mcudeploy runs them at their reset clocks, 64 and 4 MHz, so their milliseconds are at that clock, and the
+published figures (at 280 and 160 MHz, PUBLISHED_HZ) are also given in cycles, beside the estimated cycles.
 
     python benchmarks/cycles_bench.py [--models DIR] [--board nucleo-l4r5zi] [--objectives memory,latency] [--json]
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -31,19 +37,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mcudeploy.boards import load_board  # noqa: E402
+from mcudeploy.boards import Board, load_board  # noqa: E402
 from mcudeploy.device.traced import trace_model  # noqa: E402
 from mcudeploy.estimate.cores import RANGES  # noqa: E402
 from mcudeploy.estimate.cycles import estimate_cycles, estimate_range, milliseconds, target_for  # noqa: E402
 from mcudeploy.memory import areas  # noqa: E402
 from mcudeploy.objective import Objective  # noqa: E402
 from mcudeploy.compile import compile_model  # noqa: E402
+from mcudeploy.errors import MCUDeployError  # noqa: E402
 from mcudeploy.ops import registry  # noqa: E402
 from mcudeploy.plan import CompileOptions  # noqa: E402
 
 MODELS = Path(os.environ.get("MCUDEPLOY_MODELS", ROOT.parent / "shared" / "models"))
 # the emulated board whose traces stand for a real board's core
-EMULATED = {"cortex-m4": "qemu-m4", "cortex-m7": "qemu-m7", "cortex-m55": "qemu-m55"}
+EMULATED = {"cortex-m4": "qemu-m4", "cortex-m7": "qemu-m7", "cortex-m33": "qemu-an505", "cortex-m55": "qemu-m55"}
 MODEL_NAMES = ("kws_dscnn_int8", "vww_mobilenetv1_int8", "ic_resnet8_int8", "ad_autoencoder_int8")
 # board: {model: (ms, who)}: issue 42's table of the fastest published CPU-only MLPerf Tiny latencies (the board of
 # the "STM32F746 Discovery" row is the chip of nucleo-f746zg)
@@ -52,7 +59,14 @@ PUBLISHED = {
                                             (165.13, "X-CUBE-AI 9.0, v1.2"), (4.05, "Plumerai 2023.05, v1.1")))),
     "nucleo-f746zg": dict(zip(MODEL_NAMES, ((17.75, "Plumerai, v1.1"), (34.08, "Plumerai, v1.1"),
                                             (61.57, "Bosch HALE, v1.1"), (1.70, "Bosch HALE, v1.1")))),
+    "nucleo-h7a3zi-q": dict(zip(MODEL_NAMES, ((11.32, "X-CUBE-AI 9.0, v1.2"), (23.80, "X-CUBE-AI 9.0, v1.2"),
+                                              (40.84, "X-CUBE-AI 9.0, v1.2"), (1.08, "Bosch HALE, v1.2")))),
+    "nucleo-u575zi-q": dict(zip(MODEL_NAMES, ((28.99, "X-CUBE-AI 10.2, v1.3"), (59.27, "X-CUBE-AI 10.2, v1.3"),
+                                              (104.29, "Plumerai, v1.1"), (3.09, "Bosch, v1.2")))),
 }
+# the clock the published figures ran at, for a board whose file runs it at another clock (its reset clock): issue
+# 42's table (NUCLEO-H7A3ZI-Q, Cortex-M7 at 280 MHz; NUCLEO-U575ZI-Q, Cortex-M33 at 160 MHz)
+PUBLISHED_HZ = {"nucleo-h7a3zi-q": 280_000_000, "nucleo-u575zi-q": 160_000_000}
 # boards with no published figure of their own, and the nearest published board: (its name, core and clock, who,
 # {model: ms}); printed beside the estimate with that board's cycles, not as a comparison of the same chip.
 # EK-RA8D1: Renesas, MLPerf Tiny v1.2 closed (mlcommons/tiny_results_v1.2, closed/Renesas/results/EK-RA8D1/*/
@@ -64,14 +78,37 @@ TFLM = {"nucleo-l4r5zi": dict(zip(MODEL_NAMES, (round(1000 / 5.497, 1), round(10
                                                 round(1000 / 99.487, 2))))}
 
 
+def emulator_for(target_board: Board) -> Board:
+    """The emulated board of ``target_board``'s core (EMULATED), its first region as large as the real board's. A
+    plan is bounded by the board it is compiled for as well as by the budget (objective.py: the latency budget is
+    the smaller of the two; a memory plan too big for the first region spills to the next, swapped where that one
+    is slow), so an emulator whose first region is smaller than the real board's plans something else:
+    qemu-an505's first region is the IoT Kit's 32 KB SRAM, a NUCLEO-U575ZI-Q's is 768 KB. There the first region
+    becomes the emulator's first region of full speed that holds the real board's, cut to the real one's capacity
+    (qemu-an505's SSRAM, as fast as its SRAM under QEMU), with the statics and the stack; the emulator's regions
+    without a linker section of their own (its old first region) are left out, the others stay."""
+    emulated = load_board(EMULATED[target_board.core])
+    need = areas(target_board)[0].capacity
+    if areas(emulated)[0].capacity >= need:
+        return emulated
+    room = next((r for r in emulated.regions if not r.excluded and r.speed is None
+                 and r.size - r.reserved - emulated.stack_bytes >= need), None)
+    if room is None:
+        raise MCUDeployError(f"board {emulated.name} has no region of full speed of {need:,} B, the first region of "
+                             f"{target_board.name} less its stack: its traces cannot stand for that board's plans")
+    first = dataclasses.replace(room, section=None, size=need + room.reserved + emulated.stack_bytes)
+    rest = tuple(r if r.section else dataclasses.replace(r, excluded=True) for r in emulated.regions if r is not room)
+    return dataclasses.replace(emulated, regions=(first,) + rest)
+
+
 def estimate(path: Path, board: str, objective: str) -> dict:
-    """One plan of the model (for the emulated board of ``board``'s core, EMULATED, with the real board's
-    first region as the latency budget's bound: the plan must fit the board it is estimated for), traced
-    and weighted for ``board``."""
+    """One plan of the model (for the emulated board of ``board``'s core, with the real board's first region as
+    the latency budget's bound: the plan must fit the board it is estimated for; emulator_for), traced and
+    weighted for ``board``."""
     target_board = load_board(board)
     # the latency budget is the real board's first region (less its stack), not the emulator's 4 MB
     budget = areas(target_board)[0].capacity if objective != "memory" else None
-    compiled = compile_model(str(path), EMULATED[target_board.core],
+    compiled = compile_model(str(path), emulator_for(target_board),
                              options=CompileOptions(objective=Objective(objective, budget)))
     target = target_for(target_board, compiled.board)
     spans = trace_model(compiled, target=target)
@@ -100,6 +137,10 @@ def bench(path: Path, board: str, objectives=("memory", "latency")) -> dict:
         name, core, hz, who, figures = NEAREST[board]
         row["nearest"] = {"board": name, "core": core, "who": who, "ms": figures[path.stem],
                           "cycles": round(figures[path.stem] * hz / 1e3)}
+    hz = PUBLISHED_HZ.get(board)
+    if fastest and hz and hz != load_board(board).clock_hz:  # published at another clock than the board runs at
+        row["published_hz"] = hz
+        row["published_cycles"] = round(fastest[0] * hz / 1e3)
     return row
 
 
@@ -140,6 +181,14 @@ def main() -> int:
                                             f"scratch" for o, p in plans.items())
               + (f"; published: {r['published_ms']} ms by {r['published_by']}" if r["published_ms"] else ""))
     for r in rows:
+        if "published_cycles" in r:
+            e = r["objectives"][objectives[-1]]
+            print(f"{r['model']}: estimated {e['estimated_cycles']:,} cycles ({objectives[-1]} plan) at the board's "
+                  f"{load_board(args.board).clock_hz / 1e6:g} MHz; published {r['published_ms']} ms at "
+                  f"{r['published_hz'] / 1e6:g} MHz, {r['published_cycles']:,} cycles "
+                  f"({e['estimated_cycles'] / r['published_cycles']:.2f}x in cycles; the wait states and caches "
+                  f"differ with the clock: beside, not against)")
+    for r in rows:
         if "nearest" in r:
             n, e = r["nearest"], r["objectives"][objectives[-1]]
             print(f"{r['model']}: estimated {e['estimated_cycles']:,} cycles; the nearest published board, {n['board']} "
@@ -148,6 +197,10 @@ def main() -> int:
     published = ("Published figures: the fastest CPU-only MLPerf Tiny latencies on this board (issue 42's table; "
                  "TFLM: the v0.5 reference), other code on the real chip, no same-code calibration."
                  if args.board in PUBLISHED else f"No published figures for {args.board} in this script.")
+    if any("published_cycles" in r for r in rows):
+        published += (f" {args.board} runs at its reset clock (its board file has no clock tree: reset_clock says "
+                      f"why), the published figures at {PUBLISHED_HZ[args.board] / 1e6:g} MHz: its ms and "
+                      "latency/published are at the reset clock.")
     core = load_board(args.board).core
     spread = ", ".join(f"{c} {lo}-{hi}" for c, (lo, hi) in RANGES[core].items())
     print(f"error: the range is the {core}'s timing ranges (mcudeploy/estimate/cores.py RANGES, cycles per "

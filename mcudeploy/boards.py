@@ -130,6 +130,7 @@ class FlashData:
     cache_lines: int
     line_bytes: int
     source: str
+    wait_states: Optional[int] = None  # a board without a clock_tree: the flash wait states at its reset clock
 
 
 MVE_CPUS = ("cortex-m55", "cortex-m85")  # -mcpu names whose default has Helium (the M-profile vector extension)
@@ -273,16 +274,21 @@ def _board(data: dict) -> Board:
                  qemu, upload, (data.get("platformio") or {}).get("board", ""), build, dma_engine=dma,
                  clock_tree=tree, links=links,
                  boot_origin=_int(data["boot_origin"]) if "boot_origin" in data else None,
-                 flash_data=_flash_data(data["name"], data.get("flash_data")))
+                 flash_data=_flash_data(data["name"], data.get("flash_data"), tree is not None))
 
 
-def _flash_data(board: str, data: Optional[dict]) -> Optional[FlashData]:
+def _flash_data(board: str, data: Optional[dict], has_tree: bool) -> Optional[FlashData]:
     if data is None:
         return None
-    f = FlashData(int(data["read_bytes"]), int(data["cache_lines"]), int(data["line_bytes"]), data["source"])
+    ws = data.get("wait_states")
+    f = FlashData(int(data["read_bytes"]), int(data["cache_lines"]), int(data["line_bytes"]), data["source"],
+                  None if ws is None else int(ws))
     if f.line_bytes & (f.line_bytes - 1) or f.line_bytes % f.read_bytes:
         raise MCUDeployError(f"board {board}: flash_data.line_bytes ({f.line_bytes}) must be a power of two and a "
                              f"multiple of read_bytes ({f.read_bytes})")
+    if has_tree and f.wait_states is not None:
+        raise MCUDeployError(f"board {board}: flash_data.wait_states is for a board at its reset clock; this board's "
+                             f"clock_tree sets its flash wait states (clock_tree.flash_wait_states)")
     return f
 
 

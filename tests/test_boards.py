@@ -60,3 +60,14 @@ def test_a_wrong_field_is_named_in_one_sentence(tmp_path, change, sentence):
         load_board("edited", edited(tmp_path, change))
     assert sentence in str(err.value) and "\n" not in str(err.value)
     assert str(err.value).startswith(f"board file {tmp_path / 'edited.json'}: ")
+
+
+def test_reset_wait_states_are_refused_beside_a_clock_tree(tmp_path):
+    """flash_data.wait_states is the flash latency of a board at its reset clock; a clock tree sets its own."""
+    data = json.loads((boards_dir() / "nucleo-l4r5zi.json").read_text())
+    data["name"] = "edited"
+    data["flash_data"]["wait_states"] = 0
+    (tmp_path / "edited.json").write_text(json.dumps(data))
+    with pytest.raises(MCUDeployError, match=r"^board edited: flash_data.wait_states is for a board at its reset "
+                                             r"clock; this board's clock_tree sets"):
+        load_board("edited", tmp_path)

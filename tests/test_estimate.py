@@ -55,3 +55,45 @@ def test_cycles_are_the_classes_weighted_plus_flash_stalls_on_taken_branches_and
 ])
 def test_vector_instructions_overlap_across_pipes(classes, saved):
     assert _overlap(classes) == saved
+
+
+def test_a_board_at_its_reset_clock_is_estimated_with_its_reset_wait_states_and_no_cache():
+    """Without a clock tree the firmware leaves the clock, the flash latency and the caches as reset left them:
+    the estimate takes the reset clock and flash_data's reset wait states, with no accelerator or data cache."""
+    h7 = target_for(load_board("nucleo-h7a3zi-q"), load_board("qemu-m7"))
+    assert (h7.clock_hz, h7.wait_states, h7.flash_cache, h7.data_cache) == (64_000_000, 3, False, False)
+    assert h7.caches.line == (0, 32)  # no lines: every read of a weight from flash misses
+    assert h7.describe() == ("nucleo-h7a3zi-q (cortex-m7 at 64 MHz, 3 flash wait states, no flash accelerator, "
+                             "weights read from flash with no data cache)")
+    u5 = target_for(load_board("nucleo-u575zi-q"), load_board("qemu-an505"))
+    assert (u5.clock_hz, u5.wait_states, u5.flash_cache, u5.data_cache) == (4_000_000, 0, False, False)
+
+
+def _cycles_bench():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "cycles_bench.py"
+    spec = importlib.util.spec_from_file_location("cycles_bench", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_emulator_of_a_published_board_has_its_first_region():
+    """cycles_bench plans on the emulator of the real board's core; a plan is bounded by the emulator's first region
+    too, so that region must hold the real board's: qemu-an505's 32 KB SRAM gives way to its SSRAM, cut to the
+    NUCLEO-U575ZI-Q's 768 KB less the stack; an emulator with room is taken as it is."""
+    from mcudeploy.memory import areas
+
+    bench = _cycles_bench()
+    for name in bench.PUBLISHED:
+        real = load_board(name)
+        emulated = bench.emulator_for(real)
+        assert emulated.core == real.core and areas(emulated)[0].capacity >= areas(real)[0].capacity, name
+    u5 = load_board("nucleo-u575zi-q")
+    an505 = bench.emulator_for(u5)
+    first = areas(an505)[0]
+    assert (first.name, first.capacity, first.section) == ("ssram", areas(u5)[0].capacity, None)
+    assert an505.regions[0].origin == 0x38000000 and [r.name for r in an505.regions if r.excluded] == ["sram"]
+    assert bench.emulator_for(load_board("nucleo-f746zg")) == load_board("qemu-m7")

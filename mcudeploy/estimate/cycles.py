@@ -54,7 +54,10 @@ def target_for(board: Board, emulated: Board) -> Target:
     if board.core not in CORES:
         raise MCUDeployError(f"no instruction timings are known for the {board.core} of board {board.name}")
     tree = board.clock_tree.claimed if board.clock_tree else None  # the clock board.clock_hz claims
-    ws = tree.flash_wait_states if tree else 0
+    # without a tree the board runs at its reset clock, with the flash latency register's reset value (flash_data
+    # gives it; 0 where it does not) and no flash accelerator or cache turned on
+    reset_ws = board.flash_data.wait_states if board.flash_data and board.flash_data.wait_states is not None else 0
+    ws = tree.flash_wait_states if tree else reset_ws
     cache = bool(tree and (tree.flash_cache or tree.icache))
     data_cache = bool(tree and (tree.flash_cache or tree.dcache))
     return Target(board.name, board.core, board.clock_hz, ws, cache, board.flash_data, data_cache)

@@ -27,7 +27,8 @@ from mcudeploy.errors import MCUDeployError
 
 ROOT = Path(__file__).resolve().parents[2]
 DEVICE_BOARDS = [b for b in all_boards() if b.kind in ("qemu", "hardware") and not b.alias_of]
-REAL_BOARDS = ["nucleo-f446re", "nucleo-f746zg", "nucleo-h743zi", "nucleo-l4r5zi", "alif-e7-appkit-hp"]
+REAL_BOARDS = ["nucleo-f446re", "nucleo-f746zg", "nucleo-h743zi", "nucleo-h7a3zi-q", "nucleo-l4r5zi", "nucleo-u575zi-q",
+              "alif-e7-appkit-hp"]
 
 
 def have_tools(*names):
