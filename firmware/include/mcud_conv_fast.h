@@ -227,20 +227,6 @@ MCUD_INLINE int8_t mcud_conv_fast_out(int32_t acc, int32_t oc, const mcud_conv_s
     return (int8_t)mcud_clamp(q + p->out_zero_point, p->act_min, p->act_max);
 }
 
-/* mcud_requant_tfl_k's result from twice the accumulator, acc2 (w16 and the bias of p->rq2 doubled), with c = 2 k and
- * rs = r1 + 1 (rq2's values): four instructions where it takes five. Why exact: TFLite's doubling high multiply,
- * its nudge 1 - 2^30 for a negative product and its division truncating, is floor((acc mult + 2^30) / 2^31) for
- * every product, which is SMMLAR's rounded high word of acc2 * mult; its rounding right shift by rs, half away from
- * zero, is floor((h + 2^(rs-1) - [h < 0]) / 2^rs), and c = 2^(rs-1) + zy 2^rs brings the half and the output zero
- * point in one addition. The accumulator's sign stands in for h's, as in mcud_requant_tfl_k: they differ only where
- * h = 0, which gives zy either way. It needs |acc| < 2^30 (acc2 does not wrap) and |c| + 2^30 < 2^31 (the sum stays
- * in int32): mcudeploy/ops/conv.py (_fast_rq2) gives a channel this route only then. tests/test_tflite.py
- * (test_c_doubled_requantization_equals_numpy) checks it against TFLite's arithmetic at the rounding ties. */
-MCUD_INLINE int32_t mcud_requant_tfl_2(int32_t acc2, int32_t mult, int32_t c, int32_t rs)
-{
-    return (mcud_smmlar(acc2, mult, c) + (acc2 >> 31)) >> rs;
-}
-
 /* The per-channel constants of the w16 block kernels: p->rq2 where given (the weights doubled where its mult is not 0),
  * else p->rq. */
 MCUD_INLINE const int32_t *mcud_fast_rq(const mcud_conv_s8_fast_params *p)

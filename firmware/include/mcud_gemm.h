@@ -35,6 +35,11 @@ typedef struct {
     int32_t act_min;
     int32_t act_max;
     const int8_t *packed;  /* B packed as above */
+    const int32_t *rq2;    /* or NULL: TFLite models, per column (c = n, or 0 when channels is 1) three values for
+                              mcud_requant_tfl_2 on twice the sum {mult, c, rs} (mcud_dsp.h), or {0, mult, shift}
+                              for a column off that route, which TFLite's general requantization takes (mcudeploy/ops/
+                              gemm.py, _rq2); mult and shift are then NULL */
+    int32_t rq2_off;       /* 1 where some column of rq2 is off the doubled route */
 } mcud_gemm_s8_params;
 
 /* int8 with both operands activations (per tensor): acc = sum_k (a - a_zero)(b - b_zero),
@@ -90,6 +95,12 @@ void mcud_gemm_f32(const mcud_view *a, const mcud_view *b, const mcud_view *c, c
                    const mcud_gemm_f32_params *p);
 void mcud_gemm_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p);
 void mcud_gemm_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p);
+/* the same with A's rows widened into scratch first (2 (K - K % 4) bytes, word aligned): two SXTB16s fewer for every
+ * four k of every four columns, one pass over the row */
+void mcud_gemm_s8_a16(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p,
+                      void *scratch);
+void mcud_gemm_s8_tfl_a16(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p,
+                          void *scratch);
 void mcud_matmul_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_matmul_s8_params *p,
                     void *scratch);
 void mcud_matmul_s8_direct(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_matmul_s8_params *p);

@@ -132,7 +132,19 @@ typedef struct {
     int32_t half;
     int32_t mult0;
     int32_t tfl_k;
+    const int32_t *rq2; /* mcud_gemm_s8_params.rq2 (TFLite models; NULL: mult and shift) */
+    int32_t rq2_off;
 } gemm_requant;
+
+/* One output through rq2's three values k of its column: TFLite's requantization of the sum, as mcud_requant_tfl_2 of
+ * twice it, or where the column is off that route (k[0] is 0) as TFLite's general one. */
+MCUD_INLINE int32_t gemm_s8_out_2(int32_t acc, const int32_t *k, const gemm_requant *p)
+{
+    if (p->rq2_off && k[0] == 0) {
+        return mcud_clamp(mcud_requant_tfl(acc, k[1], k[2]) + p->y_zero, p->act_min, p->act_max);
+    }
+    return mcud_clamp(mcud_requant_tfl_2(acc + acc, k[0], k[1], k[2]), p->act_min, p->act_max);
+}
 
 static int32_t gemm_s8_out(int32_t acc, int32_t n, const gemm_requant *p)
 {
@@ -149,6 +161,9 @@ static int32_t gemm_s8_out(int32_t acc, int32_t n, const gemm_requant *p)
 static int32_t gemm_s8_out_tfl(int32_t acc, int32_t n, const gemm_requant *p)
 {
     int32_t c = p->channels == 1 ? 0 : n;
+    if (p->rq2 != NULL) {
+        return gemm_s8_out_2(acc, p->rq2 + 3 * c, p);
+    }
     int32_t mult = p->mult[c], shift = p->shift[c], q;
     if (shift >= 33 && shift <= 62) {
         q = mcud_requant_tfl_r(acc, mult, shift);
@@ -227,6 +242,47 @@ typedef uint32_t __attribute__((__may_alias__)) gemm_word;
     } while (0)
 #endif
 
+/* The four columns' eight products of a quad of k (GEMM_S8_QUAD, GEMM_S8_QUAD16), each SXTB16 followed by the SMLAD of the one before: the
+ * Cortex-M7 issues the two together (SXTB16 only as the first of a pair, one multiply-accumulate a cycle), nine cycles
+ * where GCC's order of two SXTB16s then two SMLADs takes thirteen; the Cortex-M4 runs one at a time either way. */
+#if MCUD_HAVE_DSP && defined(__GNUC__)
+#define GEMM_S8_MAC16(S0, S1, S2, S3, W0, W1, W2, W3, AE, AO)   \
+    do {                                                       \
+        uint32_t t_;                                           \
+        __asm__("sxtb16 %[t], %[w0]\n\t"                        \
+                "sxtb16 %[w0], %[w0], ror #8\n\t"               \
+                "smlad %[s0], %[t], %[ae], %[s0]\n\t"           \
+                "sxtb16 %[t], %[w1]\n\t"                        \
+                "smlad %[s0], %[w0], %[ao], %[s0]\n\t"          \
+                "sxtb16 %[w1], %[w1], ror #8\n\t"               \
+                "smlad %[s1], %[t], %[ae], %[s1]\n\t"           \
+                "sxtb16 %[t], %[w2]\n\t"                        \
+                "smlad %[s1], %[w1], %[ao], %[s1]\n\t"          \
+                "sxtb16 %[w2], %[w2], ror #8\n\t"               \
+                "smlad %[s2], %[t], %[ae], %[s2]\n\t"           \
+                "sxtb16 %[t], %[w3]\n\t"                        \
+                "smlad %[s2], %[w2], %[ao], %[s2]\n\t"          \
+                "sxtb16 %[w3], %[w3], ror #8\n\t"               \
+                "smlad %[s3], %[t], %[ae], %[s3]\n\t"           \
+                "smlad %[s3], %[w3], %[ao], %[s3]"               \
+                : [s0] "+r"(S0), [s1] "+r"(S1), [s2] "+r"(S2), [s3] "+r"(S3), [w0] "+r"(W0), [w1] "+r"(W1), \
+                  [w2] "+r"(W2), [w3] "+r"(W3), [t] "=&r"(t_)                                              \
+                : [ae] "r"(AE), [ao] "r"(AO));                                                              \
+    } while (0)
+#else
+#define GEMM_S8_MAC16(s0, s1, s2, s3, w0, w1, w2, w3, ae, ao)   \
+    do {                                                       \
+        s0 = mcud_smlad(mcud_sxtb16(w0), ae, s0);              \
+        s0 = mcud_smlad(mcud_sxtb16_ror8(w0), ao, s0);         \
+        s1 = mcud_smlad(mcud_sxtb16(w1), ae, s1);              \
+        s1 = mcud_smlad(mcud_sxtb16_ror8(w1), ao, s1);         \
+        s2 = mcud_smlad(mcud_sxtb16(w2), ae, s2);              \
+        s2 = mcud_smlad(mcud_sxtb16_ror8(w2), ao, s2);         \
+        s3 = mcud_smlad(mcud_sxtb16(w3), ae, s3);              \
+        s3 = mcud_smlad(mcud_sxtb16_ror8(w3), ao, s3);         \
+    } while (0)
+#endif
+
 /* Four k of one row of A (at byte offset ao of ap) against the same four k of four packed columns (offset wo of
  * wp), into s0..s3. */
 #define GEMM_S8_QUAD(ap, ao, wp, wo)                                           \
@@ -234,15 +290,54 @@ typedef uint32_t __attribute__((__may_alias__)) gemm_word;
         uint32_t av_, w0_, w1_, w2_, w3_;                                      \
         GEMM_S8_LOAD5(av_, w0_, w1_, w2_, w3_, ap, ao, wp, wo);                \
         uint32_t ae_ = mcud_sxtb16(av_), ao_ = mcud_sxtb16_ror8(av_);          \
-        s0 = mcud_smlad(mcud_sxtb16(w0_), ae_, s0);                            \
-        s0 = mcud_smlad(mcud_sxtb16_ror8(w0_), ao_, s0);                       \
-        s1 = mcud_smlad(mcud_sxtb16(w1_), ae_, s1);                            \
-        s1 = mcud_smlad(mcud_sxtb16_ror8(w1_), ao_, s1);                       \
-        s2 = mcud_smlad(mcud_sxtb16(w2_), ae_, s2);                            \
-        s2 = mcud_smlad(mcud_sxtb16_ror8(w2_), ao_, s2);                       \
-        s3 = mcud_smlad(mcud_sxtb16(w3_), ae_, s3);                            \
-        s3 = mcud_smlad(mcud_sxtb16_ror8(w3_), ao_, s3);                       \
+        GEMM_S8_MAC16(s0, s1, s2, s3, w0_, w1_, w2_, w3_, ae_, ao_);          \
     } while (0)
+
+/* GEMM_S8_QUAD with A's four k already widened (gemm_s8_widen: its SXTB16 pair at byte offset xo of xp, 8 bytes): six
+ * loads in a row, and two SXTB16s fewer per quad, which the Cortex-M7 issues one a cycle. */
+#if MCUD_HAVE_DSP && defined(__GNUC__)
+typedef struct {
+    uint32_t w[2];
+} __attribute__((__may_alias__)) gemm_pair32;
+#define GEMM_S8_LOAD6(ae, ao, w0, w1, w2, w3, xp, xo, wp, wo) \
+    __asm__("ldr %0, [%6, #" #xo "]\n\t" \
+            "ldr %1, [%6, #" #xo " + 4]\n\t" \
+            "ldr %2, [%7, #" #wo "]\n\t" \
+            "ldr %3, [%7, #" #wo " + 4]\n\t" \
+            "ldr %4, [%7, #" #wo " + 8]\n\t" \
+            "ldr %5, [%7, #" #wo " + 12]" \
+            : "=&r"(ae), "=&r"(ao), "=&r"(w0), "=&r"(w1), "=&r"(w2), "=r"(w3) \
+            : "r"(xp), "r"(wp), "m"(*(const gemm_pair32 *)(const void *)((xp) + (xo))), \
+              "m"(*(const gemm_quad16 *)(const void *)((wp) + (wo))))
+#else
+#define GEMM_S8_LOAD6(ae, ao, w0, w1, w2, w3, xp, xo, wp, wo) \
+    do { \
+        (ae) = mcud_load32((xp) + (xo)); \
+        (ao) = mcud_load32((xp) + (xo) + 4); \
+        (w0) = mcud_load32((wp) + (wo)); \
+        (w1) = mcud_load32((wp) + (wo) + 4); \
+        (w2) = mcud_load32((wp) + (wo) + 8); \
+        (w3) = mcud_load32((wp) + (wo) + 12); \
+    } while (0)
+#endif
+
+#define GEMM_S8_QUAD16(xp, xo, wp, wo)                                         \
+    do {                                                                       \
+        uint32_t ae_, ao_, w0_, w1_, w2_, w3_;                                 \
+        GEMM_S8_LOAD6(ae_, ao_, w0_, w1_, w2_, w3_, xp, xo, wp, wo);           \
+        GEMM_S8_MAC16(s0, s1, s2, s3, w0_, w1_, w2_, w3_, ae_, ao_);          \
+    } while (0)
+
+/* A row's quads widened once for every column (the _a16 kernels' scratch, 8 bytes a quad): k 4q.. as the pairs
+ * (a0, a2), (a1, a3) that GEMM_S8_QUAD makes for each block of four columns. */
+static void gemm_s8_widen(const int8_t *a, int32_t quads, uint32_t *x)
+{
+    for (int32_t q = 0; q < quads; q++) {
+        const uint32_t v = mcud_load32(a + 4 * q);
+        x[2 * q] = mcud_sxtb16(v);
+        x[2 * q + 1] = mcud_sxtb16_ror8(v);
+    }
+}
 
 #if MCUD_HAVE_MVE
 /* Helium: sixteen k (four quads) of one row of A against the same k of four packed columns, into s0..s3, while
@@ -304,6 +399,20 @@ static int32_t row_sum_s8(const int8_t *a, int32_t kk)
         (py)[3 * (y_n)] = (int8_t)o3_;                                                                  \
     } while (0)
 
+/* Four accumulators of columns n.. through rq2 (gemm_s8_out_2) into py[0], py[y_n], .. : the four outputs before the
+ * first store, as GEMM_S8_OUT4_R. */
+#define GEMM_S8_OUT4_2(py, y_n, s0, s1, s2, s3, n, p)                                                   \
+    do {                                                                                                \
+        const int32_t d_ = (p)->channels == 1 ? 0 : 3;                                                  \
+        const int32_t *k_ = (p)->rq2 + d_ * (n);                                                        \
+        const int32_t o0_ = gemm_s8_out_2((s0), k_, (p)), o1_ = gemm_s8_out_2((s1), k_ + d_, (p));      \
+        const int32_t o2_ = gemm_s8_out_2((s2), k_ + 2 * d_, (p)), o3_ = gemm_s8_out_2((s3), k_ + 3 * d_, (p)); \
+        (py)[0] = (int8_t)o0_;                                                                          \
+        (py)[(y_n)] = (int8_t)o1_;                                                                      \
+        (py)[2 * (y_n)] = (int8_t)o2_;                                                                  \
+        (py)[3 * (y_n)] = (int8_t)o3_;                                                                  \
+    } while (0)
+
 /* mm rows of A (k contiguous, rows a_m apart) times packed B: four columns at a time, each 32-bit
  * load of A (a0..a3) giving the pairs (a0, a2) and (a1, a3) that meet the same halves of each
  * column's four weights in two SMLADs. Column n of a row starts from bias[n] - b_zero * sum_k a[k]
@@ -311,22 +420,51 @@ static int32_t row_sum_s8(const int8_t *a, int32_t kk)
  * so the set-up is paid once, not per row: with a short K (attention's heads) it is a good part
  * of the work. One text, two functions: ONNX models' rounding (OUT = gemm_s8_out) and TFLite models'
  * (gemm_s8_out_tfl; p->r is 0 for TFLite models, whose products all have constant weights). */
-#define GEMM_S8_ROWS(NAME, OUT, TFL)                                                                     \
+#define GEMM_S8_ROWS(NAME, OUT, TFL, X16)                                                                \
 MCUD_GEMM_NO_SCHED static void NAME(const int8_t *a, int32_t a_m, int8_t *y, int32_t y_m, int32_t y_n,  \
                                     int32_t mm, int32_t kk, int32_t nn, const int8_t *packed,             \
-                                    const int32_t *bias, int32_t b_zero, const gemm_requant *p)          \
+                                    const int32_t *bias, int32_t b_zero, const gemm_requant *p,          \
+                                    uint32_t *x16)                                                       \
 {                                                                                                        \
     const int32_t quads = kk >> 2, tail = kk & 3;                                                        \
+    (void)x16;                                                                                           \
     for (int32_t m = 0; m < mm; m++, a += a_m, y += y_m) {                                               \
         const int32_t bias_add = b_zero != 0 ? -b_zero * row_sum_s8(a, kk) : 0;                          \
         const int8_t *wp = GEMM_PACKED(packed);                                                          \
         int32_t n = 0;                                                                                   \
+        if (X16) {                                                                                       \
+            gemm_s8_widen(a, quads, x16);                                                                \
+        }                                                                                                \
         for (; n + 4 <= nn; n += 4) {                                                                    \
             int32_t s0 = bias[n] + bias_add, s1 = bias[n + 1] + bias_add, s2 = bias[n + 2] + bias_add,   \
                     s3 = bias[n + 3] + bias_add;                                                         \
             const int8_t *ap = a;                                                                        \
             int32_t left = quads;                                                                        \
-            GEMM_S8_MVE16(ap, wp, left)                                                                  \
+            if (X16) {                                                                                   \
+                const uint8_t *xp = (const uint8_t *)x16;                                                \
+                for (int32_t q = left >> 2; q > 0; q--) {                                                \
+                    GEMM_S8_QUAD16(xp, 0, wp, 0);                                                        \
+                    GEMM_S8_QUAD16(xp, 8, wp, 16);                                                       \
+                    GEMM_S8_QUAD16(xp, 16, wp, 32);                                                      \
+                    GEMM_S8_QUAD16(xp, 24, wp, 48);                                                      \
+                    xp += 32;                                                                            \
+                    wp += 64;                                                                            \
+                }                                                                                        \
+                if (left & 2) {                                                                          \
+                    GEMM_S8_QUAD16(xp, 0, wp, 0);                                                        \
+                    GEMM_S8_QUAD16(xp, 8, wp, 16);                                                       \
+                    xp += 16;                                                                            \
+                    wp += 32;                                                                            \
+                }                                                                                        \
+                if (left & 1) {                                                                          \
+                    GEMM_S8_QUAD16(xp, 0, wp, 0);                                                        \
+                    wp += 16;                                                                            \
+                }                                                                                        \
+                ap += 4 * quads;                                                                         \
+                left = 0;                                                                                \
+            } else {                                                                                     \
+                GEMM_S8_MVE16(ap, wp, left)                                                              \
+            }                                                                                            \
             for (int32_t q = left >> 2; q > 0; q--) {                                                    \
                 GEMM_S8_QUAD(ap, 0, wp, 0);                                                              \
                 GEMM_S8_QUAD(ap, 4, wp, 16);                                                             \
@@ -355,6 +493,10 @@ MCUD_GEMM_NO_SCHED static void NAME(const int8_t *a, int32_t a_m, int8_t *y, int
                 wp += 4;                                                                                 \
             }                                                                                            \
             int8_t *py = y + n * y_n;                                                                    \
+            if (TFL && p->rq2 != NULL) {                                                                 \
+                GEMM_S8_OUT4_2(py, y_n, s0, s1, s2, s3, n, p);                                           \
+                continue;                                                                                \
+            }                                                                                            \
             if (p->r > 0) {                                                                              \
                 GEMM_S8_OUT4_R(py, y_n, s0, s1, s2, s3, p);                                              \
                 continue;                                                                                \
@@ -390,18 +532,19 @@ MCUD_GEMM_NO_SCHED static void NAME(const int8_t *a, int32_t a_m, int8_t *y, int
     }                                                                                                    \
 }
 
-GEMM_S8_ROWS(gemm_s8_rows, gemm_s8_out, 0)
-GEMM_S8_ROWS(gemm_s8_rows_tfl, gemm_s8_out_tfl, 1)
+GEMM_S8_ROWS(gemm_s8_rows, gemm_s8_out, 0, 0)
+GEMM_S8_ROWS(gemm_s8_rows_tfl, gemm_s8_out_tfl, 1, 0)
+GEMM_S8_ROWS(gemm_s8_rows_a16, gemm_s8_out, 0, 1)
+GEMM_S8_ROWS(gemm_s8_rows_tfl_a16, gemm_s8_out_tfl, 1, 1)
 
-#define GEMM_S8(NAME, ROWS, OUT, TFL)                                                                            \
-void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p)             \
+#define GEMM_S8(NAME, ROWS, ROWS16, OUT, TFL)                                                                    \
+static void NAME##_run(const mcud_view *a, const mcud_view *y, const mcud_gemm_s8_params *p, uint32_t *x16)     \
 {                                                                                                               \
     /* B is 2-D, constant and packed: its extents come from A (K) and Y (N), a (K, N) view of them              \
      * stands in for b in the shape computation */                                                              \
     mcud_gemm_shape s;                                                                                          \
     mcud_view kn;                                                                                               \
     int32_t na = a->ndim;                                                                                       \
-    (void)b;                                                                                                    \
     kn.data = NULL;                                                                                             \
     kn.ndim = 2;                                                                                                \
     kn.shape[0] = na == 1 ? a->shape[0] : a->shape[p->trans_a ? na - 2 : na - 1];                               \
@@ -409,13 +552,18 @@ void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud
     kn.stride[0] = kn.shape[1];                                                                                 \
     kn.stride[1] = 1;                                                                                           \
     gemm_shape(a, &kn, y, p->trans_a, 0, &s);                                                                   \
-    const int32_t tfl_k_ = TFL && gemm_tfl_k(p->shift, p->channels == 1 ? 1 : kn.shape[1]);                     \
-    const gemm_requant rq = {p->channels, p->mult, p->shift, p->y_zero, p->act_min, p->act_max, 0, 0, 0, tfl_k_}; \
+    const int32_t tfl_k_ = TFL && p->rq2 == NULL && gemm_tfl_k(p->shift, p->channels == 1 ? 1 : kn.shape[1]);   \
+    const gemm_requant rq = {p->channels, p->mult, p->shift, p->y_zero, p->act_min, p->act_max, 0, 0, 0, tfl_k_, \
+                             p->rq2, p->rq2_off};                                                               \
     for (int32_t t = 0; t < s.batches; t++) {                                                                   \
         const int8_t *ad = (const int8_t *)a->data + batch_offset(a, mat_dims(a), y, s.batch_dims, t);          \
         int8_t *yd = (int8_t *)y->data + batch_offset(y, y->ndim - s.batch_dims, y, s.batch_dims, t);           \
+        if (s.a_k == 1 && x16 != NULL) {                                                                        \
+            ROWS16(ad, s.a_m, yd, s.y_m, s.y_n, s.m, s.k, s.n, p->packed, p->bias, 0, &rq, x16);                \
+            continue;                                                                                           \
+        }                                                                                                       \
         if (s.a_k == 1) {                                                                                       \
-            ROWS(ad, s.a_m, yd, s.y_m, s.y_n, s.m, s.k, s.n, p->packed, p->bias, 0, &rq);                       \
+            ROWS(ad, s.a_m, yd, s.y_m, s.y_n, s.m, s.k, s.n, p->packed, p->bias, 0, &rq, NULL);                 \
             continue;                                                                                           \
         }                                                                                                       \
         for (int32_t m = 0; m < s.m; m++) {                                                                     \
@@ -430,10 +578,23 @@ void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud
             }                                                                                                   \
         }                                                                                                       \
     }                                                                                                           \
+}                                                                                                               \
+                                                                                                                \
+void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p)             \
+{                                                                                                               \
+    (void)b;                                                                                                    \
+    NAME##_run(a, y, p, NULL);                                                                                  \
+}                                                                                                               \
+                                                                                                                \
+void NAME##_a16(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p,       \
+                void *scratch)                                                                                  \
+{                                                                                                               \
+    (void)b;                                                                                                    \
+    NAME##_run(a, y, p, (uint32_t *)scratch);                                                                   \
 }
 
-GEMM_S8(mcud_gemm_s8, gemm_s8_rows, gemm_s8_out, 0)
-GEMM_S8(mcud_gemm_s8_tfl, gemm_s8_rows_tfl, gemm_s8_out_tfl, 1)
+GEMM_S8(mcud_gemm_s8, gemm_s8_rows, gemm_s8_rows_a16, gemm_s8_out, 0)
+GEMM_S8(mcud_gemm_s8_tfl, gemm_s8_rows_tfl, gemm_s8_rows_tfl_a16, gemm_s8_out_tfl, 1)
 
 /* ---- int8, both operands activations ---- */
 
@@ -594,7 +755,7 @@ void mcud_matmul_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y, 
     const int32_t one_mult[1] = {p->mult}, one_shift[1] = {p->shift};
     const int32_t r = p->shift >= 33 && p->shift <= 62 ? p->shift - 32 : 0;
     const gemm_requant rq = {1, one_mult, one_shift, p->y_zero, p->act_min, p->act_max, r,
-                             r > 0 ? (int32_t)1 << (r - 1) : 0, p->mult, 0};
+                             r > 0 ? (int32_t)1 << (r - 1) : 0, p->mult, 0, NULL, 0};
     /* the packed rows need A's rows contiguous; otherwise (or without scratch) B's contiguous rows or the plain loop */
     const int32_t packs = scratch != NULL && s.a_k == 1;
     int8_t *packed = (int8_t *)scratch;
@@ -608,7 +769,7 @@ void mcud_matmul_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y, 
         int8_t *yd = (int8_t *)y->data + batch_offset(y, y->ndim - s.batch_dims, y, s.batch_dims, t);
         if (packs) {
             matmul_s8_pack(bd, s.b_k, s.b_n, s.k, s.n, p->a_zero, p->b_zero, packed, col);
-            gemm_s8_rows(ad, s.a_m, yd, s.y_m, s.y_n, s.m, s.k, s.n, packed, col, p->b_zero, &rq);
+            gemm_s8_rows(ad, s.a_m, yd, s.y_m, s.y_n, s.m, s.k, s.n, packed, col, p->b_zero, &rq, NULL);
             continue;
         }
         if (s.b_n == 1 && s.n > 1) {
@@ -645,7 +806,7 @@ void mcud_matmul_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view 
     gemm_shape(a, b, y, p->trans_a, p->trans_b, &s);
     const int32_t one_mult[1] = {p->mult}, one_shift[1] = {p->shift};
     const gemm_requant rq = {1, one_mult, one_shift, p->y_zero, p->act_min, p->act_max, 0, 0, p->mult,
-                             gemm_tfl_k(one_shift, 1)};
+                             gemm_tfl_k(one_shift, 1), NULL, 0};
     const int32_t packs = scratch != NULL && s.a_k == 1;
     int8_t *packed = (int8_t *)scratch;
     int32_t *col = NULL;
@@ -658,7 +819,7 @@ void mcud_matmul_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view 
         int8_t *yd = (int8_t *)y->data + batch_offset(y, y->ndim - s.batch_dims, y, s.batch_dims, t);
         if (packs) {
             matmul_s8_pack(bd, s.b_k, s.b_n, s.k, s.n, p->a_zero, p->b_zero, packed, col);
-            gemm_s8_rows_tfl(ad, s.a_m, yd, s.y_m, s.y_n, s.m, s.k, s.n, packed, col, p->b_zero, &rq);
+            gemm_s8_rows_tfl(ad, s.a_m, yd, s.y_m, s.y_n, s.m, s.k, s.n, packed, col, p->b_zero, &rq, NULL);
             continue;
         }
         for (int32_t m = 0; m < s.m; m++) {

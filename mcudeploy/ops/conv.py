@@ -451,32 +451,23 @@ def _fast_rq(graph: Graph, bias, mults, shifts, zy: int):
 
 def _fast_rq2(graph: Graph, bias: np.ndarray, folded, w: np.ndarray, mults, shifts, zy: int):
     """mcud_conv_s8_fast_params.rq2 for a TFLite model's block kernels of w16, and each output channel's factor on its
-    w16 weights (a column). Per channel (2 bias, mult, c, rs) for mcud_requant_tfl_2 on twice the weights, c =
-    2^(rs-1) + zy 2^rs and rs = shift - 31, where rs is in [1, 30], c + 2^30 stays in int32 and the accumulator stays
-    below 2^30 in magnitude (|bias| + 255 sum |w|: no tap is further than 255 from the input zero point). A channel
-    whose output is the zero point whatever its input (a zero multiplier, or one so small that the doubling high
-    multiply stays within half the shift's step: Keras's dead channels) takes the same route as (2 bias, 1, 2 zy + 1,
-    1): SMMLAR's product of an int32 and 1 rounds away, and (2 zy + 1 - [acc < 0]) >> 1 is zy. Any other channel (a
-    shift of 31 or 32, a huge bias) (bias, 0, mult, shift) and its weights as they are, which the kernels requantize as
-    TFLite does in general. (0, 1) for an ONNX model, or where more than an eighth of the pairs of channels (the block
-    kernels' unit) hold such a channel: measured on VWW's layers, those run faster on rq or the general route alone."""
+    w16 weights (a column). Per channel (2 bias, mult, c, rs) for mcud_requant_tfl_2 on twice the weights, from
+    requant.doubled_route with the accumulator bounded by |bias| + 255 sum |w| (no tap is further than 255 from the
+    input zero point); a channel off that route (a shift of 31 or 32, a huge bias) (bias, 0, mult, shift) and its
+    weights as they are, which the kernels requantize as TFLite does in general. (0, 1) for an ONNX model, or where
+    more than an eighth of the pairs of channels (the block kernels' unit) hold such a channel: measured on VWW's
+    layers, those run faster on rq or the general route alone."""
     if requant.arithmetic(graph) != "tflite":
         return 0, 1
     bound = np.abs(bias) + 255 * np.abs(w).sum(axis=1)
     out, twice = [], []
     for b, m, s, most in zip(folded, mults, shifts, bound):
-        m, s, most = int(m), int(s), int(most)
-        rs = s - 31
-        c = (1 << (rs - 1)) + zy * (1 << rs) if 1 <= rs <= 30 else 0
-        b2 = (2 * int(b) + 2**31) % 2**32 - 2**31
-        if m == 0 or (rs >= 2 and most * m // 2**31 + 2 < 1 << (rs - 1)):  # |h| < 2^(rs-1): the output is zy
-            out += [b2, 1, 2 * zy + 1, 1]
-        elif 1 <= rs <= 30 and abs(c) + (1 << 30) + 1 < 1 << 31 and most < 1 << 30:
-            out += [b2, m, c, rs]
-        else:
-            out += [int(b), 0, m, s]
+        route = requant.doubled_route(int(most), int(m), int(s), zy)
+        if route is None:
+            out += [int(b), 0, int(m), int(s)]
             twice.append(1)
             continue
+        out += [(2 * int(b) + 2**31) % 2**32 - 2**31, *route]
         twice.append(2)
     pairs = [twice[i:i + 2] for i in range(0, len(twice), 2)]
     if 8 * sum(1 in pair for pair in pairs) > len(pairs):

@@ -352,9 +352,16 @@ class _Product(Op):
         return True
 
     def scratch(self, graph, node):
-        if not _dynamic(graph, node) or not node.attr("scratch", 1):
+        if not node.attr("scratch", 1) or graph[node.inputs[0]].dtype != "int8":
             return 0
-        return dynamic_scratch(layout(graph, node))
+        if _dynamic(graph, node):
+            return dynamic_scratch(layout(graph, node))
+        return _widened_bytes(layout(graph, node))
+
+    def scratch_pays(self, graph, node, features):
+        """A constant B's widened rows (mcud_gemm_s8_a16) buy nothing on an MVE core, whose VMLADAVs take A's bytes as
+        they are."""
+        return "mve" not in features or _dynamic(graph, node)
 
     def expr(self, graph, node):
         lay = layout(graph, node)
@@ -450,14 +457,43 @@ class _Product(Op):
         # B reaches the kernel packed (flash holds it once): no view of it, the kernel takes K and N
         # from A and Y.
         fn = "mcud_gemm_s8_tfl" if requant.arithmetic(graph) == "tflite" else "mcud_gemm_s8"
-        return Call(fn, (a, "", y), Struct.of(
+        rq2, off = _rq2(graph, plan, w.T if lay.trans_b else w)
+        scratch = self.scratch(graph, node)
+        return Call(fn + "_a16" if scratch else fn, (a, "", y), Struct.of(
             "mcud_gemm_s8_params", trans_a=int(lay.trans_a), trans_b=int(lay.trans_b),
             channels=len(plan.mult),
             bias=Array("int32_t", tuple(int(v) for v in plan.bias)),
-            mult=Array("int32_t", tuple(int(v) for v in plan.mult)),
-            shift=Array("int32_t", tuple(int(v) for v in plan.shift)),
+            mult=0 if rq2 else Array("int32_t", tuple(int(v) for v in plan.mult)),
+            shift=0 if rq2 else Array("int32_t", tuple(int(v) for v in plan.shift)),
             y_zero=plan.y_zero, act_min=plan.lo, act_max=plan.hi,
-            packed=Array("int8_t", tuple(int(v) for v in packed))))
+            packed=Array("int8_t", tuple(int(v) for v in packed)), rq2=rq2, rq2_off=off), scratch=scratch)
+
+
+def _widened_bytes(lay: Layout) -> int:
+    """Bytes of mcud_gemm_s8_a16's scratch: one row of A widened, 8 bytes for every four k (none where A's rows are
+    not contiguous, transA, or K < 4)."""
+    return 0 if lay.trans_a else 2 * (lay.k - lay.k % 4)
+
+
+def _rq2(graph: Graph, plan: Int8Plan, w: np.ndarray):
+    """mcud_gemm_s8_params.rq2 and rq2_off for a TFLite model's constant B (w: K x N): per column of the plan's
+    multipliers (one, or N) the three values of requant.doubled_route, the sum bounded by |bias| + 128 sum |w| (A's
+    int8 against the column; one multiplier for all: the largest bound), or {0, mult, shift} for a column off that
+    route. (0, 0) for an ONNX model, or where more than an eighth of the columns are off the route: those keep the
+    requantization of mult and shift, which tests no route per column."""
+    if requant.arithmetic(graph) != "tflite":
+        return 0, 0
+    bound = np.abs(plan.bias) + 128 * np.abs(w).sum(axis=0)
+    if len(plan.mult) == 1:
+        bound = bound.max(initial=0)[None]
+    out, off = [], 0
+    for most, m, s in zip(bound, plan.mult, plan.shift):
+        route = requant.doubled_route(int(most), int(m), int(s), plan.y_zero)
+        out += [0, int(m), int(s)] if route is None else route
+        off += route is None
+    if 8 * off > len(plan.mult):
+        return 0, 0
+    return Array("int32_t", tuple(out)), int(off > 0)
 
 
 def _kernel_16(graph: Graph, node: Node, lay: Layout) -> Call:

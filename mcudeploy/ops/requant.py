@@ -141,6 +141,23 @@ def tflite_requantize(acc, mult, shift) -> np.ndarray:
     return rdbpot(srdhm(wrap32(acc << left), mult), right)
 
 
+def doubled_route(bound: int, mult: int, shift: int, zy: int):
+    """One channel's constants (mult, c, rs) for ``mcud_requant_tfl_2`` (mcud.h), which requantizes twice the
+    accumulator as TFLite does (c = 2^(rs-1) + zy 2^rs, rs = shift - 31, the output zero point included), or None
+    where the channel must take TFLite's general requantization. ``bound`` bounds the accumulator's magnitude. The
+    route needs rs in [1, 30], |c| + 2^30 within int32 and a bound below 2^30 (twice the accumulator does not wrap).
+    A channel whose output is the zero point whatever its accumulator (a zero multiplier, or one so small that the
+    doubling high multiply stays within half the shift's step: Keras's dead channels) takes (1, 2 zy + 1, 1):
+    SMMLAR's product of an int32 and 1 rounds away, and (2 zy + 1 - [acc < 0]) >> 1 is zy."""
+    rs = shift - 31
+    if mult == 0 or (rs >= 2 and bound * mult // 2**31 + 2 < 1 << (rs - 1)):  # |h| < 2^(rs-1): the output is zy
+        return 1, 2 * zy + 1, 1
+    c = (1 << (rs - 1)) + zy * (1 << rs) if 1 <= rs <= 30 else 0
+    if 1 <= rs <= 30 and abs(c) + (1 << 30) + 1 < 1 << 31 and bound < 1 << 30:
+        return mult, c, rs
+    return None
+
+
 def tflite_reduced(mult, shift) -> tuple[np.ndarray, np.ndarray]:
     """TFLite's MultiplyByQuantizedMultiplier of an int64 accumulator (16x8 kernels) keeps 16 bits of the
     multiplier: (mult16, shift16) with mult16 = (mult + 2^15) >> 16 (0x7FFF from 0x7FFF0000 on) and a right

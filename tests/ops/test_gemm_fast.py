@@ -12,8 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mcudeploy.compile import compile_graph
+from mcudeploy.ir import Graph, Node, Quant, Tensor, constant
 from mcudeploy.ops import registry
 from mcudeploy.ops.gemm import pack_weights
+from mcudeploy.plan.options import CompileOptions
 from mcudeploy.reference import run_reference
 
 from .gemm_graphs import int8_product
@@ -155,8 +158,96 @@ def test_depthwise_and_fully_connected_on_qemu_equal_the_host(dw_fc_model, board
     compiled = compile_model(dw_fc_model, board)
     kernels = {registry.get(n.op).kernel(compiled.graph, n).fn for n in compiled.graph.nodes
                if not registry.get(n.op).view}
-    assert {"mcud_conv_s8_dw", "mcud_gemm_s8"} <= kernels
+    assert "mcud_conv_s8_dw" in kernels and kernels & {"mcud_gemm_s8", "mcud_gemm_s8_a16"}
     samples = mcheck.random_inputs(compiled.graph, 3, seed=4)
+    result = run_on_board(compiled, samples, workdir=tmp_path / "p")
+    same, lines = compare_with_host(compiled, result.outputs, samples)
+    assert same, lines
+
+
+def _random_gemms(rng, arithmetic: str, count: int = 6) -> Graph:
+    """Int8 Gemms, each reading its own input A (1 x K) and writing its own output: random K and N (tails of both
+    modulo 4), B as (N, K) with transB or (K, N), every third without scratch (mcud_gemm_s8*, its rows of A widened on
+    the fly) and the others with it (mcud_gemm_s8*_a16). With TFLite's arithmetic every other Gemm has a column whose
+    output is its zero point (a vanishing scale) and one off the doubled route (an accumulator past 2^30 that is not
+    saturated, or a scale near 1), among enough columns that rq2 keeps them."""
+    tensors, nodes, inputs, outputs = {}, [], [], []
+    for j in range(count):
+        off = j % 2 == 0 and arithmetic == "tflite"
+        k, n = int(rng.integers(4, 90)), int(rng.integers(9, 20) if off else rng.integers(1, 12))
+        s_a, s_w = 0.03, rng.uniform(0.002, 0.01, n)
+        b = rng.integers(-5000, 5000, n).astype(np.int32)
+        if off:
+            s_w[0] = 1e-13
+            if j % 4 == 0:
+                s_w[1], b[1] = 2.5e-8, (1 << 30) + int(rng.integers(0, 1000))
+            else:
+                s_w[-1] = 2.0
+        trans_b = j % 2 == 0
+        w = rng.integers(-127, 128, (n, k) if trans_b else (k, n)).astype(np.int8)
+        tensors[f"a{j}"] = Tensor(f"a{j}", (1, k), "int8", "input", Quant((s_a,), (int(rng.integers(-20, 20)),)))
+        tensors[f"w{j}"] = constant(f"w{j}", w, Quant(tuple(s_w), (0,) * n, 0 if trans_b else 1))
+        tensors[f"b{j}"] = constant(f"b{j}", b, Quant(tuple(s_a * s_w), (0,) * n, 0))
+        tensors[f"y{j}"] = Tensor(f"y{j}", (1, n), "int8", "output",
+                                  Quant((float(rng.uniform(0.02, 0.2)),), (int(rng.integers(-10, 10)),)))
+        attrs = {"transB": int(trans_b), **({"scratch": 0} if j % 3 == 2 else {})}
+        nodes.append(Node(f"fc{j}", "Gemm", (f"a{j}", f"w{j}", f"b{j}"), (f"y{j}",), attrs))
+        inputs.append(f"a{j}")
+        outputs.append(f"y{j}")
+    return Graph("gemms", tensors, tuple(nodes), tuple(inputs), tuple(outputs), arithmetic=arithmetic)
+
+
+def _field(call, name):
+    return dict(call.params.fields)[name]
+
+
+@needs_gcc
+@pytest.mark.parametrize("seed", [1, 2])
+def test_random_tflite_gemms_on_the_host_equal_numpy(tmp_path, seed):
+    """The host's C of _random_gemms' TFLite products, one at a time, bit for bit with the numpy reference (TFLite's
+    arithmetic): mcud_requant_tfl_2 on twice the sum (rq2), a column whose output is its zero point, and columns off
+    that route, requantized as TFLite does in general, in blocks of four columns and the last ones, with and without
+    the widened rows."""
+    graph = _random_gemms(np.random.default_rng(seed), "tflite")
+    kinds, fns = set(), set()
+    for j, node in enumerate(graph.nodes):
+        a, y = node.inputs[0], node.outputs[0]
+        one = Graph("one", {t: graph[t] for t in (*node.inputs, y)}, (node,), (a,), (y,), arithmetic="tflite")
+        call = registry.get("Gemm").kernel(one, node)
+        rq2 = _field(call, "rq2")
+        assert rq2 != 0, node.name
+        kinds |= set(rq2.values[0::3]) & {0, 1}
+        fns.add(call.fn)
+        x = np.random.default_rng(seed + j).integers(-128, 128, graph[a].shape).astype(np.int8)
+        (tmp_path / str(j)).mkdir()
+        got = run_kernel(tmp_path / str(j), call, one, {a: x}, {a: 1, y: 2})[0]
+        np.testing.assert_array_equal(got, run_reference(one, [x])[0], err_msg=node.name)
+    assert kinds == {0, 1} and fns == {"mcud_gemm_s8_tfl", "mcud_gemm_s8_tfl_a16"}
+
+
+@pytest.mark.qemu
+@needs_qemu
+@pytest.mark.parametrize("board", ["qemu-m4", "qemu-m7"])
+@pytest.mark.parametrize("arithmetic", ["onnx", "tflite"])
+def test_random_gemms_on_qemu_equal_the_host(tmp_path, board, arithmetic):
+    """The DSP path of the constant-weight products (their multiply-accumulates in assembly, the widened rows, and for
+    TFLite rq2's requantization and the columns off it) on _random_gemms, against the host's C (itself bit for bit
+    with the numpy reference, above)."""
+    from mcudeploy import check as mcheck
+    from mcudeploy.check.against_host import compare_with_host
+    from mcudeploy.device.runner import run_on_board
+
+    graph = _random_gemms(np.random.default_rng(len(board) + len(arithmetic)), arithmetic)
+    compiled = compile_graph(graph, board, name="gemms", options=CompileOptions(scratch="keep"))
+    calls = [registry.get("Gemm").kernel(compiled.graph, n) for n in compiled.graph.nodes if n.op == "Gemm"]
+    base = "mcud_gemm_s8_tfl" if arithmetic == "tflite" else "mcud_gemm_s8"
+    assert {c.fn for c in calls} == {base, base + "_a16"}
+    rq2 = [_field(c, "rq2") for c in calls]
+    if arithmetic == "tflite":
+        assert all(r != 0 for r in rq2) and {0, 1} <= set().union(*(r.values[0::3] for r in rq2))
+    else:
+        assert rq2 == [0] * len(calls)
+    samples = mcheck.random_inputs(compiled.graph, 3, seed=7)
     result = run_on_board(compiled, samples, workdir=tmp_path / "p")
     same, lines = compare_with_host(compiled, result.outputs, samples)
     assert same, lines
