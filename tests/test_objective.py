@@ -212,7 +212,8 @@ def test_a_latency_plan_over_several_regions_of_one_speed_keeps_its_scratch():
     assert plan.placement.arenas["ssram"] > 0 and plan.placement.arenas.get("psram", 0) == 0  # as the memory plan's
 
 
-def test_the_latency_plan_takes_its_convolutions_scratch_in_tiles(tmp_path):
+@pytest.mark.qemu
+def test_the_latency_plan_takes_its_convolutions_scratch_in_tiles(tmp_path, need_qemu):
     """offload/tiles.py: on a Cortex-M7 (4 KB of data cache) the latency objective's int8 convolutions whose weights
     outgrow it get the scratch of TILE_BLOCKS blocks (the memory objective's keep one; a Cortex-M4 gets none),
     plan.json records each step's tile, and the folder rebuilds to the same C with the numpy reference's bits."""

@@ -137,11 +137,14 @@ typedef struct {
 } gemm_requant;
 
 /* One output through rq2's three values k of its column: TFLite's requantization of the sum, as mcud_requant_tfl_2 of
- * twice it, or where the column is off that route (k[0] is 0) as TFLite's general one. */
+ * twice it, or where the column is off that route (k[0] is 0) in one SMLAL where its shift is in [33, 62]
+ * (mcud_requant_tfl_r), else in general. */
 MCUD_INLINE int32_t gemm_s8_out_2(int32_t acc, const int32_t *k, const gemm_requant *p)
 {
     if (p->rq2_off && k[0] == 0) {
-        return mcud_clamp(mcud_requant_tfl(acc, k[1], k[2]) + p->y_zero, p->act_min, p->act_max);
+        const int32_t q = k[2] >= 33 && k[2] <= 62 ? mcud_requant_tfl_r(acc, k[1], k[2])
+                                                   : mcud_requant_tfl(acc, k[1], k[2]);
+        return mcud_clamp(q + p->y_zero, p->act_min, p->act_max);
     }
     return mcud_clamp(mcud_requant_tfl_2(acc + acc, k[0], k[1], k[2]), p->act_min, p->act_max);
 }

@@ -454,9 +454,13 @@ def _fast_rq2(graph: Graph, bias: np.ndarray, folded, w: np.ndarray, mults, shif
     w16 weights (a column). Per channel (2 bias, mult, c, rs) for mcud_requant_tfl_2 on twice the weights, from
     requant.doubled_route with the accumulator bounded by |bias| + 255 sum |w| (no tap is further than 255 from the
     input zero point); a channel off that route (a shift of 31 or 32, a huge bias) (bias, 0, mult, shift) and its
-    weights as they are, which the kernels requantize as TFLite does in general. (0, 1) for an ONNX model, or where
-    more than an eighth of the pairs of channels (the block kernels' unit) hold such a channel: measured on VWW's
-    layers, those run faster on rq or the general route alone."""
+    weights as they are, which the kernels requantize as TFLite does (mcud_conv_fast_out_any). (0, 1) for an ONNX
+    model, or where every shift is in [33, 62] (without rq2 every channel takes one SMLAL, rq) and more than half of
+    the pairs of channels (the block kernels' unit) hold such a channel. Measured on VWW's layers (NUCLEO-L4R5ZI and
+    NUCLEO-F746ZG estimates): a layer with a shift outside [33, 62] takes TFLite's general requantization for every
+    channel without rq2, and runs faster with it however many channels are off (6x6x128: 2.23 -> 2.00 ms on the
+    F746ZG); a layer of 256 channels with 234 off ran 2.8% slower with rq2 on the L4R5ZI, one with 21 of 128 off 5%
+    faster."""
     if requant.arithmetic(graph) != "tflite":
         return 0, 1
     bound = np.abs(bias) + 255 * np.abs(w).sum(axis=1)
@@ -470,8 +474,9 @@ def _fast_rq2(graph: Graph, bias: np.ndarray, folded, w: np.ndarray, mults, shif
         out += [(2 * int(b) + 2**31) % 2**32 - 2**31, *route]
         twice.append(2)
     pairs = [twice[i:i + 2] for i in range(0, len(twice), 2)]
-    if 8 * sum(1 in pair for pair in pairs) > len(pairs):
-        return 0, 1  # a pair with a channel off the route takes the general requantization, and per pair a branch
+    general = not all(33 <= int(s) <= 62 for s in shifts)  # the layer's route without rq2 (_route): 2, not 3
+    if not general and 2 * sum(1 in pair for pair in pairs) > len(pairs):
+        return 0, 1  # a pair with a channel off the route takes a branch and its constants output by output
     return Array("int32_t", tuple(out)), np.array(twice, np.int64)[:, None]
 
 
