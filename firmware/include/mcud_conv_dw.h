@@ -258,6 +258,44 @@ MCUD_INLINE void mcud_dw_row(const int8_t *r0, const int8_t *r1, const int8_t *r
             yr[ow * ysw] = mcud_dw_out(a0, ch, hi_route, p);
             yr[(ow + 1) * ysw] = mcud_dw_out(a1, ch, hi_route, p);
         }
+    } else if (sw == 2) {
+        /* two outputs at stride 2 from one word of each row, (c0, c2) and (c1, c3), and the next byte c4: output
+         * ow takes c0..c2, ow + 1 c2..c4, so each row's word is loaded and unpacked once for both (three loads,
+         * three byte loads and six unpackings for two outputs, where one at a time takes six and twelve) */
+        for (; ow + 2 <= ow_n; ow += 2) {
+            const int32_t j = 2 * ow;
+            int32_t a0 = ch->bias, a1 = ch->bias;
+            uint32_t v, e, o, n;
+            v = mcud_load32(r0 + j);
+            n = (uint32_t)(int32_t)r0[j + 4];
+            e = mcud_sxtb16(v);
+            o = mcud_sxtb16_ror8(v);
+            a0 = mcud_smlad(e, p0, a0);
+            a0 = mcud_dw_mac_bb(o, m01, a0);
+            a1 = mcud_dw_mac_tb(e, p0, a1);
+            a1 = mcud_dw_mac_tb(o, m01, a1);
+            a1 = mcud_dw_mac_bt(n, p0, a1);
+            v = mcud_load32(r1 + j);
+            n = (uint32_t)(int32_t)r1[j + 4];
+            e = mcud_sxtb16(v);
+            o = mcud_sxtb16_ror8(v);
+            a0 = mcud_smlad(e, p1, a0);
+            a0 = mcud_dw_mac_bt(o, m01, a0);
+            a1 = mcud_dw_mac_tb(e, p1, a1);
+            a1 = mcud_dw_mac_tt(o, m01, a1);
+            a1 = mcud_dw_mac_bt(n, p1, a1);
+            v = mcud_load32(r2 + j);
+            n = (uint32_t)(int32_t)r2[j + 4];
+            e = mcud_sxtb16(v);
+            o = mcud_sxtb16_ror8(v);
+            a0 = mcud_smlad(e, p2, a0);
+            a0 = mcud_dw_mac_bb(o, m2, a0);
+            a1 = mcud_dw_mac_tb(e, p2, a1);
+            a1 = mcud_dw_mac_tb(o, m2, a1);
+            a1 = mcud_dw_mac_bt(n, p2, a1);
+            yr[ow * ysw] = mcud_dw_out(a0, ch, hi_route, p);
+            yr[(ow + 1) * ysw] = mcud_dw_out(a1, ch, hi_route, p);
+        }
     }
     for (; ow < ow_n; ow++) {
         int32_t j = ow * sw;

@@ -258,3 +258,58 @@ def test_ring_rows_must_be_copied_before_they_are_overwritten():
     assert not _dw_inplace_safe(replace(g, pad_begin=(3, 1)))
     graph, node, _ = dw_graph((1, 2, 40, 60), attrs={"pads": [1, 1, 1, 1], "strides": [2, 2]})
     assert _dw_inplace_safe(geometry(graph, node))
+
+
+# --------------------------------------------------------------------------- under QEMU
+
+
+def _random_depthwise(rng, arithmetic: str, count: int = 8) -> Graph:
+    """Int8 depthwise 3x3 Convs, each reading its own input: random channels, heights and widths (odd and even output
+    widths, so pairs and a last lone output), strides 1 and 2 along each axis, pads of 0 to 2, planes in the stack
+    buffer and rings of rows."""
+    tensors, nodes, inputs, outputs = {}, [], [], []
+    for j in range(count):
+        c, h = int(rng.integers(2, 7)), int(rng.integers(3, 14))
+        w = int(rng.integers(30, 50)) if j % 4 == 3 else int(rng.integers(3, 20))  # a ring where wide
+        stride = [[2, 2], [1, 1], [1, 2], [2, 1]][j % 4]
+        pads = [int(v) for v in rng.integers(0, 3, 4)]
+        s_w = rng.uniform(0.002, 0.01, c)
+        z_x = int(rng.integers(-20, 20))
+        tensors[f"x{j}"] = Tensor(f"x{j}", (1, c, h, w), "int8", "input", Quant((0.03,), (z_x,)))
+        tensors[f"w{j}"] = constant(f"w{j}", rng.integers(-127, 128, (c, 1, 3, 3)).astype(np.int8),
+                                    Quant(tuple(s_w), (0,) * c, 0))
+        tensors[f"b{j}"] = constant(f"b{j}", rng.integers(-5000, 5000, c).astype(np.int32),
+                                    Quant(tuple(0.03 * s_w), (0,) * c, 0))
+        node = Node(f"dw{j}", "Conv", (f"x{j}", f"w{j}", f"b{j}"), (f"y{j}",),
+                    {"group": c, "strides": stride, "pads": pads})
+        partial = Graph("g", dict(tensors), (), (f"x{j}",), (), arithmetic=arithmetic)
+        shape, dtype = CONV.infer(partial, node)[0]
+        tensors[f"y{j}"] = Tensor(f"y{j}", shape, dtype, "output",
+                                  Quant((float(rng.uniform(0.02, 0.2)),), (int(rng.integers(-10, 10)),)))
+        nodes.append(node)
+        inputs.append(f"x{j}")
+        outputs.append(f"y{j}")
+    return Graph("dws", tensors, tuple(nodes), tuple(inputs), tuple(outputs), arithmetic=arithmetic)
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", ["qemu-m4", "qemu-m7"])
+@pytest.mark.parametrize("arithmetic", ["onnx", "tflite"])
+def test_random_depthwise_on_qemu_equal_the_host(tmp_path, board, arithmetic, need_qemu):
+    """The DSP path of mcud_conv_s8_dw (two outputs a step at stride 1 and at stride 2 along W, two rows a step,
+    rings of rows) on _random_depthwise, against the host's C (itself bit for bit with the numpy reference, above)."""
+    from mcudeploy import check as mcheck
+    from mcudeploy.check.against_host import compare_with_host
+    from mcudeploy.compile import compile_graph
+    from mcudeploy.device.runner import run_on_board
+
+    graph = _random_depthwise(np.random.default_rng(len(board) + 3 * len(arithmetic)), arithmetic)
+    compiled = compile_graph(graph, board, name="dws")
+    calls = [CONV.kernel(compiled.graph, n) for n in compiled.graph.nodes if n.op == "Conv"]
+    assert {c.fn.removesuffix("_tfl") for c in calls} == {"mcud_conv_s8_dw"}
+    strides = [tuple(n.attrs["strides"]) for n in compiled.graph.nodes if n.op == "Conv"]
+    assert (2, 2) in strides and any(s[1] == 1 for s in strides)
+    samples = mcheck.random_inputs(compiled.graph, 3, seed=8)
+    result = run_on_board(compiled, samples, workdir=tmp_path / "p")
+    same, lines = compare_with_host(compiled, result.outputs, samples)
+    assert same, lines
