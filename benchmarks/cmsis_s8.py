@@ -1,15 +1,21 @@
 """CMSIS-NN's int8 kernels on whole int8 models, in guest instructions and instruction classes under QEMU (issue 42:
 the kernels a published latency ran, counted on the same emulator as mcudeploy's).
 
-From a lowered int8 graph (shapes, zero points, per-channel scales, int32 biases) ``layers`` builds one CMSIS-NN call
-per operator, as TensorFlow Lite Micro's CMSIS-NN kernels make them: arm_convolve_wrapper_s8,
+From a lowered int8 graph (shapes, zero points, per-channel scales, int32 biases) ``layers`` builds one CMSIS-NN
+call per operator, as TensorFlow Lite Micro's CMSIS-NN kernels make them: arm_convolve_wrapper_s8,
 arm_depthwise_conv_wrapper_s8, arm_avgpool_s8, arm_fully_connected_s8, arm_elementwise_add_s8 and arm_softmax_s8
-(Reshape and the input's layout view are no calls: CMSIS-NN works on NHWC data, as the .tflite file does). Each
-tensor gets a buffer of its own, so residual networks run as they are; where a buffer lies changes no instruction
-count. ``measure`` renders the calls into one firmware (cmsis_s8/harness.c.j2: weights in CMSIS-NN's layouts,
-multipliers as TFLite's QuantizeMultiplier makes them), builds and runs it on the board's QEMU (cmsis_nn.py) and,
-with ``trace``, also runs it under ``-d in_asm,exec,nochain`` to count each call's instruction classes
-(mcudeploy/estimate/trace.py), which cycles_bench.py weights for a real board (mcudeploy/estimate/cycles.py).
+(Reshape and the input's layout view are no calls: CMSIS-NN works on NHWC data, as the .tflite file does; an ONNX
+model's Transpose of its NHWC input to NCHW is that view too; its MatMul's weights are transposed to TFLite's
+layout). A mean over height and width (Keras's global average pooling, TFLite's MEAN) has no CMSIS-NN kernel
+(TensorFlow Lite Micro runs its own reference MEAN): it is counted as arm_avgpool_s8 over the whole plane, which
+sums as that MEAN does but leaves out its requantization to the output's scale (one multiply per channel), so the
+values after it are not TFLite's (the kernels after it, a fully connected layer and a softmax in the Keras corpus,
+take about as many instructions on any values). Each tensor gets a buffer of its own, so residual networks run as
+they are; where a buffer lies changes no instruction count. ``measure`` renders the calls into one firmware
+(cmsis_s8/harness.c.j2: weights in CMSIS-NN's layouts, multipliers as TFLite's QuantizeMultiplier makes them),
+builds and runs it on the board's QEMU (cmsis_nn.py) and, with ``trace``, also runs it under
+``-d in_asm,exec,nochain`` to count each call's instruction classes (mcudeploy/estimate/trace.py), which cycles_bench.py
+weights for a real board (mcudeploy/estimate/cycles.py).
 """
 from __future__ import annotations
 
@@ -41,6 +47,7 @@ class Layer:
     function: str
     instructions: int
     counts: Optional[Counter]  # instruction classes (with ``trace``)
+    label: str = ""  # "<op> <node name>" of the lowered graph
 
 
 def _q(t, value: float) -> int:
@@ -80,7 +87,8 @@ def layers(graph) -> tuple[list[dict], list[dict], int]:
 
     out = []
     for node in graph.nodes:
-        if node.op in VIEWS:
+        if node.op in VIEWS or (node.op == "Transpose" and node.inputs[0] in graph.inputs
+                                and tuple(node.attrs.get("perm", ())) == (0, 3, 1, 2)):
             buffers[node.outputs[0]] = buffer(node.inputs[0])
             continue
         x, y = graph[node.inputs[0]], graph[node.outputs[0]]
@@ -115,12 +123,18 @@ def layers(graph) -> tuple[list[dict], list[dict], int]:
             pads = node.attrs.get("pads", (0, 0, 0, 0))
             base.update(kind="avgpool", function="arm_avgpool_s8", k_h=kh, k_w=kw, stride_h=sh, stride_w=sw,
                         pad_h=pads[0], pad_w=pads[1])
-        elif node.op == "Gemm" and node.attrs.get("transB", 0):
+        elif node.op == "ReduceMean" and len(x.shape) == 4 and tuple(node.attrs.get("axes", ())) == (2, 3):
+            # no CMSIS-NN mean: arm_avgpool_s8 over the whole plane, without MEAN's requantization (the docstring)
+            base.update(kind="avgpool", function="arm_avgpool_s8", k_h=h, k_w=w, stride_h=1, stride_w=1,
+                        pad_h=0, pad_w=0)
+        elif node.op == "Gemm" and not node.attrs.get("transA", 0) and graph[node.inputs[1]].data is not None:
             wt = graph[node.inputs[1]]
             mult = [quantize_multiplier(x.quant.scale[0] * s / y.quant.scale[0]) for s in wt.quant.scale]
             bias = graph[node.inputs[2]].data if len(node.inputs) > 2 and node.inputs[2] else None
-            base.update(kind="fc", function="arm_fully_connected_s8", in_c=wt.shape[1], out_c=wt.shape[0],
-                        weights=np.asarray(wt.data).reshape(-1).tolist(),
+            weights = np.asarray(wt.data)  # (out, in), as TFLite's FULLY_CONNECTED; an ONNX MatMul's is (in, out)
+            weights = weights if node.attrs.get("transB", 0) else weights.T
+            base.update(kind="fc", function="arm_fully_connected_s8", in_c=weights.shape[1], out_c=weights.shape[0],
+                        weights=weights.reshape(-1).tolist(),
                         bias=[] if bias is None else np.asarray(bias).astype(np.int64).tolist(),
                         multipliers=[m for m, _ in mult], shifts=[s for _, s in mult])
         elif node.op == "Add":
@@ -190,7 +204,7 @@ def measure(cmsis: Path, graph, board_name: str, model: str, trace: bool = False
     for call, (ticks, status), c in zip(calls, results, counts):
         if status:
             raise SystemExit(f"{call['function']} (layer {call['index']}, {call['label']}) returned {status}")
-        out.append(Layer(call["function"], round(ticks * ipt), c))
+        out.append(Layer(call["function"], round(ticks * ipt), c, call["label"]))
     return out
 
 

@@ -44,6 +44,7 @@ from mcudeploy.estimate.cycles import estimate_cycles, estimate_range, milliseco
 from mcudeploy.memory import areas  # noqa: E402
 from mcudeploy.objective import Objective  # noqa: E402
 from mcudeploy.compile import compile_model  # noqa: E402
+from mcudeploy.device.runner import timed_nodes  # noqa: E402
 from mcudeploy.errors import MCUDeployError  # noqa: E402
 from mcudeploy.ops import registry  # noqa: E402
 from mcudeploy.plan import CompileOptions  # noqa: E402
@@ -123,7 +124,9 @@ def estimate(path: Path, board: str, objective: str) -> dict:
             "instructions": sum(s["instructions"] for s in spans), "estimated_cycles": round(cycles),
             "macs": macs, "cycles_per_mac": cycles / macs if macs else None,
             "estimated_ms": milliseconds(cycles, target),
-            "range_ms": (milliseconds(low, target), milliseconds(high, target)), "target": target.describe()}
+            "range_ms": (milliseconds(low, target), milliseconds(high, target)), "target": target.describe(),
+            "operators": [{"name": n.name, "op": n.op, "instructions": s["instructions"]}
+                          for n, s in zip(timed_nodes(compiled), spans)]}
 
 
 def bench(path: Path, board: str, objectives=("memory", "latency")) -> dict:

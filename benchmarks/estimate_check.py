@@ -44,19 +44,30 @@ OUTSIDE = {
 }
 
 
-def check(cmsis: Path, path: Path, board: str) -> dict:
-    emulated, who, published = OUTSIDE[board]
+def cmsis_estimate(cmsis: Path, path: Path, board: str, emulated: str) -> dict:
+    """CMSIS-NN's int8 kernels on the model at ``path`` (cmsis_s8.py), traced on ``emulated`` and weighted for the
+    real ``board``: instructions (from the ticks, as cmsis_s8.py prints them, and as the trace counts them), the
+    estimate and its range, and each call's traced instructions."""
     target = target_for(load_board(board), load_board(emulated))
     layers = cmsis_s8.measure(cmsis, lower(import_model(path)), emulated, path.name, trace=True, caches=target.caches)
     cycles = sum(estimate_cycles(layer.counts, target) for layer in layers)
     ranges = [estimate_range(layer.counts, target) for layer in layers]
-    ms = milliseconds(cycles, target)
-    want = published[path.stem]
-    return {"model": path.stem, "board": board, "who": who, "target": target.describe(),
-            "instructions": sum(layer.instructions for layer in layers), "estimated_ms": ms,
+    return {"target": target.describe(), "instructions": sum(layer.instructions for layer in layers),
+            "traced_instructions": sum(layer.counts["instructions"] for layer in layers),
+            "estimated_ms": milliseconds(cycles, target),
             "range_ms": (milliseconds(sum(lo for lo, _ in ranges), target),
                          milliseconds(sum(hi for _, hi in ranges), target)),
-            "published_ms": want, "error": ms / want - 1.0}
+            "layers": [{"label": layer.label, "function": layer.function, "instructions": layer.counts["instructions"]}
+                       for layer in layers]}
+
+
+def check(cmsis: Path, path: Path, board: str) -> dict:
+    emulated, who, published = OUTSIDE[board]
+    row = cmsis_estimate(cmsis, path, board, emulated)
+    want = published[path.stem]
+    return {"model": path.stem, "board": board, "who": who, "target": row["target"],
+            "instructions": row["instructions"], "estimated_ms": row["estimated_ms"], "range_ms": row["range_ms"],
+            "published_ms": want, "error": row["estimated_ms"] / want - 1.0}
 
 
 def main() -> int:
