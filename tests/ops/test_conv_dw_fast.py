@@ -48,7 +48,7 @@ def dw_graph(x_shape, kernel=(3, 3), attrs=None, seed=0, s_y=0.05, clip=None, bi
 def check(tmp_path, graph, node, x, place=None):
     assert CONV.accepts_int8(graph, node)
     call = CONV.kernel(graph, node)
-    assert call.fn == "mcud_conv_s8_dw"
+    assert call.fn == ("mcud_conv_s8_dw_tfl" if graph.arithmetic == "tflite" else "mcud_conv_s8_dw")
     expected = run_reference(graph, [x])[0]
     got = run_kernel(tmp_path, call, graph, {"x": x}, place or {"x": 1, "y": 2})[0]
     np.testing.assert_array_equal(got, expected)
@@ -139,6 +139,30 @@ FALLBACK_CASES = [
     ("conv1d", (1, 4, 13), (3,), {"pads": [1, 1]}),
     ("3x1", (1, 3, 6, 6), (3, 1), {"pads": [1, 0, 1, 0]}),
 ]
+
+LINE_CASES = [  # one column or one row of taps: mcud_dw_lines, lines widened into a stack buffer
+    ("sww_5x1", (1, 8, 28, 1), (5, 1), {}),
+    ("sww_15x1_one_output", (1, 6, 15, 1), (15, 1), {}),
+    ("10x1_odd", (1, 5, 24, 1), (10, 1), {"pads": [3, 0, 2, 0]}),
+    ("7x1_stride2_lines", (2, 3, 20, 4), (7, 1), {"pads": [3, 1, 3, 1], "strides": [2, 2]}),
+    ("1x9_rows", (1, 4, 3, 30), (1, 9), {"pads": [0, 4, 0, 4]}),
+    ("1x4_even_stride3", (1, 3, 5, 31), (1, 4), {"pads": [1, 2, 0, 1], "strides": [2, 3]}),
+    ("5x1_dilated", (1, 4, 30, 2), (5, 1), {"pads": [4, 0, 4, 0], "dilations": [2, 1]}),
+    ("1x3_dilated_stride2", (1, 3, 2, 25), (1, 3), {"pads": [0, 2, 0, 2], "dilations": [1, 3], "strides": [1, 2]}),
+    ("64x1_longest", (1, 2, 70, 1), (64, 1), {"pads": [1, 0, 1, 0]}),
+    ("65x1_generic", (1, 2, 70, 1), (65, 1), {}),  # past MCUD_DW_LINE_TAPS: the generic kernel
+    ("3x1_past_the_buffer", (1, 2, 300, 1), (3, 1), {"pads": [1, 0, 1, 0]}),  # a line too long: the generic kernel
+]
+
+
+@needs_gcc
+@pytest.mark.parametrize("case", LINE_CASES, ids=[c[0] for c in LINE_CASES])
+@pytest.mark.parametrize("route", ["hi_shift", "low_shift"])
+@pytest.mark.parametrize("arithmetic", ["onnx", "tflite"])
+def test_line_kernels_are_bit_exact(tmp_path, case, route, arithmetic):
+    _, x_shape, kernel, attrs = case
+    graph, node, x = dw_graph(x_shape, kernel, attrs, seed=10, s_y=0.05 if route == "hi_shift" else 0.0001)
+    check(tmp_path, replace(graph, arithmetic=arithmetic), node, x)
 
 
 @needs_gcc
@@ -263,20 +287,23 @@ def test_ring_rows_must_be_copied_before_they_are_overwritten():
 # --------------------------------------------------------------------------- under QEMU
 
 
-def _random_depthwise(rng, arithmetic: str, count: int = 8) -> Graph:
-    """Int8 depthwise 3x3 Convs, each reading its own input: random channels, heights and widths (odd and even output
-    widths, so pairs and a last lone output), strides 1 and 2 along each axis, pads of 0 to 2, planes in the stack
-    buffer and rings of rows."""
+def _random_depthwise(rng, arithmetic: str, count: int = 12) -> Graph:
+    """Int8 depthwise Convs, each reading its own input: 3x3 on random channels, heights and widths (odd and even
+    output widths, so pairs and a last lone output), strides 1 and 2 along each axis, pads of 0 to 2, planes in the
+    stack buffer and rings of rows; the last four a column or a row of 2 to 11 taps (mcud_dw_lines)."""
     tensors, nodes, inputs, outputs = {}, [], [], []
     for j in range(count):
         c, h = int(rng.integers(2, 7)), int(rng.integers(3, 14))
         w = int(rng.integers(30, 50)) if j % 4 == 3 else int(rng.integers(3, 20))  # a ring where wide
         stride = [[2, 2], [1, 1], [1, 2], [2, 1]][j % 4]
         pads = [int(v) for v in rng.integers(0, 3, 4)]
+        kernel = (3, 3) if j < count - 4 else [(int(rng.integers(2, 12)), 1), (1, int(rng.integers(2, 12)))][j % 2]
+        if kernel != (3, 3):  # a column or a row of taps (mcud_dw_lines): the line as long as the kernel or longer
+            h, w = max(h, kernel[0]), max(w, kernel[1])
         s_w = rng.uniform(0.002, 0.01, c)
         z_x = int(rng.integers(-20, 20))
         tensors[f"x{j}"] = Tensor(f"x{j}", (1, c, h, w), "int8", "input", Quant((0.03,), (z_x,)))
-        tensors[f"w{j}"] = constant(f"w{j}", rng.integers(-127, 128, (c, 1, 3, 3)).astype(np.int8),
+        tensors[f"w{j}"] = constant(f"w{j}", rng.integers(-127, 128, (c, 1, *kernel)).astype(np.int8),
                                     Quant(tuple(s_w), (0,) * c, 0))
         tensors[f"b{j}"] = constant(f"b{j}", rng.integers(-5000, 5000, c).astype(np.int32),
                                     Quant(tuple(0.03 * s_w), (0,) * c, 0))
@@ -297,7 +324,8 @@ def _random_depthwise(rng, arithmetic: str, count: int = 8) -> Graph:
 @pytest.mark.parametrize("arithmetic", ["onnx", "tflite"])
 def test_random_depthwise_on_qemu_equal_the_host(tmp_path, board, arithmetic, need_qemu):
     """The DSP path of mcud_conv_s8_dw (two outputs a step at stride 1 and at stride 2 along W, two rows a step,
-    rings of rows) on _random_depthwise, against the host's C (itself bit for bit with the numpy reference, above)."""
+    rings of rows, lines of a column or a row of taps) on _random_depthwise, against the host's C (itself bit for bit
+    with the numpy reference, above)."""
     from mcudeploy import check as mcheck
     from mcudeploy.check.against_host import compare_with_host
     from mcudeploy.compile import compile_graph
