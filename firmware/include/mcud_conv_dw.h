@@ -403,6 +403,29 @@ MCUD_INLINE int32_t mcud_dw_requant_of(mcud_dw_channel *ch, const mcud_conv_s8_p
 #define MCUD_DW_LINE_TAPS 64
 #define MCUD_DW_LINE_BUF (MCUD_DW_BUF / 2)
 
+/* The o_n outputs of one widened line (mcud_dw_lines: window o at buf + o s, taps d apart) at yl, ya apart, through
+ * requantization route (a constant at each call) */
+MCUD_INLINE void mcud_dw_line_out(const int16_t *buf, int32_t o_n, int32_t s, int32_t d, int32_t k_n,
+                                  const uint32_t *pairs, const int16_t *taps, const mcud_dw_channel *ch, int32_t route,
+                                  int8_t *yl, int32_t ya, const mcud_conv_s8_params *p)
+{
+    for (int32_t o = 0; o < o_n; o++) {
+        const int16_t *t = buf + o * s;
+        int32_t acc = ch->bias, k = 0;
+        if (d == 1) {
+            MCUD_UNROLL /* K a constant: the pairs' loads at constant offsets */
+            for (int32_t i = 0; i < k_n / 2; i++) {
+                acc = mcud_smlad(mcud_load32(t + 2 * i), pairs[i], acc);
+            }
+            k = k_n & ~1;
+        }
+        for (; k < k_n; k++) {
+            acc += (int32_t)t[k * d] * taps[k];
+        }
+        yl[o * ya] = mcud_dw_out(acc, ch, route, p);
+    }
+}
+
 /* A depthwise kernel of one column or one row (K x 1 or 1 x K, K up to MCUD_DW_LINE_TAPS, any stride, dilation and
  * padding; rank 4): each channel's lines along the kernel's axis, one at a time, are widened to int16 in a stack
  * buffer with the input zero point where the windows leave the input, so every output is bias - zx sum w + the
@@ -456,27 +479,33 @@ MCUD_INLINE int32_t mcud_dw_lines(const mcud_view *x, const mcud_view *w, const 
                 const int32_t io = j * so - po; /* the input line of output line j (a kernel of 1 across) */
                 const int8_t *xl = xd + n * x->stride[0] + c * x->stride[1] + io * xo_s;
                 const int32_t inside = io >= 0 && io < x_other;
-                for (int32_t i = 0; i < span; i++) {
+                const int32_t from = inside ? pad + i0 : span, to = inside ? pad + i1 : span;
+                for (int32_t i = 0; i < from; i++) { /* the zero point where the windows leave the line */
                     buf[i] = (int16_t)zx;
                 }
-                if (inside) {
-                    for (int32_t i = i0; i < i1; i++) {
-                        buf[pad + i] = xl[i * xa_s];
-                    }
+                for (int32_t i = from; i < to; i++) {
+                    buf[i] = xl[(i - pad) * xa_s];
+                }
+                for (int32_t i = to; i < span + 1; i++) {
+                    buf[i] = (int16_t)zx;
                 }
                 int8_t *yl = yd + n * y->stride[0] + c * y->stride[1] + j * yo_s;
-                for (int32_t o = 0; o < o_n; o++) {
-                    const int16_t *t = buf + o * s;
-                    int32_t acc = ch.bias, k = 0;
-                    if (d == 1) {
-                        for (; k + 1 < k_n; k += 2) {
-                            acc = mcud_smlad(mcud_load32(t + k), pairs[k / 2], acc);
-                        }
-                    }
-                    for (; k < k_n; k++) {
-                        acc += (int32_t)t[k * d] * taps[k];
-                    }
-                    yl[o * ya_s] = mcud_dw_out(acc, &ch, route, p);
+                switch (route) { /* each route a constant in its loop */
+                case 0:
+                    mcud_dw_line_out(buf, o_n, s, d, k_n, pairs, taps, &ch, 0, yl, ya_s, p);
+                    break;
+                case 1:
+                    mcud_dw_line_out(buf, o_n, s, d, k_n, pairs, taps, &ch, 1, yl, ya_s, p);
+                    break;
+                case 2:
+                    mcud_dw_line_out(buf, o_n, s, d, k_n, pairs, taps, &ch, 2, yl, ya_s, p);
+                    break;
+                case 3:
+                    mcud_dw_line_out(buf, o_n, s, d, k_n, pairs, taps, &ch, 3, yl, ya_s, p);
+                    break;
+                default:
+                    mcud_dw_line_out(buf, o_n, s, d, k_n, pairs, taps, &ch, 4, yl, ya_s, p);
+                    break;
                 }
             }
         }
