@@ -245,10 +245,11 @@ typedef uint32_t __attribute__((__may_alias__)) gemm_word;
     } while (0)
 #endif
 
-/* The four columns' eight products of a quad of k (GEMM_S8_QUAD, GEMM_S8_QUAD16), each SXTB16 followed by the SMLAD of the one before: the
- * Cortex-M7 issues the two together (SXTB16 only as the first of a pair, one multiply-accumulate a cycle), nine cycles
- * where GCC's order of two SXTB16s then two SMLADs takes thirteen; the Cortex-M4 runs one at a time either way. */
-#if MCUD_HAVE_DSP && defined(__GNUC__)
+/* The four columns' eight products of a quad of k (GEMM_S8_QUAD, GEMM_S8_QUAD16), each SXTB16 followed by the SMLAD
+ * of the one before: the Cortex-M7 issues the two together (SXTB16 only as the first of a pair, one multiply-accumulate
+ * a cycle), nine cycles where GCC's order of two SXTB16s then two SMLADs takes thirteen; the Cortex-M4 runs one at a
+ * time either way. */
+#if MCUD_HAVE_DSP && defined(__GNUC__) && defined(__OPTIMIZE__) /* unoptimized, GCC cannot find its eleven registers */
 #define GEMM_S8_MAC16(S0, S1, S2, S3, W0, W1, W2, W3, AE, AO)   \
     do {                                                       \
         uint32_t t_;                                           \
@@ -298,7 +299,7 @@ typedef uint32_t __attribute__((__may_alias__)) gemm_word;
 
 /* GEMM_S8_QUAD with A's four k already widened (gemm_s8_widen: its SXTB16 pair at byte offset xo of xp, 8 bytes): six
  * loads in a row, and two SXTB16s fewer per quad, which the Cortex-M7 issues one a cycle. */
-#if MCUD_HAVE_DSP && defined(__GNUC__)
+#if MCUD_HAVE_DSP && defined(__GNUC__) && defined(__OPTIMIZE__)
 typedef struct {
     uint32_t w[2];
 } __attribute__((__may_alias__)) gemm_pair32;
