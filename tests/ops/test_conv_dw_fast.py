@@ -320,8 +320,7 @@ def _random_depthwise(rng, arithmetic: str, count: int = 12) -> Graph:
 
 
 @pytest.mark.qemu
-@pytest.mark.parametrize("board", ["qemu-m4", "qemu-m7"])
-@pytest.mark.parametrize("arithmetic", ["onnx", "tflite"])
+@pytest.mark.parametrize("board,arithmetic", [("qemu-m4", "onnx"), ("qemu-m7", "tflite")])  # each core, each rounding
 def test_random_depthwise_on_qemu_equal_the_host(tmp_path, board, arithmetic, need_qemu):
     """The DSP path of mcud_conv_s8_dw (two outputs a step at stride 1 and at stride 2 along W, two rows a step,
     rings of rows, lines of a column or a row of taps) on _random_depthwise, against the host's C (itself bit for bit
