@@ -92,6 +92,13 @@ MCUD_INLINE int32_t mcud_requant_tfl_r(int32_t acc, int32_t mult, int32_t shift)
     return mcud_requant_tfl_k(acc, mult, (int32_t)1 << (shift - 33), shift - 32);
 }
 
+/* mcud_requant_tfl of any shift, in one SMLAL (mcud_requant_tfl_r) where the shift is in [33, 62]: a channel whose
+ * route is chosen at run time (the kernels' channels off the doubled route, rq2) */
+MCUD_INLINE int32_t mcud_requant_tfl_any(int32_t acc, int32_t mult, int32_t shift)
+{
+    return shift >= 33 && shift <= 62 ? mcud_requant_tfl_r(acc, mult, shift) : mcud_requant_tfl(acc, mult, shift);
+}
+
 /* TFLite's requantization of an int64 accumulator (its 16x8 kernels, |acc| < 2^47): mult16 and shift16 are
  * the reduced multiplier and its shift (requant.py, tflite_reduced), one rounding half up, the result
  * truncated to 32 bits as TFLite's conversion does. */

@@ -27,8 +27,10 @@
  *
  * Stack: MCUD_DW_BUF (528) bytes of buffer; no scratch in the arena.
  *
- * Anything else (other windows, dilation, stride > 2 along W, rows wider than the ring, 1-D) goes
- * to the generic mcud_conv_s8. */
+ * A kernel of one column or one row of taps (K x 1, 1 x K) goes to mcud_dw_lines: each line widened to int16 in a
+ * buffer of the same size, its taps in pairs beside it (another 256 bytes of stack). Anything else (other windows,
+ * dilation, stride > 2 along W, rows wider than the ring, 1-D, lines longer than that buffer) goes to the generic
+ * mcud_conv_s8. */
 #ifndef MCUD_CONV_DW_H
 #define MCUD_CONV_DW_H
 #include "mcud.h"

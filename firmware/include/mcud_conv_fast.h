@@ -246,15 +246,12 @@ MCUD_INLINE int8_t mcud_conv_fast_out_rq(int32_t acc, int32_t mult, int32_t k, i
 }
 
 /* mcud_conv_fast_out_rq for any channel of mcud_fast_rq(p) (its four values at rq): with p->rq2, a channel off the
- * doubled route (mult 0 there: its sums are single, its own mult and shift follow) as TFLite requantizes, in one
- * SMLAL where its shift is in [33, 62] (mcud_requant_tfl_r), else in general. */
+ * doubled route (mult 0 there: its sums are single, its own mult and shift follow) as mcud_requant_tfl_any. */
 MCUD_INLINE int8_t mcud_conv_fast_out_any(int32_t acc, const int32_t *rq, const mcud_conv_s8_fast_params *p)
 {
     if (p->rq2_off && rq[1] == 0) {
-        const int32_t mult = rq[2], shift = rq[3];
-        const int32_t q = shift >= 33 && shift <= 62 ? mcud_requant_tfl_r(acc, mult, shift)
-                                                     : mcud_requant_tfl(acc, mult, shift);
-        return (int8_t)mcud_clamp(q + p->out_zero_point, p->act_min, p->act_max);
+        return (int8_t)mcud_clamp(mcud_requant_tfl_any(acc, rq[2], rq[3]) + p->out_zero_point, p->act_min,
+                                  p->act_max);
     }
     return mcud_conv_fast_out_rq(acc, rq[1], rq[2], rq[3], p);
 }

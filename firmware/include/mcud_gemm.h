@@ -37,8 +37,8 @@ typedef struct {
     const int8_t *packed;  /* B packed as above */
     const int32_t *rq2;    /* or NULL: TFLite models, per column (c = n, or 0 when channels is 1) three values for
                               mcud_requant_tfl_2 on twice the sum {mult, c, rs} (mcud_dsp.h), or {0, mult, shift}
-                              for a column off that route, which TFLite's general requantization takes (mcudeploy/ops/
-                              gemm.py, _rq2); mult and shift are then NULL */
+                              for a column off that route, which mcud_requant_tfl_any takes (mcudeploy/ops/gemm.py,
+                              _rq2); mult and shift are then NULL */
     int32_t rq2_off;       /* 1 where some column of rq2 is off the doubled route */
 } mcud_gemm_s8_params;
 

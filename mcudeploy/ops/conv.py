@@ -530,7 +530,8 @@ def _dw_channels(graph: Graph, node: Node, zx: int) -> Optional[tuple[int, ...]]
 
 
 def _dw_fast(g: Geometry) -> bool:
-    """Whether mcud_conv_s8_dw takes its fast path (the test at its top) rather than mcud_conv_s8."""
+    """Whether mcud_conv_s8_dw takes its 3x3 fast path (the test at its top), whose channel table (_dw_channels) and
+    order of reads and writes (_dw_inplace_safe) the callers rely on, rather than mcud_dw_lines or mcud_conv_s8."""
     return (g.spatial == 2 and g.kernel == (3, 3) and g.dilation == (1, 1) and g.stride[1] <= 2
             and 4 * _dw_row_bytes(g) <= DW_BUF)
 

@@ -470,8 +470,8 @@ class _Product(Op):
 
 
 def _widened_bytes(lay: Layout) -> int:
-    """Bytes of mcud_gemm_s8_a16's scratch: one row of A widened, 8 bytes for every four k (none where A's rows are
-    not contiguous, transA, or K < 4)."""
+    """Bytes of mcud_gemm_s8_a16's scratch: one row of A widened, 8 bytes for every four k (none for transA, whose
+    rows of A are not contiguous, or K < 4; a view of A stepped at run time leaves it unused)."""
     return 0 if lay.trans_a else 2 * (lay.k - lay.k % 4)
 
 

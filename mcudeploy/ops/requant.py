@@ -142,7 +142,7 @@ def tflite_requantize(acc, mult, shift) -> np.ndarray:
 
 
 def doubled_route(bound: int, mult: int, shift: int, zy: int):
-    """One channel's constants (mult, c, rs) for ``mcud_requant_tfl_2`` (mcud.h), which requantizes twice the
+    """One channel's constants (mult, c, rs) for ``mcud_requant_tfl_2`` (mcud_dsp.h), which requantizes twice the
     accumulator as TFLite does (c = 2^(rs-1) + zy 2^rs, rs = shift - 31, the output zero point included), or None
     where the channel must take TFLite's general requantization. ``bound`` bounds the accumulator's magnitude. The
     route needs rs in [1, 30], |c| + 2^30 within int32 and a bound below 2^30 (twice the accumulator does not wrap).
