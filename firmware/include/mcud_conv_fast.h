@@ -735,13 +735,16 @@ MCUD_INLINE void mcud_conv_fast_pairs(const int16_t *cols, int32_t i0, int32_t n
     }
 }
 
-/* The m pixels (a multiple of four) of a tile of the scratch, block b's columns at cols + 4 * kpad * b, for an even
- * count of output channels: per pair of channels every pair of pixels of the tile, so that the pair's int16 weights
- * (4 * kpad bytes) are read from flash once per tile and then from the data cache where it holds them, instead of
- * once per pair of pixels with every other channel's weights between (mcud_conv_fast_pairs). The pair's constants
- * are read before its weights and kept on the stack. Pixel i writes channel oc at yo[i] + oc * ysc. */
-MCUD_INLINE void mcud_conv_fast_tile(const int16_t *cols, int32_t m, int8_t *const *yo, int8_t *y0, int32_t ysw,
-                                     int32_t flat, int32_t oc_n, int32_t ysc, const mcud_conv_s8_fast_params *p)
+/* The m pixels (a multiple of four) of a tile of the scratch, block b's columns at cols + 4 * kpad * b, and after them
+ * tail (0 to 3) pixels in the first columns of block m / 4, for an even count of output channels: per pair of channels
+ * every block of the tile, then its tail a pair of pixels at a time (as mcud_conv_fast_pairs), so that the pair's int16
+ * weights (4 * kpad bytes) are read from flash once per tile and then from the data cache where it holds them, instead
+ * of once per pair of pixels with every other channel's weights between. The pair's constants are read before its
+ * weights and kept on the stack. Pixel i writes channel oc at yo[i] + oc * ysc (y0 + i * ysw where flat, for the whole
+ * blocks). */
+MCUD_INLINE void mcud_conv_fast_tile(const int16_t *cols, int32_t m, int32_t tail, int8_t *const *yo, int8_t *y0,
+                                     int32_t ysw, int32_t flat, int32_t oc_n, int32_t ysc,
+                                     const mcud_conv_s8_fast_params *p)
 {
     const int32_t q = p->kpad / 4;
     const int32_t *const rq0 = mcud_fast_rq(p);
@@ -776,6 +779,29 @@ MCUD_INLINE void mcud_conv_fast_tile(const int16_t *cols, int32_t m, int8_t *con
                 o3[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a31, k[5], k[6], k[7], p);
             } else {
                 mcud_conv_fast_out8(a00, a10, a20, a30, a01, a11, a21, a31, o0, o1, o2, o3, oc, ysc, p);
+            }
+        }
+        for (int32_t t = 0; t < tail; t += 2) { /* the tail: its pixels two at a time, the last one alone */
+            const int32_t n = tail - t >= 2 ? 2 : 1;
+            const int16_t *c = cols + (m >> 2) * 4 * p->kpad + 4 * t;
+            const int16_t *wp = wo;
+            int32_t a00 = k[0], a01 = k[MCUD_FAST_RQ], a10 = k[0], a11 = k[MCUD_FAST_RQ];
+            MCUD_PAIRS_ALL();
+            int8_t *o0 = yo[m + t], *o1 = yo[m + t + n - 1];
+            if (has_rq) {
+                o0[oc * ysc] = mcud_conv_fast_out_any(a00, k, p);
+                o0[(oc + 1) * ysc] = mcud_conv_fast_out_any(a01, k + MCUD_FAST_RQ, p);
+                if (n == 2) {
+                    o1[oc * ysc] = mcud_conv_fast_out_any(a10, k, p);
+                    o1[(oc + 1) * ysc] = mcud_conv_fast_out_any(a11, k + MCUD_FAST_RQ, p);
+                }
+            } else {
+                o0[oc * ysc] = mcud_conv_fast_out(a00, oc, p);
+                o0[(oc + 1) * ysc] = mcud_conv_fast_out(a01, oc + 1, p);
+                if (n == 2) {
+                    o1[oc * ysc] = mcud_conv_fast_out(a10, oc, p);
+                    o1[(oc + 1) * ysc] = mcud_conv_fast_out(a11, oc + 1, p);
+                }
             }
         }
     }
@@ -842,11 +868,13 @@ MCUD_INLINE void mcud_conv_fast_blocks(const mcud_view *x, const mcud_view *w, c
         int8_t *yp[MCUD_CONV_FAST_PIXELS];
         int32_t oh = 0, ow = 0;
         int32_t left = Y.h * Y.w;
-        while (tiled && left >= MCUD_CONV_FAST_PIXELS) { /* whole blocks, a tile at a time */
+        while (tiled && left > 0) { /* a tile at a time: whole blocks, the last tile's tail too where it has room */
             const int32_t per = MCUD_CONV_FAST_PIXELS * blocks;
-            const int32_t m = left < per ? left - left % MCUD_CONV_FAST_PIXELS : per;
+            const int32_t whole = left - left % MCUD_CONV_FAST_PIXELS;
+            const int32_t m = whole < per ? whole : per;
+            const int32_t tail = whole < per ? left - whole : 0;
             int8_t *yt[MCUD_CONV_FAST_PIXELS * MCUD_TILE_BLOCKS];
-            for (int32_t i = 0; i < m; i++) {
+            for (int32_t i = 0; i < m + tail; i++) {
                 yt[i] = yn + oh * Y.sh + ow * Y.sw;
                 mcud_conv_fast_col(xn, &X, kh_n, kw_n, p, oh, ow, cols + (i >> 2) * 4 * p->kpad + 4 * (i & 3));
                 if (++ow == Y.w) {
@@ -854,8 +882,8 @@ MCUD_INLINE void mcud_conv_fast_blocks(const mcud_view *x, const mcud_view *w, c
                     oh++;
                 }
             }
-            mcud_conv_fast_tile(cols, m, yt, yt[0], Y.sw, flat, Y.c, Y.sc, p);
-            left -= m;
+            mcud_conv_fast_tile(cols, m, tail, yt, yt[0], Y.sw, flat, Y.c, Y.sc, p);
+            left -= m + tail;
         }
         for (; left > 0; left -= MCUD_CONV_FAST_PIXELS) {
             int32_t m = left < MCUD_CONV_FAST_PIXELS ? left : MCUD_CONV_FAST_PIXELS;

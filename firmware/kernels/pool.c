@@ -60,17 +60,19 @@ static int32_t counted(int32_t start, int32_t dil, int32_t kernel, int32_t size,
     return n > kernel ? kernel : n;
 }
 
+/* Window by window, every channel of a window in turn: its taps inside the input are worked out once for all the
+ * channels (taps() divides). */
 #define POOL_LOOP_BEGIN(P)                                                                    \
     pool_dims xd = dims_of(x), yd = dims_of(y);                                               \
     for (int32_t n = 0; n < yd.n; n++) {                                                      \
-        for (int32_t c = 0; c < yd.c; c++) {                                                  \
-            int32_t xbase = n * xd.sn + c * xd.sc;                                            \
-            for (int32_t oh = 0; oh < yd.h; oh++) {                                           \
-                int32_t h0 = oh * (P)->stride[0] - (P)->pad_begin[0], khl, khh;               \
-                taps(h0, (P)->dilation[0], (P)->kernel[0], xd.h, &khl, &khh);                 \
-                for (int32_t ow = 0; ow < yd.w; ow++) {                                       \
-                    int32_t w0 = ow * (P)->stride[1] - (P)->pad_begin[1], kwl, kwh;           \
-                    taps(w0, (P)->dilation[1], (P)->kernel[1], xd.w, &kwl, &kwh);             \
+        for (int32_t oh = 0; oh < yd.h; oh++) {                                               \
+            int32_t h0 = oh * (P)->stride[0] - (P)->pad_begin[0], khl, khh;                   \
+            taps(h0, (P)->dilation[0], (P)->kernel[0], xd.h, &khl, &khh);                     \
+            for (int32_t ow = 0; ow < yd.w; ow++) {                                           \
+                int32_t w0 = ow * (P)->stride[1] - (P)->pad_begin[1], kwl, kwh;               \
+                taps(w0, (P)->dilation[1], (P)->kernel[1], xd.w, &kwl, &kwh);                 \
+                for (int32_t c = 0; c < yd.c; c++) {                                          \
+                    int32_t xbase = n * xd.sn + c * xd.sc;                                    \
                     int32_t yoff = n * yd.sn + c * yd.sc + oh * yd.sh + ow * yd.sw;
 
 #define POOL_LOOP_END \

@@ -569,15 +569,17 @@ def wide_weight_bytes(graph: Graph, node: Node) -> int:
     return 2 * g.cout * _kpad(g) if _fast(graph, node, g) else 0
 
 
-def tile_weight_bytes(graph: Graph, node: Node) -> Optional[tuple[int, int]]:
-    """(the bytes of a Conv's int16 weights, those of one pair of its output channels) where its kernel can take
-    its scratch in tiles (mcud_conv_fast_tile: int8, group 1, an even count of output channels); else None."""
+def tile_weight_bytes(graph: Graph, node: Node) -> Optional[tuple[int, int, int]]:
+    """(the bytes of constants a Conv's kernel reads from flash per pass over its output channels: the int16 weights
+    and each channel's requantization constants; those of one pair of its output channels' weights; its output
+    pixels per image) where its kernel can take its scratch in tiles (mcud_conv_fast_tile: int8, group 1, an even
+    count of output channels); else None."""
     if node.op != "Conv" or graph[node.inputs[0]].dtype != "int8" or int(node.attr("group", 1)) != 1:
         return None
     g = geometry(graph, node)
     if not _fast(graph, node, g) or g.cout % 2:
         return None
-    return 2 * g.cout * _kpad(g), 4 * _kpad(g)
+    return 2 * g.cout * _kpad(g) + 4 * FAST_RQ * g.cout, 4 * _kpad(g), int(np.prod(g.out_hw))
 
 
 def _blocks(node: Node, g: Geometry) -> int:

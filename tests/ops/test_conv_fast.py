@@ -102,7 +102,7 @@ def test_fast_kernel_requantization_and_range(tmp_path, what):
 @given(c=st.integers(1, 9), oc=st.integers(1, 7), h=st.integers(1, 9), w=st.integers(1, 9),
        kh=st.integers(1, 4), kw=st.integers(1, 4), sh=st.integers(1, 3), sw=st.integers(1, 3),
        dh=st.integers(1, 2), dw=st.integers(1, 2), pads=st.tuples(*[st.integers(0, 3)] * 4),
-       seed=st.integers(0, 1000), direct=st.booleans(), wide=st.booleans(), tile=st.sampled_from([1, 2, 8]))
+       seed=st.integers(0, 1000), direct=st.booleans(), wide=st.booleans(), tile=st.sampled_from([1, 2, 3, 8]))
 def test_fast_kernel_random_shapes(tmp_path, c, oc, h, w, kh, kw, sh, sw, dh, dw, pads, seed, direct, wide, tile):
     """Both variants: with scratch (mcud_conv_s8_fast) and without (mcud_conv_s8_direct); with the weights'
     int16 copy (w16) and without it (offload.fit_wide_weights: "wide" = 0 where the board's flash cannot hold it);
@@ -361,7 +361,7 @@ def _random_convs(rng, cin: int, arithmetic: str, kernels=FAST_KERNELS, direct: 
         if direct:
             attrs.update(scratch=0, strides=[int(v) for v in rng.integers(1, 3, 2)])
         elif rng.random() < 0.5:
-            attrs["tile"] = 8
+            attrs["tile"] = int(rng.choice([3, 8]))
         node = Node(f"conv{k}", "Conv", ("x", f"w{k}", f"b{k}"), (f"y{k}",), attrs)
         partial = Graph("g", {t.name: t for t in tensors}, (), ("x",), (), arithmetic=arithmetic)
         shape, dtype = registry.get("Conv").infer(partial, node)[0]
