@@ -398,11 +398,36 @@ static int32_t row_sum_s8(const int8_t *a, int32_t kk)
     } while (0)
 
 /* Four accumulators of columns n.. through rq2 (gemm_s8_out_2) into py[0], py[y_n], .. : the four outputs before the
- * first store, as GEMM_S8_OUT4_R. */
-#define GEMM_S8_OUT4_2(py, y_n, s0, s1, s2, s3, n, p)                                                   \
+ * first store, as GEMM_S8_OUT4_R. Where sat (every column on the doubled route, the activation's range int8's: a
+ * constant of the call) each output is mcud_requant_tfl_2 and one SSAT, with no tests: the autoencoder's layers; one:
+ * a single multiplier for every column (p->channels is 1), hoisted out of the loop as sat. */
+#define GEMM_S8_OUT4_2(py, y_n, s0, s1, s2, s3, n, p, sat, one)                                         \
     do {                                                                                                \
-        const int32_t d_ = (p)->channels == 1 ? 0 : 3;                                                  \
+        const int32_t d_ = (one) ? 0 : 3;                                                               \
         const int32_t *k_ = (p)->rq2 + d_ * (n);                                                        \
+        if ((sat) && (one)) { /* one multiplier for every column: its three values once */              \
+            const int32_t m_ = k_[0], c_ = k_[1], r_ = k_[2];                                           \
+            const int32_t o0_ = mcud_sat8(mcud_requant_tfl_2((s0) + (s0), m_, c_, r_));                \
+            const int32_t o1_ = mcud_sat8(mcud_requant_tfl_2((s1) + (s1), m_, c_, r_));                \
+            const int32_t o2_ = mcud_sat8(mcud_requant_tfl_2((s2) + (s2), m_, c_, r_));                \
+            const int32_t o3_ = mcud_sat8(mcud_requant_tfl_2((s3) + (s3), m_, c_, r_));                \
+            (py)[0] = (int8_t)o0_;                                                                      \
+            (py)[(y_n)] = (int8_t)o1_;                                                                  \
+            (py)[2 * (y_n)] = (int8_t)o2_;                                                              \
+            (py)[3 * (y_n)] = (int8_t)o3_;                                                              \
+            break;                                                                                      \
+        }                                                                                               \
+        if (sat) {                                                                                      \
+            const int32_t o0_ = mcud_sat8(mcud_requant_tfl_2((s0) + (s0), k_[0], k_[1], k_[2]));        \
+            const int32_t o1_ = mcud_sat8(mcud_requant_tfl_2((s1) + (s1), k_[3], k_[4], k_[5]));        \
+            const int32_t o2_ = mcud_sat8(mcud_requant_tfl_2((s2) + (s2), k_[6], k_[7], k_[8]));        \
+            const int32_t o3_ = mcud_sat8(mcud_requant_tfl_2((s3) + (s3), k_[9], k_[10], k_[11]));      \
+            (py)[0] = (int8_t)o0_;                                                                      \
+            (py)[(y_n)] = (int8_t)o1_;                                                                  \
+            (py)[2 * (y_n)] = (int8_t)o2_;                                                              \
+            (py)[3 * (y_n)] = (int8_t)o3_;                                                              \
+            break;                                                                                      \
+        }                                                                                               \
         const int32_t o0_ = gemm_s8_out_2((s0), k_, (p)), o1_ = gemm_s8_out_2((s1), k_ + d_, (p));      \
         const int32_t o2_ = gemm_s8_out_2((s2), k_ + 2 * d_, (p)), o3_ = gemm_s8_out_2((s3), k_ + 3 * d_, (p)); \
         (py)[0] = (int8_t)o0_;                                                                          \
@@ -425,6 +450,8 @@ MCUD_GEMM_NO_SCHED static void NAME(const int8_t *a, int32_t a_m, int8_t *y, int
                                     uint32_t *x16)                                                       \
 {                                                                                                        \
     const int32_t quads = kk >> 2, tail = kk & 3;                                                        \
+    const int32_t rq2 = TFL && p->rq2 != NULL, one = p->channels == 1;                                   \
+    const int32_t sat = rq2 && !p->rq2_off && p->act_min == -128 && p->act_max == 127;                   \
     (void)x16;                                                                                           \
     for (int32_t m = 0; m < mm; m++, a += a_m, y += y_m) {                                               \
         const int32_t bias_add = b_zero != 0 ? -b_zero * row_sum_s8(a, kk) : 0;                          \
@@ -491,8 +518,8 @@ MCUD_GEMM_NO_SCHED static void NAME(const int8_t *a, int32_t a_m, int8_t *y, int
                 wp += 4;                                                                                 \
             }                                                                                            \
             int8_t *py = y + n * y_n;                                                                    \
-            if (TFL && p->rq2 != NULL) {                                                                 \
-                GEMM_S8_OUT4_2(py, y_n, s0, s1, s2, s3, n, p);                                           \
+            if (rq2) {                                                                                   \
+                GEMM_S8_OUT4_2(py, y_n, s0, s1, s2, s3, n, p, sat, one);                                 \
                 continue;                                                                                \
             }                                                                                            \
             if (p->r > 0) {                                                                              \

@@ -170,7 +170,8 @@ def _random_gemms(rng, arithmetic: str, count: int = 6) -> Graph:
     modulo 4), B as (N, K) with transB or (K, N), every third without scratch (mcud_gemm_s8*, its rows of A widened on
     the fly) and the others with it (mcud_gemm_s8*_a16). With TFLite's arithmetic every other Gemm has a column whose
     output is its zero point (a vanishing scale) and one off the doubled route (an accumulator past 2^30 that is not
-    saturated, or a scale near 1), among enough columns that rq2 keeps them."""
+    saturated, or a scale near 1), among enough columns that rq2 keeps them; of the others, those at j % 6 == 3 have
+    one weight scale for every column (rq2's one multiplier, hoisted out of the loop)."""
     tensors, nodes, inputs, outputs = {}, [], [], []
     for j in range(count):
         off = j % 2 == 0 and arithmetic == "tflite"
@@ -184,10 +185,15 @@ def _random_gemms(rng, arithmetic: str, count: int = 6) -> Graph:
             else:
                 s_w[-1] = 2.0
         trans_b = j % 2 == 0
+        one = not off and j % 6 == 3
         w = rng.integers(-127, 128, (n, k) if trans_b else (k, n)).astype(np.int8)
         tensors[f"a{j}"] = Tensor(f"a{j}", (1, k), "int8", "input", Quant((s_a,), (int(rng.integers(-20, 20)),)))
-        tensors[f"w{j}"] = constant(f"w{j}", w, Quant(tuple(s_w), (0,) * n, 0 if trans_b else 1))
-        tensors[f"b{j}"] = constant(f"b{j}", b, Quant(tuple(s_a * s_w), (0,) * n, 0))
+        if one:
+            tensors[f"w{j}"] = constant(f"w{j}", w, Quant((float(s_w[0]),), (0,)))
+            tensors[f"b{j}"] = constant(f"b{j}", b, Quant((s_a * float(s_w[0]),), (0,)))
+        else:
+            tensors[f"w{j}"] = constant(f"w{j}", w, Quant(tuple(s_w), (0,) * n, 0 if trans_b else 1))
+            tensors[f"b{j}"] = constant(f"b{j}", b, Quant(tuple(s_a * s_w), (0,) * n, 0))
         tensors[f"y{j}"] = Tensor(f"y{j}", (1, n), "int8", "output",
                                   Quant((float(rng.uniform(0.02, 0.2)),), (int(rng.integers(-10, 10)),)))
         attrs = {"transB": int(trans_b), **({"scratch": 0} if j % 3 == 2 else {})}
@@ -209,7 +215,7 @@ def test_random_tflite_gemms_on_the_host_equal_numpy(tmp_path, seed):
     that route, requantized as TFLite does in general, in blocks of four columns and the last ones, with and without
     the widened rows."""
     graph = _random_gemms(np.random.default_rng(seed), "tflite")
-    kinds, fns = set(), set()
+    kinds, fns, channels = set(), set(), set()
     for j, node in enumerate(graph.nodes):
         a, y = node.inputs[0], node.outputs[0]
         one = Graph("one", {t: graph[t] for t in (*node.inputs, y)}, (node,), (a,), (y,), arithmetic="tflite")
@@ -218,11 +224,12 @@ def test_random_tflite_gemms_on_the_host_equal_numpy(tmp_path, seed):
         assert rq2 != 0, node.name
         kinds |= set(rq2.values[0::3]) & {0, 1}
         fns.add(call.fn)
+        channels.add(_field(call, "channels") == 1)
         x = np.random.default_rng(seed + j).integers(-128, 128, graph[a].shape).astype(np.int8)
         (tmp_path / str(j)).mkdir()
         got = run_kernel(tmp_path / str(j), call, one, {a: x}, {a: 1, y: 2})[0]
         np.testing.assert_array_equal(got, run_reference(one, [x])[0], err_msg=node.name)
-    assert kinds == {0, 1} and fns == {"mcud_gemm_s8_tfl", "mcud_gemm_s8_tfl_a16"}
+    assert kinds == {0, 1} and fns == {"mcud_gemm_s8_tfl", "mcud_gemm_s8_tfl_a16"} and channels == {True, False}
 
 
 @pytest.mark.qemu
