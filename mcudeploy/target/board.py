@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 from mcudeploy.choices import BOARD_OBJECTIVES, SYSTEM_OBJECTIVES
 from mcudeploy.errors import MCUDeployError
+from mcudeploy.objective import objective_line
 from mcudeploy.files import check_output, writing
 from mcudeploy.target.request import RANDOM_SAMPLES, STREAM_STEPS, MeasureRequest, Request, RunRequest
 
@@ -178,6 +179,8 @@ class BoardTarget:
             compiled = self.compile()
         result = flash.flash_plan(compiled, compiled.board.name if compiled else r.board, port=port,
                                   project=project_dir, upload_firmware=upload)
+        if compiled is not None:
+            say(objective_line(compiled.objective.as_plan()))
         for line in flash.summary(result):
             say(line)
 
@@ -324,9 +327,10 @@ class BoardTarget:
                 target = target_for(load_board(measure.estimate_for), compiled.board)
             result = measure_model(compiled, repeat=measure.repeat, pool=pool, estimate_for=target)
         if measure.json:
-            say(json.dumps(result.as_dict(), indent=1))
+            say(json.dumps({**result.as_dict(), "objective": compiled.objective.as_plan()}, indent=1))
         else:
-            for line in (result.memory.lines() if result.memory else []) + result.lines():
+            for line in [objective_line(compiled.objective.as_plan())] + \
+                    (result.memory.lines() if result.memory else []) + result.lines():
                 say(line)
         if output is not None:
             self._keep_timings(result, compiled, output, say=to_stderr if measure.json else say)

@@ -49,6 +49,7 @@ def test_measure_times_the_plan_of_its_objective(tmp_path, capsys, need_qemu):
         out = _ok(capsys, "measure", MODEL, "-b", "qemu-m4", "--objective", objective, "--repeat", "1", "--json",
                   "-o", str(kept))
         measured[objective] = json.loads(out)
+        assert measured[objective]["objective"]["name"] == objective  # the JSON says which plan it timed
         assert _plan_id(kept) == _plan_id(compiled[objective])  # the plan measured is the one compile writes
         plan = json.loads((kept / "plan.json").read_text())
         assert plan["objective"]["name"] == objective and plan["arena_bytes"] == ARENA[objective]
@@ -70,6 +71,7 @@ def test_flash_objective_latency_puts_the_latency_plan_on_the_emulator(tmp_path,
         out = _ok(capsys, "flash", MODEL, "-b", "qemu-m4", "--objective", "latency", "--port", url,
                   "--project-dir", str(project))
         assert f"plan {_plan_id(compiled['latency'])}, model id" in out
+        assert out.startswith("objective latency: the fastest plan within")  # which plan went onto the board
         assert f"arena {ARENA['latency']:,}, stack" in out  # the firmware's SRAM, from its ELF
         assert (project / "model.c").read_bytes() == (compiled["latency"] / "model.c").read_bytes()
         assert json.loads((project / "plan.json").read_text())["objective"]["name"] == "latency"
