@@ -102,7 +102,7 @@ def test_kws_tflite_on_qemu_m55_equals_the_host(tmp_path):
 
 @pytest.mark.qemu
 @needs_qemu
-@pytest.mark.parametrize("seed", [7, 23])
+@pytest.mark.parametrize("seed", [23])
 def test_tiled_columns_of_random_convs_equal_the_host(tmp_path, seed):
     """mcud_conv_mve_blocks' tiled columns (four columns interleaved in 16-byte pieces, two output channels a pass,
     the inner loop in assembly) on random shapes: taps per column from below 16 (not tiled) through whole pieces

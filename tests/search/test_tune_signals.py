@@ -1,4 +1,4 @@
-"""SIGINT at ten moments of a tune, each resumed: every interrupted run ends at once (within PROMPT seconds: moments, on a loaded machine) with no
+"""SIGINT at six moments of a tune, each resumed: every interrupted run ends at once (within PROMPT seconds: moments, on a loaded machine) with no
 emulator left, and a resumed run asks the board for no kernel timing and no whole run that an
 earlier run had recorded (the timing cache and tune-state.json are what was measured)."""
 from __future__ import annotations
@@ -15,7 +15,7 @@ from signals import PROMPT, interrupt, left_running, start, tagged_env  # noqa: 
 
 pytestmark = pytest.mark.qemu
 
-MOMENTS = (1.0, 2.0, 3.0, 4.5, 6.0, 7.5, 9.0, 11.0, 13.0, 16.0)
+MOMENTS = (1.0, 2.5, 4.5, 7.5, 11.0, 16.0)  # ten until stop 50 (114 s of CI)
 TIMED = re.compile(r"board qemu-m4: timing op \d+ \(signature (\w+)\)")
 WHOLE = re.compile(r"board qemu-m4: one whole run of (.+)$", re.M)
 
@@ -34,7 +34,7 @@ def measured(cache: Path, out: Path) -> tuple[set, set]:
     return sigs, runs
 
 
-def test_sigint_at_ten_moments_of_a_tune_then_resume(small_mobilenet, tmp_path, need_qemu):
+def test_sigint_at_six_moments_of_a_tune_then_resume(small_mobilenet, tmp_path, need_qemu):
     cache, out = tmp_path / "cache", tmp_path / "out"
     env, tag = tagged_env(cache)
     args = ["-v", "tune", str(small_mobilenet), "-b", "qemu-m4", "--time-limit", "30", "-o", str(out)]
@@ -51,7 +51,7 @@ def test_sigint_at_ten_moments_of_a_tune_then_resume(small_mobilenet, tmp_path, 
         assert ended.seconds_after_signal < PROMPT
         assert "Traceback" not in ended.stderr and "interrupted" in ended.stderr.strip().splitlines()[-1]
         interrupted += 1
-    assert interrupted >= 8
+    assert interrupted >= 4
     known_sigs, known_runs = measured(cache, out)
     done = interrupt(start(args, env), 600)
     assert done.returncode == 0, done.stderr[-2000:]
