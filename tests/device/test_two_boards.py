@@ -18,7 +18,7 @@ from mcudeploy.device.runner import run_on_board
 from mcudeploy.compile import compile_model
 
 pytestmark = pytest.mark.qemu
-IDLE_S = 15.0
+IDLE_S = 8.0
 
 
 def cpu_seconds(pid: int) -> float:
@@ -59,7 +59,7 @@ def test_two_boards_flashed_run_in_turn_and_idle(tmp_path, need_qemu, monkeypatc
         compiled = [compile_model(m, "qemu-m4") for m in models]
         samples = [random_inputs(c.graph, 2, seed=k) for k, c in enumerate(compiled)]
         first_ticks = {}
-        for turn in range(10):
+        for turn in range(5):
             for k in (0, 1):
                 run = run_on_board(compiled[k], samples[k], port=urls[k])
                 same, lines = compare_with_host(compiled[k], run.outputs, samples[k])
