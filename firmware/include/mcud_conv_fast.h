@@ -693,6 +693,33 @@ MCUD_INLINE void mcud_conv_fast_quads(const int16_t *cols, int8_t *const *yo, in
     }
 }
 
+/* The sums of channels oc and oc + 1 (a<pixel><channel>) of n (1 or 2) pixels, stored at y0 and y1 + oc * ysc: through
+ * mcud_conv_fast_out_any with rq (channel oc's four values, oc + 1's after them) where given, else mcud_conv_fast_out.
+ * Channel by channel: three constants live at a time. */
+MCUD_INLINE void mcud_conv_fast_pair_out(int32_t a00, int32_t a01, int32_t a10, int32_t a11, int32_t n, int8_t *y0,
+                                         int8_t *y1, int32_t oc, int32_t ysc, const int32_t *rq,
+                                         const mcud_conv_s8_fast_params *p)
+{
+    if (rq != NULL) {
+        y0[oc * ysc] = mcud_conv_fast_out_any(a00, rq, p);
+        if (n == 2) {
+            y1[oc * ysc] = mcud_conv_fast_out_any(a10, rq, p);
+        }
+        MCUD_BARRIER(); /* keeps GCC from loading the second channel's constants early (fewer spills) */
+        y0[(oc + 1) * ysc] = mcud_conv_fast_out_any(a01, rq + MCUD_FAST_RQ, p);
+        if (n == 2) {
+            y1[(oc + 1) * ysc] = mcud_conv_fast_out_any(a11, rq + MCUD_FAST_RQ, p);
+        }
+        return;
+    }
+    y0[oc * ysc] = mcud_conv_fast_out(a00, oc, p);
+    y0[(oc + 1) * ysc] = mcud_conv_fast_out(a01, oc + 1, p);
+    if (n == 2) {
+        y1[oc * ysc] = mcud_conv_fast_out(a10, oc, p);
+        y1[(oc + 1) * ysc] = mcud_conv_fast_out(a11, oc + 1, p);
+    }
+}
+
 /* Output channels two at a time for n (1 or 2, a constant) pixels of the scratch, from column i0, with the
  * int16 weights of p->w16: per group of four taps each pixel's two pairs are loaded once and meet both
  * channels' weights, so 16 multiply-accumulates take four 64-bit loads and eight SMLAD (no unpacking of
@@ -711,24 +738,7 @@ MCUD_INLINE void mcud_conv_fast_pairs(const int16_t *cols, int32_t i0, int32_t n
         int32_t b0 = has_rq ? rq[0] : p->bias[oc], b1 = has_rq ? rq[MCUD_FAST_RQ] : p->bias[oc + 1];
         int32_t a00 = b0, a01 = b1, a10 = b0, a11 = b1; /* a<pixel><channel> */
         MCUD_PAIRS_ALL();
-        if (has_rq) { /* channel by channel: three constants live at a time */
-            y0[oc * ysc] = mcud_conv_fast_out_any(a00, rq, p);
-            if (n == 2) {
-                y1[oc * ysc] = mcud_conv_fast_out_any(a10, rq, p);
-            }
-            MCUD_BARRIER(); /* keeps GCC from loading the second channel's constants early (fewer spills) */
-            y0[(oc + 1) * ysc] = mcud_conv_fast_out_any(a01, rq + MCUD_FAST_RQ, p);
-            if (n == 2) {
-                y1[(oc + 1) * ysc] = mcud_conv_fast_out_any(a11, rq + MCUD_FAST_RQ, p);
-            }
-        } else {
-            y0[oc * ysc] = mcud_conv_fast_out(a00, oc, p);
-            y0[(oc + 1) * ysc] = mcud_conv_fast_out(a01, oc + 1, p);
-            if (n == 2) {
-                y1[oc * ysc] = mcud_conv_fast_out(a10, oc, p);
-                y1[(oc + 1) * ysc] = mcud_conv_fast_out(a11, oc + 1, p);
-            }
-        }
+        mcud_conv_fast_pair_out(a00, a01, a10, a11, n, y0, y1, oc, ysc, rq, p);
     }
     if (oc < oc_n) {
         mcud_conv_fast_last(cols, i0, n, y0, y1, oc, ysc, p);
@@ -787,22 +797,7 @@ MCUD_INLINE void mcud_conv_fast_tile(const int16_t *cols, int32_t m, int32_t tai
             const int16_t *wp = wo;
             int32_t a00 = k[0], a01 = k[MCUD_FAST_RQ], a10 = k[0], a11 = k[MCUD_FAST_RQ];
             MCUD_PAIRS_ALL();
-            int8_t *o0 = yo[m + t], *o1 = yo[m + t + n - 1];
-            if (has_rq) {
-                o0[oc * ysc] = mcud_conv_fast_out_any(a00, k, p);
-                o0[(oc + 1) * ysc] = mcud_conv_fast_out_any(a01, k + MCUD_FAST_RQ, p);
-                if (n == 2) {
-                    o1[oc * ysc] = mcud_conv_fast_out_any(a10, k, p);
-                    o1[(oc + 1) * ysc] = mcud_conv_fast_out_any(a11, k + MCUD_FAST_RQ, p);
-                }
-            } else {
-                o0[oc * ysc] = mcud_conv_fast_out(a00, oc, p);
-                o0[(oc + 1) * ysc] = mcud_conv_fast_out(a01, oc + 1, p);
-                if (n == 2) {
-                    o1[oc * ysc] = mcud_conv_fast_out(a10, oc, p);
-                    o1[(oc + 1) * ysc] = mcud_conv_fast_out(a11, oc + 1, p);
-                }
-            }
+            mcud_conv_fast_pair_out(a00, a01, a10, a11, n, yo[m + t], yo[m + t + n - 1], oc, ysc, has_rq ? k : NULL, p);
         }
     }
 }

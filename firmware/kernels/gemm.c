@@ -405,31 +405,24 @@ static int32_t row_sum_s8(const int8_t *a, int32_t kk)
     do {                                                                                                \
         const int32_t d_ = (one) ? 0 : 3;                                                               \
         const int32_t *k_ = (p)->rq2 + d_ * (n);                                                        \
+        int32_t o0_, o1_, o2_, o3_;                                                                     \
         if ((sat) && (one)) { /* one multiplier for every column: its three values once */              \
             const int32_t m_ = k_[0], c_ = k_[1], r_ = k_[2];                                           \
-            const int32_t o0_ = mcud_sat8(mcud_requant_tfl_2((s0) + (s0), m_, c_, r_));                \
-            const int32_t o1_ = mcud_sat8(mcud_requant_tfl_2((s1) + (s1), m_, c_, r_));                \
-            const int32_t o2_ = mcud_sat8(mcud_requant_tfl_2((s2) + (s2), m_, c_, r_));                \
-            const int32_t o3_ = mcud_sat8(mcud_requant_tfl_2((s3) + (s3), m_, c_, r_));                \
-            (py)[0] = (int8_t)o0_;                                                                      \
-            (py)[(y_n)] = (int8_t)o1_;                                                                  \
-            (py)[2 * (y_n)] = (int8_t)o2_;                                                              \
-            (py)[3 * (y_n)] = (int8_t)o3_;                                                              \
-            break;                                                                                      \
+            o0_ = mcud_sat8(mcud_requant_tfl_2((s0) + (s0), m_, c_, r_));                               \
+            o1_ = mcud_sat8(mcud_requant_tfl_2((s1) + (s1), m_, c_, r_));                               \
+            o2_ = mcud_sat8(mcud_requant_tfl_2((s2) + (s2), m_, c_, r_));                               \
+            o3_ = mcud_sat8(mcud_requant_tfl_2((s3) + (s3), m_, c_, r_));                               \
+        } else if (sat) {                                                                               \
+            o0_ = mcud_sat8(mcud_requant_tfl_2((s0) + (s0), k_[0], k_[1], k_[2]));                      \
+            o1_ = mcud_sat8(mcud_requant_tfl_2((s1) + (s1), k_[3], k_[4], k_[5]));                      \
+            o2_ = mcud_sat8(mcud_requant_tfl_2((s2) + (s2), k_[6], k_[7], k_[8]));                      \
+            o3_ = mcud_sat8(mcud_requant_tfl_2((s3) + (s3), k_[9], k_[10], k_[11]));                    \
+        } else {                                                                                        \
+            o0_ = gemm_s8_out_2((s0), k_, (p));                                                         \
+            o1_ = gemm_s8_out_2((s1), k_ + d_, (p));                                                    \
+            o2_ = gemm_s8_out_2((s2), k_ + 2 * d_, (p));                                                \
+            o3_ = gemm_s8_out_2((s3), k_ + 3 * d_, (p));                                                \
         }                                                                                               \
-        if (sat) {                                                                                      \
-            const int32_t o0_ = mcud_sat8(mcud_requant_tfl_2((s0) + (s0), k_[0], k_[1], k_[2]));        \
-            const int32_t o1_ = mcud_sat8(mcud_requant_tfl_2((s1) + (s1), k_[3], k_[4], k_[5]));        \
-            const int32_t o2_ = mcud_sat8(mcud_requant_tfl_2((s2) + (s2), k_[6], k_[7], k_[8]));        \
-            const int32_t o3_ = mcud_sat8(mcud_requant_tfl_2((s3) + (s3), k_[9], k_[10], k_[11]));      \
-            (py)[0] = (int8_t)o0_;                                                                      \
-            (py)[(y_n)] = (int8_t)o1_;                                                                  \
-            (py)[2 * (y_n)] = (int8_t)o2_;                                                              \
-            (py)[3 * (y_n)] = (int8_t)o3_;                                                              \
-            break;                                                                                      \
-        }                                                                                               \
-        const int32_t o0_ = gemm_s8_out_2((s0), k_, (p)), o1_ = gemm_s8_out_2((s1), k_ + d_, (p));      \
-        const int32_t o2_ = gemm_s8_out_2((s2), k_ + 2 * d_, (p)), o3_ = gemm_s8_out_2((s3), k_ + 3 * d_, (p)); \
         (py)[0] = (int8_t)o0_;                                                                          \
         (py)[(y_n)] = (int8_t)o1_;                                                                      \
         (py)[2 * (y_n)] = (int8_t)o2_;                                                                  \
