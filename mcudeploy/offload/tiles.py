@@ -47,12 +47,10 @@ def tile_convolutions(graph: Graph, board: Board) -> Graph:
     if "mve" in board.features or not cache:
         return graph
 
-    def tile(node) -> int:
+    def tiled(node):
         sizes = tile_weight_bytes(graph, node)
-        if sizes is None or sizes[0] <= cache or 2 * sizes[1] > cache:
-            return 1
-        return tile_blocks(sizes[2])
+        if sizes is None or sizes[0] <= cache or 2 * sizes[1] > cache or tile_blocks(sizes[2]) == 1:
+            return node
+        return node.with_(attrs={**node.attrs, "tile": tile_blocks(sizes[2])})
 
-    tiles = {n.name: tile(n) for n in graph.nodes}
-    return graph.replace(nodes=tuple(n.with_(attrs={**n.attrs, "tile": tiles[n.name]}) if tiles[n.name] > 1 else n
-                                     for n in graph.nodes))
+    return graph.replace(nodes=tuple(tiled(n) for n in graph.nodes))

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 from mcudeploy.choices import BOARD_OBJECTIVES, SYSTEM_OBJECTIVES
 from mcudeploy.errors import MCUDeployError
-from mcudeploy.objective import objective_line
 from mcudeploy.files import check_output, writing
+from mcudeploy.objective import objective_line
 from mcudeploy.target.request import RANDOM_SAMPLES, STREAM_STEPS, MeasureRequest, Request, RunRequest
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ is one firmware per board (qemu-an505, the Cortex-M33 with a DMA engine, and qem
 run KWS only). Models too
 large for a board are skipped with the bytes over.
 The seconds each board took are printed at the end of the module (pytest's terminal summary):
-about 30 s per board on a quiet two-core machine, 1 minute per board under load (4 boards, 161
+about 30 s per board on a quiet two-core machine, 1 minute per board under load (5 boards, 204
 tests: 2 to 5 minutes).
 
 The comparison is with the host board on the same plan (``compare_with_host``'s way): the
