@@ -326,6 +326,56 @@ typedef struct {
         GEMM_S8_MAC16(s0, s1, s2, s3, w0_, w1_, w2_, w3_, ae_, ao_);          \
     } while (0)
 
+/* GEMM_S8_QUAD16 on paired weights (mcud_gemm_s8_params.paired): the words of columns (0, 1) and (2, 3), each k one
+ * int16 256 b_odd + b_even. SMLAD of a word sums 256 x the odd column's products plus the even's (into s1, s3), SMLAD
+ * of its SXTB16 the even's alone (s0, s2): one SXTB16 for every four products where GEMM_S8_MAC16 takes two, and
+ * GEMM_S8_UNPAIR gives the odd columns' sums back. Each SXTB16 follows the SMLAD of the word it widens in place. */
+#if MCUD_HAVE_DSP && defined(__GNUC__) && defined(__OPTIMIZE__)
+#define GEMM_S8_MACP(S0, S1, S2, S3, W0, W1, W2, W3, AE, AO)   \
+    __asm__("smlad %[s1], %[w0], %[ae], %[s1]\n\t"              \
+            "sxtb16 %[w0], %[w0]\n\t"                          \
+            "smlad %[s1], %[w1], %[ao], %[s1]\n\t"              \
+            "sxtb16 %[w1], %[w1]\n\t"                          \
+            "smlad %[s3], %[w2], %[ae], %[s3]\n\t"              \
+            "sxtb16 %[w2], %[w2]\n\t"                          \
+            "smlad %[s3], %[w3], %[ao], %[s3]\n\t"              \
+            "sxtb16 %[w3], %[w3]\n\t"                          \
+            "smlad %[s0], %[w0], %[ae], %[s0]\n\t"              \
+            "smlad %[s0], %[w1], %[ao], %[s0]\n\t"              \
+            "smlad %[s2], %[w2], %[ae], %[s2]\n\t"              \
+            "smlad %[s2], %[w3], %[ao], %[s2]"                   \
+            : [s0] "+r"(S0), [s1] "+r"(S1), [s2] "+r"(S2), [s3] "+r"(S3), [w0] "+r"(W0), [w1] "+r"(W1), \
+              [w2] "+r"(W2), [w3] "+r"(W3)                                                              \
+            : [ae] "r"(AE), [ao] "r"(AO))
+#else
+#define GEMM_S8_MACP(s0, s1, s2, s3, w0, w1, w2, w3, ae, ao)   \
+    do {                                                       \
+        s1 = mcud_smlad(w0, ae, s1);                           \
+        s1 = mcud_smlad(w1, ao, s1);                           \
+        s3 = mcud_smlad(w2, ae, s3);                           \
+        s3 = mcud_smlad(w3, ao, s3);                           \
+        s0 = mcud_smlad(mcud_sxtb16(w0), ae, s0);              \
+        s0 = mcud_smlad(mcud_sxtb16(w1), ao, s0);              \
+        s2 = mcud_smlad(mcud_sxtb16(w2), ae, s2);              \
+        s2 = mcud_smlad(mcud_sxtb16(w3), ao, s2);              \
+    } while (0)
+#endif
+
+#define GEMM_S8_PAIR16(xp, xo, wp, wo)                                         \
+    do {                                                                       \
+        uint32_t ae_, ao_, w0_, w1_, w2_, w3_;                                 \
+        GEMM_S8_LOAD6(ae_, ao_, w0_, w1_, w2_, w3_, xp, xo, wp, wo);           \
+        GEMM_S8_MACP(s0, s1, s2, s3, w0_, w1_, w2_, w3_, ae_, ao_);           \
+    } while (0)
+
+/* The odd columns' sums from GEMM_S8_MACP's: s1 (256 x the odd column's plus s0) less s0, over 256, exact where the
+ * odd column's sum lies in 24 bits (mcudeploy/ops/gemm.py, pairs_fit). */
+#define GEMM_S8_UNPAIR(s0, s1, s2, s3)                                         \
+    do {                                                                       \
+        s1 = (int32_t)((uint32_t)(s1) - (uint32_t)(s0)) >> 8;                  \
+        s3 = (int32_t)((uint32_t)(s3) - (uint32_t)(s2)) >> 8;                  \
+    } while (0)
+
 /* A row's quads widened once for every column (the _a16 kernels' scratch, 8 bytes a quad): k 4q.. as the pairs
  * (a0, a2), (a1, a3) that GEMM_S8_QUAD makes for each block of four columns. */
 static void gemm_s8_widen(const int8_t *a, int32_t quads, uint32_t *x)
@@ -454,11 +504,38 @@ MCUD_GEMM_NO_SCHED static void NAME(const int8_t *a, int32_t a_m, int8_t *y, int
             gemm_s8_widen(a, quads, x16);                                                                \
         }                                                                                                \
         for (; n + 4 <= nn; n += 4) {                                                                    \
-            int32_t s0 = bias[n] + bias_add, s1 = bias[n + 1] + bias_add, s2 = bias[n + 2] + bias_add,   \
-                    s3 = bias[n + 3] + bias_add;                                                         \
+            int32_t s0 = X16 == 2 ? 0 : bias[n] + bias_add, s1 = X16 == 2 ? 0 : bias[n + 1] + bias_add,  \
+                    s2 = X16 == 2 ? 0 : bias[n + 2] + bias_add, s3 = X16 == 2 ? 0 : bias[n + 3] + bias_add; \
             const int8_t *ap = a;                                                                        \
             int32_t left = quads;                                                                        \
-            if (X16) {                                                                                   \
+            if (X16 == 2) {                                                                              \
+                const uint8_t *xp = (const uint8_t *)x16;                                                \
+                for (int32_t q = left >> 2; q > 0; q--) {                                                \
+                    GEMM_S8_PAIR16(xp, 0, wp, 0);                                                        \
+                    GEMM_S8_PAIR16(xp, 8, wp, 16);                                                       \
+                    GEMM_S8_PAIR16(xp, 16, wp, 32);                                                      \
+                    GEMM_S8_PAIR16(xp, 24, wp, 48);                                                      \
+                    xp += 32;                                                                            \
+                    wp += 64;                                                                            \
+                }                                                                                        \
+                if (left & 2) {                                                                          \
+                    GEMM_S8_PAIR16(xp, 0, wp, 0);                                                        \
+                    GEMM_S8_PAIR16(xp, 8, wp, 16);                                                       \
+                    xp += 16;                                                                            \
+                    wp += 32;                                                                            \
+                }                                                                                        \
+                if (left & 1) {                                                                          \
+                    GEMM_S8_PAIR16(xp, 0, wp, 0);                                                        \
+                    wp += 16;                                                                            \
+                }                                                                                        \
+                GEMM_S8_UNPAIR(s0, s1, s2, s3);                                                          \
+                s0 += bias[n] + bias_add;                                                                \
+                s1 += bias[n + 1] + bias_add;                                                            \
+                s2 += bias[n + 2] + bias_add;                                                            \
+                s3 += bias[n + 3] + bias_add;                                                            \
+                ap += 4 * quads;                                                                         \
+                left = 0;                                                                                \
+            } else if (X16) {                                                                            \
                 const uint8_t *xp = (const uint8_t *)x16;                                                \
                 for (int32_t q = left >> 2; q > 0; q--) {                                                \
                     GEMM_S8_QUAD16(xp, 0, wp, 0);                                                        \
@@ -554,8 +631,25 @@ GEMM_S8_ROWS(gemm_s8_rows, gemm_s8_out, 0, 0)
 GEMM_S8_ROWS(gemm_s8_rows_tfl, gemm_s8_out_tfl, 1, 0)
 GEMM_S8_ROWS(gemm_s8_rows_a16, gemm_s8_out, 0, 1)
 GEMM_S8_ROWS(gemm_s8_rows_tfl_a16, gemm_s8_out_tfl, 1, 1)
+GEMM_S8_ROWS(gemm_s8_rows_a16p, gemm_s8_out, 0, 2)
+GEMM_S8_ROWS(gemm_s8_rows_tfl_a16p, gemm_s8_out_tfl, 1, 2)
 
-#define GEMM_S8(NAME, ROWS, ROWS16, OUT, TFL)                                                                    \
+/* B[k, n] of the packed weights, paired or not (see mcud_gemm.h): a paired quad's k of an even column is its word's
+ * low byte, of an odd column (the int16 less that byte) over 256. */
+static int32_t gemm_s8_packed_at(const int8_t *packed, int32_t paired, int32_t k, int32_t n, int32_t kk, int32_t nn)
+{
+    if (!paired || n >= 4 * (nn / 4) || k >= 4 * (kk / 4)) {
+        return packed[gemm_s8_packed_offset(k, n, kk, nn)];
+    }
+    const int8_t *h = packed + (n / 4) * 4 * kk + (k / 4) * 16 + (n & 2) * 4 + (k & 1) * 4 + (k & 2);
+    const int32_t even = h[0];
+    if (!(n & 1)) {
+        return even;
+    }
+    return ((int32_t)(int16_t)(uint16_t)((uint32_t)(uint8_t)h[0] | ((uint32_t)(uint8_t)h[1] << 8)) - even) >> 8;
+}
+
+#define GEMM_S8(NAME, ROWS, ROWS16, ROWS16P, OUT, TFL)                                                           \
 static void NAME##_run(const mcud_view *a, const mcud_view *y, const mcud_gemm_s8_params *p, uint32_t *x16)     \
 {                                                                                                               \
     /* B is 2-D, constant and packed: its extents come from A (K) and Y (N), a (K, N) view of them              \
@@ -576,11 +670,15 @@ static void NAME##_run(const mcud_view *a, const mcud_view *y, const mcud_gemm_s
     for (int32_t t = 0; t < s.batches; t++) {                                                                   \
         const int8_t *ad = (const int8_t *)a->data + batch_offset(a, mat_dims(a), y, s.batch_dims, t);          \
         int8_t *yd = (int8_t *)y->data + batch_offset(y, y->ndim - s.batch_dims, y, s.batch_dims, t);           \
+        if (s.a_k == 1 && x16 != NULL && p->paired) {                                                           \
+            ROWS16P(ad, s.a_m, yd, s.y_m, s.y_n, s.m, s.k, s.n, p->packed, p->bias, 0, &rq, x16);               \
+            continue;                                                                                           \
+        }                                                                                                       \
         if (s.a_k == 1 && x16 != NULL) {                                                                        \
             ROWS16(ad, s.a_m, yd, s.y_m, s.y_n, s.m, s.k, s.n, p->packed, p->bias, 0, &rq, x16);                \
             continue;                                                                                           \
         }                                                                                                       \
-        if (s.a_k == 1) {                                                                                       \
+        if (s.a_k == 1 && !p->paired) {                                                                         \
             ROWS(ad, s.a_m, yd, s.y_m, s.y_n, s.m, s.k, s.n, p->packed, p->bias, 0, &rq, NULL);                 \
             continue;                                                                                           \
         }                                                                                                       \
@@ -590,7 +688,7 @@ static void NAME##_run(const mcud_view *a, const mcud_view *y, const mcud_gemm_s
             for (int32_t n = 0; n < s.n; n++) { /* A through its strides (transA, a stepped view) */            \
                 int32_t acc = p->bias[n];                                                                       \
                 for (int32_t k = 0; k < s.k; k++) {                                                             \
-                    acc += (int32_t)pa[k * s.a_k] * (int32_t)p->packed[gemm_s8_packed_offset(k, n, s.k, s.n)];  \
+                    acc += (int32_t)pa[k * s.a_k] * gemm_s8_packed_at(p->packed, p->paired, k, n, s.k, s.n);    \
                 }                                                                                               \
                 py[n * s.y_n] = (int8_t)OUT(acc, n, &rq);                                                       \
             }                                                                                                   \
@@ -611,8 +709,8 @@ void NAME##_a16(const mcud_view *a, const mcud_view *b, const mcud_view *y, cons
     NAME##_run(a, y, p, (uint32_t *)scratch);                                                                   \
 }
 
-GEMM_S8(mcud_gemm_s8, gemm_s8_rows, gemm_s8_rows_a16, gemm_s8_out, 0)
-GEMM_S8(mcud_gemm_s8_tfl, gemm_s8_rows_tfl, gemm_s8_rows_tfl_a16, gemm_s8_out_tfl, 1)
+GEMM_S8(mcud_gemm_s8, gemm_s8_rows, gemm_s8_rows_a16, gemm_s8_rows_a16p, gemm_s8_out, 0)
+GEMM_S8(mcud_gemm_s8_tfl, gemm_s8_rows_tfl, gemm_s8_rows_tfl_a16, gemm_s8_rows_tfl_a16p, gemm_s8_out_tfl, 1)
 
 /* ---- int8, both operands activations ---- */
 

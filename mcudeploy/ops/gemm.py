@@ -229,22 +229,51 @@ def dynamic_scratch(lay: Layout) -> int:
     return -(-k4 * lay.n // 4) * 4 + 4 * lay.n
 
 
-def pack_weights(w: np.ndarray) -> np.ndarray:
+def pack_weights(w: np.ndarray, paired: bool = False) -> np.ndarray:
     """Constant int8 B (K, N) in the order the int8 kernel reads it (firmware/include/mcud_gemm.h):
     columns in blocks of four, each block every k-quad's 4 x 4 bytes column by column, then the
     K % 4 remaining rows' four bytes; the N % 4 last columns each as K bytes padded to a multiple
-    of 4. One 32-bit load then holds four consecutive k of one column, in A's byte order."""
+    of 4. One 32-bit load then holds four consecutive k of one column, in A's byte order.
+    paired (where pairs_fit): each quad's 16 bytes are instead `_paired_quads`' words."""
     k, n = w.shape
     quads, blocks = k // 4, n // 4
     parts = []
     for j in range(blocks):
         cols = w[:, 4 * j:4 * j + 4]
-        parts.append(cols[:4 * quads].reshape(quads, 4, 4).transpose(0, 2, 1).reshape(-1))
+        quad = cols[:4 * quads].reshape(quads, 4, 4)
+        parts.append(_paired_quads(quad) if paired else quad.transpose(0, 2, 1).reshape(-1))
         parts.append(cols[4 * quads:].reshape(-1))
     k4 = -(-k // 4) * 4
     for c in range(4 * blocks, n):
         parts.append(np.concatenate([w[:, c], np.zeros(k4 - k, w.dtype)]))
     return np.concatenate(parts).astype(np.int8) if parts else np.zeros(0, np.int8)
+
+
+def _paired_quads(quad: np.ndarray) -> np.ndarray:
+    """A block's quads (q, k in 4, column in 4) as the paired kernel's words: per quad, for the columns (0, 1) then
+    (2, 3), the k (0, 2) then (1, 3), each k one int16 h = 256 b_odd + b_even (b_even its low byte), so that SMLAD of
+    the word sums 256 x the odd column's products plus the even's, and SMLAD of its SXTB16 the even's alone."""
+    q = quad.astype(np.int32)
+    h = 256 * q[:, :, 1::2] + q[:, :, 0::2]                          # (q, k, pair)
+    words = h[:, [0, 2, 1, 3], :].reshape(-1, 2, 2, 2).transpose(0, 3, 1, 2)  # (q, pair, k parity, k half)
+    return words.astype("<i2").reshape(-1).view(np.int8)
+
+
+# the paired kernel recovers an odd column's sum from 256 x it in int32: |sum| < 2^23
+PAIRED_SUM_LIMIT = (1 << 23) - 1
+
+
+def pairs_fit(w: np.ndarray) -> bool:
+    """Whether constant int8 B (K, N) takes the paired packing (mcud_gemm_s8_params.paired): it has a block of four
+    columns and a quad of k, every int16 256 b_odd + b_even fits (not b_odd -128 with b_even negative), and every odd
+    column's sum against A's int8, at most 128 sum |b_odd|, fits in 24 bits."""
+    k, n = w.shape
+    cols = w[:4 * (k // 4), :4 * (n // 4)].astype(np.int64)
+    if cols.size == 0:
+        return False
+    even, odd = cols[:, 0::2], cols[:, 1::2]
+    return (not np.any((odd == -128) & (even < 0))
+            and int(128 * np.abs(odd).sum(axis=0).max()) <= PAIRED_SUM_LIMIT)
 
 
 # TFLite's 64-bit requantization takes |acc| < 2^47 (its MultiplyByQuantizedMultiplier of an int64)
@@ -453,12 +482,14 @@ class _Product(Op):
                 scratch=scratch)
         plan = int8_plan(graph, node)
         w = graph[b].data
-        packed = pack_weights(w.T if lay.trans_b else w)
+        w_kn = w.T if lay.trans_b else w
+        scratch = self.scratch(graph, node)
+        paired = bool(scratch) and pairs_fit(w_kn)
+        packed = pack_weights(w_kn, paired)
         # B reaches the kernel packed (flash holds it once): no view of it, the kernel takes K and N
         # from A and Y.
         fn = "mcud_gemm_s8_tfl" if requant.arithmetic(graph) == "tflite" else "mcud_gemm_s8"
-        rq2, off = _rq2(graph, plan, w.T if lay.trans_b else w)
-        scratch = self.scratch(graph, node)
+        rq2, off = _rq2(graph, plan, w_kn)
         return Call(fn + "_a16" if scratch else fn, (a, "", y), Struct.of(
             "mcud_gemm_s8_params", trans_a=int(lay.trans_a), trans_b=int(lay.trans_b),
             channels=len(plan.mult),
@@ -466,7 +497,8 @@ class _Product(Op):
             mult=0 if rq2 else Array("int32_t", tuple(int(v) for v in plan.mult)),
             shift=0 if rq2 else Array("int32_t", tuple(int(v) for v in plan.shift)),
             y_zero=plan.y_zero, act_min=plan.lo, act_max=plan.hi,
-            packed=Array("int8_t", tuple(int(v) for v in packed)), rq2=rq2, rq2_off=off), scratch=scratch)
+            packed=Array("int8_t", tuple(int(v) for v in packed)), rq2=rq2, rq2_off=off, paired=int(paired)),
+            scratch=scratch)
 
 
 def _widened_bytes(lay: Layout) -> int:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from mcudeploy.compile import compile_graph
 from mcudeploy.ir import Graph, Node, Quant, Tensor, constant
 from mcudeploy.ops import registry
-from mcudeploy.ops.gemm import pack_weights
+from mcudeploy.ops.gemm import pack_weights, pairs_fit
 from mcudeploy.plan.options import CompileOptions
 from mcudeploy.reference import run_reference
 
@@ -43,6 +43,40 @@ def test_pack_weights_follows_the_documented_layout(kk, nn):
     where = np.array([[packed_offset(k, n, kk, nn) for n in range(nn)] for k in range(kk)])
     assert len(np.unique(where)) == kk * nn  # every weight has its own byte
     np.testing.assert_array_equal(packed[where], w)
+
+
+def paired_value(packed: np.ndarray, k: int, n: int, kk: int, nn: int) -> int:
+    """B[k, n] read back from pack_weights(.., paired=True) as mcud_gemm.h documents it: in a quad, the int16 of the
+    columns' pair and k, its low byte the even column's weight, the rest over 256 the odd column's."""
+    if n >= 4 * (nn // 4) or k >= 4 * (kk // 4):
+        return int(packed[packed_offset(k, n, kk, nn)])
+    at = (n // 4) * 4 * kk + (k // 4) * 16 + ((n % 4) // 2) * 8 + (k % 2) * 4 + ((k % 4) // 2) * 2
+    h = int(packed[at:at + 2].view("<i2")[0])
+    even = int(packed[at])
+    return even if n % 2 == 0 else (h - even) >> 8
+
+
+@pytest.mark.parametrize("kk,nn", [(4, 4), (7, 9), (16, 12), (33, 6), (640, 13)])
+def test_paired_packing_follows_the_documented_layout(kk, nn):
+    w = np.random.default_rng(kk * 10 + nn).integers(-127, 128, (kk, nn)).astype(np.int8)
+    assert pairs_fit(w)
+    packed = pack_weights(w, paired=True)
+    assert packed.size == pack_weights(w).size
+    got = np.array([[paired_value(packed, k, n, kk, nn) for n in range(nn)] for k in range(kk)])
+    np.testing.assert_array_equal(got, w)
+
+
+def test_pairs_fit_refuses_what_the_paired_kernel_cannot_hold():
+    w = np.ones((8, 4), np.int8)
+    assert pairs_fit(w)
+    assert not pairs_fit(w[:3]) and not pairs_fit(w[:, :3])  # no quad of k, no block of four columns
+    bad = w.copy()
+    bad[2, 1], bad[2, 0] = -128, -1  # 256 * -128 - 1 is past int16
+    assert not pairs_fit(bad)
+    bad[2, 0] = 0
+    assert pairs_fit(bad)
+    big = np.full((520, 4), 127, np.int8)  # an odd column's sum up to 128 * 127 * 520 > 2^23
+    assert not pairs_fit(big) and pairs_fit(big[:512])
 
 
 def check(tmp_path, graph, node, a, place=None):
@@ -107,7 +141,9 @@ STRIDED_CASES = [  # A read through strides: the packed weights through their in
 def test_strided_views_are_bit_exact(tmp_path, case):
     _, op, a_shape, k, n, attrs, place = case
     graph, node, a = int8_product(op, a_shape, k, n, attrs, seed=7)
-    check(tmp_path, graph, node, a, place)
+    call = check(tmp_path, graph, node, a, place)
+    if call.fn.endswith("_a16"):  # a view stepped at run time reads the paired weights one by one
+        assert _field(call, "paired") == 1
 
 
 @needs_gcc
@@ -167,15 +203,16 @@ def test_depthwise_and_fully_connected_on_qemu_equal_the_host(dw_fc_model, board
 
 def _random_gemms(rng, arithmetic: str, count: int = 6) -> Graph:
     """Int8 Gemms, each reading its own input A (1 x K) and writing its own output: random K and N (tails of both
-    modulo 4), B as (N, K) with transB or (K, N), every third without scratch (mcud_gemm_s8*, its rows of A widened on
-    the fly) and the others with it (mcud_gemm_s8*_a16). With TFLite's arithmetic every other Gemm has a column whose
+    modulo 4; a block of four columns at least where there is scratch), B as (N, K) with transB or (K, N), every third
+    without scratch (mcud_gemm_s8*, its rows of A widened on the fly) and the others with it (mcud_gemm_s8*_a16). With TFLite's arithmetic every other Gemm has a column whose
     output is its zero point (a vanishing scale) and one off the doubled route (an accumulator past 2^30 that is not
     saturated, or a scale near 1), among enough columns that rq2 keeps them; of the others, those at j % 6 == 3 have
-    one weight scale for every column (rq2's one multiplier, hoisted out of the loop)."""
+    one weight scale for every column (rq2's one multiplier, hoisted out of the loop). Those at j % 6 == 1 have an odd
+    column's weight -128 beside a negative one, which the paired packing cannot hold (pairs_fit)."""
     tensors, nodes, inputs, outputs = {}, [], [], []
     for j in range(count):
         off = j % 2 == 0 and arithmetic == "tflite"
-        k, n = int(rng.integers(4, 90)), int(rng.integers(9, 20) if off else rng.integers(1, 12))
+        k, n = int(rng.integers(4, 90)), int(rng.integers(9, 20) if off else rng.integers(1 if j % 3 == 2 else 4, 12))
         s_a, s_w = 0.03, rng.uniform(0.002, 0.01, n)
         b = rng.integers(-5000, 5000, n).astype(np.int32)
         if off:
@@ -187,6 +224,8 @@ def _random_gemms(rng, arithmetic: str, count: int = 6) -> Graph:
         trans_b = j % 2 == 0
         one = not off and j % 6 == 3
         w = rng.integers(-127, 128, (n, k) if trans_b else (k, n)).astype(np.int8)
+        if j % 6 == 1 and n >= 4:
+            w[0, :2] = (-1, -128)  # (k 0, columns 0 and 1): not transposed at odd j
         tensors[f"a{j}"] = Tensor(f"a{j}", (1, k), "int8", "input", Quant((s_a,), (int(rng.integers(-20, 20)),)))
         if one:
             tensors[f"w{j}"] = constant(f"w{j}", w, Quant((float(s_w[0]),), (0,)))
@@ -215,7 +254,7 @@ def test_random_tflite_gemms_on_the_host_equal_numpy(tmp_path, seed):
     that route, requantized as TFLite does in general, in blocks of four columns and the last ones, with and without
     the widened rows."""
     graph = _random_gemms(np.random.default_rng(seed), "tflite")
-    kinds, fns, channels = set(), set(), set()
+    kinds, fns, channels, paired = set(), set(), set(), set()
     for j, node in enumerate(graph.nodes):
         a, y = node.inputs[0], node.outputs[0]
         one = Graph("one", {t: graph[t] for t in (*node.inputs, y)}, (node,), (a,), (y,), arithmetic="tflite")
@@ -224,12 +263,14 @@ def test_random_tflite_gemms_on_the_host_equal_numpy(tmp_path, seed):
         assert rq2 != 0, node.name
         kinds |= set(rq2.values[0::3]) & {0, 1}
         fns.add(call.fn)
+        paired.add((call.fn, _field(call, "paired")))
         channels.add(_field(call, "channels") == 1)
         x = np.random.default_rng(seed + j).integers(-128, 128, graph[a].shape).astype(np.int8)
         (tmp_path / str(j)).mkdir()
         got = run_kernel(tmp_path / str(j), call, one, {a: x}, {a: 1, y: 2})[0]
         np.testing.assert_array_equal(got, run_reference(one, [x])[0], err_msg=node.name)
     assert kinds == {0, 1} and fns == {"mcud_gemm_s8_tfl", "mcud_gemm_s8_tfl_a16"} and channels == {True, False}
+    assert paired == {("mcud_gemm_s8_tfl", 0), ("mcud_gemm_s8_tfl_a16", 0), ("mcud_gemm_s8_tfl_a16", 1)}
 
 
 @pytest.mark.qemu
@@ -248,6 +289,7 @@ def test_random_gemms_on_qemu_equal_the_host(tmp_path, board, arithmetic):
     calls = [registry.get("Gemm").kernel(compiled.graph, n) for n in compiled.graph.nodes if n.op == "Gemm"]
     base = "mcud_gemm_s8_tfl" if arithmetic == "tflite" else "mcud_gemm_s8"
     assert {c.fn for c in calls} == {base, base + "_a16"}
+    assert {_field(c, "paired") for c in calls if c.fn == base + "_a16"} == {0, 1}
     rq2 = [_field(c, "rq2") for c in calls]
     if arithmetic == "tflite":
         assert all(r != 0 for r in rq2) and {0, 1} <= set().union(*(r.values[0::3] for r in rq2))
