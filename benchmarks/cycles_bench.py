@@ -87,8 +87,10 @@ def emulator_for(target_board: Board) -> Board:
     qemu-an505's first region is the IoT Kit's 32 KB SRAM, a NUCLEO-U575ZI-Q's is 768 KB. There the first region
     becomes the emulator's first region of full speed that holds the real board's, cut to the real one's capacity
     (qemu-an505's SSRAM, as fast as its SRAM under QEMU), with the statics and the stack; the emulator's regions
-    without a linker section of their own (its old first region) are left out, the others stay."""
-    emulated = load_board(EMULATED[target_board.core])
+    without a linker section of their own (its old first region) are left out, the others stay. The emulator takes
+    the real board's ``flash_data`` too: the latency objective tiles a convolution where its weights outgrow that
+    board's data cache (offload/tiles.py), so the plan traced is the one the real board gets."""
+    emulated = dataclasses.replace(load_board(EMULATED[target_board.core]), flash_data=target_board.flash_data)
     need = areas(target_board)[0].capacity
     if areas(emulated)[0].capacity >= need:
         return emulated

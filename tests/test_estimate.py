@@ -2,6 +2,8 @@
 class counts with the core's timings and the board's flash wait states (mcudeploy/estimate)."""
 from __future__ import annotations
 
+import dataclasses
+
 from collections import Counter
 
 import pytest
@@ -83,7 +85,8 @@ def _cycles_bench():
 def test_the_emulator_of_a_published_board_has_its_first_region():
     """cycles_bench plans on the emulator of the real board's core; a plan is bounded by the emulator's first region
     too, so that region must hold the real board's: qemu-an505's 32 KB SRAM gives way to its SSRAM, cut to the
-    NUCLEO-U575ZI-Q's 768 KB less the stack; an emulator with room is taken as it is."""
+    NUCLEO-U575ZI-Q's 768 KB less the stack; an emulator with room is taken as it is. Each takes the real board's
+    flash data cache, which decides the latency plan's tiles."""
     from mcudeploy.memory import areas
 
     bench = _cycles_bench()
@@ -91,9 +94,11 @@ def test_the_emulator_of_a_published_board_has_its_first_region():
         real = load_board(name)
         emulated = bench.emulator_for(real)
         assert emulated.core == real.core and areas(emulated)[0].capacity >= areas(real)[0].capacity, name
+        assert emulated.flash_data == real.flash_data, name
     u5 = load_board("nucleo-u575zi-q")
     an505 = bench.emulator_for(u5)
     first = areas(an505)[0]
     assert (first.name, first.capacity, first.section) == ("ssram", areas(u5)[0].capacity, None)
     assert an505.regions[0].origin == 0x38000000 and [r.name for r in an505.regions if r.excluded] == ["sram"]
-    assert bench.emulator_for(load_board("nucleo-f746zg")) == load_board("qemu-m7")
+    f7 = load_board("nucleo-f746zg")
+    assert bench.emulator_for(f7) == dataclasses.replace(load_board("qemu-m7"), flash_data=f7.flash_data)
