@@ -610,9 +610,34 @@ MCUD_GEMM_NO_SCHED static void NAME(const int8_t *a, int32_t a_m, int8_t *y, int
             py[3 * y_n] = (int8_t)OUT(s3, n + 3, p);                                                     \
         }                                                                                                \
         const int8_t *wb = wp;                                                                           \
+        const int32_t kpad = (kk + 3) & ~3;                                                              \
+        for (; X16 && n + 2 <= nn; n += 2) { /* two last columns at a time, A's widened pairs loaded once */ \
+            int32_t s0 = bias[n] + bias_add, s1 = bias[n + 1] + bias_add;                                \
+            const int8_t *wc = wb + kpad;                                                                \
+            for (int32_t q = 0; q < quads; q++) {                                                        \
+                const uint32_t ae = x16[2 * q], ao = x16[2 * q + 1];                                     \
+                const uint32_t w0 = mcud_load32(wb + 4 * q), w1 = mcud_load32(wc + 4 * q);               \
+                s0 = mcud_smlad(mcud_sxtb16(w0), ae, s0);                                                \
+                s0 = mcud_smlad(mcud_sxtb16_ror8(w0), ao, s0);                                           \
+                s1 = mcud_smlad(mcud_sxtb16(w1), ae, s1);                                                \
+                s1 = mcud_smlad(mcud_sxtb16_ror8(w1), ao, s1);                                           \
+            }                                                                                            \
+            for (int32_t k = 4 * quads; k < kk; k++) {                                                   \
+                s0 += (int32_t)a[k] * (int32_t)wb[k];                                                    \
+                s1 += (int32_t)a[k] * (int32_t)wc[k];                                                    \
+            }                                                                                            \
+            wb = wc + kpad;                                                                              \
+            y[n * y_n] = (int8_t)OUT(s0, n, p);                                                          \
+            y[(n + 1) * y_n] = (int8_t)OUT(s1, n + 1, p);                                                \
+        }                                                                                                \
         for (; n < nn; n++) {                                                                            \
             int32_t s0 = bias[n] + bias_add;                                                             \
             int32_t k = 0;                                                                               \
+            for (; X16 && k + 4 <= kk; k += 4) {                                                         \
+                const uint32_t w0 = mcud_load32(wb + k);                                                 \
+                s0 = mcud_smlad(mcud_sxtb16(w0), x16[k >> 1], s0);                                       \
+                s0 = mcud_smlad(mcud_sxtb16_ror8(w0), x16[(k >> 1) + 1], s0);                            \
+            }                                                                                            \
             for (; k + 4 <= kk; k += 4) {                                                                \
                 uint32_t av = mcud_load32(a + k), w0 = mcud_load32(wb + k);                              \
                 s0 = mcud_smlad(mcud_sxtb16(w0), mcud_sxtb16(av), s0);                                   \
@@ -621,7 +646,7 @@ MCUD_GEMM_NO_SCHED static void NAME(const int8_t *a, int32_t a_m, int8_t *y, int
             for (; k < kk; k++) {                                                                        \
                 s0 += (int32_t)a[k] * (int32_t)wb[k];                                                    \
             }                                                                                            \
-            wb += (kk + 3) & ~3;                                                                         \
+            wb += kpad;                                                                                  \
             y[n * y_n] = (int8_t)OUT(s0, n, p);                                                          \
         }                                                                                                \
     }                                                                                                    \
