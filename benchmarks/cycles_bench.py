@@ -23,7 +23,10 @@ latencies). NUCLEO-H7A3ZI-Q and NUCLEO-U575ZI-Q have no clock tree in their boar
 why): mcudeploy runs them at their reset clocks, 64 and 4 MHz, so their milliseconds are at that clock, and the
 published figures (at 280 and 160 MHz, PUBLISHED_HZ) are also given in cycles, beside the estimated cycles.
 
+Beside each plan's arena, TensorFlow Lite Micro's for the same model (memory_bench.tflm_arena; --no-tflm skips it).
+
     python benchmarks/cycles_bench.py [--models DIR] [--board nucleo-l4r5zi] [--objectives memory,latency] [--json]
+                                      [--no-tflm]
 """
 from __future__ import annotations
 
@@ -131,13 +134,25 @@ def estimate(path: Path, board: str, objective: str) -> dict:
                           for n, s in zip(timed_nodes(compiled), spans)]}
 
 
-def bench(path: Path, board: str, objectives=("memory", "latency")) -> dict:
+def tflm_arena(path: Path) -> dict:
+    """TensorFlow Lite Micro's arena for the model at ``path`` (memory_bench.tflm_arena: the smallest arena_size with
+    which its interpreter, tflite-micro from PyPI on this host, runs one inference, and the part of it its planner
+    gives the activations), or {"error": why not}."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import memory_bench
+
+    missing = memory_bench.tflm_status()
+    return {"error": missing} if missing else memory_bench.tflm_arena(path)
+
+
+def bench(path: Path, board: str, objectives=("memory", "latency"), tflm: bool = True) -> dict:
     plans = {o: estimate(path, board, o) for o in objectives}
     first = plans[objectives[0]]
     fastest = PUBLISHED.get(board, {}).get(path.stem)
     row = {"model": path.stem, "board": board, "target": first["target"], "objectives": plans,
            "published_ms": fastest[0] if fastest else None, "published_by": fastest[1] if fastest else None,
-           "tflm_ms": TFLM.get(board, {}).get(path.stem)}
+           "tflm_ms": TFLM.get(board, {}).get(path.stem),
+           "tflm_arena": tflm_arena(path) if tflm else {"error": "skipped (--no-tflm)"}}
     if board in NEAREST:
         name, core, hz, who, figures = NEAREST[board]
         row["nearest"] = {"board": name, "core": core, "who": who, "ms": figures[path.stem],
@@ -149,25 +164,31 @@ def bench(path: Path, board: str, objectives=("memory", "latency")) -> dict:
     return row
 
 
+def _bytes(n) -> str:
+    return f"{n:,}" if isinstance(n, int) else "–"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", type=Path, default=MODELS)
     ap.add_argument("--board", default="nucleo-l4r5zi")
     ap.add_argument("--objectives", default="memory,latency", help="comma-separated (default memory,latency)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--no-tflm", action="store_true", help="skip TensorFlow Lite Micro's arena")
     args = ap.parse_args()
     folder = args.models / "tflite"
     if not folder.is_dir():
         print(f"the MLPerf Tiny models are not at {folder} (set MCUDEPLOY_MODELS)")
         return 1
     objectives = tuple(args.objectives.split(","))
-    rows = [bench(folder / f"{name}.tflite", args.board, objectives) for name in MODEL_NAMES]
+    rows = [bench(folder / f"{name}.tflite", args.board, objectives, not args.no_tflm) for name in MODEL_NAMES]
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
     print(f"estimated on {rows[0]['target']}; an estimate from a QEMU trace, not a measurement")
     heads = "".join(f" {o + ' arena B':>16} {o + ' est. ms':>16} {'range ms':>13} {'cyc/MAC':>8}" for o in objectives)
-    print(f"{'model':<22}{heads} {'published ms':>13} {'latency/published':>18} {'TFLM ms':>8}")
+    print(f"{'model':<22}{heads} {'published ms':>13} {'latency/published':>18} {'TFLM ms':>8} {'TFLM arena B':>13} "
+          f"{'TFLM act. B':>12}")
     for r in rows:
         cells = ""
         for o in objectives:
@@ -178,7 +199,12 @@ def main() -> int:
         pub, tflm = r["published_ms"], r["tflm_ms"]
         fastest = r["objectives"][objectives[-1]]["estimated_ms"]
         ratio = f"{fastest / pub:.2f}x" if pub else "–"
-        print(f"{r['model']:<22}{cells} {pub if pub else '–':>13} {ratio:>18} {tflm if tflm else '–':>8}")
+        arena = r["tflm_arena"]
+        print(f"{r['model']:<22}{cells} {pub if pub else '–':>13} {ratio:>18} {tflm if tflm else '–':>8} "
+              f"{_bytes(arena.get('arena')):>13} {_bytes(arena.get('activations')):>12}")
+    for r in rows:
+        if "error" in r["tflm_arena"]:
+            print(f"{r['model']}: no TFLite Micro arena: {r['tflm_arena']['error']}")
     for r in rows:
         plans = r["objectives"]
         print(f"{r['model']}: " + "; ".join(f"{o} {p['instructions']:,} instructions, {p['estimated_cycles']:,} cycles, "
@@ -206,6 +232,9 @@ def main() -> int:
         published += (f" {args.board} runs at its reset clock (its board file has no clock tree: reset_clock says "
                       f"why), the published figures at {PUBLISHED_HZ[args.board] / 1e6:g} MHz: its ms and "
                       "latency/published are at the reset clock.")
+    print("TFLM arena: the smallest arena_size with which TensorFlow Lite Micro's interpreter (tflite-micro from PyPI, "
+          "on this 64-bit host) runs one inference, and TFLM act. the part its planner gives the activations "
+          "(benchmarks/memory_bench.py); mcudeploy's arena holds the activations and scratch only.")
     core = load_board(args.board).core
     spread = ", ".join(f"{c} {lo}-{hi}" for c, (lo, hi) in RANGES[core].items())
     print(f"error: the range is the {core}'s timing ranges (mcudeploy/estimate/cores.py RANGES, cycles per "

@@ -82,6 +82,18 @@ def _cycles_bench():
     return module
 
 
+def test_the_bench_gives_tflite_micros_arena_to_print_beside_its_own():
+    """Issue 42 asks for each plan's arena beside TensorFlow Lite Micro's: cycles_bench.tflm_arena finds the smallest
+    arena its interpreter runs the model with (a Keras-made classifier here), activations a part of it."""
+    from pathlib import Path
+
+    model = Path(__file__).resolve().parent / "keras_corpus" / "conv1d_classifier-int8.tflite"
+    arena = _cycles_bench().tflm_arena(model)
+    if "error" in arena:
+        pytest.skip(f"TensorFlow Lite Micro: {arena['error']}")
+    assert 0 < arena["activations"] < arena["arena"]
+
+
 def test_the_emulator_of_a_published_board_has_its_first_region():
     """cycles_bench plans on the emulator of the real board's core; a plan is bounded by the emulator's first region
     too, so that region must hold the real board's: qemu-an505's 32 KB SRAM gives way to its SSRAM, cut to the
