@@ -172,13 +172,14 @@ def _symbols(elf: Path, names: tuple[str, ...]) -> dict[str, int]:
     return found
 
 
-def measure(cmsis: Path, graph, board_name: str, model: str, trace: bool = False,
+def measure(cmsis: Path, graph, board_name, model: str, trace: bool = False,
             caches: Optional[flash.FlashCaches] = None) -> list[Layer]:
-    """Per operator of ``graph``: CMSIS-NN's function, its guest instructions on ``board_name``'s QEMU, and (with
-    ``trace``) its instruction classes, with its reads of flash through ``caches`` where given."""
-    board = load_board(board_name)
+    """Per operator of ``graph``: CMSIS-NN's function, its guest instructions on ``board_name``'s QEMU (a name, or
+    the Board itself), and (with ``trace``) its instruction classes, with its reads of flash through ``caches`` where
+    given."""
+    board = load_board(board_name) if isinstance(board_name, str) else board_name
     if board.kind != "qemu":
-        raise SystemExit(f"the CMSIS-NN comparison runs on an emulated board, not {board_name}")
+        raise SystemExit(f"the CMSIS-NN comparison runs on an emulated board, not {board.name}")
     calls, buffers, input_buffer = layers(graph)
     ipt = qemu.instructions_per_tick(board)
     with tempfile.TemporaryDirectory(prefix="mcud-cmsis-s8-") as tmp:

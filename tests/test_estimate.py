@@ -94,6 +94,39 @@ def test_the_bench_gives_tflite_micros_arena_to_print_beside_its_own():
     assert 0 < arena["activations"] < arena["arena"]
 
 
+def _benchmark(name):
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[1] / "benchmarks"
+    sys.path.insert(0, str(folder))
+    spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_estimate_check_has_a_second_board_on_another_core():
+    """estimate_check weighs CMSIS-NN's traces for NUCLEO-L4R5ZI (a board file) and for EK-RA6M4 (a Cortex-M33 at 200
+    MHz, as data: three flash wait states), refusing a trace of another core; the harness's buffers go in
+    qemu-an505's SSRAM, its 32 KB SRAM left out, and an emulator with room is taken as it is."""
+    from mcudeploy.memory import areas
+
+    check = _benchmark("estimate_check")
+    assert {"nucleo-l4r5zi", "ek-ra6m4"} <= set(check.OUTSIDE)
+    ra = check.target_of("ek-ra6m4", "qemu-an505")
+    assert (ra.core, ra.clock_hz, ra.wait_states, ra.flash_cache, ra.flash_data) == ("cortex-m33", 200_000_000, 3,
+                                                                                     True, None)
+    assert check.target_of("nucleo-l4r5zi", "qemu-m4").wait_states == 5
+    with pytest.raises(SystemExit, match="another core"):
+        check.target_of("ek-ra6m4", "qemu-m4")
+    an505 = check.harness_board("qemu-an505")
+    assert (an505.regions[0].name, an505.regions[0].size, areas(an505)[0].name) == ("ssram", 4 << 20, "ssram")
+    assert [r.name for r in an505.regions if r.excluded] == ["sram"]
+    assert check.harness_board("qemu-m4") == load_board("qemu-m4")
+
+
 def test_the_emulator_of_a_published_board_has_its_first_region():
     """cycles_bench plans on the emulator of the real board's core; a plan is bounded by the emulator's first region
     too, so that region must hold the real board's: qemu-an505's 32 KB SRAM gives way to its SSRAM, cut to the
