@@ -376,6 +376,31 @@ typedef struct {
         s3 = (int32_t)((uint32_t)(s3) - (uint32_t)(s2)) >> 8;                  \
     } while (0)
 
+/* Every quad of a row (left of them) from A's widened pairs (x16) and the packed weights (wp, moved past them), STEP
+ * (GEMM_S8_QUAD16, or GEMM_S8_PAIR16 on paired weights) four quads a turn, then two and one as left has them. */
+#define GEMM_S8_X16_ALL(STEP)                                                  \
+    do {                                                                       \
+        const uint8_t *xp = (const uint8_t *)x16;                              \
+        for (int32_t q = left >> 2; q > 0; q--) {                              \
+            STEP(xp, 0, wp, 0);                                                \
+            STEP(xp, 8, wp, 16);                                               \
+            STEP(xp, 16, wp, 32);                                              \
+            STEP(xp, 24, wp, 48);                                              \
+            xp += 32;                                                          \
+            wp += 64;                                                          \
+        }                                                                      \
+        if (left & 2) {                                                        \
+            STEP(xp, 0, wp, 0);                                                \
+            STEP(xp, 8, wp, 16);                                               \
+            xp += 16;                                                          \
+            wp += 32;                                                          \
+        }                                                                      \
+        if (left & 1) {                                                        \
+            STEP(xp, 0, wp, 0);                                                \
+            wp += 16;                                                          \
+        }                                                                      \
+    } while (0)
+
 /* A row's quads widened once for every column (the _a16 kernels' scratch, 8 bytes a quad): k 4q.. as the pairs
  * (a0, a2), (a1, a3) that GEMM_S8_QUAD makes for each block of four columns. */
 static void gemm_s8_widen(const int8_t *a, int32_t quads, uint32_t *x)
@@ -508,52 +533,16 @@ MCUD_GEMM_NO_SCHED static void NAME(const int8_t *a, int32_t a_m, int8_t *y, int
                     s2 = X16 == 2 ? 0 : bias[n + 2] + bias_add, s3 = X16 == 2 ? 0 : bias[n + 3] + bias_add; \
             const int8_t *ap = a;                                                                        \
             int32_t left = quads;                                                                        \
-            if (X16 == 2) {                                                                              \
-                const uint8_t *xp = (const uint8_t *)x16;                                                \
-                for (int32_t q = left >> 2; q > 0; q--) {                                                \
-                    GEMM_S8_PAIR16(xp, 0, wp, 0);                                                        \
-                    GEMM_S8_PAIR16(xp, 8, wp, 16);                                                       \
-                    GEMM_S8_PAIR16(xp, 16, wp, 32);                                                      \
-                    GEMM_S8_PAIR16(xp, 24, wp, 48);                                                      \
-                    xp += 32;                                                                            \
-                    wp += 64;                                                                            \
-                }                                                                                        \
-                if (left & 2) {                                                                          \
-                    GEMM_S8_PAIR16(xp, 0, wp, 0);                                                        \
-                    GEMM_S8_PAIR16(xp, 8, wp, 16);                                                       \
-                    xp += 16;                                                                            \
-                    wp += 32;                                                                            \
-                }                                                                                        \
-                if (left & 1) {                                                                          \
-                    GEMM_S8_PAIR16(xp, 0, wp, 0);                                                        \
-                    wp += 16;                                                                            \
-                }                                                                                        \
-                GEMM_S8_UNPAIR(s0, s1, s2, s3);                                                          \
-                s0 += bias[n] + bias_add;                                                                \
-                s1 += bias[n + 1] + bias_add;                                                            \
-                s2 += bias[n + 2] + bias_add;                                                            \
-                s3 += bias[n + 3] + bias_add;                                                            \
-                ap += 4 * quads;                                                                         \
-                left = 0;                                                                                \
-            } else if (X16) {                                                                            \
-                const uint8_t *xp = (const uint8_t *)x16;                                                \
-                for (int32_t q = left >> 2; q > 0; q--) {                                                \
-                    GEMM_S8_QUAD16(xp, 0, wp, 0);                                                        \
-                    GEMM_S8_QUAD16(xp, 8, wp, 16);                                                       \
-                    GEMM_S8_QUAD16(xp, 16, wp, 32);                                                      \
-                    GEMM_S8_QUAD16(xp, 24, wp, 48);                                                      \
-                    xp += 32;                                                                            \
-                    wp += 64;                                                                            \
-                }                                                                                        \
-                if (left & 2) {                                                                          \
-                    GEMM_S8_QUAD16(xp, 0, wp, 0);                                                        \
-                    GEMM_S8_QUAD16(xp, 8, wp, 16);                                                       \
-                    xp += 16;                                                                            \
-                    wp += 32;                                                                            \
-                }                                                                                        \
-                if (left & 1) {                                                                          \
-                    GEMM_S8_QUAD16(xp, 0, wp, 0);                                                        \
-                    wp += 16;                                                                            \
+            if (X16) {                                                                                   \
+                if (X16 == 2) {                                                                          \
+                    GEMM_S8_X16_ALL(GEMM_S8_PAIR16);                                                     \
+                    GEMM_S8_UNPAIR(s0, s1, s2, s3);                                                      \
+                    s0 += bias[n] + bias_add;                                                            \
+                    s1 += bias[n + 1] + bias_add;                                                        \
+                    s2 += bias[n + 2] + bias_add;                                                        \
+                    s3 += bias[n + 3] + bias_add;                                                        \
+                } else {                                                                                 \
+                    GEMM_S8_X16_ALL(GEMM_S8_QUAD16);                                                     \
                 }                                                                                        \
                 ap += 4 * quads;                                                                         \
                 left = 0;                                                                                \
