@@ -211,7 +211,7 @@ def test_onnx_and_tflite_models_get_their_own_kernels():
 
     assert not any(k.endswith("_tfl") or "_tfl_" in k for k in kernels(onx))
     assert {"mcud_conv_s8_dw_tfl", "mcud_avgpool_s8_tfl", "mcud_softmax_s8_tfl"} <= kernels(tfl)
-    assert kernels(tfl) & {"mcud_gemm_s8_tfl", "mcud_gemm_s8_tfl_a16"}  # the latter with its rows widened in scratch
+    assert kernels(tfl) & {"mcud_gemm_s8_tfl", "mcud_gemm_s8_tfl_a16", "mcud_gemm_s8_tfl_a16p"}  # rows widened: _a16*
 
 
 # ---------------------------------------------------------------- refusals: one sentence naming the file

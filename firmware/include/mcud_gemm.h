@@ -24,7 +24,7 @@ typedef struct {
  * B[4q..4q+3, n0], B[4q..4q+3, n0+1], B[.., n0+2], B[.., n0+3], then for each remaining k
  * the four bytes B[k, n0..n0+3]; the N % 4 last columns follow, each as K bytes padded to a
  * multiple of 4. The array must be word aligned (codegen aligns every constant to 4).
- * Paired (the _a16 kernels, where pack_weights' pairs_fit): each k-quad's 16 bytes are instead four words, for the
+ * Paired (the _a16p kernels, where pack_weights' pairs_fit): each k-quad's 16 bytes are instead four words, for the
  * columns (n0, n0+1) then (n0+2, n0+3), the k (4q, 4q+2) then (4q+1, 4q+3), each k the int16
  * 256 B[k, odd column] + B[k, even column]; the rest as above. */
 typedef struct {
@@ -43,7 +43,6 @@ typedef struct {
                               for a column off that route, which mcud_requant_tfl_any takes (mcudeploy/ops/gemm.py,
                               _rq2); mult and shift are then NULL */
     int32_t rq2_off;       /* 1 where some column of rq2 is off the doubled route */
-    int32_t paired;        /* 1: packed paired, as above */
 } mcud_gemm_s8_params;
 
 /* int8 with both operands activations (per tensor): acc = sum_k (a - a_zero)(b - b_zero),
@@ -105,6 +104,11 @@ void mcud_gemm_s8_a16(const mcud_view *a, const mcud_view *b, const mcud_view *y
                       void *scratch);
 void mcud_gemm_s8_tfl_a16(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p,
                           void *scratch);
+/* the same on paired weights (see the layout above) */
+void mcud_gemm_s8_a16p(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p,
+                       void *scratch);
+void mcud_gemm_s8_tfl_a16p(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p,
+                           void *scratch);
 void mcud_matmul_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_matmul_s8_params *p,
                     void *scratch);
 void mcud_matmul_s8_direct(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_matmul_s8_params *p);

@@ -326,7 +326,7 @@ typedef struct {
         GEMM_S8_MAC16(s0, s1, s2, s3, w0_, w1_, w2_, w3_, ae_, ao_);          \
     } while (0)
 
-/* GEMM_S8_QUAD16 on paired weights (mcud_gemm_s8_params.paired): the words of columns (0, 1) and (2, 3), each k one
+/* GEMM_S8_QUAD16 on paired weights (the _a16p kernels): the words of columns (0, 1) and (2, 3), each k one
  * int16 256 b_odd + b_even. SMLAD of a word sums 256 x the odd column's products plus the even's (into s1, s3), SMLAD
  * of its SXTB16 the even's alone (s0, s2): one SXTB16 for every four products where GEMM_S8_MAC16 takes two, and
  * GEMM_S8_UNPAIR gives the odd columns' sums back. Each SXTB16 follows the SMLAD of the word it widens in place. */
@@ -664,7 +664,11 @@ static int32_t gemm_s8_packed_at(const int8_t *packed, int32_t paired, int32_t k
 }
 
 #define GEMM_S8(NAME, ROWS, ROWS16, ROWS16P, OUT, TFL)                                                           \
-static void NAME##_run(const mcud_view *a, const mcud_view *y, const mcud_gemm_s8_params *p, uint32_t *x16)     \
+/* The three entry points' one text, inlined into each with widened (x16 holds the scratch) and paired constants, so \
+ * that each links only the row kernel it runs (gc-sections). */                                                   \
+static inline __attribute__((always_inline)) void NAME##_run(const mcud_view *a, const mcud_view *y,             \
+                                                             const mcud_gemm_s8_params *p, uint32_t *x16,         \
+                                                             int32_t widened, int32_t paired)                     \
 {                                                                                                               \
     /* B is 2-D, constant and packed: its extents come from A (K) and Y (N), a (K, N) view of them              \
      * stands in for b in the shape computation */                                                              \
@@ -684,15 +688,15 @@ static void NAME##_run(const mcud_view *a, const mcud_view *y, const mcud_gemm_s
     for (int32_t t = 0; t < s.batches; t++) {                                                                   \
         const int8_t *ad = (const int8_t *)a->data + batch_offset(a, mat_dims(a), y, s.batch_dims, t);          \
         int8_t *yd = (int8_t *)y->data + batch_offset(y, y->ndim - s.batch_dims, y, s.batch_dims, t);           \
-        if (s.a_k == 1 && x16 != NULL && p->paired) {                                                           \
+        if (s.a_k == 1 && widened && paired) {                                                                  \
             ROWS16P(ad, s.a_m, yd, s.y_m, s.y_n, s.m, s.k, s.n, p->packed, p->bias, 0, &rq, x16);               \
             continue;                                                                                           \
         }                                                                                                       \
-        if (s.a_k == 1 && x16 != NULL) {                                                                        \
+        if (s.a_k == 1 && widened) {                                                                            \
             ROWS16(ad, s.a_m, yd, s.y_m, s.y_n, s.m, s.k, s.n, p->packed, p->bias, 0, &rq, x16);                \
             continue;                                                                                           \
         }                                                                                                       \
-        if (s.a_k == 1 && !p->paired) {                                                                         \
+        if (s.a_k == 1) {                                                                                       \
             ROWS(ad, s.a_m, yd, s.y_m, s.y_n, s.m, s.k, s.n, p->packed, p->bias, 0, &rq, NULL);                 \
             continue;                                                                                           \
         }                                                                                                       \
@@ -702,7 +706,7 @@ static void NAME##_run(const mcud_view *a, const mcud_view *y, const mcud_gemm_s
             for (int32_t n = 0; n < s.n; n++) { /* A through its strides (transA, a stepped view) */            \
                 int32_t acc = p->bias[n];                                                                       \
                 for (int32_t k = 0; k < s.k; k++) {                                                             \
-                    acc += (int32_t)pa[k * s.a_k] * gemm_s8_packed_at(p->packed, p->paired, k, n, s.k, s.n);    \
+                    acc += (int32_t)pa[k * s.a_k] * gemm_s8_packed_at(p->packed, paired, k, n, s.k, s.n);       \
                 }                                                                                               \
                 py[n * s.y_n] = (int8_t)OUT(acc, n, &rq);                                                       \
             }                                                                                                   \
@@ -713,14 +717,21 @@ static void NAME##_run(const mcud_view *a, const mcud_view *y, const mcud_gemm_s
 void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p)             \
 {                                                                                                               \
     (void)b;                                                                                                    \
-    NAME##_run(a, y, p, NULL);                                                                                  \
+    NAME##_run(a, y, p, NULL, 0, 0);                                                                            \
 }                                                                                                               \
                                                                                                                 \
 void NAME##_a16(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p,       \
                 void *scratch)                                                                                  \
 {                                                                                                               \
     (void)b;                                                                                                    \
-    NAME##_run(a, y, p, (uint32_t *)scratch);                                                                   \
+    NAME##_run(a, y, p, (uint32_t *)scratch, 1, 0);                                                             \
+}                                                                                                               \
+                                                                                                                \
+void NAME##_a16p(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p,      \
+                 void *scratch)                                                                                 \
+{                                                                                                               \
+    (void)b;                                                                                                    \
+    NAME##_run(a, y, p, (uint32_t *)scratch, 1, 1);                                                             \
 }
 
 GEMM_S8(mcud_gemm_s8, gemm_s8_rows, gemm_s8_rows_a16, gemm_s8_rows_a16p, gemm_s8_out, 0)

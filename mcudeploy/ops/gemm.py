@@ -264,7 +264,7 @@ PAIRED_SUM_LIMIT = (1 << 23) - 1
 
 
 def pairs_fit(w: np.ndarray) -> bool:
-    """Whether constant int8 B (K, N) takes the paired packing (mcud_gemm_s8_params.paired): it has a block of four
+    """Whether constant int8 B (K, N) takes the paired packing (the _a16p kernels): it has a block of four
     columns and a quad of k, every int16 256 b_odd + b_even fits (not b_odd -128 with b_even negative), and every odd
     column's sum against A's int8, at most 128 sum |b_odd|, fits in 24 bits."""
     k, n = w.shape
@@ -490,15 +490,14 @@ class _Product(Op):
         # from A and Y.
         fn = "mcud_gemm_s8_tfl" if requant.arithmetic(graph) == "tflite" else "mcud_gemm_s8"
         rq2, off = _rq2(graph, plan, w_kn)
-        return Call(fn + "_a16" if scratch else fn, (a, "", y), Struct.of(
+        return Call((fn + ("_a16p" if paired else "_a16")) if scratch else fn, (a, "", y), Struct.of(
             "mcud_gemm_s8_params", trans_a=int(lay.trans_a), trans_b=int(lay.trans_b),
             channels=len(plan.mult),
             bias=Array("int32_t", tuple(int(v) for v in plan.bias)),
             mult=0 if rq2 else Array("int32_t", tuple(int(v) for v in plan.mult)),
             shift=0 if rq2 else Array("int32_t", tuple(int(v) for v in plan.shift)),
             y_zero=plan.y_zero, act_min=plan.lo, act_max=plan.hi,
-            packed=Array("int8_t", tuple(int(v) for v in packed)), rq2=rq2, rq2_off=off, paired=int(paired)),
-            scratch=scratch)
+            packed=Array("int8_t", tuple(int(v) for v in packed)), rq2=rq2, rq2_off=off), scratch=scratch)
 
 
 def _widened_bytes(lay: Layout) -> int:

@@ -142,8 +142,8 @@ def test_strided_views_are_bit_exact(tmp_path, case):
     _, op, a_shape, k, n, attrs, place = case
     graph, node, a = int8_product(op, a_shape, k, n, attrs, seed=7)
     call = check(tmp_path, graph, node, a, place)
-    if call.fn.endswith("_a16"):  # a view stepped at run time reads the paired weights one by one
-        assert _field(call, "paired") == 1
+    if "_a16" in call.fn:  # a view stepped at run time reads the paired weights one by one
+        assert call.fn.endswith("_a16p")
 
 
 @needs_gcc
@@ -194,7 +194,7 @@ def test_depthwise_and_fully_connected_on_qemu_equal_the_host(dw_fc_model, board
     compiled = compile_model(dw_fc_model, board)
     kernels = {registry.get(n.op).kernel(compiled.graph, n).fn for n in compiled.graph.nodes
                if not registry.get(n.op).view}
-    assert "mcud_conv_s8_dw" in kernels and kernels & {"mcud_gemm_s8", "mcud_gemm_s8_a16"}
+    assert "mcud_conv_s8_dw" in kernels and kernels & {"mcud_gemm_s8", "mcud_gemm_s8_a16", "mcud_gemm_s8_a16p"}
     samples = mcheck.random_inputs(compiled.graph, 3, seed=4)
     result = run_on_board(compiled, samples, workdir=tmp_path / "p")
     same, lines = compare_with_host(compiled, result.outputs, samples)
@@ -204,11 +204,12 @@ def test_depthwise_and_fully_connected_on_qemu_equal_the_host(dw_fc_model, board
 def _random_gemms(rng, arithmetic: str, count: int = 6) -> Graph:
     """Int8 Gemms, each reading its own input A (1 x K) and writing its own output: random K and N (tails of both
     modulo 4; a block of four columns at least where there is scratch), B as (N, K) with transB or (K, N), every third
-    without scratch (mcud_gemm_s8*, its rows of A widened on the fly) and the others with it (mcud_gemm_s8*_a16). With TFLite's arithmetic every other Gemm has a column whose
-    output is its zero point (a vanishing scale) and one off the doubled route (an accumulator past 2^30 that is not
-    saturated, or a scale near 1), among enough columns that rq2 keeps them; of the others, those at j % 6 == 3 have
-    one weight scale for every column (rq2's one multiplier, hoisted out of the loop). Those at j % 6 == 1 have an odd
-    column's weight -128 beside a negative one, which the paired packing cannot hold (pairs_fit)."""
+    without scratch (mcud_gemm_s8*, its rows of A widened on the fly) and the others with it (mcud_gemm_s8*_a16p on
+    paired weights; mcud_gemm_s8*_a16 at j % 6 == 1, whose odd column's weight -128 beside a negative one the paired
+    packing cannot hold: pairs_fit). With TFLite's arithmetic every other Gemm has a column whose output is its zero
+    point (a vanishing scale) and one off the doubled route (an accumulator past 2^30 that is not saturated, or a scale
+    near 1), among enough columns that rq2 keeps them; of the others, those at j % 6 == 3 have one weight scale for
+    every column (rq2's one multiplier, hoisted out of the loop)."""
     tensors, nodes, inputs, outputs = {}, [], [], []
     for j in range(count):
         off = j % 2 == 0 and arithmetic == "tflite"
@@ -254,7 +255,7 @@ def test_random_tflite_gemms_on_the_host_equal_numpy(tmp_path, seed):
     that route, requantized as TFLite does in general, in blocks of four columns and the last ones, with and without
     the widened rows."""
     graph = _random_gemms(np.random.default_rng(seed), "tflite")
-    kinds, fns, channels, paired = set(), set(), set(), set()
+    kinds, fns, channels = set(), set(), set()
     for j, node in enumerate(graph.nodes):
         a, y = node.inputs[0], node.outputs[0]
         one = Graph("one", {t: graph[t] for t in (*node.inputs, y)}, (node,), (a,), (y,), arithmetic="tflite")
@@ -263,14 +264,13 @@ def test_random_tflite_gemms_on_the_host_equal_numpy(tmp_path, seed):
         assert rq2 != 0, node.name
         kinds |= set(rq2.values[0::3]) & {0, 1}
         fns.add(call.fn)
-        paired.add((call.fn, _field(call, "paired")))
         channels.add(_field(call, "channels") == 1)
         x = np.random.default_rng(seed + j).integers(-128, 128, graph[a].shape).astype(np.int8)
         (tmp_path / str(j)).mkdir()
         got = run_kernel(tmp_path / str(j), call, one, {a: x}, {a: 1, y: 2})[0]
         np.testing.assert_array_equal(got, run_reference(one, [x])[0], err_msg=node.name)
-    assert kinds == {0, 1} and fns == {"mcud_gemm_s8_tfl", "mcud_gemm_s8_tfl_a16"} and channels == {True, False}
-    assert paired == {("mcud_gemm_s8_tfl", 0), ("mcud_gemm_s8_tfl_a16", 0), ("mcud_gemm_s8_tfl_a16", 1)}
+    assert kinds == {0, 1} and channels == {True, False}
+    assert fns == {"mcud_gemm_s8_tfl", "mcud_gemm_s8_tfl_a16", "mcud_gemm_s8_tfl_a16p"}
 
 
 @pytest.mark.qemu
@@ -288,8 +288,7 @@ def test_random_gemms_on_qemu_equal_the_host(tmp_path, board, arithmetic):
     compiled = compile_graph(graph, board, name="gemms", options=CompileOptions(scratch="keep"))
     calls = [registry.get("Gemm").kernel(compiled.graph, n) for n in compiled.graph.nodes if n.op == "Gemm"]
     base = "mcud_gemm_s8_tfl" if arithmetic == "tflite" else "mcud_gemm_s8"
-    assert {c.fn for c in calls} == {base, base + "_a16"}
-    assert {_field(c, "paired") for c in calls if c.fn == base + "_a16"} == {0, 1}
+    assert {c.fn for c in calls} == {base, base + "_a16", base + "_a16p"}
     rq2 = [_field(c, "rq2") for c in calls]
     if arithmetic == "tflite":
         assert all(r != 0 for r in rq2) and {0, 1} <= set().union(*(r.values[0::3] for r in rq2))
