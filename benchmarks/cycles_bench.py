@@ -102,9 +102,16 @@ def emulator_for(target_board: Board) -> Board:
     if room is None:
         raise MCUDeployError(f"board {emulated.name} has no region of full speed of {need:,} B, the first region of "
                              f"{target_board.name} less its stack: its traces cannot stand for that board's plans")
-    first = dataclasses.replace(room, section=None, size=need + room.reserved + emulated.stack_bytes)
-    rest = tuple(r if r.section else dataclasses.replace(r, excluded=True) for r in emulated.regions if r is not room)
-    return dataclasses.replace(emulated, regions=(first,) + rest)
+    return first_region(emulated, room, need + room.reserved + emulated.stack_bytes)
+
+
+def first_region(board: Board, room, size: int) -> Board:
+    """``board`` with ``room`` (one of its regions), cut to ``size`` bytes, as its first region, which takes the
+    statics and the stack; its regions without a linker section of their own (its old first region) are left out,
+    the others stay (emulator_for; estimate_check.harness_board)."""
+    first = dataclasses.replace(room, section=None, size=size)
+    rest = tuple(r if r.section else dataclasses.replace(r, excluded=True) for r in board.regions if r is not room)
+    return dataclasses.replace(board, regions=(first,) + rest)
 
 
 def estimate(path: Path, board: str, objective: str) -> dict:
@@ -138,7 +145,9 @@ def tflm_arena(path: Path) -> dict:
     """TensorFlow Lite Micro's arena for the model at ``path`` (memory_bench.tflm_arena: the smallest arena_size with
     which its interpreter, tflite-micro from PyPI on this host, runs one inference, and the part of it its planner
     gives the activations), or {"error": why not}."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
     import memory_bench
 
     missing = memory_bench.tflm_status()

@@ -30,7 +30,6 @@ is the median of the benchmark runner's timed loop on the real chip.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
@@ -40,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
 
 import cmsis_s8  # noqa: E402
+import cycles_bench  # noqa: E402
 from cmsis_nn import checkout, how  # noqa: E402
 from mcudeploy.boards import load_board  # noqa: E402
 from mcudeploy.estimate.cycles import Target, estimate_cycles, estimate_range, milliseconds, target_for  # noqa: E402
@@ -76,12 +76,8 @@ def harness_board(emulated: str):
     """``emulated`` with its first RAM region its largest of full speed (qemu-an505's 4 MB SSRAM for its 32 KB SRAM):
     the harness keeps every tensor in a buffer of its own."""
     board = load_board(emulated)
-    first = areas(board)[0]
     room = max((r for r in board.regions if not r.excluded and r.speed is None), key=lambda r: r.size)
-    if room.size <= first.capacity:
-        return board
-    rest = tuple(r if r.section else dataclasses.replace(r, excluded=True) for r in board.regions if r is not room)
-    return dataclasses.replace(board, regions=(dataclasses.replace(room, section=None),) + rest)
+    return board if room.size <= areas(board)[0].capacity else cycles_bench.first_region(board, room, room.size)
 
 
 def cmsis_estimate(cmsis: Path, path: Path, board: str, emulated: str) -> dict:

@@ -376,27 +376,29 @@ typedef struct {
         s3 = (int32_t)((uint32_t)(s3) - (uint32_t)(s2)) >> 8;                  \
     } while (0)
 
-/* Every quad of a row (left of them) from A's widened pairs (x16) and the packed weights (wp, moved past them), STEP
- * (GEMM_S8_QUAD16, or GEMM_S8_PAIR16 on paired weights) four quads a turn, then two and one as left has them. */
-#define GEMM_S8_X16_ALL(STEP)                                                  \
+/* Every quad of a row (left of them) into s0..s3, A read at P (moved past them: O1 bytes a quad, 4 for A's bytes, 8
+ * for its widened pairs in x16; O2 and O3 twice and three times O1, literal offsets of the asm) and the packed
+ * weights at wp (moved past them): STEP (GEMM_S8_QUAD, GEMM_S8_QUAD16, or GEMM_S8_PAIR16 on paired weights) four
+ * quads a turn, then two and one as left has them. */
+#define GEMM_S8_QUADS_ALL(STEP, P, O1, O2, O3)                                 \
     do {                                                                       \
-        const uint8_t *xp = (const uint8_t *)x16;                              \
         for (int32_t q = left >> 2; q > 0; q--) {                              \
-            STEP(xp, 0, wp, 0);                                                \
-            STEP(xp, 8, wp, 16);                                               \
-            STEP(xp, 16, wp, 32);                                              \
-            STEP(xp, 24, wp, 48);                                              \
-            xp += 32;                                                          \
+            STEP(P, 0, wp, 0);                                                 \
+            STEP(P, O1, wp, 16);                                               \
+            STEP(P, O2, wp, 32);                                               \
+            STEP(P, O3, wp, 48);                                               \
+            P += 4 * (O1);                                                     \
             wp += 64;                                                          \
         }                                                                      \
         if (left & 2) {                                                        \
-            STEP(xp, 0, wp, 0);                                                \
-            STEP(xp, 8, wp, 16);                                               \
-            xp += 16;                                                          \
+            STEP(P, 0, wp, 0);                                                 \
+            STEP(P, O1, wp, 16);                                               \
+            P += 2 * (O1);                                                     \
             wp += 32;                                                          \
         }                                                                      \
         if (left & 1) {                                                        \
-            STEP(xp, 0, wp, 0);                                                \
+            STEP(P, 0, wp, 0);                                                 \
+            P += O1;                                                           \
             wp += 16;                                                          \
         }                                                                      \
     } while (0)
@@ -509,8 +511,9 @@ static int32_t row_sum_s8(const int8_t *a, int32_t kk)
  * column's four weights in two SMLADs. Column n of a row starts from bias[n] - b_zero * sum_k a[k]
  * (b_zero is 0 for constant weights, whose zero point is folded into bias). The rows are one call,
  * so the set-up is paid once, not per row: with a short K (attention's heads) it is a good part
- * of the work. One text, two functions: ONNX models' rounding (OUT = gemm_s8_out) and TFLite models'
- * (gemm_s8_out_tfl; p->r is 0 for TFLite models, whose products all have constant weights). */
+ * of the work. One text, six functions: ONNX models' rounding (OUT = gemm_s8_out) and TFLite models'
+ * (gemm_s8_out_tfl; p->r is 0 for TFLite models, whose products all have constant weights), each with A's rows as
+ * they are (X16 0), widened once into x16 (1), or widened and the weights paired (2: GEMM_S8_PAIR16). */
 #define GEMM_S8_ROWS(NAME, OUT, TFL, X16)                                                                \
 MCUD_GEMM_NO_SCHED static void NAME(const int8_t *a, int32_t a_m, int8_t *y, int32_t y_m, int32_t y_n,  \
                                     int32_t mm, int32_t kk, int32_t nn, const int8_t *packed,             \
@@ -534,40 +537,23 @@ MCUD_GEMM_NO_SCHED static void NAME(const int8_t *a, int32_t a_m, int8_t *y, int
             const int8_t *ap = a;                                                                        \
             int32_t left = quads;                                                                        \
             if (X16) {                                                                                   \
+                const uint8_t *xp = (const uint8_t *)x16;                                                \
                 if (X16 == 2) {                                                                          \
-                    GEMM_S8_X16_ALL(GEMM_S8_PAIR16);                                                     \
+                    GEMM_S8_QUADS_ALL(GEMM_S8_PAIR16, xp, 8, 16, 24);                                    \
                     GEMM_S8_UNPAIR(s0, s1, s2, s3);                                                      \
                     s0 += bias[n] + bias_add;                                                            \
                     s1 += bias[n + 1] + bias_add;                                                        \
                     s2 += bias[n + 2] + bias_add;                                                        \
                     s3 += bias[n + 3] + bias_add;                                                        \
                 } else {                                                                                 \
-                    GEMM_S8_X16_ALL(GEMM_S8_QUAD16);                                                     \
+                    GEMM_S8_QUADS_ALL(GEMM_S8_QUAD16, xp, 8, 16, 24);                                    \
                 }                                                                                        \
                 ap += 4 * quads;                                                                         \
                 left = 0;                                                                                \
             } else {                                                                                     \
                 GEMM_S8_MVE16(ap, wp, left)                                                              \
             }                                                                                            \
-            for (int32_t q = left >> 2; q > 0; q--) {                                                    \
-                GEMM_S8_QUAD(ap, 0, wp, 0);                                                              \
-                GEMM_S8_QUAD(ap, 4, wp, 16);                                                             \
-                GEMM_S8_QUAD(ap, 8, wp, 32);                                                             \
-                GEMM_S8_QUAD(ap, 12, wp, 48);                                                            \
-                ap += 16;                                                                                \
-                wp += 64;                                                                                \
-            }                                                                                            \
-            if (left & 2) {                                                                              \
-                GEMM_S8_QUAD(ap, 0, wp, 0);                                                              \
-                GEMM_S8_QUAD(ap, 4, wp, 16);                                                             \
-                ap += 8;                                                                                 \
-                wp += 32;                                                                                \
-            }                                                                                            \
-            if (left & 1) {                                                                              \
-                GEMM_S8_QUAD(ap, 0, wp, 0);                                                              \
-                ap += 4;                                                                                 \
-                wp += 16;                                                                                \
-            }                                                                                            \
+            GEMM_S8_QUADS_ALL(GEMM_S8_QUAD, ap, 4, 8, 12);                                               \
             for (int32_t t = 0; t < tail; t++) {                                                         \
                 int32_t av = ap[t];                                                                      \
                 s0 += av * wp[0];                                                                        \
