@@ -13,9 +13,10 @@ from mcudeploy.frontend import import_model
 from mcudeploy.ir import Graph, Node, verify
 from mcudeploy.memory import areas
 from mcudeploy.memory.layout import lay_out
-from mcudeploy.objective import MEMORY, latency_plan
+from mcudeploy.objective import MEMORY, first_region_bytes, latency_plan
 from mcudeploy.offload import fit_scratch, fit_wide_weights, tile_convolutions
 from mcudeploy.offload.scratch import scratch_steps, scratch_where_it_pays
+from mcudeploy.offload.sram import STATICS_ALLOWANCE, constants_to_sram
 from mcudeploy.offload.swap import has_slow_region, parse_budget, place_within
 from mcudeploy.partition import split
 from mcudeploy.passes.activation import fuse_activations, fuse_swish
@@ -133,32 +134,56 @@ def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optiona
     (offload.place_within); a plan too big for the first region gets its capacity as the budget
     where the board has a slow region (its moves are then priced, and swaps tried). earlier: per
     swapped tensor, steps its asynchronous copy back starts earlier (search/stalls.py). objective:
-    latency or balanced (with scratch "fit"): the fastest plan within its budget (latency_plan)."""
+    latency or balanced (with scratch "fit"): the fastest plan within its budget (latency_plan); latency also copies
+    the constants its kernels read to SRAM where the budget has room beside the arena (offload/sram.py), and only
+    where some stay in flash are its convolutions tiled (offload/tiles.py)."""
     o = options
     if o.scratch not in SCRATCH_POLICIES:
         raise MCUDeployError(f"scratch must be one of {', '.join(SCRATCH_POLICIES)}, not {o.scratch!r}")
     board = load_board(board) if isinstance(board, str) else board
     sched = schedule(graph, o.schedule_method, o.schedule_time_limit, board.alignment)
-    if o.objective.name == "latency" and o.scratch == "fit":  # the memory plan's order, scratch in tiles
-        graph = tile_convolutions(graph, board)  # (offload/tiles.py)
-        by_name = {n.name: n for n in graph.nodes}
-        sched = dataclasses.replace(sched, order=tuple(by_name[n.name] for n in sched.order))
 
-    def arrange(limit: Optional[int] = None):
-        rewritten, order = rewrite_ordered(graph, sched.order, board, o.scratch, o.rewrites, limit, o.priced_scratch)
-        return _placed(rewritten, order, board, o.fast_memory, o.placement_method, o.placement_time_limit, o.earlier)
+    def planned(graph: Graph):
+        """(graph, order, lifetimes, placement, offload) of ``graph`` in the schedule's order, and the objective met."""
+        order = tuple({n.name: n for n in graph.nodes}[n.name] for n in sched.order)
 
-    objective = o.objective
-    if objective.name == "memory" or o.scratch != "fit":
-        done = arrange()
+        def arrange(limit: Optional[int] = None):
+            rewritten, ordered = rewrite_ordered(graph, order, board, o.scratch, o.rewrites, limit, o.priced_scratch)
+            return _placed(rewritten, ordered, board, o.fast_memory, o.placement_method, o.placement_time_limit,
+                           o.earlier)
+
+        if o.objective.name == "memory" or o.scratch != "fit":
+            return arrange(), o.objective
+        kept = rewrite_ordered(graph, order, board, "keep", o.rewrites, priced=o.priced_scratch)
+        return latency_plan(arrange, scratch_steps(*kept, board.alignment), board, o.objective,
+                            os.path.basename(name or graph.name))
+
+    if o.objective.name == "memory" or o.scratch != "fit":
+        done, objective = planned(graph)
+    elif o.objective.name == "latency" and board.has_firmware:  # constants in SRAM where they fit, else tiles
+        done, objective, every = _constants_in_sram(*planned(graph), board)
+        tiled = tile_convolutions(graph, board)  # the memory plan's order, scratch in tiles (offload/tiles.py)
+        if not every and any(n.attr("tile", 1) > 1 for n in tiled.nodes):
+            done, objective, _ = _constants_in_sram(*planned(tiled), board)
     else:
-        kept = rewrite_ordered(graph, sched.order, board, "keep", o.rewrites, priced=o.priced_scratch)
-        done, objective = latency_plan(arrange, scratch_steps(*kept, board.alignment), board, objective,
-                                       os.path.basename(name or graph.name))
+        done, objective = planned(tile_convolutions(graph, board))
     rewritten, order, lives, placement, offload = done
     sched = dataclasses.replace(sched, order=order)
     return Compiled(name or graph.name, board, rewritten, sched, lives, placement, tuple(o.scheme),
                     int8_input=o.int8_input, offload=offload, stream_input=o.stream_input, objective=objective)
+
+
+def _constants_in_sram(done, objective, board: Board):
+    """The latency plan ``done`` with the constants its kernels read copied to SRAM within the first region's room
+    beside its arena, less STATICS_ALLOWANCE (offload/sram.py); the objective with their bytes; whether every
+    constant went."""
+    graph, order, lives, placement, offload = done
+    room = objective.limit_bytes - first_region_bytes(placement, board) - STATICS_ALLOWANCE
+    kernels = [n for n in order if n.name not in lives.elided]
+    moved, nbytes, every = constants_to_sram(graph, kernels, board.features, room)
+    by_name = {n.name: n for n in moved.nodes}
+    return ((moved, tuple(by_name[n.name] for n in order), lives, placement, offload),
+            dataclasses.replace(objective, sram_constants_bytes=nbytes), every)
 
 
 def _placed(rewritten: Graph, order, board: Board, fast_memory: Optional[int], placement_method: str,

@@ -3,7 +3,9 @@
 Per memory region of the board (never summed across regions) and for flash, what the plan puts
 there against the region's size:
 - each region: its arena; the first usable region also the states' buffer (a static of model.c),
-  the firmware's stack (the board's ``stack_bytes``) and the bytes the board file reserves;
+  the firmware's stack (the board's ``stack_bytes``), the constants the latency objective copies
+  there (offload/sram.py; the linker may drop some a kernel never reads, so this is an upper bound)
+  and the bytes the board file reserves;
 - flash: the constants model.c holds (the weights and tables of the graph, the states' initial
   values that are not one repeated byte).
 Not counted, because the plan cannot know them: the code (kernels, runtime, the user's own), the
@@ -117,7 +119,10 @@ def fit(compiled) -> Optional[Fit]:
         if region.excluded:
             continue
         arena = arenas.get(region.name, placement.arena_bytes if first and not arenas else 0)
-        firmware = (("states", placement.state_bytes), ("stack", board.stack_bytes)) if first else ()
+        # offload/sram.py: constants the latency objective copies to SRAM (in flash too: their load image)
+        sram = sum(int(n.attr("sram", 0)) for n in compiled.graph.nodes) if first else 0
+        firmware = (("states", placement.state_bytes), ("stack", board.stack_bytes),
+                    ("constants copied to SRAM", sram)) if first else ()
         parts = (("arena", arena),) + firmware + (("reserved bytes", region.reserved),)
         uses.append(Use(region.name, region.size, parts))
         first = False

@@ -13,7 +13,9 @@
   whose live bytes exceed it; the search only goes further down where the placed arena lands above
   the live bytes, as far as the memory plan's set at most. So the latency plan runs a subset of the
   memory plan's slow kernels, never more. Nothing is split (compile never splits), and no more bytes go
-  to a slower region (swapped or kept there) than in the memory plan.
+  to a slower region (swapped or kept there) than in the memory plan. Where the budget has room beside the
+  arena, the constants the kernels read are copied to SRAM at start-up (offload/sram.py: no flash wait states),
+  and only where some stay in flash do its convolutions take tiles.
 - balanced: the latency objective whose whole arena is also within BALANCED_FACTOR times the memory
   plan's: the fastest plan at most a quarter above the least memory of its order.
 """
@@ -45,6 +47,7 @@ class Objective:
     memory_arena_bytes: Optional[int] = None
     without_scratch: Optional[int] = None
     memory_without_scratch: Optional[int] = None
+    sram_constants_bytes: Optional[int] = None  # latency: the constants copied to SRAM at start-up (offload/sram.py)
 
     def __post_init__(self):
         if self.name not in OBJECTIVES:
@@ -64,6 +67,7 @@ class Objective:
                 "memory_arena_bytes": self.memory_arena_bytes,
                 "kernels_without_scratch": self.without_scratch,
                 "memory_kernels_without_scratch": self.memory_without_scratch,
+                **({"sram_constants_bytes": self.sram_constants_bytes} if self.sram_constants_bytes is not None else {}),
                 **({"balanced_factor": BALANCED_FACTOR} if self.name == "balanced" else {})}
 
     @classmethod
@@ -73,7 +77,7 @@ class Objective:
             return cls()
         return cls(entry["name"], entry.get("budget_bytes"), entry.get("limit_bytes"), entry.get("limit_from"),
                    entry.get("arena_limit_bytes"), entry.get("memory_arena_bytes"), entry.get("kernels_without_scratch"),
-                   entry.get("memory_kernels_without_scratch"))
+                   entry.get("memory_kernels_without_scratch"), entry.get("sram_constants_bytes"))
 
 
 MEMORY = Objective()
@@ -111,7 +115,9 @@ def objective_line(entry: Optional[dict]) -> str:
     kernels = f"; {runs} kernel(s) without scratch, the memory objective {memory}" if runs is not None else ""
     arena = entry.get("memory_arena_bytes")
     arena = f"; the memory objective's arena {arena:,} B" if arena is not None else ""
-    return f"objective {entry['name']}: the fastest plan within {within}{kernels}{arena}"
+    sram = entry.get("sram_constants_bytes")
+    sram = f"; {sram:,} B of constants copied to SRAM at start-up" if sram else ""
+    return f"objective {entry['name']}: the fastest plan within {within}{kernels}{arena}{sram}"
 
 
 def first_region_bytes(placement, board) -> int:

@@ -240,7 +240,7 @@ def _input_shapes(model_path: Path, plan: BoardPlan) -> dict:
 
 def _order(where: Path, plan: BoardPlan, graph: Graph, model_path: Path) -> tuple[Graph, tuple[Node, ...]]:
     """The recorded order on the rebuilt graph, with "scratch" = 0 on the nodes fit_scratch set it on and the
-    "tile" tile_convolutions gave the latency objective's convolutions."""
+    "tile" tile_convolutions gave the latency objective's convolutions, and the "sram" its constants took."""
     graph = _copies(where, plan, graph, model_path)
     names = [e.node for e in plan.order]
     known = {n.name for n in graph.nodes}
@@ -253,10 +253,12 @@ def _order(where: Path, plan: BoardPlan, graph: Graph, model_path: Path) -> tupl
                              f"{len(known)} operators")
     without = {e.node for e in plan.order if e.scratch == 0}
     tiles = {e.node: e.tile for e in plan.order if e.tile}  # offload.tile_convolutions
+    sram = {e.node: e.sram for e in plan.order if e.sram}  # offload/sram.py
 
     def recorded(n: Node) -> Node:
         attrs = {**n.attrs, **({"scratch": 0} if n.name in without else {}),
-                 **({"tile": tiles[n.name]} if n.name in tiles else {})}
+                 **({"tile": tiles[n.name]} if n.name in tiles else {}),
+                 **({"sram": sram[n.name]} if n.name in sram else {})}
         return n.with_(attrs=attrs) if attrs != n.attrs else n
 
     nodes = {n.name: recorded(n) for n in graph.nodes}

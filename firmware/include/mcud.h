@@ -20,6 +20,15 @@
 #define MCUD_INLINE static inline
 #endif
 
+/* A constant array of model.c the latency objective reads from SRAM (mcudeploy/offload/sram.py): in a .data section,
+ * which every GCC start-up code (the firmware's, CMSIS's, a vendor's) copies from flash before main. Elsewhere (not
+ * ELF, not GCC) it stays in flash: the same values, read more slowly. */
+#if defined(__GNUC__) && defined(__ELF__)
+#define MCUD_IN_RAM __attribute__((section(".data.mcud_in_ram")))
+#else
+#define MCUD_IN_RAM
+#endif
+
 #define MCUD_MAX_DIMS 6
 
 typedef struct {

@@ -20,6 +20,7 @@ from mcudeploy.codegen.values import c_float, c_int, c_list, c_numbers
 from mcudeploy.files import copy_tree, make_folder, sync_folder, write_atomic
 from mcudeploy.ir import CTYPES, Graph, row_major
 from mcudeploy.memory.lifetimes import SCRATCH
+from mcudeploy.offload.sram import sram_keys
 from mcudeploy.ops import registry
 from mcudeploy.ops.base import Array, Struct, Symbol
 from mcudeploy.plan import PLAN_FILE, Compiled, plan_dict, plan_id, write_plan
@@ -58,13 +59,20 @@ class _Context:
         arenas_ = compiled.placement.arenas
         self.first_region = next(iter(arenas_)) if arenas_ else None
 
-    def const_array(self, values: np.ndarray, ctype: str, comment: str) -> str:
+    def const_array(self, values: np.ndarray, ctype: str, comment: str, ram: bool = False) -> str:
+        """A constant array's symbol; ``ram``: copied to SRAM at start-up (offload/sram.py, MCUD_IN_RAM)."""
         sym = f"K{len(self.constants)}"
         values = np.asarray(values)
         self.constants.append({"sym": sym, "ctype": ctype, "count": max(int(values.size), 1),
                                "rows": c_numbers(values, ctype), "comment": comment,
-                               "nbytes": int(values.size) * values.dtype.itemsize})
+                               "nbytes": int(values.size) * values.dtype.itemsize, "ram": ram})
         return sym
+
+    def in_ram(self, tensors) -> None:
+        """The constant tensors ``tensors`` (their views made) copied to SRAM at start-up."""
+        syms = {self.views[t]["const"] for t in tensors if t in self.views and self.views[t]["const"]}
+        for c in self.constants:
+            c["ram"] = c["ram"] or c["sym"] in syms
 
     def view(self, name: str) -> str:
         if not name:
@@ -108,21 +116,22 @@ class _Context:
         self.lists.append(entry)
         return entry
 
-    def struct(self, s: Struct, label: str) -> str:
+    def struct(self, s: Struct, label: str, ram: frozenset = frozenset()) -> str:
+        """A parameter struct's symbol; the arrays of the fields in ``ram`` copied to SRAM at start-up."""
         sym = f"P{len(self.params)}"
         fields = []
         for name, value in s.fields:
-            fields.append({"name": name, "value": self.value(value, f"{label}: {name}")})
+            fields.append({"name": name, "value": self.value(value, f"{label}: {name}", name in ram)})
         self.params.append({"sym": sym, "ctype": s.ctype, "fields": fields})
         return sym
 
-    def value(self, value, comment: str) -> str:
+    def value(self, value, comment: str, ram: bool = False) -> str:
         if isinstance(value, Symbol):
             return f"{self.name}_{value.suffix}"
         if isinstance(value, Array):
-            return self.const_array(np.asarray(value.values), value.ctype, comment)
+            return self.const_array(np.asarray(value.values), value.ctype, comment, ram)
         if isinstance(value, (tuple, list)):
-            return c_list(self.value(v, comment) for v in value)
+            return c_list(self.value(v, comment, ram) for v in value)
         if isinstance(value, (bool, np.bool_)):
             return c_int(int(value))
         if isinstance(value, (int, np.integer)):
@@ -191,7 +200,7 @@ def context(compiled) -> dict:
     arena_list = arenas(compiled)
     code.check_regions([a["region"] for a in arena_list])
     params = [a["sym"] for a in arena_list] if ctx.extern else []
-    calls = []
+    calls, ram_tensors = [], set()
     for node in compiled.order:
         op = registry.get(node.op)
         if op.view:
@@ -202,12 +211,15 @@ def context(compiled) -> dict:
                           "unused": []})
             continue
         call = op.kernel(graph, node)
+        ram = sram_keys(graph, node, call, compiled.board.features)  # offload/sram.py
+        ram_tensors.update(k.split(":", 1)[1] for k in ram if k.startswith("tensor:"))
+        ram_fields = frozenset(k.rsplit(":", 1)[1] for k in ram if k.startswith("field:"))
         # each argument: a view or parameter struct by address ("ref"), NULL, an array of views and its
         # length ("list"), or the scratch buffer
         args = [{"ref": None, "scratch": None, "list": ctx.view_list(call.views[:call.listed])}] if call.listed else []
         args += [{"ref": ctx.view(v) if v else None, "scratch": None, "list": None} for v in call.views[call.listed:]]
         if call.params is not None:
-            args.append({"ref": ctx.struct(call.params, node.name), "scratch": None, "list": None})
+            args.append({"ref": ctx.struct(call.params, node.name, ram_fields), "scratch": None, "list": None})
         if call.scratch:
             args.append({"ref": None, "scratch": ctx.scratch(node.name), "list": None})
         by_sym = {e["sym"]: e for e in ctx.views.values()}
@@ -222,6 +234,7 @@ def context(compiled) -> dict:
         calls.append({"fn": call.fn, "args": args, "label": label, "node": node.name, "locals": local,
                       "lists": [a["list"] for a in args if a["list"] and a["list"]["local"]],
                       "unused": [p for p in params if p not in used]})
+    ctx.in_ram(ram_tensors)
     io = {}
     for kind, names in (("inputs", graph.model_inputs()), ("outputs", graph.model_outputs())):
         io[kind] = [_io(ctx, n, kind[:-1], i) for i, n in enumerate(names)]

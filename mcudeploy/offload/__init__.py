@@ -5,6 +5,7 @@ lifetimes, the placement, the code and the simulator that follow see an ordinary
 - scratch.py: kernels whose working memory would raise the arena's peak run a variant without it.
 - wide.py: convolutions whose weights widened to int16 the board's flash cannot also hold run on int8 ones.
 - tiles.py: the latency objective's convolutions take their scratch in tiles (each weight read once a tile).
+- sram.py: the latency objective's constants copied to SRAM where the first region has room beside the arena.
 - moves.py: the mechanism of swap: an idle tensor copied to another region and back (Copy nodes;
   the copy says its region in Tensor.region, which the placement honours), so a value lives in
   more than one region over time; ``stays`` reads where it is at which step.

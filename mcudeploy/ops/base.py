@@ -238,6 +238,12 @@ class Op:
         (offload.scratch.scratch_where_it_pays). The kernels' own fact, per core: by default the scratch buys speed."""
         return True
 
+    def unread_constants(self, graph: Graph, node: Node, call: "Call", features: frozenset) -> frozenset:
+        """What of ``call``'s constants its kernel does not read on a core with ``features``: names of the constant
+        tensors it is passed (for their shapes only) and of its parameter struct's arrays (another variant's),
+        which the latency objective leaves in flash (offload/sram.py). By default it reads them all."""
+        return frozenset()
+
     def partial(self, graph: Graph, node: Node, axis: str) -> Optional[Partial]:
         """How pieces along reduction axis ``axis`` accumulate, or None when they cannot."""
         return None

@@ -378,6 +378,16 @@ class Conv(Op):
         g = geometry(graph, node)
         return _scratch_bytes(g) * _blocks(node, g) if _fast(graph, node, g) else 0
 
+    def unread_constants(self, graph, node, call, features):
+        """mcud_conv_s8_fast reads its weights and bias from its parameters only (the model's tensors give the
+        shapes): on an MVE core its int8 weights (p->w, mcud_conv_mve.h), elsewhere the int16 copy where there is one
+        (p->w16), else p->w."""
+        if call.fn != "mcud_conv_s8_fast":
+            return frozenset()
+        fields = dict(call.params.fields)
+        other = "w16" if "mve" in features else ("w" if isinstance(fields.get("w16"), Array) else None)
+        return frozenset(filter(None, (node.inputs[1], _bias(node), other)))
+
     def scratch_pays(self, graph, node, features):
         """On an MVE core mcud_conv_s8_direct is mcud_conv_s8_fast with its columns on the stack (mcud_conv_mve.h's
         mcud_conv_s8_direct_mve): where four columns fit there (_mve_direct_columns), the scratch buys nothing, and

@@ -133,6 +133,8 @@ def plan_dict(compiled: Compiled, scheme=None, latency=None, split=None) -> dict
                    **({"scratch": 0} if n.attrs.get("scratch", 1) == 0 else {}),
                    # offload.tile_convolutions: the latency objective's scratch in tiles of this many blocks
                    **({"tile": n.attrs["tile"]} if n.attrs.get("tile", 1) > 1 and n.attrs.get("scratch", 1) else {}),
+                   # offload.constants_to_sram: the bytes of constants this step's kernel reads from SRAM
+                   **({"sram": n.attrs["sram"]} if n.attrs.get("sram") else {}),
                    # offload.move's copies: the value each holds, the region it writes, and for an
                    # asynchronous copy its slot and modelled ticks
                    **({"of": n.attr("of"), "region": graph[n.outputs[0]].region,

@@ -47,6 +47,7 @@ class Step:
     kernel: Optional[bool] = None
     scratch: Optional[int] = None
     tile: Optional[int] = None  # blocks of the scratch's tile (offload.tile_convolutions), where more than one
+    sram: Optional[int] = None  # bytes of constants copied to SRAM for this step (offload/sram.py)
     of: Optional[str] = None
     region: Optional[str] = None
     region_recorded: bool = field(default=False, metadata={"present": "region"})  # plans before copies' regions: no
