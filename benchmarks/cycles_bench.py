@@ -31,7 +31,6 @@ Beside each plan's arena, TensorFlow Lite Micro's for the same model (memory_ben
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
@@ -40,21 +39,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mcudeploy.boards import Board, load_board  # noqa: E402
+from mcudeploy.boards import load_board  # noqa: E402
 from mcudeploy.device.traced import trace_model  # noqa: E402
 from mcudeploy.estimate.cores import RANGES  # noqa: E402
 from mcudeploy.estimate.cycles import estimate_cycles, estimate_range, milliseconds, target_for  # noqa: E402
-from mcudeploy.memory import areas  # noqa: E402
+from mcudeploy.estimate.stand_in import EMULATED, emulator_for, latency_budget  # noqa: E402
 from mcudeploy.objective import Objective  # noqa: E402
 from mcudeploy.compile import compile_model  # noqa: E402
 from mcudeploy.device.runner import timed_nodes  # noqa: E402
-from mcudeploy.errors import MCUDeployError  # noqa: E402
 from mcudeploy.ops import registry  # noqa: E402
 from mcudeploy.plan import CompileOptions  # noqa: E402
 
 MODELS = Path(os.environ.get("MCUDEPLOY_MODELS", ROOT.parent / "shared" / "models"))
-# the emulated board whose traces stand for a real board's core
-EMULATED = {"cortex-m4": "qemu-m4", "cortex-m7": "qemu-m7", "cortex-m33": "qemu-an505", "cortex-m55": "qemu-m55"}
 MODEL_NAMES = ("kws_dscnn_int8", "vww_mobilenetv1_int8", "ic_resnet8_int8", "ad_autoencoder_int8")
 # board: {model: (ms, who)}: issue 42's table of the fastest published CPU-only MLPerf Tiny latencies (the board of
 # the "STM32F746 Discovery" row is the chip of nucleo-f746zg)
@@ -82,45 +78,13 @@ TFLM = {"nucleo-l4r5zi": dict(zip(MODEL_NAMES, (round(1000 / 5.497, 1), round(10
                                                 round(1000 / 99.487, 2))))}
 
 
-def emulator_for(target_board: Board) -> Board:
-    """The emulated board of ``target_board``'s core (EMULATED), its first region as large as the real board's. A
-    plan is bounded by the board it is compiled for as well as by the budget (objective.py: the latency budget is
-    the smaller of the two; a memory plan too big for the first region spills to the next, swapped where that one
-    is slow), so an emulator whose first region is smaller than the real board's plans something else:
-    qemu-an505's first region is the IoT Kit's 32 KB SRAM, a NUCLEO-U575ZI-Q's is 768 KB. There the first region
-    becomes the emulator's first region of full speed that holds the real board's, cut to the real one's capacity
-    (qemu-an505's SSRAM, as fast as its SRAM under QEMU), with the statics and the stack; the emulator's regions
-    without a linker section of their own (its old first region) are left out, the others stay. The emulator takes
-    the real board's ``flash_data`` too: the latency objective tiles a convolution where its weights outgrow that
-    board's data cache (offload/tiles.py), so the plan traced is the one the real board gets."""
-    emulated = dataclasses.replace(load_board(EMULATED[target_board.core]), flash_data=target_board.flash_data)
-    need = areas(target_board)[0].capacity
-    if areas(emulated)[0].capacity >= need:
-        return emulated
-    room = next((r for r in emulated.regions if not r.excluded and r.speed is None
-                 and r.size - r.reserved - emulated.stack_bytes >= need), None)
-    if room is None:
-        raise MCUDeployError(f"board {emulated.name} has no region of full speed of {need:,} B, the first region of "
-                             f"{target_board.name} less its stack: its traces cannot stand for that board's plans")
-    return first_region(emulated, room, need + room.reserved + emulated.stack_bytes)
-
-
-def first_region(board: Board, room, size: int) -> Board:
-    """``board`` with ``room`` (one of its regions), cut to ``size`` bytes, as its first region, which takes the
-    statics and the stack; its regions without a linker section of their own (its old first region) are left out,
-    the others stay (emulator_for; estimate_check.harness_board)."""
-    first = dataclasses.replace(room, section=None, size=size)
-    rest = tuple(r if r.section else dataclasses.replace(r, excluded=True) for r in board.regions if r is not room)
-    return dataclasses.replace(board, regions=(first,) + rest)
-
-
 def estimate(path: Path, board: str, objective: str) -> dict:
     """One plan of the model (for the emulated board of ``board``'s core, with the real board's first region as
     the latency budget's bound: the plan must fit the board it is estimated for; emulator_for), traced and
     weighted for ``board``."""
     target_board = load_board(board)
     # the latency budget is the real board's first region (less its stack), not the emulator's 4 MB
-    budget = areas(target_board)[0].capacity if objective != "memory" else None
+    budget = latency_budget(target_board, None) if objective != "memory" else None
     compiled = compile_model(str(path), emulator_for(target_board),
                              options=CompileOptions(objective=Objective(objective, budget)))
     target = target_for(target_board, compiled.board)
@@ -133,6 +97,7 @@ def estimate(path: Path, board: str, objective: str) -> dict:
     without = sum(1 for n in compiled.graph.nodes if n.attrs.get("scratch", 1) == 0)
     macs = sum(int(registry.get(n.op).macs(compiled.graph, n)) for n in compiled.graph.nodes)
     return {"arena_bytes": compiled.placement.arena_bytes, "kernels_without_scratch": without,
+            "sram_constants_bytes": compiled.objective.sram_constants_bytes or 0,  # offload/sram.py
             "instructions": sum(s["instructions"] for s in spans), "estimated_cycles": round(cycles),
             "macs": macs, "cycles_per_mac": cycles / macs if macs else None,
             "estimated_ms": milliseconds(cycles, target),
@@ -195,7 +160,8 @@ def main() -> int:
         print(json.dumps(rows, indent=1))
         return 0
     print(f"estimated on {rows[0]['target']}; an estimate from a QEMU trace, not a measurement")
-    heads = "".join(f" {o + ' arena B':>16} {o + ' est. ms':>16} {'range ms':>13} {'cyc/MAC':>8}" for o in objectives)
+    heads = "".join(f" {o + ' arena B':>16} {'+ SRAM const. B':>15} {o + ' est. ms':>16} {'range ms':>13} "
+                    f"{'cyc/MAC':>8}" for o in objectives)
     print(f"{'model':<22}{heads} {'published ms':>13} {'latency/published':>18} {'TFLM ms':>8} {'TFLM arena B':>13} "
           f"{'TFLM act. B':>12}")
     for r in rows:
@@ -204,7 +170,8 @@ def main() -> int:
             e = r["objectives"][o]
             lo, hi = e["range_ms"]
             per_mac = f"{e['cycles_per_mac']:.2f}" if e["cycles_per_mac"] else "–"
-            cells += f" {e['arena_bytes']:>16,} {e['estimated_ms']:>16.1f} {f'{lo:.1f}-{hi:.1f}':>13} {per_mac:>8}"
+            cells += (f" {e['arena_bytes']:>16,} {e['sram_constants_bytes']:>15,} {e['estimated_ms']:>16.1f} "
+                      f"{f'{lo:.1f}-{hi:.1f}':>13} {per_mac:>8}")
         pub, tflm = r["published_ms"], r["tflm_ms"]
         fastest = r["objectives"][objectives[-1]]["estimated_ms"]
         ratio = f"{fastest / pub:.2f}x" if pub else "–"
@@ -241,6 +208,9 @@ def main() -> int:
         published += (f" {args.board} runs at its reset clock (its board file has no clock tree: reset_clock says "
                       f"why), the published figures at {PUBLISHED_HZ[args.board] / 1e6:g} MHz: its ms and "
                       "latency/published are at the reset clock.")
+    print("+ SRAM const. B: the constants the latency objective copies to SRAM at start-up, where the first region has "
+          "room beside the arena (mcudeploy/offload/sram.py; read there without flash wait states). The published "
+          "figures are each engine's own build; where it kept its weights is not in the results tables.")
     print("TFLM arena: the smallest arena_size with which TensorFlow Lite Micro's interpreter (tflite-micro from PyPI, "
           "on this 64-bit host) runs one inference, and TFLM act. the part its planner gives the activations "
           "(benchmarks/memory_bench.py); mcudeploy's arena holds the activations and scratch only.")

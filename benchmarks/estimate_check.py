@@ -11,7 +11,7 @@ outside CMSIS-NN's share in that run are counted with CMSIS-NN's code, not TVM's
 
 The second board, another core: EK-RA6M4 (Renesas RA6M4, Cortex-M33 at 200 MHz), TensorFlow Lite Micro with
 CMSIS-NN, 50.57 / 162.36 / 246.18 / 4.61 ms (issue 42's figures). CMSIS-NN's kernels are built for the Cortex-M33
-and traced on qemu-an505 (its SSRAM standing in for the board's SRAM, as cycles_bench.emulator_for does), and
+and traced on qemu-an505 (its SSRAM standing in for the board's SRAM, as mcudeploy/estimate/stand_in.py does), and
 weighted for the board as data (AS_DATA: mcudeploy has no board file for it, having no PlatformIO platform to build
 for Renesas RA offline): the Cortex-M33 timings of mcudeploy/estimate/cores.py, three code-flash wait cycles (Renesas
 FSP, ra/fsp/src/bsp/mcu/ra6m4/bsp_feature.h: three above 150 MHz) and the flash cache on (FSP's start-up turns it on,
@@ -43,6 +43,7 @@ import cycles_bench  # noqa: E402
 from cmsis_nn import checkout, how  # noqa: E402
 from mcudeploy.boards import load_board  # noqa: E402
 from mcudeploy.estimate.cycles import Target, estimate_cycles, estimate_range, milliseconds, target_for  # noqa: E402
+from mcudeploy.estimate.stand_in import first_region  # noqa: E402
 from mcudeploy.memory import areas  # noqa: E402
 from mcudeploy.frontend import import_model  # noqa: E402
 from mcudeploy.compile import lower  # noqa: E402
@@ -77,7 +78,7 @@ def harness_board(emulated: str):
     the harness keeps every tensor in a buffer of its own."""
     board = load_board(emulated)
     room = max((r for r in board.regions if not r.excluded and r.speed is None), key=lambda r: r.size)
-    return board if room.size <= areas(board)[0].capacity else cycles_bench.first_region(board, room, room.size)
+    return board if room.size <= areas(board)[0].capacity else first_region(board, room, room.size)
 
 
 def cmsis_estimate(cmsis: Path, path: Path, board: str, emulated: str) -> dict:

@@ -34,6 +34,7 @@ from estimate_check import cmsis_estimate  # noqa: E402
 from mcudeploy.boards import load_board  # noqa: E402
 from mcudeploy.compile import lower  # noqa: E402
 from mcudeploy.errors import MCUDeployError  # noqa: E402
+from mcudeploy.estimate.stand_in import EMULATED  # noqa: E402
 from mcudeploy.frontend import import_model  # noqa: E402
 
 CORPUS = ROOT / "tests" / "keras_corpus"
@@ -91,7 +92,7 @@ def bench(path: Path, board: str, cmsis) -> dict:
     if cmsis is not None and "mcudeploy" in row:
         began = time.perf_counter()
         print("; CMSIS-NN ...", end="", file=sys.stderr, flush=True)
-        emulated = cycles_bench.EMULATED[load_board(board).core]
+        emulated = EMULATED[load_board(board).core]
         try:
             row["cmsis_nn"] = cmsis_estimate(cmsis, path, board, emulated)
         except (SystemExit, Exception) as exc:  # cmsis_s8.py's refusals (an operator it has no call for, a build
@@ -140,7 +141,7 @@ def main(argv=None) -> int:
         print(json.dumps(rows, indent=1))
         return 0
     target = next((r["mcudeploy"]["target"] for r in rows if "mcudeploy" in r), args.board)
-    emulated = cycles_bench.EMULATED[load_board(args.board).core]
+    emulated = EMULATED[load_board(args.board).core]
     print(f"latency plans traced on {emulated}, estimated for {target}; an estimate from a QEMU trace, not a "
           f"measurement")
     w = max(len(r["model"]) for r in rows) + 1

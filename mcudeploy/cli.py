@@ -415,7 +415,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--repeat", type=int, default=5, help="runs of each operator; the least ticks count (default 5)")
     s.add_argument("--estimate-for", metavar="BOARD",
                    help="on an emulated board: also estimate the cycles and milliseconds on this real board (its core, "
-                        "clock and flash wait states) from a traced run; an estimate, not a measurement")
+                        "clock and flash wait states) from a traced run; an estimate, not a measurement. A model file "
+                        "is planned as that board would plan it (its flash cache, its first region as the latency "
+                        "budget)")
     s.add_argument("--settle", action="store_true",
                    help="with --fast-memory on a board with a DMA engine: run the model whole, move the trigger of "
                         "each copy back whose wait stalled a step earlier, and run again until no wait stalls; "

@@ -132,18 +132,19 @@ def test_the_emulator_of_a_published_board_has_its_first_region():
     too, so that region must hold the real board's: qemu-an505's 32 KB SRAM gives way to its SSRAM, cut to the
     NUCLEO-U575ZI-Q's 768 KB less the stack; an emulator with room is taken as it is. Each takes the real board's
     flash data cache, which decides the latency plan's tiles."""
+    from mcudeploy.estimate.stand_in import emulator_for
     from mcudeploy.memory import areas
 
     bench = _cycles_bench()
     for name in bench.PUBLISHED:
         real = load_board(name)
-        emulated = bench.emulator_for(real)
+        emulated = emulator_for(real)
         assert emulated.core == real.core and areas(emulated)[0].capacity >= areas(real)[0].capacity, name
         assert emulated.flash_data == real.flash_data, name
     u5 = load_board("nucleo-u575zi-q")
-    an505 = bench.emulator_for(u5)
+    an505 = emulator_for(u5)
     first = areas(an505)[0]
     assert (first.name, first.capacity, first.section) == ("ssram", areas(u5)[0].capacity, None)
     assert an505.regions[0].origin == 0x38000000 and [r.name for r in an505.regions if r.excluded] == ["sram"]
     f7 = load_board("nucleo-f746zg")
-    assert bench.emulator_for(f7) == dataclasses.replace(load_board("qemu-m7"), flash_data=f7.flash_data)
+    assert emulator_for(f7) == dataclasses.replace(load_board("qemu-m7"), flash_data=f7.flash_data)

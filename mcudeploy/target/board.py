@@ -111,13 +111,26 @@ class BoardTarget:
 
     # the plan
 
-    def compile(self, fast_memory=None, earlier={}):
-        """The model compiled for the board with the request's options, checked to fit it."""
+    def compile(self, fast_memory=None, earlier={}, stand_for: Optional[str] = None):
+        """The model compiled for the board with the request's options, checked to fit it; with ``stand_for`` (measure
+        --estimate-for), planned as that real board would plan it (mcudeploy/estimate/stand_in.py)."""
         from mcudeploy.compile import compile_model
 
         shapes, options = plan_options(self.request)
         options = dataclasses.replace(options, fast_memory=fast_memory or options.fast_memory, earlier=earlier)
-        return check_fit(self.request, compile_model(self.request.model, self.request.board, options, shapes))
+        board = self.request.board
+        if stand_for is not None:
+            from mcudeploy.boards import load_board
+            from mcudeploy.estimate.cycles import target_for
+            from mcudeploy.estimate.stand_in import latency_budget, stand_in
+
+            real, emulated = load_board(stand_for), load_board(board)
+            target_for(real, emulated)  # another core or a board that is not real: refused before compiling
+            board = stand_in(emulated, real)
+            if options.objective.name != "memory":
+                options = dataclasses.replace(options, objective=dataclasses.replace(
+                    options.objective, budget_bytes=latency_budget(real, options.objective.budget_bytes)))
+        return check_fit(self.request, compile_model(self.request.model, board, options, shapes))
 
     def loaded(self, say=print):
         """(compiled, the graph of the numpy reference, the model file) of run, measure and flash: the recorded
@@ -322,7 +335,7 @@ class BoardTarget:
             from mcudeploy.estimate.cycles import target_for
         loaded = self.loaded(say=to_stderr if measure.json else say)[0] if self.folder else None
         with board_pool(self.request, loaded.board.name if loaded else self.request.board) as pool:  # before compiling
-            compiled = loaded or self.compile()
+            compiled = loaded or self.compile(stand_for=measure.estimate_for)
             if measure.estimate_for:
                 target = target_for(load_board(measure.estimate_for), compiled.board)
             result = measure_model(compiled, repeat=measure.repeat, pool=pool, estimate_for=target)

@@ -116,3 +116,30 @@ def test_estimate_for_a_board_of_another_core_is_one_sentence(tmp_path):
     assert proc.returncode == 1
     assert proc.stderr.strip() == ("mcudeploy: error: board qemu-m4 runs a cortex-m4, but --estimate-for nucleo-h743zi has a "
                                    "cortex-m7: the instructions traced would be another core's")
+
+
+def test_estimate_for_plans_a_model_as_the_real_board_would(tmp_path, need_qemu):
+    """A model file measured with --estimate-for is planned for that board (mcudeploy/estimate/stand_in.py): the
+    latency objective's budget is its first region, not the emulator's 4 MB, and the constants its kernels read go
+    to SRAM where that region has room, so the trace sees no read of them in flash."""
+    from mcudeploy.boards import load_board
+    from mcudeploy.memory import areas
+
+    path = conv_model(tmp_path)
+    env = {**os.environ, "MCUDEPLOY_CACHE": str(tmp_path / "cache")}
+
+    def measured(*budget):
+        proc = subprocess.run([sys.executable, "-m", "mcudeploy", "measure", str(path), "-b", "qemu-m4", "--json",
+                               "--repeat", "1", "--objective", "latency", *budget, "--estimate-for", "nucleo-l4r5zi"],
+                              capture_output=True, text=True, env=env)
+        assert proc.returncode == 0, proc.stderr + proc.stdout
+        d = json.loads(proc.stdout)
+        return d["objective"], next(o for o in d["ops"] if o["name"].startswith("Conv:"))
+
+    objective, conv = measured()
+    assert objective["limit_bytes"] == areas(load_board("nucleo-l4r5zi"))[0].capacity < 4 << 20
+    assert objective["sram_constants_bytes"] > 0
+    tight, in_flash = measured("--memory-budget", "8K")  # no room beside the arena: the constants stay in flash
+    assert tight["limit_bytes"] == 8192 and not tight.get("sram_constants_bytes")
+    # what is left in flash are the kernel's parameter struct and views, a few words
+    assert conv["flash_reads"] < in_flash["flash_reads"] / 4, (conv, in_flash)
