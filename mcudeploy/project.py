@@ -40,6 +40,7 @@ from mcudeploy.memory.state import offsets as state_layout
 from mcudeploy.objective import Objective
 from mcudeploy.offload.moves import COPIES, COPY_WAIT
 from mcudeploy.offload.swap import Offload
+from mcudeploy.offload.wide import fit_wide_weights, pair_products
 from mcudeploy.partition import SplitError, cut_from_dict, split
 from mcudeploy.compile import lower
 from mcudeploy.plan import codec
@@ -97,6 +98,7 @@ def load_project(path: Union[str, os.PathLike], board: Optional[str] = None) -> 
     except (SplitError, KeyError, TypeError, ValueError) as exc:
         raise MCUDeployError(f"{where} does not match {model_path}: its cuts do not apply ({_clause(exc)})") from None
     graph, order = _order(where, plan, graph, model_path)
+    graph, order = _for_board(graph, order, target)
     graph = _in_slow_memory(plan, graph)
     lives = _lifetimes(where, plan, graph, order, target.alignment, model_path)
     placement = _placement(where, plan, lives, target.alignment)
@@ -374,6 +376,14 @@ def _same_plan(where: Path, plan: BoardPlan, compiled: Compiled) -> None:
         if getattr(again, key) != getattr(plan, key):
             raise MCUDeployError(f"{where} does not match {compiled.model}: its \"{key}\" differs from what the "
                                  f"model gives for the plan's cuts and order")
+
+
+def _for_board(graph: Graph, order, board) -> tuple[Graph, tuple[Node, ...]]:
+    """What compile decides from the board alone, again (compile.rewrite_ordered): which convolutions keep their
+    weights widened to int16 (offload.fit_wide_weights) and which products read them paired (offload.pair_products)."""
+    graph = pair_products(fit_wide_weights(graph, board), board)
+    nodes = {n.name: n for n in graph.nodes}
+    return graph, tuple(nodes[n.name] for n in order)
 
 
 def _same_c(where: Path, compiled: Compiled) -> None:

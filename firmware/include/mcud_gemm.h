@@ -24,7 +24,7 @@ typedef struct {
  * B[4q..4q+3, n0], B[4q..4q+3, n0+1], B[.., n0+2], B[.., n0+3], then for each remaining k
  * the four bytes B[k, n0..n0+3]; the N % 4 last columns follow, each as K bytes padded to a
  * multiple of 4. The array must be word aligned (codegen aligns every constant to 4).
- * Paired (the _a16p kernels, where pack_weights' pairs_fit): each k-quad's 16 bytes are instead four words, for the
+ * Paired (the _p and _a16p kernels, where pack_weights' pairs_fit): each k-quad's 16 bytes are instead four words, for the
  * columns (n0, n0+1) then (n0+2, n0+3), the k (4q, 4q+2) then (4q+1, 4q+3), each k the int16
  * 256 B[k, odd column] + B[k, even column]; the rest as above. */
 typedef struct {
@@ -98,6 +98,10 @@ void mcud_gemm_f32(const mcud_view *a, const mcud_view *b, const mcud_view *c, c
                    const mcud_gemm_f32_params *p);
 void mcud_gemm_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p);
 void mcud_gemm_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p);
+/* the same on paired weights (see the layout above), no scratch: not on an MVE core, whose VMLADAVs read the plain
+ * packing (mcudeploy/offload/wide.py, pair_products) */
+void mcud_gemm_s8_p(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p);
+void mcud_gemm_s8_tfl_p(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p);
 /* the same with A's rows widened into scratch first (2 (K - K % 4) bytes, word aligned): two SXTB16s fewer for every
  * four k of every four columns, one pass over the row */
 void mcud_gemm_s8_a16(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p,

@@ -361,6 +361,16 @@ typedef struct {
     } while (0)
 #endif
 
+/* GEMM_S8_QUAD on paired weights (the _p kernels): A's four k widened in registers, as GEMM_S8_QUAD does, then
+ * GEMM_S8_MACP: 19 instructions a quad where GEMM_S8_QUAD takes 23. */
+#define GEMM_S8_PAIRQ(ap, ao, wp, wo)                                          \
+    do {                                                                       \
+        uint32_t av_, w0_, w1_, w2_, w3_;                                      \
+        GEMM_S8_LOAD5(av_, w0_, w1_, w2_, w3_, ap, ao, wp, wo);                \
+        uint32_t ae_ = mcud_sxtb16(av_), ao_ = mcud_sxtb16_ror8(av_);          \
+        GEMM_S8_MACP(s0, s1, s2, s3, w0_, w1_, w2_, w3_, ae_, ao_);           \
+    } while (0)
+
 #define GEMM_S8_PAIR16(xp, xo, wp, wo)                                         \
     do {                                                                       \
         uint32_t ae_, ao_, w0_, w1_, w2_, w3_;                                 \
@@ -513,7 +523,8 @@ static int32_t row_sum_s8(const int8_t *a, int32_t kk)
  * so the set-up is paid once, not per row: with a short K (attention's heads) it is a good part
  * of the work. One text, six functions: ONNX models' rounding (OUT = gemm_s8_out) and TFLite models'
  * (gemm_s8_out_tfl; p->r is 0 for TFLite models, whose products all have constant weights), each with A's rows as
- * they are (X16 0), widened once into x16 (1), or widened and the weights paired (2: GEMM_S8_PAIR16). */
+ * they are (X16 0), widened once into x16 (1), widened and the weights paired (2: GEMM_S8_PAIR16), or as they are
+ * and the weights paired (3: GEMM_S8_PAIRQ). */
 #define GEMM_S8_ROWS(NAME, OUT, TFL, X16)                                                                \
 MCUD_GEMM_NO_SCHED static void NAME(const int8_t *a, int32_t a_m, int8_t *y, int32_t y_m, int32_t y_n,  \
                                     int32_t mm, int32_t kk, int32_t nn, const int8_t *packed,             \
@@ -523,35 +534,41 @@ MCUD_GEMM_NO_SCHED static void NAME(const int8_t *a, int32_t a_m, int8_t *y, int
     const int32_t quads = kk >> 2, tail = kk & 3;                                                        \
     const int32_t rq2 = TFL && p->rq2 != NULL, one = p->channels == 1;                                   \
     const int32_t sat = rq2 && !p->rq2_off && p->act_min == -128 && p->act_max == 127;                   \
+    const int32_t wide = X16 == 1 || X16 == 2, paired = X16 >= 2;                                        \
     (void)x16;                                                                                           \
     for (int32_t m = 0; m < mm; m++, a += a_m, y += y_m) {                                               \
         const int32_t bias_add = b_zero != 0 ? -b_zero * row_sum_s8(a, kk) : 0;                          \
         const int8_t *wp = GEMM_PACKED(packed);                                                          \
         int32_t n = 0;                                                                                   \
-        if (X16) {                                                                                       \
+        if (wide) {                                                                                      \
             gemm_s8_widen(a, quads, x16);                                                                \
         }                                                                                                \
         for (; n + 4 <= nn; n += 4) {                                                                    \
-            int32_t s0 = X16 == 2 ? 0 : bias[n] + bias_add, s1 = X16 == 2 ? 0 : bias[n + 1] + bias_add,  \
-                    s2 = X16 == 2 ? 0 : bias[n + 2] + bias_add, s3 = X16 == 2 ? 0 : bias[n + 3] + bias_add; \
+            int32_t s0 = paired ? 0 : bias[n] + bias_add, s1 = paired ? 0 : bias[n + 1] + bias_add,      \
+                    s2 = paired ? 0 : bias[n + 2] + bias_add, s3 = paired ? 0 : bias[n + 3] + bias_add;  \
             const int8_t *ap = a;                                                                        \
             int32_t left = quads;                                                                        \
-            if (X16) {                                                                                   \
+            if (wide) {                                                                                  \
                 const uint8_t *xp = (const uint8_t *)x16;                                                \
-                if (X16 == 2) {                                                                          \
+                if (paired) {                                                                            \
                     GEMM_S8_QUADS_ALL(GEMM_S8_PAIR16, xp, 8, 16, 24);                                    \
-                    GEMM_S8_UNPAIR(s0, s1, s2, s3);                                                      \
-                    s0 += bias[n] + bias_add;                                                            \
-                    s1 += bias[n + 1] + bias_add;                                                        \
-                    s2 += bias[n + 2] + bias_add;                                                        \
-                    s3 += bias[n + 3] + bias_add;                                                        \
                 } else {                                                                                 \
                     GEMM_S8_QUADS_ALL(GEMM_S8_QUAD16, xp, 8, 16, 24);                                    \
                 }                                                                                        \
                 ap += 4 * quads;                                                                         \
                 left = 0;                                                                                \
+            } else if (paired) {                                                                         \
+                GEMM_S8_QUADS_ALL(GEMM_S8_PAIRQ, ap, 4, 8, 12);                                          \
+                left = 0;                                                                                \
             } else {                                                                                     \
                 GEMM_S8_MVE16(ap, wp, left)                                                              \
+            }                                                                                            \
+            if (paired) {                                                                                \
+                GEMM_S8_UNPAIR(s0, s1, s2, s3);                                                          \
+                s0 += bias[n] + bias_add;                                                                \
+                s1 += bias[n + 1] + bias_add;                                                            \
+                s2 += bias[n + 2] + bias_add;                                                            \
+                s3 += bias[n + 3] + bias_add;                                                            \
             }                                                                                            \
             GEMM_S8_QUADS_ALL(GEMM_S8_QUAD, ap, 4, 8, 12);                                               \
             for (int32_t t = 0; t < tail; t++) {                                                         \
@@ -586,7 +603,7 @@ MCUD_GEMM_NO_SCHED static void NAME(const int8_t *a, int32_t a_m, int8_t *y, int
         }                                                                                                \
         const int8_t *wb = wp;                                                                           \
         const int32_t kpad = (kk + 3) & ~3;                                                              \
-        for (; X16 && n + 2 <= nn; n += 2) { /* two last columns at a time, A's widened pairs loaded once */ \
+        for (; wide && n + 2 <= nn; n += 2) { /* two last columns at a time, A's widened pairs loaded once */ \
             int32_t s0 = bias[n] + bias_add, s1 = bias[n + 1] + bias_add;                                \
             const int8_t *wc = wb + kpad;                                                                \
             for (int32_t q = 0; q < quads; q++) {                                                        \
@@ -608,7 +625,7 @@ MCUD_GEMM_NO_SCHED static void NAME(const int8_t *a, int32_t a_m, int8_t *y, int
         for (; n < nn; n++) {                                                                            \
             int32_t s0 = bias[n] + bias_add;                                                             \
             int32_t k = 0;                                                                               \
-            for (; X16 && k + 4 <= kk; k += 4) {                                                         \
+            for (; wide && k + 4 <= kk; k += 4) {                                                         \
                 const uint32_t w0 = mcud_load32(wb + k);                                                 \
                 s0 = mcud_smlad(mcud_sxtb16(w0), x16[k >> 1], s0);                                       \
                 s0 = mcud_smlad(mcud_sxtb16_ror8(w0), x16[(k >> 1) + 1], s0);                            \
@@ -633,6 +650,8 @@ GEMM_S8_ROWS(gemm_s8_rows_a16, gemm_s8_out, 0, 1)
 GEMM_S8_ROWS(gemm_s8_rows_tfl_a16, gemm_s8_out_tfl, 1, 1)
 GEMM_S8_ROWS(gemm_s8_rows_a16p, gemm_s8_out, 0, 2)
 GEMM_S8_ROWS(gemm_s8_rows_tfl_a16p, gemm_s8_out_tfl, 1, 2)
+GEMM_S8_ROWS(gemm_s8_rows_p, gemm_s8_out, 0, 3)
+GEMM_S8_ROWS(gemm_s8_rows_tfl_p, gemm_s8_out_tfl, 1, 3)
 
 /* B[k, n] of the packed weights, paired or not (see mcud_gemm.h): a paired quad's k of an even column is its word's
  * low byte, of an odd column (the int16 less that byte) over 256. */
@@ -649,8 +668,8 @@ static int32_t gemm_s8_packed_at(const int8_t *packed, int32_t paired, int32_t k
     return ((int32_t)(int16_t)(uint16_t)((uint32_t)(uint8_t)h[0] | ((uint32_t)(uint8_t)h[1] << 8)) - even) >> 8;
 }
 
-#define GEMM_S8(NAME, ROWS, ROWS16, ROWS16P, OUT, TFL)                                                           \
-/* The three entry points' one text, inlined into each with widened (x16 holds the scratch) and paired constants, so \
+#define GEMM_S8(NAME, ROWS, ROWSP, ROWS16, ROWS16P, OUT, TFL)                                                    \
+/* The four entry points' one text, inlined into each with widened (x16 holds the scratch) and paired constants, so \
  * that each links only the row kernel it runs (gc-sections). */                                                   \
 static inline __attribute__((always_inline)) void NAME##_run(const mcud_view *a, const mcud_view *y,             \
                                                              const mcud_gemm_s8_params *p, uint32_t *x16,         \
@@ -682,6 +701,10 @@ static inline __attribute__((always_inline)) void NAME##_run(const mcud_view *a,
             ROWS16(ad, s.a_m, yd, s.y_m, s.y_n, s.m, s.k, s.n, p->packed, p->bias, 0, &rq, x16);                \
             continue;                                                                                           \
         }                                                                                                       \
+        if (s.a_k == 1 && paired) {                                                                             \
+            ROWSP(ad, s.a_m, yd, s.y_m, s.y_n, s.m, s.k, s.n, p->packed, p->bias, 0, &rq, NULL);                \
+            continue;                                                                                           \
+        }                                                                                                       \
         if (s.a_k == 1) {                                                                                       \
             ROWS(ad, s.a_m, yd, s.y_m, s.y_n, s.m, s.k, s.n, p->packed, p->bias, 0, &rq, NULL);                 \
             continue;                                                                                           \
@@ -706,6 +729,12 @@ void NAME(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud
     NAME##_run(a, y, p, NULL, 0, 0);                                                                            \
 }                                                                                                               \
                                                                                                                 \
+void NAME##_p(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p)          \
+{                                                                                                               \
+    (void)b;                                                                                                    \
+    NAME##_run(a, y, p, NULL, 0, 1);                                                                            \
+}                                                                                                               \
+                                                                                                                \
 void NAME##_a16(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p,       \
                 void *scratch)                                                                                  \
 {                                                                                                               \
@@ -720,8 +749,9 @@ void NAME##_a16p(const mcud_view *a, const mcud_view *b, const mcud_view *y, con
     NAME##_run(a, y, p, (uint32_t *)scratch, 1, 1);                                                             \
 }
 
-GEMM_S8(mcud_gemm_s8, gemm_s8_rows, gemm_s8_rows_a16, gemm_s8_rows_a16p, gemm_s8_out, 0)
-GEMM_S8(mcud_gemm_s8_tfl, gemm_s8_rows_tfl, gemm_s8_rows_tfl_a16, gemm_s8_rows_tfl_a16p, gemm_s8_out_tfl, 1)
+GEMM_S8(mcud_gemm_s8, gemm_s8_rows, gemm_s8_rows_p, gemm_s8_rows_a16, gemm_s8_rows_a16p, gemm_s8_out, 0)
+GEMM_S8(mcud_gemm_s8_tfl, gemm_s8_rows_tfl, gemm_s8_rows_tfl_p, gemm_s8_rows_tfl_a16, gemm_s8_rows_tfl_a16p,
+        gemm_s8_out_tfl, 1)
 
 /* ---- int8, both operands activations ---- */
 

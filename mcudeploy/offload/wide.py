@@ -59,3 +59,14 @@ def fit_wide_weights(graph: Graph, board: Board) -> Graph:
         room -= kept[node.name]
     return graph.replace(nodes=tuple(n.with_(attrs={**n.attrs, "wide": kept[n.name]}) if n.name in kept else n
                                      for n in graph.nodes))
+
+
+def pair_products(graph: Graph, board: Board) -> Graph:
+    """``graph`` with "paired" = 1 on every int8 product of constant weights whose kernel without scratch reads them
+    paired (mcud_gemm_s8_p: ops/gemm.py, pairs_fit), on a core without MVE: an MVE core's VMLADAVs read the plain
+    packing, faster there. The same bytes of flash either way. (The kernels with scratch pair wherever the weights
+    fit: no MVE core gives a product scratch, Gemm.scratch_pays.)"""
+    if "mve" in board.features:
+        return graph
+    return graph.replace(nodes=tuple(n.with_(attrs={**n.attrs, "paired": 1}) if n.op == "Gemm" and "paired" not in
+                                     n.attrs else n for n in graph.nodes))

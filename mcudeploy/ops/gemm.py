@@ -484,13 +484,16 @@ class _Product(Op):
         w = graph[b].data
         w_kn = w.T if lay.trans_b else w
         scratch = self.scratch(graph, node)
-        paired = bool(scratch) and pairs_fit(w_kn)
+        # paired where they fit: with scratch always (no MVE core gives a product scratch), without it where the board's
+        # core has no MVE (offload.pair_products)
+        paired = bool(scratch or node.attr("paired", 0)) and pairs_fit(w_kn)
         packed = pack_weights(w_kn, paired)
         # B reaches the kernel packed (flash holds it once): no view of it, the kernel takes K and N
         # from A and Y.
         fn = "mcud_gemm_s8_tfl" if requant.arithmetic(graph) == "tflite" else "mcud_gemm_s8"
         rq2, off = _rq2(graph, plan, w_kn)
-        return Call((fn + ("_a16p" if paired else "_a16")) if scratch else fn, (a, "", y), Struct.of(
+        return Call(fn + ("_a16" if scratch else "") + ("p" if paired and scratch else "_p" if paired else ""),
+                    (a, "", y), Struct.of(
             "mcud_gemm_s8_params", trans_a=int(lay.trans_a), trans_b=int(lay.trans_b),
             channels=len(plan.mult),
             bias=Array("int32_t", tuple(int(v) for v in plan.bias)),

@@ -59,3 +59,28 @@ def test_a_small_flash_keeps_the_copies_of_the_most_used_weights_and_fits(model)
 
 def test_the_host_keeps_every_copy_and_marks_nothing(model):
     assert not _wide(compile_model(model, "host"))
+
+
+def test_products_read_paired_weights_where_the_core_has_no_mve(tmp_path):
+    """offload.pair_products: on a core without MVE every constant int8 product reads its weights paired where they
+    fit (mcud_gemm_s8*_p without scratch, _a16p with), on an MVE core none does (its VMLADAVs read the plain packing);
+    a folder loads back to the same kernels (project.load_project decides it again from the board)."""
+    from pathlib import Path
+
+    from mcudeploy.cli import main
+    from mcudeploy.ops import registry
+    from mcudeploy.project import load_project
+
+    model = Path(__file__).resolve().parents[1] / "keras_corpus" / "dscnn_gap-int8.tflite"
+
+    def products(compiled):
+        return {n.name: (n.attr("paired", 0), registry.get(n.op).kernel(compiled.graph, n).fn)
+                for n in compiled.graph.nodes if n.op == "Gemm"}
+
+    m4 = products(compile_model(str(model), "qemu-m4"))
+    assert m4 and all(paired == 1 and fn.endswith("p") for paired, fn in m4.values())
+    m55 = products(compile_model(str(model), "qemu-m55"))
+    assert m55.keys() == m4.keys() and all(paired == 0 and not fn.endswith("p") for paired, fn in m55.values())
+    out = tmp_path / "out"
+    assert main(["compile", str(model), "-b", "qemu-m4", "-o", str(out)]) == 0
+    assert products(load_project(out).compiled) == m4

@@ -203,17 +203,18 @@ def test_depthwise_and_fully_connected_on_qemu_equal_the_host(dw_fc_model, board
 
 def _random_gemms(rng, arithmetic: str, count: int = 6) -> Graph:
     """Int8 Gemms, each reading its own input A (1 x K) and writing its own output: random K and N (tails of both
-    modulo 4; a block of four columns at least where there is scratch), B as (N, K) with transB or (K, N), every third
-    without scratch (mcud_gemm_s8*, its rows of A widened on the fly) and the others with it (mcud_gemm_s8*_a16p on
-    paired weights; mcud_gemm_s8*_a16 at j % 6 == 1, whose odd column's weight -128 beside a negative one the paired
-    packing cannot hold: pairs_fit). With TFLite's arithmetic every other Gemm has a column whose output is its zero
+    modulo 4; a block of four columns at least but at j = 5), B as (N, K) with transB or (K, N), every third without
+    scratch (mcud_gemm_s8*_p on paired weights, its rows of A widened on the fly; mcud_gemm_s8* at j % 6 == 5) and the
+    others with it (mcud_gemm_s8*_a16p on paired weights; mcud_gemm_s8*_a16 at j % 6 == 1). At j % 6 == 1 and 5 an odd
+    column's weight -128 beside a negative one, which the paired packing cannot hold (pairs_fit). Every node pairs where
+    it can, as offload.pair_products has a core without MVE do. With TFLite's arithmetic every other Gemm has a column whose output is its zero
     point (a vanishing scale) and one off the doubled route (an accumulator past 2^30 that is not saturated, or a scale
     near 1), among enough columns that rq2 keeps them; of the others, those at j % 6 == 3 have one weight scale for
     every column (rq2's one multiplier, hoisted out of the loop)."""
     tensors, nodes, inputs, outputs = {}, [], [], []
     for j in range(count):
         off = j % 2 == 0 and arithmetic == "tflite"
-        k, n = int(rng.integers(4, 90)), int(rng.integers(9, 20) if off else rng.integers(1 if j % 3 == 2 else 4, 12))
+        k, n = int(rng.integers(4, 90)), int(rng.integers(9, 20) if off else rng.integers(1 if j == 5 else 4, 12))
         s_a, s_w = 0.03, rng.uniform(0.002, 0.01, n)
         b = rng.integers(-5000, 5000, n).astype(np.int32)
         if off:
@@ -225,7 +226,7 @@ def _random_gemms(rng, arithmetic: str, count: int = 6) -> Graph:
         trans_b = j % 2 == 0
         one = not off and j % 6 == 3
         w = rng.integers(-127, 128, (n, k) if trans_b else (k, n)).astype(np.int8)
-        if j % 6 == 1 and n >= 4:
+        if j % 6 in (1, 5) and n >= 4:
             w[0, :2] = (-1, -128)  # (k 0, columns 0 and 1): not transposed at odd j
         tensors[f"a{j}"] = Tensor(f"a{j}", (1, k), "int8", "input", Quant((s_a,), (int(rng.integers(-20, 20)),)))
         if one:
@@ -236,7 +237,7 @@ def _random_gemms(rng, arithmetic: str, count: int = 6) -> Graph:
             tensors[f"b{j}"] = constant(f"b{j}", b, Quant(tuple(s_a * s_w), (0,) * n, 0))
         tensors[f"y{j}"] = Tensor(f"y{j}", (1, n), "int8", "output",
                                   Quant((float(rng.uniform(0.02, 0.2)),), (int(rng.integers(-10, 10)),)))
-        attrs = {"transB": int(trans_b), **({"scratch": 0} if j % 3 == 2 else {})}
+        attrs = {"transB": int(trans_b), "paired": 1, **({"scratch": 0} if j % 3 == 2 else {})}
         nodes.append(Node(f"fc{j}", "Gemm", (f"a{j}", f"w{j}", f"b{j}"), (f"y{j}",), attrs))
         inputs.append(f"a{j}")
         outputs.append(f"y{j}")
@@ -270,7 +271,7 @@ def test_random_tflite_gemms_on_the_host_equal_numpy(tmp_path, seed):
         got = run_kernel(tmp_path / str(j), call, one, {a: x}, {a: 1, y: 2})[0]
         np.testing.assert_array_equal(got, run_reference(one, [x])[0], err_msg=node.name)
     assert kinds == {0, 1} and channels == {True, False}
-    assert fns == {"mcud_gemm_s8_tfl", "mcud_gemm_s8_tfl_a16", "mcud_gemm_s8_tfl_a16p"}
+    assert fns == {"mcud_gemm_s8_tfl", "mcud_gemm_s8_tfl_p", "mcud_gemm_s8_tfl_a16", "mcud_gemm_s8_tfl_a16p"}
 
 
 @pytest.mark.qemu
@@ -288,7 +289,7 @@ def test_random_gemms_on_qemu_equal_the_host(tmp_path, board, arithmetic):
     compiled = compile_graph(graph, board, name="gemms", options=CompileOptions(scratch="keep"))
     calls = [registry.get("Gemm").kernel(compiled.graph, n) for n in compiled.graph.nodes if n.op == "Gemm"]
     base = "mcud_gemm_s8_tfl" if arithmetic == "tflite" else "mcud_gemm_s8"
-    assert {c.fn for c in calls} == {base, base + "_a16", base + "_a16p"}
+    assert {c.fn for c in calls} == {base, base + "_p", base + "_a16", base + "_a16p"}
     rq2 = [_field(c, "rq2") for c in calls]
     if arithmetic == "tflite":
         assert all(r != 0 for r in rq2) and {0, 1} <= set().union(*(r.values[0::3] for r in rq2))
