@@ -282,14 +282,15 @@ typedef uint32_t __attribute__((__may_alias__)) gemm_word;
 #endif
 
 /* Four k of one row of A (at byte offset ao of ap) against the same four k of four packed columns (offset wo of
- * wp), into s0..s3. */
-#define GEMM_S8_QUAD(ap, ao, wp, wo)                                           \
+ * wp), into s0..s3, by MAC (GEMM_S8_MAC16, or GEMM_S8_MACP on paired weights). */
+#define GEMM_S8_QUAD_BY(MAC, ap, ao, wp, wo)                                   \
     do {                                                                       \
         uint32_t av_, w0_, w1_, w2_, w3_;                                      \
         GEMM_S8_LOAD5(av_, w0_, w1_, w2_, w3_, ap, ao, wp, wo);                \
         uint32_t ae_ = mcud_sxtb16(av_), ao_ = mcud_sxtb16_ror8(av_);          \
-        GEMM_S8_MAC16(s0, s1, s2, s3, w0_, w1_, w2_, w3_, ae_, ao_);          \
+        MAC(s0, s1, s2, s3, w0_, w1_, w2_, w3_, ae_, ao_);                    \
     } while (0)
+#define GEMM_S8_QUAD(ap, ao, wp, wo) GEMM_S8_QUAD_BY(GEMM_S8_MAC16, ap, ao, wp, wo)
 
 /* GEMM_S8_QUAD with A's four k already widened (gemm_s8_widen: its SXTB16 pair at byte offset xo of xp, 8 bytes): six
  * loads in a row, and two SXTB16s fewer per quad, which the Cortex-M7 issues one a cycle. */
@@ -361,15 +362,8 @@ typedef struct {
     } while (0)
 #endif
 
-/* GEMM_S8_QUAD on paired weights (the _p kernels): A's four k widened in registers, as GEMM_S8_QUAD does, then
- * GEMM_S8_MACP: 19 instructions a quad where GEMM_S8_QUAD takes 23. */
-#define GEMM_S8_PAIRQ(ap, ao, wp, wo)                                          \
-    do {                                                                       \
-        uint32_t av_, w0_, w1_, w2_, w3_;                                      \
-        GEMM_S8_LOAD5(av_, w0_, w1_, w2_, w3_, ap, ao, wp, wo);                \
-        uint32_t ae_ = mcud_sxtb16(av_), ao_ = mcud_sxtb16_ror8(av_);          \
-        GEMM_S8_MACP(s0, s1, s2, s3, w0_, w1_, w2_, w3_, ae_, ao_);           \
-    } while (0)
+/* GEMM_S8_QUAD on paired weights (the _p kernels): 19 instructions a quad where GEMM_S8_QUAD takes 23. */
+#define GEMM_S8_PAIRQ(ap, ao, wp, wo) GEMM_S8_QUAD_BY(GEMM_S8_MACP, ap, ao, wp, wo)
 
 #define GEMM_S8_PAIR16(xp, xo, wp, wo)                                         \
     do {                                                                       \
