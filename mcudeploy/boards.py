@@ -177,6 +177,14 @@ class Board:
         return self.kind in ("qemu", "hardware")
 
     @property
+    def data_cache_on(self) -> bool:
+        """Whether the firmware runs with a data cache in front of the weights in flash: its clock tree turns on the
+        flash accelerator's (an STM32's ART, DCEN) or the core's (the Cortex-M7's L1); at the reset clock (no tree)
+        every cache is off."""
+        tree = self.clock_tree.claimed if self.clock_tree else None
+        return bool(tree and (tree.flash_cache or tree.dcache))
+
+    @property
     def features(self) -> frozenset:
         """What the firmware's kernels take a path of their own for on this core, as the C compiler sees it from
         the board's -mcpu: "mve" where it defines __ARM_FEATURE_MVE (firmware/include/mcud_dsp.h's

@@ -131,16 +131,19 @@ def test_the_emulator_of_a_published_board_has_its_first_region():
     """cycles_bench plans on the emulator of the real board's core; a plan is bounded by the emulator's first region
     too, so that region must hold the real board's: qemu-an505's 32 KB SRAM gives way to its SSRAM, cut to the
     NUCLEO-U575ZI-Q's 768 KB less the stack; an emulator with room is taken as it is. Each takes the real board's
-    flash data cache, which decides the latency plan's tiles."""
+    flash data cache, which decides the latency plan's tiles (none where the real board runs with its caches off:
+    NUCLEO-H7A3ZI-Q and NUCLEO-U575ZI-Q at their reset clocks)."""
     from mcudeploy.estimate.stand_in import emulator_for
     from mcudeploy.memory import areas
+    from mcudeploy.offload.tiles import cache_bytes
 
     bench = _cycles_bench()
     for name in bench.PUBLISHED:
         real = load_board(name)
         emulated = emulator_for(real)
         assert emulated.core == real.core and areas(emulated)[0].capacity >= areas(real)[0].capacity, name
-        assert emulated.flash_data == real.flash_data, name
+        # the real board's data cache, or none where it runs with its caches off (its reset clock: no tiles)
+        assert (emulated.flash_data == real.flash_data) if real.data_cache_on else (cache_bytes(emulated) == 0), name
     u5 = load_board("nucleo-u575zi-q")
     an505 = emulator_for(u5)
     first = areas(an505)[0]
@@ -148,3 +151,16 @@ def test_the_emulator_of_a_published_board_has_its_first_region():
     assert an505.regions[0].origin == 0x38000000 and [r.name for r in an505.regions if r.excluded] == ["sram"]
     f7 = load_board("nucleo-f746zg")
     assert emulator_for(f7) == dataclasses.replace(load_board("qemu-m7"), flash_data=f7.flash_data)
+
+
+def test_a_board_running_with_its_caches_off_gets_no_tiles():
+    """offload/tiles.py: a real board without a clock tree runs at its reset clock with every cache off, so its
+    latency plan takes no tiles however small the cache its board file names; with the cache on, that cache; an
+    emulator, the cache of its core (the Cortex-M7's smallest L1)."""
+    from mcudeploy.offload.tiles import CORE_CACHES, cache_bytes
+
+    h7a3, f7, l4 = (load_board(n) for n in ("nucleo-h7a3zi-q", "nucleo-f746zg", "nucleo-l4r5zi"))
+    assert h7a3.flash_data is not None and not h7a3.data_cache_on and cache_bytes(h7a3) == 0
+    assert f7.data_cache_on and cache_bytes(f7) == f7.flash_data.cache_lines * f7.flash_data.line_bytes
+    assert l4.data_cache_on and cache_bytes(l4) == 256
+    assert cache_bytes(load_board("qemu-m7")) == CORE_CACHES["cortex-m7"] and cache_bytes(load_board("qemu-m4")) == 0

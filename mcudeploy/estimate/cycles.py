@@ -59,7 +59,7 @@ def target_for(board: Board, emulated: Board) -> Target:
     reset_ws = board.flash_data.wait_states if board.flash_data and board.flash_data.wait_states is not None else 0
     ws = tree.flash_wait_states if tree else reset_ws
     cache = bool(tree and (tree.flash_cache or tree.icache))
-    data_cache = bool(tree and (tree.flash_cache or tree.dcache))
+    data_cache = board.data_cache_on
     return Target(board.name, board.core, board.clock_hz, ws, cache, board.flash_data, data_cache)
 
 

@@ -4,7 +4,8 @@ A plan is bounded by the board it is compiled for as well as by its budget (mcud
 budget is the smaller of the two; a memory plan too big for the first region spills to the next, swapped where that
 one is slow), and the latency objective tiles a convolution by the board's flash data cache (offload/tiles.py) and
 copies constants to SRAM within the first region's room (offload/sram.py). So an emulator traced for a real board
-must plan as that board would: it takes the real board's ``flash_data``, its first region holds the real board's (an
+must plan as that board would: it takes the real board's ``flash_data`` (none where that board runs with its data
+cache off), its first region holds the real board's (an
 emulator whose first region is smaller, qemu-an505's 32 KB SRAM against a NUCLEO-U575ZI-Q's 768 KB, has it replaced
 by its first region of full speed that holds the real one's, cut to that capacity, with the statics and the stack;
 its regions without a linker section of their own, its old first region, are left out), and the latency objective's
@@ -15,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from mcudeploy.boards import Board, load_board
+from mcudeploy.boards import Board, FlashData, load_board
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.memory import areas
 
@@ -24,8 +25,10 @@ EMULATED = {"cortex-m4": "qemu-m4", "cortex-m7": "qemu-m7", "cortex-m33": "qemu-
 
 
 def stand_in(emulated: Board, real: Board) -> Board:
-    """``emulated`` made to plan as ``real`` (the module's rule)."""
-    emulated = dataclasses.replace(emulated, flash_data=real.flash_data)
+    """``emulated`` made to plan as ``real`` (the module's rule); where ``real`` runs with its data cache off, the
+    stand-in's cache has no lines (offload/tiles.py: no tiles)."""
+    emulated = dataclasses.replace(emulated, flash_data=real.flash_data if real.data_cache_on else FlashData(
+        real.flash_data.read_bytes if real.flash_data else 4, 0, 0, f"{real.name} runs with its data cache off"))
     need = areas(real)[0].capacity
     if areas(emulated)[0].capacity >= need:
         return emulated

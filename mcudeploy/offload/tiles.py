@@ -12,7 +12,8 @@ a convolution gets a tile only where it pays: what it reads from flash per pass 
 requantization constants, through the same cache) outgrows the board's data cache, and one pair of channels' weights
 fits in half of it. The cache is the board file's ``flash_data`` where it gives one (the
 ART's 256 bytes of an STM32L4 hold no pair of a real layer: no tiles there), else the Cortex-M7's L1 data cache, 4 KB
-on the smallest part (CORE_CACHES); other cores: none. Only the latency objective asks (the memory objective's plans
+on the smallest part (CORE_CACHES); other cores: none. A real board that runs with its caches off (at its reset
+clock: NUCLEO-H7A3ZI-Q, NUCLEO-U575ZI-Q) gets no tiles. Only the latency objective asks (the memory objective's plans
 keep one block); where a step's scratch must go to fit the budget, it goes whole (offload.fit_scratch). A core with
 MVE runs its own convolution kernels (firmware/include/mcud_conv_mve.h), which take no tiles.
 """
@@ -27,7 +28,10 @@ CORE_CACHES = {"cortex-m7": 4096}  # bytes of data cache every part of the core 
 
 
 def cache_bytes(board: Board) -> int:
-    """The data cache the weights are read through on ``board`` (0: none known)."""
+    """The data cache the weights are read through on ``board`` (0: none known, or a real board that runs with its
+    caches off: Board.data_cache_on)."""
+    if board.kind == "hardware" and not board.data_cache_on:
+        return 0
     if board.flash_data is not None:
         return board.flash_data.cache_lines * board.flash_data.line_bytes
     return CORE_CACHES.get(board.core, 0)
