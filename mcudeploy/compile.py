@@ -14,7 +14,7 @@ from mcudeploy.ir import Graph, Node, verify
 from mcudeploy.memory import areas
 from mcudeploy.memory.layout import lay_out
 from mcudeploy.objective import MEMORY, first_region_bytes, latency_plan
-from mcudeploy.offload import fit_scratch, fit_wide_weights, pair_products, tile_convolutions
+from mcudeploy.offload import dsp_packings, fit_scratch, fit_wide_weights, tile_convolutions
 from mcudeploy.offload.scratch import scratch_steps, scratch_where_it_pays
 from mcudeploy.offload.sram import STATICS_ALLOWANCE, constants_to_sram
 from mcudeploy.offload.swap import has_slow_region, parse_budget, place_within
@@ -105,7 +105,8 @@ def rewrite_ordered(graph: Graph, order, board: Board, scratch: str = "fit",
     idle tensors to another region, offload.move), then, with scratch "fit", kernels whose working
     memory would raise the peak (above ``limit``, if given) run their variant without it; convolutions whose
 weights widened to int16 would not fit the board's flash keep int8 ones only (offload.fit_wide_weights), and
-    products read their weights paired where the core has no MVE (offload.pair_products). A fast-memory
+    products and depthwise convolutions pack their constants for the DSP kernels where the core has no MVE
+    (offload.dsp_packings). A fast-memory
     budget's swaps come with the placement (offload.place_within), as the placed arena decides whether
     they suffice. ``priced`` (CompileOptions.priced_scratch): first, kernels whose scratch buys no speed on the
     board's core run without it, whatever the policy (offload.scratch.scratch_where_it_pays)."""
@@ -117,7 +118,7 @@ weights widened to int16 would not fit the board's flash keep int8 ones only (of
         graph, order = scratch_where_it_pays(graph, order, board.features)
     if scratch == "fit":
         graph, order = fit_scratch(graph, order, board.alignment, limit=limit)
-    graph = pair_products(fit_wide_weights(graph, board), board)
+    graph = dsp_packings(fit_wide_weights(graph, board), board)
     by_name = {n.name: n for n in graph.nodes}
     return graph, tuple(by_name[n.name] for n in order)
 

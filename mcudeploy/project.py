@@ -40,7 +40,7 @@ from mcudeploy.memory.state import offsets as state_layout
 from mcudeploy.objective import Objective
 from mcudeploy.offload.moves import COPIES, COPY_WAIT
 from mcudeploy.offload.swap import Offload
-from mcudeploy.offload.wide import fit_wide_weights, pair_products
+from mcudeploy.offload.wide import dsp_packings, fit_wide_weights
 from mcudeploy.partition import SplitError, cut_from_dict, split
 from mcudeploy.compile import lower
 from mcudeploy.plan import codec
@@ -380,8 +380,9 @@ def _same_plan(where: Path, plan: BoardPlan, compiled: Compiled) -> None:
 
 def _for_board(graph: Graph, order, board) -> tuple[Graph, tuple[Node, ...]]:
     """What compile decides from the board alone, again (compile.rewrite_ordered): which convolutions keep their
-    weights widened to int16 (offload.fit_wide_weights) and which products read them paired (offload.pair_products)."""
-    graph = pair_products(fit_wide_weights(graph, board), board)
+    weights widened to int16 (offload.fit_wide_weights) and which nodes pack their constants for the DSP kernels
+    (offload.dsp_packings)."""
+    graph = dsp_packings(fit_wide_weights(graph, board), board)
     nodes = {n.name: n for n in graph.nodes}
     return graph, tuple(nodes[n.name] for n in order)
 

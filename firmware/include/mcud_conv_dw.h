@@ -45,8 +45,10 @@
 #define MCUD_DW_BUF 528
 #endif
 
-/* p->dw per channel: bias - zx * sum w, pair[0], pair[1], pair[2], mid01, mid2 (mcud_dw_channel) */
-#define MCUD_DW_FIELDS 6
+/* p->dw per channel: bias - zx * sum w, pair[0], pair[1], pair[2], mid01, mid2 (mcud_dw_channel), then mult, c, rs of
+ * mcud_requant_tfl_2 where the channel takes the doubled route (its bias and weights then twice theirs: route 5),
+ * else 0, 0, 0 (mcudeploy/ops/conv.py, _dw_channels) */
+#define MCUD_DW_FIELDS 9
 
 #if MCUD_HAVE_DSP
 /* acc + a.lo * b.lo, acc + a.hi * b.lo, acc + a.lo * b.hi, acc + a.hi * b.hi */
@@ -98,10 +100,14 @@ typedef struct {
 
 /* route (a constant at every call): 0 mcud_requant, 1 mcud_requant_hi_r; TFLite models: 2
  * mcud_requant_tfl, 3 mcud_requant_tfl_k, 4 the same with the output zero point in k_hi (k_hi + zy * 2^r: the
- * high word grows by zy * 2^r, which the shift by r turns into exactly + zy; taken where it stays in int32) */
+ * high word grows by zy * 2^r, which the shift by r turns into exactly + zy; taken where it stays in int32), 5
+ * mcud_requant_tfl_2 on twice the sum (the channel table's doubled weights; mult, c and rs in mult, k_hi and r) */
 MCUD_INLINE int8_t mcud_dw_out(int32_t acc, const mcud_dw_channel *ch, int32_t hi_route,
                                const mcud_conv_s8_params *p)
 {
+    if (hi_route == 5) {
+        return mcud_dw_clamp8(mcud_requant_tfl_2(acc, ch->mult, ch->k_hi, ch->r), p->act_min, p->act_max);
+    }
     if (hi_route == 4) {
         return mcud_dw_clamp8(mcud_requant_tfl_k(acc, ch->mult, ch->k_hi, ch->r), p->act_min, p->act_max);
     }
@@ -534,6 +540,27 @@ MCUD_INLINE void mcud_dw_copy_row(int8_t *buf, const int8_t *xr, int32_t xsw, in
 }
 
 /* The kernel for ONNX models (tfl 0) and for TFLite models (tfl 1), a constant in each wrapper below. */
+/* fn(args..., route, p) with the channel's route a constant at each call: 0 or 1 for ONNX models; for TFLite models
+ * 2, 3, 4 from mcud_dw_requant_of's 0, 1, 2, and 5 (the doubled route) as it is */
+#define MCUD_DW_ROUTED(fn, ...)                                                                                 \
+    do {                                                                                                        \
+        if (tfl) {                                                                                              \
+            if (hi_route == 5) {                                                                                \
+                fn(__VA_ARGS__, 5, p);                                                                          \
+            } else if (hi_route == 2) {                                                                         \
+                fn(__VA_ARGS__, 4, p);                                                                          \
+            } else if (hi_route) {                                                                              \
+                fn(__VA_ARGS__, 3, p);                                                                          \
+            } else {                                                                                            \
+                fn(__VA_ARGS__, 2, p);                                                                          \
+            }                                                                                                   \
+        } else if (hi_route) {                                                                                  \
+            fn(__VA_ARGS__, 1, p);                                                                              \
+        } else {                                                                                                \
+            fn(__VA_ARGS__, 0, p);                                                                              \
+        }                                                                                                       \
+    } while (0)
+
 MCUD_INLINE void mcud_conv_s8_dw_body(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
                                       const mcud_conv_s8_params *p, const int32_t tfl)
 {
@@ -591,6 +618,7 @@ MCUD_INLINE void mcud_conv_s8_dw_body(const mcud_view *x, const mcud_view *w, co
     int8_t *yd = (int8_t *)y->data;
     for (int32_t c = 0; c < yc; c++) {
         mcud_dw_channel ch;
+        int32_t doubled = 0;
         if (p->dw != NULL) {
             const int32_t *t = p->dw + c * MCUD_DW_FIELDS;
             ch.bias = t[0];
@@ -599,6 +627,7 @@ MCUD_INLINE void mcud_conv_s8_dw_body(const mcud_view *x, const mcud_view *w, co
             ch.pair[2] = (uint32_t)t[3];
             ch.mid01 = (uint32_t)t[4];
             ch.mid2 = (uint32_t)t[5];
+            doubled = t[6] != 0;
         } else {
             const int8_t *wc = wd + c * w->stride[0];
             int32_t sum = 0, mid[3];
@@ -614,6 +643,13 @@ MCUD_INLINE void mcud_conv_s8_dw_body(const mcud_view *x, const mcud_view *w, co
             ch.bias = (bd != NULL ? bd[c * b->stride[0]] : 0) - zx * sum;
         }
         int32_t hi_route = mcud_dw_requant_of(&ch, p, c, tfl);
+        if (tfl && doubled) { /* route 5 (never on an MVE core: offload.dsp_packings) */
+            const int32_t *t = p->dw + c * MCUD_DW_FIELDS;
+            ch.mult = t[6];
+            ch.k_hi = t[7];
+            ch.r = t[8];
+            hi_route = 5;
+        }
         for (int32_t n = 0; n < yn; n++) {
             const int8_t *xp = xd + n * xn_s + c * xc_s + c0 * xw_s;
             int8_t *yp = yd + n * yn_s + c * yc_s;
@@ -647,36 +683,12 @@ MCUD_INLINE void mcud_conv_s8_dw_body(const mcud_view *x, const mcud_view *w, co
                     for (; oh + 2 <= yh; oh += 2) {
                         const int8_t *top = buf + oh * rw;
                         int8_t *yr = yp + oh * yh_s;
-                        if (tfl) {
-                            if (hi_route == 2) {
-                                mcud_dw_rows2(top, rw, yr, yh_s, yw_s, yw, &ch, 4, p);
-                            } else if (hi_route) {
-                                mcud_dw_rows2(top, rw, yr, yh_s, yw_s, yw, &ch, 3, p);
-                            } else {
-                                mcud_dw_rows2(top, rw, yr, yh_s, yw_s, yw, &ch, 2, p);
-                            }
-                        } else if (hi_route) {
-                            mcud_dw_rows2(top, rw, yr, yh_s, yw_s, yw, &ch, 1, p);
-                        } else {
-                            mcud_dw_rows2(top, rw, yr, yh_s, yw_s, yw, &ch, 0, p);
-                        }
+                        MCUD_DW_ROUTED(mcud_dw_rows2, top, rw, yr, yh_s, yw_s, yw, &ch);
                     }
                 }
                 for (; oh < yh; oh++) {
                     const int8_t *top = buf + oh * sh * rw;
-                    if (tfl) {
-                        if (hi_route == 2) {
-                            mcud_dw_row(top, top + rw, top + 2 * rw, yp + oh * yh_s, yw_s, yw, sw, &ch, 4, p);
-                        } else if (hi_route) {
-                            mcud_dw_row(top, top + rw, top + 2 * rw, yp + oh * yh_s, yw_s, yw, sw, &ch, 3, p);
-                        } else {
-                            mcud_dw_row(top, top + rw, top + 2 * rw, yp + oh * yh_s, yw_s, yw, sw, &ch, 2, p);
-                        }
-                    } else if (hi_route) {
-                        mcud_dw_row(top, top + rw, top + 2 * rw, yp + oh * yh_s, yw_s, yw, sw, &ch, 1, p);
-                    } else {
-                        mcud_dw_row(top, top + rw, top + 2 * rw, yp + oh * yh_s, yw_s, yw, sw, &ch, 0, p);
-                    }
+                    MCUD_DW_ROUTED(mcud_dw_row, top, top + rw, top + 2 * rw, yp + oh * yh_s, yw_s, yw, sw, &ch);
                 }
                 continue;
             }
@@ -705,34 +717,10 @@ MCUD_INLINE void mcud_conv_s8_dw_body(const mcud_view *x, const mcud_view *w, co
                     }
                     int8_t *yr = yp + oh * yh_s;
                     if (oh + 1 == yh) { /* an odd height: the last row alone */
-                        if (tfl) {
-                            if (hi_route == 2) {
-                                mcud_dw_row(buf, buf + rw, buf + 2 * rw, yr, yw_s, yw, 1, &ch, 4, p);
-                            } else if (hi_route) {
-                                mcud_dw_row(buf, buf + rw, buf + 2 * rw, yr, yw_s, yw, 1, &ch, 3, p);
-                            } else {
-                                mcud_dw_row(buf, buf + rw, buf + 2 * rw, yr, yw_s, yw, 1, &ch, 2, p);
-                            }
-                        } else if (hi_route) {
-                            mcud_dw_row(buf, buf + rw, buf + 2 * rw, yr, yw_s, yw, 1, &ch, 1, p);
-                        } else {
-                            mcud_dw_row(buf, buf + rw, buf + 2 * rw, yr, yw_s, yw, 1, &ch, 0, p);
-                        }
+                        MCUD_DW_ROUTED(mcud_dw_row, buf, buf + rw, buf + 2 * rw, yr, yw_s, yw, 1, &ch);
                         break;
                     }
-                    if (tfl) {
-                        if (hi_route == 2) {
-                            mcud_dw_rows2(buf, rw, yr, yh_s, yw_s, yw, &ch, 4, p);
-                        } else if (hi_route) {
-                            mcud_dw_rows2(buf, rw, yr, yh_s, yw_s, yw, &ch, 3, p);
-                        } else {
-                            mcud_dw_rows2(buf, rw, yr, yh_s, yw_s, yw, &ch, 2, p);
-                        }
-                    } else if (hi_route) {
-                        mcud_dw_rows2(buf, rw, yr, yh_s, yw_s, yw, &ch, 1, p);
-                    } else {
-                        mcud_dw_rows2(buf, rw, yr, yh_s, yw_s, yw, &ch, 0, p);
-                    }
+                    MCUD_DW_ROUTED(mcud_dw_rows2, buf, rw, yr, yh_s, yw_s, yw, &ch);
                 }
                 continue;
             }
@@ -760,19 +748,7 @@ MCUD_INLINE void mcud_conv_s8_dw_body(const mcud_view *x, const mcud_view *w, co
                         rows[2] = zrow;
                     }
                 }
-                if (tfl) {
-                    if (hi_route == 2) {
-                        mcud_dw_row(rows[0], rows[1], rows[2], yp + oh * yh_s, yw_s, yw, sw, &ch, 4, p);
-                    } else if (hi_route) {
-                        mcud_dw_row(rows[0], rows[1], rows[2], yp + oh * yh_s, yw_s, yw, sw, &ch, 3, p);
-                    } else {
-                        mcud_dw_row(rows[0], rows[1], rows[2], yp + oh * yh_s, yw_s, yw, sw, &ch, 2, p);
-                    }
-                } else if (hi_route) {
-                    mcud_dw_row(rows[0], rows[1], rows[2], yp + oh * yh_s, yw_s, yw, sw, &ch, 1, p);
-                } else {
-                    mcud_dw_row(rows[0], rows[1], rows[2], yp + oh * yh_s, yw_s, yw, sw, &ch, 0, p);
-                }
+                MCUD_DW_ROUTED(mcud_dw_row, rows[0], rows[1], rows[2], yp + oh * yh_s, yw_s, yw, sw, &ch);
             }
         }
     }

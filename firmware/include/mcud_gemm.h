@@ -99,7 +99,7 @@ void mcud_gemm_f32(const mcud_view *a, const mcud_view *b, const mcud_view *c, c
 void mcud_gemm_s8(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p);
 void mcud_gemm_s8_tfl(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p);
 /* the same on paired weights (see the layout above), no scratch: not on an MVE core, whose VMLADAVs read the plain
- * packing (mcudeploy/offload/wide.py, pair_products) */
+ * packing (mcudeploy/offload/wide.py, dsp_packings) */
 void mcud_gemm_s8_p(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p);
 void mcud_gemm_s8_tfl_p(const mcud_view *a, const mcud_view *b, const mcud_view *y, const mcud_gemm_s8_params *p);
 /* the same with A's rows widened into scratch first (2 (K - K % 4) bytes, word aligned): two SXTB16s fewer for every

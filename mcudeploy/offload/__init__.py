@@ -4,7 +4,7 @@ lifetimes, the placement, the code and the simulator that follow see an ordinary
 
 - scratch.py: kernels whose working memory would raise the arena's peak run a variant without it.
 - wide.py: convolutions whose weights widened to int16 the board's flash cannot also hold run on int8 ones; products
-  read their weights paired where the core has no MVE.
+  and depthwise convolutions pack their constants for the DSP kernels where the core has no MVE.
 - tiles.py: the latency objective's convolutions take their scratch in tiles (each weight read once a tile).
 - sram.py: the latency objective's constants copied to SRAM where the first region has room beside the arena.
 - moves.py: the mechanism of swap: an idle tensor copied to another region and back (Copy nodes;
@@ -18,6 +18,6 @@ lifetimes, the placement, the code and the simulator that follow see an ordinary
 from mcudeploy.offload.moves import Stay, move, stays
 from mcudeploy.offload.scratch import fit_scratch
 from mcudeploy.offload.tiles import tile_convolutions
-from mcudeploy.offload.wide import fit_wide_weights, pair_products
+from mcudeploy.offload.wide import dsp_packings, fit_wide_weights
 
-__all__ = ["Stay", "fit_scratch", "fit_wide_weights", "move", "pair_products", "stays", "tile_convolutions"]
+__all__ = ["Stay", "dsp_packings", "fit_scratch", "fit_wide_weights", "move", "stays", "tile_convolutions"]

@@ -61,12 +61,14 @@ def fit_wide_weights(graph: Graph, board: Board) -> Graph:
                                      for n in graph.nodes))
 
 
-def pair_products(graph: Graph, board: Board) -> Graph:
-    """``graph`` with "paired" = 1 on every int8 product of constant weights whose kernel without scratch reads them
-    paired (mcud_gemm_s8_p: ops/gemm.py, pairs_fit), on a core without MVE: an MVE core's VMLADAVs read the plain
-    packing, faster there. The same bytes of flash either way. (The kernels with scratch pair wherever the weights
-    fit: no MVE core gives a product scratch, Gemm.scratch_pays.)"""
+def dsp_packings(graph: Graph, board: Board) -> Graph:
+    """``graph`` with "dsp" = 1 on every product and convolution where the board's core has no MVE: their constants
+    are then packed for the scalar DSP kernels in ways an MVE core's kernels do not read. A product without scratch
+    reads its weights paired (mcud_gemm_s8*_p: ops/gemm.py, pairs_fit; with scratch it pairs on any core, no MVE core
+    giving a product scratch, Gemm.scratch_pays); a TFLite depthwise convolution's channel table holds twice its
+    weights and bias where its requantization can take the doubled route (ops/conv.py, _dw_channels). The same bytes
+    of flash either way."""
     if "mve" in board.features:
         return graph
-    return graph.replace(nodes=tuple(n.with_(attrs={**n.attrs, "paired": 1}) if n.op == "Gemm" and "paired" not in
+    return graph.replace(nodes=tuple(n.with_(attrs={**n.attrs, "dsp": 1}) if n.op in ("Gemm", "Conv") and "dsp" not in
                                      n.attrs else n for n in graph.nodes))

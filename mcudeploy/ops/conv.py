@@ -363,7 +363,9 @@ class Conv(Op):
         fn = "mcud_conv_s8_dw" if g.depthwise else "mcud_conv_s8"
         if requant.arithmetic(graph) == "tflite":
             fn += "_tfl"
-        table = _dw_channels(graph, node, zx) if g.depthwise and _dw_fast(g) else None
+        doubled = requant.arithmetic(graph) == "tflite" and bool(node.attr("dsp", 0))  # offload.dsp_packings
+        table = _dw_channels(graph, node, zx, (mult, shift, zy) if doubled else None) \
+            if g.depthwise and _dw_fast(g) else None
         return Call(fn, views, Struct.of(
             "mcud_conv_s8_params", **common, in_zero_point=zx, out_zero_point=zy, act_min=lo, act_max=hi,
             mult=mults, shift=shifts, **({"dw": Array("int32_t", table)} if table is not None else {})))
@@ -509,7 +511,7 @@ def _dw_row_bytes(g: Geometry) -> int:
     return ((g.out_hw[1] - 1) * g.stride[1] + 4 + 3) & ~3
 
 
-DW_FIELDS = 6  # MCUD_DW_FIELDS in firmware/include/mcud_conv_dw.h
+DW_FIELDS = 9  # MCUD_DW_FIELDS in firmware/include/mcud_conv_dw.h
 
 
 def _pack16(lo: int, hi: int) -> int:
@@ -518,12 +520,15 @@ def _pack16(lo: int, hi: int) -> int:
     return v - (1 << 32) if v >= 1 << 31 else v
 
 
-def _dw_channels(graph: Graph, node: Node, zx: int) -> Optional[tuple[int, ...]]:
+def _dw_channels(graph: Graph, node: Node, zx: int, doubled=None) -> Optional[tuple[int, ...]]:
     """Per channel of a depthwise convolution on mcud_conv_s8_dw's fast path, what the kernel would
     otherwise work out from the weights at every call: the bias with the input zero point folded in
     (b - zx * sum w) and the weights packed in pairs (w[kh][0], w[kh][2]) per row, (w[0][1], w[1][1])
     and (w[2][1], 0). A cut's pieces call the kernel once each, so this is their fixed cost per
-    channel; None when a folded bias would leave int32 (the kernel then computes as before)."""
+    channel; None when a folded bias would leave int32 (the kernel then computes as before). Then (mult, c, rs) of
+    mcud_requant_tfl_2 where ``doubled`` ((mult, shift, zy) of a TFLite model on a core without MVE:
+    offload.dsp_packings) gives the channel requant.doubled_route, its bias and weights then twice theirs (the sum
+    twice the accumulator: five instructions an output where TFLite's general route takes seven); else (0, 0, 0)."""
     w = graph[node.inputs[1]].data.astype(np.int64)
     bias = _bias(node)
     b = graph[bias].data.astype(np.int64).reshape(-1) if bias else np.zeros(w.shape[0], np.int64)
@@ -533,8 +538,15 @@ def _dw_channels(graph: Graph, node: Node, zx: int) -> Optional[tuple[int, ...]]
         folded = int(b[c]) - zx * int(k.sum())
         if not -(1 << 31) <= folded < 1 << 31:
             return None
+        route = None
+        if doubled is not None:  # the sum is b + sum (x - zx) w, no tap further than 255 from the zero point
+            mult, shift, zy = doubled
+            route = requant.doubled_route(abs(int(b[c])) + 255 * int(np.abs(k).sum()), int(mult[c]), int(shift[c]),
+                                          zy)
+        twice = 2 if route is not None else 1
+        k, folded = twice * k, twice * folded
         out += [folded, *(_pack16(int(k[kh, 0]), int(k[kh, 2])) for kh in range(3)),
-                _pack16(int(k[0, 1]), int(k[1, 1])), _pack16(int(k[2, 1]), 0)]
+                _pack16(int(k[0, 1]), int(k[1, 1])), _pack16(int(k[2, 1]), 0), *(route or (0, 0, 0))]
     assert len(out) == DW_FIELDS * w.shape[0]
     return tuple(out)
 

@@ -485,8 +485,8 @@ class _Product(Op):
         w_kn = w.T if lay.trans_b else w
         scratch = self.scratch(graph, node)
         # paired where they fit: with scratch always (no MVE core gives a product scratch), without it where the board's
-        # core has no MVE (offload.pair_products)
-        paired = bool(scratch or node.attr("paired", 0)) and pairs_fit(w_kn)
+        # core has no MVE (offload.dsp_packings)
+        paired = bool(scratch or node.attr("dsp", 0)) and pairs_fit(w_kn)
         packed = pack_weights(w_kn, paired)
         # B reaches the kernel packed (flash holds it once): no view of it, the kernel takes K and N
         # from A and Y.

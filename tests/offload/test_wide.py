@@ -62,7 +62,7 @@ def test_the_host_keeps_every_copy_and_marks_nothing(model):
 
 
 def test_products_read_paired_weights_where_the_core_has_no_mve(tmp_path):
-    """offload.pair_products: on a core without MVE every constant int8 product reads its weights paired where they
+    """offload.dsp_packings: on a core without MVE every constant int8 product reads its weights paired where they
     fit (mcud_gemm_s8*_p without scratch, _a16p with), on an MVE core none does (its VMLADAVs read the plain packing);
     a folder loads back to the same kernels (project.load_project decides it again from the board)."""
     from pathlib import Path
@@ -74,7 +74,7 @@ def test_products_read_paired_weights_where_the_core_has_no_mve(tmp_path):
     model = Path(__file__).resolve().parents[1] / "keras_corpus" / "dscnn_gap-int8.tflite"
 
     def products(compiled):
-        return {n.name: (n.attr("paired", 0), registry.get(n.op).kernel(compiled.graph, n).fn)
+        return {n.name: (n.attr("dsp", 0), registry.get(n.op).kernel(compiled.graph, n).fn)
                 for n in compiled.graph.nodes if n.op == "Gemm"}
 
     m4 = products(compile_model(str(model), "qemu-m4"))

@@ -91,6 +91,35 @@ def test_fast_paths_are_bit_exact(tmp_path, case, route):
 
 
 @needs_gcc
+@pytest.mark.parametrize("case", FAST_CASES, ids=[c[0] for c in FAST_CASES])
+def test_the_doubled_route_is_bit_exact(tmp_path, case):
+    """A TFLite model's depthwise convolution on a core without MVE (offload.dsp_packings: "dsp"): the channel table
+    holds twice the bias and weights and mcud_requant_tfl_2's constants where requant.doubled_route takes the channel
+    (route 5), the others as they were (a channel whose scale is 1 here: a shift below 32); bit for bit with TFLite's
+    arithmetic in numpy."""
+    from mcudeploy.ops.conv import DW_FIELDS
+
+    _, x_shape, attrs = case
+    graph, node, x = dw_graph(x_shape, attrs={**attrs, "dsp": 1}, seed=6, s_y=0.05)
+    c = x_shape[1]
+    tensors = dict(graph.tensors)
+    w, b = tensors["w"], tensors["b"]
+    s_w = np.array(w.quant.scale)
+    s_w[-1] = 0.05 / 0.03 * 1.5  # one channel's multiplier above 1: off the doubled route
+    tensors["w"] = constant("w", w.data, Quant(tuple(s_w), (0,) * c, 0))
+    tensors["b"] = constant("b", b.data, Quant(tuple(0.03 * s_w), (0,) * c, 0))
+    graph = replace(graph, tensors=tensors, arithmetic="tflite")
+    call = check(tmp_path, graph, node, x)
+    table = np.array(dict(call.params.fields)["dw"].values).reshape(c, DW_FIELDS)
+    doubled = table[:, 6] != 0
+    assert doubled[:-1].all() and not doubled[-1]
+    assert np.all(table[doubled, 0] % 2 == 0)  # twice the folded bias
+    plain = CONV.kernel(replace(graph, nodes=(node.with_(attrs={k: v for k, v in node.attrs.items() if k != "dsp"}),)),
+                        node.with_(attrs={k: v for k, v in node.attrs.items() if k != "dsp"}))
+    assert not np.any(np.array(dict(plain.params.fields)["dw"].values).reshape(c, DW_FIELDS)[:, 6])
+
+
+@needs_gcc
 def test_mixed_shifts_and_exact_ties(tmp_path):
     """Per-channel shifts on both sides of 33; weights of +-1 and a zero bias make exact halves."""
     graph, node, x = dw_graph((1, 6, 6, 6), attrs={"pads": [1, 1, 1, 1]}, seed=4)

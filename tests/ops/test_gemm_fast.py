@@ -207,7 +207,7 @@ def _random_gemms(rng, arithmetic: str, count: int = 6) -> Graph:
     scratch (mcud_gemm_s8*_p on paired weights, its rows of A widened on the fly; mcud_gemm_s8* at j % 6 == 5) and the
     others with it (mcud_gemm_s8*_a16p on paired weights; mcud_gemm_s8*_a16 at j % 6 == 1). At j % 6 == 1 and 5 an odd
     column's weight -128 beside a negative one, which the paired packing cannot hold (pairs_fit). Every node pairs where
-    it can, as offload.pair_products has a core without MVE do. With TFLite's arithmetic every other Gemm has a column whose output is its zero
+    it can, as offload.dsp_packings has a core without MVE do. With TFLite's arithmetic every other Gemm has a column whose output is its zero
     point (a vanishing scale) and one off the doubled route (an accumulator past 2^30 that is not saturated, or a scale
     near 1), among enough columns that rq2 keeps them; of the others, those at j % 6 == 3 have one weight scale for
     every column (rq2's one multiplier, hoisted out of the loop)."""
@@ -237,7 +237,7 @@ def _random_gemms(rng, arithmetic: str, count: int = 6) -> Graph:
             tensors[f"b{j}"] = constant(f"b{j}", b, Quant(tuple(s_a * s_w), (0,) * n, 0))
         tensors[f"y{j}"] = Tensor(f"y{j}", (1, n), "int8", "output",
                                   Quant((float(rng.uniform(0.02, 0.2)),), (int(rng.integers(-10, 10)),)))
-        attrs = {"transB": int(trans_b), "paired": 1, **({"scratch": 0} if j % 3 == 2 else {})}
+        attrs = {"transB": int(trans_b), "dsp": 1, **({"scratch": 0} if j % 3 == 2 else {})}
         nodes.append(Node(f"fc{j}", "Gemm", (f"a{j}", f"w{j}", f"b{j}"), (f"y{j}",), attrs))
         inputs.append(f"a{j}")
         outputs.append(f"y{j}")
