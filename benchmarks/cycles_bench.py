@@ -43,7 +43,7 @@ from mcudeploy.boards import load_board  # noqa: E402
 from mcudeploy.device.traced import trace_model  # noqa: E402
 from mcudeploy.estimate.cores import RANGES  # noqa: E402
 from mcudeploy.estimate.cycles import estimate_cycles, estimate_range, milliseconds, target_for  # noqa: E402
-from mcudeploy.estimate.stand_in import EMULATED, emulator_for, latency_budget  # noqa: E402
+from mcudeploy.device.stand_in import EMULATED, emulator_for, latency_budget  # noqa: E402
 from mcudeploy.objective import Objective  # noqa: E402
 from mcudeploy.compile import compile_model  # noqa: E402
 from mcudeploy.device.runner import timed_nodes  # noqa: E402

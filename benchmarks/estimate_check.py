@@ -11,7 +11,7 @@ outside CMSIS-NN's share in that run are counted with CMSIS-NN's code, not TVM's
 
 The second board, another core: EK-RA6M4 (Renesas RA6M4, Cortex-M33 at 200 MHz), TensorFlow Lite Micro with
 CMSIS-NN, 50.57 / 162.36 / 246.18 / 4.61 ms (issue 42's figures). CMSIS-NN's kernels are built for the Cortex-M33
-and traced on qemu-an505 (its SSRAM standing in for the board's SRAM, as mcudeploy/estimate/stand_in.py does), and
+and traced on qemu-an505 (its SSRAM standing in for the board's SRAM, as mcudeploy/device/stand_in.py does), and
 weighted for the board as data (AS_DATA: mcudeploy has no board file for it, having no PlatformIO platform to build
 for Renesas RA offline): the Cortex-M33 timings of mcudeploy/estimate/cores.py, three code-flash wait cycles (Renesas
 FSP, ra/fsp/src/bsp/mcu/ra6m4/bsp_feature.h: three above 150 MHz) and the flash cache on (FSP's start-up turns it on,
@@ -43,7 +43,7 @@ import cycles_bench  # noqa: E402
 from cmsis_nn import checkout, how  # noqa: E402
 from mcudeploy.boards import load_board  # noqa: E402
 from mcudeploy.estimate.cycles import Target, estimate_cycles, estimate_range, milliseconds, target_for  # noqa: E402
-from mcudeploy.estimate.stand_in import first_region  # noqa: E402
+from mcudeploy.device.stand_in import first_region  # noqa: E402
 from mcudeploy.memory import areas  # noqa: E402
 from mcudeploy.frontend import import_model  # noqa: E402
 from mcudeploy.compile import lower  # noqa: E402

@@ -34,7 +34,7 @@ from estimate_check import cmsis_estimate  # noqa: E402
 from mcudeploy.boards import load_board  # noqa: E402
 from mcudeploy.compile import lower  # noqa: E402
 from mcudeploy.errors import MCUDeployError  # noqa: E402
-from mcudeploy.estimate.stand_in import EMULATED  # noqa: E402
+from mcudeploy.device.stand_in import EMULATED  # noqa: E402
 from mcudeploy.frontend import import_model  # noqa: E402
 
 CORPUS = ROOT / "tests" / "keras_corpus"

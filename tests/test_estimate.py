@@ -133,7 +133,7 @@ def test_the_emulator_of_a_published_board_has_its_first_region():
     NUCLEO-U575ZI-Q's 768 KB less the stack; an emulator with room is taken as it is. Each takes the real board's
     flash data cache, which decides the latency plan's tiles (none where the real board runs with its caches off:
     NUCLEO-H7A3ZI-Q and NUCLEO-U575ZI-Q at their reset clocks)."""
-    from mcudeploy.estimate.stand_in import emulator_for
+    from mcudeploy.device.stand_in import emulator_for
     from mcudeploy.memory import areas
     from mcudeploy.offload.tiles import cache_bytes
 

@@ -113,7 +113,7 @@ class BoardTarget:
 
     def compile(self, fast_memory=None, earlier={}, stand_for: Optional[str] = None):
         """The model compiled for the board with the request's options, checked to fit it; with ``stand_for`` (measure
-        --estimate-for), planned as that real board would plan it (mcudeploy/estimate/stand_in.py)."""
+        --estimate-for), planned as that real board would plan it (mcudeploy/device/stand_in.py)."""
         from mcudeploy.compile import compile_model
 
         shapes, options = plan_options(self.request)
@@ -122,7 +122,7 @@ class BoardTarget:
         if stand_for is not None:
             from mcudeploy.boards import load_board
             from mcudeploy.estimate.cycles import target_for
-            from mcudeploy.estimate.stand_in import latency_budget, stand_in
+            from mcudeploy.device.stand_in import latency_budget, stand_in
 
             real, emulated = load_board(stand_for), load_board(board)
             target_for(real, emulated)  # another core or a board that is not real: refused before compiling

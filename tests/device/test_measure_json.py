@@ -119,7 +119,7 @@ def test_estimate_for_a_board_of_another_core_is_one_sentence(tmp_path):
 
 
 def test_estimate_for_plans_a_model_as_the_real_board_would(tmp_path, need_qemu):
-    """A model file measured with --estimate-for is planned for that board (mcudeploy/estimate/stand_in.py): the
+    """A model file measured with --estimate-for is planned for that board (mcudeploy/device/stand_in.py): the
     latency objective's budget is its first region, not the emulator's 4 MB, and the constants its kernels read go
     to SRAM where that region has room, so the trace sees no read of them in flash."""
     from mcudeploy.boards import load_board
