@@ -619,8 +619,13 @@ MCUD_INLINE void mcud_conv_s8_dw_body(const mcud_view *x, const mcud_view *w, co
     for (int32_t c = 0; c < yc; c++) {
         mcud_dw_channel ch;
         int32_t doubled = 0;
-        if (p->dw != NULL) {
-            const int32_t *t = p->dw + c * MCUD_DW_FIELDS;
+        const int32_t *t = p->dw != NULL ? p->dw + c * MCUD_DW_FIELDS : NULL;
+#if MCUD_HAVE_MVE
+        if (t != NULL && t[6] != 0) {
+            t = NULL; /* a channel doubled for the DSP path's route 5, which the MVE kernels do not take: from w and b */
+        }
+#endif
+        if (t != NULL) {
             ch.bias = t[0];
             ch.pair[0] = (uint32_t)t[1];
             ch.pair[1] = (uint32_t)t[2];
@@ -643,8 +648,7 @@ MCUD_INLINE void mcud_conv_s8_dw_body(const mcud_view *x, const mcud_view *w, co
             ch.bias = (bd != NULL ? bd[c * b->stride[0]] : 0) - zx * sum;
         }
         int32_t hi_route = mcud_dw_requant_of(&ch, p, c, tfl);
-        if (tfl && doubled) { /* route 5 (never on an MVE core: offload.dsp_packings) */
-            const int32_t *t = p->dw + c * MCUD_DW_FIELDS;
+        if (tfl && doubled) { /* route 5 (offload.dsp_packings gives it to cores without MVE only) */
             ch.mult = t[6];
             ch.k_hi = t[7];
             ch.r = t[8];

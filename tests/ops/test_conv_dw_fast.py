@@ -369,3 +369,25 @@ def test_random_depthwise_on_qemu_equal_the_host(tmp_path, board, arithmetic, ne
     result = run_on_board(compiled, samples, workdir=tmp_path / "p")
     same, lines = compare_with_host(compiled, result.outputs, samples)
     assert same, lines
+
+
+@pytest.mark.qemu
+def test_a_table_doubled_for_the_dsp_path_gives_the_same_bits_on_an_mve_core(tmp_path, need_qemu):
+    """A plan whose depthwise tables hold doubled channels (offload.dsp_packings' "dsp", here set by hand: a plan made
+    for a core without MVE) built for qemu-m55: the MVE kernels work those channels out from the weights instead
+    (mcud_conv_dw.h), so the outputs are still the host's, which takes route 5."""
+    from mcudeploy import check as mcheck
+    from mcudeploy.check.against_host import compare_with_host
+    from mcudeploy.compile import compile_graph
+    from mcudeploy.device.runner import run_on_board
+    from mcudeploy.ops.conv import DW_FIELDS
+
+    graph = _random_depthwise(np.random.default_rng(11), "tflite")
+    graph = replace(graph, nodes=tuple(n.with_(attrs={**n.attrs, "dsp": 1}) for n in graph.nodes))
+    compiled = compile_graph(graph, "qemu-m55", name="dws")
+    tables = [dict(CONV.kernel(compiled.graph, n).params.fields).get("dw") for n in compiled.graph.nodes]
+    assert any(t is not None and np.any(np.array(t.values).reshape(-1, DW_FIELDS)[:, 6]) for t in tables)
+    samples = mcheck.random_inputs(compiled.graph, 2, seed=9)
+    result = run_on_board(compiled, samples, workdir=tmp_path / "p")
+    same, lines = compare_with_host(compiled, result.outputs, samples)
+    assert same, lines
