@@ -90,15 +90,16 @@ def _plan_options(p: argparse.ArgumentParser, tune: bool = False) -> None:
     p.add_argument("--objective", choices=BOARD_OBJECTIVES + SYSTEM_OBJECTIVES, metavar="OBJECTIVE",
                    help="what the plan is for. One board: memory (default), the least arena; latency, the fastest "
                         "plan whose arena fits --memory-budget or else the board's first region (kernels keep their "
-                        "scratch unless it must go to fit); balanced, the fastest within 1.25x the memory "
+                        "scratch unless it must go to fit; the constants they read copied to SRAM where room is "
+                        "left); balanced, the fastest within 1.25x the memory "
                         "objective's arena" + ("; tune: memory, the least arena within --max-overhead, or latency, "
                                                "the least measured ticks within the budget" if tune else
                                                ". A system (-b SYSTEM): throughput (default), the least bottleneck "
                                                "over --stages stages; fit, the fewest stages whose weights and arena "
                                                "fit their chips"))
     p.add_argument("--memory-budget", metavar="BYTES",
-                   help="with --objective latency or balanced: the bytes the arena may take in the board's first "
-                        "region (65536, 64K; default: the region, less the stack)")
+                   help="with --objective latency or balanced: the bytes the arena (and latency's constants in SRAM) "
+                        "may take in the board's first region (65536, 64K; default: the region, less the stack)")
     if not tune:
         p.add_argument("--time-limit", type=float, default=SCHEDULE_TIME_LIMIT, metavar="S",
                        help="effort the schedule method may spend, in seconds of work on an idle machine (CP-SAT's "

@@ -18,7 +18,9 @@
  * v = (x0, x1, x2, x3), sxtb16(v) = (x0, x2) and its ror8 form (x1, x3) meet the weight pair
  * (w0, w2) in one SMLAD each, the middle taps (x1 for the first, x2 for the second) in one
  * 16x16 multiply-accumulate each. Requantization takes the 32-bit route of mcud_requant_hi_r
- * when the channel's shift is in [33, 62] and mcud_requant otherwise, both exact.
+ * when the channel's shift is in [33, 62] and mcud_requant otherwise, both exact; a TFLite model's channel whose table
+ * holds twice its weights and bias (cores without MVE: mcudeploy/offload/wide.py, dsp_packings) takes
+ * mcud_requant_tfl_2 on the doubled sum (route 5 of mcud_dw_out).
  *
  * What a channel needs besides its input (the bias with the zero point folded in, the weights in
  * pairs) comes precomputed from flash when p->dw is given (mcudeploy/ops/conv.py, _dw_channels):

@@ -382,8 +382,8 @@ typedef struct {
 
 /* Every quad of a row (left of them) into s0..s3, A read at P (moved past them: O1 bytes a quad, 4 for A's bytes, 8
  * for its widened pairs in x16; O2 and O3 twice and three times O1, literal offsets of the asm) and the packed
- * weights at wp (moved past them): STEP (GEMM_S8_QUAD, GEMM_S8_QUAD16, or GEMM_S8_PAIR16 on paired weights) four
- * quads a turn, then two and one as left has them. */
+ * weights at wp (moved past them): STEP (GEMM_S8_QUAD, GEMM_S8_QUAD16, or on paired weights GEMM_S8_PAIRQ and
+ * GEMM_S8_PAIR16) four quads a turn, then two and one as left has them. */
 #define GEMM_S8_QUADS_ALL(STEP, P, O1, O2, O3)                                 \
     do {                                                                       \
         for (int32_t q = left >> 2; q > 0; q--) {                              \
