@@ -72,7 +72,19 @@ typedef struct {
     int32_t blocks;         /* 2 or more (with w16, an even count of output channels): the scratch holds that
                                many blocks of MCUD_CONV_FAST_PIXELS columns, a tile, whose every pixel meets a pair of
                                output channels before the next pair (mcud_conv_fast_tile); else one block */
+    const int32_t *live;    /* or NULL: the output channel each channel of the w16 kernels writes (live_n of them,
+                               in order; their weights, bias and requantization constants above hold only these),
+                               the others having no weight but 0: each writes the one value dead_y[j] at every
+                               pixel, at channel dead[j] (dead_n of them; mcudeploy/ops/conv.py, _live) */
+    int32_t live_n;
+    const int32_t *dead;
+    const int8_t *dead_y;
+    int32_t dead_n;
 } mcud_conv_s8_fast_params;
+
+/* Where the block kernels' output channel oc (an index into the params' per-channel arrays) lies: ysc apart, or at
+ * p->live[oc]'s place where some channels have no weight but 0. */
+#define MCUD_FAST_YC(oc, ysc, p) (((p)->live != NULL ? (p)->live[oc] : (oc)) * (ysc))
 
 #define MCUD_FAST_RQ 4 /* int32 per output channel in mcud_conv_s8_fast_params.rq */
 
@@ -263,14 +275,14 @@ MCUD_INLINE void mcud_conv_fast_out8_any(int32_t a00, int32_t a10, int32_t a20, 
                                          int32_t a21, int32_t a31, int8_t *o0, int8_t *o1, int8_t *o2, int8_t *o3,
                                          int32_t oc, int32_t ysc, const int32_t *rq, const mcud_conv_s8_fast_params *p)
 {
-    o0[oc * ysc] = mcud_conv_fast_out_any(a00, rq, p);
-    o1[oc * ysc] = mcud_conv_fast_out_any(a10, rq, p);
-    o2[oc * ysc] = mcud_conv_fast_out_any(a20, rq, p);
-    o3[oc * ysc] = mcud_conv_fast_out_any(a30, rq, p);
-    o0[(oc + 1) * ysc] = mcud_conv_fast_out_any(a01, rq + MCUD_FAST_RQ, p);
-    o1[(oc + 1) * ysc] = mcud_conv_fast_out_any(a11, rq + MCUD_FAST_RQ, p);
-    o2[(oc + 1) * ysc] = mcud_conv_fast_out_any(a21, rq + MCUD_FAST_RQ, p);
-    o3[(oc + 1) * ysc] = mcud_conv_fast_out_any(a31, rq + MCUD_FAST_RQ, p);
+    o0[MCUD_FAST_YC(oc, ysc, p)] = mcud_conv_fast_out_any(a00, rq, p);
+    o1[MCUD_FAST_YC(oc, ysc, p)] = mcud_conv_fast_out_any(a10, rq, p);
+    o2[MCUD_FAST_YC(oc, ysc, p)] = mcud_conv_fast_out_any(a20, rq, p);
+    o3[MCUD_FAST_YC(oc, ysc, p)] = mcud_conv_fast_out_any(a30, rq, p);
+    o0[MCUD_FAST_YC(oc + 1, ysc, p)] = mcud_conv_fast_out_any(a01, rq + MCUD_FAST_RQ, p);
+    o1[MCUD_FAST_YC(oc + 1, ysc, p)] = mcud_conv_fast_out_any(a11, rq + MCUD_FAST_RQ, p);
+    o2[MCUD_FAST_YC(oc + 1, ysc, p)] = mcud_conv_fast_out_any(a21, rq + MCUD_FAST_RQ, p);
+    o3[MCUD_FAST_YC(oc + 1, ysc, p)] = mcud_conv_fast_out_any(a31, rq + MCUD_FAST_RQ, p);
 }
 
 /* Two pairs (four int16) at byte offset `off` of p: one LDRD on cores with the DSP extension
@@ -367,10 +379,10 @@ MCUD_INLINE void mcud_conv_fast_gemm4(const int16_t *cols, int8_t *const *yp, in
             MCUD_GEMM4_STEP(wa, c);
             wa += 4;
         }
-        int8_t *o0 = flat ? y0 + oc * ysc : yp[0] + oc * ysc;
-        int8_t *o1 = flat ? y0 + oc * ysc + ysw : yp[1] + oc * ysc;
-        int8_t *o2 = flat ? y0 + oc * ysc + 2 * ysw : yp[2] + oc * ysc;
-        int8_t *o3 = flat ? y0 + oc * ysc + 3 * ysw : yp[3] + oc * ysc;
+        int8_t *o0 = flat ? y0 + MCUD_FAST_YC(oc, ysc, p) : yp[0] + MCUD_FAST_YC(oc, ysc, p);
+        int8_t *o1 = flat ? y0 + MCUD_FAST_YC(oc, ysc, p) + ysw : yp[1] + MCUD_FAST_YC(oc, ysc, p);
+        int8_t *o2 = flat ? y0 + MCUD_FAST_YC(oc, ysc, p) + 2 * ysw : yp[2] + MCUD_FAST_YC(oc, ysc, p);
+        int8_t *o3 = flat ? y0 + MCUD_FAST_YC(oc, ysc, p) + 3 * ysw : yp[3] + MCUD_FAST_YC(oc, ysc, p);
         if (has_rq) {
             const int32_t mult = rq[1], k = rq[2], r1 = rq[3];
             *o0 = mcud_conv_fast_out_rq(a0, mult, k, r1, p);
@@ -449,14 +461,14 @@ MCUD_INLINE void mcud_conv_fast_out8(int32_t a00, int32_t a10, int32_t a20, int3
                                      int32_t a21, int32_t a31, int8_t *o0, int8_t *o1, int8_t *o2, int8_t *o3,
                                      int32_t oc, int32_t ysc, const mcud_conv_s8_fast_params *p)
 {
-    o0[oc * ysc] = mcud_conv_fast_out(a00, oc, p);
-    o1[oc * ysc] = mcud_conv_fast_out(a10, oc, p);
-    o2[oc * ysc] = mcud_conv_fast_out(a20, oc, p);
-    o3[oc * ysc] = mcud_conv_fast_out(a30, oc, p);
-    o0[(oc + 1) * ysc] = mcud_conv_fast_out(a01, oc + 1, p);
-    o1[(oc + 1) * ysc] = mcud_conv_fast_out(a11, oc + 1, p);
-    o2[(oc + 1) * ysc] = mcud_conv_fast_out(a21, oc + 1, p);
-    o3[(oc + 1) * ysc] = mcud_conv_fast_out(a31, oc + 1, p);
+    o0[MCUD_FAST_YC(oc, ysc, p)] = mcud_conv_fast_out(a00, oc, p);
+    o1[MCUD_FAST_YC(oc, ysc, p)] = mcud_conv_fast_out(a10, oc, p);
+    o2[MCUD_FAST_YC(oc, ysc, p)] = mcud_conv_fast_out(a20, oc, p);
+    o3[MCUD_FAST_YC(oc, ysc, p)] = mcud_conv_fast_out(a30, oc, p);
+    o0[MCUD_FAST_YC(oc + 1, ysc, p)] = mcud_conv_fast_out(a01, oc + 1, p);
+    o1[MCUD_FAST_YC(oc + 1, ysc, p)] = mcud_conv_fast_out(a11, oc + 1, p);
+    o2[MCUD_FAST_YC(oc + 1, ysc, p)] = mcud_conv_fast_out(a21, oc + 1, p);
+    o3[MCUD_FAST_YC(oc + 1, ysc, p)] = mcud_conv_fast_out(a31, oc + 1, p);
 }
 
 /* The last output channel of an odd count (oc) for n (1 or 2) pixels of the scratch from column i0: four weights a
@@ -485,15 +497,15 @@ MCUD_INLINE void mcud_conv_fast_last(const int16_t *cols, int32_t i0, int32_t n,
     }
     if (rq != NULL) {
         rq += oc * MCUD_FAST_RQ;
-        y0[oc * ysc] = mcud_conv_fast_out_any(a0, rq, p);
+        y0[MCUD_FAST_YC(oc, ysc, p)] = mcud_conv_fast_out_any(a0, rq, p);
         if (n == 2) {
-            y1[oc * ysc] = mcud_conv_fast_out_any(a1, rq, p);
+            y1[MCUD_FAST_YC(oc, ysc, p)] = mcud_conv_fast_out_any(a1, rq, p);
         }
         return;
     }
-    y0[oc * ysc] = mcud_conv_fast_out(a0, oc, p);
+    y0[MCUD_FAST_YC(oc, ysc, p)] = mcud_conv_fast_out(a0, oc, p);
     if (n == 2) {
-        y1[oc * ysc] = mcud_conv_fast_out(a1, oc, p);
+        y1[MCUD_FAST_YC(oc, ysc, p)] = mcud_conv_fast_out(a1, oc, p);
     }
 }
 
@@ -654,35 +666,35 @@ MCUD_INLINE void mcud_conv_fast_quads(const int16_t *cols, int8_t *const *yo, in
 #if MCUD_HAVE_DSP && defined(__GNUC__)
         if (p->rq2 != NULL && p->act_min == -128 && p->act_max == 127) { /* in assembly: MCUD_RQ2_PAIR_ASM */
             int32_t m = rq[1], c = rq[2], rs = rq[3];
-            MCUD_RQ2_PAIR_ASM(a00, a10, m, c, rs, o0[oc * ysc], o1[oc * ysc]);
-            MCUD_RQ2_PAIR_ASM(a20, a30, m, c, rs, o2[oc * ysc], o3[oc * ysc]);
+            MCUD_RQ2_PAIR_ASM(a00, a10, m, c, rs, o0[MCUD_FAST_YC(oc, ysc, p)], o1[MCUD_FAST_YC(oc, ysc, p)]);
+            MCUD_RQ2_PAIR_ASM(a20, a30, m, c, rs, o2[MCUD_FAST_YC(oc, ysc, p)], o3[MCUD_FAST_YC(oc, ysc, p)]);
             MCUD_AFTER_STORES(a01); /* the second channel's constants read after the first's outputs (no spills) */
             m = rq[MCUD_FAST_RQ + 1], c = rq[MCUD_FAST_RQ + 2], rs = rq[MCUD_FAST_RQ + 3];
-            MCUD_RQ2_PAIR_ASM(a01, a11, m, c, rs, o0[(oc + 1) * ysc], o1[(oc + 1) * ysc]);
-            MCUD_RQ2_PAIR_ASM(a21, a31, m, c, rs, o2[(oc + 1) * ysc], o3[(oc + 1) * ysc]);
+            MCUD_RQ2_PAIR_ASM(a01, a11, m, c, rs, o0[MCUD_FAST_YC(oc + 1, ysc, p)], o1[MCUD_FAST_YC(oc + 1, ysc, p)]);
+            MCUD_RQ2_PAIR_ASM(a21, a31, m, c, rs, o2[MCUD_FAST_YC(oc + 1, ysc, p)], o3[MCUD_FAST_YC(oc + 1, ysc, p)]);
             continue;
         }
 #endif
         if (has_rq) { /* one output after another (eight at once would spill), each channel's constants read once */
             int32_t mult = rq[1], k = rq[2], r1 = rq[3];
-            o0[oc * ysc] = mcud_conv_fast_out_rq(a00, mult, k, r1, p);
+            o0[MCUD_FAST_YC(oc, ysc, p)] = mcud_conv_fast_out_rq(a00, mult, k, r1, p);
             MCUD_AFTER_STORES(a10);
-            o1[oc * ysc] = mcud_conv_fast_out_rq(a10, mult, k, r1, p);
+            o1[MCUD_FAST_YC(oc, ysc, p)] = mcud_conv_fast_out_rq(a10, mult, k, r1, p);
             MCUD_AFTER_STORES(a20);
-            o2[oc * ysc] = mcud_conv_fast_out_rq(a20, mult, k, r1, p);
+            o2[MCUD_FAST_YC(oc, ysc, p)] = mcud_conv_fast_out_rq(a20, mult, k, r1, p);
             MCUD_AFTER_STORES(a30);
-            o3[oc * ysc] = mcud_conv_fast_out_rq(a30, mult, k, r1, p);
+            o3[MCUD_FAST_YC(oc, ysc, p)] = mcud_conv_fast_out_rq(a30, mult, k, r1, p);
             MCUD_AFTER_STORES(a01);
             mult = rq[5];
             k = rq[6];
             r1 = rq[7];
-            o0[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a01, mult, k, r1, p);
+            o0[MCUD_FAST_YC(oc + 1, ysc, p)] = mcud_conv_fast_out_rq(a01, mult, k, r1, p);
             MCUD_AFTER_STORES(a11);
-            o1[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a11, mult, k, r1, p);
+            o1[MCUD_FAST_YC(oc + 1, ysc, p)] = mcud_conv_fast_out_rq(a11, mult, k, r1, p);
             MCUD_AFTER_STORES(a21);
-            o2[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a21, mult, k, r1, p);
+            o2[MCUD_FAST_YC(oc + 1, ysc, p)] = mcud_conv_fast_out_rq(a21, mult, k, r1, p);
             MCUD_AFTER_STORES(a31);
-            o3[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a31, mult, k, r1, p);
+            o3[MCUD_FAST_YC(oc + 1, ysc, p)] = mcud_conv_fast_out_rq(a31, mult, k, r1, p);
         } else {
             mcud_conv_fast_out8(a00, a10, a20, a30, a01, a11, a21, a31, o0, o1, o2, o3, oc, ysc, p);
         }
@@ -701,22 +713,22 @@ MCUD_INLINE void mcud_conv_fast_pair_out(int32_t a00, int32_t a01, int32_t a10, 
                                          const mcud_conv_s8_fast_params *p)
 {
     if (rq != NULL) {
-        y0[oc * ysc] = mcud_conv_fast_out_any(a00, rq, p);
+        y0[MCUD_FAST_YC(oc, ysc, p)] = mcud_conv_fast_out_any(a00, rq, p);
         if (n == 2) {
-            y1[oc * ysc] = mcud_conv_fast_out_any(a10, rq, p);
+            y1[MCUD_FAST_YC(oc, ysc, p)] = mcud_conv_fast_out_any(a10, rq, p);
         }
         MCUD_BARRIER(); /* keeps GCC from loading the second channel's constants early (fewer spills) */
-        y0[(oc + 1) * ysc] = mcud_conv_fast_out_any(a01, rq + MCUD_FAST_RQ, p);
+        y0[MCUD_FAST_YC(oc + 1, ysc, p)] = mcud_conv_fast_out_any(a01, rq + MCUD_FAST_RQ, p);
         if (n == 2) {
-            y1[(oc + 1) * ysc] = mcud_conv_fast_out_any(a11, rq + MCUD_FAST_RQ, p);
+            y1[MCUD_FAST_YC(oc + 1, ysc, p)] = mcud_conv_fast_out_any(a11, rq + MCUD_FAST_RQ, p);
         }
         return;
     }
-    y0[oc * ysc] = mcud_conv_fast_out(a00, oc, p);
-    y0[(oc + 1) * ysc] = mcud_conv_fast_out(a01, oc + 1, p);
+    y0[MCUD_FAST_YC(oc, ysc, p)] = mcud_conv_fast_out(a00, oc, p);
+    y0[MCUD_FAST_YC(oc + 1, ysc, p)] = mcud_conv_fast_out(a01, oc + 1, p);
     if (n == 2) {
-        y1[oc * ysc] = mcud_conv_fast_out(a10, oc, p);
-        y1[(oc + 1) * ysc] = mcud_conv_fast_out(a11, oc + 1, p);
+        y1[MCUD_FAST_YC(oc, ysc, p)] = mcud_conv_fast_out(a10, oc, p);
+        y1[MCUD_FAST_YC(oc + 1, ysc, p)] = mcud_conv_fast_out(a11, oc + 1, p);
     }
 }
 
@@ -779,14 +791,14 @@ MCUD_INLINE void mcud_conv_fast_tile(const int16_t *cols, int32_t m, int32_t tai
                 continue;
             }
             if (has_rq) {
-                o0[oc * ysc] = mcud_conv_fast_out_rq(a00, k[1], k[2], k[3], p);
-                o1[oc * ysc] = mcud_conv_fast_out_rq(a10, k[1], k[2], k[3], p);
-                o2[oc * ysc] = mcud_conv_fast_out_rq(a20, k[1], k[2], k[3], p);
-                o3[oc * ysc] = mcud_conv_fast_out_rq(a30, k[1], k[2], k[3], p);
-                o0[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a01, k[5], k[6], k[7], p);
-                o1[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a11, k[5], k[6], k[7], p);
-                o2[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a21, k[5], k[6], k[7], p);
-                o3[(oc + 1) * ysc] = mcud_conv_fast_out_rq(a31, k[5], k[6], k[7], p);
+                o0[MCUD_FAST_YC(oc, ysc, p)] = mcud_conv_fast_out_rq(a00, k[1], k[2], k[3], p);
+                o1[MCUD_FAST_YC(oc, ysc, p)] = mcud_conv_fast_out_rq(a10, k[1], k[2], k[3], p);
+                o2[MCUD_FAST_YC(oc, ysc, p)] = mcud_conv_fast_out_rq(a20, k[1], k[2], k[3], p);
+                o3[MCUD_FAST_YC(oc, ysc, p)] = mcud_conv_fast_out_rq(a30, k[1], k[2], k[3], p);
+                o0[MCUD_FAST_YC(oc + 1, ysc, p)] = mcud_conv_fast_out_rq(a01, k[5], k[6], k[7], p);
+                o1[MCUD_FAST_YC(oc + 1, ysc, p)] = mcud_conv_fast_out_rq(a11, k[5], k[6], k[7], p);
+                o2[MCUD_FAST_YC(oc + 1, ysc, p)] = mcud_conv_fast_out_rq(a21, k[5], k[6], k[7], p);
+                o3[MCUD_FAST_YC(oc + 1, ysc, p)] = mcud_conv_fast_out_rq(a31, k[5], k[6], k[7], p);
             } else {
                 mcud_conv_fast_out8(a00, a10, a20, a30, a01, a11, a21, a31, o0, o1, o2, o3, oc, ysc, p);
             }
@@ -831,13 +843,31 @@ MCUD_INLINE void mcud_conv_fast_gemm1(const int16_t *cols, int8_t *y0, int32_t o
             wa += 4;
             c += 16;
         }
-        y0[oc * ysc] = mcud_conv_fast_out(a0, oc, p);
+        y0[MCUD_FAST_YC(oc, ysc, p)] = mcud_conv_fast_out(a0, oc, p);
     }
 }
 
 #if MCUD_HAVE_MVE
 #include "mcud_conv_mve.h"
 #endif
+
+/* The output channels whose weights are all 0 (p->dead: their sums are their bias at every pixel), each its one value
+ * (p->dead_y) at every pixel of y. */
+MCUD_INLINE void mcud_conv_fast_dead(const mcud_view *y, const mcud_conv_s8_fast_params *p)
+{
+    mcud_fast_dims Y = mcud_fast_dims_of(y);
+    for (int32_t j = 0; j < p->dead_n; j++) {
+        const int8_t v = p->dead_y[j];
+        for (int32_t n = 0; n < Y.n; n++) {
+            int8_t *yc = (int8_t *)y->data + n * Y.sn + p->dead[j] * Y.sc;
+            for (int32_t oh = 0; oh < Y.h; oh++) {
+                for (int32_t ow = 0; ow < Y.w; ow++) {
+                    yc[oh * Y.sh + ow * Y.sw] = v;
+                }
+            }
+        }
+    }
+}
 
 /* The im2col + SMLAD product over every output pixel, in blocks of MCUD_CONV_FAST_PIXELS, with the columns
  * in cols (4 * kpad int16, 4-byte aligned): mcud_conv_s8_fast's scratch, or mcud_conv_s8_direct's stack. */
@@ -848,7 +878,8 @@ MCUD_INLINE void mcud_conv_fast_blocks(const mcud_view *x, const mcud_view *w, c
     int32_t kh_n = w->ndim >= 4 ? w->shape[2] : 1;
     int32_t kw_n = w->shape[w->ndim - 1];
     int32_t k = X.c * kh_n * kw_n;
-    const int32_t tiled = p->blocks > 1 && p->w16 != NULL && Y.c % 2 == 0;
+    const int32_t oc_n = p->live != NULL ? p->live_n : Y.c; /* the channels the kernels below compute */
+    const int32_t tiled = p->blocks > 1 && p->w16 != NULL && oc_n % 2 == 0;
     const int32_t blocks = tiled ? p->blocks : 1;
     for (int32_t i = 0; i < MCUD_CONV_FAST_PIXELS * blocks; i++) {
         for (int32_t kk = k; kk < p->kpad; kk++) {
@@ -877,7 +908,7 @@ MCUD_INLINE void mcud_conv_fast_blocks(const mcud_view *x, const mcud_view *w, c
                     oh++;
                 }
             }
-            mcud_conv_fast_tile(cols, m, tail, yt, yt[0], Y.sw, flat, Y.c, Y.sc, p);
+            mcud_conv_fast_tile(cols, m, tail, yt, yt[0], Y.sw, flat, oc_n, Y.sc, p);
             left -= m + tail;
         }
         for (; left > 0; left -= MCUD_CONV_FAST_PIXELS) {
@@ -893,15 +924,15 @@ MCUD_INLINE void mcud_conv_fast_blocks(const mcud_view *x, const mcud_view *w, c
                     }
                 }
                 if (m == MCUD_CONV_FAST_PIXELS) {
-                    mcud_conv_fast_quads(cols, yp, y0, Y.sw, flat, Y.c, Y.sc, p);
+                    mcud_conv_fast_quads(cols, yp, y0, Y.sw, flat, oc_n, Y.sc, p);
                     continue;
                 }
                 int32_t i = 0;
                 for (; i + 2 <= m; i += 2) {
-                    mcud_conv_fast_pairs(cols, i, 2, yp[i], yp[i + 1], Y.c, Y.sc, p);
+                    mcud_conv_fast_pairs(cols, i, 2, yp[i], yp[i + 1], oc_n, Y.sc, p);
                 }
                 if (i < m) {
-                    mcud_conv_fast_pairs(cols, i, 1, yp[i], yp[i], Y.c, Y.sc, p);
+                    mcud_conv_fast_pairs(cols, i, 1, yp[i], yp[i], oc_n, Y.sc, p);
                 }
                 continue;
             }
@@ -914,7 +945,7 @@ MCUD_INLINE void mcud_conv_fast_blocks(const mcud_view *x, const mcud_view *w, c
                         oh++;
                     }
                 }
-                mcud_conv_fast_gemm4(cols, yp, y0, Y.sw, 1, Y.c, Y.sc, p);
+                mcud_conv_fast_gemm4(cols, yp, y0, Y.sw, 1, oc_n, Y.sc, p);
                 continue;
             }
             for (int32_t i = 0; i < m; i++) {
@@ -926,7 +957,7 @@ MCUD_INLINE void mcud_conv_fast_blocks(const mcud_view *x, const mcud_view *w, c
                 }
             }
             if (m == 1) {
-                mcud_conv_fast_gemm1(cols, yp[0], Y.c, Y.sc, p);
+                mcud_conv_fast_gemm1(cols, yp[0], oc_n, Y.sc, p);
                 continue;
             }
             /* A tail block of two or three pixels repeats its last one in the columns left, stored
@@ -940,9 +971,10 @@ MCUD_INLINE void mcud_conv_fast_blocks(const mcud_view *x, const mcud_view *w, c
                 mcud_conv_fast_repeat(cols, 2, p);
                 yp[3] = yp[2];
             }
-            mcud_conv_fast_gemm4(cols, yp, yn, 0, 0, Y.c, Y.sc, p);
+            mcud_conv_fast_gemm4(cols, yp, yn, 0, 0, oc_n, Y.sc, p);
         }
     }
+    mcud_conv_fast_dead(y, p); /* last: a pointwise layer may run in place, its input read block by block above */
 }
 
 /* int8 Conv, group 1, on NCHW views (rank 4, or rank 3 read as H = 1). The weights come from
@@ -953,8 +985,10 @@ MCUD_INLINE void mcud_conv_s8_fast(const mcud_view *x, const mcud_view *w, const
 {
     (void)b;
 #if MCUD_HAVE_MVE
-    mcud_conv_s8_fast_mve(x, w, y, p, scratch); /* int8 columns, 16 MACs a vector (mcud_conv_mve.h) */
-    return;
+    if (p->live == NULL) { /* (params made for a core without MVE may leave channels out: the block kernels below) */
+        mcud_conv_s8_fast_mve(x, w, y, p, scratch); /* int8 columns, 16 MACs a vector (mcud_conv_mve.h) */
+        return;
+    }
 #endif
     mcud_conv_fast_blocks(x, w, y, p, (int16_t *)scratch);
 }
@@ -979,8 +1013,9 @@ MCUD_INLINE void mcud_conv_direct_edge(const int8_t *xn, const mcud_fast_dims *X
     int32_t kh0, kh1, kw0, kw1;
     mcud_fast_taps(ih, p->dilation[0], W->h, X->h, &kh0, &kh1);
     mcud_fast_taps(iw, p->dilation[1], W->w, X->w, &kw0, &kw1);
-    for (int32_t oc = 0; oc < oc_n; oc++) {
-        uint32_t a = (uint32_t)p->bias_raw[oc];
+    for (int32_t k = 0; k < oc_n; k++) { /* k: the params' channel, oc: the output's and the weights' */
+        const int32_t oc = p->live != NULL ? p->live[k] : k;
+        uint32_t a = (uint32_t)p->bias_raw[k];
         for (int32_t c = 0; c < X->c; c++) {
             for (int32_t kh = kh0; kh < kh1; kh++) {
                 const int8_t *xr = xn + c * X->sc + (ih + kh * p->dilation[0]) * X->sh + iw * X->sw;
@@ -990,7 +1025,7 @@ MCUD_INLINE void mcud_conv_direct_edge(const int8_t *xn, const mcud_fast_dims *X
                 }
             }
         }
-        yp[oc * ysc] = mcud_conv_fast_out((int32_t)a, oc, p);
+        yp[oc * ysc] = mcud_conv_fast_out((int32_t)a, k, p);
     }
 }
 
@@ -1089,24 +1124,24 @@ MCUD_INLINE void mcud_conv_direct_sums4(const int8_t *x0, int32_t sc, int32_t c0
 /* Output channel oc's sums over input channels [c0, c0 + c_n) of four adjacent pixels of a row whose windows start at
  * x0 (channel c0's), added to a: mcud_conv_direct_row3 where its weights exist and the rows' bytes are contiguous. */
 MCUD_INLINE void mcud_conv_direct_acc4(const int8_t *x0, int32_t sc, int32_t sw, int32_t c0, int32_t c_n,
-                                       int32_t c_all, int32_t dh, int32_t dw, int32_t step, int32_t oc,
+                                       int32_t c_all, int32_t dh, int32_t dw, int32_t step, int32_t oc, int32_t k,
                                        const int8_t *wd, const mcud_fast_dims *W, const mcud_conv_s8_fast_params *p,
                                        int32_t *a)
 {
     if (p->w3 != NULL && sw == 1) {
-        mcud_conv_direct_row3(x0, sc, c0, c_n, c_all, W->h, dh, oc, p, a);
+        mcud_conv_direct_row3(x0, sc, c0, c_n, c_all, W->h, dh, k, p, a);
         return;
     }
     mcud_conv_direct_sums4(x0, sc, c0, c_n, dh, dw, step, oc, wd, W, a);
 }
 
-MCUD_INLINE void mcud_conv_direct_store4(const int32_t *a, int8_t *y0, int32_t oc, const mcud_fast_dims *Y,
+MCUD_INLINE void mcud_conv_direct_store4(const int32_t *a, int8_t *y0, int32_t oc, int32_t k, const mcud_fast_dims *Y,
                                          const mcud_conv_s8_fast_params *p)
 {
-    y0[oc * Y->sc] = mcud_conv_fast_out(a[0], oc, p);
-    y0[oc * Y->sc + Y->sw] = mcud_conv_fast_out(a[1], oc, p);
-    y0[oc * Y->sc + 2 * Y->sw] = mcud_conv_fast_out(a[2], oc, p);
-    y0[oc * Y->sc + 3 * Y->sw] = mcud_conv_fast_out(a[3], oc, p);
+    y0[oc * Y->sc] = mcud_conv_fast_out(a[0], k, p);
+    y0[oc * Y->sc + Y->sw] = mcud_conv_fast_out(a[1], k, p);
+    y0[oc * Y->sc + 2 * Y->sw] = mcud_conv_fast_out(a[2], k, p);
+    y0[oc * Y->sc + 3 * Y->sw] = mcud_conv_fast_out(a[3], k, p);
 }
 
 /* The windows of four adjacent pixels of a row, input channels [c0, c0 + c_n), copied into strip with the input zero
@@ -1151,7 +1186,7 @@ MCUD_INLINE void mcud_conv_s8_direct(const mcud_view *x, const mcud_view *w, con
     const int32_t dh = p->dilation[0] * X.sh, dw = p->dilation[1] * X.sw, step = p->stride[1] * X.sw;
     (void)b;
 #if MCUD_HAVE_MVE
-    if (mcud_conv_s8_direct_mve(x, w, y, p)) { /* columns on the stack, 16 MACs a vector (mcud_conv_mve.h) */
+    if (p->live == NULL && mcud_conv_s8_direct_mve(x, w, y, p)) { /* columns on the stack, 16 MACs a vector (mcud_conv_mve.h) */
         return;
     }
 #endif
@@ -1167,6 +1202,8 @@ MCUD_INLINE void mcud_conv_s8_direct(const mcud_view *x, const mcud_view *w, con
                                 ? (MCUD_DIRECT_COLS / per_c < X.c ? MCUD_DIRECT_COLS / per_c : X.c)
                                 : 0; /* channels a strip holds */
     int8_t *strip = (int8_t *)on_stack;
+    const int32_t oc_n = p->live != NULL ? p->live_n : Y.c; /* k below: the params' channel, oc the output's */
+    mcud_conv_fast_dead(y, p); /* (this path never runs in place) */
     for (int32_t n = 0; n < Y.n; n++) {
         const int8_t *xn = (const int8_t *)x->data + n * X.sn;
         int8_t *yn = (int8_t *)y->data + n * Y.sn;
@@ -1181,35 +1218,37 @@ MCUD_INLINE void mcud_conv_s8_direct(const mcud_view *x, const mcud_view *w, con
                 const int32_t row_strip = p->w3 != NULL && X.sw != 1 && strip_c == X.c; /* all channels, once */
                 if (in && !row_strip) {
                     const int8_t *x0 = xn + ih * X.sh + iw * X.sw;
-                    for (int32_t oc = 0; oc < Y.c; oc++) {
-                        int32_t a[4] = {p->bias[oc], p->bias[oc], p->bias[oc], p->bias[oc]};
-                        mcud_conv_direct_acc4(x0, X.sc, X.sw, 0, X.c, X.c, dh, dw, step, oc, wd, &W, p, a);
-                        mcud_conv_direct_store4(a, y0, oc, &Y, p);
+                    for (int32_t k = 0; k < oc_n; k++) {
+                        const int32_t oc = p->live != NULL ? p->live[k] : k;
+                        int32_t a[4] = {p->bias[k], p->bias[k], p->bias[k], p->bias[k]};
+                        mcud_conv_direct_acc4(x0, X.sc, X.sw, 0, X.c, X.c, dh, dw, step, oc, k, wd, &W, p, a);
+                        mcud_conv_direct_store4(a, y0, oc, k, &Y, p);
                     }
                     continue;
                 }
                 if (strip_c == 0) { /* not one channel fits: pixel by pixel */
                     for (int32_t i = 0; i < 4; i++) {
-                        mcud_conv_direct_edge(xn, &X, wd, &W, ih, iw + i * p->stride[1], y0 + i * Y.sw, Y.c, Y.sc, p);
+                        mcud_conv_direct_edge(xn, &X, wd, &W, ih, iw + i * p->stride[1], y0 + i * Y.sw, oc_n, Y.sc, p);
                     }
                     continue;
                 }
-                for (int32_t oc = 0; oc < Y.c; oc++) {
-                    int32_t a[4] = {p->bias[oc], p->bias[oc], p->bias[oc], p->bias[oc]};
+                for (int32_t k = 0; k < oc_n; k++) {
+                    const int32_t oc = p->live != NULL ? p->live[k] : k;
+                    int32_t a[4] = {p->bias[k], p->bias[k], p->bias[k], p->bias[k]};
                     for (int32_t c0 = 0; c0 < X.c; c0 += strip_c) {
                         const int32_t c_n = X.c - c0 < strip_c ? X.c - c0 : strip_c;
-                        if (oc == 0 || strip_c < X.c) { /* one strip for every output channel where it holds all */
+                        if (k == 0 || strip_c < X.c) { /* one strip for every output channel where it holds all */
                             mcud_conv_direct_strip(xn, &X, W.h, span, c0, c_n, ih, iw, p, strip);
                         }
                         mcud_conv_direct_acc4(strip, per_c, 1, c0, c_n, X.c, span, p->dilation[1], p->stride[1], oc,
-                                              wd, &W, p, a);
+                                              k, wd, &W, p, a);
                     }
-                    mcud_conv_direct_store4(a, y0, oc, &Y, p);
+                    mcud_conv_direct_store4(a, y0, oc, k, &Y, p);
                 }
             }
             for (int32_t ow = 0; Y.w < 4 && ow < Y.w; ow++) { /* a row narrower than a block */
                 const int32_t iw = ow * p->stride[1] - p->pad[1];
-                mcud_conv_direct_edge(xn, &X, wd, &W, ih, iw, yn + oh * Y.sh + ow * Y.sw, Y.c, Y.sc, p);
+                mcud_conv_direct_edge(xn, &X, wd, &W, ih, iw, yn + oh * Y.sh + ow * Y.sw, oc_n, Y.sc, p);
             }
         }
     }

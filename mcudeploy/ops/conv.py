@@ -404,14 +404,21 @@ class Conv(Op):
         bias; or, for a node whose "scratch" attribute is 0, mcud_conv_s8_direct (same params, no
         working memory, slower: it is chosen where the scratch would raise the arena's peak)."""
         w4 = graph[node.inputs[1]].data.astype(np.int64).reshape(g.cout, g.cin, *g.kernel)
-        hwc = g.cin % 4 == 0 and g.kernel != (1, 1)  # the scratch's tap order (mcud_conv_fast_col)
-        w = (w4.transpose(0, 2, 3, 1) if hwc else w4).reshape(g.cout, -1)
-        kpad = _kpad(g)
-        padded = np.zeros((g.cout, kpad), np.int64)
-        padded[:, :w.shape[1]] = w
-        packed = padded.reshape(g.cout, kpad // 4, 4)[:, :, [0, 2, 1, 3]].reshape(-1)
         bias = _bias(node)
         b = graph[bias].data.astype(np.int64) if bias else np.zeros(g.cout, np.int64)
+        live = _live(graph, node, w4, b, mults.values, shifts.values, zy, lo, hi)
+        if live.dead:
+            keep = np.array(live.live)
+            w4, b = w4[keep], b[keep]
+            mults = Array("int32_t", tuple(mults.values[i] for i in live.live))
+            shifts = Array("int32_t", tuple(shifts.values[i] for i in live.live))
+        cout = w4.shape[0]
+        hwc = g.cin % 4 == 0 and g.kernel != (1, 1)  # the scratch's tap order (mcud_conv_fast_col)
+        w = (w4.transpose(0, 2, 3, 1) if hwc else w4).reshape(cout, -1)
+        kpad = _kpad(g)
+        padded = np.zeros((cout, kpad), np.int64)
+        padded[:, :w.shape[1]] = w
+        packed = padded.reshape(cout, kpad // 4, 4)[:, :, [0, 2, 1, 3]].reshape(-1)
         folded = b - zx * w.sum(axis=1)
         require(bool(np.all(np.abs(folded) < 2**31)), "the Conv bias with the input zero point folded in "
                                                       "overflows int32")
@@ -427,8 +434,43 @@ class Conv(Op):
                 w4.reshape(-1, 3), ((0, 0), (0, 1))).reshape(-1))),
             mult=mults, shift=shifts, rq=rq, rq2=rq2, rq2_off=int(rq2 != 0 and 0 in rq2.values[1::FAST_RQ]),
             w16=Array("int16_t", _w16(padded * twice)) if _wide(node) else 0,
-            **({"blocks": _blocks(node, g)} if scratch and _blocks(node, g) > 1 else {})),
+            **({"blocks": _blocks(node, g)} if scratch and _blocks(node, g) > 1 else {}), **live.fields()),
             scratch=_scratch_bytes(g) * _blocks(node, g) if scratch else 0)
+
+
+@dataclass(frozen=True)
+class Live:
+    """The output channels a convolution's block kernels compute (``live``, in order) and the others (``dead``),
+    whose weights are all 0, with the one value each writes at every pixel (``dead_y``)."""
+    live: tuple[int, ...]
+    dead: tuple[int, ...] = ()
+    dead_y: tuple[int, ...] = ()
+
+    def fields(self) -> dict:
+        """mcud_conv_s8_fast_params' live, live_n, dead, dead_y and dead_n; none where every channel is live."""
+        if not self.dead:
+            return {}
+        return dict(live=Array("int32_t", self.live), live_n=len(self.live), dead=Array("int32_t", self.dead),
+                    dead_y=Array("int8_t", self.dead_y), dead_n=len(self.dead))
+
+
+def _live(graph: Graph, node: Node, w4: np.ndarray, b: np.ndarray, mults, shifts, zy: int, lo: int, hi: int) -> Live:
+    """A channel whose weights are all 0 sums its bias alone, whatever the input: its output is one value, TFLite's
+    (or ONNX's) requantization of the bias, clipped, which mcud_conv_fast_dead writes at every pixel, and the block
+    kernels leave it out (Keras models carry many: VWW's later pointwise layers have 21 to 234 of 128 or 256). Only
+    for the block kernels of the int16 weights (p->w16) on a core without MVE ("dsp": offload.dsp_packings; on an MVE
+    core such params fall back to the block kernels), and where some channel stays live."""
+    every = tuple(range(w4.shape[0]))
+    if not (node.attr("dsp", 0) and _wide(node)):
+        return Live(every)
+    zero = ~np.any(w4.reshape(w4.shape[0], -1), axis=1)
+    if not zero.any() or zero.all():
+        return Live(every)
+    dead = np.flatnonzero(zero)
+    q = requant.requantize_as(graph, b[dead], np.asarray(mults, np.int64)[dead], np.asarray(shifts, np.int64)[dead])
+    values = np.clip(q + zy, lo, hi)
+    return Live(tuple(int(i) for i in np.flatnonzero(~zero)), tuple(int(i) for i in dead),
+                tuple(int(v) for v in values))
 
 
 def _w16(padded: np.ndarray) -> tuple[int, ...]:

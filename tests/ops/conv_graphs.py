@@ -8,15 +8,20 @@ from mcudeploy.ops import registry
 
 
 def int8_conv(x_shape, cout, kernel, attrs, *, seed=0, s_y=0.05, z_x=-9, z_y=4, clip=None, bias=True,
-              w_range=127) -> tuple[Graph, Node, dict]:
+              w_range=127, dead=()) -> tuple[Graph, Node, dict]:
     """An int8 Conv as the QDQ lowering produces it. s_y sets the requantization shifts: the
-    default gives shifts near 39 (mcud_requant_hi); s_y = 1e-4 gives multipliers above 1/2, shifts <= 32."""
+    default gives shifts near 39 (mcud_requant_hi); s_y = 1e-4 gives multipliers above 1/2, shifts <= 32.
+    The output channels in ``dead`` have weights of 0 only (the first of them a bias near 2^30, as Keras leaves
+    such channels: their output is then not the zero point)."""
     rng = np.random.default_rng(seed)
     group = attrs.get("group", 1)
     s_x = 0.03
     s_w = rng.uniform(0.002, 0.01, cout)
     w = rng.integers(-w_range, w_range + 1, (cout, x_shape[1] // group, *kernel)).astype(np.int8)
     b = rng.integers(-5000, 5000, cout).astype(np.int32)
+    if dead:
+        w[list(dead)] = 0
+        b[dead[0]], s_w[dead[0]] = -(1 << 30) + 77, 1e-8
     x = rng.integers(-128, 128, x_shape).astype(np.int8)
     tensors = [Tensor("x", x_shape, "int8", "input", Quant((s_x,), (z_x,))),
                constant("w", w, Quant(tuple(s_w), (0,) * cout, 0))]

@@ -121,6 +121,42 @@ def test_fast_kernel_random_shapes(tmp_path, c, oc, h, w, kh, kw, sh, sw, dh, dw
     np.testing.assert_array_equal(got, run_reference(graph, [values["x"]])[0])
 
 
+# (id, input shape, output channels, kernel, attributes, channels whose weights are all 0)
+DEAD = [
+    ("pointwise", (1, 16, 5, 6), 8, (1, 1), {}, (1, 6)),  # six live: three pairs
+    ("pointwise_odd_live", (1, 12, 3, 5), 7, (1, 1), {}, (0, 3)),  # five live: the last channel alone
+    ("tile", (1, 8, 5, 7), 10, (1, 1), {"tile": 3}, (2, 9)),  # eight live in tiles of three blocks
+    ("tile_odd_live", (1, 8, 5, 7), 10, (1, 1), {"tile": 3}, (4,)),  # nine live: no tiles
+    ("3x3_pad_direct", (1, 4, 7, 6), 6, (3, 3), {"pads": [1, 1, 1, 1], "scratch": 0}, (5, 0)),  # stack columns
+    ("3x3_beyond_stack", (1, 8, 6, 9), 5, (3, 3), {"pads": [1, 1, 1, 1], "scratch": 0}, (2,)),  # row3, edges
+    ("5x5_beyond_stack", (1, 3, 13, 16), 4, (5, 5), {"strides": [1, 2], "pads": [2, 2, 2, 2], "scratch": 0},
+     (3, 1)),  # the generic sums, the strip
+]
+
+
+@needs_gcc
+@pytest.mark.parametrize("case", DEAD, ids=[c[0] for c in DEAD])
+@pytest.mark.parametrize("layout", ["garbage_around", "channels_last"])
+def test_channels_of_zero_weights_are_left_out_bit_exact(tmp_path, case, layout):
+    """A channel whose weights are all 0 (Keras leaves many, with biases near 2^30) writes one value at every pixel
+    (mcud_conv_fast_dead) and the block kernels compute the others only (p->live): in quads, pairs, the odd last
+    channel, tiles, and the direct kernel from its stack columns and beyond them; on a core without MVE ("dsp")."""
+    _, x_shape, cout, kernel, attrs, dead = case
+    graph, node, values = int8_conv(x_shape, cout, kernel, {**attrs, "dsp": 1}, seed=len(case[0]), dead=dead)
+    call = registry.get("Conv").kernel(graph, node)
+    live = [c for c in range(cout) if c not in dead]
+    assert field(call, "live").values == tuple(live) and field(call, "live_n") == len(live)
+    assert sorted(field(call, "dead").values) == sorted(dead) and len(field(call, "w16").values) % len(live) == 0
+    assert len(field(call, "bias").values) == len(live)
+    place = {"x": Place(1, channels_last(len(x_shape)) if layout == "channels_last" else None), "y": Place(2)}
+    got = run_kernel(tmp_path, call, graph, values, place)[0]
+    want = run_reference(graph, [values["x"]])[0]
+    np.testing.assert_array_equal(got, want)
+    assert len(set(want[0, dead[0]].ravel().tolist())) == 1 and want[0, dead[0]].ravel()[0] != 4  # not the zero point
+    without = registry.get("Conv").kernel(graph, node.with_(attrs={k: v for k, v in node.attrs.items() if k != "dsp"}))
+    assert "live" not in dict(without.params.fields)  # an MVE core's plan computes every channel
+
+
 @needs_gcc
 @pytest.mark.parametrize("case", CASES + [("3x3_wide", (1, 3, 5, 13), 4, (3, 3), {"pads": [1, 1, 1, 1]})],
                          ids=[c[0] for c in CASES] + ["3x3_wide"])
@@ -171,14 +207,18 @@ def test_direct_kernel_beyond_stack_columns_is_bit_exact(tmp_path, case, layout)
 @needs_gcc
 @pytest.mark.parametrize("shape", [(1, 16, 5, 5), (1, 6, 3, 7), (2, 5, 1, 9), (1, 8, 2, 5), (1, 12, 7, 1)],
                          ids=["kws_like", "odd", "batch2", "tail2", "tail3"])
-def test_pointwise_in_place_is_bit_exact(tmp_path, shape):
+@pytest.mark.parametrize("dead", [False, True], ids=["all_live", "dead"])
+def test_pointwise_in_place_is_bit_exact(tmp_path, shape, dead):
     """A 1x1 group-1 Conv with as many outputs as inputs may write over its input: each block of
     pixels is in the scratch before its outputs are written (a tail block of two or three pixels
-    too, which stores its last pixel more than once)."""
-    graph, node, values = int8_conv(shape, shape[1], (1, 1), {}, seed=4)
+    too, which stores its last pixel more than once); channels of weights 0 (p->live) get their one
+    value after every block."""
+    attrs, gone = ({"dsp": 1}, (1, shape[1] - 2)) if dead else ({}, ())
+    graph, node, values = int8_conv(shape, shape[1], (1, 1), attrs, seed=4, dead=gone)
     op = registry.get("Conv")
+    assert ("live" in dict(op.kernel(graph, node).params.fields)) == dead
     assert op.inplace(graph, node) == 0
-    no_scratch = node.with_(attrs={"scratch": 0})
+    no_scratch = node.with_(attrs={**attrs, "scratch": 0})
     assert op.inplace(graph, no_scratch) is None  # the direct kernel reads every channel after writing
     got = run_kernel(tmp_path, op.kernel(graph, node), graph, values, {"x": Place(1)}, inplace={"y": "x"})[0]
     np.testing.assert_array_equal(got, run_reference(graph, [values["x"]])[0])
@@ -355,6 +395,10 @@ def _random_convs(rng, cin: int, arithmetic: str, kernels=FAST_KERNELS, direct: 
                 s_w[1], b[1] = 2.5e-8, (1 << 30) + int(rng.integers(0, 1000))
             else:
                 s_w[-1] = 2.0
+        if k % 3 == 1 and cout >= 3:  # channels of weights 0 only (p->live), one with a bias near 2^30 as Keras's
+            dead = sorted({cout // 2, cout - 2})
+            wt[dead] = 0
+            b[dead[0]], s_w[dead[0]] = -(1 << 30) + int(rng.integers(0, 1000)), 1e-8
         tensors += [constant(f"w{k}", wt, Quant(tuple(s_w), (0,) * cout, 0)),
                     constant(f"b{k}", b, Quant(tuple(s_x * s_w), (0,) * cout, 0))]
         attrs = {"strides": [int(rng.integers(1, 3)), 1], "pads": [int(v) for v in rng.integers(0, 2, 4)]}
@@ -383,6 +427,7 @@ def test_random_tflite_convs_on_the_host_equal_numpy(tmp_path, seed):
     x = np.random.default_rng(seed + 10).integers(-128, 128, graph["x"].shape).astype(np.int8)
     kinds = set()
     for k, node in enumerate(graph.nodes):
+        node = node.with_(attrs={**node.attrs, "dsp": 1})  # a core without MVE's params (channels left out: p->live)
         y = node.outputs[0]
         one = Graph("one", {n: graph[n] for n in (*node.inputs, y)}, (node,), ("x",), (y,), arithmetic="tflite")
         call = registry.get("Conv").kernel(one, node)
@@ -398,7 +443,8 @@ def test_random_tflite_convs_on_the_host_equal_numpy(tmp_path, seed):
 @pytest.mark.parametrize("board,cin,arithmetic", [("qemu-m4", 5, "onnx"), ("qemu-m7", 8, "tflite")])
 def test_random_fast_convs_on_qemu_equal_the_host(tmp_path, board, cin, arithmetic):
     """The DSP path's block kernel (mcud_conv_fast_quads: four pixels by a pair of channels, its sums and TFLite's
-    requantization in assembly) and the tiles over it, on random convolutions, taps in (c, kh, kw) order (five
+    requantization in assembly) and the tiles over it, channels of weights 0 left out (p->live), on random
+    convolutions, taps in (c, kh, kw) order (five
     channels) and (kh, kw, c) (eight), with ONNX's rounding and TFLite's (one on each core: the assembly is the same
     for both), against the host's C (itself bit for bit with the numpy reference, above)."""
     missing = [t for t in ("qemu-system-arm", ARM) if shutil.which(t) is None]
@@ -413,6 +459,7 @@ def test_random_fast_convs_on_qemu_equal_the_host(tmp_path, board, cin, arithmet
     calls = [registry.get("Conv").kernel(compiled.graph, n) for n in compiled.graph.nodes if n.op == "Conv"]
     assert {c.fn for c in calls} == {"mcud_conv_s8_fast"}
     assert any(dict(c.params.fields).get("blocks", 1) > 1 for c in calls)
+    assert any("live" in dict(c.params.fields) for c in calls)
     # TFLite's rounding: the doubled weights and mcud_requant_tfl_2 (rq2), in assembly after the blocks' sums, and
     # channels off that route (multiplier 0 in rq2) requantized as TFLite does in general
     rq2 = [field(c, "rq2") for c in calls]
@@ -447,6 +494,29 @@ def test_random_direct_convs_on_qemu_equal_the_host(tmp_path, board, cin, arithm
     assert {c.fn for c in calls} == {"mcud_conv_s8_direct"} and all(4 * 2 * field(c, "kpad") > 512 for c in calls)
     assert any(field(c, "w3") != 0 for c in calls)
     samples = check.random_inputs(compiled.graph, 3, seed=6)
+    result = run_on_board(compiled, samples, workdir=tmp_path / "p")
+    same, lines = compare_with_host(compiled, result.outputs, samples)
+    assert same, lines
+
+
+@pytest.mark.qemu
+def test_channels_left_out_for_the_dsp_path_give_the_same_bits_on_an_mve_core(tmp_path):
+    """Params that leave channels of weights 0 out (p->live: "dsp", here set by hand, a plan made for a core without
+    MVE) built for qemu-m55: the convolution takes the block kernels there instead of the MVE ones, which read every
+    channel (mcud_conv_s8_fast, mcud_conv_s8_direct), so the outputs are still the host's."""
+    missing = [t for t in ("qemu-system-arm", ARM) if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"needs {' and '.join(missing)}")
+    from mcudeploy import check
+    from mcudeploy.check.against_host import compare_with_host
+    from mcudeploy.device.runner import run_on_board
+
+    graph = _random_convs(np.random.default_rng(4), 8, "tflite")
+    graph = graph.replace(nodes=tuple(n.with_(attrs={**n.attrs, "dsp": 1}) for n in graph.nodes))
+    compiled = compile_graph(graph, "qemu-m55", name="live", options=CompileOptions(scratch="keep"))
+    calls = [registry.get("Conv").kernel(compiled.graph, n) for n in compiled.graph.nodes if n.op == "Conv"]
+    assert any("live" in dict(c.params.fields) for c in calls)
+    samples = check.random_inputs(compiled.graph, 2, seed=8)
     result = run_on_board(compiled, samples, workdir=tmp_path / "p")
     same, lines = compare_with_host(compiled, result.outputs, samples)
     assert same, lines
