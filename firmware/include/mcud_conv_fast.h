@@ -29,9 +29,11 @@
 #define MCUD_TILE_BLOCKS 16     /* blocks of a tile at the most (p->blocks): its outputs' addresses sit on the stack */
 
 /* Bytes of stack mcud_conv_s8_direct may take for the columns of mcud_conv_s8_fast (4 * kpad int16: kpad up
- * to 64), no more than the depthwise kernel's buffer (MCUD_DW_BUF, 528) or the MVE columns (MCUD_MVE_COLS). */
+ * to 144, a 3x3 kernel on 16 channels or a pointwise one on 144). The firmware's stack is the board's stack_bytes
+ * (4096 on every board file); the shared models' runs under QEMU used at most 1.2 KB of it before this buffer grew
+ * from 512 bytes, and tests/device/test_board_matrix.py checks every run leaves a quarter unused (READ_STACK). */
 #ifndef MCUD_DIRECT_COLS
-#define MCUD_DIRECT_COLS 512
+#define MCUD_DIRECT_COLS 1152
 #endif
 
 typedef struct {
@@ -1165,9 +1167,9 @@ MCUD_INLINE void mcud_conv_direct_strip(const int8_t *xn, const mcud_fast_dims *
 }
 
 /* The same convolution without working memory, for a layer whose scratch would raise the arena's
- * peak (mcudeploy.memory.lifetimes.fit_scratch). Where mcud_conv_s8_fast's columns are small (kpad up to 64:
- * a first layer on few channels, a pointwise one on up to 64) they go on the stack, MCUD_DIRECT_COLS bytes,
- * and the layer runs as mcud_conv_s8_fast: a few hundred bytes of arena are not worth a slower kernel. Else
+ * peak (mcudeploy.memory.lifetimes.fit_scratch). Where mcud_conv_s8_fast's columns are small (kpad up to 144:
+ * a first layer on few channels, a 3x3 one on up to 16, a pointwise one on up to 144) they go on the stack,
+ * MCUD_DIRECT_COLS bytes, and the layer runs as mcud_conv_s8_fast: the stack is reserved anyway. Else
  * straight from the input, four pixels of a row at a time (each weight loaded once for four pixels, the offsets
  * constant; a row's last block ends at its last pixel, over pixels already written with the same values: this
  * kernel never runs in place). A block whose windows leave the input (padding) reads them from a strip on the

@@ -68,6 +68,10 @@ uint64_t mcud_fw_run_model(void);
 void mcud_fw_run_op(uint32_t op, uint32_t repeat, uint64_t *total, uint64_t *min, uint64_t *max);
 /* A fixed loop of 2 instructions per iteration, to relate ticks to instructions. */
 uint64_t mcud_fw_calibrate(uint32_t iterations);
+/* startup.c: the stack's bytes (the link script's _sstack to _estack) and the most of them used since reset, found by the
+ * paint Reset_Handler left below its frame; all of them where the paint is gone to the bottom (an overflow, likely). */
+uint32_t mcud_fw_stack_bytes(void);
+uint32_t mcud_fw_stack_used(void);
 /* What MCUD_OP_BEGIN / MCUD_OP_END call (see mcud_measure.h, generated). */
 int32_t mcud_fw_op_enabled(int32_t op);
 void mcud_fw_op_begin(int32_t op);

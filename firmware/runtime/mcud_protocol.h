@@ -39,6 +39,7 @@ enum {
     MCUD_CMD_EXIT = 0x0A,
     MCUD_CMD_LOAD_INPUT_FILE = 0x0B, /* emulated boards: read input bytes from a host file (semihosting) */
     MCUD_CMD_RUN_LINKED = 0x0C, /* a chip of a chain: take the linked inputs, run, send the linked outputs (link.c) */
+    MCUD_CMD_READ_STACK = 0x0D, /* the stack's size and the most of it used since reset (startup.c's paint) */
     MCUD_CMD_ACK = 0xFD,  /* "working on it": sent before a command that takes long (RUN, RUN_OP, CALIBRATE) */
     MCUD_CMD_BOOT = 0xFE, /* unsolicited, sent once at start-up */
     MCUD_CMD_ERROR = 0xFF

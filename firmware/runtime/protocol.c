@@ -445,6 +445,11 @@ static void handle(uint32_t cmd, uint32_t seq, const uint8_t *in, uint32_t n, ui
             send_frame(reply, seq, 8);
         }
         return;
+    case MCUD_CMD_READ_STACK: /* -> u32 the stack's bytes, u32 the most used since reset */
+        put32(OUT, mcud_fw_stack_bytes());
+        put32(OUT + 4, mcud_fw_stack_used());
+        send_frame(reply, seq, 8);
+        return;
     case MCUD_CMD_RESET:
         send_frame(reply, seq, 0);
         mcud_sys_reset();

@@ -7,7 +7,7 @@
 
 typedef void (*mcud_handler)(void);
 
-extern uint32_t _estack, _sidata, _sdata, _edata, _sbss, _ebss;
+extern uint32_t _sstack, _estack, _sidata, _sdata, _edata, _sbss, _ebss;
 extern const uint32_t __mcud_zero_table_start[], __mcud_zero_table_end[]; /* (address, bytes) pairs */
 int main(void);
 
@@ -37,6 +37,7 @@ __attribute__((section(".isr_vector"), used)) const mcud_handler mcud_vectors[16
 };
 
 #define SCB_VTOR (*(volatile uint32_t *)0xE000ED08u)
+#define MCUD_STACK_PAINT 0xC5A5C5A5u /* a word the stack's unused part holds (mcud_fw_stack_used) */
 #define SCB_CPACR (*(volatile uint32_t *)0xE000ED88u)
 
 void Reset_Handler(void)
@@ -59,8 +60,28 @@ void Reset_Handler(void)
             dst[i] = 0;
         }
     }
+    /* the stack below this frame (64 bytes spare) painted, for mcud_fw_stack_used; no interrupt is on yet */
+    uint32_t *sp;
+    __asm__ volatile("mov %0, sp" : "=r"(sp));
+    for (volatile uint32_t *p = &_sstack; p < sp - 16;) {
+        *p++ = MCUD_STACK_PAINT;
+    }
     main();
     mcud_sys_exit(0);
+}
+
+uint32_t mcud_fw_stack_bytes(void)
+{
+    return (uint32_t)((uintptr_t)&_estack - (uintptr_t)&_sstack);
+}
+
+uint32_t mcud_fw_stack_used(void)
+{
+    const volatile uint32_t *p = &_sstack;
+    while (p < &_estack && *p == MCUD_STACK_PAINT) {
+        p++;
+    }
+    return (uint32_t)((uintptr_t)&_estack - (uintptr_t)p);
 }
 
 void mcud_fault_handler(void)

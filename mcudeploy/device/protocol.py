@@ -37,6 +37,9 @@ Requests and their replies' payloads (run: a u32 run id the host picks for each 
                                                a chain, firmware/runtime/link.c: the inputs of its up link taken,
                                                the model run, the outputs of its down link sent; a link that
                                                fails answers ERROR LINK)
+    READ_STACK   -                          -> u32 the stack's bytes, u32 the most of them used since reset (the
+                                               paint start-up leaves below its frame, firmware/runtime/startup.c;
+                                               all of them where it is gone to the bottom: an overflow, likely)
     ACK          (device)                   -    sent with a request's sequence number before a command
                                                  that takes long (RUN, RUN_OP, CALIBRATE): it is working
     BOOT         (device, unsolicited)      u8 protocol, str board
@@ -83,6 +86,7 @@ class Command(enum.IntEnum):
     EXIT = 0x0A
     LOAD_INPUT_FILE = 0x0B
     RUN_LINKED = 0x0C
+    READ_STACK = 0x0D
     ACK = 0xFD
     BOOT = 0xFE
     ERROR = 0xFF

@@ -20,7 +20,7 @@ from mcudeploy.device.build import Firmware, build_firmware
 from mcudeploy.device.pool import BoardPool, Job
 from mcudeploy.device.protocol import DeviceInfo
 from mcudeploy.device.samples import output_array, sample_bytes
-from mcudeploy.device.session import RunResult, Session
+from mcudeploy.device.session import RunResult, Session, StackUse
 from mcudeploy.device.transport import Transport
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ops import registry
@@ -36,6 +36,7 @@ class BoardRun:
     firmware: Firmware
     op_labels: list[str]
     instructions_per_tick: Optional[float]  # emulated boards: guest instructions per tick
+    stack: Optional[StackUse] = None  # the most of the stack the runs used (of every board of a pool), if told
 
 
 def timed_nodes(compiled) -> list:
@@ -144,7 +145,12 @@ def run_on_board(compiled, samples: Sequence[Mapping[str, np.ndarray]], port: Op
     runs = [r for part in done for r in part[1]]
     info = done[0][2]
     ipt = qemu.instructions_per_tick(board, info.timer_hz) if board.kind == "qemu" else None
-    return BoardRun(outputs, runs, info, firmware, op_labels(compiled), ipt)
+    told = [part[3] for part in done if part[3] is not None]
+    stack = max(told, key=lambda s: s.used) if told else None
+    if stack is not None and stack.overflowed:
+        raise MCUDeployError(f"board {board.name}: the model used all {stack.size:,} B of the firmware's stack, which "
+                             f"likely overflowed into the memory below it (give the board file a larger stack_bytes)")
+    return BoardRun(outputs, runs, info, firmware, op_labels(compiled), ipt, stack)
 
 
 def _run_part(compiled, firmware: Firmware, samples, timeout, bulk: Path, on_sample, on) -> tuple:
@@ -152,9 +158,9 @@ def _run_part(compiled, firmware: Firmware, samples, timeout, bulk: Path, on_sam
 
 
 def _run_samples(compiled, firmware: Firmware, samples, port: Optional[str], timeout: Optional[float], bulk: Path,
-                 flash=None, on_sample: Optional[Callable[[], None]] = None) -> tuple[list, list, DeviceInfo]:
-    """(outputs, runs, the board's info) of ``samples`` in one session on the board behind ``port`` (None:
-    an emulator of its own); ``bulk``: where a local emulator reads the inputs from."""
+                 flash=None, on_sample: Optional[Callable[[], None]] = None) -> tuple:
+    """(outputs, runs, the board's info, its stack's use or None) of ``samples`` in one session on the board behind
+    ``port`` (None: an emulator of its own); ``bulk``: where a local emulator reads the inputs from."""
     graph, board = compiled.graph, compiled.board
     if flash is not None:
         flash(firmware)
@@ -188,7 +194,8 @@ def _run_samples(compiled, firmware: Firmware, samples, port: Optional[str], tim
             log.info("sample %d: %d ticks", k, result.total_ticks)
             if on_sample is not None:
                 on_sample()
-    return outputs, runs, info
+        stack = session.read_stack()
+    return outputs, runs, info, stack
 
 
 def ticks_lines(run: BoardRun) -> list[str]:
@@ -211,4 +218,6 @@ def ticks_lines(run: BoardRun) -> list[str]:
     totals = [r.total_ticks for r in run.runs]
     unit = f"1 tick = {ipt:g} guest instructions (QEMU -icount)" if ipt else f"1 tick = 1 cycle at {hz:,} Hz"
     lines.append(f"total ticks over {len(totals)} sample(s): {min(totals):,} .. {max(totals):,}; {unit}")
+    if run.stack is not None:
+        lines.append(run.stack.describe())
     return lines

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import random
+import struct
 import time
 from dataclasses import dataclass
 from typing import Optional, Sequence
@@ -44,6 +45,30 @@ RUN_TIMEOUT = 300.0
 PATIENCE_FACTOR = 20.0
 PATIENCE_FLOOR = 30.0
 BACKOFF_CAP = 8  # a silent attempt doubles the next one's wait, up to this many times the first's
+
+
+class Refused(MCUDeployError):
+    """The board answered a request with ERROR (``code``: protocol.ErrorCode)."""
+
+    def __init__(self, message: str, code: int):
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class StackUse:
+    """READ_STACK's answer: the firmware's stack and the most of it used since the board started."""
+    size: int
+    used: int
+
+    @property
+    def overflowed(self) -> bool:
+        return self.used >= self.size
+
+    def describe(self) -> str:
+        if self.overflowed:
+            return f"stack: all {self.size:,} B used (it likely overflowed into the memory below it)"
+        return f"stack: at most {self.used:,} of {self.size:,} B used"
 
 
 class NoAnswer(MCUDeployError):
@@ -156,7 +181,7 @@ class Session:
                     if code in P.RETRYABLE:
                         resend = f"the board received a damaged request ({message})"
                     elif frame.seq == seq:
-                        raise MCUDeployError(f"board {self.board} refused {command.name}: {message}")
+                        raise Refused(f"board {self.board} refused {command.name}: {message}", code)
                 elif frame.seq != seq:
                     log.debug("board %s: skipping a stale frame (command 0x%02x, seq %d)", self.board,
                               frame.command, frame.seq)
@@ -289,6 +314,20 @@ class Session:
             return P.unpack_u64s(self.request(P.Command.CALIBRATE, P.pack_calibrate(iterations)), 1)[0]
         except P.FrameError as exc:
             raise MCUDeployError(f"board {self.board} sent a malformed CALIBRATE reply ({exc})") from None
+
+    def read_stack(self) -> Optional[StackUse]:
+        """The stack's size and the most of it used since the board started; None from firmware without READ_STACK."""
+        try:
+            payload = self.request(P.Command.READ_STACK)
+        except Refused as exc:
+            if exc.code == P.ErrorCode.UNKNOWN_COMMAND:
+                return None
+            raise
+        try:
+            size, used = struct.unpack_from("<II", payload)
+        except struct.error:
+            raise MCUDeployError(f"board {self.board} sent a malformed READ_STACK reply ({len(payload)} bytes)") from None
+        return StackUse(size, used)
 
     def echo(self, data: bytes) -> bytes:
         return self.request(P.Command.ECHO, data)

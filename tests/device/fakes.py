@@ -32,6 +32,7 @@ class FakeDevice:
         self.loaded = False
         self.run_id = 0
         self.run_valid = False
+        self.stack = None  # READ_STACK's payload (bytes), or None: firmware from before the command (UNKNOWN_COMMAND)
         # faults
         self.corrupt_replies = 0    # flip a byte of the next N replies (their CRC fails)
         self.truncate_replies = 0   # send only the first half of the next N replies
@@ -184,6 +185,8 @@ class FakeDevice:
             self._send(P.Frame(reply, f.seq, struct.pack("<QQQ", t * repeat, t, t)))
         elif f.command == P.Command.ECHO:
             self._send(P.Frame(reply, f.seq, p))
+        elif f.command == P.Command.READ_STACK and self.stack is not None:
+            self._send(P.Frame(reply, f.seq, self.stack))
         else:
             self._send(P.Frame(P.Command.ERROR, f.seq, bytes([P.ErrorCode.UNKNOWN_COMMAND]) +
                                P.pack_string("unknown command")))

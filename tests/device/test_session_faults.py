@@ -2,6 +2,7 @@
 sentence, within the timeout; never a hang."""
 from __future__ import annotations
 
+import struct
 import time
 
 import pytest
@@ -157,3 +158,20 @@ def test_a_board_frozen_after_starting_a_run_is_named_after_its_learnt_patience(
     text = str(err.value)
     assert "started RUN but gave no result within 0.5 s" in text and "times the longest" in text
     assert one_sentence(text)
+
+
+def test_read_stack_answers_its_use_none_from_older_firmware_and_one_sentence_when_malformed():
+    """READ_STACK: the stack's size and the most used; firmware without the command answers UNKNOWN_COMMAND (None);
+    a reply of the wrong length is one sentence naming the board."""
+    dev = FakeDevice()
+    s = session(dev)
+    assert s.read_stack() is None
+    dev.stack = struct.pack("<II", 4096, 1720)
+    use = s.read_stack()
+    assert (use.size, use.used, use.overflowed) == (4096, 1720, False) and "1,720 of 4,096 B" in use.describe()
+    dev.stack = struct.pack("<II", 4096, 4096)
+    assert s.read_stack().overflowed and "overflowed" in s.read_stack().describe()
+    dev.stack = b"\x00\x10\x00"
+    with pytest.raises(MCUDeployError) as err:
+        s.read_stack()
+    assert "fake-board" in str(err.value) and "READ_STACK" in str(err.value) and one_sentence(str(err.value))

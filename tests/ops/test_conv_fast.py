@@ -38,6 +38,7 @@ from conformance.test_int8_cases import conv as conv_case  # noqa: E402
 from conformance.test_int8_cases import quantized  # noqa: E402
 
 ARM = "arm-none-eabi-gcc"
+DIRECT_COLS = 1152  # MCUD_DIRECT_COLS in firmware/include/mcud_conv_fast.h: the direct kernel's stack columns, bytes
 needs_arm = pytest.mark.skipif(shutil.which(ARM) is None, reason="arm-none-eabi-gcc is not installed")
 
 
@@ -128,8 +129,8 @@ DEAD = [
     ("tile", (1, 8, 5, 7), 10, (1, 1), {"tile": 3}, (2, 9)),  # eight live in tiles of three blocks
     ("tile_odd_live", (1, 8, 5, 7), 10, (1, 1), {"tile": 3}, (4,)),  # nine live: no tiles
     ("3x3_pad_direct", (1, 4, 7, 6), 6, (3, 3), {"pads": [1, 1, 1, 1], "scratch": 0}, (5, 0)),  # stack columns
-    ("3x3_beyond_stack", (1, 8, 6, 9), 5, (3, 3), {"pads": [1, 1, 1, 1], "scratch": 0}, (2,)),  # row3, edges
-    ("5x5_beyond_stack", (1, 3, 13, 16), 4, (5, 5), {"strides": [1, 2], "pads": [2, 2, 2, 2], "scratch": 0},
+    ("3x3_beyond_stack", (1, 17, 6, 9), 5, (3, 3), {"pads": [1, 1, 1, 1], "scratch": 0}, (2,)),  # row3, edges
+    ("5x5_beyond_stack", (1, 6, 13, 16), 4, (5, 5), {"strides": [1, 2], "pads": [2, 2, 2, 2], "scratch": 0},
      (3, 1)),  # the generic sums, the strip
 ]
 
@@ -175,16 +176,16 @@ def test_direct_kernel_without_scratch_is_bit_exact(tmp_path, case, layout):
     np.testing.assert_array_equal(got, run_reference(graph, [values["x"]])[0])
 
 
-# (id, input shape, output channels, kernel, attributes): kpad above 64, so mcud_conv_s8_direct works from the
+# (id, input shape, output channels, kernel, attributes): kpad above 144, so mcud_conv_s8_direct works from the
 # input itself (no stack columns); widths where a row's last block of four overlaps pixels already written
 DIRECT_WIDE = [
-    ("3x3_c8_w9", (1, 8, 6, 9), 5, (3, 3), {"pads": [1, 1, 1, 1]}),  # row3: 9 inside, blocks at 1 and 4..7
-    ("3x3_c8_w6", (1, 8, 4, 6), 3, (3, 3), {"pads": [0, 1, 0, 1]}),  # row3: 6 pixels, blocks at 1 and 1..4
-    ("5x5_c3_s2", (1, 3, 13, 16), 4, (5, 5), {"strides": [1, 2], "pads": [2, 2, 2, 2]}),  # kpad 76, generic
-    ("2x4_c9_dil", (1, 9, 7, 15), 2, (2, 4), {"dilations": [2, 1], "pads": [1, 0, 0, 3]}),  # kpad 72
-    ("3x3_c40_chunks", (1, 40, 5, 7), 3, (3, 3), {"pads": [1, 1, 1, 1]}),  # 28 channels a strip: two, per channel
-    ("3x3_c8_narrow", (1, 8, 5, 3), 2, (3, 3), {"pads": [1, 1, 1, 1]}),  # rows of three pixels: pixel by pixel
-    ("3x171_c1", (1, 1, 3, 200), 2, (3, 171), {"pads": [1, 1, 1, 1]}),  # a channel's strip 522 bytes: pixel by pixel
+    ("3x3_c17_w9", (1, 17, 6, 9), 5, (3, 3), {"pads": [1, 1, 1, 1]}),  # row3: 9 inside, blocks at 1 and 4..7
+    ("3x3_c17_w6", (1, 17, 4, 6), 3, (3, 3), {"pads": [0, 1, 0, 1]}),  # row3: 6 pixels, blocks at 1 and 1..4
+    ("5x5_c6_s2", (1, 6, 13, 16), 4, (5, 5), {"strides": [1, 2], "pads": [2, 2, 2, 2]}),  # kpad 152, generic
+    ("2x4_c19_dil", (1, 19, 7, 15), 2, (2, 4), {"dilations": [2, 1], "pads": [1, 0, 0, 3]}),  # kpad 152
+    ("3x3_c80_chunks", (1, 80, 5, 7), 3, (3, 3), {"pads": [1, 1, 1, 1]}),  # 64 channels a strip: two, per channel
+    ("3x3_c17_narrow", (1, 17, 5, 3), 2, (3, 3), {"pads": [1, 1, 1, 1]}),  # rows of three pixels: pixel by pixel
+    ("3x400_c1", (1, 1, 3, 420), 2, (3, 400), {"pads": [1, 1, 1, 1]}),  # a channel's strip 1209 bytes: pixel by pixel
 ]
 
 
@@ -192,13 +193,13 @@ DIRECT_WIDE = [
 @pytest.mark.parametrize("case", DIRECT_WIDE, ids=[c[0] for c in DIRECT_WIDE])
 @pytest.mark.parametrize("layout", ["nchw", "channels_last"])
 def test_direct_kernel_beyond_stack_columns_is_bit_exact(tmp_path, case, layout):
-    """mcud_conv_s8_direct where its columns would not fit MCUD_DIRECT_COLS (512 bytes of stack): blocks inside the
+    """mcud_conv_s8_direct where its columns would not fit MCUD_DIRECT_COLS (1152 bytes of stack): blocks inside the
     input from the input, blocks at its edges (and, where an input's rows are not contiguous, every block the row
     kernel can take) through the zero-point strip, in chunks of channels where a block's channels do not fit it."""
     _, x_shape, cout, kernel, attrs = case
     graph, node, values = int8_conv(x_shape, cout, kernel, {**attrs, "scratch": 0}, seed=len(case[0]) + 7)
     call = registry.get("Conv").kernel(graph, node)
-    assert call.fn == "mcud_conv_s8_direct" and 4 * 2 * field(call, "kpad") > 512
+    assert call.fn == "mcud_conv_s8_direct" and 4 * 2 * field(call, "kpad") > DIRECT_COLS
     x_place = Place(1, channels_last(len(x_shape)) if layout == "channels_last" else None)
     got = run_kernel(tmp_path, call, graph, values, {"x": x_place, "y": Place(2)})[0]
     np.testing.assert_array_equal(got, run_reference(graph, [values["x"]])[0])
@@ -475,10 +476,10 @@ def test_random_fast_convs_on_qemu_equal_the_host(tmp_path, board, cin, arithmet
 
 
 @pytest.mark.qemu
-@pytest.mark.parametrize("board,cin,arithmetic", [("qemu-m4", 40, "tflite"), ("qemu-m7", 12, "onnx")])
+@pytest.mark.parametrize("board,cin,arithmetic", [("qemu-m4", 72, "tflite"), ("qemu-m7", 25, "onnx")])
 def test_random_direct_convs_on_qemu_equal_the_host(tmp_path, board, cin, arithmetic):
     """The DSP path of mcud_conv_s8_direct beyond its stack columns (the pair-packed row kernel's sums in assembly, the
-    zero-point strip at the edges, in chunks of channels where forty do not fit it) on random convolutions, against
+    zero-point strip at the edges, in chunks of channels where 72 do not fit it) on random convolutions, against
     the host's C (itself bit for bit with the numpy reference, above)."""
     missing = [t for t in ("qemu-system-arm", ARM) if shutil.which(t) is None]
     if missing:
@@ -491,7 +492,7 @@ def test_random_direct_convs_on_qemu_equal_the_host(tmp_path, board, cin, arithm
     graph = _random_convs(np.random.default_rng(cin + len(board)), cin, arithmetic, kernels, direct=True)
     compiled = compile_graph(graph, board, name="direct", options=CompileOptions(scratch="keep"))
     calls = [registry.get("Conv").kernel(compiled.graph, n) for n in compiled.graph.nodes if n.op == "Conv"]
-    assert {c.fn for c in calls} == {"mcud_conv_s8_direct"} and all(4 * 2 * field(c, "kpad") > 512 for c in calls)
+    assert {c.fn for c in calls} == {"mcud_conv_s8_direct"} and all(4 * 2 * field(c, "kpad") > DIRECT_COLS for c in calls)
     assert any(field(c, "w3") != 0 for c in calls)
     samples = check.random_inputs(compiled.graph, 3, seed=6)
     result = run_on_board(compiled, samples, workdir=tmp_path / "p")
