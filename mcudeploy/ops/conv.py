@@ -461,16 +461,23 @@ def _live(graph: Graph, node: Node, w4: np.ndarray, b: np.ndarray, mults, shifts
     for the block kernels of the int16 weights (p->w16) on a core without MVE ("dsp": offload.dsp_packings; on an MVE
     core such params fall back to the block kernels), and where some channel stays live."""
     every = tuple(range(w4.shape[0]))
-    if not (node.attr("dsp", 0) and _wide(node)):
-        return Live(every)
-    zero = ~np.any(w4.reshape(w4.shape[0], -1), axis=1)
-    if not zero.any() or zero.all():
+    zero = _zero_channels(node, w4)
+    if not zero.any():
         return Live(every)
     dead = np.flatnonzero(zero)
     q = requant.requantize_as(graph, b[dead], np.asarray(mults, np.int64)[dead], np.asarray(shifts, np.int64)[dead])
     values = np.clip(q + zy, lo, hi)
     return Live(tuple(int(i) for i in np.flatnonzero(~zero)), tuple(int(i) for i in dead),
                 tuple(int(v) for v in values))
+
+
+def _zero_channels(node: Node, w: np.ndarray) -> np.ndarray:
+    """Which output channels (axis 0 of ``w``) the block kernels leave out (_live): those whose weights are all 0,
+    where the node runs them on a core without MVE from int16 weights; none where every channel is such."""
+    zero = ~np.any(w.reshape(w.shape[0], -1), axis=1)
+    if not (node.attr("dsp", 0) and _wide(node)) or zero.all():
+        return np.zeros_like(zero)
+    return zero
 
 
 def _w16(padded: np.ndarray) -> tuple[int, ...]:
@@ -625,12 +632,15 @@ def _wide(node: Node) -> bool:
 
 
 def wide_weight_bytes(graph: Graph, node: Node) -> int:
-    """The flash a Conv's weights widened to int16 (mcud_conv_s8_fast_params.w16) take beside its int8 ones; 0
-    for a node that has no such copy."""
+    """The flash a Conv's weights widened to int16 (mcud_conv_s8_fast_params.w16) take beside its int8 ones: its
+    channels less those the block kernels leave out (_zero_channels: their weights all 0, on a core without MVE;
+    offload.dsp_packings runs first); 0 for a node that has no such copy."""
     if node.op != "Conv" or not graph.is_const(node.inputs[1]):
         return 0
     g = geometry(graph, node)
-    return 2 * g.cout * _kpad(g) if _fast(graph, node, g) else 0
+    if not _fast(graph, node, g):
+        return 0
+    return 2 * (g.cout - int(_zero_channels(node, graph[node.inputs[1]].data).sum())) * _kpad(g)
 
 
 def tile_weight_bytes(graph: Graph, node: Node) -> Optional[tuple[int, int, int]]:

@@ -24,6 +24,7 @@ from mcudeploy.codegen.emit import write_project
 from mcudeploy.device.build import CFLAGS as ARM_CFLAGS
 from mcudeploy.memory.lifetimes import SCRATCH
 from mcudeploy.ops import registry
+from mcudeploy.ops.conv import wide_weight_bytes
 from mcudeploy.partition import Cut
 from mcudeploy.plan.options import CompileOptions
 from mcudeploy.compile import compile_graph, compile_model
@@ -154,8 +155,12 @@ def test_channels_of_zero_weights_are_left_out_bit_exact(tmp_path, case, layout)
     want = run_reference(graph, [values["x"]])[0]
     np.testing.assert_array_equal(got, want)
     assert len(set(want[0, dead[0]].ravel().tolist())) == 1 and want[0, dead[0]].ravel()[0] != 4  # not the zero point
-    without = registry.get("Conv").kernel(graph, node.with_(attrs={k: v for k, v in node.attrs.items() if k != "dsp"}))
+    without_dsp = node.with_(attrs={k: v for k, v in node.attrs.items() if k != "dsp"})
+    without = registry.get("Conv").kernel(graph, without_dsp)
     assert "live" not in dict(without.params.fields)  # an MVE core's plan computes every channel
+    # the flash the int16 copy is priced at (offload.fit_wide_weights) is the copy model.c holds, with and without
+    assert wide_weight_bytes(graph, node) == 2 * len(field(call, "w16").values)
+    assert wide_weight_bytes(graph, without_dsp) == 2 * len(field(without, "w16").values)
 
 
 @needs_gcc
