@@ -136,6 +136,10 @@ def _without_scratch(graph) -> int:
     return sum(1 for n in graph.nodes if n.attrs.get("scratch", 1) == 0)
 
 
+class OverBudget(MCUDeployError):
+    """Even the memory plan of an order is over the user's --memory-budget (latency_plan)."""
+
+
 def latency_plan(arrange: Callable[[Optional[int]], tuple], steps, board, objective: Objective,
                  model: str = "the model") -> tuple[tuple, Objective]:
     """The fastest plan of one order within the objective's budget (the module's docstring), and the
@@ -164,7 +168,7 @@ def latency_plan(arrange: Callable[[Optional[int]], tuple], steps, board, object
                               memory_arena_bytes=memory[3].arena_bytes,
                               memory_without_scratch=_without_scratch(memory[0]))
     if memory_first > limit and source == "--memory-budget":
-        raise MCUDeployError(f"no plan of {model} fits --memory-budget {limit:,} B: even the memory objective's "
+        raise OverBudget(f"no plan of {model} fits --memory-budget {limit:,} B: even the memory objective's "
                              f"arena needs {memory_first:,} B in {areas(board)[0].name} "
                              f"({memory_first - limit:,} B over)")
     # live bytes may reach the budget, plus what the memory plan holds in the board's other regions

@@ -245,3 +245,18 @@ def test_the_latency_plan_takes_its_convolutions_scratch_in_tiles(tmp_path, need
     project = load_project(out)
     assert {n.name: n.attrs["tile"] for n in project.compiled.graph.nodes if n.attrs.get("tile")} == tiled
     assert main(["run", str(out), "--check"]) == 0
+
+
+def test_a_budget_the_tiles_do_not_fit_keeps_the_plan_without_tiles():
+    """offload/tiles.py: a tiled pointwise step writes over its input, so it keeps its scratch of 16 blocks even in
+    its order's memory plan; a --memory-budget below that but at or above the memory objective's arena gets the
+    plan without tiles, not a refusal that names the tiled arena as the memory objective's."""
+    model = Path(__file__).resolve().parent / "keras_corpus" / "dscnn_gap-int8.tflite"
+    least = compile_model(str(model), "qemu-m7").placement.arena_bytes
+    roomy = compile_model(str(model), "qemu-m7", CompileOptions(objective=Objective("latency", 20 * 1024)))
+    assert any(n.attrs.get("tile") for n in roomy.graph.nodes) and _first(roomy) > least  # the tiles' arena
+    for budget in (least, _first(roomy) - 1):
+        plan = compile_model(str(model), "qemu-m7", CompileOptions(objective=Objective("latency", budget)))
+        assert _first(plan) <= budget and not any(n.attrs.get("tile") for n in plan.graph.nodes)
+    with pytest.raises(MCUDeployError, match=f"needs {least:,} B in sram"):
+        compile_model(str(model), "qemu-m7", CompileOptions(objective=Objective("latency", least - 1)))
