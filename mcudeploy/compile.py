@@ -137,8 +137,9 @@ def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optiona
     where the board has a slow region (its moves are then priced, and swaps tried). earlier: per
     swapped tensor, steps its asynchronous copy back starts earlier (search/stalls.py). objective:
     latency or balanced (with scratch "fit"): the fastest plan within its budget (latency_plan); latency also copies
-    the constants its kernels read to SRAM where the budget has room beside the arena (offload/sram.py), and only
-    where some stay in flash are its convolutions tiled (offload/tiles.py)."""
+    the constants its kernels read to SRAM where the budget has room beside the arena (offload/sram.py); where some
+    stay in flash (balanced: always), its convolutions take their scratch in tiles (offload/tiles.py) if that runs
+    no step without scratch that the plan without tiles runs with it (_tiles_if_faster)."""
     o = options
     if o.scratch not in SCRATCH_POLICIES:
         raise MCUDeployError(f"scratch must be one of {', '.join(SCRATCH_POLICIES)}, not {o.scratch!r}")
@@ -162,20 +163,41 @@ def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optiona
 
     if o.objective.name == "memory" or o.scratch != "fit":
         done, objective = planned(graph)
-    elif o.objective.name == "latency" and board.has_firmware:  # constants in SRAM where they fit, else tiles
-        done, objective, every = _constants_in_sram(*planned(graph), board)
+    else:
+        done, objective = planned(graph)
+        sram = o.objective.name == "latency" and board.has_firmware  # constants in SRAM where they fit, else tiles
+        every = False
+        if sram:
+            done, objective, every = _constants_in_sram(done, objective, board)
         tiled = tile_convolutions(graph, board)  # the memory plan's order, scratch in tiles (offload/tiles.py)
         if not every and any(n.attr("tile", 1) > 1 for n in tiled.nodes):
-            try:
-                done, objective, _ = _constants_in_sram(*planned(tiled), board)
-            except OverBudget:
-                pass  # a tile in a step that writes over its input keeps its scratch: over a budget the plan fits
-    else:
-        done, objective = planned(tile_convolutions(graph, board))
+            done, objective = _tiles_if_faster(done, objective, lambda: planned(tiled), board, sram)
     rewritten, order, lives, placement, offload = done
     sched = dataclasses.replace(sched, order=order)
     return Compiled(name or graph.name, board, rewritten, sched, lives, placement, tuple(o.scheme),
                     int8_input=o.int8_input, offload=offload, stream_input=o.stream_input, objective=objective)
+
+
+def _tiles_if_faster(done, objective, tiled: Callable[[], tuple], board: Board, sram: bool):
+    """The plan with its convolutions' scratch in tiles (``tiled()``; with its constants in SRAM where ``sram``)
+    where it runs no kernel without scratch that ``done`` runs with it: a tile only saves reads of flash, while a
+    step without scratch runs the slower direct kernel, so tiles whose scratch crowds out another step's (the
+    budget, or balanced's factor) would be slower. Else ``done``: also where the tiles do not fit the budget at all
+    (a tiled step that writes over its input keeps its scratch even in the memory plan, objective.OverBudget)."""
+    try:
+        other, met = tiled()
+    except OverBudget:
+        return done, objective
+    if sram:
+        other, met, _ = _constants_in_sram(other, met, board)
+    if _scratch_free(other[0]) <= _scratch_free(done[0]):
+        return other, met
+    return done, objective
+
+
+def _scratch_free(graph: Graph) -> set:
+    """The nodes whose kernels run without scratch (offload.fit_scratch: attribute "scratch" 0)."""
+    return {n.name for n in graph.nodes if n.attrs.get("scratch", 1) == 0}
 
 
 def _constants_in_sram(done, objective, board: Board):

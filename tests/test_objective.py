@@ -260,3 +260,19 @@ def test_a_budget_the_tiles_do_not_fit_keeps_the_plan_without_tiles():
         assert _first(plan) <= budget and not any(n.attrs.get("tile") for n in plan.graph.nodes)
     with pytest.raises(MCUDeployError, match=f"needs {least:,} B in sram"):
         compile_model(str(model), "qemu-m7", CompileOptions(objective=Objective("latency", least - 1)))
+
+
+@pytest.mark.parametrize("model", ["se_resnet-int8.tflite", "dscnn_gap-int8.tflite"])
+def test_a_latency_plan_on_an_m7_runs_without_scratch_no_step_the_memory_plan_runs_with_it(model):
+    """compile._tiles_if_faster: on a Cortex-M7 a budget with no room for constants in SRAM brings tiles
+    (offload/tiles.py), whose larger scratch could crowd other steps out of theirs; the plan keeps tiles only where
+    that runs no step without scratch that the plan without tiles runs with it. So at every budget the latency plan
+    runs at most the memory plan's scratch-free (slower) kernels: it is never slower than the memory plan."""
+    path = str(Path(__file__).resolve().parent / "keras_corpus" / model)
+    memory = compile_model(path, "qemu-m7")
+    roomy = compile_model(path, "qemu-m7", CompileOptions(objective=Objective("latency")))
+    for budget in sorted({memory.placement.arena_bytes, _first(roomy), _first(roomy) + 4096}):
+        plan = compile_model(path, "qemu-m7", CompileOptions(objective=Objective("latency", budget)))
+        assert _first(plan) <= budget and _without(plan) <= _without(memory), (budget, _without(plan))
+    balanced = compile_model(path, "qemu-m7", CompileOptions(objective=Objective("balanced")))
+    assert _without(balanced) <= _without(memory)
