@@ -25,6 +25,7 @@ from mcudeploy.device.elfsize import MemoryReport
 from mcudeploy.device.pool import BoardPool, Job, PoolBoard
 from mcudeploy.device.runner import build_for_board, connect, model_name, op_labels, timed_nodes
 from mcudeploy.device.samples import sample_bytes
+from mcudeploy.device.session import StackUse
 from mcudeploy.estimate.cycles import Target, estimate_cycles, estimate_range, milliseconds
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ops import registry
@@ -107,6 +108,7 @@ class Measurement:
     memory: Optional[MemoryReport] = None
     estimate: Optional[Estimate] = None
     clock: str = ""  # the board's core clock as IDENTIFY gave it (and a fallback), when the board was used
+    stack: Optional[StackUse] = None  # the most stack a timing board used (READ_STACK), when a board was used
 
     @property
     def total_ticks(self) -> int:
@@ -126,6 +128,8 @@ class Measurement:
             d["estimated_cycles"], d["estimated_ms"] = d["estimate"]["estimated_cycles"], d["estimate"]["estimated_ms"]
         if self.clock:
             d["clock"] = self.clock
+        if self.stack is not None:
+            d["stack"] = {"size": self.stack.size, "used": self.stack.used}
         return d
 
     def lines(self) -> list[str]:
@@ -148,6 +152,8 @@ class Measurement:
         unit = (f"1 tick = {ipt:g} guest instructions under QEMU -icount" if ipt else
                 f"1 tick = 1 cycle at {self.timer_hz:,} Hz")
         out.append(f"{self.board}: {source}; {unit}" + (f"; {self.clock}" if self.clock else ""))
+        if self.stack is not None:
+            out.append(f"{self.stack.describe()} (the full run and the kernels timed)")
         if est:
             lo, hi = est.range_ms()
             out.append(f"estimated for {est.target.describe()}: {milliseconds(est.total(), est.target):.3f} ms, "
@@ -170,11 +176,12 @@ def timed_ops(compiled) -> list[tuple[int, object, str, str]]:
 
 
 def _time_chunk(compiled, firmware, chunk: list, ops: list, repeat: int, timeout: Optional[float], cache: TimingCache,
-                on: PoolBoard) -> str:
+                on: PoolBoard) -> tuple[str, Optional[StackUse]]:
     """Time the kernels of ``chunk`` ((signature, operator index), ...) on one board of the pool, after
     one full run on the seeded input, and put each in ``cache`` as it comes (a kernel another board
     put there meanwhile, e.g. before it was lost, is not timed again, unless taken at another clock).
-    Returns a real board's clock line from IDENTIFY ("" for an emulated one)."""
+    Returns a real board's clock line from IDENTIFY ("" for an emulated one) and the most stack the board
+    used since it started (READ_STACK; None from a firmware without the command)."""
     board, graph = compiled.board, compiled.graph
     if on.flash is not None:
         on.flash(firmware)
@@ -199,7 +206,8 @@ def _time_chunk(compiled, firmware, chunk: list, ops: list, repeat: int, timeout
                                  "macs": macs, "bytes": nbytes,
                                  "operator": operator_key(model_name(compiled), ops[i][1])}})
             log.info("op %d: %d ticks (min of %d)", i, t.min, repeat)
-    return clock
+        stack = session.read_stack()
+    return clock, stack
 
 
 def firmware_memory(compiled) -> MemoryReport:
@@ -227,7 +235,7 @@ def measure_model(compiled, port: Optional[str] = None, repeat: int = 5, workdir
     for i, _, _, _, sig in ops:
         if sig is not None and sig not in missing and (sig not in cache or _stale(cache.get(sig), board)):
             missing[sig] = i
-    memory, clock = None, ""
+    memory, clock, stack = None, "", None
     if missing:
         pool = pool or BoardPool.of(board, 1, [port] if port else [])
         order = list(missing.items())
@@ -238,8 +246,10 @@ def measure_model(compiled, port: Optional[str] = None, repeat: int = 5, workdir
             jobs = [Job(f"timing {len(chunk)} kernel(s) of {model_name(compiled)}",
                         functools.partial(_time_chunk, compiled, firmware, chunk, ops, repeat, timeout, cache))
                     for chunk in chunks]
-            clocks = [c for c in pool.map(jobs) if c]
-            clock = clocks[0] if clocks else ""
+            answers = pool.map(jobs)
+            clock = next((c for c, _ in answers if c), "")
+            stacks = [s for _, s in answers if s is not None]
+            stack = max(stacks, key=lambda s: (s.overflowed, s.used)) if stacks else None
     rows = []
     steps = {n.name: k for k, n in enumerate(compiled.order)}
     for i, node, label, fn, sig in ops:
@@ -261,4 +271,4 @@ def measure_model(compiled, port: Optional[str] = None, repeat: int = 5, workdir
         estimate = Estimate(estimate_for, tuple(estimate_cycles(c, estimate_for) for c in spans),
                             tuple(c["instructions"] for c in spans), flash,
                             (sum(r[0] for r in ranges), sum(r[1] for r in ranges)))
-    return Measurement(model_name(compiled), board.name, hz, ipt, rows, bool(missing), memory, estimate, clock)
+    return Measurement(model_name(compiled), board.name, hz, ipt, rows, bool(missing), memory, estimate, clock, stack)

@@ -48,6 +48,12 @@ def test_measure_json_reports_ticks_and_instructions_per_operator(tmp_path, need
     assert len(conv) == 1 and conv[0]["ticks"] > 0 and conv[0]["kernel"].startswith("mcud_")
     # 6 output channels x 9x9 pixels x 4x3x3 taps; SMLAD's two multiply-adds per instruction are the floor
     assert conv[0]["instructions"] >= 6 * 9 * 9 * 4 * 3 * 3 / 2
+    # the firmware's stack use over the full run and the timings (READ_STACK): the serving loop's frames at least
+    assert 64 < d["stack"]["used"] < d["stack"]["size"] == 4096, d["stack"]
+    again = subprocess.run([sys.executable, "-m", "mcudeploy", "measure", str(path), "-b", "qemu-m4", "--repeat", "2"],
+                           capture_output=True, text=True, env=env)
+    assert again.returncode == 0, again.stderr + again.stdout
+    assert "all from the timing cache" in again.stdout and "stack:" not in again.stdout  # no board, no figure
 
 
 def test_measure_json_estimates_cycles_for_a_real_board(tmp_path, need_qemu):
