@@ -103,10 +103,10 @@ def rewrite_ordered(graph: Graph, order, board: Board, scratch: str = "fit",
                     priced: bool = True) -> tuple[Graph, tuple[Node, ...]]:
     """The rewrites of a scheduled graph (mcudeploy/offload), in order: the caller's (e.g. moves of
     idle tensors to another region, offload.move), then, with scratch "fit", kernels whose working
-    memory would raise the peak (above ``limit``, if given) run their variant without it; products and
-    convolutions pack their constants for the DSP kernels where the core has no MVE (offload.dsp_packings), and
-    then convolutions whose weights widened to int16 would not fit the board's flash keep int8 ones only
-    (offload.fit_wide_weights, which prices the copy as packed). A fast-memory
+    memory would raise the peak (above ``limit``, if given) run their variant without it; convolutions whose
+    weights widened to int16 would not fit the board's flash keep int8 ones only (offload.fit_wide_weights), and
+    products and convolutions pack their constants for the DSP kernels where the core has no MVE
+    (offload.dsp_packings). A fast-memory
     budget's swaps come with the placement (offload.place_within), as the placed arena decides whether
     they suffice. ``priced`` (CompileOptions.priced_scratch): first, kernels whose scratch buys no speed on the
     board's core run without it, whatever the policy (offload.scratch.scratch_where_it_pays)."""
@@ -118,7 +118,7 @@ def rewrite_ordered(graph: Graph, order, board: Board, scratch: str = "fit",
         graph, order = scratch_where_it_pays(graph, order, board.features)
     if scratch == "fit":
         graph, order = fit_scratch(graph, order, board.alignment, limit=limit)
-    graph = fit_wide_weights(dsp_packings(graph, board), board)
+    graph = dsp_packings(fit_wide_weights(graph, board), board)
     by_name = {n.name: n for n in graph.nodes}
     return graph, tuple(by_name[n.name] for n in order)
 

@@ -379,10 +379,10 @@ def _same_plan(where: Path, plan: BoardPlan, compiled: Compiled) -> None:
 
 
 def _for_board(graph: Graph, order, board) -> tuple[Graph, tuple[Node, ...]]:
-    """What compile decides from the board alone, again (compile.rewrite_ordered): which nodes pack their constants
-    for the DSP kernels (offload.dsp_packings) and which convolutions keep their weights widened to int16
-    (offload.fit_wide_weights)."""
-    graph = fit_wide_weights(dsp_packings(graph, board), board)
+    """What compile decides from the board alone, again (compile.rewrite_ordered): which convolutions keep their
+    weights widened to int16 (offload.fit_wide_weights) and which nodes pack their constants for the DSP kernels
+    (offload.dsp_packings)."""
+    graph = dsp_packings(fit_wide_weights(graph, board), board)
     nodes = {n.name: n for n in graph.nodes}
     return graph, tuple(nodes[n.name] for n in order)
 

@@ -75,7 +75,8 @@ typedef struct {
     int32_t blocks;         /* 2 or more (with w16, an even count of output channels): the scratch holds that
                                many blocks of MCUD_CONV_FAST_PIXELS columns, a tile, whose every pixel meets a pair of
                                output channels before the next pair (mcud_conv_fast_tile); else one block */
-    const int32_t *live;    /* or NULL: the output channel each channel of the w16 kernels writes (live_n of them,
+    const int32_t *live;    /* or NULL: the output channel each channel of the block kernels (w16; an MVE core's, w)
+                               writes (live_n of them,
                                in order; their weights, bias and requantization constants above hold only these),
                                the others having no weight but 0: each writes the one value dead_y[j] at every
                                pixel, at channel dead[j] (dead_n of them; mcudeploy/ops/conv.py, _live) */
@@ -988,10 +989,9 @@ MCUD_INLINE void mcud_conv_s8_fast(const mcud_view *x, const mcud_view *w, const
 {
     (void)b;
 #if MCUD_HAVE_MVE
-    if (p->live == NULL) { /* (params made for a core without MVE may leave channels out: the block kernels below) */
-        mcud_conv_s8_fast_mve(x, w, y, p, scratch); /* int8 columns, 16 MACs a vector (mcud_conv_mve.h) */
-        return;
-    }
+    mcud_conv_s8_fast_mve(x, w, y, p, scratch); /* int8 columns, 16 MACs a vector (mcud_conv_mve.h) */
+    mcud_conv_fast_dead(y, p); /* last: a pointwise layer may run in place */
+    return;
 #endif
     mcud_conv_fast_blocks(x, w, y, p, (int16_t *)scratch);
 }
@@ -1189,7 +1189,8 @@ MCUD_INLINE void mcud_conv_s8_direct(const mcud_view *x, const mcud_view *w, con
     const int32_t dh = p->dilation[0] * X.sh, dw = p->dilation[1] * X.sw, step = p->stride[1] * X.sw;
     (void)b;
 #if MCUD_HAVE_MVE
-    if (p->live == NULL && mcud_conv_s8_direct_mve(x, w, y, p)) { /* columns on the stack, 16 MACs a vector (mcud_conv_mve.h) */
+    if (mcud_conv_s8_direct_mve(x, w, y, p)) { /* columns on the stack, 16 MACs a vector (mcud_conv_mve.h) */
+        mcud_conv_fast_dead(y, p);
         return;
     }
 #endif

@@ -222,7 +222,7 @@ MCUD_INLINE void mcud_conv_mve_channels(const int8_t *c0, const int8_t *c1, cons
         } else {
             q = mcud_conv_mve_out(mcud_mve_lanes4(a0, a1, a2, a3), oc, p);
         }
-        vstrbq_scatter_offset_s32(y0 + oc * ysc, off, q);
+        vstrbq_scatter_offset_s32(y0 + MCUD_FAST_YC(oc, ysc, p), off, q);
     }
 }
 
@@ -318,8 +318,8 @@ MCUD_INLINE void mcud_conv_mve_channels_tiled(const int8_t *cols, int32_t kp, in
             a3 = vmladavaq_s8(a3, x, u);
             b3 = vmladavaq_s8(b3, x, v);
         }
-        vstrbq_scatter_offset_s32(y0 + oc * ysc, off, mcud_conv_mve_quad(a0, a1, a2, a3, oc, rq, p));
-        vstrbq_scatter_offset_s32(y0 + (oc + 1) * ysc, off, mcud_conv_mve_quad(b0, b1, b2, b3, oc + 1, rq, p));
+        vstrbq_scatter_offset_s32(y0 + MCUD_FAST_YC(oc, ysc, p), off, mcud_conv_mve_quad(a0, a1, a2, a3, oc, rq, p));
+        vstrbq_scatter_offset_s32(y0 + MCUD_FAST_YC(oc + 1, ysc, p), off, mcud_conv_mve_quad(b0, b1, b2, b3, oc + 1, rq, p));
     }
     for (; oc < oc_n; oc++, wa += wsn) { /* one channel at a time (an odd channel count's last) */
         int32_t a0 = rq ? rq[MCUD_FAST_RQ * oc] : p->bias[oc], a1 = a0, a2 = a0, a3 = a0;
@@ -340,7 +340,7 @@ MCUD_INLINE void mcud_conv_mve_channels_tiled(const int8_t *cols, int32_t kp, in
             a2 = vmladavaq_s8(a2, vldrbq_s8(q + 32), u);
             a3 = vmladavaq_s8(a3, vldrbq_s8(q + 48), u);
         }
-        vstrbq_scatter_offset_s32(y0 + oc * ysc, off, mcud_conv_mve_quad(a0, a1, a2, a3, oc, rq, p));
+        vstrbq_scatter_offset_s32(y0 + MCUD_FAST_YC(oc, ysc, p), off, mcud_conv_mve_quad(a0, a1, a2, a3, oc, rq, p));
     }
 }
 
@@ -419,7 +419,7 @@ MCUD_INLINE void mcud_conv_mve_blocks(const mcud_view *x, const mcud_view *y, in
                     oh++;
                 }
             }
-            mcud_conv_mve_gemm(cols, kp, m, yp, Y.c, Y.sc, wa, kp, p, tiled);
+            mcud_conv_mve_gemm(cols, kp, m, yp, p->live != NULL ? p->live_n : Y.c, Y.sc, wa, kp, p, tiled);
         }
     }
 }
@@ -452,8 +452,8 @@ MCUD_INLINE int32_t mcud_conv_s8_direct_mve(const mcud_view *x, const mcud_view 
     mcud_fast_dims W = mcud_fast_dims_of(w);
     int32_t k = p->hwc ? p->kpad : W.c * W.h * W.w;
     int32_t per = k > 0 ? (MCUD_MVE_COLS - 16) / k : 0; /* 16 bytes of slack after the last column */
-    if (per < 1 || (!p->hwc && (W.sw != 1 || W.sh != W.w || W.sc != W.h * W.w || W.sn != k))) {
-        return 0;
+    if (per < 1 || (!p->hwc && (p->live != NULL || W.sw != 1 || W.sh != W.w || W.sc != W.h * W.w || W.sn != k))) {
+        return 0; /* (without hwc the model's weights are read, every channel's: with p->live the scalar path runs) */
     }
     if (per > MCUD_CONV_FAST_PIXELS) {
         per = MCUD_CONV_FAST_PIXELS;

@@ -457,9 +457,9 @@ class Live:
 def _live(graph: Graph, node: Node, w4: np.ndarray, b: np.ndarray, mults, shifts, zy: int, lo: int, hi: int) -> Live:
     """A channel whose weights are all 0 sums its bias alone, whatever the input: its output is one value, TFLite's
     (or ONNX's) requantization of the bias, clipped, which mcud_conv_fast_dead writes at every pixel, and the block
-    kernels leave it out (Keras models carry many: VWW's later pointwise layers have 21 to 234 of 128 or 256). Only
-    for the block kernels of the int16 weights (p->w16) on a core without MVE ("dsp": offload.dsp_packings; on an MVE
-    core such params fall back to the block kernels), and where some channel stays live."""
+    kernels leave it out (Keras models carry many: VWW's later pointwise layers have 21 to 234 of 128 or 256): the
+    block kernels of the int16 weights (p->w16) and an MVE core's kernels (p->w, firmware/include/mcud_conv_mve.h),
+    where the node keeps its int16 copy (_zero_channels) and some channel stays live."""
     every = tuple(range(w4.shape[0]))
     zero = _zero_channels(node, w4)
     if not zero.any():
@@ -473,9 +473,10 @@ def _live(graph: Graph, node: Node, w4: np.ndarray, b: np.ndarray, mults, shifts
 
 def _zero_channels(node: Node, w: np.ndarray) -> np.ndarray:
     """Which output channels (axis 0 of ``w``) the block kernels leave out (_live): those whose weights are all 0,
-    where the node runs them on a core without MVE from int16 weights; none where every channel is such."""
+    where the node has its weights widened to int16 (the kernels of the int8 copy alone compute every channel); none
+    where every channel is such."""
     zero = ~np.any(w.reshape(w.shape[0], -1), axis=1)
-    if not (node.attr("dsp", 0) and _wide(node)) or zero.all():
+    if not _wide(node) or zero.all():
         return np.zeros_like(zero)
     return zero
 
@@ -633,8 +634,8 @@ def _wide(node: Node) -> bool:
 
 def wide_weight_bytes(graph: Graph, node: Node) -> int:
     """The flash a Conv's weights widened to int16 (mcud_conv_s8_fast_params.w16) take beside its int8 ones: its
-    channels less those the block kernels leave out (_zero_channels: their weights all 0, on a core without MVE;
-    offload.dsp_packings runs first); 0 for a node that has no such copy."""
+    channels less those the block kernels leave out (_zero_channels: their weights all 0); 0 for a node that has no
+    such copy."""
     if node.op != "Conv" or not graph.is_const(node.inputs[1]):
         return 0
     g = geometry(graph, node)

@@ -142,7 +142,8 @@ DEAD = [
 def test_channels_of_zero_weights_are_left_out_bit_exact(tmp_path, case, layout):
     """A channel whose weights are all 0 (Keras leaves many, with biases near 2^30) writes one value at every pixel
     (mcud_conv_fast_dead) and the block kernels compute the others only (p->live): in quads, pairs, the odd last
-    channel, tiles, and the direct kernel from its stack columns and beyond them; on a core without MVE ("dsp")."""
+    channel, tiles, and the direct kernel from its stack columns and beyond them (here a core without MVE's params,
+    "dsp"; an MVE core's kernels below, test_channels_of_weights_0_are_left_out_on_an_mve_core)."""
     _, x_shape, cout, kernel, attrs, dead = case
     graph, node, values = int8_conv(x_shape, cout, kernel, {**attrs, "dsp": 1}, seed=len(case[0]), dead=dead)
     call = registry.get("Conv").kernel(graph, node)
@@ -155,12 +156,10 @@ def test_channels_of_zero_weights_are_left_out_bit_exact(tmp_path, case, layout)
     want = run_reference(graph, [values["x"]])[0]
     np.testing.assert_array_equal(got, want)
     assert len(set(want[0, dead[0]].ravel().tolist())) == 1 and want[0, dead[0]].ravel()[0] != 4  # not the zero point
-    without_dsp = node.with_(attrs={k: v for k, v in node.attrs.items() if k != "dsp"})
-    without = registry.get("Conv").kernel(graph, without_dsp)
-    assert "live" not in dict(without.params.fields)  # an MVE core's plan computes every channel
-    # the flash the int16 copy is priced at (offload.fit_wide_weights) is the copy model.c holds, with and without
-    assert wide_weight_bytes(graph, node) == 2 * len(field(call, "w16").values)
-    assert wide_weight_bytes(graph, without_dsp) == 2 * len(field(without, "w16").values)
+    # the flash the int16 copy is priced at (offload.fit_wide_weights) is the copy model.c holds
+    assert wide_weight_bytes(graph, node) == 2 * len(field(call, "w16").values) == 2 * len(live) * field(call, "kpad")
+    narrow = registry.get("Conv").kernel(graph, node.with_(attrs={**node.attrs, "wide": 0}))
+    assert "live" not in dict(narrow.params.fields)  # the int8 copy's kernels compute every channel
 
 
 @needs_gcc
@@ -506,10 +505,13 @@ def test_random_direct_convs_on_qemu_equal_the_host(tmp_path, board, cin, arithm
 
 
 @pytest.mark.qemu
-def test_channels_left_out_for_the_dsp_path_give_the_same_bits_on_an_mve_core(tmp_path):
-    """Params that leave channels of weights 0 out (p->live: "dsp", here set by hand, a plan made for a core without
-    MVE) built for qemu-m55: the convolution takes the block kernels there instead of the MVE ones, which read every
-    channel (mcud_conv_s8_fast, mcud_conv_s8_direct), so the outputs are still the host's."""
+@pytest.mark.parametrize("cin,direct", [(8, False), (8, True), (5, True)])
+def test_channels_of_weights_0_are_left_out_on_an_mve_core(tmp_path, cin, direct):
+    """An MVE core's convolution kernels leave channels of weights 0 out too (p->live: mcud_conv_mve.h stores
+    channel k at live[k], mcud_conv_fast_dead writes the others after): the block kernels with scratch (their
+    columns tiled or not), the direct kernel's stack columns in (kh, kw, c) order (eight channels); in (c, kh, kw)
+    order (five) the direct kernel reads the model's weights, every channel's, so the scalar path runs. Bit for bit
+    with the host on qemu-m55."""
     missing = [t for t in ("qemu-system-arm", ARM) if shutil.which(t) is None]
     if missing:
         pytest.skip(f"needs {' and '.join(missing)}")
@@ -517,10 +519,13 @@ def test_channels_left_out_for_the_dsp_path_give_the_same_bits_on_an_mve_core(tm
     from mcudeploy.check.against_host import compare_with_host
     from mcudeploy.device.runner import run_on_board
 
-    graph = _random_convs(np.random.default_rng(4), 8, "tflite")
-    graph = graph.replace(nodes=tuple(n.with_(attrs={**n.attrs, "dsp": 1}) for n in graph.nodes))
-    compiled = compile_graph(graph, "qemu-m55", name="live", options=CompileOptions(scratch="keep"))
+    graph = _random_convs(np.random.default_rng(4 + cin), cin, "tflite", direct=direct)
+    # every scratch kept, where it pays on the M55 or not (its direct kernel's stack columns often make it worthless)
+    compiled = compile_graph(graph, "qemu-m55", name="live", options=CompileOptions(scratch="keep",
+                                                                                    priced_scratch=False))
     calls = [registry.get("Conv").kernel(compiled.graph, n) for n in compiled.graph.nodes if n.op == "Conv"]
+    assert {c.fn for c in calls} == {"mcud_conv_s8_direct" if direct else "mcud_conv_s8_fast"}
+    assert not any(n.attrs.get("dsp") for n in compiled.graph.nodes)  # a plan for the MVE core itself
     assert any("live" in dict(c.params.fields) for c in calls)
     samples = check.random_inputs(compiled.graph, 2, seed=8)
     result = run_on_board(compiled, samples, workdir=tmp_path / "p")
