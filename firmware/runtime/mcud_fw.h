@@ -126,5 +126,7 @@ int32_t mcud_sys_read_host_file(const char *path, uint32_t offset, uint8_t *dst,
 
 /* QEMU's exit status when the firmware takes a fault (HardFault, MemManage, BusFault, UsageFault). */
 #define MCUD_EXIT_FAULT 3
+/* ... when the fault is a push into the stack's guarded bottom (startup.c): the stack overflowed. */
+#define MCUD_EXIT_STACK 4
 
 #endif /* MCUD_FW_H */

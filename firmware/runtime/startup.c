@@ -1,6 +1,13 @@
 /* Cortex-M start-up: the vector table, copying .data from flash, clearing .bss (and the arenas
- * of other memory regions), turning on the FPU when the build uses it, then main(). Symbols
- * come from the generated link.ld. */
+ * of other memory regions), turning on the FPU when the build uses it, painting the stack and
+ * guarding its bottom, then main(). Symbols come from the generated link.ld.
+ *
+ * The stack sits just above .bss, so a stack too small for a plan would write over the arena and the
+ * firmware's state: a wrong answer or a hang. Its lowest whole 32 bytes (MCUD_STACK_GUARD, from the
+ * first 32-byte boundary in it) are guarded instead: on an ARMv8-M main core the stack limit register
+ * MSPLIM sits at their top, on an ARMv7-M core with an MPU a region makes them read-only (the paint
+ * there stays readable for mcud_fw_stack_used). A push into them faults, and the fault handler, seeing
+ * the stack's fault status, reports MCUD_EXIT_STACK instead of MCUD_EXIT_FAULT. */
 #include <stdint.h>
 
 #include "mcud_fw.h"
@@ -12,6 +19,8 @@ extern const uint32_t __mcud_zero_table_start[], __mcud_zero_table_end[]; /* (ad
 int main(void);
 
 void Reset_Handler(void);
+void mcud_stack_guard_on(void);
+void mcud_fault_report(void);
 void mcud_fault_handler(void);
 void mcud_unused_handler(void);
 void NMI_Handler(void) __attribute__((weak, alias("mcud_unused_handler")));
@@ -66,8 +75,59 @@ void Reset_Handler(void)
     for (volatile uint32_t *p = &_sstack; p < sp - 16;) {
         *p++ = MCUD_STACK_PAINT;
     }
+    mcud_stack_guard_on();
     main();
     mcud_sys_exit(0);
+}
+
+#define MCUD_STACK_GUARD 32u /* bytes: the smallest MPU region of ARMv7-M */
+
+/* The guarded bytes' bottom: the stack's first 32-byte boundary. */
+static uintptr_t mcud_stack_guard(void)
+{
+    return ((uintptr_t)&_sstack + MCUD_STACK_GUARD - 1u) & ~(uintptr_t)(MCUD_STACK_GUARD - 1u);
+}
+
+#define SCB_SHCSR (*(volatile uint32_t *)0xE000ED24u)
+#define SCB_CFSR (*(volatile uint32_t *)0xE000ED28u)
+#define SCB_MMFAR (*(volatile uint32_t *)0xE000ED34u)
+#define MPU_TYPE (*(volatile uint32_t *)0xE000ED90u)
+#define MPU_CTRL (*(volatile uint32_t *)0xE000ED94u)
+#define MPU_RNR (*(volatile uint32_t *)0xE000ED98u)
+#define MPU_RBAR (*(volatile uint32_t *)0xE000ED9Cu)
+#define MPU_RASR (*(volatile uint32_t *)0xE000EDA0u)
+#define CFSR_DACCVIOL (1u << 1)
+#define CFSR_MSTKERR (1u << 4)
+#define CFSR_MMARVALID (1u << 7)
+#define CFSR_STKOF (1u << 20) /* ARMv8-M: the stack limit */
+
+#if defined(__ARM_ARCH_8M_MAIN__) || defined(__ARM_ARCH_8_1M_MAIN__)
+#define MCUD_STACK_LIMIT 1
+#elif defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)
+#define MCUD_STACK_MPU 1
+#endif
+
+void mcud_stack_guard_on(void)
+{
+    const uintptr_t guard = mcud_stack_guard();
+    if (guard + 2u * MCUD_STACK_GUARD > (uintptr_t)&_estack) {
+        return; /* a stack too small to give up 32 bytes (none the boards have) */
+    }
+#if defined(MCUD_STACK_LIMIT)
+    __asm__ volatile("msr msplim, %0\n\tisb" : : "r"(guard + MCUD_STACK_GUARD) : "memory");
+#elif defined(MCUD_STACK_MPU)
+    if (((MPU_TYPE >> 8) & 0xFFu) == 0u || (MPU_CTRL & 1u) != 0u) {
+        return; /* no MPU, or one a board's code already set up */
+    }
+    MPU_RNR = 0u;
+    MPU_RBAR = (uint32_t)guard;
+    /* XN; AP 0b110, read-only; TEX 0b001 C B, normal write-back memory as the default map's SRAM (the paint
+       written through the data cache reads back the same); 2^(4+1) = 32 bytes; enabled */
+    MPU_RASR = (1u << 28) | (6u << 24) | (1u << 19) | (1u << 17) | (1u << 16) | (4u << 1) | 1u;
+    MPU_CTRL = (1u << 2) | 1u; /* PRIVDEFENA: the default memory map everywhere else */
+    SCB_SHCSR |= 1u << 16;     /* MemManage faults taken as themselves */
+    __asm__ volatile("dsb\n\tisb" : : : "memory");
+#endif
 }
 
 uint32_t mcud_fw_stack_bytes(void)
@@ -84,9 +144,38 @@ uint32_t mcud_fw_stack_used(void)
     return (uint32_t)((uintptr_t)&_estack - (uintptr_t)p);
 }
 
-void mcud_fault_handler(void)
+/* Whether the fault being handled is a push into the stack's guarded bytes (mcud_stack_guard_on). */
+static int mcud_fault_is_stack(void)
 {
+#if defined(MCUD_STACK_LIMIT) || defined(MCUD_STACK_MPU)
+    const uint32_t cfsr = SCB_CFSR;
+    const uintptr_t guard = mcud_stack_guard();
+    if ((cfsr & (CFSR_STKOF | CFSR_MSTKERR)) != 0u) {
+        return 1;
+    }
+    return (cfsr & (CFSR_MMARVALID | CFSR_DACCVIOL)) == (CFSR_MMARVALID | CFSR_DACCVIOL) && SCB_MMFAR >= guard &&
+           SCB_MMFAR < guard + MCUD_STACK_GUARD;
+#else
+    return 0;
+#endif
+}
+
+void mcud_fault_report(void)
+{
+    if (mcud_fault_is_stack()) {
+        mcud_sys_exit(MCUD_EXIT_STACK);
+    }
     mcud_sys_fault();
+}
+
+/* Every fault: the stack pointer back to the top of the stack first, since a fault of the stack's guard
+ * leaves it at the guard (whatever the stack held is not needed: the handler never returns). */
+__attribute__((naked)) void mcud_fault_handler(void)
+{
+    __asm__ volatile("ldr r0, =_estack\n\t"
+                     "mov sp, r0\n\t"
+                     "b mcud_fault_report\n\t"
+                     ".ltorg");
 }
 
 void mcud_unused_handler(void)

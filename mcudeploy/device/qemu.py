@@ -39,9 +39,11 @@ PR_SET_PDEATHSIG = 1  # linux/prctl.h
 _STARTING = threading.Lock()
 START_LOCK = Path(tempfile.gettempdir()) / f"mcudeploy-{os.getuid()}-qemu-start"  # .lock: across processes
 FAULT_EXIT = 3  # MCUD_EXIT_FAULT in firmware/runtime/mcud_fw.h
+STACK_EXIT = 4  # MCUD_EXIT_STACK: a push into the stack's guarded bottom (firmware/runtime/startup.c)
 EXIT_MEANING = {
     0: "a clean exit",
     FAULT_EXIT: "the firmware took a fault: a HardFault, bus fault or usage fault",
+    STACK_EXIT: "the firmware's stack overflowed: give the board file a larger stack_bytes",
     134: "the emulated CPU locked up (a fault inside a fault handler)",
 }
 

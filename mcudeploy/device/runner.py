@@ -86,6 +86,10 @@ def connect(board: Board, firmware: Optional[Firmware], port: Optional[str] = No
         _end_emulation(session, emulator)
     except MCUDeployError as exc:
         code = emulator.stop(timeout=0.5)
+        if code == qemu.STACK_EXIT:  # the firmware's guard at the stack's bottom (firmware/runtime/startup.c)
+            raise MCUDeployError(f"the firmware's stack of {board.stack_bytes:,} B overflowed on board {board.name} "
+                                 f"(a push reached its guarded bottom): give the board file a larger "
+                                 f"stack_bytes") from None
         if code not in (None, 0) and code != -9:
             raise MCUDeployError(f"QEMU for board {board.name} ended with {emulator.exit_reason()} "
                                  f"(the host saw: {str(exc).rstrip('.')})") from None

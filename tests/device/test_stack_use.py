@@ -39,3 +39,40 @@ def test_a_stack_used_to_the_bottom_is_one_sentence(monkeypatch):
 
 def test_firmware_without_read_stack_tells_nothing(monkeypatch):
     assert _run(monkeypatch, None).stack is None
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", ["qemu-m4", "qemu-m55"])
+def test_a_stack_too_small_by_a_little_stops_with_one_sentence(tmp_path, need_qemu, board):
+    """The stack's guarded bottom (firmware/runtime/startup.c: an MPU region on the ARMv7-M qemu-m4, the stack limit
+    register MSPLIM on the ARMv8.1-M qemu-m55): a stack 64 bytes short of what the model uses stops at the first push
+    into the guard with QEMU's exit status 4, which the host says in one sentence naming the board and the stack,
+    where it wrote over the memory below the stack before (KWS with 1,664 B on qemu-m4 hung); one with room to
+    spare runs, its answer the host's."""
+    import dataclasses
+    from pathlib import Path
+
+    from mcudeploy import check
+    from mcudeploy.boards import load_board
+    from mcudeploy.check.against_host import compare_with_host
+    from mcudeploy.compile import compile_model
+
+    model = str(Path(__file__).resolve().parents[1] / "keras_corpus" / "dscnn_gap-int8.tflite")
+    samples = check.random_inputs(compile_model(model, board).graph, 1, seed=2)
+
+    def run(stack: int):
+        compiled = compile_model(model, dataclasses.replace(load_board(board), stack_bytes=stack))
+        return compiled, runner.run_on_board(compiled, samples, workdir=tmp_path / str(stack), timeout=60)
+
+    _, whole = run(4096)
+    used = whole.stack.used
+    assert 256 < used < 4096 - 512
+    with pytest.raises(MCUDeployError) as err:
+        run(used - 64)
+    text = str(err.value)
+    assert text == (f"the firmware's stack of {used - 64:,} B overflowed on board {board} (a push reached its "
+                    "guarded bottom): give the board file a larger stack_bytes")
+    compiled, spare = run(used + 128)  # the guard takes 32 to 60 bytes of the stack's bottom
+    assert spare.stack.used <= used + 128 - 32
+    same, lines = compare_with_host(compiled, spare.outputs, samples)
+    assert same, lines
