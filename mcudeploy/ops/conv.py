@@ -378,7 +378,7 @@ class Conv(Op):
         if dtype != "int8" or int(node.attr("group", 1)) != 1 or not _uses_scratch(node):
             return 0  # cheap answers first: the planner asks for every node of every order it tries
         g = geometry(graph, node)
-        return _scratch_bytes(g) * _blocks(node, g) if _fast(graph, node, g) else 0
+        return _scratch_bytes(g) * _blocks(graph, node, g) if _fast(graph, node, g) else 0
 
     def unread_constants(self, graph, node, call, features):
         """mcud_conv_s8_fast reads its weights and bias from its parameters only (the model's tensors give the
@@ -434,8 +434,8 @@ class Conv(Op):
                 w4.reshape(-1, 3), ((0, 0), (0, 1))).reshape(-1))),
             mult=mults, shift=shifts, rq=rq, rq2=rq2, rq2_off=int(rq2 != 0 and 0 in rq2.values[1::FAST_RQ]),
             w16=Array("int16_t", _w16(padded * twice)) if _wide(node) else 0,
-            **({"blocks": _blocks(node, g)} if scratch and _blocks(node, g) > 1 else {}), **live.fields()),
-            scratch=_scratch_bytes(g) * _blocks(node, g) if scratch else 0)
+            **({"blocks": _blocks(graph, node, g)} if scratch and _blocks(graph, node, g) > 1 else {}),
+            **live.fields()), scratch=_scratch_bytes(g) * _blocks(graph, node, g) if scratch else 0)
 
 
 @dataclass(frozen=True)
@@ -639,29 +639,38 @@ def wide_weight_bytes(graph: Graph, node: Node) -> int:
     if node.op != "Conv" or not graph.is_const(node.inputs[1]):
         return 0
     g = geometry(graph, node)
-    if not _fast(graph, node, g):
-        return 0
-    return 2 * (g.cout - int(_zero_channels(node, graph[node.inputs[1]].data).sum())) * _kpad(g)
+    return 2 * _live_count(graph, node, g) * _kpad(g) if _fast(graph, node, g) else 0
+
+
+def _live_count(graph: Graph, node: Node, g: Geometry) -> int:
+    """The output channels the block kernels of a Conv with constant weights compute (_live: all but those of weights
+    0, where it leaves those out)."""
+    return g.cout - int(_zero_channels(node, graph[node.inputs[1]].data).sum())
 
 
 def tile_weight_bytes(graph: Graph, node: Node) -> Optional[tuple[int, int, int]]:
     """(the bytes of constants a Conv's kernel reads from flash per pass over its output channels: the int16 weights
     and each channel's requantization constants; those of one pair of its output channels' weights; its output
-    pixels per image) where its kernel can take its scratch in tiles (mcud_conv_fast_tile: int8, group 1, an even
-    count of output channels); else None."""
-    if node.op != "Conv" or graph[node.inputs[0]].dtype != "int8" or int(node.attr("group", 1)) != 1:
+    pixels per image) where its kernel can take its scratch in tiles (mcud_conv_fast_tile: int8, group 1, constant
+    weights, an even count of the output channels it computes, _live_count); else None."""
+    if node.op != "Conv" or graph[node.inputs[0]].dtype != "int8" or int(node.attr("group", 1)) != 1 \
+            or not graph.is_const(node.inputs[1]):
         return None
     g = geometry(graph, node)
-    if not _fast(graph, node, g) or g.cout % 2:
+    if not _fast(graph, node, g):
         return None
-    return 2 * g.cout * _kpad(g) + 4 * FAST_RQ * g.cout, 4 * _kpad(g), int(np.prod(g.out_hw))
+    live = _live_count(graph, node, g)
+    if live % 2:
+        return None
+    return 2 * live * _kpad(g) + 4 * FAST_RQ * live, 4 * _kpad(g), int(np.prod(g.out_hw))
 
 
-def _blocks(node: Node, g: Geometry) -> int:
+def _blocks(graph: Graph, node: Node, g: Geometry) -> int:
     """Blocks of PIXELS columns in mcud_conv_s8_fast's scratch: the node's "tile" (offload.tile_convolutions)
-    where its kernel takes tiles (int16 weights, an even count of output channels), else 1."""
+    where its kernel takes tiles (int16 weights, an even count of the output channels it computes: mcud_conv_fast_blocks
+    tiles only then), else 1."""
     tile = int(node.attr("tile", 1))
-    return tile if tile > 1 and _wide(node) and g.cout % 2 == 0 else 1
+    return tile if tile > 1 and _wide(node) and _live_count(graph, node, g) % 2 == 0 else 1
 
 
 def _uses_scratch(node: Node) -> bool:

@@ -128,7 +128,8 @@ DEAD = [
     ("pointwise", (1, 16, 5, 6), 8, (1, 1), {}, (1, 6)),  # six live: three pairs
     ("pointwise_odd_live", (1, 12, 3, 5), 7, (1, 1), {}, (0, 3)),  # five live: the last channel alone
     ("tile", (1, 8, 5, 7), 10, (1, 1), {"tile": 3}, (2, 9)),  # eight live in tiles of three blocks
-    ("tile_odd_live", (1, 8, 5, 7), 10, (1, 1), {"tile": 3}, (4,)),  # nine live: no tiles
+    ("tile_odd_live", (1, 8, 5, 7), 10, (1, 1), {"tile": 3}, (4,)),  # nine live: no tiles, nor their scratch
+    ("tile_even_live", (1, 8, 5, 7), 9, (1, 1), {"tile": 3}, (4,)),  # nine channels, eight live: tiles
     ("3x3_pad_direct", (1, 4, 7, 6), 6, (3, 3), {"pads": [1, 1, 1, 1], "scratch": 0}, (5, 0)),  # stack columns
     ("3x3_beyond_stack", (1, 17, 6, 9), 5, (3, 3), {"pads": [1, 1, 1, 1], "scratch": 0}, (2,)),  # row3, edges
     ("5x5_beyond_stack", (1, 6, 13, 16), 4, (5, 5), {"strides": [1, 2], "pads": [2, 2, 2, 2], "scratch": 0},
@@ -151,6 +152,10 @@ def test_channels_of_zero_weights_are_left_out_bit_exact(tmp_path, case, layout)
     assert field(call, "live").values == tuple(live) and field(call, "live_n") == len(live)
     assert sorted(field(call, "dead").values) == sorted(dead) and len(field(call, "w16").values) % len(live) == 0
     assert len(field(call, "bias").values) == len(live)
+    # tiles where the channels computed pair up (mcud_conv_fast_blocks' rule), and only then their scratch
+    blocks = attrs.get("tile", 1) if len(live) % 2 == 0 else 1
+    assert dict(call.params.fields).get("blocks", 1) == blocks
+    assert call.scratch == (0 if attrs.get("scratch") == 0 else 4 * 2 * field(call, "kpad") * blocks)
     place = {"x": Place(1, channels_last(len(x_shape)) if layout == "channels_last" else None), "y": Place(2)}
     got = run_kernel(tmp_path, call, graph, values, place)[0]
     want = run_reference(graph, [values["x"]])[0]
