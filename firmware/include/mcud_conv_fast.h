@@ -89,6 +89,8 @@ typedef struct {
 /* Where the block kernels' output channel oc (an index into the params' per-channel arrays) lies: ysc apart, or at
  * p->live[oc]'s place where some channels have no weight but 0. */
 #define MCUD_FAST_YC(oc, ysc, p) (((p)->live != NULL ? (p)->live[oc] : (oc)) * (ysc))
+/* The output channels the block kernels compute: p->live_n of the c channels where some are left out. */
+#define MCUD_FAST_OC_N(c, p) ((p)->live != NULL ? (p)->live_n : (c))
 
 #define MCUD_FAST_RQ 4 /* int32 per output channel in mcud_conv_s8_fast_params.rq */
 
@@ -882,7 +884,7 @@ MCUD_INLINE void mcud_conv_fast_blocks(const mcud_view *x, const mcud_view *w, c
     int32_t kh_n = w->ndim >= 4 ? w->shape[2] : 1;
     int32_t kw_n = w->shape[w->ndim - 1];
     int32_t k = X.c * kh_n * kw_n;
-    const int32_t oc_n = p->live != NULL ? p->live_n : Y.c; /* the channels the kernels below compute */
+    const int32_t oc_n = MCUD_FAST_OC_N(Y.c, p); /* the channels the kernels below compute */
     const int32_t tiled = p->blocks > 1 && p->w16 != NULL && oc_n % 2 == 0;
     const int32_t blocks = tiled ? p->blocks : 1;
     for (int32_t i = 0; i < MCUD_CONV_FAST_PIXELS * blocks; i++) {
@@ -1206,7 +1208,7 @@ MCUD_INLINE void mcud_conv_s8_direct(const mcud_view *x, const mcud_view *w, con
                                 ? (MCUD_DIRECT_COLS / per_c < X.c ? MCUD_DIRECT_COLS / per_c : X.c)
                                 : 0; /* channels a strip holds */
     int8_t *strip = (int8_t *)on_stack;
-    const int32_t oc_n = p->live != NULL ? p->live_n : Y.c; /* k below: the params' channel, oc the output's */
+    const int32_t oc_n = MCUD_FAST_OC_N(Y.c, p); /* k below: the params' channel, oc the output's */
     mcud_conv_fast_dead(y, p); /* (this path never runs in place) */
     for (int32_t n = 0; n < Y.n; n++) {
         const int8_t *xn = (const int8_t *)x->data + n * X.sn;

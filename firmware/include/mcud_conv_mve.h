@@ -419,7 +419,7 @@ MCUD_INLINE void mcud_conv_mve_blocks(const mcud_view *x, const mcud_view *y, in
                     oh++;
                 }
             }
-            mcud_conv_mve_gemm(cols, kp, m, yp, p->live != NULL ? p->live_n : Y.c, Y.sc, wa, kp, p, tiled);
+            mcud_conv_mve_gemm(cols, kp, m, yp, MCUD_FAST_OC_N(Y.c, p), Y.sc, wa, kp, p, tiled);
         }
     }
 }
