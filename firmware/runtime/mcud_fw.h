@@ -128,5 +128,8 @@ int32_t mcud_sys_read_host_file(const char *path, uint32_t offset, uint8_t *dst,
 #define MCUD_EXIT_FAULT 3
 /* ... when the fault is a push into the stack's guarded bottom (startup.c): the stack overflowed. */
 #define MCUD_EXIT_STACK 4
+/* The fault that last reset a real board (MCUD_EXIT_FAULT or MCUD_EXIT_STACK; 0: none), its CFSR and fault address
+ * (MMFAR or BFAR where valid, else 0), kept across the reset by startup.c; cleared once taken (BOOT reports it). */
+uint32_t mcud_fw_take_fault(uint32_t *cfsr, uint32_t *addr);
 
 #endif /* MCUD_FW_H */

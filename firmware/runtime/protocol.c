@@ -79,8 +79,13 @@ static void send_error(uint32_t seq, uint32_t code, const char *message)
 
 static void send_boot(void)
 {
+    uint32_t cfsr, addr;
     OUT[0] = MCUD_PROTO_VERSION;
-    send_frame(MCUD_CMD_BOOT, 0, 1 + put_string(OUT + 1, cfg->board));
+    uint32_t n = 1 + put_string(OUT + 1, cfg->board);
+    OUT[n++] = (uint8_t)mcud_fw_take_fault(&cfsr, &addr); /* why the board restarted: a fault, the stack, or 0 */
+    put32(OUT + n, cfsr);
+    put32(OUT + n + 4, addr);
+    send_frame(MCUD_CMD_BOOT, 0, n + 8);
 }
 
 static uint32_t identify(void)

@@ -7,7 +7,8 @@
  * first 32-byte boundary in it) are guarded instead: on an ARMv8-M main core the stack limit register
  * MSPLIM sits at their top, on an ARMv7-M core with an MPU a region makes them read-only (the paint
  * there stays readable for mcud_fw_stack_used). A push into them faults, and the fault handler, seeing
- * the stack's fault status, reports MCUD_EXIT_STACK instead of MCUD_EXIT_FAULT. */
+ * the stack's fault status, reports MCUD_EXIT_STACK instead of MCUD_EXIT_FAULT: QEMU exits with it, a real board
+ * resets, its next BOOT frame saying which fault (noted in .noinit RAM, which the reset keeps). */
 #include <stdint.h>
 
 #include "mcud_fw.h"
@@ -88,9 +89,12 @@ static uintptr_t mcud_stack_guard(void)
     return ((uintptr_t)&_sstack + MCUD_STACK_GUARD - 1u) & ~(uintptr_t)(MCUD_STACK_GUARD - 1u);
 }
 
+#define SCB_CCR (*(volatile uint32_t *)0xE000ED14u)
 #define SCB_SHCSR (*(volatile uint32_t *)0xE000ED24u)
 #define SCB_CFSR (*(volatile uint32_t *)0xE000ED28u)
 #define SCB_MMFAR (*(volatile uint32_t *)0xE000ED34u)
+#define SCB_BFAR (*(volatile uint32_t *)0xE000ED38u)
+#define SCB_DCCMVAC (*(volatile uint32_t *)0xE000EF68u)
 #define MPU_TYPE (*(volatile uint32_t *)0xE000ED90u)
 #define MPU_CTRL (*(volatile uint32_t *)0xE000ED94u)
 #define MPU_RNR (*(volatile uint32_t *)0xE000ED98u)
@@ -99,6 +103,7 @@ static uintptr_t mcud_stack_guard(void)
 #define CFSR_DACCVIOL (1u << 1)
 #define CFSR_MSTKERR (1u << 4)
 #define CFSR_MMARVALID (1u << 7)
+#define CFSR_BFARVALID (1u << 15)
 #define CFSR_STKOF (1u << 20) /* ARMv8-M: the stack limit */
 
 #if defined(__ARM_ARCH_8M_MAIN__) || defined(__ARM_ARCH_8_1M_MAIN__)
@@ -160,12 +165,52 @@ static int mcud_fault_is_stack(void)
 #endif
 }
 
+/* Why the board last restarted, kept across the reset in RAM that start-up neither loads nor clears (.noinit, just
+ * below the stack): the fault handler notes the fault before a real board resets (QEMU exits with its code instead),
+ * and BOOT reports it once (mcud_fw_take_fault). A power-on's random bytes fail the check word. */
+typedef struct {
+    uint32_t code, cfsr, addr, check;
+} mcud_fault_note;
+static volatile mcud_fault_note fault_note __attribute__((section(".noinit"), aligned(32)));
+#define MCUD_FAULT_KEY 0x4D435544u
+
+static void mcud_note_fault(uint32_t code)
+{
+    uint32_t cfsr = 0u, addr = 0u;
+#if defined(MCUD_STACK_LIMIT) || defined(MCUD_STACK_MPU)
+    cfsr = SCB_CFSR;
+    addr = (cfsr & CFSR_MMARVALID) != 0u ? SCB_MMFAR : (cfsr & CFSR_BFARVALID) != 0u ? SCB_BFAR : 0u;
+#endif
+    fault_note.code = code;
+    fault_note.cfsr = cfsr;
+    fault_note.addr = addr;
+    fault_note.check = code ^ cfsr ^ addr ^ MCUD_FAULT_KEY;
+    __asm__ volatile("dsb" : : : "memory");
+#if defined(MCUD_STACK_LIMIT) || defined(MCUD_STACK_MPU)
+    if ((SCB_CCR & (1u << 16)) != 0u) { /* a data cache on (Cortex-M7, M55): the note's line written to the RAM */
+        SCB_DCCMVAC = (uint32_t)(uintptr_t)&fault_note;
+        __asm__ volatile("dsb" : : : "memory");
+    }
+#endif
+}
+
+uint32_t mcud_fw_take_fault(uint32_t *cfsr, uint32_t *addr)
+{
+    const uint32_t code = fault_note.code;
+    *cfsr = fault_note.cfsr;
+    *addr = fault_note.addr;
+    const int noted = (code == MCUD_EXIT_FAULT || code == MCUD_EXIT_STACK) &&
+                      fault_note.check == (code ^ *cfsr ^ *addr ^ MCUD_FAULT_KEY);
+    fault_note.code = 0u;
+    fault_note.check = 0u;
+    return noted ? code : 0u;
+}
+
 void mcud_fault_report(void)
 {
-    if (mcud_fault_is_stack()) {
-        mcud_sys_exit(MCUD_EXIT_STACK);
-    }
-    mcud_sys_fault();
+    const uint32_t code = mcud_fault_is_stack() ? MCUD_EXIT_STACK : MCUD_EXIT_FAULT;
+    mcud_note_fault(code);
+    mcud_sys_exit((int32_t)code);
 }
 
 /* Every fault: the stack pointer back to the top of the stack first, since a fault of the stack's guard
@@ -180,5 +225,6 @@ __attribute__((naked)) void mcud_fault_handler(void)
 
 void mcud_unused_handler(void)
 {
+    mcud_note_fault(MCUD_EXIT_FAULT);
     mcud_sys_fault();
 }

@@ -42,7 +42,9 @@ Requests and their replies' payloads (run: a u32 run id the host picks for each 
                                                all of them where it is gone to the bottom: an overflow, likely)
     ACK          (device)                   -    sent with a request's sequence number before a command
                                                  that takes long (RUN, RUN_OP, CALIBRATE): it is working
-    BOOT         (device, unsolicited)      u8 protocol, str board
+    BOOT         (device, unsolicited)      u8 protocol, str board, then (firmware since the stack guard) u8 the
+                                               fault that reset the board (FAULT_CPU, FAULT_STACK; 0 none noted: a
+                                               power-on, a RESET), u32 its CFSR, u32 its address (MMFAR or BFAR)
     ERROR        (device)                   u8 code, str message
 
 The device never acts on a frame that fails its checksum: it answers ERROR and keeps serving.
@@ -71,6 +73,7 @@ TRAILER = 4
 MAX_PAYLOAD = 2048
 REPLY = 0x80
 CLOCK_RESET, CLOCK_SET, CLOCK_FALLBACK, CLOCK_UNKNOWN = 0, 1, 2, -1  # IDENTIFY's clock status (mcud_clock.h)
+FAULT_CPU, FAULT_STACK = 3, 4  # BOOT's fault: MCUD_EXIT_FAULT, MCUD_EXIT_STACK (firmware/runtime/mcud_fw.h)
 
 
 class Command(enum.IntEnum):
@@ -278,6 +281,34 @@ def parse_identify(p: bytes) -> DeviceInfo:
         raise FrameError(f"IDENTIFY reply of {len(p)} bytes is malformed") from None
     return DeviceInfo(protocol, bool(flags & 1), max_payload, ops, arena, hz, model_id, ins, outs, board, version,
                       core_hz, status, note)
+
+
+@dataclass(frozen=True)
+class Boot:
+    """A BOOT frame: the board just started; ``fault``: why, where the firmware noted it before its reset."""
+    protocol: int
+    board: str
+    fault: int = 0  # 0: none noted (a power-on, a RESET, an older firmware)
+    cfsr: int = 0
+    fault_address: int = 0
+
+    def fault_text(self) -> str:
+        """The noted fault for people ("" where none was noted)."""
+        if self.fault == FAULT_STACK:
+            return "its stack overflowed (a push reached its guarded bottom)"
+        if self.fault == FAULT_CPU:
+            where = f", fault address 0x{self.fault_address:08X}" if self.fault_address else ""
+            return f"it took a CPU fault (CFSR 0x{self.cfsr:08X}{where})"
+        return ""
+
+
+def parse_boot(p: bytes) -> Boot:
+    try:
+        board, pos = unpack_string(p, 1)
+        fault, cfsr, address = struct.unpack_from("<BII", p, pos) if len(p) >= pos + 9 else (0, 0, 0)
+    except (struct.error, IndexError):
+        raise FrameError(f"BOOT frame of {len(p)} bytes is malformed") from None
+    return Boot(p[0], board, fault, cfsr, address)
 
 
 def parse_error(p: bytes) -> tuple[int, str]:

@@ -15,12 +15,13 @@ import numpy as np
 
 from mcudeploy.boards import Board
 from mcudeploy.codegen import write_project
+from mcudeploy.device import protocol as P
 from mcudeploy.device import qemu
 from mcudeploy.device.build import Firmware, build_firmware
 from mcudeploy.device.pool import BoardPool, Job
 from mcudeploy.device.protocol import DeviceInfo
 from mcudeploy.device.samples import output_array, sample_bytes
-from mcudeploy.device.session import RunResult, Session, StackUse
+from mcudeploy.device.session import BoardFault, RunResult, Session, StackUse
 from mcudeploy.device.transport import Transport
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ops import registry
@@ -74,7 +75,12 @@ def connect(board: Board, firmware: Optional[Firmware], port: Optional[str] = No
             session = Session(transport, board.name, timeout=timeout, baud=baud)
             session.open(boot_wait=0.0)
             _check_model(session, firmware, board)
-            yield session
+            try:
+                yield session
+            except BoardFault as exc:  # a real board reset itself after the fault its firmware noted
+                if _stack_fault(exc):
+                    raise MCUDeployError(_stack_overflowed(board)) from None
+                raise
         return
     emulator = qemu.QemuBoard(board, firmware.elf, qmp=qmp)
     try:
@@ -86,10 +92,8 @@ def connect(board: Board, firmware: Optional[Firmware], port: Optional[str] = No
         _end_emulation(session, emulator)
     except MCUDeployError as exc:
         code = emulator.stop(timeout=0.5)
-        if code == qemu.STACK_EXIT:  # the firmware's guard at the stack's bottom (firmware/runtime/startup.c)
-            raise MCUDeployError(f"the firmware's stack of {board.stack_bytes:,} B overflowed on board {board.name} "
-                                 f"(a push reached its guarded bottom): give the board file a larger "
-                                 f"stack_bytes") from None
+        if code == qemu.STACK_EXIT or _stack_fault(exc):  # the guard at the stack's bottom (firmware/runtime/startup.c)
+            raise MCUDeployError(_stack_overflowed(board)) from None
         if code not in (None, 0) and code != -9:
             raise MCUDeployError(f"QEMU for board {board.name} ended with {emulator.exit_reason()} "
                                  f"(the host saw: {str(exc).rstrip('.')})") from None
@@ -101,6 +105,16 @@ def connect(board: Board, firmware: Optional[Firmware], port: Optional[str] = No
         emulator.stop()
     if emulator.returncode not in (0, None):
         raise MCUDeployError(f"QEMU for board {board.name} ended with {emulator.exit_reason()}")
+
+
+def _stack_fault(exc: Exception) -> bool:
+    """Whether a board (a real one: it resets) restarted after its stack's guard faulted."""
+    return isinstance(exc, BoardFault) and exc.boot.fault == P.FAULT_STACK
+
+
+def _stack_overflowed(board: Board) -> str:
+    return (f"the firmware's stack of {board.stack_bytes:,} B overflowed on board {board.name} (a push reached its "
+            f"guarded bottom): give the board file a larger stack_bytes")
 
 
 def _end_emulation(session: Session, emulator: "qemu.QemuBoard", wait: float = 5.0) -> None:

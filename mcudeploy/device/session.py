@@ -16,7 +16,8 @@ protocol.py; each attempt sends the same frame, same sequence number):
   run is named within seconds, not after ``run_timeout``;
 - a BOOT frame while a reply is awaited: before the board has answered anything in this session,
   it just came up and the request is sent again; otherwise it restarted (crash, watchdog, power),
-  what it held is gone, and the session stops with one sentence saying so;
+  what it held is gone, and the session stops with one sentence saying so, and why where the
+  firmware noted a fault before its reset (BoardFault: the stack's guard, or a CPU fault);
 - a reply with another sequence number is a late answer to an earlier attempt: skipped.
 
 Every inference gets a run id of its own (``begin_run``): the device runs only on inputs loaded
@@ -74,6 +75,15 @@ class StackUse:
 class NoAnswer(MCUDeployError):
     """The board stopped answering: silence, or a restart in the middle of a request (a pool of
     boards takes such a board out and gives its work to another, mcudeploy/device/pool.py)."""
+
+
+class BoardFault(MCUDeployError):
+    """The board restarted in the middle of a request after a fault its firmware noted (``boot``):
+    the work itself fails there, so a pool does not hand it to another board."""
+
+    def __init__(self, message: str, boot: P.Boot):
+        super().__init__(message)
+        self.boot = boot
 
 
 @dataclass(frozen=True)
@@ -173,8 +183,7 @@ class Session:
                 if frame.command == P.Command.BOOT:
                     self.boots_seen += 1
                     if self._answered or started is not None:
-                        raise NoAnswer(f"board {self.board} restarted while handling {command.name} "
-                                             f"(a crash, a watchdog or a power glitch), so its state is lost")
+                        self._restarted(command, frame.payload)
                     resend = "the board had just started"
                 elif frame.command == P.Command.ERROR:
                     code, message = P.parse_error(frame.payload)
@@ -204,6 +213,18 @@ class Session:
             self.transport.write(raw)
             deadline = time.monotonic() + (poll if started is not None else answer)
 
+    def _restarted(self, command: P.Command, payload: bytes) -> None:
+        """The board restarted in the middle of ``command``: one sentence, with the fault it noted if any."""
+        try:
+            boot = P.parse_boot(payload)
+        except P.FrameError:
+            boot = P.Boot(0, self.board)
+        if boot.fault_text():
+            raise BoardFault(f"board {self.board} restarted while handling {command.name}: {boot.fault_text()}, "
+                             f"so its state is lost", boot)
+        raise NoAnswer(f"board {self.board} restarted while handling {command.name} "
+                       f"(a crash, a watchdog or a power glitch), so its state is lost")
+
     def _failure(self, command: P.Command, problems: list[str]) -> str:
         if all(p.startswith("no answer") for p in problems):
             first, last = problems[0].split()[-2], problems[-1].split()[-2]
@@ -224,6 +245,9 @@ class Session:
                 frame = None
             if frame is not None and frame.command == P.Command.BOOT:
                 self.boots_seen += 1
+                boot = P.parse_boot(frame.payload)
+                if boot.fault_text():
+                    log.warning("board %s had restarted before this session: %s", self.board, boot.fault_text())
         self.reader.clear()
         self.transport.discard_input()
         return self.identify()

@@ -43,6 +43,7 @@ class FakeDevice:
         self.silent = False         # the device stopped answering
         self.freeze_after_ack = False  # the device stops answering once it has acknowledged a long command
         self.reset_on: set[int] = set()  # commands during which the device restarts (it sends BOOT)
+        self.fault = b""  # what its BOOT says made it restart: u8 fault, u32 CFSR, u32 address (b"": older firmware)
         self.stale_before_reply = 0  # send a reply with a wrong sequence number before the next N replies
 
     # ------------------------------------------------------------------ Transport interface
@@ -107,7 +108,7 @@ class FakeDevice:
 
     def boot(self) -> None:
         self.input[:] = bytes(NBYTES)
-        self._send(P.Frame(P.Command.BOOT, 0, bytes([P.VERSION]) + P.pack_string(self.board)))
+        self._send(P.Frame(P.Command.BOOT, 0, bytes([P.VERSION]) + P.pack_string(self.board) + self.fault))
 
     def _serve(self) -> None:
         while True:

@@ -9,7 +9,7 @@ import pytest
 from fakes import NBYTES, OP_TICKS, FakeDevice
 
 from mcudeploy.device import protocol as P
-from mcudeploy.device.session import Session
+from mcudeploy.device.session import BoardFault, NoAnswer, Session
 from mcudeploy.errors import MCUDeployError
 
 
@@ -82,6 +82,33 @@ def test_a_reset_mid_run_is_detected():
     with pytest.raises(MCUDeployError, match="board fake-board restarted while handling RUN") as err:
         s.run()
     assert one_sentence(str(err.value))
+
+
+@pytest.mark.parametrize("fault, says", [
+    ((P.FAULT_STACK, 0x10, 0x20001FE0), "its stack overflowed (a push reached its guarded bottom)"),
+    ((P.FAULT_CPU, 0x8200, 0x40000000), "it took a CPU fault (CFSR 0x00008200, fault address 0x40000000)"),
+    ((P.FAULT_CPU, 0x20000, 0), "it took a CPU fault (CFSR 0x00020000)"),
+])
+def test_a_reset_after_a_fault_says_the_fault_and_is_no_lost_board(fault, says):
+    """A real board resets after a fault (firmware/runtime/startup.c notes it in RAM the reset keeps): its BOOT says
+    which, and the session says it; BoardFault is not NoAnswer, so a pool does not give the work to another board."""
+    dev = FakeDevice()
+    s = session(dev)
+    s.begin_run()
+    s.load_input(0, bytes(NBYTES))
+    dev.reset_on = {P.Command.RUN}
+    dev.fault = struct.pack("<BII", *fault)
+    with pytest.raises(BoardFault) as err:
+        s.run()
+    assert str(err.value) == f"board fake-board restarted while handling RUN: {says}, so its state is lost"
+    assert not isinstance(err.value, NoAnswer) and err.value.boot.fault == fault[0]
+
+
+def test_a_boot_frame_without_a_fault_or_cut_short_is_a_restart_of_unknown_cause():
+    assert P.parse_boot(bytes([P.VERSION]) + P.pack_string("b")) == P.Boot(P.VERSION, "b")
+    assert P.parse_boot(bytes([P.VERSION]) + P.pack_string("b") + bytes(9)).fault_text() == ""
+    with pytest.raises(P.FrameError, match="BOOT frame of 0 bytes is malformed"):
+        P.parse_boot(b"")
 
 
 def test_stale_replies_are_skipped():

@@ -2,6 +2,9 @@
 run whose paint is gone to the bottom of the stack (an overflow, likely) stops with one sentence naming the board."""
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+
 import pytest
 
 from mcudeploy.compile import compile_graph
@@ -41,38 +44,67 @@ def test_firmware_without_read_stack_tells_nothing(monkeypatch):
     assert _run(monkeypatch, None).stack is None
 
 
+MODEL = Path(__file__).resolve().parents[1] / "keras_corpus" / "dscnn_gap-int8.tflite"
+
+
+def _run_with_stack(board: str, stack: int, folder: Path):
+    """(compiled, the run, its samples) of MODEL on ``board`` with a stack of ``stack`` bytes."""
+    from mcudeploy import check
+    from mcudeploy.boards import load_board
+    from mcudeploy.compile import compile_model
+
+    compiled = compile_model(str(MODEL), dataclasses.replace(load_board(board), stack_bytes=stack))
+    samples = check.random_inputs(compiled.graph, 1, seed=2)
+    return compiled, runner.run_on_board(compiled, samples, workdir=folder / str(stack), timeout=60), samples
+
+
+@pytest.fixture(scope="module")
+def stack_used(tmp_path_factory):
+    """The stack MODEL uses on a board with 4,096 B of it, run once per board for the tests below."""
+    used: dict[str, int] = {}
+
+    def of(board: str) -> int:
+        if board not in used:
+            used[board] = _run_with_stack(board, 4096, tmp_path_factory.mktemp(board))[1].stack.used
+        return used[board]
+    return of
+
+
 @pytest.mark.qemu
 @pytest.mark.parametrize("board", ["qemu-m4", "qemu-m55"])
-def test_a_stack_too_small_by_a_little_stops_with_one_sentence(tmp_path, need_qemu, board):
+def test_a_stack_too_small_by_a_little_stops_with_one_sentence(tmp_path, need_qemu, board, stack_used):
     """The stack's guarded bottom (firmware/runtime/startup.c: an MPU region on the ARMv7-M qemu-m4, the stack limit
     register MSPLIM on the ARMv8.1-M qemu-m55): a stack 64 bytes short of what the model uses stops at the first push
     into the guard with QEMU's exit status 4, which the host says in one sentence naming the board and the stack,
     where it wrote over the memory below the stack before (KWS with 1,664 B on qemu-m4 hung); one with room to
     spare runs, its answer the host's."""
-    import dataclasses
-    from pathlib import Path
-
-    from mcudeploy import check
-    from mcudeploy.boards import load_board
     from mcudeploy.check.against_host import compare_with_host
-    from mcudeploy.compile import compile_model
 
-    model = str(Path(__file__).resolve().parents[1] / "keras_corpus" / "dscnn_gap-int8.tflite")
-    samples = check.random_inputs(compile_model(model, board).graph, 1, seed=2)
-
-    def run(stack: int):
-        compiled = compile_model(model, dataclasses.replace(load_board(board), stack_bytes=stack))
-        return compiled, runner.run_on_board(compiled, samples, workdir=tmp_path / str(stack), timeout=60)
-
-    _, whole = run(4096)
-    used = whole.stack.used
+    used = stack_used(board)
     assert 256 < used < 4096 - 512
     with pytest.raises(MCUDeployError) as err:
-        run(used - 64)
-    text = str(err.value)
-    assert text == (f"the firmware's stack of {used - 64:,} B overflowed on board {board} (a push reached its "
-                    "guarded bottom): give the board file a larger stack_bytes")
-    compiled, spare = run(used + 128)  # the guard takes 32 to 60 bytes of the stack's bottom
+        _run_with_stack(board, used - 64, tmp_path)
+    assert str(err.value) == (f"the firmware's stack of {used - 64:,} B overflowed on board {board} (a push reached "
+                              "its guarded bottom): give the board file a larger stack_bytes")
+    compiled, spare, samples = _run_with_stack(board, used + 128, tmp_path)  # the guard takes 32 to 60 bytes
     assert spare.stack.used <= used + 128 - 32
     same, lines = compare_with_host(compiled, spare.outputs, samples)
     assert same, lines
+
+
+@pytest.mark.qemu
+def test_a_real_board_reset_by_its_stack_guard_says_so_after_it_restarts(tmp_path, need_qemu, monkeypatch,
+                                                                          stack_used):
+    """A real board resets on a fault where QEMU exits: the fault handler notes the fault in RAM the reset keeps
+    (.noinit), the next BOOT reports it, and the host says the emulator's sentence. Played on qemu-m4 with the
+    firmware built as for hardware (SYSRESETREQ restarts the machine; QEMU's reset leaves the RAM alone). Without the
+    note the host could only say the board restarted (checked: the BOOT then carries fault 0)."""
+    from mcudeploy.device import build
+
+    used = stack_used("qemu-m4")
+    context = build._context
+    monkeypatch.setattr(build, "_context", lambda *a, **k: {**context(*a, **k), "emulated": False})
+    with pytest.raises(MCUDeployError) as err:
+        _run_with_stack("qemu-m4", used - 64, tmp_path)
+    assert str(err.value) == (f"the firmware's stack of {used - 64:,} B overflowed on board qemu-m4 (a push reached "
+                              "its guarded bottom): give the board file a larger stack_bytes")
