@@ -28,6 +28,10 @@ typedef struct {
     const int32_t *shift;
     const int32_t *dw;      /* depthwise fast path: per channel MCUD_DW_FIELDS precomputed values
                                (mcud_conv_dw.h), or NULL: the kernel works them out from w and b */
+    const int32_t *dead;    /* depthwise fast path: the channels (ascending) whose input is the zero point at every
+                               pixel, written as dead_y without being read; dead_n of them */
+    const int8_t *dead_y;
+    int32_t dead_n;
 } mcud_conv_s8_params;
 
 /* 16x8, as TFLite's: int16 x and y with zero point 0, int8 w, a bias of the

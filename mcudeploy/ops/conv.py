@@ -364,11 +364,13 @@ class Conv(Op):
         if requant.arithmetic(graph) == "tflite":
             fn += "_tfl"
         doubled = requant.arithmetic(graph) == "tflite" and bool(node.attr("dsp", 0))  # offload.dsp_packings
-        table = _dw_channels(graph, node, zx, (mult, shift, zy) if doubled else None) \
-            if g.depthwise and _dw_fast(g) else None
+        fast_dw = g.depthwise and _dw_fast(g)
+        table = _dw_channels(graph, node, zx, (mult, shift, zy) if doubled else None) if fast_dw else None
+        quiet = _quiet_channels(graph, node, zx, mult, shift, zy, lo, hi) if fast_dw else Live(())
         return Call(fn, views, Struct.of(
             "mcud_conv_s8_params", **common, in_zero_point=zx, out_zero_point=zy, act_min=lo, act_max=hi,
-            mult=mults, shift=shifts, **({"dw": Array("int32_t", table)} if table is not None else {})))
+            mult=mults, shift=shifts, **({"dw": Array("int32_t", table)} if table is not None else {}),
+            **({k: v for k, v in quiet.fields().items() if k.startswith("dead")})))
 
     def scratch(self, graph, node):
         dtype = graph[node.inputs[0]].dtype
@@ -469,6 +471,42 @@ def _live(graph: Graph, node: Node, w4: np.ndarray, b: np.ndarray, mults, shifts
     values = np.clip(q + zy, lo, hi)
     return Live(tuple(int(i) for i in np.flatnonzero(~zero)), tuple(int(i) for i in dead),
                 tuple(int(v) for v in values))
+
+
+def constant_channels(graph: Graph, tensor: str) -> dict[int, int]:
+    """The channels of an int8 tensor that hold one value at every pixel, known from the plan alone: those of a Conv
+    output whose weights are all 0 (the bias alone, requantized and clipped: _live's values), channel -> value."""
+    node = graph.producer(tensor)
+    if node is None or node.op != "Conv" or not graph.is_const(node.inputs[1]) or graph[tensor].dtype != "int8" \
+            or graph[node.inputs[0]].dtype != "int8":
+        return {}
+    w = graph[node.inputs[1]].data
+    zero = np.flatnonzero(np.all(w.reshape(w.shape[0], -1) == 0, axis=1))
+    if not len(zero):
+        return {}
+    bias = _bias(node)
+    b = graph[bias].data.astype(np.int64).reshape(-1)[zero] if bias else np.zeros(len(zero), np.int64)
+    mult, shift = Conv()._requant(graph, node)
+    _, zy = requant.qparams(graph, tensor).single()
+    lo, hi = requant.clip_range(node, graph[tensor])
+    values = np.clip(requant.requantize_as(graph, b, mult[zero].astype(np.int64), shift[zero].astype(np.int64)) + zy,
+                     lo, hi)
+    return {int(c): int(v) for c, v in zip(zero, values)}
+
+
+def _quiet_channels(graph: Graph, node: Node, zx: int, mult, shift, zy: int, lo: int, hi: int) -> Live:
+    """The channels a depthwise convolution on mcud_conv_s8_dw's fast path writes as one value without reading them
+    (``dead``, with ``dead_y``): those whose input plane is the input's zero point at every pixel (constant_channels:
+    a pointwise layer's channel of weights 0 through a Relu, as VWW's later layers have by the dozen), so that every
+    tap, padded or not, adds 0 and the output is the bias alone, requantized and clipped."""
+    quiet = sorted(c for c, v in constant_channels(graph, node.inputs[0]).items() if v == zx)
+    if not quiet:
+        return Live(())
+    bias = _bias(node)
+    b = graph[bias].data.astype(np.int64).reshape(-1)[quiet] if bias else np.zeros(len(quiet), np.int64)
+    values = np.clip(requant.requantize_as(graph, b, np.asarray(mult, np.int64)[quiet],
+                                           np.asarray(shift, np.int64)[quiet]) + zy, lo, hi)
+    return Live((), tuple(quiet), tuple(int(v) for v in values))
 
 
 def _zero_channels(node: Node, w: np.ndarray) -> np.ndarray:

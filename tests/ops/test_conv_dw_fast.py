@@ -4,6 +4,7 @@ routes) and its fallback, on views inside garbage-filled bigger buffers, on row 
 ranges of a larger convolution (as split execution passes them), and on random shapes."""
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -388,6 +389,85 @@ def test_a_table_doubled_for_the_dsp_path_gives_the_same_bits_on_an_mve_core(tmp
     tables = [dict(CONV.kernel(compiled.graph, n).params.fields).get("dw") for n in compiled.graph.nodes]
     assert any(t is not None and np.any(np.array(t.values).reshape(-1, DW_FIELDS)[:, 6]) for t in tables)
     samples = mcheck.random_inputs(compiled.graph, 2, seed=9)
+    result = run_on_board(compiled, samples, workdir=tmp_path / "p")
+    same, lines = compare_with_host(compiled, result.outputs, samples)
+    assert same, lines
+
+
+def _pointwise_then_depthwise(x_shape, attrs, arithmetic="tflite", seed=0):
+    """x -> a 1x1 Conv with a Relu whose channels (0, c - 1) have weights of 0 and a negative bias (their output the
+    zero point everywhere: quiet for the depthwise Conv after it) and channel 1 weights of 0 and a positive bias (one
+    value, not the zero point: the depthwise Conv's padding then sums to something else at the borders) -> y."""
+    rng = np.random.default_rng(seed)
+    n, c, h, w = x_shape
+    s_w = rng.uniform(0.002, 0.01, c)
+    pw = rng.integers(-127, 128, (c, 3, 1, 1)).astype(np.int8)
+    pb = rng.integers(-5000, 5000, c).astype(np.int32)
+    pw[[0, 1, c - 1]] = 0
+    pb[0], pb[c - 1], pb[1] = -3000, -1, 4000
+    dw = rng.integers(-127, 128, (c, 1, 3, 3)).astype(np.int8)
+    db = rng.integers(-5000, 5000, c).astype(np.int32)
+    tensors = {t.name: t for t in (
+        Tensor("x", (n, 3, h, w), "int8", "input", Quant((0.03,), (-9,))),
+        constant("pw", pw, Quant(tuple(s_w), (0,) * c, 0)), constant("pb", pb, Quant(tuple(0.03 * s_w), (0,) * c, 0)),
+        Tensor("t", (n, c, h, w), "int8", "activation", Quant((0.04,), (-6,))),
+        constant("dw", dw, Quant(tuple(s_w), (0,) * c, 0)), constant("db", db, Quant(tuple(0.04 * s_w), (0,) * c, 0)))}
+    pointwise = Node("pw", "Conv", ("x", "pw", "pb"), ("t",), {"clip_min": 0.0, "clip_max": math.inf})
+    depthwise = Node("dw", "Conv", ("t", "dw", "db"), ("y",), {"group": c, **attrs})
+    shape, _ = CONV.infer(Graph("g", tensors, (), ("x",), (), arithmetic=arithmetic), depthwise)[0]
+    tensors["y"] = Tensor("y", shape, "int8", "output", Quant((0.05,), (4,)))
+    graph = Graph("g", tensors, (pointwise, depthwise), ("x",), ("y",), arithmetic=arithmetic)
+    return graph, rng.integers(-128, 128, (n, 3, h, w)).astype(np.int8)
+
+
+QUIET_CASES = [
+    ("whole_plane", (1, 6, 7, 9), {"pads": [1, 1, 1, 1]}),
+    ("ring", (1, 5, 20, 40), {"pads": [1, 1, 1, 1]}),
+    ("stride2_batch2", (2, 6, 12, 11), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
+    ("valid", (1, 4, 6, 7), {}),
+]
+
+
+@needs_gcc
+@pytest.mark.parametrize("case", QUIET_CASES, ids=[c[0] for c in QUIET_CASES])
+@pytest.mark.parametrize("arithmetic", ["onnx", "tflite"])
+def test_channels_whose_input_is_the_zero_point_are_written_not_computed(tmp_path, case, arithmetic):
+    """A depthwise channel whose input plane is the zero point at every pixel (the channel of weights 0 of the
+    pointwise layer before, through its Relu: VWW has dozens a layer) sums its bias alone: mcud_conv_s8_dw writes its
+    one value (p->dead) without reading the plane; a channel of one value that is not the zero point (channel 1) is
+    computed, its padded borders summing otherwise. Bit for bit with the numpy reference, on a view in a bigger
+    buffer and channels-last."""
+    _, x_shape, attrs = case
+    graph, x = _pointwise_then_depthwise(x_shape, attrs, arithmetic, seed=len(case[0]))
+    pointwise, depthwise = graph.nodes
+    c = x_shape[1]
+    call = CONV.kernel(graph, depthwise)
+    fields = dict(call.params.fields)
+    assert fields["dead"].values == (0, c - 1) and fields["dead_n"] == 2
+    t = run_reference(replace(graph, nodes=(pointwise,), outputs=("t",)), [x])[0]
+    assert np.all(t[:, [0, c - 1]] == -6) and np.all(t[:, 1] == t[0, 1, 0, 0]) and t[0, 1, 0, 0] != -6
+    want = run_reference(graph, [x])[0]
+    assert [int(want[0, k].ravel()[0]) for k in (0, c - 1)] == list(fields["dead_y"].values)
+    for place in ({"t": 1, "y": 2}, {"t": Place(1, channels_last(4)), "y": Place(2, channels_last(4))}):
+        got = run_kernel(tmp_path, call, graph, {"t": t}, place)[0]
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", ["qemu-m4", "qemu-m55"])  # the DSP path, the MVE path
+def test_channels_whose_input_is_the_zero_point_on_qemu_equal_the_host(tmp_path, board, need_qemu):
+    """_pointwise_then_depthwise compiled for a core with the DSP instructions and one with MVE (the channel loop
+    is shared): the board's outputs are the host's."""
+    from mcudeploy import check as mcheck
+    from mcudeploy.check.against_host import compare_with_host
+    from mcudeploy.compile import compile_graph
+    from mcudeploy.device.runner import run_on_board
+
+    graph, _ = _pointwise_then_depthwise((1, 6, 10, 9), {"pads": [1, 1, 1, 1]})
+    compiled = compile_graph(graph, board, name="quiet")
+    depthwise = next(n for n in compiled.graph.nodes if n.attrs.get("group", 1) > 1)
+    assert dict(CONV.kernel(compiled.graph, depthwise).params.fields)["dead_n"] == 2
+    samples = mcheck.random_inputs(compiled.graph, 2, seed=4)
     result = run_on_board(compiled, samples, workdir=tmp_path / "p")
     same, lines = compare_with_host(compiled, result.outputs, samples)
     assert same, lines
