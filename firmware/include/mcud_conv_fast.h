@@ -84,6 +84,12 @@ typedef struct {
     const int32_t *dead;
     const int8_t *dead_y;
     int32_t dead_n;
+    const int32_t *in_live; /* or NULL: a pointwise convolution's input channels the columns hold (in_live_n of them,
+                               in order, kpad: the last repeated up to a multiple of four, its weight 0 there; w, w16
+                               and the bias count only these), the others being one value at every pixel, their
+                               products folded into the bias (mcudeploy/ops/conv.py, _channels_read); no MVE core,
+                               no tiles */
+    int32_t in_live_n;
 } mcud_conv_s8_fast_params;
 
 /* Where the block kernels' output channel oc (an index into the params' per-channel arrays) lies: ysc apart, or at
@@ -179,6 +185,17 @@ MCUD_INLINE void mcud_conv_fast_col(const int8_t *xn, const mcud_fast_dims *X, i
     if (p->inside && kh_n == 1 && kw_n == 1) { /* pointwise: four channels per group */
         const int8_t *xr = xn + ih0 * X->sh + iw0 * X->sw;
         int32_t c = 0;
+        if (p->in_live != NULL) { /* the channels not of one value only (a multiple of four): offsets constants */
+            MCUD_UNROLL
+            for (; c < p->in_live_n; c += 4) {
+                d[0] = xr[p->in_live[c] * X->sc];
+                d[1] = xr[p->in_live[c + 1] * X->sc];
+                d[2] = xr[p->in_live[c + 2] * X->sc];
+                d[3] = xr[p->in_live[c + 3] * X->sc];
+                d += 16;
+            }
+            return;
+        }
         MCUD_UNROLL /* C a constant: no loop's own instructions per group */
         for (; c + 4 <= X->c; c += 4) {
             d[0] = xr[0];
@@ -883,7 +900,7 @@ MCUD_INLINE void mcud_conv_fast_blocks(const mcud_view *x, const mcud_view *w, c
     mcud_fast_dims X = mcud_fast_dims_of(x), Y = mcud_fast_dims_of(y);
     int32_t kh_n = w->ndim >= 4 ? w->shape[2] : 1;
     int32_t kw_n = w->shape[w->ndim - 1];
-    int32_t k = X.c * kh_n * kw_n;
+    int32_t k = p->in_live != NULL ? p->in_live_n : X.c * kh_n * kw_n; /* the taps of a column */
     const int32_t oc_n = MCUD_FAST_OC_N(Y.c, p); /* the channels the kernels below compute */
     const int32_t tiled = p->blocks > 1 && p->w16 != NULL && oc_n % 2 == 0;
     const int32_t blocks = tiled ? p->blocks : 1;

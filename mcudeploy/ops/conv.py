@@ -408,6 +408,15 @@ class Conv(Op):
         w4 = graph[node.inputs[1]].data.astype(np.int64).reshape(g.cout, g.cin, *g.kernel)
         bias = _bias(node)
         b = graph[bias].data.astype(np.int64) if bias else np.zeros(g.cout, np.int64)
+        read = _channels_read(graph, node, g) if scratch else None
+        kpad = _kpad(g)
+        if read is not None:  # the other input channels are one value each: their products go into the bias
+            values = constant_channels(graph, node.inputs[0])
+            const = [c for c in range(g.cin) if c in values]
+            b = b + (w4[:, const, 0, 0] * (np.array([values[c] for c in const], np.int64) - zx)).sum(axis=1)
+            kpad = -(-len(read) // 4) * 4  # the last channel read again up to it, its weight 0 there: no tail
+            w4 = np.concatenate([w4[:, list(read)], np.zeros((g.cout, kpad - len(read), 1, 1), np.int64)], axis=1)
+            read = read + (read[-1],) * (kpad - len(read))
         live = _live(graph, node, w4, b, mults.values, shifts.values, zy, lo, hi)
         if live.dead:
             keep = np.array(live.live)
@@ -417,7 +426,6 @@ class Conv(Op):
         cout = w4.shape[0]
         hwc = g.cin % 4 == 0 and g.kernel != (1, 1)  # the scratch's tap order (mcud_conv_fast_col)
         w = (w4.transpose(0, 2, 3, 1) if hwc else w4).reshape(cout, -1)
-        kpad = _kpad(g)
         padded = np.zeros((cout, kpad), np.int64)
         padded[:, :w.shape[1]] = w
         packed = padded.reshape(cout, kpad // 4, 4)[:, :, [0, 2, 1, 3]].reshape(-1)
@@ -437,7 +445,21 @@ class Conv(Op):
             mult=mults, shift=shifts, rq=rq, rq2=rq2, rq2_off=int(rq2 != 0 and 0 in rq2.values[1::FAST_RQ]),
             w16=Array("int16_t", _w16(padded * twice)) if _wide(node) else 0,
             **({"blocks": _blocks(graph, node, g)} if scratch and _blocks(graph, node, g) > 1 else {}),
+            **({"in_live": Array("int32_t", read), "in_live_n": len(read)} if read is not None else {}),
             **live.fields()), scratch=_scratch_bytes(g) * _blocks(graph, node, g) if scratch else 0)
+
+
+def _channels_read(graph: Graph, node: Node, g: Geometry) -> Optional[tuple[int, ...]]:
+    """The input channels a pointwise convolution's block kernels read (mcud_conv_s8_fast_params.in_live), where some
+    others hold one value at every pixel (constant_channels: VWW's depthwise outputs after channels of weights 0, 14 to
+    176 a layer): their products are constants, folded into the bias, exactly, the window reading no padding. Only
+    the block kernels' pointwise columns on a core without MVE ("dsp": mcud_conv_fast_col) and without tiles read the
+    list; None elsewhere, or where no channel or every channel is of one value."""
+    if g.kernel != (1, 1) or g.group != 1 or not _inside(g) or not node.attr("dsp", 0) or node.attr("tile", 1) > 1:
+        return None
+    values = constant_channels(graph, node.inputs[0])
+    read = tuple(c for c in range(g.cin) if c not in values)
+    return read if values and read else None
 
 
 @dataclass(frozen=True)
@@ -474,24 +496,33 @@ def _live(graph: Graph, node: Node, w4: np.ndarray, b: np.ndarray, mults, shifts
 
 
 def constant_channels(graph: Graph, tensor: str) -> dict[int, int]:
-    """The channels of an int8 tensor that hold one value at every pixel, known from the plan alone: those of a Conv
-    output whose weights are all 0 (the bias alone, requantized and clipped: _live's values), channel -> value."""
+    """The channels of an int8 tensor that hold one value at every pixel, known from the plan alone, channel -> value:
+    those of a Conv output whose weights are all 0, and those of a depthwise Conv output whose input channel is the
+    input's zero point at every pixel (every tap, padded or not, then adds 0): the bias alone, requantized and
+    clipped, in both."""
     node = graph.producer(tensor)
     if node is None or node.op != "Conv" or not graph.is_const(node.inputs[1]) or graph[tensor].dtype != "int8" \
             or graph[node.inputs[0]].dtype != "int8":
         return {}
     w = graph[node.inputs[1]].data
-    zero = np.flatnonzero(np.all(w.reshape(w.shape[0], -1) == 0, axis=1))
-    if not len(zero):
+    if w.shape[0] != graph[tensor].shape[1]:
         return {}
+    const = set(np.flatnonzero(np.all(w.reshape(w.shape[0], -1) == 0, axis=1)).tolist())
+    g = geometry(graph, node)
+    if g.depthwise:
+        _, zx = requant.qparams(graph, node.inputs[0]).single()
+        const |= {c for c, v in constant_channels(graph, node.inputs[0]).items() if v == zx}
+    if not const:
+        return {}
+    chans = sorted(const)
     bias = _bias(node)
-    b = graph[bias].data.astype(np.int64).reshape(-1)[zero] if bias else np.zeros(len(zero), np.int64)
+    b = graph[bias].data.astype(np.int64).reshape(-1)[chans] if bias else np.zeros(len(chans), np.int64)
     mult, shift = Conv()._requant(graph, node)
     _, zy = requant.qparams(graph, tensor).single()
     lo, hi = requant.clip_range(node, graph[tensor])
-    values = np.clip(requant.requantize_as(graph, b, mult[zero].astype(np.int64), shift[zero].astype(np.int64)) + zy,
+    values = np.clip(requant.requantize_as(graph, b, mult[chans].astype(np.int64), shift[chans].astype(np.int64)) + zy,
                      lo, hi)
-    return {int(c): int(v) for c, v in zip(zero, values)}
+    return {int(c): int(v) for c, v in zip(chans, values)}
 
 
 def _quiet_channels(graph: Graph, node: Node, zx: int, mult, shift, zy: int, lo: int, hi: int) -> Live:

@@ -394,10 +394,13 @@ def test_a_table_doubled_for_the_dsp_path_gives_the_same_bits_on_an_mve_core(tmp
     assert same, lines
 
 
-def _pointwise_then_depthwise(x_shape, attrs, arithmetic="tflite", seed=0):
+def _pointwise_then_depthwise(x_shape, attrs, arithmetic="tflite", seed=0, then=None):
     """x -> a 1x1 Conv with a Relu whose channels (0, c - 1) have weights of 0 and a negative bias (their output the
     zero point everywhere: quiet for the depthwise Conv after it) and channel 1 weights of 0 and a positive bias (one
-    value, not the zero point: the depthwise Conv's padding then sums to something else at the borders) -> y."""
+    value, not the zero point: the depthwise Conv's padding then sums to something else at the borders) -> y.
+    ``then`` adds a 1x1 Conv of 5 channels on y ("dw_pw": its input channels 0 and c - 1 one value each) or on t
+    instead of the depthwise Conv ("pw": 0, 1 and c - 1, channel 1 not the zero point), as the "dsp" plan of a core
+    without MVE marks it, with ``attrs`` (its strides) -> z."""
     rng = np.random.default_rng(seed)
     n, c, h, w = x_shape
     s_w = rng.uniform(0.002, 0.01, c)
@@ -413,10 +416,26 @@ def _pointwise_then_depthwise(x_shape, attrs, arithmetic="tflite", seed=0):
         Tensor("t", (n, c, h, w), "int8", "activation", Quant((0.04,), (-6,))),
         constant("dw", dw, Quant(tuple(s_w), (0,) * c, 0)), constant("db", db, Quant(tuple(0.04 * s_w), (0,) * c, 0)))}
     pointwise = Node("pw", "Conv", ("x", "pw", "pb"), ("t",), {"clip_min": 0.0, "clip_max": math.inf})
-    depthwise = Node("dw", "Conv", ("t", "dw", "db"), ("y",), {"group": c, **attrs})
-    shape, _ = CONV.infer(Graph("g", tensors, (), ("x",), (), arithmetic=arithmetic), depthwise)[0]
-    tensors["y"] = Tensor("y", shape, "int8", "output", Quant((0.05,), (4,)))
-    graph = Graph("g", tensors, (pointwise, depthwise), ("x",), ("y",), arithmetic=arithmetic)
+    nodes, out = [pointwise], "t"
+    if then != "pw":
+        depthwise = Node("dw", "Conv", ("t", "dw", "db"), ("y",), {"group": c, **attrs})
+        shape, _ = CONV.infer(Graph("g", tensors, (), ("x",), (), arithmetic=arithmetic), depthwise)[0]
+        tensors["y"] = Tensor("y", shape, "int8", "output" if then is None else "activation", Quant((0.05,), (4,)))
+        nodes, out = [pointwise, depthwise], "y"
+    if then is not None:
+        s_v = rng.uniform(0.002, 0.01, 5)
+        tensors["vw"] = constant("vw", rng.integers(-127, 128, (5, c, 1, 1)).astype(np.int8),
+                                 Quant(tuple(s_v), (0,) * 5, 0))
+        tensors["vb"] = constant("vb", rng.integers(-5000, 5000, 5).astype(np.int32),
+                                 Quant(tuple(0.05 * s_v), (0,) * 5, 0))
+        last = Node("pw2", "Conv", (out, "vw", "vb"), ("z",), {"dsp": 1, **({"strides": attrs["strides"]}
+                                                                            if "strides" in attrs else {})})
+        shape, _ = CONV.infer(Graph("g", tensors, (), ("x",), (), arithmetic=arithmetic), last)[0]
+        tensors["z"] = Tensor("z", shape, "int8", "output", Quant((0.06,), (-3,)))
+        nodes, out = nodes + [last], "z"
+    if then == "pw":
+        tensors["t"] = replace(tensors["t"], kind="activation")
+    graph = Graph("g", tensors, tuple(nodes), ("x",), (out,), arithmetic=arithmetic)
     return graph, rng.integers(-128, 128, (n, 3, h, w)).astype(np.int8)
 
 
@@ -456,18 +475,66 @@ def test_channels_whose_input_is_the_zero_point_are_written_not_computed(tmp_pat
 @pytest.mark.qemu
 @pytest.mark.parametrize("board", ["qemu-m4", "qemu-m55"])  # the DSP path, the MVE path
 def test_channels_whose_input_is_the_zero_point_on_qemu_equal_the_host(tmp_path, board, need_qemu):
-    """_pointwise_then_depthwise compiled for a core with the DSP instructions and one with MVE (the channel loop
-    is shared): the board's outputs are the host's."""
+    """_pointwise_then_depthwise and a pointwise convolution after it compiled for a core with the DSP instructions
+    (the pointwise convolution reading 4 of its 6 input channels, in the assembly block kernels) and one with MVE (the
+    depthwise channel loop is shared; the pointwise convolution reads every channel): the board's outputs are the
+    host's."""
     from mcudeploy import check as mcheck
     from mcudeploy.check.against_host import compare_with_host
     from mcudeploy.compile import compile_graph
     from mcudeploy.device.runner import run_on_board
 
-    graph, _ = _pointwise_then_depthwise((1, 6, 10, 9), {"pads": [1, 1, 1, 1]})
+    graph, _ = _pointwise_then_depthwise((1, 6, 10, 9), {"pads": [1, 1, 1, 1]}, then="dw_pw")
+    graph = replace(graph, nodes=tuple(n.with_(attrs={k: v for k, v in n.attrs.items() if k != "dsp"})
+                                       for n in graph.nodes))  # the board's plan says
     compiled = compile_graph(graph, board, name="quiet")
     depthwise = next(n for n in compiled.graph.nodes if n.attrs.get("group", 1) > 1)
     assert dict(CONV.kernel(compiled.graph, depthwise).params.fields)["dead_n"] == 2
+    last = next(n for n in compiled.graph.nodes if n.outputs == ("z",))
+    assert ("in_live" in dict(CONV.kernel(compiled.graph, last).params.fields)) == (board == "qemu-m4")
     samples = mcheck.random_inputs(compiled.graph, 2, seed=4)
     result = run_on_board(compiled, samples, workdir=tmp_path / "p")
     same, lines = compare_with_host(compiled, result.outputs, samples)
     assert same, lines
+
+
+READ_CASES = [  # (id, input shape, attributes, then): c less the channels of one value, and the pixels, vary
+    ("after_dw", (1, 6, 7, 9), {"pads": [1, 1, 1, 1]}, "dw_pw"),  # reads 4 of 6
+    ("after_dw_repeat", (1, 9, 5, 7), {"pads": [1, 1, 1, 1]}, "dw_pw"),  # reads 7 of 9: the last twice more
+    ("after_dw_s2", (2, 7, 8, 11), {"pads": [1, 1, 1, 1], "strides": [2, 2]}, "dw_pw"),  # 5 of 7, tails of pixels
+    ("after_pw", (1, 8, 5, 6), {}, "pw"),  # 5 of 8, channel 1 of one value that is not the zero point
+    ("after_pw_s2", (1, 11, 9, 7), {"strides": [2, 2]}, "pw"),  # 8 of 11
+]
+
+
+@needs_gcc
+@pytest.mark.parametrize("case", READ_CASES, ids=[c[0] for c in READ_CASES])
+@pytest.mark.parametrize("arithmetic", ["onnx", "tflite"])
+def test_a_pointwise_convolution_reads_only_its_input_channels_not_of_one_value(tmp_path, case, arithmetic):
+    """The input channels of a pointwise convolution that hold one value at every pixel (constant_channels: the
+    depthwise channels above, or the channels of weights 0 themselves) are not read: their products, constants, go
+    into the bias (p->in_live lists the others, the last repeated to a multiple of four with a weight of 0). Bit for
+    bit with the numpy reference, on a view in a bigger buffer and channels-last; they fail with the products left out
+    of the bias (checked)."""
+    from mcudeploy.ops.conv import constant_channels
+
+    _, x_shape, attrs, then = case
+    graph, x = _pointwise_then_depthwise(x_shape, attrs, arithmetic, seed=len(case[0]), then=then)
+    last = graph.nodes[-1]
+    c = x_shape[1]
+    one_value = constant_channels(graph, last.inputs[0])
+    assert set(one_value) == ({0, 1, c - 1} if then == "pw" else {0, c - 1})
+    call = CONV.kernel(graph, last)
+    fields = dict(call.params.fields)
+    read = [k for k in range(c) if k not in one_value]
+    kpad = -(-len(read) // 4) * 4
+    assert call.fn == "mcud_conv_s8_fast" and fields["kpad"] == kpad
+    assert fields["in_live"].values == tuple(read + [read[-1]] * (kpad - len(read))) and fields["in_live_n"] == kpad
+    inputs = run_reference(replace(graph, outputs=(last.inputs[0],)), [x])[0]
+    want = run_reference(graph, [x])[0]
+    for place in ({last.inputs[0]: 1, "z": 2},
+                  {last.inputs[0]: Place(1, channels_last(4)), "z": Place(2, channels_last(4))}):
+        got = run_kernel(tmp_path, call, graph, {last.inputs[0]: inputs}, place)[0]
+        np.testing.assert_array_equal(got, want)
+    plain = CONV.kernel(graph, last.with_(attrs={k: v for k, v in last.attrs.items() if k != "dsp"}))
+    assert "in_live" not in dict(plain.params.fields)  # an MVE core's plan (no "dsp") reads every channel
