@@ -366,7 +366,7 @@ class Conv(Op):
         doubled = requant.arithmetic(graph) == "tflite" and bool(node.attr("dsp", 0))  # offload.dsp_packings
         fast_dw = g.depthwise and _dw_fast(g)
         table = _dw_channels(graph, node, zx, (mult, shift, zy) if doubled else None) if fast_dw else None
-        quiet = _quiet_channels(graph, node, zx, mult, shift, zy, lo, hi) if fast_dw else Live(())
+        quiet = _quiet_channels(graph, node) if fast_dw else Live(())
         return Call(fn, views, Struct.of(
             "mcud_conv_s8_params", **common, in_zero_point=zx, out_zero_point=zy, act_min=lo, act_max=hi,
             mult=mults, shift=shifts, **({"dw": Array("int32_t", table)} if table is not None else {}),
@@ -525,19 +525,14 @@ def constant_channels(graph: Graph, tensor: str) -> dict[int, int]:
     return {int(c): int(v) for c, v in zip(chans, values)}
 
 
-def _quiet_channels(graph: Graph, node: Node, zx: int, mult, shift, zy: int, lo: int, hi: int) -> Live:
+def _quiet_channels(graph: Graph, node: Node) -> Live:
     """The channels a depthwise convolution on mcud_conv_s8_dw's fast path writes as one value without reading them
-    (``dead``, with ``dead_y``): those whose input plane is the input's zero point at every pixel (constant_channels:
-    a pointwise layer's channel of weights 0 through a Relu, as VWW's later layers have by the dozen), so that every
-    tap, padded or not, adds 0 and the output is the bias alone, requantized and clipped."""
-    quiet = sorted(c for c, v in constant_channels(graph, node.inputs[0]).items() if v == zx)
-    if not quiet:
-        return Live(())
-    bias = _bias(node)
-    b = graph[bias].data.astype(np.int64).reshape(-1)[quiet] if bias else np.zeros(len(quiet), np.int64)
-    values = np.clip(requant.requantize_as(graph, b, np.asarray(mult, np.int64)[quiet],
-                                           np.asarray(shift, np.int64)[quiet]) + zy, lo, hi)
-    return Live((), tuple(quiet), tuple(int(v) for v in values))
+    (``dead``, with ``dead_y``): its output channels of one value (constant_channels), those of weights 0 and those
+    whose input plane is the input's zero point at every pixel (a pointwise layer's channel of weights 0 through a
+    Relu, as VWW's later layers have by the dozen)."""
+    values = constant_channels(graph, node.outputs[0])
+    quiet = sorted(values)
+    return Live((), tuple(quiet), tuple(values[c] for c in quiet)) if quiet else Live(())
 
 
 def _zero_channels(node: Node, w: np.ndarray) -> np.ndarray:

@@ -397,8 +397,9 @@ def test_a_table_doubled_for_the_dsp_path_gives_the_same_bits_on_an_mve_core(tmp
 def _pointwise_then_depthwise(x_shape, attrs, arithmetic="tflite", seed=0, then=None):
     """x -> a 1x1 Conv with a Relu whose channels (0, c - 1) have weights of 0 and a negative bias (their output the
     zero point everywhere: quiet for the depthwise Conv after it) and channel 1 weights of 0 and a positive bias (one
-    value, not the zero point: the depthwise Conv's padding then sums to something else at the borders) -> y.
-    ``then`` adds a 1x1 Conv of 5 channels on y ("dw_pw": its input channels 0 and c - 1 one value each) or on t
+    value, not the zero point: the depthwise Conv's padding then sums to something else at the borders) -> a
+    depthwise Conv whose channel 2 has weights of 0 -> y.
+    ``then`` adds a 1x1 Conv of 5 channels on y ("dw_pw": its input channels 0, 2 and c - 1 one value each) or on t
     instead of the depthwise Conv ("pw": 0, 1 and c - 1, channel 1 not the zero point), as the "dsp" plan of a core
     without MVE marks it, with ``attrs`` (its strides) -> z."""
     rng = np.random.default_rng(seed)
@@ -409,6 +410,7 @@ def _pointwise_then_depthwise(x_shape, attrs, arithmetic="tflite", seed=0, then=
     pw[[0, 1, c - 1]] = 0
     pb[0], pb[c - 1], pb[1] = -3000, -1, 4000
     dw = rng.integers(-127, 128, (c, 1, 3, 3)).astype(np.int8)
+    dw[2] = 0  # a depthwise channel of weights 0: one value too
     db = rng.integers(-5000, 5000, c).astype(np.int32)
     tensors = {t.name: t for t in (
         Tensor("x", (n, 3, h, w), "int8", "input", Quant((0.03,), (-9,))),
@@ -452,9 +454,9 @@ QUIET_CASES = [
 @pytest.mark.parametrize("arithmetic", ["onnx", "tflite"])
 def test_channels_whose_input_is_the_zero_point_are_written_not_computed(tmp_path, case, arithmetic):
     """A depthwise channel whose input plane is the zero point at every pixel (the channel of weights 0 of the
-    pointwise layer before, through its Relu: VWW has dozens a layer) sums its bias alone: mcud_conv_s8_dw writes its
-    one value (p->dead) without reading the plane; a channel of one value that is not the zero point (channel 1) is
-    computed, its padded borders summing otherwise. Bit for bit with the numpy reference, on a view in a bigger
+    pointwise layer before, through its Relu: VWW has dozens a layer) sums its bias alone, as does a channel of weights
+    0 (channel 2): mcud_conv_s8_dw writes their one value (p->dead) without reading the plane; a channel of one value
+    that is not the zero point (channel 1) is computed, its padded borders summing otherwise. Bit for bit with the numpy reference, on a view in a bigger
     buffer and channels-last."""
     _, x_shape, attrs = case
     graph, x = _pointwise_then_depthwise(x_shape, attrs, arithmetic, seed=len(case[0]))
@@ -462,11 +464,11 @@ def test_channels_whose_input_is_the_zero_point_are_written_not_computed(tmp_pat
     c = x_shape[1]
     call = CONV.kernel(graph, depthwise)
     fields = dict(call.params.fields)
-    assert fields["dead"].values == (0, c - 1) and fields["dead_n"] == 2
+    assert fields["dead"].values == (0, 2, c - 1) and fields["dead_n"] == 3
     t = run_reference(replace(graph, nodes=(pointwise,), outputs=("t",)), [x])[0]
     assert np.all(t[:, [0, c - 1]] == -6) and np.all(t[:, 1] == t[0, 1, 0, 0]) and t[0, 1, 0, 0] != -6
     want = run_reference(graph, [x])[0]
-    assert [int(want[0, k].ravel()[0]) for k in (0, c - 1)] == list(fields["dead_y"].values)
+    assert [int(want[0, k].ravel()[0]) for k in (0, 2, c - 1)] == list(fields["dead_y"].values)
     for place in ({"t": 1, "y": 2}, {"t": Place(1, channels_last(4)), "y": Place(2, channels_last(4))}):
         got = run_kernel(tmp_path, call, graph, {"t": t}, place)[0]
         np.testing.assert_array_equal(got, want)
@@ -476,7 +478,7 @@ def test_channels_whose_input_is_the_zero_point_are_written_not_computed(tmp_pat
 @pytest.mark.parametrize("board", ["qemu-m4", "qemu-m55"])  # the DSP path, the MVE path
 def test_channels_whose_input_is_the_zero_point_on_qemu_equal_the_host(tmp_path, board, need_qemu):
     """_pointwise_then_depthwise and a pointwise convolution after it compiled for a core with the DSP instructions
-    (the pointwise convolution reading 4 of its 6 input channels, in the assembly block kernels) and one with MVE (the
+    (the pointwise convolution reading 3 of its 6 input channels, in the assembly block kernels) and one with MVE (the
     depthwise channel loop is shared; the pointwise convolution reads every channel): the board's outputs are the
     host's."""
     from mcudeploy import check as mcheck
@@ -489,7 +491,7 @@ def test_channels_whose_input_is_the_zero_point_on_qemu_equal_the_host(tmp_path,
                                        for n in graph.nodes))  # the board's plan says
     compiled = compile_graph(graph, board, name="quiet")
     depthwise = next(n for n in compiled.graph.nodes if n.attrs.get("group", 1) > 1)
-    assert dict(CONV.kernel(compiled.graph, depthwise).params.fields)["dead_n"] == 2
+    assert dict(CONV.kernel(compiled.graph, depthwise).params.fields)["dead_n"] == 3
     last = next(n for n in compiled.graph.nodes if n.outputs == ("z",))
     assert ("in_live" in dict(CONV.kernel(compiled.graph, last).params.fields)) == (board == "qemu-m4")
     samples = mcheck.random_inputs(compiled.graph, 2, seed=4)
@@ -499,9 +501,9 @@ def test_channels_whose_input_is_the_zero_point_on_qemu_equal_the_host(tmp_path,
 
 
 READ_CASES = [  # (id, input shape, attributes, then): c less the channels of one value, and the pixels, vary
-    ("after_dw", (1, 6, 7, 9), {"pads": [1, 1, 1, 1]}, "dw_pw"),  # reads 4 of 6
-    ("after_dw_repeat", (1, 9, 5, 7), {"pads": [1, 1, 1, 1]}, "dw_pw"),  # reads 7 of 9: the last twice more
-    ("after_dw_s2", (2, 7, 8, 11), {"pads": [1, 1, 1, 1], "strides": [2, 2]}, "dw_pw"),  # 5 of 7, tails of pixels
+    ("after_dw", (1, 7, 7, 9), {"pads": [1, 1, 1, 1]}, "dw_pw"),  # reads 4 of 7
+    ("after_dw_repeat", (1, 9, 5, 7), {"pads": [1, 1, 1, 1]}, "dw_pw"),  # reads 6 of 9: the last twice more
+    ("after_dw_s2", (2, 8, 8, 11), {"pads": [1, 1, 1, 1], "strides": [2, 2]}, "dw_pw"),  # 5 of 8, tails of pixels
     ("after_pw", (1, 8, 5, 6), {}, "pw"),  # 5 of 8, channel 1 of one value that is not the zero point
     ("after_pw_s2", (1, 11, 9, 7), {"strides": [2, 2]}, "pw"),  # 8 of 11
 ]
@@ -523,7 +525,7 @@ def test_a_pointwise_convolution_reads_only_its_input_channels_not_of_one_value(
     last = graph.nodes[-1]
     c = x_shape[1]
     one_value = constant_channels(graph, last.inputs[0])
-    assert set(one_value) == ({0, 1, c - 1} if then == "pw" else {0, c - 1})
+    assert set(one_value) == ({0, 1, c - 1} if then == "pw" else {0, 2, c - 1})
     call = CONV.kernel(graph, last)
     fields = dict(call.params.fields)
     read = [k for k in range(c) if k not in one_value]
