@@ -28,8 +28,8 @@ typedef struct {
     const int32_t *shift;
     const int32_t *dw;      /* depthwise fast path: per channel MCUD_DW_FIELDS precomputed values
                                (mcud_conv_dw.h), or NULL: the kernel works them out from w and b */
-    const int32_t *dead;    /* depthwise fast path: the channels (ascending) whose input is the zero point at every
-                               pixel, written as dead_y without being read; dead_n of them */
+    const int32_t *dead;    /* depthwise fast path: the channels (ascending) of one value (weights 0, or an input
+                               that is the zero point at every pixel), written as dead_y without being read; dead_n */
     const int8_t *dead_y;
     int32_t dead_n;
 } mcud_conv_s8_params;

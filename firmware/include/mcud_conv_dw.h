@@ -27,8 +27,9 @@
  * a cut's pieces each call the kernel, and working it out from w and b costs about 40
  * instructions per channel per call.
  *
- * A channel whose input is the zero point at every pixel (p->dead: a pointwise layer's channel of weights 0 through
- * a Relu, mcudeploy/ops/conv.py _quiet_channels) is written as its one value (p->dead_y) at its turn, not read.
+ * A channel of one value (p->dead: weights of 0, or an input that is the zero point at every pixel, as after a
+ * pointwise layer's channel of weights 0 through a Relu; mcudeploy/ops/conv.py constant_channels) is written as that
+ * value (p->dead_y) at its turn, not read.
  *
  * Stack: MCUD_DW_BUF (528) bytes of buffer; no scratch in the arena.
  *
@@ -621,18 +622,10 @@ MCUD_INLINE void mcud_conv_s8_dw_body(const mcud_view *x, const mcud_view *w, co
     const int8_t *wd = (const int8_t *)w->data;
     const int32_t *bd = b != NULL ? (const int32_t *)b->data : NULL;
     int8_t *yd = (int8_t *)y->data;
-    int32_t quiet = 0; /* the next of p->dead: a channel whose input is the zero point everywhere */
+    int32_t quiet = 0; /* the next of p->dead: a channel of one value */
     for (int32_t c = 0; c < yc; c++) {
-        if (quiet < p->dead_n && p->dead[quiet] == c) { /* every tap adds 0: the bias alone, one value */
-            const int8_t v = p->dead_y[quiet++];
-            for (int32_t n = 0; n < yn; n++) {
-                int8_t *yp = yd + n * yn_s + c * yc_s;
-                for (int32_t oh = 0; oh < yh; oh++) {
-                    for (int32_t ow = 0; ow < yw; ow++) {
-                        yp[oh * yh_s + ow * yw_s] = v;
-                    }
-                }
-            }
+        if (quiet < p->dead_n && p->dead[quiet] == c) { /* the bias alone, one value: at its turn (in place) */
+            mcud_conv_fill_channel(y, c, p->dead_y[quiet++]);
             continue;
         }
         mcud_dw_channel ch;

@@ -874,21 +874,26 @@ MCUD_INLINE void mcud_conv_fast_gemm1(const int16_t *cols, int8_t *y0, int32_t o
 #include "mcud_conv_mve.h"
 #endif
 
+/* Output channel c of y, every image, as the one value v (a channel of one value: its sum is its bias alone). */
+MCUD_INLINE void mcud_conv_fill_channel(const mcud_view *y, int32_t c, int8_t v)
+{
+    mcud_fast_dims Y = mcud_fast_dims_of(y);
+    for (int32_t n = 0; n < Y.n; n++) {
+        int8_t *yc = (int8_t *)y->data + n * Y.sn + c * Y.sc;
+        for (int32_t oh = 0; oh < Y.h; oh++) {
+            for (int32_t ow = 0; ow < Y.w; ow++) {
+                yc[oh * Y.sh + ow * Y.sw] = v;
+            }
+        }
+    }
+}
+
 /* The output channels whose weights are all 0 (p->dead: their sums are their bias at every pixel), each its one value
  * (p->dead_y) at every pixel of y. */
 MCUD_INLINE void mcud_conv_fast_dead(const mcud_view *y, const mcud_conv_s8_fast_params *p)
 {
-    mcud_fast_dims Y = mcud_fast_dims_of(y);
     for (int32_t j = 0; j < p->dead_n; j++) {
-        const int8_t v = p->dead_y[j];
-        for (int32_t n = 0; n < Y.n; n++) {
-            int8_t *yc = (int8_t *)y->data + n * Y.sn + p->dead[j] * Y.sc;
-            for (int32_t oh = 0; oh < Y.h; oh++) {
-                for (int32_t ow = 0; ow < Y.w; ow++) {
-                    yc[oh * Y.sh + ow * Y.sw] = v;
-                }
-            }
-        }
+        mcud_conv_fill_channel(y, p->dead[j], p->dead_y[j]);
     }
 }
 

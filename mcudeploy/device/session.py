@@ -213,15 +213,20 @@ class Session:
             self.transport.write(raw)
             deadline = time.monotonic() + (poll if started is not None else answer)
 
+    def _boot(self, payload: bytes) -> P.Boot:
+        """A BOOT frame's payload; one cut short says no fault (it passed its checksum: the board did restart)."""
+        try:
+            return P.parse_boot(payload)
+        except P.FrameError:
+            return P.Boot(0, self.board)
+
     def _restarted(self, command: P.Command, payload: bytes) -> None:
         """The board restarted in the middle of ``command``: one sentence, with the fault it noted if any."""
-        try:
-            boot = P.parse_boot(payload)
-        except P.FrameError:
-            boot = P.Boot(0, self.board)
-        if boot.fault_text():
-            raise BoardFault(f"board {self.board} restarted while handling {command.name}: {boot.fault_text()}, "
-                             f"so its state is lost", boot)
+        boot = self._boot(payload)
+        why = boot.fault_text()
+        if why:
+            raise BoardFault(f"board {self.board} restarted while handling {command.name}: {why}, so its state is "
+                             f"lost", boot)
         raise NoAnswer(f"board {self.board} restarted while handling {command.name} "
                        f"(a crash, a watchdog or a power glitch), so its state is lost")
 
@@ -245,9 +250,9 @@ class Session:
                 frame = None
             if frame is not None and frame.command == P.Command.BOOT:
                 self.boots_seen += 1
-                boot = P.parse_boot(frame.payload)
-                if boot.fault_text():
-                    log.warning("board %s had restarted before this session: %s", self.board, boot.fault_text())
+                why = self._boot(frame.payload).fault_text()
+                if why:
+                    log.warning("board %s had restarted before this session: %s", self.board, why)
         self.reader.clear()
         self.transport.discard_input()
         return self.identify()

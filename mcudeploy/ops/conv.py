@@ -370,7 +370,7 @@ class Conv(Op):
         return Call(fn, views, Struct.of(
             "mcud_conv_s8_params", **common, in_zero_point=zx, out_zero_point=zy, act_min=lo, act_max=hi,
             mult=mults, shift=shifts, **({"dw": Array("int32_t", table)} if table is not None else {}),
-            **({k: v for k, v in quiet.fields().items() if k.startswith("dead")})))
+            **quiet.dead_fields()))
 
     def scratch(self, graph, node):
         dtype = graph[node.inputs[0]].dtype
@@ -474,8 +474,13 @@ class Live:
         """mcud_conv_s8_fast_params' live, live_n, dead, dead_y and dead_n; none where every channel is live."""
         if not self.dead:
             return {}
-        return dict(live=Array("int32_t", self.live), live_n=len(self.live), dead=Array("int32_t", self.dead),
-                    dead_y=Array("int8_t", self.dead_y), dead_n=len(self.dead))
+        return dict(live=Array("int32_t", self.live), live_n=len(self.live), **self.dead_fields())
+
+    def dead_fields(self) -> dict:
+        """dead, dead_y and dead_n (also mcud_conv_s8_params': a depthwise convolution's, _quiet_channels)."""
+        if not self.dead:
+            return {}
+        return dict(dead=Array("int32_t", self.dead), dead_y=Array("int8_t", self.dead_y), dead_n=len(self.dead))
 
 
 def _live(graph: Graph, node: Node, w4: np.ndarray, b: np.ndarray, mults, shifts, zy: int, lo: int, hi: int) -> Live:
@@ -489,8 +494,8 @@ def _live(graph: Graph, node: Node, w4: np.ndarray, b: np.ndarray, mults, shifts
     if not zero.any():
         return Live(every)
     dead = np.flatnonzero(zero)
-    q = requant.requantize_as(graph, b[dead], np.asarray(mults, np.int64)[dead], np.asarray(shifts, np.int64)[dead])
-    values = np.clip(q + zy, lo, hi)
+    values = _bias_alone(graph, b[dead], np.asarray(mults, np.int64)[dead], np.asarray(shifts, np.int64)[dead], zy,
+                         lo, hi)
     return Live(tuple(int(i) for i in np.flatnonzero(~zero)), tuple(int(i) for i in dead),
                 tuple(int(v) for v in values))
 
@@ -519,10 +524,14 @@ def constant_channels(graph: Graph, tensor: str) -> dict[int, int]:
     b = graph[bias].data.astype(np.int64).reshape(-1)[chans] if bias else np.zeros(len(chans), np.int64)
     mult, shift = Conv()._requant(graph, node)
     _, zy = requant.qparams(graph, tensor).single()
-    lo, hi = requant.clip_range(node, graph[tensor])
-    values = np.clip(requant.requantize_as(graph, b, mult[chans].astype(np.int64), shift[chans].astype(np.int64)) + zy,
-                     lo, hi)
+    values = _bias_alone(graph, b, mult[chans].astype(np.int64), shift[chans].astype(np.int64), zy,
+                         *requant.clip_range(node, graph[tensor]))
     return {int(c): int(v) for c, v in zip(chans, values)}
+
+
+def _bias_alone(graph: Graph, b: np.ndarray, mult: np.ndarray, shift: np.ndarray, zy: int, lo: int, hi: int):
+    """The output of channels whose sum is their bias ``b`` alone: requantized (the model's rounding), clipped."""
+    return np.clip(requant.requantize_as(graph, b, mult, shift) + zy, lo, hi)
 
 
 def _quiet_channels(graph: Graph, node: Node) -> Live:
