@@ -20,7 +20,16 @@ def entry() -> None:
     except BaseException:  # noqa: BLE001  (a signal during the import, however it surfaced)
         if not interrupts.received():
             raise
-        print("mcudeploy: interrupted", file=sys.stderr)
-        sys.stderr.flush()
-        os._exit(130)
-    run()
+        _interrupted()
+    try:
+        run()
+    except KeyboardInterrupt:  # a signal before main() takes it over (building the parser, on a loaded machine)
+        if not interrupts.received():
+            raise
+        _interrupted()
+
+
+def _interrupted() -> None:
+    print("mcudeploy: interrupted", file=sys.stderr)
+    sys.stderr.flush()
+    os._exit(130)
