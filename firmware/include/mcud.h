@@ -13,8 +13,11 @@
 #include <arm_acle.h>
 #endif
 
-/* Kernels inlined into model.c, where their shapes and parameters become constants. */
-#if defined(__GNUC__)
+/* Kernels inlined into model.c, where their shapes and parameters become constants. Not forced unoptimized (-O0):
+ * GCC then gives every variable of every inlined kernel a stack slot of its own, never shared, and one operator's
+ * function took 84 KB of stack (KWS), overflowing the stack silently; called instead, each kernel's frame lives for
+ * its call only. */
+#if defined(__GNUC__) && defined(__OPTIMIZE__)
 #define MCUD_INLINE static inline __attribute__((always_inline))
 #else
 #define MCUD_INLINE static inline

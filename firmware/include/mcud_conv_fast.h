@@ -539,41 +539,68 @@ MCUD_INLINE void mcud_conv_fast_last(const int16_t *cols, int32_t i0, int32_t n,
  * Cortex-M4, runs of four and two loads (a load after a load takes one cycle), 32 cycles; a pair of pixels
  * (MCUD_PAIRS_GROUP) takes 16 instructions and 18 cycles for 16. The portable form below is the same sums. */
 #define MCUD_QUAD_ASM_GROUP(cb, wb) \
-    "ldr %[w0], [%[w], #" #wb "]\n\t" \
-    "ldr %[w1], [%[w], #" #wb " + 8]\n\t" \
+    "ldr r7, [%[w], #" #wb "]\n\t" \
+    "ldr r9, [%[w], #" #wb " + 8]\n\t" \
     "ldr %[x0], [%[c], #" #cb "]\n\t" \
     "ldr %[x1], [%[c], #" #cb " + 8]\n\t" \
-    "smlad %[a00], %[x0], %[w0], %[a00]\n\t" \
-    "smlad %[a01], %[x0], %[w1], %[a01]\n\t" \
-    "smlad %[a10], %[x1], %[w0], %[a10]\n\t" \
-    "smlad %[a11], %[x1], %[w1], %[a11]\n\t" \
+    "smlad %[a00], %[x0], r7, %[a00]\n\t" \
+    "smlad %[a01], %[x0], r9, %[a01]\n\t" \
+    "smlad %[a10], %[x1], r7, %[a10]\n\t" \
+    "smlad %[a11], %[x1], r9, %[a11]\n\t" \
     "ldr %[x0], [%[c], #" #cb " + 16]\n\t" \
     "ldr %[x1], [%[c], #" #cb " + 24]\n\t" \
-    "smlad %[a20], %[x0], %[w0], %[a20]\n\t" \
-    "smlad %[a21], %[x0], %[w1], %[a21]\n\t" \
-    "smlad %[a30], %[x1], %[w0], %[a30]\n\t" \
-    "smlad %[a31], %[x1], %[w1], %[a31]\n\t" \
-    "ldr %[w0], [%[w], #" #wb " + 4]\n\t" \
-    "ldr %[w1], [%[w], #" #wb " + 12]\n\t" \
+    "smlad %[a20], %[x0], r7, %[a20]\n\t" \
+    "smlad %[a21], %[x0], r9, %[a21]\n\t" \
+    "smlad %[a30], %[x1], r7, %[a30]\n\t" \
+    "smlad %[a31], %[x1], r9, %[a31]\n\t" \
+    "ldr r7, [%[w], #" #wb " + 4]\n\t" \
+    "ldr r9, [%[w], #" #wb " + 12]\n\t" \
     "ldr %[x0], [%[c], #" #cb " + 4]\n\t" \
     "ldr %[x1], [%[c], #" #cb " + 12]\n\t" \
-    "smlad %[a00], %[x0], %[w0], %[a00]\n\t" \
-    "smlad %[a01], %[x0], %[w1], %[a01]\n\t" \
-    "smlad %[a10], %[x1], %[w0], %[a10]\n\t" \
-    "smlad %[a11], %[x1], %[w1], %[a11]\n\t" \
+    "smlad %[a00], %[x0], r7, %[a00]\n\t" \
+    "smlad %[a01], %[x0], r9, %[a01]\n\t" \
+    "smlad %[a10], %[x1], r7, %[a10]\n\t" \
+    "smlad %[a11], %[x1], r9, %[a11]\n\t" \
     "ldr %[x0], [%[c], #" #cb " + 20]\n\t" \
     "ldr %[x1], [%[c], #" #cb " + 28]\n\t" \
-    "smlad %[a20], %[x0], %[w0], %[a20]\n\t" \
-    "smlad %[a21], %[x0], %[w1], %[a21]\n\t" \
-    "smlad %[a30], %[x1], %[w0], %[a30]\n\t" \
-    "smlad %[a31], %[x1], %[w1], %[a31]\n\t"
+    "smlad %[a20], %[x0], r7, %[a20]\n\t" \
+    "smlad %[a21], %[x0], r9, %[a21]\n\t" \
+    "smlad %[a30], %[x1], r7, %[a30]\n\t" \
+    "smlad %[a31], %[x1], r9, %[a31]\n\t"
 
 /* The operands of MCUD_QUAD_ASM_GROUP: eight accumulators, the two pointers and four temporaries, fourteen registers,
- * every one the core has but sp and pc; C written the same way spills accumulators to the stack (GCC 12). */
+ * every one the core has but sp and pc (C written the same way spills accumulators to the stack, GCC 12). GCC is not
+ * asked for fourteen: a frame pointer (-O0, -fno-omit-frame-pointer) leaves it thirteen, and its allocator fails
+ * ("impossible constraints") even without one wherever the code around keeps a value more, as VWW's did at -Os, -Og and
+ * -O3. So twelve of them are fixed registers (MCUD_QUAD_PINNED, r0 to r6, r8, r10 to r12 and lr, which no code
+ * generation reserves) and the weights' temporaries w0 and w1 are r7 (Thumb's frame pointer) and r9 (the platform
+ * register of some ABIs), saved on the stack by each assembly block and given back at its end (MCUD_QUAD_SAVE and
+ * MCUD_QUAD_RESTORE: four cycles a block on the Cortex-M4). */
 #define MCUD_QUAD_ASM_OPERANDS \
-    [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11), [a20] "+r"(a20), [a21] "+r"(a21), \
-    [a30] "+r"(a30), [a31] "+r"(a31), [c] "+r"(c), [w] "+r"(wp), [x0] "=&r"(x0_), [x1] "=&r"(x1_), \
-    [w0] "=&r"(w0_), [w1] "=&r"(w1_)
+    [a00] "+r"(r00_), [a01] "+r"(r01_), [a10] "+r"(r10_), [a11] "+r"(r11_), [a20] "+r"(r20_), [a21] "+r"(r21_), \
+    [a30] "+r"(r30_), [a31] "+r"(r31_), [c] "+r"(rc_), [w] "+r"(rw_), [x0] "=r"(x0_), [x1] "=r"(x1_)
+#define MCUD_QUAD_SAVE "push {r7, r9}\n\t"
+#define MCUD_QUAD_RESTORE "pop {r7, r9}"
+
+/* The operands' registers, given the values of a00 .. a31, c and wp (MCUD_QUAD_UNPIN takes them back). */
+#define MCUD_QUAD_PINNED() \
+    register int32_t r00_ __asm__("r0") = a00; \
+    register int32_t r01_ __asm__("r1") = a01; \
+    register int32_t r10_ __asm__("r2") = a10; \
+    register int32_t r11_ __asm__("r3") = a11; \
+    register int32_t r20_ __asm__("r4") = a20; \
+    register int32_t r21_ __asm__("r5") = a21; \
+    register int32_t r30_ __asm__("r6") = a30; \
+    register int32_t r31_ __asm__("r8") = a31; \
+    register const int16_t *rc_ __asm__("r10") = c; \
+    register const int16_t *rw_ __asm__("r11") = wp; \
+    register uint32_t x0_ __asm__("r12"); \
+    register uint32_t x1_ __asm__("lr")
+#define MCUD_QUAD_UNPIN() \
+    do { \
+        a00 = r00_, a01 = r01_, a10 = r10_, a11 = r11_, a20 = r20_, a21 = r21_, a30 = r30_, a31 = r31_; \
+        c = rc_, wp = rw_; \
+    } while (0)
 
 #define MCUD_QUAD_HALF(t, cb, wb) \
     do { \
@@ -599,33 +626,38 @@ MCUD_INLINE void mcud_conv_fast_last(const int16_t *cols, int32_t i0, int32_t n,
 #if MCUD_HAVE_DSP && defined(__GNUC__)
 #define MCUD_QUADS_ALL() \
     do { \
-        uint32_t x0_, x1_, w0_, w1_; \
+        const int16_t *const end_ = c + 64 * (q / 4); /* before the pinned registers are set */ \
+        MCUD_QUAD_PINNED(); \
         if (q >= 4) { \
-            const int16_t *end_ = c + 64 * (q / 4); \
-            __asm__ volatile("1:\n\t" MCUD_QUAD_ASM_GROUP(0, 0) MCUD_QUAD_ASM_GROUP(32, 16) \
+            __asm__ volatile("ldr %[x0], %[end]\n\t" /* before the push moves sp */ \
+                             "push {r7, r9, %[x0]}\n\t" /* x0 is r12: the end at [sp, #8] */ \
+                             "1:\n\t" MCUD_QUAD_ASM_GROUP(0, 0) MCUD_QUAD_ASM_GROUP(32, 16) \
                              MCUD_QUAD_ASM_GROUP(64, 32) MCUD_QUAD_ASM_GROUP(96, 48) \
                              "add %[c], %[c], #128\n\t" \
                              "add %[w], %[w], #64\n\t" \
-                             "ldr %[x0], %[end]\n\t" \
+                             "ldr %[x0], [sp, #8]\n\t" \
                              "cmp %[c], %[x0]\n\t" \
-                             "bne 1b" \
+                             "bne 1b\n\t" \
+                             "pop {r7, r9, %[x0]}" \
                              : MCUD_QUAD_ASM_OPERANDS \
                              : [end] "m"(end_) \
                              : "cc", "memory"); \
         } \
         if (q & 2) { \
-            __asm__ volatile(MCUD_QUAD_ASM_GROUP(0, 0) MCUD_QUAD_ASM_GROUP(32, 16) \
-                             "add %[c], %[c], #64\n\t" "add %[w], %[w], #32" \
+            __asm__ volatile(MCUD_QUAD_SAVE MCUD_QUAD_ASM_GROUP(0, 0) MCUD_QUAD_ASM_GROUP(32, 16) \
+                             "add %[c], %[c], #64\n\t" "add %[w], %[w], #32\n\t" MCUD_QUAD_RESTORE \
                              : MCUD_QUAD_ASM_OPERANDS \
                              : \
                              : "memory"); \
         } \
         if (q & 1) { \
-            __asm__ volatile(MCUD_QUAD_ASM_GROUP(0, 0) "add %[c], %[c], #32\n\t" "add %[w], %[w], #16" \
+            __asm__ volatile(MCUD_QUAD_SAVE MCUD_QUAD_ASM_GROUP(0, 0) \
+                             "add %[c], %[c], #32\n\t" "add %[w], %[w], #16\n\t" MCUD_QUAD_RESTORE \
                              : MCUD_QUAD_ASM_OPERANDS \
                              : \
                              : "memory"); \
         } \
+        MCUD_QUAD_UNPIN(); \
     } while (0)
 #else
 #define MCUD_QUADS_ALL() \

@@ -257,13 +257,17 @@ MCUD_INLINE void mcud_conv_mve_channels_tiled(const int8_t *cols, int32_t kp, in
         int32_t a0 = rq ? rq[MCUD_FAST_RQ * oc] : p->bias[oc], a1 = a0, a2 = a0, a3 = a0;
         int32_t b0 = rq ? rq[MCUD_FAST_RQ * (oc + 1)] : p->bias[oc + 1], b1 = b0, b2 = b0, b3 = b0;
         const int8_t *q = cols, *w0 = wa, *w1 = wa + wsn;
-#if defined(__OPTIMIZE__) /* unoptimized (-O0), GCC cannot give the assembly its twelve registers: the C below */
         if (whole > 0) {
-            /* The whole pieces in assembly: VMLADAVA's accumulator must be an even register ("Te"), and the eight
-               accumulators take all eight (LR too), which GCC 12 does not manage (it spills and copies); so the
-               loop counts down a register of its own and the pointers post-increment. 16 instructions a piece:
-               six loads and eight VMLADAVAs, 128 multiply-accumulates. */
-            int32_t n = whole;
+            /* The whole pieces in assembly: VMLADAVA's accumulator must be an even register, and the eight
+               accumulators take all eight (LR too), which GCC 12's allocator does not manage by itself (it spills and
+               copies, or fails with "impossible constraints" beside a frame pointer); so every operand is a fixed
+               register, none of them r7 (Thumb's frame pointer) or r9 (the platform register of some ABIs), the
+               loop counts down a register of its own and the pointers post-increment. 16 instructions a piece: six
+               loads and eight VMLADAVAs, 128 multiply-accumulates. */
+            register int32_t ra0 __asm__("r0") = a0, ra1 __asm__("r2") = a1, ra2 __asm__("r4") = a2;
+            register int32_t ra3 __asm__("r6") = a3, rb0 __asm__("r8") = b0, rb1 __asm__("r10") = b1;
+            register int32_t rb2 __asm__("r12") = b2, rb3 __asm__("lr") = b3, rn __asm__("r11") = whole;
+            register const int8_t *rq_ __asm__("r1") = q, *rw0 __asm__("r3") = w0, *rw1 __asm__("r5") = w1;
             __asm__("1:\n\t"
                     "vldrb.8 q0, [%[w0]], #16\n\t"
                     "vldrb.8 q1, [%[w1]], #16\n\t"
@@ -281,28 +285,14 @@ MCUD_INLINE void mcud_conv_mve_channels_tiled(const int8_t *cols, int32_t kp, in
                     "vmladava.s8 %[b0], q3, q1\n\t"
                     "subs %[n], #1\n\t"
                     "bne 1b"
-                    : [a0] "+Te"(a0), [a1] "+Te"(a1), [a2] "+Te"(a2), [a3] "+Te"(a3), [b0] "+Te"(b0),
-                      [b1] "+Te"(b1), [b2] "+Te"(b2), [b3] "+Te"(b3), [q] "+r"(q), [w0] "+r"(w0), [w1] "+r"(w1),
-                      [n] "+r"(n)
+                    : [a0] "+r"(ra0), [a1] "+r"(ra1), [a2] "+r"(ra2), [a3] "+r"(ra3), [b0] "+r"(rb0),
+                      [b1] "+r"(rb1), [b2] "+r"(rb2), [b3] "+r"(rb3), [q] "+r"(rq_), [w0] "+r"(rw0), [w1] "+r"(rw1),
+                      [n] "+r"(rn)
                     :
                     : "q0", "q1", "q2", "q3", "cc", "memory");
+            a0 = ra0, a1 = ra1, a2 = ra2, a3 = ra3, b0 = rb0, b1 = rb1, b2 = rb2, b3 = rb3;
+            q = rq_, w0 = rw0, w1 = rw1;
         }
-#else
-        for (int32_t j = 0; j < whole; j++, q += 64, w0 += 16, w1 += 16) {
-            int8x16_t u = vldrbq_s8(w0), v = vldrbq_s8(w1), x = vldrbq_s8(q);
-            a0 = vmladavaq_s8(a0, x, u);
-            b0 = vmladavaq_s8(b0, x, v);
-            x = vldrbq_s8(q + 16);
-            a1 = vmladavaq_s8(a1, x, u);
-            b1 = vmladavaq_s8(b1, x, v);
-            x = vldrbq_s8(q + 32);
-            a2 = vmladavaq_s8(a2, x, u);
-            b2 = vmladavaq_s8(b2, x, v);
-            x = vldrbq_s8(q + 48);
-            a3 = vmladavaq_s8(a3, x, u);
-            b3 = vmladavaq_s8(b3, x, v);
-        }
-#endif
         if (tail) { /* the last piece: the weights' lanes past kp load as 0 */
             const mve_pred16_t pr = vctp8q((uint32_t)tail);
             int8x16_t u = vldrbq_z_s8(w0, pr), v = vldrbq_z_s8(w1, pr), x = vldrbq_s8(q);

@@ -230,7 +230,9 @@ MCUD_INLINE void mul_s8_row_mve_k(const int8_t *pa, const int8_t *pb, int8_t *py
         if (kind == 3) {
             int32x4_t h = vmulhq_s32(acc, vmult);
             const int32x4_t odd = vandq_s32(vmvnq_s32(vshlq_r_s32(h, -r)), vdupq_n_s32(1));
-            h = vsubq_m_s32(h, h, odd, vcmpeqq_n_s32(vmulq_n_s32(acc, mult), 0));
+            /* less odd where the low word is 0: CLZ is 32 (>> 5: 1) there only. Not VSUB predicated on VCMP, whose
+               RTL GCC 12's combine pass fails on at -Os and -Og (an internal compiler error). */
+            h = vsubq_s32(h, vandq_s32(odd, vshrq_n_s32(vclzq_s32(vmulq_n_s32(acc, mult)), 5)));
             q = vshlq_r_s32(vaddq_n_s32(h, half), -r);
         } else if (kind == 4) {
             const uint32x4_t lo = vreinterpretq_u32_s32(vmulq_n_s32(acc, mult));

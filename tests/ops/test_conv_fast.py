@@ -31,7 +31,7 @@ from mcudeploy.compile import compile_graph, compile_model
 from mcudeploy.reference import run_reference
 from mcudeploy.resources import firmware_dir
 
-from .conv_graphs import int8_conv
+from .conv_graphs import int8_conv, random_convs
 from .kernel_harness import CC, CFLAGS, Place, channels_last, needs_gcc, run_kernel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: the conformance model builders
@@ -381,59 +381,14 @@ def test_fast_conv_on_qemu_equals_the_host(tmp_path, board):
     assert same, lines
 
 
-FAST_KERNELS = [(1, 1), (1, 2), (2, 2), (3, 3), (1, 3), (3, 1), (2, 3), (1, 1)]
-
-
-def _random_convs(rng, cin: int, arithmetic: str, kernels=FAST_KERNELS, direct: bool = False) -> Graph:
-    """One input and an int8 Conv per kernel reading it, each its own output: random output channels (odd counts take
-    the last-channel path), kernels giving groups of taps odd and even in number, strides, pads, maps whose pixel
-    count leaves tails of one to three, and tiles of blocks or none; or, where direct, each without scratch (the
-    direct kernel), strides along W too."""
-    h, w = (int(v) for v in rng.integers(3, 10, 2))
-    s_x = 0.03
-    tensors = [Tensor("x", (1, cin, h, w), "int8", "input", Quant((s_x,), (int(rng.integers(-20, 20)),)))]
-    nodes, outputs = [], []
-    for k, kernel in enumerate(kernels):
-        off = k % 2 == 0 and arithmetic == "tflite"  # a dead channel (its output the zero point) and one off the
-        cout = int(rng.integers(17, 20) if off else rng.integers(1, 10))  # doubled route (a scale near 1), in few pairs
-        s_w = rng.uniform(0.002, 0.01, cout)
-        wt = rng.integers(-127, 128, (cout, cin, *kernel)).astype(np.int8)
-        b = rng.integers(-5000, 5000, cout).astype(np.int32)
-        if off:  # the one off the route: a scale near 1, or an accumulator past 2^30 (Keras's huge biases on tiny
-            s_w[0] = 1e-13  # weight scales) whose output is not saturated
-            if k % 4 == 0:
-                s_w[1], b[1] = 2.5e-8, (1 << 30) + int(rng.integers(0, 1000))
-            else:
-                s_w[-1] = 2.0
-        if k % 3 == 1 and cout >= 3:  # channels of weights 0 only (p->live), one with a bias near 2^30 as Keras's
-            dead = sorted({cout // 2, cout - 2})
-            wt[dead] = 0
-            b[dead[0]], s_w[dead[0]] = -(1 << 30) + int(rng.integers(0, 1000)), 1e-8
-        tensors += [constant(f"w{k}", wt, Quant(tuple(s_w), (0,) * cout, 0)),
-                    constant(f"b{k}", b, Quant(tuple(s_x * s_w), (0,) * cout, 0))]
-        attrs = {"strides": [int(rng.integers(1, 3)), 1], "pads": [int(v) for v in rng.integers(0, 2, 4)]}
-        if direct:
-            attrs.update(scratch=0, strides=[int(v) for v in rng.integers(1, 3, 2)])
-        elif rng.random() < 0.5:
-            attrs["tile"] = int(rng.choice([3, 8]))
-        node = Node(f"conv{k}", "Conv", ("x", f"w{k}", f"b{k}"), (f"y{k}",), attrs)
-        partial = Graph("g", {t.name: t for t in tensors}, (), ("x",), (), arithmetic=arithmetic)
-        shape, dtype = registry.get("Conv").infer(partial, node)[0]
-        tensors.append(Tensor(f"y{k}", shape, dtype, "output",
-                              Quant((float(rng.uniform(0.02, 0.2)),), (int(rng.integers(-10, 10)),))))
-        nodes.append(node)
-        outputs.append(f"y{k}")
-    return Graph("convs", {t.name: t for t in tensors}, tuple(nodes), ("x",), tuple(outputs), arithmetic=arithmetic)
-
-
 @needs_gcc
 @pytest.mark.parametrize("seed", [1, 2])
 def test_random_tflite_convs_on_the_host_equal_numpy(tmp_path, seed):
-    """The host's C of _random_convs' TFLite convolutions, one at a time, bit for bit with the numpy reference (TFLite's
+    """The host's C of random_convs' TFLite convolutions, one at a time, bit for bit with the numpy reference (TFLite's
     arithmetic): the doubled weights and mcud_requant_tfl_2 (rq2), a channel whose output is its zero point, and pairs
     with a channel off that route, requantized as TFLite does in general, in quads, tiles, pairs and the odd last
     channel."""
-    graph = _random_convs(np.random.default_rng(seed), 8, "tflite")
+    graph = random_convs(np.random.default_rng(seed), 8, "tflite")
     x = np.random.default_rng(seed + 10).integers(-128, 128, graph["x"].shape).astype(np.int8)
     kinds = set()
     for k, node in enumerate(graph.nodes):
@@ -464,7 +419,7 @@ def test_random_fast_convs_on_qemu_equal_the_host(tmp_path, board, cin, arithmet
     from mcudeploy.check.against_host import compare_with_host
     from mcudeploy.device.runner import run_on_board
 
-    graph = _random_convs(np.random.default_rng(cin * 7 + len(board)), cin, arithmetic)
+    graph = random_convs(np.random.default_rng(cin * 7 + len(board)), cin, arithmetic)
     compiled = compile_graph(graph, board, name="convs", options=CompileOptions(scratch="keep"))
     calls = [registry.get("Conv").kernel(compiled.graph, n) for n in compiled.graph.nodes if n.op == "Conv"]
     assert {c.fn for c in calls} == {"mcud_conv_s8_fast"}
@@ -498,7 +453,7 @@ def test_random_direct_convs_on_qemu_equal_the_host(tmp_path, board, cin, arithm
     from mcudeploy.device.runner import run_on_board
 
     kernels = [(3, 3), (3, 3), (2, 3), (3, 2), (3, 4)]
-    graph = _random_convs(np.random.default_rng(cin + len(board)), cin, arithmetic, kernels, direct=True)
+    graph = random_convs(np.random.default_rng(cin + len(board)), cin, arithmetic, kernels, direct=True)
     compiled = compile_graph(graph, board, name="direct", options=CompileOptions(scratch="keep"))
     calls = [registry.get("Conv").kernel(compiled.graph, n) for n in compiled.graph.nodes if n.op == "Conv"]
     assert {c.fn for c in calls} == {"mcud_conv_s8_direct"} and all(4 * 2 * field(c, "kpad") > DIRECT_COLS for c in calls)
@@ -524,7 +479,7 @@ def test_channels_of_weights_0_are_left_out_on_an_mve_core(tmp_path, cin, direct
     from mcudeploy.check.against_host import compare_with_host
     from mcudeploy.device.runner import run_on_board
 
-    graph = _random_convs(np.random.default_rng(4 + cin), cin, "tflite", direct=direct)
+    graph = random_convs(np.random.default_rng(4 + cin), cin, "tflite", direct=direct)
     # every scratch kept, where it pays on the M55 or not (its direct kernel's stack columns often make it worthless)
     compiled = compile_graph(graph, "qemu-m55", name="live", options=CompileOptions(scratch="keep",
                                                                                     priced_scratch=False))
