@@ -4,7 +4,8 @@ pointer kept (-fno-omit-frame-pointer, which takes r7 from the register allocato
 needs up to fourteen registers; GCC 12 failed it with "impossible constraints" at every one of these levels before
 its operands were fixed registers, and its combine pass crashed on an MVE kernel at -Os and -Og. Compiled with
 -Wall -Wextra -Werror for a core of each kind (DSP, MVE, neither), and run under QEMU at -O0 and -Os bit for bit
-against the host's -O2 build."""
+against the host's -O2 build. At -O0 the kernels are called, not inlined (MCUD_INLINE): inlined, one operator's
+function took 84 KB of stack and the outputs were wrong without a fault."""
 from __future__ import annotations
 
 import shutil
@@ -54,15 +55,14 @@ def test_every_kernel_compiles_at_the_level(tmp_path, board, level):
 def projects(tmp_path_factory):
     """Per board, generated folders whose model.c inlines every block kernel with assembly: random convolutions
     (groups of taps that leave the loop of four groups a tail of one, two or three, tiles, channels of weights 0),
-    and two Keras models (depthwise and pointwise layers, a squeeze-excite Mul, fully connected layers)."""
+    and a Keras model (convolutions, depthwise and pointwise, a mean, a fully connected layer, a softmax)."""
     root = tmp_path_factory.mktemp("levels")
     made = {}
     for board in BOARDS:
         graph = random_convs(np.random.default_rng(3), 5, "tflite")
         folders = [write_project(compile_graph(graph, board, name="convs", options=CompileOptions(scratch="keep")),
                                  root / board / "convs")]
-        for name in ("dscnn_gap-int8", "se_resnet-int8"):
-            folders.append(write_project(compile_model(CORPUS / f"{name}.tflite", board), root / board / name))
+        folders.append(write_project(compile_model(CORPUS / "dscnn_gap-int8.tflite", board), root / board / "dscnn"))
         made[board] = folders
     return made
 
@@ -77,7 +77,8 @@ def test_generated_model_compiles_at_the_level(tmp_path, projects, board, level)
 
 
 @pytest.mark.qemu
-@pytest.mark.parametrize("board,level,model", [("qemu-m4", "-O0", None), ("qemu-m4", "-Os", None), ("qemu-m4", "-O0", "dscnn_gap-int8"), ("qemu-m4", "-Os", "dscnn_gap-int8"),
+@pytest.mark.parametrize("board,level,model", [("qemu-m4", "-O0", None), ("qemu-m4", "-O0", "dscnn_gap-int8"),
+                                               ("qemu-m4", "-Os", "dscnn_gap-int8"),
                                                ("qemu-m55", "-Og", "dscnn_gap-int8")])
 def test_firmware_at_another_level_equals_the_host(tmp_path, monkeypatch, board, level, model):
     """The firmware built at ``level`` instead of -O2 (every source: the kernels, model.c, the runtime) computes the
