@@ -575,7 +575,7 @@ MCUD_INLINE void mcud_conv_fast_last(const int16_t *cols, int32_t i0, int32_t n,
  * -O3. So twelve of them are fixed registers (MCUD_QUAD_PINNED, r0 to r6, r8, r10 to r12 and lr, which no code
  * generation reserves) and the weights' temporaries w0 and w1 are r7 (Thumb's frame pointer) and r9 (the platform
  * register of some ABIs), saved on the stack by each assembly block and given back at its end (MCUD_QUAD_SAVE and
- * MCUD_QUAD_RESTORE: four cycles a block on the Cortex-M4). */
+ * MCUD_QUAD_RESTORE: a push and a pop, some six cycles an assembly block on the Cortex-M4). */
 #define MCUD_QUAD_ASM_OPERANDS \
     [a00] "+r"(r00_), [a01] "+r"(r01_), [a10] "+r"(r10_), [a11] "+r"(r11_), [a20] "+r"(r20_), [a21] "+r"(r21_), \
     [a30] "+r"(r30_), [a31] "+r"(r31_), [c] "+r"(rc_), [w] "+r"(rw_), [x0] "=r"(x0_), [x1] "=r"(x1_)
@@ -624,38 +624,47 @@ MCUD_INLINE void mcud_conv_fast_last(const int16_t *cols, int32_t i0, int32_t n,
  * them: on the DSP path four groups a turn of one assembly loop (the turn's end compared with a word on the stack, no
  * register being left; five instructions a turn), then two and one as q has them. */
 #if MCUD_HAVE_DSP && defined(__GNUC__)
+/* The turns of four groups (the turn's end compared with the word MCUD_QUAD_ASM_LOOP pushed at [sp, #8]), and the
+ * groups of a tail of two and of one. */
+#define MCUD_QUAD_TURNS \
+    "1:\n\t" MCUD_QUAD_ASM_GROUP(0, 0) MCUD_QUAD_ASM_GROUP(32, 16) MCUD_QUAD_ASM_GROUP(64, 32) \
+    MCUD_QUAD_ASM_GROUP(96, 48) \
+    "add %[c], %[c], #128\n\t" \
+    "add %[w], %[w], #64\n\t" \
+    "ldr %[x0], [sp, #8]\n\t" \
+    "cmp %[c], %[x0]\n\t" \
+    "bne 1b\n\t"
+#define MCUD_QUAD_TAIL2 MCUD_QUAD_ASM_GROUP(0, 0) MCUD_QUAD_ASM_GROUP(32, 16) "add %[c], %[c], #64\n\t" "add %[w], %[w], #32\n\t"
+#define MCUD_QUAD_TAIL1 MCUD_QUAD_ASM_GROUP(0, 0) "add %[c], %[c], #32\n\t" "add %[w], %[w], #16\n\t"
+/* BODY between the saving of r7 and r9 and their restoring, with the loop's end pushed too (x0 is r12: at [sp, #8]) */
+#define MCUD_QUAD_ASM_LOOP(BODY) \
+    __asm__ volatile("ldr %[x0], %[end]\n\t" /* before the push moves sp */ \
+                     "push {r7, r9, %[x0]}\n\t" BODY "pop {r7, r9, %[x0]}" \
+                     : MCUD_QUAD_ASM_OPERANDS \
+                     : [end] "m"(end_) \
+                     : "cc", "memory")
+#define MCUD_QUAD_ASM(BODY) \
+    __asm__ volatile(MCUD_QUAD_SAVE BODY MCUD_QUAD_RESTORE : MCUD_QUAD_ASM_OPERANDS : : "memory")
+
+/* Every group of four taps (q of them, a constant once inlined) in one assembly block, so that r7 and r9 are saved
+ * once: the turns of four, then a tail of two and one as q has them. */
 #define MCUD_QUADS_ALL() \
     do { \
         const int16_t *const end_ = c + 64 * (q / 4); /* before the pinned registers are set */ \
         MCUD_QUAD_PINNED(); \
         if (q >= 4) { \
-            __asm__ volatile("ldr %[x0], %[end]\n\t" /* before the push moves sp */ \
-                             "push {r7, r9, %[x0]}\n\t" /* x0 is r12: the end at [sp, #8] */ \
-                             "1:\n\t" MCUD_QUAD_ASM_GROUP(0, 0) MCUD_QUAD_ASM_GROUP(32, 16) \
-                             MCUD_QUAD_ASM_GROUP(64, 32) MCUD_QUAD_ASM_GROUP(96, 48) \
-                             "add %[c], %[c], #128\n\t" \
-                             "add %[w], %[w], #64\n\t" \
-                             "ldr %[x0], [sp, #8]\n\t" \
-                             "cmp %[c], %[x0]\n\t" \
-                             "bne 1b\n\t" \
-                             "pop {r7, r9, %[x0]}" \
-                             : MCUD_QUAD_ASM_OPERANDS \
-                             : [end] "m"(end_) \
-                             : "cc", "memory"); \
-        } \
-        if (q & 2) { \
-            __asm__ volatile(MCUD_QUAD_SAVE MCUD_QUAD_ASM_GROUP(0, 0) MCUD_QUAD_ASM_GROUP(32, 16) \
-                             "add %[c], %[c], #64\n\t" "add %[w], %[w], #32\n\t" MCUD_QUAD_RESTORE \
-                             : MCUD_QUAD_ASM_OPERANDS \
-                             : \
-                             : "memory"); \
-        } \
-        if (q & 1) { \
-            __asm__ volatile(MCUD_QUAD_SAVE MCUD_QUAD_ASM_GROUP(0, 0) \
-                             "add %[c], %[c], #32\n\t" "add %[w], %[w], #16\n\t" MCUD_QUAD_RESTORE \
-                             : MCUD_QUAD_ASM_OPERANDS \
-                             : \
-                             : "memory"); \
+            switch (q & 3) { \
+            case 0: MCUD_QUAD_ASM_LOOP(MCUD_QUAD_TURNS); break; \
+            case 1: MCUD_QUAD_ASM_LOOP(MCUD_QUAD_TURNS MCUD_QUAD_TAIL1); break; \
+            case 2: MCUD_QUAD_ASM_LOOP(MCUD_QUAD_TURNS MCUD_QUAD_TAIL2); break; \
+            default: MCUD_QUAD_ASM_LOOP(MCUD_QUAD_TURNS MCUD_QUAD_TAIL2 MCUD_QUAD_TAIL1); break; \
+            } \
+        } else if (q == 3) { \
+            MCUD_QUAD_ASM(MCUD_QUAD_TAIL2 MCUD_QUAD_TAIL1); \
+        } else if (q == 2) { \
+            MCUD_QUAD_ASM(MCUD_QUAD_TAIL2); \
+        } else if (q == 1) { \
+            MCUD_QUAD_ASM(MCUD_QUAD_TAIL1); \
         } \
         MCUD_QUAD_UNPIN(); \
     } while (0)
