@@ -67,16 +67,23 @@ class Compiles:
         try:
             return [f.result() for f in futures]
         except BaseException:
-            self.close()
+            self.close(at_once=True)
             raise
 
-    def close(self) -> None:
-        """End the workers now (a compile under way is not waited for)."""
-        if self._pool is None:
+    def close(self, at_once: bool = False) -> None:
+        """End the workers. Between runs (no compile under way) each reads its end from the queue and exits, and
+        the pool's threads are joined: killed instead, the pool's manager thread took them for a broken pool while
+        the tuner went on, and Python 3.11's executor then wrote to a pipe being closed and printed a traceback
+        (OSError: Bad file descriptor; a tune whose every board was lost, in CI). ``at_once``: a compile may be
+        under way (an interrupt while waiting for one): it is not waited for, the workers are killed."""
+        pool, self._pool = self._pool, None
+        if pool is None:
             return
-        processes = list((getattr(self._pool, "_processes", None) or {}).values())
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        if not at_once:
+            pool.shutdown(wait=True, cancel_futures=True)
+            return
+        processes = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
         for p in processes:
             if p.is_alive():
                 p.kill()
-        self._pool = None
