@@ -620,9 +620,10 @@ MCUD_INLINE void mcud_conv_fast_last(const int16_t *cols, int32_t i0, int32_t n,
         a31 = mcud_smlad(x_, w1_, a31); \
     } while (0)
 
-/* Every group of four taps (q of them, a constant) of a block from c and a pair of channels from wp, both moved past
- * them: on the DSP path four groups a turn of one assembly loop (the turn's end compared with a word on the stack, no
- * register being left; five instructions a turn), then two and one as q has them. */
+/* MCUD_QUADS_ALL: every group of four taps (q of them, a constant once inlined) of a block from c and a pair of
+ * channels from wp, both moved past them. On the DSP path one assembly block runs them all, so that r7 and r9 are saved
+ * once: four groups a turn of a loop (the turn's end compared with a word on the stack, no register being left; five
+ * instructions a turn), then a tail of two and of one as q has them. */
 #if MCUD_HAVE_DSP && defined(__GNUC__)
 /* The turns of four groups (the turn's end compared with the word MCUD_QUAD_ASM_LOOP pushed at [sp, #8]), and the
  * groups of a tail of two and of one. */
@@ -646,8 +647,6 @@ MCUD_INLINE void mcud_conv_fast_last(const int16_t *cols, int32_t i0, int32_t n,
 #define MCUD_QUAD_ASM(BODY) \
     __asm__ volatile(MCUD_QUAD_SAVE BODY MCUD_QUAD_RESTORE : MCUD_QUAD_ASM_OPERANDS : : "memory")
 
-/* Every group of four taps (q of them, a constant once inlined) in one assembly block, so that r7 and r9 are saved
- * once: the turns of four, then a tail of two and one as q has them. */
 #define MCUD_QUADS_ALL() \
     do { \
         const int16_t *const end_ = c + 64 * (q / 4); /* before the pinned registers are set */ \

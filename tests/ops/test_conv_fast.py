@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcudeploy.boards import load_board
-from mcudeploy.ir import Graph, Node, Quant, Tensor, constant
+from mcudeploy.ir import Graph
 from mcudeploy.codegen.values import c_int
 from mcudeploy.codegen.emit import write_project
 from mcudeploy.device.build import CFLAGS as ARM_CFLAGS
