@@ -2,7 +2,7 @@
 latencies published for that board.
 
 Each model (MODELS/tflite: KWS DS-CNN, VWW MobileNetV1, IC ResNet-8, AD autoencoder) is planned with each
-objective (mcudeploy/objective.py: ``--objective memory``, the default plan with the least arena, and
+objective (mcudeploy/objective: ``--objective memory``, the default plan with the least arena, and
 ``--objective latency``, the fastest plan whose arena fits the board's first region, with the constants its kernels
 read copied to SRAM where room is left), compiled for the
 emulated board of the real board's core (EMULATED: qemu-m4 for a Cortex-M4, qemu-m7 for a Cortex-M7, qemu-an505

@@ -13,10 +13,9 @@ from mcudeploy.frontend import import_model
 from mcudeploy.ir import Graph, Node, verify
 from mcudeploy.memory import areas
 from mcudeploy.memory.layout import lay_out
-from mcudeploy.objective import MEMORY, OverBudget, first_region_bytes, latency_plan
-from mcudeploy.offload import dsp_packings, fit_scratch, fit_wide_weights, tile_convolutions
+from mcudeploy.objective import MEMORY, meet
+from mcudeploy.offload import dsp_packings, fit_scratch, fit_wide_weights
 from mcudeploy.offload.scratch import scratch_steps, scratch_where_it_pays
-from mcudeploy.offload.sram import STATICS_ALLOWANCE, constants_to_sram
 from mcudeploy.offload.swap import has_slow_region, parse_budget, place_within
 from mcudeploy.partition import split
 from mcudeploy.passes.activation import fuse_activations, fuse_swish
@@ -136,81 +135,48 @@ def compile_graph(graph: Graph, board: Union[str, Board] = "host", name: Optiona
     (offload.place_within); a plan too big for the first region gets its capacity as the budget
     where the board has a slow region (its moves are then priced, and swaps tried). earlier: per
     swapped tensor, steps its asynchronous copy back starts earlier (search/stalls.py). objective:
-    latency or balanced (with scratch "fit"): the fastest plan within its budget (latency_plan); latency also copies
-    the constants its kernels read to SRAM where the budget has room beside the arena (offload/sram.py); where some
-    stay in flash (balanced: always), its convolutions take their scratch in tiles (offload/tiles.py) if that runs
-    no step without scratch that the plan without tiles runs with it (_tiles_if_faster)."""
+    which of the plans of the schedule's order (mcudeploy/objective: meet)."""
     o = options
     if o.scratch not in SCRATCH_POLICIES:
         raise MCUDeployError(f"scratch must be one of {', '.join(SCRATCH_POLICIES)}, not {o.scratch!r}")
     board = load_board(board) if isinstance(board, str) else board
     sched = schedule(graph, o.schedule_method, o.schedule_time_limit, board.alignment)
-
-    def planned(graph: Graph):
-        """(graph, order, lifetimes, placement, offload) of ``graph`` in the schedule's order, and the objective met."""
-        order = tuple({n.name: n for n in graph.nodes}[n.name] for n in sched.order)
-
-        def arrange(limit: Optional[int] = None):
-            rewritten, ordered = rewrite_ordered(graph, order, board, o.scratch, o.rewrites, limit, o.priced_scratch)
-            return _placed(rewritten, ordered, board, o.fast_memory, o.placement_method, o.placement_time_limit,
-                           o.earlier)
-
-        if o.objective.name == "memory" or o.scratch != "fit":
-            return arrange(), o.objective
-        kept = rewrite_ordered(graph, order, board, "keep", o.rewrites, priced=o.priced_scratch)
-        return latency_plan(arrange, scratch_steps(*kept, board.alignment), board, o.objective,
-                            os.path.basename(name or graph.name))
-
-    if o.objective.name == "memory" or o.scratch != "fit":
-        done, objective = planned(graph)
-    else:
-        done, objective = planned(graph)
-        sram = o.objective.name == "latency" and board.has_firmware  # constants in SRAM where they fit, else tiles
-        every = False
-        if sram:
-            done, objective, every = _constants_in_sram(done, objective, board)
-        tiled = tile_convolutions(graph, board)  # the memory plan's order, scratch in tiles (offload/tiles.py)
-        if not every and any(n.attr("tile", 1) > 1 for n in tiled.nodes):
-            done, objective = _tiles_if_faster(done, objective, lambda: planned(tiled), board, sram)
+    done, objective = meet(o.objective, graph, OrderPlanner(sched.order, board, o), board,
+                           os.path.basename(name or graph.name))
     rewritten, order, lives, placement, offload = done
     sched = dataclasses.replace(sched, order=order)
     return Compiled(name or graph.name, board, rewritten, sched, lives, placement, tuple(o.scheme),
                     int8_input=o.int8_input, offload=offload, stream_input=o.stream_input, objective=objective)
 
 
-def _tiles_if_faster(done, objective, tiled: Callable[[], tuple], board: Board, sram: bool):
-    """The plan with its convolutions' scratch in tiles (``tiled()``; with its constants in SRAM where ``sram``)
-    where it runs no kernel without scratch that ``done`` runs with it: a tile only saves reads of flash, while a
-    step without scratch runs the slower direct kernel, so tiles whose scratch crowds out another step's (the
-    budget, or balanced's factor) would be slower. Else ``done``: also where the tiles do not fit the budget at all
-    (a tiled step that writes over its input keeps its scratch even in the memory plan, objective.OverBudget)."""
-    try:
-        other, met = tiled()
-    except OverBudget:
-        return done, objective
-    if sram:
-        other, met, _ = _constants_in_sram(other, met, board)
-    if _scratch_free(other[0]) <= _scratch_free(done[0]):
-        return other, met
-    return done, objective
+@dataclasses.dataclass(frozen=True)
+class OrderPlanner:
+    """compile_graph's placements of a graph (the lowered one, or its tiled copy) in the schedule's ``order``, as
+    the objective asks for them (objective.Planner): rewritten (rewrite_ordered) and placed (_placed) by ``options``."""
 
+    order: tuple[Node, ...]
+    board: Board
+    options: CompileOptions
 
-def _scratch_free(graph: Graph) -> set:
-    """The nodes whose kernels run without scratch (offload.fit_scratch: attribute "scratch" 0)."""
-    return {n.name for n in graph.nodes if n.attrs.get("scratch", 1) == 0}
+    @property
+    def fits_scratch(self) -> bool:
+        return self.options.scratch == "fit"
 
+    def place(self, graph: Graph, limit: Optional[int] = None) -> tuple:
+        o = self.options
+        rewritten, ordered = rewrite_ordered(graph, self._in_order(graph), self.board, o.scratch, o.rewrites, limit,
+                                             o.priced_scratch)
+        return _placed(rewritten, ordered, self.board, o.fast_memory, o.placement_method, o.placement_time_limit,
+                       o.earlier)
 
-def _constants_in_sram(done, objective, board: Board):
-    """The latency plan ``done`` with the constants its kernels read copied to SRAM within the first region's room
-    beside its arena, less STATICS_ALLOWANCE (offload/sram.py); the objective with their bytes; whether every
-    constant went."""
-    graph, order, lives, placement, offload = done
-    room = objective.limit_bytes - first_region_bytes(placement, board) - STATICS_ALLOWANCE
-    kernels = [n for n in order if n.name not in lives.elided]
-    moved, nbytes, every = constants_to_sram(graph, kernels, board.features, room)
-    by_name = {n.name: n for n in moved.nodes}
-    return ((moved, tuple(by_name[n.name] for n in order), lives, placement, offload),
-            dataclasses.replace(objective, sram_constants_bytes=nbytes), every)
+    def steps(self, graph: Graph):
+        o = self.options
+        kept = rewrite_ordered(graph, self._in_order(graph), self.board, "keep", o.rewrites, priced=o.priced_scratch)
+        return scratch_steps(*kept, self.board.alignment)
+
+    def _in_order(self, graph: Graph) -> tuple[Node, ...]:
+        by_name = {n.name: n for n in graph.nodes}
+        return tuple(by_name[n.name] for n in self.order)
 
 
 def _placed(rewritten: Graph, order, board: Board, fast_memory: Optional[int], placement_method: str,

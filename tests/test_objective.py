@@ -1,4 +1,4 @@
-"""--objective memory|latency|balanced and --memory-budget (mcudeploy/objective.py, pipeline.latency_plan).
+"""--objective memory|latency|balanced and --memory-budget (mcudeploy/objective, pipeline.latency_plan).
 
 The model is the Keras corpus's 16x8 DS-CNN (tests/keras_corpus/dscnn_gap-int16.tflite): benchmarks/README
 (int16_bench) measured its memory plan giving up its four pointwise convolutions' scratch (96 bytes) to keep
@@ -264,7 +264,7 @@ def test_a_budget_the_tiles_do_not_fit_keeps_the_plan_without_tiles():
 
 @pytest.mark.parametrize("model", ["se_resnet-int8.tflite", "dscnn_gap-int8.tflite"])
 def test_a_latency_plan_on_an_m7_runs_without_scratch_no_step_the_memory_plan_runs_with_it(model):
-    """compile._tiles_if_faster: on a Cortex-M7 a budget with no room for constants in SRAM brings tiles
+    """objective.meet._tiles_if_faster: on a Cortex-M7 a budget with no room for constants in SRAM brings tiles
     (offload/tiles.py), whose larger scratch could crowd other steps out of theirs; the plan keeps tiles only where
     that runs no step without scratch that the plan without tiles runs with it. So at every budget the latency plan
     runs at most the memory plan's scratch-free (slower) kernels: it is never slower than the memory plan."""

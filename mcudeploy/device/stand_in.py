@@ -1,6 +1,6 @@
 """The emulated board whose traces stand for a real board's plan (``measure --estimate-for``, benchmarks/cycles_bench.py).
 
-A plan is bounded by the board it is compiled for as well as by its budget (mcudeploy/objective.py: the latency
+A plan is bounded by the board it is compiled for as well as by its budget (mcudeploy/objective: the latency
 budget is the smaller of the two; a memory plan too big for the first region spills to the next, swapped where that
 one is slow), and the latency objective tiles a convolution by the board's flash data cache (offload/tiles.py) and
 copies constants to SRAM within the first region's room (offload/sram.py). So an emulator traced for a real board

@@ -53,7 +53,7 @@ def fit_scratch(graph: Graph, order: Sequence[Node], alignment: int = 4,
     would raise the arena's peak: those run a kernel that needs none (slower), so the scratch of
     fast kernels costs no memory. A node that writes its output over its input keeps its scratch
     (its kernel relies on it); the peak then is the highest such step, if above the others.
-    ``limit``: the live bytes may reach it (the latency objective, mcudeploy/objective.py): only the
+    ``limit``: the live bytes may reach it (the latency objective, mcudeploy/objective): only the
     scratch of steps above both it and that peak goes."""
     drop = scratch_steps(graph, order, alignment, sharing).above(0 if limit is None else limit)
     if not drop:

@@ -1,4 +1,4 @@
-"""Which constants of a latency plan are copied to SRAM at start-up (mcudeploy/objective.py).
+"""Which constants of a latency plan are copied to SRAM at start-up (mcudeploy/objective).
 
 A kernel reads its weights from flash, where every read the flash accelerator's data cache misses waits the board's
 flash wait states (an STM32L4 at 120 MHz: five cycles a miss, its cache 256 bytes), and the tiles of

@@ -1,4 +1,4 @@
-"""Which int8 convolutions of a latency plan take their scratch in tiles (mcudeploy/objective.py).
+"""Which int8 convolutions of a latency plan take their scratch in tiles (mcudeploy/objective).
 
 mcud_conv_s8_fast gathers the receptive fields of four output pixels (a block) into its scratch and runs every
 output channel's int16 weights over them; so each pair of pixels reads the layer's whole copy of the weights from

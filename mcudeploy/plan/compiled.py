@@ -29,7 +29,7 @@ class Compiled:
     int8_input: bool = False  # lowered with --int8-input (recorded in plan.json)
     stream_input: bool = False  # lowered with --stream-input (recorded in plan.json)
     offload: Optional[Offload] = None  # swaps made to meet a fast-memory budget (mcudeploy/offload/swap.py)
-    objective: Objective = MEMORY  # what the plan was made for, and what it met (mcudeploy/objective.py)
+    objective: Objective = MEMORY  # what the plan was made for, and what it met (mcudeploy/objective)
 
     @property
     def order(self) -> tuple[Node, ...]:

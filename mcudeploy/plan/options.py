@@ -22,7 +22,7 @@ class CompileOptions:
     stream_input: bool = False  # --stream-input: inputs read into the arena by ReadInput nodes
     fast_memory: Union[int, str, None] = None  # bytes of the first region, or a share of it ("50%"); None: no budget
     earlier: Mapping[str, int] = field(default_factory=dict)  # per swapped tensor, steps its copy back starts earlier
-    objective: Objective = MEMORY  # what the plan is made for (mcudeploy/objective.py)
+    objective: Objective = MEMORY  # what the plan is made for (mcudeploy/objective)
     rewrites: Sequence = ()  # run on the scheduled graph before the scratch fitting (compile.rewrite_ordered)
     # kernels whose scratch buys no speed on the board's core run without it (offload.scratch.scratch_where_it_pays);
     # False: every kernel's scratch is priced as on the DSP cores (tune --objective latency times both)

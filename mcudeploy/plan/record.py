@@ -162,7 +162,7 @@ def plan_dict(compiled: Compiled, scheme=None, latency=None, split=None) -> dict
         "scheme": [_entry(e) for e in scheme or []],
         "cuts": _cuts(compiled),
         "latency": dict(latency) if latency else {"ticks": None, "baseline_ticks": None, "source": "none"},
-        "objective": compiled.objective.as_plan(),  # what the plan was made for (objective.py)
+        "objective": compiled.objective.as_plan(),  # what the plan was made for (mcudeploy/objective)
     }
     moved = stays(compiled)
     if moved:  # values a rewrite moved to another region and back (mcudeploy/offload/moves.py)

@@ -1,5 +1,5 @@
 """``mcudeploy tune --objective latency|balanced``: the least ticks, measured on the board, within the
-memory budget (mcudeploy/objective.py).
+memory budget (mcudeploy/objective).
 
 1. The memory objective's plan (what ``mcudeploy compile`` writes by default) is compiled and timed on
    the board: the baseline, which the kept plan is never slower than.
