@@ -28,6 +28,7 @@ from typing import Optional
 
 from mcudeploy import interrupts
 from mcudeploy.boards import Board, instructions_per_tick  # noqa: F401  (qemu.instructions_per_tick, as before)
+from mcudeploy.device.ports import free_port  # noqa: F401  (qemu.free_port, as before)
 from mcudeploy.device.transport import LinkLost, Transport
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.files import locked
@@ -54,12 +55,6 @@ def qemu_binary() -> str:
         raise MCUDeployError(f"emulated boards need {QEMU}, which is not installed "
                              f"(apt-get install qemu-system-arm)")
     return path
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def link_args(board: Board, up_port: Optional[int], down_port: Optional[int]) -> tuple[list[str], list[str]]:
