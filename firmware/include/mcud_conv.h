@@ -70,6 +70,21 @@ typedef struct {
     const int8_t *w;
 } mcud_conv_s16_fast_params;
 
+/* mcud_conv_s16 for a pointwise convolution (1x1, stride 1, no padding, one group), without working memory: in
+ * NCHW its input channels are rows of pixels, so two pixels of a row are one word of each channel, and the pairs
+ * of channels a dual multiply-accumulate takes are made from two such words (PKHBT, PKHTB). The weights come
+ * packed as mcud_conv_s16_fast's (per output channel its cin taps, zeros up to kpad, a multiple of 4, each four
+ * bytes as (k0, k2, k1, k3)); a tail of cin % 4 channels is summed one by one. */
+typedef struct {
+    int32_t kpad;
+    int32_t acc64;
+    int32_t act_min;
+    int32_t act_max;
+    const int32_t *mult;
+    const int32_t *shift;
+    const int8_t *w;
+} mcud_conv_s16_pw_params;
+
 /* mcud_conv_s16 where every group reads one input channel (a depthwise convolution, any multiplier):
  * output channel oc reads input channel oc / multiplier, the weights widened to int16 in w (per output
  * channel KH rows of kw2 values: KW rounded up to even, a 0 after an odd row), not through the w view. */
@@ -127,6 +142,8 @@ void mcud_conv_s16(const mcud_view *x, const mcud_view *w, const mcud_view *b, c
                    const mcud_conv_s16_params *p);
 void mcud_conv_s16_fast(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
                         const mcud_conv_s16_fast_params *p, void *scratch);
+void mcud_conv_s16_pw(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
+                      const mcud_conv_s16_pw_params *p);
 void mcud_conv_s16_dw(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
                       const mcud_conv_s16_dw_params *p);
 void mcud_conv_transpose_f32(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,

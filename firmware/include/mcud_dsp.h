@@ -92,10 +92,20 @@ static inline uint32_t mcud_sadd16(uint32_t a, uint32_t b) { return (uint32_t)__
 /* acc + a.lo * b.lo and acc + a.hi * b.lo (SMLABB, SMLATB), modulo 2^32 */
 static inline int32_t mcud_smlabb(uint32_t a, uint32_t b, int32_t acc) { return __smlabb((int32_t)a, (int32_t)b, acc); }
 static inline int32_t mcud_smlatb(uint32_t a, uint32_t b, int32_t acc) { return __smlatb((int32_t)a, (int32_t)b, acc); }
-/* (a.lo, b.lo) */
-static inline uint32_t mcud_pkhbt(uint32_t a, uint32_t b) { return (a & 0xffffu) | (b << 16); }
-/* (a.hi, b.hi) */
-static inline uint32_t mcud_pkhtb(uint32_t a, uint32_t b) { return (a >> 16) | (b & 0xffff0000u); }
+/* (a.lo, b.lo): one PKHBT (GCC 12 makes two or three instructions of the C) */
+static inline uint32_t mcud_pkhbt(uint32_t a, uint32_t b)
+{
+    uint32_t r;
+    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+/* (a.hi, b.hi): one PKHTB */
+static inline uint32_t mcud_pkhtb(uint32_t a, uint32_t b)
+{
+    uint32_t r;
+    __asm__("pkhtb %0, %2, %1, asr #16" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
 
 #else
 

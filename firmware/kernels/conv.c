@@ -318,6 +318,153 @@ void mcud_conv_s16_fast(const mcud_view *x, const mcud_view *w, const mcud_view 
     }
 }
 
+/* ---- 16x8 pointwise: no working memory ---- */
+
+/* The weight of input channel k in an output channel's packed taps (each four as (k0, k2, k1, k3)). */
+static inline int32_t conv_s16_pw_tap(const int8_t *wo, int32_t k)
+{
+    static const uint8_t place[4] = {0, 2, 1, 3};
+    return wo[(k & ~3) + place[k & 3]];
+}
+
+/* Input channels a pointwise block sums in 32 bits before an int64 sum takes them: a product of int16 and int8 is at
+ * most 2^22 in magnitude, so 508 of them (a multiple of 4) stay within int32 (an int64 sum is then exact, as
+ * TFLite Micro's; an int32 one wraps as its does). */
+#define CONV_S16_PW_CHUNK 508
+
+/* Two pixels (px2) or one of a row, two output channels at once, input channels ic .. end - 1 in steps of four:
+ * rows ic .. ic+3 give a word of the two pixels each (unit: the row is contiguous; else two halves packed),
+ * repacked to (ic, ic+1) and (ic+2, ic+3) pairs per pixel, which meet the weights' pairs from SXTB16 in SMLAD. */
+static inline __attribute__((always_inline)) uint32_t conv_s16_pw_row(const int16_t *x, int32_t sw, const int unit,
+                                                                      const int px2)
+{
+    return unit ? mcud_load32(x) : mcud_pack16(x[0], px2 ? x[sw] : 0);
+}
+
+static inline __attribute__((always_inline)) void conv_s16_pw_sums(const int16_t *xp, const mcud_conv_dims X,
+                                                                   int32_t ic, int32_t end, const int8_t *w0,
+                                                                   const int8_t *w1, int32_t s[4], const int unit,
+                                                                   const int px2)
+{
+    int32_t s00 = s[0], s01 = s[1], s10 = s[2], s11 = s[3];
+    const int16_t *xr = xp + ic * X.sc;
+    const int32_t sc = X.sc;
+    for (; ic < end; ic += 4, xr += 4 * sc) {
+        const uint32_t r0 = conv_s16_pw_row(xr, X.sw, unit, px2), r1 = conv_s16_pw_row(xr + sc, X.sw, unit, px2);
+        const uint32_t r2 = conv_s16_pw_row(xr + 2 * sc, X.sw, unit, px2);
+        const uint32_t r3 = conv_s16_pw_row(xr + 3 * sc, X.sw, unit, px2);
+        const uint32_t u = mcud_load32(w0 + ic), v = mcud_load32(w1 + ic);
+        const uint32_t u01 = mcud_sxtb16(u), u23 = mcud_sxtb16_ror8(u);
+        const uint32_t v01 = mcud_sxtb16(v), v23 = mcud_sxtb16_ror8(v);
+        const uint32_t a01 = mcud_pkhbt(r0, r1), a23 = mcud_pkhbt(r2, r3); /* pixel 0 */
+        s00 = mcud_smlad(u23, a23, mcud_smlad(u01, a01, s00));
+        s10 = mcud_smlad(v23, a23, mcud_smlad(v01, a01, s10));
+        if (px2) {
+            const uint32_t b01 = mcud_pkhtb(r0, r1), b23 = mcud_pkhtb(r2, r3); /* pixel 1 */
+            s01 = mcud_smlad(u23, b23, mcud_smlad(u01, b01, s01));
+            s11 = mcud_smlad(v23, b23, mcud_smlad(v01, b01, s11));
+        }
+    }
+    s[0] = s00, s[1] = s01, s[2] = s10, s[3] = s11;
+}
+
+static inline __attribute__((always_inline)) void conv_s16_pw_block(const int16_t *xp, const mcud_conv_dims X,
+                                                                    int32_t cin, const int8_t *w0,
+                                                                    const int8_t *w1, int64_t sums[4],
+                                                                    const int acc64, const int unit, const int px2)
+{
+    const int32_t whole = cin & ~3;
+    int32_t ic = 0;
+    if (acc64) {
+        for (; ic < whole; ic += CONV_S16_PW_CHUNK) {
+            int32_t s[4] = {0, 0, 0, 0};
+            const int32_t end = ic + CONV_S16_PW_CHUNK < whole ? ic + CONV_S16_PW_CHUNK : whole;
+            conv_s16_pw_sums(xp, X, ic, end, w0, w1, s, unit, px2);
+            sums[0] += s[0], sums[1] += s[1], sums[2] += s[2], sums[3] += s[3];
+        }
+        ic = whole;
+    } else { /* an int32 sum wraps: SMLAD's */
+        int32_t s[4] = {(int32_t)sums[0], (int32_t)sums[1], (int32_t)sums[2], (int32_t)sums[3]};
+        conv_s16_pw_sums(xp, X, 0, whole, w0, w1, s, unit, px2);
+        sums[0] = s[0], sums[1] = s[1], sums[2] = s[2], sums[3] = s[3];
+        ic = whole;
+    }
+    for (; ic < cin; ic++) { /* the tail: cin % 4 channels */
+        const int32_t x0 = xp[ic * X.sc], x1 = px2 ? xp[ic * X.sc + X.sw] : 0;
+        const int32_t k0 = conv_s16_pw_tap(w0, ic), k1 = conv_s16_pw_tap(w1, ic);
+        if (acc64) {
+            sums[0] += x0 * k0, sums[1] += x1 * k0, sums[2] += x0 * k1, sums[3] += x1 * k1;
+        } else {
+            sums[0] = (int32_t)((uint32_t)sums[0] + (uint32_t)(x0 * k0));
+            sums[1] = (int32_t)((uint32_t)sums[1] + (uint32_t)(x1 * k0));
+            sums[2] = (int32_t)((uint32_t)sums[2] + (uint32_t)(x0 * k1));
+            sums[3] = (int32_t)((uint32_t)sums[3] + (uint32_t)(x1 * k1));
+        }
+    }
+}
+
+static inline __attribute__((always_inline)) void conv_s16_pw(const mcud_view *x, const mcud_view *b,
+                                                              const mcud_view *y, const mcud_conv_s16_pw_params *p,
+                                                              const int acc64, const int unit)
+{
+    mcud_conv_dims X = mcud_conv_dims_of(x), Y = mcud_conv_dims_of(y);
+    const int16_t *xd = (const int16_t *)x->data;
+    int16_t *yd = (int16_t *)y->data;
+    const int32_t cin = X.c, kpad = p->kpad;
+    for (int32_t n = 0; n < Y.n; n++) {
+        for (int32_t oc = 0; oc < Y.c; oc += 2) {
+            const int32_t two = oc + 1 < Y.c;
+            const int8_t *w0 = p->w + oc * kpad, *w1 = two ? w0 + kpad : w0;
+            int64_t b0 = 0, b1 = 0;
+            if (b != NULL) {
+                b0 = acc64 ? ((const int64_t *)b->data)[oc * b->stride[0]]
+                           : ((const int32_t *)b->data)[oc * b->stride[0]];
+                b1 = !two ? 0 : acc64 ? ((const int64_t *)b->data)[(oc + 1) * b->stride[0]]
+                                      : ((const int32_t *)b->data)[(oc + 1) * b->stride[0]];
+            }
+            for (int32_t oh = 0; oh < Y.h; oh++) {
+                for (int32_t ow = 0; ow < Y.w; ow += 2) {
+                    const int32_t px2 = ow + 1 < Y.w;
+                    const int16_t *xp = xd + n * X.sn + oh * X.sh + ow * X.sw;
+                    int64_t sums[4] = {b0, b0, b1, b1};
+                    if (px2) {
+                        conv_s16_pw_block(xp, X, cin, w0, w1, sums, acc64, unit, 1);
+                    } else {
+                        conv_s16_pw_block(xp, X, cin, w0, w1, sums, acc64, 0, 0);
+                    }
+                    for (int32_t j = 0; j < 1 + two; j++) {
+                        for (int32_t i = 0; i < 1 + px2; i++) {
+                            const int64_t s = sums[2 * j + i];
+                            const int32_t q = acc64 ? mcud_requant_tfl64(s, p->mult[oc + j], p->shift[oc + j])
+                                                    : mcud_requant_tfl((int32_t)s, p->mult[oc + j], p->shift[oc + j]);
+                            yd[n * Y.sn + (oc + j) * Y.sc + oh * Y.sh + (ow + i) * Y.sw] =
+                                (int16_t)mcud_clamp(q, p->act_min, p->act_max);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+void mcud_conv_s16_pw(const mcud_view *x, const mcud_view *w, const mcud_view *b, const mcud_view *y,
+                      const mcud_conv_s16_pw_params *p)
+{
+    (void)w; /* the weights come packed in p->w */
+    const int unit = mcud_conv_dims_of(x).sw == 1;
+    if (p->acc64) {
+        if (unit) {
+            conv_s16_pw(x, b, y, p, 1, 1);
+        } else {
+            conv_s16_pw(x, b, y, p, 1, 0);
+        }
+    } else if (unit) {
+        conv_s16_pw(x, b, y, p, 0, 1);
+    } else {
+        conv_s16_pw(x, b, y, p, 0, 0);
+    }
+}
+
 /* ---- 16x8, one input channel per group (depthwise, any multiplier; or a first layer on one channel) ---- */
 
 /* Output channel oc reads input channel oc / multiplier. Where a window lies inside the input along W (and

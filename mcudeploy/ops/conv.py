@@ -376,7 +376,7 @@ class Conv(Op):
         dtype = graph[node.inputs[0]].dtype
         if dtype == "int16":
             g = geometry(graph, node)
-            return 2 * _kpad16(g) if _uses_scratch(node) and _fast16(g) else 0
+            return 2 * _kpad16(g) if _uses_scratch(node) and _fast16(g) and not _pointwise16(g) else 0
         if dtype != "int8" or int(node.attr("group", 1)) != 1 or not _uses_scratch(node):
             return 0  # cheap answers first: the planner asks for every node of every order it tries
         g = geometry(graph, node)
@@ -865,7 +865,8 @@ def _fast16(g: Geometry) -> bool:
 
 
 def _kernel_16x8(op: "Conv", graph: Graph, node: Node, g: Geometry, views, common) -> Call:
-    """mcud_conv_s16_fast (firmware/kernels/conv.c: a column of the receptive field in its scratch, the weights
+    """mcud_conv_s16_pw for a pointwise convolution, whatever its "scratch" attribute (it needs none); else
+    mcud_conv_s16_fast (firmware/kernels/conv.c: a column of the receptive field in its scratch, the weights
     packed for dual multiply-accumulates) where that pays; else mcud_conv_s16_dw where each group reads one
     input channel (rows of pairs of taps, no working memory), mcud_conv_s16 otherwise (or for a node whose
     "scratch" attribute is 0); per channel the reduced multiplier of an int64 sum, or the int8 kernels' (mult, shift) of
@@ -876,6 +877,9 @@ def _kernel_16x8(op: "Conv", graph: Graph, node: Node, g: Geometry, views, commo
     quant = dict(acc64=int(wide), act_min=lo, act_max=hi, mult=Array("int32_t", tuple(int(m) for m in mult)),
                  shift=Array("int32_t", tuple(int(v) for v in shift)))
     x, _, b, y = views
+    if _pointwise16(g):  # no working memory: channels are rows of pixels
+        return Call("mcud_conv_s16_pw", (x, "", b, y), Struct.of(
+            "mcud_conv_s16_pw_params", kpad=_kpad16(g), **quant, w=Array("int8_t", _packed16(graph, node, g))))
     fast = _uses_scratch(node) and _fast16(g)
     if g.cin_per_group == 1 and not fast:  # depthwise: rows of int16 pairs, no working memory
         kw2 = g.kernel[1] + g.kernel[1] % 2
@@ -887,10 +891,22 @@ def _kernel_16x8(op: "Conv", graph: Graph, node: Node, g: Geometry, views, commo
     if not fast:
         return Call("mcud_conv_s16", views, Struct.of("mcud_conv_s16_params", **common, **quant))
     kpad = _kpad16(g)
+    return Call("mcud_conv_s16_fast", (x, "", b, y), Struct.of(
+        "mcud_conv_s16_fast_params", group=g.group, kernel=g.kernel, stride=g.stride, dilation=g.dilation,
+        pad=g.pad_begin, kpad=kpad, **quant, w=Array("int8_t", _packed16(graph, node, g))), scratch=2 * kpad)
+
+
+def _packed16(graph: Graph, node: Node, g: Geometry) -> tuple[int, ...]:
+    """The weights as mcud_conv_s16_fast and mcud_conv_s16_pw take them: per output channel its taps, zeros up to
+    _kpad16, each four as (k0, k2, k1, k3), so that SXTB16 and SXTB16 ROR 8 give the pairs (k0, k1) and (k2, k3)."""
+    kpad = _kpad16(g)
     w = graph[node.inputs[1]].data.astype(np.int64).reshape(g.cout, -1)
     packed = np.zeros((g.cout, kpad), np.int64)
     packed[:, :w.shape[1]] = w
-    packed = packed.reshape(g.cout, kpad // 4, 4)[:, :, [0, 2, 1, 3]].reshape(-1)
-    return Call("mcud_conv_s16_fast", (x, "", b, y), Struct.of(
-        "mcud_conv_s16_fast_params", group=g.group, kernel=g.kernel, stride=g.stride, dilation=g.dilation,
-        pad=g.pad_begin, kpad=kpad, **quant, w=Array("int8_t", tuple(int(v) for v in packed))), scratch=2 * kpad)
+    return tuple(int(v) for v in packed.reshape(g.cout, kpad // 4, 4)[:, :, [0, 2, 1, 3]].reshape(-1))
+
+
+def _pointwise16(g: Geometry) -> bool:
+    """A 16x8 convolution mcud_conv_s16_pw computes: 1x1, stride 1, no padding, one group."""
+    return (g.group == 1 and tuple(g.kernel) == (1, 1) and tuple(g.stride) == (1, 1)
+            and not any(g.pad_begin) and not any(g.pad_end))

@@ -150,6 +150,12 @@ CONVS = {
                                 accumulator="int32"),
     "depthwise-dilated": dict(x_shape=(1, 4, 7, 8), cout=4, kernel=(3, 3), group=4, dilation=(2, 2),
                               pads=(2, 2, 2, 2)),
+    "pointwise-int64": dict(x_shape=(2, 9, 3, 5), cout=5, kernel=(1, 1)),  # channels 4 + 4 + 1, odd channels
+    "pointwise-int32": dict(x_shape=(1, 8, 4, 4), cout=6, kernel=(1, 1), accumulator="int32"),
+    "pointwise-int32-wraps": dict(x_shape=(1, 64, 2, 3), cout=2, kernel=(1, 1), accumulator="int32", extreme=True),
+    # an int64 sum over more channels than mcud_conv_s16_pw sums in 32 bits at once (CONV_S16_PW_CHUNK, 508)
+    "pointwise-int64-chunks": dict(x_shape=(1, 600, 1, 3), cout=2, kernel=(1, 1), extreme=True),
+    "pointwise-no-bias": dict(x_shape=(1, 3, 1, 7), cout=3, kernel=(1, 1), bias=False),
     "grouped-fast": dict(x_shape=(1, 4, 5, 6), cout=8, kernel=(3, 3), group=2, stride=(2, 1), dilation=(2, 1),
                          pads=(2, 1, 1, 0)),
 }
@@ -168,8 +174,8 @@ def test_conv_reference_is_tflite_micros_loop(name):
 @pytest.mark.parametrize("scratch", [1, 0])
 @pytest.mark.parametrize("name", sorted(CONVS))
 def test_conv_kernel_on_strided_views(tmp_path, name, scratch, nhwc):
-    """mcud_conv_s16_dw (one input channel a group), mcud_conv_s16_fast (a column in its scratch, packed
-    weights) and mcud_conv_s16 (none)."""
+    """mcud_conv_s16_dw (one input channel a group), mcud_conv_s16_pw (1x1, no working memory whatever the
+    scratch attribute), mcud_conv_s16_fast (a column in its scratch, packed weights) and mcud_conv_s16 (none)."""
     graph, node, inputs = _conv(**CONVS[name], seed=1)
     node = Node(node.name, node.op, node.inputs, node.outputs, {**node.attrs, "scratch": scratch})
     graph = graph.replace(nodes=[node])
@@ -179,7 +185,8 @@ def test_conv_kernel_on_strided_views(tmp_path, name, scratch, nhwc):
     depthwise = ("depthwise-multiplier", "one-channel", "depthwise-dilated", "depthwise-3x3-int32")
     fast = scratch and name not in ("stride-dilation-no-bias", "depthwise-multiplier", "depthwise-dilated",
                                     "depthwise-3x3-int32")
-    want_fn = "mcud_conv_s16_fast" if fast else "mcud_conv_s16_dw" if name in depthwise else "mcud_conv_s16"
+    want_fn = ("mcud_conv_s16_pw" if name.startswith("pointwise") else "mcud_conv_s16_fast" if fast
+               else "mcud_conv_s16_dw" if name in depthwise else "mcud_conv_s16")
     assert call.fn == want_fn
     assert call.scratch == registry.get("Conv").scratch(graph, node)
     x_place = Place(1, channels_last(4)) if nhwc else Place(2)
