@@ -264,6 +264,7 @@ def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.Pat
     return {
         "board": board.name,
         "cc": board.toolchain.cc,
+        "packages": board.toolchain.packages,  # the Debian packages of cc, named when it is missing
         "project_dir": str(project),
         "sources": [str(s) for s in sources],
         "include_dirs": [str(d) for d in include_dirs],

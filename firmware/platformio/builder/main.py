@@ -2,7 +2,8 @@
 
 A project mcudeploy generated: it compiles exactly the sources and flags of the project's build
 spec (the JSON file named by the ``custom_mcudeploy_build`` option, written by mcudeploy from
-``mcudeploy.device.build.firmware_build_spec``) with the arm-none-eabi tools found on PATH,
+``mcudeploy.device.build.firmware_build_spec``) with the spec's compiler (``cc``: arm-none-eabi-gcc,
+or a RISC-V board's riscv64-unknown-elf-gcc) and its binutils, found on PATH,
 links ``firmware.elf`` (``$cc $ldflags -T linker_script objects $libs``, as the direct build
 does) and makes ``firmware.bin``; target ``sizing`` links the same objects against the spec's
 unbounded ``sizing_linker_script``, to measure a firmware too large for its board. Nothing
@@ -94,7 +95,8 @@ def mcudeploy_firmware(spec_path):
         UPLOADCMD=env.get("UPLOADCMD", ""),
     )
     if not shutil.which(cc, path=env["ENV"]["PATH"]):
-        fail("the compiler %s is not on PATH; install gcc-arm-none-eabi and libnewlib-arm-none-eabi" % cc)
+        fail("the compiler %s is not on PATH; install %s"
+             % (cc, spec.get("packages", "gcc-arm-none-eabi libnewlib-arm-none-eabi")))
 
     objects = []
     for source in spec["sources"]:
