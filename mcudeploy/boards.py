@@ -250,6 +250,7 @@ def _load_file(path: Path) -> dict:
     names = [r["name"] for r in data["regions"]]
     if len(set(names)) != len(names):
         raise MCUDeployError(f"board file {path}: two memory regions share a name")
+    _check_arch(path, data)
     unknown = [r for r in (data.get("dma_engine") or {}).get("reaches", ()) if r not in names]
     if unknown:
         raise MCUDeployError(f"board file {path}: field 'dma_engine.reaches' names '{unknown[0]}', which is not one of "
@@ -257,12 +258,27 @@ def _load_file(path: Path) -> dict:
     return data
 
 
+def _check_arch(path: Path, data: dict) -> None:
+    """A board of another instruction set than Arm's names its compiler, and polls its UART (the firmware routes
+    no interrupt through a RISC-V PLIC)."""
+    arch = data.get("arch", "arm")
+    if arch == "arm" or data.get("kind") == "host":
+        return
+    if "toolchain" not in data:
+        raise MCUDeployError(f"board file {path}: arch '{arch}' needs a field 'toolchain' (the Arm compiler is the "
+                             f"default)")
+    if int((data.get("uart") or {}).get("irq", -1)) >= 0:
+        raise MCUDeployError(f"board file {path}: field 'uart.irq' must be -1 on a board of arch '{arch}' (its "
+                             f"firmware polls the UART)")
+
+
 def _board(data: dict) -> Board:
     uart = timer = qemu = upload = build = None
     if "uart" in data:
         u = data["uart"]
         uart = Uart(u["driver"], _int(u["base"]), int(u["baud"]), int(u.get("clock_hz", data.get("clock_hz", 0))),
-                    bool(u.get("lpuart", False)), int(u.get("irq", -1)), _writes(u.get("init", ())), int(u.get("reg_shift", 2)))
+                    bool(u.get("lpuart", False)), int(u.get("irq", -1)), _writes(u.get("init", ())),
+                    int(u.get("reg_shift", 2)))
     links = None
     if "links" in data:
         ln = data["links"]

@@ -268,7 +268,8 @@ def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.Pat
         "project_dir": str(project),
         "sources": [str(s) for s in sources],
         "include_dirs": [str(d) for d in include_dirs],
-        "cflags": cpu + list(board.toolchain.cflags) + CFLAGS + driver_defines(board) + ["-include", str(fw / "mcud_measure.h")],
+        "cflags": (cpu + list(board.toolchain.cflags) + CFLAGS + driver_defines(board)
+                   + ["-include", str(fw / "mcud_measure.h")]),
         "ldflags": cpu + list(board.toolchain.ldflags) + LDFLAGS,
         "libs": list(LIBS),
         "linker_script": str(fw / "link.ld"),

@@ -14,7 +14,7 @@ from mcudeploy import check
 from mcudeploy.boards import load_board
 from mcudeploy.check.against_host import compare_with_host
 from mcudeploy.compile import compile_model
-from mcudeploy.device.build import build_firmware
+from mcudeploy.device.build import build_firmware, firmware_build_spec
 from mcudeploy.device.measure import measure_model
 from mcudeploy.device.qemu import QemuBoard, instructions_per_tick
 from mcudeploy.device.runner import run_on_board
@@ -49,6 +49,18 @@ def test_the_measurer_serves_the_protocol_and_exits_with_the_status_asked(need_r
         assert t2 - t1 == 200_000 and instructions_per_tick(need_rv32) == 1.0
         s.exit(5)
         assert emulator.stop() == 5  # semihosting's SYS_EXIT_EXTENDED, as on the Cortex-M boards
+
+
+def test_the_build_takes_the_risc_v_runtime_and_compiler_from_the_board(tmp_path):
+    spec = firmware_build_spec(BOARD, tmp_path)
+    names = [Path(s).name for s in spec["sources"]]
+    assert {"startup_riscv.c", "arch_riscv.c", "uart_ns16550.c", "timer_riscv_cycle.c"} <= set(names)
+    assert "startup.c" not in names and "arch_arm.c" not in names
+    assert spec["cc"] == "riscv64-unknown-elf-gcc" and "-DMCUD_UART_REG_SHIFT=0" in spec["cflags"]
+    assert "--specs=picolibc.specs" in spec["cflags"] and "--specs=nano.specs" not in spec["ldflags"]
+    assert "ENTRY(_start)" in Path(spec["linker_script"]).read_text()
+    arm = firmware_build_spec("qemu-m3", tmp_path / "m3")
+    assert {"startup.c", "arch_arm.c"} <= {Path(s).name for s in arm["sources"]} and arm["cc"] == "arm-none-eabi-gcc"
 
 
 def test_a_missing_compiler_is_named_with_its_package(monkeypatch, tmp_path):
