@@ -4,6 +4,7 @@ a 16x8 model (int16 activations, int8 weights) give the host board's outputs bit
 and measure gives every operator its ticks (one tick one instruction under -icount shift=0)."""
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -92,3 +93,13 @@ def test_measure_gives_every_operator_its_ticks(need_rv32, tmp_path):
     assert all(o.ticks > 0 for o in first.ops)
     convs = [o for o in first.ops if o.label.startswith("Conv")]
     assert convs and all(o.ticks == o.max for o in convs)  # integer kernels: the same instructions every repetition
+
+
+def test_a_stack_too_small_faults_on_its_guard_and_says_so(need_rv32, tmp_path):
+    """The stack's guarded bottom (a locked read-only PMP entry): a store there traps, and the trap handler exits
+    QEMU with MCUD_EXIT_STACK as the Cortex-M's MPU guard does; the autoencoder needs about 1.3 KB of stack."""
+    need_models()
+    small = dataclasses.replace(need_rv32, stack_bytes=512)
+    compiled = compile_model(MODELS / "onnx" / "ad_autoencoder_int8.onnx", small)
+    with pytest.raises(MCUDeployError, match=r"stack of 512 B overflowed on board qemu-rv32"):
+        run_on_board(compiled, check.random_inputs(compiled.graph, 1, seed=0), workdir=tmp_path / "p")
