@@ -63,6 +63,7 @@ class Uart:
     lpuart: bool = False
     irq: int = -1  # the receive interrupt the measurer sleeps on between frames (-1: it polls)
     init: tuple[RegWrite, ...] = ()
+    reg_shift: int = 2  # ns16550: log2 of the register spacing in bytes
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,21 @@ class Qemu:
     machine: str
     icount_shift: int = 0
     extra_args: tuple[str, ...] = ()
+    binary: str = "qemu-system-arm"
+    package: str = "qemu-system-arm"  # the Debian package that installs binary
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """The firmware's cross compiler: the GCC driver, the Debian packages that install it, its link flags."""
+    cc: str
+    packages: str
+    cflags: tuple[str, ...] = ()
+    ldflags: tuple[str, ...] = ()
+
+
+ARM_TOOLCHAIN = Toolchain("arm-none-eabi-gcc", "gcc-arm-none-eabi libnewlib-arm-none-eabi", (),
+                          ("-nostartfiles", "--specs=nano.specs"))
 
 
 @dataclass(frozen=True)
@@ -165,6 +181,8 @@ class Board:
     links: Optional[Links] = None  # None: the board cannot be a chip of a chain with links of its own
     boot_origin: Optional[int] = None  # the vector table's address when not flash_origin (an ITCM the core boots from)
     flash_data: Optional[FlashData] = None  # None: the estimate charges reads of weights from flash as SRAM's
+    arch: str = "arm"  # the runtime's start-up and system files, the linker script (board.schema.json's arch)
+    toolchain: Toolchain = ARM_TOOLCHAIN
 
     @property
     def sram_bytes(self) -> int:
@@ -232,6 +250,7 @@ def _load_file(path: Path) -> dict:
     names = [r["name"] for r in data["regions"]]
     if len(set(names)) != len(names):
         raise MCUDeployError(f"board file {path}: two memory regions share a name")
+    _check_arch(path, data)
     unknown = [r for r in (data.get("dma_engine") or {}).get("reaches", ()) if r not in names]
     if unknown:
         raise MCUDeployError(f"board file {path}: field 'dma_engine.reaches' names '{unknown[0]}', which is not one of "
@@ -239,12 +258,27 @@ def _load_file(path: Path) -> dict:
     return data
 
 
+def _check_arch(path: Path, data: dict) -> None:
+    """A board of another instruction set than Arm's names its compiler, and polls its UART (the firmware routes
+    no interrupt through a RISC-V PLIC)."""
+    arch = data.get("arch", "arm")
+    if arch == "arm" or data.get("kind") == "host":
+        return
+    if "toolchain" not in data:
+        raise MCUDeployError(f"board file {path}: arch '{arch}' needs a field 'toolchain' (the Arm compiler is the "
+                             f"default)")
+    if int((data.get("uart") or {}).get("irq", -1)) >= 0:
+        raise MCUDeployError(f"board file {path}: field 'uart.irq' must be -1 on a board of arch '{arch}' (its "
+                             f"firmware polls the UART)")
+
+
 def _board(data: dict) -> Board:
     uart = timer = qemu = upload = build = None
     if "uart" in data:
         u = data["uart"]
         uart = Uart(u["driver"], _int(u["base"]), int(u["baud"]), int(u.get("clock_hz", data.get("clock_hz", 0))),
-                    bool(u.get("lpuart", False)), int(u.get("irq", -1)), _writes(u.get("init", ())))
+                    bool(u.get("lpuart", False)), int(u.get("irq", -1)), _writes(u.get("init", ())),
+                    int(u.get("reg_shift", 2)))
     links = None
     if "links" in data:
         ln = data["links"]
@@ -260,7 +294,8 @@ def _board(data: dict) -> Board:
                         tuple(d.get("reaches", [r["name"] for r in data["regions"]])))
     if "qemu" in data:
         q = data["qemu"]
-        qemu = Qemu(q["machine"], int(q.get("icount_shift", 0)), tuple(q.get("extra_args", ())))
+        qemu = Qemu(q["machine"], int(q.get("icount_shift", 0)), tuple(q.get("extra_args", ())),
+                    q.get("binary", "qemu-system-arm"), q.get("package", "qemu-system-arm"))
     if "upload" in data:
         up = data["upload"]
         upload = Upload(up["protocol"], tuple(up.get("protocols", (up["protocol"],))), up.get("openocd_target", ""),
@@ -282,7 +317,14 @@ def _board(data: dict) -> Board:
                  qemu, upload, (data.get("platformio") or {}).get("board", ""), build, dma_engine=dma,
                  clock_tree=tree, links=links,
                  boot_origin=_int(data["boot_origin"]) if "boot_origin" in data else None,
-                 flash_data=_flash_data(data["name"], data.get("flash_data"), tree is not None))
+                 flash_data=_flash_data(data["name"], data.get("flash_data"), tree is not None),
+                 arch=data.get("arch", "arm"), toolchain=_toolchain(data.get("toolchain")))
+
+
+def _toolchain(data: Optional[dict]) -> Toolchain:
+    if data is None:
+        return ARM_TOOLCHAIN
+    return Toolchain(data["cc"], data["packages"], tuple(data.get("cflags", ())), tuple(data.get("ldflags", ())))
 
 
 def _flash_data(board: str, data: Optional[dict], has_tree: bool) -> Optional[FlashData]:

@@ -54,12 +54,26 @@ def edited(tmp_path: Path, change) -> Path:
     (lambda d: d.update(dma_engine={"driver": "pl330", "base": 0}), "field 'dma_engine.driver' should be one of pl080"),
     (lambda d: d.update(dma_engine={"driver": "pl080", "base": 0, "reaches": ["tcm"]}),
      "field 'dma_engine.reaches' names 'tcm', which is not one of the board's regions (sram, psram)"),
+    (lambda d: d.update(arch="riscv"), "arch 'riscv' needs a field 'toolchain' (the Arm compiler is the default)"),
+    (lambda d: d.update(arch="riscv", toolchain={"cc": "riscv64-unknown-elf-gcc", "packages": "p"}),
+     "field 'uart.irq' must be -1 on a board of arch 'riscv' (its firmware polls the UART)"),
+    (lambda d: d.update(arch="mips"), "field 'arch' should be one of arm, riscv, not 'mips'"),
 ])
 def test_a_wrong_field_is_named_in_one_sentence(tmp_path, change, sentence):
     with pytest.raises(MCUDeployError) as err:
         load_board("edited", edited(tmp_path, change))
     assert sentence in str(err.value) and "\n" not in str(err.value)
     assert str(err.value).startswith(f"board file {tmp_path / 'edited.json'}: ")
+
+
+def test_the_risc_v_board_names_its_compiler_emulator_and_runtime():
+    """qemu-rv32's toolchain, emulator and architecture are its data; an Arm board keeps the defaults."""
+    rv, m3 = load_board("qemu-rv32"), load_board("qemu-m3")
+    assert (rv.arch, rv.toolchain.cc, rv.qemu.binary, rv.qemu.package) == (
+        "riscv", "riscv64-unknown-elf-gcc", "qemu-system-riscv32", "qemu-system-misc")
+    assert "--specs=picolibc.specs" in rv.toolchain.ldflags and rv.uart.reg_shift == 0 and rv.uart.irq == -1
+    assert (m3.arch, m3.toolchain.cc, m3.qemu.binary) == ("arm", "arm-none-eabi-gcc", "qemu-system-arm")
+    assert m3.toolchain.ldflags == ("-nostartfiles", "--specs=nano.specs")
 
 
 def test_reset_wait_states_are_refused_beside_a_clock_tree(tmp_path):

@@ -123,6 +123,8 @@ uint32_t mcud_sys_core(void);                     /* the core running the caller
 void mcud_sys_fault(void);                        /* a CPU fault: QEMU exits with MCUD_EXIT_FAULT, hardware resets */
 /* Emulated boards: read n bytes at `offset` of the host file `path` (Arm semihosting); 0 on success. */
 int32_t mcud_sys_read_host_file(const char *path, uint32_t offset, uint8_t *dst, uint32_t n);
+/* The architecture's semihosting call (arch_arm.c, arch_riscv.c): operation `op` on `block`, its result. */
+int32_t mcud_semihosting(uint32_t op, const uint32_t *block);
 
 /* QEMU's exit status when the firmware takes a fault (HardFault, MemManage, BusFault, UsageFault). */
 #define MCUD_EXIT_FAULT 3

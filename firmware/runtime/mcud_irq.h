@@ -5,6 +5,10 @@
 
 #include <stdint.h>
 
+#if defined(__riscv)
+#include "mcud_irq_riscv.h" /* the same functions for a RISC-V core (boards whose arch is riscv) */
+#else
+
 #define MCUD_NVIC_ISER(n) (*(volatile uint32_t *)(0xE000E100u + 4u * (n)))
 #define MCUD_NVIC_ICER(n) (*(volatile uint32_t *)(0xE000E180u + 4u * (n)))
 #define MCUD_NVIC_ICPR(n) (*(volatile uint32_t *)(0xE000E280u + 4u * (n)))
@@ -40,5 +44,7 @@ static inline void mcud_wait_for_interrupt(void)
 {
     __asm__ volatile("dsb\n\twfi" : : : "memory");
 }
+
+#endif /* __riscv */
 
 #endif /* MCUD_IRQ_H */

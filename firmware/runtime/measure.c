@@ -75,6 +75,10 @@ uint64_t mcud_fw_calibrate(uint32_t iterations)
 {
     mcud_timer_restart();
     uint64_t t0 = mcud_timer_now();
+#if defined(__riscv)
+    __asm__ volatile("1: addi %0, %0, -1\n\tbnez %0, 1b" : "+r"(iterations));
+#else
     __asm__ volatile("1: subs %0, %0, #1\n\tbne 1b" : "+r"(iterations) : : "cc");
+#endif
     return mcud_timer_now() - t0;
 }

@@ -1,12 +1,13 @@
-/* Board bring-up from data (register writes listed in the board file), reset, and, on emulated
- * boards, Arm semihosting: leaving the emulator, and reading inputs from a host file (the UART
- * model of QEMU moves one byte per main-loop turn, some 50 us; a 110 KB input took seconds). */
+/* Board bring-up from data (register writes listed in the board file) and, on emulated boards,
+ * semihosting: leaving the emulator, and reading inputs from a host file (the UART model of QEMU
+ * moves one byte per main-loop turn, some 50 us; a 110 KB input took seconds). The reset and the
+ * semihosting call itself are the architecture's (arch_arm.c, arch_riscv.c); the operations and
+ * their blocks are the same on both (QEMU implements Arm's semihosting for RISC-V too). */
 #include <stdint.h>
 #include <string.h>
 
 #include "mcud_fw.h"
 
-#define SCB_AIRCR (*(volatile uint32_t *)0xE000ED0Cu)
 #define SEMIHOSTING_SYS_OPEN 0x01u
 #define SEMIHOSTING_SYS_CLOSE 0x02u
 #define SEMIHOSTING_SYS_READ 0x06u
@@ -27,27 +28,10 @@ void mcud_sys_init(const mcud_fw_config *config)
     }
 }
 
-void mcud_sys_reset(void)
-{
-    __asm__ volatile("dsb" : : : "memory");
-    SCB_AIRCR = 0x05FA0004u; /* VECTKEY | SYSRESETREQ */
-    __asm__ volatile("dsb" : : : "memory");
-    for (;;) {
-    }
-}
-
-static int32_t semihosting(uint32_t op, const uint32_t *block)
-{
-    register uint32_t r0 __asm__("r0") = op;
-    register uint32_t r1 __asm__("r1") = (uint32_t)(uintptr_t)block;
-    __asm__ volatile("bkpt 0xAB" : "+r"(r0) : "r"(r1) : "memory");
-    return (int32_t)r0;
-}
-
 static void semihosting_exit(int32_t code)
 {
     const uint32_t block[2] = {ADP_STOPPED_APPLICATION_EXIT, (uint32_t)code};
-    (void)semihosting(SEMIHOSTING_SYS_EXIT_EXTENDED, block);
+    (void)mcud_semihosting(SEMIHOSTING_SYS_EXIT_EXTENDED, block);
 }
 
 int32_t mcud_sys_read_host_file(const char *path, uint32_t offset, uint8_t *dst, uint32_t n)
@@ -56,16 +40,16 @@ int32_t mcud_sys_read_host_file(const char *path, uint32_t offset, uint8_t *dst,
         return -1;
     }
     const uint32_t open_block[3] = {(uint32_t)(uintptr_t)path, SEMIHOSTING_MODE_RB, (uint32_t)strlen(path)};
-    int32_t handle = semihosting(SEMIHOSTING_SYS_OPEN, open_block);
+    int32_t handle = mcud_semihosting(SEMIHOSTING_SYS_OPEN, open_block);
     if (handle < 0) {
         return -1;
     }
     const uint32_t seek_block[2] = {(uint32_t)handle, offset};
     const uint32_t read_block[3] = {(uint32_t)handle, (uint32_t)(uintptr_t)dst, n};
-    int32_t status = semihosting(SEMIHOSTING_SYS_SEEK, seek_block) == 0 && semihosting(SEMIHOSTING_SYS_READ, read_block) == 0
+    int32_t status = mcud_semihosting(SEMIHOSTING_SYS_SEEK, seek_block) == 0 && mcud_semihosting(SEMIHOSTING_SYS_READ, read_block) == 0
                          ? 0 : -1; /* SYS_READ returns the number of bytes it could NOT read */
     const uint32_t close_block[1] = {(uint32_t)handle};
-    (void)semihosting(SEMIHOSTING_SYS_CLOSE, close_block);
+    (void)mcud_semihosting(SEMIHOSTING_SYS_CLOSE, close_block);
     return status;
 }
 

@@ -1,17 +1,27 @@
-/* A 16550-compatible UART with 32-bit register spacing (Synopsys DW_apb_uart: Alif Ensemble), polled;
- * sleeps on its receive interrupt between frames. port->brr is clock / baud (as for the STM32 USART);
- * the divisor latch takes clock / (16 * baud). */
+/* A 16550-compatible UART, polled; sleeps on its receive interrupt between frames. Its registers are
+ * 1 << MCUD_UART_REG_SHIFT bytes apart (the board's uart.reg_shift, a -D of the build): 32-bit registers
+ * 4 bytes apart on a Synopsys DW_apb_uart (Alif Ensemble), bytes one apart on QEMU virt's NS16550A.
+ * port->brr is clock / baud (as for the STM32 USART); the divisor latch takes clock / (16 * baud). */
 #include <stdint.h>
 
 #include "mcud_fw.h"
 #include "mcud_irq.h"
 
-#define REG(off) (*(volatile uint32_t *)(port->base + (off)))
-#define RBR_THR_DLL 0x00u
-#define IER_DLH 0x04u
-#define FCR 0x08u
-#define LCR 0x0Cu
-#define LSR 0x14u
+#ifndef MCUD_UART_REG_SHIFT
+#define MCUD_UART_REG_SHIFT 2
+#endif
+#if MCUD_UART_REG_SHIFT == 0
+typedef uint8_t mcud_ns16550_reg;
+#else
+typedef uint32_t mcud_ns16550_reg;
+#endif
+
+#define REG(index) (*(volatile mcud_ns16550_reg *)(port->base + ((index) << MCUD_UART_REG_SHIFT)))
+#define RBR_THR_DLL 0u /* register indices */
+#define IER_DLH 1u
+#define FCR 2u
+#define LCR 3u
+#define LSR 5u
 #define LCR_8N1 0x03u
 #define LCR_DLAB 0x80u
 #define FCR_FIFO 0x07u /* enable, clear both FIFOs */

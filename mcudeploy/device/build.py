@@ -1,9 +1,11 @@
-"""Build the measurer firmware (and the model's generated C) for a Cortex-M board into an ELF.
+"""Build the measurer firmware (and the model's generated C) for a Cortex-M or RISC-V board into an ELF.
 
 ``firmware_build_spec(board, project_dir)`` renders the firmware's generated files (main.c,
 the per-operator timing header, the linker scripts) into ``project_dir/firmware`` and returns
 every source, include directory and flag of the build. ``build_firmware`` compiles that list
-directly with arm-none-eabi-gcc; the PlatformIO builder compiles exactly the same list.
+directly with the board's cross compiler (its ``toolchain``: arm-none-eabi-gcc unless it names
+another); the PlatformIO builder compiles exactly the same list. The board's ``arch`` picks the
+runtime's start-up and system files and the linker script template (``ARCH``).
 Objects of the kernel library and the runtime are cached by content and flags.
 """
 from __future__ import annotations
@@ -37,12 +39,25 @@ from mcudeploy.resources import firmware_dir
 
 log = logging.getLogger(__name__)
 
-CC = "arm-none-eabi-gcc"
+CC = "arm-none-eabi-gcc"  # the Arm boards' (boards.ARM_TOOLCHAIN); a board's own is board.toolchain.cc
 CFLAGS = ["-std=c99", "-O2", "-ffp-contract=off", "-Wall", "-Wextra", "-Werror",
           "-ffunction-sections", "-fdata-sections"]
-LDFLAGS = ["-nostartfiles", "--specs=nano.specs", "-Wl,--gc-sections"]
+LDFLAGS = ["-Wl,--gc-sections"]  # after the toolchain's own (its C library's specs, -nostartfiles)
 LIBS = ["-lm"]
-RUNTIME_COMMON = ("startup.c", "system.c", "crc32.c", "protocol.c", "measure.c", "uart.c", "link.c")
+RUNTIME_COMMON = ("system.c", "crc32.c", "protocol.c", "measure.c", "uart.c", "link.c")
+
+
+@dataclass(frozen=True)
+class Arch:
+    """What an instruction set brings to the firmware: its runtime files and its linker script template."""
+    runtime: tuple[str, ...]  # firmware/runtime/*.c
+    linker_script: str  # under templates/
+
+
+ARCH = {
+    "arm": Arch(("startup.c", "arch_arm.c"), "firmware/link.ld.j2"),
+    "riscv": Arch(("startup_riscv.c", "arch_riscv.c"), "firmware/link_riscv.ld.j2"),
+}
 UNBOUNDED = 0x10000000  # region length of the sizing link: 256 MB, more than any board
 
 
@@ -205,6 +220,7 @@ def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.Pat
     shutil.copytree(firmware_dir() / "runtime", runtime)
     has_model = (project / "model.c").is_file()
     env = environment()
+    arch = ARCH[board.arch]
     values = _context(board, model_id(project), has_model, arena_sections(project) if has_model else None)
     if dual is not None:
         values.update(s0=dual["s0"], s1=dual["s1"], dual=dual["dual"], model_id=f"0x{dual['model_id']:08X}",
@@ -219,7 +235,7 @@ def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.Pat
         lengths = ({"flash_length": f"0x{UNBOUNDED:X}", "ram_length": f"0x{UNBOUNDED:X}",
                     "extra_length": f"0x{UNBOUNDED:X}"} if sizing else
                    {"flash_length": str(board.flash_bytes), "ram_length": str(values["ram_bytes"]), "extra_length": None})
-        write_atomic(fw / name, env.get_template("firmware/link.ld.j2").render(**values, **lengths, sizing=sizing))
+        write_atomic(fw / name, env.get_template(arch.linker_script).render(**values, **lengths, sizing=sizing))
     sources = []
     include_dirs = [fw, runtime]
     if has_model:
@@ -243,16 +259,18 @@ def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.Pat
         drivers += (f"dma_{board.dma_engine.driver}.c",)
     if dual is not None:
         drivers += ("dual.c",)
-    sources += [runtime / name for name in RUNTIME_COMMON + drivers]
+    sources += [runtime / name for name in arch.runtime + RUNTIME_COMMON + drivers]
     cpu = list(board.cpu_flags)
     return {
         "board": board.name,
-        "cc": CC,
+        "cc": board.toolchain.cc,
+        "packages": board.toolchain.packages,  # the Debian packages of cc, named when it is missing
         "project_dir": str(project),
         "sources": [str(s) for s in sources],
         "include_dirs": [str(d) for d in include_dirs],
-        "cflags": cpu + CFLAGS + ["-include", str(fw / "mcud_measure.h")],
-        "ldflags": cpu + LDFLAGS,
+        "cflags": (cpu + list(board.toolchain.cflags) + CFLAGS + driver_defines(board)
+                   + ["-include", str(fw / "mcud_measure.h")]),
+        "ldflags": cpu + list(board.toolchain.ldflags) + LDFLAGS,
         "libs": list(LIBS),
         "linker_script": str(fw / "link.ld"),
         "sizing_linker_script": str(fw / "link-sizing.ld"),
@@ -262,6 +280,13 @@ def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.Pat
         "sram_region": values["ram_name"],
         "extra_regions": [(r["name"], r["section"], r["bytes"]) for r in values["extra_regions"]],
     }
+
+
+def driver_defines(board: Board) -> list[str]:
+    """The -D flags a driver takes from the board's data: the ns16550's register spacing."""
+    if board.uart is not None and board.uart.driver == "ns16550":
+        return [f"-DMCUD_UART_REG_SHIFT={board.uart.reg_shift}"]
+    return []
 
 
 # --------------------------------------------------------------------------- direct build
@@ -388,6 +413,14 @@ def _link(spec: dict, objs: list[Path], script: str, elf: Path) -> subprocess.Co
     return subprocess.run(cmd, capture_output=True, text=True)
 
 
+def check_compiler(board: Board) -> None:
+    """Refuse, in one sentence naming the board and the packages to install, a board whose compiler is missing."""
+    cc = board.toolchain.cc
+    if shutil.which(cc) is None:
+        raise MCUDeployError(f"board {board.name} needs the cross compiler {cc}, which is not installed "
+                             f"(apt-get install {board.toolchain.packages})")
+
+
 def build_firmware(board: Union[str, Board], project_dir: Union[str, os.PathLike, None],
                    model_name: str = "(measurer alone)", dual: Optional[dict] = None,
                    link: Optional[dict] = None) -> Firmware:
@@ -397,9 +430,7 @@ def build_firmware(board: Union[str, Board], project_dir: Union[str, os.PathLike
     once more against unbounded regions only to measure how far over it is.
     """
     board = load_board(board) if isinstance(board, str) else board
-    if shutil.which(CC) is None:
-        raise MCUDeployError(f"board {board.name} needs the cross compiler {CC}, which is not installed "
-                             f"(apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi)")
+    check_compiler(board)
     spec = firmware_build_spec(board, project_dir, dual, link)
     build_dir = Path(spec["project_dir"]) / "firmware" / "build"
     build_dir.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from mcudeploy.boards import Board, load_board
+from mcudeploy.boards import ARM_TOOLCHAIN, Board, load_board
 from mcudeploy.device import elfsize
 from mcudeploy.device.emulator import (LINKS_ENV, PORT_ENV, Emulator, emulator_port, end_emulators_on,
                                        running_emulator, socket_port)
@@ -37,7 +37,7 @@ def upload(project: Path, board: Board, core: Optional[Path] = None, port: Optio
     link ports, emulator.LINKS_ENV) or flash the board."""
     env = {LINKS_ENV: links} if links else {}
     if board.kind == "qemu":
-        _need_tool("qemu-system-arm", "install qemu-system-arm")
+        _need_tool(board.qemu.binary, f"install {board.qemu.package}")
         env[PORT_ENV] = str(socket_port(port)) if port else "0"
     proc = run_pio(project, ["upload"], core=core, env=env)
     if proc.returncode != 0:
@@ -73,7 +73,7 @@ class FlashResult:
 def build_and_check(board: Board, project: Path, spec: dict, model_name: str,
                     core: Optional[Path] = None) -> tuple[Path, elfsize.MemoryReport]:
     """``pio run``; the ELF and its memory report, or one sentence saying by how much it does not fit."""
-    _need_tool(spec.get("cc", "arm-none-eabi-gcc"), "install gcc-arm-none-eabi and libnewlib-arm-none-eabi")
+    _need_tool(spec.get("cc", "arm-none-eabi-gcc"), f"install {spec.get('packages', ARM_TOOLCHAIN.packages)}")
     proc = run_pio(project, core=core)
     capacity = (spec["flash_bytes"], spec["sram_bytes"], spec["sram_region"], spec["extra_regions"])
     if proc.returncode != 0:

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from mcudeploy.boards import Board
+from mcudeploy.boards import ARM_TOOLCHAIN, Board
 from mcudeploy.codegen import write_project
 from mcudeploy.codegen.emit import BANNER, environment
 from mcudeploy.device.build import firmware_build_spec
@@ -69,6 +69,11 @@ def board_manifest(board: Board, upload: dict, spec: Optional[dict] = None) -> d
         "upload_protocols": upload["protocols"],
         "openocd_target": board.upload.openocd_target if board.upload else "",
         "cpu_flags": list(board.cpu_flags),
+        # a board with a compiler of its own (not arm-none-eabi-gcc): a user's project builds with it (builder/main.py)
+        "toolchain": None if board.toolchain == ARM_TOOLCHAIN else {
+            "cc": board.toolchain.cc, "packages": board.toolchain.packages,
+            "libc_flags": [f for f in dict.fromkeys(board.toolchain.cflags + board.toolchain.ldflags)
+                           if f != "-nostartfiles"]},
     }
 
 

@@ -49,11 +49,13 @@ EXIT_MEANING = {
 }
 
 
-def qemu_binary() -> str:
-    path = shutil.which(QEMU)
+def qemu_binary(board: Optional[Board] = None) -> str:
+    """The emulator of ``board`` (its qemu.binary; qemu-system-arm without a board), found on PATH."""
+    binary, package = (board.qemu.binary, board.qemu.package) if board is not None and board.qemu else (QEMU, QEMU)
+    path = shutil.which(binary)
     if path is None:
-        raise MCUDeployError(f"emulated boards need {QEMU}, which is not installed "
-                             f"(apt-get install qemu-system-arm)")
+        who = f"board {board.name} needs" if board is not None else "emulated boards need"
+        raise MCUDeployError(f"{who} {binary}, which is not installed (apt-get install {package})")
     return path
 
 
@@ -85,7 +87,7 @@ def command_line(board: Board, elf: Path, port: int, qmp_port: Optional[int] = N
     if board.kind != "qemu" or q is None:
         raise MCUDeployError(f"board {board.name} is not an emulated board")
     chardevs, serials = link_args(board, up_port, down_port)
-    cmd = [qemu_binary(), "-M", q.machine, "-display", "none", "-monitor", "none",
+    cmd = [qemu_binary(board), "-M", q.machine, "-display", "none", "-monitor", "none",
            # sleep=off: measured, the first request after boot otherwise waits about 1 s
            "-icount", f"shift={q.icount_shift},sleep=off",
            "-semihosting-config", "enable=on,target=native",

@@ -2,7 +2,8 @@
 
 A project mcudeploy generated: it compiles exactly the sources and flags of the project's build
 spec (the JSON file named by the ``custom_mcudeploy_build`` option, written by mcudeploy from
-``mcudeploy.device.build.firmware_build_spec``) with the arm-none-eabi tools found on PATH,
+``mcudeploy.device.build.firmware_build_spec``) with the spec's compiler (``cc``: arm-none-eabi-gcc,
+or a RISC-V board's riscv64-unknown-elf-gcc) and its binutils, found on PATH,
 links ``firmware.elf`` (``$cc $ldflags -T linker_script objects $libs``, as the direct build
 does) and makes ``firmware.bin``; target ``sizing`` links the same objects against the spec's
 unbounded ``sizing_linker_script``, to measure a firmware too large for its board. Nothing
@@ -94,7 +95,8 @@ def mcudeploy_firmware(spec_path):
         UPLOADCMD=env.get("UPLOADCMD", ""),
     )
     if not shutil.which(cc, path=env["ENV"]["PATH"]):
-        fail("the compiler %s is not on PATH; install gcc-arm-none-eabi and libnewlib-arm-none-eabi" % cc)
+        fail("the compiler %s is not on PATH; install %s"
+             % (cc, spec.get("packages", "gcc-arm-none-eabi libnewlib-arm-none-eabi")))
 
     objects = []
     for source in spec["sources"]:
@@ -119,19 +121,24 @@ def mcudeploy_firmware(spec_path):
 
 def user_program():
     """A user's own project (no build spec): PlatformIO's usual program build (src/, the libraries its
-    finder resolves from lib_deps and lib/, build_flags) with arm-none-eabi-gcc from PATH, for the board's
+    finder resolves from lib_deps and lib/, build_flags) with the board's compiler from PATH (build.cc, else
+    arm-none-eabi-gcc; build.libc_flags, else newlib-nano's specs), for the board's
     core (the manifest's build.cpu_flags; else build.cpu, Thumb, soft float). Start-up code and a linker
     script are the project's: board_build.ldscript, else the toolchain's default (an image that links,
     not one that boots)."""
-    cc = "arm-none-eabi-gcc"
+    cc = board.get("build.cc", "arm-none-eabi-gcc")  # a board with a compiler of its own names it (RISC-V)
+    prefix = cc[:-len("gcc")]
     if not shutil.which(cc, path=env["ENV"]["PATH"]):
-        fail("the compiler %s is not on PATH; install gcc-arm-none-eabi and libnewlib-arm-none-eabi" % cc)
+        fail("the compiler %s is not on PATH; install %s"
+             % (cc, board.get("build.cc_packages", "gcc-arm-none-eabi libnewlib-arm-none-eabi")))
     cpu = list(board.get("build.cpu_flags", [])) or ["-mcpu=%s" % board.get("build.cpu", "cortex-m4"), "-mthumb"]
-    env.Replace(CC=cc, AS=cc, LINK=cc, AR="arm-none-eabi-gcc-ar", RANLIB="arm-none-eabi-gcc-ranlib",
-                OBJCOPY="arm-none-eabi-objcopy", SIZETOOL="arm-none-eabi-size", PROGNAME="firmware",
+    own = list(board.get("build.libc_flags", []))  # its C library's specs, for compiling (headers) and linking
+    libc = own or ["--specs=nano.specs", "--specs=nosys.specs"]
+    env.Replace(CC=cc, AS=cc, LINK=cc, AR=prefix + "gcc-ar", RANLIB=prefix + "gcc-ranlib",
+                OBJCOPY=prefix + "objcopy", SIZETOOL=prefix + "size", PROGNAME="firmware",
                 PROGSUFFIX=".elf", ARFLAGS=["rc"], UPLOADCMD=env.get("UPLOADCMD", ""))
-    env.Append(CCFLAGS=cpu + ["-O2", "-ffunction-sections", "-fdata-sections"], ASFLAGS=cpu,
-               LINKFLAGS=cpu + ["--specs=nano.specs", "--specs=nosys.specs", "-Wl,--gc-sections"], LIBS=["m"])
+    env.Append(CCFLAGS=cpu + own + ["-O2", "-ffunction-sections", "-fdata-sections"], ASFLAGS=cpu,
+               LINKFLAGS=cpu + libc + ["-Wl,--gc-sections"], LIBS=["m"])
     ldscript = env.GetProjectOption("board_build.ldscript", "") or board.get("build.ldscript", "")
     if ldscript:
         env.Append(LINKFLAGS=["-T", project_path(ldscript)])
