@@ -469,8 +469,9 @@ void mcud_conv_s16_pw(const mcud_view *x, const mcud_view *w, const mcud_view *b
 
 /* Output channel oc reads input channel oc / multiplier. Where a window lies inside the input along W (and
  * W is contiguous, undilated) each row of taps is pairs of int16 meeting the weights' pairs (p->w: per output
- * channel KH rows of kw2 int16, KW rounded up to even with a 0) in dual multiply-accumulates; elsewhere the
- * taps inside are summed one by one. */
+ * channel KH rows of kw2 int16, KW rounded up to even with a 0) in dual multiply-accumulates, as do the two
+ * taps of each row inside a 3x3 window over the left or right edge; elsewhere the taps inside are summed one by
+ * one. */
 static inline __attribute__((always_inline)) void conv_s16_dw(const mcud_view *x, const mcud_view *b,
                                                               const mcud_view *y, const mcud_conv_s16_dw_params *p,
                                                               const int acc64)
@@ -516,6 +517,19 @@ static inline __attribute__((always_inline)) void conv_s16_dw(const mcud_view *x
                             s32 = mcud_smlad(w2, mcud_load32(r2), s32);
                             s32 = (int32_t)((uint32_t)s32 + (uint32_t)((int32_t)r0[2] * v0) +
                                             (uint32_t)((int32_t)r1[2] * v1) + (uint32_t)((int32_t)r2[2] * v2));
+                        }
+                    } else if (k3 && rows && X.w >= 2 && (iw0 == -1 || iw0 + 2 == X.w)) {
+                        /* a 3x3 window over the left or the right edge: two taps of each row inside, one pair
+                         * (on the left taps 1 and 2 at columns 0 and 1, on the right taps 0 and 1) */
+                        const int32_t left = iw0 < 0;
+                        for (int32_t kh = kh0; kh < kh1; kh++) {
+                            const int16_t *xr = xc + (ih0 + kh * p->dilation[0]) * X.sh + (left ? 0 : iw0);
+                            const uint32_t wp = mcud_load32(wc + kh * kw2 + left);
+                            if (acc64) {
+                                s64 = mcud_smlald(wp, mcud_load32(xr), s64);
+                            } else {
+                                s32 = mcud_smlad(wp, mcud_load32(xr), s32);
+                            }
                         }
                     } else if (rows && iw0 >= 0 && iw0 + kw_n <= X.w) {
                         for (int32_t kh = kh0; kh < kh1; kh++) {

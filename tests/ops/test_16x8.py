@@ -148,6 +148,9 @@ CONVS = {
                         accumulator="int32"),
     "depthwise-3x3-int32": dict(x_shape=(1, 4, 6, 7), cout=4, kernel=(3, 3), group=4, pads=(1, 1, 1, 1),
                                 accumulator="int32"),
+    "depthwise-3x3-edges": dict(x_shape=(1, 3, 5, 5), cout=3, kernel=(3, 3), group=3, pads=(1, 1, 1, 1)),
+    "depthwise-3x3-stride2": dict(x_shape=(1, 2, 7, 6), cout=2, kernel=(3, 3), group=2, stride=(2, 2),
+                                  pads=(1, 1, 1, 1), accumulator="int32"),
     "depthwise-dilated": dict(x_shape=(1, 4, 7, 8), cout=4, kernel=(3, 3), group=4, dilation=(2, 2),
                               pads=(2, 2, 2, 2)),
     "pointwise-int64": dict(x_shape=(2, 9, 3, 5), cout=5, kernel=(1, 1)),  # channels 4 + 4 + 1, odd channels
@@ -182,9 +185,10 @@ def test_conv_kernel_on_strided_views(tmp_path, name, scratch, nhwc):
     want = run_reference(graph, inputs)[0]
     call = registry.get("Conv").kernel(graph, node)
     # a column of too few products for its cost (conv._fast16): 3 channels of 12 taps, or 2 or 1 of 9
-    depthwise = ("depthwise-multiplier", "one-channel", "depthwise-dilated", "depthwise-3x3-int32")
+    depthwise = ("depthwise-multiplier", "one-channel", "depthwise-dilated", "depthwise-3x3-int32",
+                 "depthwise-3x3-edges", "depthwise-3x3-stride2")
     fast = scratch and name not in ("stride-dilation-no-bias", "depthwise-multiplier", "depthwise-dilated",
-                                    "depthwise-3x3-int32")
+                                    "depthwise-3x3-int32", "depthwise-3x3-edges", "depthwise-3x3-stride2")
     want_fn = ("mcud_conv_s16_pw" if name.startswith("pointwise") else "mcud_conv_s16_fast" if fast
                else "mcud_conv_s16_dw" if name in depthwise else "mcud_conv_s16")
     assert call.fn == want_fn
