@@ -322,7 +322,8 @@ class FakeH7A3(FakeH7):
     """STM32H7A3 (RM0455) on a board wired for the direct SMPS supply (NUCLEO-H7A3ZI-Q): the H743's RCC and FLASH
     layout (CDCFGR1/CDCFGR2/SRDCFGR where the H743 has D1CFGR/D2CFGR/D3CFGR), PWR_SRDCR where the H743 has PWR_D3CR,
     whose VOS codes run the other way (11 is VOS0) and need no ODEN. The supply byte of PWR_CR3 is written once and
-    must be the direct SMPS supply; a voltage scale applies only once VOSRDY has been read after it was written."""
+    must be the direct SMPS supply; a voltage scale applies only once VOSRDY (or ACTVOSRDY) has been read after it was
+    written. PWR_SRDCR's reset value 0x4000 (VOS code 01: VOS2 by RM0455's codes) is ST's SVD's for the RM0455 chips."""
     family = "stm32h7a3"
     PWR_SRDCR = 0x58024818  # PWR_D3CR's address
     SCALES = {3: 0, 2: 1, 1: 2, 0: 3}  # PWR_SRDCR.VOS code -> VOS
@@ -333,9 +334,13 @@ class FakeH7A3(FakeH7):
         self.scale = self.SCALES[_bits(self.RESET[self.PWR_SRDCR], 14, 2)]  # the scale the regulator is at
 
     def status(self, addr, value):
-        if addr == self.PWR_CSR1:
+        if addr == self.PWR_CSR1:  # ACTVOSRDY: the supply ready and the voltage scale last written applied
             supply = self.writes_to(self.PWR_CR3)
             ok = supply != [] and supply[0] & 0x3F == 0x04 and "supply" not in self.never
+            if self.writes_to(self.PWR_SRDCR):
+                ok = ok and "vos" not in self.never
+                if ok:
+                    self.scale = self.SCALES[_bits(self.regs[self.PWR_SRDCR], 14, 2)]
             return (ok << 13) | self.scale_code() << 14
         if addr == self.PWR_SRDCR:
             ready = "vos" not in self.never
