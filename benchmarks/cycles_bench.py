@@ -20,9 +20,9 @@ mlcommons/tiny_results_v1.1 to v1.3), and, for NUCLEO-L4R5ZI, the TFLM reference
 (closed/reference/results/Nucleo-L4R5ZI/*/performance: KWS 5.497 inf/s, VWW 1.665, IC 1.420, AD 99.487). They are
 other code on the real chip: the ratio compares mcudeploy's kernels as estimated with theirs as measured, it does
 not calibrate the estimate (benchmarks/estimate_check.py checks the estimate itself against CMSIS-NN's published
-latencies). NUCLEO-H7A3ZI-Q and NUCLEO-U575ZI-Q have no clock tree in their board files (their reset_clock says
-why): mcudeploy runs them at their reset clocks, 64 and 4 MHz, so their milliseconds are at that clock, and the
-published figures (at 280 and 160 MHz, PUBLISHED_HZ) are also given in cycles, beside the estimated cycles.
+latencies). NUCLEO-H7A3ZI-Q and NUCLEO-U575ZI-Q run at the published figures' 280 and 160 MHz (PUBLISHED_HZ) since
+their board files have clock trees; a board whose board file runs it at another clock (its reset clock, without a
+clock tree) gets the published figures in cycles too, beside the estimated cycles.
 
 Beside each plan's arena, TensorFlow Lite Micro's for the same model (memory_bench.tflm_arena; --no-tflm skips it).
 

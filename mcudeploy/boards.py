@@ -197,7 +197,8 @@ class Board:
     @property
     def data_cache_on(self) -> bool:
         """Whether the firmware runs with a data cache in front of the weights in flash: its clock tree turns on the
-        flash accelerator's (an STM32's ART, DCEN) or the core's (the Cortex-M7's L1); at the reset clock (no tree)
+        flash accelerator's (an STM32's ART, DCEN; the STM32U5's ICACHE, which serves data reads on the code bus too)
+        or the core's (the Cortex-M7's L1); at the reset clock (no tree)
         every cache is off."""
         tree = self.clock_tree.claimed if self.clock_tree else None
         return bool(tree and (tree.flash_cache or tree.dcache))

@@ -4,8 +4,14 @@ start-up template (templates/firmware/clock_<family>.c.j2).
 
 The limits below are the reference manuals' (VDD 2.7-3.6 V, as on every Nucleo board): their flash
 wait-state tables, PLL and voltage-scaling sections, for RM0390 (STM32F446), RM0385 (STM32F74x),
-RM0433 (STM32H743, rev Y and V) and RM0432 (STM32L4+). A field that breaks one is refused in one
-sentence naming the board and the field.
+RM0433 (STM32H743, rev Y and V), RM0455 (STM32H7A3), RM0432 (STM32L4+) and RM0456 (STM32U575). Where a family has
+two lines with registers and limits of their own (the STM32H7: RM0433 and RM0455), the board's clock_tree names the
+second's manual and the limits are that line's: ``ClockTree.family`` is then the line (``stm32h7a3``). A field that
+breaks a limit is refused in one sentence naming the board and the field.
+
+The RM0455 and RM0456 figures were not read from the manuals themselves: they are as ST's public sources give them
+(the stm32h7a3xxq.h and stm32u575xx.h device headers, the STM32H7 and STM32U5 HAL and LL drivers) and, for RM0455's
+flash and bus tables, as the stm32h7xx-hal crate cites them (RM0455 Table 15); each entry says which.
 """
 from __future__ import annotations
 
@@ -58,6 +64,25 @@ LIMITS = {
         "vos0": {"rev_ids": (0x2003,), "vco": (192 * MHZ, 960 * MHZ), "sysclk_max": {(0, False): 480 * MHZ},
                  "hclk_max": 240 * MHZ, "apb_max": {bus: 120 * MHZ for bus in ("apb1", "apb2", "apb3", "apb4")}},
     },
+    "stm32h7a3": {  # RM0455 (H7A3/B3/B0), family stm32h7
+        "manual": "RM0455", "family": "stm32h7", "reset": ("hsi", 64 * MHZ), "sources": {"hsi": 64 * MHZ},
+        # DIVM1 1-63, DIVN1 4-512 and even DIVP1 as on RM0433 (stm32h7xx_hal_rcc.h); the wide VCO (PLL1VCOSEL 0)
+        # 128-560 MHz from a 2-16 MHz reference (the stm32h7xx-hal crate's rm0455 VCO limits)
+        "m": (1, 63), "n": (4, 512), "p": tuple(range(2, 129, 2)), "q": (1, 128), "r": (1, 128),
+        "pll_in": (2 * MHZ, 16 * MHZ), "vco": (128 * MHZ, 560 * MHZ),
+        # CPU = AHB per VOS, APB half (the crate's rm0455 table); VOS0 is a plain PWR_SRDCR code, no ODEN
+        "sysclk_max": {(0, False): 280 * MHZ, (1, False): 225 * MHZ, (2, False): 160 * MHZ, (3, False): 88 * MHZ},
+        "hclk_max": 280 * MHZ, "apb_max": {bus: 140 * MHZ for bus in ("apb1", "apb2", "apb3", "apb4")},
+        # RM0455 Table 15 (as the crate gives it): (top ACLK, LATENCY, WRHIGHFREQ) per VOS
+        "wait_states": {
+            0: ((42 * MHZ, 0, 0), (84 * MHZ, 1, 0), (126 * MHZ, 2, 1), (168 * MHZ, 3, 1), (210 * MHZ, 4, 2),
+                (252 * MHZ, 5, 2), (280 * MHZ, 6, 3)),
+            1: ((38 * MHZ, 0, 0), (76 * MHZ, 1, 0), (114 * MHZ, 2, 1), (152 * MHZ, 3, 1), (190 * MHZ, 4, 2),
+                (225 * MHZ, 5, 2)),
+            2: ((34 * MHZ, 0, 0), (68 * MHZ, 1, 0), (102 * MHZ, 2, 1), (136 * MHZ, 3, 1), (160 * MHZ, 4, 2)),
+            3: ((22 * MHZ, 0, 0), (44 * MHZ, 1, 0), (66 * MHZ, 2, 1), (88 * MHZ, 3, 1)),
+        },
+    },
     "stm32l4": {  # L4R5: PLL input 2.66-16 MHz, VCO 64-344 MHz, 120 MHz only in range 1 boost
         "manual": "RM0432", "reset": ("msi", 4 * MHZ), "sources": {"hsi": 16 * MHZ},
         "m": (1, 16), "n": (8, 127), "p": tuple(range(2, 32)), "q": (2, 4, 6, 8), "r": (2, 4, 6, 8),
@@ -67,12 +92,32 @@ LIMITS = {
         "wait_states": {1: tuple((20 * MHZ * (n + 1), n, 0) for n in range(6)),
                         2: ((8 * MHZ, 0, 0), (16 * MHZ, 1, 0), (26 * MHZ, 2, 0))},
     },
+    "stm32u5": {  # RM0456 (U575): SYSCLK from PLL1's R output
+        "manual": "RM0456", "reset": ("msis", 4 * MHZ), "sources": {"msis": 4 * MHZ, "hsi": 16 * MHZ},
+        # PLL1M 1-16, PLL1N 4-512, PLL1P/Q 1-128, PLL1R 1 or even (stm32u5xx_hal_rcc.h); PLL1 input 4-16 MHz
+        # (stm32u5xx_ll_utils.c UTILS_PLLVCO_INPUT_MIN/MAX); VCO 128-544 MHz in ranges 1 and 2 (stm32u5xx_hal_rcc.h)
+        "m": (1, 16), "n": (4, 512), "p": (1, 128), "q": (1, 128), "r": (1,) + tuple(range(2, 129, 2)),
+        "pll_in": (4 * MHZ, 16 * MHZ), "vco": (128 * MHZ, 544 * MHZ),
+        # per range (stm32u5xx_ll_utils.c UTILS_MAX_FREQUENCY_SCALEx); ranges 1 and 2 with the EPOD booster,
+        # which the HAL turns on with them (HAL_PWREx_ControlVoltageScaling)
+        "sysclk_max": {(1, True): 160 * MHZ, (2, True): 110 * MHZ, (3, False): 55 * MHZ, (4, False): 25 * MHZ},
+        "hclk_max": 160 * MHZ, "apb_max": {"apb1": 160 * MHZ, "apb2": 160 * MHZ, "apb3": 160 * MHZ},
+        # stm32u5xx_ll_utils.c UTILS_SCALEx_LATENCYy_FREQ (its SCALE1-4: ranges 1-4)
+        "wait_states": {
+            1: tuple((32 * MHZ * (n + 1), n, 0) for n in range(5)),
+            2: ((25 * MHZ, 0, 0), (50 * MHZ, 1, 0), (75 * MHZ, 2, 0), (100 * MHZ, 3, 0), (110 * MHZ, 4, 0)),
+            3: ((12_500_000, 0, 0), (25 * MHZ, 1, 0), (37_500_000, 2, 0), (50 * MHZ, 3, 0), (55 * MHZ, 4, 0)),
+            4: ((8 * MHZ, 0, 0), (16 * MHZ, 1, 0), (24 * MHZ, 2, 0), (25 * MHZ, 3, 0)),
+        },
+    },
 }
+MBOOST_DIVS = (1, 2, 4, 6, 8, 10, 12, 14, 16)  # U5 PLL1MBOOST codes 0-8 (stm32u5xx_hal_rcc.h RCC_PLLMBOOST_DIVx)
+EPOD_MAX_HZ = 16 * MHZ  # the EPOD booster's input, PLL1's source / PLL1MBOOST: kept within the PLL input's 16 MHz
 
 
 @dataclass(frozen=True)
 class ClockTree:
-    family: str
+    family: str          # the key of LIMITS: the board's family, or its chip line (stm32h7a3)
     source: str          # the PLL's input oscillator
     source_hz: int
     m: int
@@ -83,12 +128,12 @@ class ClockTree:
     cpu_div: int         # H7 D1CPRE (1 elsewhere)
     ahb_div: int
     apb_divs: tuple[tuple[str, int], ...]  # (bus, divider), e.g. (("apb1", 4), ("apb2", 2))
-    voltage_scale: int   # F4/F7/H7: VOS scale; L4: range
-    boost: bool          # F4/F7 over-drive, L4 range 1 boost mode
+    voltage_scale: int   # F4/F7/H7: VOS scale; L4, U5: range
+    boost: bool          # F4/F7 over-drive, L4 range 1 boost mode, U5 EPOD booster
     flash_wait_states: int
     flash_write_delay: int  # H7 WRHIGHFREQ
     prefetch: bool
-    flash_cache: bool    # F4/L4 ICEN+DCEN, F7 ART accelerator
+    flash_cache: bool    # F4/L4 ICEN+DCEN, F7 ART accelerator, U5 ICACHE
     icache: bool         # Cortex-M7 L1 caches
     dcache: bool
     uart_bus: str
@@ -116,8 +161,8 @@ class ClockTree:
 
     @property
     def sysclk_hz(self) -> float:
-        # F4/F7/H7 take SYSCLK from the PLL's P output, the L4 from its R output
-        return self.vco_hz / (self.r if self.family == "stm32l4" else self.p)
+        # F4/F7/H7 take SYSCLK from the PLL's P output, the L4 and U5 from its R output
+        return self.vco_hz / (self.r if self.family in ("stm32l4", "stm32u5") else self.p)
 
     @property
     def core_hz(self) -> float:
@@ -145,9 +190,16 @@ def parse_clock_tree(board: str, family: str, data: Optional[dict]) -> Optional[
     one sentence naming the board and the field when the chip cannot run it."""
     if data is None:
         return None
-    if family not in LIMITS:
-        raise MCUDeployError(f"board {board}: a clock_tree is known for the families {', '.join(LIMITS)}, "
+    families = sorted({lim.get("family", key) for key, lim in LIMITS.items()})
+    if family not in families:
+        raise MCUDeployError(f"board {board}: a clock_tree is known for the families {', '.join(families)}, "
                              f"not '{family}'")
+    manual = data.get("manual", LIMITS.get(family, {}).get("manual"))
+    lines = [key for key, lim in LIMITS.items() if lim.get("family", key) == family and lim["manual"] == manual]
+    if not lines:
+        raise _fail(board, "manual", f"is {manual}; the {family} lines known are "
+                                     f"{', '.join(lim['manual'] for k, lim in LIMITS.items() if lim.get('family', k) == family)}")
+    family = lines[0]
     lim = LIMITS[family]
     pll = data["pll"]
     buses = tuple(sorted((k, int(v)) for k, v in data["apb_divs"].items()))
@@ -271,10 +323,18 @@ def register_values(tree: ClockTree) -> dict:
     v = {"ahb_code": _ahb_code(t.ahb_div), "cpu_code": _ahb_code(t.cpu_div),
          "apb_codes": {bus: _apb_code(d) for bus, d in divs.items()}, "m": t.m, "n": t.n, "p": t.p, "q": t.q,
          "r": t.r, "wait_states": t.flash_wait_states, "write_delay": t.flash_write_delay}
-    if t.family == "stm32h7":
+    if t.family in ("stm32h7", "stm32h7a3"):
         rge = 0 if t.pll_in_hz < 2 * MHZ else 1 if t.pll_in_hz < 4 * MHZ else 2 if t.pll_in_hz < 8 * MHZ else 3
         v["pll_range"] = rge
-        v["vos_code"] = {0: 3, 1: 3, 2: 2, 3: 1}[t.voltage_scale]  # VOS0 is VOS1 with ODEN
+        if t.family == "stm32h7":
+            v["vos_code"] = {0: 3, 1: 3, 2: 2, 3: 1}[t.voltage_scale]  # VOS0 is VOS1 with ODEN
+        else:
+            v["vos_code"] = {0: 3, 1: 2, 2: 1, 3: 0}[t.voltage_scale]  # RM0455's PWR_SRDCR codes: 11 is VOS0
+    elif t.family == "stm32u5":
+        v["pll_source"] = {"msis": 1, "hsi": 2}[t.source]
+        v["pll_range"] = 0 if t.pll_in_hz <= 8 * MHZ else 3  # PLL1RGE: 00 4-8 MHz, 11 8-16 MHz
+        v["mboost_code"] = next(i for i, d in enumerate(MBOOST_DIVS) if t.source_hz / d <= EPOD_MAX_HZ)
+        v["vos_code"] = {1: 3, 2: 2, 3: 1, 4: 0}[t.voltage_scale]
     elif t.family == "stm32l4":
         v["pll_source"] = {"msi": 1, "hsi": 2, "hse": 3}[t.source]
         v["r_code"] = t.r // 2 - 1

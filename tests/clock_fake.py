@@ -1,4 +1,4 @@
-"""A register-level fake of the RCC, PWR and FLASH of each STM32 family with a clock tree, and a runner
+"""A register-level fake of the RCC, PWR and FLASH (and the U5's ICACHE) of each STM32 family with a clock tree, and a runner
 that executes a board's generated start-up (firmware/clock.c) against it on the host.
 
 The start-up reaches registers through MCUD_RD / MCUD_WR (firmware/runtime/mcud_clock.h); built with
@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mcudeploy.clocks import LIMITS, flash_setting
+from mcudeploy.clocks import EPOD_MAX_HZ, LIMITS, MBOOST_DIVS, flash_setting
 from mcudeploy.resources import firmware_dir
 
 MHZ = 1_000_000
@@ -317,7 +317,164 @@ class FakeL4(Fake):
                 "apb2": hclk / _apb(_bits(cfgr, 11, 3))}
 
 
-FAKES = {"stm32f4": FakeF4, "stm32f7": FakeF7, "stm32h7": FakeH7, "stm32l4": FakeL4}
+@dataclass
+class FakeH7A3(FakeH7):
+    """STM32H7A3 (RM0455) on a board wired for the direct SMPS supply (NUCLEO-H7A3ZI-Q): the H743's RCC and FLASH
+    layout (CDCFGR1/CDCFGR2/SRDCFGR where the H743 has D1CFGR/D2CFGR/D3CFGR), PWR_SRDCR where the H743 has PWR_D3CR,
+    whose VOS codes run the other way (11 is VOS0) and need no ODEN. The supply byte of PWR_CR3 is written once and
+    must be the direct SMPS supply; a voltage scale applies only once VOSRDY (or ACTVOSRDY) has been read after it was
+    written. PWR_SRDCR's reset value 0x4000 (VOS code 01: VOS2 by RM0455's codes) is ST's SVD's for the RM0455 chips."""
+    family = "stm32h7a3"
+    PWR_SRDCR = 0x58024818  # PWR_D3CR's address
+    SCALES = {3: 0, 2: 1, 1: 2, 0: 3}  # PWR_SRDCR.VOS code -> VOS
+    RESET = {**FakeH7.RESET, FakeH7.PWR_CR3: 0x06, PWR_SRDCR: 0x4000, FakeH7.FLASH_ACR: 0x13}
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.scale = self.SCALES[_bits(self.RESET[self.PWR_SRDCR], 14, 2)]  # the scale the regulator is at
+
+    def status(self, addr, value):
+        if addr == self.PWR_CSR1:  # ACTVOSRDY: the supply ready and the voltage scale last written applied
+            supply = self.writes_to(self.PWR_CR3)
+            ok = supply != [] and supply[0] & 0x3F == 0x04 and "supply" not in self.never
+            if self.writes_to(self.PWR_SRDCR):
+                ok = ok and "vos" not in self.never
+                if ok:
+                    self.scale = self.SCALES[_bits(self.regs[self.PWR_SRDCR], 14, 2)]
+            return (ok << 13) | self.scale_code() << 14
+        if addr == self.PWR_SRDCR:
+            ready = "vos" not in self.never
+            if ready:
+                self.scale = self.SCALES[_bits(value, 14, 2)]
+            return (value & ~(1 << 13)) | ready << 13
+        if addr == self.DBGMCU_IDCODE:
+            return 0x10030480  # REV_ID 0x1003 (not read by this start-up), DEV_ID 0x480
+        return super().status(addr, value)
+
+    def scale_code(self) -> int:
+        return {v: k for k, v in self.SCALES.items()}[self.scale]
+
+    def rules(self, addr, old, new):
+        pll_on = self.regs[self.RCC_CR] & (1 << 24)
+        if addr in (self.RCC_PLLCKSELR, self.RCC_PLLCFGR, self.RCC_PLL1DIVR) and pll_on:
+            self.fail("PLL1 configured while it was on")
+        if addr == self.PWR_CR3:
+            if self.writes_to(self.PWR_CR3):
+                self.fail("the supply configuration (PWR_CR3) written twice: it is locked after the first write")
+            if new & 0x3F != 0x04:
+                self.fail(f"PWR_CR3 supply byte 0x{new & 0x3F:02X}: the board is wired for the direct SMPS supply "
+                          f"(SMPSEN alone, 0x04)")
+        if addr == self.PWR_SRDCR and not self.status(self.PWR_CSR1, 0) & (1 << 13):
+            self.fail("voltage scale set before the supply configuration was ready (ACTVOSRDY)")
+        if addr in (self.SYSCFG_PWRCR, self.RCC_APB4ENR):
+            self.fail("SYSCFG_PWRCR / ODEN touched: RM0455 reaches VOS0 through PWR_SRDCR alone")
+
+    def power(self):
+        return self.scale, False
+
+    def limits(self):
+        return LIMITS[self.family]
+
+    def pll_ranges(self) -> dict:
+        ranges = super().pll_ranges()
+        if _bits(self.regs[self.RCC_PLLCFGR], 1, 1):
+            self.fail("PLL1 on the medium VCO (PLL1VCOSEL 1), whose range the limits do not hold")
+        return ranges
+
+
+class FakeU5(Fake):
+    """STM32U575 (RM0456), registers at the non-secure aliases. The flags: "hsi", "vos", "boost", "pll", "switch",
+    "icache" (the ICACHE's invalidation after reset never ends). A voltage range applies once VOSRDY, and with the
+    booster BOOSTRDY, has been read after it was written (the booster comes a read after the regulator); the EPOD booster takes PLL1's source through PLL1MBOOST, set
+    before BOOSTEN, and ranges 1 and 2 need it."""
+    family = "stm32u5"
+    SW_MASK, SW_PLL = 3, 3
+    RCC_CR, RCC_CFGR1, RCC_CFGR2, RCC_CFGR3 = 0x46020C00, 0x46020C1C, 0x46020C20, 0x46020C24
+    RCC_PLL1CFGR, RCC_PLL1DIVR, RCC_AHB3ENR = 0x46020C28, 0x46020C34, 0x46020C94
+    PWR_VOSR, FLASH_ACR, ICACHE_CR, ICACHE_SR = 0x4602080C, 0x40022000, 0x40030400, 0x40030404
+    RCC_CFGR = RCC_CFGR1  # Fake.after follows SW here
+    RANGES = {3: 1, 2: 2, 1: 3, 0: 4}  # PWR_VOSR.VOS code -> range
+    RESET = {RCC_CR: 0x35, RCC_CFGR1: 0, RCC_CFGR2: 0, RCC_CFGR3: 0, RCC_PLL1CFGR: 0, RCC_PLL1DIVR: 0x01010280,
+             RCC_AHB3ENR: 0, PWR_VOSR: 0x8000, FLASH_ACR: 0, ICACHE_CR: 0x4, ICACHE_SR: 0}
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.range, self.boosted = 4, False  # what the regulator gives now
+        self.boost_reads = 0  # reads of PWR_VOSR since BOOSTEN was set: the booster is ready from the second on
+
+    def status(self, addr, value):
+        cr = self.regs[self.RCC_CR]
+        if addr == self.RCC_CR:
+            value = value & ~((1 << 2) | (1 << 10) | (1 << 25))
+            value |= (cr & 1) << 2  # MSISRDY: MSIS runs from reset
+            value |= (bool(cr & (1 << 8)) and "hsi" not in self.never) << 10
+            value |= (bool(cr & (1 << 24)) and "pll" not in self.never) << 25
+        elif addr == self.PWR_VOSR:
+            vos_ready = "vos" not in self.never
+            boost_ready = bool(value & (1 << 18)) and "boost" not in self.never and self.boost_reads > 0
+            self.boost_reads += bool(value & (1 << 18))
+            value = (value & ~(3 << 14)) | vos_ready << 15 | boost_ready << 14
+            if vos_ready and (boost_ready or not value & (1 << 18)):
+                self.range, self.boosted = self.RANGES[_bits(value, 16, 2)], boost_ready
+        elif addr == self.RCC_CFGR1:
+            value = (value & ~(3 << 2)) | self.sws << 2
+        elif addr == self.ICACHE_SR:
+            value = int("icache" in self.never)  # BUSYF
+        return value
+
+    def rules(self, addr, old, new):
+        pll_on = self.regs[self.RCC_CR] & (1 << 24)
+        vosr = self.regs[self.PWR_VOSR]
+        if addr == self.PWR_VOSR and not self.regs[self.RCC_AHB3ENR] & (1 << 2):
+            self.fail("PWR written before its clock (PWREN) was on")
+        if addr in (self.RCC_PLL1CFGR, self.RCC_PLL1DIVR) and pll_on:
+            self.fail("PLL1 configured while it was on")
+        if addr == self.RCC_PLL1CFGR and vosr & (1 << 18) and (old ^ new) & (3 | 0xF << 12):
+            self.fail("PLL1SRC or PLL1MBOOST changed while the EPOD booster was on")
+        if addr == self.PWR_VOSR and new & ~old & (1 << 18):
+            self.boost_reads = 0
+        if addr == self.PWR_VOSR and new & (1 << 18):
+            cfg = self.regs[self.RCC_PLL1CFGR]
+            src = {1: 4 * MHZ, 2: 16 * MHZ}.get(_bits(cfg, 0, 2), 0)
+            epod = src / MBOOST_DIVS[min(_bits(cfg, 12, 4), 8)]
+            if not 0 < epod <= EPOD_MAX_HZ:
+                self.fail(f"EPOD booster on with its input at {epod / MHZ:g} MHz (PLL1SRC and PLL1MBOOST first)")
+        if addr == self.PWR_VOSR and self.RANGES[_bits(new, 16, 2)] <= 2 and not new & (1 << 18):
+            self.fail("voltage range 1 or 2 without the EPOD booster (BOOSTEN)")
+        if addr == self.ICACHE_CR and new & ~old & 1 and "icache" in self.never:
+            self.fail("ICACHE enabled while it was busy invalidating (BUSYF)")
+
+    def power(self):
+        return self.range, self.boosted and self.range <= 2
+
+    def pll_hz(self) -> tuple[float, float, float]:
+        """(input, VCO, R output) of PLL1 as configured."""
+        cfg, div = self.regs[self.RCC_PLL1CFGR], self.regs[self.RCC_PLL1DIVR]
+        src = {1: 4 * MHZ, 2: 16 * MHZ}.get(_bits(cfg, 0, 2), 0)
+        vin = src / (_bits(cfg, 8, 4) + 1)
+        vco = vin * (_bits(div, 0, 9) + 1)
+        return vin, vco, vco / (_bits(div, 24, 7) + 1)
+
+    def pll_ranges(self) -> dict:
+        vin, vco, _ = self.pll_hz()
+        rge = _bits(self.regs[self.RCC_PLL1CFGR], 2, 2)
+        if not (rge == 0 and vin <= 8 * MHZ or rge == 3 and vin >= 8 * MHZ):
+            self.fail(f"PLL1RGE {rge} for a {vin / MHZ:g} MHz input")
+        return {"input": vin, "vco": vco}
+
+    def frequencies(self) -> dict:
+        sysclk = {0: 4 * MHZ, 1: 16 * MHZ, 3: self.pll_hz()[2]}[self.sws]  # MSIS at its 4 MHz reset range
+        c2, c3 = self.regs[self.RCC_CFGR2], self.regs[self.RCC_CFGR3]
+        hclk = sysclk / _ahb(_bits(c2, 0, 4))
+        return {"sysclk": sysclk, "core": sysclk, "hclk": hclk, "apb1": hclk / _apb(_bits(c2, 4, 3)),
+                "apb2": hclk / _apb(_bits(c2, 8, 3)), "apb3": hclk / _apb(_bits(c3, 4, 3))}
+
+    def icache_on(self) -> bool:
+        return bool(self.regs[self.ICACHE_CR] & 1)
+
+
+FAKES = {"stm32f4": FakeF4, "stm32f7": FakeF7, "stm32h7": FakeH7, "stm32h7a3": FakeH7A3, "stm32l4": FakeL4,
+         "stm32u5": FakeU5}
 
 
 class State(ctypes.Structure):  # mcud_clock_state

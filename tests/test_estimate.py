@@ -59,16 +59,43 @@ def test_vector_instructions_overlap_across_pipes(classes, saved):
     assert _overlap(classes) == saved
 
 
-def test_a_board_at_its_reset_clock_is_estimated_with_its_reset_wait_states_and_no_cache():
+def at_reset_clock(tmp_path, name: str, hz: int, wait_states: int):
+    """Board ``name`` as it was before its clock tree (now "at-reset" in ``tmp_path``): at its reset clock ``hz``,
+    its flash latency register's reset ``wait_states``, every cache off."""
+    import json
+
+    from mcudeploy.resources import boards_dir
+
+    data = json.loads((boards_dir() / f"{name}.json").read_text())
+    del data["clock_tree"]
+    data.update(name="at-reset", clock_hz=hz, reset_clock="the board as it was before its clock tree")
+    data["flash_data"]["wait_states"] = wait_states
+    data["uart"]["clock_hz"] = data["timer"]["hz"] = hz
+    (tmp_path / "at-reset.json").write_text(json.dumps(data))
+    return load_board("at-reset", tmp_path)
+
+
+def test_a_board_at_its_reset_clock_is_estimated_with_its_reset_wait_states_and_no_cache(tmp_path):
     """Without a clock tree the firmware leaves the clock, the flash latency and the caches as reset left them:
-    the estimate takes the reset clock and flash_data's reset wait states, with no accelerator or data cache."""
-    h7 = target_for(load_board("nucleo-h7a3zi-q"), load_board("qemu-m7"))
+    the estimate takes the reset clock and flash_data's reset wait states, with no accelerator or data cache (the
+    NUCLEO-H7A3ZI-Q before its clock tree: HSI 64 MHz, FLASH_ACR's reset 3 wait states)."""
+    h7 = target_for(at_reset_clock(tmp_path, "nucleo-h7a3zi-q", 64_000_000, 3), load_board("qemu-m7"))
     assert (h7.clock_hz, h7.wait_states, h7.flash_cache, h7.data_cache) == (64_000_000, 3, False, False)
     assert h7.caches.line == (0, 32)  # no lines: every read of a weight from flash misses
-    assert h7.describe() == ("nucleo-h7a3zi-q (cortex-m7 at 64 MHz, 3 flash wait states, no flash accelerator, "
+    assert h7.describe() == ("at-reset (cortex-m7 at 64 MHz, 3 flash wait states, no flash accelerator, "
                              "weights read from flash with no data cache)")
+
+
+def test_the_h7a3_and_u575_are_estimated_at_their_clock_trees():
+    """Their clock trees (boards/*.json clock_tree): the clock, the flash wait states and the caches they turn on;
+    the H7A3's Cortex-M7 L1 data cache of 16 KB, the U575's 8 KB ICACHE on the code bus (flash_cache)."""
+    from mcudeploy.offload.tiles import cache_bytes
+
+    h7 = target_for(load_board("nucleo-h7a3zi-q"), load_board("qemu-m7"))
+    assert (h7.clock_hz, h7.wait_states, h7.flash_cache, h7.data_cache) == (280_000_000, 6, True, True)
     u5 = target_for(load_board("nucleo-u575zi-q"), load_board("qemu-an505"))
-    assert (u5.clock_hz, u5.wait_states, u5.flash_cache, u5.data_cache) == (4_000_000, 0, False, False)
+    assert (u5.clock_hz, u5.wait_states, u5.flash_cache, u5.data_cache) == (160_000_000, 4, True, True)
+    assert cache_bytes(load_board("nucleo-h7a3zi-q")) == 16384 and cache_bytes(load_board("nucleo-u575zi-q")) == 8192
 
 
 def _cycles_bench():
@@ -131,8 +158,7 @@ def test_the_emulator_of_a_published_board_has_its_first_region():
     """cycles_bench plans on the emulator of the real board's core; a plan is bounded by the emulator's first region
     too, so that region must hold the real board's: qemu-an505's 32 KB SRAM gives way to its SSRAM, cut to the
     NUCLEO-U575ZI-Q's 768 KB less the stack; an emulator with room is taken as it is. Each takes the real board's
-    flash data cache, which decides the latency plan's tiles (none where the real board runs with its caches off:
-    NUCLEO-H7A3ZI-Q and NUCLEO-U575ZI-Q at their reset clocks)."""
+    flash data cache, which decides the latency plan's tiles (none where the real board runs with its caches off)."""
     from mcudeploy.device.stand_in import emulator_for
     from mcudeploy.memory import areas
     from mcudeploy.offload.tiles import cache_bytes
@@ -153,13 +179,14 @@ def test_the_emulator_of_a_published_board_has_its_first_region():
     assert emulator_for(f7) == dataclasses.replace(load_board("qemu-m7"), flash_data=f7.flash_data)
 
 
-def test_a_board_running_with_its_caches_off_gets_no_tiles():
+def test_a_board_running_with_its_caches_off_gets_no_tiles(tmp_path):
     """offload/tiles.py: a real board without a clock tree runs at its reset clock with every cache off, so its
     latency plan takes no tiles however small the cache its board file names; with the cache on, that cache; an
     emulator, the cache of its core (the Cortex-M7's smallest L1)."""
     from mcudeploy.offload.tiles import CORE_CACHES, cache_bytes
 
-    h7a3, f7, l4 = (load_board(n) for n in ("nucleo-h7a3zi-q", "nucleo-f746zg", "nucleo-l4r5zi"))
+    h7a3 = at_reset_clock(tmp_path, "nucleo-h7a3zi-q", 64_000_000, 3)
+    f7, l4 = (load_board(n) for n in ("nucleo-f746zg", "nucleo-l4r5zi"))
     assert h7a3.flash_data is not None and not h7a3.data_cache_on and cache_bytes(h7a3) == 0
     assert f7.data_cache_on and cache_bytes(f7) == f7.flash_data.cache_lines * f7.flash_data.line_bytes
     assert l4.data_cache_on and cache_bytes(l4) == 256

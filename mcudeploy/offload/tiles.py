@@ -13,7 +13,7 @@ requantization constants, through the same cache) outgrows the board's data cach
 fits in half of it. The cache is the board file's ``flash_data`` where it gives one (the
 ART's 256 bytes of an STM32L4 hold no pair of a real layer: no tiles there), else the Cortex-M7's L1 data cache, 4 KB
 on the smallest part (CORE_CACHES); other cores: none. A real board that runs with its caches off (at its reset
-clock: NUCLEO-H7A3ZI-Q, NUCLEO-U575ZI-Q) gets no tiles. Only the latency objective asks (the memory objective's plans
+clock: a board file without a clock tree) gets no tiles. Only the latency objective asks (the memory objective's plans
 keep one block); where a step's scratch must go to fit the budget, it goes whole (offload.fit_scratch). A core with
 MVE runs its own convolution kernels (firmware/include/mcud_conv_mve.h), which take no tiles.
 """
