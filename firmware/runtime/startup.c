@@ -220,10 +220,18 @@ void mcud_fault_report(void)
  * leaves it at the guard (whatever the stack held is not needed: the handler never returns). */
 __attribute__((naked)) void mcud_fault_handler(void)
 {
+#if defined(__ARM_ARCH_6M__) /* Thumb-1's B reaches 2 KB only: through a register */
+    __asm__ volatile("ldr r0, =_estack\n\t"
+                     "mov sp, r0\n\t"
+                     "ldr r0, =mcud_fault_report\n\t"
+                     "bx r0\n\t"
+                     ".ltorg");
+#else
     __asm__ volatile("ldr r0, =_estack\n\t"
                      "mov sp, r0\n\t"
                      "b mcud_fault_report\n\t"
                      ".ltorg");
+#endif
 }
 
 void mcud_unused_handler(void)
