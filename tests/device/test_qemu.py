@@ -31,7 +31,7 @@ from mcudeploy.simulate.timing_cache import TimingCache
 
 pytestmark = pytest.mark.qemu
 
-EMULATED = ["qemu-m4", "qemu-m7", "qemu-m3", "qemu-stm32f4", "qemu-an505"]
+EMULATED = ["qemu-m4", "qemu-m7", "qemu-m3", "qemu-stm32f4", "qemu-an505", "qemu-m0"]
 
 
 @pytest.fixture(scope="module")
