@@ -6,10 +6,11 @@
  * firmware's state: a wrong answer or a hang. Its lowest whole 32 bytes (MCUD_STACK_GUARD, from the
  * first 32-byte boundary in it) are guarded instead: on an ARMv8-M main core the stack limit register
  * MSPLIM sits at their top, on an ARMv7-M core with an MPU a region makes them read-only (the paint
- * there stays readable for mcud_fw_stack_used); an ARMv6-M core (Cortex-M0) has neither, its stack is unguarded and
- * an overflow shows only as the paint gone to the bottom. A push into the guarded bytes faults, and the fault handler, seeing
- * the stack's fault status, reports MCUD_EXIT_STACK instead of MCUD_EXIT_FAULT: QEMU exits with it, a real board
- * resets, its next BOOT frame saying which fault (noted in .noinit RAM, which the reset keeps). */
+ * there stays readable for mcud_fw_stack_used); an ARMv6-M core (Cortex-M0) has neither: its stack is
+ * unguarded, an overflow shows only as the paint gone to the bottom. A push into the guarded bytes faults,
+ * and the fault handler, seeing the stack's fault status, reports MCUD_EXIT_STACK instead of
+ * MCUD_EXIT_FAULT: QEMU exits with it, a real board resets, its next BOOT frame saying which fault
+ * (noted in .noinit RAM, which the reset keeps). */
 #include <stdint.h>
 
 #include "mcud_fw.h"

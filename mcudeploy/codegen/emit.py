@@ -62,8 +62,8 @@ class _Context:
 
     def const_array(self, values: np.ndarray, ctype: str, comment: str, ram: bool = False) -> str:
         """A constant array's symbol; ``ram``: copied to SRAM at start-up (offload/sram.py, MCUD_IN_RAM). An array
-        whose C text is one already written is that one: the pieces of a split operator share its weights (KWS cut
-        in 24 pieces wrote 909 arrays of 60 distinct, 1.7 MB of flash for 97 KB)."""
+        whose C text is one already written is that one: the pieces of a split operator share its widened weights (KWS cut
+        in 24 pieces on qemu-m0: constants 1,283,540 B of flash before, 77,012 B after)."""
         values = np.asarray(values)
         rows = c_numbers(values, ctype)
         key = (ctype, ram, tuple(rows))
