@@ -1,5 +1,5 @@
-/* Interrupt masking and the NVIC, for the drivers that wait for an interrupt (Armv7-M and
- * Armv8-M Mainline share these addresses). */
+/* Interrupt masking and the NVIC, for the drivers that wait for an interrupt (Armv6-M, Armv7-M
+ * and Armv8-M Mainline share these addresses and instructions). */
 #ifndef MCUD_IRQ_H
 #define MCUD_IRQ_H
 

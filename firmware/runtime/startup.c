@@ -6,9 +6,11 @@
  * firmware's state: a wrong answer or a hang. Its lowest whole 32 bytes (MCUD_STACK_GUARD, from the
  * first 32-byte boundary in it) are guarded instead: on an ARMv8-M main core the stack limit register
  * MSPLIM sits at their top, on an ARMv7-M core with an MPU a region makes them read-only (the paint
- * there stays readable for mcud_fw_stack_used). A push into them faults, and the fault handler, seeing
- * the stack's fault status, reports MCUD_EXIT_STACK instead of MCUD_EXIT_FAULT: QEMU exits with it, a real board
- * resets, its next BOOT frame saying which fault (noted in .noinit RAM, which the reset keeps). */
+ * there stays readable for mcud_fw_stack_used); an ARMv6-M core (Cortex-M0) has neither: its stack is
+ * unguarded, an overflow shows only as the paint gone to the bottom. A push into the guarded bytes faults,
+ * and the fault handler, seeing the stack's fault status, reports MCUD_EXIT_STACK instead of
+ * MCUD_EXIT_FAULT: QEMU exits with it, a real board resets, its next BOOT frame saying which fault
+ * (noted in .noinit RAM, which the reset keeps). */
 #include <stdint.h>
 
 #include "mcud_fw.h"
@@ -56,7 +58,9 @@ void Reset_Handler(void)
     SCB_CPACR |= 0xFu << 20; /* CP10 and CP11: full access to the FPU */
     __asm__ volatile("dsb\n\tisb" : : : "memory");
 #endif
+#if !defined(__ARM_ARCH_6M__) /* ARMv6-M: no VTOR (the Cortex-M0 reads its table at 0; the M0+'s is optional) */
     SCB_VTOR = (uint32_t)(uintptr_t)mcud_vectors;
+#endif
     volatile uint32_t *src = &_sidata;
     for (volatile uint32_t *dst = &_sdata; dst < &_edata;) {
         *dst++ = *src++;
@@ -217,10 +221,18 @@ void mcud_fault_report(void)
  * leaves it at the guard (whatever the stack held is not needed: the handler never returns). */
 __attribute__((naked)) void mcud_fault_handler(void)
 {
+#if defined(__ARM_ARCH_6M__) /* Thumb-1's B reaches 2 KB only: through a register */
+    __asm__ volatile("ldr r0, =_estack\n\t"
+                     "mov sp, r0\n\t"
+                     "ldr r0, =mcud_fault_report\n\t"
+                     "bx r0\n\t"
+                     ".ltorg");
+#else
     __asm__ volatile("ldr r0, =_estack\n\t"
                      "mov sp, r0\n\t"
                      "b mcud_fault_report\n\t"
                      ".ltorg");
+#endif
 }
 
 void mcud_unused_handler(void)

@@ -31,7 +31,7 @@ from mcudeploy.simulate.timing_cache import TimingCache
 
 pytestmark = pytest.mark.qemu
 
-EMULATED = ["qemu-m4", "qemu-m7", "qemu-m3", "qemu-stm32f4", "qemu-an505"]
+EMULATED = ["qemu-m4", "qemu-m7", "qemu-m3", "qemu-stm32f4", "qemu-an505", "qemu-m0"]
 
 
 @pytest.fixture(scope="module")
@@ -262,13 +262,14 @@ def test_cli_run_check_and_measure_on_qemu(int8_model, tmp_path, need_qemu):
     assert [o["ticks"] for o in a["ops"]] == [o["ticks"] for o in b["ops"]]
 
 
-def test_a_firmware_crash_ends_qemu_with_its_status_named(tmp_path, need_qemu):
+@pytest.mark.parametrize("board", ["qemu-m4", "qemu-m0"])  # the ARMv6-M fault handler branches through a register
+def test_a_firmware_crash_ends_qemu_with_its_status_named(board, tmp_path, need_qemu):
     """A fault in the firmware ends QEMU through semihosting (status 3): one sentence, no hang."""
     from types import SimpleNamespace
 
     from mcudeploy.device.build import firmware_build_spec
 
-    spec = firmware_build_spec("qemu-m4", tmp_path / "p")
+    spec = firmware_build_spec(board, tmp_path / "p")
     crash = tmp_path / "crash.c"
     crash.write_text('#include "mcud_fw.h"\n\nstatic const mcud_fw_config config = {.emulated = 1u};\n\n'
                      'int main(void)\n{\n    mcud_sys_init(&config);\n    __asm__ volatile("udf #0");\n'
@@ -280,7 +281,7 @@ def test_a_firmware_crash_ends_qemu_with_its_status_named(tmp_path, need_qemu):
                     spec["linker_script"], *spec["libs"], "-o", str(elf)], check=True)
     start = time.monotonic()
     with pytest.raises(MCUDeployError) as err:
-        with connect(load_board("qemu-m4"), SimpleNamespace(elf=elf, model_id=0), timeout=2.0):
+        with connect(load_board(board), SimpleNamespace(elf=elf, model_id=0), timeout=2.0):
             pass
-    assert str(err.value).startswith("QEMU for board qemu-m4 ended with exit status 3 (the firmware took a fault")
+    assert str(err.value).startswith(f"QEMU for board {board} ended with exit status 3 (the firmware took a fault")
     assert "\n" not in str(err.value) and time.monotonic() - start < 15
