@@ -39,7 +39,7 @@ def autoencoder() -> Path:
     return found[0]
 
 
-def test_the_board_is_a_micro_bit_with_a_larger_flash(tmp_path):
+def test_the_board_is_a_micro_bit_with_a_larger_flash(tmp_path, need_qemu):
     board = load_board(BOARD)
     assert board.regions[0].size == 16 * 1024 and board.regions[0].origin == 0x20000000  # the nRF51822's SRAM
     assert "-mcpu=cortex-m0" in board.cpu_flags and board.features == frozenset()
@@ -51,7 +51,7 @@ def test_the_board_is_a_micro_bit_with_a_larger_flash(tmp_path):
     assert instructions_per_tick(board) == 62.5
 
 
-def test_the_firmware_is_armv6m_code(need_qemu, tmp_path):
+def test_the_firmware_is_armv6m_code(need_arm_gcc, tmp_path):
     from mcudeploy.device.build import build_firmware
 
     fw = build_firmware(BOARD, tmp_path)
