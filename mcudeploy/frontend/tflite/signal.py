@@ -7,7 +7,12 @@ missing or unreadable ones, in one sentence naming the operator (the importer's 
 """
 from __future__ import annotations
 
+import numpy as np
+
 from mcudeploy.errors import InvalidModelError
+from mcudeploy.frontend.tflite.importer import handles
+from mcudeploy.ir import Graph, Node, Tensor
+from mcudeploy.ops import registry
 
 
 def custom_options(imp, op, keys: tuple[str, ...]) -> dict:
@@ -37,3 +42,109 @@ def int_option(opts: dict, key: str) -> int:
     if not isinstance(value, int):
         raise InvalidModelError(f"has option {key} = {value!r} where TFLite Micro reads an integer")
     return value
+
+
+def _check_arity(imp, ins, outs, n_in: int, n_out: int) -> None:
+    if len(ins) != n_in or len(outs) != n_out or any(i < 0 for i in ins):
+        imp.fail(f"has {len(ins)} inputs and {len(outs)} outputs where TFLite Micro's takes {n_in} and {n_out}", True)
+
+
+def _node(imp, op: str, inputs, outs, attrs: dict) -> None:
+    """IR node ``op`` making TFLite tensors ``outs`` (several outputs), each checked against the operator's rule."""
+    names = []
+    for o in outs:
+        name = imp.tname(o)
+        imp.tensors[name] = Tensor(name, imp.shape(o), imp.dtype(o))
+        names.append(name)
+    node = Node(f"{imp.label.split(' (')[0].replace(' ', '_')}:{names[0]}", op, tuple(inputs), tuple(names), attrs)
+    scope = Graph("scope", imp.tensors, (), (), (), arithmetic="tflite")
+    for (shape, dtype), name in zip(registry.get(op).infer(scope, node), names):
+        t = imp.tensors[name]
+        if (tuple(shape), dtype) != (t.shape, t.dtype):
+            imp.fail(f"makes {t.dtype}{list(t.shape)} where mcudeploy's {op} gives {dtype}{list(shape)}", True)
+    imp.nodes.append(node)
+
+
+def _values(imp, ins) -> tuple[str, ...]:
+    return tuple(imp.value(i, "plain") for i in ins)
+
+
+@handles("CUSTOM SignalWindow")
+def signal_window(imp, op, ins, outs):
+    _check_arity(imp, ins, outs, 2, 1)
+    opts = custom_options(imp, op, ("shift",))
+    imp.emit("SignalWindow", _values(imp, ins), outs[0], {"shift": int_option(opts, "shift")})
+
+
+@handles("CUSTOM SignalFftAutoScale")
+def signal_fft_auto_scale(imp, op, ins, outs):
+    _check_arity(imp, ins, outs, 1, 2)
+    _node(imp, "SignalFftAutoScale", _values(imp, ins), outs, {})
+
+
+@handles("CUSTOM SignalEnergy")
+def signal_energy(imp, op, ins, outs):
+    _check_arity(imp, ins, outs, 1, 1)
+    opts = custom_options(imp, op, ("end_index", "start_index"))
+    shape = imp.shape(outs[0])
+    if len(shape) != 1:
+        imp.fail(f"makes a {len(shape)}-D output where TFLite Micro's makes 1-D", True)
+    imp.emit("SignalEnergy", _values(imp, ins), outs[0], {"start_index": int_option(opts, "start_index"),
+                                                          "end_index": int_option(opts, "end_index"),
+                                                          "bins": shape[0]})
+
+
+@handles("CUSTOM SignalFilterBank")
+def signal_filter_bank(imp, op, ins, outs):
+    _check_arity(imp, ins, outs, 6, 1)
+    opts = custom_options(imp, op, ("num_channels",))
+    imp.emit("SignalFilterBank", _values(imp, ins), outs[0], {"num_channels": int_option(opts, "num_channels")})
+
+
+@handles("CUSTOM SignalFilterBankSquareRoot")
+def signal_filter_bank_square_root(imp, op, ins, outs):
+    _check_arity(imp, ins, outs, 2, 1)
+    imp.emit("SignalFilterBankSquareRoot", _values(imp, ins), outs[0], {})
+
+
+@handles("CUSTOM SignalFilterBankLog")
+def signal_filter_bank_log(imp, op, ins, outs):
+    _check_arity(imp, ins, outs, 1, 1)
+    opts = custom_options(imp, op, ("input_correction_bits", "output_scale"))
+    imp.emit("SignalFilterBankLog", _values(imp, ins), outs[0],
+             {k: int_option(opts, k) for k in ("input_correction_bits", "output_scale")})
+
+
+@handles("CUSTOM SignalPCAN")
+def signal_pcan(imp, op, ins, outs):
+    _check_arity(imp, ins, outs, 3, 1)
+    opts = custom_options(imp, op, ("snr_shift",))
+    imp.emit("SignalPCAN", _values(imp, ins), outs[0], {"snr_shift": int_option(opts, "snr_shift")})
+
+
+@handles("CUSTOM SignalFilterBankSpectralSubtraction")
+def signal_spectral_subtraction(imp, op, ins, outs):
+    """The noise estimate TFLite Micro keeps in the operator (zeros at reset) is a state of the model; its next
+    value is the node's second output, which the file's second output tensor copies."""
+    from mcudeploy.ops.signal_spectral_subtraction import KEYS
+
+    _check_arity(imp, ins, outs, 1, 2)
+    opts = custom_options(imp, op, KEYS)
+    attrs = {k: int_option(opts, k) for k in KEYS}
+    shape = imp.shape(outs[1])
+    state = f"{imp.tname(outs[1])}/state"
+    imp.tensors[state] = Tensor(state, shape, "uint32", "state", None, np.zeros(shape, np.uint32))
+    nxt = f"{state}/next"
+    imp.tensors[nxt] = Tensor(nxt, shape, "uint32")
+    y = imp.tname(outs[0])
+    imp.tensors[y] = Tensor(y, imp.shape(outs[0]), imp.dtype(outs[0]))
+    node = Node(f"{imp.label.split(' (')[0].replace(' ', '_')}:{y}", "SignalFilterBankSpectralSubtraction",
+                (imp.value(ins[0], "plain"), state), (y, nxt), attrs)
+    scope = Graph("scope", imp.tensors, (), (), (), arithmetic="tflite")
+    (got, dtype), _ = registry.get(node.op).infer(scope, node)
+    if (tuple(got), dtype) != (imp.tensors[y].shape, imp.tensors[y].dtype) or imp.dtype(outs[1]) != "uint32":
+        imp.fail(f"makes {imp.tensors[y].dtype}{list(imp.tensors[y].shape)} and {imp.dtype(outs[1])}{list(shape)} "
+                 f"where mcudeploy's gives {dtype}{list(got)} twice", True)
+    imp.nodes.append(node)
+    imp.kept.append((state, nxt))
+    imp.emit("Copy", (nxt,), outs[1])

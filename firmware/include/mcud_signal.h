@@ -1,0 +1,72 @@
+#ifndef MCUD_SIGNAL_H
+#define MCUD_SIGNAL_H
+#include "mcud.h"
+
+/* TensorFlow Lite Micro's Signal library (its audio front end), bit for bit: the arithmetic of each kernel is
+ * written beside its numpy reference in mcudeploy/ops/signal_*.py. Unsigned intermediates are kept unsigned (or
+ * computed in unsigned types) where TFLite Micro's own sums wrap, so no kernel relies on signed overflow. */
+
+/* SignalWindow: y = clamp16((x * w) >> shift), the window w repeated over x's elements in row-major order. */
+typedef struct {
+    int32_t shift;
+} mcud_signal_window_params;
+void mcud_signal_window(const mcud_view *x, const mcud_view *w, const mcud_view *y,
+                        const mcud_signal_window_params *p);
+
+/* SignalFftAutoScale: y = x << s, s = 15 - bit length of max |x| (TFLite Micro's MaxAbs16), at least 0. */
+void mcud_signal_fft_auto_scale(const mcud_view *x, const mcud_view *y, const mcud_view *scale);
+
+/* SignalEnergy: y[i] = re^2 + im^2 (mod 2^32) of complex bin i of x (int16 pairs) for i in [start, end); the other
+ * elements of y are 0. */
+typedef struct {
+    int32_t start;
+    int32_t end;
+} mcud_signal_energy_params;
+void mcud_signal_energy(const mcud_view *x, const mcud_view *y, const mcud_signal_energy_params *p);
+
+/* SignalFilterBank: per channel c (of channels + 1, the first a scratch TFLite Micro drops), the weighted sum of
+ * spectrum bins [starts[c], starts[c] + widths[c]), the weights at weight_starts[c], plus the previous channel's
+ * unweighted sum; uint64 arithmetic mod 2^64 (the int16 weights sign-extended). */
+typedef struct {
+    int32_t channels;
+} mcud_signal_filter_bank_params;
+void mcud_signal_filter_bank(const mcud_view *x, const mcud_view *weights, const mcud_view *unweights,
+                             const mcud_view *starts, const mcud_view *weight_starts, const mcud_view *widths,
+                             const mcud_view *y, const mcud_signal_filter_bank_params *p);
+
+/* SignalFilterBankSquareRoot: y = rounded integer square root of x >> scale_bits (TFLite Micro's Sqrt64). */
+void mcud_signal_filter_bank_square_root(const mcud_view *x, const mcud_view *scale_bits, const mcud_view *y);
+
+/* SignalFilterBankLog: y = min(Log32(x << correction_bits, output_scale), INT16_MAX), or 0 where the shifted
+ * value is at most 1; lut: the 129 + 1 entries of log2's correction per segment (mcudeploy/ops/signal_arith.py). */
+typedef struct {
+    int32_t correction_bits;
+    int32_t output_scale;
+    const uint16_t *lut;
+} mcud_signal_log_params;
+void mcud_signal_filter_bank_log(const mcud_view *x, const mcud_view *y, const mcud_signal_log_params *p);
+
+/* SignalPCAN: y = shrink((x * gain(noise)) >> snr_shift), gain from lut by the noise's bit length. */
+typedef struct {
+    int32_t snr_shift;
+} mcud_signal_pcan_params;
+void mcud_signal_pcan(const mcud_view *x, const mcud_view *noise, const mcud_view *lut, const mcud_view *y,
+                      const mcud_signal_pcan_params *p);
+
+/* SignalFilterBankSpectralSubtraction: the noise estimate (a state: noise in, noise_next out, which may be the same
+ * buffer) smoothed towards the signal, and the signal less it, at least floor. */
+typedef struct {
+    int32_t channels;
+    uint32_t smoothing;
+    uint32_t one_minus_smoothing;
+    uint32_t alternate_smoothing;
+    uint32_t alternate_one_minus_smoothing;
+    uint32_t min_signal_remaining;
+    int32_t smoothing_bits;
+    int32_t spectral_subtraction_bits;
+    int32_t clamping;
+} mcud_signal_spectral_subtraction_params;
+void mcud_signal_spectral_subtraction(const mcud_view *x, const mcud_view *noise, const mcud_view *y,
+                                      const mcud_view *noise_next, const mcud_signal_spectral_subtraction_params *p);
+
+#endif
