@@ -210,3 +210,21 @@ def test_refusals_name_the_operator(tmp_path, model, error, words):
     with pytest.raises(error, match=words) as info:
         import_model(path)
     assert "operator 0 (CUSTOM SignalWindow)" in str(info.value) and "\n" not in str(info.value)
+
+
+# ---------------------------------------------------------------- SignalRfft
+
+def _rfft_model(dtype, shape, length):
+    return tb.signal_op("SignalRfft", {"T": {"int16": 7, "int32": 2, "float32": 0}[dtype], "fft_length": length},
+                        ("x",), ("y",), [tb.T("x", shape, dtype), tb.T("y", (*shape[:-1], length + 2), dtype)])
+
+
+@pytest.mark.parametrize("shape, length, seed", [((512,), 512, 0), ((400,), 512, 1), ((3, 64), 64, 2),
+                                                 ((2, 30), 48, 3), ((60,), 60, 4), ((2, 100), 160, 5),
+                                                 ((8,), 8, 6), ((4,), 4, 7), ((2, 2, 36), 36, 8)])
+def test_rfft_int16(tmp_path, need_tflm, shape, length, seed):
+    """Powers of two (radix 4 and 2) and lengths with radices 3 and 5, rows shorter than the FFT (zero padding),
+    several rows, full-scale and small inputs."""
+    rng = np.random.default_rng(seed)
+    samples = [{"x": _int16(rng, shape, 1 << b)} for b in (15, 15, 12, 6)]
+    _run(tmp_path, _rfft_model("int16", shape, length), samples)

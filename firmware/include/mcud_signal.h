@@ -70,3 +70,17 @@ void mcud_signal_spectral_subtraction(const mcud_view *x, const mcud_view *noise
                                       const mcud_view *noise_next, const mcud_signal_spectral_subtraction_params *p);
 
 #endif
+
+/* SignalRfft of int16: per row of x (its last dimension, zero-padded to fft_length), the fft_length / 2 + 1 complex
+ * bins of its real FFT as (re, im) pairs, as TFLite Micro's kiss_fft (version 1.3.0, 16-bit fixed point, scaled by
+ * 1 / n over the stages) computes them: a complex FFT of n = fft_length / 2 points, mixed radix over `factors` (radix,
+ * remaining length; pairs, radices 2 to 5), each input divided by the radix before its butterfly, then the split of the
+ * two interleaved real halves with `super_twiddles`. Twiddles are (re, im) pairs rounded to int16 at compile time. The
+ * output row (contiguous) is the complex FFT's working buffer. */
+typedef struct {
+    int32_t fft_length;
+    const int32_t *factors;
+    const int16_t *twiddles;
+    const int16_t *super_twiddles;
+} mcud_signal_rfft_s16_params;
+void mcud_signal_rfft_s16(const mcud_view *x, const mcud_view *y, const mcud_signal_rfft_s16_params *p);

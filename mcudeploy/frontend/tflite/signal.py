@@ -148,3 +148,10 @@ def signal_spectral_subtraction(imp, op, ins, outs):
     imp.nodes.append(node)
     imp.kept.append((state, nxt))
     imp.emit("Copy", (nxt,), outs[1])
+
+
+@handles("CUSTOM SignalRfft")
+def signal_rfft(imp, op, ins, outs):
+    _check_arity(imp, ins, outs, 1, 1)
+    opts = custom_options(imp, op, ("T", "fft_length"))
+    imp.emit("SignalRfft", _values(imp, ins), outs[0], {"fft_length": int_option(opts, "fft_length")})
