@@ -228,3 +228,15 @@ def test_rfft_int16(tmp_path, need_tflm, shape, length, seed):
     rng = np.random.default_rng(seed)
     samples = [{"x": _int16(rng, shape, 1 << b)} for b in (15, 15, 12, 6)]
     _run(tmp_path, _rfft_model("int16", shape, length), samples)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float32"])
+@pytest.mark.parametrize("shape, length, seed", [((512,), 512, 0), ((2, 30), 48, 3), ((60,), 60, 4),
+                                                 ((2, 100), 160, 5)])
+def test_rfft_int32_and_float(tmp_path, need_tflm, dtype, shape, length, seed):
+    rng = np.random.default_rng(seed)
+    if dtype == "int32":
+        samples = [{"x": rng.integers(-(1 << b), 1 << b, size=shape).astype(np.int32)} for b in (31, 31, 24, 10)]
+    else:
+        samples = [{"x": (rng.standard_normal(shape) * s).astype(np.float32)} for s in (1.0, 1000.0, 1e-3, 30.0)]
+    _run(tmp_path, _rfft_model(dtype, shape, length), samples)

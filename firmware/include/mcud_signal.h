@@ -69,18 +69,28 @@ typedef struct {
 void mcud_signal_spectral_subtraction(const mcud_view *x, const mcud_view *noise, const mcud_view *y,
                                       const mcud_view *noise_next, const mcud_signal_spectral_subtraction_params *p);
 
-#endif
+/* SignalRfft: per row of x (its last dimension, zero-padded to fft_length), the fft_length / 2 + 1 complex bins of its
+ * real FFT as (re, im) pairs, as TFLite Micro's kiss_fft (version 1.3.0) computes them: a complex FFT of
+ * n = fft_length / 2 points, mixed radix over `factors` ((radix, remaining length) pairs, radices 2 to 5), then the
+ * split of the two interleaved real halves with `super_twiddles`. In fixed point (int16: `bits` 16; int32: 32) each
+ * stage's inputs are first divided by its radix (the result is the DFT / n), every product is rounded half up and every
+ * stored value wraps to the type; the twiddles are (re, im) pairs rounded at compile time (int32_t arrays for both
+ * fixed-point types, float for float32). The output row (contiguous) is the complex FFT's working buffer. */
+typedef struct {
+    int32_t fft_length;
+    int32_t bits;
+    const int32_t *factors;
+    const int32_t *twiddles;
+    const int32_t *super_twiddles;
+} mcud_signal_rfft_fixed_params;
+void mcud_signal_rfft_fixed(const mcud_view *x, const mcud_view *y, const mcud_signal_rfft_fixed_params *p);
 
-/* SignalRfft of int16: per row of x (its last dimension, zero-padded to fft_length), the fft_length / 2 + 1 complex
- * bins of its real FFT as (re, im) pairs, as TFLite Micro's kiss_fft (version 1.3.0, 16-bit fixed point, scaled by
- * 1 / n over the stages) computes them: a complex FFT of n = fft_length / 2 points, mixed radix over `factors` (radix,
- * remaining length; pairs, radices 2 to 5), each input divided by the radix before its butterfly, then the split of the
- * two interleaved real halves with `super_twiddles`. Twiddles are (re, im) pairs rounded to int16 at compile time. The
- * output row (contiguous) is the complex FFT's working buffer. */
 typedef struct {
     int32_t fft_length;
     const int32_t *factors;
-    const int16_t *twiddles;
-    const int16_t *super_twiddles;
-} mcud_signal_rfft_s16_params;
-void mcud_signal_rfft_s16(const mcud_view *x, const mcud_view *y, const mcud_signal_rfft_s16_params *p);
+    const float *twiddles;
+    const float *super_twiddles;
+} mcud_signal_rfft_f32_params;
+void mcud_signal_rfft_f32(const mcud_view *x, const mcud_view *y, const mcud_signal_rfft_f32_params *p);
+
+#endif

@@ -1,218 +1,430 @@
-/* TensorFlow Lite Micro's SignalRfft (its kiss_fft 1.3.0 in fixed point), bit for bit: see mcud_signal.h and
+/* TensorFlow Lite Micro's SignalRfft (its kiss_fft 1.3.0), bit for bit: see mcud_signal.h and
  * mcudeploy/ops/signal_rfft.py, whose numpy reference does the same arithmetic step by step. Written for the
- * arithmetic, not for speed: one recursive pass per stage, no DSP instructions yet. */
+ * arithmetic, not for speed: one recursive pass per stage, int16 and int32 through one fixed-point path whose values
+ * are held in int32_t and products in int64_t (an int16 product and a sum of two never pass 2^31, so this is int16's
+ * own arithmetic too), no DSP instructions yet. */
 #include "mcud_signal.h"
 
 typedef struct {
-    int16_t r;
-    int16_t i;
-} cpx16;
+    int32_t r;
+    int32_t i;
+} cpxw;
 
 typedef struct {
-    const int16_t *x; /* the row */
-    int32_t xs;       /* its stride in elements */
-    int32_t len;      /* its length: elements past it are 0 (TFLite Micro's zero padding) */
-    const cpx16 *tw;
-} fft16;
+    const void *x; /* the row */
+    int32_t xs;    /* its stride in elements */
+    int32_t len;   /* its length: elements past it are 0 (TFLite Micro's zero padding) */
+    void *buf;     /* the output row: the complex FFT's working buffer */
+    const cpxw *tw;
+    int32_t bits; /* 16 or 32 */
+    int32_t frac; /* bits - 1 */
+    int32_t max;  /* 2^frac - 1 */
+} fftw;
 
-/* x * 2^-15 rounded half up and kept to 16 bits, as kiss_fft's sround; right shifts of negative values are arithmetic
- * and conversions wrap on every compiler mcudeploy supports. */
-static int16_t sround16(int32_t v)
+/* v kept to the type's width, as C's conversions wrap on every compiler mcudeploy supports */
+static int32_t wrap(const fftw *s, int64_t v)
 {
-    return (int16_t)((v + (1 << 14)) >> 15);
+    return s->bits == 16 ? (int32_t)(int16_t)(uint16_t)(uint64_t)v : (int32_t)(uint32_t)(uint64_t)v;
 }
 
-static cpx16 fixdiv16(cpx16 c, int32_t div)
+/* kiss_fft's sround: v * 2^-frac rounded half up (arithmetic shift), kept to the type */
+static int32_t sround(const fftw *s, int64_t v)
 {
-    const int32_t k = 32767 / div;
-    cpx16 o;
-    o.r = sround16((int32_t)c.r * k);
-    o.i = sround16((int32_t)c.i * k);
+    return wrap(s, (v + ((int64_t)1 << (s->frac - 1))) >> s->frac);
+}
+
+static cpxw fixdiv(const fftw *s, cpxw c, int32_t div)
+{
+    const int64_t k = s->max / div;
+    cpxw o;
+    o.r = sround(s, c.r * k);
+    o.i = sround(s, c.i * k);
     return o;
 }
 
-static cpx16 cmul16(cpx16 a, cpx16 b)
+static cpxw cmul(const fftw *s, cpxw a, cpxw b)
 {
-    cpx16 o;
-    o.r = sround16((int32_t)a.r * b.r - (int32_t)a.i * b.i);
-    o.i = sround16((int32_t)a.r * b.i + (int32_t)a.i * b.r);
+    cpxw o;
+    o.r = sround(s, (int64_t)a.r * b.r - (int64_t)a.i * b.i);
+    o.i = sround(s, (int64_t)a.r * b.i + (int64_t)a.i * b.r);
     return o;
 }
 
-static cpx16 cadd16(cpx16 a, cpx16 b)
+static int32_t smul(const fftw *s, int32_t a, int32_t b)
 {
-    cpx16 o;
-    o.r = (int16_t)(a.r + b.r);
-    o.i = (int16_t)(a.i + b.i);
+    return sround(s, (int64_t)a * b);
+}
+
+static cpxw cadd(const fftw *s, cpxw a, cpxw b)
+{
+    cpxw o;
+    o.r = wrap(s, (int64_t)a.r + b.r);
+    o.i = wrap(s, (int64_t)a.i + b.i);
     return o;
 }
 
-static cpx16 csub16(cpx16 a, cpx16 b)
+static cpxw csub(const fftw *s, cpxw a, cpxw b)
 {
-    cpx16 o;
-    o.r = (int16_t)(a.r - b.r);
-    o.i = (int16_t)(a.i - b.i);
+    cpxw o;
+    o.r = wrap(s, (int64_t)a.r - b.r);
+    o.i = wrap(s, (int64_t)a.i - b.i);
     return o;
 }
 
-static cpx16 load16(const fft16 *s, int32_t k)
+static cpxw get(const fftw *s, int32_t k)
 {
-    cpx16 o;
-    o.r = 2 * k < s->len ? s->x[2 * k * s->xs] : 0;
-    o.i = 2 * k + 1 < s->len ? s->x[(2 * k + 1) * s->xs] : 0;
+    cpxw o;
+    if (s->bits == 16) {
+        o.r = ((const int16_t *)s->buf)[2 * k];
+        o.i = ((const int16_t *)s->buf)[2 * k + 1];
+    } else {
+        o.r = ((const int32_t *)s->buf)[2 * k];
+        o.i = ((const int32_t *)s->buf)[2 * k + 1];
+    }
     return o;
 }
 
-static void radix2(cpx16 *out, const fft16 *s, int32_t fstride, int32_t m)
+static void put(const fftw *s, int32_t k, cpxw v)
 {
-    for (int32_t u = 0; u < m; u++) {
-        const cpx16 a = fixdiv16(out[u], 2), b = fixdiv16(out[u + m], 2);
-        const cpx16 t = cmul16(b, s->tw[u * fstride]);
-        out[u + m] = csub16(a, t);
-        out[u] = cadd16(a, t);
+    if (s->bits == 16) {
+        ((int16_t *)s->buf)[2 * k] = (int16_t)v.r;
+        ((int16_t *)s->buf)[2 * k + 1] = (int16_t)v.i;
+    } else {
+        ((int32_t *)s->buf)[2 * k] = v.r;
+        ((int32_t *)s->buf)[2 * k + 1] = v.i;
     }
 }
 
-static void radix3(cpx16 *out, const fft16 *s, int32_t fstride, int32_t m)
+static int32_t input(const fftw *s, int32_t e)
 {
-    const int16_t e = s->tw[fstride * m].i;
+    if (e >= s->len) {
+        return 0;
+    }
+    return s->bits == 16 ? ((const int16_t *)s->x)[e * s->xs] : ((const int32_t *)s->x)[e * s->xs];
+}
+
+/* the butterflies of kiss_fft's kf_bfly2..5 on buf[o .. o + radix * m) */
+static void radix2(const fftw *s, int32_t o, int32_t fstride, int32_t m)
+{
     for (int32_t u = 0; u < m; u++) {
-        const cpx16 a = fixdiv16(out[u], 3);
-        const cpx16 b = cmul16(fixdiv16(out[u + m], 3), s->tw[u * fstride]);
-        const cpx16 c = cmul16(fixdiv16(out[u + 2 * m], 3), s->tw[2 * u * fstride]);
-        const cpx16 sum = cadd16(b, c);
-        cpx16 dif = csub16(b, c), mid;
-        mid.r = (int16_t)(a.r - (sum.r >> 1));
-        mid.i = (int16_t)(a.i - (sum.i >> 1));
-        dif.r = sround16((int32_t)dif.r * e);
-        dif.i = sround16((int32_t)dif.i * e);
-        out[u] = cadd16(a, sum);
-        out[u + 2 * m].r = (int16_t)(mid.r + dif.i);
-        out[u + 2 * m].i = (int16_t)(mid.i - dif.r);
-        out[u + m].r = (int16_t)(mid.r - dif.i);
-        out[u + m].i = (int16_t)(mid.i + dif.r);
+        const cpxw a = fixdiv(s, get(s, o + u), 2), b = fixdiv(s, get(s, o + u + m), 2);
+        const cpxw t = cmul(s, b, s->tw[u * fstride]);
+        put(s, o + u + m, csub(s, a, t));
+        put(s, o + u, cadd(s, a, t));
     }
 }
 
-static void radix4(cpx16 *out, const fft16 *s, int32_t fstride, int32_t m)
+static void radix3(const fftw *s, int32_t o, int32_t fstride, int32_t m)
 {
+    const int32_t e = s->tw[fstride * m].i;
     for (int32_t u = 0; u < m; u++) {
-        const cpx16 a = fixdiv16(out[u], 4);
-        const cpx16 b = cmul16(fixdiv16(out[u + m], 4), s->tw[u * fstride]);
-        const cpx16 c = cmul16(fixdiv16(out[u + 2 * m], 4), s->tw[2 * u * fstride]);
-        const cpx16 d = cmul16(fixdiv16(out[u + 3 * m], 4), s->tw[3 * u * fstride]);
-        const cpx16 ac = csub16(a, c), a2 = cadd16(a, c);
-        const cpx16 bd = cadd16(b, d), bmd = csub16(b, d);
-        out[u + 2 * m] = csub16(a2, bd);
-        out[u] = cadd16(a2, bd);
-        out[u + m].r = (int16_t)(ac.r + bmd.i);
-        out[u + m].i = (int16_t)(ac.i - bmd.r);
-        out[u + 3 * m].r = (int16_t)(ac.r - bmd.i);
-        out[u + 3 * m].i = (int16_t)(ac.i + bmd.r);
+        const cpxw a = fixdiv(s, get(s, o + u), 3);
+        const cpxw b = cmul(s, fixdiv(s, get(s, o + u + m), 3), s->tw[u * fstride]);
+        const cpxw c = cmul(s, fixdiv(s, get(s, o + u + 2 * m), 3), s->tw[2 * u * fstride]);
+        const cpxw sum = cadd(s, b, c);
+        cpxw dif = csub(s, b, c), mid, v;
+        mid.r = wrap(s, (int64_t)a.r - (sum.r >> 1));
+        mid.i = wrap(s, (int64_t)a.i - (sum.i >> 1));
+        dif.r = smul(s, dif.r, e);
+        dif.i = smul(s, dif.i, e);
+        put(s, o + u, cadd(s, a, sum));
+        v.r = wrap(s, (int64_t)mid.r + dif.i);
+        v.i = wrap(s, (int64_t)mid.i - dif.r);
+        put(s, o + u + 2 * m, v);
+        v.r = wrap(s, (int64_t)mid.r - dif.i);
+        v.i = wrap(s, (int64_t)mid.i + dif.r);
+        put(s, o + u + m, v);
     }
 }
 
-static int16_t smul16(int16_t a, int16_t b)
+static void radix4(const fftw *s, int32_t o, int32_t fstride, int32_t m)
 {
-    return sround16((int32_t)a * b);
-}
-
-static void radix5(cpx16 *out, const fft16 *s, int32_t fstride, int32_t m)
-{
-    const cpx16 ya = s->tw[fstride * m], yb = s->tw[2 * fstride * m];
     for (int32_t u = 0; u < m; u++) {
-        const cpx16 a = fixdiv16(out[u], 5);
-        const cpx16 b = cmul16(fixdiv16(out[u + m], 5), s->tw[u * fstride]);
-        const cpx16 c = cmul16(fixdiv16(out[u + 2 * m], 5), s->tw[2 * u * fstride]);
-        const cpx16 d = cmul16(fixdiv16(out[u + 3 * m], 5), s->tw[3 * u * fstride]);
-        const cpx16 e = cmul16(fixdiv16(out[u + 4 * m], 5), s->tw[4 * u * fstride]);
-        const cpx16 s7 = cadd16(b, e), s10 = csub16(b, e), s8 = cadd16(c, d), s9 = csub16(c, d);
-        cpx16 s5, s6, s11, s12, o0;
-        o0.r = (int16_t)(a.r + (s7.r + s8.r));
-        o0.i = (int16_t)(a.i + (s7.i + s8.i));
-        s5.r = (int16_t)(a.r + smul16(s7.r, ya.r) + smul16(s8.r, yb.r));
-        s5.i = (int16_t)(a.i + smul16(s7.i, ya.r) + smul16(s8.i, yb.r));
-        s6.r = (int16_t)(smul16(s10.i, ya.i) + smul16(s9.i, yb.i));
-        s6.i = (int16_t)(-smul16(s10.r, ya.i) - smul16(s9.r, yb.i));
-        s11.r = (int16_t)(a.r + smul16(s7.r, yb.r) + smul16(s8.r, ya.r));
-        s11.i = (int16_t)(a.i + smul16(s7.i, yb.r) + smul16(s8.i, ya.r));
-        s12.r = (int16_t)(-smul16(s10.i, yb.i) + smul16(s9.i, ya.i));
-        s12.i = (int16_t)(smul16(s10.r, yb.i) - smul16(s9.r, ya.i));
-        out[u] = o0;
-        out[u + m] = csub16(s5, s6);
-        out[u + 4 * m] = cadd16(s5, s6);
-        out[u + 2 * m] = cadd16(s11, s12);
-        out[u + 3 * m] = csub16(s11, s12);
+        const cpxw a = fixdiv(s, get(s, o + u), 4);
+        const cpxw b = cmul(s, fixdiv(s, get(s, o + u + m), 4), s->tw[u * fstride]);
+        const cpxw c = cmul(s, fixdiv(s, get(s, o + u + 2 * m), 4), s->tw[2 * u * fstride]);
+        const cpxw d = cmul(s, fixdiv(s, get(s, o + u + 3 * m), 4), s->tw[3 * u * fstride]);
+        const cpxw ac = csub(s, a, c), a2 = cadd(s, a, c);
+        const cpxw bd = cadd(s, b, d), bmd = csub(s, b, d);
+        cpxw v;
+        put(s, o + u + 2 * m, csub(s, a2, bd));
+        put(s, o + u, cadd(s, a2, bd));
+        v.r = wrap(s, (int64_t)ac.r + bmd.i);
+        v.i = wrap(s, (int64_t)ac.i - bmd.r);
+        put(s, o + u + m, v);
+        v.r = wrap(s, (int64_t)ac.r - bmd.i);
+        v.i = wrap(s, (int64_t)ac.i + bmd.r);
+        put(s, o + u + 3 * m, v);
     }
 }
 
-/* The DFT of the n / fstride inputs f, f + fstride, ... into out, by the stages from `factors` on. */
-static void work16(cpx16 *out, const fft16 *s, int32_t f, int32_t fstride, const int32_t *factors)
+static void radix5(const fftw *s, int32_t o, int32_t fstride, int32_t m)
+{
+    const cpxw ya = s->tw[fstride * m], yb = s->tw[2 * fstride * m];
+    for (int32_t u = 0; u < m; u++) {
+        const cpxw a = fixdiv(s, get(s, o + u), 5);
+        const cpxw b = cmul(s, fixdiv(s, get(s, o + u + m), 5), s->tw[u * fstride]);
+        const cpxw c = cmul(s, fixdiv(s, get(s, o + u + 2 * m), 5), s->tw[2 * u * fstride]);
+        const cpxw d = cmul(s, fixdiv(s, get(s, o + u + 3 * m), 5), s->tw[3 * u * fstride]);
+        const cpxw e = cmul(s, fixdiv(s, get(s, o + u + 4 * m), 5), s->tw[4 * u * fstride]);
+        const cpxw s7 = cadd(s, b, e), s10 = csub(s, b, e), s8 = cadd(s, c, d), s9 = csub(s, c, d);
+        cpxw s5, s6, s11, s12, o0;
+        o0.r = wrap(s, (int64_t)a.r + s7.r + s8.r);
+        o0.i = wrap(s, (int64_t)a.i + s7.i + s8.i);
+        s5.r = wrap(s, (int64_t)a.r + smul(s, s7.r, ya.r) + smul(s, s8.r, yb.r));
+        s5.i = wrap(s, (int64_t)a.i + smul(s, s7.i, ya.r) + smul(s, s8.i, yb.r));
+        s6.r = wrap(s, (int64_t)smul(s, s10.i, ya.i) + smul(s, s9.i, yb.i));
+        s6.i = wrap(s, -(int64_t)smul(s, s10.r, ya.i) - smul(s, s9.r, yb.i));
+        s11.r = wrap(s, (int64_t)a.r + smul(s, s7.r, yb.r) + smul(s, s8.r, ya.r));
+        s11.i = wrap(s, (int64_t)a.i + smul(s, s7.i, yb.r) + smul(s, s8.i, ya.r));
+        s12.r = wrap(s, -(int64_t)smul(s, s10.i, yb.i) + smul(s, s9.i, ya.i));
+        s12.i = wrap(s, (int64_t)smul(s, s10.r, yb.i) - smul(s, s9.r, ya.i));
+        put(s, o + u, o0);
+        put(s, o + u + m, csub(s, s5, s6));
+        put(s, o + u + 4 * m, cadd(s, s5, s6));
+        put(s, o + u + 2 * m, cadd(s, s11, s12));
+        put(s, o + u + 3 * m, csub(s, s11, s12));
+    }
+}
+
+/* The DFT of the inputs f, f + fstride, ... (complex indices) into buf[o ..], by the stages from `factors` on. */
+static void work(const fftw *s, int32_t o, int32_t f, int32_t fstride, const int32_t *factors)
 {
     const int32_t radix = factors[0], m = factors[1];
     for (int32_t k = 0; k < radix; k++) {
         if (m == 1) {
-            out[k] = load16(s, f + k * fstride);
+            cpxw v;
+            v.r = input(s, 2 * (f + k * fstride));
+            v.i = input(s, 2 * (f + k * fstride) + 1);
+            put(s, o + k, v);
         } else {
-            work16(out + k * m, s, f + k * fstride, fstride * radix, factors + 2);
+            work(s, o + k * m, f + k * fstride, fstride * radix, factors + 2);
         }
     }
     switch (radix) {
     case 2:
-        radix2(out, s, fstride, m);
+        radix2(s, o, fstride, m);
         break;
     case 3:
-        radix3(out, s, fstride, m);
+        radix3(s, o, fstride, m);
         break;
     case 4:
-        radix4(out, s, fstride, m);
+        radix4(s, o, fstride, m);
         break;
     default:
-        radix5(out, s, fstride, m);
+        radix5(s, o, fstride, m);
         break;
     }
 }
 
-void mcud_signal_rfft_s16(const mcud_view *x, const mcud_view *y, const mcud_signal_rfft_s16_params *p)
+/* kiss_fft's HALF_OF on a C int: the sum wrapped to 32 bits, halved */
+static int32_t half(int64_t v)
 {
-    const int32_t last = x->ndim - 1, len = x->shape[last], n = p->fft_length / 2;
+    return (int32_t)(uint32_t)(uint64_t)v >> 1;
+}
+
+/* Offsets of row r of x and y (all dimensions but the last). */
+static void row(const mcud_view *x, const mcud_view *y, int32_t r, int32_t *xo, int32_t *yo)
+{
+    *xo = 0;
+    *yo = 0;
+    for (int32_t d = x->ndim - 2; d >= 0; d--) {
+        *xo += (r % x->shape[d]) * x->stride[d];
+        *yo += (r % y->shape[d]) * y->stride[d];
+        r /= x->shape[d];
+    }
+}
+
+static int32_t rows_of(const mcud_view *x)
+{
     int32_t rows = 1;
-    for (int32_t d = 0; d < last; d++) {
+    for (int32_t d = 0; d < x->ndim - 1; d++) {
         rows *= x->shape[d];
     }
-    const cpx16 *super = (const cpx16 *)(const void *)p->super_twiddles;
-    for (int32_t r = 0; r < rows; r++) {
-        int32_t xo = 0, yo = 0, rest = r;
-        for (int32_t d = last - 1; d >= 0; d--) {
-            xo += (rest % x->shape[d]) * x->stride[d];
-            yo += (rest % y->shape[d]) * y->stride[d];
-            rest /= x->shape[d];
-        }
-        fft16 s;
-        s.x = (const int16_t *)x->data + xo;
-        s.xs = x->stride[last];
-        s.len = len;
-        s.tw = (const cpx16 *)(const void *)p->twiddles;
-        cpx16 *out = (cpx16 *)(void *)((int16_t *)y->data + yo);
-        work16(out, &s, 0, 1, p->factors);
+    return rows;
+}
+
+void mcud_signal_rfft_fixed(const mcud_view *x, const mcud_view *y, const mcud_signal_rfft_fixed_params *p)
+{
+    const int32_t n = p->fft_length / 2, size = p->bits == 16 ? 2 : 4;
+    const cpxw *super = (const cpxw *)(const void *)p->super_twiddles;
+    fftw s;
+    s.xs = x->stride[x->ndim - 1];
+    s.len = x->shape[x->ndim - 1];
+    s.tw = (const cpxw *)(const void *)p->twiddles;
+    s.bits = p->bits;
+    s.frac = p->bits - 1;
+    s.max = (int32_t)(((int64_t)1 << s.frac) - 1);
+    for (int32_t r = 0, rows = rows_of(x); r < rows; r++) {
+        int32_t xo, yo;
+        row(x, y, r, &xo, &yo);
+        s.x = (const char *)x->data + (ptrdiff_t)xo * size;
+        s.buf = (char *)y->data + (ptrdiff_t)yo * size;
+        work(&s, 0, 0, 1, p->factors);
         /* the two real halves apart: bins k and n - k from the complex bins k and n - k, in place */
-        cpx16 dc = fixdiv16(out[0], 2);
-        out[0].r = (int16_t)(dc.r + dc.i);
-        out[n].r = (int16_t)(dc.r - dc.i);
-        out[0].i = 0;
-        out[n].i = 0;
+        const cpxw dc = fixdiv(&s, get(&s, 0), 2);
+        cpxw v;
+        v.r = wrap(&s, (int64_t)dc.r + dc.i);
+        v.i = 0;
+        put(&s, 0, v);
+        v.r = wrap(&s, (int64_t)dc.r - dc.i);
+        put(&s, n, v);
         for (int32_t k = 1; k <= n / 2; k++) {
-            cpx16 a = out[k], b;
-            b.r = out[n - k].r;
-            b.i = (int16_t)-out[n - k].i;
-            a = fixdiv16(a, 2);
-            b = fixdiv16(b, 2);
-            const cpx16 f1 = cadd16(a, b), f2 = csub16(a, b);
-            const cpx16 t = cmul16(f2, super[k - 1]);
-            out[k].r = (int16_t)((f1.r + t.r) >> 1);
-            out[k].i = (int16_t)((f1.i + t.i) >> 1);
-            out[n - k].r = (int16_t)((f1.r - t.r) >> 1);
-            out[n - k].i = (int16_t)((t.i - f1.i) >> 1);
+            cpxw a = get(&s, k), b = get(&s, n - k);
+            b.i = wrap(&s, -(int64_t)b.i);
+            a = fixdiv(&s, a, 2);
+            b = fixdiv(&s, b, 2);
+            const cpxw f1 = cadd(&s, a, b), f2 = csub(&s, a, b);
+            const cpxw t = cmul(&s, f2, super[k - 1]);
+            v.r = wrap(&s, half((int64_t)f1.r + t.r));
+            v.i = wrap(&s, half((int64_t)f1.i + t.i));
+            put(&s, k, v);
+            v.r = wrap(&s, half((int64_t)f1.r - t.r));
+            v.i = wrap(&s, half((int64_t)t.i - f1.i));
+            put(&s, n - k, v);
+        }
+    }
+}
+
+/* float32: kiss_fft's float macros (no division by the radix; HALF_OF times 0.5f), in float, in its order */
+typedef struct {
+    float r;
+    float i;
+} cpxf;
+
+typedef struct {
+    const float *x;
+    int32_t xs;
+    int32_t len;
+    cpxf *buf;
+    const cpxf *tw;
+} fftf;
+
+static cpxf fmul(cpxf a, cpxf b)
+{
+    cpxf o;
+    o.r = a.r * b.r - a.i * b.i;
+    o.i = a.r * b.i + a.i * b.r;
+    return o;
+}
+
+static cpxf fadd(cpxf a, cpxf b)
+{
+    cpxf o;
+    o.r = a.r + b.r;
+    o.i = a.i + b.i;
+    return o;
+}
+
+static cpxf fsub(cpxf a, cpxf b)
+{
+    cpxf o;
+    o.r = a.r - b.r;
+    o.i = a.i - b.i;
+    return o;
+}
+
+static void fbutterfly(const fftf *s, cpxf *out, int32_t radix, int32_t fstride, int32_t m)
+{
+    const cpxf *tw = s->tw;
+    for (int32_t u = 0; u < m; u++) {
+        const cpxf a = out[u];
+        if (radix == 2) {
+            const cpxf t = fmul(out[u + m], tw[u * fstride]);
+            out[u + m] = fsub(a, t);
+            out[u] = fadd(a, t);
+        } else if (radix == 3) {
+            const float e = tw[fstride * m].i;
+            const cpxf b = fmul(out[u + m], tw[u * fstride]), c = fmul(out[u + 2 * m], tw[2 * u * fstride]);
+            const cpxf sum = fadd(b, c);
+            cpxf dif = fsub(b, c), mid;
+            mid.r = a.r - sum.r * 0.5f;
+            mid.i = a.i - sum.i * 0.5f;
+            dif.r *= e;
+            dif.i *= e;
+            out[u] = fadd(a, sum);
+            out[u + 2 * m].r = mid.r + dif.i;
+            out[u + 2 * m].i = mid.i - dif.r;
+            out[u + m].r = mid.r - dif.i;
+            out[u + m].i = mid.i + dif.r;
+        } else if (radix == 4) {
+            const cpxf b = fmul(out[u + m], tw[u * fstride]), c = fmul(out[u + 2 * m], tw[2 * u * fstride]);
+            const cpxf d = fmul(out[u + 3 * m], tw[3 * u * fstride]);
+            const cpxf ac = fsub(a, c), a2 = fadd(a, c), bd = fadd(b, d), bmd = fsub(b, d);
+            out[u + 2 * m] = fsub(a2, bd);
+            out[u] = fadd(a2, bd);
+            out[u + m].r = ac.r + bmd.i;
+            out[u + m].i = ac.i - bmd.r;
+            out[u + 3 * m].r = ac.r - bmd.i;
+            out[u + 3 * m].i = ac.i + bmd.r;
+        } else {
+            const cpxf ya = tw[fstride * m], yb = tw[2 * fstride * m];
+            const cpxf b = fmul(out[u + m], tw[u * fstride]), c = fmul(out[u + 2 * m], tw[2 * u * fstride]);
+            const cpxf d = fmul(out[u + 3 * m], tw[3 * u * fstride]), e = fmul(out[u + 4 * m], tw[4 * u * fstride]);
+            const cpxf s7 = fadd(b, e), s10 = fsub(b, e), s8 = fadd(c, d), s9 = fsub(c, d);
+            cpxf s5, s6, s11, s12;
+            out[u].r = a.r + (s7.r + s8.r);
+            out[u].i = a.i + (s7.i + s8.i);
+            s5.r = a.r + s7.r * ya.r + s8.r * yb.r;
+            s5.i = a.i + s7.i * ya.r + s8.i * yb.r;
+            s6.r = s10.i * ya.i + s9.i * yb.i;
+            s6.i = -(s10.r * ya.i) - s9.r * yb.i;
+            s11.r = a.r + s7.r * yb.r + s8.r * ya.r;
+            s11.i = a.i + s7.i * yb.r + s8.i * ya.r;
+            s12.r = -(s10.i * yb.i) + s9.i * ya.i;
+            s12.i = s10.r * yb.i - s9.r * ya.i;
+            out[u + m] = fsub(s5, s6);
+            out[u + 4 * m] = fadd(s5, s6);
+            out[u + 2 * m] = fadd(s11, s12);
+            out[u + 3 * m] = fsub(s11, s12);
+        }
+    }
+}
+
+static void fwork(const fftf *s, cpxf *out, int32_t f, int32_t fstride, const int32_t *factors)
+{
+    const int32_t radix = factors[0], m = factors[1];
+    for (int32_t k = 0; k < radix; k++) {
+        if (m == 1) {
+            const int32_t e = 2 * (f + k * fstride);
+            out[k].r = e < s->len ? s->x[e * s->xs] : 0.0f;
+            out[k].i = e + 1 < s->len ? s->x[(e + 1) * s->xs] : 0.0f;
+        } else {
+            fwork(s, out + k * m, f + k * fstride, fstride * radix, factors + 2);
+        }
+    }
+    fbutterfly(s, out, radix, fstride, m);
+}
+
+void mcud_signal_rfft_f32(const mcud_view *x, const mcud_view *y, const mcud_signal_rfft_f32_params *p)
+{
+    const int32_t n = p->fft_length / 2;
+    const cpxf *super = (const cpxf *)(const void *)p->super_twiddles;
+    fftf s;
+    s.xs = x->stride[x->ndim - 1];
+    s.len = x->shape[x->ndim - 1];
+    s.tw = (const cpxf *)(const void *)p->twiddles;
+    for (int32_t r = 0, rows = rows_of(x); r < rows; r++) {
+        int32_t xo, yo;
+        row(x, y, r, &xo, &yo);
+        s.x = (const float *)x->data + xo;
+        cpxf *out = (cpxf *)(void *)((float *)y->data + yo);
+        fwork(&s, out, 0, 1, p->factors);
+        const cpxf dc = out[0];
+        out[0].r = dc.r + dc.i;
+        out[n].r = dc.r - dc.i;
+        out[0].i = 0.0f;
+        out[n].i = 0.0f;
+        for (int32_t k = 1; k <= n / 2; k++) {
+            const cpxf a = out[k];
+            cpxf b = out[n - k];
+            b.i = -b.i;
+            const cpxf f1 = fadd(a, b), f2 = fsub(a, b);
+            const cpxf t = fmul(f2, super[k - 1]);
+            out[k].r = (f1.r + t.r) * 0.5f;
+            out[k].i = (f1.i + t.i) * 0.5f;
+            out[n - k].r = (f1.r - t.r) * 0.5f;
+            out[n - k].i = (t.i - f1.i) * 0.5f;
         }
     }
 }

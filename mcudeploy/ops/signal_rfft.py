@@ -220,10 +220,13 @@ class SignalRfft(Op):
         dtype = graph[node.inputs[0]].dtype
         length = int(node.attr("fft_length"))
         bits, n = TYPES[dtype], length // 2
-        require(dtype == "int16", f"{self.name} of {dtype} has no C kernel yet (int16 only)")
-        ctype = "int16_t"
-        return Call("mcud_signal_rfft_s16", (node.inputs[0], node.outputs[0]),
-                    Struct.of("mcud_signal_rfft_s16_params", fft_length=length,
-                              factors=Array("int32_t", factors(n)),
-                              twiddles=Array(ctype, tuple(int(v) for v in twiddles(n, bits).reshape(-1))),
-                              super_twiddles=Array(ctype, tuple(int(v) for v in super_twiddles(n, bits).reshape(-1)))))
+        tw, sup = twiddles(n, bits).reshape(-1), super_twiddles(n, bits).reshape(-1)
+        if not bits:
+            return Call("mcud_signal_rfft_f32", (node.inputs[0], node.outputs[0]),
+                        Struct.of("mcud_signal_rfft_f32_params", fft_length=length, factors=Array("int32_t", factors(n)),
+                                  twiddles=Array("float", tuple(float(v) for v in tw)),
+                                  super_twiddles=Array("float", tuple(float(v) for v in sup))))
+        return Call("mcud_signal_rfft_fixed", (node.inputs[0], node.outputs[0]),
+                    Struct.of("mcud_signal_rfft_fixed_params", fft_length=length, bits=bits,
+                              factors=Array("int32_t", factors(n)), twiddles=Array("int32_t", tuple(int(v) for v in tw)),
+                              super_twiddles=Array("int32_t", tuple(int(v) for v in sup))))

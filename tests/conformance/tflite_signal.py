@@ -44,9 +44,12 @@ def fft_auto_scale():
         tb.T("x", (FFT,), "int16"), tb.T("y", (FFT,), "int16"), tb.T("s", (), "int32")]), [I16]
 
 
-def rfft():
-    return tb.signal_op("SignalRfft", {"T": 7, "fft_length": FFT}, ("x",), ("y",), [
-        tb.T("x", (480,), "int16"), tb.T("y", (FFT + 2,), "int16")]), [I16]
+def rfft(dtype="int16"):
+    code = {"int16": 7, "int32": 2, "float32": 0}[dtype]
+    inputs = {"int16": I16, "int32": {"dtype": "int32", "low": -(1 << 31), "high": (1 << 31) - 1},
+              "float32": {"dtype": "float32", "low": -1.0, "high": 1.0}}[dtype]
+    return tb.signal_op("SignalRfft", {"T": code, "fft_length": FFT}, ("x",), ("y",), [
+        tb.T("x", (480,), dtype), tb.T("y", (FFT + 2,), dtype)]), [inputs]
 
 
 def energy():
@@ -107,6 +110,8 @@ CASES = (
     ("signalwindow-hann480-int16", "CUSTOM SignalWindow", "int16", window, 1),
     ("signalfftautoscale-512-int16", "CUSTOM SignalFftAutoScale", "int16", fft_auto_scale, 1),
     ("signalrfft-480in512-int16", "CUSTOM SignalRfft", "int16", rfft, 1),
+    ("signalrfft-480in512-int32", "CUSTOM SignalRfft", "int32", lambda: rfft("int32"), 1),
+    ("signalrfft-480in512-float32", "CUSTOM SignalRfft", "float32", lambda: rfft("float32"), 1),
     ("signalenergy-257-int16", "CUSTOM SignalEnergy", "int16", energy, 1),
     ("signalfilterbank-mel40-uint32", "CUSTOM SignalFilterBank", "uint32", filter_bank, 1),
     ("signalfilterbanksquareroot-40-uint64", "CUSTOM SignalFilterBankSquareRoot", "uint64", filter_bank_square_root, 1),
