@@ -240,3 +240,54 @@ def test_rfft_int32_and_float(tmp_path, need_tflm, dtype, shape, length, seed):
     else:
         samples = [{"x": (rng.standard_normal(shape) * s).astype(np.float32)} for s in (1.0, 1000.0, 1e-3, 30.0)]
     _run(tmp_path, _rfft_model(dtype, shape, length), samples)
+
+
+# ---------------------------------------------------------------- the front end, operator after operator
+
+def _custom(name: str, options: dict, ins, outs) -> tb.Op:
+    from flatbuffers import flexbuffers
+
+    return tb.Op(tb.OPS.CUSTOM, ins, outs, custom=name,
+                 custom_options=bytes(flexbuffers.Dumps(dict(sorted(options.items())))))
+
+
+def test_the_audio_front_end_chained(tmp_path, need_tflm):
+    """micro_speech's audio preprocessor as one model: a Hann window on 30 ms of 16 kHz audio, the auto-scaled
+    512-point FFT, its power, 40 channels, their square root scaled back by the FFT's shift (a tensor made at run
+    time), the noise subtracted (a state), PCAN and the log; 12 frames in sequence."""
+    from tests.conformance import tflite_signal as sig
+
+    w, u, s, ws, n = sig._bands()
+    lut = np.random.default_rng(59).integers(0, 32767, size=125).astype(np.int16)
+    one = 1 << 14
+    sub_opts = {"num_channels": 40, "smoothing": 655, "one_minus_smoothing": one - 655, "alternate_smoothing": 1638,
+                "alternate_one_minus_smoothing": one - 1638, "min_signal_remaining": 819, "smoothing_bits": 10,
+                "spectral_subtraction_bits": 14, "clamping": False}
+    T = tb.T
+    model = tb.Model([
+        T("audio", (480,), "int16"), T("hann", (480,), "int16", data=sig._hann(480)), T("windowed", (480,), "int16"),
+        T("scaled", (480,), "int16"), T("shift", (), "int32"), T("spectrum", (514,), "int16"),
+        T("power", (257,), "uint32"), T("w", w.shape, "int16", data=w), T("u", u.shape, "int16", data=u),
+        T("s", s.shape, "int16", data=s), T("ws", ws.shape, "int16", data=ws), T("n", n.shape, "int16", data=n),
+        T("bank", (40,), "uint64"), T("root", (40,), "uint32"), T("clean", (40,), "uint32"),
+        T("noise", (40,), "uint32"), T("lut", lut.shape, "int16", data=lut), T("gained", (40,), "uint32"),
+        T("features", (40,), "int16")], [
+        _custom("SignalWindow", {"shift": 12}, ("audio", "hann"), ("windowed",)),
+        _custom("SignalFftAutoScale", {}, ("windowed",), ("scaled", "shift")),
+        _custom("SignalRfft", {"T": 7, "fft_length": 512}, ("scaled",), ("spectrum",)),
+        _custom("SignalEnergy", {"start_index": 4, "end_index": 256}, ("spectrum",), ("power",)),
+        _custom("SignalFilterBank", {"num_channels": 40}, ("power", "w", "u", "s", "ws", "n"), ("bank",)),
+        _custom("SignalFilterBankSquareRoot", {}, ("bank", "shift"), ("root",)),
+        _custom("SignalFilterBankSpectralSubtraction", sub_opts, ("root",), ("clean", "noise")),
+        _custom("SignalPCAN", {"snr_shift": 6}, ("clean", "noise", "lut"), ("gained",)),
+        _custom("SignalFilterBankLog", {"input_correction_bits": 3, "output_scale": 1600}, ("gained",), ("features",)),
+    ], ("audio",), ("features",))
+    rng = np.random.default_rng(20)
+    t = np.arange(480) / 16000
+    samples = []
+    for k in range(12):
+        tone = 6000 * np.sin(2 * np.pi * (300 + 150 * k) * t) + rng.normal(0, 300 + 200 * k, 480)
+        samples.append({"audio": np.clip(np.round(tone), -32768, 32767).astype(np.int16)})
+    outputs = _run(tmp_path, model, samples)
+    features = np.stack([o[0] for o in outputs])
+    assert features.std() > 0 and len({f.tobytes() for f in features}) == len(features)
