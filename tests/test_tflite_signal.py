@@ -291,3 +291,34 @@ def test_the_audio_front_end_chained(tmp_path, need_tflm):
     outputs = _run(tmp_path, model, samples)
     features = np.stack([o[0] for o in outputs])
     assert features.std() > 0 and len({f.tobytes() for f in features}) == len(features)
+
+
+# ---------------------------------------------------------------- SignalDelay, SignalFramer (streams: states)
+
+@pytest.mark.parametrize("shape, delay, seed", [((16,), 5, 0), ((3, 8), 8, 1), ((2, 10), 23, 2), ((12,), 0, 3)])
+def test_delay(tmp_path, need_tflm, shape, delay, seed):
+    rng = np.random.default_rng(seed)
+    model = tb.signal_op("SignalDelay", {"delay_length": delay}, ("x",), ("y",), [
+        tb.T("x", shape, "int16"), tb.T("y", shape, "int16")])
+    _run(tmp_path, model, [{"x": _int16(rng, shape)} for _ in range(6)])
+
+
+@pytest.mark.parametrize("shape, size, step, seed", [((160,), 400, 160, 0), ((2, 48), 20, 8, 1), ((30,), 10, 10, 2),
+                                                     ((2, 3, 12), 7, 4, 3)])
+def test_framer_with_prefill(tmp_path, need_tflm, shape, size, step, seed):
+    rng = np.random.default_rng(seed)
+    frames = shape[-1] // step
+    model = tb.signal_op("SignalFramer", {"frame_size": size, "frame_step": step, "prefill": True}, ("x",),
+                         ("y", "valid"), [tb.T("x", shape, "int16"), tb.T("y", (*shape[:-1], frames, size), "int16"),
+                                          tb.T("valid", (), "bool")])
+    _run(tmp_path, model, [{"x": _int16(rng, shape)} for _ in range(6)])
+
+
+def test_framer_without_prefill_is_refused(tmp_path):
+    model = tb.signal_op("SignalFramer", {"frame_size": 20, "frame_step": 8, "prefill": False}, ("x",),
+                         ("y", "valid"), [tb.T("x", (16,), "int16"), tb.T("y", (2, 20), "int16"),
+                                          tb.T("valid", (), "bool")])
+    path = tmp_path / "framer.tflite"
+    path.write_bytes(model.build())
+    with pytest.raises(UnsupportedError, match=r"operator 0 \(CUSTOM SignalFramer\) .*without prefill"):
+        import_model(path)

@@ -93,4 +93,19 @@ typedef struct {
 } mcud_signal_rfft_f32_params;
 void mcud_signal_rfft_f32(const mcud_view *x, const mcud_view *y, const mcud_signal_rfft_f32_params *p);
 
+/* SignalDelay and SignalFramer (with prefill), per row of x (all dimensions but the last): the row read after the
+ * `keep` samples the state holds (TFLite Micro's circular buffer, zeros at reset), as one sequence c. Delay: y is c's
+ * first n samples (n the row's length). Framer: frame k of y is c[k * step .. k * step + frame_size), for every k the row
+ * fills. Both: the next state is c's last `keep` samples (it may be the state's own buffer: each is read before the
+ * write of any smaller index). state and next are NULL when keep is 0; valid (Framer's bool, always 1 with prefill)
+ * NULL for Delay. */
+typedef struct {
+    int32_t keep;
+    int32_t frames; /* Framer: frames per row; Delay: 1 frame of the row's length, step 0 */
+    int32_t frame_size;
+    int32_t step;
+} mcud_signal_stream_params;
+void mcud_signal_stream_s16(const mcud_view *x, const mcud_view *state, const mcud_view *y, const mcud_view *valid,
+                            const mcud_view *next, const mcud_signal_stream_params *p);
+
 #endif

@@ -277,3 +277,30 @@ void mcud_signal_spectral_subtraction(const mcud_view *x, const mcud_view *noise
         yd[i * y->stride[0]] = sub > floor ? sub : floor;
     }
 }
+
+void mcud_signal_stream_s16(const mcud_view *x, const mcud_view *state, const mcud_view *y, const mcud_view *valid,
+                            const mcud_view *next, const mcud_signal_stream_params *p)
+{
+    const int16_t *xd = (const int16_t *)x->data;
+    const int16_t *sd = state ? (const int16_t *)state->data : NULL;
+    int16_t *yd = (int16_t *)y->data, *nd = next ? (int16_t *)next->data : NULL;
+    if (valid) {
+        *(uint8_t *)valid->data = 1;
+    }
+    const int32_t n = x->shape[x->ndim - 1], rows = count(x) / n;
+    const int32_t k = p->keep;
+    for (int32_t r = 0; r < rows; r++) {
+        for (int32_t f = 0; f < p->frames; f++) {
+            for (int32_t i = 0; i < p->frame_size; i++) {
+                const int32_t c = f * p->step + i;
+                const int16_t v = c < k ? sd[at(state, r * k + c)] : xd[at(x, r * n + c - k)];
+                yd[at(y, (r * p->frames + f) * p->frame_size + i)] = v;
+            }
+        }
+        for (int32_t j = 0; j < k; j++) {
+            const int32_t c = n + j;
+            const int16_t v = c < k ? sd[at(state, r * k + c)] : xd[at(x, r * n + c - k)];
+            nd[at(next, r * k + j)] = v;
+        }
+    }
+}

@@ -155,3 +155,58 @@ def signal_rfft(imp, op, ins, outs):
     _check_arity(imp, ins, outs, 1, 1)
     opts = custom_options(imp, op, ("T", "fft_length"))
     imp.emit("SignalRfft", _values(imp, ins), outs[0], {"fft_length": int_option(opts, "fft_length")})
+
+
+def _stateful(imp, op: str, x: int, outs, attrs: dict, state_shape, dtype: str) -> str:
+    """IR node ``op`` reading TFLite tensor ``x`` and, when ``state_shape`` is given, a state of the model (zeros, as
+    TFLite Micro's reset leaves the operator's buffer) whose next value is the node's last output; it makes the TFLite
+    tensors ``outs`` first. Returns the next value's name ("" without a state)."""
+    names = []
+    for o in outs:
+        name = imp.tname(o)
+        imp.tensors[name] = Tensor(name, imp.shape(o), imp.dtype(o))
+        names.append(name)
+    inputs, nxt = [imp.value(x, "plain")], ""
+    if state_shape is not None:
+        state = f"{names[0]}/state"
+        imp.tensors[state] = Tensor(state, tuple(state_shape), dtype, "state", None,
+                                    np.zeros(tuple(state_shape), np.dtype(dtype)))
+        nxt = f"{state}/next"
+        imp.tensors[nxt] = Tensor(nxt, tuple(state_shape), dtype)
+        inputs.append(state)
+    node = Node(f"{imp.label.split(' (')[0].replace(' ', '_')}:{names[0]}", op, tuple(inputs),
+                tuple(names) + ((nxt,) if nxt else ()), attrs)
+    scope = Graph("scope", imp.tensors, (), (), (), arithmetic="tflite")
+    for (shape, got), name in zip(registry.get(op).infer(scope, node), node.outputs):
+        t = imp.tensors[name]
+        if (tuple(shape), got) != (t.shape, t.dtype):
+            imp.fail(f"makes {t.dtype}{list(t.shape)} where mcudeploy's {op} gives {got}{list(shape)}", True)
+    imp.nodes.append(node)
+    if nxt:
+        imp.kept.append((inputs[1], nxt))
+    return nxt
+
+
+@handles("CUSTOM SignalDelay")
+def signal_delay(imp, op, ins, outs):
+    _check_arity(imp, ins, outs, 1, 1)
+    d = int_option(custom_options(imp, op, ("delay_length",)), "delay_length")
+    if d < 0:
+        imp.fail(f"has delay_length {d}", True)
+    shape = imp.shape(ins[0])
+    _stateful(imp, "SignalDelay", ins[0], outs, {"delay_length": d}, (*shape[:-1], d) if d and shape else None,
+              "int16")
+
+
+@handles("CUSTOM SignalFramer")
+def signal_framer(imp, op, ins, outs):
+    _check_arity(imp, ins, outs, 1, 2)
+    opts = custom_options(imp, op, ("frame_size", "frame_step", "prefill"))
+    size, step = int_option(opts, "frame_size"), int_option(opts, "frame_step")
+    if not int_option(opts, "prefill"):
+        imp.fail("without prefill is not supported (TensorFlow Lite Micro leaves its first frames unwritten, holding "
+                 "whatever its arena held)")
+    shape = imp.shape(ins[0])
+    keep = size - step
+    _stateful(imp, "SignalFramer", ins[0], outs, {"frame_size": size, "frame_step": step},
+              (*shape[:-1], keep) if keep > 0 and shape else None, "int16")
