@@ -322,3 +322,20 @@ def test_framer_without_prefill_is_refused(tmp_path):
     path.write_bytes(model.build())
     with pytest.raises(UnsupportedError, match=r"operator 0 \(CUSTOM SignalFramer\) .*without prefill"):
         import_model(path)
+
+
+# ---------------------------------------------------------------- SignalOverlapAdd (a state)
+
+@pytest.mark.parametrize("dtype", ["int16", "float32"])
+@pytest.mark.parametrize("shape, step, seed", [((1, 400), 160, 0), ((3, 16), 4, 1), ((2, 2, 10), 10, 2),
+                                               ((4, 12), 5, 3)])
+def test_overlap_add(tmp_path, need_tflm, dtype, shape, step, seed):
+    rng = np.random.default_rng(seed)
+    out = (*shape[:-2], shape[-2] * step)
+    model = tb.signal_op("SignalOverlapAdd", {"T": 7 if dtype == "int16" else 0, "frame_step": step}, ("x",), ("y",),
+                         [tb.T("x", shape, dtype), tb.T("y", out, dtype)])
+    if dtype == "int16":
+        samples = [{"x": _int16(rng, shape, 1 << b)} for b in (15, 15, 13, 8, 15, 2)]  # full scale: saturates
+    else:
+        samples = [{"x": rng.standard_normal(shape).astype(np.float32)} for _ in range(6)]
+    _run(tmp_path, model, samples)

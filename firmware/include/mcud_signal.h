@@ -108,4 +108,17 @@ typedef struct {
 void mcud_signal_stream_s16(const mcud_view *x, const mcud_view *state, const mcud_view *y, const mcud_view *valid,
                             const mcud_view *next, const mcud_signal_stream_params *p);
 
+/* SignalOverlapAdd: per row (all dimensions but the last two), each of its frames (of frame_size) added onto the state
+ * (frame_size values, zeros at reset; int16 saturating, float plain), whose first `step` values are then output and
+ * which shifts by `step`, zeros coming in. next may be state's own buffer. */
+typedef struct {
+    int32_t frames;
+    int32_t frame_size;
+    int32_t step;
+} mcud_signal_overlap_add_params;
+void mcud_signal_overlap_add_s16(const mcud_view *x, const mcud_view *state, const mcud_view *y, const mcud_view *next,
+                                 const mcud_signal_overlap_add_params *p);
+void mcud_signal_overlap_add_f32(const mcud_view *x, const mcud_view *state, const mcud_view *y, const mcud_view *next,
+                                 const mcud_signal_overlap_add_params *p);
+
 #endif

@@ -304,3 +304,50 @@ void mcud_signal_stream_s16(const mcud_view *x, const mcud_view *state, const mc
         }
     }
 }
+
+/* Overlap-add of one row on a buffer of frame_size values (the state's, copied first into next's buffer, which may be
+ * the same): per frame add, output the first step values, shift. */
+#define MCUD_OVERLAP_ADD(T, ADD)                                                                                      \
+    const T *xd = (const T *)x->data, *sd = (const T *)state->data;                                                  \
+    T *yd = (T *)y->data, *nd = (T *)next->data;                                                                     \
+    const int32_t size = p->frame_size, step = p->step, rows = count(x) / (p->frames * size);                         \
+    for (int32_t r = 0; r < rows; r++) {                                                                             \
+        for (int32_t i = 0; i < size; i++) {                                                                         \
+            nd[at(next, r * size + i)] = sd[at(state, r * size + i)];                                                \
+        }                                                                                                            \
+        for (int32_t f = 0; f < p->frames; f++) {                                                                    \
+            for (int32_t i = 0; i < size; i++) {                                                                     \
+                T *b = &nd[at(next, r * size + i)];                                                                  \
+                *b = ADD(*b, xd[at(x, (r * p->frames + f) * size + i)]);                                             \
+            }                                                                                                        \
+            for (int32_t i = 0; i < step; i++) {                                                                     \
+                yd[at(y, (r * p->frames + f) * step + i)] = nd[at(next, r * size + i)];                              \
+            }                                                                                                        \
+            for (int32_t i = 0; i < size; i++) {                                                                     \
+                nd[at(next, r * size + i)] = i + step < size ? nd[at(next, r * size + i + step)] : (T)0;             \
+            }                                                                                                        \
+        }                                                                                                            \
+    }
+
+static int16_t add_sat16(int16_t a, int16_t b)
+{
+    const int32_t v = (int32_t)a + b;
+    return (int16_t)(v < INT16_MIN ? INT16_MIN : (v > INT16_MAX ? INT16_MAX : v));
+}
+
+static float add_f32(float a, float b)
+{
+    return a + b;
+}
+
+void mcud_signal_overlap_add_s16(const mcud_view *x, const mcud_view *state, const mcud_view *y, const mcud_view *next,
+                                 const mcud_signal_overlap_add_params *p)
+{
+    MCUD_OVERLAP_ADD(int16_t, add_sat16)
+}
+
+void mcud_signal_overlap_add_f32(const mcud_view *x, const mcud_view *state, const mcud_view *y, const mcud_view *next,
+                                 const mcud_signal_overlap_add_params *p)
+{
+    MCUD_OVERLAP_ADD(float, add_f32)
+}

@@ -210,3 +210,14 @@ def signal_framer(imp, op, ins, outs):
     keep = size - step
     _stateful(imp, "SignalFramer", ins[0], outs, {"frame_size": size, "frame_step": step},
               (*shape[:-1], keep) if keep > 0 and shape else None, "int16")
+
+
+@handles("CUSTOM SignalOverlapAdd")
+def signal_overlap_add(imp, op, ins, outs):
+    _check_arity(imp, ins, outs, 1, 1)
+    opts = custom_options(imp, op, ("T", "frame_step"))
+    shape, dtype = imp.shape(ins[0]), imp.dtype(ins[0])
+    if len(shape) < 2:
+        imp.fail(f"takes a {len(shape)}-D input where TFLite Micro's takes frames of 2 dimensions or more", True)
+    _stateful(imp, "SignalOverlapAdd", ins[0], outs, {"frame_step": int_option(opts, "frame_step")},
+              (*shape[:-2], shape[-1]), dtype)
