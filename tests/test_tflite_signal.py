@@ -339,3 +339,23 @@ def test_overlap_add(tmp_path, need_tflm, dtype, shape, step, seed):
     else:
         samples = [{"x": rng.standard_normal(shape).astype(np.float32)} for _ in range(6)]
     _run(tmp_path, model, samples)
+
+
+# ---------------------------------------------------------------- SignalIrfft
+
+@pytest.mark.parametrize("dtype", ["int16", "int32", "float32"])
+@pytest.mark.parametrize("rows, length, extra, seed", [((), 512, 0, 0), ((3,), 64, 0, 1), ((2,), 48, 4, 2),
+                                                       ((), 60, 0, 3), ((2,), 160, 0, 4), ((), 8, 0, 5)])
+def test_irfft(tmp_path, need_tflm, dtype, rows, length, extra, seed):
+    """Radices 4, 2, 3 and 5; rows holding more bins than the transform reads (``extra``)."""
+    rng = np.random.default_rng(seed)
+    shape = (*rows, length + 2 + extra)
+    model = tb.signal_op("SignalIrfft", {"T": {"int16": 7, "int32": 2, "float32": 0}[dtype], "fft_length": length},
+                         ("x",), ("y",), [tb.T("x", shape, dtype), tb.T("y", (*rows, length), dtype)])
+    if dtype == "int16":
+        samples = [{"x": _int16(rng, shape, 1 << b)} for b in (15, 15, 12, 6)]
+    elif dtype == "int32":
+        samples = [{"x": rng.integers(-(1 << b), 1 << b, size=shape).astype(np.int32)} for b in (31, 31, 24, 10)]
+    else:
+        samples = [{"x": (rng.standard_normal(shape) * s).astype(np.float32)} for s in (1.0, 100.0, 1e-3, 7.0)]
+    _run(tmp_path, model, samples)

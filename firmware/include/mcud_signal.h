@@ -121,4 +121,34 @@ void mcud_signal_overlap_add_s16(const mcud_view *x, const mcud_view *state, con
 void mcud_signal_overlap_add_f32(const mcud_view *x, const mcud_view *state, const mcud_view *y, const mcud_view *next,
                                  const mcud_signal_overlap_add_params *p);
 
+/* SignalIrfft: per row of x (complex bins as (re, im) pairs, the first fft_length / 2 + 1 read), the fft_length real
+ * samples of the inverse real FFT, as TFLite Micro's kiss_fftri (version 1.3.0) computes them: the bins folded into
+ * n = fft_length / 2 complex values (with `super_twiddles` of the inverse), then the inverse complex FFT (the inverse's
+ * twiddles; fixed point divides by the radix at each stage as the forward does; float32's result is divided by
+ * fft_length, as TFLite Micro's float IRFFT does). Done in place in the output row: the
+ * folded values are put in kiss_fft's input order by following each cycle of `perm` (perm[i]: the position whose value
+ * goes to i) from its leader, then the stages run from the last to the first. */
+typedef struct {
+    int32_t fft_length;
+    int32_t bits;
+    const int32_t *factors;
+    const int32_t *twiddles;
+    const int32_t *super_twiddles;
+    const int32_t *perm;
+    const int32_t *leaders;
+    int32_t nleaders;
+} mcud_signal_irfft_fixed_params;
+void mcud_signal_irfft_fixed(const mcud_view *x, const mcud_view *y, const mcud_signal_irfft_fixed_params *p);
+
+typedef struct {
+    int32_t fft_length;
+    const int32_t *factors;
+    const float *twiddles;
+    const float *super_twiddles;
+    const int32_t *perm;
+    const int32_t *leaders;
+    int32_t nleaders;
+} mcud_signal_irfft_f32_params;
+void mcud_signal_irfft_f32(const mcud_view *x, const mcud_view *y, const mcud_signal_irfft_f32_params *p);
+
 #endif

@@ -19,6 +19,7 @@ typedef struct {
     int32_t bits; /* 16 or 32 */
     int32_t frac; /* bits - 1 */
     int32_t max;  /* 2^frac - 1 */
+    int32_t inverse;
 } fftw;
 
 /* v kept to the type's width, as C's conversions wrap on every compiler mcudeploy supports */
@@ -149,11 +150,12 @@ static void radix4(const fftw *s, int32_t o, int32_t fstride, int32_t m)
         cpxw v;
         put(s, o + u + 2 * m, csub(s, a2, bd));
         put(s, o + u, cadd(s, a2, bd));
-        v.r = wrap(s, (int64_t)ac.r + bmd.i);
-        v.i = wrap(s, (int64_t)ac.i - bmd.r);
+        const int32_t sign = s->inverse ? -1 : 1; /* the inverse FFT turns the other way */
+        v.r = wrap(s, (int64_t)ac.r + (int64_t)sign * bmd.i);
+        v.i = wrap(s, (int64_t)ac.i - (int64_t)sign * bmd.r);
         put(s, o + u + m, v);
-        v.r = wrap(s, (int64_t)ac.r - bmd.i);
-        v.i = wrap(s, (int64_t)ac.i + bmd.r);
+        v.r = wrap(s, (int64_t)ac.r - (int64_t)sign * bmd.i);
+        v.i = wrap(s, (int64_t)ac.i + (int64_t)sign * bmd.r);
         put(s, o + u + 3 * m, v);
     }
 }
@@ -187,20 +189,8 @@ static void radix5(const fftw *s, int32_t o, int32_t fstride, int32_t m)
     }
 }
 
-/* The DFT of the inputs f, f + fstride, ... (complex indices) into buf[o ..], by the stages from `factors` on. */
-static void work(const fftw *s, int32_t o, int32_t f, int32_t fstride, const int32_t *factors)
+static void butterfly(const fftw *s, int32_t o, int32_t radix, int32_t fstride, int32_t m)
 {
-    const int32_t radix = factors[0], m = factors[1];
-    for (int32_t k = 0; k < radix; k++) {
-        if (m == 1) {
-            cpxw v;
-            v.r = input(s, 2 * (f + k * fstride));
-            v.i = input(s, 2 * (f + k * fstride) + 1);
-            put(s, o + k, v);
-        } else {
-            work(s, o + k * m, f + k * fstride, fstride * radix, factors + 2);
-        }
-    }
     switch (radix) {
     case 2:
         radix2(s, o, fstride, m);
@@ -215,6 +205,23 @@ static void work(const fftw *s, int32_t o, int32_t f, int32_t fstride, const int
         radix5(s, o, fstride, m);
         break;
     }
+}
+
+/* The DFT of the inputs f, f + fstride, ... (complex indices) into buf[o ..], by the stages from `factors` on. */
+static void work(const fftw *s, int32_t o, int32_t f, int32_t fstride, const int32_t *factors)
+{
+    const int32_t radix = factors[0], m = factors[1];
+    for (int32_t k = 0; k < radix; k++) {
+        if (m == 1) {
+            cpxw v;
+            v.r = input(s, 2 * (f + k * fstride));
+            v.i = input(s, 2 * (f + k * fstride) + 1);
+            put(s, o + k, v);
+        } else {
+            work(s, o + k * m, f + k * fstride, fstride * radix, factors + 2);
+        }
+    }
+    butterfly(s, o, radix, fstride, m);
 }
 
 /* kiss_fft's HALF_OF on a C int: the sum wrapped to 32 bits, halved */
@@ -255,6 +262,7 @@ void mcud_signal_rfft_fixed(const mcud_view *x, const mcud_view *y, const mcud_s
     s.bits = p->bits;
     s.frac = p->bits - 1;
     s.max = (int32_t)(((int64_t)1 << s.frac) - 1);
+    s.inverse = 0;
     for (int32_t r = 0, rows = rows_of(x); r < rows; r++) {
         int32_t xo, yo;
         row(x, y, r, &xo, &yo);
@@ -298,6 +306,7 @@ typedef struct {
     int32_t len;
     cpxf *buf;
     const cpxf *tw;
+    float sign; /* 1, or -1 for the inverse */
 } fftf;
 
 static cpxf fmul(cpxf a, cpxf b)
@@ -353,10 +362,17 @@ static void fbutterfly(const fftf *s, cpxf *out, int32_t radix, int32_t fstride,
             const cpxf ac = fsub(a, c), a2 = fadd(a, c), bd = fadd(b, d), bmd = fsub(b, d);
             out[u + 2 * m] = fsub(a2, bd);
             out[u] = fadd(a2, bd);
-            out[u + m].r = ac.r + bmd.i;
-            out[u + m].i = ac.i - bmd.r;
-            out[u + 3 * m].r = ac.r - bmd.i;
-            out[u + 3 * m].i = ac.i + bmd.r;
+            if (s->sign > 0.0f) {
+                out[u + m].r = ac.r + bmd.i;
+                out[u + m].i = ac.i - bmd.r;
+                out[u + 3 * m].r = ac.r - bmd.i;
+                out[u + 3 * m].i = ac.i + bmd.r;
+            } else {
+                out[u + m].r = ac.r - bmd.i;
+                out[u + m].i = ac.i + bmd.r;
+                out[u + 3 * m].r = ac.r + bmd.i;
+                out[u + 3 * m].i = ac.i - bmd.r;
+            }
         } else {
             const cpxf ya = tw[fstride * m], yb = tw[2 * fstride * m];
             const cpxf b = fmul(out[u + m], tw[u * fstride]), c = fmul(out[u + 2 * m], tw[2 * u * fstride]);
@@ -404,6 +420,7 @@ void mcud_signal_rfft_f32(const mcud_view *x, const mcud_view *y, const mcud_sig
     s.xs = x->stride[x->ndim - 1];
     s.len = x->shape[x->ndim - 1];
     s.tw = (const cpxf *)(const void *)p->twiddles;
+    s.sign = 1.0f;
     for (int32_t r = 0, rows = rows_of(x); r < rows; r++) {
         int32_t xo, yo;
         row(x, y, r, &xo, &yo);
@@ -425,6 +442,167 @@ void mcud_signal_rfft_f32(const mcud_view *x, const mcud_view *y, const mcud_sig
             out[k].i = (f1.i + t.i) * 0.5f;
             out[n - k].r = (f1.r - t.r) * 0.5f;
             out[n - k].i = (t.i - f1.i) * 0.5f;
+        }
+    }
+}
+
+static cpxw bin(const fftw *in, int32_t xs, int32_t k)
+{
+    cpxw o;
+    if (in->bits == 16) {
+        o.r = ((const int16_t *)in->buf)[2 * k * xs];
+        o.i = ((const int16_t *)in->buf)[(2 * k + 1) * xs];
+    } else {
+        o.r = ((const int32_t *)in->buf)[2 * k * xs];
+        o.i = ((const int32_t *)in->buf)[(2 * k + 1) * xs];
+    }
+    return o;
+}
+
+/* The inverse, in place in the output row: kiss_fft's leaf order (the mixed-radix digit reversal kf_work reads its
+ * input in) applied by following each cycle of `perm` from its leader, then the stages from the last to the first,
+ * each over the segments of its length, as kf_work's recursion runs them. */
+static void permute(const fftw *s, const int32_t *perm, const int32_t *leaders, int32_t nleaders)
+{
+    for (int32_t l = 0; l < nleaders; l++) {
+        const int32_t lead = leaders[l];
+        const cpxw first = get(s, lead);
+        int32_t pos = lead;
+        for (;;) {
+            const int32_t src = perm[pos];
+            if (src == lead) {
+                put(s, pos, first);
+                break;
+            }
+            put(s, pos, get(s, src));
+            pos = src;
+        }
+    }
+}
+
+static void stages(const fftw *s, int32_t n, const int32_t *factors)
+{
+    int32_t count = 0;
+    while (factors[2 * count + 1] > 1) {
+        count++;
+    }
+    count++; /* the stage whose remaining length is 1 */
+    for (int32_t st = count - 1; st >= 0; st--) {
+        const int32_t radix = factors[2 * st], m = factors[2 * st + 1];
+        int32_t fstride = 1;
+        for (int32_t k = 0; k < st; k++) {
+            fstride *= factors[2 * k];
+        }
+        for (int32_t j = 0; j < fstride; j++) {
+            butterfly(s, j * radix * m, radix, fstride, m);
+        }
+    }
+    (void)n;
+}
+
+void mcud_signal_irfft_fixed(const mcud_view *x, const mcud_view *y, const mcud_signal_irfft_fixed_params *p)
+{
+    const int32_t n = p->fft_length / 2, size = p->bits == 16 ? 2 : 4;
+    const cpxw *super = (const cpxw *)(const void *)p->super_twiddles;
+    const int32_t xs = x->stride[x->ndim - 1];
+    fftw s;
+    s.xs = 1;
+    s.len = 0;
+    s.tw = (const cpxw *)(const void *)p->twiddles;
+    s.bits = p->bits;
+    s.frac = p->bits - 1;
+    s.max = (int32_t)(((int64_t)1 << s.frac) - 1);
+    s.inverse = 1;
+    for (int32_t r = 0, rows = rows_of(x); r < rows; r++) {
+        int32_t xo, yo;
+        row(x, y, r, &xo, &yo);
+        fftw in = s;
+        in.buf = (void *)((const char *)x->data + (ptrdiff_t)xo * size);
+        s.buf = (char *)y->data + (ptrdiff_t)yo * size;
+        /* the input's bins (stride xs in elements: read one pair at a time) */
+#define BIN(k) bin(&in, xs, (k))
+        cpxw a = BIN(0), b = BIN(n), v;
+        v.r = wrap(&s, (int64_t)a.r + b.r);
+        v.i = wrap(&s, (int64_t)a.r - b.r);
+        put(&s, 0, fixdiv(&s, v, 2));
+        for (int32_t k = 1; k <= n / 2; k++) {
+            cpxw fk = BIN(k), fn = BIN(n - k);
+            fn.i = wrap(&s, -(int64_t)fn.i);
+            fk = fixdiv(&s, fk, 2);
+            fn = fixdiv(&s, fn, 2);
+            const cpxw even = cadd(&s, fk, fn), odd = cmul(&s, csub(&s, fk, fn), super[k - 1]);
+            put(&s, k, cadd(&s, even, odd));
+            v = csub(&s, even, odd);
+            v.i = wrap(&s, -(int64_t)v.i);
+            put(&s, n - k, v);
+        }
+#undef BIN
+        permute(&s, p->perm, p->leaders, p->nleaders);
+        stages(&s, n, p->factors);
+    }
+}
+
+void mcud_signal_irfft_f32(const mcud_view *x, const mcud_view *y, const mcud_signal_irfft_f32_params *p)
+{
+    const int32_t n = p->fft_length / 2, xs = x->stride[x->ndim - 1];
+    const cpxf *super = (const cpxf *)(const void *)p->super_twiddles;
+    fftf s;
+    s.x = NULL;
+    s.xs = 1;
+    s.len = 0;
+    s.buf = NULL;
+    s.tw = (const cpxf *)(const void *)p->twiddles;
+    s.sign = -1.0f;
+    int32_t count = 0;
+    while (p->factors[2 * count + 1] > 1) {
+        count++;
+    }
+    count++;
+    for (int32_t r = 0, rows = rows_of(x); r < rows; r++) {
+        int32_t xo, yo;
+        row(x, y, r, &xo, &yo);
+        const float *in = (const float *)x->data + xo;
+        cpxf *out = (cpxf *)(void *)((float *)y->data + yo);
+        out[0].r = in[0] + in[2 * n * xs];
+        out[0].i = in[0] - in[2 * n * xs];
+        for (int32_t k = 1; k <= n / 2; k++) {
+            cpxf fk, fn;
+            fk.r = in[2 * k * xs];
+            fk.i = in[(2 * k + 1) * xs];
+            fn.r = in[2 * (n - k) * xs];
+            fn.i = -in[(2 * (n - k) + 1) * xs];
+            const cpxf even = fadd(fk, fn), odd = fmul(fsub(fk, fn), super[k - 1]);
+            out[k] = fadd(even, odd);
+            out[n - k] = fsub(even, odd);
+            out[n - k].i *= -1.0f;
+        }
+        for (int32_t l = 0; l < p->nleaders; l++) { /* kiss_fft's input order, cycle by cycle */
+            const int32_t lead = p->leaders[l];
+            const cpxf first = out[lead];
+            int32_t pos = lead;
+            for (;;) {
+                const int32_t src = p->perm[pos];
+                if (src == lead) {
+                    out[pos] = first;
+                    break;
+                }
+                out[pos] = out[src];
+                pos = src;
+            }
+        }
+        for (int32_t st = count - 1; st >= 0; st--) {
+            const int32_t radix = p->factors[2 * st], m = p->factors[2 * st + 1];
+            int32_t fstride = 1;
+            for (int32_t k = 0; k < st; k++) {
+                fstride *= p->factors[2 * k];
+            }
+            for (int32_t j = 0; j < fstride; j++) {
+                fbutterfly(&s, out + j * radix * m, radix, fstride, m);
+            }
+        }
+        for (int32_t i = 0; i < n; i++) { /* TFLite Micro's float IRFFT divides by the real length */
+            out[i].r /= (float)p->fft_length;
+            out[i].i /= (float)p->fft_length;
         }
     }
 }

@@ -47,14 +47,14 @@ def _round_twiddle(value: float, bits: int):
     return float(np.float32(value)) if not bits else math.floor(0.5 + ((1 << (bits - 1)) - 1) * value)
 
 
-def twiddles(n: int, bits: int) -> np.ndarray:
-    """kiss_fft_alloc's twiddles of an n-point forward FFT: (n, 2) (re, im)."""
-    ph = [-2 * PI * i / n for i in range(n)]
+def twiddles(n: int, bits: int, inverse: bool = False) -> np.ndarray:
+    """kiss_fft_alloc's twiddles of an n-point FFT: (n, 2) (re, im); the inverse's phases are the forward's negated."""
+    ph = [(-1 if inverse else 1) * (-2 * PI * i / n) for i in range(n)]
     return np.array([[_round_twiddle(math.cos(p), bits), _round_twiddle(math.sin(p), bits)] for p in ph])
 
 
-def super_twiddles(n: int, bits: int) -> np.ndarray:
-    ph = [-PI_SUPER * ((i + 1) / n + .5) for i in range(n // 2)]
+def super_twiddles(n: int, bits: int, inverse: bool = False) -> np.ndarray:
+    ph = [(-1 if inverse else 1) * (-PI_SUPER * ((i + 1) / n + .5)) for i in range(n // 2)]
     return np.array([[_round_twiddle(math.cos(p), bits), _round_twiddle(math.sin(p), bits)] for p in ph]).reshape(-1, 2)
 
 
@@ -113,7 +113,7 @@ class _Float:
         return v * np.float32(0.5)
 
 
-def _butterfly(ar, out_re, out_im, lo, radix, m, fstride, tw):
+def _butterfly(ar, out_re, out_im, lo, radix, m, fstride, tw, inverse=False):
     """kiss_fft's kf_bfly{2,3,4,5} on out[lo : lo + radix * m] (all rows at once)."""
     u = np.arange(m)
     get = lambda q: (out_re[:, lo + q * m: lo + (q + 1) * m], out_im[:, lo + q * m: lo + (q + 1) * m])  # noqa: E731
@@ -135,8 +135,9 @@ def _butterfly(ar, out_re, out_im, lo, radix, m, fstride, tw):
     elif radix == 4:
         b, c, d = ar.mul(xs[1], t(1)), ar.mul(xs[2], t(2)), ar.mul(xs[3], t(3))
         ac, a2, bd, bmd = sub(a, c), add(a, c), add(b, d), sub(b, d)
-        res = [add(a2, bd), (ar.store(ac[0] + bmd[1]), ar.store(ac[1] - bmd[0])), sub(a2, bd),
-               (ar.store(ac[0] - bmd[1]), ar.store(ac[1] + bmd[0]))]
+        sg = -1 if inverse else 1  # the inverse turns the other way
+        res = [add(a2, bd), (ar.store(ac[0] + sg * bmd[1]), ar.store(ac[1] - sg * bmd[0])), sub(a2, bd),
+               (ar.store(ac[0] - sg * bmd[1]), ar.store(ac[1] + sg * bmd[0]))]
     else:
         b, c, d, e = (ar.mul(xs[q], t(q)) for q in (1, 2, 3, 4))
         ya, yb = tw[fstride * m], tw[2 * fstride * m]
@@ -154,15 +155,74 @@ def _butterfly(ar, out_re, out_im, lo, radix, m, fstride, tw):
         out_im[:, lo + q * m: lo + (q + 1) * m] = i
 
 
-def _work(ar, out_re, out_im, lo, in_re, in_im, f, fstride, facs, tw):
+def _work(ar, out_re, out_im, lo, in_re, in_im, f, fstride, facs, tw, inverse=False):
     radix, m = facs[0], facs[1]
     for k in range(radix):
         if m == 1:
             out_re[:, lo + k] = in_re[:, f + k * fstride]
             out_im[:, lo + k] = in_im[:, f + k * fstride]
         else:
-            _work(ar, out_re, out_im, lo + k * m, in_re, in_im, f + k * fstride, fstride * radix, facs[2:], tw)
-    _butterfly(ar, out_re, out_im, lo, radix, m, fstride, tw)
+            _work(ar, out_re, out_im, lo + k * m, in_re, in_im, f + k * fstride, fstride * radix, facs[2:], tw,
+                  inverse)
+    _butterfly(ar, out_re, out_im, lo, radix, m, fstride, tw, inverse)
+
+
+def leaf_order(n: int) -> tuple[int, ...]:
+    """Where kf_work reads each position of its output from: perm[i] is the input index whose value the leaves put
+    at position i (kiss_fft's mixed-radix digit reversal)."""
+    order = []
+
+    def walk(f, fstride, facs):
+        radix, m = facs[0], facs[1]
+        for k in range(radix):
+            if m == 1:
+                order.append(f + k * fstride)
+            else:
+                walk(f + k * fstride, fstride * radix, facs[2:])
+    walk(0, 1, factors(n))
+    return tuple(order)
+
+
+def cycle_leaders(perm) -> tuple[int, ...]:
+    """The smallest index of every cycle of ``perm`` longer than one."""
+    seen, leaders = set(), []
+    for i in range(len(perm)):
+        if i in seen or perm[i] == i:
+            continue
+        leaders.append(i)
+        j = i
+        while j not in seen:
+            seen.add(j)
+            j = perm[j]
+    return tuple(leaders)
+
+
+def irfft(x: np.ndarray, fft_length: int, dtype: str) -> np.ndarray:
+    """kiss_fftri of every row of x (complex bins interleaved; the first fft_length / 2 + 1 read): (..., fft_length)."""
+    bits = TYPES[dtype]
+    n = fft_length // 2
+    ar = _Fixed(bits) if bits else _Float()
+    work = np.float32 if not bits else np.int64
+    rows = x.reshape(-1, x.shape[-1]).astype(work)
+    fr, fi = rows[:, 0::2], rows[:, 1::2]
+    tw = twiddles(n, bits, True).astype(work)
+    sup = super_twiddles(n, bits, True).astype(work)
+    tr, ti = np.zeros((rows.shape[0], n), work), np.zeros((rows.shape[0], n), work)
+    first = ar.fixdiv((ar.store(fr[:, 0] + fr[:, n]), ar.store(fr[:, 0] - fr[:, n])), 2)
+    tr[:, 0], ti[:, 0] = first
+    for k in range(1, n // 2 + 1):  # in order: the middle bin's second write wins, as in kiss_fftri
+        fk = ar.fixdiv((fr[:, k], fi[:, k]), 2)
+        fn = ar.fixdiv((fr[:, n - k], ar.store(-fi[:, n - k])), 2)
+        even = (ar.store(fk[0] + fn[0]), ar.store(fk[1] + fn[1]))
+        odd = ar.mul((ar.store(fk[0] - fn[0]), ar.store(fk[1] - fn[1])), (sup[k - 1, 0], sup[k - 1, 1]))
+        tr[:, k], ti[:, k] = ar.store(even[0] + odd[0]), ar.store(even[1] + odd[1])
+        tr[:, n - k], ti[:, n - k] = ar.store(even[0] - odd[0]), ar.store(-ar.store(even[1] - odd[1]))
+    re, im = np.zeros_like(tr), np.zeros_like(ti)
+    _work(ar, re, im, 0, tr, ti, 0, 1, factors(n), tw, True)
+    out = np.stack([re, im], axis=-1).reshape(*x.shape[:-1], fft_length)
+    if not bits:  # TFLite Micro's float IRFFT divides kiss_fft's output by fft_length (its fixed point does not)
+        out = (out / np.float32(fft_length)).astype(np.float32)
+    return out.astype(np.dtype(dtype))
 
 
 def rfft(x: np.ndarray, fft_length: int, dtype: str) -> np.ndarray:

@@ -221,3 +221,10 @@ def signal_overlap_add(imp, op, ins, outs):
         imp.fail(f"takes a {len(shape)}-D input where TFLite Micro's takes frames of 2 dimensions or more", True)
     _stateful(imp, "SignalOverlapAdd", ins[0], outs, {"frame_step": int_option(opts, "frame_step")},
               (*shape[:-2], shape[-1]), dtype)
+
+
+@handles("CUSTOM SignalIrfft")
+def signal_irfft(imp, op, ins, outs):
+    _check_arity(imp, ins, outs, 1, 1)
+    opts = custom_options(imp, op, ("T", "fft_length"))
+    imp.emit("SignalIrfft", _values(imp, ins), outs[0], {"fft_length": int_option(opts, "fft_length")})
