@@ -105,6 +105,31 @@ def filter_bank_log():
         tb.T("x", (CHANNELS,), "uint32"), tb.T("y", (CHANNELS,), "int16")]), [U32]
 
 
+def irfft(dtype):
+    code = {"int16": 7, "int32": 2, "float32": 0}[dtype]
+    inputs = {"int16": I16, "int32": {"dtype": "int32", "low": -(1 << 31), "high": (1 << 31) - 1},
+              "float32": {"dtype": "float32", "low": -100.0, "high": 100.0}}[dtype]
+    return tb.signal_op("SignalIrfft", {"T": code, "fft_length": FFT}, ("x",), ("y",), [
+        tb.T("x", (FFT + 2,), dtype), tb.T("y", (FFT,), dtype)]), [inputs]
+
+
+def delay():
+    return tb.signal_op("SignalDelay", {"delay_length": 240}, ("x",), ("y",), [
+        tb.T("x", (160,), "int16"), tb.T("y", (160,), "int16")]), [I16]
+
+
+def framer():
+    return tb.signal_op("SignalFramer", {"frame_size": 480, "frame_step": 320, "prefill": True}, ("x",),
+                        ("y", "valid"), [tb.T("x", (320,), "int16"), tb.T("y", (1, 480), "int16"),
+                                         tb.T("valid", (), "bool")]), [I16]
+
+
+def overlap_add(dtype):
+    inputs = I16 if dtype == "int16" else {"dtype": "float32", "low": -1.0, "high": 1.0}
+    return tb.signal_op("SignalOverlapAdd", {"T": 7 if dtype == "int16" else 0, "frame_step": 160}, ("x",), ("y",), [
+        tb.T("x", (1, 480), dtype), tb.T("y", (160,), dtype)]), [inputs]
+
+
 # (name, builtin, type, builder, steps): the type is what the operator computes on (its input's)
 CASES = (
     ("signalwindow-hann480-int16", "CUSTOM SignalWindow", "int16", window, 1),
@@ -119,6 +144,13 @@ CASES = (
      spectral_subtraction, 4),
     ("signalpcan-40-uint32", "CUSTOM SignalPCAN", "uint32", pcan, 1),
     ("signalfilterbanklog-40-uint32", "CUSTOM SignalFilterBankLog", "uint32", filter_bank_log, 1),
+    ("signalirfft-512-int16", "CUSTOM SignalIrfft", "int16", lambda: irfft("int16"), 1),
+    ("signalirfft-512-int32", "CUSTOM SignalIrfft", "int32", lambda: irfft("int32"), 1),
+    ("signalirfft-512-float32", "CUSTOM SignalIrfft", "float32", lambda: irfft("float32"), 1),
+    ("signaldelay-240-int16", "CUSTOM SignalDelay", "int16", delay, 4),
+    ("signalframer-480by320-int16", "CUSTOM SignalFramer", "int16", framer, 4),
+    ("signaloverlapadd-480by160-int16", "CUSTOM SignalOverlapAdd", "int16", lambda: overlap_add("int16"), 4),
+    ("signaloverlapadd-480by160-float32", "CUSTOM SignalOverlapAdd", "float32", lambda: overlap_add("float32"), 4),
 )
 
 
