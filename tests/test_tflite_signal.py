@@ -359,3 +359,21 @@ def test_irfft(tmp_path, need_tflm, dtype, rows, length, extra, seed):
     else:
         samples = [{"x": (rng.standard_normal(shape) * s).astype(np.float32)} for s in (1.0, 100.0, 1e-3, 7.0)]
     _run(tmp_path, model, samples)
+
+
+# ---------------------------------------------------------------- SignalStacker (three states)
+
+@pytest.mark.parametrize("channels, left, right, step, seed", [(8, 2, 1, 1, 0), (40, 0, 0, 1, 1), (5, 3, 2, 2, 2),
+                                                               (4, 1, 3, 5, 3), (6, 0, 2, 3, 4)])
+def test_stacker(tmp_path, need_tflm, channels, left, right, step, seed):
+    """Over 10 calls: the invalid calls of the right context's warm-up, and with a step above 1 those between
+    outputs, whose output keeps its last value."""
+    rng = np.random.default_rng(seed)
+    size = channels * (left + right + 1)
+    opts = {"num_channels": channels, "stacker_left_context": left, "stacker_right_context": right,
+            "stacker_step": step}
+    model = tb.signal_op("SignalStacker", opts, ("x",), ("y", "valid"), [
+        tb.T("x", (channels,), "int16"), tb.T("y", (size,), "int16"), tb.T("valid", (), "bool")])
+    outputs = _run(tmp_path, model, [{"x": _int16(rng, (channels,))} for _ in range(10)])
+    if right or step > 1:
+        assert not all(bool(o[1]) for o in outputs)

@@ -151,4 +151,20 @@ typedef struct {
 } mcud_signal_irfft_f32_params;
 void mcud_signal_irfft_f32(const mcud_view *x, const mcud_view *y, const mcud_signal_irfft_f32_params *p);
 
+/* SignalStacker: frames of `channels` int16 kept across calls (TFLite Micro's circular buffer) as three states: up to
+ * `context` = left + right + 1 frames (buf, in order), [frames held, first frame seen] (meta, int32) and the last output
+ * (last). A call appends x (and, at the first call, x `left` more times); when `context` frames are held they are the
+ * output (valid) and the first `step` go; otherwise valid is 0 and the output keeps its last value, as TFLite Micro's
+ * unwritten output tensor does. The next states may be the states' own buffers. */
+typedef struct {
+    int32_t channels;
+    int32_t left;
+    int32_t context;
+    int32_t step;
+} mcud_signal_stacker_params;
+void mcud_signal_stacker_s16(const mcud_view *x, const mcud_view *buf, const mcud_view *meta, const mcud_view *last,
+                             const mcud_view *y, const mcud_view *valid, const mcud_view *buf_next,
+                             const mcud_view *meta_next, const mcud_view *last_next,
+                             const mcud_signal_stacker_params *p);
+
 #endif

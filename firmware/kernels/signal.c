@@ -351,3 +351,59 @@ void mcud_signal_overlap_add_f32(const mcud_view *x, const mcud_view *state, con
 {
     MCUD_OVERLAP_ADD(float, add_f32)
 }
+
+void mcud_signal_stacker_s16(const mcud_view *x, const mcud_view *buf, const mcud_view *meta, const mcud_view *last,
+                             const mcud_view *y, const mcud_view *valid, const mcud_view *buf_next,
+                             const mcud_view *meta_next, const mcud_view *last_next,
+                             const mcud_signal_stacker_params *p)
+{
+    const int16_t *xd = (const int16_t *)x->data, *bd = (const int16_t *)buf->data;
+    const int16_t *ld = (const int16_t *)last->data;
+    const int32_t *md = (const int32_t *)meta->data;
+    int16_t *yd = (int16_t *)y->data, *nd = (int16_t *)buf_next->data, *lnd = (int16_t *)last_next->data;
+    int32_t *mnd = (int32_t *)meta_next->data;
+    const int32_t c = p->channels, held = md[0], first = md[1] == 0;
+    const int32_t total = held + 1 + (first ? p->left : 0); /* frames after this call's writes */
+    const int32_t size = p->context * c;
+    /* frame f of the sequence: the held ones, then x (repeated at the first call) */
+#define STACKED(f, i) ((f) < held ? bd[at(buf, (f) * c + (i))] : xd[at(x, (i))])
+    if (total >= p->context) {
+        for (int32_t e = 0; e < size; e++) {
+            const int16_t v = STACKED(e / c, e % c);
+            yd[at(y, e)] = v;
+        }
+        for (int32_t e = 0; e < size; e++) {
+            lnd[at(last_next, e)] = yd[at(y, e)];
+        }
+        *(uint8_t *)valid->data = 1;
+        const int32_t kept = total - p->step;
+        for (int32_t e = 0; e < size; e++) { /* the frames after the first step, in order (reads ahead of writes) */
+            const int32_t f = e / c + p->step;
+            nd[at(buf_next, e)] = e / c < kept ? STACKED(f, e % c) : 0;
+        }
+        mnd[0] = kept;
+    } else {
+        for (int32_t e = 0; e < size; e++) {
+            const int16_t v = ld[at(last, e)];
+            yd[at(y, e)] = v;
+            lnd[at(last_next, e)] = v;
+        }
+        *(uint8_t *)valid->data = 0;
+        for (int32_t f = held; f < total; f++) { /* frames before held are where they were */
+            for (int32_t i = 0; i < c; i++) {
+                nd[at(buf_next, f * c + i)] = xd[at(x, i)];
+            }
+        }
+        if (buf_next->data != buf->data) {
+            for (int32_t e = 0; e < held * c; e++) {
+                nd[at(buf_next, e)] = bd[at(buf, e)];
+            }
+        }
+        for (int32_t e = total * c; e < size; e++) {
+            nd[at(buf_next, e)] = 0;
+        }
+        mnd[0] = total;
+    }
+#undef STACKED
+    mnd[1] = 1;
+}

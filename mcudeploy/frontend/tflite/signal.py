@@ -228,3 +228,37 @@ def signal_irfft(imp, op, ins, outs):
     _check_arity(imp, ins, outs, 1, 1)
     opts = custom_options(imp, op, ("T", "fft_length"))
     imp.emit("SignalIrfft", _values(imp, ins), outs[0], {"fft_length": int_option(opts, "fft_length")})
+
+
+@handles("CUSTOM SignalStacker")
+def signal_stacker(imp, op, ins, outs):
+    """Three states (signal_stacker.py): the frames held, [count, first call done] and the last output."""
+    from mcudeploy.ops.signal_stacker import SignalStacker
+
+    _check_arity(imp, ins, outs, 1, 2)
+    keys = ("num_channels", "stacker_left_context", "stacker_right_context", "stacker_step")
+    opts = custom_options(imp, op, keys)
+    attrs = {k: int_option(opts, k) for k in keys}
+    _, _, context, _ = SignalStacker()._geometry(Node("probe", "SignalStacker", (), (), attrs))
+    size = (context * attrs["num_channels"],)
+    names = []
+    for o in outs:
+        name = imp.tname(o)
+        imp.tensors[name] = Tensor(name, imp.shape(o), imp.dtype(o))
+        names.append(name)
+    states, nexts = [], []
+    for what, shape, dtype in (("frames", size, "int16"), ("count", (2,), "int32"), ("last", size, "int16")):
+        state = f"{names[0]}/{what}"
+        imp.tensors[state] = Tensor(state, shape, dtype, "state", None, np.zeros(shape, np.dtype(dtype)))
+        imp.tensors[f"{state}/next"] = Tensor(f"{state}/next", shape, dtype)
+        states.append(state)
+        nexts.append(f"{state}/next")
+    node = Node(f"{imp.label.split(' (')[0].replace(' ', '_')}:{names[0]}", "SignalStacker",
+                (imp.value(ins[0], "plain"), *states), (*names, *nexts), attrs)
+    scope = Graph("scope", imp.tensors, (), (), (), arithmetic="tflite")
+    for (shape, got), name in zip(registry.get(node.op).infer(scope, node), node.outputs):
+        t = imp.tensors[name]
+        if (tuple(shape), got) != (t.shape, t.dtype):
+            imp.fail(f"makes {t.dtype}{list(t.shape)} where mcudeploy's SignalStacker gives {got}{list(shape)}", True)
+    imp.nodes.append(node)
+    imp.kept.extend(zip(states, nexts))
