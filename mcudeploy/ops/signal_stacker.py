@@ -3,8 +3,10 @@
 calls. TFLite Micro keeps a circular buffer of up to context = left + right + 1 frames: each call appends the frame (the
 first call appends it left + 1 times, padding the left context); when context frames are held they are the output,
 ``output_valid`` (a bool scalar) is true and the first step frames go; otherwise output_valid is false and TFLite Micro
-does not write the output, which keeps what it held (zeros before any valid call, as TFLite Micro's fresh arena holds;
-its last value after, as long as no other tensor shares its memory, as in a model where it is an output).
+does not write the output, which keeps what it held: here its last value, zeros before any valid call. That is TFLite
+Micro's output as long as no other tensor shares its memory (a model where it is an output) and, before the first valid
+call, as long as its arena starts zeroed (a fresh one does; one reused after another model need not: then nothing can
+agree with TFLite Micro on those calls).
 
 Here that is three states of the model: the frames held (context frames, zeros after those held), [frames held, first
 call done] (int32) and the last output; the node's inputs are x and the three, its outputs the output, output_valid

@@ -130,6 +130,15 @@ def overlap_add(dtype):
         tb.T("x", (1, 480), dtype), tb.T("y", (160,), dtype)]), [inputs]
 
 
+def stacker():
+    """No right context and a step of 1: every call is valid. Before its first valid call TFLite Micro's output holds
+    whatever its arena held, which this suite's shared TFLite Micro process does not keep at zero
+    (tests/test_tflite_signal.py::test_stacker runs the invalid calls, each model in a process of its own)."""
+    opts = {"num_channels": CHANNELS, "stacker_left_context": 3, "stacker_right_context": 0, "stacker_step": 1}
+    return tb.signal_op("SignalStacker", opts, ("x",), ("y", "valid"), [
+        tb.T("x", (CHANNELS,), "int16"), tb.T("y", (4 * CHANNELS,), "int16"), tb.T("valid", (), "bool")]), [I16]
+
+
 # (name, builtin, type, builder, steps): the type is what the operator computes on (its input's)
 CASES = (
     ("signalwindow-hann480-int16", "CUSTOM SignalWindow", "int16", window, 1),
@@ -151,6 +160,7 @@ CASES = (
     ("signalframer-480by320-int16", "CUSTOM SignalFramer", "int16", framer, 4),
     ("signaloverlapadd-480by160-int16", "CUSTOM SignalOverlapAdd", "int16", lambda: overlap_add("int16"), 4),
     ("signaloverlapadd-480by160-float32", "CUSTOM SignalOverlapAdd", "float32", lambda: overlap_add("float32"), 4),
+    ("signalstacker-40l3r0s1-int16", "CUSTOM SignalStacker", "int16", stacker, 4),
 )
 
 
