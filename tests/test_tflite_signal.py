@@ -190,11 +190,13 @@ def test_spectral_subtraction_keeps_its_estimate(tmp_path, need_tflm, channels, 
 
 # ---------------------------------------------------------------- refusals
 
-def _window(shift=3, length=8, options=None):
+def _window(shift=3, length=8, options=None, raw=b""):
     rng = np.random.default_rng(0)
     model = tb.signal_op("SignalWindow", {"shift": shift} if options is None else options, ("x", "w"), ("y",), [
         tb.T("x", (12,), "int16"), tb.T("w", (length,), "int16", data=_int16(rng, (length,))),
         tb.T("y", (12,), "int16")])
+    if raw != b"":  # options as these bytes (None: none at all)
+        model.ops[0].custom_options = raw
     return model
 
 
@@ -203,6 +205,9 @@ def _window(shift=3, length=8, options=None):
     (_window(options={"shift": 3, "other": 1}), InvalidModelError, "by position"),
     (_window(options={}), InvalidModelError, "has options \\(none\\)"),
     (_window(shift=40, length=6), UnsupportedError, "shift 40"),
+    (_window(length=6, raw=None), InvalidModelError, "has no options"),
+    (_window(length=6, raw=b"\x01\x02\x03"), InvalidModelError, "not a flexbuffer map"),
+    (_window(length=6, raw=b"\xff" * 20), InvalidModelError, "not a readable flexbuffer"),
 ])
 def test_refusals_name_the_operator(tmp_path, model, error, words):
     path = tmp_path / "bad.tflite"
@@ -377,3 +382,17 @@ def test_stacker(tmp_path, need_tflm, channels, left, right, step, seed):
     outputs = _run(tmp_path, model, [{"x": _int16(rng, (channels,))} for _ in range(10)])
     if right or step > 1:
         assert not all(bool(o[1]) for o in outputs)
+
+
+@pytest.mark.parametrize("op, length, words", [("SignalRfft", 14, "prime factor above 5"),
+                                               ("SignalRfft", 2, "even length of 4 or more"),
+                                               ("SignalIrfft", 42, "prime factor above 5")])
+def test_fft_lengths_tflite_micro_cannot_run_are_refused(tmp_path, op, length, words):
+    shape_in, shape_out = ((length,), (length + 2,)) if op == "SignalRfft" else ((length + 2,), (length,))
+    model = tb.signal_op(op, {"T": 7, "fft_length": length}, ("x",), ("y",), [
+        tb.T("x", shape_in, "int16"), tb.T("y", shape_out, "int16")])
+    path = tmp_path / "fft.tflite"
+    path.write_bytes(model.build())
+    with pytest.raises(UnsupportedError, match=words) as info:
+        import_model(path)
+    assert f"operator 0 (CUSTOM {op})" in str(info.value) and "\n" not in str(info.value)

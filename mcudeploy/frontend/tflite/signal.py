@@ -129,24 +129,11 @@ def signal_spectral_subtraction(imp, op, ins, outs):
     from mcudeploy.ops.signal_spectral_subtraction import KEYS
 
     _check_arity(imp, ins, outs, 1, 2)
-    opts = custom_options(imp, op, KEYS)
-    attrs = {k: int_option(opts, k) for k in KEYS}
-    shape = imp.shape(outs[1])
-    state = f"{imp.tname(outs[1])}/state"
-    imp.tensors[state] = Tensor(state, shape, "uint32", "state", None, np.zeros(shape, np.uint32))
-    nxt = f"{state}/next"
-    imp.tensors[nxt] = Tensor(nxt, shape, "uint32")
-    y = imp.tname(outs[0])
-    imp.tensors[y] = Tensor(y, imp.shape(outs[0]), imp.dtype(outs[0]))
-    node = Node(f"{imp.label.split(' (')[0].replace(' ', '_')}:{y}", "SignalFilterBankSpectralSubtraction",
-                (imp.value(ins[0], "plain"), state), (y, nxt), attrs)
-    scope = Graph("scope", imp.tensors, (), (), (), arithmetic="tflite")
-    (got, dtype), _ = registry.get(node.op).infer(scope, node)
-    if (tuple(got), dtype) != (imp.tensors[y].shape, imp.tensors[y].dtype) or imp.dtype(outs[1]) != "uint32":
-        imp.fail(f"makes {imp.tensors[y].dtype}{list(imp.tensors[y].shape)} and {imp.dtype(outs[1])}{list(shape)} "
-                 f"where mcudeploy's gives {dtype}{list(got)} twice", True)
-    imp.nodes.append(node)
-    imp.kept.append((state, nxt))
+    attrs = {k: int_option(custom_options(imp, op, KEYS), k) for k in KEYS}
+    if imp.dtype(outs[1]) != "uint32" or imp.shape(outs[1]) != imp.shape(outs[0]):
+        imp.fail(f"makes a noise estimate of {imp.dtype(outs[1])}{list(imp.shape(outs[1]))} where TFLite Micro's is "
+                 f"uint32{list(imp.shape(outs[0]))}", True)
+    nxt = _stateful(imp, "SignalFilterBankSpectralSubtraction", ins[0], outs[:1], attrs, imp.shape(outs[1]), "uint32")
     imp.emit("Copy", (nxt,), outs[1])
 
 
