@@ -18,7 +18,7 @@ def random_inputs(graph: Graph, count: int = 20, seed: int = 0) -> list[dict[str
             t = graph[name]
             if t.dtype == "bool":
                 sample[name] = rng.integers(0, 2, size=t.shape).astype(np.bool_)
-            elif t.dtype in ("int8", "uint8", "int16", "int32"):
+            elif t.dtype in ("int8", "uint8", "int16", "int32", "uint16", "uint32", "uint64"):
                 # a quantized input over every code of its type; plain integers (indices, counts) in [-128, 127]
                 info = np.iinfo(DTYPES[t.dtype])
                 lo, hi = (int(info.min), int(info.max)) if t.quant is not None and t.dtype != "int32" else \

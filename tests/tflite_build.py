@@ -13,7 +13,8 @@ import tflite
 
 TYPES = {"float32": tflite.TensorType.FLOAT32, "int8": tflite.TensorType.INT8, "int16": tflite.TensorType.INT16,
          "int32": tflite.TensorType.INT32, "int64": tflite.TensorType.INT64, "bool": tflite.TensorType.BOOL,
-         "resource": tflite.TensorType.RESOURCE}
+         "resource": tflite.TensorType.RESOURCE, "uint16": tflite.TensorType.UINT16,
+         "uint32": tflite.TensorType.UINT32, "uint64": tflite.TensorType.UINT64}
 
 
 @dataclass
@@ -38,6 +39,7 @@ class Op:
     outputs: tuple
     options: Optional[Callable] = None  # builder -> (options type, offset)
     custom: str = ""  # the custom code of a CUSTOM operator
+    custom_options: Optional[bytes] = None  # its options, a flexbuffer (signal_op)
 
 
 @dataclass
@@ -138,6 +140,8 @@ class Model:
             ins = b.CreateNumpyVector(np.array([self.index(n) if n else -1 for n in op.inputs], np.int32))
             outs = b.CreateNumpyVector(np.array([self.index(n) for n in op.outputs], np.int32))
             opts = op.options(b) if op.options else None
+            custom = b.CreateNumpyVector(np.frombuffer(op.custom_options, np.uint8)) \
+                if op.custom_options is not None else None
             tflite.OperatorStart(b)
             tflite.OperatorAddOpcodeIndex(b, codes.index((op.code, op.custom)))
             tflite.OperatorAddInputs(b, ins)
@@ -145,6 +149,9 @@ class Model:
             if opts is not None:
                 tflite.OperatorAddBuiltinOptionsType(b, opts[0])
                 tflite.OperatorAddBuiltinOptions(b, opts[1])
+            if custom is not None:
+                tflite.OperatorAddCustomOptions(b, custom)
+                tflite.OperatorAddCustomOptionsFormat(b, tflite.CustomOptionsFormat.FLEXBUFFERS)
             ops.append(tflite.OperatorEnd(b))
         tvec = vector(tflite.SubGraphStartTensorsVector, tensors)
         ovec = vector(tflite.SubGraphStartOperatorsVector, ops)
@@ -345,6 +352,18 @@ def case_float_conv_pool():
 CASES = {f.__name__[5:]: f for f in (case_add_broadcast, case_sub, case_mul, case_max_pool, case_average_pool_same,
                                      case_concat, case_pad, case_quantize, case_softmax_4d_beta, case_conv_same_relu6,
                                      case_depthwise_multiplier, case_fully_connected_4d, case_float_conv_pool)}
+
+
+def signal_op(name: str, options: dict, ins, outs, tensors, inputs=None) -> Model:
+    """One custom operator of TFLite Micro's Signal library (``name`` "SignalWindow", ...) with its options as
+    the flexbuffer map the Signal library's Python ops write (keys sorted: TFLite Micro reads the values by
+    position); the inputs without data are the model's inputs unless ``inputs`` names them."""
+    from flatbuffers import flexbuffers
+
+    model = _one(OPS.CUSTOM, ins, outs, None, tensors, inputs)
+    model.ops[0].custom = name
+    model.ops[0].custom_options = bytes(flexbuffers.Dumps(dict(sorted(options.items()))))
+    return model
 
 
 def case_unsupported():

@@ -11,8 +11,11 @@ DTYPES = {
     "int8": np.int8,
     "uint8": np.uint8,
     "int16": np.int16,
+    "uint16": np.uint16,
     "int32": np.int32,
+    "uint32": np.uint32,
     "int64": np.int64,
+    "uint64": np.uint64,
     "float32": np.float32,
     "bool": np.bool_,
 }
@@ -20,8 +23,11 @@ CTYPES = {
     "int8": "int8_t",
     "uint8": "uint8_t",
     "int16": "int16_t",
+    "uint16": "uint16_t",
     "int32": "int32_t",
+    "uint32": "uint32_t",
     "int64": "int64_t",
+    "uint64": "uint64_t",
     "float32": "float",
     "bool": "uint8_t",
 }

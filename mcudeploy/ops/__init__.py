@@ -2,7 +2,7 @@
 import importlib
 import pkgutil
 
-_INFRA = {"base", "fixedpoint", "registry", "requant", "tflite_tables", "util"}
+_INFRA = {"base", "fixedpoint", "registry", "requant", "signal_arith", "tflite_tables", "util"}
 
 FAMILIES = tuple(
     importlib.import_module(f"{__name__}.{m.name}")

@@ -20,8 +20,9 @@ from mcudeploy.ops.util import ints, norm_axis
 
 MAX_DIMS = 6  # MCUD_MAX_DIMS in mcud.h
 MAX_SPLIT = 8  # MCUD_SPLIT_MAX_OUTPUTS in mcud_shape.h
+# moves of bytes: an unsigned type goes through the kernel of its signed width (the Signal operators' uint16..64)
 SUFFIX = {"int8": "s8", "uint8": "u8", "bool": "u8", "int16": "s16", "int32": "s32", "int64": "s64",
-          "float32": "f32"}
+          "float32": "f32", "uint16": "s16", "uint32": "s32", "uint64": "s64"}
 
 
 def kernel_suffix(dtype: str, what: str) -> str:

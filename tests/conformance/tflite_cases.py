@@ -1,6 +1,7 @@
 """The TFLite conformance cases (tests/conformance/tflite/, made by tflite_gen.py) and how one is checked.
 
-A case is one small .tflite made by TensorFlow's converter around one operator at one type. It is run
+A case is one small .tflite made by TensorFlow's converter around one operator at one type (the custom operators
+of TFLite Micro's Signal library, which the converter does not emit, are built by hand: tflite_signal.py). It is run
 by TensorFlow Lite Micro's interpreter (the specification) and by mcudeploy (compiled for the host, the
 generated C built with gcc) on the same seeded inputs; it passes when every output of the C equals TFLite
 Micro's bit for bit (float outputs within FLOAT_REL of their largest magnitude) and equals mcudeploy's
@@ -72,10 +73,11 @@ class Case:
     steps: int
     inputs: tuple  # per input of the file, in its order: {"dtype", "low", "high"} of the spec
     reference: str = "tflm"  # "litert": TFLite Micro does not run it (float16 or hybrid weights, TILE)
+    home: str = ""  # its folder under FIXTURES: "signal" for the Signal operators built by hand (tflite_signal.py)
 
     @property
     def path(self) -> Path:
-        return FIXTURES / f"{self.name}.tflite"
+        return FIXTURES / self.home / f"{self.name}.tflite"
 
 
 @dataclass(frozen=True)
@@ -95,9 +97,19 @@ def manifest() -> dict:
 
 
 def cases() -> list[Case]:
-    return [Case(c["case"], c["builtin"], c["type"], tuple(c["operators"]), c["steps"], tuple(c["inputs"]),
-                 c.get("reference", "tflm"))
-            for c in manifest()["cases"] if (FIXTURES / f"{c['case']}.tflite").is_file()]
+    """The converter's cases, then the Signal operators' (made by hand: tflite_signal.py, in a folder of their own
+    that tflite_gen.py does not rewrite)."""
+    out = []
+    for home, listing in (("", manifest()), ("signal", _signal_manifest())):
+        out += [Case(c["case"], c["builtin"], c["type"], tuple(c["operators"]), c["steps"], tuple(c["inputs"]),
+                     c.get("reference", "tflm"), home)
+                for c in listing["cases"] if (FIXTURES / home / f"{c['case']}.tflite").is_file()]
+    return out
+
+
+def _signal_manifest() -> dict:
+    path = FIXTURES / "signal" / "cases.json"
+    return json.loads(path.read_text()) if path.is_file() else {"cases": []}
 
 
 _ROW = re.compile(r"^\|\s*([a-z0-9_]+-[\w.-]+)\s*\|\s*([A-Z0-9_]+)\s*\|\s*(\w+)\s*\|\s*(.*?)\s*\|$")

@@ -10,7 +10,10 @@ from mcudeploy.errors import MCUDeployError
 from mcudeploy.files import read_model
 
 IDENTIFIER = b"TFL3"
-DTYPES = {0: "float32", 2: "int32", 3: "uint8", 4: "int64", 6: "bool", 7: "int16", 9: "int8"}
+# TFLite's TensorType codes (schema.fbs); the unsigned wide types are the Signal operators' (uint32 spectra, uint64
+# filter bank sums)
+DTYPES = {0: "float32", 2: "int32", 3: "uint8", 4: "int64", 6: "bool", 7: "int16", 9: "int8", 12: "uint64",
+          15: "uint32", 16: "uint16"}
 
 
 def is_tflite(path: Union[str, os.PathLike]) -> bool:
