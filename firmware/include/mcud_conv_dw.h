@@ -235,9 +235,9 @@ MCUD_INLINE void mcud_dw_plane_mve(const int8_t *buf, int32_t rw, int32_t yh, in
 /* Cores with neither the DSP extension nor MVE (Cortex-M0/M3, RV32IMAC, the host) keep the lanes unpacked: each
  * tap one byte load and one 32-bit multiply-accumulate (MLA on ARMv7-M; MUL and ADD on RISC-V), the window's nine
  * weights taken out of their pairs once a row. The packed path below emulates SXTB16 and SMLAD in C there, which
- * cost more than the byte loads they save (KWS's depthwise layer: 578,000 instructions against this path's fewer on
- * qemu-rv32; benchmarks/README.md, "RISC-V against Cortex-M3"). The same sums in another order, modulo 2^32, so the
- * same bits. -DMCUD_DW_PACKED keeps the packed path on such a core (the host tests' check of the M4's algorithm). */
+ * costs more than the byte loads it saves (a KWS depthwise layer: 578,000 instructions packed, 388,000 unpacked on
+ * qemu-rv32; 314,000 and 277,000 on qemu-m3; benchmarks/README.md, "RISC-V against Cortex-M3"). The same sums in
+ * another order, modulo 2^32, so the same bits. -DMCUD_DW_PACKED keeps the packed path on such a core (the host tests' check of the M4's algorithm). */
 #if !MCUD_HAVE_DSP && !MCUD_HAVE_MVE && !defined(MCUD_DW_PACKED)
 #define MCUD_DW_SCALAR 1
 #else
