@@ -1,5 +1,5 @@
-/* Float arithmetic in integer instructions for cores that emulate float in software (no FPU: Cortex-M0/M3,
- * RV32IMAC), where a kernel's inner loop would otherwise call libgcc's general routine for every operation.
+/* Float arithmetic in integer instructions for cores that emulate float in software (RV32IMAC: libgcc's routines
+ * there are generic C), where a kernel's inner loop would otherwise call libgcc for every operation.
  *
  * mcud_fadd_soft(a, b) is IEEE 754 single addition rounded to nearest, ties to even: the same bits as a + b on any
  * conforming FPU or libgcc's __addsf3. It works the usual way (align the smaller operand's significand with six
