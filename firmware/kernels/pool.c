@@ -7,7 +7,6 @@
 #include <math.h>
 
 #include "mcud_dsp.h" /* MCUD_HAVE_MVE, the DSP extension's SMLAD */
-#include "mcud_float.h"
 #include "mcud_pool.h"
 
 #define MCUD_POOL_FLT_LOWEST (-3.402823466e+38f)
@@ -195,20 +194,13 @@ void mcud_avgpool_f32(const mcud_view *x, const mcud_view *y, const mcud_avgpool
  * table of the 256 codes' values, made once a call where the taps outnumber the codes: the same float product
  * (float)(x - zx) * scale, computed once a code instead of once a tap, so the same bits; on a core that emulates
  * float in software a tap then costs one addition (libgcc's __addsf3) where it cost a conversion and a
- * multiplication too. The DSP and MVE cores keep the product per tap (their figures unchanged). */
+ * multiplication too (KWS's pool on qemu-rv32: 1,629,000 instructions -> 630,000; qemu-m3: 813,000 -> 429,000). An
+ * addition in integer instructions inline, tried on RV32 in place of __addsf3, took 2% fewer on KWS and 12% more on
+ * VWW: not kept. The DSP and MVE cores keep the product per tap (their figures unchanged). */
 #if !MCUD_HAVE_DSP && !MCUD_HAVE_MVE
 #define MCUD_AVG_TABLE 1
 #else
 #define MCUD_AVG_TABLE 0
-#endif
-/* A RISC-V core without an FPU adds the tabled values in integer instructions inline (mcud_float.h: the same bits),
- * where libgcc's __addsf3 there is its generic C (KWS's average pool on qemu-rv32: 615,000 instructions in all,
- * against 1,629,000 before the table). Not on Arm: libgcc's hand-written __addsf3 for Thumb takes fewer (qemu-m3:
- * 429,000 with it, 488,000 with mcud_fadd_soft). */
-#if MCUD_AVG_TABLE && defined(__riscv) && !defined(__riscv_flen)
-#define MCUD_AVG_ADD(s, v) ((s) = mcud_fadd_soft((s), (v)))
-#else
-#define MCUD_AVG_ADD(s, v) ((s) += (v))
 #endif
 
 void mcud_avgpool_s8(const mcud_view *x, const mcud_view *y, const mcud_avgpool_params *p)
@@ -232,7 +224,7 @@ void mcud_avgpool_s8(const mcud_view *x, const mcud_view *y, const mcud_avgpool_
     float s = 0.0f;
 #if MCUD_AVG_TABLE
     if (tabled) {
-        POOL_TAPS(p, { MCUD_AVG_ADD(s, table[(uint8_t)xp[at]]); })
+        POOL_TAPS(p, { s += table[(uint8_t)xp[at]]; })
     } else
 #endif
     POOL_TAPS(p, { s += (float)((int32_t)xp[at] - p->in_zero_point) * p->in_scale; })
