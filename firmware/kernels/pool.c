@@ -208,7 +208,7 @@ void mcud_avgpool_s8(const mcud_view *x, const mcud_view *y, const mcud_avgpool_
     const int8_t *xp = (const int8_t *)x->data;
     int8_t *yp = (int8_t *)y->data;
 #if MCUD_AVG_TABLE
-    float table[256]; /* table[(uint8_t)code]: (float)(code - zx) * in_scale */
+    float table[256]; /* table[(uint8_t)code]: (float)(code - zx) * in_scale; 1 KB of stack */
     int64_t taps_n = (int64_t)p->kernel[0] * p->kernel[1]; /* the windows' taps, padding included */
     for (int32_t i = 0; i < y->ndim; i++) {
         taps_n *= y->shape[i];
