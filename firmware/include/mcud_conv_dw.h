@@ -232,6 +232,93 @@ MCUD_INLINE void mcud_dw_plane_mve(const int8_t *buf, int32_t rw, int32_t yh, in
 }
 #endif
 
+/* Cores with neither the DSP extension nor MVE (Cortex-M0/M3, RV32IMAC, the host) keep the lanes unpacked: each
+ * tap one byte load and one 32-bit multiply-accumulate (MLA on ARMv7-M; MUL and ADD on RISC-V), the window's nine
+ * weights taken out of their pairs once a row. The packed path below emulates SXTB16 and SMLAD in C there, which
+ * costs more than the byte loads it saves (a KWS depthwise layer: 578,000 instructions packed, 388,000 unpacked on
+ * qemu-rv32; 314,000 and 277,000 on qemu-m3; benchmarks/README.md, "RISC-V against Cortex-M3"). The same sums in
+ * another order, modulo 2^32, so the same bits. -DMCUD_DW_PACKED keeps the packed path on such a core (the host tests' check of the M4's algorithm). */
+#if !MCUD_HAVE_DSP && !MCUD_HAVE_MVE && !defined(MCUD_DW_PACKED)
+#define MCUD_DW_SCALAR 1
+#else
+#define MCUD_DW_SCALAR 0
+#endif
+
+#if MCUD_DW_SCALAR
+/* acc + x * w, modulo 2^32 */
+#define MCUD_DW_MAC(acc, x, w) ((acc) = (int32_t)((uint32_t)(acc) + (uint32_t)((int32_t)(x) * (w))))
+/* the channel's nine weights, w[kh][kw] as wKHKW, out of their pairs */
+#define MCUD_DW_WEIGHTS(ch)                                                                                       \
+    const int32_t w00 = mcud_lo16((ch)->pair[0]), w01 = mcud_lo16((ch)->mid01), w02 = mcud_hi16((ch)->pair[0]); \
+    const int32_t w10 = mcud_lo16((ch)->pair[1]), w11 = mcud_hi16((ch)->mid01), w12 = mcud_hi16((ch)->pair[1]); \
+    const int32_t w20 = mcud_lo16((ch)->pair[2]), w21 = mcud_lo16((ch)->mid2), w22 = mcud_hi16((ch)->pair[2])
+/* one window row's three taps at x (bytes 0, 1, 2) into acc */
+#define MCUD_DW_TAPS3(acc, x, wa, wb, wc)                                                                         \
+    do {                                                                                                          \
+        MCUD_DW_MAC(acc, (x)[0], wa);                                                                             \
+        MCUD_DW_MAC(acc, (x)[1], wb);                                                                             \
+        MCUD_DW_MAC(acc, (x)[2], wc);                                                                             \
+    } while (0)
+
+MCUD_INLINE void mcud_dw_row_scalar(const int8_t *r0, const int8_t *r1, const int8_t *r2, int8_t *yr, int32_t ysw,
+                                    int32_t ow_n, int32_t sw, const mcud_dw_channel *ch, int32_t hi_route,
+                                    const mcud_conv_s8_params *p)
+{
+    MCUD_DW_WEIGHTS(ch);
+    for (int32_t n = ow_n; n > 0; n--) { /* the row pointers step: each tap a load at a constant offset */
+        int32_t a = ch->bias;
+        MCUD_DW_TAPS3(a, r0, w00, w01, w02);
+        MCUD_DW_TAPS3(a, r1, w10, w11, w12);
+        MCUD_DW_TAPS3(a, r2, w20, w21, w22);
+        *yr = mcud_dw_out(a, ch, hi_route, p);
+        r0 += sw;
+        r1 += sw;
+        r2 += sw;
+        yr += ysw;
+    }
+}
+
+/* Two output rows at stride 1 from four buffered rows (r0 the top, rw bytes apart): each output column's two
+ * outputs from the twelve bytes of its window column pair, the middle rows loaded once for both. */
+MCUD_INLINE void mcud_dw_rows2_scalar(const int8_t *r0, int32_t rw, int8_t *yr, int32_t yhs, int32_t ysw,
+                                      int32_t ow_n, const mcud_dw_channel *ch, int32_t hi_route,
+                                      const mcud_conv_s8_params *p)
+{
+    MCUD_DW_WEIGHTS(ch);
+    for (int32_t n = ow_n; n > 0; n--) {
+        int32_t a = ch->bias, b = a; /* a: row oh, b: row oh + 1 */
+        int32_t x0, x1, x2;
+        MCUD_DW_TAPS3(a, r0, w00, w01, w02);
+        x0 = r0[rw];
+        x1 = r0[rw + 1];
+        x2 = r0[rw + 2];
+        MCUD_DW_MAC(a, x0, w10);
+        MCUD_DW_MAC(a, x1, w11);
+        MCUD_DW_MAC(a, x2, w12);
+        MCUD_DW_MAC(b, x0, w00);
+        MCUD_DW_MAC(b, x1, w01);
+        MCUD_DW_MAC(b, x2, w02);
+        x0 = r0[2 * rw];
+        x1 = r0[2 * rw + 1];
+        x2 = r0[2 * rw + 2];
+        MCUD_DW_MAC(a, x0, w20);
+        MCUD_DW_MAC(a, x1, w21);
+        MCUD_DW_MAC(a, x2, w22);
+        MCUD_DW_MAC(b, x0, w10);
+        MCUD_DW_MAC(b, x1, w11);
+        MCUD_DW_MAC(b, x2, w12);
+        MCUD_DW_TAPS3(b, r0 + 3 * rw, w20, w21, w22);
+        yr[0] = mcud_dw_out(a, ch, hi_route, p);
+        yr[yhs] = mcud_dw_out(b, ch, hi_route, p);
+        r0++;
+        yr += ysw;
+    }
+}
+#undef MCUD_DW_TAPS3
+#undef MCUD_DW_WEIGHTS
+#undef MCUD_DW_MAC
+#endif
+
 /* One output row: ow in [0, ow_n), window columns start at buffer index ow * sw. */
 MCUD_INLINE void mcud_dw_row(const int8_t *r0, const int8_t *r1, const int8_t *r2, int8_t *yr, int32_t ysw,
                              int32_t ow_n, int32_t sw, const mcud_dw_channel *ch, int32_t hi_route,
@@ -239,6 +326,10 @@ MCUD_INLINE void mcud_dw_row(const int8_t *r0, const int8_t *r1, const int8_t *r
 {
 #if MCUD_HAVE_MVE
     mcud_dw_row_mve(r0, r1, r2, yr, ysw, ow_n, sw, ch, hi_route == 4 ? 3 : hi_route, p); /* shift, not k_hi */
+    return;
+#endif
+#if MCUD_DW_SCALAR
+    mcud_dw_row_scalar(r0, r1, r2, yr, ysw, ow_n, sw, ch, hi_route, p);
     return;
 #endif
     const uint32_t p0 = ch->pair[0], p1 = ch->pair[1], p2 = ch->pair[2];
@@ -334,6 +425,10 @@ MCUD_INLINE void mcud_dw_row(const int8_t *r0, const int8_t *r1, const int8_t *r
 MCUD_INLINE void mcud_dw_rows2(const int8_t *r0, int32_t rw, int8_t *yr, int32_t yhs, int32_t ysw, int32_t ow_n,
                                const mcud_dw_channel *ch, int32_t hi_route, const mcud_conv_s8_params *p)
 {
+#if MCUD_DW_SCALAR
+    mcud_dw_rows2_scalar(r0, rw, yr, yhs, ysw, ow_n, ch, hi_route, p);
+    return;
+#endif
     const uint32_t p0 = ch->pair[0], p1 = ch->pair[1], p2 = ch->pair[2];
     const uint32_t m01 = ch->mid01, m2 = ch->mid2;
     int32_t ow = 0;
