@@ -1,0 +1,43 @@
+"""The field corpus (tests/field_corpus, made by ``python -m tests.field_corpus.make``): what models from the field
+hold (issue 59), each run by mcudeploy's C and checked end to end against TensorFlow Lite Micro bit for bit, as
+``run --check`` does."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mcudeploy import check
+from mcudeploy.check.tflm import available
+from mcudeploy.compile import compile_model
+from mcudeploy.device.host import run_compiled_on_host
+
+CORPUS = Path(__file__).resolve().parent / "field_corpus"
+MODELS = json.loads((CORPUS / "corpus.json").read_text())["models"]
+
+
+@pytest.fixture(scope="module")
+def need_tflm():
+    why = available()
+    if why is not None:
+        pytest.skip(f"TensorFlow Lite Micro is not installed: {why}")
+
+
+@pytest.mark.parametrize("model", MODELS, ids=[m["file"] for m in MODELS])
+def test_runs_on_host_bit_for_bit_with_tflite_micro(model, need_tflm, tmp_path):
+    path = CORPUS / model["file"]
+    compiled = compile_model(path, "host")
+    samples = check.random_inputs(compiled.graph, 8)
+    outputs = run_compiled_on_host(compiled, samples, tmp_path)
+    verdict = check.check_tflite_outputs(path, compiled, outputs, samples)
+    assert verdict.ok, "\n".join(verdict.lines())
+    assert not verdict.why_not_tflm, verdict.why_not_tflm
+
+
+def test_a_shared_bias_is_read_raw_at_each_operators_scale():
+    from mcudeploy.frontend import import_model
+    graph = import_model(CORPUS / "shared_bias-conv-depthwise-int8.tflite")
+    convs = [n for n in graph.nodes if n.op == "Conv"]
+    first, second = (graph[n.inputs[2]] for n in convs)
+    assert (first.data == second.data).all() and first.quant.scale != second.quant.scale
