@@ -41,3 +41,24 @@ def test_a_shared_bias_is_read_raw_at_each_operators_scale():
     convs = [n for n in graph.nodes if n.op == "Conv"]
     first, second = (graph[n.inputs[2]] for n in convs)
     assert (first.data == second.data).all() and first.quant.scale != second.quant.scale
+
+
+def test_an_open_reshape_takes_its_size_from_the_input():
+    from mcudeploy.frontend import import_model
+    graph = import_model(CORPUS / "reshape-open-batch-int8.tflite")
+    assert graph["flat"].shape == (1, 32)
+    assert not any("fed" in n.inputs for n in graph.nodes)  # the operand fed at run time is not read
+
+
+def test_a_fed_output_shape_over_an_open_output_is_refused_in_one_sentence(tmp_path):
+    import tflite_build as tb
+    from field_corpus.make import transpose_conv_fed_shape
+    from mcudeploy.errors import UnsupportedError
+    from mcudeploy.frontend import import_model
+    model = transpose_conv_fed_shape("float32")
+    model.tensors[model.index("y")] = tb.T("y", (-1, 6, 6, 5), "float32")
+    path = tmp_path / "open.tflite"
+    path.write_bytes(model.build())
+    with pytest.raises(UnsupportedError, match="output shape given at run time") as info:
+        import_model(path)
+    assert "operator 0 (TRANSPOSE_CONV)" in str(info.value) and "\n" not in str(info.value)

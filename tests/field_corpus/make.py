@@ -3,6 +3,8 @@ from the field hold and the converter's usual output does not (issue 59):
 
 - ``shared_bias-*``: one int32 bias buffer read by two operators of different input scales (Arm ML-Zoo's MicroNet
   anomaly detectors), its declared scale right for the first only; TFLite Micro adds its raw integers to both.
+- ``reshape-*``, ``transpose_conv-fed-shape-*``: shape operands fed at run time, and a RESHAPE output stored with
+  its batch left open (-1); TFLite Micro sizes each output from its stored shape (a -1 from the input's elements).
 
     python -m tests.field_corpus.make
 
@@ -61,11 +63,55 @@ def shared_bias_depthwise_conv() -> Model:
                  ("x",), ("y",))
 
 
+def reshape_open_batch() -> Model:
+    """A RESHAPE whose stored output shape leaves its batch open ([-1, 32]), as a file converted with an unknown
+    batch may hold between operators, then a FULLY_CONNECTED; and a RESHAPE whose shape operand is a model input."""
+    rng = np.random.default_rng(61)
+    q = dict(scale=(0.05,), zero_point=(1,))
+    w = rng.integers(-127, 128, size=(6, 32)).astype(np.int8)
+    return Model([T("x", (1, 4, 4, 2), **q), T("shape", (2,), "int32", data=np.array([-1, 32], np.int32)),
+                  T("flat", (-1, 32), **q), T("w", (6, 32), scale=(0.01,), data=w),
+                  T("h", (1, 6), scale=(0.1,), zero_point=(-3,)), T("fed", (3,), "int32"),
+                  T("y", (1, 2, 3), scale=(0.1,), zero_point=(-3,))],
+                 [Op(OPS.RESHAPE, ("x", "shape"), ("flat",)), Op(OPS.FULLY_CONNECTED, ("flat", "w", ""), ("h",),
+                                                                 tb.fc_options()),
+                  Op(OPS.RESHAPE, ("h", "fed"), ("y",))],
+                 ("x", "fed"), ("y",))
+
+
+def transpose_conv_fed_shape(dtype: str) -> Model:
+    """A TRANSPOSE_CONV whose output_shape is a model input (TensorFlow Lite Micro's seanet transpose_conv tests)."""
+    rng = np.random.default_rng(62)
+    opts = tb._options("TransposeConvOptions", Padding=SAME, StrideH=2, StrideW=2)
+    if dtype == "float32":
+        x = T("x", (1, 3, 3, 4), "float32")
+        w = T("w", (5, 3, 3, 4), "float32", data=rng.standard_normal((5, 3, 3, 4)).astype(np.float32))
+        b = T("b", (5,), "float32", data=rng.standard_normal(5).astype(np.float32))
+        y = T("y", (1, 6, 6, 5), "float32")
+    else:
+        sx = 0.05
+        wq, sw = tb._weights(rng, (5, 3, 3, 4))
+        x = T("x", (1, 3, 3, 4), scale=(sx,), zero_point=(2,))
+        w = T("w", (5, 3, 3, 4), scale=sw, zero_point=(0,) * 5, data=wq)
+        b = T("b", (5,), "int32", scale=tuple(sx * s for s in sw), zero_point=(0,) * 5,
+              data=rng.integers(-500, 500, size=5).astype(np.int32))
+        y = T("y", (1, 6, 6, 5), scale=(0.08,), zero_point=(-4,))
+    return Model([T("output_shape", (4,), "int32"), x, w, b, y],
+                 [Op(OPS.TRANSPOSE_CONV, ("output_shape", "w", "x", "b"), ("y",), opts)],
+                 ("output_shape", "x"), ("y",))
+
+
 MODELS = {
     "shared_bias-conv-depthwise-int8": (shared_bias_conv_depthwise, "one int32 bias for a CONV_2D and a "
                                         "DEPTHWISE_CONV_2D, declared at the first's scale"),
     "shared_bias-depthwise-conv-int8": (shared_bias_depthwise_conv, "one int32 bias for a DEPTHWISE_CONV_2D and a "
                                         "CONV_2D, declared at neither's scale"),
+    "reshape-open-batch-int8": (reshape_open_batch, "a RESHAPE whose stored output shape is [-1, 32] and one "
+                                "whose shape operand is a model input"),
+    "transpose_conv-fed-shape-int8": (lambda: transpose_conv_fed_shape("int8"), "a TRANSPOSE_CONV whose "
+                                      "output_shape is a model input"),
+    "transpose_conv-fed-shape-float32": (lambda: transpose_conv_fed_shape("float32"), "a TRANSPOSE_CONV whose "
+                                         "output_shape is a model input"),
 }
 
 

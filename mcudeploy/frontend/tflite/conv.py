@@ -80,14 +80,18 @@ def depthwise_conv_2d(imp, op, ins, outs):
 @handles("TRANSPOSE_CONV")
 def transpose_conv(imp, op, ins, outs):
     """A ConvTranspose: TFLite's weights (OC, KH, KW, IC) as (IC, OC, KH, KW), its padding as begin pads, the
-    output's size (TFLite Micro takes it from the output tensor; the output_shape input must say the same)."""
+    output's size (TFLite Micro takes it from the output tensor; a constant output_shape must say the same, one fed
+    at run time is not read)."""
     shape_in, w, x = ins[0], ins[1], ins[2]
     imp.dequantize_hybrid(x, w)
     out_shape = imp.shape(outs[0])
     given = imp.const_data(shape_in)
-    if given is None:
-        imp.fail("has an output shape computed at run time, which is not supported (shapes are static)")
-    if tuple(int(v) for v in given.reshape(-1)) != out_shape:
+    if given is None and any(d <= 0 for d in out_shape):
+        imp.fail(f"has an output shape given at run time and an output stored as {list(out_shape)}, which leaves its "
+                 f"size open (mcudeploy plans every size before the model runs)")
+    # Fed at run time (seanet's models): TFLite Micro sizes the output from its stored shape and never reads the
+    # operand, so neither does mcudeploy.
+    if given is not None and tuple(int(v) for v in given.reshape(-1)) != out_shape:
         imp.fail(f"has output_shape {[int(v) for v in given.reshape(-1)]} for an output of shape {list(out_shape)}",
                  True)
     o = imp.options(op, "TransposeConvOptions")
