@@ -5,7 +5,12 @@ TFLite Micro's resolver), float16 weights, and the like. It runs with its refere
 reference one lacks an operator's version), in a child process like
 check/tflm.py, samples in order on one interpreter (a stateful model's variables carry over).
 
-    python -m mcudeploy.check.litert MODEL.tflite INPUTS.npz OUTPUTS.npz    (the child's side)
+Where the reference kernels abort on a model too (one Keras MobileNetV2 int8 export: TFLite Micro and LiteRT's
+reference resolver both stop), ``kernels="default"`` runs LiteRT's default (optimized) kernels, the last
+oracle: their arithmetic is TFLite's but not always rounded as the reference kernels round, and the verdict says
+which was used (check/tflite.py).
+
+    python -m mcudeploy.check.litert MODEL.tflite INPUTS.npz OUTPUTS.npz [reference|default]    (the child's side)
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ from mcudeploy.errors import MCUDeployError
 
 TIMEOUT_S = 600
 NAME = "LiteRT's reference kernels"
+DEFAULT_NAME = "LiteRT's default (optimized) kernels"
 
 
 @functools.lru_cache(maxsize=1)  # a child Python each time: asked once per process
@@ -36,9 +42,10 @@ def available() -> str | None:
     return (lines[-1] if lines else "it does not import") + " (pip install ai-edge-litert)"
 
 
-def run_litert(model: Union[str, os.PathLike], inputs: Sequence[str], samples) -> list[list[np.ndarray]]:
+def run_litert(model: Union[str, os.PathLike], inputs: Sequence[str], samples,
+               kernels: str = "reference") -> list[list[np.ndarray]]:
     """LiteRT's outputs on each sample (dict input name -> array; ``inputs`` the model's input names in the
-    .tflite's order), per sample and output."""
+    .tflite's order), per sample and output; ``kernels`` "reference" or "default" (its optimized ones)."""
     why = available()
     if why is not None:
         raise MCUDeployError(f"LiteRT, the reference for .tflite models TensorFlow Lite Micro cannot run, is not "
@@ -48,13 +55,15 @@ def run_litert(model: Union[str, os.PathLike], inputs: Sequence[str], samples) -
         np.savez(src, **{f"s{k}_i{i}": np.asarray(s[name]) for k, s in enumerate(samples)
                          for i, name in enumerate(inputs)})
         try:
-            run = subprocess.run([sys.executable, "-m", "mcudeploy.check.litert", os.fspath(model), str(src), str(dst)], capture_output=True, text=True, timeout=TIMEOUT_S)
+            run = subprocess.run([sys.executable, "-m", "mcudeploy.check.litert", os.fspath(model), str(src), str(dst),
+                                  kernels], capture_output=True, text=True, timeout=TIMEOUT_S)
         except subprocess.TimeoutExpired:
             raise MCUDeployError(f"LiteRT gave no answer on {model} within {TIMEOUT_S} s") from None
         if run.returncode != 0 or not dst.is_file():
             lines = [line for line in (run.stderr + run.stdout).splitlines() if line.strip()]
             how = lines[-1][:200] if lines else f"exit status {run.returncode}"
-            raise MCUDeployError(f"LiteRT could not run {model} either ({how})")
+            which = "" if kernels == "reference" else f" with its {kernels} kernels"
+            raise MCUDeployError(f"LiteRT could not run {model}{which} either ({how})")
         with np.load(dst) as data:
             count = int(data["outputs"])
             return [[data[f"s{k}_o{j}"] for j in range(count)] for k in range(len(samples))]
@@ -101,8 +110,12 @@ def _reference_interpreter(model: str):
     return Interpreter(model_path=model)
 
 
-def _worker(model: str, src: str, dst: str) -> None:
-    interp = _reference_interpreter(model)
+def _worker(model: str, src: str, dst: str, kernels: str = "reference") -> None:
+    if kernels == "default":
+        from ai_edge_litert.interpreter import Interpreter
+        interp = Interpreter(model_path=model)
+    else:
+        interp = _reference_interpreter(model)
     interp.allocate_tensors()
     ins, outs = interp.get_input_details(), interp.get_output_details()
     data = np.load(src)
@@ -118,4 +131,4 @@ def _worker(model: str, src: str, dst: str) -> None:
 
 
 if __name__ == "__main__":
-    _worker(*sys.argv[1:4])
+    _worker(*sys.argv[1:5])

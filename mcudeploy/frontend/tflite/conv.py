@@ -5,8 +5,32 @@ from __future__ import annotations
 import math
 
 from mcudeploy.frontend.tflite.importer import TO_NCHW, handles
-from mcudeploy.ir import Graph, Node, Tensor
+import numpy as np
+
+from mcudeploy.ir import Graph, Node, Quant, Tensor
 from mcudeploy.ops import registry
+
+
+def raw_bias(imp, ins, out: int, at: int = 2) -> str:
+    """The IR bias of a quantized convolution or product (ins[at]; "" where there is none) as TFLite Micro reads
+    it: its raw integers added to the sum whatever scale the tensor declares. Where the declared scale is not the
+    sum's (s_x * s_w: one bias buffer shared by operators of different scales, as in Arm ML-Zoo's MicroNet), this
+    operator gets its own copy declared at the sum's scale, so the operator's own checks see what is computed."""
+    if len(ins) <= at or ins[at] < 0:
+        return ""
+    bias = imp.const(ins[at])
+    b, x, w = imp.tensors[bias], ins[0 if at == 2 else 2], ins[1]
+    if b.quant is None or b.dtype not in ("int32", "int64"):
+        return bias
+    qx, qw = imp.quant(x, len(imp.shape(x))), imp.quant(w, len(imp.shape(w)))
+    if qx is None or qw is None or len(qx.scale) != 1:
+        return bias
+    channels = b.shape[0] if b.shape else 1
+    want = np.broadcast_to(qx.scale_array() * qw.scale_array(), (channels,))
+    if np.allclose(np.broadcast_to(b.quant.scale_array(), (channels,)), want, rtol=1e-5, atol=0):
+        return bias
+    quant = Quant(tuple(float(s) for s in want), (0,) * channels, 0 if channels > 1 else None)
+    return imp.add_constant(f"{bias}/for {imp.tname(out)}", b.data, quant)
 
 
 @handles("CONV_2D")
@@ -20,7 +44,7 @@ def conv_2d(imp, op, ins, outs):
     groups = in_shape[3] // wshape[3] if wshape[3] else 1
     attrs = {"group": groups, "kernel_shape": tuple(wshape[1:3]), "strides": stride, "dilations": dil,
              "pads": imp.pads(o.Padding(), in_shape[1:3], wshape[1:3], stride, dil), **imp.activation(o)}
-    bias = imp.const(ins[2]) if len(ins) > 2 and ins[2] >= 0 else ""
+    bias = raw_bias(imp, ins, outs[0])
     if imp.dtype(x) == "int16":
         attrs["accumulator"] = accumulator(imp, o, ins)
     imp.emit("Conv", (imp.value(x, "nchw"), imp.const(w, TO_NCHW), bias), outs[0], attrs, "nchw")
@@ -45,7 +69,7 @@ def depthwise_conv_2d(imp, op, ins, outs):
     in_shape = imp.shape(x)
     attrs = {"group": in_shape[3], "kernel_shape": tuple(wshape[1:3]), "strides": stride, "dilations": dil,
              "pads": imp.pads(o.Padding(), in_shape[1:3], wshape[1:3], stride, dil), **imp.activation(o)}
-    bias = imp.const(ins[2]) if len(ins) > 2 and ins[2] >= 0 else ""
+    bias = raw_bias(imp, ins, outs[0])
     if imp.dtype(x) == "int16":
         if bias and imp.dtype(ins[2]) != "int64":
             imp.fail(f"has an {imp.dtype(ins[2])} bias at 16x8, which TensorFlow Lite Micro reads as int64")
@@ -56,14 +80,18 @@ def depthwise_conv_2d(imp, op, ins, outs):
 @handles("TRANSPOSE_CONV")
 def transpose_conv(imp, op, ins, outs):
     """A ConvTranspose: TFLite's weights (OC, KH, KW, IC) as (IC, OC, KH, KW), its padding as begin pads, the
-    output's size (TFLite Micro takes it from the output tensor; the output_shape input must say the same)."""
+    output's size (TFLite Micro takes it from the output tensor; a constant output_shape must say the same, one fed
+    at run time is not read)."""
     shape_in, w, x = ins[0], ins[1], ins[2]
     imp.dequantize_hybrid(x, w)
     out_shape = imp.shape(outs[0])
     given = imp.const_data(shape_in)
-    if given is None:
-        imp.fail("has an output shape computed at run time, which is not supported (shapes are static)")
-    if tuple(int(v) for v in given.reshape(-1)) != out_shape:
+    if given is None and any(d <= 0 for d in out_shape):
+        imp.fail(f"has an output shape given at run time and an output stored as {list(out_shape)}, which leaves its "
+                 f"size open (mcudeploy plans every size before the model runs)")
+    # Fed at run time (seanet's models): TFLite Micro sizes the output from its stored shape and never reads the
+    # operand, so neither does mcudeploy.
+    if given is not None and tuple(int(v) for v in given.reshape(-1)) != out_shape:
         imp.fail(f"has output_shape {[int(v) for v in given.reshape(-1)]} for an output of shape {list(out_shape)}",
                  True)
     o = imp.options(op, "TransposeConvOptions")
@@ -80,7 +108,7 @@ def transpose_conv(imp, op, ins, outs):
              "output_padding": tuple(max(-e, 0) for e in end), **imp.activation(o)}
     bias = ""
     if len(ins) > 3 and ins[3] >= 0:
-        bias = imp.const(ins[3])
+        bias = raw_bias(imp, ins, outs[0], 3)
         kind = imp.dtype(ins[3])
         if imp.dtype(x) == "int16" and kind == "int16":  # TFLite Micro widens a 16-bit bias to int64
             bias = imp.add_constant(f"{bias}/int64", imp.const_data(ins[3]).astype("int64"), imp.tensors[bias].quant)
@@ -120,7 +148,7 @@ def fully_connected(imp, op, ins, outs):
     if len(imp.shape(x)) != 2:
         a = _inner(imp, f"{a}/flat", "Reshape", (a,), (rows, k), imp.tensors[a].dtype, imp.tensors[a].quant,
                    {"shape": (rows, k), "allowzero": 0})
-    bias = imp.const(ins[2]) if len(ins) > 2 and ins[2] >= 0 else ""
+    bias = imp.const(ins[2]) if len(ins) > 2 and ins[2] >= 0 else ""  # TFLite Micro checks its scale
     attrs = {"alpha": 1.0, "beta": 1.0, "transA": 0, "transB": 1, **imp.activation(o)}
     if imp.dtype(x) == "int16":
         attrs["accumulator"] = accumulator(imp, o, ins)

@@ -71,6 +71,7 @@ class Importer:
         self.folded: dict[int, np.ndarray] = {}  # TFLite tensor index -> its value, computed at import (fold)
         self.variables = None  # resource variables (variables.Variables), made by the first operator using one
         self.kept: list[tuple[str, str]] = []  # (state, its next value) of an operator's own state (an LSTM's)
+        self.resolved: dict[int, tuple[int, ...]] = {}  # shapes the file leaves open (a -1), as TFLite Micro sets them
         self.label = ""
 
     # ------------------------------------------------------------------ tensors
@@ -90,6 +91,8 @@ class Importer:
         return self.names[i]
 
     def shape(self, i: int) -> tuple[int, ...]:
+        if i in self.resolved:
+            return self.resolved[i]
         t = self.g.Tensors(i)
         return tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
 

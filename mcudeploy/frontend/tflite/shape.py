@@ -6,15 +6,46 @@ batch: SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE).
 A reshape is a view (no copy) wherever the order of the elements allows it, as held (layout.py)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from mcudeploy.frontend.tflite.importer import TO_NCHW, TO_NHWC, handles
 from mcudeploy.frontend.tflite.layout import inner, nchw, reshape_tensor
 
 
-@handles("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
+@handles("RESHAPE")
 def reshape(imp, op, ins, outs):
+    resolve_reshape(imp, ins, outs[0])
     reshape_tensor(imp, ins[0], outs[0])
+
+
+@handles("SQUEEZE", "EXPAND_DIMS")
+def squeeze(imp, op, ins, outs):
+    reshape_tensor(imp, ins[0], outs[0])
+
+
+def resolve_reshape(imp, ins, out: int) -> None:
+    """RESHAPE's output shape as TFLite Micro's reshape_common.cc sets it: the output tensor's stored shape (not
+    the shape operand, which may be fed at run time or disagree with it in a file converted with an unknown
+    batch), its one -1 (where the file leaves it open) the input's elements over the other dimensions', and a
+    legacy [0] with no shape operand a scalar."""
+    stored = imp.shape(out)
+    if len(ins) == 1 and stored == (0,):
+        imp.resolved[out] = ()
+        return
+    open_dims = [k for k, d in enumerate(stored) if d == -1]
+    if not open_dims:
+        return
+    if len(open_dims) > 1:
+        imp.fail(f"has an output of shape {list(stored)}, more than one dimension left open, which TensorFlow Lite "
+                 f"Micro does not resolve", True)
+    rest = math.prod(d for d in stored if d != -1)
+    total = math.prod(imp.shape(ins[0]))
+    if rest <= 0 or total % rest:
+        imp.fail(f"makes {list(stored)} of the {total} elements of {list(imp.shape(ins[0]))}, which no size of its "
+                 f"open dimension gives", True)
+    imp.resolved[out] = tuple(total // rest if d == -1 else d for d in stored)
 
 
 @handles("CONCATENATION")
