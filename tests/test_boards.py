@@ -163,3 +163,16 @@ def test_estimate_targets_of_the_new_m4_and_m33_boards(name, emulated, clock):
 
     t = target_for(load_board(name), load_board(emulated))
     assert t.clock_hz == clock and t.wait_states == 0 and not t.flash_cache
+
+
+def test_the_user_guides_own_board_example_loads(tmp_path):
+    import re
+    import shutil
+
+    guide = (Path(__file__).parents[1] / "docs" / "user-guide.md").read_text()
+    section = guide[guide.index("### A board of your own, as data"):]
+    example = json.loads(re.search(r"```json\n(.*?)```", section, re.S).group(1))
+    shutil.copy(boards_dir() / SCHEMA, tmp_path / SCHEMA)
+    (tmp_path / f"{example['name']}.json").write_text(json.dumps(example))
+    board = load_board(example["name"], tmp_path)
+    assert board.uart.driver == "nrf_uarte" and not board.silicon

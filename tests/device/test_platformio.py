@@ -82,6 +82,10 @@ def test_board_manifest_states_the_boards_capacity(board, tmp_path):
         if board.family.startswith("stm32"):
             assert manifest["upload"]["protocol"] in ("stlink", "mbed", "cmsis-dap")
             assert manifest["debug"]["openocd_target"].startswith("stm32")
+        elif board.family.startswith(("nrf", "rp2", "fe310")):  # the boards of issue 60: their vendors' upload tools
+            assert manifest["upload"]["protocol"] == board.upload.protocol in ("picotool", "bossac", "jlink", "mbed")
+            if board.upload.jlink_device:
+                assert manifest["upload"]["jlink_device"] == board.upload.jlink_device
         else:  # a board without an upload tool mcudeploy drives (alif-e7-appkit-hp): built, not flashed
             assert manifest["upload"]["protocol"] == board.upload.protocol == "custom"
 
