@@ -109,7 +109,7 @@ def test_mcudeploy_boards_marks_the_boards_not_yet_run_on_silicon(capsys):
 
 @pytest.mark.parametrize("name, origin, flash, sram", [
     # the data sheets' memory maps (each board file names its own)
-    ("pico", 0x10000100, 2 * 1024 * 1024 - 256, 264 * 1024),  # boot2's 256 bytes kept in front
+    ("pico", 0x10000000, 2 * 1024 * 1024, 264 * 1024),  # boot2's 256 bytes first, then the vectors
     ("pico2", 0x10000000, 4 * 1024 * 1024, 520 * 1024),
     ("nano33ble", 0x10000, 1024 * 1024 - 0x10000, 256 * 1024),  # after Arduino's bootloader
     ("hifive1-revb", 0x20010000, 4 * 1024 * 1024 - 0x10000, 16 * 1024),  # after the boot loader, in the DTIM
@@ -176,3 +176,17 @@ def test_the_user_guides_own_board_example_loads(tmp_path):
     (tmp_path / f"{example['name']}.json").write_text(json.dumps(example))
     board = load_board(example["name"], tmp_path)
     assert board.uart.driver == "nrf_uarte" and not board.silicon
+
+
+def test_the_rp2040_boot2_is_its_assembly_with_the_boot_roms_crc():
+    import shutil
+
+    from mcudeploy.device import boot2
+    from mcudeploy.resources import firmware_dir
+
+    assert boot2.crc32_mpeg2(b"123456789") == 0x0376E6E7  # CRC-32/MPEG-2's check value
+    if shutil.which("arm-none-eabi-gcc") is None:
+        pytest.skip("needs arm-none-eabi-gcc")
+    image = boot2.assemble(firmware_dir() / boot2.SOURCE)
+    assert int.from_bytes(image[252:], "little") == boot2.crc32_mpeg2(image[:252])
+    assert (firmware_dir() / boot2.TARGET).read_text() == boot2.c_source(image)  # regenerated, not edited

@@ -393,6 +393,15 @@ def test_the_rp2350_image_def_sits_right_after_the_vector_table(new_board_builds
 
 
 @pytest.mark.qemu
+def test_the_rp2040_boot2_comes_first_and_the_vectors_256_bytes_later(new_board_builds):
+    have_tools("arm-none-eabi-gcc")
+    elf = new_board_builds["pico"].elf
+    symbols = subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True, text=True, check=True).stdout
+    address = {line.split()[2]: int(line.split()[0], 16) for line in symbols.splitlines() if len(line.split()) == 3}
+    assert address["mcud_rp2040_boot2"] == 0x10000000 and address["mcud_vectors"] == 0x10000100
+
+
+@pytest.mark.qemu
 @pytest.mark.parametrize("name", NEW_BOARDS)
 def test_a_new_boards_missing_upload_tool_is_one_sentence(name, new_board_builds, core):
     have_tools("arm-none-eabi-gcc", "riscv64-unknown-elf-gcc")
