@@ -52,6 +52,7 @@ class RegWrite:
     clear: int
     set: int
     what: str = ""
+    wait: int = 0  # then read until (*addr & wait) == wait (bounded): a reset released, an oscillator stable
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,9 @@ class Upload:
     protocols: tuple[str, ...]
     openocd_target: str = ""
     port: str = ""
+    uf2_family: int = 0  # not 0: flash also writes firmware.uf2 (this UF2 family ID) for the board's boot drive
+    uf2_drive: str = ""  # the name of that drive
+    jlink_device: str = ""  # JLinkExe's -device
 
 
 @dataclass(frozen=True)
@@ -183,6 +187,10 @@ class Board:
     flash_data: Optional[FlashData] = None  # None: the estimate charges reads of weights from flash as SRAM's
     arch: str = "arm"  # the runtime's start-up and system files, the linker script (board.schema.json's arch)
     toolchain: Toolchain = ARM_TOOLCHAIN
+    silicon: bool = True  # False: built from the data sheet, not yet run on the chip
+    datasheet: str = ""
+    notes: tuple[str, ...] = ()
+    boot_block: str = ""  # firmware/runtime/boot_<boot_block>.c, right after the vector table ("" none)
 
     @property
     def sram_bytes(self) -> int:
@@ -300,7 +308,8 @@ def _board(data: dict) -> Board:
     if "upload" in data:
         up = data["upload"]
         upload = Upload(up["protocol"], tuple(up.get("protocols", (up["protocol"],))), up.get("openocd_target", ""),
-                        up.get("port", ""))
+                        up.get("port", ""), int(up.get("uf2_family", "0"), 16), up.get("uf2_drive", ""),
+                        up.get("jlink_device", ""))
     if "build" in data:
         b = data["build"]
         build = HostBuild(b["cc"], tuple(b.get("cflags", ())), tuple(b.get("ldflags", ())))
@@ -319,7 +328,9 @@ def _board(data: dict) -> Board:
                  clock_tree=tree, links=links,
                  boot_origin=_int(data["boot_origin"]) if "boot_origin" in data else None,
                  flash_data=_flash_data(data["name"], data.get("flash_data"), tree is not None),
-                 arch=data.get("arch", "arm"), toolchain=_toolchain(data.get("toolchain")))
+                 arch=data.get("arch", "arm"), toolchain=_toolchain(data.get("toolchain")),
+                 silicon=bool(data.get("silicon", True)), datasheet=data.get("datasheet", ""),
+                 notes=tuple(data.get("notes", ())), boot_block=data.get("boot_block", ""))
 
 
 def _toolchain(data: Optional[dict]) -> Toolchain:
@@ -344,7 +355,8 @@ def _flash_data(board: str, data: Optional[dict], has_tree: bool) -> Optional[Fl
 
 
 def _writes(items) -> tuple[RegWrite, ...]:
-    return tuple(RegWrite(_int(w["reg"]), _int(w.get("clear", 0)), _int(w.get("set", 0)), w.get("what", "")) for w in items)
+    return tuple(RegWrite(_int(w["reg"]), _int(w.get("clear", 0)), _int(w.get("set", 0)), w.get("what", ""),
+                           _int(w.get("wait", 0))) for w in items)
 
 
 def _speed(data: Optional[dict]) -> Optional[Speed]:

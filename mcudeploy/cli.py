@@ -168,6 +168,7 @@ def cmd_boards(args) -> int:
     width = max(len(b.name) for b in boards)
     for b in boards:
         alias = f" (alias of {b.alias_of})" if b.alias_of else ""
+        alias += "" if b.silicon else " [not yet run on silicon]"
         sram = " + ".join(f"{r.size // 1024} KB {r.name}" for r in b.regions if not r.excluded)
         print(f"{b.name:<{width}}  {b.kind:<8}  {b.core:<12}  {sram:<24}  {b.description}{alias}")
     from mcudeploy.stages.system import all_systems

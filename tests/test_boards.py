@@ -30,7 +30,7 @@ def test_every_shipped_board_meets_the_schema_and_loads():
         if b.kind == "qemu":
             assert b.qemu.machine
         if b.kind == "hardware":  # a board fact, not a table in the code; "custom": built, not flashed by mcudeploy
-            assert b.upload.openocd_target or b.upload.protocol == "custom", b.name
+            assert b.upload.openocd_target or b.upload.protocol in ("custom", "picotool", "jlink"), b.name
     assert boards["stm32"].alias_of == "nucleo-f446re" and boards["stm32"].uart == boards["nucleo-f446re"].uart
 
 
@@ -44,7 +44,7 @@ def edited(tmp_path: Path, change) -> Path:
 
 @pytest.mark.parametrize("change, sentence", [
     (lambda d: d.pop("uart"), "lacks the required field 'uart'"),
-    (lambda d: d["uart"].update(driver="pl011"), "field 'uart.driver' should be one of cmsdk, stm32_usart"),
+    (lambda d: d["uart"].update(driver="pl022"), "field 'uart.driver' should be one of cmsdk, stm32_usart"),
     (lambda d: d["timer"].update(hz="fast"), "field 'timer.hz' should be an integer, not 'fast'"),
     (lambda d: d["regions"][0].update(size=-4), "field 'regions[0].size' is -4, below its least 1"),
     (lambda d: d["uart"].update(base="0xZZ"), "field 'uart.base' is '0xZZ', which is not a number"),
@@ -85,3 +85,108 @@ def test_reset_wait_states_are_refused_beside_a_clock_tree(tmp_path):
     with pytest.raises(MCUDeployError, match=r"^board edited: flash_data.wait_states is for a board at its reset "
                                              r"clock; this board's clock_tree sets"):
         load_board("edited", tmp_path)
+
+
+NEW_BOARDS = ("pico", "pico2", "nano33ble", "hifive1-revb", "microbit", "microbit-v2")
+
+
+@pytest.mark.parametrize("name", NEW_BOARDS)
+def test_the_boards_tinyml_users_start_from_load_and_say_they_have_not_run_on_silicon(name):
+    board = load_board(name)
+    assert board.kind == "hardware" and not board.silicon and board.datasheet and board.notes
+    assert board.upload.protocol in ("picotool", "bossac", "jlink", "mbed")
+
+
+def test_mcudeploy_boards_marks_the_boards_not_yet_run_on_silicon(capsys):
+    from mcudeploy.cli import main
+
+    assert main(["boards"]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line.strip()}
+    for name in NEW_BOARDS:
+        assert lines[name].endswith("[not yet run on silicon]"), name
+    assert "silicon" not in lines["nucleo-f446re"]
+
+
+@pytest.mark.parametrize("name, origin, flash, sram", [
+    # the data sheets' memory maps (each board file names its own)
+    ("pico", 0x10000000, 2 * 1024 * 1024, 264 * 1024),  # boot2's 256 bytes first, then the vectors
+    ("pico2", 0x10000000, 4 * 1024 * 1024, 520 * 1024),
+    ("nano33ble", 0x10000, 1024 * 1024 - 0x10000, 256 * 1024),  # after Arduino's bootloader
+    ("hifive1-revb", 0x20010000, 4 * 1024 * 1024 - 0x10000, 16 * 1024),  # after the boot loader, in the DTIM
+    ("microbit", 0, 256 * 1024, 16 * 1024),
+    ("microbit-v2", 0, 512 * 1024, 128 * 1024),
+])
+def test_the_new_boards_memories(name, origin, flash, sram):
+    board = load_board(name)
+    assert (board.flash_origin, board.flash_bytes, board.regions[0].size) == (origin, flash, sram)
+
+
+def test_pl011_and_sifive_divisors():
+    from mcudeploy.device.build import uart_brr
+
+    # PL011: 12 MHz / (16 * 115200) = 6.5104: IBRD 6, FBRD round(0.5104 * 64) = 33, as 6 * 64 + 33 = 417
+    assert uart_brr(load_board("pico"))[0] == 417
+    # SiFive: 16 MHz / 115200 = 138.9, div = 139 - 1
+    assert uart_brr(load_board("hifive1-revb"))[0] == 138
+
+
+def test_an_init_write_may_wait_for_a_flag():
+    writes = load_board("pico").uart.init
+    stable = next(w for w in writes if w.addr == 0x40024004)
+    assert stable.wait == 0x80000000 and stable.set == 0 and stable.clear == 0
+
+
+def test_uf2_blocks_carry_the_address_and_family():
+    import struct
+
+    from mcudeploy.device.uf2 import uf2_bytes
+
+    data = uf2_bytes(bytes(range(256)) * 2 + b"x", 0x10000100, 0xE48BFF56)
+    assert len(data) == 3 * 512
+    head = struct.unpack("<8I", data[512:544])
+    assert head == (0x0A324655, 0x9E5D5157, 0x2000, 0x10000200, 256, 1, 3, 0xE48BFF56)
+    assert data[544:800] == bytes(range(256)) and struct.unpack("<I", data[1020:1024])[0] == 0x0AB16F30
+
+
+@pytest.mark.parametrize("name", ["pico", "microbit", "hifive1-revb"])
+def test_estimate_for_a_core_without_timings_is_refused_in_one_sentence(name):
+    from mcudeploy.estimate.cycles import target_for
+
+    with pytest.raises(MCUDeployError, match=rf"^no instruction timings are modelled for the \S+ of board {name} "):
+        target_for(load_board(name), load_board("qemu-m0"))
+
+
+@pytest.mark.parametrize("name, emulated, clock", [("nano33ble", "qemu-m4", 64e6), ("microbit-v2", "qemu-m4", 64e6),
+                                                   ("pico2", "qemu-an505", 12e6)])
+def test_estimate_targets_of_the_new_m4_and_m33_boards(name, emulated, clock):
+    from mcudeploy.estimate.cycles import target_for
+
+    t = target_for(load_board(name), load_board(emulated))
+    assert t.clock_hz == clock and t.wait_states == 0 and not t.flash_cache
+
+
+def test_the_user_guides_own_board_example_loads(tmp_path):
+    import re
+    import shutil
+
+    guide = (Path(__file__).parents[1] / "docs" / "user-guide.md").read_text()
+    section = guide[guide.index("### A board of your own, as data"):]
+    example = json.loads(re.search(r"```json\n(.*?)```", section, re.S).group(1))
+    shutil.copy(boards_dir() / SCHEMA, tmp_path / SCHEMA)
+    (tmp_path / f"{example['name']}.json").write_text(json.dumps(example))
+    board = load_board(example["name"], tmp_path)
+    assert board.uart.driver == "nrf_uarte" and not board.silicon
+
+
+def test_the_rp2040_boot2_is_its_assembly_with_the_boot_roms_crc():
+    import shutil
+
+    from mcudeploy.device import boot2
+    from mcudeploy.resources import firmware_dir
+
+    assert boot2.crc32_mpeg2(b"123456789") == 0x0376E6E7  # CRC-32/MPEG-2's check value
+    if shutil.which("arm-none-eabi-gcc") is None:
+        pytest.skip("needs arm-none-eabi-gcc")
+    image = boot2.assemble(firmware_dir() / boot2.SOURCE)
+    assert int.from_bytes(image[252:], "little") == boot2.crc32_mpeg2(image[:252])
+    assert (firmware_dir() / boot2.TARGET).read_text() == boot2.c_source(image)  # regenerated, not edited

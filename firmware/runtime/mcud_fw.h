@@ -9,11 +9,13 @@
 #include <stdint.h>
 
 /* One read-modify-write of a memory-mapped register, run before the UART starts
- * (clock enables, pin multiplexing): *addr = (*addr & ~clear) | set. */
+ * (clock enables, pin multiplexing): *addr = (*addr & ~clear) | set; then, when wait is not 0, until
+ * (*addr & wait) == wait (a reset released, an oscillator stable), for a bounded number of reads. */
 typedef struct {
     uint32_t addr;
     uint32_t clear;
     uint32_t set;
+    uint32_t wait;
 } mcud_fw_reg_write;
 
 /* A UART: the host's port, or a link port to a neighbouring chip. */

@@ -16,6 +16,10 @@
 #define SEMIHOSTING_MODE_RB 1u
 #define ADP_STOPPED_APPLICATION_EXIT 0x20026u
 
+/* A flag an init write waits for that never comes (an oscillator that does not start) gives up after this many
+ * reads rather than hanging the board before its UART speaks: about 10 ms at 100 MHz. */
+#define MCUD_INIT_WAIT_READS 1000000u
+
 static uint32_t emulated;
 
 void mcud_sys_init(const mcud_fw_config *config)
@@ -25,6 +29,8 @@ void mcud_sys_init(const mcud_fw_config *config)
         volatile uint32_t *reg = (volatile uint32_t *)(uintptr_t)config->init[i].addr;
         *reg = (*reg & ~config->init[i].clear) | config->init[i].set;
         (void)*reg; /* read back: a peripheral clock enable takes effect before the next access */
+        for (uint32_t n = 0; n < MCUD_INIT_WAIT_READS && (*reg & config->init[i].wait) != config->init[i].wait; n++) {
+        }
     }
 }
 

@@ -77,6 +77,10 @@ def uart_brr(board: Board, clock_hz: Optional[int] = None) -> tuple[int, str]:
         return 0, "no clock given"
     if uart.lpuart:
         return round(256 * hz / uart.baud), f"256 * {hz} Hz / {uart.baud} baud (LPUART)"
+    if uart.driver == "pl011":  # the divisor clock / (16 * baud) in 64ths: IBRD above the low six bits, FBRD in them
+        return round(4 * hz / uart.baud), f"64 * {hz} Hz / (16 * {uart.baud} baud) (PL011 IBRD:FBRD)"
+    if uart.driver == "sifive":  # baud = clock / (div + 1)
+        return round(hz / uart.baud) - 1, f"{hz} Hz / {uart.baud} baud - 1 (SiFive div)"
     return round(hz / uart.baud), f"{hz} Hz / {uart.baud} baud"
 
 
@@ -173,7 +177,7 @@ def _context(board: Board, mid: int, has_model: bool, sections: Optional[dict] =
 
 def reg_writes(writes) -> list[dict]:
     """Register writes (boards.RegWrite) as main.c's board_init rows."""
-    return [{"addr": f"0x{w.addr:08X}", "clear": f"0x{w.clear:08X}", "set": f"0x{w.set:08X}",
+    return [{"addr": f"0x{w.addr:08X}", "clear": f"0x{w.clear:08X}", "set": f"0x{w.set:08X}", "wait": f"0x{w.wait:08X}",
              "what": w.what.replace("*/", "* /")} for w in writes]
 
 
@@ -259,6 +263,8 @@ def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.Pat
         drivers += (f"dma_{board.dma_engine.driver}.c",)
     if dual is not None:
         drivers += ("dual.c",)
+    if board.boot_block:
+        drivers += (f"boot_{board.boot_block}.c",)
     sources += [runtime / name for name in arch.runtime + RUNTIME_COMMON + drivers]
     cpu = list(board.cpu_flags)
     return {

@@ -23,6 +23,7 @@ from mcudeploy.device.emulator import (LINKS_ENV, PORT_ENV, Emulator, emulator_p
 from mcudeploy.device.host import BuildError
 from mcudeploy.device.pio_core import pio_failure, run_pio
 from mcudeploy.device.pio_project import default_project_dir, describe, firmware_elf, generate_project
+from mcudeploy.device.uf2 import write_uf2
 from mcudeploy.device.upload_failure import check_serial_port, explain_upload
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.files import output_lock
@@ -141,6 +142,8 @@ def flash_compiled(compiled, board: Board, project: Path, label: str, port: Opti
     spec = generate_project(board, project, compiled, link)
     elf, report = build_and_check(board, project, spec, label, core)
     ids = dict(plan_id=plan_id(plan_dict(compiled)) if compiled is not None else "", model_id=spec["model_id"])
+    if board.upload is not None and board.upload.uf2_family:  # the file a boot drive takes, with or without upload
+        write_uf2(elf.with_name("firmware.bin"), board.flash_origin, board.upload.uf2_family)
     if not upload_firmware:
         return FlashResult(board, project, elf, report, describe(compiled), port, uploaded=False, **ids)
     if board.kind == "qemu":
@@ -166,6 +169,10 @@ def summary(result: FlashResult) -> list[str]:
         lines.append(f"plan {result.plan_id}, model id 0x{result.model_id:08X} (the CRC-32 of its model.c, which "
                      f"the board reports and run and measure --port check)")
     lines += result.memory.lines()
+    up = result.board.upload
+    if up is not None and up.uf2_family:
+        lines.append(f"UF2 for the board's {up.uf2_drive or 'boot'} drive: {result.elf.with_name('firmware.uf2')} (hold "
+                     f"BOOTSEL while plugging the board in, then copy it there)")
     if not result.uploaded:
         lines.append("not uploaded (--no-upload)")
     elif result.board.kind == "qemu":

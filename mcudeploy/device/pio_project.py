@@ -68,6 +68,8 @@ def board_manifest(board: Board, upload: dict, spec: Optional[dict] = None) -> d
         "upload_protocol": upload["protocol"],
         "upload_protocols": upload["protocols"],
         "openocd_target": board.upload.openocd_target if board.upload else "",
+        "uf2_drive": board.upload.uf2_drive if board.upload else "",
+        "jlink_device": board.upload.jlink_device if board.upload else "",
         "cpu_flags": list(board.cpu_flags),
         # a board with a compiler of its own (not arm-none-eabi-gcc): a user's project builds with it (builder/main.py)
         "toolchain": None if board.toolchain == ARM_TOOLCHAIN else {

@@ -48,11 +48,12 @@ def target_for(board: Board, emulated: Board) -> Target:
     """The estimate target ``board`` for instructions traced on ``emulated``; refused when the cores differ."""
     if board.kind != "hardware":
         raise MCUDeployError(f"--estimate-for names a real board to estimate for; {board.name} is a {board.kind} board")
+    if board.core not in CORES:  # before the cores are compared: the answer does not depend on the emulated board
+        raise MCUDeployError(f"no instruction timings are modelled for the {board.core} of board {board.name} "
+                             f"(mcudeploy/estimate/cores.py), so no cycles can be estimated for it")
     if board.core != emulated.core:
         raise MCUDeployError(f"board {emulated.name} runs a {emulated.core}, but --estimate-for {board.name} has a "
                              f"{board.core}: the instructions traced would be another core's")
-    if board.core not in CORES:
-        raise MCUDeployError(f"no instruction timings are known for the {board.core} of board {board.name}")
     tree = board.clock_tree.claimed if board.clock_tree else None  # the clock board.clock_hz claims
     # without a tree the board runs at its reset clock, with the flash latency register's reset value (flash_data
     # gives it; 0 where it does not) and no flash accelerator or cache turned on

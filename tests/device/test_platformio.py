@@ -82,6 +82,10 @@ def test_board_manifest_states_the_boards_capacity(board, tmp_path):
         if board.family.startswith("stm32"):
             assert manifest["upload"]["protocol"] in ("stlink", "mbed", "cmsis-dap")
             assert manifest["debug"]["openocd_target"].startswith("stm32")
+        elif board.family.startswith(("nrf", "rp2", "fe310")):  # the boards of issue 60: their vendors' upload tools
+            assert manifest["upload"]["protocol"] == board.upload.protocol in ("picotool", "bossac", "jlink", "mbed")
+            if board.upload.jlink_device:
+                assert manifest["upload"]["jlink_device"] == board.upload.jlink_device
         else:  # a board without an upload tool mcudeploy drives (alif-e7-appkit-hp): built, not flashed
             assert manifest["upload"]["protocol"] == board.upload.protocol == "custom"
 
@@ -338,3 +342,71 @@ def test_a_model_that_does_not_fit_is_refused_before_upload(core, tmp_path):
     over = int(re.search(r"over by ([\d,]+)", str(err.value)).group(1).replace(",", ""))
     assert over >= 589_824 - 131_072  # the arena alone (Relu runs in place: input and output share it)
     assert emulator.running_emulator("qemu-stm32f4") is None  # nothing was uploaded
+
+
+# ---------------------------------------------------------------- the boards TinyML users start from (issue 60)
+
+NEW_BOARDS = ("pico", "pico2", "nano33ble", "hifive1-revb", "microbit", "microbit-v2")
+MISSING_TOOL = {  # what each board's upload says when its tool is not installed (none is, here or in CI)
+    "pico": r"the picotool upload needs Raspberry Pi's picotool on PATH, and none is installed; or hold BOOTSEL .* "
+            r"copy firmware\.uf2 \(beside firmware\.elf\) to its RPI-RP2 drive",
+    "pico2": r"the picotool upload needs .* to its RP2350 drive",
+    "nano33ble": r"the bossac upload needs Arduino's bossac on PATH .* and none is installed",
+    "hifive1-revb": r"the jlink upload needs SEGGER's JLinkExe on PATH .* and none is installed",
+    "microbit": r"its USB disk was not found .* set upload.port in boards/microbit.json to its mount point",
+    "microbit-v2": r"its USB disk was not found .* set upload.port in boards/microbit-v2.json to its mount point",
+}
+
+
+@pytest.fixture(scope="module")
+def new_board_builds(core, tmp_path_factory):
+    """Each new board's firmware with one tiny model (4 channels, 8 x 8: its arena fits the HiFive1's 16 KB
+    DTIM), built once for the tests below."""
+    folder = tmp_path_factory.mktemp("new-boards")
+    model = small_model(folder / "tiny.onnx", channels=4, size=8)
+    return {name: flash.flash(str(model), name, project=folder / name, upload_firmware=False, core=core)
+            for name in NEW_BOARDS}
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("name", NEW_BOARDS)
+def test_a_new_board_builds_offline(name, new_board_builds):
+    have_tools("arm-none-eabi-gcc", "riscv64-unknown-elf-gcc")
+    board = load_board(name)
+    result = new_board_builds[name]
+    report = result.memory
+    assert not result.uploaded and result.elf.is_file()
+    assert report.flash_bytes == board.flash_bytes and report.sram_bytes == board.regions[0].size
+    assert report.arena > 0 and report.stack == board.stack_bytes and report.flash_used > report.text > 0
+    if board.upload.uf2_family:
+        uf2 = result.elf.with_name("firmware.uf2").read_bytes()
+        assert len(uf2) % 512 == 0 and int.from_bytes(uf2[12:16], "little") == board.flash_origin
+
+
+@pytest.mark.qemu
+def test_the_rp2350_image_def_sits_right_after_the_vector_table(new_board_builds):
+    have_tools("arm-none-eabi-gcc")
+    elf = new_board_builds["pico2"].elf
+    symbols = subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True, text=True, check=True).stdout
+    address = {line.split()[2]: int(line.split()[0], 16) for line in symbols.splitlines() if len(line.split()) == 3}
+    assert address["mcud_vectors"] == 0x10000000 and address["mcud_rp2350_image_def"] < 0x10001000  # first 4 KB
+
+
+@pytest.mark.qemu
+def test_the_rp2040_boot2_comes_first_and_the_vectors_256_bytes_later(new_board_builds):
+    have_tools("arm-none-eabi-gcc")
+    elf = new_board_builds["pico"].elf
+    symbols = subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True, text=True, check=True).stdout
+    address = {line.split()[2]: int(line.split()[0], 16) for line in symbols.splitlines() if len(line.split()) == 3}
+    assert address["mcud_rp2040_boot2"] == 0x10000000 and address["mcud_vectors"] == 0x10000100
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("name", NEW_BOARDS)
+def test_a_new_boards_missing_upload_tool_is_one_sentence(name, new_board_builds, core):
+    have_tools("arm-none-eabi-gcc", "riscv64-unknown-elf-gcc")
+    for tool in ("picotool", "bossac", "JLinkExe"):
+        if shutil.which(tool):
+            pytest.skip(f"{tool} is installed here")
+    with pytest.raises(MCUDeployError, match=rf"^cannot upload to board '{name}': {MISSING_TOOL[name]}"):
+        flash.upload(new_board_builds[name].project, load_board(name), core=core)

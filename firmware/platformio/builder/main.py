@@ -16,6 +16,10 @@ the library.json of a `mcudeploy compile` folder, build_flags) for the board's c
 
 Upload, by ``upload_protocol``:
   custom          the project's ``upload_command`` (mcudeploy starts QEMU with it);
+  picotool        Raspberry Pi's ``picotool load`` on PATH (the board in BOOTSEL mode); without it, the
+                  firmware.uf2 mcudeploy writes beside the ELF, copied to the board's boot drive by hand;
+  bossac          Arduino's ``bossac`` on PATH, over upload_port (the bootloader's USB serial);
+  jlink           SEGGER's ``JLinkExe`` on PATH (loads firmware.bin at the flash origin over JTAG);
   mbed            copy firmware.bin to the board's USB disk (PlatformIO's own disk finder);
   stlink, cmsis-dap
                   OpenOCD (PlatformIO's tool-openocd package when installed, else ``openocd`` on
@@ -196,6 +200,30 @@ def upload_actions(protocol):
             return binary, [env.VerboseAction("st-flash --reset write $SOURCE %s" % origin, "Uploading $SOURCE")]
         return ("the %s upload needs OpenOCD (PlatformIO's tool-openocd package or `openocd` on PATH)%s, "
                 "and none is installed" % (protocol, " or `st-flash`" if protocol == "stlink" else ""))
+    if protocol == "picotool":
+        if shutil.which("picotool"):
+            return elf, [env.VerboseAction("picotool load -x -t elf $SOURCE", "Uploading $SOURCE")]
+        return ("the picotool upload needs Raspberry Pi's picotool on PATH, and none is installed; or hold BOOTSEL "
+                "while plugging the board in and copy firmware.uf2 (beside firmware.elf) to its %s drive"
+                % board.get("upload.uf2_drive", "boot"))
+    if protocol == "bossac":
+        if shutil.which("bossac"):
+            port = env.subst("$UPLOAD_PORT")
+            if not port:
+                return "the bossac upload needs upload_port (the bootloader's serial port, after a double tap of RESET)"
+            return binary, [env.VerboseAction("bossac -d --port=%s -U -i -e -w $SOURCE -R" % port, "Uploading $SOURCE")]
+        return ("the bossac upload needs Arduino's bossac on PATH (it comes with the Arduino mbed_nano core), "
+                "and none is installed")
+    if protocol == "jlink":
+        if shutil.which("JLinkExe"):
+            script = os.path.join(env.subst("$BUILD_DIR"), "upload.jlink")
+            with open(script, "w") as f:
+                f.write("r\nh\nloadbin %s,%s\nr\ng\nexit\n"
+                        % (env.subst("$BUILD_DIR/${PROGNAME}.bin"), board.get("upload.offset_address", "0x0")))
+            return binary, [env.VerboseAction("JLinkExe -device %s -if JTAG -speed 4000 -jtagconf -1,-1 -autoconnect 1 "
+                                              "-CommanderScript %s" % (board.get("upload.jlink_device", ""), script),
+                                              "Uploading $SOURCE")]
+        return "the jlink upload needs SEGGER's JLinkExe on PATH (the J-Link Software Pack), and none is installed"
     return "upload protocol '%s' is not supported by the mcudeploy platform" % protocol
 
 
