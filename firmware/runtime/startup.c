@@ -2,8 +2,8 @@
  * of other memory regions), turning on the FPU when the build uses it, painting the stack and
  * guarding its bottom, then main(). Symbols come from the generated link.ld.
  *
- * The stack sits just above .bss, so a stack too small for a plan would write over the arena and the
- * firmware's state: a wrong answer or a hang. The build refuses a stack smaller than the firmware's worst case
+ * The stack sits at the bottom of RAM, below .data and .bss, so an overflow runs off the region's start rather than
+ * over the arena and the firmware's state (a wrong answer or a hang). The build refuses a stack smaller than the firmware's worst case
  * (mcudeploy/device/stack_bound.py), and below the stack lies a guard (_sguard to _sstack, link.ld): on an
  * ARMv8-M main core the stack limit register MSPLIM sits at its top, on an ARMv7-M core with an MPU a region
  * makes it read-only. An ARMv7-M region catches only a frame that opens inside it, so the build sizes the

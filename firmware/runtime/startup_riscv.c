@@ -3,7 +3,7 @@
  * other memory regions, the zero table), paints the stack, guards its bottom and calls main(). Symbols
  * come from the generated link.ld (templates/firmware/link_riscv.ld.j2).
  *
- * As on the Cortex-M (startup.c) the stack sits just above .bss, above a guard (_sguard to _sstack) as large
+ * As on the Cortex-M (startup.c) the stack sits at the bottom of RAM, above a guard (_sguard to _sstack) as large
  * as the firmware's largest frame (a power of two aligned to its size, from the build: link.ld):
  * PMP entry 0 makes it read-only (locked, so machine mode is held to it too). Every trap is a fault here (no interrupt is ever enabled): the
  * handler reports MCUD_EXIT_STACK for a store into the guard, else MCUD_EXIT_FAULT, through the same

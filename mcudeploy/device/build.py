@@ -445,8 +445,9 @@ def build_firmware(board: Union[str, Board], project_dir: Union[str, os.PathLike
     objs = _objects(spec, build_dir)
     stack = worst_case_stack(board, spec, objs)
     # The guard below the stack as large as the largest frame (stack_bound.guard_bytes), on top of stack_bytes rather
-    # than out of it: the board's figure stays the usable stack the bound was checked against, and the stack stays
-    # where it was (above .bss) instead of moving to the bottom of RAM, where what lies below differs by board.
+    # than out of it: the board's figure stays the usable stack the bound was checked against. The stack sits at the
+    # bottom of RAM (link.ld): the region's origin aligns the guard without padding, and past the guard an overflow
+    # leaves RAM instead of reaching the arena.
     spec = {**spec, "ldflags": spec["ldflags"] + [f"-Wl,--defsym=__mcud_stack_guard_bytes={guard_bytes(stack, board.core)}"]}
     elf = build_dir / "firmware.elf"
     proc = _link(spec, objs, spec["linker_script"], elf)

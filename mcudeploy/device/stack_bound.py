@@ -158,6 +158,8 @@ def _resolve(graph: dict[str, Function], f: Function) -> tuple[str, ...]:
     """``f``'s callees, its pointer calls resolved (INDIRECT) and its asm calls added (ASM_CALLS)."""
     out = []
     for callee in f.calls + ASM_CALLS.get(f.label, ()):
+        if callee in ENTRIES:  # a restart (arch_riscv.c's mcud_sys_reset jumps to _start): the stack starts again
+            continue
         if callee != INDIRECT_NODE:
             known = graph.get(callee)
             if known is None or known.frame is None:  # a weak definition is titled "file:name": every one counts
@@ -171,7 +173,7 @@ def _resolve(graph: dict[str, Function], f: Function) -> tuple[str, ...]:
             raise MCUDeployError(f"function {f.label} calls through a pointer the firmware's call graph cannot "
                                  f"resolve, so its worst-case stack is unknown (mcudeploy/device/stack_bound.py "
                                  f"INDIRECT names the targets of the calls it knows)")
-        out += sorted(t for t, g in graph.items() if g.label.endswith(suffix) and g.frame is not None)
+        out += sorted(t for t, g in graph.items() if g.label.endswith(suffix) and g.label != f.label and g.frame is not None)
     return tuple(out)
 
 
@@ -278,8 +280,8 @@ def guard_bytes(found: Bound, core: str) -> int:
 def check_stack(found: Bound, stack_bytes: int, board: str, margin: int = MARGIN) -> None:
     """Refuse, in one sentence giving both figures and the deepest path, a stack smaller than the bound and margin."""
     if found.bytes + margin > stack_bytes:
-        raise MCUDeployError(f"the firmware's worst-case stack is {found.bytes:,} B ({found.path_text()}), "
-                             f"{'more than' if found.bytes > stack_bytes else 'with its margin of ' + str(margin) + ' B more than'} "
+        over = "more than" if found.bytes > stack_bytes else f"with its margin of {margin} B more than"
+        raise MCUDeployError(f"the firmware's worst-case stack is {found.bytes:,} B ({found.path_text()}), {over} "
                              f"board {board}'s stack of {stack_bytes:,} B: give the board file a larger stack_bytes")
 
 
