@@ -264,6 +264,9 @@ def firmware_bound(ci_files: Iterable[Path], toolchain: str, fp_context: bool, a
 
 # Cores whose stack limit register (MSPLIM) catches a frame of any size: their guard stays the smallest
 MSPLIM_CORES = ("cortex-m33", "cortex-m35p", "cortex-m55", "cortex-m85")
+# ARMv6-M cores without an MPU (the nRF51's Cortex-M0): nothing enforces a guard there, so it stays the smallest and
+# the stack is only as safe as the bound the build checks
+NO_MPU_CORES = ("cortex-m0", "cortex-m0plus", "cortex-m1")
 SMALLEST_GUARD = 32  # bytes: ARMv7-M's smallest MPU region (and a PMP NAPOT region's, with room to spare)
 
 
@@ -271,7 +274,7 @@ def guard_bytes(found: Bound, core: str) -> int:
     """The guard below the stack (link.ld's __mcud_stack_guard_bytes): a power of two, at least the largest frame and
     the exception frame, since an MPU or PMP region catches a frame only if it opens inside it; the smallest where
     MSPLIM catches any."""
-    if core in MSPLIM_CORES:
+    if core in MSPLIM_CORES or core in NO_MPU_CORES:
         return SMALLEST_GUARD
     need = max(SMALLEST_GUARD, found.largest_frame, found.exception_frame)
     return 1 << (need - 1).bit_length()
