@@ -25,6 +25,7 @@ function missing from the table is refused, so a new one is measured before it i
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 from dataclasses import dataclass, field
@@ -34,17 +35,23 @@ from typing import Iterable, Optional
 from mcudeploy.errors import MCUDeployError
 
 INDIRECT_NODE = "__indirect_call"
-# caller -> the suffix of every function it may call through its pointer (kernels/stream.c: p->read is
-# the model's <name>_read_input, which model.c and the firmware's main.c define)
-INDIRECT = {"mcud_read_input": "_read_input"}
+# caller -> (file, name pattern) of every function it may call through a pointer: what the runtime's tables hold.
+# kernels/stream.c: p->read is the model's <name>_read_input (model.c or the firmware's main.c); runtime/dual.c: the
+# two-core config of dual.c.j2 (rendered into main.c) holds its pack functions and each stage's <name>_run (model.c).
+INDIRECT: dict[str, tuple[tuple[str, str], ...]] = {
+    "mcud_read_input": (("model.c", r".+_read_input"), ("main.c", r".+_read_input")),
+    "mcud_dual_run": (("main.c", r"pack_inputs|pack_sent"), ("model.c", r".+_run")),
+    "core1_loop": (("main.c", r"unpack|pack_outputs"), ("model.c", r".+_run")),
+}
 # caller -> callees a naked function reaches in asm (startup.c, startup_riscv.c)
 ASM_CALLS = {"mcud_fault_handler": ("mcud_fault_report",), "mcud_trap_entry": ("mcud_fault_report",),
              "_start": ("mcud_reset",)}
 ENTRIES = ("Reset_Handler", "_start")  # the main stack's first frame, by arch
 # handlers that return to what they interrupted (startup.c: the weak aliases and the timer's tick)
 HANDLERS = ("mcud_unused_handler", "SysTick_Handler")
-# handlers that restart the stack at its top: their chain need only fit alone
-RESTARTING = ("mcud_fault_handler", "mcud_trap_entry")
+# roots with a stack of their own, whose chain need only fit alone: the fault handlers restart the stack at its top,
+# and a second core (runtime/dual.c) has a stack of stack_bytes too (target/dual_firmware.py)
+RESTARTING = ("mcud_fault_handler", "mcud_trap_entry", "mcud_dual_core1_reset")
 EXCEPTION_FRAME = {"arm": 32, "arm-fp": 104, "riscv": 0}
 MARGIN = 64  # bytes kept above the bound: the start-up frame's spare words (startup.c paints below sp - 16 words)
 
@@ -80,6 +87,7 @@ class Function:
     frame: Optional[int]  # bytes; None: declared only (a library function, or another unit's)
     dynamic: bool = False  # an unbounded frame
     calls: tuple[str, ...] = ()
+    file: str = ""  # the source's name (model.c), for INDIRECT
 
 
 @dataclass(frozen=True)
@@ -123,15 +131,15 @@ def parse_ci(text: str) -> dict[str, Function]:
             name = label.split("\\n")[0] if size else title  # a declaration: its symbol (memcpy, not __builtin_memcpy)
             frame = int(size.group(1)) if size else None
             dynamic = bool(size) and size.group(2) == "dynamic"
+            where = label.split("\\n")[1].split(":")[0] if "\\n" in label else ""
             old = nodes.get(title)
             if old is None or old.frame is None:
-                nodes[title] = Function(title, name, frame, dynamic)
+                nodes[title] = Function(title, name, frame, dynamic, (), Path(where).name)
             continue
         m = _EDGE.search(line)
         if m:
             calls.setdefault(m.group(1), []).append(m.group(2))
-    return {t: Function(f.name, f.label, f.frame, f.dynamic, tuple(dict.fromkeys(calls.get(t, ()))))
-            for t, f in nodes.items()}
+    return {t: dataclasses.replace(f, calls=tuple(dict.fromkeys(calls.get(t, ())))) for t, f in nodes.items()}
 
 
 def parse_su(text: str) -> dict[str, tuple[int, str]]:
@@ -168,12 +176,13 @@ def _resolve(graph: dict[str, Function], f: Function) -> tuple[str, ...]:
             else:
                 out.append(callee)
             continue
-        suffix = INDIRECT.get(f.label)
-        if suffix is None:
+        targets = INDIRECT.get(f.label)
+        if targets is None:
             raise MCUDeployError(f"function {f.label} calls through a pointer the firmware's call graph cannot "
                                  f"resolve, so its worst-case stack is unknown (mcudeploy/device/stack_bound.py "
                                  f"INDIRECT names the targets of the calls it knows)")
-        out += sorted(t for t, g in graph.items() if g.label.endswith(suffix) and g.label != f.label and g.frame is not None)
+        out += sorted(t for t, g in graph.items() if g.frame is not None and g.label != f.label
+                      and any(g.file == file and re.fullmatch(name, g.label) for file, name in targets))
     return tuple(out)
 
 

@@ -12,11 +12,11 @@ from mcudeploy.device import stack_bound as sb
 from mcudeploy.errors import MCUDeployError
 
 
-def node(title, frame=None, qual="static", label=None):
+def node(title, frame=None, qual="static", label=None, file="x.c"):
     name = label or title.rsplit(":", 1)[-1]
     if frame is None:
         return f'node: {{ title: "{title}" label: "{name}\\nx.h:1:1" shape : ellipse }}'
-    return f'node: {{ title: "{title}" label: "{name}\\nx.c:1:1\\n{frame} bytes ({qual})" }}'
+    return f'node: {{ title: "{title}" label: "{name}\\n/p/{file}:1:1\\n{frame} bytes ({qual})" }}'
 
 
 def edge(a, b):
@@ -39,7 +39,7 @@ LIBRARY = {"memcpy": 8}
 
 def test_the_parser_reads_frames_qualifiers_and_edges():
     f = unit(*MAIN, node("vla", 16, "dynamic"), node("bounded", 32, "dynamic,bounded"))
-    assert f["main"] == sb.Function("main", "main", 24, False, ("mcud_model_run",))
+    assert f["main"] == sb.Function("main", "main", 24, False, ("mcud_model_run",), "x.c")
     assert f["memcpy"].frame is None and f["vla"].dynamic and not f["bounded"].dynamic and f["bounded"].frame == 32
     assert STARTUP["s.c:mcud_note_fault"].label == "mcud_note_fault"
     su = sb.parse_su("/p/startup.c:53:6:Reset_Handler\t8\tstatic\n/p/k.c:9:1:vla\t16\tdynamic\n")
@@ -84,7 +84,8 @@ def test_an_unknown_pointer_call_is_refused_and_the_known_one_resolved():
     # kernels/stream.c's mcud_read_input calls the model's <name>_read_input (INDIRECT)
     graph = sb.call_graph([STARTUP, unit(*MAIN, node("mcud_read_input", 8), node("__indirect_call"),
                                          edge("mcud_op_1", "mcud_read_input"),
-                                         edge("mcud_read_input", "__indirect_call"), node("kws_read_input", 400))])
+                                         edge("mcud_read_input", "__indirect_call"),
+                                         node("kws_read_input", 400, file="model.c"), node("read_input", 900))])
     assert sb.bound(graph, LIBRARY, 32).path[-3:] == ("mcud_op_1", "mcud_read_input", "kws_read_input")
 
 
