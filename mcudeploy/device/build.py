@@ -448,7 +448,8 @@ def build_firmware(board: Union[str, Board], project_dir: Union[str, os.PathLike
     # than out of it: the board's figure stays the usable stack the bound was checked against. The stack sits at the
     # bottom of RAM (link.ld): the region's origin aligns the guard without padding, and past the guard an overflow
     # leaves RAM instead of reaching the arena.
-    spec = {**spec, "ldflags": spec["ldflags"] + [f"-Wl,--defsym=__mcud_stack_guard_bytes={guard_bytes(stack, board.core)}"]}
+    guard = f"-Wl,--defsym=__mcud_stack_guard_bytes={guard_bytes(stack, board.core)}"
+    spec = {**spec, "ldflags": spec["ldflags"] + [guard]}
     elf = build_dir / "firmware.elf"
     proc = _link(spec, objs, spec["linker_script"], elf)
     if proc.returncode != 0:

@@ -13,11 +13,16 @@ frame, "N bytes (static)" / "(dynamic)" / "(dynamic,bounded)", and its call edge
 3. the fault handlers that restart the stack at its top (``mcud_fault_handler``, ``mcud_trap_entry``) are
    chains of their own that must fit alone.
 
+The bound is checked against the board's ``stack_bytes`` with ``MARGIN`` to spare, before the link; its largest
+frame sizes the guard below the stack (``guard_bytes``).
+
 A function GCC cannot bound is refused in one sentence naming it: recursion, a ``dynamic`` frame (a VLA or
 alloca: "dynamic,bounded" is a frame GCC bounded itself and counts as its size), and a call through a pointer
-that ``INDIRECT`` does not resolve. The runtime calls through one pointer on purpose (the streamed-input
-callback of ``mcud_read_input``); ``INDIRECT`` gives its targets by name, as data. Calls made in ``asm``
-(a naked handler's ``b``) are not in GCC's graph; ``ASM_CALLS`` adds them.
+that ``INDIRECT`` does not resolve. The runtime calls through pointers on purpose (the streamed-input callback
+of ``mcud_read_input``, the two-core ring's stage functions): ``INDIRECT`` gives their targets by file and name,
+as data. Calls made in ``asm`` (a naked handler's ``b``) are not in GCC's graph: ``ASM_CALLS`` adds them, and a
+call to an entry (a reset) starts the stack again rather than adding to it. A second core's entry
+(``mcud_dual_core1_reset``) is a chain of its own, as the fault handlers are.
 
 A function no unit defines is the C library's or libgcc's (memcpy, ``__aeabi_*``, soft float): its stack is
 ``LIBRARY`` of the toolchain, measured from the linked firmware (see ``library_frames``), and a library
@@ -53,7 +58,7 @@ HANDLERS = ("mcud_unused_handler", "SysTick_Handler")
 # and a second core (runtime/dual.c) has a stack of stack_bytes too (target/dual_firmware.py)
 RESTARTING = ("mcud_fault_handler", "mcud_trap_entry", "mcud_dual_core1_reset")
 EXCEPTION_FRAME = {"arm": 32, "arm-fp": 104, "riscv": 0}
-MARGIN = 64  # bytes kept above the bound: the start-up frame's spare words (startup.c paints below sp - 16 words)
+MARGIN = 64  # bytes the stack keeps beyond the bound, for what GCC's graph does not see (asm's own pushes)
 
 # Stack of the library functions a firmware calls, by toolchain and function, in bytes: the deepest of each
 # function's own pushes and ``sub sp`` and those of the library functions it calls, read by ``library_frames``

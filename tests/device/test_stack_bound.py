@@ -74,7 +74,8 @@ def test_recursion_is_refused_naming_the_function():
 def test_a_dynamic_frame_is_refused_and_a_bounded_one_counted():
     text = _refusal(node("mcud_pad", 16, "dynamic"), edge("mcud_op_1", "mcud_pad"))
     assert text.startswith("function mcud_pad has a dynamic stack frame")
-    graph = sb.call_graph([STARTUP, unit(*MAIN, node("mcud_pad", 300, "dynamic,bounded"), edge("mcud_op_1", "mcud_pad"))])
+    bounded = unit(*MAIN, node("mcud_pad", 300, "dynamic,bounded"), edge("mcud_op_1", "mcud_pad"))
+    graph = sb.call_graph([STARTUP, bounded])
     assert sb.bound(graph, LIBRARY, 32).path[-2:] == ("mcud_op_1", "mcud_pad")
 
 

@@ -116,7 +116,7 @@ def test_a_stack_too_small_by_a_little_stops_with_one_sentence(tmp_path, need_qe
         _run_with_stack(board, used - 64, tmp_path)
     assert str(err.value) == (f"the firmware's stack of {used - 64:,} B overflowed on board {board} (a push reached "
                               "its guarded bottom): give the board file a larger stack_bytes")
-    compiled, spare, samples = _run_with_stack(board, used + 128, tmp_path)  # the guard lies below the stack_bytes now, not in them
+    compiled, spare, samples = _run_with_stack(board, used + 128, tmp_path)  # the guard is below stack_bytes, not in it
     assert spare.stack.used <= used + 128
     same, lines = compare_with_host(compiled, spare.outputs, samples)
     assert same, lines
