@@ -40,13 +40,13 @@ from typing import Iterable, Optional
 from mcudeploy.errors import MCUDeployError
 
 INDIRECT_NODE = "__indirect_call"
-# caller -> (file, name pattern) of every function it may call through a pointer: what the runtime's tables hold.
-# kernels/stream.c: p->read is the model's <name>_read_input (model.c or the firmware's main.c); runtime/dual.c: the
-# two-core config of dual.c.j2 (rendered into main.c) holds its pack functions and each stage's <name>_run (model.c).
+# the file of a caller (GCC may inline the static helper that makes the call) -> (file, name pattern) of every function
+# it may call through a pointer: what the runtime's tables hold. kernels/stream.c: p->read is the model's
+# <name>_read_input (model.c, or the firmware's main.c); runtime/dual.c: the two-core config of dual.c.j2 (rendered
+# into main.c) holds its pack functions and each stage's <name>_run (model.c).
 INDIRECT: dict[str, tuple[tuple[str, str], ...]] = {
-    "mcud_read_input": (("model.c", r".+_read_input"), ("main.c", r".+_read_input")),
-    "mcud_dual_run": (("main.c", r"pack_inputs|pack_sent"), ("model.c", r".+_run")),
-    "core1_loop": (("main.c", r"unpack|pack_outputs"), ("model.c", r".+_run")),
+    "stream.c": (("model.c", r".+_read_input"), ("main.c", r".+_read_input")),
+    "dual.c": (("main.c", r"pack_inputs|pack_sent|unpack|pack_outputs"), ("model.c", r".+_run")),
 }
 # caller -> callees a naked function reaches in asm (startup.c, startup_riscv.c)
 ASM_CALLS = {"mcud_fault_handler": ("mcud_fault_report",), "mcud_trap_entry": ("mcud_fault_report",),
@@ -181,7 +181,7 @@ def _resolve(graph: dict[str, Function], f: Function) -> tuple[str, ...]:
             else:
                 out.append(callee)
             continue
-        targets = INDIRECT.get(f.label)
+        targets = INDIRECT.get(f.file)
         if targets is None:
             raise MCUDeployError(f"function {f.label} calls through a pointer the firmware's call graph cannot "
                                  f"resolve, so its worst-case stack is unknown (mcudeploy/device/stack_bound.py "

@@ -82,8 +82,8 @@ def test_a_dynamic_frame_is_refused_and_a_bounded_one_counted():
 def test_an_unknown_pointer_call_is_refused_and_the_known_one_resolved():
     text = _refusal(node("__indirect_call"), edge("mcud_op_1", "__indirect_call"))
     assert text.startswith("function mcud_op_1 calls through a pointer the firmware's call graph cannot resolve")
-    # kernels/stream.c's mcud_read_input calls the model's <name>_read_input (INDIRECT)
-    graph = sb.call_graph([STARTUP, unit(*MAIN, node("mcud_read_input", 8), node("__indirect_call"),
+    # kernels/stream.c's mcud_read_input calls the model's <name>_read_input (INDIRECT, by the caller's file)
+    graph = sb.call_graph([STARTUP, unit(*MAIN, node("mcud_read_input", 8, file="stream.c"), node("__indirect_call"),
                                          edge("mcud_op_1", "mcud_read_input"),
                                          edge("mcud_read_input", "__indirect_call"),
                                          node("kws_read_input", 400, file="model.c"), node("read_input", 900))])
