@@ -3,7 +3,8 @@
 Per memory region of the board (never summed across regions) and for flash, what the plan puts
 there against the region's size:
 - each region: its arena; the first usable region also the states' buffer (a static of model.c),
-  the firmware's stack (the board's ``stack_bytes``), the constants the latency objective copies
+  the firmware's stack (the board's ``stack_bytes``; the firmware build checks the worst case of its call graph
+  against it, mcudeploy/device/stack_bound.py), the constants the latency objective copies
   there (offload/sram.py; the linker may drop some a kernel never reads, so this is an upper bound)
   and the bytes the board file reserves;
 - flash: the constants model.c holds (the weights and tables of the graph, the states' initial
@@ -87,7 +88,8 @@ class Fit:
     def totals_line(self) -> str:
         """The board's totals, one per region and flash, each against its own size."""
         return f"board {self.board}: " + "; ".join(u.total_text() for u in self.uses) + \
-            " (code and the firmware's other statics not counted)"
+            " (code and the firmware's other statics not counted; the stack's worst case, from the firmware's call " \
+            "graph, is checked against it when the firmware is built)"
 
 
 def _flash_constants(graph) -> tuple[tuple[str, int], ...]:

@@ -2,22 +2,24 @@
  * of other memory regions), turning on the FPU when the build uses it, painting the stack and
  * guarding its bottom, then main(). Symbols come from the generated link.ld.
  *
- * The stack sits just above .bss, so a stack too small for a plan would write over the arena and the
- * firmware's state: a wrong answer or a hang. Its lowest whole 32 bytes (MCUD_STACK_GUARD, from the
- * first 32-byte boundary in it) are guarded instead: on an ARMv8-M main core the stack limit register
- * MSPLIM sits at their top, on an ARMv7-M core with an MPU a region makes them read-only (the paint
- * there stays readable for mcud_fw_stack_used); an ARMv6-M core (Cortex-M0) has neither: its stack is
- * unguarded, an overflow shows only as the paint gone to the bottom. A push into the guarded bytes faults,
- * and the fault handler, seeing the stack's fault status, reports MCUD_EXIT_STACK instead of
- * MCUD_EXIT_FAULT: QEMU exits with it, a real board resets, its next BOOT frame saying which fault
- * (noted in .noinit RAM, which the reset keeps). */
+ * The stack sits at the bottom of RAM, below .data and .bss, so an overflow runs off the region's start rather than
+ * over the arena and the firmware's state (a wrong answer or a hang). The build refuses a stack smaller than the firmware's worst case
+ * (mcudeploy/device/stack_bound.py), and below the stack lies a guard (_sguard to _sstack, link.ld): on an
+ * ARMv8-M main core the stack limit register MSPLIM sits at its top, on an ARMv7-M core with an MPU a region
+ * makes it read-only. An ARMv7-M region catches only a frame that opens inside it, so the build sizes the
+ * guard (__mcud_stack_guard_bytes, a power of two of at least 32 bytes, aligned to its size) to the largest
+ * frame of the call graph and the exception frame: no frame can open below it. (An ARMv6-M core, as the
+ * nRF51's Cortex-M0, has no MPU there: its stack is only as safe as the bound.) A push into it faults, and the fault handler, seeing
+ * the stack's fault status, reports MCUD_EXIT_STACK instead of MCUD_EXIT_FAULT: QEMU exits with it, a real board
+ * resets, its next BOOT frame saying which fault (noted in .noinit RAM, which the reset keeps). */
 #include <stdint.h>
 
 #include "mcud_fw.h"
 
 typedef void (*mcud_handler)(void);
 
-extern uint32_t _sstack, _estack, _sidata, _sdata, _edata, _sbss, _ebss;
+extern uint32_t _sguard, _sstack, _estack, _sidata, _sdata, _edata, _sbss, _ebss;
+extern uint8_t __mcud_stack_guard_bytes[]; /* an absolute symbol: its address is the guard's size */
 extern const uint32_t __mcud_zero_table_start[], __mcud_zero_table_end[]; /* (address, bytes) pairs */
 int main(void);
 
@@ -85,12 +87,12 @@ void Reset_Handler(void)
     mcud_sys_exit(0);
 }
 
-#define MCUD_STACK_GUARD 32u /* bytes: the smallest MPU region of ARMv7-M */
+#define MCUD_STACK_GUARD ((uint32_t)(uintptr_t)__mcud_stack_guard_bytes) /* bytes: a power of two, >= 32 */
 
-/* The guarded bytes' bottom: the stack's first 32-byte boundary. */
+/* The guarded bytes' bottom, aligned to their size by link.ld. */
 static uintptr_t mcud_stack_guard(void)
 {
-    return ((uintptr_t)&_sstack + MCUD_STACK_GUARD - 1u) & ~(uintptr_t)(MCUD_STACK_GUARD - 1u);
+    return (uintptr_t)&_sguard;
 }
 
 #define SCB_CCR (*(volatile uint32_t *)0xE000ED14u)
@@ -119,9 +121,6 @@ static uintptr_t mcud_stack_guard(void)
 void mcud_stack_guard_on(void)
 {
     const uintptr_t guard = mcud_stack_guard();
-    if (guard + 2u * MCUD_STACK_GUARD > (uintptr_t)&_estack) {
-        return; /* a stack too small to give up 32 bytes (none the boards have) */
-    }
 #if defined(MCUD_STACK_LIMIT)
     __asm__ volatile("msr msplim, %0\n\tisb" : : "r"(guard + MCUD_STACK_GUARD) : "memory");
 #elif defined(MCUD_STACK_MPU)
@@ -130,9 +129,10 @@ void mcud_stack_guard_on(void)
     }
     MPU_RNR = 0u;
     MPU_RBAR = (uint32_t)guard;
-    /* XN; AP 0b110, read-only; TEX 0b001 C B, normal write-back memory as the default map's SRAM (the paint
-       written through the data cache reads back the same); 2^(4+1) = 32 bytes; enabled */
-    MPU_RASR = (1u << 28) | (6u << 24) | (1u << 19) | (1u << 17) | (1u << 16) | (4u << 1) | 1u;
+    /* XN; AP 0b110, read-only; TEX 0b001 C B, normal write-back memory as the default map's SRAM; SIZE: 2^(SIZE+1)
+       = MCUD_STACK_GUARD bytes; enabled */
+    const uint32_t size = 30u - (uint32_t)__builtin_clz(MCUD_STACK_GUARD);
+    MPU_RASR = (1u << 28) | (6u << 24) | (1u << 19) | (1u << 17) | (1u << 16) | (size << 1) | 1u;
     MPU_CTRL = (1u << 2) | 1u; /* PRIVDEFENA: the default memory map everywhere else */
     SCB_SHCSR |= 1u << 16;     /* MemManage faults taken as themselves */
     __asm__ volatile("dsb\n\tisb" : : : "memory");

@@ -3,16 +3,17 @@
  * other memory regions, the zero table), paints the stack, guards its bottom and calls main(). Symbols
  * come from the generated link.ld (templates/firmware/link_riscv.ld.j2).
  *
- * As on the Cortex-M (startup.c) the stack sits just above .bss, and its lowest whole 32 bytes are
- * guarded: PMP entry 0 makes them read-only (locked, so machine mode is held to it too; the paint there
- * stays readable for mcud_fw_stack_used). Every trap is a fault here (no interrupt is ever enabled): the
+ * As on the Cortex-M (startup.c) the stack sits at the bottom of RAM, above a guard (_sguard to _sstack) as large
+ * as the firmware's largest frame (a power of two aligned to its size, from the build: link.ld):
+ * PMP entry 0 makes it read-only (locked, so machine mode is held to it too). Every trap is a fault here (no interrupt is ever enabled): the
  * handler reports MCUD_EXIT_STACK for a store into the guard, else MCUD_EXIT_FAULT, through the same
  * exit as the Arm firmware (semihosting under QEMU: the host sees the same exit status). */
 #include <stdint.h>
 
 #include "mcud_fw.h"
 
-extern uint32_t _sstack, _estack, _sidata, _sdata, _edata, _sbss, _ebss;
+extern uint8_t __mcud_stack_guard_bytes[]; /* an absolute symbol: its address is the guard's size */
+extern uint32_t _sguard, _sstack, _estack, _sidata, _sdata, _edata, _sbss, _ebss;
 extern const uint32_t __mcud_zero_table_start[], __mcud_zero_table_end[]; /* (address, bytes) pairs */
 int main(void);
 
@@ -22,7 +23,7 @@ void mcud_trap_entry(void);
 void mcud_fault_report(void);
 
 #define MCUD_STACK_PAINT 0xC5A5C5A5u /* a word the stack's unused part holds (mcud_fw_stack_used) */
-#define MCUD_STACK_GUARD 32u         /* bytes: a naturally aligned power of two (a PMP NAPOT region) */
+#define MCUD_STACK_GUARD ((uint32_t)(uintptr_t)__mcud_stack_guard_bytes) /* a power of two: a PMP NAPOT region */
 #define MCAUSE_STORE_ACCESS 7u
 #define PMPCFG_LOCKED_NAPOT_R 0x99u /* L | A=NAPOT | R */
 
@@ -40,15 +41,12 @@ __attribute__((naked, section(".text.start"))) void _start(void)
 
 static uintptr_t mcud_stack_guard(void)
 {
-    return ((uintptr_t)&_sstack + MCUD_STACK_GUARD - 1u) & ~(uintptr_t)(MCUD_STACK_GUARD - 1u);
+    return (uintptr_t)&_sguard;
 }
 
 static void mcud_stack_guard_on(void)
 {
     const uintptr_t guard = mcud_stack_guard();
-    if (guard + 2u * MCUD_STACK_GUARD > (uintptr_t)&_estack) {
-        return; /* a stack too small to give up 32 bytes */
-    }
     const uint32_t napot = (uint32_t)(guard >> 2) | ((MCUD_STACK_GUARD / 8u) - 1u);
     __asm__ volatile("csrw pmpaddr0, %0\n\t"
                      "csrw pmpcfg0, %1" : : "r"(napot), "r"(PMPCFG_LOCKED_NAPOT_R) : "memory");

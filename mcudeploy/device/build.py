@@ -32,6 +32,7 @@ from mcudeploy.clocks import register_values
 from mcudeploy.codegen.emit import BANNER, environment
 from mcudeploy.device.elfsize import MemoryReport, check_fits, memory_report
 from mcudeploy.device.host import BuildError, cache_dir
+from mcudeploy.device.stack_bound import Bound, check_stack, firmware_bound, guard_bytes
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.files import write_atomic
 from mcudeploy.plan import codec
@@ -42,6 +43,8 @@ log = logging.getLogger(__name__)
 CC = "arm-none-eabi-gcc"  # the Arm boards' (boards.ARM_TOOLCHAIN); a board's own is board.toolchain.cc
 CFLAGS = ["-std=c99", "-O2", "-ffp-contract=off", "-Wall", "-Wextra", "-Werror",
           "-ffunction-sections", "-fdata-sections"]
+# each object's frames (.su) and call graph (.ci) beside it, for the worst-case stack (stack_bound.py)
+STACK_FLAGS = ["-fstack-usage", "-fcallgraph-info=su"]
 LDFLAGS = ["-Wl,--gc-sections"]  # after the toolchain's own (its C library's specs, -nostartfiles)
 LIBS = ["-lm"]
 RUNTIME_COMMON = ("system.c", "crc32.c", "protocol.c", "measure.c", "uart.c", "link.c")
@@ -274,7 +277,7 @@ def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.Pat
         "project_dir": str(project),
         "sources": [str(s) for s in sources],
         "include_dirs": [str(d) for d in include_dirs],
-        "cflags": (cpu + list(board.toolchain.cflags) + CFLAGS + driver_defines(board)
+        "cflags": (cpu + list(board.toolchain.cflags) + CFLAGS + STACK_FLAGS + driver_defines(board)
                    + ["-include", str(fw / "mcud_measure.h")]),
         "ldflags": cpu + list(board.toolchain.ldflags) + LDFLAGS,
         "libs": list(LIBS),
@@ -304,6 +307,7 @@ class Firmware:
     report: MemoryReport
     model_id: int
     spec: dict
+    stack: Optional[Bound] = None  # the worst case of its stack (stack_bound.py), None when GCC wrote no call graph
 
 
 def _digest_flags(flags: list[str]) -> list[str]:
@@ -378,7 +382,7 @@ def _objects(spec: dict, build_dir: Path) -> list[Path]:
         else:
             key = hashlib.sha256((key_base + "\0" + src.name).encode() + src.read_bytes()).hexdigest()[:24]
             obj = cache / f"{src.stem}-{key}.o"
-            if obj.exists():
+            if obj.exists() and obj.with_suffix(".ci").exists():
                 objs.append(obj)
                 continue
         objs.append(obj)
@@ -390,6 +394,10 @@ def _objects(spec: dict, build_dir: Path) -> list[Path]:
         src, obj, cached = job
         target = obj.with_suffix(f".{os.getpid()}.tmp") if cached else obj
         if compilers.compile(cc, cflags, incs, src, target) and cached:
+            for aux in (".su", ".ci"):  # GCC names them after the output: x.<pid>.tmp -> x.<pid>.ci
+                tmp = target.with_suffix(aux)
+                if tmp.exists():
+                    os.replace(tmp, obj.with_suffix(aux))
             os.replace(target, obj)
 
     # Signals are deferred here and honoured at check(), between waits: a KeyboardInterrupt raised inside wait()
@@ -441,6 +449,13 @@ def build_firmware(board: Union[str, Board], project_dir: Union[str, os.PathLike
     build_dir = Path(spec["project_dir"]) / "firmware" / "build"
     build_dir.mkdir(parents=True, exist_ok=True)
     objs = _objects(spec, build_dir)
+    stack = worst_case_stack(board, spec, objs)
+    # The guard below the stack as large as the largest frame (stack_bound.guard_bytes), on top of stack_bytes rather
+    # than out of it: the board's figure stays the usable stack the bound was checked against. The stack sits at the
+    # bottom of RAM (link.ld): the region's origin aligns the guard without padding, and past the guard an overflow
+    # leaves RAM instead of reaching the arena.
+    guard = f"-Wl,--defsym=__mcud_stack_guard_bytes={guard_bytes(stack, board.core)}"
+    spec = {**spec, "ldflags": spec["ldflags"] + [guard]}
     elf = build_dir / "firmware.elf"
     proc = _link(spec, objs, spec["linker_script"], elf)
     if proc.returncode != 0:
@@ -451,10 +466,25 @@ def build_firmware(board: Union[str, Board], project_dir: Union[str, os.PathLike
         if proc2.returncode != 0:
             raise BuildError(f"linking the firmware for {board.name} failed:\n{proc2.stderr[-4000:]}")
         report = memory_report(sizing, spec["flash_bytes"], spec["sram_bytes"], spec["sram_region"],
-                               spec["extra_regions"])
+                               spec["extra_regions"], stack)
         check_fits(report, model_name, board.name)
         raise BuildError(f"the linker refused the firmware for {board.name} though it fits:\n{proc.stderr[-4000:]}")
-    report = memory_report(elf, spec["flash_bytes"], spec["sram_bytes"], spec["sram_region"], spec["extra_regions"])
+    report = memory_report(elf, spec["flash_bytes"], spec["sram_bytes"], spec["sram_region"], spec["extra_regions"],
+                           stack)
     check_fits(report, model_name, board.name)
     log.info("built %s: %s", elf, "; ".join(report.lines()))
-    return Firmware(elf, report, spec["model_id"], spec)
+    return Firmware(elf, report, spec["model_id"], spec, stack)
+
+
+def worst_case_stack(board: Board, spec: dict, objs: list[Path]) -> Bound:
+    """The bound of the firmware's stack from its objects' call graphs; refuses, before the link, a stack the bound
+    and its margin do not fit (stack_bound.check_stack)."""
+    ci = [o.with_suffix(".ci") for o in objs]
+    missing = [c.name for c in ci if not c.exists()]
+    if missing:
+        raise BuildError(f"{spec['cc']} wrote no call graph ({missing[0]}): the firmware's worst-case stack needs "
+                         f"GCC 10 or later (-fcallgraph-info)")
+    fp = any(f in ("-mfloat-abi=hard", "-mfloat-abi=softfp") for f in spec["cflags"])
+    found = firmware_bound(ci, spec["cc"], fp, board.arch)
+    check_stack(found, board.stack_bytes, board.name)
+    return found

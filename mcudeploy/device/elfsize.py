@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 from mcudeploy.errors import MCUDeployError
 
@@ -46,6 +47,7 @@ class MemoryReport:
     sram_bytes: int    # capacity of the region the firmware's RAM lives in
     sram_region: str
     extra: tuple = ()  # (region, bytes used, bytes available) of every other region in use
+    stack_worst: Optional[int] = None  # the worst case of the stack's use (stack_bound.py), when computed
 
     @property
     def flash_used(self) -> int:
@@ -64,14 +66,17 @@ class MemoryReport:
                  for name, used, size in self.extra]
         return [
             f"SRAM  {self.sram_used:>10,} of {self.sram_bytes:,} bytes ({self.sram_used / self.sram_bytes:.1%}, "
-            f"region {self.sram_region}): arena {self.arena:,}, stack {self.stack:,}, statics {self.statics:,}",
+            f"region {self.sram_region}): arena {self.arena:,}, stack {self.stack:,}{self._worst()}, statics {self.statics:,}",
         ] + extra + [
             f"flash {self.flash_used:>10,} of {self.flash_bytes:,} bytes ({self.flash_used / self.flash_bytes:.1%}): "
             f"code {self.text:,}, constants and weights {self.rodata:,}, initial data {self.data:,}",
         ]
 
+    def _worst(self) -> str:
+        return "" if self.stack_worst is None else f" (worst case {self.stack_worst:,})"
+
     def as_dict(self) -> dict:
-        return {"sram_used": self.sram_used, "sram_bytes": self.sram_bytes, "sram_region": self.sram_region,
+        return {"stack_worst_case": self.stack_worst,"sram_used": self.sram_used, "sram_bytes": self.sram_bytes, "sram_region": self.sram_region,
                 "arena": self.arena, "stack": self.stack, "statics": self.statics,
                 "flash_used": self.flash_used, "flash_bytes": self.flash_bytes,
                 "text": self.text, "rodata": self.rodata, "data": self.data, "bss": self.bss,
@@ -114,8 +119,9 @@ def symbol_sizes(sections: list[Section], raw: bytes, prefix: str) -> dict[str, 
 
 
 def memory_report(elf: Path, flash_bytes: int, sram_bytes: int, sram_region: str = "sram",
-                  extra_regions=()) -> MemoryReport:
-    """``extra_regions``: (region name, output section, bytes) of the board's other regions in use."""
+                  extra_regions=(), stack=None) -> MemoryReport:
+    """``extra_regions``: (region name, output section, bytes) of the board's other regions in use; ``stack``: the
+    firmware's worst-case stack (stack_bound.Bound), if computed."""
     sections, raw = read_sections(elf)
     sizes = {".text": 0, ".rodata": 0, ".data": 0, ".bss": 0, ".stack": 0}
     by_section = {section: name for name, section, _ in extra_regions}
@@ -136,7 +142,8 @@ def memory_report(elf: Path, flash_bytes: int, sram_bytes: int, sram_region: str
     extra = tuple((name, extra_used[name], size) for name, _, size in extra_regions)
     arena = sum(n for where, n in symbol_sizes(sections, raw, ARENA_SYMBOL).items() if where not in by_section)
     return MemoryReport(sizes[".text"], sizes[".rodata"], sizes[".data"], sizes[".bss"], sizes[".stack"],
-                        arena, flash_bytes, sram_bytes, sram_region, extra)
+                        arena, flash_bytes, sram_bytes, sram_region, extra,
+                        None if stack is None else stack.bytes)
 
 
 def check_fits(report: MemoryReport, model: str, board: str) -> None:

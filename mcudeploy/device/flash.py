@@ -85,9 +85,25 @@ def build_and_check(board: Board, project: Path, spec: dict, model_name: str,
                 elfsize.check_fits(elfsize.memory_report(sizing_elf, *capacity), model_name, board.name)
         raise BuildError(f"PlatformIO failed to build {project}:\n{proc.stdout[-6000:]}")
     elf = firmware_elf(project, board)
-    report = elfsize.memory_report(elf, *capacity)
+    report = elfsize.memory_report(elf, *capacity, stack=_stack_bound(board, spec, elf))
     elfsize.check_fits(report, model_name, board.name)
     return elf, report
+
+
+def _stack_bound(board: Board, spec: dict, elf: Path):
+    """The worst-case stack from the call graphs PlatformIO's compiler wrote beside its objects (the spec's
+    -fcallgraph-info), checked against the board's stack (after PlatformIO's link, which is one step with its
+    compiles, but before any upload); None where it wrote none. The guard below the stack keeps link.ld's default
+    (32 bytes): only the direct build (build.py) sizes it to the largest frame."""
+    from mcudeploy.device.stack_bound import check_stack, firmware_bound
+
+    ci = sorted(elf.parent.rglob("*.ci"))
+    if not ci:
+        return None
+    fp = any(f in ("-mfloat-abi=hard", "-mfloat-abi=softfp") for f in spec.get("cflags", ()))
+    found = firmware_bound(ci, spec.get("cc", ARM_TOOLCHAIN.cc), fp, board.arch)
+    check_stack(found, board.stack_bytes, board.name)
+    return found
 
 
 def flash(model: Optional[str], board_name: str, port: Optional[str] = None, project: Optional[Path] = None,

@@ -129,8 +129,13 @@ class Measurement:
         if self.clock:
             d["clock"] = self.clock
         if self.stack is not None:
-            d["stack"] = {"size": self.stack.size, "used": self.stack.used}
+            d["stack"] = {"size": self.stack.size, "used": self.stack.used, "worst_case": self.worst_case}
         return d
+
+    @property
+    def worst_case(self) -> Optional[int]:
+        """The firmware's worst-case stack as its build computed it (stack_bound.py), when a firmware was built."""
+        return None if self.memory is None else self.memory.stack_worst
 
     def lines(self) -> list[str]:
         ipt, est = self.instructions_per_tick, self.estimate
@@ -153,7 +158,8 @@ class Measurement:
                 f"1 tick = 1 cycle at {self.timer_hz:,} Hz")
         out.append(f"{self.board}: {source}; {unit}" + (f"; {self.clock}" if self.clock else ""))
         if self.stack is not None:
-            out.append(f"{self.stack.describe()} (the full run and the kernels timed)")
+            worst = "" if self.worst_case is None else f"; the worst case of its call graph {self.worst_case:,} B"
+            out.append(f"{self.stack.describe()} (the full run and the kernels timed){worst}")
         if est:
             lo, hi = est.range_ms()
             out.append(f"estimated for {est.target.describe()}: {milliseconds(est.total(), est.target):.3f} ms, "

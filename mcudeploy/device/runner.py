@@ -237,5 +237,7 @@ def ticks_lines(run: BoardRun) -> list[str]:
     unit = f"1 tick = {ipt:g} guest instructions (QEMU -icount)" if ipt else f"1 tick = 1 cycle at {hz:,} Hz"
     lines.append(f"total ticks over {len(totals)} sample(s): {min(totals):,} .. {max(totals):,}; {unit}")
     if run.stack is not None:
-        lines.append(run.stack.describe())
+        bound = run.firmware.stack if run.firmware is not None else None
+        lines.append(run.stack.describe() + ("" if bound is None else f"; the worst case of its call graph "
+                                             f"{bound.bytes:,} B ({bound.path_text()})"))
     return lines

@@ -107,6 +107,8 @@ def run_and_compare(compiled, samples, workdir) -> BoardOutputs:
     result = run_on_board(compiled, samples, workdir=workdir / "board")
     # the firmware's stack (READ_STACK): a quarter of it left unused (kernels keep buffers there, MCUD_DIRECT_COLS)
     assert result.stack is not None and result.stack.used <= 3 * result.stack.size // 4, result.stack.describe()
+    # the worst case of the firmware's call graph (mcudeploy/device/stack_bound.py) holds what the run used
+    assert result.firmware.stack.bytes >= result.stack.used, (result.firmware.stack, result.stack.describe())
     host = run_compiled_on_host(dataclasses.replace(compiled, board=load_board("host")), samples, workdir / "host")
     assert all(compiled.graph[n].dtype != "float32" for n in compiled.graph.outputs), "the matrix is for int8"
     return BoardOutputs(list(compiled.graph.outputs), result.outputs, host)

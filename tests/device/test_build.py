@@ -15,6 +15,7 @@ from mcudeploy.boards import all_boards, load_board
 from mcudeploy.codegen import write_project
 from mcudeploy.device import qemu
 from mcudeploy.device.build import build_firmware, firmware_build_spec, ram_region
+from mcudeploy.device.stack_bound import guard_bytes
 from mcudeploy.device.elfsize import read_sections
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.compile import compile_model
@@ -65,7 +66,7 @@ def test_real_boards_build_offline_with_a_model(board, tmp_path, need_arm_gcc):
     fw = build_firmware(b, write_project(compiled, tmp_path / "p"), "m.onnx")
     r = fw.report
     assert (r.sram_bytes, r.flash_bytes) == (ram_region(b).size, b.flash_bytes)
-    assert r.arena == compiled.placement.arena_bytes and r.stack == b.stack_bytes
+    assert r.arena == compiled.placement.arena_bytes and r.stack == b.stack_bytes + guard_bytes(fw.stack, b.core)
     assert r.sram_used == r.data + r.bss + r.stack < r.sram_bytes
     assert r.flash_used > 5 * 1024 and r.flash_used < r.flash_bytes
     sections = {s.name: s for s in read_sections(fw.elf)[0]}

@@ -50,6 +50,8 @@ def test_measure_json_reports_ticks_and_instructions_per_operator(tmp_path, need
     assert conv[0]["instructions"] >= 6 * 9 * 9 * 4 * 3 * 3 / 2
     # the firmware's stack use over the full run and the timings (READ_STACK): the serving loop's frames at least
     assert 64 < d["stack"]["used"] < d["stack"]["size"] == 4096, d["stack"]
+    # beside it the worst case of the firmware's call graph (mcudeploy/device/stack_bound.py), which holds it
+    assert d["stack"]["used"] <= d["stack"]["worst_case"] == d["memory"]["stack_worst_case"] < 4096, d["stack"]
     again = subprocess.run([sys.executable, "-m", "mcudeploy", "measure", str(path), "-b", "qemu-m4", "--repeat", "2"],
                            capture_output=True, text=True, env=env)
     assert again.returncode == 0, again.stderr + again.stdout
