@@ -6,7 +6,8 @@ units call but none defines (the C library's and libgcc's), link the firmware wi
 ``sub sp``/``addi sp, -N`` of each function plus the deepest library function it calls). Prints, per
 toolchain, the most over the boards' multilibs, rounded up to 8 bytes plus 8 spare, as LIBRARY's rows.
 
-    python benchmarks/stack_allowance.py qemu-m3 qemu-m4 qemu-m7 qemu-m55 qemu-an521-core qemu-rv32
+    python benchmarks/stack_allowance.py qemu-m3 qemu-m4 qemu-m7 qemu-m55 qemu-an521-core qemu-rv32 qemu-m0 pico \
+        pico2 nano33ble microbit microbit-v2 hifive1-revb
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from mcudeploy.compile import compile_model
 from mcudeploy.device import build, stack_bound
 from mcudeploy.project import write_project
 
-MODEL = "/work/shared/models/tflite/kws_dscnn_int8.tflite"
+MODEL = str(Path(__file__).resolve().parents[2] / "shared" / "models" / "tflite" / "kws_dscnn_int8.tflite")
 
 
 def measure(board_name: str, folder: Path) -> tuple[str, dict[str, int]]:

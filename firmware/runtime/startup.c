@@ -90,7 +90,7 @@ void Reset_Handler(void)
 #define MCUD_STACK_GUARD ((uint32_t)(uintptr_t)__mcud_stack_guard_bytes) /* bytes: a power of two, >= 32 */
 
 /* The guarded bytes' bottom, aligned to their size by link.ld. */
-static uintptr_t mcud_stack_guard(void)
+static inline uintptr_t mcud_stack_guard(void)
 {
     return (uintptr_t)&_sguard;
 }
@@ -120,7 +120,9 @@ static uintptr_t mcud_stack_guard(void)
 
 void mcud_stack_guard_on(void)
 {
+#if defined(MCUD_STACK_LIMIT) || defined(MCUD_STACK_MPU)
     const uintptr_t guard = mcud_stack_guard();
+#endif
 #if defined(MCUD_STACK_LIMIT)
     __asm__ volatile("msr msplim, %0\n\tisb" : : "r"(guard + MCUD_STACK_GUARD) : "memory");
 #elif defined(MCUD_STACK_MPU)
