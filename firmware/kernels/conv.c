@@ -143,6 +143,15 @@ void mcud_conv_s8_tfl(const mcud_view *x, const mcud_view *w, const mcud_view *b
 
 /* ---- 16x8 (TFLite) ---- */
 
+/* Output channel oc's bias (0 without one): int64 for an int64 sum, int32 for a wrapping int32 one. */
+static inline int64_t conv_s16_bias(const mcud_view *b, int32_t oc, const int acc64)
+{
+    if (b == NULL) {
+        return 0;
+    }
+    return acc64 ? ((const int64_t *)b->data)[oc * b->stride[0]] : ((const int32_t *)b->data)[oc * b->stride[0]];
+}
+
 /* acc64: a constant in each instantiation below; the int64 sum is exact, the int32 one wraps (unsigned) */
 static inline __attribute__((always_inline)) void conv_s16(const mcud_view *x, const mcud_view *w,
                                                            const mcud_view *b, const mcud_view *y,
@@ -157,11 +166,7 @@ static inline __attribute__((always_inline)) void conv_s16(const mcud_view *x, c
         for (int32_t oc = 0; oc < Y.c; oc++) {
             const int16_t *xg = xd + n * X.sn + (oc / ocpg) * W.c * X.sc;
             const int8_t *wo = wd + oc * W.sn;
-            int64_t bias = 0;
-            if (b != NULL) {
-                bias = acc64 ? ((const int64_t *)b->data)[oc * b->stride[0]]
-                             : (int64_t)((const int32_t *)b->data)[oc * b->stride[0]];
-            }
+            const int64_t bias = conv_s16_bias(b, oc, acc64);
             for (int32_t oh = 0; oh < Y.h; oh++) {
                 int32_t kh0, kh1;
                 int32_t ih0 = oh * p->stride[0] - p->pad[0];
@@ -276,13 +281,7 @@ static inline __attribute__((always_inline)) void conv_s16_fast(const mcud_view 
                     for (int32_t j = 0; j < ocpg; j += 2) {
                         const int32_t oc = g * ocpg + j, two = j + 1 < ocpg;
                         const int8_t *w0 = p->w + oc * kpad, *w1 = two ? w0 + kpad : w0;
-                        int64_t b0 = 0, b1 = 0;
-                        if (b != NULL) {
-                            b0 = acc64 ? ((const int64_t *)b->data)[oc * b->stride[0]]
-                                       : ((const int32_t *)b->data)[oc * b->stride[0]];
-                            b1 = !two ? 0 : acc64 ? ((const int64_t *)b->data)[(oc + 1) * b->stride[0]]
-                                                  : ((const int32_t *)b->data)[(oc + 1) * b->stride[0]];
-                        }
+                        const int64_t b0 = conv_s16_bias(b, oc, acc64), b1 = two ? conv_s16_bias(b, oc + 1, acc64) : 0;
                         int32_t q0, q1;
                         if (acc64) {
                             int64_t s0 = b0, s1 = b1;
@@ -415,13 +414,7 @@ static inline __attribute__((always_inline)) void conv_s16_pw(const mcud_view *x
         for (int32_t oc = 0; oc < Y.c; oc += 2) {
             const int32_t two = oc + 1 < Y.c;
             const int8_t *w0 = p->w + oc * kpad, *w1 = two ? w0 + kpad : w0;
-            int64_t b0 = 0, b1 = 0;
-            if (b != NULL) {
-                b0 = acc64 ? ((const int64_t *)b->data)[oc * b->stride[0]]
-                           : ((const int32_t *)b->data)[oc * b->stride[0]];
-                b1 = !two ? 0 : acc64 ? ((const int64_t *)b->data)[(oc + 1) * b->stride[0]]
-                                      : ((const int32_t *)b->data)[(oc + 1) * b->stride[0]];
-            }
+            const int64_t b0 = conv_s16_bias(b, oc, acc64), b1 = two ? conv_s16_bias(b, oc + 1, acc64) : 0;
             for (int32_t oh = 0; oh < Y.h; oh++) {
                 for (int32_t ow = 0; ow < Y.w; ow += 2) {
                     const int32_t px2 = ow + 1 < Y.w;
@@ -485,11 +478,7 @@ static inline __attribute__((always_inline)) void conv_s16_dw(const mcud_view *x
         for (int32_t oc = 0; oc < Y.c; oc++) {
             const int16_t *xc = xd + n * X.sn + (oc / p->multiplier) * X.sc;
             const int16_t *wc = p->w + oc * kh_n * kw2;
-            int64_t bias = 0;
-            if (b != NULL) {
-                bias = acc64 ? ((const int64_t *)b->data)[oc * b->stride[0]]
-                             : ((const int32_t *)b->data)[oc * b->stride[0]];
-            }
+            const int64_t bias = conv_s16_bias(b, oc, acc64);
             /* a 3x3 window inside the input: its weights as three pairs and three singles, kept in registers */
             const int32_t k3 = kh_n == 3 && kw_n == 3;
             const uint32_t w0 = k3 ? mcud_load32(wc) : 0, w1 = k3 ? mcud_load32(wc + kw2) : 0;
