@@ -44,7 +44,10 @@ CC = "arm-none-eabi-gcc"  # the Arm boards' (boards.ARM_TOOLCHAIN); a board's ow
 CFLAGS = ["-std=c99", "-O2", "-ffp-contract=off", "-Wall", "-Wextra", "-Werror",
           "-ffunction-sections", "-fdata-sections"]
 # each object's frames (.su) and call graph (.ci) beside it, for the worst-case stack (stack_bound.py)
-STACK_FLAGS = ["-fstack-usage", "-fcallgraph-info=su"]
+# the call graph of every unit, with each function's frame (mcudeploy/device/stack_bound.py); -fno-ipa-icf: GCC's
+# identical-code folding makes a function an alias of an identical one (the model.c of a split plan whose pieces share
+# their constant views and parameters has such operators) and writes the call to the alias with no node for it
+STACK_FLAGS = ["-fstack-usage", "-fcallgraph-info=su", "-fno-ipa-icf"]
 LDFLAGS = ["-Wl,--gc-sections"]  # after the toolchain's own (its C library's specs, -nostartfiles)
 LIBS = ["-lm"]
 RUNTIME_COMMON = ("system.c", "crc32.c", "protocol.c", "measure.c", "uart.c", "link.c")
