@@ -151,6 +151,7 @@ class FlashData:
     line_bytes: int
     source: str
     wait_states: Optional[int] = None  # a board without a clock_tree: the flash wait states at its reset clock
+    cache_at_reset: bool = False  # the cache is on from reset, with no clock tree to turn it on (the RP2040's XIP cache)
 
 
 MVE_CPUS = ("cortex-m55", "cortex-m85")  # -mcpu names whose default has Helium (the M-profile vector extension)
@@ -207,9 +208,11 @@ class Board:
         """Whether the firmware runs with a data cache in front of the weights in flash: its clock tree turns on the
         flash accelerator's (an STM32's ART, DCEN; the STM32U5's ICACHE, which serves data reads on the code bus too)
         or the core's (the Cortex-M7's L1); at the reset clock (no tree)
-        every cache is off."""
+        every cache is off, unless flash_data says reset leaves it on (the RP2040's XIP cache)."""
         tree = self.clock_tree.claimed if self.clock_tree else None
-        return bool(tree and (tree.flash_cache or tree.dcache))
+        if tree is None:
+            return bool(self.flash_data and self.flash_data.cache_at_reset)
+        return bool(tree.flash_cache or tree.dcache)
 
     @property
     def features(self) -> frozenset:
@@ -344,7 +347,7 @@ def _flash_data(board: str, data: Optional[dict], has_tree: bool) -> Optional[Fl
         return None
     ws = data.get("wait_states")
     f = FlashData(int(data["read_bytes"]), int(data["cache_lines"]), int(data["line_bytes"]), data["source"],
-                  None if ws is None else int(ws))
+                  None if ws is None else int(ws), bool(data.get("cache_at_reset", False)))
     if f.line_bytes & (f.line_bytes - 1) or f.line_bytes % f.read_bytes:
         raise MCUDeployError(f"board {board}: flash_data.line_bytes ({f.line_bytes}) must be a power of two and a "
                              f"multiple of read_bytes ({f.read_bytes})")

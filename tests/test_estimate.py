@@ -9,6 +9,7 @@ from collections import Counter
 import pytest
 
 from mcudeploy.boards import load_board
+from mcudeploy.errors import MCUDeployError
 from mcudeploy.estimate.cores import CORES, FLASH_CACHE_HIT
 from mcudeploy.estimate.cycles import estimate_cycles, estimate_range, target_for
 from mcudeploy.estimate.trace import _overlap, classify
@@ -191,3 +192,60 @@ def test_a_board_running_with_its_caches_off_gets_no_tiles(tmp_path):
     assert f7.data_cache_on and cache_bytes(f7) == f7.flash_data.cache_lines * f7.flash_data.line_bytes
     assert l4.data_cache_on and cache_bytes(l4) == 256
     assert cache_bytes(load_board("qemu-m7")) == CORE_CACHES["cortex-m7"] and cache_bytes(load_board("qemu-m4")) == 0
+
+
+@pytest.mark.parametrize("mnemonic, operands, cls", [
+    ("muls", "r0, r1, r0", "mul"), ("ldrb", "r3, [r1, r2]", "load"), ("strh", "r1, [r2, #2]", "store"),
+    ("ldmia", "r0!, {r1, r2, r3}", "multi"), ("stmia", "r1!, {r2, r3}", "multi"), ("pop", "{r4, r5, r6, pc}", "branch"),
+    ("bl", "#0x1f4", "branch"), ("bcc.n", "#0x96", "branch"), ("sxtb", "r0, r0", "alu"), ("lsls", "r0, r0, #2", "alu"),
+])
+def test_armv6m_instructions_fall_in_their_class(mnemonic, operands, cls):
+    """The instructions of qemu-m0's traces (ARMv6-M, as QEMU names them) in the classes of the M0 and M0+ tables."""
+    assert classify(mnemonic, operands)[0] == cls
+
+
+def test_the_m0_boards_are_estimated_from_qemu_m0s_traces():
+    """The micro:bit's Cortex-M0 at 16 MHz from reset, its flash 0 wait states, no cache; the Pico's Cortex-M0+ (the
+    same ARMv6-M instructions: traced on qemu-m0, cores.py traced_on) at the 12 MHz its firmware runs, its XIP cache
+    of 2048 lines of 8 B on from reset, a miss 384 core cycles (an 03h line fill of 96 SCK at clk_sys / 4); neither
+    is traced on another core."""
+    from mcudeploy.offload.tiles import cache_bytes
+
+    microbit = target_for(load_board("microbit"), load_board("qemu-m0"))
+    assert (microbit.core, microbit.clock_hz, microbit.wait_states, microbit.flash_cache, microbit.caches) == (
+        "cortex-m0", 16_000_000, 0, False, None)
+    pico = target_for(load_board("pico"), load_board("qemu-m0"))
+    assert (pico.core, pico.clock_hz, pico.wait_states, pico.flash_cache, pico.data_cache) == (
+        "cortex-m0plus", 12_000_000, 384, True, True)
+    assert (pico.caches.line, pico.caches.word) == ((2048, 8), (4096, 4))
+    assert pico.describe() == ("pico (cortex-m0plus at 12 MHz, 384 flash wait states, flash accelerator on, "
+                               "weights through a 16384 B data cache of 8 B lines)")
+    assert cache_bytes(load_board("pico")) == 16384 and cache_bytes(load_board("microbit")) == 0
+    for name in ("pico", "microbit"):
+        with pytest.raises(MCUDeployError, match="the instructions traced would be another core's"):
+            target_for(load_board(name), load_board("qemu-m4"))
+
+
+def test_the_m0_takes_three_cycles_a_taken_branch_the_m0plus_two_and_both_1_plus_n_a_multiple_load():
+    """The Cortex-M0 and M0+ TRMs' instruction set summaries: a load or store 2 cycles whatever precedes it,
+    LDM/STM/PUSH/POP 1 + N, MULS 1 with the fast multiplier; a taken branch 3 on the M0, 2 on the M0+. The range:
+    MULS 32 (the small multiplier) and a taken branch one cycle more (BL, POP {pc})."""
+    counts = Counter({"alu": 100, "load": 10, "ldst_pipelined": 10, "store": 5, "mul": 20, "multi": 4,
+                      "multi_regs": 12, "branch": 30, "branch_taken": 25})
+    microbit = target_for(load_board("microbit"), load_board("qemu-m0"))
+    by_hand = 100 + 2 * (10 + 10 + 5) + 20 + (4 + 12) + 30 + 2 * 25  # 0 wait states: no flash stalls
+    assert estimate_cycles(counts, microbit) == by_hand
+    assert estimate_range(counts, microbit) == (by_hand, by_hand + 31 * 20 + 25)
+    pico = target_for(load_board("pico"), load_board("qemu-m0"))
+    fetches = 25 * 384 * (1 - FLASH_CACHE_HIT)  # a fetch after a taken branch that the XIP cache misses
+    assert estimate_cycles(counts, pico) == pytest.approx(by_hand - 25 + fetches)
+    low, high = estimate_range(counts, pico)
+    assert low == by_hand - 25 and high == by_hand + 31 * 20 + 25 * 384  # the cache hitting always, never
+
+
+def test_the_hifive1_is_still_refused_in_one_sentence():
+    """RISC-V runs are not traced: the E31 has no timings, whatever the emulated board."""
+    with pytest.raises(MCUDeployError, match=r"^no instruction timings are modelled for the rv32imac of board "
+                                             r"hifive1-revb \(mcudeploy/estimate/cores.py\), so no cycles can be "
+                                             r"estimated for it$"):
+        target_for(load_board("hifive1-revb"), load_board("qemu-m0"))

@@ -51,15 +51,16 @@ def target_for(board: Board, emulated: Board) -> Target:
     if board.core not in CORES:  # before the cores are compared: the answer does not depend on the emulated board
         raise MCUDeployError(f"no instruction timings are modelled for the {board.core} of board {board.name} "
                              f"(mcudeploy/estimate/cores.py), so no cycles can be estimated for it")
-    if board.core != emulated.core:
+    if CORES[board.core].get("traced_on", board.core) != emulated.core:
         raise MCUDeployError(f"board {emulated.name} runs a {emulated.core}, but --estimate-for {board.name} has a "
                              f"{board.core}: the instructions traced would be another core's")
     tree = board.clock_tree.claimed if board.clock_tree else None  # the clock board.clock_hz claims
     # without a tree the board runs at its reset clock, with the flash latency register's reset value (flash_data
-    # gives it; 0 where it does not) and no flash accelerator or cache turned on
+    # gives it; 0 where it does not) and no flash accelerator or cache turned on but one reset leaves on
     reset_ws = board.flash_data.wait_states if board.flash_data and board.flash_data.wait_states is not None else 0
     ws = tree.flash_wait_states if tree else reset_ws
-    cache = bool(tree and (tree.flash_cache or tree.icache))
+    # a cache on from reset (flash_data.cache_at_reset: the RP2040's XIP cache) serves fetches and data alike
+    cache = bool(tree.flash_cache or tree.icache) if tree else board.data_cache_on
     data_cache = board.data_cache_on
     return Target(board.name, board.core, board.clock_hz, ws, cache, board.flash_data, data_cache)
 
