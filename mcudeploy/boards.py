@@ -29,6 +29,7 @@ class Region:
     section: Optional[str] = None  # the linker section that puts an arena here (regions after the first)
     dma: bool = True  # may hold the model's inputs and outputs
     speed: Optional["Speed"] = None  # a slow memory: what moving bytes to and from it costs; None: fast
+    stand_in: bool = False  # excluded, but there for a stand-in's first region (mcudeploy/device/stand_in.py)
 
 
 @dataclass(frozen=True)
@@ -321,7 +322,8 @@ def _board(data: dict) -> Board:
         check_claims(data["name"], tree, int(data.get("clock_hz", 0)), uart.clock_hz if uart else 0,
                      (timer.driver, timer.hz) if timer else None)
     regions = tuple(Region(r["name"], int(r["size"]), _int(r.get("origin", 0)), bool(r.get("excluded", False)),
-                           int(r.get("reserved", 0)), r.get("section"), bool(r.get("dma", True)), _speed(r.get("speed")))
+                           int(r.get("reserved", 0)), r.get("section"), bool(r.get("dma", True)), _speed(r.get("speed")),
+                           bool(r.get("stand_in", False)))
                     for r in data["regions"])
     return Board(data["name"], data["description"], data["kind"], data["core"], int(data["alignment"]), regions,
                  int(data["flash_bytes"]), int(data.get("clock_hz", 0)), data.get("family", ""), data.get("mcu", ""),

@@ -249,3 +249,21 @@ def test_the_hifive1_is_still_refused_in_one_sentence():
                                              r"hifive1-revb \(mcudeploy/estimate/cores.py\), so no cycles can be "
                                              r"estimated for it$"):
         target_for(load_board("hifive1-revb"), load_board("qemu-m0"))
+
+
+def test_the_picos_stand_in_takes_qemu_m0s_sram_beyond_the_microbits():
+    """qemu-m0 plans in the micro:bit's 16 KB; a stand-in for the Pico (264 KB) takes the SRAM QEMU maps after it
+    (sram_stand_in: excluded from qemu-m0's own plans), cut to the Pico's first region with the stack, the 16 KB left
+    out; the micro:bit's stand-in is qemu-m0 as it is, without a data cache."""
+    from mcudeploy.device.stand_in import emulator_for
+    from mcudeploy.memory import areas
+
+    m0 = load_board("qemu-m0")
+    assert [r.name for r in m0.regions if not r.excluded] == ["sram"] and areas(m0)[0].capacity < 16384
+    pico = load_board("pico")
+    stand_in = emulator_for(pico)
+    first = areas(stand_in)[0]
+    assert (first.name, first.capacity, stand_in.regions[0].origin) == ("sram_stand_in", areas(pico)[0].capacity,
+                                                                         0x20004000)
+    assert [r.name for r in stand_in.regions if r.excluded] == ["sram"] and stand_in.flash_data == pico.flash_data
+    assert emulator_for(load_board("microbit")).regions == m0.regions

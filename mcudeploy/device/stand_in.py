@@ -8,7 +8,9 @@ must plan as that board would: it takes the real board's ``flash_data`` (none wh
 cache off), its first region holds the real board's (an
 emulator whose first region is smaller, qemu-an505's 32 KB SRAM against a NUCLEO-U575ZI-Q's 768 KB, has it replaced
 by its first region of full speed that holds the real one's, cut to that capacity, with the statics and the stack;
-its regions without a linker section of their own, its old first region, are left out), and the latency objective's
+its regions without a linker section of their own, its old first region, are left out; a region the emulator keeps
+out of its own plans for this, ``stand_in``, serves too: qemu-m0's SRAM beyond the micro:bit's 16 KB, for the Pico),
+and the latency objective's
 budget is the real board's first region (latency_budget), not the emulator's 4 MB.
 """
 from __future__ import annotations
@@ -33,7 +35,7 @@ def stand_in(emulated: Board, real: Board) -> Board:
     need = areas(real)[0].capacity
     if areas(emulated)[0].capacity >= need:
         return emulated
-    room = next((r for r in emulated.regions if not r.excluded and r.speed is None
+    room = next((r for r in emulated.regions if (not r.excluded or r.stand_in) and r.speed is None
                  and r.size - r.reserved - emulated.stack_bytes >= need), None)
     if room is None:
         raise MCUDeployError(f"board {emulated.name} has no region of full speed of {need:,} B, the first region of "
@@ -52,7 +54,7 @@ def first_region(board: Board, room, size: int) -> Board:
     """``board`` with ``room`` (one of its regions), cut to ``size`` bytes, as its first region, which takes the
     statics and the stack; its regions without a linker section of their own (its old first region) are left out,
     the others stay."""
-    first = dataclasses.replace(room, section=None, size=size)
+    first = dataclasses.replace(room, section=None, size=size, excluded=False, stand_in=False)
     rest = tuple(r if r.section else dataclasses.replace(r, excluded=True) for r in board.regions if r is not room)
     return dataclasses.replace(board, regions=(first,) + rest)
 

@@ -117,6 +117,15 @@ def test_the_estimate_for_a_cortex_m7_issues_two_instructions_a_cycle_at_most(tm
     assert conv["traced_instructions"] / 2 <= conv["estimated_cycles"] < conv["traced_instructions"], conv
 
 
+@pytest.mark.parametrize("real, core", [("microbit", "cortex-m0"), ("pico", "cortex-m0plus")])
+def test_the_estimate_for_a_cortex_m0_or_m0plus_is_traced_on_qemu_m0(tmp_path, need_qemu, real, core):
+    """The M0 and M0+ run the same ARMv6-M instructions, traced on qemu-m0 (the Pico's plan in the SRAM QEMU maps
+    beyond the micro:bit's 16 KB); neither issues more than one a cycle, so each instruction costs a cycle or more."""
+    d, conv = estimated_conv(tmp_path, "qemu-m0", real)
+    assert d["estimate"]["core"] == core
+    assert conv["estimated_cycles"] >= conv["traced_instructions"], conv
+
+
 def test_estimate_for_a_board_of_another_core_is_one_sentence(tmp_path):
     path = conv_model(tmp_path)
     proc = subprocess.run([sys.executable, "-m", "mcudeploy", "measure", str(path), "-b", "qemu-m4",
