@@ -120,7 +120,7 @@ def test_a_chip_of_a_chain_gets_its_link_uarts_at_the_serial_indices_its_board_n
     from mcudeploy.boards import load_board
     from mcudeploy.device import qemu
 
-    monkeypatch.setattr(qemu, "qemu_binary", lambda: "qemu-system-arm")
+    monkeypatch.setattr(qemu, "qemu_binary", lambda board: "qemu-system-arm")
     board = load_board("qemu-m4")
     cmd = qemu.command_line(board, tmp_path / "fw.elf", 4000, up_port=4001, down_port=4002)
     serials = [cmd[i + 1] for i, a in enumerate(cmd) if a == "-serial"]

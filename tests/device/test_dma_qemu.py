@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from mcudeploy.boards import load_board
-from mcudeploy.device.build import CC, CFLAGS, firmware_build_spec
+from mcudeploy.device.build import ARCH, CC, CFLAGS, firmware_build_spec
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.device.runner import run_on_board, timed_nodes
 from mcudeploy.compile import compile_graph, compile_model, lower
@@ -46,7 +46,7 @@ def run_dma_firmware(board_name: str, work: Path) -> dict[str, int]:
     if dma and board.core == "cortex-m33":
         defines.append("-DNS_ALIAS_OFFSET=0x10000000u")  # the IDAU's secure and non-secure aliases
     sources = [HERE / "firmware" / "dma_copy.c", firmware_dir() / "kernels" / "dma.c",
-               *(runtime / f for f in ("startup.c", "system.c", f"timer_{board.timer.driver}.c"))]
+               *(runtime / f for f in (*ARCH[board.arch].runtime, "system.c", f"timer_{board.timer.driver}.c"))]
     if dma:
         sources.append(runtime / f"dma_{dma.driver}.c")
     elf = work / "dma.elf"

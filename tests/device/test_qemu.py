@@ -18,7 +18,7 @@ from mcudeploy import check
 from mcudeploy.boards import load_board
 from mcudeploy.device import protocol as P
 from mcudeploy.device import runner
-from mcudeploy.device.build import build_firmware
+from mcudeploy.device.build import ARCH, build_firmware
 from mcudeploy.device.measure import measure_model
 from mcudeploy.device.qemu import QemuBoard, instructions_per_tick
 from mcudeploy.check.against_host import compare_with_host
@@ -277,7 +277,8 @@ def test_a_firmware_crash_ends_qemu_with_its_status_named(board, tmp_path, need_
     runtime = tmp_path / "p" / "firmware" / "runtime"
     elf = tmp_path / "crash.elf"
     subprocess.run([spec["cc"], *spec["cflags"], *[f"-I{d}" for d in spec["include_dirs"]], str(crash),
-                    str(runtime / "startup.c"), str(runtime / "system.c"), *spec["ldflags"], "-T",
+                    *(str(runtime / f) for f in ARCH[load_board(board).arch].runtime), str(runtime / "system.c"),
+                    *spec["ldflags"], "-T",
                     spec["linker_script"], *spec["libs"], "-o", str(elf)], check=True)
     start = time.monotonic()
     with pytest.raises(MCUDeployError) as err:

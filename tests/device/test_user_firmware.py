@@ -25,7 +25,7 @@ from mcudeploy.codegen import write_project
 from mcudeploy.analysis.io import quantization
 from mcudeploy.plan import CompileOptions
 from mcudeploy.plan.code_options import CodeOptions
-from mcudeploy.device.build import CFLAGS, firmware_build_spec
+from mcudeploy.device.build import ARCH, CFLAGS, firmware_build_spec
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.device.samples import output_array, sample_bytes
 from mcudeploy.ir import Graph, Node
@@ -100,7 +100,8 @@ def _build_and_run(models: dict, work: Path, shared: bool) -> dict:
     cpu = list(load_board(BOARD).cpu_flags)
     library = entries[0]["folder"] / "mcud"  # one copy of the kernel library for both models
     includes = [f"-I{d}" for d in [runtime, library / "include", *(e["folder"] for e in entries)]]
-    sources = [main, runtime / "startup.c", runtime / "system.c", *sorted((library / "kernels").glob("*.c")),
+    arch = ARCH[load_board(BOARD).arch].runtime  # the start-up and the instruction set's system calls
+    sources = [main, *(runtime / f for f in arch), runtime / "system.c", *sorted((library / "kernels").glob("*.c")),
                *(e["folder"] / "model.c" for e in entries)]
     objects = []
     for k, source in enumerate(sources):
