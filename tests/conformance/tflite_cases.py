@@ -63,6 +63,12 @@ TFLM_BUILTINS = (
     "UNPACK", "VAR_HANDLE", "WHILE", "ZEROS_LIKE",
 )
 
+# The custom operators of TFLite Micro's Signal library that its Python interpreter registers too (the same
+# resolver; `strings` of its _runtime.so lists them), as the importer names them.
+TFLM_SIGNAL = tuple(f"CUSTOM Signal{name}" for name in (
+    "Delay", "Energy", "FftAutoScale", "FilterBank", "FilterBankLog", "FilterBankSpectralSubtraction",
+    "FilterBankSquareRoot", "Framer", "Irfft", "OverlapAdd", "PCAN", "Rfft", "Stacker", "Window"))
+
 
 @dataclass(frozen=True)
 class Case:
