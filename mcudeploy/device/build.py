@@ -32,7 +32,7 @@ from mcudeploy.clocks import register_values
 from mcudeploy.codegen.emit import BANNER, environment
 from mcudeploy.device.elfsize import MemoryReport, check_fits, memory_report
 from mcudeploy.device.host import BuildError, cache_dir
-from mcudeploy.device.stack_bound import Bound, check_stack, firmware_bound, guard_bytes
+from mcudeploy.device.stack_bound import Bound, spec_bound, with_guard
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.files import write_atomic
 from mcudeploy.plan import codec
@@ -453,12 +453,7 @@ def build_firmware(board: Union[str, Board], project_dir: Union[str, os.PathLike
     build_dir.mkdir(parents=True, exist_ok=True)
     objs = _objects(spec, build_dir)
     stack = worst_case_stack(board, spec, objs)
-    # The guard below the stack as large as the largest frame (stack_bound.guard_bytes), on top of stack_bytes rather
-    # than out of it: the board's figure stays the usable stack the bound was checked against. The stack sits at the
-    # bottom of RAM (link.ld): the region's origin aligns the guard without padding, and past the guard an overflow
-    # leaves RAM instead of reaching the arena.
-    guard = f"-Wl,--defsym=__mcud_stack_guard_bytes={guard_bytes(stack, board.core)}"
-    spec = {**spec, "ldflags": spec["ldflags"] + [guard]}
+    spec = with_guard(spec, stack, board.core)
     elf = build_dir / "firmware.elf"
     proc = _link(spec, objs, spec["linker_script"], elf)
     if proc.returncode != 0:
@@ -487,7 +482,4 @@ def worst_case_stack(board: Board, spec: dict, objs: list[Path]) -> Bound:
     if missing:
         raise BuildError(f"{spec['cc']} wrote no call graph ({missing[0]}): the firmware's worst-case stack needs "
                          f"GCC 10 or later (-fcallgraph-info)")
-    fp = any(f in ("-mfloat-abi=hard", "-mfloat-abi=softfp") for f in spec["cflags"])
-    found = firmware_bound(ci, spec["cc"], fp, board.arch)
-    check_stack(found, board.stack_bytes, board.name)
-    return found
+    return spec_bound(spec, ci, board)

@@ -10,6 +10,7 @@ chip not answering: device/upload_failure.py).
 """
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -22,11 +23,12 @@ from mcudeploy.device.emulator import (LINKS_ENV, PORT_ENV, Emulator, emulator_p
                                        running_emulator, socket_port)
 from mcudeploy.device.host import BuildError
 from mcudeploy.device.pio_core import pio_failure, run_pio
-from mcudeploy.device.pio_project import default_project_dir, describe, firmware_elf, generate_project
+from mcudeploy.device.pio_project import BUILD_SPEC, default_project_dir, describe, firmware_elf, generate_project
+from mcudeploy.device.stack_bound import spec_bound, with_guard
 from mcudeploy.device.uf2 import write_uf2
 from mcudeploy.device.upload_failure import check_serial_port, explain_upload
 from mcudeploy.errors import MCUDeployError
-from mcudeploy.files import output_lock
+from mcudeploy.files import output_lock, write_atomic
 from mcudeploy.fit import TO_THE_BUILD, check_fit
 from mcudeploy.compile import compile_model
 from mcudeploy.plan import CompileOptions, plan_dict, plan_id
@@ -73,37 +75,36 @@ class FlashResult:
 
 def build_and_check(board: Board, project: Path, spec: dict, model_name: str,
                     core: Optional[Path] = None) -> tuple[Path, elfsize.MemoryReport]:
-    """``pio run``; the ELF and its memory report, or one sentence saying by how much it does not fit."""
+    """``pio run``; the ELF and its memory report, or one sentence saying by how much it does not fit.
+
+    Two steps, as the direct build (build.py) takes them: PlatformIO compiles the objects (target ``objects``), the
+    worst-case stack from the call graphs its compiler wrote beside them is checked against the board's stack and
+    sizes the guard below it (stack_bound.with_guard, written into the project's build spec), then PlatformIO links.
+    The two builds' firmware are the same bytes."""
     _need_tool(spec.get("cc", "arm-none-eabi-gcc"), f"install {spec.get('packages', ARM_TOOLCHAIN.packages)}")
+    elf = firmware_elf(project, board)
+    proc = run_pio(project, ["objects"], core=core)
+    if proc.returncode != 0:
+        raise BuildError(f"PlatformIO failed to build {project}:\n{proc.stdout[-6000:]}")
+    ci = sorted(elf.parent.rglob("*.ci"))
+    if not ci:
+        raise BuildError(f"{spec['cc']} wrote no call graph in {elf.parent}: the firmware's worst-case stack needs "
+                         f"GCC 10 or later (-fcallgraph-info)")
+    found = spec_bound(spec, ci, board)
+    spec = with_guard(spec, found, board.core)
+    write_atomic(project / BUILD_SPEC, json.dumps(spec, indent=1) + "\n")
     proc = run_pio(project, core=core)
     capacity = (spec["flash_bytes"], spec["sram_bytes"], spec["sram_region"], spec["extra_regions"])
     if proc.returncode != 0:
         if "overflowed" in proc.stdout or "will not fit" in proc.stdout:
             sizing = run_pio(project, ["sizing"], core=core)
-            sizing_elf = firmware_elf(project, board).with_name("firmware-sizing.elf")
+            sizing_elf = elf.with_name("firmware-sizing.elf")
             if sizing.returncode == 0 and sizing_elf.is_file():
-                elfsize.check_fits(elfsize.memory_report(sizing_elf, *capacity), model_name, board.name)
+                elfsize.check_fits(elfsize.memory_report(sizing_elf, *capacity, stack=found), model_name, board.name)
         raise BuildError(f"PlatformIO failed to build {project}:\n{proc.stdout[-6000:]}")
-    elf = firmware_elf(project, board)
-    report = elfsize.memory_report(elf, *capacity, stack=_stack_bound(board, spec, elf))
+    report = elfsize.memory_report(elf, *capacity, stack=found)
     elfsize.check_fits(report, model_name, board.name)
     return elf, report
-
-
-def _stack_bound(board: Board, spec: dict, elf: Path):
-    """The worst-case stack from the call graphs PlatformIO's compiler wrote beside its objects (the spec's
-    -fcallgraph-info), checked against the board's stack (after PlatformIO's link, which is one step with its
-    compiles, but before any upload); None where it wrote none. The guard below the stack keeps link.ld's default
-    (32 bytes): only the direct build (build.py) sizes it to the largest frame."""
-    from mcudeploy.device.stack_bound import check_stack, firmware_bound
-
-    ci = sorted(elf.parent.rglob("*.ci"))
-    if not ci:
-        return None
-    fp = any(f in ("-mfloat-abi=hard", "-mfloat-abi=softfp") for f in spec.get("cflags", ()))
-    found = firmware_bound(ci, spec.get("cc", ARM_TOOLCHAIN.cc), fp, board.arch)
-    check_stack(found, board.stack_bytes, board.name)
-    return found
 
 
 def flash(model: Optional[str], board_name: str, port: Optional[str] = None, project: Optional[Path] = None,

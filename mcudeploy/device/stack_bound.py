@@ -295,6 +295,25 @@ def guard_bytes(found: Bound, core: str) -> int:
     return 1 << (need - 1).bit_length()
 
 
+def spec_bound(spec: dict, ci_files: Iterable[Path], board) -> Bound:
+    """The bound of the firmware a build spec (build.firmware_build_spec) compiled into ``ci_files``, checked against
+    ``board``'s stack before the link (check_stack): the direct build and PlatformIO's share it."""
+    fp = any(f in ("-mfloat-abi=hard", "-mfloat-abi=softfp") for f in spec.get("cflags", ()))
+    found = firmware_bound(ci_files, spec["cc"], fp, board.arch)
+    check_stack(found, board.stack_bytes, board.name)
+    return found
+
+
+def with_guard(spec: dict, found: Bound, core: str) -> dict:
+    """``spec`` linking the guard below the stack at guard_bytes: on top of the board's stack_bytes rather than out of
+    it, so the board's figure stays the usable stack the bound was checked against. The stack sits at the bottom of
+    RAM (link.ld): the region's origin aligns the guard without padding, and past the guard an overflow leaves RAM
+    instead of reaching the arena."""
+    flag = "-Wl,--defsym=__mcud_stack_guard_bytes="
+    kept = [f for f in spec["ldflags"] if not f.startswith(flag)]
+    return {**spec, "ldflags": kept + [f"{flag}{guard_bytes(found, core)}"]}
+
+
 def check_stack(found: Bound, stack_bytes: int, board: str, margin: int = MARGIN) -> None:
     """Refuse, in one sentence giving both figures and the deepest path, a stack smaller than the bound and margin."""
     if found.bytes + margin > stack_bytes:

@@ -47,21 +47,14 @@ def test_flash_a_compiled_folder_then_run_and_measure_it_through_the_port(plan, 
         memory = [line for line in out.splitlines() if line.startswith(("SRAM", "flash "))]
         out = _ok(capsys, "run", str(folder), "--port", url, "--check", "--samples", "3")
         assert f"({planned})" in out and "SAME as the host board on 3 input(s)" in out and "PASS on 3" in out
-        # the flashed firmware's memory, region by region, is the one run built to learn its model id, but for the
-        # stack's guard: the PlatformIO build keeps link.ld's 32 B where mcudeploy's own build sizes it to the
-        # largest frame (device/stack_bound.py; not yet on the PlatformIO path), so only the stack and the total differ
+        # the flashed firmware's memory, region by region, is the one run built to learn its model id
         ran = [line for line in out.splitlines() if line.startswith(("SRAM", "flash "))]
-        assert [_without_stack(line) for line in memory] == [_without_stack(line) for line in ran]
+        assert memory == ran
         if plan == "plain":
             out = _ok(capsys, "measure", str(folder), "--port", url, "--repeat", "1")
             assert "measured on the board" in out
     finally:
         main(["flash", "-b", "qemu-m4", "--stop", "--port", url])
-
-
-def _without_stack(line: str) -> str:
-    """A memory report line without the stack's bytes and the SRAM total they enter."""
-    return re.sub(r"^SRAM +[\d,]+", "SRAM", re.sub(r"stack [\d,]+", "stack", line))
 
 
 def _error(capsys, argv) -> str:

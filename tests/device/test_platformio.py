@@ -23,6 +23,7 @@ import pytest
 from mcudeploy.boards import all_boards, load_board
 from mcudeploy.device import emulator, flash, pio_core, pio_project
 from mcudeploy.device.build import build_firmware
+from mcudeploy.device.stack_bound import guard_bytes
 from mcudeploy.errors import MCUDeployError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -248,7 +249,7 @@ def test_a_real_board_builds_offline_and_reports_its_capacity(name, core, tmp_pa
     assert not result.uploaded and result.elf.is_file() and (result.elf.parent / "firmware.bin").is_file()
     assert report.flash_bytes == board.flash_bytes
     assert report.sram_bytes == next(r.size for r in board.regions if not r.excluded)
-    assert report.arena > 0 and report.stack == board.stack_bytes
+    assert report.arena > 0 and report.stack_worst is not None
     assert report.flash_used > report.text > 0
     # PlatformIO's figures (from `size -B` against the generated manifest) are the same numbers
     usage = platformio_usage(result.project, core)
@@ -258,6 +259,8 @@ def test_a_real_board_builds_offline_and_reports_its_capacity(name, core, tmp_pa
     subprocess.run(["arm-none-eabi-objcopy", "-O", "binary", str(direct.elf), str(tmp_path / "direct.bin")], check=True)
     assert (tmp_path / "direct.bin").read_bytes() == (result.elf.parent / "firmware.bin").read_bytes()
     assert direct.report == report
+    # the stack is the board's, the guard below it as large as the largest frame (stack_bound.with_guard) on both paths
+    assert report.stack == board.stack_bytes + guard_bytes(direct.stack, board.core)
 
 
 @pytest.mark.qemu
@@ -377,7 +380,9 @@ def test_a_new_board_builds_offline(name, new_board_builds):
     report = result.memory
     assert not result.uploaded and result.elf.is_file()
     assert report.flash_bytes == board.flash_bytes and report.sram_bytes == board.regions[0].size
-    assert report.arena > 0 and report.stack == board.stack_bytes and report.flash_used > report.text > 0
+    assert report.arena > 0 and report.flash_used > report.text > 0
+    guard = report.stack - board.stack_bytes  # the board's stack, and below it a guard: a power of two, >= 32 B
+    assert guard >= 32 and guard & (guard - 1) == 0, report
     if board.upload.uf2_family:
         uf2 = result.elf.with_name("firmware.uf2").read_bytes()
         assert len(uf2) % 512 == 0 and int.from_bytes(uf2[12:16], "little") == board.flash_origin

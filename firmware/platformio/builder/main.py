@@ -6,7 +6,8 @@ spec (the JSON file named by the ``custom_mcudeploy_build`` option, written by m
 or a RISC-V board's riscv64-unknown-elf-gcc) and its binutils, found on PATH,
 links ``firmware.elf`` (``$cc $ldflags -T linker_script objects $libs``, as the direct build
 does) and makes ``firmware.bin``; target ``sizing`` links the same objects against the spec's
-unbounded ``sizing_linker_script``, to measure a firmware too large for its board. Nothing
+unbounded ``sizing_linker_script``, to measure a firmware too large for its board; target ``objects``
+compiles without linking (mcudeploy then writes the stack guard its objects need into the spec's ldflags). Nothing
 comes from PlatformIO's registry: no framework, no library finder, no toolchain package (one
 already installed is used first, as PlatformIO puts it on PATH).
 
@@ -112,6 +113,7 @@ def mcudeploy_firmware(spec_path):
     if forced:
         env.Depends(objects, forced)
 
+    env.Alias("objects", objects)  # compiled, not linked: mcudeploy sizes the stack guard from their call graphs
     elf = env.Program(os.path.join("$BUILD_DIR", "${PROGNAME}"), objects)
     env.Depends(elf, [linker_script, spec_path])
     if sizing_script:
