@@ -12,6 +12,7 @@ import numpy as np
 import onnx
 import pytest
 
+import bounded
 import zoo
 from mcudeploy import check
 from mcudeploy.errors import MCUDeployError
@@ -87,8 +88,10 @@ def test_mobile_model_passes_the_check_on_host(saved, name, kind, tmp_path):
 
 
 @pytest.mark.qemu
-@pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("name", NAMES)
+# CI's bounded size (tests/bounded.py): every int8 model, the float ones (the same float kernels) one of them
+@pytest.mark.parametrize("name,kind", [bounded.case(name, kind, id=f"{name}-{kind}",
+                                                    in_ci=kind == "int8" or name == NAMES[-1])
+                                       for name in NAMES for kind in KINDS])
 def test_mobile_model_on_qemu_m4(saved, name, kind, tmp_path):
     """Where the weights fit qemu-m4's 4 MiB of flash: the check passes on the board and its outputs equal
     the host build's (int8 bit for bit). Where they do not, the firmware is refused saying by how much."""

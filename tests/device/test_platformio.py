@@ -18,6 +18,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import bounded
 import pytest
 
 from mcudeploy.boards import all_boards, load_board
@@ -239,7 +240,10 @@ def platformio_usage(project: Path, core: Path) -> dict:
 
 
 @pytest.mark.qemu
-@pytest.mark.parametrize("name", REAL_BOARDS)
+# CI's bounded size (tests/bounded.py): one board of each core (M4, M7, M33, M55); the other ST boards in full
+@pytest.mark.parametrize("name", [bounded.case(name, id=name, in_ci=name not in ("nucleo-f746zg", "nucleo-h743zi",
+                                                                                   "nucleo-l4r5zi"))
+                                  for name in REAL_BOARDS])
 def test_a_real_board_builds_offline_and_reports_its_capacity(name, core, tmp_path):
     have_tools("arm-none-eabi-gcc")
     board = load_board(name)
@@ -361,14 +365,25 @@ MISSING_TOOL = {  # what each board's upload says when its tool is not installed
 }
 
 
+class _Builds(dict):
+    """Each new board's firmware with one tiny model (4 channels, 8 x 8: its arena fits the HiFive1's 16 KB DTIM),
+    built the first time a test asks for it: the tests spread over pytest-xdist's workers, so each worker builds
+    only the boards its own tests use."""
+
+    def __init__(self, core, folder):
+        super().__init__()
+        self.core, self.folder = core, folder
+        self.model = small_model(folder / "tiny.onnx", channels=4, size=8)
+
+    def __missing__(self, name):
+        self[name] = flash.flash(str(self.model), name, project=self.folder / name, upload_firmware=False,
+                                 core=self.core)
+        return self[name]
+
+
 @pytest.fixture(scope="module")
 def new_board_builds(core, tmp_path_factory):
-    """Each new board's firmware with one tiny model (4 channels, 8 x 8: its arena fits the HiFive1's 16 KB
-    DTIM), built once for the tests below."""
-    folder = tmp_path_factory.mktemp("new-boards")
-    model = small_model(folder / "tiny.onnx", channels=4, size=8)
-    return {name: flash.flash(str(model), name, project=folder / name, upload_firmware=False, core=core)
-            for name in NEW_BOARDS}
+    return _Builds(core, tmp_path_factory.mktemp("new-boards"))
 
 
 @pytest.mark.qemu

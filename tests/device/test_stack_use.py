@@ -79,8 +79,8 @@ def stack_used(stack_run):
 @pytest.fixture
 def unchecked(monkeypatch):
     """Firmware built without the bound's check, to reach the guard at run time with a stack below the bound."""
-    from mcudeploy.device import build
-    monkeypatch.setattr(build, "check_stack", lambda *a, **k: None)
+    from mcudeploy.device import stack_bound
+    monkeypatch.setattr(stack_bound, "check_stack", lambda *a, **k: None)
 
 
 @pytest.mark.qemu
@@ -102,7 +102,7 @@ def test_a_stack_too_small_by_a_little_stops_with_one_sentence(tmp_path, need_qe
     wrote over the memory below the stack before (KWS with 1,664 B on qemu-m4 hung); one with room to spare runs,
     its answer the host's."""
     from mcudeploy.check.against_host import compare_with_host
-    from mcudeploy.device import build
+    from mcudeploy.device import stack_bound
 
     run = stack_run(board)
     used, bound = run.stack.used, run.firmware.stack
@@ -111,7 +111,7 @@ def test_a_stack_too_small_by_a_little_stops_with_one_sentence(tmp_path, need_qe
         _run_with_stack(board, used - 64, tmp_path / "refused")
     assert str(err.value) == (f"the firmware's worst-case stack is {bound.bytes:,} B ({bound.path_text()}), more than "
                               f"board {board}'s stack of {used - 64:,} B: give the board file a larger stack_bytes")
-    monkeypatch.setattr(build, "check_stack", lambda *a, **k: None)
+    monkeypatch.setattr(stack_bound, "check_stack", lambda *a, **k: None)
     with pytest.raises(MCUDeployError) as err:
         _run_with_stack(board, used - 64, tmp_path)
     assert str(err.value) == (f"the firmware's stack of {used - 64:,} B overflowed on board {board} (a push reached "
