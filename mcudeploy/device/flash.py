@@ -21,10 +21,11 @@ from mcudeploy.boards import ARM_TOOLCHAIN, Board, load_board
 from mcudeploy.device import elfsize
 from mcudeploy.device.emulator import (LINKS_ENV, PORT_ENV, Emulator, emulator_port, end_emulators_on,
                                        running_emulator, socket_port)
+from mcudeploy.device.build import worst_case_stack
 from mcudeploy.device.host import BuildError
 from mcudeploy.device.pio_core import pio_failure, run_pio
 from mcudeploy.device.pio_project import BUILD_SPEC, default_project_dir, describe, firmware_elf, generate_project
-from mcudeploy.device.stack_bound import spec_bound, with_guard
+from mcudeploy.device.stack_bound import with_guard
 from mcudeploy.device.uf2 import write_uf2
 from mcudeploy.device.upload_failure import check_serial_port, explain_upload
 from mcudeploy.errors import MCUDeployError
@@ -86,11 +87,7 @@ def build_and_check(board: Board, project: Path, spec: dict, model_name: str,
     proc = run_pio(project, ["objects"], core=core)
     if proc.returncode != 0:
         raise BuildError(f"PlatformIO failed to build {project}:\n{proc.stdout[-6000:]}")
-    ci = sorted(elf.parent.rglob("*.ci"))
-    if not ci:
-        raise BuildError(f"{spec['cc']} wrote no call graph in {elf.parent}: the firmware's worst-case stack needs "
-                         f"GCC 10 or later (-fcallgraph-info)")
-    found = spec_bound(spec, ci, board)
+    found = worst_case_stack(board, spec, sorted(elf.parent.rglob("*.o")))
     spec = with_guard(spec, found, board.core)
     write_atomic(project / BUILD_SPEC, json.dumps(spec, indent=1) + "\n")
     proc = run_pio(project, core=core)

@@ -298,7 +298,7 @@ def guard_bytes(found: Bound, core: str) -> int:
 def spec_bound(spec: dict, ci_files: Iterable[Path], board) -> Bound:
     """The bound of the firmware a build spec (build.firmware_build_spec) compiled into ``ci_files``, checked against
     ``board``'s stack before the link (check_stack): the direct build and PlatformIO's share it."""
-    fp = any(f in ("-mfloat-abi=hard", "-mfloat-abi=softfp") for f in spec.get("cflags", ()))
+    fp = any(f in ("-mfloat-abi=hard", "-mfloat-abi=softfp") for f in spec["cflags"])
     found = firmware_bound(ci_files, spec["cc"], fp, board.arch)
     check_stack(found, board.stack_bytes, board.name)
     return found

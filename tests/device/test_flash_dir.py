@@ -48,8 +48,7 @@ def test_flash_a_compiled_folder_then_run_and_measure_it_through_the_port(plan, 
         out = _ok(capsys, "run", str(folder), "--port", url, "--check", "--samples", "3")
         assert f"({planned})" in out and "SAME as the host board on 3 input(s)" in out and "PASS on 3" in out
         # the flashed firmware's memory, region by region, is the one run built to learn its model id
-        ran = [line for line in out.splitlines() if line.startswith(("SRAM", "flash "))]
-        assert memory == ran
+        assert memory == [line for line in out.splitlines() if line.startswith(("SRAM", "flash "))]
         if plan == "plain":
             out = _ok(capsys, "measure", str(folder), "--port", url, "--repeat", "1")
             assert "measured on the board" in out
