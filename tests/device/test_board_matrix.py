@@ -8,6 +8,8 @@ them; each case is still its own test, reading its output from that run. Each re
 is one firmware per board (qemu-stm32f4, a second Cortex-M4 machine, runs KWS only; qemu-m0, a
 Cortex-M0 with 16 KB of SRAM, the autoencoder and KWS, the two that fit it). Models and the batch
 too large for a board are skipped with the bytes over.
+CI runs a bounded part of the models and boards (MODEL_CASES, CASE_BOARDS; tests/bounded.py), the whole with
+MCUDEPLOY_FULL_CAMPAIGNS=1.
 The seconds each board took are printed at the end of the module (pytest's terminal summary):
 about 30 s per board on a quiet two-core machine, 1 minute per board under load (5 boards, 204
 tests: 2 to 5 minutes).
