@@ -232,8 +232,10 @@ def cmd_report(args) -> int:
 def cmd_run(args) -> int:
     if args.output:
         check_output(args.output, folder=False)
+    if args.sanitize:
+        _host_only("--sanitize", args.board)
     run = RunRequest(input=args.input, samples=args.samples, check=args.check, float_model=args.float_model,
-                     output=args.output, dataset=args.dataset, json=args.json)
+                     output=args.output, dataset=args.dataset, json=args.json, sanitize=args.sanitize)
     if args.dataset:
         given = [o for o, v in (("--input", args.input), ("--check", args.check)) if v]
         if given:
@@ -245,6 +247,21 @@ def cmd_run(args) -> int:
     if args.float_model and not args.check:
         raise MCUDeployError("--float-model applies only with --check")
     return _resolve(args).run(run)
+
+
+def _host_only(option: str, board: Optional[str]) -> None:
+    """Refuse ``option`` with a -b that is not the host board, before any work."""
+    from mcudeploy.boards import load_board
+
+    if board is None or board == "host":
+        return
+    try:
+        kind = load_board(board).kind
+    except MCUDeployError:
+        kind = None
+    if kind != "host":
+        raise MCUDeployError(f"{option} builds the generated C for this computer with AddressSanitizer and "
+                             f"UndefinedBehaviorSanitizer: give -b host, not -b {board}")
 
 
 def cmd_measure(args) -> int:
@@ -398,6 +415,9 @@ def parser() -> argparse.ArgumentParser:
                         "--float-model: agreement per output, top-1 accuracy against the labels, the per-layer error "
                         "on the worst sample (docs/user-guide.md: Validate on your data)")
     s.add_argument("--json", action="store_true", help="with --dataset: print the report as JSON")
+    s.add_argument("--sanitize", action="store_true",
+                   help="with -b host: build the generated C, the kernels and the runner with AddressSanitizer and "
+                        "UndefinedBehaviorSanitizer (gcc); a report fails the run in one sentence naming the operator")
     s.add_argument("--float-model", metavar="FILE",
                    help="with --check, also report the outputs' SNR and top-1 against this float ONNX model (the "
                         "one the int8 model was quantized from); with --dataset, a float ONNX or .tflite model")

@@ -1,6 +1,6 @@
 """The field corpus (tests/field_corpus, made by ``python -m tests.field_corpus.make``): what models from the field
 hold (issue 59), each run by mcudeploy's C and checked end to end against TensorFlow Lite Micro bit for bit, as
-``run --check`` does."""
+``run --check --sanitize`` does (the host C under AddressSanitizer and UBSan)."""
 from __future__ import annotations
 
 import json
@@ -29,7 +29,7 @@ def test_runs_on_host_bit_for_bit_with_tflite_micro(model, need_tflm, tmp_path):
     path = CORPUS / model["file"]
     compiled = compile_model(path, "host")
     samples = check.random_inputs(compiled.graph, 8)
-    outputs = run_compiled_on_host(compiled, samples, tmp_path)
+    outputs = run_compiled_on_host(compiled, samples, tmp_path, sanitize=True)
     verdict = check.check_tflite_outputs(path, compiled, outputs, samples)
     assert verdict.ok, "\n".join(verdict.lines())
     assert not verdict.why_not_tflm, verdict.why_not_tflm

@@ -1,6 +1,6 @@
 """The Keras 3 corpus (tests/keras_corpus, made by ``python -m tests.keras_corpus.make``): ordinary architectures as
 users export them, float and int8, each run by mcudeploy's C and checked end to end against TensorFlow Lite Micro
-bit for bit (LiteRT's reference kernels for a file TFLite Micro cannot run), as ``run --check`` does; the int8 ones
+bit for bit (LiteRT's reference kernels for a file TFLite Micro cannot run), as ``run --check --sanitize`` does (the host C under AddressSanitizer and UBSan); the int8 ones
 that fit also on an emulated Cortex-M4. A stateful (streaming) model is fed a sequence of inputs, its state carried
 from one to the next on both sides.
 
@@ -46,7 +46,7 @@ def test_runs_on_host_bit_for_bit_with_the_reference(model, need_tflm, tmp_path)
     path = _path(model)
     compiled = compile_model(path, "host")
     samples = check.random_inputs(compiled.graph, STEPS)
-    outputs = run_compiled_on_host(compiled, samples, tmp_path)
+    outputs = run_compiled_on_host(compiled, samples, tmp_path, sanitize=True)
     verdict = check.check_tflite_outputs(path, compiled, outputs, samples)
     assert verdict.ok, "\n".join(verdict.lines())
     assert bool(verdict.why_not_tflm) == (model["reference"] == "litert")

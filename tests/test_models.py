@@ -1,4 +1,5 @@
-"""Whole MLPerf Tiny reference models on the host board against onnxruntime and the reference."""
+"""Whole MLPerf Tiny reference models on the host board against onnxruntime and the reference, the C built with
+AddressSanitizer and UndefinedBehaviorSanitizer (``run --check --sanitize -b host``)."""
 import pytest
 
 from shared_models import need_models, shared_models
@@ -26,7 +27,7 @@ def test_model_on_host_matches_onnxruntime(path, tmp_path):
     need_models()
     compiled = compile_model(path, "host", check=True)
     samples = check.random_inputs(compiled.graph, 20)
-    outputs = run_compiled_on_host(compiled, samples, tmp_path)
+    outputs = run_compiled_on_host(compiled, samples, tmp_path, sanitize=True)
     verdict = check.check_outputs(path, compiled, outputs, samples)
     assert verdict.ok, "\n".join(verdict.lines())
     if "int8" in path.name:

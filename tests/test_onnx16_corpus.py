@@ -1,6 +1,7 @@
 """The int16 QDQ ONNX corpus (tests/onnx16_corpus, made by ``python -m tests.onnx16_corpus.make``; issue 43): the
 16x8 architectures and one model per operator as onnxruntime's quantize_static writes them (int16 activations, int8
-weights), each run by mcudeploy's C and checked against onnxruntime as ``run --check`` does: every operator within one
+weights), each run by mcudeploy's C (under AddressSanitizer and UBSan) and checked against onnxruntime as
+``run --check --sanitize`` does: every operator within one
 step of onnxruntime given the same inputs, the C bit for bit mcudeploy's numpy reference. Two architectures also on
 an emulated Cortex-M4.
 
@@ -58,7 +59,7 @@ def test_runs_on_host_within_a_step_of_onnxruntime(model, tmp_path):
     compiled = compile_model(path, "host")
     assert IN_INT16.get(model["file"], set()) <= _int16_operators(compiled.graph)
     samples = check.random_inputs(compiled.graph, STEPS)
-    outputs = run_compiled_on_host(compiled, samples, tmp_path)
+    outputs = run_compiled_on_host(compiled, samples, tmp_path, sanitize=True)
     verdict = check.check_outputs(path, compiled, outputs, samples)
     assert verdict.ok, "\n".join(verdict.lines())
 

@@ -46,7 +46,7 @@ def need_tflm():
 def _check_on_host(path, tmp_path, samples=20):
     compiled = compile_model(path, "host")
     inputs = check.random_inputs(compiled.graph, samples)
-    outputs = run_compiled_on_host(compiled, inputs, tmp_path)
+    outputs = run_compiled_on_host(compiled, inputs, tmp_path, sanitize=True)
     return compiled, check.check_tflite_outputs(path, compiled, outputs, inputs)
 
 

@@ -31,7 +31,7 @@ def _run(tmp_path, model: tb.Model, samples: list[dict]):
     path = tmp_path / "signal.tflite"
     path.write_bytes(model.build())
     compiled = compile_model(path, "host")
-    outputs = run_compiled_on_host(compiled, samples, tmp_path / "c")
+    outputs = run_compiled_on_host(compiled, samples, tmp_path / "c", sanitize=True)
     verdict = check.check_tflite_outputs(path, compiled, outputs, samples)
     assert verdict.ok, verdict.lines()
     return outputs

@@ -133,10 +133,12 @@ MCUD_INLINE mcud_fast_dims mcud_fast_dims_of(const mcud_view *v)
 #define MCUD_IN_REGISTER(p) ((void)0)
 #endif
 
+#ifndef MCUD_UNROLL /* a build may define it first (empty: the sanitized host build's model.c, at -O0) */
 #if defined(__GNUC__) && !defined(__clang__)
 #define MCUD_UNROLL _Pragma("GCC unroll 16")
 #else
 #define MCUD_UNROLL
+#endif
 #endif
 
 /* Where tap kk of pixel i sits in the interleaved scratch. */

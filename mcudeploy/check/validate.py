@@ -128,10 +128,10 @@ class Validation:
 # ---------------------------------------------------------------------------------------------- running
 
 
-def run_deployed(compiled, samples: Sequence[dict], bar: Bar, pool=None) -> tuple[list, object]:
+def run_deployed(compiled, samples: Sequence[dict], bar: Bar, pool=None, sanitize: bool = False) -> tuple[list, object]:
     """(outputs per sample, the BoardRun or None) of the deployed model: the host build in up to HOST_CHUNKS
     processes (one for a stateful model, whose samples are one sequence), or a board, every sample in one
-    session (its emulator or serial link opened once)."""
+    session (its emulator or serial link opened once). ``sanitize``: the host build's sanitized one."""
     if compiled.board.kind != "host":
         from mcudeploy.device.runner import run_on_board
 
@@ -139,13 +139,15 @@ def run_deployed(compiled, samples: Sequence[dict], bar: Bar, pool=None) -> tupl
         return board_run.outputs, board_run
     from mcudeploy.codegen import write_project
     from mcudeploy.device import host
+    from mcudeploy.device.runner import model_name, op_labels
 
+    sanitized = (model_name(compiled), op_labels(compiled)) if sanitize else None
     size = len(samples) if compiled.graph.states else max(1, -(-len(samples) // HOST_CHUNKS))
     outputs = []
     with tempfile.TemporaryDirectory(prefix="mcud-dataset-") as tmp:
-        exe = host.build(write_project(compiled, Path(tmp)), compiled.board)
+        exe = host.build(write_project(compiled, Path(tmp), sanitize=sanitize), compiled.board, sanitize=sanitize)
         for start in range(0, len(samples), size):
-            outputs += host.run(exe, compiled.graph, samples[start:start + size])
+            outputs += host.run(exe, compiled.graph, samples[start:start + size], sanitized=sanitized)
             bar.advance(len(samples[start:start + size]))
     return outputs, None
 
@@ -307,16 +309,17 @@ def _oracle_layers(model, reference: Graph, sample: dict) -> Optional[tuple[str,
 
 
 def validate(compiled, reference: Graph, model, data: Dataset, float_ref: Optional[FloatReference] = None,
-             pool=None, stream=None) -> tuple[Validation, list, object]:
+             pool=None, stream=None, sanitize: bool = False) -> tuple[Validation, list, object]:
     """Run ``data`` through the deployed plan ``compiled`` (of ``model``; ``reference`` the lowered model before
     any split), the reference and ``float_ref``, with a progress bar on ``stream`` (default stderr); return the
-    report, the deployed outputs per sample, and the BoardRun (None on the host)."""
+    report, the deployed outputs per sample, and the BoardRun (None on the host). ``sanitize``: the host build
+    with AddressSanitizer and UndefinedBehaviorSanitizer."""
     graph, samples = compiled.graph, data.samples
     if data.labels is not None:
         label_output(graph, data.labels, data.source)  # refused before any long work
     steps = len(samples) * (3 if float_ref is None else 4)  # deployed, reference, numpy reference (, float)
     with Bar(steps, f"{len(samples)} samples on {compiled.board.name}", stream) as bar:
-        outputs, board_run = run_deployed(compiled, samples, bar, pool)
+        outputs, board_run = run_deployed(compiled, samples, bar, pool, sanitize)
         bar.stage("the reference")
         ref, oracle, why = reference_outputs(model, reference, samples, bar)
         floats = None

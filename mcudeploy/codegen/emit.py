@@ -345,9 +345,11 @@ def kernel_sources() -> list[str]:
     return sorted(p.name for p in (firmware_dir() / "kernels").glob("*.c"))
 
 
-def write_project(compiled, out_dir, plan: Optional[dict] = None, trace: bool = False) -> Path:
+def write_project(compiled, out_dir, plan: Optional[dict] = None, trace: bool = False,
+                  sanitize: bool = False) -> Path:
     """Write the C project and plan.json (``plan``, default plan_dict(compiled)) into out_dir; return it.
-    ``trace`` (host board): also mcud_trace.h and mcud_trace.c, the host's trace build (device/host.py).
+    ``trace`` (host board): also mcud_trace.h and mcud_trace.c, the host's trace build (device/host.py);
+    ``sanitize``: mcud_sanitize.h and mcud_sanitize.c, its sanitized build (device/sanitize.py).
     With ``compiled.code.arduino``, also arduino/NAME/, the same C as an Arduino library.
 
     An interrupted write never leaves a folder that looks complete: the old plan.json goes first,
@@ -361,9 +363,9 @@ def write_project(compiled, out_dir, plan: Optional[dict] = None, trace: bool = 
     files = project_files(compiled, values)
     for name, text in files.items():
         write_atomic(out / name, text)
-    if trace:
-        for name in ("mcud_trace.h", "mcud_trace.c"):
-            write_atomic(out / name, env.get_template(name + ".j2").render(values))
+    for name in (("mcud_trace.h", "mcud_trace.c") if trace else ()) + (
+            ("mcud_sanitize.h", "mcud_sanitize.c") if sanitize else ()):
+        write_atomic(out / name, env.get_template(name + ".j2").render(values))
     library = {"mcud_library.h": env.get_template("mcud_library.h.j2").render(banner=BANNER, library_id=library_id())}
     _replace_dir(out / "mcud", {"include": firmware_dir() / "include", "kernels": firmware_dir() / "kernels"},
                  {"include/" + k: v for k, v in library.items()})

@@ -6,12 +6,14 @@ compiled per model.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
@@ -19,6 +21,7 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 
 from mcudeploy.boards import Board, load_board
+from mcudeploy.device import sanitize as sanitizer
 from mcudeploy.codegen import write_project
 from mcudeploy.codegen.emit import arenas
 from mcudeploy.device.samples import output_array, sample_bytes
@@ -55,50 +58,83 @@ def _kernel_objects(cc: str, flags: Sequence[str], lib: Path) -> list[Path]:
     objs = [objdir / (s.stem + ".o") for s in sources]
     if all(o.exists() for o in objs):
         return objs
+    objdir.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(objdir.with_suffix(".lock")):  # a second process waits for the first's library, not compiles it too
+        if not all(o.exists() for o in objs):
+            _compile_library(cc, flags, lib, sources, objdir)
+    return objs
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    try:
+        import fcntl
+    except ImportError:  # not a POSIX system: processes may compile the same library at once, which is only slower
+        yield
+        return
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _compile_library(cc: str, flags: Sequence[str], lib: Path, sources: list[Path], objdir: Path) -> None:
     tmp = Path(tempfile.mkdtemp(dir=cache_dir()))
     try:
-        for s in sources:
-            _compile(cc, flags, s, tmp / (s.stem + ".o"), lib / "include")
-        objdir.parent.mkdir(parents=True, exist_ok=True)
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:  # gcc runs in processes of its own
+            list(pool.map(lambda s: _compile(cc, flags, s, tmp / (s.stem + ".o"), lib / "include"), sources))
         try:
             tmp.rename(objdir)
         except OSError:  # another process built it first
             pass
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return objs
 
 
-def build(project: Path, board: Board, trace: bool = False) -> Path:
+def build(project: Path, board: Board, trace: bool = False, sanitize: bool = False) -> Path:
     """Compile the project in ``project`` for the host; return the executable. ``trace``: the trace
-    build (the project written with ``write_project(..., trace=True)``; see ``trace_compiled_on_host``)."""
+    build (the project written with ``write_project(..., trace=True)``; see ``trace_compiled_on_host``);
+    ``sanitize``: with AddressSanitizer and UndefinedBehaviorSanitizer (``write_project(..., sanitize=True)``;
+    device/sanitize.py)."""
     cc, flags = board.build.cc, list(board.build.cflags)
     if shutil.which(cc) is None:
         raise MCUDeployError(f"the host board needs the C compiler '{cc}', which is not installed")
     lib = project / "mcud"
-    objs = _kernel_objects(cc, flags, lib)
-    sources = ("model.c", "main_host.c") + (("mcud_trace.c",) if trace else ())
+    objs = _kernel_objects(cc, sanitizer.cflags(flags, kernels=True) if sanitize else flags, lib)
+    if sanitize:
+        flags = sanitizer.cflags(flags, kernels=False)
+    header, extra_source = (TRACE_HEADER, "mcud_trace.c") if trace else \
+        (sanitizer.FILES if sanitize else (None, None))
+    sources = ("model.c", "main_host.c") + ((extra_source,) if extra_source else ())
     for name in sources:
-        extra = ["-include", str(project / TRACE_HEADER)] if trace and name == "model.c" else []
+        extra = ["-include", str(project / header)] if header and name == "model.c" else []
         _compile(cc, flags + extra, project / name, project / (name[:-2] + ".o"), lib / "include")
     exe = project / "model"
-    proc = subprocess.run([cc, *(str(project / (name[:-2] + ".o")) for name in sources), *map(str, objs), "-o",
-                           str(exe), *board.build.ldflags], capture_output=True, text=True)
+    link_flags = sanitizer.CHECKS if sanitize else []
+    proc = subprocess.run([cc, *link_flags, *(str(project / (name[:-2] + ".o")) for name in sources), *map(str, objs),
+                           "-o", str(exe), *board.build.ldflags], capture_output=True, text=True)
     if proc.returncode != 0:
         raise BuildError(f"linking failed:\n{proc.stderr[-4000:]}")
     return exe
 
 
 def run(exe: Path, graph: Graph, samples: Sequence[Mapping[str, np.ndarray]],
-        trace: Optional[Path] = None) -> list[list[np.ndarray]]:
+        trace: Optional[Path] = None, sanitized: Optional[tuple[str, Sequence[str]]] = None) -> list[list[np.ndarray]]:
     """Run the built model on each sample, in order in one process (a stateful model carries its state from
     one to the next, from its initial value); return the model's outputs of each. ``trace``:
-    the file a trace build writes its arenas to (MCUD_TRACE_FILE)."""
+    the file a trace build writes its arenas to (MCUD_TRACE_FILE); ``sanitized``: a sanitized build's
+    (model name, operator labels), to name the operator of a report."""
     work = exe.parent
     (work / "in.bin").write_bytes(b"".join(b for sample in samples for b in sample_bytes(graph, sample)))
     env = {**os.environ, "MCUD_TRACE_FILE": str(trace)} if trace is not None else None
+    if sanitized is not None:
+        env = {**os.environ, **sanitizer.ENV}
     proc = subprocess.run([str(exe), str(work / "in.bin"), str(work / "out.bin"), str(len(samples))],
-                          capture_output=True, text=True, env=env)
+                          capture_output=True, text=True, env=env, errors="replace")
+    if proc.returncode != 0 and sanitized is not None and sanitizer.is_report(proc.stderr):
+        raise sanitizer.report_error(proc.stderr, sanitized[1], sanitized[0])
     if proc.returncode != 0:
         raise MCUDeployError(f"the host build of the model exited with status {proc.returncode}: "
                              f"{proc.stderr.strip() or 'no message'}")
@@ -118,11 +154,17 @@ def on_host(compiled):
     return compiled if compiled.board.kind == "host" else dataclasses.replace(compiled, board=load_board("host"))
 
 
-def run_compiled_on_host(compiled, samples, workdir: Optional[Path] = None) -> list[list[np.ndarray]]:
+def run_compiled_on_host(compiled, samples, workdir: Optional[Path] = None,
+                         sanitize: bool = False) -> list[list[np.ndarray]]:
+    """``compiled`` (a plan for the host board) built and run on ``samples``; ``sanitize``: built with
+    AddressSanitizer and UndefinedBehaviorSanitizer, a report raised as one sentence naming the operator."""
+    from mcudeploy.device.runner import model_name, op_labels
+
     with tempfile.TemporaryDirectory(prefix="mcud-host-") as tmp:
-        project = write_project(compiled, Path(workdir or tmp))
-        exe = build(project, compiled.board)
-        return run(exe, compiled.graph, samples)
+        project = write_project(compiled, Path(workdir or tmp), sanitize=sanitize)
+        exe = build(project, compiled.board, sanitize=sanitize)
+        return run(exe, compiled.graph, samples,
+                   sanitized=(model_name(compiled), op_labels(compiled)) if sanitize else None)
 
 
 @dataclass(frozen=True)

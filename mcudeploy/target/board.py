@@ -208,6 +208,9 @@ class BoardTarget:
 
         r = self.request
         compiled, reference, model = self.loaded(say)
+        if run.sanitize and compiled.board.kind != "host":
+            raise MCUDeployError(f"--sanitize builds the generated C for this computer: {model} holds a plan for "
+                                 f"{compiled.board.name}; compile it for -b host")
         graph = compiled.graph
         tflite = is_tflite_model(model)
         if tflite and run.float_model:
@@ -224,7 +227,10 @@ class BoardTarget:
             if r.boards != 1 or r.place is not None:
                 raise MCUDeployError("--boards and --place spread a run over Cortex-M boards; the host board runs here")
             with tempfile.TemporaryDirectory(prefix="mcud-run-") as tmp:
-                outputs = run_compiled_on_host(compiled, samples, Path(tmp))
+                outputs = run_compiled_on_host(compiled, samples, Path(tmp), sanitize=run.sanitize)
+            if run.sanitize:
+                say(f"sanitized host build (AddressSanitizer, UndefinedBehaviorSanitizer): {len(samples)} "
+                    f"sample(s), no report")
         else:
             from mcudeploy.device.runner import run_on_board, ticks_lines
 
@@ -275,7 +281,7 @@ class BoardTarget:
         if compiled.board.kind == "host":
             if r.boards != 1 or r.place is not None or r.ports:
                 raise MCUDeployError("--boards, --place and --port are for Cortex-M boards; the host board runs here")
-            result, outputs, board_run = validate(compiled, reference, model, data, float_ref)
+            result, outputs, board_run = validate(compiled, reference, model, data, float_ref, sanitize=run.sanitize)
         else:
             with board_pool(r, compiled.board.name) as pool:
                 sessions = 1 if compiled.graph.states else min(pool.size, len(data))

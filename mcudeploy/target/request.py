@@ -40,6 +40,7 @@ class RunRequest:
     output: Optional[str] = None  # the outputs saved as .npz
     dataset: Optional[str] = None
     json: bool = False  # run --dataset's report as JSON
+    sanitize: bool = False  # the host build with AddressSanitizer and UndefinedBehaviorSanitizer
 
 
 @dataclass(frozen=True)
