@@ -288,18 +288,18 @@ void mcud_signal_stream_s16(const mcud_view *x, const mcud_view *state, const mc
         *(uint8_t *)valid->data = 1;
     }
     const int32_t n = x->shape[x->ndim - 1], rows = count(x) / n;
-    const int32_t k = p->keep;
+    const int32_t k = p->keep; /* state and next are NULL when it is 0 (the tests below say so to an analyser) */
     for (int32_t r = 0; r < rows; r++) {
         for (int32_t f = 0; f < p->frames; f++) {
             for (int32_t i = 0; i < p->frame_size; i++) {
                 const int32_t c = f * p->step + i;
-                const int16_t v = c < k ? sd[at(state, r * k + c)] : xd[at(x, r * n + c - k)];
+                const int16_t v = c < k && state != NULL ? sd[at(state, r * k + c)] : xd[at(x, r * n + c - k)];
                 yd[at(y, (r * p->frames + f) * p->frame_size + i)] = v;
             }
         }
-        for (int32_t j = 0; j < k; j++) {
+        for (int32_t j = 0; j < k && next != NULL; j++) {
             const int32_t c = n + j;
-            const int16_t v = c < k ? sd[at(state, r * k + c)] : xd[at(x, r * n + c - k)];
+            const int16_t v = c < k && state != NULL ? sd[at(state, r * k + c)] : xd[at(x, r * n + c - k)];
             nd[at(next, r * k + j)] = v;
         }
     }
