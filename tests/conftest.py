@@ -7,14 +7,22 @@ import shutil
 
 import pytest
 
+import object_cache
 import spread
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_cache(tmp_path_factory):
-    """Kernel objects are cached per test session, not in the user's home."""
+    """The cache is per test session, not in the user's home; under xdist, each worker has its own (timings,
+    state), but the workers, and the fresh caches tests make (object_cache.fresh_cache), share the compiled
+    kernels: each board's library is compiled once per session, not once per worker or per test."""
     if "MCUDEPLOY_CACHE" not in os.environ:
-        os.environ["MCUDEPLOY_CACHE"] = str(tmp_path_factory.mktemp("mcudeploy-cache"))
+        base = tmp_path_factory.getbasetemp()
+        shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "mcudeploy-objects"
+        os.environ[object_cache.SHARED_ENV] = str(shared)
+        cache = tmp_path_factory.mktemp("mcudeploy-cache")
+        object_cache.link_objects(cache, shared)
+        os.environ["MCUDEPLOY_CACHE"] = str(cache)
     yield
 
 

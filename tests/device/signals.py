@@ -12,6 +12,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from object_cache import fresh_cache
+
 TAG = "MCUDEPLOY_TEST_TAG"
 # How long after the signal an interrupted command may take to end: it stops at once (a few hundredths
 # of a second when idle), but two test workers, their emulators and compilers share two cores in CI.
@@ -29,7 +31,7 @@ class Ended:
 
 def tagged_env(cache: Path) -> tuple[dict, str]:
     tag = uuid.uuid4().hex
-    return {**os.environ, "MCUDEPLOY_CACHE": str(cache), TAG: tag}, tag
+    return {**os.environ, "MCUDEPLOY_CACHE": str(fresh_cache(cache)), TAG: tag}, tag
 
 
 def start(args: list[str], env: dict) -> subprocess.Popen:

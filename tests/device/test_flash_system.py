@@ -23,6 +23,7 @@ from mcudeploy.compile import lower
 from mcudeploy.stages.system import load_system
 from mcudeploy.stages.system_plan import compile_system
 from residual import residual_model
+from object_cache import fresh_cache
 
 
 @pytest.fixture
@@ -39,7 +40,7 @@ def mcudeploy(*args: str, env) -> subprocess.CompletedProcess:
 
 @pytest.mark.qemu
 def test_each_stage_runs_on_an_emulator_of_its_own(residual, tmp_path, need_qemu, monkeypatch):
-    monkeypatch.setenv("MCUDEPLOY_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("MCUDEPLOY_CACHE", str(fresh_cache(tmp_path / "cache")))
     env = dict(os.environ)
     try:
         done = mcudeploy("flash", str(residual), "-b", "qemu-m4x2", "--project-dir", str(tmp_path / "p"), env=env)
@@ -96,7 +97,7 @@ def test_two_stages_on_two_cores_are_one_firmware_on_one_emulator(residual, tmp_
     from mcudeploy.device.session import Session
     from mcudeploy.device.transport import Transport
 
-    monkeypatch.setenv("MCUDEPLOY_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("MCUDEPLOY_CACHE", str(fresh_cache(tmp_path / "cache")))
     env = dict(os.environ)
     plan = compile_system(lower(import_model(str(residual))), load_system("qemu-an521"), str(residual))
     board = plan.system.chip_firmware(0).board.name

@@ -15,6 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from shared_models import MODELS, need_models  # noqa: E402
+from object_cache import fresh_cache
 
 pytestmark = pytest.mark.qemu
 
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.qemu
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory) -> Path:
     """One cache for the module's commands (its builds and the TFLite Micro reference's made once)."""
-    return tmp_path_factory.mktemp("m55-cache")
+    return fresh_cache(tmp_path_factory.mktemp("m55-cache"))
 
 
 def _mcudeploy(cache: Path, *argv) -> subprocess.CompletedProcess:

@@ -10,6 +10,7 @@ import sys
 import onnx
 import pytest
 from conformance.test_int8_cases import CASES, quantized
+from object_cache import fresh_cache
 
 pytestmark = pytest.mark.qemu
 
@@ -28,7 +29,7 @@ def conv_model(tmp_path) -> str:
 
 def test_measure_json_reports_ticks_and_instructions_per_operator(tmp_path, need_qemu):
     path = conv_model(tmp_path)
-    env = {**os.environ, "MCUDEPLOY_CACHE": str(tmp_path / "cache")}
+    env = {**os.environ, "MCUDEPLOY_CACHE": str(fresh_cache(tmp_path / "cache"))}
     proc = subprocess.run([sys.executable, "-m", "mcudeploy", "measure", str(path), "-b", "qemu-m4", "--json",
                            "--repeat", "2"], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr + proc.stdout
@@ -60,7 +61,7 @@ def test_measure_json_reports_ticks_and_instructions_per_operator(tmp_path, need
 
 def test_measure_json_estimates_cycles_for_a_real_board(tmp_path, need_qemu):
     path = conv_model(tmp_path)
-    env = {**os.environ, "MCUDEPLOY_CACHE": str(tmp_path / "cache")}
+    env = {**os.environ, "MCUDEPLOY_CACHE": str(fresh_cache(tmp_path / "cache"))}
     proc = subprocess.run([sys.executable, "-m", "mcudeploy", "measure", str(path), "-b", "qemu-m4", "--json",
                            "--repeat", "1", "--estimate-for", "nucleo-l4r5zi"], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr + proc.stdout
@@ -90,7 +91,7 @@ def estimated_conv(tmp_path, board: str, real: str) -> tuple[dict, dict]:
     """(measure --json of the one-Conv model on ``board`` with --estimate-for ``real``, its Conv's entry), having
     checked that the trace counts the Conv's instructions as the timer does."""
     path = conv_model(tmp_path)
-    env = {**os.environ, "MCUDEPLOY_CACHE": str(tmp_path / "cache")}
+    env = {**os.environ, "MCUDEPLOY_CACHE": str(fresh_cache(tmp_path / "cache"))}
     proc = subprocess.run([sys.executable, "-m", "mcudeploy", "measure", str(path), "-b", board, "--json",
                            "--repeat", "1", "--estimate-for", real], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr + proc.stdout
@@ -134,7 +135,7 @@ def test_estimate_for_plans_a_model_as_the_real_board_would(tmp_path, need_qemu)
     from mcudeploy.memory import areas
 
     path = conv_model(tmp_path)
-    env = {**os.environ, "MCUDEPLOY_CACHE": str(tmp_path / "cache")}
+    env = {**os.environ, "MCUDEPLOY_CACHE": str(fresh_cache(tmp_path / "cache"))}
 
     def measured(*budget):
         proc = subprocess.run([sys.executable, "-m", "mcudeploy", "measure", str(path), "-b", "qemu-m4", "--json",

@@ -28,6 +28,7 @@ from mcudeploy.device.session import Session
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.compile import compile_model
 from mcudeploy.simulate.timing_cache import TimingCache
+from object_cache import fresh_cache
 
 pytestmark = pytest.mark.qemu
 
@@ -246,7 +247,7 @@ def test_a_reset_in_the_middle_of_a_run_is_detected(m4_session):
 
 
 def test_cli_run_check_and_measure_on_qemu(int8_model, tmp_path, need_qemu):
-    env = {**os.environ, "MCUDEPLOY_CACHE": str(tmp_path / "cache")}
+    env = {**os.environ, "MCUDEPLOY_CACHE": str(fresh_cache(tmp_path / "cache"))}
     run = subprocess.run([sys.executable, "-m", "mcudeploy", "run", str(int8_model), "-b", "qemu-m4", "--check",
                           "--samples", "3"], capture_output=True, text=True, env=env)
     assert run.returncode == 0, run.stderr + run.stdout

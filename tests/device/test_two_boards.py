@@ -16,6 +16,7 @@ from mcudeploy.device import emulator, qemu
 from mcudeploy.check.against_host import compare_with_host
 from mcudeploy.device.runner import run_on_board
 from mcudeploy.compile import compile_model
+from object_cache import fresh_cache
 
 pytestmark = pytest.mark.qemu
 IDLE_S = 8.0
@@ -46,7 +47,7 @@ def test_two_boards_flashed_run_in_turn_and_idle(tmp_path, need_qemu, monkeypatc
     import os
 
     cache = tmp_path / "cache"
-    monkeypatch.setenv("MCUDEPLOY_CACHE", str(cache))
+    monkeypatch.setenv("MCUDEPLOY_CACHE", str(fresh_cache(cache)))
     env = dict(os.environ)
     models = [matmul(tmp_path / "a.onnx", 16, k=64, n=32, seed=1), matmul(tmp_path / "b.onnx", 8, k=96, n=48, seed=2)]
     ports = [qemu.free_port(), qemu.free_port()]

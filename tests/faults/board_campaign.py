@@ -23,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+from object_cache import fresh_cache
 from state_campaign import Tally, broken, env, one_sentence, tune_identity
 
 QEMU = "qemu-system-arm"
@@ -55,8 +56,8 @@ EFFORT = 1.0  # the tunes' compile effort: the boards' deaths are what is tested
 def _tune(model: Path, out: Path, cache: Path, boards: int, budget: int, log: Path) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "mcudeploy", "tune", str(model), "-b", "qemu-m4", "--boards", str(boards),
            "--budget", str(budget), "--effort", str(EFFORT), "-o", str(out)]
-    return subprocess.Popen(cmd, env=dict(env(), MCUDEPLOY_CACHE=str(cache)), stdout=subprocess.DEVNULL,
-                            stderr=open(log, "w"), start_new_session=True)
+    return subprocess.Popen(cmd, env=dict(env(), MCUDEPLOY_CACHE=str(fresh_cache(cache))),
+                            stdout=subprocess.DEVNULL, stderr=open(log, "w"), start_new_session=True)
 
 
 def _reap(p: subprocess.Popen) -> int:

@@ -29,6 +29,7 @@ from mcudeploy.device.session import Session
 from mcudeploy.search import TuneOptions, Tuner, space
 from mcudeploy.compile import compile_model
 from mcudeploy.simulate.timing_cache import TimingCache
+from object_cache import fresh_cache
 
 pytestmark = pytest.mark.qemu
 
@@ -129,7 +130,7 @@ def test_measure_and_tune_through_a_labgrid_place(farm, small_mobilenet, one_boa
 
     from mcudeploy.device import farm as lab
 
-    env = dict(farm, MCUDEPLOY_CACHE=str(tmp_path / "cache-farm"))
+    env = dict(farm, MCUDEPLOY_CACHE=str(fresh_cache(tmp_path / "cache-farm")))
     through = ticks(mcudeploy(env, "measure", str(small_mobilenet), "-b", "qemu-m4", "--place", PLACE, "--json"))
     assert labfarm.acquired_by(env, PLACE) == ""  # released after the command
     board = load_board("qemu-m4")
@@ -151,8 +152,8 @@ def test_measure_and_tune_through_a_labgrid_place(farm, small_mobilenet, one_boa
     # Ctrl-C in the middle of a tune, SIGTERM in the middle of a measure through the farm: the place is released
     interrupt_releases(env, signal.SIGINT, "tune", str(small_mobilenet), "-b", "qemu-m4", "--place", PLACE,
                        "-o", str(tmp_path / "interrupted"))
-    interrupt_releases(dict(env, MCUDEPLOY_CACHE=str(tmp_path / "cache-interrupted")), signal.SIGTERM, "measure",
-                       str(small_mobilenet), "-b", "qemu-m4", "--place", PLACE)
+    fresh = dict(env, MCUDEPLOY_CACHE=str(fresh_cache(tmp_path / "cache-interrupted")))
+    interrupt_releases(fresh, signal.SIGTERM, "measure", str(small_mobilenet), "-b", "qemu-m4", "--place", PLACE)
 
 
 def interrupt_releases(env: dict, sig: int, *argv: str) -> None:
