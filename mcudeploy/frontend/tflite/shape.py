@@ -50,7 +50,7 @@ def resolve_reshape(imp, ins, out: int) -> None:
 
 @handles("CONCATENATION")
 def concatenation(imp, op, ins, outs):
-    o = imp.options(op, "ConcatenationOptions")
+    o = imp.options(op, "ConcatenationOptions", required=True)
     rank = len(imp.shape(outs[0]))
     axis = int(o.Axis()) % rank
     if o.FusedActivationFunction():

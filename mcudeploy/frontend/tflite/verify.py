@@ -129,7 +129,9 @@ class Walk:
             if not o:
                 continue
             at, label = pos + o, f"{kind}.{name}"
-            here = f"{where}, {name}"
+            here = f"{where}, {name}" if where != "the model" else f"the model's {name}"
+            singular = name[:-1] if name.endswith("s") else name
+            inside = f"{where}, " if where != "the model" else ""
             if isinstance(ftype, str) and ftype in SCALARS:
                 if o + struct.calcsize(SCALARS[ftype]) > tsize:
                     raise Damaged(f"{here} lies outside its table")
@@ -143,8 +145,8 @@ class Walk:
             if isinstance(ftype, list):
                 n = self._vector(target, 4, here, label)
                 for k in range(n):
-                    self.table(self._follow(target + 4 + 4 * k, f"{here} {k}", label), ftype[0], f"{where}, {name[:-1]} {k}"
-                               if name.endswith("s") else f"{here} {k}")
+                    element = f"{inside}{singular} {k}"
+                    self.table(self._follow(target + 4 + 4 * k, element, label), ftype[0], element)
             elif ftype == "string":
                 n = self._vector(target, 1, here, label)
                 if target + 4 + n >= len(self.data) or self.data[target + 4 + n] != 0:
