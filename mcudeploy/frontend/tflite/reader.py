@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from typing import Union
 
-from mcudeploy.errors import MCUDeployError
+from mcudeploy.errors import InvalidModelError, MCUDeployError
 from mcudeploy.files import read_model
 
 IDENTIFIER = b"TFL3"
@@ -43,10 +43,12 @@ def load_tflite(path: Union[str, os.PathLike]):
     if len(data) < 8 or data[4:8] != IDENTIFIER:
         raise MCUDeployError(f"{path} is not a TFLite model (no \"TFL3\" flatbuffer identifier)")
     tflite = tflite_schema()
-    from mcudeploy.frontend.tflite.verify import Damaged, check
+    from mcudeploy.frontend.tflite.verify import Damaged, Invalid, check
 
     try:
         check(data)
+    except Invalid as exc:
+        raise InvalidModelError(f"{path} is not a valid TFLite model: {exc}") from None
     except Damaged as exc:
         raise MCUDeployError(f"{path} is not a readable TFLite model: the file is truncated or damaged ({exc})") from None
     try:

@@ -58,7 +58,12 @@ CALLS = {"CallOnceOptions": ("init_subgraph_index",), "WhileOptions": ("cond_sub
 
 
 class Damaged(Exception):
-    """What is wrong, as the end of a sentence ("subgraph 0, tensor 3: its shape reaches past the end")."""
+    """What is wrong with the flatbuffer itself, as the end of a sentence ("subgraph 0, tensor 3, shape
+    points past the end of the file")."""
+
+
+class Invalid(Damaged):
+    """A flatbuffer read whole whose values make no model ("operator 2 reads its own output, tensor 5")."""
 
 
 @dataclass
@@ -184,14 +189,14 @@ def walk(data: bytes, record: bool = False) -> Walk:
 
 
 def check(data: bytes) -> None:
-    """The walk, then the meaning: raises Damaged with what is wrong (see the module's docstring)."""
+    """The walk, then the meaning: raises Damaged (the flatbuffer) or Invalid (its values) with what is wrong."""
     walk(data)
     import tflite
 
     model = tflite.Model.GetRootAsModel(data, 0)
     codes, buffers, subgraphs = model.OperatorCodesLength(), model.BuffersLength(), model.SubgraphsLength()
     if subgraphs < 1:
-        raise Damaged("it has no subgraph")
+        raise Invalid("it has no subgraph")
     calls: dict[int, list[int]] = {}
     for s in range(subgraphs):
         g = model.Subgraphs(s)
@@ -201,40 +206,38 @@ def check(data: bytes) -> None:
             t = g.Tensors(t_index)
             what = _tensor(where, t_index, t)
             if t.Buffer() >= buffers and not model.BuffersIsNone():
-                raise Damaged(f"{what} names buffer {t.Buffer()}, which the file does not have "
-                              f"(it has {buffers})")
+                raise Invalid(f"{what} names buffer {t.Buffer()}, past the file's {buffers}")
             shape = [int(d) for d in t.ShapeAsNumpy()] if t.ShapeLength() else []
             if any(d < -1 for d in shape):
-                raise Damaged(f"{what} has shape {tuple(shape)}, with a negative dimension")
+                raise Invalid(f"{what} has shape {tuple(shape)}, with a negative dimension")
             size = ITEMSIZE.get(t.Type(), 1) * math.prod(d for d in shape if d > 0)
             if size > MAX_TENSOR_BYTES:
-                raise Damaged(f"{what} has shape {tuple(shape)}, more than {MAX_TENSOR_BYTES:,} bytes")
+                raise Invalid(f"{what} has shape {tuple(shape)}, more than {MAX_TENSOR_BYTES:,} bytes")
             _data(model, data, t, what, shape, buffers)
             q = t.Quantization()
             if q is not None and q.ZeroPointLength() not in (0, 1, q.ScaleLength()):
-                raise Damaged(f"{what} has {q.ScaleLength()} quantization scales and {q.ZeroPointLength()} zero "
+                raise Invalid(f"{what} has {q.ScaleLength()} quantization scales and {q.ZeroPointLength()} zero "
                               f"points")
         for name, indices in (("input", g.InputsAsNumpy() if g.InputsLength() else ()),
                               ("output", g.OutputsAsNumpy() if g.OutputsLength() else ())):
             for i in indices:
                 if not 0 <= int(i) < n:
-                    raise Damaged(f"{_at(where)}{name} {int(i)} is no tensor of the {n} the subgraph has")
+                    raise Invalid(f"{_at(where)}{name} {int(i)} is no tensor of the {n} the subgraph has")
         for k in range(g.OperatorsLength()):
             op = g.Operators(k)
             what = f"{_at(where)}operator {k}"
             if op.OpcodeIndex() >= codes:
-                raise Damaged(f"{what} has operator code {op.OpcodeIndex()}, which the file does not have "
-                              f"(it has {codes})")
+                raise Invalid(f"{what} has operator code {op.OpcodeIndex()}, past the file's {codes}")
             ins = [int(x) for x in op.InputsAsNumpy()] if op.InputsLength() else []
             outs = [int(x) for x in op.OutputsAsNumpy()] if op.OutputsLength() else []
             for name, indices in (("input", ins), ("output", outs), ("intermediate",
                                   [int(x) for x in op.IntermediatesAsNumpy()] if op.IntermediatesLength() else [])):
                 for i in indices:
                     if not -1 <= i < n:
-                        raise Damaged(f"{what} has {name} {i}, which is no tensor of the {n} the subgraph has")
+                        raise Invalid(f"{what} has {name} {i}, which is no tensor of the {n} the subgraph has")
             own = sorted(set(ins) & set(outs) - {-1})
             if own:
-                raise Damaged(f"{what} reads its own output, tensor {own[0]}")
+                raise Invalid(f"{what} reads its own output, tensor {own[0]}")
             kind = options_name(op.BuiltinOptionsType())
             if kind in CALLS and op.BuiltinOptions() is not None:
                 opts = getattr(tflite, kind)()
@@ -242,8 +245,7 @@ def check(data: bytes) -> None:
                 for attr in CALLS[kind]:
                     index = int(getattr(opts, "".join(p.title() for p in attr.split("_")))())
                     if not 0 <= index < subgraphs:
-                        raise Damaged(f"{what} runs subgraph {index}, which the file does not have "
-                                      f"(it has {subgraphs})")
+                        raise Invalid(f"{what} runs subgraph {index}, past the file's {subgraphs}")
                     calls.setdefault(s, []).append(index)
     _no_recursion(calls)
 
@@ -257,7 +259,7 @@ def _data(model, data: bytes, t, what: str, shape: list[int], buffers: int) -> N
         return
     if buf.Offset() > 1:
         if buf.Offset() + buf.Size() > len(data):
-            raise Damaged(f"{what} has data at bytes {buf.Offset():,} to {buf.Offset() + buf.Size():,}, past the "
+            raise Invalid(f"{what} has data at bytes {buf.Offset():,} to {buf.Offset() + buf.Size():,}, past the "
                           f"end of the file ({len(data):,} bytes)")
         held = buf.Size()
     else:
@@ -265,7 +267,7 @@ def _data(model, data: bytes, t, what: str, shape: list[int], buffers: int) -> N
     if held and t.Type() in ITEMSIZE and -1 not in shape and not t.IsVariable():
         need = ITEMSIZE[t.Type()] * math.prod(shape)
         if held != need:
-            raise Damaged(f"{what} holds {held:,} bytes of data where its shape {tuple(shape)} needs {need:,}")
+            raise Invalid(f"{what} holds {held:,} bytes of data where its shape {tuple(shape)} needs {need:,}")
 
 
 def _no_recursion(calls: dict[int, list[int]]) -> None:
@@ -283,7 +285,7 @@ def _no_recursion(calls: dict[int, list[int]]) -> None:
                 stack.pop()
             elif state.get(callee) == 1:
                 chain = " -> ".join(map(str, path[path.index(callee):] + [callee]))
-                raise Damaged(f"subgraph {callee} runs itself (subgraphs {chain})")
+                raise Invalid(f"subgraph {callee} runs itself, through subgraphs {chain}")
             elif not state.get(callee):
                 state[callee] = 1
                 path.append(callee)
