@@ -99,6 +99,8 @@ def transpose_conv(imp, op, ins, outs):
                  True)
     o = imp.options(op, "TransposeConvOptions")
     stride = (o.StrideH(), o.StrideW()) if o is not None else (1, 1)
+    if min(stride) < 1:
+        imp.fail(f"has stride {stride}, which is not positive", True)
     n, h, wd, c = imp.shape(x)
     oc, kh, kw, ic = imp.shape(w)
     if ic != c or out_shape[0] != n or out_shape[3] != oc:

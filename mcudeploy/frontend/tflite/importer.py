@@ -32,6 +32,7 @@ from mcudeploy.ops import registry
 
 TO_NCHW = (0, 3, 1, 2)
 TO_NHWC = (0, 2, 3, 1)
+ZERO_POINTS = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767), "uint16": (0, 65535)}
 ACTIVATIONS = {0: None, 1: (0.0, math.inf), 2: (-1.0, 1.0), 3: (0.0, 6.0)}  # fused: NONE, RELU, RELU_N1_TO_1, RELU6
 
 Handler = Callable[["Importer", object, list, list], None]  # (importer, the operator, input and output indices)
@@ -153,6 +154,9 @@ class Importer:
                                    == len(scale)):
             self.fail(f"tensor {self.tname(i)} of shape {shape} has {len(scale)} quantization scales along its "
                       f"dimension {q.QuantizedDimension()}, which does not have as many elements", True)
+        low, high = ZERO_POINTS.get(DTYPES.get(self.tensor(i).Type()), (-2 ** 31, 2 ** 31 - 1))
+        if any(not low <= z <= high for z in zp):
+            self.fail(f"tensor {self.tname(i)} has a zero point outside {low} .. {high}", True)
         if len(zp) != len(scale):
             zp = (zp[0],) * len(scale) if len(zp) == 1 else zp
         axis = int(q.QuantizedDimension()) % max(rank, 1) if len(scale) > 1 else None
@@ -209,6 +213,9 @@ class Importer:
             self.fail(f"reads tensor {self.tname(i)} as a constant, and the file holds no data for it")
         q = self.quant(i, value.ndim) if value.dtype.kind in "iu" else None  # dequantized at import: plain floats
         if perm is not None:
+            if value.ndim != len(perm):
+                self.fail(f"reads constant {self.tname(i)} of shape {list(value.shape)}, where it needs "
+                          f"{len(perm)} dimensions", True)
             value = np.ascontiguousarray(value.transpose(perm))
             if q is not None and q.axis is not None:
                 q = Quant(q.scale, q.zero_point, perm.index(q.axis))
@@ -291,6 +298,9 @@ class Importer:
         for i in self.outputs:
             if i not in self.names or self.names[i] not in self.tensors or self.tensors[self.names[i]].is_const:
                 self.fail(f"graph output {self.tname(i)} is not computed by any operator")
+            if self.tensors[self.names[i]].kind == "input":
+                self.fail(f"graph output {self.tname(i)} is a graph input, passed through by no operator, which "
+                          f"mcudeploy does not compile")
             name = self.value(i, "plain")
             self.tensors[name] = self.tensors[name].with_(kind="output")
             outputs.append(name)
@@ -356,6 +366,8 @@ class Importer:
                       arithmetic="tflite")
         values = evaluate(scope, {})
         for o in outs:
+            if self.names.get(o) not in values:
+                self.fail(f"has {len(outs)} outputs, more than it makes", True)
             name = self.names[o]
             value = values[name]
             if o in self.nchw:
@@ -412,6 +424,12 @@ class Importer:
         opts = getattr(self.tfl, cls_name)()
         opts.Init(table.Bytes, table.Pos)
         return opts
+
+    def axis(self, a: int, rank: int) -> int:
+        """Axis ``a`` (negative from the end) of a tensor of ``rank``; a scalar has none."""
+        if rank < 1:
+            self.fail(f"has axis {int(a)} on a scalar (a tensor of rank 0)", True)
+        return int(a) % rank
 
     def activation(self, opts) -> dict:
         code = opts.FusedActivationFunction() if opts is not None else 0
