@@ -1,5 +1,6 @@
 """The mutation fuzzer at length: damaged models through what ``mcudeploy plan MODEL -b host`` does,
-counted by outcome (tests/fuzz/: the mutators, the target, the runner; the CI test runs 2,000).
+counted by outcome (tests/fuzz/: the mutators, the target, the runner; CI runs 3,000 ONNX cases,
+tests/fuzz/test_fuzz.py, and 2,000 .tflite cases, tests/fuzz/test_fuzz_tflite.py).
 
     python benchmarks/fuzz_bench.py [--format onnx|tflite|both] [--cases 50000] [--seed 0] [--start 0]
                                     [--jobs 1] [--timeout 10] [--no-shared] [--slow-seeds] [--save DIR] [--case I]

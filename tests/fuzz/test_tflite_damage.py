@@ -123,3 +123,18 @@ def test_a_buffer_index_out_of_range(tmp_path):
     def change(b, fields):
         _put(b, first(fields, "Tensor.buffer"), 1000)  # tensor 1's (tensor 0's is 0, the default, not stored)
     assert "not a valid TFLite model: tensor 1 (wc) names buffer 1000, past the file's 4" in refusal(tmp_path, CONV, change)
+
+
+def test_a_tensor_made_twice(tmp_path):
+    def change(b, fields):
+        first_out, second_out = [f for f in fields if f.name == "Operator.outputs[]"][:2]
+        _put(b, first_out, _get(b, second_out))  # operator 0 makes operator 1's output
+    assert "not a valid TFLite model: operator 1 makes tensor" in (text := refusal(tmp_path, CONV, change)) and \
+        "which operator 0 makes too" in text, text
+
+
+def test_a_graph_input_made_by_an_operator(tmp_path):
+    def change(b, fields):
+        _put(b, first(fields, "SubGraph.inputs[]"), _get(b, first(fields, "Operator.outputs[]")))
+    assert "not a valid TFLite model: operator 0 makes tensor" in (text := refusal(tmp_path, CONV, change)) and \
+        "which is an input of the subgraph" in text, text

@@ -7,7 +7,8 @@ gigabytes, a tensor shape whose product overflows int64 a wrong size. So the who
 the model is walked here first, as the FlatBuffers verifier does (uoffsets, vtables, vector lengths
 and strings' terminators bounded by the file), then its meaning is checked (operator code, tensor and
 buffer indices in range, shapes whose bytes are bounded, constant data as long as its shape, no
-operator reading its own output, no subgraph calling itself). A damaged file is refused in one
+operator reading its own output, each tensor made once and no subgraph input made by an operator, no
+subgraph calling itself). A damaged file is refused in one
 sentence naming it and the first thing found wrong.
 
 ``walk(data, record=True)`` also returns the position of every field it read (tests/fuzz/ corrupts
@@ -223,6 +224,7 @@ def check(data: bytes) -> None:
             for i in indices:
                 if not 0 <= int(i) < n:
                     raise Invalid(f"{_at(where)}{name} {int(i)} is no tensor of the {n} the subgraph has")
+        made = {int(i): -1 for i in (g.InputsAsNumpy() if g.InputsLength() else ())}  # tensor -> its maker
         for k in range(g.OperatorsLength()):
             op = g.Operators(k)
             what = f"{_at(where)}operator {k}"
@@ -238,6 +240,11 @@ def check(data: bytes) -> None:
             own = sorted(set(ins) & set(outs) - {-1})
             if own:
                 raise Invalid(f"{what} reads its own output, tensor {own[0]}")
+            for i in outs:
+                if i >= 0 and i in made:
+                    raise Invalid(f"{what} makes tensor {i}, which " + (f"operator {made[i]} makes too" if made[i] >= 0
+                                                                         else "is an input of the subgraph"))
+                made[i] = k
             kind = options_name(op.BuiltinOptionsType())
             if kind in CALLS and op.BuiltinOptions() is not None:
                 opts = getattr(tflite, kind)()
