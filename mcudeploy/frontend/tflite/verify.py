@@ -119,7 +119,7 @@ class Walk:
             raise Damaged(f"{where} has its field table outside the file")
         vsize, tsize = self._get("u16", vtable, where), self._get("u16", vtable + 2, where)
         if vsize < 4 or vsize % 2 or vtable + vsize > len(self.data) or tsize < 4 or pos + tsize > len(self.data):
-            raise Damaged(f"{where} has a damaged field table (of {vsize} and {tsize} bytes)")
+            raise Damaged(f"{where} has a damaged field table, of {vsize} bytes for a table of {tsize}")
         offsets = [self._get("u16", vtable + 4 + 2 * k, where) for k in range((vsize - 4) // 2)]
         if any(o and (o < 4 or o + 1 > tsize) for o in offsets):
             raise Damaged(f"{where} has a field outside its table")
