@@ -138,3 +138,11 @@ def test_a_graph_input_made_by_an_operator(tmp_path):
         _put(b, first(fields, "SubGraph.inputs[]"), _get(b, first(fields, "Operator.outputs[]")))
     assert "not a valid TFLite model: operator 0 makes tensor" in (text := refusal(tmp_path, CONV, change)) and \
         "which is an input of the subgraph" in text, text
+
+
+def test_an_initial_value_from_no_tensor(tmp_path):
+    def change(b, fields):
+        value = [f for f in fields if f.name == "Operator.inputs[]"][-1]  # subgraph 1's last ASSIGN_VARIABLE's value
+        _put(b, value, -1)
+    assert "(CALL_ONCE) assigns a variable from no tensor (index -1) in its initialisation subgraph" in refusal(
+        tmp_path, RING, change)
