@@ -146,3 +146,18 @@ def test_an_initial_value_from_no_tensor(tmp_path):
         _put(b, value, -1)
     assert "(CALL_ONCE) assigns a variable from no tensor (index -1) in its initialisation subgraph" in refusal(
         tmp_path, RING, change)
+
+
+def test_an_operator_making_a_constant(tmp_path):
+    def change(b, fields):
+        _put(b, [f for f in fields if f.name == "Operator.outputs[]"][1], 1)  # operator 1 makes wc, the weights
+    assert "not a valid TFLite model: operator 1 makes tensor 1, which holds constant data in the file" in refusal(
+        tmp_path, CONV, change)
+
+
+def test_buffer_0_holding_data(tmp_path):
+    def change(b, fields):
+        vector, first_buffer, second_buffer = [f for f in fields if f.name == "uoffset Model.buffers"][:3]
+        _put(b, first_buffer, second_buffer.offset + _get(b, second_buffer) - first_buffer.offset)
+    assert "not a valid TFLite model: buffer 0, which the tensors without data name, holds data" in refusal(
+        tmp_path, CONV, change)

@@ -7,8 +7,8 @@ gigabytes, a tensor shape whose product overflows int64 a wrong size. So the who
 the model is walked here first, as the FlatBuffers verifier does (uoffsets, vtables, vector lengths
 and strings' terminators bounded by the file), then its meaning is checked (operator code, tensor and
 buffer indices in range, shapes whose bytes are bounded, constant data as long as its shape, no
-operator reading its own output, each tensor made once and no subgraph input made by an operator, no
-subgraph calling itself). A damaged file is refused in one
+operator reading its own output, each tensor made once, by an operator, not a subgraph input nor a
+constant, no subgraph calling itself). A damaged file is refused in one
 sentence naming it and the first thing found wrong.
 
 ``walk(data, record=True)`` also returns the position of every field it read (tests/fuzz/ corrupts
@@ -199,6 +199,8 @@ def check(data: bytes) -> None:
     if subgraphs < 1:
         raise Invalid("it has no subgraph")
     calls: dict[int, list[int]] = {}
+    if buffers and _holds_data(model, None, buffers, 0):
+        raise Invalid("buffer 0, which the tensors without data name, holds data (TFLite keeps it empty)")
     for s in range(subgraphs):
         g = model.Subgraphs(s)
         where = f"subgraph {s}" if subgraphs > 1 else ""
@@ -245,6 +247,8 @@ def check(data: bytes) -> None:
                     raise Invalid(f"{what} makes tensor {i}, which " + (f"operator {made[i]} makes too" if made[i] >= 0
                                                                          else "is an input of the subgraph"))
                 made[i] = k
+                if i >= 0 and _holds_data(model, g.Tensors(i), buffers):
+                    raise Invalid(f"{what} makes tensor {i}, which holds constant data in the file")
             kind = options_name(op.BuiltinOptionsType())
             if kind in CALLS and op.BuiltinOptions() is not None:
                 opts = getattr(tflite, kind)()
@@ -275,6 +279,15 @@ def _data(model, data: bytes, t, what: str, shape: list[int], buffers: int) -> N
         need = ITEMSIZE[t.Type()] * math.prod(shape)
         if held != need:
             raise Invalid(f"{what} holds {held:,} bytes of data where its shape {tuple(shape)} needs {need:,}")
+
+
+def _holds_data(model, t, buffers: int, index: Optional[int] = None) -> bool:
+    """Tensor t's buffer (or buffer ``index``) holds data, as the importer reads it (an offset past 1, or bytes)."""
+    index = t.Buffer() if index is None else index
+    if not buffers or (index == 0 and t is not None):
+        return False
+    buf = model.Buffers(index)
+    return buf is not None and (buf.Offset() > 1 or buf.DataLength() > 0)
 
 
 def _no_recursion(calls: dict[int, list[int]]) -> None:
