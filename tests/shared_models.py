@@ -11,8 +11,9 @@ ROOT = Path(__file__).resolve().parent.parent
 MODELS = Path(os.environ.get("MCUDEPLOY_MODELS", ROOT.parent / "shared" / "models"))
 
 
-def shared_models(pattern: str = "*.onnx") -> list[Path]:
-    folder = MODELS / "onnx"
+def shared_models(pattern: str = "*.onnx", kind: str = "onnx") -> list[Path]:
+    """The reference models of ``kind`` ("onnx", "tflite": the folder under MODELS) matching ``pattern``."""
+    folder = MODELS / kind
     return sorted(folder.glob(pattern)) if folder.is_dir() else []
 
 

@@ -171,7 +171,11 @@ def int8_plan(graph: Graph, node: Node) -> Int8Plan:
             if np.allclose(ratio, 1.0, rtol=1e-5, atol=0) and not np.any(z_c):
                 bias = bias + values  # the usual case: the bias already is in accumulator units
             else:
-                bias = bias + np.rint((values - z_c) * ratio).astype(np.int64)
+                with np.errstate(over="ignore", invalid="ignore"):  # a huge ratio: refused just below, not cast
+                    scaled = np.rint((values - z_c) * ratio)
+                require(bool(np.all(np.abs(scaled) <= INT32_MAX)),
+                        f"int8 {node.op} bias does not fit 32 bits at the accumulator's scale")
+                bias = bias + scaled.astype(np.int64)
     require(np.abs(bias).max(initial=0) + lay.k * 128 * 128 <= INT32_MAX,
             f"int8 {node.op} accumulator could overflow 32 bits")
     mult, shift = requant.multipliers(graph, alpha * s_a * qb.scale_array() / s_y)

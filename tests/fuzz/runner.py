@@ -5,6 +5,10 @@ Case ``i`` of seed ``s`` is drawn from ``random.Random(f"{s}:{i}")`` alone (whic
 mutations), so any case can be made again by its index: ``case(seeds, s, i)``. A worker that
 overruns the time limit is killed and counted as "FAIL timeout"; one that dies (a signal) as
 "FAIL crash"; both are replaced.
+
+A seed is (name, bytes) for an ONNX model, (name, bytes, "tflite") for a .tflite: the format picks the
+mutators (fuzz.mutate, fuzz.mutate_tflite) and the case file's suffix; ONNX cases draw exactly as
+before, so their indices still name the same cases.
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Callable, Optional
 
-from fuzz.mutate import mutant
+from fuzz import mutate, mutate_tflite
 from fuzz.target import warned
 
 MEMORY_HEADROOM = 3 << 30  # bytes a worker may allocate beyond what it holds at start
@@ -40,12 +44,26 @@ class Result:
         return {k: v for k, v in self.examples.items() if k.startswith("FAIL")}
 
 
-def case(seeds: list[tuple[str, bytes]], seed: int, index: int) -> tuple[str, bytes, list[str]]:
+MUTANTS = {"onnx": mutate.mutant, "tflite": mutate_tflite.mutant}
+SUFFIX = {"onnx": ".onnx", "tflite": ".tflite"}
+
+
+def seed_format(seed: tuple) -> str:
+    """"onnx" or "tflite": a seed's third element, "onnx" where it has none."""
+    return seed[2] if len(seed) > 2 else "onnx"
+
+
+def case(seeds: list[tuple], seed: int, index: int) -> tuple[str, bytes, list[str]]:
     """(seed model's name, the mutated model, what was done to it) of case `index`."""
     rng = random.Random(f"{seed}:{index}")
-    name, data = seeds[rng.randrange(len(seeds))]
-    data, done = mutant(data, rng)
-    return name, data, done
+    chosen = seeds[rng.randrange(len(seeds))]
+    data, done = MUTANTS[seed_format(chosen)](chosen[1], rng)
+    return chosen[0], data, done
+
+
+def case_suffix(seeds: list[tuple], seed: int, index: int) -> str:
+    """The file suffix of case `index` (its seed's format)."""
+    return SUFFIX[seed_format(seeds[random.Random(f"{seed}:{index}").randrange(len(seeds))])]
 
 
 def _serve(conn, seeds, seed: int, folder: str) -> None:
@@ -53,14 +71,15 @@ def _serve(conn, seeds, seed: int, folder: str) -> None:
         vm = next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:")), 0)
     if vm:
         resource.setrlimit(resource.RLIMIT_AS, (vm + MEMORY_HEADROOM, vm + MEMORY_HEADROOM))
-    path = Path(folder) / f"case-{os.getpid()}.onnx"
     while True:
         index = conn.recv()
         if index is None:
             return
         began = time.monotonic()
+        path = Path(folder) / f"case-{os.getpid()}{case_suffix(seeds, seed, index)}"
         path.write_bytes(case(seeds, seed, index)[1])
         conn.send((*warned(path), time.monotonic() - began))
+        path.unlink()
 
 
 class _Worker:
@@ -96,7 +115,7 @@ class _Worker:
             self.proc.kill()
 
 
-def fuzz(seeds: list[tuple[str, bytes]], count: int, seed: int = 0, start: int = 0, jobs: int = 1,
+def fuzz(seeds: list[tuple], count: int, seed: int = 0, start: int = 0, jobs: int = 1,
          timeout: float = 10.0, keep: int = 5, progress: Optional[Callable[[int, Result], None]] = None) -> Result:
     """Cases start .. start+count-1 of `seed`, on `jobs` workers; `keep` example indices per outcome."""
     ctx = multiprocessing.get_context("fork")

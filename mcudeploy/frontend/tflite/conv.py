@@ -26,6 +26,9 @@ def raw_bias(imp, ins, out: int, at: int = 2) -> str:
     if qx is None or qw is None or len(qx.scale) != 1:
         return bias
     channels = b.shape[0] if b.shape else 1
+    if len(qw.scale) not in (1, channels):
+        imp.fail(f"has bias {bias} of {channels} elements where its weights have {len(qw.scale)} quantization scales",
+                 True)
     want = np.broadcast_to(qx.scale_array() * qw.scale_array(), (channels,))
     if np.allclose(np.broadcast_to(b.quant.scale_array(), (channels,)), want, rtol=1e-5, atol=0):
         return bias
@@ -37,7 +40,7 @@ def raw_bias(imp, ins, out: int, at: int = 2) -> str:
 def conv_2d(imp, op, ins, outs):
     x, w = ins[0], ins[1]
     imp.dequantize_hybrid(x, w)
-    o = imp.options(op, "Conv2DOptions")
+    o = imp.options(op, "Conv2DOptions", required=True)
     wshape = imp.shape(w)
     stride, dil = (o.StrideH(), o.StrideW()), (o.DilationHFactor(), o.DilationWFactor())
     in_shape = imp.shape(x)
@@ -63,7 +66,7 @@ def accumulator(imp, opts, ins) -> str:
 def depthwise_conv_2d(imp, op, ins, outs):
     x, w = ins[0], ins[1]
     imp.dequantize_hybrid(x, w)
-    o = imp.options(op, "DepthwiseConv2DOptions")
+    o = imp.options(op, "DepthwiseConv2DOptions", required=True)
     wshape = imp.shape(w)  # [1, KH, KW, C * multiplier]
     stride, dil = (o.StrideH(), o.StrideW()), (o.DilationHFactor(), o.DilationWFactor())
     in_shape = imp.shape(x)
@@ -96,6 +99,8 @@ def transpose_conv(imp, op, ins, outs):
                  True)
     o = imp.options(op, "TransposeConvOptions")
     stride = (o.StrideH(), o.StrideW()) if o is not None else (1, 1)
+    if min(stride) < 1:
+        imp.fail(f"has stride {stride}, which is not positive", True)
     n, h, wd, c = imp.shape(x)
     oc, kh, kw, ic = imp.shape(w)
     if ic != c or out_shape[0] != n or out_shape[3] != oc:

@@ -32,6 +32,7 @@ from mcudeploy.ops import registry
 
 TO_NCHW = (0, 3, 1, 2)
 TO_NHWC = (0, 2, 3, 1)
+ZERO_POINTS = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767), "uint16": (0, 65535)}
 ACTIVATIONS = {0: None, 1: (0.0, math.inf), 2: (-1.0, 1.0), 3: (0.0, 6.0)}  # fused: NONE, RELU, RELU_N1_TO_1, RELU6
 
 Handler = Callable[["Importer", object, list, list], None]  # (importer, the operator, input and output indices)
@@ -79,9 +80,15 @@ class Importer:
         cls = InvalidModelError if invalid else UnsupportedError
         raise cls(f"{self.where}: {self.label} {reason}" if self.label else f"{self.where}: {reason}")
 
+    def tensor(self, i: int):
+        """TFLite tensor i of the main subgraph; an operator reading none (-1) where it needs one is refused."""
+        if not 0 <= i < self.g.TensorsLength():
+            self.fail(f"reads no tensor (index {i}) where it needs one", True)
+        return self.g.Tensors(i)
+
     def tname(self, i: int) -> str:
         if i not in self.names:
-            raw = self.g.Tensors(i).Name()
+            raw = self.tensor(i).Name()
             name = raw.decode("utf-8", errors="replace") if raw else f"tensor_{i}"
             name = "".join(c if c.isprintable() else "_" for c in name) or f"tensor_{i}"
             taken = set(self.names.values()) | set(self.tensors)
@@ -93,11 +100,11 @@ class Importer:
     def shape(self, i: int) -> tuple[int, ...]:
         if i in self.resolved:
             return self.resolved[i]
-        t = self.g.Tensors(i)
+        t = self.tensor(i)
         return tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
 
     def dtype(self, i: int) -> str:
-        code = self.g.Tensors(i).Type()
+        code = self.tensor(i).Type()
         if code not in DTYPES:
             names = {v: k for k, v in vars(self.tfl.TensorType).items() if not k.startswith("_")}
             self.fail(f"uses tensor {self.tname(i)} of type {names.get(code, code)}, which mcudeploy does not support")
@@ -109,7 +116,7 @@ class Importer:
         names = {v: k.lower() for k, v in vars(self.tfl.TensorType).items() if not k.startswith("_")}
         found = []
         for i in [i for i in ins if i >= 0 and not self._has_data(i)] + [i for i in outs if i >= 0]:
-            code = self.g.Tensors(i).Type()
+            code = self.tensor(i).Type()
             name = DTYPES.get(code) or names.get(code, str(code))
             if name not in found and name != "resource":
                 found.append(name)
@@ -119,7 +126,7 @@ class Importer:
         """Tensor i holds data in the file (a constant), read without checking it."""
         if i in self.folded:
             return True
-        buf = self.model.Buffers(self.g.Tensors(i).Buffer())
+        buf = self.model.Buffers(self.tensor(i).Buffer())
         return buf is not None and (buf.Offset() > 1 or buf.DataLength() > 0)
 
     def refuse_integer(self, decl, scope: Graph, node: Node, dtype: str) -> None:
@@ -135,13 +142,21 @@ class Importer:
                   f"take them)")
 
     def quant(self, i: int, rank: int) -> Optional[Quant]:
-        q = self.g.Tensors(i).Quantization()
+        q = self.tensor(i).Quantization()
         if q is None or q.ScaleLength() == 0:
             return None
         scale = tuple(float(s) for s in q.ScaleAsNumpy())
         zp = tuple(int(z) for z in q.ZeroPointAsNumpy()) if q.ZeroPointLength() else (0,) * len(scale)
         if any(not (s > 0 and math.isfinite(s)) for s in scale):
             self.fail(f"tensor {self.tname(i)} has a quantization scale that is not positive and finite", True)
+        shape = self.shape(i)
+        if len(scale) > 1 and not (0 <= q.QuantizedDimension() < len(shape) and shape[q.QuantizedDimension()]
+                                   == len(scale)):
+            self.fail(f"tensor {self.tname(i)} of shape {shape} has {len(scale)} quantization scales along its "
+                      f"dimension {q.QuantizedDimension()}, which does not have as many elements", True)
+        low, high = ZERO_POINTS.get(DTYPES.get(self.tensor(i).Type()), (-2 ** 31, 2 ** 31 - 1))
+        if any(not low <= z <= high for z in zp):
+            self.fail(f"tensor {self.tname(i)} has a zero point outside {low} .. {high}", True)
         if len(zp) != len(scale):
             zp = (zp[0],) * len(scale) if len(zp) == 1 else zp
         axis = int(q.QuantizedDimension()) % max(rank, 1) if len(scale) > 1 else None
@@ -150,7 +165,7 @@ class Importer:
     def const_data(self, i: int) -> Optional[np.ndarray]:
         if i in self.folded:
             return self.folded[i]
-        t = self.g.Tensors(i)
+        t = self.tensor(i)
         buf = self.model.Buffers(t.Buffer())
         if buf is None:
             return None
@@ -194,8 +209,13 @@ class Importer:
     def const(self, i: int, perm: Optional[tuple[int, ...]] = None, axis_map: Optional[dict] = None) -> str:
         """Constant tensor i in the IR, its dimensions permuted by ``perm`` (its quantization's axis too)."""
         value = self.const_data(i)
+        if value is None:
+            self.fail(f"reads tensor {self.tname(i)} as a constant, and the file holds no data for it")
         q = self.quant(i, value.ndim) if value.dtype.kind in "iu" else None  # dequantized at import: plain floats
         if perm is not None:
+            if value.ndim != len(perm):
+                self.fail(f"reads constant {self.tname(i)} of shape {list(value.shape)}, where it needs "
+                          f"{len(perm)} dimensions", True)
             value = np.ascontiguousarray(value.transpose(perm))
             if q is not None and q.axis is not None:
                 q = Quant(q.scale, q.zero_point, perm.index(q.axis))
@@ -278,6 +298,9 @@ class Importer:
         for i in self.outputs:
             if i not in self.names or self.names[i] not in self.tensors or self.tensors[self.names[i]].is_const:
                 self.fail(f"graph output {self.tname(i)} is not computed by any operator")
+            if self.tensors[self.names[i]].kind == "input":
+                self.fail(f"graph output {self.tname(i)} is a graph input, passed through by no operator, which "
+                          f"mcudeploy does not compile")
             name = self.value(i, "plain")
             self.tensors[name] = self.tensors[name].with_(kind="output")
             outputs.append(name)
@@ -300,7 +323,18 @@ class Importer:
                       "is not supported by mcudeploy")
         start = len(self.nodes)
         try:
-            handler(self, op, ins, outs)
+            try:
+                handler(self, op, ins, outs)
+            except KeyError as exc:  # an input the file leaves out (-1, IR name "") that the operator cannot do without
+                if exc.args != ("",):
+                    raise
+                self.fail(f"leaves out input {ins.index(-1) if -1 in ins else '?'}, which it needs", True)
+            except ValueError as exc:  # a handler's unpacking of its inputs, outputs or a shape: their count or rank
+                if "values to unpack" not in str(exc):
+                    raise
+                shapes = ", ".join(str(list(self.shape(i))) if i >= 0 else "none" for i in ins)
+                self.fail(f"has {len(ins)} inputs (of shapes {shapes}) and {len(outs)} outputs, not the count or the "
+                          f"ranks it takes", True)
             self.fold(start, outs)
         except UnsupportedError as exc:
             text = str(exc)
@@ -332,6 +366,8 @@ class Importer:
                       arithmetic="tflite")
         values = evaluate(scope, {})
         for o in outs:
+            if self.names.get(o) not in values:
+                self.fail(f"has {len(outs)} outputs, more than it makes", True)
             name = self.names[o]
             value = values[name]
             if o in self.nchw:
@@ -373,13 +409,27 @@ class Importer:
             self.nchw.add(out)
         return oname
 
-    def options(self, op, cls_name: str):
+    def options(self, op, cls_name: str, required: bool = False):
+        """The operator's builtin options as ``cls_name``; None where it has none (its defaults), unless
+        ``required`` (the handler reads fields with no sensible default: a kernel size, an axis)."""
         table = op.BuiltinOptions()
         if table is None:
+            if required:
+                self.fail(f"has no builtin options, where it needs its {cls_name}", True)
             return None
+        kind = op.BuiltinOptionsType()
+        if kind != getattr(self.tfl.BuiltinOptions, cls_name, kind):
+            names = {v: k for k, v in vars(self.tfl.BuiltinOptions).items() if not k.startswith("_")}
+            self.fail(f"has builtin options of type {names.get(kind, kind)} where it takes {cls_name}", True)
         opts = getattr(self.tfl, cls_name)()
         opts.Init(table.Bytes, table.Pos)
         return opts
+
+    def axis(self, a: int, rank: int) -> int:
+        """Axis ``a`` (negative from the end) of a tensor of ``rank``; a scalar has none."""
+        if rank < 1:
+            self.fail(f"has axis {int(a)} on a scalar (a tensor of rank 0)", True)
+        return int(a) % rank
 
     def activation(self, opts) -> dict:
         code = opts.FusedActivationFunction() if opts is not None else 0
@@ -416,6 +466,9 @@ class Importer:
         return total // 2, total - total // 2
 
     def pads(self, padding: int, in_hw, kernel, stride, dilation) -> tuple[int, ...]:
+        for what, values in (("kernel", kernel), ("stride", stride), ("dilation", dilation)):
+            if any(int(v) < 1 for v in values):
+                self.fail(f"has {what} {tuple(int(v) for v in values)}, which is not positive", True)
         if padding == self.tfl.Padding.VALID:
             return (0, 0, 0, 0)
         (bh, eh), (bw, ew) = (self.same_pads(n, k, s, d) for n, k, s, d in zip(in_hw, kernel, stride, dilation))

@@ -5,7 +5,7 @@ from mcudeploy.frontend.tflite.importer import handles
 
 
 def _pool(imp, kind: str, op, ins, outs):
-    o = imp.options(op, "Pool2DOptions")
+    o = imp.options(op, "Pool2DOptions", required=True)
     kernel, stride = (o.FilterHeight(), o.FilterWidth()), (o.StrideH(), o.StrideW())
     attrs = {"kernel_shape": kernel, "strides": stride, "auto_pad": "NOTSET",
              "pads": imp.pads(o.Padding(), imp.shape(ins[0])[1:3], kernel, stride, (1, 1)), **imp.activation(o)}

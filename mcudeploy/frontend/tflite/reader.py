@@ -1,12 +1,13 @@
 """.tflite files: the flatbuffer identifier, the parse (the ``tflite`` package, the TFLite schema's
 generated Python classes) and the names of its codes. A file that is not one, or is damaged, is
-refused in one sentence naming it."""
+refused in one sentence naming it: before anything is read, verify.py checks that every table, vector
+and string the importer reads lies in the file and that its indices and sizes are in range."""
 from __future__ import annotations
 
 import os
 from typing import Union
 
-from mcudeploy.errors import MCUDeployError
+from mcudeploy.errors import InvalidModelError, MCUDeployError
 from mcudeploy.files import read_model
 
 IDENTIFIER = b"TFL3"
@@ -42,6 +43,14 @@ def load_tflite(path: Union[str, os.PathLike]):
     if len(data) < 8 or data[4:8] != IDENTIFIER:
         raise MCUDeployError(f"{path} is not a TFLite model (no \"TFL3\" flatbuffer identifier)")
     tflite = tflite_schema()
+    from mcudeploy.frontend.tflite.verify import Damaged, Invalid, check
+
+    try:
+        check(data)
+    except Invalid as exc:
+        raise InvalidModelError(f"{path} is not a valid TFLite model: {exc}") from None
+    except Damaged as exc:
+        raise MCUDeployError(f"{path} is not a readable TFLite model: the file is truncated or damaged ({exc})") from None
     try:
         model = tflite.Model.GetRootAsModel(data, 0)
         model.Version()

@@ -39,7 +39,7 @@ def _state(imp, i: int, batch: int, units: int, name: str) -> str:
     """The variable tensor i (the hidden or the cell state) as a state of the model (Graph.states), starting as
     TFLite Micro's reset leaves it: its zero point (int8) or zero, [batch, units]. TFLite Micro keeps it from one
     call to the next, and so does the plan: the LSTM's H_T or C_T is its next value."""
-    t = imp.g.Tensors(i)
+    t = imp.tensor(i)
     if not t.IsVariable():
         imp.fail(f"has a {name} state that is not a variable tensor (TensorFlow Lite Micro requires one)", True)
     if int(np.prod(imp.shape(i))) != batch * units:

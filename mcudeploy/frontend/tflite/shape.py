@@ -50,9 +50,9 @@ def resolve_reshape(imp, ins, out: int) -> None:
 
 @handles("CONCATENATION")
 def concatenation(imp, op, ins, outs):
-    o = imp.options(op, "ConcatenationOptions")
+    o = imp.options(op, "ConcatenationOptions", required=True)
     rank = len(imp.shape(outs[0]))
-    axis = int(o.Axis()) % rank
+    axis = imp.axis(o.Axis(), rank)
     if o.FusedActivationFunction():
         imp.fail("with a fused activation is not supported")
     layout = "nchw" if rank == 4 else "plain"
@@ -77,7 +77,7 @@ def pack(imp, op, ins, outs):
     """The inputs, each with a dimension of one inserted at axis (a view), side by side along it."""
     o = imp.options(op, "PackOptions")
     out_shape = imp.shape(outs[0])
-    axis = (o.Axis() if o is not None else 0) % len(out_shape)
+    axis = imp.axis(o.Axis() if o is not None else 0, len(out_shape))
     one = out_shape[:axis] + (1,) + out_shape[axis + 1:]
     parts = [inner(imp, "Reshape", (imp.value(i, "plain"),), {"shape": one, "allowzero": 0}, f"in{k}", outs[0])
              for k, i in enumerate(ins)]

@@ -125,7 +125,7 @@ def _parts(imp, x: int, outs, axis: int, sizes) -> None:
 def split(imp, op, ins, outs):
     axis_t, x = ins[0], ins[1]
     rank = len(imp.shape(x))
-    axis = _ints(imp, axis_t, "an axis")[0] % rank
+    axis = imp.axis(_ints(imp, axis_t, "an axis")[0], rank)
     n = imp.shape(x)[axis]
     if n % len(outs):
         imp.fail(f"splits extent {n} into {len(outs)} parts", True)
@@ -136,7 +136,7 @@ def split(imp, op, ins, outs):
 def split_v(imp, op, ins, outs):
     x = ins[0]
     rank = len(imp.shape(x))
-    axis = _ints(imp, ins[2], "an axis")[0] % rank
+    axis = imp.axis(_ints(imp, ins[2], "an axis")[0], rank)
     sizes = _ints(imp, ins[1], "split sizes")
     n = imp.shape(x)[axis]
     if sizes.count(-1) == 1:
@@ -151,7 +151,7 @@ def unpack(imp, op, ins, outs):
     x = ins[0]
     o = imp.options(op, "UnpackOptions")
     rank = len(imp.shape(x))
-    axis = (o.Axis() if o is not None else 0) % rank
+    axis = imp.axis(o.Axis() if o is not None else 0, rank)
     _parts(imp, x, outs, axis, [1] * imp.shape(x)[axis])
 
 

@@ -52,7 +52,7 @@ def _layout(imp, x: int) -> str:
 @handles("DEPTH_TO_SPACE")
 def depth_to_space(imp, op, ins, outs):
     x = ins[0]
-    o = imp.options(op, "DepthToSpaceOptions")
+    o = imp.options(op, "DepthToSpaceOptions", required=True)
     b = o.BlockSize()
     n, h, w, c = imp.shape(x)
     if b < 1 or c % (b * b):
@@ -64,7 +64,7 @@ def depth_to_space(imp, op, ins, outs):
 @handles("SPACE_TO_DEPTH")
 def space_to_depth(imp, op, ins, outs):
     x = ins[0]
-    o = imp.options(op, "SpaceToDepthOptions")
+    o = imp.options(op, "SpaceToDepthOptions", required=True)
     b = o.BlockSize()
     n, h, w, c = imp.shape(x)
     if b < 1 or h % b or w % b:

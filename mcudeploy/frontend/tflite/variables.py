@@ -178,6 +178,8 @@ def call_once(imp, op, ins, outs):
 
 def _sub_constant(imp, g, i: int) -> Optional[np.ndarray]:
     """The value of constant tensor ``i`` of subgraph ``g`` (None if it holds no data)."""
+    if not 0 <= i < g.TensorsLength():
+        imp.fail(f"assigns a variable from no tensor (index {i}) in its initialisation subgraph", True)
     t = g.Tensors(i)
     buf = imp.model.Buffers(t.Buffer())
     if buf is None or t.Type() not in DTYPES:
