@@ -66,11 +66,11 @@ def case_suffix(seeds: list[tuple], seed: int, index: int) -> str:
     return SUFFIX[seed_format(seeds[random.Random(f"{seed}:{index}").randrange(len(seeds))])]
 
 
-def _serve(conn, seeds, seed: int, folder: str) -> None:
+def _serve(conn, seeds, seed: int, folder: str, sanitize: bool) -> None:
     with open("/proc/self/status") as f:
         vm = next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:")), 0)
-    if vm:
-        resource.setrlimit(resource.RLIMIT_AS, (vm + MEMORY_HEADROOM, vm + MEMORY_HEADROOM))
+    if vm:  # the soft limit only: a sanitized run lifts it for its process (fuzz.target.unlimited_address_space)
+        resource.setrlimit(resource.RLIMIT_AS, (vm + MEMORY_HEADROOM, resource.getrlimit(resource.RLIMIT_AS)[1]))
     while True:
         index = conn.recv()
         if index is None:
@@ -78,13 +78,13 @@ def _serve(conn, seeds, seed: int, folder: str) -> None:
         began = time.monotonic()
         path = Path(folder) / f"case-{os.getpid()}{case_suffix(seeds, seed, index)}"
         path.write_bytes(case(seeds, seed, index)[1])
-        conn.send((*warned(path), time.monotonic() - began))
+        conn.send((*warned(path, sanitize), time.monotonic() - began))
         path.unlink()
 
 
 class _Worker:
-    def __init__(self, ctx, seeds, seed: int, folder: str):
-        self.ctx, self.args = ctx, (seeds, seed, folder)
+    def __init__(self, ctx, seeds, seed: int, folder: str, sanitize: bool):
+        self.ctx, self.args = ctx, (seeds, seed, folder, sanitize)
         self.index: Optional[int] = None
         self.since = 0.0
         self._start()
@@ -116,14 +116,19 @@ class _Worker:
 
 
 def fuzz(seeds: list[tuple], count: int, seed: int = 0, start: int = 0, jobs: int = 1,
-         timeout: float = 10.0, keep: int = 5, progress: Optional[Callable[[int, Result], None]] = None) -> Result:
-    """Cases start .. start+count-1 of `seed`, on `jobs` workers; `keep` example indices per outcome."""
+         timeout: float = 10.0, keep: int = 5, progress: Optional[Callable[[int, Result], None]] = None,
+         sanitize: bool = False) -> Result:
+    """Cases start .. start+count-1 of `seed`, on `jobs` workers; `keep` example indices per outcome.
+    ``sanitize``: each case that plans is also run sanitized (fuzz.target), the sanitized kernel library built
+    first, here, so that no case's time includes it."""
     ctx = multiprocessing.get_context("fork")
+    if sanitize:
+        _sanitized_library(seeds)
     result = Result(count, 0.0)
     todo = iter(range(start, start + count))
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="mcud-fuzz-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as tmp:
-        workers = [_Worker(ctx, seeds, seed, tmp) for _ in range(max(jobs, 1))]
+        workers = [_Worker(ctx, seeds, seed, tmp, sanitize) for _ in range(max(jobs, 1))]
         busy = []
         for w in workers:
             index = next(todo, None)
@@ -165,3 +170,13 @@ def fuzz(seeds: list[tuple], count: int, seed: int = 0, start: int = 0, jobs: in
             w.stop()
     result.seconds = time.monotonic() - began
     return result
+
+
+def _sanitized_library(seeds: list[tuple]) -> None:
+    """The host's sanitized kernel library compiled into the cache, by a sanitized run of the first seed."""
+    from fuzz.target import plan, run_sanitized
+
+    with tempfile.TemporaryDirectory(prefix="mcud-fuzz-seed-") as tmp:
+        path = Path(tmp) / f"seed{SUFFIX[seed_format(seeds[0])]}"
+        path.write_bytes(seeds[0][1])
+        run_sanitized(plan(path))

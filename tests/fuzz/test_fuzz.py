@@ -51,3 +51,15 @@ def test_damaged_models_end_in_one_sentence(seeds):
         f"{result.counts[kind]} x {kind}: cases {indices} (python benchmarks/fuzz_bench.py --case I)"
         for kind, indices in failures.items())
     assert result.counts["ok"] > CASES // 20, result.counts  # mutants reach past the parser and compile
+
+
+SANITIZED = 100  # cases run sanitized too: about a tenth plan, each a sanitized build and run of 1 to 3 s
+
+
+def test_damaged_models_that_plan_run_clean_under_the_sanitizers(seeds):
+    """The first 100 ONNX cases again, each that plans also built with AddressSanitizer and UBSan and run
+    (``run --sanitize -b host``): no report, no failed build (benchmarks/fuzz_bench.py --sanitize at length)."""
+    result = fuzz(seeds, SANITIZED, seed=SEED, timeout=60.0, sanitize=True)
+    assert not result.failures, "\n".join(f"{result.counts[kind]} x {kind}: cases {indices}"
+                                          for kind, indices in result.failures.items())
+    assert result.counts["ok"] >= 5, result.counts  # enough mutants reach the C to make the check mean something
