@@ -8,7 +8,7 @@ from typing import Callable, Mapping, Optional, Sequence, Union
 import onnx
 
 from mcudeploy.boards import Board, load_board
-from mcudeploy.errors import MCUDeployError
+from mcudeploy.errors import MCUDeployError, UnsupportedError
 from mcudeploy.frontend import import_model
 from mcudeploy.ir import Graph, Node, verify
 from mcudeploy.memory import areas
@@ -58,6 +58,15 @@ def lower(graph: Graph, check: bool = False, int8_input: bool = False, stream_in
     return graph
 
 
+def computed_outputs(graph: Graph, where: str) -> None:
+    """Refuse a model output that lowering found to be a constant (e.g. a DequantizeLinear of an initializer,
+    folded): no operator would compute it, and the plan gives it no place."""
+    for name in graph.model_outputs():
+        if graph.is_const(name):
+            raise UnsupportedError(f"{where}: graph output {name} is computed from constants only (the same for "
+                                   f"every input), not by any operator that runs")
+
+
 def compile_model(source: Union[str, os.PathLike, onnx.ModelProto], board: Union[str, Board] = "host",
                   options: CompileOptions = CompileOptions(),
                   input_shapes: Optional[Mapping[str, tuple[int, ...]]] = None, check: bool = False) -> Compiled:
@@ -70,9 +79,10 @@ def compile_model(source: Union[str, os.PathLike, onnx.ModelProto], board: Union
                              f"--memory-budget")
     graph = lower(import_model(source, input_shapes), check=check, int8_input=options.int8_input,
                   stream_input=options.stream_input)
+    name = graph.name if isinstance(source, onnx.ModelProto) else os.fspath(source)
+    computed_outputs(graph, name)
     if options.scheme:
         graph = split(graph, options.scheme)
-    name = graph.name if isinstance(source, onnx.ModelProto) else os.fspath(source)
     if options.fast_memory is not None:
         board = load_board(board) if isinstance(board, str) else board
         plain = dataclasses.replace(options, fast_memory=None, earlier={}, objective=MEMORY)

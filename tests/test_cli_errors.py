@@ -169,3 +169,15 @@ def test_measure_settle_refused_on_a_system(tmp_path, capsys):
     path = _save(tmp_path, residual_model())
     err = _error(capsys, ["measure", str(path), "-b", "qemu-m4x2", "--settle"])
     assert "--settle" in err and "does not apply to the system qemu-m4x2" in err
+
+
+def test_an_output_folded_to_a_constant_is_refused(tmp_path, capsys):
+    """An output that only dequantizes an initializer is a constant once lowered: no operator would compute it
+    (found by the fuzzer with the sanitizers: the plan gave it no place, and the C's generator failed)."""
+    model = _qdq_model()
+    g = model.graph
+    g.initializer.append(helper.make_tensor("wq", TensorProto.INT8, [4], [1, 2, 3, 4]))
+    g.node.append(helper.make_node("DequantizeLinear", ["wq", "s", "z"], ["w"], name="dequant_w"))
+    g.output.append(helper.make_tensor_value_info("w", TensorProto.FLOAT, [4]))
+    err = _error(capsys, ["plan", str(_save(tmp_path, model)), "-b", "host"])
+    assert "graph output w is computed from constants only" in err, err
