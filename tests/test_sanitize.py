@@ -18,7 +18,7 @@ from mcudeploy.cli import main
 from mcudeploy.codegen import write_project
 from mcudeploy.compile import compile_model
 from mcudeploy.device import host, sanitize
-from mcudeploy.device.runner import model_name, op_labels
+from mcudeploy.device.labels import model_name, op_labels
 from mcudeploy.errors import MCUDeployError
 
 # planted after operator 1's call, inside MCUD_OP_BEGIN(1) .. MCUD_OP_END(1): mcud_sanitize_op is 1 there

@@ -139,7 +139,7 @@ def run_deployed(compiled, samples: Sequence[dict], bar: Bar, pool=None, sanitiz
         return board_run.outputs, board_run
     from mcudeploy.codegen import write_project
     from mcudeploy.device import host
-    from mcudeploy.device.runner import model_name, op_labels
+    from mcudeploy.device.labels import model_name, op_labels
 
     sanitized = (model_name(compiled), op_labels(compiled)) if sanitize else None
     size = len(samples) if compiled.graph.states else max(1, -(-len(samples) // HOST_CHUNKS))

@@ -158,7 +158,7 @@ def run_compiled_on_host(compiled, samples, workdir: Optional[Path] = None,
                          sanitize: bool = False) -> list[list[np.ndarray]]:
     """``compiled`` (a plan for the host board) built and run on ``samples``; ``sanitize``: built with
     AddressSanitizer and UndefinedBehaviorSanitizer, a report raised as one sentence naming the operator."""
-    from mcudeploy.device.runner import model_name, op_labels
+    from mcudeploy.device.labels import model_name, op_labels
 
     with tempfile.TemporaryDirectory(prefix="mcud-host-") as tmp:
         project = write_project(compiled, Path(workdir or tmp), sanitize=sanitize)

@@ -18,13 +18,13 @@ from mcudeploy.codegen import write_project
 from mcudeploy.device import protocol as P
 from mcudeploy.device import qemu
 from mcudeploy.device.build import Firmware, build_firmware
+from mcudeploy.device.labels import model_name, op_labels, timed_nodes  # noqa: F401  (their home before labels.py)
 from mcudeploy.device.pool import BoardPool, Job
 from mcudeploy.device.protocol import DeviceInfo
 from mcudeploy.device.samples import output_array, sample_bytes
 from mcudeploy.device.session import BoardFault, RunResult, Session, StackUse
 from mcudeploy.device.transport import Transport
 from mcudeploy.errors import MCUDeployError
-from mcudeploy.ops import registry
 
 log = logging.getLogger(__name__)
 
@@ -38,19 +38,6 @@ class BoardRun:
     op_labels: list[str]
     instructions_per_tick: Optional[float]  # emulated boards: guest instructions per tick
     stack: Optional[StackUse] = None  # the most of the stack the runs used (of every board of a pool), if told
-
-
-def timed_nodes(compiled) -> list:
-    """The operators model.c times, in the order of their MCUD_OP_BEGIN indices (view operators emit no call)."""
-    return [n for n in compiled.order if not registry.get(n.op).view]
-
-
-def op_labels(compiled) -> list[str]:
-    return [f"{n.op}: {n.name}" for n in timed_nodes(compiled)]
-
-
-def model_name(compiled) -> str:
-    return Path(compiled.model).name
 
 
 def build_for_board(compiled, workdir: Path) -> Firmware:
