@@ -6,7 +6,6 @@ compiled per model.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import os
@@ -26,6 +25,7 @@ from mcudeploy.codegen import write_project
 from mcudeploy.codegen.emit import arenas
 from mcudeploy.device.samples import output_array, sample_bytes
 from mcudeploy.errors import MCUDeployError
+from mcudeploy.files import locked
 from mcudeploy.ir import Graph
 
 
@@ -59,25 +59,10 @@ def _kernel_objects(cc: str, flags: Sequence[str], lib: Path) -> list[Path]:
     if all(o.exists() for o in objs):
         return objs
     objdir.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(objdir.with_suffix(".lock")):  # a second process waits for the first's library, not compiles it too
+    with locked(objdir):  # a second process waits for the first's library, not compiles it too
         if not all(o.exists() for o in objs):
             _compile_library(cc, flags, lib, sources, objdir)
     return objs
-
-
-@contextlib.contextmanager
-def _locked(path: Path):
-    try:
-        import fcntl
-    except ImportError:  # not a POSIX system: processes may compile the same library at once, which is only slower
-        yield
-        return
-    with open(path, "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _compile_library(cc: str, flags: Sequence[str], lib: Path, sources: list[Path], objdir: Path) -> None:

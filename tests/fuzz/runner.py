@@ -43,6 +43,11 @@ class Result:
     def failures(self) -> dict[str, list[int]]:
         return {k: v for k, v in self.examples.items() if k.startswith("FAIL")}
 
+    def failure_lines(self, again: str) -> str:
+        """Each failure with its count and first cases, and ``again``: how to make a case again."""
+        return "\n".join(f"{self.counts[kind]} x {kind}: cases {indices} ({again})"
+                         for kind, indices in self.failures.items())
+
 
 MUTANTS = {"onnx": mutate.mutant, "tflite": mutate_tflite.mutant}
 SUFFIX = {"onnx": ".onnx", "tflite": ".tflite"}

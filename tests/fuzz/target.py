@@ -28,7 +28,8 @@ from mcudeploy.plan import CompileOptions
 _NAMES = re.compile(r"\b(node|tensor|input|output|initializer|constant|reads|writes|dequantizes|quantizes)( constant)? "
                     r"(?!\()(b'[^']*'|[^\s,]+)")
 _NUMBERS = re.compile(r"-?\b\d[\d,.e+-]*")
-_FOUND = re.compile(r"found (\w+Sanitizer: [^:(]+?)(?: in operator| before | after |:| \(|$)")  # what run --sanitize found
+# what run --sanitize's sentence says was found
+_FOUND = re.compile(r"found (\w+Sanitizer: [^:(]+?)(?: in operator| before | after |:| \(|$)")
 
 
 def plan(path: Path):
