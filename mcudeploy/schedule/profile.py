@@ -54,6 +54,13 @@ class Profiler:
         self.sh_node = np.asarray([sh.node for sh in self.shares], dtype=np.int64)
         self.sh_size = [sh.size for sh in self.shares]
         self.bytes = [b.size for b in problem.buffers]
+        # every share's members end to end, for the span of each share in two gathers (_share)
+        self.sh_members = np.asarray([b for members in self.sh_list for b in members], dtype=np.int64)
+        self.sh_at = np.cumsum([0, *(len(m) for m in self.sh_list[:-1])]).astype(np.int64)
+        # per share: its members with their bytes, and the in-place sharings its parts take part in
+        self.sh_bytes = [[(b, self.bytes[b]) for b in members] for members in self.sh_list]
+        self.sh_inplace = [sorted({i for b in members[1:] for i in self.ip_of.get(b, ())})
+                           for members in self.sh_list]
 
     def positions(self, order: Sequence[int]) -> np.ndarray:
         pos = np.empty(self.n + 2, dtype=np.int64)
@@ -86,19 +93,20 @@ class Profiler:
         A part written into the whole is no longer a buffer of its own size, so an in-place sharing
         it took part in (as lifetimes() decides them after the slices) no longer saves its bytes."""
         top = live.max()
+        spans_lo = np.minimum.reduceat(first[self.sh_members], self.sh_at).tolist()
+        spans_hi = np.maximum.reduceat(last[self.sh_members], self.sh_at).tolist()
         first, last = first.tolist(), last.tolist()
         ip_at, ip_saved = ip_at.tolist(), [int(round(x)) for x in ip_saved.tolist()]
         placed = set()  # buffers already inside a shared whole (a nested whole is not re-shared: simpler)
         for k in np.argsort(-pos[self.sh_node], kind="stable").tolist():
-            members, size = self.sh_list[k], self.sh_size[k]
+            members = self.sh_list[k]
             if placed and not placed.isdisjoint(members):
                 continue
-            lo = min(first[b] for b in members)
-            hi = max(last[b] for b in members)
-            new = live[lo + 1:hi + 2] + size
-            for b in members:
-                new[first[b] - lo:last[b] - lo + 1] -= self.bytes[b]
-            lost = {i for b in members[1:] for i in self.ip_of.get(b, ()) if ip_saved[i] and lo <= ip_at[i] <= hi}
+            lo, hi = spans_lo[k], spans_hi[k]
+            new = live[lo + 1:hi + 2] + self.sh_size[k]
+            for b, size in self.sh_bytes[k]:
+                new[first[b] - lo:last[b] - lo + 1] -= size
+            lost = [i for i in self.sh_inplace[k] if ip_saved[i] and lo <= ip_at[i] <= hi]
             for i in lost:
                 new[ip_at[i] - lo] += ip_saved[i]
             if new.max() <= top:

@@ -136,6 +136,7 @@ def refine(problem: Problem, order: Sequence[int], effort: Optional[Effort] = No
         pos[order] = np.arange(n)
         first, last = prof.spans(order)
         best = None
+        simulated: set[bytes] = set()
         at_peak = np.flatnonzero((first <= t) & (last >= t))
         for b in at_peak[np.argsort(-prof.sizes[at_peak], kind="stable")]:  # the largest first
             buf = problem.buffers[b]
@@ -146,7 +147,11 @@ def refine(problem: Problem, order: Sequence[int], effort: Optional[Effort] = No
                 if last[b] > t and not buf.to_end:
                     tries += [_pull(g, order, pos, int(order[last[b]]), at, feed) for at in (t, 0)]
             for cand in tries:
-                effort.spend(cost)
+                effort.spend(cost)  # a candidate met twice (a feed that adds nothing) costs the same as before:
+                key = cand.tobytes()  # where the effort runs out does not change, only the time it takes
+                if key in simulated:
+                    continue  # its score was weighed already
+                simulated.add(key)
                 cand_live = prof.live(cand)
                 s = _score(cand_live)
                 if s < score:
