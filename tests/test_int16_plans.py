@@ -134,7 +134,7 @@ def test_tune_cuts_the_16x8_ds_cnn_and_its_c_is_tensorflow_lite_micros(tmp_path)
     scheme of less arena than the unsplit plan, whose C gives the unsplit plan's outputs and TFLite Micro's."""
     tuner = Tuner(DSCNN, "qemu-m4", tmp_path / "out", measure=model_ticks, progress=lambda m: None,
                   cache=TimingCache("qemu-m4", tmp_path / "cache"),
-                  options=TuneOptions(max_overhead=0.05, time_limit=600, effort=1.0, budget=6))
+                  options=TuneOptions(max_overhead=0.05, time_limit=600, effort=0.25, budget=6))
     result = tuner.run()
     best = result.best
     assert best.scheme and best.arena < result.baseline.arena

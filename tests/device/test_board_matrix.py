@@ -7,7 +7,8 @@ case's names prefixed with its own, so one firmware and one QEMU session per boa
 them; each case is still its own test, reading its output from that run. Each reference model
 is one firmware per board (qemu-stm32f4, a second Cortex-M4 machine, runs KWS only; qemu-m0, a
 Cortex-M0 with 16 KB of SRAM, the autoencoder and KWS, the two that fit it). Models and the batch
-too large for a board are skipped with the bytes over.
+too large for a board are skipped with the bytes over. A board's batch runs once a session: the
+xdist workers, over which a board's cases spread, share its outputs (shared_run).
 CI runs a bounded part of the models and boards (MODEL_CASES, CASE_BOARDS; tests/bounded.py), the whole with
 MCUDEPLOY_FULL_CAMPAIGNS=1.
 The seconds each board took are printed at the end of the module (pytest's terminal summary):
@@ -21,6 +22,8 @@ model tests themselves.
 from __future__ import annotations
 
 import dataclasses
+import os
+import pickle
 import shutil
 import time
 
@@ -37,6 +40,7 @@ from mcudeploy.boards import load_board
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.device.runner import run_on_board
 from mcudeploy.errors import MCUDeployError
+from mcudeploy.files import locked
 from mcudeploy.fit import FitError, check_fit
 from mcudeploy.compile import compile_model
 
@@ -55,10 +59,10 @@ MODELS = shared_models("*int8*.onnx") or [None]
 # (the same kernels; its own memory map and UART), and the Cortex-M0, whose 16 KB hold only these two untuned
 SOME_MODELS = {"qemu-stm32f4": ("kws_dscnn_int8",), "qemu-m0": ("ad_autoencoder_int8", "kws_dscnn_int8")}
 PER_GROUP_FIXTURES = ("seconds",)  # only a table of seconds: each group of MCUDEPLOY_TEST_BOARDS keeps its own (tests/spread.py)
-# CI's bounded size (tests/bounded.py): qemu-m4 runs every model, each other board of MODEL_BOARDS every other one
-# (each model on two of them, a different two for neighbouring models); MCUDEPLOY_FULL_CAMPAIGNS=1 runs all of them
+# CI's bounded size (tests/bounded.py): qemu-m4 runs every model, and each model one other board of MODEL_BOARDS, the
+# boards taking the models in turn (each at least one); MCUDEPLOY_FULL_CAMPAIGNS=1 runs all of them
 MODEL_CASES = [bounded.case(board, path, id=f"{path.stem if path else 'no-models'}-{board}",
-                             in_ci=b == 0 or (b + m) % 2 == 0)
+                             in_ci=b == 0 or m % (len(MODEL_BOARDS) - 1) == b - 1)
                for b, board in enumerate(MODEL_BOARDS) for m, path in enumerate(MODELS)] + [
     pytest.param(board, path, id=f"{path.stem}-{board}")
     for board, stems in SOME_MODELS.items() for path in MODELS if path and path.stem in stems]
@@ -144,6 +148,26 @@ def seconds(request):
             reporter.write_line(line)
 
 
+def run_cases(board: str, work) -> BoardOutputs:
+    compiled = compile_model(batched_cases(), board)
+    check_fit(compiled)  # too large for the board (qemu-m0's 16 KB): every case skips, with the bytes over
+    samples = check.random_inputs(compiled.graph, CASE_SAMPLES, seed=11)
+    return run_and_compare(compiled, samples, work)
+
+
+def shared_run(board: str, tmp_path_factory) -> BoardOutputs:
+    """``run_cases`` once per board for the whole session: the xdist workers that both meet a board's cases (they
+    spread over both) wait for the first one's run and read its outputs, instead of building and running it again."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / f"board-matrix-cases-{board}.pickle"
+    with locked(shared):
+        if shared.exists():
+            return pickle.loads(shared.read_bytes())
+        outputs = run_cases(board, tmp_path_factory.mktemp(f"cases-{board}"))
+        shared.write_bytes(pickle.dumps(outputs))
+        return outputs
+
+
 @pytest.fixture(scope="module")
 def case_runs(tmp_path_factory, seconds):
     """The batched conformance cases, run once per board on first use."""
@@ -153,10 +177,7 @@ def case_runs(tmp_path_factory, seconds):
         if board not in runs:
             start = time.monotonic()
             try:
-                compiled = compile_model(batched_cases(), board)
-                check_fit(compiled)  # too large for the board (qemu-m0's 16 KB): every case skips, with the bytes over
-                samples = check.random_inputs(compiled.graph, CASE_SAMPLES, seed=11)
-                runs[board] = run_and_compare(compiled, samples, tmp_path_factory.mktemp(f"cases-{board}"))
+                runs[board] = shared_run(board, tmp_path_factory)
             except Exception as exc:  # noqa: BLE001 -- kept, so the other cases fail at once instead of rebuilding
                 runs[board] = exc
             seconds[(board, "int8 cases")] = time.monotonic() - start

@@ -49,7 +49,7 @@ def qemus(root: int) -> list[int]:
     return found
 
 
-EFFORT = 1.0  # the tunes' compile effort: the boards' deaths are what is tested, not the solvers (at the default 5,
+EFFORT = 0.25  # the tunes' compile effort: the boards' deaths are what is tested, not the solvers (at the default 5,
 # a short tune of a small MobileNetV2 spent 76 of its 120 s in its final plans' exact placements)
 
 

@@ -33,7 +33,7 @@ def test_a_resumed_tune_never_asks_the_board_twice(small_mobilenet, tmp_path, mo
 
     def tuner():
         return Tuner(small_mobilenet, "qemu-m4", out, progress=lambda m: None, cache=TimingCache("qemu-m4", cache_dir),
-                     options=TuneOptions(time_limit=240, pieces=(2, 4), top_segments=2, effort=1.0))
+                     options=TuneOptions(time_limit=240, pieces=(2, 4), top_segments=2, effort=0.25))
 
     with pytest.raises(KeyboardInterrupt):
         tuner().run()
