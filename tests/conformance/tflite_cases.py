@@ -103,18 +103,18 @@ def manifest() -> dict:
 
 
 def cases() -> list[Case]:
-    """The converter's cases, then the Signal operators' (made by hand: tflite_signal.py, in a folder of their own
-    that tflite_gen.py does not rewrite)."""
+    """The converter's cases, then the Signal operators' and SVDF's (made by hand: tflite_signal.py and
+    tflite_svdf.py, each in a folder of its own that tflite_gen.py does not rewrite)."""
     out = []
-    for home, listing in (("", manifest()), ("signal", _signal_manifest())):
+    for home, listing in (("", manifest()), ("signal", _folder_manifest("signal")), ("svdf", _folder_manifest("svdf"))):
         out += [Case(c["case"], c["builtin"], c["type"], tuple(c["operators"]), c["steps"], tuple(c["inputs"]),
                      c.get("reference", "tflm"), home)
                 for c in listing["cases"] if (FIXTURES / home / f"{c['case']}.tflite").is_file()]
     return out
 
 
-def _signal_manifest() -> dict:
-    path = FIXTURES / "signal" / "cases.json"
+def _folder_manifest(home: str) -> dict:
+    path = FIXTURES / home / "cases.json"
     return json.loads(path.read_text()) if path.is_file() else {"cases": []}
 
 
