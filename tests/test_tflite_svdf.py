@@ -4,6 +4,8 @@ TensorFlow Lite Micro (the oracle), mcudeploy's numpy reference and the C, on th
 refusals in one sentence naming the operator."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import tflite_build as tb
@@ -149,3 +151,71 @@ def test_a_bias_scale_tflite_micro_refuses_is_refused(tmp_path):
     with pytest.raises(UnsupportedError, match="bias of scale state x time weights") as info:
         import_model(path)
     assert "operator 0 (SVDF)" in str(info.value) and "\n" not in str(info.value)
+
+
+# ---------------------------------------------------------------- TensorFlow Lite Micro's keyword models
+
+KEYWORD_MODELS = Path(__file__).resolve().parent / "svdf_models"
+
+
+def _cut(source, last: int) -> tb.Model:
+    """The model's operators 0 to ``last`` (QUANTIZE, SVDF, FULLY_CONNECTED), rebuilt with the tensors they use; its
+    outputs every SVDF's and the last operator's."""
+    import tflite
+
+    from mcudeploy.frontend.tflite.reader import DTYPES, load_tflite
+
+    m, _ = load_tflite(source)
+    g = m.Subgraphs(0)
+    tensors = []
+    for i in range(g.TensorsLength()):
+        t = g.Tensors(i)
+        dtype, q, buf = DTYPES[t.Type()], t.Quantization(), m.Buffers(t.Buffer())
+        scale = tuple(q.ScaleAsNumpy().tolist()) if q is not None and q.ScaleLength() else None
+        data = np.frombuffer(buf.DataAsNumpy().tobytes(), np.dtype(dtype)).reshape(t.ShapeAsNumpy()) \
+            if buf is not None and buf.DataLength() else None
+        tensors.append(tb.T(f"t{i}", tuple(t.ShapeAsNumpy().tolist()), dtype, scale,
+                            tuple(int(z) for z in q.ZeroPointAsNumpy()) if scale else None, data=data,
+                            variable=t.IsVariable()))
+    ops = []
+    for k in range(last + 1):
+        op = g.Operators(k)
+        code = m.OperatorCodes(op.OpcodeIndex())
+        builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
+        options, table = None, op.BuiltinOptions()
+        if builtin == tflite.BuiltinOperator.SVDF:
+            o = tflite.SVDFOptions()
+            o.Init(table.Bytes, table.Pos)
+            options = svdf_options(o.Rank(), o.FusedActivationFunction())
+        elif builtin == tflite.BuiltinOperator.FULLY_CONNECTED:
+            o = tflite.FullyConnectedOptions()
+            o.Init(table.Bytes, table.Pos)
+            options = tb._options("FullyConnectedOptions", FusedActivationFunction=o.FusedActivationFunction(),
+                                  KeepNumDims=o.KeepNumDims())
+        else:
+            assert builtin == tflite.BuiltinOperator.QUANTIZE
+        ops.append(tb.Op(builtin, tuple(f"t{i}" if i >= 0 else "" for i in op.InputsAsNumpy()),
+                         tuple(f"t{i}" for i in op.OutputsAsNumpy()), options))
+    used = {n for o in ops for n in o.inputs + o.outputs if n}
+    outputs = tuple(o.outputs[0] for o in ops if o.code == tflite.BuiltinOperator.SVDF) + ops[-1].outputs
+    return tb.Model([t for t in tensors if t.name in used], ops, (f"t{g.Inputs(0)}",), outputs)
+
+
+@pytest.mark.parametrize("name", ["keyword_scrambled", "keyword_scrambled_8bit"])
+def test_tflite_micro_keyword_model_before_its_softmax(tmp_path, need_tflm, name):
+    """7 SVDFs and 5 FULLY_CONNECTEDs of a published model (tests/svdf_models/README.md), 12 calls in sequence, every
+    SVDF's output compared."""
+    model = _cut(KEYWORD_MODELS / f"{name}.tflite", 12)
+    assert sum(op.code == tb.OPS.SVDF for op in model.ops) == 7
+    rng = np.random.default_rng(len(name))
+    samples = [{model.inputs[0]: rng.integers(-4000, 4000, (1, 96)).astype(np.int16)} for _ in range(12)]
+    outputs = _run(tmp_path, model, samples)
+    if name == "keyword_scrambled":  # SVDFs 2 to 7 move from call to call; the 8-bit model's scrambled weights
+        for k in range(1, 7):        # saturate every output, whatever the input: there only the saturation is checked
+            assert len({np.asarray(o[k]).tobytes() for o in outputs}) > 1, k
+
+
+def test_the_whole_keyword_model_is_refused_at_its_softmax_only(tmp_path):
+    with pytest.raises(UnsupportedError, match=r"operator 13 \(SOFTMAX\)") as info:
+        import_model(KEYWORD_MODELS / "keyword_scrambled.tflite")
+    assert "SVDF" not in str(info.value)
