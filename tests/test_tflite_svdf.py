@@ -213,9 +213,3 @@ def test_tflite_micro_keyword_model_before_its_softmax(tmp_path, need_tflm, name
     if name == "keyword_scrambled":  # SVDFs 2 to 7 move from call to call; the 8-bit model's scrambled weights
         for k in range(1, 7):        # saturate every output, whatever the input: there only the saturation is checked
             assert len({np.asarray(o[k]).tobytes() for o in outputs}) > 1, k
-
-
-def test_the_whole_keyword_model_is_refused_at_its_softmax_only(tmp_path):
-    with pytest.raises(UnsupportedError, match=r"operator 13 \(SOFTMAX\)") as info:
-        import_model(KEYWORD_MODELS / "keyword_scrambled.tflite")
-    assert "SVDF" not in str(info.value)
