@@ -12,6 +12,7 @@ import tflite_build as tb
 
 from mcudeploy import check
 from mcudeploy.check.tflm import available
+from mcudeploy.cli import main
 from mcudeploy.compile import compile_model
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.errors import InvalidModelError, UnsupportedError
@@ -159,8 +160,8 @@ KEYWORD_MODELS = Path(__file__).resolve().parent / "svdf_models"
 
 
 def _cut(source, last: int) -> tb.Model:
-    """The model's operators 0 to ``last`` (QUANTIZE, SVDF, FULLY_CONNECTED), rebuilt with the tensors they use; its
-    outputs every SVDF's and the last operator's."""
+    """The model's operators 0 to ``last`` (QUANTIZE, SVDF, FULLY_CONNECTED, SOFTMAX), rebuilt with the tensors they
+    use; its outputs every SVDF's and the last operator's."""
     import tflite
 
     from mcudeploy.frontend.tflite.reader import DTYPES, load_tflite
@@ -192,6 +193,10 @@ def _cut(source, last: int) -> tb.Model:
             o.Init(table.Bytes, table.Pos)
             options = tb._options("FullyConnectedOptions", FusedActivationFunction=o.FusedActivationFunction(),
                                   KeepNumDims=o.KeepNumDims())
+        elif builtin == tflite.BuiltinOperator.SOFTMAX:
+            o = tflite.SoftmaxOptions()
+            o.Init(table.Bytes, table.Pos)
+            options = tb.softmax_options(o.Beta())
         else:
             assert builtin == tflite.BuiltinOperator.QUANTIZE
         ops.append(tb.Op(builtin, tuple(f"t{i}" if i >= 0 else "" for i in op.InputsAsNumpy()),
@@ -201,15 +206,35 @@ def _cut(source, last: int) -> tb.Model:
     return tb.Model([t for t in tensors if t.name in used], ops, (f"t{g.Inputs(0)}",), outputs)
 
 
-@pytest.mark.parametrize("name", ["keyword_scrambled", "keyword_scrambled_8bit"])
-def test_tflite_micro_keyword_model_before_its_softmax(tmp_path, need_tflm, name):
-    """7 SVDFs and 5 FULLY_CONNECTEDs of a published model (tests/svdf_models/README.md), 12 calls in sequence, every
-    SVDF's output compared."""
-    model = _cut(KEYWORD_MODELS / f"{name}.tflite", 12)
+# the whole model's output, a QUANTIZE to int32 of its SOFTMAX of int8 to int16 over 2 classes, is the same whatever
+# the input: the last FULLY_CONNECTED's scrambled weights saturate its outputs (-128 and -128: one half each, 16384 at
+# the int32's scale of 1/32767; the 8-bit model's -128 and 127: 0 and 1)
+KEYWORD_OUTPUT = {"keyword_scrambled": (16384, 16384), "keyword_scrambled_8bit": (0, 32767)}
+
+
+@pytest.mark.parametrize("name", list(KEYWORD_OUTPUT))
+def test_tflite_micro_keyword_model(tmp_path, need_tflm, name):
+    """A published model whole (tests/svdf_models/README.md: 7 SVDFs, 5 FULLY_CONNECTEDs, the SOFTMAX of int8 to
+    int16, a QUANTIZE to int32), rebuilt with every SVDF's output as an output too: 12 calls in sequence, each output
+    bit for bit TensorFlow Lite Micro's."""
+    source = KEYWORD_MODELS / f"{name}.tflite"
+    model = _cut(source, 14)
+    assert [op.code for op in model.ops[-2:]] == [tb.OPS.SOFTMAX, tb.OPS.QUANTIZE]
     assert sum(op.code == tb.OPS.SVDF for op in model.ops) == 7
     rng = np.random.default_rng(len(name))
     samples = [{model.inputs[0]: rng.integers(-4000, 4000, (1, 96)).astype(np.int16)} for _ in range(12)]
     outputs = _run(tmp_path, model, samples)
+    assert all(np.asarray(o[-1]).ravel().tolist() == list(KEYWORD_OUTPUT[name]) for o in outputs)
     if name == "keyword_scrambled":  # SVDFs 2 to 7 move from call to call; the 8-bit model's scrambled weights
         for k in range(1, 7):        # saturate every output, whatever the input: there only the saturation is checked
             assert len({np.asarray(o[k]).tobytes() for o in outputs}) > 1, k
+
+
+def test_run_check_on_the_keyword_models(need_tflm, capsys):
+    """`mcudeploy run FILE --check -b host` on the files as published: a sequence of 20 calls (run --check's least
+    for a stateful model), PASS."""
+    for name in KEYWORD_OUTPUT:
+        assert main(["run", str(KEYWORD_MODELS / f"{name}.tflite"), "-b", "host", "--check"]) == 0
+        out = capsys.readouterr().out.splitlines()
+        assert "a stateful model: 20 inputs in sequence" in out[0] and "bit for bit" in out[1], out
+        assert out[-1].startswith("PASS on 20 input(s)"), out
