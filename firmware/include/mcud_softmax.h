@@ -57,6 +57,8 @@ void mcud_softmax_f32(const mcud_view *x, const mcud_view *y, const mcud_softmax
 void mcud_softmax_s8(const mcud_view *x, const mcud_view *y, const mcud_softmax_q_params *p);
 void mcud_softmax_u8(const mcud_view *x, const mcud_view *y, const mcud_softmax_q_params *p);
 void mcud_softmax_s8_tfl(const mcud_view *x, const mcud_view *y, const mcud_softmax_tfl_params *p);
+/* the same kernel with an int16 output (scale 1/65536, zero point -32768) */
+void mcud_softmax_s8_s16_tfl(const mcud_view *x, const mcud_view *y, const mcud_softmax_tfl_params *p);
 void mcud_softmax_s16_tfl(const mcud_view *x, const mcud_view *y, const mcud_softmax_s16_params *p);
 void mcud_log_softmax_f32(const mcud_view *x, const mcud_view *y, const mcud_softmax_params *p);
 void mcud_log_softmax_s8_tfl(const mcud_view *x, const mcud_view *y, const mcud_log_softmax_tfl_params *p);

@@ -11,11 +11,14 @@
  * when KEEP (f32's exponentials, which OUT reads back); the statements ROW, once; then each
  * y = OUT. TERM and OUT are expressions of the element at r (xd[r.xo], yd[r.yo]), of max, sum and
  * what ROW declares; p is the kernel's parameters. */
-#define SOFTMAX(NAME, PARAMS, T, M, S, TERM, KEEP, ROW, OUT)                                   \
+#define SOFTMAX(NAME, PARAMS, T, M, S, TERM, KEEP, ROW, OUT) SOFTMAX_TO(NAME, PARAMS, T, T, M, S, TERM, KEEP, ROW, OUT)
+
+/* The same with an output of type U (TFLite's int8 to int16) */
+#define SOFTMAX_TO(NAME, PARAMS, T, U, M, S, TERM, KEEP, ROW, OUT)                             \
     void NAME(const mcud_view *x, const mcud_view *y, const PARAMS *p)                         \
     {                                                                                          \
         const T *xd = (const T *)x->data;                                                      \
-        T *yd = (T *)y->data;                                                                  \
+        U *yd = (U *)y->data;                                                                  \
         mcud_walk outer, inner;                                                                \
         mcud_walk_pos o, r;                                                                    \
         mcud_walk_split(x, y, p->axis, p->axis_end, &outer, &inner);                                \
@@ -30,13 +33,13 @@
             for (int32_t i = 0; i < inner.count; i++, mcud_walk_step(&inner, &r)) {            \
                 const S e = TERM;                                                              \
                 if (KEEP) {                                                                    \
-                    yd[r.yo] = (T)e;                                                           \
+                    yd[r.yo] = (U)e;                                                           \
                 }                                                                              \
                 sum += e;                                                                      \
             }                                                                                  \
             ROW                                                                                \
             for (int32_t i = 0; i < inner.count; i++, mcud_walk_step(&inner, &r)) {            \
-                yd[r.yo] = (T)(OUT);                                                           \
+                yd[r.yo] = (U)(OUT);                                                           \
             }                                                                                  \
         }                                                                                      \
     }
@@ -81,6 +84,12 @@ SOFTMAX(mcud_softmax_s8_tfl, mcud_softmax_tfl_params, int8_t, int32_t, int32_t,
         p->exp_q19[max - (int32_t)xd[r.xo]], 0, int32_t over; const int32_t scale = fx_reciprocal(sum, &over);,
         mcud_clamp(mcud_fx_div_pot(mcud_fx_mul(scale, p->exp_q31[max - (int32_t)xd[r.xo]]), over + 23) - 128, -128,
                    127))
+
+/* TFLite's Softmax of int8 to int16 (output scale 1/65536, zero point -32768): the same with 16 output bits */
+SOFTMAX_TO(mcud_softmax_s8_s16_tfl, mcud_softmax_tfl_params, int8_t, int16_t, int32_t, int32_t,
+           p->exp_q19[max - (int32_t)xd[r.xo]], 0, int32_t over; const int32_t scale = fx_reciprocal(sum, &over);,
+           mcud_clamp(mcud_fx_div_pot(mcud_fx_mul(scale, p->exp_q31[max - (int32_t)xd[r.xo]]), over + 15) - 32768,
+                      -32768, 32767))
 
 /* TFLite's int8 LogSoftmax: the Q12.19 exps of the differences from the max add up (wrapping, as TFLite's
  * int32 does); log of the sum in Q5.26; each rescaled difference less the log, in steps of 16/256 from

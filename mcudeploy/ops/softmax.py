@@ -22,6 +22,10 @@ and its Q12.19 share of the sum are tables of 256 int32 computed here (``tfl_tab
 kernel adds the Q12.19 values, takes gemmlowp's fixed-point reciprocal of the sum (``tfl_reciprocal``)
 and scales each exp by it, as TFLite does.
 
+A TFLite model's Softmax of int8 to int16 (``out_dtype`` int16; output scale 1/65536 within 0.1%, zero point
+-32768, TFLite Micro's conditions) is the same kernel with 16 output bits: the scaled exp divided by 2^(bits over
+unit + 15) instead of 2^(bits over unit + 23), less 32768 instead of 128.
+
 A TFLite model's int16 Softmax (zero points 0, output scale 2^-15) is TFLite's SoftmaxInt16: each
 difference from the row's max, rescaled so that [-65535, 0] spans [-10, 0], is looked up in a 513-entry
 exp table with interpolation, and the sum's reciprocal in a second one; both tables depend on nothing
@@ -113,8 +117,11 @@ class Softmax(Op):
     def infer(self, graph, node):
         x = graph[node.inputs[0]]
         require(x.dtype in ("float32", "int8", "uint8", "int16"), f"Softmax of {x.dtype} is not supported")
+        out = node.attr("out_dtype", x.dtype)
+        require(out == x.dtype or (x.dtype, out) == ("int8", "int16"),
+                f"Softmax of {x.dtype} to {out} is not supported")
         reduced_dims(graph, node)
-        return [(x.shape, x.dtype)]
+        return [(x.shape, out)]
 
     def expr(self, graph, node):
         shape = graph[node.inputs[0]].shape
@@ -130,13 +137,16 @@ class Softmax(Op):
         return TensorExpr(tuple(axes), (tuple(dims),), (tuple(dims),))
 
     def inplace(self, graph, node):
-        # Each kernel pass reads x[i] no later than it writes y[i], at the same position.
-        return 0
+        # Each kernel pass reads x[i] no later than it writes y[i], at the same position; an int16 y[i] of an
+        # int8 x would overwrite x[2i] and x[2i + 1] before they are read.
+        return 0 if graph[node.outputs[0]].dtype == graph[node.inputs[0]].dtype else None
 
     def accepts_int8(self, graph: Graph, node: Node) -> bool:
         x, y = graph[node.inputs[0]], graph[node.outputs[0]]
         if x.dtype == "int16" and requant.arithmetic(graph) == "tflite":
             return s16_accepts(graph, node)
+        if x.dtype == "int8" and y.dtype == "int16":
+            return requant.arithmetic(graph) == "tflite" and s8_s16_accepts(graph, node)
         if x.dtype not in ("int8", "uint8") or y.dtype != x.dtype or x.quant is None or y.quant is None:
             return False
         if len(x.quant.scale) != 1 or len(y.quant.scale) != 1:
@@ -179,8 +189,14 @@ class Softmax(Op):
 
     def _tfl_check(self, graph, node):
         x, y = graph[node.inputs[0]], graph[node.outputs[0]]
-        require(x.dtype == "int8" and y.dtype == "int8" and y.quant is not None and y.quant.single() == (1 / 256, -128),
-                "TFLite's int8 Softmax needs an int8 output of scale 1/256 and zero point -128")
+        if y.dtype == "int16":
+            require(x.dtype == "int8" and s8_s16_accepts(graph, node),
+                    "TFLite's Softmax of int8 to int16 needs an output of scale 1/65536 (within 0.1%) and zero point "
+                    "-32768")
+        else:
+            require(x.dtype == "int8" and y.dtype == "int8" and y.quant is not None
+                    and y.quant.single() == (1 / 256, -128),
+                    "TFLite's int8 Softmax needs an int8 output of scale 1/256 and zero point -128")
         a0, a1 = reduced_dims(graph, node)
         require(int(np.prod(x.shape[a0:a1])) <= 4096, "an int8 Softmax of more than 4096 elements per row")
         return tfl_tables(float(node.attr("beta", 1.0)), x.quant.single()[0])
@@ -191,14 +207,17 @@ class Softmax(Op):
         d = xi.max(axis=axes, keepdims=True) - xi
         total = acc[d].sum(axis=axes, keepdims=True)
         scale, over = tfl_reciprocal(total)
-        out = requant.rdbpot(requant.srdhm(scale, e0[d]), over + 31 - 8) - 128
-        return np.clip(out, -128, 127).astype(np.int8)
+        bits = 16 if graph[node.outputs[0]].dtype == "int16" else 8
+        low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+        out = requant.rdbpot(requant.srdhm(scale, e0[d]), over + 31 - bits) + low
+        return np.clip(out, low, high).astype(np.int16 if bits == 16 else np.int8)
 
     def kernel(self, graph, node):
         a0, a1 = reduced_dims(graph, node)
         if graph[node.inputs[0]].dtype == "int8" and requant.arithmetic(graph) == "tflite":
             e0, acc = self._tfl_check(graph, node)
-            return Call("mcud_softmax_s8_tfl", (node.inputs[0], node.outputs[0]), Struct.of(
+            fn = "mcud_softmax_s8_s16_tfl" if graph[node.outputs[0]].dtype == "int16" else "mcud_softmax_s8_tfl"
+            return Call(fn, (node.inputs[0], node.outputs[0]), Struct.of(
                 "mcud_softmax_tfl_params", axis=a0, axis_end=a1, exp_q31=Array("int32_t", tuple(int(v) for v in e0)),
                 exp_q19=Array("int32_t", tuple(int(v) for v in acc))))
         views = (node.inputs[0], node.outputs[0])
@@ -236,6 +255,18 @@ def s16_accepts(graph: Graph, node: Node) -> bool:
         return False
     (_, zx), (s_y, zy) = x.quant.single(), y.quant.single()
     return zx == 0 and zy == 0 and abs(np.float32(s_y) - np.float32(1 / 32768)) <= np.float32(0.001 / 32768)
+
+
+def s8_s16_accepts(graph: Graph, node: Node) -> bool:
+    """TFLite Micro's conditions on a Softmax of int8 to int16: an output zero point of -32768 and a scale within
+    0.1% of 1/65536 (its Prepare's TF_LITE_ENSURE_NEAR, in float32)."""
+    x, y = graph[node.inputs[0]], graph[node.outputs[0]]
+    if x.dtype != "int8" or y.dtype != "int16" or x.quant is None or y.quant is None:
+        return False
+    if len(x.quant.scale) != 1 or len(y.quant.scale) != 1:
+        return False
+    s_y, zy = y.quant.single()
+    return zy == -32768 and abs(np.float32(s_y) - np.float32(1 / 65536)) <= np.float32(0.001 / 65536)
 
 
 def s16_params(graph: Graph, node: Node) -> tuple[int, int]:

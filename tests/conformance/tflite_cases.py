@@ -79,7 +79,7 @@ class Case:
     steps: int
     inputs: tuple  # per input of the file, in its order: {"dtype", "low", "high"} of the spec
     reference: str = "tflm"  # "litert": TFLite Micro does not run it (float16 or hybrid weights, TILE)
-    home: str = ""  # its folder under FIXTURES: "signal" for the Signal operators built by hand (tflite_signal.py)
+    home: str = ""  # its folder under FIXTURES: "signal", "svdf", "softmax" for the cases built by hand
 
     @property
     def path(self) -> Path:
@@ -103,18 +103,20 @@ def manifest() -> dict:
 
 
 def cases() -> list[Case]:
-    """The converter's cases, then the Signal operators' (made by hand: tflite_signal.py, in a folder of their own
-    that tflite_gen.py does not rewrite)."""
+    """The converter's cases, then the Signal operators', SVDF's and SOFTMAX's of int8 to int16 (made by hand:
+    tflite_signal.py, tflite_svdf.py and tflite_softmax.py, each in a folder of its own that tflite_gen.py does not
+    rewrite)."""
     out = []
-    for home, listing in (("", manifest()), ("signal", _signal_manifest())):
+    for home in ("", "signal", "svdf", "softmax"):
+        listing = _folder_manifest(home) if home else manifest()
         out += [Case(c["case"], c["builtin"], c["type"], tuple(c["operators"]), c["steps"], tuple(c["inputs"]),
                      c.get("reference", "tflm"), home)
                 for c in listing["cases"] if (FIXTURES / home / f"{c['case']}.tflite").is_file()]
     return out
 
 
-def _signal_manifest() -> dict:
-    path = FIXTURES / "signal" / "cases.json"
+def _folder_manifest(home: str) -> dict:
+    path = FIXTURES / home / "cases.json"
     return json.loads(path.read_text()) if path.is_file() else {"cases": []}
 
 

@@ -8,7 +8,8 @@ from typing import Union
 
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend.tflite import (activation, conv, elementwise, pad, pool, quantize, reduce,  # noqa: F401
-                                       resize, sequence, shape, signal, slicing, space, variables)
+                                       resize, sequence, shape, signal, slicing, space, svdf,
+                                       variables)
 from mcudeploy.frontend.tflite.importer import HANDLERS, Importer
 from mcudeploy.frontend.tflite.reader import IDENTIFIER, is_tflite, load_tflite
 from mcudeploy.ir import Graph

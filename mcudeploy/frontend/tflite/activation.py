@@ -8,6 +8,8 @@ here too, in one sentence.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from mcudeploy.frontend.tflite.importer import handles
 from mcudeploy.ops import tflite_tables as tfl
 
@@ -148,14 +150,39 @@ def _last_axis(imp, x: int) -> tuple[str, int]:
 def softmax(imp, op, ins, outs):
     o = imp.options(op, "SoftmaxOptions")
     beta = float(o.Beta()) if o is not None else 1.0
-    x = ins[0]
-    dtype = _types(imp, x, INT16)
-    if imp.dtype(outs[0]) != dtype:
-        imp.fail(f"with a {imp.dtype(outs[0])} output from {dtype} is not supported")
+    x, y = ins[0], outs[0]
+    dtype, out = _types(imp, x, INT16), imp.dtype(outs[0])
+    if out != dtype and (dtype, out) != ("int8", "int16"):
+        imp.fail(f"with a {out} output from {dtype} is not supported (TensorFlow Lite Micro runs it from int8 to "
+                 f"int16 and otherwise at one type only)")
     if dtype == "float32" and beta != 1.0:
         imp.fail(f"with beta {beta:g} is not supported for float models")
-    layout, axis = _last_axis(imp, x)
-    imp.emit("Softmax", (imp.value(x, layout),), outs[0], {"axis": axis, "beta": beta}, layout)
+    attrs = {"axis": 0, "beta": beta}
+    if dtype != "float32":
+        _softmax_quantization(imp, x, y, dtype, out)
+    if out != dtype:
+        attrs["out_dtype"] = out
+    layout, attrs["axis"] = _last_axis(imp, x)
+    imp.emit("Softmax", (imp.value(x, layout),), y, attrs, layout)
+
+
+def _near(scale: float, target: float) -> bool:
+    """TFLite Micro's TF_LITE_ENSURE_NEAR(scale, target, 0.1% of target), in float32."""
+    return bool(abs(np.float32(scale) - np.float32(target)) <= np.float32(0.001 * target))
+
+
+def _softmax_quantization(imp, x: int, y: int, dtype: str, out: str) -> None:
+    """The output quantization TFLite Micro's SoftmaxPrepare requires of each integer type, refused otherwise."""
+    _, zx, sy, zy = _scales(imp, x, y)
+    if dtype == "int16" and not (zx == 0 and zy == 0 and _near(sy, 1 / 32768)):
+        imp.fail(f"of int16 needs zero points 0 and an output scale of 1/32768 within 0.1% (TensorFlow Lite Micro's "
+                 f"condition), got zero points {zx} and {zy} and an output scale of {sy:g}")
+    if out == "int16" and dtype == "int8" and not (zy == -32768 and _near(sy, 1 / 65536)):
+        imp.fail(f"of int8 to int16 needs an output of scale 1/65536 within 0.1% and zero point -32768 (TensorFlow "
+                 f"Lite Micro's condition), got {sy:g} and {zy}")
+    if out == "int8" and not (zy == -128 and np.float32(sy) == np.float32(1 / 256)):
+        imp.fail(f"of int8 needs an output of scale 1/256 and zero point -128 (TensorFlow Lite Micro's condition), "
+                 f"got {sy:g} and {zy}")
 
 
 @handles("LOG_SOFTMAX")
