@@ -11,6 +11,7 @@ import pytest
 from mcudeploy.cli import main
 from mcudeploy.stages.assign import capacity
 from mcudeploy.stages.system import load_system
+from object_cache import fresh_cache
 from residual import residual_model
 from shared_models import MODELS, need_models
 
@@ -22,7 +23,10 @@ def residual(tmp_path):
     return path
 
 
-def test_compile_writes_every_stage_and_the_pipeline(residual, tmp_path, capsys):
+def test_compile_writes_every_stage_and_the_pipeline(residual, tmp_path, capsys, monkeypatch):
+    # a timing cache of its own: the worker's, filled by the tests before, once gave a stage estimated at 6x the
+    # whole model (throughput_ratio 0.1671 in CI at 0c1cde1; the test passed alone), an open finding of its own
+    monkeypatch.setenv("MCUDEPLOY_CACHE", str(fresh_cache(tmp_path / "cache")))
     out = tmp_path / "out"
     assert main(["compile", str(residual), "-b", "qemu-m4x2", "-o", str(out)]) == 0
     text = capsys.readouterr().out
