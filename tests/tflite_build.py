@@ -380,3 +380,22 @@ def case_sparse_weights():
     w = T("w", (4, 8), scale=(0.02,), zero_point=(0,), data=np.ones((4, 8), np.int8), sparse=True)
     return Model([T("x", (1, 8), **q), w, T("y", (1, 4), **q)],
                  [Op(OPS.FULLY_CONNECTED, ("x", "w", ""), ("y",))], ("x",), ("y",))
+
+
+def write_cases(out: "Path", made_by: str, built: "list[tuple[dict, bytes]]") -> "Path":
+    """A folder of hand-built conformance cases: each (manifest entry, model bytes) written as ``<case>.tflite``, the
+    files of cases no longer made removed, and ``cases.json`` listing the entries (``made_by``: the command that
+    makes them); returns the manifest's path."""
+    import json
+
+    out.mkdir(parents=True, exist_ok=True)
+    entries = [entry for entry, _ in built]
+    for entry, data in built:
+        (out / f"{entry['case']}.tflite").write_bytes(data)
+    for stale in out.glob("*.tflite"):
+        if stale.stem not in {e["case"] for e in entries}:
+            stale.unlink()
+    manifest = out / "cases.json"
+    manifest.write_text(json.dumps({"made_by": made_by, "cases": entries}, indent=1) + "\n")
+    print(f"{made_by.rsplit('.', 1)[-1]}: {len(entries)} cases; {manifest}")
+    return manifest

@@ -13,7 +13,6 @@ varies them further.
 """
 from __future__ import annotations
 
-import json
 import math
 import sys
 from pathlib import Path
@@ -23,7 +22,6 @@ import numpy as np
 from tests import tflite_build as tb
 
 OUT = Path(__file__).resolve().parent / "tflite" / "signal"
-MANIFEST = OUT / "cases.json"
 I16 = {"dtype": "int16", "low": -32768, "high": 32767}
 U32 = {"dtype": "uint32", "low": 0, "high": (1 << 32) - 1}
 U64 = {"dtype": "uint64", "low": 0, "high": (1 << 62)}
@@ -165,20 +163,13 @@ CASES = (
 
 
 def main(argv=None) -> int:
-    OUT.mkdir(parents=True, exist_ok=True)
-    entries = []
+    built = []
     for name, builtin, dtype, build, steps in CASES:
         model, inputs = build()
         data = model.build()
-        (OUT / f"{name}.tflite").write_bytes(data)
-        entries.append({"case": name, "builtin": builtin, "type": dtype, "operators": [builtin], "bytes": len(data),
-                        "reference": "tflm", "steps": steps, "quantized_io": False, "inputs": inputs})
-    for stale in OUT.glob("*.tflite"):
-        if stale.stem not in {e["case"] for e in entries}:
-            stale.unlink()
-    MANIFEST.write_text(json.dumps({"made_by": "python -m tests.conformance.tflite_signal", "cases": entries},
-                                   indent=1) + "\n")
-    print(f"tflite_signal: {len(entries)} cases; {MANIFEST}")
+        built.append(({"case": name, "builtin": builtin, "type": dtype, "operators": [builtin], "bytes": len(data),
+                       "reference": "tflm", "steps": steps, "quantized_io": False, "inputs": inputs}, data))
+    tb.write_cases(OUT, "python -m tests.conformance.tflite_signal", built)
     return 0
 
 

@@ -13,14 +13,12 @@ the output scale, at and near both ends of the 0.1% TFLite Micro allows.
 """
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 from tests import tflite_build as tb
 
 OUT = Path(__file__).resolve().parent / "tflite" / "softmax"
-MANIFEST = OUT / "cases.json"
 UNIT = 1 / 65536  # the output scale TFLite Micro wants of an int16 output from int8
 
 
@@ -45,20 +43,13 @@ CASES = (
 
 
 def main(argv=None) -> int:
-    OUT.mkdir(parents=True, exist_ok=True)
-    entries = []
+    built = []
     for name, shape, beta, s_x, z_x, s_y in CASES:
         data = softmax_model(shape, beta, s_x, z_x, s_y).build()
-        (OUT / f"{name}.tflite").write_bytes(data)
-        entries.append({"case": name, "builtin": "SOFTMAX", "type": "int8", "operators": ["SOFTMAX"],
-                        "bytes": len(data), "reference": "tflm", "steps": 1, "quantized_io": True,
-                        "inputs": [{"dtype": "int8", "low": -128, "high": 127}]})
-    for stale in OUT.glob("*.tflite"):
-        if stale.stem not in {e["case"] for e in entries}:
-            stale.unlink()
-    MANIFEST.write_text(json.dumps({"made_by": "python -m tests.conformance.tflite_softmax", "cases": entries},
-                                   indent=1) + "\n")
-    print(f"tflite_softmax: {len(entries)} cases; {MANIFEST}")
+        built.append(({"case": name, "builtin": "SOFTMAX", "type": "int8", "operators": ["SOFTMAX"],
+                       "bytes": len(data), "reference": "tflm", "steps": 1, "quantized_io": True,
+                       "inputs": [{"dtype": "int8", "low": -128, "high": 127}]}, data))
+    tb.write_cases(OUT, "python -m tests.conformance.tflite_softmax", built)
     return 0
 
 

@@ -13,7 +13,6 @@ then); the time weights are kept small enough that TFLite Micro's int32 dot prod
 """
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -23,7 +22,6 @@ import tflite
 from tests import tflite_build as tb
 
 OUT = Path(__file__).resolve().parent / "tflite" / "svdf"
-MANIFEST = OUT / "cases.json"
 ACTIVATIONS = {"none": 0, "relu": 1, "relu_n1_to_1": 2, "relu6": 3, "tanh": 4}
 
 
@@ -105,20 +103,13 @@ STEPS = 3
 
 
 def main(argv=None) -> int:
-    OUT.mkdir(parents=True, exist_ok=True)
-    entries = []
+    built = []
     for name, dtype, build in CASES:
         model, inputs = build()
         data = model.build()
-        (OUT / f"{name}.tflite").write_bytes(data)
-        entries.append({"case": name, "builtin": "SVDF", "type": dtype, "operators": ["SVDF"], "bytes": len(data),
-                        "reference": "tflm", "steps": STEPS, "quantized_io": dtype == "int8", "inputs": inputs})
-    for stale in OUT.glob("*.tflite"):
-        if stale.stem not in {e["case"] for e in entries}:
-            stale.unlink()
-    MANIFEST.write_text(json.dumps({"made_by": "python -m tests.conformance.tflite_svdf", "cases": entries},
-                                   indent=1) + "\n")
-    print(f"tflite_svdf: {len(entries)} cases; {MANIFEST}")
+        built.append(({"case": name, "builtin": "SVDF", "type": dtype, "operators": ["SVDF"], "bytes": len(data),
+                       "reference": "tflm", "steps": STEPS, "quantized_io": dtype == "int8", "inputs": inputs}, data))
+    tb.write_cases(OUT, "python -m tests.conformance.tflite_svdf", built)
     return 0
 
 
