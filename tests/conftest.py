@@ -17,8 +17,7 @@ def _isolated_cache(tmp_path_factory):
     state), but the workers, and the fresh caches tests make (object_cache.fresh_cache), share the compiled
     kernels: each board's library is compiled once per session, not once per worker or per test."""
     if "MCUDEPLOY_CACHE" not in os.environ:
-        base = tmp_path_factory.getbasetemp()
-        shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "mcudeploy-objects"
+        shared = object_cache.run_folder(tmp_path_factory) / "mcudeploy-objects"
         os.environ[object_cache.SHARED_ENV] = str(shared)
         cache = tmp_path_factory.mktemp("mcudeploy-cache")
         object_cache.link_objects(cache, shared)

@@ -13,6 +13,13 @@ SHARED_ENV = "MCUDEPLOY_TEST_OBJECTS"
 OBJECT_CACHES = ("arm-objects", "host-kernels")  # compiled kernels (device/build.py, device/host.py)
 
 
+def run_folder(tmp_path_factory) -> Path:
+    """The folder every pytest-xdist worker of this run shares (their base temporary folders' parent, one per run),
+    or the base temporary folder without xdist: for what a run makes once and its workers read."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 def link_objects(cache: Path, shared: Path) -> None:
     for name in OBJECT_CACHES:
         (shared / name).mkdir(parents=True, exist_ok=True)

@@ -22,7 +22,6 @@ model tests themselves.
 from __future__ import annotations
 
 import dataclasses
-import os
 import pickle
 import shutil
 import time
@@ -32,6 +31,7 @@ import numpy as np
 import onnx
 import pytest
 from conformance.test_int8_cases import CASES, OPSET, OPSET_OF, quantized
+from object_cache import run_folder
 from onnx import compose, helper
 from shared_models import need_models, shared_models
 
@@ -158,8 +158,7 @@ def run_cases(board: str, work) -> BoardOutputs:
 def shared_run(board: str, tmp_path_factory) -> BoardOutputs:
     """``run_cases`` once per board for the whole session: the xdist workers that both meet a board's cases (they
     spread over both) wait for the first one's run and read its outputs, instead of building and running it again."""
-    base = tmp_path_factory.getbasetemp()
-    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / f"board-matrix-cases-{board}.pickle"
+    shared = run_folder(tmp_path_factory) / f"board-matrix-cases-{board}.pickle"
     with locked(shared):
         if shared.exists():
             return pickle.loads(shared.read_bytes())

@@ -15,6 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import state_campaign as campaign  # noqa: E402
+from object_cache import run_folder  # noqa: E402
 
 from mcudeploy.errors import MCUDeployError  # noqa: E402
 from mcudeploy.files import LOCK_FILE, locked, output_lock, write_atomic, writing  # noqa: E402
@@ -23,12 +24,11 @@ COUNT = {"tune-state": 1, "plan": 1, "inputs": 1, "writers": 2, "disk": 4}  # pe
 
 
 @pytest.fixture(scope="module")
-def clean(tmp_path_factory, request):
+def clean(tmp_path_factory):
     """The clean case (a quantized model, compiled and run), made once for every pytest-xdist worker of this run
-    (in the folder their base temporary folders share, named by the run, under a lock: a folder an earlier run
-    made with other code is not taken); each worker's campaigns work in a folder of its own."""
-    run = getattr(request.config, "workerinput", {}).get("testrunuid", f"pid{os.getpid()}")
-    shared = tmp_path_factory.getbasetemp().parent / f"state-faults-clean-{run}"
+    (in the folder the run's workers share, object_cache.run_folder, under a lock); each worker's campaigns work in a
+    folder of its own."""
+    shared = run_folder(tmp_path_factory) / "state-faults-clean"
     with locked(shared):
         made = campaign.clean_case(shared)
     return dataclasses.replace(made, work=tmp_path_factory.mktemp("faults"))
