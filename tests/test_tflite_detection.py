@@ -177,6 +177,31 @@ def test_the_scratch_is_planned():
     assert scratch_bytes(24, 5, 100, False) == 4 * (4 * 24 + 2 * 24 + 5 + 2 * 24) + 24
 
 
+def test_run_check_passes_over_the_rows_the_fast_nms_leaves(tmp_path, need_tflm):
+    """run --check's verdict (check_tflite_outputs) on a call with 6 detections, then calls with fewer: TensorFlow Lite
+    Micro leaves the earlier call's detections in the rows past its count, mcudeploy writes zeros there; PASS, the
+    rows up to the count bit for bit."""
+    from mcudeploy import check
+
+    n = 20
+    path = tmp_path / "detection.tflite"
+    path.write_bytes(detection_model(n, 3, options(6, 3, False, score_threshold=0.5)).build())
+    samples = _samples(n, 4, 3, seed=21)
+    samples[0]["class_predictions"] = (0.5 + samples[0]["class_predictions"] / 2).astype(np.float32)
+    for s in samples[1:]:
+        s["class_predictions"] = (s["class_predictions"] * 0.52).astype(np.float32)
+    want = run_tflm(path, list(samples[0]), samples)
+    counts = [int(w[3][0]) for w in want]
+    assert counts[0] == 6 and counts[1] < 6, counts
+    assert np.any(_bits(want[1][2][:, counts[1]:])), "TensorFlow Lite Micro left the rows past its count as they were"
+    compiled = compile_model(path, "host")
+    outputs = run_compiled_on_host(compiled, samples, tmp_path / "c")
+    verdict = check.check_tflite_outputs(path, compiled, outputs, samples)
+    assert verdict.ok, verdict.lines()
+    for c, w in zip(outputs, want):
+        _same(c, c, w, True, "run --check")
+
+
 @pytest.mark.qemu
 @pytest.mark.parametrize("regular", [False, True])
 def test_on_qemu_m4(tmp_path, need_qemu, need_tflm, regular):
