@@ -177,6 +177,42 @@ def test_the_scratch_is_planned():
     assert scratch_bytes(24, 5, 100, False) == 4 * (4 * 24 + 2 * 24 + 5 + 2 * 24) + 24
 
 
+def _ssd_tail(n: int, classes: int, regular: bool):
+    """The end of a converted int8 SSD: int8 box encodings and class logits (the model's inputs), each through a
+    DEQUANTIZE, the logits through a LOGISTIC, then TFLite_Detection_PostProcess."""
+    import tflite
+
+    from tests import tflite_build as tb
+
+    model = detection_model(n, classes, options(5, classes, regular, score_threshold=0.4, detections_per_class=4))
+    T = tb.T
+    model.tensors += [T("boxes_q", (1, n, 4), "int8", (0.01,), (2,)),
+                      T("logits_q", (1, n, classes + 1), "int8", (0.05,), (-10,)),
+                      T("logits", (1, n, classes + 1), "float32")]
+    model.ops = [tb.Op(tflite.BuiltinOperator.DEQUANTIZE, ("boxes_q",), ("box_encodings",)),
+                 tb.Op(tflite.BuiltinOperator.DEQUANTIZE, ("logits_q",), ("logits",)),
+                 tb.Op(tflite.BuiltinOperator.LOGISTIC, ("logits",), ("class_predictions",))] + model.ops
+    model.inputs = ("boxes_q", "logits_q")
+    return model
+
+
+@pytest.mark.parametrize("regular", [False, True])
+def test_the_end_of_an_int8_ssd(tmp_path, need_tflm, regular):
+    """DEQUANTIZE, LOGISTIC and the post-processing in one model (planned together: the scratch among the other
+    buffers), bit for bit on the host, and `mcudeploy run --check` PASSes on it."""
+    from mcudeploy.cli import main
+
+    n, classes = 24, 3
+    path = tmp_path / "ssd_tail.tflite"
+    path.write_bytes(_ssd_tail(n, classes, regular).build())
+    rng = np.random.default_rng(4)
+    samples = [{"boxes_q": rng.integers(-128, 128, (1, n, 4)).astype(np.int8),
+                "logits_q": rng.integers(-128, 128, (1, n, classes + 1)).astype(np.int8)} for _ in range(3)]
+    want = _run(tmp_path, path, samples, not regular)
+    assert all(int(w[3][0]) > 0 for w in want)
+    assert main(["run", str(path), "-b", "host", "--check"]) == 0
+
+
 def test_run_check_passes_over_the_rows_the_fast_nms_leaves(tmp_path, need_tflm):
     """run --check's verdict (check_tflite_outputs) on a call with 6 detections, then calls with fewer: TensorFlow Lite
     Micro leaves the earlier call's detections in the rows past its count, mcudeploy writes zeros there; PASS, the
