@@ -143,6 +143,14 @@ def test_more_box_coordinates_and_anchors_at_run_time(tmp_path, need_tflm):
     _run(tmp_path, path, _samples(n, 4, 3, seed=5, coords=6, anchor_values=anchors(n, seed=3)), False)
 
 
+def test_more_anchors_than_boxes(tmp_path, need_tflm):
+    """Anchors [N + 6, 4]: TensorFlow Lite Micro reads the first N, and so does mcudeploy."""
+    n = 14
+    path = tmp_path / "detection.tflite"
+    path.write_bytes(detection_model(n, 2, options(4, 2, True), anchor_data=anchors(n + 6, seed=9)).build())
+    _run(tmp_path, path, _samples(n, 3, 2, seed=6), False)
+
+
 def test_options_without_the_defaulted_keys(tmp_path, need_tflm):
     """No detections_per_class (100) nor use_regular_nms (false: the fast NMS), as TensorFlow Lite Micro reads them."""
     opts = options(4, 2, False, drop=("detections_per_class", "use_regular_nms"))

@@ -2,7 +2,8 @@
 TensorFlow Lite Micro computes it (kernels/detection_postprocess.cc); firmware/kernels/detection.c.
 
 Inputs: box encodings [1, N, B] (B >= 4: y, x, h, w first, the rest unread), class scores [1, N, C] (C = classes,
-or classes + 1 with the background class first, which is never detected), anchors [N, 4] (y, x, h, w), all float32.
+or classes + 1 with the background class first, which is never detected), anchors [N, 4] (y, x, h, w; rows past N,
+if any, unread), all float32.
 Outputs, all float32: boxes [1, D, 4] (ymin, xmin, ymax, xmax), classes [1, D], scores [1, D], count [1].
 Attributes: num_classes, max_detections (D), detections_per_class, regular (0: fast NMS, 1: regular NMS),
 score_threshold, iou_threshold, and the four scales y_scale, x_scale, h_scale, w_scale (float32 values).
@@ -60,18 +61,20 @@ def _exp(v: float) -> float:
 
 
 def decode(boxes: np.ndarray, anchors: np.ndarray, scales) -> np.ndarray:
-    """[N, 4] float32 corners of box encodings [N, B] against anchors [N, 4]."""
+    """[N, 4] float32 corners of box encodings [N, B] against anchors [N or more, 4]: every step in float64 as
+    TFLite Micro's doubles (exp libm's, as the C's), rounded once to float32, the corners float32 differences."""
     sy, sx, sh, sw = (float(F32(s)) for s in scales)
-    out = np.zeros((boxes.shape[0], 4), F32)
+    n = boxes.shape[0]
+    e = boxes[:, :4].astype(np.float64)
+    an = anchors[:n, :4].astype(np.float64)
     with np.errstate(all="ignore"):
-        for i in range(boxes.shape[0]):
-            y, x, h, w = (np.float64(v) for v in boxes[i, :4])
-            ay, ax, ah, aw = (np.float64(v) for v in anchors[i, :4])
-            yc, xc = F32(y / sy * ah + ay), F32(x / sx * aw + ax)
-            hh = F32(np.float64(0.5) * np.float64(_exp(float(h / sh))) * ah)
-            hw = F32(np.float64(0.5) * np.float64(_exp(float(w / sw))) * aw)
-            out[i] = (yc - hh, xc - hw, yc + hh, xc + hw)
-    return out
+        yc = (e[:, 0] / sy * an[:, 2] + an[:, 0]).astype(F32)
+        xc = (e[:, 1] / sx * an[:, 3] + an[:, 1]).astype(F32)
+        eh = np.array([_exp(v) for v in (e[:, 2] / sh).tolist()], np.float64)
+        ew = np.array([_exp(v) for v in (e[:, 3] / sw).tolist()], np.float64)
+        hh = (0.5 * eh * an[:, 2]).astype(F32)
+        hw = (0.5 * ew * an[:, 3]).astype(F32)
+        return np.stack([yc - hh, xc - hw, yc + hh, xc + hw], axis=1).astype(F32)
 
 
 def valid(corners: np.ndarray) -> bool:
@@ -79,38 +82,39 @@ def valid(corners: np.ndarray) -> bool:
     return not bool(np.any((corners[:, 0] >= corners[:, 2]) | (corners[:, 1] >= corners[:, 3])))
 
 
-def iou(a: np.ndarray, b: np.ndarray) -> np.float32:
+def ious(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """IoU in float32 of box ``a`` (the one selected) with each of boxes ``b`` [M, 4], as TFLite Micro's
+    ComputeIntersectionOverUnion(a, b): std::max(p, q) is q where p < q, else p; std::min(p, q) q where q < p."""
     zero = F32(0.0)
     with np.errstate(all="ignore"):
         area_a = F32((a[2] - a[0]) * (a[3] - a[1]))
-        area_b = F32((b[2] - b[0]) * (b[3] - b[1]))
-        if area_a <= 0 or area_b <= 0:
-            return zero
-        # max(p, q) and min(p, q) as std::max and std::min: q where p < q (q < p), else p
-        y0, x0 = max(a[0], b[0]), max(a[1], b[1])
-        y1, x1 = min(a[2], b[2]), min(a[3], b[3])
-        inter = F32(max(F32(y1 - y0), zero) * max(F32(x1 - x0), zero))
-        return F32(inter / F32(F32(area_a + area_b) - inter))
+        area_b = ((b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])).astype(F32)
+        y0 = np.where(a[0] < b[:, 0], b[:, 0], a[0])
+        x0 = np.where(a[1] < b[:, 1], b[:, 1], a[1])
+        y1 = np.where(b[:, 2] < a[2], b[:, 2], a[2])
+        x1 = np.where(b[:, 3] < a[3], b[:, 3], a[3])
+        h, w = (y1 - y0).astype(F32), (x1 - x0).astype(F32)
+        inter = (np.where(h < zero, zero, h) * np.where(w < zero, zero, w)).astype(F32)
+        out = (inter / ((area_a + area_b).astype(F32) - inter)).astype(F32)
+        return np.where((area_a <= zero) | (area_b <= zero), zero, out).astype(F32)
 
 
 def nms(corners: np.ndarray, scores: np.ndarray, limit: int, score_threshold, iou_threshold) -> list[int]:
     """The anchors selected over one column of scores, in the order selected."""
     thr, iou_thr = F32(score_threshold), F32(iou_threshold)
-    kept = [i for i in range(len(scores)) if scores[i] >= thr]
-    order = sorted(kept, key=lambda i: float(scores[i]), reverse=True)  # stable: ties keep the anchors' order
+    kept = np.flatnonzero(scores >= thr)
+    order = kept[np.argsort(-scores[kept], kind="stable")]  # ties keep the anchors' order
     out_size = min(len(kept), limit)
-    active = [True] * len(order)
+    live = np.ones(len(order), bool)
     selected: list[int] = []
     for a in range(len(order)):
         if len(selected) >= out_size:
             break
-        if not active[a]:
+        if not live[a]:
             continue
-        selected.append(order[a])
-        active[a] = False
-        for b in range(a + 1, len(order)):
-            if active[b] and iou(corners[order[a]], corners[order[b]]) > iou_thr:
-                active[b] = False
+        selected.append(int(order[a]))
+        live[a] = False
+        live[a + 1:] &= ~(ious(corners[order[a]], corners[order[a + 1:]]) > iou_thr)
     return selected
 
 
@@ -135,14 +139,8 @@ def reference(boxes: np.ndarray, scores: np.ndarray, anchors: np.ndarray, a: dic
             found = [both[p] for p in ranked]
         rows = [(flat // columns, flat % columns - offset, score) for score, flat in found]
     else:
-        best = np.zeros(n, np.int64)
-        top = np.zeros(n, F32)
-        for i in range(n):
-            b = 0
-            for c in range(1, k):
-                if s[i, c + offset] > s[i, b + offset]:
-                    b = c
-            best[i], top[i] = b, s[i, b + offset]
+        best = np.argmax(s[:, offset:offset + k], axis=1)  # the first of the highest
+        top = s[np.arange(n), best + offset]
         picked = nms(corners, top, d, a["score_threshold"], a["iou_threshold"])
         rows = [(i, int(best[i]), top[i]) for i in picked]
     for r, (anchor, cls, score) in enumerate(rows):
@@ -185,8 +183,9 @@ class DetectionPostProcess(Op):
         require_valid(len(scores.shape) == 3 and scores.shape[:2] == (1, n) and scores.shape[2] in (k, k + 1),
                       f"a DetectionPostProcess of {k} classes over {n} anchors takes class scores [1, {n}, {k}] or "
                       f"[1, {n}, {k + 1}] (a background class first), not {list(scores.shape)}")
-        require_valid(anchors.shape == (n, 4), f"a DetectionPostProcess over {n} anchors takes anchors [{n}, 4], "
-                                               f"not {list(anchors.shape)}")
+        require_valid(len(anchors.shape) == 2 and anchors.shape[0] >= n and anchors.shape[1] == 4,
+                      f"a DetectionPostProcess over {n} anchors takes anchors [{n}, 4] (or more rows, the first "
+                      f"{n} read), not {list(anchors.shape)}")
         require_valid(not int(node.attr("regular", 0)) or int(node.attr("detections_per_class", 0)) >= 1,
                       "a regular DetectionPostProcess needs detections_per_class of at least 1")
         return [((1, d, 4), "float32"), ((1, d), "float32"), ((1, d), "float32"), ((1,), "float32")]
