@@ -152,11 +152,16 @@ def test_more_anchors_than_boxes(tmp_path, need_tflm):
 
 
 def test_options_without_the_defaulted_keys(tmp_path, need_tflm):
-    """No detections_per_class (100) nor use_regular_nms (false: the fast NMS), as TensorFlow Lite Micro reads them."""
+    """No detections_per_class (100) nor use_regular_nms (false: the fast NMS), as TensorFlow Lite Micro reads them;
+    keys it does not read (the exporter's _output_quantized and _support_output_type_float_in_quantized_op) ignored,
+    an integer option written as a float truncated, a float one written as an integer converted."""
     opts = options(4, 2, False, drop=("detections_per_class", "use_regular_nms"))
+    opts.update({"_output_quantized": True, "_support_output_type_float_in_quantized_op": True,
+                 "num_classes": 2.7, "y_scale": 10})
     path = tmp_path / "detection.tflite"
     path.write_bytes(detection_model(14, 2, opts).build())
-    assert import_model(path).nodes[0].attrs["detections_per_class"] == 100
+    attrs = import_model(path).nodes[0].attrs
+    assert (attrs["detections_per_class"], attrs["num_classes"], attrs["y_scale"]) == (100, 2, 10.0)
     _run(tmp_path, path, _samples(14, 3, 2, seed=8), True)
 
 
