@@ -132,6 +132,26 @@ def test_more_cases_in_sequence(tmp_path, need_tflm, n, classes, background, reg
         assert all(0 < c <= d for c in counts), counts
 
 
+# TensorFlow Lite Micro's own example (its detection_postprocess_test.cc): six boxes in centre-size encoding over
+# anchors at x = 0.5, 10.5 and 100.5, two classes after the background, 3 detections, 1 per class
+SIX_BOXES = np.array([[0, 0, 0, 0], [0, 1, 0, 0], [0, -1, 0, 0], [0, 0, 0, 0], [0, 1, 0, 0], [0, 0, 0, 0]], np.float32)
+SIX_SCORES = np.array([0, .9, .8, 0, .75, .72, 0, .6, .5, 0, .93, .95, 0, .5, .4, 0, .3, .2], np.float32)
+SIX_ANCHORS = np.array([[0.5, x, 1.0, 1.0] for x in (0.5, 0.5, 0.5, 10.5, 10.5, 100.5)], np.float32)
+
+
+@pytest.mark.parametrize("regular, scores", [(False, (0.95, 0.9, 0.3)), (True, (0.95, 0.93))])
+def test_tflite_micro_example(tmp_path, need_tflm, regular, scores):
+    """Its goldens (within the 0.1 its regular test allows: the second detection is class 0's 0.93 of the box at
+    x = 10, as TensorFlow Lite Micro computes it), and bit for bit."""
+    opts = options(3, 2, regular, score_threshold=0.0, iou_threshold=0.5, detections_per_class=1)
+    path = tmp_path / "detection.tflite"
+    path.write_bytes(detection_model(6, 2, opts, anchor_data=SIX_ANCHORS).build())
+    samples = [{"box_encodings": SIX_BOXES.reshape(1, 6, 4), "class_predictions": SIX_SCORES.reshape(1, 6, 3)}]
+    want = _run(tmp_path, path, samples, not regular)[0]
+    assert int(want[3][0]) == len(scores)
+    assert want[2][0, :len(scores)].tolist() == np.array(scores, np.float32).tolist()
+
+
 def test_more_box_coordinates_and_anchors_at_run_time(tmp_path, need_tflm):
     """Box encodings of 6 coordinates (the last two unread, as keypoints are) and the anchors a model input."""
     n = 18
