@@ -54,9 +54,11 @@ def _same(c_out, ref_out, want, fast: bool, where: str) -> None:
             f"{where}, output {j}: the C {c.tolist()} is not TensorFlow Lite Micro's {w.tolist()}"
 
 
-def _run(tmp_path, path, samples: list[dict], fast: bool, board: str = "host") -> list:
+def _run(tmp_path, path, samples: list[dict], fast, board: str = "host") -> list:
     """The file through TFLite Micro (one interpreter, the calls in order), the numpy reference and the C (the host,
-    sanitized, or a board under QEMU): every call bit for bit. Returns TFLite Micro's outputs."""
+    sanitized, or a board under QEMU): every call bit for bit. ``fast``: whether the operator's NMS is the fast one,
+    or a tuple of that per operator (four outputs each, in order). Returns TFLite Micro's outputs."""
+    fast = (fast,) if isinstance(fast, bool) else tuple(fast)
     names = list(samples[0])
     want = run_tflm(path, names, samples)
     compiled = compile_model(path, board)
@@ -69,7 +71,9 @@ def _run(tmp_path, path, samples: list[dict], fast: bool, board: str = "host") -
     ref = run_sequence(compiled.graph, named)
     assert len(got) == len(want) == len(samples)
     for k, (c, r, w) in enumerate(zip(got, ref, want)):
-        _same(c, r, w, fast, f"call {k}")
+        assert len(c) == len(r) == len(w) == 4 * len(fast)
+        for j, f in enumerate(fast):
+            _same(c[4 * j:4 * j + 4], r[4 * j:4 * j + 4], w[4 * j:4 * j + 4], f, f"call {k}, operator {j}")
     return want
 
 
@@ -271,13 +275,36 @@ def test_run_check_passes_over_the_rows_the_fast_nms_leaves(tmp_path, need_tflm)
         _same(c, c, w, True, "run --check")
 
 
-@pytest.mark.qemu
-@pytest.mark.parametrize("regular", [False, True])
-def test_on_qemu_m4(tmp_path, need_qemu, need_tflm, regular):
+def _fast_and_regular(n: int, classes: int):
+    """Two TFLite_Detection_PostProcess on the same box encodings, scores and anchors: the fast NMS's outputs, then
+    the regular NMS's (each its own scratch, planned in one arena)."""
+    from tests import tflite_build as tb
+
+    model = detection_model(n, classes, options(6, classes, False))
+    regular = detection_model(n, classes, options(5, classes, True, detections_per_class=3))
+    op = regular.ops[0]
+    outs = tuple(f"{o}_regular" for o in op.outputs)
+    model.tensors += [tb.T(f"{t.name}_regular", t.shape, t.dtype) for t in regular.tensors if t.name in op.outputs]
+    model.ops.append(tb.Op(op.code, op.inputs, outs, custom=op.custom, custom_options=op.custom_options))
+    model.outputs = model.outputs + outs
+    return model
+
+
+def test_fast_and_regular_in_one_model(tmp_path, need_tflm):
     n, classes = 20, 3
     path = tmp_path / "detection.tflite"
-    path.write_bytes(detection_model(n, classes, options(6, classes, regular, detections_per_class=3)).build())
-    _run(tmp_path, path, _samples(n, classes + 1, 3, seed=13, levels=4), not regular, board="qemu-m4")
+    path.write_bytes(_fast_and_regular(n, classes).build())
+    _run(tmp_path, path, _samples(n, classes + 1, 3, seed=12, levels=4), (True, False))
+
+
+@pytest.mark.qemu
+def test_on_qemu_m4(tmp_path, need_qemu, need_tflm):
+    """The fast and the regular NMS in one firmware, under QEMU's Cortex-M4 (newlib's exp, the FPU's float32
+    arithmetic, double in software): bit for bit TensorFlow Lite Micro, ties in the scores (quarters)."""
+    n, classes = 20, 3
+    path = tmp_path / "detection.tflite"
+    path.write_bytes(_fast_and_regular(n, classes).build())
+    _run(tmp_path, path, _samples(n, classes + 1, 3, seed=13, levels=4), (True, False), board="qemu-m4")
 
 
 # ---------------------------------------------------------------- refusals
