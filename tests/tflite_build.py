@@ -13,8 +13,8 @@ import tflite
 
 TYPES = {"float32": tflite.TensorType.FLOAT32, "int8": tflite.TensorType.INT8, "int16": tflite.TensorType.INT16,
          "int32": tflite.TensorType.INT32, "int64": tflite.TensorType.INT64, "bool": tflite.TensorType.BOOL,
-         "resource": tflite.TensorType.RESOURCE, "uint16": tflite.TensorType.UINT16,
-         "uint32": tflite.TensorType.UINT32, "uint64": tflite.TensorType.UINT64}
+         "resource": tflite.TensorType.RESOURCE, "uint8": tflite.TensorType.UINT8,
+         "uint16": tflite.TensorType.UINT16, "uint32": tflite.TensorType.UINT32, "uint64": tflite.TensorType.UINT64}
 
 
 @dataclass

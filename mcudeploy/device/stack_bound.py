@@ -69,20 +69,21 @@ MARGIN = 64  # bytes the stack keeps beyond the bound, for what GCC's graph does
 # measures them again (after a toolchain update, or when a build names a library function missing here).
 LIBRARY: dict[str, dict[str, int]] = {
     "arm-none-eabi-gcc": {
-        "__aeabi_d2f": 40, "__aeabi_ddiv": 72, "__aeabi_f2d": 24, "__aeabi_f2iz": 8, "__aeabi_fadd": 32,
-        "__aeabi_fcmpeq": 32, "__aeabi_fcmpge": 32, "__aeabi_fcmpgt": 32, "__aeabi_fcmple": 32, "__aeabi_fcmplt": 32,
-        "__aeabi_fdiv": 40, "__aeabi_fmul": 40, "__aeabi_fsub": 32, "__aeabi_i2f": 24, "__aeabi_idiv": 16,
-        "__aeabi_idivmod": 8, "__aeabi_l2f": 96, "__aeabi_ldivmod": 120, "__aeabi_lmul": 40, "__aeabi_ui2f": 24,
-        "__aeabi_uidiv": 16, "__aeabi_uldivmod": 96, "__clzsi2": 8, "ceilf": 56, "cosf": 560, "erff": 104, "expf": 88,
-        "expm1f": 88, "floor": 96, "floorf": 56, "fmodf": 80, "logf": 96, "lrintf": 56, "lroundf": 16, "memcpy": 32,
-        "memmove": 32, "memset": 32, "powf": 144, "rintf": 56, "sinf": 560, "sqrtf": 80, "strlen": 16, "tanhf": 104},
+        "__aeabi_d2f": 40, "__aeabi_dadd": 56, "__aeabi_ddiv": 72, "__aeabi_dmul": 72, "__aeabi_f2d": 24,
+        "__aeabi_f2iz": 8, "__aeabi_fadd": 32, "__aeabi_fcmpeq": 32, "__aeabi_fcmpge": 32, "__aeabi_fcmpgt": 32,
+        "__aeabi_fcmple": 32, "__aeabi_fcmplt": 32, "__aeabi_fdiv": 40, "__aeabi_fmul": 40, "__aeabi_fsub": 32,
+        "__aeabi_i2f": 24, "__aeabi_idiv": 16, "__aeabi_idivmod": 8, "__aeabi_l2f": 96, "__aeabi_ldivmod": 120,
+        "__aeabi_lmul": 40, "__aeabi_ui2f": 24, "__aeabi_uidiv": 16, "__aeabi_uldivmod": 96, "__clzsi2": 8, "ceilf": 56,
+        "cosf": 560, "erff": 104, "exp": 152, "expf": 88, "expm1f": 88, "floor": 96, "floorf": 56, "fmodf": 80,
+        "logf": 96, "lrintf": 56, "lroundf": 16, "memcpy": 32, "memmove": 32, "memset": 32, "powf": 144, "rintf": 56,
+        "sinf": 560, "sqrtf": 80, "strlen": 16, "tanhf": 104},
     "riscv64-unknown-elf-gcc": {
-        "__addsf3": 24, "__clzsi2": 8, "__divdf3": 56, "__divdi3": 8, "__divsf3": 40, "__eqsf2": 8,
+        "__adddf3": 40, "__addsf3": 24, "__clzsi2": 8, "__divdf3": 56, "__divdi3": 8, "__divsf3": 40, "__eqsf2": 8,
         "__extendsfdf2": 24, "__fixsfsi": 8, "__floatdisf": 40, "__floatsisf": 24, "__floatunsisf": 24, "__gesf2": 8,
-        "__gtsf2": 8, "__lesf2": 8, "__ltsf2": 8, "__moddi3": 8, "__mulsf3": 40, "__nesf2": 8, "__subsf3": 24,
-        "__truncdfsf2": 8, "__udivdi3": 8, "ceilf": 24, "cosf": 488, "erff": 72, "expf": 72, "expm1f": 88, "floor": 40,
-        "floorf": 24, "fmodf": 56, "logf": 72, "lrintf": 40, "lroundf": 8, "memcpy": 8, "memmove": 8, "memset": 8,
-        "powf": 88, "rintf": 88, "sinf": 488, "sqrtf": 72, "strlen": 8, "tanhf": 104},
+        "__gtsf2": 8, "__lesf2": 8, "__ltsf2": 8, "__moddi3": 8, "__muldf3": 56, "__mulsf3": 40, "__nesf2": 8,
+        "__subsf3": 24, "__truncdfsf2": 8, "__udivdi3": 8, "ceilf": 24, "cosf": 488, "erff": 72, "exp": 72, "expf": 72,
+        "expm1f": 88, "floor": 40, "floorf": 24, "fmodf": 56, "logf": 72, "lrintf": 40, "lroundf": 8, "memcpy": 8,
+        "memmove": 8, "memset": 8, "powf": 88, "rintf": 88, "sinf": 488, "sqrtf": 72, "strlen": 8, "tanhf": 104},
 }
 
 

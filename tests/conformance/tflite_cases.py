@@ -69,6 +69,9 @@ TFLM_SIGNAL = tuple(f"CUSTOM Signal{name}" for name in (
     "Delay", "Energy", "FftAutoScale", "FilterBank", "FilterBankLog", "FilterBankSpectralSubtraction",
     "FilterBankSquareRoot", "Framer", "Irfft", "OverlapAdd", "PCAN", "Rfft", "Stacker", "Window"))
 
+# The other custom operators that resolver registers (AddDetectionPostprocess), as the importer names them.
+TFLM_CUSTOM = ("CUSTOM TFLite_Detection_PostProcess",)
+
 
 @dataclass(frozen=True)
 class Case:
@@ -103,11 +106,11 @@ def manifest() -> dict:
 
 
 def cases() -> list[Case]:
-    """The converter's cases, then the Signal operators', SVDF's and SOFTMAX's of int8 to int16 (made by hand:
-    tflite_signal.py, tflite_svdf.py and tflite_softmax.py, each in a folder of its own that tflite_gen.py does not
-    rewrite)."""
+    """The converter's cases, then the Signal operators', SVDF's, SOFTMAX's of int8 to int16 and
+    TFLite_Detection_PostProcess's (made by hand: tflite_signal.py, tflite_svdf.py, tflite_softmax.py and
+    tflite_detection.py, each in a folder of its own that tflite_gen.py does not rewrite)."""
     out = []
-    for home in ("", "signal", "svdf", "softmax"):
+    for home in ("", "signal", "svdf", "softmax", "detection"):
         listing = _folder_manifest(home) if home else manifest()
         out += [Case(c["case"], c["builtin"], c["type"], tuple(c["operators"]), c["steps"], tuple(c["inputs"]),
                      c.get("reference", "tflm"), home)

@@ -7,9 +7,9 @@ import struct
 from typing import Union
 
 from mcudeploy.errors import MCUDeployError
-from mcudeploy.frontend.tflite import (activation, conv, elementwise, pad, pool, quantize, reduce,  # noqa: F401
-                                       resize, sequence, shape, signal, slicing, space, svdf,
-                                       variables)
+from mcudeploy.frontend.tflite import (activation, conv, detection, elementwise, pad, pool,  # noqa: F401
+                                       quantize, reduce, resize, sequence, shape, signal, slicing, space,
+                                       svdf, variables)
 from mcudeploy.frontend.tflite.importer import HANDLERS, Importer
 from mcudeploy.frontend.tflite.reader import IDENTIFIER, is_tflite, load_tflite
 from mcudeploy.ir import Graph
