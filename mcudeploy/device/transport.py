@@ -11,10 +11,12 @@ breaks (the emulator exited, the cable was pulled) raises :class:`LinkLost`.
 from __future__ import annotations
 
 import logging
+import socket
 import time
 from typing import Optional
 
 import serial
+from serial.urlhandler import protocol_socket
 
 from mcudeploy import interrupts
 from mcudeploy.errors import MCUDeployError
@@ -40,7 +42,10 @@ class Transport:
             try:
                 # pyserial's RFC 2217 client (a farm's network serial port) has no write timeout
                 extra = {} if url.startswith("rfc2217://") else {"write_timeout": 10}
-                port = serial.serial_for_url(url, baudrate=baudrate, timeout=0, **extra)
+                if url.startswith("socket://"):
+                    port = _SocketPort(url, baudrate=baudrate, timeout=0, **extra)
+                else:
+                    port = serial.serial_for_url(url, baudrate=baudrate, timeout=0, **extra)
                 return cls(port, url)
             except (serial.SerialException, OSError, ValueError) as exc:
                 if time.monotonic() >= deadline:
@@ -98,6 +103,23 @@ class Transport:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class _SocketPort(protocol_socket.Serial):
+    """pyserial's ``socket://`` port, closed without the 0.3 s sleep its ``close`` takes "in case of quick
+    reconnects": whoever connects again here retries until the board answers (``Transport.open``'s
+    ``connect_timeout``; an emulator's listening socket queues the connection meanwhile), and a session that
+    starts and stops an emulator per run lost 0.3 s at each stop (39 s of a 90 s fault campaign)."""
+
+    def close(self) -> None:
+        if self.is_open and self._socket:
+            sock, self._socket = self._socket, None
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:  # the other end went first
+                pass
+            sock.close()
+        self.is_open = False
 
 
 def _reason(exc: BaseException) -> str:
