@@ -31,16 +31,20 @@ KINDS = ("one of two", "one of two", "one of two", "every board")
 
 
 def qemus(root: int) -> list[int]:
-    """The QEMU processes descended from process ``root`` (a tune's emulated boards)."""
-    parent, command = {}, {}
+    """The QEMU processes descended from process ``root`` (a tune's emulated boards). One file a process
+    (/proc/PID/stat: its command, which the kernel cuts to 15 characters, and its parent): the campaign
+    scans every few milliseconds, beside the tune it watches."""
+    parent, name = {}, {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError, ValueError, IndexError):
-                parent[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                command[int(entry.name)] = (entry / "cmdline").read_bytes()
+                stat = (entry / "stat").read_text()
+                head, tail = stat.rsplit(")", 1)
+                name[int(entry.name)] = head.split("(", 1)[1]
+                parent[int(entry.name)] = int(tail.split()[1])
     found = []
-    for pid, cmd in command.items():
-        if QEMU.encode() in cmd:
+    for pid, command in name.items():
+        if QEMU.startswith(command):
             up = pid
             while up in parent and up not in (root, 0, 1):
                 up = parent[up]
@@ -68,29 +72,32 @@ def _reap(p: subprocess.Popen) -> int:
     return len(left)
 
 
-def reference(model: Path, work: Path, budget: int) -> tuple[dict, int]:
-    """The undisturbed ``--boards 1`` tune's plan, and how many emulators its jobs started."""
+def reference(model: Path, work: Path, budget: int) -> tuple[dict, int, float]:
+    """The undisturbed ``--boards 1`` tune's plan, how many emulators its jobs started, and the shortest time
+    one of them was seen alive (the window a kill must land in)."""
     p = _tune(model, work / "ref", work / "ref-cache", 1, budget, work / "ref.log")
-    seen: set[int] = set()
+    seen: dict[int, list[float]] = {}
     while p.poll() is None:
-        seen.update(qemus(p.pid))
+        now = time.monotonic()
+        for pid in qemus(p.pid):
+            seen.setdefault(pid, [now, now])[1] = now
         time.sleep(0.01)
     if p.returncode != 0:
         raise RuntimeError(f"the undisturbed tune failed: {(work / 'ref.log').read_text()[-800:]}")
-    return tune_identity(work / "ref"), len(seen)
+    return tune_identity(work / "ref"), len(seen), min((last - first for first, last in seen.values()), default=0.0)
 
 
-def _kill_at(p: subprocess.Popen, launch: int, rng: random.Random) -> list[int]:
+def _kill_at(p: subprocess.Popen, launch: int, rng: random.Random, window: float) -> list[int]:
     """Waits for the ``launch``-th emulator ``p`` starts (counted from 0), lets it work a random moment
-    (up to 0.3 s), and kills it with SIGKILL; the pids killed (none if ``p`` ended first or the emulator
-    was gone by then)."""
+    (up to 0.3 s, and within ``window``, the shortest life of an emulator of the undisturbed tune), and kills
+    it with SIGKILL; the pids killed (none if ``p`` ended first or the emulator was gone by then)."""
     seen: list[int] = []
     while p.poll() is None and len(seen) <= launch:
         seen += [pid for pid in qemus(p.pid) if pid not in seen]
         time.sleep(0.005)
     if len(seen) <= launch:
         return []
-    time.sleep(rng.uniform(0.0, 0.3))
+    time.sleep(rng.uniform(0.0, min(0.3, window)))
     victim = seen[launch]
     try:
         os.kill(victim, signal.SIGKILL)
@@ -102,13 +109,13 @@ def _kill_at(p: subprocess.Popen, launch: int, rng: random.Random) -> list[int]:
 def campaign_boards(model: Path, work: Path, count: int, rng: random.Random, budget: int = 150) -> Tally:
     tally = Tally()
     work.mkdir(parents=True, exist_ok=True)
-    want, launches = reference(model, work, budget)
+    want, launches, window = reference(model, work, budget)
     for case in range(count):
         kind = KINDS[case % len(KINDS)]
         out, cache, log = work / f"out{case}", work / f"cache{case}", work / f"case{case}.log"
         name = f"case {case} ({kind})"
         p = _tune(model, out, cache, 2, budget, log)
-        victims = _kill_at(p, rng.randrange(max(1, launches)), rng)
+        victims = _kill_at(p, rng.randrange(max(1, launches)), rng, window)
         landed = bool(victims) and p.poll() is None
         while kind == "every board" and victims and p.poll() is None:  # and each board started after it
             for pid in qemus(p.pid):
