@@ -133,14 +133,15 @@ class Simulation:
         return {"ticks": self.ticks, "baseline_ticks": baseline_ticks, "source": self.source, **self.counts}
 
 
-def work(graph: Graph, node: Node) -> tuple[int, int]:
+def work(graph: Graph, node: Node, call=None) -> tuple[int, int]:
     """(MACs, bytes touched) of one operator that runs a kernel: its MAC count and the bytes of
-    every view its kernel call reads or writes (weights included); what the estimates are fitted on."""
+    every view its kernel call reads or writes (weights included); what the estimates are fitted on.
+    ``call``: the node's kernel call, where the caller made it already (a conv's repacks its weights)."""
     op = registry.get(node.op)
     macs = int(op.macs(graph, node))
     if op.view:
         return macs, 0
-    call = op.kernel(graph, node)
+    call = call if call is not None else op.kernel(graph, node)
     return macs, int(sum(graph[v].nbytes for v in call.views if v))
 
 
@@ -288,6 +289,15 @@ class Reference:
         return None if fraction is None else self.ticks * fraction
 
 
+def _kernel(graph: Graph, node: Node, lifetimes):
+    """The kernel call that runs ``node`` in a plan with ``lifetimes``; None where none runs (a view, or an
+    operator the plan's sharing does: timing_cache.kernel_signature's rule)."""
+    op = registry.get(node.op)
+    if op.view or node.name in lifetimes.elided:
+        return None
+    return op.kernel(graph, node)
+
+
 def reference_costs(compiled, cache: TimingCache) -> dict:
     """Node name -> Reference for every operator of ``compiled`` (an unsplit plan) whose timing is
     cached: what ``simulate(..., reference=...)`` scales the pieces of a split plan from."""
@@ -296,12 +306,13 @@ def reference_costs(compiled, cache: TimingCache) -> dict:
     for node in compiled.order:
         if registry.get(node.op).view:
             continue
-        sig = kernel_signature(graph, node, lives, compiled.placement)
+        call = _kernel(graph, node, lives)
+        sig = kernel_signature(graph, node, lives, compiled.placement, call) if call is not None else None
         entry = cache.get(sig) if sig is not None else None
         if entry is None or not isinstance(entry.get("ticks"), (int, float)):
             continue
-        macs, nbytes = work(graph, node)
-        out[node.name] = Reference(registry.get(node.op).kernel(graph, node).fn, macs, nbytes, float(entry["ticks"]))
+        macs, nbytes = work(graph, node, call)
+        out[node.name] = Reference(call.fn, macs, nbytes, float(entry["ticks"]))
     return out
 
 
@@ -325,12 +336,13 @@ def plan_work(compiled) -> PlanWork:
     graph, lives = compiled.graph, compiled.lifetimes
     out = []
     for i, node in enumerate(n for n in compiled.order if not registry.get(n.op).view):
-        sig = kernel_signature(graph, node, lives, compiled.placement)
-        if sig is None:  # placed as a view of its input (an elided Slice, copy, ...): no kernel runs
+        call = _kernel(graph, node, lives)
+        if call is None:  # placed as a view of its input (an elided Slice, copy, ...): no kernel runs
             out.append(OpWork(i, node.name, node.op, "-", "", int(registry.get(node.op).macs(graph, node)), 0, None, ""))
             continue
-        macs, nbytes = work(graph, node)
-        fn = registry.get(node.op).kernel(graph, node).fn
+        sig = kernel_signature(graph, node, lives, compiled.placement, call)
+        macs, nbytes = work(graph, node, call)
+        fn = call.fn
         # a piece, or an operator left whole whose views changed (it reads a tensor laid out by bands)
         original = node.original if node.piece_index is not None or node.piece is None else None
         out.append(OpWork(i, node.name, node.op, fn, sig, macs, nbytes, original,

@@ -79,17 +79,18 @@ def _plain(value):
     return str(value)
 
 
-def kernel_signature(graph: Graph, node: Node, lifetimes=None, placement=None) -> Optional[str]:
+def kernel_signature(graph: Graph, node: Node, lifetimes=None, placement=None, call=None) -> Optional[str]:
     """The signature of the kernel call that runs ``node``; None when it runs no kernel.
 
     With the plan's ``lifetimes`` (memory/lifetimes.py) a view's strides are those of its slot
     in a shared buffer, and an operator whose work is done by sharing has no kernel; with its
     ``placement`` each view also names its memory region (regions differ in speed on a board).
+    ``call``: the node's kernel call, where the caller made it already.
     """
     op = registry.get(node.op)
     if op.view or (lifetimes is not None and node.name in lifetimes.elided):
         return None
-    call = op.kernel(graph, node)
+    call = call if call is not None else op.kernel(graph, node)
     slots = lifetimes.slots if lifetimes is not None else {}
     views, seen = [], []  # seen: (view index, buffer, byte offset) of the views in the plan's buffers
     for name in call.views:
