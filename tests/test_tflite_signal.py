@@ -298,6 +298,38 @@ def test_the_audio_front_end_chained(tmp_path, need_tflm):
     assert features.std() > 0 and len({f.tobytes() for f in features}) == len(features)
 
 
+# ---------------------------------------------------------------- CAST to and from uint32
+
+def test_cast_to_and_from_uint32(tmp_path, need_tflm):
+    """micro_speech's preprocessor casts SignalEnergy's uint32 to int32 (to slice and pad it) and back to uint32 for
+    SignalFilterBank; TFLite Micro's CAST (a static_cast) takes and gives uint32 with every integer type and gives
+    float from it: values past int32 wrap, narrowings keep the low bits."""
+    T = tb.T
+    names = ("as_s32", "back_u32", "as_s8", "as_s16", "as_f32", "from_s16")
+    model = tb.Model([T("x", (12,), "uint32"), T("h", (12,), "int16"), T("as_s32", (12,), "int32"),
+                      T("back_u32", (12,), "uint32"), T("as_s8", (12,), "int8"), T("as_s16", (12,), "int16"),
+                      T("as_f32", (12,), "float32"), T("from_s16", (12,), "uint32")], [
+        tb.Op(tb.OPS.CAST, ("x",), ("as_s32",)), tb.Op(tb.OPS.CAST, ("as_s32",), ("back_u32",)),
+        tb.Op(tb.OPS.CAST, ("x",), ("as_s8",)), tb.Op(tb.OPS.CAST, ("x",), ("as_s16",)),
+        tb.Op(tb.OPS.CAST, ("x",), ("as_f32",)), tb.Op(tb.OPS.CAST, ("h",), ("from_s16",))], ("x", "h"), names)
+    rng = np.random.default_rng(59)
+    edge = np.array([0, 1, 127, 128, 255, 32767, 32768, 65535, (1 << 31) - 1, 1 << 31, (1 << 32) - 1, 16777217],
+                    np.uint32)
+    samples = [{"x": edge, "h": np.array([0, 1, -1, 127, -128, 32767, -32768, 5, -5, 300, -300, 2], np.int16)}]
+    samples += [{"x": _uint32(rng, (12,), b), "h": _int16(rng, (12,))} for b in (32, 31, 16)]
+    outputs = _run(tmp_path, model, samples)
+    assert outputs[0][0][9] == -(1 << 31) and outputs[0][0][10] == -1 and np.array_equal(outputs[0][1], edge)
+
+
+def test_cast_of_float_to_uint32_is_refused(tmp_path):
+    model = tb.Model([tb.T("x", (4,), "float32"), tb.T("y", (4,), "uint32")],
+                     [tb.Op(tb.OPS.CAST, ("x",), ("y",))], ("x",), ("y",))
+    path = tmp_path / "cast.tflite"
+    path.write_bytes(model.build())
+    with pytest.raises(UnsupportedError, match="Cast of float32 to uint32 is not supported"):
+        import_model(path)
+
+
 # ---------------------------------------------------------------- SignalDelay, SignalFramer (streams: states)
 
 @pytest.mark.parametrize("shape, delay, seed", [((16,), 5, 0), ((3, 8), 8, 1), ((2, 10), 23, 2), ((12,), 0, 3)])
