@@ -1,7 +1,8 @@
 """TensorFlow Lite Micro's Signal operators (its audio front end) from .tflite files made in the test
 (tflite_build.signal_op: one custom operator with its flexbuffer options): each bit for bit TensorFlow Lite Micro,
 mcudeploy's numpy reference and the host-compiled C (check_tflite_outputs compares all three), on several
-parameter values and seeded inputs; the refusals in one sentence naming the operator."""
+parameter values and seeded inputs, and the front end and the FFT as firmware on qemu-m4; the refusals in one
+sentence naming the operator."""
 from __future__ import annotations
 
 import numpy as np
@@ -26,12 +27,17 @@ def need_tflm():
         pytest.skip(f"TensorFlow Lite Micro is not installed: {why}")
 
 
-def _run(tmp_path, model: tb.Model, samples: list[dict]):
-    """The model through TFLite Micro, the numpy reference and the host C: the verdict must be PASS."""
+def _run(tmp_path, model: tb.Model, samples: list[dict], board: str = "host"):
+    """The model through TFLite Micro, the numpy reference and the C (host, or a board under QEMU): the verdict
+    must be PASS."""
     path = tmp_path / "signal.tflite"
     path.write_bytes(model.build())
-    compiled = compile_model(path, "host")
-    outputs = run_compiled_on_host(compiled, samples, tmp_path / "c", sanitize=True)
+    compiled = compile_model(path, board)
+    if board == "host":
+        outputs = run_compiled_on_host(compiled, samples, tmp_path / "c", sanitize=True)
+    else:
+        from mcudeploy.device.runner import run_on_board
+        outputs = run_on_board(compiled, samples, workdir=tmp_path / "fw").outputs
     verdict = check.check_tflite_outputs(path, compiled, outputs, samples)
     assert verdict.ok, verdict.lines()
     return outputs
@@ -256,7 +262,7 @@ def _custom(name: str, options: dict, ins, outs) -> tb.Op:
                  custom_options=bytes(flexbuffers.Dumps(dict(sorted(options.items())))))
 
 
-def test_the_audio_front_end_chained(tmp_path, need_tflm):
+def _front_end() -> tuple[tb.Model, list[dict]]:
     """micro_speech's audio preprocessor as one model: a Hann window on 30 ms of 16 kHz audio, the auto-scaled
     512-point FFT, its power, 40 channels, their square root scaled back by the FFT's shift (a tensor made at run
     time), the noise subtracted (a state), PCAN and the log; 12 frames in sequence."""
@@ -293,9 +299,27 @@ def test_the_audio_front_end_chained(tmp_path, need_tflm):
     for k in range(12):
         tone = 6000 * np.sin(2 * np.pi * (300 + 150 * k) * t) + rng.normal(0, 300 + 200 * k, 480)
         samples.append({"audio": np.clip(np.round(tone), -32768, 32767).astype(np.int16)})
-    outputs = _run(tmp_path, model, samples)
+    return model, samples
+
+
+def test_the_audio_front_end_chained(tmp_path, need_tflm):
+    outputs = _run(tmp_path, *_front_end())
     features = np.stack([o[0] for o in outputs])
     assert features.std() > 0 and len({f.tobytes() for f in features}) == len(features)
+
+
+@pytest.mark.qemu
+def test_the_audio_front_end_on_qemu_m4(tmp_path, need_qemu, need_tflm):
+    """The front end as firmware: its FFT without recursion (a firmware's stack must have a bound, and kiss_fft's
+    kf_work recurses), bit for bit TFLite Micro on the board too."""
+    _run(tmp_path, *_front_end(), board="qemu-m4")
+
+
+@pytest.mark.qemu
+def test_float_rfft_of_radices_3_and_5_on_qemu_m4(tmp_path, need_qemu, need_tflm):
+    rng = np.random.default_rng(4)
+    samples = [{"x": (rng.standard_normal((2, 100)) * s).astype(np.float32)} for s in (1.0, 1000.0, 1e-3)]
+    _run(tmp_path, _rfft_model("float32", (2, 100), 160), samples, board="qemu-m4")
 
 
 # ---------------------------------------------------------------- CAST to and from uint32
