@@ -316,10 +316,15 @@ def test_the_audio_front_end_on_qemu_m4(tmp_path, need_qemu, need_tflm):
 
 
 @pytest.mark.qemu
-def test_float_rfft_of_radices_3_and_5_on_qemu_m4(tmp_path, need_qemu, need_tflm):
+@pytest.mark.parametrize("dtype", ["int16", "float32"])
+def test_rfft_of_every_radix_on_qemu_m4(tmp_path, need_qemu, need_tflm, dtype):
+    """A 240-point FFT (120 complex points: radices 4, 2, 3 and 5) of two rows of 200 samples, zero padded."""
     rng = np.random.default_rng(4)
-    samples = [{"x": (rng.standard_normal((2, 100)) * s).astype(np.float32)} for s in (1.0, 1000.0, 1e-3)]
-    _run(tmp_path, _rfft_model("float32", (2, 100), 160), samples, board="qemu-m4")
+    if dtype == "int16":
+        samples = [{"x": _int16(rng, (2, 200), 1 << b)} for b in (15, 12, 6)]
+    else:
+        samples = [{"x": (rng.standard_normal((2, 200)) * s).astype(np.float32)} for s in (1.0, 1000.0, 1e-3)]
+    _run(tmp_path, _rfft_model(dtype, (2, 200), 240), samples, board="qemu-m4")
 
 
 # ---------------------------------------------------------------- CAST to and from uint32
