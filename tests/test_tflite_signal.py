@@ -1,7 +1,8 @@
 """TensorFlow Lite Micro's Signal operators (its audio front end) from .tflite files made in the test
 (tflite_build.signal_op: one custom operator with its flexbuffer options): each bit for bit TensorFlow Lite Micro,
 mcudeploy's numpy reference and the host-compiled C (check_tflite_outputs compares all three), on several
-parameter values and seeded inputs; the refusals in one sentence naming the operator."""
+parameter values and seeded inputs, and the front end and the FFT as firmware on qemu-m4; the refusals in one
+sentence naming the operator."""
 from __future__ import annotations
 
 import numpy as np
@@ -26,12 +27,17 @@ def need_tflm():
         pytest.skip(f"TensorFlow Lite Micro is not installed: {why}")
 
 
-def _run(tmp_path, model: tb.Model, samples: list[dict]):
-    """The model through TFLite Micro, the numpy reference and the host C: the verdict must be PASS."""
+def _run(tmp_path, model: tb.Model, samples: list[dict], board: str = "host"):
+    """The model through TFLite Micro, the numpy reference and the C (host, or a board under QEMU): the verdict
+    must be PASS."""
     path = tmp_path / "signal.tflite"
     path.write_bytes(model.build())
-    compiled = compile_model(path, "host")
-    outputs = run_compiled_on_host(compiled, samples, tmp_path / "c", sanitize=True)
+    compiled = compile_model(path, board)
+    if board == "host":
+        outputs = run_compiled_on_host(compiled, samples, tmp_path / "c", sanitize=True)
+    else:
+        from mcudeploy.device.runner import run_on_board
+        outputs = run_on_board(compiled, samples, workdir=tmp_path / "fw").outputs
     verdict = check.check_tflite_outputs(path, compiled, outputs, samples)
     assert verdict.ok, verdict.lines()
     return outputs
@@ -256,7 +262,7 @@ def _custom(name: str, options: dict, ins, outs) -> tb.Op:
                  custom_options=bytes(flexbuffers.Dumps(dict(sorted(options.items())))))
 
 
-def test_the_audio_front_end_chained(tmp_path, need_tflm):
+def _front_end() -> tuple[tb.Model, list[dict]]:
     """micro_speech's audio preprocessor as one model: a Hann window on 30 ms of 16 kHz audio, the auto-scaled
     512-point FFT, its power, 40 channels, their square root scaled back by the FFT's shift (a tensor made at run
     time), the noise subtracted (a state), PCAN and the log; 12 frames in sequence."""
@@ -293,9 +299,64 @@ def test_the_audio_front_end_chained(tmp_path, need_tflm):
     for k in range(12):
         tone = 6000 * np.sin(2 * np.pi * (300 + 150 * k) * t) + rng.normal(0, 300 + 200 * k, 480)
         samples.append({"audio": np.clip(np.round(tone), -32768, 32767).astype(np.int16)})
-    outputs = _run(tmp_path, model, samples)
+    return model, samples
+
+
+def test_the_audio_front_end_chained(tmp_path, need_tflm):
+    outputs = _run(tmp_path, *_front_end())
     features = np.stack([o[0] for o in outputs])
     assert features.std() > 0 and len({f.tobytes() for f in features}) == len(features)
+
+
+@pytest.mark.qemu
+def test_the_audio_front_end_on_qemu_m4(tmp_path, need_qemu, need_tflm):
+    """The front end as firmware: its FFT without recursion (a firmware's stack must have a bound, and kiss_fft's
+    kf_work recurses), bit for bit TFLite Micro on the board too."""
+    _run(tmp_path, *_front_end(), board="qemu-m4")
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("dtype", ["int16", "float32"])
+def test_rfft_of_every_radix_on_qemu_m4(tmp_path, need_qemu, need_tflm, dtype):
+    """A 240-point FFT (120 complex points: radices 4, 2, 3 and 5) of two rows of 200 samples, zero padded."""
+    rng = np.random.default_rng(4)
+    if dtype == "int16":
+        samples = [{"x": _int16(rng, (2, 200), 1 << b)} for b in (15, 12, 6)]
+    else:
+        samples = [{"x": (rng.standard_normal((2, 200)) * s).astype(np.float32)} for s in (1.0, 1000.0, 1e-3)]
+    _run(tmp_path, _rfft_model(dtype, (2, 200), 240), samples, board="qemu-m4")
+
+
+# ---------------------------------------------------------------- CAST to and from uint32
+
+def test_cast_to_and_from_uint32(tmp_path, need_tflm):
+    """micro_speech's preprocessor casts SignalEnergy's uint32 to int32 (to slice and pad it) and back to uint32 for
+    SignalFilterBank; TFLite Micro's CAST (a static_cast) takes and gives uint32 with every integer type and gives
+    float from it: values past int32 wrap, narrowings keep the low bits."""
+    T = tb.T
+    names = ("as_s32", "back_u32", "as_s8", "as_s16", "as_f32", "from_s16")
+    model = tb.Model([T("x", (12,), "uint32"), T("h", (12,), "int16"), T("as_s32", (12,), "int32"),
+                      T("back_u32", (12,), "uint32"), T("as_s8", (12,), "int8"), T("as_s16", (12,), "int16"),
+                      T("as_f32", (12,), "float32"), T("from_s16", (12,), "uint32")], [
+        tb.Op(tb.OPS.CAST, ("x",), ("as_s32",)), tb.Op(tb.OPS.CAST, ("as_s32",), ("back_u32",)),
+        tb.Op(tb.OPS.CAST, ("x",), ("as_s8",)), tb.Op(tb.OPS.CAST, ("x",), ("as_s16",)),
+        tb.Op(tb.OPS.CAST, ("x",), ("as_f32",)), tb.Op(tb.OPS.CAST, ("h",), ("from_s16",))], ("x", "h"), names)
+    rng = np.random.default_rng(59)
+    edge = np.array([0, 1, 127, 128, 255, 32767, 32768, 65535, (1 << 31) - 1, 1 << 31, (1 << 32) - 1, 16777217],
+                    np.uint32)
+    samples = [{"x": edge, "h": np.array([0, 1, -1, 127, -128, 32767, -32768, 5, -5, 300, -300, 2], np.int16)}]
+    samples += [{"x": _uint32(rng, (12,), b), "h": _int16(rng, (12,))} for b in (32, 31, 16)]
+    outputs = _run(tmp_path, model, samples)
+    assert outputs[0][0][9] == -(1 << 31) and outputs[0][0][10] == -1 and np.array_equal(outputs[0][1], edge)
+
+
+def test_cast_of_float_to_uint32_is_refused(tmp_path):
+    model = tb.Model([tb.T("x", (4,), "float32"), tb.T("y", (4,), "uint32")],
+                     [tb.Op(tb.OPS.CAST, ("x",), ("y",))], ("x",), ("y",))
+    path = tmp_path / "cast.tflite"
+    path.write_bytes(model.build())
+    with pytest.raises(UnsupportedError, match="Cast of float32 to uint32 is not supported"):
+        import_model(path)
 
 
 # ---------------------------------------------------------------- SignalDelay, SignalFramer (streams: states)

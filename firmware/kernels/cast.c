@@ -38,12 +38,14 @@ static inline int32_t float_to_int(float v)
     CAST(mcud_cast_##IN##_s8, TI, int8_t, TO_INT)           \
     CAST(mcud_cast_##IN##_s16, TI, int16_t, TO_INT)         \
     CAST(mcud_cast_##IN##_s32, TI, int32_t, TO_INT)         \
+    CAST(mcud_cast_##IN##_u32, TI, uint32_t, TO_INT)        \
     CAST(mcud_cast_##IN##_f32, TI, float, TO_INT)
 
 CAST_INTS(s8, int8_t)
 CAST_INTS(u8, uint8_t)
 CAST_INTS(s16, int16_t)
 CAST_INTS(s32, int32_t)
+CAST_INTS(u32, uint32_t)
 CAST(mcud_cast_f32_s8, float, int8_t, FROM_FLOAT)
 CAST(mcud_cast_f32_s16, float, int16_t, FROM_FLOAT)
 CAST(mcud_cast_f32_s32, float, int32_t, FROM_FLOAT)

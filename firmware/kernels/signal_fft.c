@@ -1,8 +1,8 @@
 /* TensorFlow Lite Micro's SignalRfft (its kiss_fft 1.3.0), bit for bit: see mcud_signal.h and
  * mcudeploy/ops/signal_rfft.py, whose numpy reference does the same arithmetic step by step. Written for the
- * arithmetic, not for speed: one recursive pass per stage, int16 and int32 through one fixed-point path whose values
- * are held in int32_t and products in int64_t (an int16 product and a sum of two never pass 2^31, so this is int16's
- * own arithmetic too), no DSP instructions yet. */
+ * arithmetic, not for speed: one pass per stage (kf_work's recursion as loops, so the stack has a bound), int16 and
+ * int32 through one fixed-point path whose values are held in int32_t and products in int64_t (an int16 product and
+ * a sum of two never pass 2^31, so this is int16's own arithmetic too), no DSP instructions yet. */
 #include "mcud_signal.h"
 
 typedef struct {
@@ -207,21 +207,55 @@ static void butterfly(const fftw *s, int32_t o, int32_t radix, int32_t fstride, 
     }
 }
 
-/* The DFT of the inputs f, f + fstride, ... (complex indices) into buf[o ..], by the stages from `factors` on. */
-static void work(const fftw *s, int32_t o, int32_t f, int32_t fstride, const int32_t *factors)
+/* Where kiss_fft's kf_work puts input (complex index) f: its recursion sends output position o = sum k_i m_i (k_i
+ * the mixed-radix digit of stage i, m_i that stage's remaining length) the input sum k_i fstride_i (fstride_i the
+ * product of the radices before stage i), the digits reversed. */
+static int32_t leaf(int32_t o, const int32_t *factors)
 {
-    const int32_t radix = factors[0], m = factors[1];
-    for (int32_t k = 0; k < radix; k++) {
+    int32_t f = 0, fstride = 1;
+    for (;; factors += 2) {
+        const int32_t radix = factors[0], m = factors[1];
+        f += (o / m) % radix * fstride;
+        fstride *= radix;
         if (m == 1) {
-            cpxw v;
-            v.r = input(s, 2 * (f + k * fstride));
-            v.i = input(s, 2 * (f + k * fstride) + 1);
-            put(s, o + k, v);
-        } else {
-            work(s, o + k * m, f + k * fstride, fstride * radix, factors + 2);
+            return f;
         }
     }
-    butterfly(s, o, radix, fstride, m);
+}
+
+/* kf_work's butterflies without its recursion (a firmware's stack must have a bound): every stage from the last to
+ * the first, over each segment of its length. A butterfly reads and writes its own segment alone, so taking the
+ * segments in this order rather than depth first leaves every bit the same. */
+static void stages(const fftw *s, const int32_t *factors)
+{
+    int32_t count = 0;
+    while (factors[2 * count + 1] > 1) {
+        count++;
+    }
+    count++; /* the stage whose remaining length is 1 */
+    for (int32_t st = count - 1; st >= 0; st--) {
+        const int32_t radix = factors[2 * st], m = factors[2 * st + 1];
+        int32_t fstride = 1;
+        for (int32_t k = 0; k < st; k++) {
+            fstride *= factors[2 * k];
+        }
+        for (int32_t j = 0; j < fstride; j++) {
+            butterfly(s, j * radix * m, radix, fstride, m);
+        }
+    }
+}
+
+/* The complex DFT of the n inputs into buf[0 .. n): each input put where kf_work's leaves put it, then the stages. */
+static void work(const fftw *s, int32_t n, const int32_t *factors)
+{
+    for (int32_t o = 0; o < n; o++) {
+        const int32_t f = leaf(o, factors);
+        cpxw v;
+        v.r = input(s, 2 * f);
+        v.i = input(s, 2 * f + 1);
+        put(s, o, v);
+    }
+    stages(s, factors);
 }
 
 /* kiss_fft's HALF_OF on a C int: the sum wrapped to 32 bits, halved */
@@ -268,7 +302,7 @@ void mcud_signal_rfft_fixed(const mcud_view *x, const mcud_view *y, const mcud_s
         row(x, y, r, &xo, &yo);
         s.x = (const char *)x->data + (ptrdiff_t)xo * size;
         s.buf = (char *)y->data + (ptrdiff_t)yo * size;
-        work(&s, 0, 0, 1, p->factors);
+        work(&s, n, p->factors);
         /* the two real halves apart: bins k and n - k from the complex bins k and n - k, in place */
         const cpxw dc = fixdiv(&s, get(&s, 0), 2);
         cpxw v;
@@ -397,19 +431,35 @@ static void fbutterfly(const fftf *s, cpxf *out, int32_t radix, int32_t fstride,
     }
 }
 
-static void fwork(const fftf *s, cpxf *out, int32_t f, int32_t fstride, const int32_t *factors)
+/* stages' float twin, on out[0 .. n) */
+static void fstages(const fftf *s, cpxf *out, const int32_t *factors)
 {
-    const int32_t radix = factors[0], m = factors[1];
-    for (int32_t k = 0; k < radix; k++) {
-        if (m == 1) {
-            const int32_t e = 2 * (f + k * fstride);
-            out[k].r = e < s->len ? s->x[e * s->xs] : 0.0f;
-            out[k].i = e + 1 < s->len ? s->x[(e + 1) * s->xs] : 0.0f;
-        } else {
-            fwork(s, out + k * m, f + k * fstride, fstride * radix, factors + 2);
+    int32_t count = 0;
+    while (factors[2 * count + 1] > 1) {
+        count++;
+    }
+    count++;
+    for (int32_t st = count - 1; st >= 0; st--) {
+        const int32_t radix = factors[2 * st], m = factors[2 * st + 1];
+        int32_t fstride = 1;
+        for (int32_t k = 0; k < st; k++) {
+            fstride *= factors[2 * k];
+        }
+        for (int32_t j = 0; j < fstride; j++) {
+            fbutterfly(s, out + j * radix * m, radix, fstride, m);
         }
     }
-    fbutterfly(s, out, radix, fstride, m);
+}
+
+/* work's float twin */
+static void fwork(const fftf *s, cpxf *out, int32_t n, const int32_t *factors)
+{
+    for (int32_t o = 0; o < n; o++) {
+        const int32_t e = 2 * leaf(o, factors);
+        out[o].r = e < s->len ? s->x[e * s->xs] : 0.0f;
+        out[o].i = e + 1 < s->len ? s->x[(e + 1) * s->xs] : 0.0f;
+    }
+    fstages(s, out, factors);
 }
 
 void mcud_signal_rfft_f32(const mcud_view *x, const mcud_view *y, const mcud_signal_rfft_f32_params *p)
@@ -426,7 +476,7 @@ void mcud_signal_rfft_f32(const mcud_view *x, const mcud_view *y, const mcud_sig
         row(x, y, r, &xo, &yo);
         s.x = (const float *)x->data + xo;
         cpxf *out = (cpxf *)(void *)((float *)y->data + yo);
-        fwork(&s, out, 0, 1, p->factors);
+        fwork(&s, out, n, p->factors);
         const cpxf dc = out[0];
         out[0].r = dc.r + dc.i;
         out[n].r = dc.r - dc.i;
@@ -480,26 +530,6 @@ static void permute(const fftw *s, const int32_t *perm, const int32_t *leaders, 
     }
 }
 
-static void stages(const fftw *s, int32_t n, const int32_t *factors)
-{
-    int32_t count = 0;
-    while (factors[2 * count + 1] > 1) {
-        count++;
-    }
-    count++; /* the stage whose remaining length is 1 */
-    for (int32_t st = count - 1; st >= 0; st--) {
-        const int32_t radix = factors[2 * st], m = factors[2 * st + 1];
-        int32_t fstride = 1;
-        for (int32_t k = 0; k < st; k++) {
-            fstride *= factors[2 * k];
-        }
-        for (int32_t j = 0; j < fstride; j++) {
-            butterfly(s, j * radix * m, radix, fstride, m);
-        }
-    }
-    (void)n;
-}
-
 void mcud_signal_irfft_fixed(const mcud_view *x, const mcud_view *y, const mcud_signal_irfft_fixed_params *p)
 {
     const int32_t n = p->fft_length / 2, size = p->bits == 16 ? 2 : 4;
@@ -538,7 +568,7 @@ void mcud_signal_irfft_fixed(const mcud_view *x, const mcud_view *y, const mcud_
         }
 #undef BIN
         permute(&s, p->perm, p->leaders, p->nleaders);
-        stages(&s, n, p->factors);
+        stages(&s, p->factors);
     }
 }
 
@@ -553,11 +583,6 @@ void mcud_signal_irfft_f32(const mcud_view *x, const mcud_view *y, const mcud_si
     s.buf = NULL;
     s.tw = (const cpxf *)(const void *)p->twiddles;
     s.sign = -1.0f;
-    int32_t count = 0;
-    while (p->factors[2 * count + 1] > 1) {
-        count++;
-    }
-    count++;
     for (int32_t r = 0, rows = rows_of(x); r < rows; r++) {
         int32_t xo, yo;
         row(x, y, r, &xo, &yo);
@@ -590,16 +615,7 @@ void mcud_signal_irfft_f32(const mcud_view *x, const mcud_view *y, const mcud_si
                 pos = src;
             }
         }
-        for (int32_t st = count - 1; st >= 0; st--) {
-            const int32_t radix = p->factors[2 * st], m = p->factors[2 * st + 1];
-            int32_t fstride = 1;
-            for (int32_t k = 0; k < st; k++) {
-                fstride *= p->factors[2 * k];
-            }
-            for (int32_t j = 0; j < fstride; j++) {
-                fbutterfly(&s, out + j * radix * m, radix, fstride, m);
-            }
-        }
+        fstages(&s, out, p->factors);
         for (int32_t i = 0; i < n; i++) { /* TFLite Micro's float IRFFT divides by the real length */
             out[i].r /= (float)p->fft_length;
             out[i].i /= (float)p->fft_length;

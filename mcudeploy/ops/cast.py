@@ -3,8 +3,10 @@ kernel is a static_cast; firmware/kernels/cast.c), a quantized tensor's codes as
 
 An integer narrowed keeps its low bits (two's complement), a float becomes an integer by truncation
 toward zero, saturated to int32 (NaN gives 0) and then narrowed so (what a Cortex-M's VCVT and gcc do
-wherever C leaves it undefined), an integer becomes the nearest float, a bool 0 or 1. Elementwise:
-split along every axis, in place where the two types have one size."""
+wherever C leaves it undefined), an integer becomes the nearest float, a bool 0 or 1. uint32 (the Signal
+operators' type, which TFLite Micro's CAST takes and gives) converts to and from every integer type and to float;
+a float to uint32, whose out-of-range values C and the cores leave to differ, is refused. Elementwise: split along
+every axis, in place where the two types have one size."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,8 +15,8 @@ from mcudeploy.ir import itemsize
 from mcudeploy.ops.base import Call, Op, elementwise_expr, require
 from mcudeploy.ops.registry import register
 
-IN = {"int8": "s8", "uint8": "u8", "bool": "u8", "int16": "s16", "int32": "s32", "float32": "f32"}
-OUT = {"int8": "s8", "int16": "s16", "int32": "s32", "float32": "f32"}
+IN = {"int8": "s8", "uint8": "u8", "bool": "u8", "int16": "s16", "int32": "s32", "uint32": "u32", "float32": "f32"}
+OUT = {"int8": "s8", "int16": "s16", "int32": "s32", "uint32": "u32", "float32": "f32"}
 
 
 def cast(x: np.ndarray, to: str) -> np.ndarray:
@@ -30,7 +32,8 @@ class Cast(Op):
 
     def infer(self, graph, node):
         x, to = graph[node.inputs[0]], node.attr("to")
-        require(x.dtype in IN and to in OUT, f"Cast of {x.dtype} to {to} is not supported")
+        require(x.dtype in IN and to in OUT and (x.dtype, to) != ("float32", "uint32"),
+                f"Cast of {x.dtype} to {to} is not supported")
         return [(x.shape, to)]
 
     def expr(self, graph, node):

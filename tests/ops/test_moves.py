@@ -99,7 +99,8 @@ def test_gather_nd_reads_row_major_offsets_as_tflite_micro(tmp_path, positions):
 @needs_gcc
 @pytest.mark.parametrize("din,dout", [("float32", "int32"), ("float32", "int8"), ("int32", "float32"),
                                       ("int8", "int32"), ("int32", "int16"), ("bool", "float32"),
-                                      ("int16", "int8")])
+                                      ("int16", "int8"), ("uint32", "int32"), ("int32", "uint32"),
+                                      ("uint32", "int8"), ("uint32", "float32"), ("int16", "uint32")])
 def test_cast(tmp_path, din, dout):
     x = Tensor("x", (4, 6), din, "input")
     node = Node("c", "Cast", ("x",), ("y",), {"to": dout})
