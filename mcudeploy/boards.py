@@ -166,6 +166,7 @@ class Xip:
     command_sck: int  # a read command before its data
     byte_sck: int  # a byte of data
     source: str
+    assumed: str  # what the figures take for granted, unchecked: printed with every estimate
 
     @property
     def icache_bytes(self) -> int:
@@ -385,7 +386,7 @@ def _xip(board: str, data: Optional[dict]) -> Optional[Xip]:
         raise MCUDeployError(f"board {board}: xip.icache_bytes ({size}) must be a power of two of sets of "
                              f"xip.icache_ways ({ways}) lines of xip.line_bytes ({line}), itself a power of two")
     x = Xip(sets, ways, line, int(data["sck_cycles"]), int(data["fastest_sck_cycles"]), int(data["command_sck"]),
-            int(data["byte_sck"]), data["source"])
+            int(data["byte_sck"]), data["source"], data["assumed"])
     if x.fastest_sck_cycles > x.sck_cycles:
         raise MCUDeployError(f"board {board}: xip.fastest_sck_cycles ({x.fastest_sck_cycles}) is more than "
                              f"xip.sck_cycles ({x.sck_cycles}): the fastest setting cannot be slower")

@@ -276,7 +276,9 @@ def test_the_hifive1_is_estimated_from_qemu_rv32s_traces():
     assert (x.sck_cycles, x.fastest_sck_cycles, x.command_sck, x.byte_sck) == (8, 2, 35, 8)
     assert t.describe() == ("hifive1-revb (sifive-e31 at 16 MHz, code and weights read in place from serial flash at "
                             "8 core cycles a serial clock: code through a 16 KiB 2-way instruction cache of 64 B "
-                            "lines, weights with no cache)")
+                            "lines, weights with no cache; assumed: SPI0 left at its reset settings by the boot "
+                            "loader (not checked), the instruction cache least recently used; sources: the board "
+                            "file's xip)")
     with pytest.raises(MCUDeployError, match="the instructions traced would be another core's"):
         target_for(real, load_board("qemu-m0"))
 

@@ -41,7 +41,7 @@ class Target:
             return (f"{self.board} ({self.core} at {self.clock_hz / 1e6:g} MHz, code and weights read in place from "
                     f"serial flash at {x.sck_cycles} core cycles a serial clock: code through a "
                     f"{x.icache_bytes // 1024} KiB {x.icache_ways}-way instruction cache of {x.line_bytes} B lines, "
-                    f"weights with no cache)")
+                    f"weights with no cache; assumed: {x.assumed}; sources: the board file's xip)")
         cache = "flash accelerator on" if self.flash_cache else "no flash accelerator"
         if self.flash_data is None:
             reads = "weights read from flash charged as SRAM"

@@ -1,8 +1,9 @@
 """The SiFive E31 (the FE310's core, on the HiFive1) for the cycle estimate of a RISC-V trace: instructions by
 class as QEMU names them, a block's cycles on the E31's pipeline, and its branch predictor.
 
-What the manual says (FE310-G000 Manual, chapter 3 "E31 RISC-V Core", 3.2 Instruction Fetch Unit and 3.3
-Execution Pipeline; the FE310-G002 carries the same E31, whose manual was not read here), and what this takes:
+What the manual says (SiFive's FE310-G000 Manual, chapter 3 "E31 RISC-V Core", 3.2 Instruction Fetch Unit and 3.3
+Execution Pipeline, read at http://88.208.23.73:8080/en/manual/sifive/fe310-g000/1267085?page=19; the FE310-G002
+carries an E31 too, but its own manual was not read here), and what this takes:
 - "a single-issue, in-order pipeline" of five stages, "peak execution rate of one instruction per clock cycle",
   "fully bypassed so that most instructions have a one-cycle result latency", except: "LW has a two-cycle result
   latency", "LH, LHU, LB, and LBU have a three-cycle result latency" (both "assuming a cache hit": the DTIM here),
@@ -17,7 +18,9 @@ Execution Pipeline; the FE310-G002 carries the same E31, whose manual was not re
 - "correctly predicted control-flow instructions result in no penalty. Mispredicted control-flow instructions incur
   a three-cycle penalty", predicted by "a 40-entry branch target buffer (BTB) which predicts the target of taken
   branches, a 128-entry branch history table (BHT), which predicts the direction of conditional branches, and a
-  2-entry return-address stack (RAS)". ``Predictor`` counts the mispredictions of a trace with one two-bit counter
+  2-entry return-address stack (RAS)" (SiFive's later E31 Core Complex Manual gives the same three-cycle penalty
+  with a 28-entry BTB, a 512-entry BHT and a 6-entry RAS: manualshive.com/manual/sifive/e31/1267083, page 11; the
+  FE310's figures are taken). ``Predictor`` counts the mispredictions of a trace with one two-bit counter
   per conditional branch (a BHT without aliasing or history), a BTB that holds every target once seen (none
   evicted), and a RAS of two entries: an idealisation of the three; the range of cores.py goes from no
   misprediction to every taken branch mispredicted.
