@@ -62,9 +62,11 @@ def target_for(board: Board, emulated: Board) -> Target:
     if core not in CORES:  # before the cores are compared: the answer does not depend on the emulated board
         raise MCUDeployError(f"no instruction timings are modelled for the {core} of board {board.name} "
                              f"(mcudeploy/estimate/cores.py), so no cycles can be estimated for it")
-    if CORES[core].get("traced_on", core) != emulated.core:
+    traced = CORES[core].get("traced_on", core)  # the instruction set of the emulated boards that stand for it
+    if traced != emulated.core:
+        kind = core if traced == core else f"{core} (traced on an {traced} board)"
         raise MCUDeployError(f"board {emulated.name} runs a {emulated.core}, but --estimate-for {board.name} has a "
-                             f"{board.core}: the instructions traced would be another core's")
+                             f"{kind}: the instructions traced would be another core's")
     tree = board.clock_tree.claimed if board.clock_tree else None  # the clock board.clock_hz claims
     # without a tree the board runs at its reset clock, with the flash latency register's reset value (flash_data
     # gives it; 0 where it does not) and no flash accelerator or cache turned on
