@@ -153,6 +153,26 @@ class FlashData:
     wait_states: Optional[int] = None  # a board without a clock_tree: the flash wait states at its reset clock
 
 
+@dataclass(frozen=True)
+class Xip:
+    """Code and constants read in place from a serial flash, for the cycle estimate (board.schema.json's ``xip``):
+    the instruction cache in front of the code, and the cost of a read over the serial interface, in serial
+    clocks of ``sck_cycles`` core cycles each, from the sources ``source`` names."""
+    icache_sets: int
+    icache_ways: int
+    line_bytes: int
+    sck_cycles: int  # as the firmware runs the interface: the estimate
+    fastest_sck_cycles: int  # at its fastest setting: the range's low end
+    command_sck: int  # a read command before its data
+    byte_sck: int  # a byte of data
+    source: str
+    assumed: str  # what the figures take for granted, unchecked: printed with every estimate
+
+    @property
+    def icache_bytes(self) -> int:
+        return self.icache_sets * self.icache_ways * self.line_bytes
+
+
 MVE_CPUS = ("cortex-m55", "cortex-m85")  # -mcpu names whose default has Helium (the M-profile vector extension)
 
 
@@ -185,6 +205,8 @@ class Board:
     links: Optional[Links] = None  # None: the board cannot be a chip of a chain with links of its own
     boot_origin: Optional[int] = None  # the vector table's address when not flash_origin (an ITCM the core boots from)
     flash_data: Optional[FlashData] = None  # None: the estimate charges reads of weights from flash as SRAM's
+    xip: Optional[Xip] = None  # code and weights read in place from a serial flash (the estimate's cost of them)
+    core_timings: str = ""  # the estimate's timings (estimate/cores.py) where core names only an instruction set
     arch: str = "arm"  # the runtime's start-up and system files, the linker script (board.schema.json's arch)
     toolchain: Toolchain = ARM_TOOLCHAIN
     silicon: bool = True  # False: built from the data sheet, not yet run on the chip
@@ -328,6 +350,7 @@ def _board(data: dict) -> Board:
                  clock_tree=tree, links=links,
                  boot_origin=_int(data["boot_origin"]) if "boot_origin" in data else None,
                  flash_data=_flash_data(data["name"], data.get("flash_data"), tree is not None),
+                 xip=_xip(data["name"], data.get("xip")), core_timings=data.get("core_timings", ""),
                  arch=data.get("arch", "arm"), toolchain=_toolchain(data.get("toolchain")),
                  silicon=bool(data.get("silicon", True)), datasheet=data.get("datasheet", ""),
                  notes=tuple(data.get("notes", ())), boot_block=data.get("boot_block", ""))
@@ -352,6 +375,22 @@ def _flash_data(board: str, data: Optional[dict], has_tree: bool) -> Optional[Fl
         raise MCUDeployError(f"board {board}: flash_data.wait_states is for a board at its reset clock; this board's "
                              f"clock_tree sets its flash wait states (clock_tree.flash_wait_states)")
     return f
+
+
+def _xip(board: str, data: Optional[dict]) -> Optional[Xip]:
+    if data is None:
+        return None
+    line, ways, size = int(data["line_bytes"]), int(data["icache_ways"]), int(data["icache_bytes"])
+    sets = size // (line * ways)
+    if line & (line - 1) or sets < 1 or sets & (sets - 1) or sets * line * ways != size:
+        raise MCUDeployError(f"board {board}: xip.icache_bytes ({size}) must be a power of two of sets of "
+                             f"xip.icache_ways ({ways}) lines of xip.line_bytes ({line}), itself a power of two")
+    x = Xip(sets, ways, line, int(data["sck_cycles"]), int(data["fastest_sck_cycles"]), int(data["command_sck"]),
+            int(data["byte_sck"]), data["source"], data["assumed"])
+    if x.fastest_sck_cycles > x.sck_cycles:
+        raise MCUDeployError(f"board {board}: xip.fastest_sck_cycles ({x.fastest_sck_cycles}) is more than "
+                             f"xip.sck_cycles ({x.sck_cycles}): the fastest setting cannot be slower")
+    return x
 
 
 def _writes(items) -> tuple[RegWrite, ...]:

@@ -148,8 +148,9 @@ def test_uf2_blocks_carry_the_address_and_family():
     assert data[544:800] == bytes(range(256)) and struct.unpack("<I", data[1020:1024])[0] == 0x0AB16F30
 
 
-@pytest.mark.parametrize("name", ["pico", "microbit", "hifive1-revb"])
+@pytest.mark.parametrize("name", ["pico", "microbit"])
 def test_estimate_for_a_core_without_timings_is_refused_in_one_sentence(name):
+    """The Cortex-M0 and M0+ have no timings; the HiFive1's E31 has (tests/test_estimate.py)."""
     from mcudeploy.estimate.cycles import target_for
 
     with pytest.raises(MCUDeployError, match=rf"^no instruction timings are modelled for the \S+ of board {name} "):
@@ -190,3 +191,22 @@ def test_the_rp2040_boot2_is_its_assembly_with_the_boot_roms_crc():
     image = boot2.assemble(firmware_dir() / boot2.SOURCE)
     assert int.from_bytes(image[252:], "little") == boot2.crc32_mpeg2(image[:252])
     assert (firmware_dir() / boot2.TARGET).read_text() == boot2.c_source(image)  # regenerated, not edited
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"icache_bytes": 12288}, r"^board hifive1-x: xip.icache_bytes \(12288\) must be a power of two of sets of "
+                              r"xip.icache_ways \(2\) lines of xip.line_bytes \(64\), itself a power of two$"),
+    ({"fastest_sck_cycles": 16}, r"^board hifive1-x: xip.fastest_sck_cycles \(16\) is more than xip.sck_cycles \(8\): "
+                                 r"the fastest setting cannot be slower$"),
+])
+def test_a_wrong_xip_is_named_in_one_sentence(tmp_path, change, message):
+    """The serial flash a board runs in place from (the HiFive1's xip) is checked when the board loads."""
+    import shutil
+
+    data = json.loads((boards_dir() / "hifive1-revb.json").read_text())
+    data["name"] = "hifive1-x"
+    data["xip"].update(change)
+    shutil.copy(boards_dir() / SCHEMA, tmp_path / SCHEMA)
+    (tmp_path / "hifive1-x.json").write_text(json.dumps(data))
+    with pytest.raises(MCUDeployError, match=message):
+        load_board("hifive1-x", tmp_path)

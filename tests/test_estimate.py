@@ -9,6 +9,7 @@ from collections import Counter
 import pytest
 
 from mcudeploy.boards import load_board
+from mcudeploy.errors import MCUDeployError
 from mcudeploy.estimate.cores import CORES, FLASH_CACHE_HIT
 from mcudeploy.estimate.cycles import estimate_cycles, estimate_range, target_for
 from mcudeploy.estimate.trace import _overlap, classify
@@ -191,3 +192,112 @@ def test_a_board_running_with_its_caches_off_gets_no_tiles(tmp_path):
     assert f7.data_cache_on and cache_bytes(f7) == f7.flash_data.cache_lines * f7.flash_data.line_bytes
     assert l4.data_cache_on and cache_bytes(l4) == 256
     assert cache_bytes(load_board("qemu-m7")) == CORE_CACHES["cortex-m7"] and cache_bytes(load_board("qemu-m4")) == 0
+
+
+@pytest.mark.parametrize("mnemonic, operands, cls", [
+    ("lw", "a1,0(a5)", "load"), ("lbu", "a4,0(a3)", "load_narrow"), ("lh", "a2,2(a0)", "load_narrow"),
+    ("sw", "ra,12(sp)", "store"), ("sb", "a5,0(a4)", "store"), ("mul", "a6,a5,a4", "mul"), ("mulh", "a0,a0,a1", "mul"),
+    ("divu", "a7,a5,a1", "div"), ("remu", "a0,a0,a1", "div"), ("csrrs", "a1,mcycle,zero", "csr"),
+    ("bleu", "a5,a2,46 # 0x8000499e", "branch"), ("bnez", "a5,-12", "branch"), ("j", "-1222 # 0x800055ee", "branch"),
+    ("jal", "ra,-126 # 0x80004c68", "branch"), ("ret", "", "branch"), ("jr", "t0", "branch"),
+    ("addi", "sp,sp,-16", "alu"), ("lui", "a4,-2143285248", "alu"), ("mv", "a0,a1", "alu"), ("srai", "a5,a5,8", "alu"),
+])
+def test_riscv_instructions_fall_in_their_class(mnemonic, operands, cls):
+    """The instructions of qemu-rv32's traces (RV32IMAC as QEMU 7.2 prints them, compressed ones expanded) in the
+    classes of the E31's timings (mcudeploy/estimate/e31.py)."""
+    from mcudeploy.estimate import e31
+
+    assert e31.classify(mnemonic, operands) == cls
+
+
+@pytest.mark.parametrize("kind, mnemonic, operands", [
+    ("cond", "bne", "a4,a3,-12"), ("jump", "j", "-38 # 0x80004c0c"), ("call", "jal", "ra,-144 # 0x80004b60"),
+    ("ret", "ret", ""), ("ret", "jr", "ra"), ("indirect", "jr", "t0"), ("call", "jalr", "a5"), ("", "add", "a0,a0,a1"),
+])
+def test_riscv_control_flow_is_told_apart_for_the_predictor(kind, mnemonic, operands):
+    from mcudeploy.estimate import e31
+
+    assert e31.branch_kind(mnemonic, operands) == kind
+
+
+def _e31_block(*lines: str):
+    from mcudeploy.estimate import e31
+
+    return [e31.decode(*(line.split(" ", 1) + [""])[:2]) for line in lines]
+
+
+@pytest.mark.parametrize("block, cycles, again", [
+    (["lw a5,0(a4)", "add a0,a0,a5"], 3, 3),  # LW: a two-cycle result latency, one cycle waited
+    (["lbu a5,0(a4)", "add a0,a0,a5"], 4, 4),  # LB, LBU, LH, LHU: three
+    (["lw a5,0(a4)", "addi a4,a4,4", "add a0,a0,a5"], 3, 3),  # an independent instruction fills the wait
+    (["mul a5,a5,a4", "mul a6,a3,a2", "add a0,a0,a5"], 7, 10),  # MUL: five, one multiply at a time
+    (["mul a0,a1,a2", "addi a3,a3,1"], 2, 5),  # a loop of one multiply: five cycles a turn once it follows itself
+    (["csrrs a1,mcycle,zero", "add a0,a0,a1"], 4, 4),  # a CSR read: three
+    (["sw a0,0(a1)", "addi a1,a1,4", "bne a1,a2,-8"], 3, 3),  # stores and branches: one cycle each
+])
+def test_the_e31_issues_one_instruction_a_cycle_waiting_for_its_operands(block, cycles, again):
+    """The FE310-G000 Manual's E31 pipeline (e31.py): single issue, in order, interlocked on read-after-write with
+    the published result latencies, the multiplier blocking until its previous multiply completes. ``again``: the
+    block's cycles when it follows itself, as a loop's body does (the second mul waits for the first's 5 cycles)."""
+    from mcudeploy.estimate import e31
+
+    insns = _e31_block(*block)
+    assert (e31.issue_cycles(insns), e31.issue_cycles(insns, again=True)) == (cycles, again)
+
+
+def test_the_e31_predictor_misses_a_loops_first_turn_and_its_exit_and_returns_past_two_calls():
+    """One two-bit counter a branch, starting weakly not taken; the BTB learns a target once taken; a RAS of two
+    entries (the FE310-G000 Manual's E31: 3.2 Instruction Fetch Unit)."""
+    from mcudeploy.estimate.e31 import Predictor
+
+    p = Predictor()
+    turns = [p.mispredicted("cond", 0x100, 0x100, 0x80) for _ in range(9)] + [p.mispredicted("cond", 0x100, 0x100,
+                                                                                            0x100)]
+    assert turns == [True] + [False] * 8 + [True]  # taken 9 times (the first mispredicted), then out of the loop
+    assert [p.mispredicted("jump", 0x200, 0x200, 0x40) for _ in range(2)] == [True, False]  # the BTB, cold then warm
+    calls = [p.mispredicted("call", site, site, target) for site, target in ((0x304, 0x400), (0x404, 0x500),
+                                                                            (0x504, 0x600))]
+    returns = [p.mispredicted("ret", site, site, target) for site, target in ((0x602, 0x504), (0x502, 0x404),
+                                                                             (0x402, 0x304))]
+    assert calls == [True, True, True] and returns == [False, False, True]  # the oldest return fell off the RAS
+
+
+def test_the_hifive1_is_estimated_from_qemu_rv32s_traces():
+    """The HiFive1 Rev B's E31 (core_timings sifive-e31; its core rv32imac, as qemu-rv32's) at the 16 MHz its
+    firmware runs, code and weights in place from the SPI flash (the board file's xip): a 16 KiB instruction cache
+    of 128 sets of two 64-byte lines, 8 core cycles a serial clock (sckdiv's reset 3), 2 at the fastest (sckdiv 0);
+    a read command 35 serial clocks (03h 8, address 24, chip-select delays 3), a byte 8. Not run on silicon."""
+    real = load_board("hifive1-revb")
+    t = target_for(real, load_board("qemu-rv32"))
+    assert (t.core, t.clock_hz, t.wait_states, t.flash_cache, t.caches, t.silicon) == ("sifive-e31", 16_000_000, 0,
+                                                                                     False, None, False)
+    x = t.xip
+    assert (x.icache_sets, x.icache_ways, x.line_bytes, x.icache_bytes) == (128, 2, 64, 16384)
+    assert (x.sck_cycles, x.fastest_sck_cycles, x.command_sck, x.byte_sck) == (8, 2, 35, 8)
+    assert t.describe() == ("hifive1-revb (sifive-e31 at 16 MHz, code and weights read in place from serial flash at "
+                            "8 core cycles a serial clock: code through a 16 KiB 2-way instruction cache of 64 B "
+                            "lines, weights with no cache; assumed: SPI0 left at its reset settings by the boot "
+                            "loader (not checked), the instruction cache least recently used; sources: the board "
+                            "file's xip)")
+    with pytest.raises(MCUDeployError, match=r"^board qemu-m0 runs a cortex-m0, but --estimate-for hifive1-revb has a "
+                                             r"sifive-e31 \(traced on an rv32imac board\): the instructions traced "
+                                             r"would be another core's$"):
+        target_for(real, load_board("qemu-m0"))
+
+
+def test_the_hifive1s_cycles_are_its_issue_cycles_mispredictions_divides_and_serial_flash():
+    """By hand: the E31's issue cycles, a divide 33 cycles (32 on top of its issue), a misprediction 3; the serial
+    flash's commands of 35 serial clocks and bytes of 8, at 8 core cycles a serial clock. The range: divides of 2,
+    no misprediction and the flash at 2 core cycles a serial clock; every taken branch and every fall-through the
+    predictor missed costing 3, and every line fill and read of a constant a command of its own."""
+    from mcudeploy.estimate.cycles import serial_cycles
+
+    counts = Counter({"e31_issue": 1000, "div": 2, "mispredict": 10, "mispredict_nt": 4, "branch_taken": 20,
+                      "flash_reads": 100, "icache_fills": 3, "spi_commands": 40, "spi_bytes": 300})
+    t = target_for(load_board("hifive1-revb"), load_board("qemu-rv32"))
+    serial = (40 * 35 + 300 * 8) * 8
+    assert serial_cycles(counts, t.xip, 8) == serial == 30_400
+    assert estimate_cycles(counts, t) == 1000 + 2 * 32 + 10 * 3 + serial
+    low, high = estimate_range(counts, t)
+    assert low == 1000 + 2 * 1 + (40 * 35 + 300 * 8) * 2
+    assert high == 1000 + 2 * 32 + 3 * (20 + 4) + ((3 + 100) * 35 + 300 * 8) * 8

@@ -71,6 +71,8 @@ class Estimate:
     instructions: tuple[int, ...]  # the traced run's, per timed operator
     flash: tuple[tuple[int, int], ...] = ()  # per timed operator: data reads of flash and the misses that waited
     spread: tuple[float, float] = (0.0, 0.0)  # the whole run's least and most cycles (estimate_range): its error
+    serial: tuple[tuple[int, int, int, int], ...] = ()  # per timed operator, on a board with an xip: reads of
+    # constants, fills of the instruction cache, serial read commands, bytes read over the serial interface
 
     NOTE = ("an estimate: the instructions of one traced run under QEMU weighted by the core's published "
             "timings and the board's flash wait states (mcudeploy/estimate/cores.py), not a measurement")
@@ -81,7 +83,26 @@ class Estimate:
              "traced_instructions": self.instructions[index]}
         if self.flash:
             d["flash_reads"], d["flash_misses"] = self.flash[index]
+        if self.serial:
+            d["flash_reads"], d["icache_fills"], d["spi_commands"], d["spi_bytes"] = self.serial[index]
         return d
+
+    def spread_note(self) -> str:
+        """What the range is taken over."""
+        if self.target.xip is not None:
+            x = self.target.xip
+            return (f"over the timings' published ranges, and the serial flash at its fastest clock "
+                    f"({x.fastest_sck_cycles} core cycles a serial clock) or with every access a read command of "
+                    f"its own (mcudeploy/estimate/cores.py RANGES, the board file's xip)")
+        return ("over the timings' published ranges and the flash cache hitting always or never "
+                "(mcudeploy/estimate/cores.py RANGES)")
+
+    def unvalidated(self) -> str:
+        """Said of an estimate for a board that has not run mcudeploy's firmware; "" for one that has."""
+        if self.target.silicon:
+            return ""
+        return (f"unvalidated: board {self.target.board} has not run on silicon (its board file says so), so no "
+                f"measurement on it checks this estimate")
 
     def total(self) -> float:
         return sum(self.cycles)
@@ -94,7 +115,8 @@ class Estimate:
                 "flash_wait_states": self.target.wait_states, "estimated_cycles": round(self.total()),
                 "estimated_ms": round(milliseconds(self.total(), self.target), 4),
                 "range_cycles": [round(c) for c in self.spread],
-                "range_ms": [round(m, 4) for m in self.range_ms()], "note": self.NOTE}
+                "range_ms": [round(m, 4) for m in self.range_ms()], "note": self.NOTE,
+                "silicon": self.target.silicon, **({"unvalidated": self.unvalidated()} if self.unvalidated() else {})}
 
 
 @dataclass(frozen=True)
@@ -163,8 +185,8 @@ class Measurement:
         if est:
             lo, hi = est.range_ms()
             out.append(f"estimated for {est.target.describe()}: {milliseconds(est.total(), est.target):.3f} ms, "
-                       f"between {lo:.3f} and {hi:.3f} ms over the timings' published ranges and the flash cache "
-                       f"hitting always or never (mcudeploy/estimate/cores.py RANGES); {est.NOTE}")
+                       f"between {lo:.3f} and {hi:.3f} ms {est.spread_note()}; {est.NOTE}"
+                       + (f"; {est.unvalidated()}" if est.unvalidated() else ""))
         return out
 
 
@@ -273,8 +295,10 @@ def measure_model(compiled, port: Optional[str] = None, repeat: int = 5, workdir
         from mcudeploy.device.traced import trace_model
         spans = trace_model(compiled, timeout=timeout, target=estimate_for)
         flash = tuple((c["flash_reads"], c["flash_misses"]) for c in spans) if estimate_for.caches else ()
+        serial = tuple((c["flash_reads"], c["icache_fills"], c["spi_commands"], c["spi_bytes"]) for c in spans) \
+            if estimate_for.xip else ()
         ranges = [estimate_range(c, estimate_for) for c in spans]
         estimate = Estimate(estimate_for, tuple(estimate_cycles(c, estimate_for) for c in spans),
                             tuple(c["instructions"] for c in spans), flash,
-                            (sum(r[0] for r in ranges), sum(r[1] for r in ranges)))
+                            (sum(r[0] for r in ranges), sum(r[1] for r in ranges)), serial)
     return Measurement(model_name(compiled), board.name, hz, ipt, rows, bool(missing), memory, estimate, clock, stack)

@@ -21,7 +21,8 @@ from mcudeploy.errors import MCUDeployError
 from mcudeploy.memory import areas
 
 # the emulated board whose traces stand for a real board's core
-EMULATED = {"cortex-m4": "qemu-m4", "cortex-m7": "qemu-m7", "cortex-m33": "qemu-an505", "cortex-m55": "qemu-m55"}
+EMULATED = {"cortex-m4": "qemu-m4", "cortex-m7": "qemu-m7", "cortex-m33": "qemu-an505", "cortex-m55": "qemu-m55",
+            "rv32imac": "qemu-rv32"}
 
 
 def stand_in(emulated: Board, real: Board) -> Board:

@@ -1,6 +1,7 @@
 """One run of a model under QEMU with its execution logged (``-d in_asm,exec,nochain``): the instruction
 classes each operator executed, for the cycle estimate of mcudeploy/estimate, and, for a target board whose
-flash reads are modelled, the reads of flash its data cache would miss (estimate/flash.py's plugin). The log
+flash reads are modelled, the reads of flash its data cache would miss, or the fills of its instruction cache and
+its serial flash's reads (estimate/flash.py's plugin). The log
 of a model of a few million instructions is some hundred megabytes; it lives in a temporary folder while it
 is read."""
 from __future__ import annotations
@@ -40,7 +41,7 @@ def trace_model(compiled, workdir: Optional[Path] = None, timeout: Optional[floa
                 target: Optional[Target] = None) -> list[Counter]:
     """Instruction classes (mcudeploy/estimate/trace.py) of each timed operator of ``compiled`` over one
     run on its emulated board, on the seeded random input ``measure`` uses, in MCUD_OP_BEGIN order; with a
-    ``target`` whose flash reads are modelled, each operator's flash reads and misses too (flash.KEYS)."""
+    ``target`` whose flash reads are modelled, each operator's flash reads and misses too (flash.keys)."""
     board = compiled.board
     if board.kind != "qemu":
         raise MCUDeployError(f"a cycle estimate traces the model under QEMU; board {board.name} is not emulated")
@@ -54,9 +55,10 @@ def trace_model(compiled, workdir: Optional[Path] = None, timeout: Optional[floa
         trace = Path(tmp) / "qemu.log"
         extra = board.qemu.extra_args + ("-d", "in_asm,exec,nochain", "-D", str(trace))
         caches = target.caches if target is not None else None
+        xip = target.xip if target is not None else None
         reads = Path(tmp) / "flash_reads.txt"
-        if caches is not None:
-            extra += flash.qemu_args(board, caches, syms["mcud_fw_op_begin"], syms["mcud_fw_op_end"], reads)
+        if caches is not None or xip is not None:
+            extra += flash.qemu_args(board, caches, syms["mcud_fw_op_begin"], syms["mcud_fw_op_end"], reads, xip)
         traced = dataclasses.replace(board, qemu=dataclasses.replace(board.qemu, extra_args=extra))
         inputs = Path(tmp) / "inputs.bin"
         data = sample_bytes(compiled.graph, random_inputs(compiled.graph, 1, seed=0)[0])
@@ -71,9 +73,9 @@ def trace_model(compiled, workdir: Optional[Path] = None, timeout: Optional[floa
         log.info("trace of %s: %.1f MB", board.name, trace.stat().st_size / 1e6)
         march = CORES.get(board.core, {}).get("disassembler")  # QEMU cannot name this core's instructions
         names = disassemble(str(firmware.elf), march) if march else None
-        spans = op_counts(trace, syms["mcud_fw_op_begin"], syms["mcud_fw_op_end"], names)
-        if caches is not None:
-            spans = flash.merge(spans, flash.read_counts(reads, len(spans)))
+        spans = op_counts(trace, syms["mcud_fw_op_begin"], syms["mcud_fw_op_end"], names, board.arch)
+        if caches is not None or xip is not None:
+            spans = flash.merge(spans, flash.read_counts(reads, len(spans), flash.keys(caches, xip)))
     expected = len(timed_nodes(compiled))
     if len(spans) != expected:
         raise MCUDeployError(f"the trace on {board.name} holds {len(spans)} operator runs, the model {expected}")

@@ -25,6 +25,15 @@ differ, the cycles so saved counted per block in the trace (``mve_overlap``, est
 loop instructions (DLS, WLS, LE, LETP) cost nothing once the loop runs (the range: up to the 3-cycle branch
 penalty LLVM's model gives each). The range's high end has no overlap.
 
+SiFive E31 (the HiFive1 Rev B's FE310-G002; RV32IMAC, traced on qemu-rv32): the FE310-G000 Manual's chapter on the
+E31 (estimate/e31.py quotes it): each block issued one instruction a cycle, in order, waiting for its operands'
+result latencies (LW 2, LB/LBU/LH/LHU 3, CSR reads 3, MUL 5 with one multiply at a time; ``e31_issue``); a divide
+2 to 33 cycles (33 taken: ``div`` charges 32 on top of its issue cycle); a misprediction 3 (``mispredict``, counted
+by e31.Predictor), a correctly predicted branch 0. The range: divides of 2 cycles and no misprediction; every
+taken branch mispredicted, and the fall-throughs the predictor missed. Code and weights come from the board's SPI
+flash (its ``xip``: an instruction cache in front of the code, none in front of the weights), charged by cycles.py
+from what estimate/flash.py's plugin counts.
+
 Flash: an instruction fetch after a taken branch waits the board's flash wait states unless the
 flash accelerator (ART, F4/L4 instruction cache, or the M7's L1 I-cache) holds the line; a hit
 rate of 90% is assumed there, 0% without one. Data read from flash (weights, literal pools) waits
@@ -36,15 +45,20 @@ from __future__ import annotations
 
 CLASSES = ("alu", "mul", "dsp", "div", "load", "store", "ldst_pipelined", "ldst_double", "multi", "multi_regs",
            "branch", "branch_taken", "it", "fpu", "fpu_mac", "fpu_div", "fpu_ldst", "lob",
-           "mve_ls", "mve_int", "mve_mul", "mve_sys", "mve_overlap", "m7_issue", "m7_issue_one_load")
+           "mve_ls", "mve_int", "mve_mul", "mve_sys", "mve_overlap", "m7_issue", "m7_issue_one_load",
+           "load_narrow", "csr", "e31_issue", "mispredict", "mispredict_nt")
 
 _M4 = {"alu": 1, "mul": 1, "dsp": 1, "div": 7, "load": 2, "store": 2, "ldst_pipelined": 1, "ldst_double": 3,
        "multi": 1, "multi_regs": 1, "branch": 1, "branch_taken": 2, "it": 1, "fpu": 1, "fpu_mac": 3, "fpu_div": 14,
        "fpu_ldst": 2, "lob": 1, "mve_ls": 2, "mve_int": 2, "mve_mul": 2, "mve_sys": 1, "mve_overlap": -1,
-       "m7_issue": 0, "m7_issue_one_load": 0}
+       "m7_issue": 0, "m7_issue_one_load": 0, "load_narrow": 0, "csr": 0, "e31_issue": 0, "mispredict": 0,
+       "mispredict_nt": 0}
 _M55 = {**_M4, "lob": 0}
 # the M7's cycles are its blocks' issue cycles (dual.py), with a taken branch's refill on top
 _M7 = {**{c: 0 for c in _M4}, "m7_issue": 1, "branch_taken": 1}
+
+# the E31's cycles are its blocks' issue cycles (e31.py), a divide's latency beyond its issue, and mispredictions
+_E31 = {**{c: 0 for c in _M4}, "e31_issue": 1, "div": 32, "mispredict": 3}
 
 CORES = {
     "cortex-m4": {"cost": _M4, "source": "Cortex-M4 TRM instruction timings"},
@@ -54,6 +68,9 @@ CORES = {
     "cortex-m55": {"cost": _M55, "source": "LLVM's Cortex-M55 scheduling model (Arm): the M4's scalar timings, "
                                            "two-beat vector instructions overlapping across pipes",
                    "disassembler": "armv8.1-m.main"},
+    # traced_on: the core of the emulated board whose traces stand for this one (the same instruction set)
+    "sifive-e31": {"cost": _E31, "source": "FE310-G000 Manual, E31 execution pipeline and branch predictor",
+                   "traced_on": "rv32imac"},
 }
 FLASH_CACHE_HIT = 0.9  # an assumption, see the module's docstring
 # The published ranges of the figures fixed above, per core: the estimate's stated error is the spread they give
@@ -63,4 +80,5 @@ RANGES = {
     "cortex-m33": {"branch_taken": (1, 3), "div": (2, 11)},
     "cortex-m7": {"branch_taken": (0, 6), "m7_issue": (1, 0), "m7_issue_one_load": (0, 1)},
     "cortex-m55": {"branch_taken": (1, 3), "div": (2, 12), "lob": (0, 3), "mve_overlap": (-1, 0)},
+    "sifive-e31": {"div": (1, 32), "mispredict": (0, 0), "branch_taken": (0, 3), "mispredict_nt": (0, 3)},
 }

@@ -1,7 +1,9 @@
 """Cycles on a real board from the instruction classes an emulated run executed: each class weighted by
 the real board's core timings (cores.py), a taken branch's refill, the board's flash wait states on
 fetches after a taken branch that the flash accelerator misses, and on reads of weights from flash that
-its data cache misses (flash.py). An estimate, and every output says so."""
+its data cache misses (flash.py); on a board that runs in place from a serial flash (its ``xip``), the
+serial clocks of the instruction cache's line fills and of the reads of weights, as flash.py's plugin counts
+them. An estimate, and every output says so."""
 from __future__ import annotations
 
 from collections import Counter
@@ -9,7 +11,7 @@ from dataclasses import dataclass
 
 from typing import Optional
 
-from mcudeploy.boards import Board, FlashData
+from mcudeploy.boards import Board, FlashData, Xip
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.estimate.cores import CLASSES, CORES, FLASH_CACHE_HIT, RANGES
 from mcudeploy.estimate.flash import FlashCaches
@@ -25,6 +27,8 @@ class Target:
     flash_cache: bool
     flash_data: Optional[FlashData] = None  # None: reads of weights from flash are charged as SRAM's
     data_cache: bool = False  # the cache of flash_data is on
+    xip: Optional[Xip] = None  # code and weights read in place from a serial flash
+    silicon: bool = True  # False: the board has not run mcudeploy's firmware, so nothing has checked the estimate
 
     @property
     def caches(self) -> Optional[FlashCaches]:
@@ -32,6 +36,12 @@ class Target:
         return FlashCaches.of(self.flash_data, self.data_cache) if self.flash_data else None
 
     def describe(self) -> str:
+        if self.xip is not None:
+            x = self.xip
+            return (f"{self.board} ({self.core} at {self.clock_hz / 1e6:g} MHz, code and weights read in place from "
+                    f"serial flash at {x.sck_cycles} core cycles a serial clock: code through a "
+                    f"{x.icache_bytes // 1024} KiB {x.icache_ways}-way instruction cache of {x.line_bytes} B lines, "
+                    f"weights with no cache; assumed: {x.assumed}; sources: the board file's xip)")
         cache = "flash accelerator on" if self.flash_cache else "no flash accelerator"
         if self.flash_data is None:
             reads = "weights read from flash charged as SRAM"
@@ -48,12 +58,15 @@ def target_for(board: Board, emulated: Board) -> Target:
     """The estimate target ``board`` for instructions traced on ``emulated``; refused when the cores differ."""
     if board.kind != "hardware":
         raise MCUDeployError(f"--estimate-for names a real board to estimate for; {board.name} is a {board.kind} board")
-    if board.core not in CORES:  # before the cores are compared: the answer does not depend on the emulated board
-        raise MCUDeployError(f"no instruction timings are modelled for the {board.core} of board {board.name} "
+    core = board.core_timings or board.core
+    if core not in CORES:  # before the cores are compared: the answer does not depend on the emulated board
+        raise MCUDeployError(f"no instruction timings are modelled for the {core} of board {board.name} "
                              f"(mcudeploy/estimate/cores.py), so no cycles can be estimated for it")
-    if board.core != emulated.core:
+    traced = CORES[core].get("traced_on", core)  # the instruction set of the emulated boards that stand for it
+    if traced != emulated.core:
+        kind = core if traced == core else f"{core} (traced on an {traced} board)"
         raise MCUDeployError(f"board {emulated.name} runs a {emulated.core}, but --estimate-for {board.name} has a "
-                             f"{board.core}: the instructions traced would be another core's")
+                             f"{kind}: the instructions traced would be another core's")
     tree = board.clock_tree.claimed if board.clock_tree else None  # the clock board.clock_hz claims
     # without a tree the board runs at its reset clock, with the flash latency register's reset value (flash_data
     # gives it; 0 where it does not) and no flash accelerator or cache turned on
@@ -61,23 +74,38 @@ def target_for(board: Board, emulated: Board) -> Target:
     ws = tree.flash_wait_states if tree else reset_ws
     cache = bool(tree and (tree.flash_cache or tree.icache))
     data_cache = board.data_cache_on
-    return Target(board.name, board.core, board.clock_hz, ws, cache, board.flash_data, data_cache)
+    return Target(board.name, core, board.clock_hz, ws, cache, board.flash_data, data_cache, board.xip, board.silicon)
 
 
 def estimate_cycles(counts: Counter, target: Target) -> float:
     """Estimated core cycles of the instruction classes in ``counts`` on ``target``."""
-    return _cycles(counts, target, CORES[target.core]["cost"], FLASH_CACHE_HIT)
+    return _cycles(counts, target, CORES[target.core]["cost"], FLASH_CACHE_HIT) + \
+        serial_cycles(counts, target.xip, target.xip.sck_cycles if target.xip else 0)
 
 
 def estimate_range(counts: Counter, target: Target) -> tuple[float, float]:
     """The least and most cycles the published ranges of the fixed figures allow (cores.RANGES), the flash
     accelerator hitting on every fetch after a taken branch and on none, and a data-cache miss waiting once
-    for its line or once for each flash read of it (flash.py): the estimate's stated error."""
+    for its line or once for each flash read of it (flash.py); on a board with an ``xip``, the serial flash at its
+    fastest clock, and at the firmware's with every access a command of its own: the estimate's stated error."""
     cost = CORES[target.core]["cost"]
     spread = RANGES[target.core]
     low = {c: spread[c][0] if c in spread else v for c, v in cost.items()}
     high = {c: spread[c][1] if c in spread else v for c, v in cost.items()}
-    return _cycles(counts, target, low, 1.0), _cycles(counts, target, high, 0.0, "flash_misses_words")
+    x = target.xip
+    return (_cycles(counts, target, low, 1.0) + serial_cycles(counts, x, x.fastest_sck_cycles if x else 0),
+            _cycles(counts, target, high, 0.0, "flash_misses_words") +
+            serial_cycles(counts, x, x.sck_cycles if x else 0, merged=False))
+
+
+def serial_cycles(counts: Counter, xip: Optional[Xip], sck_cycles: int, merged: bool = True) -> float:
+    """Core cycles waiting for the serial flash of ``xip`` (none without one): the read commands and the bytes
+    the plugin counted (flash.XIP_KEYS), at ``sck_cycles`` core cycles a serial clock; not ``merged``, every line
+    fill and every read of a constant a command of its own."""
+    if xip is None:
+        return 0.0
+    commands = counts.get("spi_commands", 0) if merged else counts.get("icache_fills", 0) + counts.get("flash_reads", 0)
+    return float((commands * xip.command_sck + counts.get("spi_bytes", 0) * xip.byte_sck) * sck_cycles)
 
 
 def _cycles(counts: Counter, target: Target, cost: dict, hit: float, misses: str = "flash_misses") -> float:

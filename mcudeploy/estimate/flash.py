@@ -14,6 +14,11 @@ counted, since a reference manual gives a line's size but not whether a miss wai
 
 The cache is modelled fully associative with least-recently-used replacement and holding flash data only
 (on an M7, activations in SRAM share the L1 cache with the weights: there the estimate is optimistic).
+
+A board that runs its code in place from a serial flash (its ``xip``: the HiFive1) has the plugin fetch every block
+run through the board's instruction cache and pass each line fill and each read of a constant over the flash's
+serial interface, which continues an open read at the next byte and sends a command otherwise (XIP_KEYS: the line
+fills, the commands, the bytes moved; cycles.py prices them).
 """
 from __future__ import annotations
 
@@ -27,13 +32,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
-from mcudeploy.boards import Board, FlashData
+from mcudeploy.boards import Board, FlashData, Xip
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.resources import firmware_dir
 from mcudeploy.simulate.timing_cache import cache_root
 
 SOURCE = Path("qemu") / "flash_reads.c"
 KEYS = ("flash_reads", "flash_misses", "flash_misses_words")
+XIP_KEYS = ("icache_fills", "spi_commands", "spi_bytes")
 
 
 @dataclass(frozen=True)
@@ -71,23 +77,34 @@ def plugin() -> Path:
     return target
 
 
-def qemu_args(emulated: Board, caches: FlashCaches, begin: int, end: int, out: Path) -> tuple[str, ...]:
-    """QEMU's arguments that load the plugin for a run of ``emulated``'s firmware, writing to ``out``."""
+def qemu_args(emulated: Board, caches: Optional[FlashCaches], begin: int, end: int, out: Path,
+              xip: Optional[Xip] = None) -> tuple[str, ...]:
+    """QEMU's arguments that load the plugin for a run of ``emulated``'s firmware, writing to ``out``: the data
+    caches of ``caches``, the instruction cache and serial reads of ``xip``."""
     lo, hi = emulated.flash_origin, emulated.flash_origin + emulated.flash_bytes
-    args = [f"lo={lo:#x}", f"hi={hi:#x}", f"begin={begin:#x}", f"end={end:#x}",
-            f"cache={caches.line[0]}:{caches.line[1]}", f"cache={caches.word[0]}:{caches.word[1]}", f"out={out}"]
-    return ("-plugin", ",".join([str(plugin()), *args]))
+    args = [f"lo={lo:#x}", f"hi={hi:#x}", f"begin={begin:#x}", f"end={end:#x}"]
+    if caches is not None:
+        args += [f"cache={caches.line[0]}:{caches.line[1]}", f"cache={caches.word[0]}:{caches.word[1]}"]
+    if xip is not None:
+        args.append(f"icache={xip.icache_sets}:{xip.icache_ways}:{xip.line_bytes}")
+    return ("-plugin", ",".join([str(plugin()), *args, f"out={out}"]))
 
 
-def read_counts(out: Path, spans: int) -> list[Counter]:
-    """The plugin's figures per operator span, as Counters of KEYS; refused unless there are ``spans``."""
+def keys(caches: Optional[FlashCaches], xip: Optional[Xip] = None) -> tuple[str, ...]:
+    """The figures of a span the plugin writes, in its order, for qemu_args(caches=..., xip=...)."""
+    return ("flash_reads",) + (KEYS[1:] if caches is not None else ()) + (XIP_KEYS if xip is not None else ())
+
+
+def read_counts(out: Path, spans: int, names: tuple[str, ...] = KEYS) -> list[Counter]:
+    """The plugin's figures per operator span, as Counters of ``names`` (keys()); refused unless there are
+    ``spans``."""
     try:
         rows = [line.split() for line in out.read_text().splitlines() if line.strip()]
     except OSError as exc:
         raise MCUDeployError(f"the QEMU plugin wrote no flash-read counts ({exc.strerror}: {out})") from None
-    if len(rows) != spans or any(len(r) != len(KEYS) for r in rows):
+    if len(rows) != spans or any(len(r) != len(names) for r in rows):
         raise MCUDeployError(f"the QEMU plugin counted flash reads for {len(rows)} operator runs, the trace {spans}")
-    return [Counter(dict(zip(KEYS, map(int, r)))) for r in rows]
+    return [Counter(dict(zip(names, map(int, r)))) for r in rows]
 
 
 def merge(spans: Sequence[Counter], counts: Optional[Sequence[Counter]]) -> list[Counter]:

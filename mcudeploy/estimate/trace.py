@@ -18,6 +18,11 @@ of the previous when the two use different pipes. ``mve_overlap`` counts the cyc
 (an in-order issue of one instruction a cycle, each vector instruction waiting for its pipe).
 A block without vector instructions also counts its Cortex-M7 issue cycles (``m7_issue``, and with one load pipe
 ``m7_issue_one_load``: estimate/dual.py), which only the M7's weights use.
+
+A RISC-V trace (``arch="riscv"``: QEMU prints a 32-bit instruction as 8 hex digits, a compressed one as 4, and the
+compressed ones expanded) is counted in the classes of estimate/e31.py, with the E31's issue cycles of each block
+(``e31_issue``: its cycles after a run of itself where it follows itself, a loop) and the mispredictions of the
+E31's branch predictor (``mispredict``; ``mispredict_nt`` those of branches that fell through).
 """
 from __future__ import annotations
 
@@ -28,9 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
 
+from mcudeploy.estimate import e31
 from mcudeploy.estimate.dual import CONDS, issue_cycles
 
-_INSN = re.compile(r"^0x([0-9a-f]{8}):\s+([0-9a-f]{4}(?: [0-9a-f]{4})?)\s{2,}(\S+)\s*(.*)$")
+_INSN = re.compile(r"^0x([0-9a-f]{8}):\s+([0-9a-f]{4}(?: [0-9a-f]{4})?|[0-9a-f]{8})\s{2,}(\S+)\s*(.*)$")
 _TRACE = re.compile(r"^Trace \d+: (0x[0-9a-f]+) \[[0-9a-f]+/([0-9a-f]+)/")
 _BRANCHES = ("b", "bl", "bx", "blx", "cbz", "cbnz", "tbb", "tbh")
 _MUL = ("mul", "mla", "mls", "smul", "smla", "smlal", "umull", "umlal", "umaal", "smmul", "smmla", "smmls", "smuad",
@@ -106,7 +112,8 @@ def classify(mnemonic: str, operands: str) -> tuple[str, int]:
     return "alu", 0
 
 
-NOT_INSTRUCTIONS = ("multi_regs", "branch_taken", "mve_overlap", "m7_issue", "m7_issue_one_load")  # counts of a span that are not instructions
+NOT_INSTRUCTIONS = ("multi_regs", "branch_taken", "mve_overlap", "m7_issue", "m7_issue_one_load", "e31_issue",
+                    "mispredict", "mispredict_nt")  # counts of a span that are not instructions
 
 
 @dataclass
@@ -114,9 +121,26 @@ class Block:
     counts: Counter
     end: int            # the address after its last instruction
     ends_in_branch: bool
+    branch: str = ""    # RISC-V: how the predictor sees its last instruction (e31.branch_kind)
+    issue: tuple[int, int] = (0, 0)  # RISC-V: the E31's cycles of the block, and of it following itself
 
 
-def _block(lines: list[tuple[int, int, str, str]]) -> Block:
+def _size(code: str) -> int:
+    """Bytes of an instruction from QEMU's hex of it ("f8d3 3d88", "00000297", "1141")."""
+    return len(code.replace(" ", "")) // 2
+
+
+def _block_riscv(lines: list[tuple[int, int, str, str]]) -> Block:
+    insns = [e31.decode(mnemonic, operands) for _, _, mnemonic, operands in lines]
+    counts = Counter(i.cls for i in insns)
+    addr, size, mnemonic, operands = lines[-1]
+    return Block(counts, addr + size, insns[-1].cls == "branch", e31.branch_kind(mnemonic, operands),
+                 (e31.issue_cycles(insns), e31.issue_cycles(insns, again=True)))
+
+
+def _block(lines: list[tuple[int, int, str, str]], arch: str = "arm") -> Block:
+    if arch == "riscv":
+        return _block_riscv(lines)
     counts: Counter = Counter()
     previous = ""
     classes = []
@@ -176,15 +200,19 @@ def disassemble(elf: str, march: str) -> dict[int, tuple[int, str, str]]:
     return names
 
 
-def op_counts(log: Path, begin: int, end: int, names: Optional[dict[int, tuple[int, str, str]]] = None) -> list[Counter]:
+def op_counts(log: Path, begin: int, end: int, names: Optional[dict[int, tuple[int, str, str]]] = None,
+              arch: str = "arm") -> list[Counter]:
     """Per span between a run of the block at ``begin`` and the next at ``end``: instruction classes
     (with ``instructions`` and ``branch_taken``), in the order the spans ran; ``names``: the instructions by
-    address, where QEMU's disassembly is not to be trusted (disassemble)."""
+    address, where QEMU's disassembly is not to be trusted (disassemble); ``arch``: the board's ("riscv": the
+    classes, issue cycles and mispredictions of estimate/e31.py)."""
     blocks: dict[str, Block] = {}
     pending: list = []
     spans: list[Counter] = []
     current = None  # the Counter of the span being counted
     last = None  # the block that ran last, waiting to learn whether its branch was taken
+    last_host = None
+    predictor = e31.Predictor() if arch == "riscv" else None
     with open(log, errors="replace") as f:
         for line in f:
             if line.startswith("0x"):
@@ -194,7 +222,7 @@ def op_counts(log: Path, begin: int, end: int, names: Optional[dict[int, tuple[i
                     if names and pending and addr < pending[-1][0] + pending[-1][1]:
                         continue  # the second half of a 32-bit instruction QEMU did not know (an MVE one)
                     named = names.get(addr) if names else None
-                    pending.append((addr, *named) if named else (addr, 2 * len(m[2].split()), m[3], m[4]))
+                    pending.append((addr, *named) if named else (addr, _size(m[2]), m[3], m[4]))
                 continue
             if not line.startswith("Trace"):
                 continue
@@ -203,10 +231,15 @@ def op_counts(log: Path, begin: int, end: int, names: Optional[dict[int, tuple[i
                 continue
             host, pc = t[1], int(t[2], 16)
             if pending:
-                blocks[host] = _block(pending)
+                blocks[host] = _block(pending, arch)
                 pending = []
-            if current is not None and last is not None and last.ends_in_branch and pc != last.end:
-                current["branch_taken"] += 1
+            if last is not None and last.ends_in_branch:
+                if current is not None and pc != last.end:
+                    current["branch_taken"] += 1
+                if predictor is not None and last.branch and \
+                        predictor.mispredicted(last.branch, last.end, last.end, pc) and current is not None:
+                    current["mispredict"] += 1
+                    current["mispredict_nt"] += pc == last.end
             if pc == end and current is not None:
                 spans.append(current)
                 current = None
@@ -215,7 +248,9 @@ def op_counts(log: Path, begin: int, end: int, names: Optional[dict[int, tuple[i
             block = blocks.get(host)
             if current is not None and block is not None:
                 current.update(block.counts)
-            last = block
+                if predictor is not None:
+                    current["e31_issue"] += block.issue[1] if host == last_host else block.issue[0]
+            last, last_host = block, host
     for span in spans:
         span["instructions"] = sum(v for k, v in span.items() if k not in NOT_INSTRUCTIONS)
     return spans

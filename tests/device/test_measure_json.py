@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -152,3 +153,27 @@ def test_estimate_for_plans_a_model_as_the_real_board_would(tmp_path, need_qemu)
     assert tight["limit_bytes"] == 8192 and not tight.get("sram_constants_bytes")
     # what is left in flash are the kernel's parameter struct and views, a few words
     assert conv["flash_reads"] < in_flash["flash_reads"] / 4, (conv, in_flash)
+
+
+def test_the_estimate_for_the_hifive1_counts_its_serial_flash(tmp_path, need_qemu):
+    """qemu-rv32's trace stands for the HiFive1 Rev B's E31 (estimate/e31.py): one cycle or more an instruction; the
+    Conv's code fetched through the instruction cache from the serial flash (a cold cache fills lines) and its
+    weights read over the serial interface with no cache, every access one read command at most and one byte at
+    least, a fill a whole line (the board file's xip); the estimate said to be unvalidated (not run on silicon)."""
+    from mcudeploy.boards import load_board
+
+    rv32 = load_board("qemu-rv32")
+    for tool, package in ((rv32.toolchain.cc, rv32.toolchain.packages), (rv32.qemu.binary, rv32.qemu.package)):
+        if shutil.which(tool) is None:
+            pytest.skip(f"needs {tool} (apt-get install {package})")
+    d, conv = estimated_conv(tmp_path, "qemu-rv32", "hifive1-revb")
+    est = d["estimate"]
+    assert (est["core"], est["clock_hz"], est["silicon"]) == ("sifive-e31", 16_000_000, False)
+    assert est["unvalidated"].startswith("unvalidated: board hifive1-revb has not run on silicon")
+    weights = next(i for i in onnx.load(conv_model(tmp_path)).graph.initializer if len(i.dims) == 4)
+    size = weights.dims[0] * weights.dims[1] * weights.dims[2] * weights.dims[3]
+    assert conv["flash_reads"] >= size // 4 and conv["icache_fills"] > 0, conv
+    assert conv["spi_commands"] <= conv["icache_fills"] + conv["flash_reads"], conv
+    assert conv["spi_bytes"] >= conv["icache_fills"] * 64 + conv["flash_reads"], conv
+    for o in d["ops"]:
+        assert o["estimated_cycles"] >= o["traced_instructions"], o
