@@ -301,3 +301,36 @@ def test_the_hifive1s_cycles_are_its_issue_cycles_mispredictions_divides_and_ser
     low, high = estimate_range(counts, t)
     assert low == 1000 + 2 * 1 + (40 * 35 + 300 * 8) * 2
     assert high == 1000 + 2 * 32 + 3 * (20 + 4) + ((3 + 100) * 35 + 300 * 8) * 8
+
+
+@pytest.mark.parametrize("mnemonic, operands, cls", [
+    ("muls", "r0, r1, r0", "mul"), ("ldrb", "r3, [r1, r2]", "load"), ("strh", "r1, [r2, #2]", "store"),
+    ("ldmia", "r0!, {r1, r2, r3}", "multi"), ("stmia", "r1!, {r2, r3}", "multi"), ("pop", "{r4, r5, r6, pc}", "branch"),
+    ("bl", "#0x1f4", "branch"), ("bcc.n", "#0x96", "branch"), ("sxtb", "r0, r0", "alu"), ("lsls", "r0, r0, #2", "alu"),
+])
+def test_armv6m_instructions_fall_in_their_class(mnemonic, operands, cls):
+    """The instructions of qemu-m0's traces (ARMv6-M, as QEMU names them) in the classes of the M0 and M0+ tables."""
+    assert classify(mnemonic, operands)[0] == cls
+
+
+ARMV6M_COUNTS = Counter({"alu": 100, "load": 10, "ldst_pipelined": 10, "store": 5, "mul": 20, "multi": 4,
+                         "multi_regs": 12, "branch": 30, "branch_taken": 25})
+# the Cortex-M0 TRM by hand: a load or store 2 cycles whatever precedes it, LDM/STM/PUSH/POP 1 + N, MULS 1 (the fast
+# multiplier), a branch 1 and 2 more when taken (3 in all)
+M0_BY_HAND = 100 + 2 * (10 + 10 + 5) + 20 + (4 + 12) + 30 + 2 * 25
+
+
+def test_the_microbit_is_estimated_from_qemu_m0s_traces_with_the_cortex_m0s_timings():
+    """The micro:bit's Cortex-M0 at the 16 MHz it runs from reset, its flash at 0 wait states with no cache (board
+    file), so its cycles are the TRM's alone. The range: MULS 32 cycles (the small multiplier) and a taken branch a
+    cycle more (BL 4, POP {pc} 4 + N). Traced on qemu-m0, the same core; another core's trace is refused."""
+    t = target_for(load_board("microbit"), load_board("qemu-m0"))
+    assert (t.core, t.clock_hz, t.wait_states, t.flash_cache, t.caches, t.xip, t.silicon) == (
+        "cortex-m0", 16_000_000, 0, False, None, None, False)
+    assert estimate_cycles(ARMV6M_COUNTS, t) == M0_BY_HAND
+    assert estimate_range(ARMV6M_COUNTS, t) == (M0_BY_HAND, M0_BY_HAND + 31 * 20 + 25)
+    assert t.describe() == ("microbit (cortex-m0 at 16 MHz, 0 flash wait states, no flash accelerator, weights read "
+                            "from flash charged as SRAM)")
+    with pytest.raises(MCUDeployError, match="^board qemu-m4 runs a cortex-m4, but --estimate-for microbit has a "
+                                             "cortex-m0: the instructions traced would be another core's$"):
+        target_for(load_board("microbit"), load_board("qemu-m4"))

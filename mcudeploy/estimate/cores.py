@@ -25,6 +25,17 @@ differ, the cycles so saved counted per block in the trace (``mve_overlap``, est
 loop instructions (DLS, WLS, LE, LETP) cost nothing once the loop runs (the range: up to the 3-cycle branch
 penalty LLVM's model gives each). The range's high end has no overlap.
 
+Cortex-M0 and M0+ (ARMv6-M; the micro:bit's nRF51822 and the Pico's RP2040, traced on QEMU's Cortex-M0, whose
+instructions an M0+ runs unchanged): the Cortex-M0 TRM (Arm DDI 0432C, "Instruction set summary") and the
+Cortex-M0+ TRM (Arm DDI 0484C, "Instruction set summary"): data processing 1 cycle; a load or store 2, with no
+pipelining of neighbours (``ldst_pipelined`` 2); LDM/STM/PUSH/POP 1 + N; MULS 1 with the implementation's fast
+multiplier, 32 with its small one (which of the two the nRF51822 and the RP2040 were built with was not found in
+their data sheets as searched: 1 is taken, the range goes to 32). A taken branch costs 3 on the M0's three-stage
+pipeline (``branch`` 1 + ``branch_taken`` 2), 2 on the M0+'s two stages; BL takes 4 on the M0 (3 on the M0+) and
+POP {..., pc} 4 + N (3 + N), a cycle more than the taken branch they are counted as (the range's high end adds it
+to every taken branch). There is no divide instruction (the library's __aeabi_idiv runs as instructions) and no
+IT, FPU or DSP extension.
+
 SiFive E31 (the HiFive1 Rev B's FE310-G002; RV32IMAC, traced on qemu-rv32): the FE310-G000 Manual's chapter on the
 E31 (estimate/e31.py quotes it): each block issued one instruction a cycle, in order, waiting for its operands'
 result latencies (LW 2, LB/LBU/LH/LHU 3, CSR reads 3, MUL 5 with one multiply at a time; ``e31_issue``); a divide
@@ -57,6 +68,11 @@ _M55 = {**_M4, "lob": 0}
 # the M7's cycles are its blocks' issue cycles (dual.py), with a taken branch's refill on top
 _M7 = {**{c: 0 for c in _M4}, "m7_issue": 1, "branch_taken": 1}
 
+# ARMv6-M: every load and store 2 cycles, a taken branch 3 on the M0 and 2 on the M0+ (branch 1 + branch_taken)
+_M0 = {**{c: 0 for c in _M4}, "alu": 1, "mul": 1, "load": 2, "store": 2, "ldst_pipelined": 2, "multi": 1,
+       "multi_regs": 1, "branch": 1, "branch_taken": 2}
+_M0PLUS = {**_M0, "branch_taken": 1}
+
 # the E31's cycles are its blocks' issue cycles (e31.py), a divide's latency beyond its issue, and mispredictions
 _E31 = {**{c: 0 for c in _M4}, "e31_issue": 1, "div": 32, "mispredict": 3}
 
@@ -68,9 +84,12 @@ CORES = {
     "cortex-m55": {"cost": _M55, "source": "LLVM's Cortex-M55 scheduling model (Arm): the M4's scalar timings, "
                                            "two-beat vector instructions overlapping across pipes",
                    "disassembler": "armv8.1-m.main"},
+    "cortex-m0": {"cost": _M0, "source": "Cortex-M0 TRM instruction set summary (three-stage pipeline)"},
     # traced_on: the core of the emulated board whose traces stand for this one (the same instruction set)
     "sifive-e31": {"cost": _E31, "source": "FE310-G000 Manual, E31 execution pipeline and branch predictor",
                    "traced_on": "rv32imac"},
+    "cortex-m0plus": {"cost": _M0PLUS, "source": "Cortex-M0+ TRM instruction set summary (two-stage pipeline)",
+                      "traced_on": "cortex-m0"},
 }
 FLASH_CACHE_HIT = 0.9  # an assumption, see the module's docstring
 # The published ranges of the figures fixed above, per core: the estimate's stated error is the spread they give
@@ -80,5 +99,7 @@ RANGES = {
     "cortex-m33": {"branch_taken": (1, 3), "div": (2, 11)},
     "cortex-m7": {"branch_taken": (0, 6), "m7_issue": (1, 0), "m7_issue_one_load": (0, 1)},
     "cortex-m55": {"branch_taken": (1, 3), "div": (2, 12), "lob": (0, 3), "mve_overlap": (-1, 0)},
+    "cortex-m0": {"branch_taken": (2, 3), "mul": (1, 32)},
+    "cortex-m0plus": {"branch_taken": (1, 2), "mul": (1, 32)},
     "sifive-e31": {"div": (1, 32), "mispredict": (0, 0), "branch_taken": (0, 3), "mispredict_nt": (0, 3)},
 }
