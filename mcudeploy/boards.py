@@ -167,6 +167,9 @@ class Xip:
     byte_sck: int  # a byte of data
     source: str
     assumed: str  # what the figures take for granted, unchecked: printed with every estimate
+    unified: bool = False  # the weights go through the cache too (the RP2040's XIP cache); False: no cache for them
+    merge: bool = True  # an access at the byte after the previous one's last continues the open read
+    frame_bytes: int = 0  # the range's high end: a read command for every frame of this many bytes (0: per access)
 
     @property
     def icache_bytes(self) -> int:
@@ -386,7 +389,11 @@ def _xip(board: str, data: Optional[dict]) -> Optional[Xip]:
         raise MCUDeployError(f"board {board}: xip.icache_bytes ({size}) must be a power of two of sets of "
                              f"xip.icache_ways ({ways}) lines of xip.line_bytes ({line}), itself a power of two")
     x = Xip(sets, ways, line, int(data["sck_cycles"]), int(data["fastest_sck_cycles"]), int(data["command_sck"]),
-            int(data["byte_sck"]), data["source"], data["assumed"])
+            int(data["byte_sck"]), data["source"], data["assumed"], bool(data.get("unified", False)),
+            bool(data.get("merge", True)), int(data.get("frame_bytes", 0)))
+    if x.frame_bytes and (x.line_bytes % x.frame_bytes or not x.unified):
+        raise MCUDeployError(f"board {board}: xip.frame_bytes ({x.frame_bytes}) must divide xip.line_bytes "
+                             f"({x.line_bytes}) and be given with xip.unified")
     if x.fastest_sck_cycles > x.sck_cycles:
         raise MCUDeployError(f"board {board}: xip.fastest_sck_cycles ({x.fastest_sck_cycles}) is more than "
                              f"xip.sck_cycles ({x.sck_cycles}): the fastest setting cannot be slower")

@@ -334,3 +334,53 @@ def test_the_microbit_is_estimated_from_qemu_m0s_traces_with_the_cortex_m0s_timi
     with pytest.raises(MCUDeployError, match="^board qemu-m4 runs a cortex-m4, but --estimate-for microbit has a "
                                              "cortex-m0: the instructions traced would be another core's$"):
         target_for(load_board("microbit"), load_board("qemu-m4"))
+
+
+def test_the_pico_is_estimated_from_qemu_m0_264ks_traces_through_its_xip_cache():
+    """The Pico's Cortex-M0+ (the M0's instructions: traced on QEMU's M0, with the Pico's 264 KB in qemu-m0-264k) at
+    the 12 MHz its firmware runs; code and weights from the QSPI flash through one 16 KB two-way cache of 8-byte lines
+    (RP2040 Datasheet 2.6.3), every access a command of its own at SCK = clk_sys / 4 (the board's boot2). By hand: the
+    M0+'s cycles (a taken branch 2), and a line fill of 8 + 24 command clocks and 64 data clocks, 96 x 4 = 384 core
+    cycles; the range's high end a command for each 32-bit frame, 2 x (32 + 32) x 4 = 512."""
+    from mcudeploy.estimate.cycles import serial_cycles
+
+    t = target_for(load_board("pico"), load_board("qemu-m0-264k"))
+    assert (t.core, t.clock_hz, t.wait_states, t.flash_cache, t.caches, t.silicon) == (
+        "cortex-m0plus", 12_000_000, 0, False, None, False)
+    x = t.xip
+    assert (x.icache_sets, x.icache_ways, x.line_bytes, x.unified, x.merge, x.frame_bytes) == (1024, 2, 8, True,
+                                                                                            False, 4)
+    assert t.describe() == ("pico (cortex-m0plus at 12 MHz, code and weights read in place from serial flash at 4 core "
+                            "cycles a serial clock: code and weights through one 16 KiB 2-way cache of 8 B lines; "
+                            "assumed: a line fill taken as one 03h read (two of 32 bits: the range's high end), the "
+                            "XIP cache least recently used; sources: the board file's xip)")
+    # the plugin with merge=0: a command for every fill, 8 bytes each; flash_reads (through the cache) cost nothing
+    counts = ARMV6M_COUNTS + Counter({"flash_reads": 500, "icache_fills": 7, "spi_commands": 7, "spi_bytes": 56})
+    core = M0_BY_HAND - 25  # a taken branch 2, not 3
+    assert serial_cycles(counts, x, 4) == 7 * 384
+    assert estimate_cycles(counts, t) == core + 7 * 384
+    assert estimate_range(counts, t) == (core + 7 * 384, core + 31 * 20 + 25 + 7 * 512)
+    with pytest.raises(MCUDeployError, match="the instructions traced would be another core's"):
+        target_for(load_board("pico"), load_board("qemu-an505"))
+
+
+def test_the_picos_plans_run_on_a_board_of_their_own_and_qemu_m0_keeps_the_microbits_16_kb():
+    """QEMU 7.2's only ARMv6-M machine is the microbit (nRF51822, 16 KB): qemu-m0-264k is that machine with
+    nrf51-soc's sram-size at the Pico's 264 KB, the Pico's emulator (stand_in.EMULATED), and holds the Pico's first
+    region as it is. qemu-m0 stays the micro:bit's 16 KB, SRAM QEMU maps included, so its runs fault past it; asked
+    to stand for the Pico it refuses in one sentence with the figures and the board that can."""
+    from mcudeploy.device.stand_in import emulator_for, stand_in
+    from mcudeploy.memory import areas
+
+    m0, big, pico = load_board("qemu-m0"), load_board("qemu-m0-264k"), load_board("pico")
+    assert [(r.origin, r.size) for r in m0.regions] == [(0x20000000, 16384)]
+    assert not any("sram-size" in a for a in m0.qemu.extra_args)
+    assert (big.core, big.qemu.machine, big.uart, big.timer) == (m0.core, m0.qemu.machine, m0.uart, m0.timer)
+    assert "nrf51-soc.sram-size=270336" in big.qemu.extra_args and big.regions[0].size == 270336 == pico.regions[0].size
+    stood = emulator_for(pico)
+    assert stood.name == "qemu-m0-264k" and areas(stood)[0].capacity == areas(pico)[0].capacity == 266_240
+    assert emulator_for(load_board("microbit")).regions == m0.regions
+    with pytest.raises(MCUDeployError, match=r"^board qemu-m0 has no region of full speed of 266,240 B, the first "
+                                             r"region of pico less its stack: its traces cannot stand for that "
+                                             r"board's plans \(-b qemu-m0-264k can\)$"):
+        stand_in(m0, pico)

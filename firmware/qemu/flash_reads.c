@@ -15,7 +15,9 @@
  * read, goes over one serial flash interface that continues an open read when the access starts at the byte
  * after the previous one's last (sifive-blocks' SPIFlashMap merges such a read) and sends a read command
  * otherwise. The caches and the interface keep their state between spans; the line of a span then ends
- * with three more figures: the line fills, the read commands and the bytes moved.
+ * with three more figures: the line fills, the read commands and the bytes moved. With unified=1 the data reads go
+ * through the same cache as the code (the RP2040's XIP cache holds both), a miss filling its line over the interface;
+ * with merge=0 the interface never continues an open read (the RP2040's SSI sends a command for every access).
  *
  * QEMU 7.2 as Debian ships it installs no qemu-plugin.h, so the few entries of its version-1 API used here
  * are declared below as that header declares them. */
@@ -80,6 +82,7 @@ static unsigned icache_sets, icache_ways;
 static uint64_t icache_line;
 static uint64_t icache_tags[MAX_ICACHE_LINES];
 static uint64_t spi_next = ~(uint64_t)0, fills, commands, moved;
+static bool unified, merge = true;
 
 struct block { uint64_t start, end; };
 
@@ -125,16 +128,15 @@ static void touch(struct cache *c, uint64_t tag)
 /* one access of n bytes at addr over the serial flash interface */
 static void serial_read(uint64_t addr, uint64_t n)
 {
-    if (addr != spi_next && in_span) commands++;
+    if ((!merge || addr != spi_next) && in_span) commands++;
     if (in_span) moved += n;
     spi_next = addr + n;
 }
 
-static void on_block(unsigned int vcpu, void *u)
+/* the bytes [start, end) through the instruction cache (the whole cache, with unified) */
+static void icache_read(uint64_t start, uint64_t end)
 {
-    (void)vcpu;
-    const struct block *b = u;
-    for (uint64_t line = b->start / icache_line; line <= (b->end - 1) / icache_line; line++) {
+    for (uint64_t line = start / icache_line; line <= (end - 1) / icache_line; line++) {
         uint64_t *set = &icache_tags[(line % icache_sets) * icache_ways];
         unsigned k;
         for (k = 0; k < icache_ways && set[k] != line; k++) {}
@@ -148,12 +150,20 @@ static void on_block(unsigned int vcpu, void *u)
     }
 }
 
+static void on_block(unsigned int vcpu, void *u)
+{
+    (void)vcpu;
+    const struct block *b = u;
+    icache_read(b->start, b->end);
+}
+
 static void on_mem(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *u)
 {
     (void)vcpu; (void)u;
     if (qemu_plugin_mem_is_store(info) || vaddr < lo || vaddr >= hi) return;
     uint64_t size = 1u << qemu_plugin_mem_size_shift(info);
-    if (icache_sets) serial_read(vaddr, size);
+    if (icache_sets && unified) icache_read(vaddr, vaddr + size);
+    else if (icache_sets) serial_read(vaddr, size);
     if (!in_span) return;
     uint64_t last = vaddr + size - 1;
     reads++;
@@ -231,6 +241,8 @@ int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc, 
                 return -1;
             memset(icache_tags, 0xff, sizeof icache_tags);
         }
+        else if (!strcmp(key, "unified")) unified = v != 0;
+        else if (!strcmp(key, "merge")) merge = v != 0;
         else if (!strcmp(key, "out")) path = value;
         else return -1;
     }

@@ -91,8 +91,10 @@ class Estimate:
         """What the range is taken over."""
         if self.target.xip is not None:
             x = self.target.xip
+            each = (f"every {x.frame_bytes} B of a line fill" if x.frame_bytes else "every line fill") if x.unified \
+                else "every access"
             return (f"over the timings' published ranges, and the serial flash at its fastest clock "
-                    f"({x.fastest_sck_cycles} core cycles a serial clock) or with every access a read command of "
+                    f"({x.fastest_sck_cycles} core cycles a serial clock) or with {each} a read command of "
                     f"its own (mcudeploy/estimate/cores.py RANGES, the board file's xip)")
         return ("over the timings' published ranges and the flash cache hitting always or never "
                 "(mcudeploy/estimate/cores.py RANGES)")

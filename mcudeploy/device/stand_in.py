@@ -22,7 +22,9 @@ from mcudeploy.memory import areas
 
 # the emulated board whose traces stand for a real board's core
 EMULATED = {"cortex-m4": "qemu-m4", "cortex-m7": "qemu-m7", "cortex-m33": "qemu-an505", "cortex-m55": "qemu-m55",
-            "rv32imac": "qemu-rv32"}
+            "rv32imac": "qemu-rv32", "cortex-m0": "qemu-m0",
+            # QEMU 7.2 has no Cortex-M0+: the Pico's plans run on the M0 with its 264 KB (qemu-m0 keeps the micro:bit's)
+            "cortex-m0plus": "qemu-m0-264k"}
 
 
 def stand_in(emulated: Board, real: Board) -> Board:
@@ -36,8 +38,10 @@ def stand_in(emulated: Board, real: Board) -> Board:
     room = next((r for r in emulated.regions if not r.excluded and r.speed is None
                  and r.size - r.reserved - emulated.stack_bytes >= need), None)
     if room is None:
+        other = EMULATED.get(real.core, emulated.name)
+        instead = f" (-b {other} can)" if other != emulated.name else ""
         raise MCUDeployError(f"board {emulated.name} has no region of full speed of {need:,} B, the first region of "
-                             f"{real.name} less its stack: its traces cannot stand for that board's plans")
+                             f"{real.name} less its stack: its traces cannot stand for that board's plans{instead}")
     return first_region(emulated, room, need + room.reserved + emulated.stack_bytes)
 
 

@@ -38,10 +38,12 @@ class Target:
     def describe(self) -> str:
         if self.xip is not None:
             x = self.xip
+            cache = f"{x.icache_bytes // 1024} KiB {x.icache_ways}-way"
+            through = (f"code and weights through one {cache} cache of {x.line_bytes} B lines" if x.unified else
+                       f"code through a {cache} instruction cache of {x.line_bytes} B lines, weights with no cache")
             return (f"{self.board} ({self.core} at {self.clock_hz / 1e6:g} MHz, code and weights read in place from "
-                    f"serial flash at {x.sck_cycles} core cycles a serial clock: code through a "
-                    f"{x.icache_bytes // 1024} KiB {x.icache_ways}-way instruction cache of {x.line_bytes} B lines, "
-                    f"weights with no cache; assumed: {x.assumed}; sources: the board file's xip)")
+                    f"serial flash at {x.sck_cycles} core cycles a serial clock: {through}; assumed: {x.assumed}; "
+                    f"sources: the board file's xip)")
         cache = "flash accelerator on" if self.flash_cache else "no flash accelerator"
         if self.flash_data is None:
             reads = "weights read from flash charged as SRAM"
@@ -101,10 +103,17 @@ def estimate_range(counts: Counter, target: Target) -> tuple[float, float]:
 def serial_cycles(counts: Counter, xip: Optional[Xip], sck_cycles: int, merged: bool = True) -> float:
     """Core cycles waiting for the serial flash of ``xip`` (none without one): the read commands and the bytes
     the plugin counted (flash.XIP_KEYS), at ``sck_cycles`` core cycles a serial clock; not ``merged``, every line
-    fill and every read of a constant a command of its own."""
+    fill and every read of a constant a command of its own (with ``xip.unified``, where the constants come through
+    the cache, every line fill, or every ``xip.frame_bytes`` of it)."""
     if xip is None:
         return 0.0
-    commands = counts.get("spi_commands", 0) if merged else counts.get("icache_fills", 0) + counts.get("flash_reads", 0)
+    if merged:
+        commands = counts.get("spi_commands", 0)
+    elif xip.unified:  # every read went through the cache: a command for each line fill, or each frame of it
+        fills = counts.get("icache_fills", 0)
+        commands = fills * (xip.line_bytes // xip.frame_bytes) if xip.frame_bytes else fills
+    else:
+        commands = counts.get("icache_fills", 0) + counts.get("flash_reads", 0)
     return float((commands * xip.command_sck + counts.get("spi_bytes", 0) * xip.byte_sck) * sck_cycles)
 
 

@@ -18,7 +18,8 @@ The cache is modelled fully associative with least-recently-used replacement and
 A board that runs its code in place from a serial flash (its ``xip``: the HiFive1) has the plugin fetch every block
 run through the board's instruction cache and pass each line fill and each read of a constant over the flash's
 serial interface, which continues an open read at the next byte and sends a command otherwise (XIP_KEYS: the line
-fills, the commands, the bytes moved; cycles.py prices them).
+fills, the commands, the bytes moved; cycles.py prices them). The Pico's RP2040 has one cache for code and weights
+(``unified``: a read of a constant goes through it too) and sends a command for every access (``merge`` false).
 """
 from __future__ import annotations
 
@@ -87,6 +88,8 @@ def qemu_args(emulated: Board, caches: Optional[FlashCaches], begin: int, end: i
         args += [f"cache={caches.line[0]}:{caches.line[1]}", f"cache={caches.word[0]}:{caches.word[1]}"]
     if xip is not None:
         args.append(f"icache={xip.icache_sets}:{xip.icache_ways}:{xip.line_bytes}")
+        args += ["unified=1"] if xip.unified else []
+        args += [] if xip.merge else ["merge=0"]
     return ("-plugin", ",".join([str(plugin()), *args, f"out={out}"]))
 
 

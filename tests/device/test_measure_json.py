@@ -177,3 +177,23 @@ def test_the_estimate_for_the_hifive1_counts_its_serial_flash(tmp_path, need_qem
     assert conv["spi_bytes"] >= conv["icache_fills"] * 64 + conv["flash_reads"], conv
     for o in d["ops"]:
         assert o["estimated_cycles"] >= o["traced_instructions"], o
+
+
+@pytest.mark.parametrize("board, real, core", [("qemu-m0", "microbit", "cortex-m0"),
+                                               ("qemu-m0-264k", "pico", "cortex-m0plus")])
+def test_the_estimate_for_a_cortex_m0_or_m0plus_is_traced_on_qemu_m0(tmp_path, need_qemu, board, real, core):
+    """The M0 and M0+ run QEMU's Cortex-M0 instructions (the Pico's plan on qemu-m0-264k, the micro:bit's on qemu-m0);
+    neither issues more than one a cycle, so each instruction costs a cycle or more. On the Pico the Conv's code and
+    weights come through the XIP cache: every read of a weight goes through it, each fill one 03h command of a whole
+    8-byte line (the board file's xip). Both said to be unvalidated (not run on silicon)."""
+    d, conv = estimated_conv(tmp_path, board, real)
+    est = d["estimate"]
+    assert (est["core"], est["silicon"]) == (core, False)
+    assert est["unvalidated"].startswith(f"unvalidated: board {real} has not run on silicon")
+    for o in d["ops"]:
+        assert o["estimated_cycles"] >= o["traced_instructions"], o
+    if real == "pico":
+        weights = next(i for i in onnx.load(conv_model(tmp_path)).graph.initializer if len(i.dims) == 4)
+        size = weights.dims[0] * weights.dims[1] * weights.dims[2] * weights.dims[3]
+        assert conv["flash_reads"] >= size // 4 and conv["icache_fills"] > 0, conv
+        assert conv["spi_commands"] == conv["icache_fills"] and conv["spi_bytes"] == 8 * conv["icache_fills"], conv
