@@ -87,31 +87,47 @@ def reference(model: Path, work: Path, budget: int) -> tuple[dict, int, float]:
     return tune_identity(work / "ref"), len(seen), min((last - first for first, last in seen.values()), default=0.0)
 
 
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a process that ended and was not yet reaped still takes a signal, to no effect)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
 def _kill_at(p: subprocess.Popen, launch: int, rng: random.Random, window: float) -> list[int]:
     """Waits for the ``launch``-th emulator ``p`` starts (counted from 0), lets it work a random moment
     (up to 0.3 s, and within ``window``, the shortest life of an emulator of the undisturbed tune), and kills
-    it with SIGKILL; the pids killed (none if ``p`` ended first or the emulator was gone by then)."""
+    it with SIGKILL; the pids killed (none if ``p`` ended first). An emulator that ended before its moment (a
+    loaded machine sees it late) hands the kill to the next one started, with half the wait."""
     seen: list[int] = []
-    while p.poll() is None and len(seen) <= launch:
+    wait = min(0.3, window)
+    while p.poll() is None:
         seen += [pid for pid in qemus(p.pid) if pid not in seen]
+        if len(seen) > launch:
+            time.sleep(rng.uniform(0.0, wait))
+            victim = seen[launch]
+            if _alive(victim):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(victim, signal.SIGKILL)
+                    return [victim]
+            launch, wait = len(seen), wait / 2
         time.sleep(0.005)
-    if len(seen) <= launch:
-        return []
-    time.sleep(rng.uniform(0.0, min(0.3, window)))
-    victim = seen[launch]
-    try:
-        os.kill(victim, signal.SIGKILL)
-    except ProcessLookupError:
-        return []
-    return [victim]
+    return []
 
 
-def campaign_boards(model: Path, work: Path, count: int, rng: random.Random, budget: int = 150) -> Tally:
+def campaign_boards(model: Path, work: Path, count: int, rng: random.Random, budget: int = 150,
+                    retries: int = 0) -> Tally:
+    """``count`` cases; a case whose kill did not land (the tune ended first) is run again, up to ``retries`` times
+    in all, so that a loaded machine still injects what was asked."""
     tally = Tally()
     work.mkdir(parents=True, exist_ok=True)
     want, launches, window = reference(model, work, budget)
-    for case in range(count):
-        kind = KINDS[case % len(KINDS)]
+    kinds = [KINDS[k % len(KINDS)] for k in range(count)]
+    case = -1
+    while kinds:
+        case += 1
+        kind = kinds.pop(0)
         out, cache, log = work / f"out{case}", work / f"cache{case}", work / f"case{case}.log"
         name = f"case {case} ({kind})"
         p = _tune(model, out, cache, 2, budget, log)
@@ -131,6 +147,9 @@ def campaign_boards(model: Path, work: Path, count: int, rng: random.Random, bud
             tally.fail("traceback", name, text)
             continue
         if not landed:
+            if retries > 0:
+                retries -= 1
+                kinds.insert(0, kind)
             continue
         tally.injected += 1
         warned = [line for line in text.splitlines() if "stopped answering" in line]
