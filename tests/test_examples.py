@@ -13,6 +13,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from mcudeploy.check.tflm import available
@@ -92,3 +93,20 @@ def test_micro_speech_features_of_a_30_ms_clip_are_tflite_micros_own_test_values
 @pytest.mark.qemu
 def test_micro_speech_on_qemu_m4_25_clips_bit_for_bit(need_qemu, need_tflm):
     _all_same_as_tflm(micro_speech.listen_all(make_clips.clips(), "qemu-m4"))
+
+
+@pytest.mark.qemu
+def test_micro_speech_in_one_firmware_with_one_arena_on_qemu_m4(need_qemu, need_tflm, tmp_path):
+    """TFLite Micro's four clips back to back (199 hops of 20 ms) through the firmware of both models sharing one
+    arena (one_firmware.py): every hop's features and scores bit for bit TFLite Micro's two models run the same way,
+    the label of each clip's own window theirs, and the buffer the larger of the two arenas."""
+    one = _load("one_firmware")
+    words = ["yes", "no", "silence", "noise"]
+    audio = np.concatenate([make_clips.clips()[w] for w in words])
+    s = one.stream(audio, work=tmp_path)
+    assert s.features.shape == (199, 40) and s.scores.shape == (199, 4)
+    assert np.array_equal(s.features, s.tflm_features) and np.array_equal(s.scores, s.tflm_scores)
+    for k, word in enumerate(words):
+        assert micro_speech.LABELS[int(np.argmax(s.scores[50 * k + 48]))] == TFLM_TEST_LABELS[word]
+    assert s.memory.arena == max(s.arenas.values())
+    assert (s.ticks[:, 2] >= s.ticks[:, 0] + s.ticks[:, 1]).all()
