@@ -43,7 +43,8 @@ def _pcm(x: np.ndarray) -> np.ndarray:
 def _shift(x: np.ndarray, ms: int) -> np.ndarray:
     """Later by ``ms`` (earlier if negative), zeros coming in."""
     n = RATE * abs(ms) // 1000
-    return np.concatenate([np.zeros(n, np.int16), x[:RATE - n]]) if ms > 0 else np.concatenate([x[n:], np.zeros(n, np.int16)])
+    zeros = np.zeros(n, np.int16)
+    return np.concatenate([zeros, x[:RATE - n]]) if ms > 0 else np.concatenate([x[n:], zeros])
 
 
 def clips() -> dict[str, np.ndarray]:

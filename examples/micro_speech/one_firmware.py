@@ -76,7 +76,8 @@ def build_and_run(audio: np.ndarray, work: Path) -> Stream:
     models = {}
     for name, path in (("preprocessor", PREPROCESSOR), ("classifier", CLASSIFIER)):
         c = compile_model(path, BOARD)
-        models[name] = dataclasses.replace(c, code=dataclasses.replace(c.code or CodeOptions(), name=name, arena="extern"))
+        code = dataclasses.replace(c.code or CodeOptions(), name=name, arena="extern")
+        models[name] = dataclasses.replace(c, code=code)
     folders = {name: write_project(c, work / name) for name, c in models.items()}
     (work / "audio.bin").write_bytes(audio.astype("<i2").tobytes())
     count = hops(audio)

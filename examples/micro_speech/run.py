@@ -14,6 +14,10 @@ same two models the same way (its Python interpreter, PyPI's tflite-micro).
 
     python examples/micro_speech/run.py                              # testdata/yes_1000ms.wav on the host
     python examples/micro_speech/run.py examples/micro_speech/testdata/no_1000ms.wav -b qemu-m4
+    python examples/micro_speech/run.py --clips -b qemu-m4           # the 25 clips of make_clips.py, one session
+
+Several clips run through each model in one process (one board session), the preprocessor's noise estimate set back
+to its initial value at each clip's first frame, as a new TensorFlow Lite Micro interpreter starts it.
 """
 from __future__ import annotations
 
@@ -181,8 +185,10 @@ def main(argv=None) -> int:
     width = max(len(n) for n in results)
     print(f"{'clip':{width}s}  {'label':8s} {'TFLM':8s} scores (int8: {', '.join(LABELS)})  features  scores")
     for name, r in results.items():
-        marks = ["" if args.no_check else ("same" if same else "DIFFERENT") for same in (r.features_same, r.scores_same)]
-        print(f"{name:{width}s}  {r.label:8s} {r.tflm_label or '-':8s} {', '.join(f'{c:4d}' for c in r.codes):30s}"
+        marks = ["" if args.no_check else ("same" if same else "DIFFERENT")
+                 for same in (r.features_same, r.scores_same)]
+        codes = ", ".join(f"{c:4d}" for c in r.codes)
+        print(f"{name:{width}s}  {r.label:8s} {r.tflm_label or '-':8s} {codes:30s}"
               f"  {marks[0]:9s} {marks[1]}")
     if args.no_check:
         return 0

@@ -110,8 +110,8 @@ def run(exe: Path, graph: Graph, samples: Sequence[Mapping[str, np.ndarray]],
         reset_every: Optional[int] = None) -> list[list[np.ndarray]]:
     """Run the built model on each sample, in order in one process (a stateful model carries its state from
     one to the next, from its initial value; ``reset_every``: set to its initial value again before every
-    reset_every-th sample, so that the samples are sequences of that length); return the model's outputs of each. ``trace``:
-    the file a trace build writes its arenas to (MCUD_TRACE_FILE); ``sanitized``: a sanitized build's
+    reset_every-th sample, so that the samples are sequences of that length); return the model's outputs of each.
+    ``trace``: the file a trace build writes its arenas to (MCUD_TRACE_FILE); ``sanitized``: a sanitized build's
     (model name, operator labels), to name the operator of a report."""
     work = exe.parent
     (work / "in.bin").write_bytes(b"".join(b for sample in samples for b in sample_bytes(graph, sample)))

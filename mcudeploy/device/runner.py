@@ -166,7 +166,8 @@ def _run_part(compiled, firmware: Firmware, samples, timeout, bulk: Path, on_sam
 
 
 def _run_samples(compiled, firmware: Firmware, samples, port: Optional[str], timeout: Optional[float], bulk: Path,
-                 flash=None, on_sample: Optional[Callable[[], None]] = None, reset_every: Optional[int] = None) -> tuple:
+                 flash=None, on_sample: Optional[Callable[[], None]] = None,
+                 reset_every: Optional[int] = None) -> tuple:
     """(outputs, runs, the board's info, its stack's use or None) of ``samples`` in one session on the board behind
     ``port`` (None: an emulator of its own); ``bulk``: where a local emulator reads the inputs from."""
     graph, board = compiled.graph, compiled.board
