@@ -106,17 +106,20 @@ def build(project: Path, board: Board, trace: bool = False, sanitize: bool = Fal
 
 
 def run(exe: Path, graph: Graph, samples: Sequence[Mapping[str, np.ndarray]],
-        trace: Optional[Path] = None, sanitized: Optional[tuple[str, Sequence[str]]] = None) -> list[list[np.ndarray]]:
+        trace: Optional[Path] = None, sanitized: Optional[tuple[str, Sequence[str]]] = None,
+        reset_every: Optional[int] = None) -> list[list[np.ndarray]]:
     """Run the built model on each sample, in order in one process (a stateful model carries its state from
-    one to the next, from its initial value); return the model's outputs of each. ``trace``:
-    the file a trace build writes its arenas to (MCUD_TRACE_FILE); ``sanitized``: a sanitized build's
+    one to the next, from its initial value; ``reset_every``: set to its initial value again before every
+    reset_every-th sample, so that the samples are sequences of that length); return the model's outputs of each.
+    ``trace``: the file a trace build writes its arenas to (MCUD_TRACE_FILE); ``sanitized``: a sanitized build's
     (model name, operator labels), to name the operator of a report."""
     work = exe.parent
     (work / "in.bin").write_bytes(b"".join(b for sample in samples for b in sample_bytes(graph, sample)))
     env = {**os.environ, "MCUD_TRACE_FILE": str(trace)} if trace is not None else None
     if sanitized is not None:
         env = {**os.environ, **sanitizer.ENV}
-    proc = subprocess.run([str(exe), str(work / "in.bin"), str(work / "out.bin"), str(len(samples))],
+    proc = subprocess.run([str(exe), str(work / "in.bin"), str(work / "out.bin"), str(len(samples)),
+                           *([str(reset_every)] if reset_every else [])],
                           capture_output=True, text=True, env=env, errors="replace")
     if proc.returncode != 0 and sanitized is not None and sanitizer.is_report(proc.stderr):
         raise sanitizer.report_error(proc.stderr, sanitized[1], sanitized[0])
@@ -140,16 +143,17 @@ def on_host(compiled):
 
 
 def run_compiled_on_host(compiled, samples, workdir: Optional[Path] = None,
-                         sanitize: bool = False) -> list[list[np.ndarray]]:
-    """``compiled`` (a plan for the host board) built and run on ``samples``; ``sanitize``: built with
-    AddressSanitizer and UndefinedBehaviorSanitizer, a report raised as one sentence naming the operator."""
+                         sanitize: bool = False, reset_every: Optional[int] = None) -> list[list[np.ndarray]]:
+    """``compiled`` (a plan for the host board) built and run on ``samples`` (``reset_every``: as ``run``);
+    ``sanitize``: built with AddressSanitizer and UndefinedBehaviorSanitizer, a report raised as one sentence
+    naming the operator."""
     from mcudeploy.device.labels import model_name, op_labels
 
     with tempfile.TemporaryDirectory(prefix="mcud-host-") as tmp:
         project = write_project(compiled, Path(workdir or tmp), sanitize=sanitize)
         exe = build(project, compiled.board, sanitize=sanitize)
         return run(exe, compiled.graph, samples,
-                   sanitized=(model_name(compiled), op_labels(compiled)) if sanitize else None)
+                   sanitized=(model_name(compiled), op_labels(compiled)) if sanitize else None, reset_every=reset_every)
 
 
 @dataclass(frozen=True)

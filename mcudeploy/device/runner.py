@@ -126,25 +126,28 @@ def _check_model(session: Session, firmware: Optional[Firmware], board: Board) -
 
 def run_on_board(compiled, samples: Sequence[Mapping[str, np.ndarray]], port: Optional[str] = None,
                  workdir: Optional[Path] = None, timeout: Optional[float] = None, flash=None,
-                 pool: Optional[BoardPool] = None, on_sample: Optional[Callable[[], None]] = None) -> BoardRun:
+                 pool: Optional[BoardPool] = None, on_sample: Optional[Callable[[], None]] = None,
+                 reset_every: Optional[int] = None) -> BoardRun:
     """Build the model's firmware for ``compiled.board`` and run every sample in one session (``flash``:
     how the board behind ``port`` is given the firmware first, a farm place's, device/farm.py). With a
     ``pool`` of several boards the samples are cut into as many consecutive runs, one per board at once
     (device/pool.py), and their results put back in the samples' order; a stateful model's run in order on
-    one board, from its initial state (the first RUN resets it). ``on_sample`` is called after each sample
-    (from the pool's threads), for a progress bar."""
+    one board, from its initial state (the first RUN resets it; ``reset_every``: every reset_every-th RUN, so that
+    the samples are sequences of that length). ``on_sample`` is called after each sample (from the pool's threads),
+    for a progress bar."""
     board = compiled.board
     with tempfile.TemporaryDirectory(prefix="mcud-board-") as tmp:
         folder = Path(workdir or tmp)
         firmware = build_for_board(compiled, folder)
         if pool is None:
-            done = [_run_samples(compiled, firmware, samples, port, timeout, folder / "inputs.bin", flash, on_sample)]
+            done = [_run_samples(compiled, firmware, samples, port, timeout, folder / "inputs.bin", flash, on_sample,
+                                 reset_every)]
         else:  # a stateful model's samples are one sequence: one board runs them all
             parts = 1 if compiled.graph.states else max(1, min(pool.size, len(samples)))
             cuts = [len(samples) * k // parts for k in range(parts + 1)]
             done = pool.map([Job(f"{cuts[k + 1] - cuts[k]} sample(s) of {model_name(compiled)}",
                                  functools.partial(_run_part, compiled, firmware, samples[cuts[k]:cuts[k + 1]], timeout,
-                                                   folder / f"inputs-{k}.bin", on_sample))
+                                                   folder / f"inputs-{k}.bin", on_sample, reset_every))
                              for k in range(parts)])
     outputs = [o for part in done for o in part[0]]
     runs = [r for part in done for r in part[1]]
@@ -158,12 +161,13 @@ def run_on_board(compiled, samples: Sequence[Mapping[str, np.ndarray]], port: Op
     return BoardRun(outputs, runs, info, firmware, op_labels(compiled), ipt, stack)
 
 
-def _run_part(compiled, firmware: Firmware, samples, timeout, bulk: Path, on_sample, on) -> tuple:
-    return _run_samples(compiled, firmware, samples, on.port, timeout, bulk, on.flash, on_sample)
+def _run_part(compiled, firmware: Firmware, samples, timeout, bulk: Path, on_sample, reset_every, on) -> tuple:
+    return _run_samples(compiled, firmware, samples, on.port, timeout, bulk, on.flash, on_sample, reset_every)
 
 
 def _run_samples(compiled, firmware: Firmware, samples, port: Optional[str], timeout: Optional[float], bulk: Path,
-                 flash=None, on_sample: Optional[Callable[[], None]] = None) -> tuple:
+                 flash=None, on_sample: Optional[Callable[[], None]] = None,
+                 reset_every: Optional[int] = None) -> tuple:
     """(outputs, runs, the board's info, its stack's use or None) of ``samples`` in one session on the board behind
     ``port`` (None: an emulator of its own); ``bulk``: where a local emulator reads the inputs from."""
     graph, board = compiled.graph, compiled.board
@@ -185,15 +189,16 @@ def _run_samples(compiled, firmware: Firmware, samples, port: Optional[str], tim
         offset = 0
         for k, sample in enumerate(samples):
             data = sample_bytes(graph, sample)
+            reset = bool(graph.states) and k % (reset_every or len(samples)) == 0
             if local:
                 session.begin_run()
                 for i, b in enumerate(data):
                     session.load_input_file(i, str(bulk.resolve()), offset, len(b))
                     offset += len(b)
-                result = session.run(reset=k == 0 and bool(graph.states))
+                result = session.run(reset=reset)
                 raw = [session.read_output(i, n) for i, n in enumerate(out_bytes)]
             else:
-                raw, result = session.infer(data, out_bytes, reset=k == 0 and bool(graph.states))
+                raw, result = session.infer(data, out_bytes, reset=reset)
             outputs.append([output_array(graph, n, b) for b, n in zip(raw, graph.model_outputs())])
             runs.append(result)
             log.info("sample %d: %d ticks", k, result.total_ticks)
