@@ -106,10 +106,30 @@ class Transport:
 
 
 class _SocketPort(protocol_socket.Serial):
-    """pyserial's ``socket://`` port, closed without the 0.3 s sleep its ``close`` takes "in case of quick
-    reconnects": whoever connects again here retries until the board answers (``Transport.open``'s
-    ``connect_timeout``; an emulator's listening socket queues the connection meanwhile), and a session that
-    starts and stops an emulator per run lost 0.3 s at each stop (39 s of a 90 s fault campaign)."""
+    """pyserial's ``socket://`` port, with two changes.
+
+    It keeps what arrives while it opens: pyserial's ``open`` discards the input after connecting, but a
+    connection is new, so nothing before it is stale, and an emulator that holds its guest until the host
+    connects (QEMU's ``wait=on``) starts it then: a firmware that writes its BOOT frame at once lost it
+    whenever the host was slower than the guest (seen on qemu-m0 in CI: ``boots_seen == 0``).
+
+    It closes without the 0.3 s sleep its ``close`` takes "in case of quick reconnects": whoever connects
+    again here retries until the board answers (``Transport.open``'s ``connect_timeout``; an emulator's
+    listening socket queues the connection meanwhile), and a session that starts and stops an emulator per
+    run lost 0.3 s at each stop (39 s of a 90 s fault campaign)."""
+
+    _opening = False
+
+    def open(self) -> None:
+        self._opening = True
+        try:
+            super().open()
+        finally:
+            self._opening = False
+
+    def reset_input_buffer(self) -> None:
+        if not self._opening:
+            super().reset_input_buffer()
 
     def close(self) -> None:
         if self.is_open and self._socket:

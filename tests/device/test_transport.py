@@ -48,3 +48,36 @@ def test_a_closed_peer_is_a_lost_link():
     with pytest.raises(LinkLost, match="was lost"):
         link.read(1, 1.0)
     link.close()
+
+
+def test_what_the_peer_sends_at_once_is_kept(monkeypatch):
+    """An emulator that holds its guest until the host connects starts it then; its first frame may arrive
+    before pyserial's open ends, which used to discard it (the guest is made faster than the host here)."""
+    import select
+    import threading
+
+    from mcudeploy.device import transport
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+
+    def guest():
+        peer, _ = server.accept()
+        peer.sendall(b"BOOT")
+        time.sleep(1.0)
+        peer.close()
+
+    def slow_host(port):  # inside open, after connecting: wait until the guest has written
+        select.select([port._socket], [], [], 5.0)
+
+    monkeypatch.setattr(transport._SocketPort, "_reconfigure_port", slow_host)
+    thread = threading.Thread(target=guest)
+    thread.start()
+    link = Transport.open(f"socket://127.0.0.1:{server.getsockname()[1]}")
+    try:
+        assert link.read(4, 2.0) == b"BOOT"
+    finally:
+        link.close()
+        thread.join()
+        server.close()
