@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, wraps
 from types import MappingProxyType
 from typing import Iterable, Mapping, Optional
 
@@ -124,6 +124,11 @@ class Graph:
         return self.tensors[name]
 
     @cached_property
+    def memo(self) -> dict:
+        """Results of pure functions of this graph and one of its nodes (:func:`per_node`)."""
+        return {}
+
+    @cached_property
     def producers(self) -> Mapping[str, Node]:
         return MappingProxyType({out: n for n in self.nodes for out in n.outputs})
 
@@ -150,3 +155,21 @@ class Graph:
 
     def is_const(self, tensor: str) -> bool:
         return bool(tensor) and self.tensors[tensor].is_const
+
+
+def per_node(fn):
+    """``fn(graph, node)`` computed once per graph and node: both are immutable, so the result stays
+    theirs (kept on the graph, it goes with it). For the facts the passes ask again and again (a
+    convolution's geometry: 250,000 times in a tune of 340 trials). ``fn`` must return an immutable
+    value; an exception is not kept."""
+    name = f"{fn.__module__}.{fn.__qualname__}"  # not fn itself: a graph may be pickled with its memo
+
+    @wraps(fn)
+    def once(graph: Graph, node: Node):
+        key = (name, node)
+        memo = graph.memo
+        if key in memo:
+            return memo[key]
+        value = memo[key] = fn(graph, node)
+        return value
+    return once

@@ -23,6 +23,7 @@ import numpy as np
 
 from mcudeploy.errors import UnsupportedError
 from mcudeploy.ir import Graph, Node
+from mcudeploy.ir.graph import per_node
 from mcudeploy.ops import requant
 from mcudeploy.ops.base import Array, Axis, Call, Dim, OnnxNode, Op, Struct, TensorExpr, require
 from mcudeploy.ops.registry import register
@@ -78,6 +79,7 @@ def _pads_1d(auto_pad: str, size: int, k: int, s: int, d: int, begin: int, end: 
     return begin, end, (size + begin + end - span) // s + 1
 
 
+@per_node
 def geometry(graph: Graph, node: Node) -> Geometry:
     xs, ws = graph[node.inputs[0]].shape, graph[node.inputs[1]].shape
     require(len(xs) in (3, 4), f"Conv supports 1-D and 2-D convolutions, not an input of rank {len(xs)}")
