@@ -29,6 +29,7 @@ from mcudeploy.ir.tensor import itemsize
 from mcudeploy.memory.alias import contiguous
 
 MAX_PARTS = 128
+UNSET_FIRST, UNSET_LAST = np.iinfo(np.int64).max, np.iinfo(np.int64).min  # a unit no kernel writes or reads (yet)
 
 
 def _footprint(shape: Sequence[int], strides: Sequence[int], offset: int, size: int, unit: int):
@@ -82,8 +83,8 @@ def by_parts(graph: Graph, order: Sequence[Node], buffers: Sequence, slots: Mapp
         if b.parts or len(b.tensors) < 2 or units < 2:
             out.append(b)
             continue
-        first = np.full(units, np.iinfo(np.int64).max, dtype=np.int64)
-        last = np.full(units, np.iinfo(np.int64).min, dtype=np.int64)
+        first = np.full(units, UNSET_FIRST, dtype=np.int64)
+        last = np.full(units, UNSET_LAST, dtype=np.int64)
         for t in b.tensors:
             w, r = writes.get(t), reads.get(t)
             if w is None and r is None:
@@ -101,8 +102,8 @@ def by_parts(graph: Graph, order: Sequence[Node], buffers: Sequence, slots: Mapp
                 np.minimum.at(first, at, w)
             if r is not None:
                 np.maximum.at(last, at, r)
-        untouched = (first == np.iinfo(np.int64).max) & (last == np.iinfo(np.int64).min)
-        first = np.where(first == np.iinfo(np.int64).max, b.first, first)
+        untouched = (first == UNSET_FIRST) & (last == UNSET_LAST)
+        first = np.where(first == UNSET_FIRST, b.first, first)
         last = np.where(untouched, b.last, np.maximum(last, first))
         first, last = np.maximum(first, b.first), np.minimum(last, b.last)
         parts = _runs(first, last, 1)
