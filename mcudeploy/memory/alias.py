@@ -44,12 +44,13 @@ which only merges whole buffers and so never moves a decided slice.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Mapping, Optional, Sequence
 
-import numpy as np
 
 from mcudeploy.errors import UnsupportedError
 from mcudeploy.ir import Graph, Node
+from mcudeploy.ir.graph import per_node
 from mcudeploy.ir.tensor import itemsize, row_major
 from mcudeploy.ops import registry
 
@@ -111,6 +112,13 @@ class _Link:
         return _Link(member, parent, tuple(start if i == axis else 0 for i in range(rank)))
 
 
+@per_node
+def _inplace_input(graph: Graph, node: Node) -> Optional[int]:
+    """The input an operator may write its output over (Op.inplace), once per graph and node: share() asks for
+    every node of every order a search tries."""
+    return registry.get(node.op).inplace(graph, node)
+
+
 class _Facts:
     """What the decisions read about a scheduled graph, computed once."""
 
@@ -158,7 +166,7 @@ class _Facts:
         # a permuted view (TransposeView) fills its buffer in another order than a dense output would
         permuted = {n.outputs[0] for n in order if hasattr(registry.get(n.op), "view_perm")}
         for i, n in enumerate(order):
-            k = registry.get(n.op).inplace(graph, n) if n.outputs else None
+            k = _inplace_input(graph, n) if n.outputs else None
             if k is None or not n.inputs[k] or graph[n.inputs[k]].is_const:
                 continue
             src, out = n.inputs[k], n.outputs[0]
@@ -409,7 +417,8 @@ def _buffers(state: _State, sharing: frozenset, moved: Optional[dict] = None, ch
 
 
 def _peak(f: _Facts, agg: dict, steps: Optional[dict] = None) -> int:
-    live = np.zeros(f.steps + 2, dtype=np.int64)
+    """The live-bytes peak, in plain Python: item by item, numpy's scalar access costs more than the sums."""
+    live = [0] * (f.steps + 2)
     a = f.alignment
     steps = steps or {}
     for r, (first, last, _, _) in agg.items():
@@ -417,7 +426,7 @@ def _peak(f: _Facts, agg: dict, steps: Optional[dict] = None) -> int:
             size = (n + a - 1) // a * a
             live[s0 + 1] += size
             live[s1 + 2] -= size
-    return int(np.cumsum(live).max(initial=0))
+    return max(0, *accumulate(live))
 
 
 def _width(f: _Facts, r: str, steps: dict) -> int:

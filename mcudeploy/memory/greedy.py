@@ -29,13 +29,27 @@ ORDERINGS: dict[str, Callable] = {
 }
 
 
-def _greedy(buffers: Sequence, key, alignment: int) -> dict:
-    total = sum(len(b.rects()) for b in buffers)
+def _rect_arrays(buffers: Sequence) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per buffer: its rectangles (offset, size, first, last) and the rows they take in ``placed`` at offset 0
+    (first, last, start, end). Made once for every pass over the same buffers, not once per pass."""
+    out = []
+    for b in buffers:
+        parts = np.asarray(b.rects(), dtype=np.int64).reshape(-1, 4)
+        rows = parts[:, [2, 3, 0, 0]]
+        rows[:, 3] += parts[:, 1]
+        out.append((parts, rows))
+    return out
+
+
+def _greedy(buffers: Sequence, key, alignment: int, arrays: Optional[list] = None) -> dict:
+    arrays = arrays or _rect_arrays(buffers)
+    total = sum(len(parts) for parts, _ in arrays)
     placed = np.zeros((total, 4), dtype=np.int64)  # (first, last, start, end) of every placed rectangle
     n = 0
     offsets = {}
-    for b in sorted(buffers, key=key):
-        parts = np.asarray(b.rects(), dtype=np.int64).reshape(-1, 4)
+    for i in sorted(range(len(buffers)), key=lambda i: key(buffers[i])):  # stable: ties keep the listed order
+        b = buffers[i]
+        parts, rows = arrays[i]
         now = placed[:n]
         # offsets o the buffer may not take: o in [lo, hi), one pair per (part, placed rectangle) live together
         live = (now[None, :, 0] <= parts[:, 3:4]) & (now[None, :, 1] >= parts[:, 2:3])
@@ -52,8 +66,9 @@ def _greedy(buffers: Sequence, key, alignment: int) -> dict:
             gap = np.flatnonzero(before < lo)
             offset = int(before[gap[0]] if len(gap) else reach[-1])
         offsets[b.name] = offset
-        m = len(parts)
-        placed[n:n + m] = np.stack([parts[:, 2], parts[:, 3], offset + parts[:, 0], offset + parts[:, 0] + parts[:, 1]], 1)
+        m = len(rows)
+        placed[n:n + m] = rows
+        placed[n:n + m, 2:] += offset
         n += m
     return offsets
 
@@ -93,8 +108,9 @@ def live_peak(buffers: Sequence) -> int:
 def greedy(buffers: Sequence, alignment: int) -> tuple[dict, int, str]:
     """(offsets, arena, name of the best ordering)."""
     best = None
+    arrays = _rect_arrays(buffers)
     for name, key in ORDERINGS.items():
-        offsets = _greedy(buffers, key, alignment)
+        offsets = _greedy(buffers, key, alignment, arrays)
         size = arena_size(buffers, offsets)
         if best is None or size < best[1]:
             best = (offsets, size, name)
@@ -110,11 +126,12 @@ def squeaky(buffers: Sequence, alignment: int, target: int, passes: int,
     effort = effort or Effort(None)
     cost = pass_cost(buffers)
     best = None
+    arrays = _rect_arrays(buffers)
     for i in range(passes):
         if i and effort.exhausted:
             break
         effort.spend(cost)
-        offsets = _greedy(buffers, lambda b: (-priority[b.name],) + size_key(b), alignment)
+        offsets = _greedy(buffers, lambda b: (-priority[b.name],) + size_key(b), alignment, arrays)
         arena = arena_size(buffers, offsets)
         if best is None or arena < best[1]:
             best = (offsets, arena)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional, Sequence
 
 from mcudeploy.ir import Graph, Node
+from mcudeploy.ir.graph import per_node
 from mcudeploy.memory.alias import SHARING, Slot, share
 from mcudeploy.memory.parts import by_parts
 from mcudeploy.memory.state import split_states
@@ -78,13 +79,19 @@ class Lifetimes:
 SCRATCH = "#scratch"
 
 
+@per_node
+def _scratch(graph: Graph, node: Node) -> int:
+    """A kernel's working memory, once per graph and node: every order a search tries asks for all of them."""
+    return registry.get(node.op).scratch(graph, node)
+
+
 def scratch_buffers(graph: Graph, order: Sequence[Node], alignment: int = 4, elided=frozenset()) -> list[Buffer]:
     """A buffer "<node>#scratch" (no tensors) for every kernel that needs working memory, live at its step only."""
     out = []
     for step, node in enumerate(order):
         if node.name in elided:
             continue
-        size = registry.get(node.op).scratch(graph, node)
+        size = _scratch(graph, node)
         if size > 0:
             out.append(Buffer(node.name + SCRATCH, (), align_up(size, alignment), step, step))
     return out

@@ -35,6 +35,7 @@ class Profiler:
             if b.to_end:
                 touch.append(end)
         self.sizes = np.asarray(sizes, dtype=np.float64)
+        self.size_weights = np.concatenate((self.sizes, -self.sizes))
         self.first = np.asarray(first, dtype=np.int64)
         self.touch = np.asarray(touch, dtype=np.int64)
         self.touch_at = np.asarray(touch_at, dtype=np.int64)
@@ -57,8 +58,13 @@ class Profiler:
         # every share's members end to end, for the span of each share in two gathers (_share)
         self.sh_members = np.asarray([b for members in self.sh_list for b in members], dtype=np.int64)
         self.sh_at = np.cumsum([0, *(len(m) for m in self.sh_list[:-1])]).astype(np.int64)
-        # per share: its members with their bytes, and the in-place sharings its parts take part in
-        self.sh_bytes = [[(b, self.bytes[b]) for b in members] for members in self.sh_list]
+        self.sh_owner = np.repeat(np.arange(len(self.sh_list)), [len(m) for m in self.sh_list]).astype(np.int64)
+        # the weights of _deltas' difference array: each share's bytes on at its start and off past its end, each
+        # member's own bytes off at its first step and on again past its last
+        whole = np.asarray(self.sh_size, dtype=np.float64)
+        member = np.asarray([self.bytes[b] for b in self.sh_members.tolist()], dtype=np.float64)
+        self.sh_weights = np.concatenate((whole, -whole, -member, member))
+        # per share: the in-place sharings its parts take part in
         self.sh_inplace = [sorted({i for b in members[1:] for i in self.ip_of.get(b, ())})
                            for members in self.sh_list]
 
@@ -76,14 +82,17 @@ class Profiler:
             return np.zeros(n + 1, dtype=np.int64)
         pos = self.positions(order)
         first, last = self._spans(pos)
-        diff = (np.bincount(first + 1, self.sizes, n + 2) - np.bincount(last + 2, self.sizes, n + 2))
+        # one difference array, in one bincount: each buffer's bytes on at its first step and off past its last,
+        # each in-place saving off at its step and on again past it (whole bytes: the float sums are exact)
         if len(self.ip_node):
             at = pos[self.ip_node]
             dies = np.maximum.reduceat(pos[self.ip_reads], self.ip_reads_at) == at
             saved = np.where(dies, self.ip_saving, 0.0)
-            diff -= np.bincount(at + 1, saved, n + 2) - np.bincount(at + 2, saved, n + 2)
+            index = np.concatenate((first + 1, last + 2, at + 1, at + 2))
+            diff = np.bincount(index, np.concatenate((self.size_weights, -saved, saved)), n + 2)
         else:
             at, saved = np.zeros(0, dtype=np.int64), np.zeros(0)
+            diff = np.bincount(np.concatenate((first + 1, last + 2)), self.size_weights, n + 2)
         live = np.rint(np.cumsum(diff[:n + 1])).astype(np.int64)
         return self._share(live, pos, first, last, at, saved) if self.shares else live
 
@@ -93,9 +102,11 @@ class Profiler:
         A part written into the whole is no longer a buffer of its own size, so an in-place sharing
         it took part in (as lifetimes() decides them after the slices) no longer saves its bytes."""
         top = live.max()
-        spans_lo = np.minimum.reduceat(first[self.sh_members], self.sh_at).tolist()
-        spans_hi = np.maximum.reduceat(last[self.sh_members], self.sh_at).tolist()
-        first, last = first.tolist(), last.tolist()
+        m_first, m_last = first[self.sh_members], last[self.sh_members]
+        span_lo = np.minimum.reduceat(m_first, self.sh_at)
+        span_hi = np.maximum.reduceat(m_last, self.sh_at)
+        delta, at = self._deltas(span_lo, span_hi, m_first, m_last)
+        spans_lo, spans_hi, delta_at = span_lo.tolist(), span_hi.tolist(), at.tolist()
         ip_at, ip_saved = ip_at.tolist(), [int(round(x)) for x in ip_saved.tolist()]
         placed = set()  # buffers already inside a shared whole (a nested whole is not re-shared: simpler)
         for k in np.argsort(-pos[self.sh_node], kind="stable").tolist():
@@ -103,9 +114,7 @@ class Profiler:
             if placed and not placed.isdisjoint(members):
                 continue
             lo, hi = spans_lo[k], spans_hi[k]
-            new = live[lo + 1:hi + 2] + self.sh_size[k]
-            for b, size in self.sh_bytes[k]:
-                new[first[b] - lo:last[b] - lo + 1] -= size
+            new = live[lo + 1:hi + 2] + delta[delta_at[k]:delta_at[k] + hi - lo + 1]
             lost = [i for i in self.sh_inplace[k] if ip_saved[i] and lo <= ip_at[i] <= hi]
             for i in lost:
                 new[ip_at[i] - lo] += ip_saved[i]
@@ -115,6 +124,19 @@ class Profiler:
                 for i in lost:
                     ip_saved[i] = 0
         return live
+
+    def _deltas(self, lo: np.ndarray, hi: np.ndarray, m_first: np.ndarray,
+                m_last: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """What taking each sharing adds to the live bytes of its span (its whole's bytes, less its members' own
+        over their spans), for all sharings end to end in one array, and where each one's starts. One
+        difference array for all of them: a few numpy calls per order, not a few per sharing and member."""
+        length = hi - lo + 1
+        at = np.concatenate(([0], np.cumsum(length)[:-1])).astype(np.int64)
+        m_at = at[self.sh_owner] - lo[self.sh_owner]
+        index = np.concatenate((at, at + length, m_at + m_first, m_at + m_last + 1))
+        total = int(length.sum())
+        diff = np.bincount(index, self.sh_weights, total + 1)[:total]
+        return np.rint(np.cumsum(diff)).astype(np.int64), at
 
     def _spans(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return pos[self.first], np.maximum.reduceat(pos[self.touch], self.touch_at)
