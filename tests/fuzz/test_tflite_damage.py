@@ -1,6 +1,7 @@
 """Damaged .tflite files, one per class of damage the fuzzer found, built here from committed models by
 corrupting one real field in place (its position from the schema walk): each is refused in one
 sentence that names the file and what is wrong (mcudeploy/frontend/tflite/verify.py, the importer)."""
+import struct
 from pathlib import Path
 
 import pytest
@@ -161,3 +162,12 @@ def test_buffer_0_holding_data(tmp_path):
         _put(b, first_buffer, second_buffer.offset + _get(b, second_buffer) - first_buffer.offset)
     assert "not a valid TFLite model: buffer 0, which the tensors without data name, holds data" in refusal(
         tmp_path, CONV, change)
+
+
+def test_a_leaky_relu_whose_alpha_is_nan(tmp_path):
+    """Found by the sanitized campaign (seed 1, case 1038): it planned, and its C's generator then stopped on a NaN
+    multiplier with a ValueError."""
+    def change(b, fields):
+        struct.pack_into("<f", b, first(fields, "LeakyReluOptions@4").offset, float("nan"))  # the walk knows no name
+    assert "operator 0 (LEAKY_RELU) has alpha nan, not a finite number" in refusal(
+        tmp_path, TESTS / "conformance" / "tflite" / "leaky_relu-alpha0.2-int8.tflite", change)

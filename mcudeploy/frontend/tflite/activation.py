@@ -8,6 +8,8 @@ here too, in one sentence.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from mcudeploy.frontend.tflite.importer import handles
@@ -109,7 +111,10 @@ def relu_n1_to_1(imp, op, ins, outs):
 @handles("LEAKY_RELU")
 def leaky_relu(imp, op, ins, outs):
     o = imp.options(op, "LeakyReluOptions")
-    _unary(imp, "LeakyRelu", ins, outs, INT16, {"alpha": float(o.Alpha()) if o is not None else 0.0})
+    alpha = float(o.Alpha()) if o is not None else 0.0
+    if not math.isfinite(alpha):  # its multiplier would be NaN (a fuzzed model's, seed 1 case 1038)
+        imp.fail(f"has alpha {alpha}, not a finite number", True)
+    _unary(imp, "LeakyRelu", ins, outs, INT16, {"alpha": alpha})
 
 
 @handles("ABS")
