@@ -208,7 +208,8 @@ def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.Pat
     Writes ``project_dir/firmware/`` (main.c, mcud_measure.h, link.ld, link-sizing.ld and a copy of
     the runtime sources). A ``project_dir`` without model.c (or None, then a temporary folder is
     made) builds the measurer alone. Returns a dict with ``cc``, ``sources``, ``include_dirs``,
-    ``cflags`` (for every source, CPU flags and ``-include mcud_measure.h`` included), ``ldflags``
+    ``library`` (the kernel library's folder and the one include folder it is compiled with; None without a
+    model), ``cflags`` (for every source, CPU flags and ``-include mcud_measure.h`` included), ``ldflags``
     (without ``-T``), ``libs``, ``linker_script``, ``sizing_linker_script``, ``model_id``, and
     the board's ``flash_bytes``, ``sram_bytes`` and ``sram_region`` for the memory report.
 

@@ -47,7 +47,6 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Mapping, Optional, Sequence
 
-
 from mcudeploy.errors import UnsupportedError
 from mcudeploy.ir import Graph, Node
 from mcudeploy.ir.graph import per_node

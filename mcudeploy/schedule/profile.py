@@ -53,16 +53,14 @@ class Profiler:
                 self.ip_of.setdefault(b, []).append(k)
         self.sh_list = [(sh.whole, *sh.parts) for sh in self.shares]  # whole first, then the parts
         self.sh_node = np.asarray([sh.node for sh in self.shares], dtype=np.int64)
-        self.sh_size = [sh.size for sh in self.shares]
-        self.bytes = [b.size for b in problem.buffers]
         # every share's members end to end, for the span of each share in two gathers (_share)
         self.sh_members = np.asarray([b for members in self.sh_list for b in members], dtype=np.int64)
         self.sh_at = np.cumsum([0, *(len(m) for m in self.sh_list[:-1])]).astype(np.int64)
         self.sh_owner = np.repeat(np.arange(len(self.sh_list)), [len(m) for m in self.sh_list]).astype(np.int64)
         # the weights of _deltas' difference array: each share's bytes on at its start and off past its end, each
         # member's own bytes off at its first step and on again past its last
-        whole = np.asarray(self.sh_size, dtype=np.float64)
-        member = np.asarray([self.bytes[b] for b in self.sh_members.tolist()], dtype=np.float64)
+        whole = np.asarray([sh.size for sh in self.shares], dtype=np.float64)
+        member = self.sizes[self.sh_members]
         self.sh_weights = np.concatenate((whole, -whole, -member, member))
         # per share: the in-place sharings its parts take part in
         self.sh_inplace = [sorted({i for b in members[1:] for i in self.ip_of.get(b, ())})
