@@ -265,9 +265,12 @@ def _host_only(option: str, board: Optional[str]) -> None:
 
 
 def cmd_measure(args) -> int:
+    if args.sanitize:
+        _host_only("--sanitize", args.board)
     target = _resolve(args)
     output = target.timings_folder(args.output, args.settle)
-    measure = MeasureRequest(repeat=args.repeat, json=args.json, estimate_for=args.estimate_for, settle=args.settle)
+    measure = MeasureRequest(repeat=args.repeat, json=args.json, estimate_for=args.estimate_for, settle=args.settle,
+                             sanitize=args.sanitize)
     return target.measure(measure, output, _settle_rounds)
 
 
@@ -426,7 +429,8 @@ def parser() -> argparse.ArgumentParser:
     _system_options(s)
     s.set_defaults(run=cmd_run)
 
-    s = sub.add_parser("measure", help="per-operator timings on a board (cached per kernel)")
+    s = sub.add_parser("measure", help="per-operator timings on a board (cached per kernel), or on this computer "
+                                       "(-b host)")
     _model_options(s, project=True)
     _pool_options(s)
     s.add_argument("--json", action="store_true", help="print the timings as JSON")
@@ -440,6 +444,10 @@ def parser() -> argparse.ArgumentParser:
                         "clock and flash wait states) from a traced run; an estimate, not a measurement. A model file "
                         "is planned as that board would plan it (its flash cache, its first region as the latency "
                         "budget)")
+    s.add_argument("--sanitize", action="store_true",
+                   help="with -b host: time each operator in a build of the generated C, the kernels and the runner "
+                        "with AddressSanitizer and UndefinedBehaviorSanitizer (gcc); a report fails the measure in "
+                        "one sentence naming the operator")
     s.add_argument("--settle", action="store_true",
                    help="with --fast-memory on a board with a DMA engine: run the model whole, move the trigger of "
                         "each copy back whose wait stalled a step earlier, and run again until no wait stalls; "

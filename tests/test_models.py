@@ -1,5 +1,6 @@
 """Whole MLPerf Tiny reference models on the host board against onnxruntime and the reference, the C built with
-AddressSanitizer and UndefinedBehaviorSanitizer (``run --check --sanitize -b host``)."""
+AddressSanitizer and UndefinedBehaviorSanitizer (``run --check --sanitize -b host``), and each operator run alone
+in that build (``measure --sanitize -b host``)."""
 import pytest
 
 from shared_models import need_models, shared_models
@@ -34,6 +35,20 @@ def test_model_on_host_matches_onnxruntime(path, tmp_path):
         assert any(n.op == "Conv" or n.op == "Gemm" for n in compiled.graph.nodes)
         assert all(compiled.graph[n.outputs[0]].dtype != "float32" for n in compiled.graph.nodes
                    if n.op in ("Conv", "Gemm")), "an int8 model kept a float Conv/Gemm"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", MODELS, ids=lambda p: p.stem if p else "no-models")
+def test_model_measured_sanitized_on_host(path, tmp_path):
+    """Each operator alone after a whole run, as measure runs it, with no report (a report raises)."""
+    from mcudeploy.device.labels import op_labels
+    from mcudeploy.device.measure import measure_model
+
+    need_models()
+    compiled = compile_model(path, "host")
+    result = measure_model(compiled, repeat=1, sanitize=True, workdir=tmp_path)
+    assert [o.label for o in result.ops] == op_labels(compiled)
+    assert "no report" in result.lines()[-1]
 
 
 @pytest.mark.parametrize("path", [p for p in MODELS if p is None or p.name in TFLM_ACTIVATION_BYTES],

@@ -1,5 +1,6 @@
-"""``run --sanitize -b host``: the generated C, the kernels and the runner built with AddressSanitizer and
-UndefinedBehaviorSanitizer; a report ends the run in one sentence naming the operator.
+"""``run --sanitize -b host`` and ``measure --sanitize -b host``: the generated C, the kernels and the runner (or
+the timing runner) built with AddressSanitizer and UndefinedBehaviorSanitizer; a report ends the run in one
+sentence naming the operator.
 
 The shared models and the corpora run this way in their own tests (test_models.py, test_tflite.py, the corpus
 tests: ``run_compiled_on_host(..., sanitize=True)``); here, faults planted in one operator's C show that a
@@ -17,7 +18,7 @@ from mcudeploy import check
 from mcudeploy.cli import main
 from mcudeploy.codegen import write_project
 from mcudeploy.compile import compile_model
-from mcudeploy.device import host, sanitize
+from mcudeploy.device import host, host_measure, sanitize
 from mcudeploy.device.labels import model_name, op_labels
 from mcudeploy.errors import MCUDeployError
 
@@ -37,22 +38,35 @@ def mlp(tmp_path_factory):
     return path
 
 
-def _run_with(compiled, folder: Path, fault: str):
-    project = write_project(compiled, folder, sanitize=True)
+def _plant(project: Path, fault: str) -> None:
     source = (project / "model.c").read_text()
     call = re.search(r"^    mcud_op_1\(\);", source, re.M)
     assert call, "model.c has no call of operator 1 to plant the fault after"
     (project / "model.c").write_text(source[:call.end()] + " " + fault + source[call.end():])
+
+
+def _run_with(compiled, folder: Path, fault: str):
+    project = write_project(compiled, folder, sanitize=True)
+    _plant(project, fault)
     exe = host.build(project, compiled.board, sanitize=True)
     return host.run(exe, compiled.graph, check.random_inputs(compiled.graph, 1),
                     sanitized=(model_name(compiled), op_labels(compiled)))
 
 
+def _time_with(compiled, folder: Path, fault: str):
+    """measure --sanitize's timing build, the fault planted in operator 1."""
+    project = write_project(compiled, folder, sanitize=True, timing=True)
+    _plant(project, fault)
+    exe = host.build(project, compiled.board, sanitize=True, timing=True)
+    return host_measure.run_timed(exe, compiled, 2, sanitize=True)
+
+
+@pytest.mark.parametrize("build", ["run", "measure"])
 @pytest.mark.parametrize("fault", sorted(FAULTS))
-def test_a_report_names_the_operator(mlp, tmp_path, fault):
+def test_a_report_names_the_operator(mlp, tmp_path, fault, build):
     compiled = compile_model(mlp, "host")
     with pytest.raises(MCUDeployError) as caught:
-        _run_with(compiled, tmp_path, FAULTS[fault])
+        (_run_with if build == "run" else _time_with)(compiled, tmp_path, FAULTS[fault])
     text = str(caught.value)
     label = op_labels(compiled)[1]
     assert len(text.splitlines()) == 1, text
@@ -85,3 +99,29 @@ def test_cli_runs_sanitized_and_refuses_other_boards(mlp, capsys):
     assert main(["run", str(mlp), "-b", "qemu-m4", "--sanitize"]) != 0
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "give -b host, not -b qemu-m4" in err, err
+
+
+def test_host_measure_times_every_operator(mlp, tmp_path):
+    from mcudeploy.device.measure import measure_model
+
+    compiled = compile_model(mlp, "host")
+    for sanitized in (False, True):
+        result = measure_model(compiled, repeat=3, sanitize=sanitized, workdir=tmp_path / str(sanitized))
+        assert [o.label for o in result.ops] == op_labels(compiled)
+        assert all(o.repeat == 3 and 0 < o.ticks <= o.mean <= o.max and not o.cached for o in result.ops), result.ops
+        assert result.timer_hz == 10 ** 9 and result.instructions_per_tick is None
+        assert "1 tick = 1 ns" in result.lines()[-1]
+        assert ("no report" in result.lines()[-1]) == sanitized
+
+
+def test_cli_measures_sanitized_and_refuses_what_the_host_lacks(mlp, tmp_path, capsys):
+    assert main(["measure", str(mlp), "-b", "host", "--sanitize", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "AddressSanitizer and UndefinedBehaviorSanitizer: no report" in out, out
+    for args, said in ((["-b", "qemu-m4", "--sanitize"], "give -b host, not -b qemu-m4"),
+                       (["-b", "host", "-o", str(tmp_path / "t")], "the host board builds no firmware"),
+                       (["-b", "host", "--estimate-for", "pico"], "under QEMU: give an emulated board")):
+        assert main(["measure", str(mlp), *args]) != 0
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and said in err, err
+    assert not (tmp_path / "t").exists()

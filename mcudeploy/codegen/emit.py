@@ -346,10 +346,11 @@ def kernel_sources() -> list[str]:
 
 
 def write_project(compiled, out_dir, plan: Optional[dict] = None, trace: bool = False,
-                  sanitize: bool = False) -> Path:
+                  sanitize: bool = False, timing: bool = False) -> Path:
     """Write the C project and plan.json (``plan``, default plan_dict(compiled)) into out_dir; return it.
     ``trace`` (host board): also mcud_trace.h and mcud_trace.c, the host's trace build (device/host.py);
-    ``sanitize``: mcud_sanitize.h and mcud_sanitize.c, its sanitized build (device/sanitize.py).
+    ``sanitize``: mcud_sanitize.h and mcud_sanitize.c, its sanitized build (device/sanitize.py);
+    ``timing``: mcud_timing.h and main_timing.c, its timing build (device/host_measure.py).
     With ``compiled.code.arduino``, also arduino/NAME/, the same C as an Arduino library.
 
     An interrupted write never leaves a folder that looks complete: the old plan.json goes first,
@@ -364,7 +365,8 @@ def write_project(compiled, out_dir, plan: Optional[dict] = None, trace: bool = 
     for name, text in files.items():
         write_atomic(out / name, text)
     for name in (("mcud_trace.h", "mcud_trace.c") if trace else ()) + (
-            ("mcud_sanitize.h", "mcud_sanitize.c") if sanitize else ()):
+            ("mcud_sanitize.h", "mcud_sanitize.c") if sanitize else ()) + (
+            ("mcud_timing.h", "main_timing.c") if timing else ()):
         write_atomic(out / name, env.get_template(name + ".j2").render(values))
     library = {"mcud_library.h": env.get_template("mcud_library.h.j2").render(banner=BANNER, library_id=library_id())}
     _replace_dir(out / "mcud", {"include": firmware_dir() / "include", "kernels": firmware_dir() / "kernels"},

@@ -78,23 +78,25 @@ def _compile_library(cc: str, flags: Sequence[str], lib: Path, sources: list[Pat
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def build(project: Path, board: Board, trace: bool = False, sanitize: bool = False) -> Path:
+def build(project: Path, board: Board, trace: bool = False, sanitize: bool = False, timing: bool = False) -> Path:
     """Compile the project in ``project`` for the host; return the executable. ``trace``: the trace
     build (the project written with ``write_project(..., trace=True)``; see ``trace_compiled_on_host``);
     ``sanitize``: with AddressSanitizer and UndefinedBehaviorSanitizer (``write_project(..., sanitize=True)``;
-    device/sanitize.py)."""
+    device/sanitize.py); ``timing``: the timing runner in place of the host runner (``write_project(...,
+    timing=True)``; device/host_measure.py)."""
     cc, flags = board.build.cc, list(board.build.cflags)
     if shutil.which(cc) is None:
         raise MCUDeployError(f"the host board needs the C compiler '{cc}', which is not installed")
     lib = project / "mcud"
     objs = _kernel_objects(cc, sanitizer.cflags(flags, kernels=True) if sanitize else flags, lib)
     if sanitize:
-        flags = sanitizer.cflags(flags, kernels=False)
-    header, extra_source = (TRACE_HEADER, "mcud_trace.c") if trace else \
-        (sanitizer.FILES if sanitize else (None, None))
-    sources = ("model.c", "main_host.c") + ((extra_source,) if extra_source else ())
+        flags = sanitizer.cflags(flags, kernels=False) + (["-DMCUD_SANITIZE"] if timing else [])
+    headers = ([TRACE_HEADER] if trace else []) + ([sanitizer.FILES[0]] if sanitize else []) + \
+        (["mcud_timing.h"] if timing else [])
+    sources = ["model.c", "main_timing.c" if timing else "main_host.c"] + (["mcud_trace.c"] if trace else []) + \
+        ([sanitizer.FILES[1]] if sanitize else [])
     for name in sources:
-        extra = ["-include", str(project / header)] if header and name == "model.c" else []
+        extra = [a for h in headers for a in ("-include", str(project / h))] if name == "model.c" else []
         _compile(cc, flags + extra, project / name, project / (name[:-2] + ".o"), lib / "include")
     exe = project / "model"
     link_flags = sanitizer.CHECKS if sanitize else []

@@ -133,6 +133,7 @@ class Measurement:
     estimate: Optional[Estimate] = None
     clock: str = ""  # the board's core clock as IDENTIFY gave it (and a fallback), when the board was used
     stack: Optional[StackUse] = None  # the most stack a timing board used (READ_STACK), when a board was used
+    source: str = ""  # where the ticks come from and what one is, when not a board's (the host's)
 
     @property
     def total_ticks(self) -> int:
@@ -180,7 +181,7 @@ class Measurement:
         source = "measured on the board" if self.device_used else "all from the timing cache (board not used)"
         unit = (f"1 tick = {ipt:g} guest instructions under QEMU -icount" if ipt else
                 f"1 tick = 1 cycle at {self.timer_hz:,} Hz")
-        out.append(f"{self.board}: {source}; {unit}" + (f"; {self.clock}" if self.clock else ""))
+        out.append(f"{self.board}: {self.source or f'{source}; {unit}'}" + (f"; {self.clock}" if self.clock else ""))
         if self.stack is not None:
             worst = "" if self.worst_case is None else f"; the worst case of its call graph {self.worst_case:,} B"
             out.append(f"{self.stack.describe()} (the full run and the kernels timed){worst}")
@@ -249,15 +250,24 @@ def firmware_memory(compiled) -> MemoryReport:
 
 def measure_model(compiled, port: Optional[str] = None, repeat: int = 5, workdir: Optional[Path] = None,
                   timeout: Optional[float] = None, cache: Optional[TimingCache] = None,
-                  pool: Optional[BoardPool] = None, estimate_for: Optional[Target] = None) -> Measurement:
+                  pool: Optional[BoardPool] = None, estimate_for: Optional[Target] = None,
+                  sanitize: bool = False) -> Measurement:
     """Per-operator ticks (cached per kernel; the missing ones timed on the boards of ``pool``); with
     ``estimate_for``, on an emulated board, also the cycles and milliseconds that real board would take,
-    estimated from a traced run (mcudeploy/estimate)."""
+    estimated from a traced run (mcudeploy/estimate). On the host board, every operator timed by the host's
+    timing build (device/host_measure.py), none cached; ``sanitize``: that build with AddressSanitizer and
+    UndefinedBehaviorSanitizer, a report raised as one sentence naming the operator."""
     if repeat < 1:
         raise MCUDeployError(f"--repeat must be 1 or more, not {repeat}")
     board, graph = compiled.board, compiled.graph
+    if sanitize and board.kind != "host":
+        raise MCUDeployError(f"--sanitize builds the generated C for this computer: {model_name(compiled)} is "
+                             f"planned for {board.name}, not for the host board")
     if board.kind == "host":
-        raise MCUDeployError("measure needs a Cortex-M board (emulated or real); the host board has no timer protocol")
+        if estimate_for is not None:
+            raise MCUDeployError(f"--estimate-for traces the model under QEMU: give an emulated board "
+                                 f"(-b qemu-m4, ...), not -b {board.name}")
+        return _measure_on_host(compiled, repeat, sanitize, workdir, timeout)
     cache = TimingCache(board.name) if cache is None else cache
     ops = [(i, node, label, fn, kernel_signature(graph, node, compiled.lifetimes, compiled.placement))
            for i, node, label, fn in timed_ops(compiled)]
@@ -304,3 +314,22 @@ def measure_model(compiled, port: Optional[str] = None, repeat: int = 5, workdir
                             tuple(c["instructions"] for c in spans), flash,
                             (sum(r[0] for r in ranges), sum(r[1] for r in ranges)), serial)
     return Measurement(model_name(compiled), board.name, hz, ipt, rows, bool(missing), memory, estimate, clock, stack)
+
+
+def _measure_on_host(compiled, repeat: int, sanitize: bool, workdir: Optional[Path],
+                     timeout: Optional[float]) -> Measurement:
+    """Every operator timed by the host's timing build, in nanoseconds; nothing cached."""
+    from mcudeploy.device.host_measure import TIMER_HZ, time_on_host
+
+    times = time_on_host(compiled, repeat, sanitize=sanitize, workdir=workdir, timeout=timeout)
+    steps = {n.name: k for k, n in enumerate(compiled.order)}
+    rows = []
+    for (i, node, label, fn), (least, total, most) in zip(timed_ops(compiled), times):
+        sig = kernel_signature(compiled.graph, node, compiled.lifetimes, compiled.placement) or ""
+        rows.append(OpTime(i, label, fn, sig, least, total / repeat, most, repeat, False, steps[node.name], node.name))
+    source = ("measured on this computer, not cached (a computer's times are not a board's); 1 tick = 1 ns of its "
+              "monotonic clock")
+    if sanitize:
+        source += ("; built with AddressSanitizer and UndefinedBehaviorSanitizer: no report, and these times are "
+                   "the sanitizers' as much as the model's")
+    return Measurement(model_name(compiled), compiled.board.name, TIMER_HZ, None, rows, True, source=source)

@@ -65,6 +65,9 @@ def target_for(board: Board, emulated: Board) -> Target:
         raise MCUDeployError(f"no instruction timings are modelled for the {core} of board {board.name} "
                              f"(mcudeploy/estimate/cores.py), so no cycles can be estimated for it")
     traced = CORES[core].get("traced_on", core)  # the instruction set of the emulated boards that stand for it
+    if emulated.kind != "qemu":
+        raise MCUDeployError(f"--estimate-for traces the model under QEMU: give an emulated board with a {traced} "
+                             f"(see `mcudeploy boards`), not -b {emulated.name}")
     if traced != emulated.core:
         kind = core if traced == core else f"{core} (traced on an {traced} board)"
         raise MCUDeployError(f"board {emulated.name} runs a {emulated.core}, but --estimate-for {board.name} has a "

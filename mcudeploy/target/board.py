@@ -29,6 +29,10 @@ def to_stderr(message: str) -> None:
     print(f"mcudeploy: {message}", file=sys.stderr, flush=True)
 
 
+HOST_TIMINGS = ("timings.json keeps a firmware's timings with its memory use, and the host board builds no firmware: "
+                "measure -b host prints its times (--json for a file)")
+
+
 @contextlib.contextmanager
 def board_pool(request: Request, board, say=to_stderr):
     """The boards of a command: a farm's places (acquired for the block), flashed ports, or emulators.
@@ -323,7 +327,14 @@ class BoardTarget:
             raise MCUDeployError(f"measure {r.model} writes its timings into that folder; -o applies to a model file")
         if settle:
             raise MCUDeployError(NO_TIMINGS_FOLDER)
+        if self._host():
+            raise MCUDeployError(HOST_TIMINGS)
         return check_output(output, folder=True)
+
+    def _host(self) -> bool:
+        from mcudeploy.boards import load_board
+
+        return self.request.board is not None and load_board(self.request.board).kind == "host"
 
     def measure(self, measure: MeasureRequest, output: Optional[Path], settle_rounds: Callable, say=print) -> int:
         """Per-operator timings of the plan on the board (cached per kernel), kept in ``output`` if given;
@@ -344,14 +355,17 @@ class BoardTarget:
             compiled = loaded or self.compile(stand_for=measure.estimate_for)
             if measure.estimate_for:
                 target = target_for(load_board(measure.estimate_for), compiled.board)
-            result = measure_model(compiled, repeat=measure.repeat, pool=pool, estimate_for=target)
+            result = measure_model(compiled, repeat=measure.repeat, pool=pool, estimate_for=target,
+                                   sanitize=measure.sanitize)
         if measure.json:
             say(json.dumps({**result.as_dict(), "objective": compiled.objective.as_plan()}, indent=1))
         else:
             for line in [objective_line(compiled.objective.as_plan())] + \
                     (result.memory.lines() if result.memory else []) + result.lines():
                 say(line)
-        if output is not None:
+        if output is not None and compiled.board.kind == "host":
+            to_stderr(f"the timings are printed, not kept in {output}: {HOST_TIMINGS}")
+        elif output is not None:
             self._keep_timings(result, compiled, output, say=to_stderr if measure.json else say)
         return 0
 

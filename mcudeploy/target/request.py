@@ -49,3 +49,4 @@ class MeasureRequest:
     json: bool = False
     estimate_for: Optional[str] = None
     settle: bool = False
+    sanitize: bool = False  # the host's timing build with AddressSanitizer and UndefinedBehaviorSanitizer
