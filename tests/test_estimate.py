@@ -384,3 +384,54 @@ def test_the_picos_plans_run_on_a_board_of_their_own_and_qemu_m0_keeps_the_micro
                                              r"region of pico less its stack: its traces cannot stand for that "
                                              r"board's plans \(-b qemu-m0-264k can\)$"):
         stand_in(m0, pico)
+
+
+def test_the_pico2_is_estimated_through_its_xip_cache_as_the_boot_rom_leaves_the_qmi():
+    """The Pico 2's Cortex-M33 (the M4's timings) at the 12 MHz its firmware runs, traced on qemu-an505; code and
+    weights from the QSPI flash through one 16 KB two-way cache of 8-byte lines (RP2350 Datasheet 4.4.1), the QMI
+    chaining sequential reads (4.4.2) at SCK = clk_sys / 3, the boot ROM's first mode (5.2.7: EBh quad). By hand: an
+    EBh command 8 + 6 + 2 + 4 = 20 serial clocks, a byte 2; the plugin's commands (fills that do not continue the
+    one before) and bytes at 3 core cycles a clock; the range's high end a command for every fill."""
+    from mcudeploy.estimate.cycles import serial_cycles
+
+    t = target_for(load_board("pico2"), load_board("qemu-an505"))
+    assert (t.core, t.clock_hz, t.wait_states, t.flash_cache, t.caches, t.silicon) == (
+        "cortex-m33", 12_000_000, 0, False, None, False)
+    x = t.xip
+    assert (x.icache_sets, x.icache_ways, x.line_bytes, x.unified, x.merge, x.frame_bytes) == (1024, 2, 8, True,
+                                                                                            True, 0)
+    assert (x.sck_cycles, x.fastest_sck_cycles, x.command_sck, x.byte_sck) == (3, 3, 20, 2)
+    assert t.describe().startswith("pico2 (cortex-m33 at 12 MHz, code and weights read in place from serial flash "
+                                   "at 3 core cycles a serial clock: code and weights through one 16 KiB 2-way "
+                                   "cache of 8 B lines; assumed: the flash answering the boot ROM's first mode")
+    cost = CORES["cortex-m33"]["cost"]
+    counts = Counter({"alu": 100, "load": 10, "branch": 20, "branch_taken": 15, "flash_reads": 300,
+                      "icache_fills": 9, "spi_commands": 2, "spi_bytes": 72})
+    core = 100 * cost["alu"] + 10 * cost["load"] + 20 * cost["branch"] + 15 * cost["branch_taken"]
+    assert serial_cycles(counts, x, 3) == (2 * 20 + 72 * 2) * 3 == 552
+    assert estimate_cycles(counts, t) == pytest.approx(core + 552)
+    low, high = estimate_range(counts, t)
+    assert low < core + 552 < high
+    assert serial_cycles(counts, x, 3, merged=False) == (9 * 20 + 72 * 2) * 3  # every fill a command: 108 cycles
+
+
+@pytest.mark.parametrize("name", ["nano33ble", "microbit-v2"])
+def test_the_nrf52_boards_are_estimated_from_qemu_m4s_traces_at_64_mhz_with_no_flash_stall(name):
+    """The Nano 33 BLE Sense (nRF52840) and the micro:bit v2 (nRF52833): a Cortex-M4F at 64 MHz, traced on qemu-m4;
+    their flash at 0 wait states with its cache off at reset (the board files' flash_data: no latency register is
+    documented, an assumption they name), so the cycles are the M4's timings alone. Not run on silicon."""
+    t = target_for(load_board(name), load_board("qemu-m4"))
+    assert (t.core, t.clock_hz, t.wait_states, t.flash_cache, t.xip, t.silicon) == (
+        "cortex-m4", 64_000_000, 0, False, None, False)
+    assert (t.caches.line, t.caches.word) == ((0, 4), (0, 4))  # no cache lines: every read of a weight a word's
+    cost = CORES["cortex-m4"]["cost"]
+    counts = Counter({"alu": 100, "load": 10, "mul": 50, "branch": 20, "branch_taken": 15, "flash_reads": 40,
+                      "flash_misses": 7})
+    by_hand = 100 * cost["alu"] + 10 * cost["load"] + 50 * cost["mul"] + 20 * cost["branch"] + \
+        15 * cost["branch_taken"]
+    assert estimate_cycles(counts, t) == pytest.approx(by_hand)
+    assert t.describe() == (f"{name} (cortex-m4 at 64 MHz, 0 flash wait states, no flash accelerator, weights read "
+                            f"from flash with no data cache)")
+    with pytest.raises(MCUDeployError, match=f"^board qemu-m0 runs a cortex-m0, but --estimate-for {name} has a "
+                                             f"cortex-m4: the instructions traced would be another core's$"):
+        target_for(load_board(name), load_board("qemu-m0"))

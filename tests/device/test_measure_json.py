@@ -197,3 +197,22 @@ def test_the_estimate_for_a_cortex_m0_or_m0plus_is_traced_on_qemu_m0(tmp_path, n
         size = weights.dims[0] * weights.dims[1] * weights.dims[2] * weights.dims[3]
         assert conv["flash_reads"] >= size // 4 and conv["icache_fills"] > 0, conv
         assert conv["spi_commands"] == conv["icache_fills"] and conv["spi_bytes"] == 8 * conv["icache_fills"], conv
+
+
+@pytest.mark.parametrize("board, real", [("qemu-an505", "pico2"), ("qemu-m4", "nano33ble")])
+def test_the_estimate_for_the_pico2_and_the_nano33ble(tmp_path, need_qemu, board, real):
+    """The Pico 2 (traced on qemu-an505): the Conv's code and weights through the XIP cache, every fill 8 bytes and
+    a command only where it does not continue the read before (the QMI chains sequential reads: the board file's
+    xip). The Nano 33 BLE Sense (traced on qemu-m4): no serial flash, its weights read at 0 wait states. Both said
+    to be unvalidated (not run on silicon)."""
+    d, conv = estimated_conv(tmp_path, board, real)
+    est = d["estimate"]
+    assert est["silicon"] is False and est["unvalidated"].startswith(f"unvalidated: board {real} has not run")
+    if real == "pico2":
+        weights = next(i for i in onnx.load(conv_model(tmp_path)).graph.initializer if len(i.dims) == 4)
+        size = weights.dims[0] * weights.dims[1] * weights.dims[2] * weights.dims[3]
+        assert conv["flash_reads"] >= size // 4 and conv["icache_fills"] > 0, conv
+        assert 0 < conv["spi_commands"] <= conv["icache_fills"] and conv["spi_bytes"] == 8 * conv["icache_fills"], conv
+    else:
+        assert "spi_commands" not in conv and conv["flash_reads"] > 0, conv
+    assert est["clock_hz"] == (12_000_000 if real == "pico2" else 64_000_000)
