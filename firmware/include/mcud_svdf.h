@@ -12,6 +12,7 @@ typedef struct {
     int32_t rank;
     int32_t clip_low, clip_high; /* the fused activation: y clamped below by low, above by high where set */
     float low, high;
+    int32_t function; /* then, as TensorFlow Lite Micro's ActivationValFloat: 1 tanhf, 2 the sign bit (1.0 or 0.0) */
 } mcud_svdf_f32_params;
 
 /* int8 x, feature weights and y, int32 bias; int16 (mcud_svdf_s8_s16) or int8 (mcud_svdf_s8_s8) time weights and

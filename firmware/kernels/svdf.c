@@ -2,6 +2,8 @@
  * one column left into next (a forward copy, so next may be the state itself) and takes the feature dot product
  * as its last column; then each unit sums, onto its bias, its rank filters' dot products with the time weights.
  * Integer sums wrap in 32 bits (computed unsigned), as TensorFlow Lite Micro's int32 accumulators do in practice. */
+#include <math.h>
+
 #include "mcud_svdf.h"
 
 /* Element (b, k) of a 2-D view. */
@@ -41,6 +43,11 @@ void mcud_svdf_f32(const mcud_view *x, const mcud_view *wf, const mcud_view *wt,
             }
             if (p->clip_high && acc > p->high) {
                 acc = p->high;
+            }
+            if (p->function == 1) {
+                acc = tanhf(acc);
+            } else if (p->function == 2) {
+                acc = signbit(acc) ? 1.0f : 0.0f;
             }
             yd[AT2(y, b, u)] = acc;
         }

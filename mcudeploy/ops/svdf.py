@@ -3,7 +3,8 @@ svdf_common.cc: EvalFloatSvdfReference, EvalIntegerSvdfReference); firmware/kern
 
 Inputs: x [B, I]; weights_feature [F, I] and weights_time [F, M], constants; bias [U] (a constant, or "" for
 none), U = F / rank; state [B, F x M], the activation state, per batch row F rows of M columns, the oldest first.
-Outputs: y [B, U] and the next state. Attributes: rank, and activation ("NONE", "RELU", "RELU_N1_TO_1", "RELU6").
+Outputs: y [B, U] and the next state. Attributes: rank, and activation ("NONE", "RELU", "RELU_N1_TO_1", "RELU6",
+"TANH", "SIGN_BIT": TFLite's ActivationFunctionType).
 
 Per call, each row of the state moves one column to the left and takes in its last column the feature
 projection of x; each filter's row is then dotted with its time weights, the ``rank`` filters of a unit summed
@@ -13,7 +14,8 @@ onto the unit's bias:
     y[b, u]     = act(bias[u] + sum_r (wt[f] . state[b, f])),   f = u rank + r
 
 float32 computes every sum in float, one term after the other from 0 (the bias first), as TFLite Micro does, and
-applies the fused activation. The integer form (int8 x and y, int8 feature weights, int16 or int8 time weights
+applies the fused activation as its ActivationValFloat does: a clamp, tanhf (std::tanh of a float), or the sign
+bit as 1.0 or 0.0 (std::signbit). The integer form (int8 x and y, int8 feature weights, int16 or int8 time weights
 and state of one type, an int32 bias) is TFLite Micro's:
 
     v       = clamp_T(rq(sum wf (x - z_x), s_x s_wf / s_state)),  stored as z_state + v (taken to T, wrapping)
@@ -36,7 +38,10 @@ from mcudeploy.ops import requant
 from mcudeploy.ops.base import Call, Op, Struct, opaque_expr, require, require_valid
 from mcudeploy.ops.registry import register
 
-ACTIVATIONS = {"NONE": (None, None), "RELU": (0.0, None), "RELU_N1_TO_1": (-1.0, 1.0), "RELU6": (0.0, 6.0)}
+# the fused activation: (low, high) of its clamp (None: no bound), and the function after it (FUNCTIONS' code)
+ACTIVATIONS = {"NONE": (None, None), "RELU": (0.0, None), "RELU_N1_TO_1": (-1.0, 1.0), "RELU6": (0.0, 6.0),
+               "TANH": (None, None), "SIGN_BIT": (None, None)}
+FUNCTIONS = {"TANH": 1, "SIGN_BIT": 2}  # mcud_svdf_f32_params.function; 0: none
 RANGES = {"int8": (-128, 127), "int16": (-32768, 32767)}
 
 
@@ -99,6 +104,10 @@ def float_reference(x, wf, wt, bias, state, rank: int, activation: str):
         y = np.maximum(y, np.float32(low))
     if high is not None:
         y = np.minimum(y, np.float32(high))
+    if activation == "TANH":
+        y = np.tanh(y)
+    elif activation == "SIGN_BIT":
+        y = np.signbit(y)
     return y.astype(np.float32), nxt.reshape(state.shape)
 
 
@@ -149,8 +158,7 @@ class SVDF(Op):
                           f"an SVDF's bias is [{units}], not {list(graph[node.inputs[3]].shape)}")
         require(all(graph.is_const(n) for n in node.inputs[1:4] if n), "an SVDF's weights and bias must be constants")
         require(str(node.attr("activation", "NONE")) in ACTIVATIONS,
-                f"an SVDF with activation {node.attr('activation')} is not supported (NONE, RELU, RELU_N1_TO_1 and "
-                f"RELU6 are)")
+                f"an SVDF with activation {node.attr('activation')} is not supported ({', '.join(ACTIVATIONS)} are)")
         if x.dtype == "float32":
             require(all(graph[n].dtype == "float32" for n in node.inputs if n),
                     "a float32 SVDF needs float32 weights, bias and state")
@@ -187,10 +195,11 @@ class SVDF(Op):
         views = tuple(node.inputs) + tuple(node.outputs)
         rank = int(node.attr("rank"))
         if graph[node.inputs[0]].dtype == "float32":
-            low, high = ACTIVATIONS[str(node.attr("activation", "NONE"))]
+            activation = str(node.attr("activation", "NONE"))
+            low, high = ACTIVATIONS[activation]
             return Call("mcud_svdf_f32", views, Struct.of(
                 "mcud_svdf_f32_params", rank=rank, clip_low=int(low is not None), low=float(low or 0.0),
-                clip_high=int(high is not None), high=float(high or 0.0)))
+                clip_high=int(high is not None), high=float(high or 0.0), function=FUNCTIONS.get(activation, 0)))
         p = int_params(graph, node)
         fn = "mcud_svdf_s8_s16" if graph[node.inputs[4]].dtype == "int16" else "mcud_svdf_s8_s8"
         return Call(fn, views, Struct.of("mcud_svdf_q_params", rank=rank, **p))

@@ -22,7 +22,7 @@ import tflite
 from tests import tflite_build as tb
 
 OUT = Path(__file__).resolve().parent / "tflite" / "svdf"
-ACTIVATIONS = {"none": 0, "relu": 1, "relu_n1_to_1": 2, "relu6": 3, "tanh": 4}
+ACTIVATIONS = {"none": 0, "relu": 1, "relu_n1_to_1": 2, "relu6": 3, "tanh": 4, "sign_bit": 5}
 
 
 def svdf_options(rank: int, activation: int = 0):
@@ -98,6 +98,9 @@ CASES = (
     _case("float32", 1, 8, 4, 2, 4, True, "relu"),
     _case("float32", 2, 6, 3, 2, 5, True, "relu"),
     _case("float32", 2, 10, 5, 1, 3, True, "relu6"),
+    _case("float32", 2, 6, 3, 2, 5, True, "tanh"),
+    _case("float32", 1, 8, 4, 2, 4, True, "sign_bit"),
+    _case("int8", 2, 6, 3, 2, 5, True, "tanh"),  # TFLite Micro's integer SVDF applies no activation
 )
 STEPS = 3
 

@@ -18,7 +18,7 @@ from mcudeploy.ops import registry
 from mcudeploy.ops.svdf import int_params
 
 INPUT, WEIGHTS_FEATURE, WEIGHTS_TIME, BIAS, STATE = range(5)
-ACTIVATION_NAMES = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6"}
+ACTIVATION_NAMES = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}  # the schema's
 
 
 @handles("SVDF")
@@ -47,7 +47,8 @@ def svdf(imp, op, ins, outs):
         if not imp.is_const(ins[k]):
             imp.fail(f"has {what} that are not constant, which is not supported")
     if code not in ACTIVATION_NAMES:
-        imp.fail(f"has fused activation {code} (TANH, SIGN_BIT or SIGMOID), which is not supported")
+        imp.fail(f"has fused activation {code}, which is none of TFLite's ({', '.join(ACTIVATION_NAMES.values())})",
+                 True)
     batch, memory = x_shape[0], wt_shape[1]
     t = imp.tensor(ins[STATE])
     if not t.IsVariable():
