@@ -2,7 +2,8 @@
 its conformance cases (tests/conformance/tflite_softmax.py, 8 shapes, betas and output scales) run in the TFLite
 conformance suite (tests/conformance/test_tflite_cases.py); here the output quantizations TFLite Micro's Prepare
 refuses are refused in one sentence naming the operator (and TFLite Micro refuses the first beyond its 0.1%), and
-one case runs on qemu-m4."""
+one case runs on qemu-m4. The same folder holds float SOFTMAX cases with beta other than 1; one runs on qemu-m4 here,
+and a beta that is not finite is refused."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,9 +15,10 @@ from mcudeploy.compile import compile_model
 from mcudeploy.errors import MCUDeployError, UnsupportedError
 from mcudeploy.frontend import import_model
 from tests.conformance import tflite_cases as tc
-from tests.conformance.tflite_softmax import UNIT, softmax_model
+from tests.conformance.tflite_softmax import UNIT, float_softmax_model, softmax_model
 
-CASES = [c for c in tc.cases() if c.home == "softmax"]
+CASES = [c for c in tc.cases() if c.home == "softmax" and c.dtype == "int8"]
+FLOAT_CASES = [c for c in tc.cases() if c.home == "softmax" and c.dtype == "float32"]
 
 
 def test_the_cases_cover_shapes_betas_and_both_ends_of_the_output_scale():
@@ -49,6 +51,17 @@ def test_the_output_quantizations_tflite_micro_refuses_are_refused(tmp_path, wha
     assert words in str(info.value) and "\n" not in str(info.value) and "TensorFlow Lite Micro" in str(info.value)
 
 
+def test_float_cases_vary_beta_and_a_beta_not_finite_is_refused(tmp_path):
+    from mcudeploy.errors import InvalidModelError
+
+    assert {"beta0.5", "beta2", "beta0.1"} <= {part for c in FLOAT_CASES for part in c.name.split("-")}
+    path = tmp_path / "nan.tflite"
+    path.write_bytes(float_softmax_model((1, 8), float("nan")).build())
+    with pytest.raises(InvalidModelError, match="operator 0 \\(SOFTMAX\\)") as info:
+        import_model(path)
+    assert "beta of nan, which is not finite" in str(info.value) and "\n" not in str(info.value)
+
+
 def test_tflite_micro_refuses_the_scale_beyond_its_edge_and_runs_the_one_within(tmp_path):
     why = available()
     if why is not None:
@@ -72,7 +85,13 @@ def test_on_qemu_m4(tmp_path, need_qemu):
     why = available()
     if why is not None:
         pytest.skip(f"TensorFlow Lite Micro is not installed: {why}")
-    case = next(c for c in CASES if "1x2x3x6" in c.name)
+    for case in (next(c for c in CASES if "1x2x3x6" in c.name), next(c for c in FLOAT_CASES if "beta2" in c.name)):
+        _check_on_qemu_m4(case, tmp_path / case.name)
+
+
+def _check_on_qemu_m4(case, tmp_path):
+    from mcudeploy.device.runner import run_on_board
+
     compiled = compile_model(case.path, "qemu-m4")
     samples = [dict(zip(compiled.graph.model_inputs(), s)) for s in tc.samples(case)]
     outputs = run_on_board(compiled, samples, workdir=tmp_path / "fw").outputs

@@ -8,6 +8,7 @@
 typedef struct {
     int32_t axis;
     int32_t axis_end;
+    float beta; /* mcud_softmax_f32: exp((x - max) * beta), as TFLite's float kernel (1 for ONNX); LogSoftmax: unused */
 } mcud_softmax_params;
 
 typedef struct {

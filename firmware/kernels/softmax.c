@@ -44,7 +44,7 @@
         }                                                                                      \
     }
 
-SOFTMAX(mcud_softmax_f32, mcud_softmax_params, float, float, float, expf(xd[r.xo] - max), 1, ,
+SOFTMAX(mcud_softmax_f32, mcud_softmax_params, float, float, float, expf((xd[r.xo] - max) * p->beta), 1, ,
         yd[r.yo] / sum)
 
 /* TFLite's float LogSoftmax: x - max - log(sum of exp(x - max)) */

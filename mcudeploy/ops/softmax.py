@@ -171,8 +171,9 @@ class Softmax(Op):
         x = inputs[0]
         a0, a1 = reduced_dims(graph, node)
         axes = tuple(range(a0, a1))
-        if x.dtype == np.float32:
-            e = np.exp(x - x.max(axis=axes, keepdims=True))
+        if x.dtype == np.float32:  # TFLite's float kernel: exp((x - max) * beta), the row's sum, each over it
+            beta = np.float32(node.attr("beta", 1.0))
+            e = np.exp((x - x.max(axis=axes, keepdims=True)) * beta)
             return [(e / e.sum(axis=axes, keepdims=True, dtype=np.float32)).astype(np.float32)]
         if x.dtype == np.int16:
             return [s16_reference(graph, node, x, axes)]
@@ -223,7 +224,8 @@ class Softmax(Op):
         views = (node.inputs[0], node.outputs[0])
         dtype = graph[node.inputs[0]].dtype
         if dtype == "float32":
-            return Call("mcud_softmax_f32", views, Struct.of("mcud_softmax_params", axis=a0, axis_end=a1))
+            return Call("mcud_softmax_f32", views, Struct.of("mcud_softmax_params", axis=a0, axis_end=a1,
+                                                             beta=float(np.float32(node.attr("beta", 1.0)))))
         if dtype == "int16":
             mult, shift = s16_params(graph, node)
             return Call("mcud_softmax_s16_tfl", views, Struct.of("mcud_softmax_s16_params", axis=a0, axis_end=a1,
@@ -360,7 +362,8 @@ class LogSoftmax(Softmax):
         a0, a1 = reduced_dims(graph, node)
         views = (node.inputs[0], node.outputs[0])
         if graph[node.inputs[0]].dtype == "float32":
-            return Call("mcud_log_softmax_f32", views, Struct.of("mcud_softmax_params", axis=a0, axis_end=a1))
+            return Call("mcud_log_softmax_f32", views, Struct.of("mcud_softmax_params", axis=a0, axis_end=a1,
+                                                                 beta=1.0))
         p = self._params(graph, node)
         return Call("mcud_log_softmax_s8_tfl", views, Struct.of(
             "mcud_log_softmax_tfl_params", axis=a0, axis_end=a1, q5=Array("int32_t", tuple(int(v) for v in p["q5"])),

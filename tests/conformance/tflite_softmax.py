@@ -1,4 +1,5 @@
-"""The conformance cases of TFLite's SOFTMAX from int8 to int16, built by hand (tests/tflite_build.py): TensorFlow's
+"""The conformance cases of TFLite's SOFTMAX from int8 to int16, and of a float SOFTMAX with beta other than 1, built
+by hand (tests/tflite_build.py): TensorFlow's
 converter writes an int8 SOFTMAX with an int8 output, but TensorFlow Lite Micro also runs one with an int16 output
 (scale 1/65536 within 0.1%, zero point -32768: its SoftmaxPrepare's conditions), as its keyword models
 (tests/svdf_models/) end. Each case is one SOFTMAX over the last dimension; they live in
@@ -9,7 +10,8 @@ tflite_cases.cases() reads.
 
 The cases vary the shape (rows, a 3-D and a 4-D tensor, whose last dimension mcudeploy holds as channels), beta,
 the input scale (small: nearly uniform rows; large: differences beyond TFLite's diff_min, which give -32768) and
-the output scale, at and near both ends of the 0.1% TFLite Micro allows.
+the output scale, at and near both ends of the 0.1% TFLite Micro allows. The float cases vary beta (TFLite's
+float kernel takes exp((x - max) * beta); Keras's Softmax layer always writes 1, so no converter case has another).
 """
 from __future__ import annotations
 
@@ -42,6 +44,19 @@ CASES = (
 )
 
 
+# (name, shape, beta): float32 in and out, inputs in [-8, 8]
+FLOAT_CASES = (
+    ("softmax-3x7-beta0.5-float32", (3, 7), 0.5),
+    ("softmax-1x2x3x6-beta2-float32", (1, 2, 3, 6), 2.0),
+    ("softmax-2x10-beta0.1-float32", (2, 10), 0.1),
+)
+
+
+def float_softmax_model(shape: tuple, beta: float) -> tb.Model:
+    tensors = [tb.T("x", shape, "float32"), tb.T("y", shape, "float32")]
+    return tb.Model(tensors, [tb.Op(tb.OPS.SOFTMAX, ("x",), ("y",), tb.softmax_options(beta))], ("x",), ("y",))
+
+
 def main(argv=None) -> int:
     built = []
     for name, shape, beta, s_x, z_x, s_y in CASES:
@@ -49,6 +64,11 @@ def main(argv=None) -> int:
         built.append(({"case": name, "builtin": "SOFTMAX", "type": "int8", "operators": ["SOFTMAX"],
                        "bytes": len(data), "reference": "tflm", "steps": 1, "quantized_io": True,
                        "inputs": [{"dtype": "int8", "low": -128, "high": 127}]}, data))
+    for name, shape, beta in FLOAT_CASES:
+        data = float_softmax_model(shape, beta).build()
+        built.append(({"case": name, "builtin": "SOFTMAX", "type": "float32", "operators": ["SOFTMAX"],
+                       "bytes": len(data), "reference": "tflm", "steps": 1, "quantized_io": False,
+                       "inputs": [{"dtype": "float32", "low": -8.0, "high": 8.0}]}, data))
     tb.write_cases(OUT, "python -m tests.conformance.tflite_softmax", built)
     return 0
 

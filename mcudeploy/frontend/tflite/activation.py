@@ -160,8 +160,8 @@ def softmax(imp, op, ins, outs):
     if out != dtype and (dtype, out) != ("int8", "int16"):
         imp.fail(f"with a {out} output from {dtype} is not supported (TensorFlow Lite Micro runs it from int8 to "
                  f"int16 and otherwise at one type only)")
-    if dtype == "float32" and beta != 1.0:
-        imp.fail(f"with beta {beta:g} is not supported for float models")
+    if not np.isfinite(beta):
+        imp.fail(f"has a beta of {beta:g}, which is not finite", True)
     attrs = {"axis": 0, "beta": beta}
     if dtype != "float32":
         _softmax_quantization(imp, x, y, dtype, out)
