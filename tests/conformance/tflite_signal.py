@@ -138,6 +138,14 @@ def stacker():
 
 
 # (name, builtin, type, builder, steps): the type is what the operator computes on (its input's)
+def cast(source: str, target: str):
+    """A builtin CAST to or from uint32, the Signal operators' type (TensorFlow Lite Micro registers it)."""
+    spec = {"uint32": U32, "int32": {"dtype": "int32", "low": -(1 << 31), "high": (1 << 31) - 1},
+            "int16": I16}[source]
+    return tb.Model([tb.T("x", (CHANNELS,), source), tb.T("y", (CHANNELS,), target)],
+                    [tb.Op(tb.OPS.CAST, ("x",), ("y",))], ("x",), ("y",)), [spec]
+
+
 CASES = (
     ("signalwindow-hann480-int16", "CUSTOM SignalWindow", "int16", window, 1),
     ("signalfftautoscale-512-int16", "CUSTOM SignalFftAutoScale", "int16", fft_auto_scale, 1),
@@ -159,6 +167,10 @@ CASES = (
     ("signaloverlapadd-480by160-int16", "CUSTOM SignalOverlapAdd", "int16", lambda: overlap_add("int16"), 4),
     ("signaloverlapadd-480by160-float32", "CUSTOM SignalOverlapAdd", "float32", lambda: overlap_add("float32"), 4),
     ("signalstacker-40l3r0s1-int16", "CUSTOM SignalStacker", "int16", stacker, 4),
+    ("cast-uint32toint32-uint32", "CAST", "uint32", lambda: cast("uint32", "int32"), 1),
+    ("cast-uint32tofloat32-uint32", "CAST", "uint32", lambda: cast("uint32", "float32"), 1),
+    ("cast-int32touint32-uint32", "CAST", "uint32", lambda: cast("int32", "uint32"), 1),
+    ("cast-int16touint32-uint32", "CAST", "uint32", lambda: cast("int16", "uint32"), 1),
 )
 
 
