@@ -1,8 +1,11 @@
 /* TensorFlow Lite Micro's SignalRfft (its kiss_fft 1.3.0), bit for bit: see mcud_signal.h and
- * mcudeploy/ops/signal_rfft.py, whose numpy reference does the same arithmetic step by step. Written for the
- * arithmetic, not for speed: one pass per stage (kf_work's recursion as loops, so the stack has a bound), int16 and
- * int32 through one fixed-point path whose values are held in int32_t and products in int64_t (an int16 product and
- * a sum of two never pass 2^31, so this is int16's own arithmetic too), no DSP instructions yet. */
+ * mcudeploy/ops/signal_rfft.py, whose numpy reference does the same arithmetic step by step. One pass per stage
+ * (kf_work's recursion as loops, so the stack has a bound). int16 and int32 share one fixed-point path whose values
+ * are held in int32_t and products in int64_t; int16's radix-2 and radix-4 butterflies and the real FFT's last
+ * pass also have a path of their own (the *16 functions) in 32-bit arithmetic, as kiss_fft's int16 build computes
+ * them: a product of two int16 is exact in 32 bits, and where a sum of two wraps there, the result kept to 16 bits
+ * is the same (the wrap moves the sum by 2^32, its rounded quotient by 2^17). On a core with the DSP extension the
+ * complex product is one SMUSD and one SMUADX. */
 #include "mcud_signal.h"
 
 typedef struct {
@@ -189,8 +192,104 @@ static void radix5(const fftw *s, int32_t o, int32_t fstride, int32_t m)
     }
 }
 
+/* ---- int16 at its own width ---- */
+
+/* kiss_fft's sround at 16 bits: (v + 2^14) >> 15 kept to int16 (v's additions wrap in 32 bits: the same bits) */
+static inline int16_t sr16(uint32_t v)
+{
+    return (int16_t)(uint16_t)(uint32_t)((int32_t)(v + (1u << 14)) >> 15);
+}
+
+static inline int16_t add16(int32_t a, int32_t b)
+{
+    return (int16_t)(uint16_t)(uint32_t)(a + b);
+}
+
+static inline int16_t sub16(int32_t a, int32_t b)
+{
+    return (int16_t)(uint16_t)(uint32_t)(a - b);
+}
+
+/* c * (32767 / div), rounded: kiss_fft's C_FIXDIV of one part */
+static inline int16_t div16(int32_t c, int32_t k)
+{
+    return sr16((uint32_t)(c * k));
+}
+
+/* (ar + i ai)(br + i bi), each part rounded: kiss_fft's C_MUL */
+static inline void cmul16(int16_t ar, int16_t ai, int32_t br, int32_t bi, int16_t *r, int16_t *i)
+{
+#if defined(__ARM_FEATURE_DSP)
+    const uint32_t a = (uint32_t)(uint16_t)ar | ((uint32_t)(uint16_t)ai << 16);
+    const uint32_t b = (uint32_t)(uint16_t)br | ((uint32_t)(uint16_t)bi << 16);
+    int32_t re, im;
+    __asm__("smusd %0, %1, %2" : "=r"(re) : "r"(a), "r"(b));
+    __asm__("smuadx %0, %1, %2" : "=r"(im) : "r"(a), "r"(b));
+    *r = sr16((uint32_t)re);
+    *i = sr16((uint32_t)im);
+#else
+    *r = sr16((uint32_t)(ar * br) - (uint32_t)(ai * bi));
+    *i = sr16((uint32_t)(ar * bi) + (uint32_t)(ai * br));
+#endif
+}
+
+static void radix2_16(const fftw *s, int32_t o, int32_t fstride, int32_t m)
+{
+    int16_t *b0 = (int16_t *)s->buf + 2 * o, *b1 = b0 + 2 * m;
+    const int32_t k = s->max / 2;
+    for (int32_t u = 0; u < m; u++) {
+        const int16_t ar = div16(b0[2 * u], k), ai = div16(b0[2 * u + 1], k);
+        int16_t tr, ti;
+        cmul16(div16(b1[2 * u], k), div16(b1[2 * u + 1], k), s->tw[u * fstride].r, s->tw[u * fstride].i, &tr, &ti);
+        b1[2 * u] = sub16(ar, tr);
+        b1[2 * u + 1] = sub16(ai, ti);
+        b0[2 * u] = add16(ar, tr);
+        b0[2 * u + 1] = add16(ai, ti);
+    }
+}
+
+static void radix4_16(const fftw *s, int32_t o, int32_t fstride, int32_t m)
+{
+    int16_t *b0 = (int16_t *)s->buf + 2 * o, *b1 = b0 + 2 * m, *b2 = b1 + 2 * m, *b3 = b2 + 2 * m;
+    const int32_t k = s->max / 4;
+    const cpxw *tw = s->tw;
+    for (int32_t u = 0; u < m; u++) {
+        const int16_t ar = div16(b0[2 * u], k), ai = div16(b0[2 * u + 1], k);
+        int16_t br, bi, cr, ci, dr, di;
+        const cpxw t1 = tw[u * fstride], t2 = tw[2 * u * fstride], t3 = tw[3 * u * fstride];
+        cmul16(div16(b1[2 * u], k), div16(b1[2 * u + 1], k), t1.r, t1.i, &br, &bi);
+        cmul16(div16(b2[2 * u], k), div16(b2[2 * u + 1], k), t2.r, t2.i, &cr, &ci);
+        cmul16(div16(b3[2 * u], k), div16(b3[2 * u + 1], k), t3.r, t3.i, &dr, &di);
+        const int16_t acr = sub16(ar, cr), aci = sub16(ai, ci), a2r = add16(ar, cr), a2i = add16(ai, ci);
+        const int16_t bdr = add16(br, dr), bdi = add16(bi, di), bmr = sub16(br, dr), bmi = sub16(bi, di);
+        b2[2 * u] = sub16(a2r, bdr);
+        b2[2 * u + 1] = sub16(a2i, bdi);
+        b0[2 * u] = add16(a2r, bdr);
+        b0[2 * u + 1] = add16(a2i, bdi);
+        if (!s->inverse) {
+            b1[2 * u] = add16(acr, bmi);
+            b1[2 * u + 1] = sub16(aci, bmr);
+            b3[2 * u] = sub16(acr, bmi);
+            b3[2 * u + 1] = add16(aci, bmr);
+        } else { /* the inverse FFT turns the other way */
+            b1[2 * u] = sub16(acr, bmi);
+            b1[2 * u + 1] = add16(aci, bmr);
+            b3[2 * u] = add16(acr, bmi);
+            b3[2 * u + 1] = sub16(aci, bmr);
+        }
+    }
+}
+
 static void butterfly(const fftw *s, int32_t o, int32_t radix, int32_t fstride, int32_t m)
 {
+    if (s->bits == 16 && radix == 4) {
+        radix4_16(s, o, fstride, m);
+        return;
+    }
+    if (s->bits == 16 && radix == 2) {
+        radix2_16(s, o, fstride, m);
+        return;
+    }
     switch (radix) {
     case 2:
         radix2(s, o, fstride, m);
@@ -245,15 +344,40 @@ static void stages(const fftw *s, const int32_t *factors)
     }
 }
 
-/* The complex DFT of the n inputs into buf[0 .. n): each input put where kf_work's leaves put it, then the stages. */
+/* The complex DFT of the n inputs into buf[0 .. n): each input put where kf_work's leaves put it (leaf(o), counted
+ * up digit by digit as o goes up, with no division), then the stages. */
 static void work(const fftw *s, int32_t n, const int32_t *factors)
 {
-    for (int32_t o = 0; o < n; o++) {
-        const int32_t f = leaf(o, factors);
-        cpxw v;
-        v.r = input(s, 2 * f);
-        v.i = input(s, 2 * f + 1);
-        put(s, o, v);
+    int32_t digit[32], fstride[32], count = 0;
+    for (int32_t f = 1;; count++) {
+        digit[count] = 0;
+        fstride[count] = f;
+        f *= factors[2 * count];
+        if (factors[2 * count + 1] == 1) {
+            count++;
+            break;
+        }
+    }
+    for (int32_t o = 0, f = 0; o < n; o++) {
+        if (s->bits == 16) {
+            int16_t *b = (int16_t *)s->buf + 2 * o;
+            const int16_t *x = (const int16_t *)s->x;
+            b[0] = 2 * f < s->len ? x[2 * f * s->xs] : 0;
+            b[1] = 2 * f + 1 < s->len ? x[(2 * f + 1) * s->xs] : 0;
+        } else {
+            cpxw v;
+            v.r = input(s, 2 * f);
+            v.i = input(s, 2 * f + 1);
+            put(s, o, v);
+        }
+        for (int32_t i = count - 1; i >= 0; i--) { /* o + 1: its last digit up, carried leftwards */
+            f += fstride[i];
+            if (++digit[i] < factors[2 * i]) {
+                break;
+            }
+            digit[i] = 0;
+            f -= factors[2 * i] * fstride[i];
+        }
     }
     stages(s, factors);
 }
@@ -285,6 +409,31 @@ static int32_t rows_of(const mcud_view *x)
     return rows;
 }
 
+/* int16's last pass of the real FFT (mcud_signal_rfft_fixed's loop below, at its own width): the two real halves
+ * apart, bins k and n - k from the complex bins k and n - k, in place */
+static void split16(const fftw *s, int32_t n, const cpxw *super)
+{
+    int16_t *b = (int16_t *)s->buf;
+    const int32_t k2 = s->max / 2;
+    const int16_t dcr = div16(b[0], k2), dci = div16(b[1], k2);
+    b[0] = add16(dcr, dci);
+    b[1] = 0;
+    b[2 * n] = sub16(dcr, dci);
+    b[2 * n + 1] = 0;
+    for (int32_t k = 1; k <= n / 2; k++) {
+        int16_t *lo = b + 2 * k, *hi = b + 2 * (n - k);
+        const int16_t ar = div16(lo[0], k2), ai = div16(lo[1], k2);
+        const int16_t br = div16(hi[0], k2), bi = div16((int16_t)(uint16_t)(uint32_t)(-(int32_t)hi[1]), k2);
+        const int16_t f1r = add16(ar, br), f1i = add16(ai, bi), f2r = sub16(ar, br), f2i = sub16(ai, bi);
+        int16_t tr, ti;
+        cmul16(f2r, f2i, super[k - 1].r, super[k - 1].i, &tr, &ti);
+        lo[0] = (int16_t)(uint16_t)(uint32_t)((f1r + tr) >> 1);
+        lo[1] = (int16_t)(uint16_t)(uint32_t)((f1i + ti) >> 1);
+        hi[0] = (int16_t)(uint16_t)(uint32_t)((f1r - tr) >> 1);
+        hi[1] = (int16_t)(uint16_t)(uint32_t)((ti - f1i) >> 1);
+    }
+}
+
 void mcud_signal_rfft_fixed(const mcud_view *x, const mcud_view *y, const mcud_signal_rfft_fixed_params *p)
 {
     const int32_t n = p->fft_length / 2, size = p->bits == 16 ? 2 : 4;
@@ -303,6 +452,10 @@ void mcud_signal_rfft_fixed(const mcud_view *x, const mcud_view *y, const mcud_s
         s.x = (const char *)x->data + (ptrdiff_t)xo * size;
         s.buf = (char *)y->data + (ptrdiff_t)yo * size;
         work(&s, n, p->factors);
+        if (s.bits == 16) {
+            split16(&s, n, super);
+            continue;
+        }
         /* the two real halves apart: bins k and n - k from the complex bins k and n - k, in place */
         const cpxw dc = fixdiv(&s, get(&s, 0), 2);
         cpxw v;
