@@ -308,17 +308,42 @@ static void butterfly(const fftw *s, int32_t o, int32_t radix, int32_t fstride, 
 
 /* Where kiss_fft's kf_work puts input (complex index) f: its recursion sends output position o = sum k_i m_i (k_i
  * the mixed-radix digit of stage i, m_i that stage's remaining length) the input sum k_i fstride_i (fstride_i the
- * product of the radices before stage i), the digits reversed. */
-static int32_t leaf(int32_t o, const int32_t *factors)
+ * product of the radices before stage i), the digits reversed. The leaves of o = 0, 1, 2, ... in turn: f counted
+ * up digit by digit as o goes up, with no division. */
+typedef struct {
+    const int32_t *factors;
+    int32_t count;       /* stages */
+    int32_t digit[32];   /* o's digit of each stage (at most 31 stages: n < 2^31) */
+    int32_t fstride[32]; /* the product of the radices before each stage */
+    int32_t f;           /* the leaf of o */
+} leaves;
+
+static void leaves_start(leaves *w, const int32_t *factors)
 {
-    int32_t f = 0, fstride = 1;
-    for (;; factors += 2) {
-        const int32_t radix = factors[0], m = factors[1];
-        f += (o / m) % radix * fstride;
-        fstride *= radix;
-        if (m == 1) {
-            return f;
+    w->factors = factors;
+    w->count = 0;
+    w->f = 0;
+    for (int32_t f = 1;; w->count++) {
+        w->digit[w->count] = 0;
+        w->fstride[w->count] = f;
+        f *= factors[2 * w->count];
+        if (factors[2 * w->count + 1] == 1) {
+            w->count++;
+            return;
         }
+    }
+}
+
+/* o + 1: its last digit up, carried leftwards */
+static void leaves_next(leaves *w)
+{
+    for (int32_t i = w->count - 1; i >= 0; i--) {
+        w->f += w->fstride[i];
+        if (++w->digit[i] < w->factors[2 * i]) {
+            return;
+        }
+        w->digit[i] = 0;
+        w->f -= w->factors[2 * i] * w->fstride[i];
     }
 }
 
@@ -344,21 +369,13 @@ static void stages(const fftw *s, const int32_t *factors)
     }
 }
 
-/* The complex DFT of the n inputs into buf[0 .. n): each input put where kf_work's leaves put it (leaf(o), counted
- * up digit by digit as o goes up, with no division), then the stages. */
+/* The complex DFT of the n inputs into buf[0 .. n): each input put where kf_work's leaves put it, then the stages. */
 static void work(const fftw *s, int32_t n, const int32_t *factors)
 {
-    int32_t digit[32], fstride[32], count = 0;
-    for (int32_t f = 1;; count++) {
-        digit[count] = 0;
-        fstride[count] = f;
-        f *= factors[2 * count];
-        if (factors[2 * count + 1] == 1) {
-            count++;
-            break;
-        }
-    }
-    for (int32_t o = 0, f = 0; o < n; o++) {
+    leaves w;
+    leaves_start(&w, factors);
+    for (int32_t o = 0; o < n; o++, leaves_next(&w)) {
+        const int32_t f = w.f;
         if (s->bits == 16) {
             int16_t *b = (int16_t *)s->buf + 2 * o;
             const int16_t *x = (const int16_t *)s->x;
@@ -369,14 +386,6 @@ static void work(const fftw *s, int32_t n, const int32_t *factors)
             v.r = input(s, 2 * f);
             v.i = input(s, 2 * f + 1);
             put(s, o, v);
-        }
-        for (int32_t i = count - 1; i >= 0; i--) { /* o + 1: its last digit up, carried leftwards */
-            f += fstride[i];
-            if (++digit[i] < factors[2 * i]) {
-                break;
-            }
-            digit[i] = 0;
-            f -= factors[2 * i] * fstride[i];
         }
     }
     stages(s, factors);
@@ -607,8 +616,10 @@ static void fstages(const fftf *s, cpxf *out, const int32_t *factors)
 /* work's float twin */
 static void fwork(const fftf *s, cpxf *out, int32_t n, const int32_t *factors)
 {
-    for (int32_t o = 0; o < n; o++) {
-        const int32_t e = 2 * leaf(o, factors);
+    leaves w;
+    leaves_start(&w, factors);
+    for (int32_t o = 0; o < n; o++, leaves_next(&w)) {
+        const int32_t e = 2 * w.f;
         out[o].r = e < s->len ? s->x[e * s->xs] : 0.0f;
         out[o].i = e + 1 < s->len ? s->x[(e + 1) * s->xs] : 0.0f;
     }

@@ -263,10 +263,7 @@ def measure_model(compiled, port: Optional[str] = None, repeat: int = 5, workdir
     if sanitize and board.kind != "host":
         raise MCUDeployError(f"--sanitize builds the generated C for this computer: {model_name(compiled)} is "
                              f"planned for {board.name}, not for the host board")
-    if board.kind == "host":
-        if estimate_for is not None:
-            raise MCUDeployError(f"--estimate-for traces the model under QEMU: give an emulated board "
-                                 f"(-b qemu-m4, ...), not -b {board.name}")
+    if board.kind == "host":  # an estimate_for target is an emulated board's (estimate.cycles.target_for)
         return _measure_on_host(compiled, repeat, sanitize, workdir, timeout)
     cache = TimingCache(board.name) if cache is None else cache
     ops = [(i, node, label, fn, kernel_signature(graph, node, compiled.lifetimes, compiled.placement))

@@ -57,7 +57,8 @@ class Target:
 
 
 def target_for(board: Board, emulated: Board) -> Target:
-    """The estimate target ``board`` for instructions traced on ``emulated``; refused when the cores differ."""
+    """The estimate target ``board`` for instructions traced on ``emulated``; refused when ``emulated`` is not an
+    emulated board or the cores differ."""
     if board.kind != "hardware":
         raise MCUDeployError(f"--estimate-for names a real board to estimate for; {board.name} is a {board.kind} board")
     core = board.core_timings or board.core
