@@ -33,6 +33,8 @@ def _load(name: str):
 
 micro_speech = _load("run")
 make_clips = _load("make_clips")
+join = _load("join")
+stream = _load("stream")
 
 # what TensorFlow Lite Micro's micro_speech_test.cc asserts of its four one-second recordings
 TFLM_TEST_LABELS = {"yes": "yes", "no": "no", "silence": "silence", "noise": "silence"}
@@ -95,18 +97,60 @@ def test_micro_speech_on_qemu_m4_25_clips_bit_for_bit(need_qemu, need_tflm):
     _all_same_as_tflm(micro_speech.listen_all(make_clips.clips(), "qemu-m4"))
 
 
-@pytest.mark.qemu
-def test_micro_speech_in_one_firmware_with_one_arena_on_qemu_m4(need_qemu, need_tflm, tmp_path):
-    """TFLite Micro's four clips back to back (199 hops of 20 ms) through the firmware of both models sharing one
-    arena (one_firmware.py): every hop's features and scores bit for bit TFLite Micro's two models run the same way,
-    the label of each clip's own window theirs, and the buffer the larger of the two arenas."""
-    one = _load("one_firmware")
-    words = ["yes", "no", "silence", "noise"]
-    audio = np.concatenate([make_clips.clips()[w] for w in words])
-    s = one.stream(audio, work=tmp_path)
-    assert s.features.shape == (199, 40) and s.scores.shape == (199, 4)
+def _stream_same_as_tflm(s, words) -> None:
+    """Every hop's features and scores bit for bit TFLite Micro's, both on the joined file and from its example's two
+    models run separately (one preprocessor interpreter through the stream, the window from zeros), and the label of
+    each clip's own window the one its micro_speech_test.cc asserts."""
+    hops = 50 * len(words) - 1
+    assert s.features.shape == (hops, 40) and s.scores.shape == (hops, 4)
     assert np.array_equal(s.features, s.tflm_features) and np.array_equal(s.scores, s.tflm_scores)
+    assert np.array_equal(s.features, s.tflm_joined_features) and np.array_equal(s.scores, s.tflm_joined_scores)
     for k, word in enumerate(words):
         assert micro_speech.LABELS[int(np.argmax(s.scores[50 * k + 48]))] == TFLM_TEST_LABELS[word]
-    assert s.memory.arena == max(s.arenas.values())
-    assert (s.ticks[:, 2] >= s.ticks[:, 0] + s.ticks[:, 1]).all()
+
+
+WORDS = ["yes", "no", "silence", "noise"]
+
+
+def _four_clips() -> np.ndarray:
+    return np.concatenate([make_clips.clips()[w] for w in WORDS])
+
+
+def test_the_committed_joined_model_is_what_join_py_writes():
+    pytest.importorskip("ai_edge_litert", reason="join.py needs the TFLite schema's object API")
+    assert join.join(join.PREPROCESSOR, join.CLASSIFIER) == join.JOINED.read_bytes()
+
+
+def test_join_py_refuses_what_it_cannot_chain_in_one_sentence(tmp_path, capsys):
+    pytest.importorskip("ai_edge_litert", reason="join.py needs the TFLite schema's object API")
+    junk = tmp_path / "junk.tflite"
+    junk.write_bytes(b"not a flatbuffer at all")
+    cases = [((junk, join.CLASSIFIER), "is not a TFLite model"),
+             ((join.PREPROCESSOR, join.PREPROCESSOR), "must be int8"),
+             ((tmp_path / "missing.tflite", join.CLASSIFIER), "could not be read")]
+    for (first, second), words in cases:
+        with pytest.raises(join.JoinError, match=words):
+            join.join(first, second)
+    assert join.main([str(junk), str(join.CLASSIFIER), "-o", str(tmp_path / "out.tflite")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "out.tflite").exists()
+
+
+def test_micro_speech_as_one_model_on_the_host_hop_by_hop(need_tflm):
+    _stream_same_as_tflm(stream.stream(_four_clips()), WORDS)
+
+
+def test_run_check_takes_the_joined_model(need_tflm):
+    """`mcudeploy run --check` on the pair as one model: random frames in sequence against TFLite Micro."""
+    from mcudeploy.cli import main
+    assert main(["run", str(join.JOINED), "-b", "host", "--check", "--samples", "6"]) == 0
+
+
+@pytest.mark.qemu
+def test_micro_speech_as_one_model_on_qemu_m4_hop_by_hop(need_qemu, need_tflm):
+    """TFLite Micro's four clips back to back (199 hops of 20 ms) through one firmware of the joined model: one
+    plan, one arena, the window and the noise estimate carried in its state."""
+    s = stream.stream(_four_clips(), "qemu-m4")
+    _stream_same_as_tflm(s, WORDS)
+    assert s.memory.arena == s.arena and s.ticks is not None and (s.ticks > 0).all()
