@@ -23,6 +23,7 @@ from mcudeploy.device.host import build, run_compiled_on_host
 from mcudeploy.frontend import import_model
 from mcudeploy.ir import verify
 from mcudeploy.memory.oracle import run_in_arena
+from mcudeploy.ops import registry
 from mcudeploy.compile import compile_model
 from mcudeploy.plan import plan_dict
 from mcudeploy.reference import evaluate, next_state, run_sequence
@@ -175,8 +176,8 @@ def test_the_state_lives_outside_the_arena(tmp_path, board):
 
 def test_a_next_value_made_after_the_last_read_is_written_in_place(tmp_path):
     """m = concat(ring[1:], x) reads the ring as it makes the next value: it cannot be written over the ring, so
-    it is copied in after the last step; a next value made by an operator after the last read (m + m) is
-    written in the state's own buffer, and nothing is copied."""
+    it is copied in after the step that last reads the state; a next value made by an operator after the last
+    read (m + m) is written in the state's own buffer, and nothing is copied."""
     compiled = compile_model(_save(ring_model(), tmp_path), "host")
     assert compiled.lifetimes.in_place == {"ring": False}
     assert "/* ring takes" in (write_project(compiled, tmp_path / "copy") / "model.c").read_text()  # the copy-back
@@ -316,8 +317,8 @@ def window_model(width: int = 64) -> tb.Model:
 def test_a_ring_buffers_window_is_copied_in_when_its_memory_reads_the_state(tmp_path):
     """A ring buffer's next value is a window (frames 1..) of the memory concatenated from it. The memory is made
     by the step that last reads the state, so it cannot take the state's buffer (memory/state.py writes a next
-    value in place only after the state's last read): the window is copied in after the last step, outside the
-    arena, and the plan computes every call in its arenas."""
+    value in place only after the state's last read): the window is copied in after the state's last read,
+    outside the arena, and the plan computes every call in its arenas."""
     compiled = compile_model(_save(window_model(), tmp_path, "window"), "host")
     lives, graph = compiled.lifetimes, compiled.graph
     assert lives.in_place == {"ring": False}
@@ -330,6 +331,59 @@ def test_a_ring_buffers_window_is_copied_in_when_its_memory_reads_the_state(tmp_
         got = run_in_arena(graph, compiled.order, lives, compiled.placement, {**frame, **(state or {})})
         assert all(np.array_equal(g, values[o]) for g, o in zip(got, graph.outputs))
         state = next_state(graph, values)
+
+
+def feeder_model(width: int = 64) -> tb.Model:
+    """A feature window feeding a classifier, as a streaming keyword spotter keeps one: m = concat(ring[:, 1:], x)
+    is the ring's next value and the input of y = sum((m + m) * (m + m)) over the frames. Nothing reads the ring
+    after the concatenation, and nothing reads m after the addition."""
+    def i32(name, v):
+        return tb.T(name, (len(v),), "int32", data=np.array(v, np.int32))
+
+    shape = (1, FRAMES, width)
+    tensors = [tb.T("x", (1, 1, width), "float32"), tb.T("h", (), "resource"), tb.T("r", shape, "float32"),
+               tb.T("s", (1, FRAMES - 1, width), "float32"), tb.T("m", shape, "float32"),
+               tb.T("a", shape, "float32"), tb.T("p", shape, "float32"), tb.T("y", (1, width), "float32"),
+               i32("b", [0, 1, 0]), i32("e", [1, FRAMES, width]), i32("st", [1, 1, 1]), i32("axes", [1])]
+    ops = [tb.Op(OPS.VAR_HANDLE, (), ("h",), tb.var_handle_options("ring")),
+           tb.Op(OPS.READ_VARIABLE, ("h",), ("r",)),
+           tb.Op(OPS.STRIDED_SLICE, ("r", "b", "e", "st"), ("s",), _slice_options()),
+           tb.Op(OPS.CONCATENATION, ("s", "x"), ("m",), tb.concat_options(1)),
+           tb.Op(OPS.ASSIGN_VARIABLE, ("h", "m"), ()),
+           tb.Op(OPS.ADD, ("m", "m"), ("a",), tb.add_options()),
+           tb.Op(OPS.MUL, ("a", "a"), ("p",), tb._options("MulOptions")),
+           tb.Op(OPS.SUM, ("p", "axes"), ("y",), tb._options("ReducerOptions", KeepDims=False))]
+    return tb.Model(tensors, ops, ("x",), ("y",))
+
+
+def test_a_next_value_is_copied_in_once_nothing_reads_the_state_and_leaves_the_arena(tmp_path):
+    """The ring's next value m is copied into the state right after the concatenation that last reads the state,
+    so the arena holds m only while the addition reads it, not to the end of the call: the multiplication's step
+    holds a and p (2 x 1,024 B), not m too (3 x 1,024 B before). Every call computed in the arena and in the C as
+    the reference computes it."""
+    path = _save(feeder_model(), tmp_path, "feeder")
+    compiled = compile_model(path, "host")
+    lives, graph, order = compiled.lifetimes, compiled.graph, compiled.order
+    state, value = graph.state_updates()[0]
+    assert lives.in_place == {state: False}
+    step = lives.copies[state]
+    assert order[step].op == "Concat" and step < len(order) - 2
+    buffer = next(b for b in lives.buffers if b.name == lives.buffer_of[value])
+    assert buffer.last == next(k for k, n in enumerate(order) if n.op == "Add") < len(order) - 1
+    assert compiled.placement.arena_bytes <= 2 * 1024 + 256
+    text = (write_project(compiled, tmp_path / "c") / "model.c").read_text()
+    mul = [n.op for n in order if not registry.get(n.op).view].index("Mul")  # its call (views make none)
+    assert text.index("/* ring takes") < text.index(f"MCUD_OP_BEGIN({mul});")
+    state_values = None
+    for frame in check.random_inputs(graph, 4):
+        values = evaluate(graph, frame, state_values)
+        got = run_in_arena(graph, order, lives, compiled.placement, {**frame, **(state_values or {})})
+        assert all(np.array_equal(g, values[o]) for g, o in zip(got, graph.outputs))
+        state_values = next_state(graph, values)
+    frames = check.random_inputs(graph, 6, seed=5)
+    expected = run_sequence(graph, frames)
+    got = run_compiled_on_host(compiled, frames, tmp_path / "run")
+    assert all(np.array_equal(g[0], e[0]) for g, e in zip(got, expected))
 
 
 def test_the_converters_streaming_spotter_keeps_its_states_in_the_layout_of_its_convolutions():

@@ -285,10 +285,14 @@ def context(compiled) -> dict:
 
 def _states(ctx: _Context) -> list[dict]:
     """Per state (Graph.states): where it is in the state buffer, its initial value (a byte to fill it with,
-    or a constant array in flash) and where its next value is copied from after the last step (None: the
-    plan wrote it in place)."""
+    or a constant array in flash), where its next value is copied from (None: the plan wrote it in place) and
+    after which call (-1: before the first; Lifetimes.copies gives the step, a view's step is its last call's)."""
     out = []
     graph, lives = ctx.graph, ctx.c.lifetimes
+    call_at, calls = [], -1  # step -> the last call at or before it (views make none)
+    for node in ctx.c.order:
+        calls += 0 if registry.get(node.op).view else 1
+        call_at.append(calls)
     for state, value in graph.state_updates():
         t = graph[state]
         raw = np.ascontiguousarray(t.data).view(np.uint8).ravel()
@@ -297,6 +301,7 @@ def _states(ctx: _Context) -> list[dict]:
                                                                f"{state} {t.dtype}{list(t.shape)}: initial value")
         out.append({"name": state.replace("*/", "* /"), "base": ctx.base(state), "nbytes": t.nbytes, "fill": fill,
                     "init": init, "next": None if lives.in_place.get(state) else ctx.base(value),
+                    "after": call_at[lives.copies[state]] if state in lives.copies and call_at else -1,
                     "next_name": value.replace("*/", "* /")})
     return out
 

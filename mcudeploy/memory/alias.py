@@ -43,7 +43,7 @@ which only merges whole buffers and so never moves a decided slice.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Mapping, Optional, Sequence
 
@@ -84,6 +84,7 @@ class Sharing:
     slots: Mapping[str, Slot]  # every non-constant tensor
     spans: tuple[Span, ...]  # one per buffer
     elided: frozenset  # nodes that run no kernel (views, absorbed Concats, Splits as slices)
+    copies: Mapping[str, int] = field(default_factory=dict)  # state -> the step after which it takes its next value
 
 
 def contiguous(shape: Sequence[int], strides: Sequence[int]) -> bool:
@@ -137,8 +138,8 @@ class _Facts:
                     dies[t] = i
             for t in n.outputs:
                 born[t] = i
-        for name in graph.outputs:
-            dies[name] = len(order) - 1
+        for name in graph.model_outputs():  # the caller reads them after the last step; a state's next value
+            dies[name] = len(order) - 1     # lives until it is copied into the state (_hold_next_values)
         self.born = born
         self.dies = {t: dies.get(t, b) for t, b in born.items()}
         self.nbytes = {t: graph[t].nbytes for t in born}
@@ -442,6 +443,27 @@ def _take(state: _State, sharing: frozenset, links: Sequence[_Link], best: int) 
     return peak
 
 
+def _hold_next_values(f: _Facts, agg: dict, root, steps: Optional[dict] = None) -> dict[str, int]:
+    """Make each state's next value live until model.c copies it into the state: right after the step that last
+    reads the state's buffer (its views and slices included), or the step that writes the value if that is later;
+    then nothing reads the state any more, and the arena need not hold the value to the end of the call (the
+    window of a streaming model is its next classifier's input: it dies with that input). A value in the state's
+    own buffer is copied after the last step. ``agg`` (and ``steps``, a buffer's sizes by step) are changed in
+    place; returns state -> the step after which it is copied."""
+    copies = {}
+    for s, value in f.graph.state_updates():
+        rs, rv = root(s), root(value)
+        step = f.steps - 1 if rs == rv else max(agg[rs][1], f.born[value])
+        first, last, io, outs = agg[rv]
+        if step > last:
+            agg[rv] = (first, step, io, outs)
+            if steps and rv in steps:
+                a, _, n = steps[rv][-1]
+                steps[rv][-1] = (a, step, n)
+        copies[s] = step
+    return copies
+
+
 def share(graph: Graph, order: Sequence[Node], alignment: int = 4, sharing: frozenset = SHARING) -> Sharing:
     """Decide every tensor's slot for this order (see the module's docstring)."""
     f = _Facts(graph, order, alignment, sharing)
@@ -451,6 +473,7 @@ def share(graph: Graph, order: Sequence[Node], alignment: int = 4, sharing: froz
         if registry.get(node.op).subview:
             state.commit([_slice_link(state, node)])
             elided.add(node.name)
+    _hold_next_values(f, state.agg, state.root)
     best = _peak(f, *_buffers(state, sharing)[1:]) if sharing & {"concat", "split"} else 0
     candidates = []
     if "concat" in sharing:
@@ -491,6 +514,7 @@ def share(graph: Graph, order: Sequence[Node], alignment: int = 4, sharing: froz
         peak = _take(state, sharing, links, best) if links is not None else None
         best = best if peak is None else peak
     merged, agg, steps = _buffers(state, sharing)
+    copies = _hold_next_values(f, agg, lambda t: merged.get(state.root(t), state.root(t)), steps)
     slots, memo = {}, {}
     members: dict[str, list[str]] = {}
     for t in f.born:
@@ -501,4 +525,4 @@ def share(graph: Graph, order: Sequence[Node], alignment: int = 4, sharing: froz
         members.setdefault(buffer, []).append(t)
     spans = tuple(Span(r, tuple(members[r]), _width(f, r, steps), first, last, io, tuple(steps.get(r, ())))
                   for r, (first, last, io, _) in agg.items())
-    return Sharing(slots, spans, frozenset(elided))
+    return Sharing(slots, spans, frozenset(elided), copies)

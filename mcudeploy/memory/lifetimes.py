@@ -3,7 +3,8 @@
 Sharing (views, Concat inputs written into the output, Split outputs as slices, in place) is
 decided in mcudeploy/memory/alias.py. A buffer lives from the step that writes its first tensor
 to the step that last reads any of its tensors; graph inputs live from step -1, graph outputs to
-the last step; the states' buffers are not the arena's (mcudeploy/memory/state.py). Its size is its
+the last step, a state's next value until it is copied into the state; the states' buffers are not the
+arena's (mcudeploy/memory/state.py). Its size is its
 owner's bytes rounded up to the alignment. A kernel's scratch
 memory (``Op.scratch``) is a buffer of its own, "<node>#scratch", with no tensors, live at the
 kernel's step only.
@@ -56,9 +57,11 @@ class Lifetimes:
     elided: frozenset = frozenset()  # nodes that run no kernel: their work is done by sharing
     sharing: frozenset = frozenset()  # the kinds of sharing these lifetimes were made with (alias.SHARING)
     # the states' buffers (Graph.states), outside the arena, in the order of the states (memory/state.py),
-    # and per state whether its next value is written in place (else model.c copies it in after the last step)
+    # per state whether its next value is written in place, and else the step after which model.c copies it in
+    # (the first after which nothing reads the state: memory/alias.py's _hold_next_values)
     state: tuple[Buffer, ...] = ()
     in_place: Mapping = field(default_factory=dict)
+    copies: Mapping = field(default_factory=dict)
 
     def live_bytes(self) -> list[int]:
         diff = [0] * (self.steps + 2)  # index 0 is step -1
@@ -109,8 +112,9 @@ def lifetimes(graph: Graph, order: Sequence[Node], alignment: int = 4, sharing: 
         buffers = by_parts(graph, order, buffers, slots, s.elided, alignment)
     buffers += scratch_buffers(graph, order, alignment, s.elided)
     buffers.sort(key=lambda b: (b.first, b.name))
+    copies = {name: step for name, step in s.copies.items() if not in_place.get(name)}
     return Lifetimes(tuple(buffers), {t: sl.buffer for t, sl in slots.items()}, len(order), slots, s.elided,
-                     frozenset(sharing), state, in_place)
+                     frozenset(sharing), state, in_place, copies)
 
 
 __all__ = ["SCRATCH", "Buffer", "Lifetimes", "Slot", "align_up", "lifetimes", "scratch_buffers"]

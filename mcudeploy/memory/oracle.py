@@ -117,7 +117,8 @@ def _check_writes(graph: Graph, node: Node, lifetimes, placement) -> None:
 def run_in_arena(graph: Graph, order: Sequence[Node], lifetimes, placement,
                  inputs: Mapping[str, np.ndarray], seed: int = 0) -> list[np.ndarray]:
     """Every graph output after one call (a state's next value as the call leaves it: in place, or copied
-    in after the last step as model.c does); a state not in ``inputs`` starts from its initial value."""
+    in after the step Lifetimes.copies gives, as model.c does); a state not in ``inputs`` starts from its initial
+    value."""
     arenas = _arenas(lifetimes, placement, seed)
 
     def view(name: str) -> np.ndarray:
@@ -126,17 +127,26 @@ def run_in_arena(graph: Graph, order: Sequence[Node], lifetimes, placement,
     inputs = {**{s: graph[s].data for s in graph.states}, **inputs}
     for name in graph.stored_inputs():
         view(name)[...] = inputs[name]
-    for node in order:
+    copies = getattr(lifetimes, "copies", {})
+    outputs = {}
+
+    def take(step: int) -> None:  # the states whose next values are copied in after ``step``
+        for state, value in graph.state_updates():
+            if copies.get(state, len(order) - 1) == step:
+                view(state)[...] = view(value).copy()
+                outputs[value] = view(state).copy()
+
+    take(-1)
+    for step, node in enumerate(order):
         op = registry.get(node.op)
-        if op.view or node.name in lifetimes.elided:
-            continue
-        _check_writes(graph, node, lifetimes, placement)
-        args = arguments(graph, node, lambda i: graph[i].data if graph[i].is_const
-                         else np.asarray(inputs[i]) if i in graph.streamed else view(i).copy())
-        for out, value in zip(node.outputs, op.reference(graph, node, args)):
-            view(out)[...] = value
-    outputs = {name: view(name).copy() for name in graph.model_outputs()}  # read before the states are set
-    for state, value in graph.state_updates():
-        view(state)[...] = view(value).copy()
-        outputs[value] = view(state).copy()
+        if not (op.view or node.name in lifetimes.elided):
+            _check_writes(graph, node, lifetimes, placement)
+            args = arguments(graph, node, lambda i: graph[i].data if graph[i].is_const
+                             else np.asarray(inputs[i]) if i in graph.streamed else view(i).copy())
+            for out, value in zip(node.outputs, op.reference(graph, node, args)):
+                view(out)[...] = value
+        if step < len(order) - 1:
+            take(step)
+    outputs.update({name: view(name).copy() for name in graph.model_outputs()})  # read before the last states
+    take(len(order) - 1)
     return [outputs[name] for name in graph.outputs]

@@ -66,8 +66,8 @@ def _steps(graph: Graph, order: Sequence[Node], elided) -> tuple[dict, dict]:
                 reads[t] = step
         for t in node.outputs:
             writes.setdefault(t, step)
-    for t in graph.outputs:  # the caller reads them after the last step
-        reads[t] = len(order) - 1
+    for t in graph.outputs:  # the caller reads them after the last step (a state's next value is copied in
+        reads[t] = len(order) - 1  # earlier: by_parts clips every part to its buffer's own last step)
     return writes, reads
 
 

@@ -5,8 +5,9 @@ and slices of it, as mcudeploy/memory/alias.py grouped them) is taken out of the
 placement never sees it, so it is never reused, split into parts or moved to another region. The state
 buffers sit one after the other, each aligned, in the order of Graph.states (``offsets``).
 
-At the end of a call each state takes its next value (the graph output Graph.state_updates pairs it with):
-model.c copies it in after the last step. Where the dataflow allows, the next value is written in place
+Each state takes its next value (the graph output Graph.state_updates pairs it with) once nothing reads the
+state any more: model.c copies it in after that step (memory/alias.py's _hold_next_values keeps the value
+alive until then, Lifetimes.copies says when). Where the dataflow allows, the next value is written in place
 instead, and nothing is copied: the whole buffer that holds it (its views, the tensors written into it,
 those it was written over in place) becomes the state's buffer, the state sitting where the next value
 does in it. That needs the buffer to be first written after the last step that reads the state's buffer,

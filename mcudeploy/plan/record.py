@@ -47,7 +47,8 @@ def _tensors(compiled) -> list[dict]:
 
 def _states(compiled) -> dict:
     """A stateful model's states (Graph.states): the bytes they keep between calls outside the arena, and per
-    state its buffer's offset there and whether its next value is written in place or copied in at the end."""
+    state its buffer's offset there and whether its next value is written in place or else copied in after which
+    step of the order."""
     graph, lives, placement = compiled.graph, compiled.lifetimes, compiled.placement
     buffers = {b.name: b for b in lives.state}
     out = []
@@ -55,7 +56,8 @@ def _states(compiled) -> dict:
         b = buffers[lives.buffer_of[state]]
         out.append({"name": state, "next": value, "shape": list(graph[state].shape), "dtype": graph[state].dtype,
                     **_quant(graph, state), "buffer": b.name, "offset": placement.state_offsets[b.name],
-                    "size": b.size, "tensors": list(b.tensors), "in_place": bool(lives.in_place.get(state))})
+                    "size": b.size, "tensors": list(b.tensors), "in_place": bool(lives.in_place.get(state)),
+                    "copied_after_step": lives.copies.get(state)})
     return {"state_bytes": placement.state_bytes, "states": out}
 
 

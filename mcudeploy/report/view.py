@@ -343,7 +343,7 @@ def types_text(types: dict) -> str:
 
 def state_view(plan: BoardPlan) -> Optional[dict]:
     """A stateful model's states (plan.json "states"): their bytes outside the arena, and how many of them take
-    their next value in place (the others are copied in after the last step); None for a stateless model."""
+    their next value in place (the others are copied in once nothing reads the state); None for a stateless model."""
     states = plan.states
     if not states:
         return None
@@ -355,8 +355,8 @@ def state_view(plan: BoardPlan) -> Optional[dict]:
 def state_text(state: dict) -> str:
     """state_view in a few words."""
     copied = state["count"] - state["in_place"]
-    how = ("all written in place" if not copied else "all copied in after the last step" if not state["in_place"]
-           else f"{state['in_place']} written in place, {copied} copied in after the last step")
+    how = ("all written in place" if not copied else "all copied in after their last read" if not state["in_place"]
+           else f"{state['in_place']} written in place, {copied} copied in after their last read")
     return (f"state {state['bytes']:,} bytes kept between calls outside the arena ({state['count']} variable"
             f"{'s' if state['count'] != 1 else ''}, {how})")
 
