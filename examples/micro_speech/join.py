@@ -59,7 +59,7 @@ def _load(s, path: Path):
         raise JoinError(f"{path} could not be read: {exc.strerror}") from exc
     except Exception as exc:  # a file that is not a flatbuffer fails anywhere inside the generated code
         raise JoinError(f"{path} is not a TFLite model") from exc
-    if not model.subgraphs or len(model.subgraphs) != 1:
+    if len(model.subgraphs or []) != 1:
         raise JoinError(f"{path} has {len(model.subgraphs or [])} subgraphs; join.py takes models of one")
     g = model.subgraphs[0]
     if len(g.inputs) != 1 or len(g.outputs) != 1:
@@ -106,18 +106,18 @@ class Joined:
         g.tensors.append(t)
         return len(g.tensors) - 1
 
-    def op(self, code: int, inputs, outputs, options_type: int = 0, options=None, graph=None) -> None:
+    def op(self, code: int, inputs, outputs, options_type: int = 0, options=None):
         o = self.s.OperatorT()
         o.opcodeIndex, o.inputs, o.outputs = code, np.array(inputs, np.int32), np.array(outputs, np.int32)
         o.builtinOptionsType, o.builtinOptions = options_type, options
-        (graph or self.graph).operators.append(o)
+        return o
 
     def append(self, other) -> dict[int, int]:
         """The other model's tensors, buffers and operators added to the graph; its tensor indices -> ours."""
-        buffers = {k: (0 if k == 0 else self.buffer(None)) for k in range(len(other.buffers))}
-        for k, b in enumerate(other.buffers):
-            if k:
-                self.model.buffers[buffers[k]] = b
+        buffers = {0: 0}  # buffer 0 is every model's empty one
+        for k, b in enumerate(other.buffers[1:], 1):
+            self.model.buffers.append(b)
+            buffers[k] = len(self.model.buffers) - 1
         tensors = {}
         for k, t in enumerate(other.subgraphs[0].tensors):
             t.buffer = buffers[t.buffer]
@@ -170,29 +170,28 @@ def join(preprocessor: Path, classifier: Path) -> bytes:
     zeros = j.tensor("window_zeros", (1, size), I8, quant, data=bytes(size), graph=init)
     var = s.VarHandleOptionsT()
     var.sharedName = VARIABLE.encode()
-    j.op(j.builtin(B.VAR_HANDLE), [], [init_handle], s.BuiltinOptions.VarHandleOptions, var, graph=init)
-    j.op(j.builtin(B.ASSIGN_VARIABLE), [init_handle, zeros], [], graph=init)
+    init.operators = [j.op(j.builtin(B.VAR_HANDLE), [], [init_handle], s.BuiltinOptions.VarHandleOptions, var),
+                      j.op(j.builtin(B.ASSIGN_VARIABLE), [init_handle, zeros], [])]
 
     once = s.CallOnceOptionsT()
     once.initSubgraphIndex = 1
-    stream_ops = j.graph.operators
-    head = []  # the variable's operators run first, in the order TFLite Micro's converter puts them
-    j.graph.operators = head
-    j.op(j.builtin(B.CALL_ONCE), [], [], s.BuiltinOptions.CallOnceOptions, once)
-    j.op(j.builtin(B.VAR_HANDLE), [], [handle], s.BuiltinOptions.VarHandleOptions, var)
-    j.graph.operators = head + stream_ops[:first]
-    j.op(j.builtin(B.READ_VARIABLE), [handle], [window])
-    j.op(j.builtin(B.STRIDED_SLICE, 1), [window, begin, end, strides], [kept], s.BuiltinOptions.StridedSliceOptions,
-         s.StridedSliceOptionsT())
     reshape = s.ReshapeOptionsT()
     reshape.newShape = np.array([1, row], np.int32)
-    j.op(j.builtin(B.RESHAPE), [features, shape], [new_row], s.BuiltinOptions.ReshapeOptions, reshape)
     concat = s.ConcatenationOptionsT()
     concat.axis = 1
-    j.op(j.builtin(B.CONCATENATION), [kept, new_row], [classifier_input], s.BuiltinOptions.ConcatenationOptions,
-         concat)
-    j.op(j.builtin(B.ASSIGN_VARIABLE), [handle, classifier_input], [])
-    j.graph.operators += stream_ops[first:]
+    ops = j.graph.operators
+    j.graph.operators = [  # the variable's handle first, as TFLite's converter puts it; then the window between
+        j.op(j.builtin(B.CALL_ONCE), [], [], s.BuiltinOptions.CallOnceOptions, once),
+        j.op(j.builtin(B.VAR_HANDLE), [], [handle], s.BuiltinOptions.VarHandleOptions, var),
+        *ops[:first],
+        j.op(j.builtin(B.READ_VARIABLE), [handle], [window]),
+        j.op(j.builtin(B.STRIDED_SLICE, 1), [window, begin, end, strides], [kept],
+             s.BuiltinOptions.StridedSliceOptions, s.StridedSliceOptionsT()),
+        j.op(j.builtin(B.RESHAPE), [features, shape], [new_row], s.BuiltinOptions.ReshapeOptions, reshape),
+        j.op(j.builtin(B.CONCATENATION), [kept, new_row], [classifier_input], s.BuiltinOptions.ConcatenationOptions,
+             concat),
+        j.op(j.builtin(B.ASSIGN_VARIABLE), [handle, classifier_input], []),
+        *ops[first:]]
     j.graph.outputs = np.array([scores, features], np.int32)
     j.graph.name = b"stream"
 

@@ -43,7 +43,7 @@ class Stream:
     features: np.ndarray        # int8 [hops, 40], the row each hop adds to the window
     scores: np.ndarray          # int8 [hops, 4], the classifier's output at each hop
     arena: int                  # the plan's arena, bytes
-    state_bytes: int            # what the model keeps between calls: the window and the noise estimate
+    state_bytes: int            # what the model keeps between calls (the window, the noise estimate)
     seconds: float              # the compile, build and run
     ticks: Optional[np.ndarray] = None  # per hop, on a board
     instructions_per_tick: Optional[float] = None  # an emulator's
@@ -119,8 +119,8 @@ def main(argv=None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     hops = len(s.scores)
-    print(f"{JOINED.name} on {args.board}: arena {s.arena:,} B, state {s.state_bytes:,} B (the 1,960 B window and "
-          f"the noise estimate); {hops} hops of 20 ms over {len(names)} s of audio, {s.seconds:.1f} s with the build")
+    print(f"{JOINED.name} on {args.board}: arena {s.arena:,} B, state {s.state_bytes:,} B (the window and the "
+          f"noise estimate); {hops} hops of 20 ms over {len(names)} s of audio, {s.seconds:.1f} s with the build")
     if s.memory is not None:
         m = s.memory
         print(f"firmware: flash {m.flash_used:,} B (code {m.text:,}, constants {m.rodata:,}, data {m.data:,}); SRAM "

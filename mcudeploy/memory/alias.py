@@ -473,7 +473,7 @@ def share(graph: Graph, order: Sequence[Node], alignment: int = 4, sharing: froz
         if registry.get(node.op).subview:
             state.commit([_slice_link(state, node)])
             elided.add(node.name)
-    _hold_next_values(f, state.agg, state.root)
+    _hold_next_values(f, state.agg, state.root)  # so that the decisions below see how long a next value lives
     best = _peak(f, *_buffers(state, sharing)[1:]) if sharing & {"concat", "split"} else 0
     candidates = []
     if "concat" in sharing:
@@ -514,6 +514,7 @@ def share(graph: Graph, order: Sequence[Node], alignment: int = 4, sharing: froz
         peak = _take(state, sharing, links, best) if links is not None else None
         best = best if peak is None else peak
     merged, agg, steps = _buffers(state, sharing)
+    # again on the buffers as decided: a Split may have made more slices of a state, read later
     copies = _hold_next_values(f, agg, lambda t: merged.get(state.root(t), state.root(t)), steps)
     slots, memo = {}, {}
     members: dict[str, list[str]] = {}

@@ -4,9 +4,8 @@ Sharing (views, Concat inputs written into the output, Split outputs as slices, 
 decided in mcudeploy/memory/alias.py. A buffer lives from the step that writes its first tensor
 to the step that last reads any of its tensors; graph inputs live from step -1, graph outputs to
 the last step, a state's next value until it is copied into the state; the states' buffers are not the
-arena's (mcudeploy/memory/state.py). Its size is its
-owner's bytes rounded up to the alignment. A kernel's scratch
-memory (``Op.scratch``) is a buffer of its own, "<node>#scratch", with no tensors, live at the
+arena's (mcudeploy/memory/state.py). Its size is its owner's bytes rounded up to the alignment. A kernel's
+scratch memory (``Op.scratch``) is a buffer of its own, "<node>#scratch", with no tensors, live at the
 kernel's step only.
 
 ``lifetimes(graph, order, alignment).lower_bound()`` -- the largest sum of bytes live at one

@@ -127,7 +127,7 @@ def run_in_arena(graph: Graph, order: Sequence[Node], lifetimes, placement,
     inputs = {**{s: graph[s].data for s in graph.states}, **inputs}
     for name in graph.stored_inputs():
         view(name)[...] = inputs[name]
-    copies = getattr(lifetimes, "copies", {})
+    copies = lifetimes.copies
     outputs = {}
 
     def take(step: int) -> None:  # the states whose next values are copied in after ``step``
