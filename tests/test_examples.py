@@ -10,6 +10,7 @@ the host below)."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -154,3 +155,17 @@ def test_micro_speech_as_one_model_on_qemu_m4_hop_by_hop(need_qemu, need_tflm):
     s = stream.stream(_four_clips(), "qemu-m4")
     _stream_same_as_tflm(s, WORDS)
     assert s.memory.arena == s.arena and s.ticks is not None and (s.ticks > 0).all()
+
+
+@pytest.mark.qemu
+def test_measure_times_every_operator_of_the_joined_model_on_qemu_m4(need_qemu, capsys):
+    """`mcudeploy measure` on the pair as one model: a time for each operator of both models and of the window,
+    the Signal operators and the classifier's convolution among them."""
+    from mcudeploy.cli import main
+    assert main(["measure", str(join.JOINED), "-b", "qemu-m4", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    kernels = [op["kernel"] for op in report["ops"]]
+    assert any(k.startswith("mcud_signal_rfft") for k in kernels) and any(k.startswith("mcud_conv") for k in kernels)
+    assert "mcud_concat_s8" in kernels  # the window's new row
+    assert all(op["ticks"] > 0 for op in report["ops"] if op["kernel"] != "-")
+    assert report["total_ticks"] >= sum(op["ticks"] for op in report["ops"] if op["kernel"] != "-") // 2
