@@ -319,6 +319,46 @@ void mcud_conv_s16_fast(const mcud_view *x, const mcud_view *w, const mcud_view 
 
 /* ---- 16x8 pointwise: no working memory ---- */
 
+/* One output channel's requantization, set once per channel. The fast paths sum ``taps`` products in int32 from
+ * ``start``: the bias where that is exact (acc64, and the bias small enough that the products, at most 2^22 each in
+ * magnitude, keep the sum within int32: then one 32 x 32 + 64-bit multiply-accumulate, SMLAL, gives
+ * mcud_requant_tfl64's value) or wraps as TFLite Micro's int32 sum does (acc64 0); else ``small`` is 0. */
+typedef struct {
+    int64_t bias, round;
+    int32_t start, mult, shift, small;
+} conv_s16_q;
+
+static inline conv_s16_q conv_s16_q_of(const mcud_view *b, const int32_t *mult, const int32_t *shift, int32_t oc,
+                                       int32_t taps, const int acc64)
+{
+    conv_s16_q q;
+    q.bias = conv_s16_bias(b, oc, acc64);
+    q.mult = mult[oc];
+    q.shift = shift[oc];
+    q.round = acc64 ? (int64_t)1 << (q.shift - 1) : 0;
+    const int64_t room = (int64_t)INT32_MAX - (int64_t)taps * ((int64_t)1 << 22);
+    q.small = acc64 && q.bias >= -room && q.bias <= room;
+    q.start = !acc64 || q.small ? (int32_t)q.bias : 0;
+    return q;
+}
+
+/* The output of an int32 sum t of a fast path, which began at q->start (acc64 and not small: the sum of the products
+ * alone, exact, the bias added in int64) */
+static inline __attribute__((always_inline)) int16_t conv_s16_out32(int32_t t, const conv_s16_q *q, int32_t act_min,
+                                                                    int32_t act_max, const int acc64)
+{
+    int32_t v;
+    if (!acc64) {
+        v = mcud_requant_tfl(t, q->mult, q->shift);
+    } else if (q->small) {
+        v = (int32_t)(uint32_t)(uint64_t)((q->round + (int64_t)t * q->mult) >> q->shift);
+    } else {
+        v = mcud_requant_tfl64((int64_t)t + q->bias, q->mult, q->shift);
+    }
+    return (int16_t)mcud_clamp(v, act_min, act_max);
+}
+
+
 /* The weight of input channel k in an output channel's packed taps (each four as (k0, k2, k1, k3)). */
 static inline int32_t conv_s16_pw_tap(const int8_t *wo, int32_t k)
 {
@@ -367,41 +407,46 @@ static inline __attribute__((always_inline)) void conv_s16_pw_sums(const int16_t
     s[0] = s00, s[1] = s01, s[2] = s10, s[3] = s11;
 }
 
+/* Two output channels' int64 sums over two pixels (px2) or one: each CONV_S16_PW_CHUNK channels in int32, then the
+ * tail of cin % 4 channels one by one. */
 static inline __attribute__((always_inline)) void conv_s16_pw_block(const int16_t *xp, const mcud_conv_dims X,
                                                                     int32_t cin, const int8_t *w0,
                                                                     const int8_t *w1, int64_t sums[4],
-                                                                    const int acc64, const int unit, const int px2)
+                                                                    const int unit, const int px2)
 {
     const int32_t whole = cin & ~3;
-    int32_t ic = 0;
-    if (acc64) {
-        for (; ic < whole; ic += CONV_S16_PW_CHUNK) {
-            int32_t s[4] = {0, 0, 0, 0};
-            const int32_t end = ic + CONV_S16_PW_CHUNK < whole ? ic + CONV_S16_PW_CHUNK : whole;
-            conv_s16_pw_sums(xp, X, ic, end, w0, w1, s, unit, px2);
-            sums[0] += s[0], sums[1] += s[1], sums[2] += s[2], sums[3] += s[3];
-        }
-        ic = whole;
-    } else { /* an int32 sum wraps: SMLAD's */
-        int32_t s[4] = {(int32_t)sums[0], (int32_t)sums[1], (int32_t)sums[2], (int32_t)sums[3]};
-        conv_s16_pw_sums(xp, X, 0, whole, w0, w1, s, unit, px2);
-        sums[0] = s[0], sums[1] = s[1], sums[2] = s[2], sums[3] = s[3];
-        ic = whole;
+    for (int32_t ic = 0; ic < whole; ic += CONV_S16_PW_CHUNK) {
+        int32_t s[4] = {0, 0, 0, 0};
+        const int32_t end = ic + CONV_S16_PW_CHUNK < whole ? ic + CONV_S16_PW_CHUNK : whole;
+        conv_s16_pw_sums(xp, X, ic, end, w0, w1, s, unit, px2);
+        sums[0] += s[0], sums[1] += s[1], sums[2] += s[2], sums[3] += s[3];
     }
-    for (; ic < cin; ic++) { /* the tail: cin % 4 channels */
+    for (int32_t ic = whole; ic < cin; ic++) {
         const int32_t x0 = xp[ic * X.sc], x1 = px2 ? xp[ic * X.sc + X.sw] : 0;
         const int32_t k0 = conv_s16_pw_tap(w0, ic), k1 = conv_s16_pw_tap(w1, ic);
-        if (acc64) {
-            sums[0] += x0 * k0, sums[1] += x1 * k0, sums[2] += x0 * k1, sums[3] += x1 * k1;
-        } else {
-            sums[0] = (int32_t)((uint32_t)sums[0] + (uint32_t)(x0 * k0));
-            sums[1] = (int32_t)((uint32_t)sums[1] + (uint32_t)(x1 * k0));
-            sums[2] = (int32_t)((uint32_t)sums[2] + (uint32_t)(x0 * k1));
-            sums[3] = (int32_t)((uint32_t)sums[3] + (uint32_t)(x1 * k1));
-        }
+        sums[0] += x0 * k0, sums[1] += x1 * k0, sums[2] += x0 * k1, sums[3] += x1 * k1;
     }
 }
 
+/* Two output channels' sums over two pixels (px2) or one, in int32 from the channels' starts (conv_s16_q): the
+ * channels in fours, then the tail one by one (wrapping, as an int32 sum does; exact for a small sum). */
+static inline __attribute__((always_inline)) void conv_s16_pw_sums32(const int16_t *xp, const mcud_conv_dims X,
+                                                                     int32_t cin, const int8_t *w0, const int8_t *w1,
+                                                                     int32_t s[4], const int unit, const int px2)
+{
+    const int32_t whole = cin & ~3;
+    conv_s16_pw_sums(xp, X, 0, whole, w0, w1, s, unit, px2);
+    for (int32_t ic = whole; ic < cin; ic++) {
+        const int32_t x0 = xp[ic * X.sc], x1 = px2 ? xp[ic * X.sc + X.sw] : 0;
+        const int32_t k0 = conv_s16_pw_tap(w0, ic), k1 = conv_s16_pw_tap(w1, ic);
+        s[0] = (int32_t)((uint32_t)s[0] + (uint32_t)(x0 * k0)), s[1] = (int32_t)((uint32_t)s[1] + (uint32_t)(x1 * k0));
+        s[2] = (int32_t)((uint32_t)s[2] + (uint32_t)(x0 * k1)), s[3] = (int32_t)((uint32_t)s[3] + (uint32_t)(x1 * k1));
+    }
+}
+
+/* Two output channels at a time over the pixels as rows: a plane whose rows follow one another (input and output) is
+ * one row of H x W pixels, so pairs of pixels do not stop at a row's end. Where both channels' sums fit int32 (or wrap
+ * in it, acc64 0) they are summed in int32 from the bias (conv_s16_pw_sums32), else in int64 (conv_s16_pw_block). */
 static inline __attribute__((always_inline)) void conv_s16_pw(const mcud_view *x, const mcud_view *b,
                                                               const mcud_view *y, const mcud_conv_s16_pw_params *p,
                                                               const int acc64, const int unit)
@@ -410,28 +455,50 @@ static inline __attribute__((always_inline)) void conv_s16_pw(const mcud_view *x
     const int16_t *xd = (const int16_t *)x->data;
     int16_t *yd = (int16_t *)y->data;
     const int32_t cin = X.c, kpad = p->kpad;
+    const int32_t flat = X.sh == X.w * X.sw && Y.sh == Y.w * Y.sw;
+    const int32_t rows = flat ? 1 : Y.h, len = flat ? Y.h * Y.w : Y.w;
     for (int32_t n = 0; n < Y.n; n++) {
         for (int32_t oc = 0; oc < Y.c; oc += 2) {
             const int32_t two = oc + 1 < Y.c;
             const int8_t *w0 = p->w + oc * kpad, *w1 = two ? w0 + kpad : w0;
-            const int64_t b0 = conv_s16_bias(b, oc, acc64), b1 = two ? conv_s16_bias(b, oc + 1, acc64) : 0;
-            for (int32_t oh = 0; oh < Y.h; oh++) {
-                for (int32_t ow = 0; ow < Y.w; ow += 2) {
-                    const int32_t px2 = ow + 1 < Y.w;
-                    const int16_t *xp = xd + n * X.sn + oh * X.sh + ow * X.sw;
-                    int64_t sums[4] = {b0, b0, b1, b1};
+            const conv_s16_q q0 = conv_s16_q_of(b, p->mult, p->shift, oc, cin, acc64);
+            const conv_s16_q q1 = conv_s16_q_of(b, p->mult, p->shift, two ? oc + 1 : oc, cin, acc64);
+            const int32_t fast = !acc64 || (q0.small && q1.small);
+            for (int32_t r = 0; r < rows; r++) {
+                const int16_t *xr = xd + n * X.sn + r * X.sh;
+                int16_t *y0 = yd + n * Y.sn + oc * Y.sc + r * Y.sh, *y1 = y0 + Y.sc;
+                for (int32_t i = 0; i < len; i += 2) {
+                    const int32_t px2 = i + 1 < len;
+                    const int16_t *xp = xr + i * X.sw;
+                    if (fast) {
+                        int32_t s[4] = {q0.start, q0.start, q1.start, q1.start};
+                        if (px2) {
+                            conv_s16_pw_sums32(xp, X, cin, w0, w1, s, unit, 1);
+                        } else {
+                            conv_s16_pw_sums32(xp, X, cin, w0, w1, s, 0, 0);
+                        }
+                        y0[i * Y.sw] = conv_s16_out32(s[0], &q0, p->act_min, p->act_max, acc64);
+                        if (px2) {
+                            y0[(i + 1) * Y.sw] = conv_s16_out32(s[1], &q0, p->act_min, p->act_max, acc64);
+                        }
+                        if (two) {
+                            y1[i * Y.sw] = conv_s16_out32(s[2], &q1, p->act_min, p->act_max, acc64);
+                            if (px2) {
+                                y1[(i + 1) * Y.sw] = conv_s16_out32(s[3], &q1, p->act_min, p->act_max, acc64);
+                            }
+                        }
+                        continue;
+                    }
+                    int64_t sums[4] = {q0.bias, q0.bias, q1.bias, q1.bias};
                     if (px2) {
-                        conv_s16_pw_block(xp, X, cin, w0, w1, sums, acc64, unit, 1);
+                        conv_s16_pw_block(xp, X, cin, w0, w1, sums, unit, 1);
                     } else {
-                        conv_s16_pw_block(xp, X, cin, w0, w1, sums, acc64, 0, 0);
+                        conv_s16_pw_block(xp, X, cin, w0, w1, sums, 0, 0);
                     }
                     for (int32_t j = 0; j < 1 + two; j++) {
-                        for (int32_t i = 0; i < 1 + px2; i++) {
-                            const int64_t s = sums[2 * j + i];
-                            const int32_t q = acc64 ? mcud_requant_tfl64(s, p->mult[oc + j], p->shift[oc + j])
-                                                    : mcud_requant_tfl((int32_t)s, p->mult[oc + j], p->shift[oc + j]);
-                            yd[n * Y.sn + (oc + j) * Y.sc + oh * Y.sh + (ow + i) * Y.sw] =
-                                (int16_t)mcud_clamp(q, p->act_min, p->act_max);
+                        for (int32_t k = 0; k < 1 + px2; k++) {
+                            const int32_t v = mcud_requant_tfl64(sums[2 * j + k], p->mult[oc + j], p->shift[oc + j]);
+                            (j ? y1 : y0)[(i + k) * Y.sw] = (int16_t)mcud_clamp(v, p->act_min, p->act_max);
                         }
                     }
                 }
@@ -460,11 +527,103 @@ void mcud_conv_s16_pw(const mcud_view *x, const mcud_view *w, const mcud_view *b
 
 /* ---- 16x8, one input channel per group (depthwise, any multiplier; or a first layer on one channel) ---- */
 
-/* Output channel oc reads input channel oc / multiplier. Where a window lies inside the input along W (and
- * W is contiguous, undilated) each row of taps is pairs of int16 meeting the weights' pairs (p->w: per output
- * channel KH rows of kw2 int16, KW rounded up to even with a 0) in dual multiply-accumulates, as do the two
- * taps of each row inside a 3x3 window over the left or right edge; elsewhere the taps inside are summed one by
- * one. */
+/* Output pixel (oh, ow) of channel plane xc with weights wc, any kernel: the taps inside summed one by one in int64
+ * (an int32 sum wraps, as TFLite Micro's), the bias added, requantized. */
+static int16_t conv_s16_dw_taps(const int16_t *xc, const int16_t *wc, const mcud_conv_dims *X,
+                                const mcud_conv_s16_dw_params *p, const conv_s16_q *q, int32_t oh, int32_t ow,
+                                const int acc64)
+{
+    int32_t kh0, kh1, kw0, kw1;
+    const int32_t ih0 = oh * p->stride[0] - p->pad[0], iw0 = ow * p->stride[1] - p->pad[1];
+    mcud_conv_taps(ih0, p->dilation[0], p->kernel[0], X->h, &kh0, &kh1);
+    mcud_conv_taps(iw0, p->dilation[1], p->kernel[1], X->w, &kw0, &kw1);
+    int64_t s = q->bias;
+    for (int32_t kh = kh0; kh < kh1; kh++) {
+        const int16_t *xr = xc + (ih0 + kh * p->dilation[0]) * X->sh;
+        const int16_t *wr = wc + kh * p->kw2;
+        for (int32_t kw = kw0; kw < kw1; kw++) {
+            s += (int32_t)xr[(iw0 + kw * p->dilation[1]) * X->sw] * (int32_t)wr[kw];
+        }
+    }
+    const int32_t v = acc64 ? mcud_requant_tfl64(s, q->mult, q->shift)
+                            : mcud_requant_tfl((int32_t)(uint32_t)(uint64_t)s, q->mult, q->shift);
+    return (int16_t)mcud_clamp(v, p->act_min, p->act_max);
+}
+
+/* One channel's 3x3 weights: each row's taps (k0, k1) as a pair (w) and (k1, k2) as a pair (left, for a window over
+ * the left edge), the third taps of rows 0 and 1 as a pair (k01) and of row 2 alone (k2); where a row of the window
+ * lies outside the input, that row weighs 0 (conv_s16_dw3_taps_of's ``inside``). */
+typedef struct {
+    uint32_t w0, w1, w2, left0, left1, left2, k01;
+    int32_t k2;
+} conv_s16_dw3_taps;
+
+static inline conv_s16_dw3_taps conv_s16_dw3_taps_of(const int16_t *wc, int32_t kw2, const int32_t inside[3])
+{
+    conv_s16_dw3_taps t;
+    const int16_t *w0 = wc, *w1 = wc + kw2, *w2 = wc + 2 * kw2;
+    t.w0 = inside[0] ? mcud_load32(w0) : 0, t.w1 = inside[1] ? mcud_load32(w1) : 0;
+    t.w2 = inside[2] ? mcud_load32(w2) : 0;
+    t.left0 = inside[0] ? mcud_load32(w0 + 1) : 0, t.left1 = inside[1] ? mcud_load32(w1 + 1) : 0;
+    t.left2 = inside[2] ? mcud_load32(w2 + 1) : 0;
+    t.k01 = mcud_pack16(inside[0] ? w0[2] : 0, inside[1] ? w1[2] : 0);
+    t.k2 = inside[2] ? w2[2] : 0;
+    return t;
+}
+
+/* One output row of a 3x3 window over input rows r0, r1, r2 (a row outside the input repeats one inside, and
+ * weighs 0 in t), contiguous and undilated along W. Outputs lo .. hi - 1 have their window inside the input, which
+ * takes a dual and a single multiply-accumulate a row; a window over the left edge (its first tap at -1) or the
+ * right edge (its last at W) takes the one pair of each row inside; any other its taps one by one
+ * (conv_s16_dw_taps). */
+static inline __attribute__((always_inline)) void conv_s16_dw3_row(const conv_s16_dw3_taps *t, const int16_t *r0,
+                                                                   const int16_t *r1, const int16_t *r2,
+                                                                   const int16_t *xc, const int16_t *wc,
+                                                                   const mcud_conv_dims *X, int16_t *yr,
+                                                                   int32_t ysw, int32_t oh, int32_t ow_n,
+                                                                   int32_t lo, int32_t hi, const conv_s16_q *q,
+                                                                   const mcud_conv_s16_dw_params *p, const int acc64)
+{
+    const int32_t sw = p->stride[1], pad = p->pad[1], width = X->w;
+    int32_t ow = 0;
+    for (; ow < lo; ow++) {
+        if (ow * sw - pad == -1 && width >= 2) {
+            const int32_t s = mcud_smlad(t->left0, mcud_load32(r0),
+                                         mcud_smlad(t->left1, mcud_load32(r1),
+                                                    mcud_smlad(t->left2, mcud_load32(r2), q->start)));
+            yr[ow * ysw] = conv_s16_out32(s, q, p->act_min, p->act_max, acc64);
+        } else {
+            yr[ow * ysw] = conv_s16_dw_taps(xc, wc, X, p, q, oh, ow, acc64);
+        }
+    }
+    if (ow < hi) {
+        const int16_t *a0 = r0 + ow * sw - pad, *a1 = r1 + ow * sw - pad, *a2 = r2 + ow * sw - pad;
+        const uint32_t w0 = t->w0, w1 = t->w1, w2 = t->w2, k01 = t->k01;
+        const int32_t k2 = t->k2, start = q->start;
+        int16_t *yo = yr + ow * ysw;
+        for (; ow < hi; ow++, a0 += sw, a1 += sw, a2 += sw, yo += ysw) {
+            int32_t s = mcud_smlabb(k01, (uint32_t)(int32_t)a0[2], mcud_smlad(w0, mcud_load32(a0), start));
+            s = mcud_smlatb(k01, (uint32_t)(int32_t)a1[2], mcud_smlad(w1, mcud_load32(a1), s));
+            s = mcud_smlad(w2, mcud_load32(a2), s + k2 * a2[2]);
+            *yo = conv_s16_out32(s, q, p->act_min, p->act_max, acc64);
+        }
+    }
+    for (; ow < ow_n; ow++) {
+        const int32_t iw0 = ow * sw - pad;
+        if (iw0 == width - 2 && iw0 >= 0) {
+            const int32_t s = mcud_smlad(t->w0, mcud_load32(r0 + iw0),
+                                         mcud_smlad(t->w1, mcud_load32(r1 + iw0),
+                                                    mcud_smlad(t->w2, mcud_load32(r2 + iw0), q->start)));
+            yr[ow * ysw] = conv_s16_out32(s, q, p->act_min, p->act_max, acc64);
+        } else {
+            yr[ow * ysw] = conv_s16_dw_taps(xc, wc, X, p, q, oh, ow, acc64);
+        }
+    }
+}
+
+/* Output channel oc reads input channel oc / multiplier; p->w holds per output channel KH rows of kw2 int16 (KW
+ * rounded up to even with a 0). A 3x3 window over rows contiguous along W, undilated along W, goes row by row
+ * (conv_s16_dw3_row); any other window sums its taps one by one. */
 static inline __attribute__((always_inline)) void conv_s16_dw(const mcud_view *x, const mcud_view *b,
                                                               const mcud_view *y, const mcud_conv_s16_dw_params *p,
                                                               const int acc64)
@@ -472,88 +631,45 @@ static inline __attribute__((always_inline)) void conv_s16_dw(const mcud_view *x
     mcud_conv_dims X = mcud_conv_dims_of(x), Y = mcud_conv_dims_of(y);
     const int16_t *xd = (const int16_t *)x->data;
     int16_t *yd = (int16_t *)y->data;
-    const int32_t kh_n = p->kernel[0], kw_n = p->kernel[1], kw2 = p->kw2, pairs = kw_n & ~1;
-    const int32_t rows = X.sw == 1 && p->dilation[1] == 1;
+    const int32_t kh_n = p->kernel[0], kw_n = p->kernel[1], kw2 = p->kw2;
+    const int32_t k3 = kh_n == 3 && kw_n == 3 && X.sw == 1 && p->dilation[1] == 1;
+    /* for a 3x3 window: outputs lo .. hi - 1 of a row have their window inside, iw0 >= 0 and iw0 + 3 <= X.w */
+    const int32_t sw = p->stride[1], step = p->dilation[0] * X.sh;
+    int32_t hi = X.w >= 3 ? (X.w - 3 + p->pad[1]) / sw + 1 : 0, lo = (p->pad[1] + sw - 1) / sw;
+    hi = hi < Y.w ? hi : Y.w;
+    lo = lo < hi ? lo : hi;
+    static const int32_t all[3] = {1, 1, 1};
     for (int32_t n = 0; n < Y.n; n++) {
         for (int32_t oc = 0; oc < Y.c; oc++) {
             const int16_t *xc = xd + n * X.sn + (oc / p->multiplier) * X.sc;
             const int16_t *wc = p->w + oc * kh_n * kw2;
-            const int64_t bias = conv_s16_bias(b, oc, acc64);
-            /* a 3x3 window inside the input: its weights as three pairs and three singles, kept in registers */
-            const int32_t k3 = kh_n == 3 && kw_n == 3;
-            const uint32_t w0 = k3 ? mcud_load32(wc) : 0, w1 = k3 ? mcud_load32(wc + kw2) : 0;
-            const uint32_t w2 = k3 ? mcud_load32(wc + 2 * kw2) : 0;
-            const int32_t v0 = k3 ? wc[2] : 0, v1 = k3 ? wc[kw2 + 2] : 0, v2 = k3 ? wc[2 * kw2 + 2] : 0;
+            const conv_s16_q q = conv_s16_q_of(b, p->mult, p->shift, oc, 9, acc64);
+            int16_t *yc = yd + n * Y.sn + oc * Y.sc;
+            const conv_s16_dw3_taps full = conv_s16_dw3_taps_of(wc, kw2, all);
             for (int32_t oh = 0; oh < Y.h; oh++) {
-                int32_t kh0, kh1;
-                const int32_t ih0 = oh * p->stride[0] - p->pad[0];
-                mcud_conv_taps(ih0, p->dilation[0], kh_n, X.h, &kh0, &kh1);
-                const int32_t k33 = rows && k3 && kh0 == 0 && kh1 == 3;
-                const int32_t step = p->dilation[0] * X.sh;
-                for (int32_t ow = 0; ow < Y.w; ow++) {
-                    const int32_t iw0 = ow * p->stride[1] - p->pad[1];
-                    int64_t s64 = bias;
-                    int32_t s32 = (int32_t)bias;
-                    if (k33 && iw0 >= 0 && iw0 + 3 <= X.w) {
-                        const int16_t *r0 = xc + ih0 * X.sh + iw0, *r1 = r0 + step, *r2 = r1 + step;
-                        if (acc64) {
-                            s64 = mcud_smlald(w0, mcud_load32(r0), s64) + (int32_t)r0[2] * v0;
-                            s64 = mcud_smlald(w1, mcud_load32(r1), s64) + (int32_t)r1[2] * v1;
-                            s64 = mcud_smlald(w2, mcud_load32(r2), s64) + (int32_t)r2[2] * v2;
-                        } else {
-                            s32 = mcud_smlad(w0, mcud_load32(r0), s32);
-                            s32 = mcud_smlad(w1, mcud_load32(r1), s32);
-                            s32 = mcud_smlad(w2, mcud_load32(r2), s32);
-                            s32 = (int32_t)((uint32_t)s32 + (uint32_t)((int32_t)r0[2] * v0) +
-                                            (uint32_t)((int32_t)r1[2] * v1) + (uint32_t)((int32_t)r2[2] * v2));
-                        }
-                    } else if (k3 && rows && X.w >= 2 && (iw0 == -1 || iw0 + 2 == X.w)) {
-                        /* a 3x3 window over the left or the right edge: two taps of each row inside, one pair
-                         * (on the left taps 1 and 2 at columns 0 and 1, on the right taps 0 and 1) */
-                        const int32_t left = iw0 < 0;
-                        for (int32_t kh = kh0; kh < kh1; kh++) {
-                            const int16_t *xr = xc + (ih0 + kh * p->dilation[0]) * X.sh + (left ? 0 : iw0);
-                            const uint32_t wp = mcud_load32(wc + kh * kw2 + left);
-                            if (acc64) {
-                                s64 = mcud_smlald(wp, mcud_load32(xr), s64);
-                            } else {
-                                s32 = mcud_smlad(wp, mcud_load32(xr), s32);
-                            }
-                        }
-                    } else if (rows && iw0 >= 0 && iw0 + kw_n <= X.w) {
-                        for (int32_t kh = kh0; kh < kh1; kh++) {
-                            const int16_t *xr = xc + (ih0 + kh * p->dilation[0]) * X.sh + iw0;
-                            const int16_t *wr = wc + kh * kw2;
-                            for (int32_t j = 0; j < pairs; j += 2) {
-                                if (acc64) {
-                                    s64 = mcud_smlald(mcud_load32(wr + j), mcud_load32(xr + j), s64);
-                                } else {
-                                    s32 = mcud_smlad(mcud_load32(wr + j), mcud_load32(xr + j), s32);
-                                }
-                            }
-                            if (kw_n & 1) {
-                                const int32_t prod = (int32_t)xr[kw_n - 1] * (int32_t)wr[kw_n - 1];
-                                s64 += acc64 ? prod : 0;
-                                s32 = (int32_t)((uint32_t)s32 + (acc64 ? 0u : (uint32_t)prod));
-                            }
-                        }
-                    } else {
-                        int32_t kw0, kw1;
-                        mcud_conv_taps(iw0, p->dilation[1], kw_n, X.w, &kw0, &kw1);
-                        for (int32_t kh = kh0; kh < kh1; kh++) {
-                            const int16_t *xr = xc + (ih0 + kh * p->dilation[0]) * X.sh;
-                            const int16_t *wr = wc + kh * kw2;
-                            for (int32_t kw = kw0; kw < kw1; kw++) {
-                                const int32_t prod = (int32_t)xr[(iw0 + kw * p->dilation[1]) * X.sw] * (int32_t)wr[kw];
-                                s64 += acc64 ? prod : 0;
-                                s32 = (int32_t)((uint32_t)s32 + (acc64 ? 0u : (uint32_t)prod));
-                            }
-                        }
+                if (!k3) {
+                    for (int32_t ow = 0; ow < Y.w; ow++) {
+                        yc[oh * Y.sh + ow * Y.sw] = conv_s16_dw_taps(xc, wc, &X, p, &q, oh, ow, acc64);
                     }
-                    const int32_t q = acc64 ? mcud_requant_tfl64(s64, p->mult[oc], p->shift[oc])
-                                            : mcud_requant_tfl(s32, p->mult[oc], p->shift[oc]);
-                    yd[n * Y.sn + oc * Y.sc + oh * Y.sh + ow * Y.sw] = (int16_t)mcud_clamp(q, p->act_min, p->act_max);
+                    continue;
                 }
+                const int32_t ih0 = oh * p->stride[0] - p->pad[0];
+                int16_t *yr = yc + oh * Y.sh;
+                if (ih0 >= 0 && ih0 + 2 * p->dilation[0] < X.h) {
+                    const int16_t *r0 = xc + ih0 * X.sh;
+                    conv_s16_dw3_row(&full, r0, r0 + step, r0 + 2 * step, xc, wc, &X, yr, Y.sw, oh, Y.w, lo, hi, &q,
+                                     p, acc64);
+                    continue;
+                }
+                const int16_t *r[3]; /* a row outside: no weight, and a row inside to read */
+                int32_t inside[3];
+                for (int32_t kh = 0; kh < 3; kh++) {
+                    const int32_t ih = ih0 + kh * p->dilation[0];
+                    inside[kh] = ih >= 0 && ih < X.h;
+                    r[kh] = xc + (inside[kh] ? ih : (ih < 0 ? 0 : X.h - 1)) * X.sh;
+                }
+                const conv_s16_dw3_taps t = conv_s16_dw3_taps_of(wc, kw2, inside);
+                conv_s16_dw3_row(&t, r[0], r[1], r[2], xc, wc, &X, yr, Y.sw, oh, Y.w, lo, hi, &q, p, acc64);
             }
         }
     }

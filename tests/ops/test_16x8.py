@@ -78,7 +78,7 @@ def test_c_64_bit_requantization_equals_numpy(tmp_path):
 
 
 def _conv(x_shape, cout, kernel, group=1, stride=(1, 1), dilation=(1, 1), pads=(0, 0, 0, 0), accumulator="int64",
-          bias=True, extreme=False, seed=0):
+          bias=True, extreme=False, big_bias=False, seed=0):
     rng = np.random.default_rng(seed)
     n, c, h, w = x_shape
     if extreme:  # every product at its largest: an int32 sum of these overflows
@@ -92,7 +92,7 @@ def _conv(x_shape, cout, kernel, group=1, stride=(1, 1), dilation=(1, 1), pads=(
     tensors = {"x": Tensor("x", x_shape, "int16", "input", Quant((sx,), (0,))),
                "w": constant("w", wt, Quant(sw, (0,) * cout, 0))}
     if bias:
-        b = rng.integers(-40000, 40000, cout)
+        b = rng.integers(-2**40, 2**40, cout) if big_bias else rng.integers(-40000, 40000, cout)
         tensors["b"] = constant("b", b.astype(np.int64 if accumulator == "int64" else np.int32),
                                 Quant(tuple(sx * s for s in sw), (0,) * cout, 0))
     attrs = {"group": group, "kernel_shape": kernel, "strides": stride, "dilations": dilation, "pads": pads,
@@ -153,12 +153,22 @@ CONVS = {
                                   pads=(1, 1, 1, 1), accumulator="int32"),
     "depthwise-dilated": dict(x_shape=(1, 4, 7, 8), cout=4, kernel=(3, 3), group=4, dilation=(2, 2),
                               pads=(2, 2, 2, 2)),
+    # mcud_conv_s16_dw's 3x3 rows: two columns (a window over each edge, none inside), one column (no pair), windows
+    # starting two columns out, every product at its largest, and int64 biases no int32 sum holds
+    "depthwise-3x3-two-columns": dict(x_shape=(1, 2, 4, 2), cout=2, kernel=(3, 3), group=2, pads=(1, 1, 1, 1)),
+    "depthwise-3x3-one-column": dict(x_shape=(1, 2, 5, 1), cout=2, kernel=(3, 3), group=2, pads=(1, 1, 1, 1)),
+    "depthwise-3x3-wide-pads": dict(x_shape=(1, 2, 6, 7), cout=2, kernel=(3, 3), group=2, pads=(2, 2, 0, 3)),
+    "depthwise-3x3-extreme": dict(x_shape=(1, 3, 5, 6), cout=3, kernel=(3, 3), group=3, pads=(1, 1, 1, 1),
+                                  extreme=True),
+    "depthwise-3x3-big-bias": dict(x_shape=(1, 3, 5, 6), cout=3, kernel=(3, 3), group=3, pads=(1, 1, 1, 1),
+                                   big_bias=True),
     "pointwise-int64": dict(x_shape=(2, 9, 3, 5), cout=5, kernel=(1, 1)),  # channels 4 + 4 + 1, odd channels
     "pointwise-int32": dict(x_shape=(1, 8, 4, 4), cout=6, kernel=(1, 1), accumulator="int32"),
     "pointwise-int32-wraps": dict(x_shape=(1, 64, 2, 3), cout=2, kernel=(1, 1), accumulator="int32", extreme=True),
     # an int64 sum over more channels than mcud_conv_s16_pw sums in 32 bits at once (CONV_S16_PW_CHUNK, 508)
     "pointwise-int64-chunks": dict(x_shape=(1, 600, 1, 3), cout=2, kernel=(1, 1), extreme=True),
     "pointwise-no-bias": dict(x_shape=(1, 3, 1, 7), cout=3, kernel=(1, 1), bias=False),
+    "pointwise-big-bias": dict(x_shape=(1, 6, 3, 3), cout=3, kernel=(1, 1), big_bias=True),  # int64 sums
     "grouped-fast": dict(x_shape=(1, 4, 5, 6), cout=8, kernel=(3, 3), group=2, stride=(2, 1), dilation=(2, 1),
                          pads=(2, 1, 1, 0)),
 }
@@ -185,17 +195,27 @@ def test_conv_kernel_on_strided_views(tmp_path, name, scratch, nhwc):
     want = run_reference(graph, inputs)[0]
     call = registry.get("Conv").kernel(graph, node)
     # a column of too few products for its cost (conv._fast16): 3 channels of 12 taps, or 2 or 1 of 9
-    depthwise = ("depthwise-multiplier", "one-channel", "depthwise-dilated", "depthwise-3x3-int32",
-                 "depthwise-3x3-edges", "depthwise-3x3-stride2")
-    fast = scratch and name not in ("stride-dilation-no-bias", "depthwise-multiplier", "depthwise-dilated",
-                                    "depthwise-3x3-int32", "depthwise-3x3-edges", "depthwise-3x3-stride2")
+    depthwise = name.startswith("depthwise") or name == "one-channel"
+    fast = scratch and not name.startswith("depthwise") and name != "stride-dilation-no-bias"
     want_fn = ("mcud_conv_s16_pw" if name.startswith("pointwise") else "mcud_conv_s16_fast" if fast
-               else "mcud_conv_s16_dw" if name in depthwise else "mcud_conv_s16")
+               else "mcud_conv_s16_dw" if depthwise else "mcud_conv_s16")
     assert call.fn == want_fn
     assert call.scratch == registry.get("Conv").scratch(graph, node)
     x_place = Place(1, channels_last(4)) if nhwc else Place(2)
     got = run_kernel(tmp_path, call, graph, inputs, {"x": x_place, "y": Place(2, step=2)})[0]
     np.testing.assert_array_equal(got, want)
+
+
+@needs_gcc
+@pytest.mark.parametrize("name", sorted(n for n in CONVS if n.startswith("pointwise")))
+def test_pointwise_over_planes_whose_rows_follow_one_another(tmp_path, name):
+    """mcud_conv_s16_pw takes a plane whose rows follow one another, input and output, as one row of H x W pixels:
+    pairs of pixels across a row's end, and an odd pixel left at the plane's."""
+    graph, node, inputs = _conv(**CONVS[name], seed=2)
+    call = registry.get("Conv").kernel(graph, node)
+    assert call.fn == "mcud_conv_s16_pw"
+    got = run_kernel(tmp_path, call, graph, inputs, {"x": Place(), "y": Place()})[0]
+    np.testing.assert_array_equal(got, run_reference(graph, inputs)[0])
 
 
 # ---------------------------------------------------------------------------------------------- products
