@@ -322,10 +322,12 @@ void mcud_conv_s16_fast(const mcud_view *x, const mcud_view *w, const mcud_view 
 /* One output channel's requantization, set once per channel. The fast paths sum ``taps`` products in int32 from
  * ``start``: the bias where that is exact (acc64, and the bias small enough that the products, at most 2^22 each in
  * magnitude, keep the sum within int32: then one 32 x 32 + 64-bit multiply-accumulate, SMLAL, gives
- * mcud_requant_tfl64's value) or wraps as TFLite Micro's int32 sum does (acc64 0); else ``small`` is 0. */
+ * mcud_requant_tfl64's value) or wraps as TFLite Micro's int32 sum does (acc64 0); else ``small`` is 0. With a shift
+ * of 16 to 32 (``high``) one SMMLAR gives it: (t m + 2^(s-1)) >> s is (t m 2^(32-s) + 2^31) >> 32, the rounded high
+ * word of t times m32 = m 2^(32-s), which fits int32 since the reduced multiplier m is below 2^15. */
 typedef struct {
     int64_t bias, round;
-    int32_t start, mult, shift, small;
+    int32_t start, mult, shift, small, high, m32;
 } conv_s16_q;
 
 static inline conv_s16_q conv_s16_q_of(const mcud_view *b, const int32_t *mult, const int32_t *shift, int32_t oc,
@@ -339,6 +341,9 @@ static inline conv_s16_q conv_s16_q_of(const mcud_view *b, const int32_t *mult, 
     const int64_t room = (int64_t)INT32_MAX - (int64_t)taps * ((int64_t)1 << 22);
     q.small = acc64 && q.bias >= -room && q.bias <= room;
     q.start = !acc64 || q.small ? (int32_t)q.bias : 0;
+    const int64_t m32 = q.shift >= 16 && q.shift <= 32 ? (int64_t)q.mult * ((int64_t)1 << (32 - q.shift)) : 0;
+    q.high = q.small && q.shift >= 16 && q.shift <= 32 && m32 >= INT32_MIN && m32 <= INT32_MAX;
+    q.m32 = q.high ? (int32_t)m32 : 0;
     return q;
 }
 
@@ -350,6 +355,8 @@ static inline __attribute__((always_inline)) int16_t conv_s16_out32(int32_t t, c
     int32_t v;
     if (!acc64) {
         v = mcud_requant_tfl(t, q->mult, q->shift);
+    } else if (q->high) {
+        v = mcud_smmlar(t, q->m32, 0);
     } else if (q->small) {
         v = (int32_t)(uint32_t)(uint64_t)((q->round + (int64_t)t * q->mult) >> q->shift);
     } else {

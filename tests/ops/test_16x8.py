@@ -78,7 +78,7 @@ def test_c_64_bit_requantization_equals_numpy(tmp_path):
 
 
 def _conv(x_shape, cout, kernel, group=1, stride=(1, 1), dilation=(1, 1), pads=(0, 0, 0, 0), accumulator="int64",
-          bias=True, extreme=False, big_bias=False, seed=0):
+          bias=True, extreme=False, big_bias=False, out_scale=0.003, seed=0):
     rng = np.random.default_rng(seed)
     n, c, h, w = x_shape
     if extreme:  # every product at its largest: an int32 sum of these overflows
@@ -88,7 +88,7 @@ def _conv(x_shape, cout, kernel, group=1, stride=(1, 1), dilation=(1, 1), pads=(
         x = rng.integers(-32768, 32768, x_shape).astype(np.int16)
         wt = rng.integers(-127, 128, (cout, c // group, *kernel)).astype(np.int8)
     sw = tuple(float(s) for s in rng.uniform(0.002, 0.01, cout))
-    sx, sy = 0.0004, 0.003
+    sx, sy = 0.0004, out_scale
     tensors = {"x": Tensor("x", x_shape, "int16", "input", Quant((sx,), (0,))),
                "w": constant("w", wt, Quant(sw, (0,) * cout, 0))}
     if bias:
@@ -162,6 +162,11 @@ CONVS = {
                                   extreme=True),
     "depthwise-3x3-big-bias": dict(x_shape=(1, 3, 5, 6), cout=3, kernel=(3, 3), group=3, pads=(1, 1, 1, 1),
                                    big_bias=True),
+    # reduced shifts past 32 and below 16, which the int32 sums requantize by SMLAL rather than SMMLAR (conv_s16_q)
+    "depthwise-3x3-shift-past-32": dict(x_shape=(1, 2, 5, 6), cout=2, kernel=(3, 3), group=2, pads=(1, 1, 1, 1),
+                                        out_scale=0.6),
+    "depthwise-3x3-shift-below-16": dict(x_shape=(1, 2, 5, 6), cout=2, kernel=(3, 3), group=2, pads=(1, 1, 1, 1),
+                                         out_scale=3e-6),
     "pointwise-int64": dict(x_shape=(2, 9, 3, 5), cout=5, kernel=(1, 1)),  # channels 4 + 4 + 1, odd channels
     "pointwise-int32": dict(x_shape=(1, 8, 4, 4), cout=6, kernel=(1, 1), accumulator="int32"),
     "pointwise-int32-wraps": dict(x_shape=(1, 64, 2, 3), cout=2, kernel=(1, 1), accumulator="int32", extreme=True),
@@ -169,6 +174,8 @@ CONVS = {
     "pointwise-int64-chunks": dict(x_shape=(1, 600, 1, 3), cout=2, kernel=(1, 1), extreme=True),
     "pointwise-no-bias": dict(x_shape=(1, 3, 1, 7), cout=3, kernel=(1, 1), bias=False),
     "pointwise-big-bias": dict(x_shape=(1, 6, 3, 3), cout=3, kernel=(1, 1), big_bias=True),  # int64 sums
+    "pointwise-shift-past-32": dict(x_shape=(1, 6, 3, 3), cout=3, kernel=(1, 1), out_scale=1.2),
+    "pointwise-shift-below-16": dict(x_shape=(1, 6, 3, 3), cout=3, kernel=(1, 1), out_scale=3e-6),
     "grouped-fast": dict(x_shape=(1, 4, 5, 6), cout=8, kernel=(3, 3), group=2, stride=(2, 1), dilation=(2, 1),
                          pads=(2, 1, 1, 0)),
 }
