@@ -68,6 +68,10 @@ typedef struct {
     const int32_t *mult;
     const int32_t *shift;
     const int8_t *w;
+    /* acc64: per output channel 0, or the multiplier scaled for SMMLAR, mult 2^(32 - shift), where the channel's
+     * products and bias sum within int32 and its shift is 16 to 32 (mcudeploy/ops/conv.py _smmlar_multipliers);
+     * NULL: none */
+    const int32_t *m32;
 } mcud_conv_s16_fast_params;
 
 /* mcud_conv_s16 for a pointwise convolution (1x1, stride 1, no padding, one group), without working memory: in

@@ -283,7 +283,14 @@ static inline __attribute__((always_inline)) void conv_s16_fast(const mcud_view 
                         const int8_t *w0 = p->w + oc * kpad, *w1 = two ? w0 + kpad : w0;
                         const int64_t b0 = conv_s16_bias(b, oc, acc64), b1 = two ? conv_s16_bias(b, oc + 1, acc64) : 0;
                         int32_t q0, q1;
-                        if (acc64) {
+                        const int32_t m0 = acc64 && p->m32 ? p->m32[oc] : 0;
+                        const int32_t m1 = two && m0 ? p->m32[oc + 1] : m0;
+                        if (m0 && m1) { /* int32 sums from the bias, exact, and one SMMLAR each */
+                            int32_t s0 = (int32_t)b0, s1 = (int32_t)b1;
+                            CONV_S16_DOT2(mcud_smlad);
+                            q0 = mcud_smmlar(s0, m0, 0);
+                            q1 = mcud_smmlar(s1, m1, 0);
+                        } else if (acc64) {
                             int64_t s0 = b0, s1 = b1;
                             CONV_S16_DOT2(mcud_smlald);
                             q0 = mcud_requant_tfl64(s0, p->mult[oc], p->shift[oc]);

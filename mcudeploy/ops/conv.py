@@ -893,9 +893,27 @@ def _kernel_16x8(op: "Conv", graph: Graph, node: Node, g: Geometry, views, commo
     if not fast:
         return Call("mcud_conv_s16", views, Struct.of("mcud_conv_s16_params", **common, **quant))
     kpad = _kpad16(g)
+    m32 = _smmlar_multipliers(graph, node, g, mult, shift) if wide else ()
     return Call("mcud_conv_s16_fast", (x, "", b, y), Struct.of(
         "mcud_conv_s16_fast_params", group=g.group, kernel=g.kernel, stride=g.stride, dilation=g.dilation,
-        pad=g.pad_begin, kpad=kpad, **quant, w=Array("int8_t", _packed16(graph, node, g))), scratch=2 * kpad)
+        pad=g.pad_begin, kpad=kpad, **quant, w=Array("int8_t", _packed16(graph, node, g)),
+        m32=Array("int32_t", m32) if any(m32) else 0), scratch=2 * kpad)
+
+
+def _smmlar_multipliers(graph: Graph, node: Node, g: Geometry, mult, shift) -> tuple[int, ...]:
+    """Per output channel of an int64 sum, the multiplier mcud_conv_s16_fast requantizes with one SMMLAR, or 0: where
+    the channel's products (each at most 2^22 in magnitude) and its bias sum within int32 and its shift is 16 to 32,
+    (t m + 2^(s-1)) >> s equals (t m 2^(32-s) + 2^31) >> 32, SMMLAR's rounded high word, if m 2^(32-s) fits int32."""
+    taps = g.cin_per_group * g.kernel[0] * g.kernel[1]
+    room = 2**31 - 1 - taps * 2**22
+    bias = (graph[node.inputs[2]].data.astype(np.int64).reshape(-1) if len(node.inputs) > 2 and node.inputs[2]
+            else np.zeros(g.cout, np.int64))
+    out = []
+    for oc in range(g.cout):
+        m, s, b = int(mult[oc]), int(shift[oc]), int(bias[oc])
+        m32 = m << (32 - s) if 16 <= s <= 32 else 0
+        out.append(m32 if abs(b) <= room and -2**31 <= m32 < 2**31 else 0)
+    return tuple(out)
 
 
 def _packed16(graph: Graph, node: Node, g: Geometry) -> tuple[int, ...]:

@@ -92,7 +92,9 @@ def _conv(x_shape, cout, kernel, group=1, stride=(1, 1), dilation=(1, 1), pads=(
     tensors = {"x": Tensor("x", x_shape, "int16", "input", Quant((sx,), (0,))),
                "w": constant("w", wt, Quant(sw, (0,) * cout, 0))}
     if bias:
-        b = rng.integers(-2**40, 2**40, cout) if big_bias else rng.integers(-40000, 40000, cout)
+        b = rng.integers(-40000, 40000, cout)
+        if big_bias:  # every other channel's too large for an int32 sum
+            b[::2] = rng.integers(-2**40, 2**40, len(b[::2]))
         tensors["b"] = constant("b", b.astype(np.int64 if accumulator == "int64" else np.int32),
                                 Quant(tuple(sx * s for s in sw), (0,) * cout, 0))
     attrs = {"group": group, "kernel_shape": kernel, "strides": stride, "dilations": dilation, "pads": pads,
@@ -139,6 +141,9 @@ def _tflm_conv(graph: Graph, node: Node, x: np.ndarray) -> np.ndarray:
 CONVS = {
     "3x3-int64": dict(x_shape=(1, 3, 6, 7), cout=4, kernel=(3, 3), pads=(1, 1, 1, 1)),
     "3x3-int32": dict(x_shape=(1, 3, 6, 7), cout=4, kernel=(3, 3), pads=(1, 1, 1, 1), accumulator="int32"),
+    # mcud_conv_s16_fast's int64 sums: SMMLAR for none (shifts past 32) or some (int64 biases) of the channels
+    "3x3-shift-past-32": dict(x_shape=(1, 3, 6, 7), cout=4, kernel=(3, 3), pads=(1, 1, 1, 1), out_scale=1.2),
+    "3x3-big-bias": dict(x_shape=(1, 3, 6, 7), cout=5, kernel=(3, 3), pads=(1, 1, 1, 1), big_bias=True),
     "int32-wraps": dict(x_shape=(1, 64, 4, 4), cout=2, kernel=(3, 3), pads=(1, 1, 1, 1), accumulator="int32",
                         extreme=True),
     "stride-dilation-no-bias": dict(x_shape=(2, 2, 9, 8), cout=3, kernel=(3, 2), stride=(2, 1), dilation=(1, 2),
