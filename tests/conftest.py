@@ -49,6 +49,15 @@ def need_arm_gcc():
         pytest.skip("needs arm-none-eabi-gcc (apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi)")
 
 
+@pytest.fixture(scope="module")
+def need_tflm():
+    """Tests whose reference is TensorFlow Lite Micro (the specification of a .tflite) skip with a reason without it."""
+    from mcudeploy.check.tflm import available
+    why = available()
+    if why is not None:
+        pytest.skip(f"TensorFlow Lite Micro is not installed: {why}")
+
+
 def pytest_addoption(parser):
     parser.addoption("--test-boards", type=int, default=None, metavar="N",
                      help="run the tests that start emulators on N boards at once: N xdist groups instead of one "

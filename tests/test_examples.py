@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mcudeploy.check.tflm import available
 from mcudeploy.compile import compile_model
 from mcudeploy.device.host import run_compiled_on_host
 
@@ -50,12 +49,6 @@ def _all_same_as_tflm(results: dict) -> None:
     for name, label in TFLM_TEST_LABELS.items():
         assert results[name].label == label, (name, results[name].codes)
 
-
-@pytest.fixture(scope="module")
-def need_tflm():
-    why = available()
-    if why is not None:
-        pytest.skip(f"TensorFlow Lite Micro is not installed: {why}")
 
 
 def test_micro_speech_on_the_host_25_clips_bit_for_bit(need_tflm):

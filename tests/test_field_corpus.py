@@ -9,19 +9,12 @@ from pathlib import Path
 import pytest
 
 from mcudeploy import check
-from mcudeploy.check.tflm import available
 from mcudeploy.compile import compile_model
 from mcudeploy.device.host import run_compiled_on_host
 
 CORPUS = Path(__file__).resolve().parent / "field_corpus"
 MODELS = json.loads((CORPUS / "corpus.json").read_text())["models"]
 
-
-@pytest.fixture(scope="module")
-def need_tflm():
-    why = available()
-    if why is not None:
-        pytest.skip(f"TensorFlow Lite Micro is not installed: {why}")
 
 
 @pytest.mark.parametrize("model", MODELS, ids=[m["file"] for m in MODELS])

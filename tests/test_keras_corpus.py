@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from mcudeploy import check
-from mcudeploy.check.tflm import available
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.compile import compile_model
 
@@ -33,12 +32,6 @@ def _path(model: dict) -> Path:
                     f"{model['architecture']}")
     return path
 
-
-@pytest.fixture(scope="module")
-def need_tflm():
-    why = available()
-    if why is not None:
-        pytest.skip(f"TensorFlow Lite Micro is not installed: {why}")
 
 
 @pytest.mark.parametrize("model", MODELS, ids=[m["file"] for m in MODELS])

@@ -16,7 +16,6 @@ import pytest
 
 import tflite_build as tb
 from mcudeploy import check
-from mcudeploy.check.tflm import available
 from mcudeploy.cli import main
 from mcudeploy.codegen import write_project
 from mcudeploy.device.host import build, run_compiled_on_host
@@ -32,12 +31,6 @@ OPS = tb.OPS
 FRAMES, WIDTH = 4, 3
 INITIAL = np.arange(FRAMES * WIDTH, dtype=np.float32).reshape(1, FRAMES, WIDTH) / 10 - 0.5
 
-
-@pytest.fixture(scope="module")
-def need_tflm():
-    why = available()
-    if why is not None:
-        pytest.skip(f"TensorFlow Lite Micro is not installed: {why}")
 
 
 def _slice_options():

@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 import tflite_build
 from mcudeploy import check
-from mcudeploy.check.tflm import available
 from mcudeploy.cli import main
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.frontend import import_model
@@ -35,12 +34,6 @@ def tflite_model(name: str):
         pytest.skip(f"the MLPerf Tiny .tflite models are not at {TFLITE} (set MCUDEPLOY_MODELS)")
     return path
 
-
-@pytest.fixture(scope="module")
-def need_tflm():
-    why = available()
-    if why is not None:
-        pytest.skip(f"TensorFlow Lite Micro is not installed: {why}")
 
 
 def _check_on_host(path, tmp_path, samples=20):

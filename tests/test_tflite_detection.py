@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mcudeploy.check.tflm import available, run_tflm
+from mcudeploy.check.tflm import run_tflm
 from mcudeploy.compile import compile_model
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.errors import InvalidModelError, MCUDeployError, UnsupportedError
@@ -27,12 +27,6 @@ from tests.conformance.tflite_detection import CUSTOM, anchors, detection_model,
 CASES = [c for c in tc.cases() if c.home == "detection"]
 LABEL = f"operator 0 (CUSTOM {CUSTOM})"
 
-
-@pytest.fixture(scope="module")
-def need_tflm():
-    why = available()
-    if why is not None:
-        pytest.skip(f"TensorFlow Lite Micro is not installed: {why}")
 
 
 def _bits(a) -> np.ndarray:

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mcudeploy.check.tflm import available, run_tflm
+from mcudeploy.check.tflm import run_tflm
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.errors import UnsupportedError
 from mcudeploy.frontend import import_model
@@ -23,12 +23,6 @@ from tflite_build import OPS, RELU, Model, Op, T, _options, add_options, mul_opt
 
 CODES = np.arange(-128, 128)
 
-
-@pytest.fixture(scope="module")
-def need_tflm():
-    why = available()
-    if why is not None:
-        pytest.skip(f"TensorFlow Lite Micro is not installed: {why}")
 
 
 def _model(code, options, qa, qb, qy, dtype="int8", out_dtype=None, shapes=((256, 1), (1, 256))) -> Model:

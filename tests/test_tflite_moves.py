@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 import tflite_build
 from mcudeploy import check
-from mcudeploy.check.tflm import available
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.errors import UnsupportedError
 from mcudeploy.frontend import import_model
@@ -29,12 +28,6 @@ from tflite_build import OPS, Model, Op, T, _options
 
 CONFORMANCE = tflite_build.__file__.replace("tflite_build.py", "conformance/tflite")
 
-
-@pytest.fixture(scope="module")
-def need_tflm():
-    why = available()
-    if why is not None:
-        pytest.skip(f"TensorFlow Lite Micro is not installed: {why}")
 
 
 # ---------------------------------------------------------------- QUANTIZE between integer quantizations

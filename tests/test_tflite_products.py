@@ -9,17 +9,11 @@ import numpy as np
 import pytest
 
 import tflite_build as tb
-from mcudeploy.check.tflm import available, run_tflm
+from mcudeploy.check.tflm import run_tflm
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.ops.requant import tflite_multiplier, tflite_requantize
 from mcudeploy.compile import compile_model
 
-
-@pytest.fixture(scope="module")
-def need_tflm():
-    why = available()
-    if why is not None:
-        pytest.skip(f"TensorFlow Lite Micro is not installed: {why}")
 
 
 def _both(tmp_path, model: tb.Model, inputs: dict) -> tuple[list, list]:

@@ -12,7 +12,6 @@ import tflite
 from tflite_build import OPS, T, _one, _options
 
 from mcudeploy.check import check_tflite_outputs
-from mcudeploy.check.tflm import available
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.errors import InvalidModelError
 from mcudeploy.frontend import import_model
@@ -23,12 +22,6 @@ from mcudeploy.plan import CompileOptions
 
 CONFORMANCE = Path(__file__).resolve().parent / "conformance" / "tflite"
 
-
-@pytest.fixture(scope="module")
-def need_tflm():
-    why = available()
-    if why is not None:
-        pytest.skip(f"TensorFlow Lite Micro is not installed: {why}")
 
 
 def _axes(*axes):

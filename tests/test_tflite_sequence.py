@@ -13,7 +13,6 @@ import tflite
 import tflite_build as tb
 
 from mcudeploy import check
-from mcudeploy.check.tflm import available
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.errors import UnsupportedError
 from mcudeploy.frontend import import_model
@@ -26,12 +25,6 @@ from mcudeploy.reference import run_reference
 LSTM = tflite.BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM
 CONFORMANCE = Path(__file__).parent / "conformance" / "tflite"
 
-
-@pytest.fixture(scope="module")
-def need_tflm():
-    why = available()
-    if why is not None:
-        pytest.skip(f"TensorFlow Lite Micro is not installed: {why}")
 
 
 def lstm_options(clip: float = 0.0, activation: int = 4, time_major: bool = False):

@@ -10,7 +10,6 @@ import pytest
 import tflite_build as tb
 
 from mcudeploy import check
-from mcudeploy.check.tflm import available
 from mcudeploy.compile import compile_model
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.errors import InvalidModelError, UnsupportedError
@@ -19,12 +18,6 @@ from mcudeploy.ops.signal_arith import PCAN_LUT_MIN
 
 SAMPLES = 4
 
-
-@pytest.fixture(scope="module")
-def need_tflm():
-    why = available()
-    if why is not None:
-        pytest.skip(f"TensorFlow Lite Micro is not installed: {why}")
 
 
 def _run(tmp_path, model: tb.Model, samples: list[dict], board: str = "host"):

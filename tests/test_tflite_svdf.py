@@ -11,7 +11,6 @@ import pytest
 import tflite_build as tb
 
 from mcudeploy import check
-from mcudeploy.check.tflm import available
 from mcudeploy.cli import main
 from mcudeploy.compile import compile_model
 from mcudeploy.device.host import run_compiled_on_host
@@ -22,12 +21,6 @@ from tests.conformance.tflite_svdf import svdf_model, svdf_options
 
 CASES = [c for c in tc.cases() if c.builtin == "SVDF"]
 
-
-@pytest.fixture(scope="module")
-def need_tflm():
-    why = available()
-    if why is not None:
-        pytest.skip(f"TensorFlow Lite Micro is not installed: {why}")
 
 
 @pytest.fixture(scope="module")

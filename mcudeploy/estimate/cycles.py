@@ -70,7 +70,7 @@ def target_for(board: Board, emulated: Board) -> Target:
         raise MCUDeployError(f"--estimate-for traces the model under QEMU: give an emulated board with a {traced} "
                              f"(see `mcudeploy boards`), not -b {emulated.name}")
     if traced != emulated.core:
-        kind = core if traced == core else f"{core} (traced on an {traced} board)"
+        kind = core if traced == core else f"{core} (traced on a board with the {traced})"
         raise MCUDeployError(f"board {emulated.name} runs a {emulated.core}, but --estimate-for {board.name} has a "
                              f"{kind}: the instructions traced would be another core's")
     tree = board.clock_tree.claimed if board.clock_tree else None  # the clock board.clock_hz claims

@@ -10,7 +10,7 @@ import pytest
 import tflite_build
 from tflite_build import OPS, T
 
-from mcudeploy.check.tflm import available, run_tflm_many
+from mcudeploy.check.tflm import run_tflm_many
 from mcudeploy.device.host import run_compiled_on_host
 from mcudeploy.errors import UnsupportedError
 from mcudeploy.frontend import import_model
@@ -23,12 +23,6 @@ from .kernel_harness import needs_gcc, run_unary_kernel
 INT8 = np.arange(-128, 128, dtype=np.int8).reshape(1, 256)
 INT16 = np.arange(-32768, 32768, dtype=np.int16).reshape(256, 256)
 
-
-@pytest.fixture(scope="module")
-def need_tflm():
-    why = available()
-    if why is not None:
-        pytest.skip(f"TensorFlow Lite Micro is not installed: {why}")
 
 
 def _options(table: str, **fields):
