@@ -280,7 +280,7 @@ def test_the_hifive1_is_estimated_from_qemu_rv32s_traces():
                             "loader (not checked), the instruction cache least recently used; sources: the board "
                             "file's xip)")
     with pytest.raises(MCUDeployError, match=r"^board qemu-m0 runs a cortex-m0, but --estimate-for hifive1-revb has a "
-                                             r"sifive-e31 \(traced on an rv32imac board\): the instructions traced "
+                                             r"sifive-e31 \(traced on a board with the rv32imac\): the instructions traced "
                                              r"would be another core's$"):
         target_for(real, load_board("qemu-m0"))
 
