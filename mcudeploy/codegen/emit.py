@@ -208,8 +208,10 @@ def context(compiled) -> dict:
     code.check_regions([a["region"] for a in arena_list])
     params = [a["sym"] for a in arena_list] if ctx.extern else []
     calls, ram_tensors = [], set()
+    call_at = []  # per step of the order, the index of the last call at or before it (-1: none yet)
     for node in compiled.order:
         op = registry.get(node.op)
+        call_at.append(len(calls) - (1 if op.view else 0))
         if op.view:
             continue
         label = f"{node.name} ({node.op})".replace("*/", "* /").replace('"', "'").replace("\\", "/")
@@ -245,7 +247,7 @@ def context(compiled) -> dict:
     io = {}
     for kind, names in (("inputs", graph.model_inputs()), ("outputs", graph.model_outputs())):
         io[kind] = [_io(ctx, n, kind[:-1], i) for i, n in enumerate(names)]
-    states = _states(ctx)
+    states = _states(ctx, call_at)
     headers = sorted(p.name for p in (firmware_dir() / "include").glob("mcud*.h"))
     plan = plan_dict(compiled)
     name = ctx.name
@@ -283,16 +285,13 @@ def context(compiled) -> dict:
     }
 
 
-def _states(ctx: _Context) -> list[dict]:
+def _states(ctx: _Context, call_at: list[int]) -> list[dict]:
     """Per state (Graph.states): where it is in the state buffer, its initial value (a byte to fill it with,
     or a constant array in flash), where its next value is copied from (None: the plan wrote it in place) and
-    after which call (-1: before the first; Lifetimes.copies gives the step, a view's step is its last call's)."""
+    after which call (-1: before the first; Lifetimes.copies gives the step, call_at the last call at or before
+    each step, as context() made the calls)."""
     out = []
     graph, lives = ctx.graph, ctx.c.lifetimes
-    call_at, calls = [], -1  # step -> the last call at or before it (views make none)
-    for node in ctx.c.order:
-        calls += 0 if registry.get(node.op).view else 1
-        call_at.append(calls)
     for state, value in graph.state_updates():
         t = graph[state]
         raw = np.ascontiguousarray(t.data).view(np.uint8).ravel()
