@@ -77,8 +77,9 @@ typedef struct {
 /* mcud_conv_s16 for a pointwise convolution (1x1, stride 1, no padding, one group), without working memory: in
  * NCHW its input channels are rows of pixels, so two pixels of a row are one word of each channel, and the pairs
  * of channels a dual multiply-accumulate takes are made from two such words (PKHBT, PKHTB). The weights come
- * packed as mcud_conv_s16_fast's (per output channel its cin taps, zeros up to kpad, a multiple of 4, each four
- * bytes as (k0, k2, k1, k3)); a tail of cin % 4 channels is summed one by one. */
+ * packed per pair of output channels (oc, oc + 1; a last odd one with zeros): for each input channel the pair's
+ * two weights, up to kpad channels (cin rounded up to even, the last with zeros), so a pair's weights are 2 kpad
+ * bytes and output channel oc's start at oc kpad; an odd last input channel is summed alone. */
 typedef struct {
     int32_t kpad;
     int32_t acc64;

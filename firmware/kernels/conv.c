@@ -373,86 +373,82 @@ static inline __attribute__((always_inline)) int16_t conv_s16_out32(int32_t t, c
 }
 
 
-/* The weight of input channel k in an output channel's packed taps (each four as (k0, k2, k1, k3)). */
-static inline int32_t conv_s16_pw_tap(const int8_t *wo, int32_t k)
+/* The weight of input channel k for output channel j (0 or 1) of a pair's packed weights: per input channel the pair's
+ * two weights, so four bytes at channel k (even) are (w0[k], w1[k], w0[k+1], w1[k+1]) and SXTB16 gives output channel
+ * 0's pair (w0[k], w0[k+1]), SXTB16 ROR 8 channel 1's. */
+static inline int32_t conv_s16_pw_tap(const int8_t *wp, int32_t k, int32_t j)
 {
-    static const uint8_t place[4] = {0, 2, 1, 3};
-    return wo[(k & ~3) + place[k & 3]];
+    return wp[2 * k + j];
 }
 
 /* Input channels a pointwise block sums in 32 bits before an int64 sum takes them: a product of int16 and int8 is at
- * most 2^22 in magnitude, so 508 of them (a multiple of 4) stay within int32 (an int64 sum is then exact, as
- * TFLite Micro's; an int32 one wraps as its does). */
+ * most 2^22 in magnitude, so 508 of them (even) stay within int32. */
 #define CONV_S16_PW_CHUNK 508
 
-/* Two pixels (px2) or one of a row, two output channels at once, input channels ic .. end - 1 in steps of four:
- * rows ic .. ic+3 give a word of the two pixels each (unit: the row is contiguous; else two halves packed),
- * repacked to (ic, ic+1) and (ic+2, ic+3) pairs per pixel, which meet the weights' pairs from SXTB16 in SMLAD. */
+/* A row of input channel c at two pixels (px2: of a row; unit: contiguous, one word) or one */
 static inline __attribute__((always_inline)) uint32_t conv_s16_pw_row(const int16_t *x, int32_t sw, const int unit,
                                                                       const int px2)
 {
     return unit ? mcud_load32(x) : mcud_pack16(x[0], px2 ? x[sw] : 0);
 }
 
+/* Input channels ic .. end - 1 (an even count) of two pixels (px2) or one, two output channels at once: each pair of
+ * channels gives a word of the two pixels each, repacked to the channels' pair per pixel (PKHBT, PKHTB), which meets
+ * each output channel's pair from one word of weights (SXTB16, SXTB16 ROR 8) in SMLAD. Few values are live: four
+ * sums, two pointers, the stride, and two words each of input and weights. */
 static inline __attribute__((always_inline)) void conv_s16_pw_sums(const int16_t *xp, const mcud_conv_dims X,
-                                                                   int32_t ic, int32_t end, const int8_t *w0,
-                                                                   const int8_t *w1, int32_t s[4], const int unit,
-                                                                   const int px2)
+                                                                   int32_t ic, int32_t end, const int8_t *wp,
+                                                                   int32_t s[4], const int unit, const int px2)
 {
     int32_t s00 = s[0], s01 = s[1], s10 = s[2], s11 = s[3];
-    const int16_t *xr = xp + ic * X.sc;
-    const int32_t sc = X.sc;
-    for (; ic < end; ic += 4, xr += 4 * sc) {
-        const uint32_t r0 = conv_s16_pw_row(xr, X.sw, unit, px2), r1 = conv_s16_pw_row(xr + sc, X.sw, unit, px2);
-        const uint32_t r2 = conv_s16_pw_row(xr + 2 * sc, X.sw, unit, px2);
-        const uint32_t r3 = conv_s16_pw_row(xr + 3 * sc, X.sw, unit, px2);
-        const uint32_t u = mcud_load32(w0 + ic), v = mcud_load32(w1 + ic);
-        const uint32_t u01 = mcud_sxtb16(u), u23 = mcud_sxtb16_ror8(u);
-        const uint32_t v01 = mcud_sxtb16(v), v23 = mcud_sxtb16_ror8(v);
-        const uint32_t a01 = mcud_pkhbt(r0, r1), a23 = mcud_pkhbt(r2, r3); /* pixel 0 */
-        s00 = mcud_smlad(u23, a23, mcud_smlad(u01, a01, s00));
-        s10 = mcud_smlad(v23, a23, mcud_smlad(v01, a01, s10));
+    const int32_t sc = X.sc, sw = X.sw;
+    const int16_t *xr = xp + ic * sc;
+    for (const int8_t *w = wp + 2 * ic, *wend = wp + 2 * end; w < wend; w += 4, xr += 2 * sc) {
+        const uint32_t r0 = conv_s16_pw_row(xr, sw, unit, px2), r1 = conv_s16_pw_row(xr + sc, sw, unit, px2);
+        const uint32_t u = mcud_load32(w), k0 = mcud_sxtb16(u), k1 = mcud_sxtb16_ror8(u);
+        const uint32_t a = mcud_pkhbt(r0, r1); /* pixel 0: channels ic, ic + 1 */
+        s00 = mcud_smlad(k0, a, s00);
+        s10 = mcud_smlad(k1, a, s10);
         if (px2) {
-            const uint32_t b01 = mcud_pkhtb(r0, r1), b23 = mcud_pkhtb(r2, r3); /* pixel 1 */
-            s01 = mcud_smlad(u23, b23, mcud_smlad(u01, b01, s01));
-            s11 = mcud_smlad(v23, b23, mcud_smlad(v01, b01, s11));
+            const uint32_t b = mcud_pkhtb(r0, r1); /* pixel 1 */
+            s01 = mcud_smlad(k0, b, s01);
+            s11 = mcud_smlad(k1, b, s11);
         }
     }
     s[0] = s00, s[1] = s01, s[2] = s10, s[3] = s11;
 }
 
-/* Two output channels' int64 sums over two pixels (px2) or one: each CONV_S16_PW_CHUNK channels in int32, then the
- * tail of cin % 4 channels one by one. */
+/* Two output channels' int64 sums over two pixels (px2) or one: each CONV_S16_PW_CHUNK channels in int32, then an odd
+ * last channel alone. */
 static inline __attribute__((always_inline)) void conv_s16_pw_block(const int16_t *xp, const mcud_conv_dims X,
-                                                                    int32_t cin, const int8_t *w0,
-                                                                    const int8_t *w1, int64_t sums[4],
+                                                                    int32_t cin, const int8_t *wp, int64_t sums[4],
                                                                     const int unit, const int px2)
 {
-    const int32_t whole = cin & ~3;
+    const int32_t whole = cin & ~1;
     for (int32_t ic = 0; ic < whole; ic += CONV_S16_PW_CHUNK) {
         int32_t s[4] = {0, 0, 0, 0};
         const int32_t end = ic + CONV_S16_PW_CHUNK < whole ? ic + CONV_S16_PW_CHUNK : whole;
-        conv_s16_pw_sums(xp, X, ic, end, w0, w1, s, unit, px2);
+        conv_s16_pw_sums(xp, X, ic, end, wp, s, unit, px2);
         sums[0] += s[0], sums[1] += s[1], sums[2] += s[2], sums[3] += s[3];
     }
-    for (int32_t ic = whole; ic < cin; ic++) {
-        const int32_t x0 = xp[ic * X.sc], x1 = px2 ? xp[ic * X.sc + X.sw] : 0;
-        const int32_t k0 = conv_s16_pw_tap(w0, ic), k1 = conv_s16_pw_tap(w1, ic);
+    if (cin & 1) {
+        const int32_t ic = whole, x0 = xp[ic * X.sc], x1 = px2 ? xp[ic * X.sc + X.sw] : 0;
+        const int32_t k0 = conv_s16_pw_tap(wp, ic, 0), k1 = conv_s16_pw_tap(wp, ic, 1);
         sums[0] += x0 * k0, sums[1] += x1 * k0, sums[2] += x0 * k1, sums[3] += x1 * k1;
     }
 }
 
 /* Two output channels' sums over two pixels (px2) or one, in int32 from the channels' starts (conv_s16_q): the
- * channels in fours, then the tail one by one (wrapping, as an int32 sum does; exact for a small sum). */
+ * channels in pairs, then an odd last one alone (wrapping, as an int32 sum does; exact for a small sum). */
 static inline __attribute__((always_inline)) void conv_s16_pw_sums32(const int16_t *xp, const mcud_conv_dims X,
-                                                                     int32_t cin, const int8_t *w0, const int8_t *w1,
-                                                                     int32_t s[4], const int unit, const int px2)
+                                                                     int32_t cin, const int8_t *wp, int32_t s[4],
+                                                                     const int unit, const int px2)
 {
-    const int32_t whole = cin & ~3;
-    conv_s16_pw_sums(xp, X, 0, whole, w0, w1, s, unit, px2);
-    for (int32_t ic = whole; ic < cin; ic++) {
-        const int32_t x0 = xp[ic * X.sc], x1 = px2 ? xp[ic * X.sc + X.sw] : 0;
-        const int32_t k0 = conv_s16_pw_tap(w0, ic), k1 = conv_s16_pw_tap(w1, ic);
+    const int32_t whole = cin & ~1;
+    conv_s16_pw_sums(xp, X, 0, whole, wp, s, unit, px2);
+    if (cin & 1) {
+        const int32_t ic = whole, x0 = xp[ic * X.sc], x1 = px2 ? xp[ic * X.sc + X.sw] : 0;
+        const int32_t k0 = conv_s16_pw_tap(wp, ic, 0), k1 = conv_s16_pw_tap(wp, ic, 1);
         s[0] = (int32_t)((uint32_t)s[0] + (uint32_t)(x0 * k0)), s[1] = (int32_t)((uint32_t)s[1] + (uint32_t)(x1 * k0));
         s[2] = (int32_t)((uint32_t)s[2] + (uint32_t)(x0 * k1)), s[3] = (int32_t)((uint32_t)s[3] + (uint32_t)(x1 * k1));
     }
@@ -474,7 +470,7 @@ static inline __attribute__((always_inline)) void conv_s16_pw(const mcud_view *x
     for (int32_t n = 0; n < Y.n; n++) {
         for (int32_t oc = 0; oc < Y.c; oc += 2) {
             const int32_t two = oc + 1 < Y.c;
-            const int8_t *w0 = p->w + oc * kpad, *w1 = two ? w0 + kpad : w0;
+            const int8_t *wp = p->w + oc * kpad; /* the pair's weights: 2 kpad bytes */
             const conv_s16_q q0 = conv_s16_q_of(b, p->mult, p->shift, oc, cin, acc64);
             const conv_s16_q q1 = conv_s16_q_of(b, p->mult, p->shift, two ? oc + 1 : oc, cin, acc64);
             const int32_t fast = !acc64 || (q0.small && q1.small);
@@ -487,9 +483,9 @@ static inline __attribute__((always_inline)) void conv_s16_pw(const mcud_view *x
                     if (fast) {
                         int32_t s[4] = {q0.start, q0.start, q1.start, q1.start};
                         if (px2) {
-                            conv_s16_pw_sums32(xp, X, cin, w0, w1, s, unit, 1);
+                            conv_s16_pw_sums32(xp, X, cin, wp, s, unit, 1);
                         } else {
-                            conv_s16_pw_sums32(xp, X, cin, w0, w1, s, 0, 0);
+                            conv_s16_pw_sums32(xp, X, cin, wp, s, 0, 0);
                         }
                         y0[i * Y.sw] = conv_s16_out32(s[0], &q0, p->act_min, p->act_max, acc64);
                         if (px2) {
@@ -505,9 +501,9 @@ static inline __attribute__((always_inline)) void conv_s16_pw(const mcud_view *x
                     }
                     int64_t sums[4] = {q0.bias, q0.bias, q1.bias, q1.bias};
                     if (px2) {
-                        conv_s16_pw_block(xp, X, cin, w0, w1, sums, unit, 1);
+                        conv_s16_pw_block(xp, X, cin, wp, sums, unit, 1);
                     } else {
-                        conv_s16_pw_block(xp, X, cin, w0, w1, sums, 0, 0);
+                        conv_s16_pw_block(xp, X, cin, wp, sums, 0, 0);
                     }
                     for (int32_t j = 0; j < 1 + two; j++) {
                         for (int32_t k = 0; k < 1 + px2; k++) {

@@ -880,8 +880,9 @@ def _kernel_16x8(op: "Conv", graph: Graph, node: Node, g: Geometry, views, commo
                  shift=Array("int32_t", tuple(int(v) for v in shift)))
     x, _, b, y = views
     if _pointwise16(g):  # no working memory: channels are rows of pixels
+        kpad, packed = _packed16_pairs(graph, node, g)
         return Call("mcud_conv_s16_pw", (x, "", b, y), Struct.of(
-            "mcud_conv_s16_pw_params", kpad=_kpad16(g), **quant, w=Array("int8_t", _packed16(graph, node, g))))
+            "mcud_conv_s16_pw_params", kpad=kpad, **quant, w=Array("int8_t", packed)))
     fast = _uses_scratch(node) and _fast16(g)
     if g.cin_per_group == 1 and not fast:  # depthwise: rows of int16 pairs, no working memory
         kw2 = g.kernel[1] + g.kernel[1] % 2
@@ -917,13 +918,24 @@ def _smmlar_multipliers(graph: Graph, node: Node, g: Geometry, mult, shift) -> t
 
 
 def _packed16(graph: Graph, node: Node, g: Geometry) -> tuple[int, ...]:
-    """The weights as mcud_conv_s16_fast and mcud_conv_s16_pw take them: per output channel its taps, zeros up to
+    """The weights as mcud_conv_s16_fast takes them: per output channel its taps, zeros up to
     _kpad16, each four as (k0, k2, k1, k3), so that SXTB16 and SXTB16 ROR 8 give the pairs (k0, k1) and (k2, k3)."""
     kpad = _kpad16(g)
     w = graph[node.inputs[1]].data.astype(np.int64).reshape(g.cout, -1)
     packed = np.zeros((g.cout, kpad), np.int64)
     packed[:, :w.shape[1]] = w
     return tuple(int(v) for v in packed.reshape(g.cout, kpad // 4, 4)[:, :, [0, 2, 1, 3]].reshape(-1))
+
+
+def _packed16_pairs(graph: Graph, node: Node, g: Geometry) -> tuple[int, tuple[int, ...]]:
+    """The weights as mcud_conv_s16_pw takes them, and kpad: per pair of output channels (a last odd one padded with
+    zeros), for each of kpad input channels (cin rounded up to even, zeros after) the pair's two weights, so that four
+    bytes at an even channel are (w0[k], w1[k], w0[k+1], w1[k+1]) and SXTB16, SXTB16 ROR 8 give each channel's pair."""
+    kpad = g.cin + g.cin % 2
+    pairs = -(-g.cout // 2)
+    w = np.zeros((2 * pairs, kpad), np.int64)
+    w[:g.cout, :g.cin] = graph[node.inputs[1]].data.astype(np.int64).reshape(g.cout, g.cin)
+    return kpad, tuple(int(v) for v in w.reshape(pairs, 2, kpad).transpose(0, 2, 1).reshape(-1))
 
 
 def _pointwise16(g: Geometry) -> bool:
