@@ -331,7 +331,7 @@ void mcud_conv_s16_fast(const mcud_view *x, const mcud_view *w, const mcud_view 
  * magnitude, keep the sum within int32: then one 32 x 32 + 64-bit multiply-accumulate, SMLAL, gives
  * mcud_requant_tfl64's value) or wraps as TFLite Micro's int32 sum does (acc64 0); else ``small`` is 0. With a shift
  * of 16 to 32 (``high``) one SMMLAR gives it: (t m + 2^(s-1)) >> s is (t m 2^(32-s) + 2^31) >> 32, the rounded high
- * word of t times m32 = m 2^(32-s), which fits int32 since the reduced multiplier m is below 2^15. */
+ * word of t times m32 = m 2^(32-s), where that fits int32 (always for TFLite's reduced multipliers, below 2^15). */
 typedef struct {
     int64_t bias, round;
     int32_t start, mult, shift, small, high, m32;
@@ -371,7 +371,6 @@ static inline __attribute__((always_inline)) int16_t conv_s16_out32(int32_t t, c
     }
     return (int16_t)mcud_clamp(v, act_min, act_max);
 }
-
 
 /* The weight of input channel k for output channel j (0 or 1) of a pair's packed weights: per input channel the pair's
  * two weights, so four bytes at channel k (even) are (w0[k], w1[k], w0[k+1], w1[k+1]) and SXTB16 gives output channel
@@ -537,6 +536,14 @@ void mcud_conv_s16_pw(const mcud_view *x, const mcud_view *w, const mcud_view *b
 
 /* ---- 16x8, one input channel per group (depthwise, any multiplier; or a first layer on one channel) ---- */
 
+/* The output of an exact sum s, the bias in it (an int32 sum: its low 32 bits, wrapping as TFLite Micro's) */
+static inline int16_t conv_s16_out64(int64_t s, const conv_s16_q *q, int32_t act_min, int32_t act_max, const int acc64)
+{
+    const int32_t v = acc64 ? mcud_requant_tfl64(s, q->mult, q->shift)
+                            : mcud_requant_tfl((int32_t)(uint32_t)(uint64_t)s, q->mult, q->shift);
+    return (int16_t)mcud_clamp(v, act_min, act_max);
+}
+
 /* Output pixel (oh, ow) of channel plane xc with weights wc, any kernel: the taps inside summed one by one in int64
  * (an int32 sum wraps, as TFLite Micro's), the bias added, requantized. */
 static int16_t conv_s16_dw_taps(const int16_t *xc, const int16_t *wc, const mcud_conv_dims *X,
@@ -555,9 +562,7 @@ static int16_t conv_s16_dw_taps(const int16_t *xc, const int16_t *wc, const mcud
             s += (int32_t)xr[(iw0 + kw * p->dilation[1]) * X->sw] * (int32_t)wr[kw];
         }
     }
-    const int32_t v = acc64 ? mcud_requant_tfl64(s, q->mult, q->shift)
-                            : mcud_requant_tfl((int32_t)(uint32_t)(uint64_t)s, q->mult, q->shift);
-    return (int16_t)mcud_clamp(v, p->act_min, p->act_max);
+    return conv_s16_out64(s, q, p->act_min, p->act_max, acc64);
 }
 
 /* One channel's 3x3 weights: each row's taps (k0, k1) as a pair (w) and (k1, k2) as a pair (left, for a window over
@@ -633,7 +638,7 @@ static inline __attribute__((always_inline)) void conv_s16_dw3_row(const conv_s1
 
 /* Output channel oc reads input channel oc / multiplier; p->w holds per output channel KH rows of kw2 int16 (KW
  * rounded up to even with a 0). A 3x3 window over rows contiguous along W, undilated along W, goes row by row
- * (conv_s16_dw3_row); any other window sums its taps one by one. */
+ * (conv_s16_dw3_row); any other window inside along W such rows in pairs of taps, else one by one. */
 static inline __attribute__((always_inline)) void conv_s16_dw(const mcud_view *x, const mcud_view *b,
                                                               const mcud_view *y, const mcud_conv_s16_dw_params *p,
                                                               const int acc64)
@@ -642,7 +647,7 @@ static inline __attribute__((always_inline)) void conv_s16_dw(const mcud_view *x
     const int16_t *xd = (const int16_t *)x->data;
     int16_t *yd = (int16_t *)y->data;
     const int32_t kh_n = p->kernel[0], kw_n = p->kernel[1], kw2 = p->kw2;
-    const int32_t k3 = kh_n == 3 && kw_n == 3 && X.sw == 1 && p->dilation[1] == 1;
+    const int32_t rows = X.sw == 1 && p->dilation[1] == 1, k3 = rows && kh_n == 3 && kw_n == 3;
     /* for a 3x3 window: outputs lo .. hi - 1 of a row have their window inside, iw0 >= 0 and iw0 + 3 <= X.w */
     const int32_t sw = p->stride[1], step = p->dilation[0] * X.sh;
     int32_t hi = X.w >= 3 ? (X.w - 3 + p->pad[1]) / sw + 1 : 0, lo = (p->pad[1] + sw - 1) / sw;
@@ -657,13 +662,28 @@ static inline __attribute__((always_inline)) void conv_s16_dw(const mcud_view *x
             int16_t *yc = yd + n * Y.sn + oc * Y.sc;
             const conv_s16_dw3_taps full = conv_s16_dw3_taps_of(wc, kw2, all);
             for (int32_t oh = 0; oh < Y.h; oh++) {
-                if (!k3) {
+                const int32_t ih0 = oh * p->stride[0] - p->pad[0];
+                if (!k3) { /* a window inside along W, rows contiguous and undilated: its rows' taps in pairs */
+                    int32_t kh0, kh1;
+                    mcud_conv_taps(ih0, p->dilation[0], kh_n, X.h, &kh0, &kh1);
                     for (int32_t ow = 0; ow < Y.w; ow++) {
-                        yc[oh * Y.sh + ow * Y.sw] = conv_s16_dw_taps(xc, wc, &X, p, &q, oh, ow, acc64);
+                        const int32_t iw0 = ow * sw - p->pad[1];
+                        if (!rows || iw0 < 0 || iw0 + kw_n > X.w) {
+                            yc[oh * Y.sh + ow * Y.sw] = conv_s16_dw_taps(xc, wc, &X, p, &q, oh, ow, acc64);
+                            continue;
+                        }
+                        int64_t s = q.bias;
+                        for (int32_t kh = kh0; kh < kh1; kh++) {
+                            const int16_t *xr = xc + (ih0 + kh * p->dilation[0]) * X.sh + iw0, *wr = wc + kh * kw2;
+                            for (int32_t j = 0; j + 1 < kw_n; j += 2) {
+                                s = mcud_smlald(mcud_load32(wr + j), mcud_load32(xr + j), s);
+                            }
+                            s += kw_n & 1 ? (int32_t)xr[kw_n - 1] * (int32_t)wr[kw_n - 1] : 0;
+                        }
+                        yc[oh * Y.sh + ow * Y.sw] = conv_s16_out64(s, &q, p->act_min, p->act_max, acc64);
                     }
                     continue;
                 }
-                const int32_t ih0 = oh * p->stride[0] - p->pad[0];
                 int16_t *yr = yc + oh * Y.sh;
                 if (ih0 >= 0 && ih0 + 2 * p->dilation[0] < X.h) {
                     const int16_t *r0 = xc + ih0 * X.sh;
