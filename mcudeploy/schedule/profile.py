@@ -67,32 +67,49 @@ class Profiler:
                            for members in self.sh_list]
 
     def positions(self, order: Sequence[int]) -> np.ndarray:
-        pos = np.empty(self.n + 2, dtype=np.int64)
-        pos[np.asarray(order, dtype=np.int64)] = np.arange(self.n)
-        pos[self.n] = -1
-        pos[self.n + 1] = self.n - 1
+        return self._positions(np.asarray(order, dtype=np.int64)[None])[0]
+
+    def _positions(self, orders: np.ndarray) -> np.ndarray:
+        """Per order (a row), each node's step, then -1 and the last step for the two sentinels."""
+        k, n = orders.shape[0], self.n
+        pos = np.empty((k, n + 2), dtype=np.int64)
+        pos[np.arange(k)[:, None], orders] = np.arange(n)
+        pos[:, n] = -1
+        pos[:, n + 1] = n - 1
         return pos
 
     def live(self, order: Sequence[int]) -> np.ndarray:
         """Live bytes before the first step (index 0) and during every step (index s + 1)."""
-        n = self.n
+        return self.live_many(np.asarray(order, dtype=np.int64)[None])[0]
+
+    def live_many(self, orders: np.ndarray) -> np.ndarray:
+        """``live`` of every row of ``orders`` (orders x nodes), one row each: the same numpy calls for a
+        batch as for one order, which is what a call costs on the graphs the searches meet."""
+        k, n = orders.shape[0], self.n
         if not len(self.sizes):
-            return np.zeros(n + 1, dtype=np.int64)
-        pos = self.positions(order)
+            return np.zeros((k, n + 1), dtype=np.int64)
+        pos = self._positions(orders)
         first, last = self._spans(pos)
-        # one difference array, in one bincount: each buffer's bytes on at its first step and off past its last,
-        # each in-place saving off at its step and on again past it (whole bytes: the float sums are exact)
+        # one difference array per order, all in one bincount: each buffer's bytes on at its first step and off
+        # past its last, each in-place saving off at its step and on again past it (whole bytes: the float sums
+        # are exact)
+        weights = np.broadcast_to(self.size_weights, (k, len(self.size_weights)))
         if len(self.ip_node):
-            at = pos[self.ip_node]
-            dies = np.maximum.reduceat(pos[self.ip_reads], self.ip_reads_at) == at
+            at = pos[:, self.ip_node]
+            dies = np.maximum.reduceat(pos[:, self.ip_reads], self.ip_reads_at, axis=1) == at
             saved = np.where(dies, self.ip_saving, 0.0)
-            index = np.concatenate((first + 1, last + 2, at + 1, at + 2))
-            diff = np.bincount(index, np.concatenate((self.size_weights, -saved, saved)), n + 2)
+            index = np.concatenate((first + 1, last + 2, at + 1, at + 2), axis=1)
+            weights = np.concatenate((weights, -saved, saved), axis=1)
         else:
-            at, saved = np.zeros(0, dtype=np.int64), np.zeros(0)
-            diff = np.bincount(np.concatenate((first + 1, last + 2)), self.size_weights, n + 2)
-        live = np.rint(np.cumsum(diff[:n + 1])).astype(np.int64)
-        return self._share(live, pos, first, last, at, saved) if self.shares else live
+            at, saved = np.zeros((k, 0), dtype=np.int64), np.zeros((k, 0))
+            index = np.concatenate((first + 1, last + 2), axis=1)
+        index += (n + 2) * np.arange(k)[:, None]
+        diff = np.bincount(index.ravel(), weights.ravel(), k * (n + 2)).reshape(k, n + 2)
+        live = np.rint(np.cumsum(diff[:, :n + 1], axis=1)).astype(np.int64)
+        if self.shares:
+            for r in range(k):
+                self._share(live[r], pos[r], first[r], last[r], at[r], saved[r])
+        return live
 
     def _share(self, live: np.ndarray, pos: np.ndarray, first: np.ndarray, last: np.ndarray,
                ip_at: np.ndarray, ip_saved: np.ndarray) -> np.ndarray:
@@ -137,7 +154,7 @@ class Profiler:
         return np.rint(np.cumsum(diff)).astype(np.int64), at
 
     def _spans(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return pos[self.first], np.maximum.reduceat(pos[self.touch], self.touch_at)
+        return pos[..., self.first], np.maximum.reduceat(pos[..., self.touch], self.touch_at, axis=-1)
 
     def spans(self, order: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """First and last step of every buffer (-1: before the first step)."""

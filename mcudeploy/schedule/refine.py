@@ -46,8 +46,13 @@ def simulation_cost(prof: Profiler) -> float:
 
 
 def _score(live: np.ndarray) -> tuple[int, int, int]:
-    top = int(live.max())
-    return top, int((live == top).sum()), int(live.sum())
+    return _scores(live[None])[0]
+
+
+def _scores(lives: np.ndarray) -> list[tuple[int, int, int]]:
+    """Per row: the peak, the steps at the peak, and the live bytes summed over all steps."""
+    tops = lives.max(axis=1)
+    return list(zip(tops.tolist(), (lives == tops[:, None]).sum(axis=1).tolist(), lives.sum(axis=1).tolist()))
 
 
 class _Rows:
@@ -146,16 +151,18 @@ def refine(problem: Problem, order: Sequence[int], effort: Optional[Effort] = No
                     tries += [_push(g, order, pos, buf.producer, at, feed) for at in (t, n - 1)]
                 if last[b] > t and not buf.to_end:
                     tries += [_pull(g, order, pos, int(order[last[b]]), at, feed) for at in (t, 0)]
+            fresh = []  # the tries not simulated yet, each once, in the order they were made
             for cand in tries:
                 effort.spend(cost)  # a candidate met twice (a feed that adds nothing) costs the same as before:
                 key = cand.tobytes()  # where the effort runs out does not change, only the time it takes
-                if key in simulated:
-                    continue  # its score was weighed already
-                simulated.add(key)
-                cand_live = prof.live(cand)
-                s = _score(cand_live)
-                if s < score:
-                    best, score, best_live = cand, s, cand_live
+                if key not in simulated:  # else its score was weighed already
+                    simulated.add(key)
+                    fresh.append(cand)
+            if fresh:
+                lives = prof.live_many(np.stack(fresh))
+                for cand, cand_live, s in zip(fresh, lives, _scores(lives)):
+                    if s < score:
+                        best, score, best_live = cand, s, cand_live
             if best is not None or effort.exhausted:
                 break
         if best is None:
