@@ -252,8 +252,8 @@ def bound(graph: dict[str, Function], library: dict[str, int], exception_frame: 
             n, p, r = deepest(graph, by_label[h], library)
             reached |= r
             total = max(total, n)
-    frames = [(f.frame, f.label) for t, f in graph.items()
-              if f.frame is not None and f.label in set(main_path) | set(handler_path) | _reachable(graph, entries)]
+    on_paths = set(main_path) | set(handler_path) | _reachable(graph, entries)
+    frames = [(f.frame, f.label) for t, f in graph.items() if f.frame is not None and f.label in on_paths]
     largest, largest_name = max(frames + [(library[n], n) for n in reached], default=(0, ""))
     return Bound(total, main_path, handler_path, largest, largest_name, exception_frame if handler_path else 0,
                  tuple(sorted(reached)))
