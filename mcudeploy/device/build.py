@@ -393,24 +393,20 @@ def _objects(spec: dict, build_dir: Path) -> list[Path]:
     jobs, objs = [], []
     for src in map(Path, spec["sources"]):
         incs, key_base = own if own and src.parent == Path(library["dir"]) else everything
-        per_model = src.name in ("model.c", "main.c")
-        if per_model:
-            obj = build_dir / (src.parent.name + "-" + src.stem + ".o")
-        else:
-            key = hashlib.sha256((key_base + "\0" + src.name).encode() + src.read_bytes()).hexdigest()[:24]
-            obj = cache / f"{src.stem}-{key}.o"
-            if obj.exists() and obj.with_suffix(".ci").exists():
-                objs.append(obj)
-                continue
+        if src.name in ("model.c", "main.c"):  # a quoted #include looks in the source's own folder first (a
+            key_base += "\0" + _headers_digest([str(src.parent)])  # two-core firmware's stages have one each)
+        key = hashlib.sha256((key_base + "\0" + src.name).encode() + src.read_bytes()).hexdigest()[:24]
+        obj = cache / f"{src.stem}-{key}.o"
         objs.append(obj)
-        jobs.append((src, obj, incs, not per_model))
+        if not (obj.exists() and obj.with_suffix(".ci").exists()):
+            jobs.append((src, obj, incs))
 
     compilers = _Compilers()
 
     def run(job):
-        src, obj, incs, cached = job
-        target = obj.with_suffix(f".{os.getpid()}.tmp") if cached else obj
-        if compilers.compile(cc, cflags, incs, src, target) and cached:
+        src, obj, incs = job
+        target = obj.with_suffix(f".{os.getpid()}.tmp")
+        if compilers.compile(cc, cflags, incs, src, target):
             for aux in (".su", ".ci"):  # GCC names them after the output: x.<pid>.tmp -> x.<pid>.ci
                 tmp = target.with_suffix(aux)
                 if tmp.exists():

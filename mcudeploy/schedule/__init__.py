@@ -61,8 +61,13 @@ def schedule(graph: Graph, method: str = "auto", time_limit: float = 10.0, align
     start = time.perf_counter()
     problem = build(graph, alignment)
 
+    measured: dict[tuple[int, ...], int] = {}  # the methods ask again for orders they weighed (the kept one)
+
     def measure(order) -> int:
-        return lifetimes(graph, [graph.nodes[v] for v in order], alignment).lower_bound()
+        key = tuple(int(v) for v in order)
+        if key not in measured:
+            measured[key] = lifetimes(graph, [graph.nodes[v] for v in key], alignment).lower_bound()
+        return measured[key]
 
     effort = Effort(float(time_limit))
     if method == "auto":
