@@ -377,10 +377,11 @@ class _Compilers:
 
 
 def _objects(spec: dict, build_dir: Path) -> list[Path]:
-    """The objects of ``spec``'s sources: the kernel library's and the runtime's from the cache, keyed by the
-    source, the flags and the headers the source can see. The kernel library's include path is its own
-    headers only (spec["library"]), so a new model reuses them: keyed by every header of the firmware, the
-    model's own among them, each model compiled the whole library again (6 s a firmware on two cores)."""
+    """The objects of ``spec``'s sources, every one from the cache, keyed by the source, the flags and the headers
+    the source can see. The kernel library's include path is its own headers only (spec["library"]), so a new model
+    reuses them: keyed by every header of the firmware, the model's own among them, each model compiled the whole
+    library again (6 s a firmware on two cores). The model's own units (model.c, main.c) are cached too, so a plan
+    built again skips its costliest compile; the cache is not pruned (each model built adds its objects)."""
     cc, cflags = spec["cc"], spec["cflags"]
     digest = _digest_flags(cflags)
     everything = ([f"-I{d}" for d in spec["include_dirs"]],
