@@ -376,7 +376,7 @@ class _Compilers:
                     os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _objects(spec: dict, build_dir: Path) -> list[Path]:
+def _objects(spec: dict) -> list[Path]:
     """The objects of ``spec``'s sources, every one from the cache, keyed by the source, the flags and the headers
     the source can see. The kernel library's include path is its own headers only (spec["library"]), so a new model
     reuses them: keyed by every header of the firmware, the model's own among them, each model compiled the whole
@@ -462,7 +462,7 @@ def build_firmware(board: Union[str, Board], project_dir: Union[str, os.PathLike
     spec = firmware_build_spec(board, project_dir, dual, link)
     build_dir = Path(spec["project_dir"]) / "firmware" / "build"
     build_dir.mkdir(parents=True, exist_ok=True)
-    objs = _objects(spec, build_dir)
+    objs = _objects(spec)
     stack = worst_case_stack(board, spec, objs)
     spec = with_guard(spec, stack, board.core)
     elf = build_dir / "firmware.elf"
