@@ -1,0 +1,98 @@
+"""A lowered graph planned for one inference on ``cores`` cores of one chip sharing its memory.
+
+split (the cores' pieces) -> schedule (an order) -> the scheduled graph's rewrites, every kernel keeping its
+scratch -> assign (a core per kernel step) -> sorted_order (phases) -> lay_out_on_cores (one arena) ->
+races.check. Which steps run a kernel depends on the sharing the layout decides, and the phases on which
+steps run one, so the plan is made again until both agree.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from mcudeploy.boards import Board
+from mcudeploy.cores.assign import assign
+from mcudeploy.cores.memory import CONCURRENT, lay_out_on_cores, refuse_states
+from mcudeploy.cores.plan import CorePlan, sorted_order
+from mcudeploy.cores.races import check
+from mcudeploy.cores.split import cuts_for_cores, kernel_ticks
+from mcudeploy.errors import MCUDeployError
+from mcudeploy.ir import Graph, Node
+from mcudeploy.memory import areas
+from mcudeploy.memory.lifetimes import Lifetimes, lifetimes
+from mcudeploy.memory.place import Placement
+from mcudeploy.partition import Scheme, split
+from mcudeploy.schedule import Schedule, schedule
+
+BARRIER_INSTRUCTIONS = 200.0  # a guess until measured: both cores' stores, the barrier's DMBs and a wait or two
+SPLIT_BARRIERS = 8  # an operator is cut for the cores when it is worth this many barriers
+ROUNDS = 4
+
+
+@dataclass(frozen=True)
+class CoresPlan:
+    graph: Graph  # split and rewritten
+    scheme: Scheme
+    schedule: Schedule  # its order sorted by phase
+    plan: CorePlan
+    lifetimes: Lifetimes
+    placement: Placement
+    ticks: dict  # node name -> the estimate the assignment used, on core 0
+
+    @property
+    def order(self) -> tuple[Node, ...]:
+        return self.schedule.order
+
+    def critical_path(self, barrier: float = BARRIER_INSTRUCTIONS) -> float:
+        return self.plan.critical_path([self.ticks.get(n.name, 0.0) if self.plan.core[k] >= 0 else 0.0
+                                        for k, n in enumerate(self.order)], barrier)
+
+    def compiled(self, name: str, board: Board):
+        """The plan as one core runs it (its steps one after another, phase by phase): what codegen and the
+        host's bit-for-bit checks take."""
+        from mcudeploy.objective import Objective
+        from mcudeploy.plan.compiled import Compiled
+        return Compiled(name, board, self.graph, self.schedule, self.lifetimes, self.placement, self.scheme,
+                        objective=Objective("latency"))
+
+    def one_core(self) -> float:
+        return sum(self.ticks.get(n.name, 0.0) for k, n in enumerate(self.order) if self.plan.core[k] >= 0)
+
+
+def plan_on_cores(graph: Graph, board: Board, cores: int = 2, speed: Optional[Sequence[float]] = None,
+                  schedule_method: str = "auto", schedule_time_limit: float = 10.0, placement_method: str = "greedy",
+                  placement_time_limit: float = 5.0) -> CoresPlan:
+    from mcudeploy.compile import rewrite_ordered
+    refuse_states(graph)
+    if cores < 2:
+        raise MCUDeployError(f"one inference on several cores needs at least two cores, not {cores}")
+    barrier = _ticks_of(board, BARRIER_INSTRUCTIONS)
+    estimate = kernel_ticks(graph, board)
+    scheme = cuts_for_cores(graph, lambda n: estimate[n.name], SPLIT_BARRIERS * barrier, cores)
+    cut = split(graph, scheme)
+    sched = schedule(cut, schedule_method, schedule_time_limit, board.alignment)
+    rewritten, order = rewrite_ordered(cut, sched.order, board, "keep")
+    ticks = kernel_ticks(rewritten, board)
+    elided = lifetimes(rewritten, order, board.alignment, CONCURRENT).elided
+    regions = areas(board)
+    for _ in range(ROUNDS):
+        core_of, phase_of = assign(rewritten, order, ticks, elided, cores, barrier, speed)
+        ordered, plan = sorted_order(rewritten, order, core_of, elided, cores, phase_of)
+        lives, placement = lay_out_on_cores(rewritten, ordered, plan, regions, placement_method, board.alignment,
+                                            placement_time_limit)
+        if lives.elided == elided:
+            check(rewritten, ordered, plan, lives, placement)
+            return CoresPlan(rewritten, scheme, dataclasses.replace(sched, order=ordered), plan, lives, placement,
+                             {n: t for n, t in ticks.items() if n not in elided})
+        elided = lives.elided
+    raise MCUDeployError(f"the plan of {graph.name} on {cores} cores did not settle which steps run a kernel in "
+                         f"{ROUNDS} rounds")
+
+
+def _ticks_of(board: Board, instructions: float) -> float:
+    from mcudeploy.boards import instructions_per_tick
+    if board.qemu is not None:
+        return instructions / instructions_per_tick(board)
+    timer = float((board.timer.hz if board.timer else 0) or board.clock_hz or 1.0)
+    return instructions * timer / float(board.clock_hz or timer)

@@ -1,0 +1,59 @@
+"""The cuts that give the cores pieces to share: each operator worth more than a few barriers, in as many
+pieces as there are cores, along one of its output's axes.
+
+The axis is a spatial loop axis that indexes an output dimension after the batch: the rows of an NCHW map
+first (its pieces read overlapping input rows, which both cores may read at once, and write disjoint rows),
+then the longest other one (a fully connected layer's outputs). An operator no such cut applies to stays
+whole (check_cut says why); the assignment gives it one core.
+"""
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+from mcudeploy.ir import Graph, Node
+from mcudeploy.ops import registry
+from mcudeploy.partition import Cut, Scheme, check_cut
+
+ROWS = 2  # NCHW: the dimension of an output's rows
+
+
+def axes_to_cut(graph: Graph, node: Node, pieces: int) -> list[str]:
+    """The node's loop axes a cut for ``pieces`` cores may take, the preferred first."""
+    expr = registry.get(node.op).expr(graph, node)
+    if not expr.outputs:
+        return []
+    out = []
+    for dim, d in enumerate(expr.outputs[0]):
+        if dim == 0 or d.kind != "identity":
+            continue
+        axis = expr.axis(d.axis)
+        if axis.kind == "spatial" and axis.extent >= pieces:
+            out.append((dim != ROWS, -axis.extent, dim, d.axis))
+    return [name for *_, name in sorted(out)]
+
+
+def cuts_for_cores(graph: Graph, ticks: Callable[[Node], float], least: float, cores: int = 2) -> Scheme:
+    """A cut of every operator whose ``ticks`` are at least ``least``, where one applies."""
+    cuts = []
+    for node in graph.nodes:
+        op = registry.get(node.op)
+        if _no_kernel(node) or op.source or not op.macs(graph, node) or ticks(node) < least:
+            continue
+        for axis in axes_to_cut(graph, node, cores):
+            cut = Cut(((node.name, axis),), cores, "recompute")
+            if check_cut(graph, cut) is None:
+                cuts.append(cut)
+                break
+    return tuple(cuts)
+
+
+def kernel_ticks(graph: Graph, board) -> Mapping[str, float]:
+    """Each operator's estimated ticks on ``board`` from its work alone (simulate.default_ticks); 0 for a view,
+    which runs no kernel."""
+    from mcudeploy.simulate.simulate import default_ticks, work
+    return {n.name: 0.0 if _no_kernel(n) else default_ticks(board, *work(graph, n)) for n in graph.nodes}
+
+
+def _no_kernel(node: Node) -> bool:
+    op = registry.get(node.op)
+    return bool(op.view or op.subview)
