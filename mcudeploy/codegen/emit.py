@@ -276,6 +276,7 @@ def context(compiled) -> dict:
         "lists": [l for l in ctx.lists if not l["local"]],
         "params": ctx.params,
         "calls": calls,
+        "cores": _cores(compiled, calls),
         "view_ops": [n.op for n in compiled.order if registry.get(n.op).view],
         "streamed": [t for t in io["inputs"] if t["streamed"]],
         "states": states,
@@ -283,6 +284,20 @@ def context(compiled) -> dict:
         "state_symbol": STATE,
         **io,
     }
+
+
+def _cores(compiled, calls: list[dict]) -> Optional[dict]:
+    """One inference on several cores (Compiled.cores): per phase, per core, the calls it makes (by index)."""
+    plan = compiled.cores
+    if plan is None:
+        return None
+    where = {node.name: (plan.phase[k], plan.core[k]) for k, node in enumerate(compiled.order)}
+    phases = [[[] for _ in range(plan.cores)] for _ in range(plan.phase_count)]
+    for k, call in enumerate(calls):
+        phase, core = where[call["node"]]
+        if call["fn"] and core >= 0:
+            phases[phase][core].append(k)
+    return {"count": plan.cores, "phases": phases}
 
 
 def _states(ctx: _Context, call_at: list[int]) -> list[dict]:

@@ -54,7 +54,7 @@ class CoresPlan:
         from mcudeploy.objective import Objective
         from mcudeploy.plan.compiled import Compiled
         return Compiled(name, board, self.graph, self.schedule, self.lifetimes, self.placement, self.scheme,
-                        objective=Objective("latency"))
+                        objective=Objective("latency"), cores=self.plan)
 
     def one_core(self) -> float:
         return sum(self.ticks.get(n.name, 0.0) for k, n in enumerate(self.order) if self.plan.core[k] >= 0)

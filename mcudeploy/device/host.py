@@ -99,7 +99,9 @@ def build(project: Path, board: Board, trace: bool = False, sanitize: bool = Fal
         extra = [a for h in headers for a in ("-include", str(project / h))] if name == "model.c" else []
         _compile(cc, flags + extra, project / name, project / (name[:-2] + ".o"), lib / "include")
     exe = project / "model"
-    link_flags = sanitizer.CHECKS if sanitize else []
+    link_flags = list(sanitizer.CHECKS) if sanitize else []
+    if "MCUD_MODEL_CORES" in (project / "mcud_model.h").read_text():  # a plan on several cores runs them as threads
+        link_flags.append("-pthread")
     proc = subprocess.run([cc, *link_flags, *(str(project / (name[:-2] + ".o")) for name in sources), *map(str, objs),
                            "-o", str(exe), *board.build.ldflags], capture_output=True, text=True)
     if proc.returncode != 0:

@@ -105,3 +105,57 @@ def test_the_plans_steps_in_order_are_bit_for_bit_on_the_host(plans, name, tmp_p
     for sample, got in zip(samples, run_compiled_on_host(compiled, samples, tmp_path)):
         for g, want in zip(got, run_reference(graph, sample)):
             np.testing.assert_array_equal(g, want)
+
+
+TSAN = ["-std=c99", "-O1", "-g", "-fsanitize=thread", "-pthread"]
+
+
+def _tsan_run(compiled, samples, workdir, kernels: dict):
+    """The plan built for the host with ThreadSanitizer and run on ``samples``; (outputs, None) or (None, its
+    report). ``kernels``: the kernel library's objects, compiled by the first call and kept there."""
+    import shutil
+    import subprocess
+
+    from mcudeploy.codegen import write_project
+    from mcudeploy.device.host import run
+    from mcudeploy.errors import MCUDeployError
+
+    cc = shutil.which("gcc")
+    if cc is None:
+        pytest.skip("ThreadSanitizer's build needs gcc")
+    project = write_project(compiled, workdir)
+    include = ["-I", str(project), "-I", str(project / "mcud" / "include")]
+    if not kernels:
+        for source in sorted((project / "mcud" / "kernels").glob("*.c")):
+            obj = workdir.parent / f"kernel-{source.stem}.o"
+            proc = subprocess.run([cc, *TSAN, *include, "-c", str(source), "-o", str(obj)], capture_output=True,
+                                  text=True)
+            if proc.returncode != 0 and "tsan" in proc.stderr:
+                pytest.skip(f"ThreadSanitizer is not installed: {proc.stderr.strip()[-200:]}")
+            assert proc.returncode == 0, proc.stderr[-2000:]
+            kernels[source.stem] = str(obj)
+    exe = project / "model"
+    proc = subprocess.run([cc, *TSAN, *include, str(project / "model.c"), str(project / "main_host.c"),
+                           *kernels.values(), "-o", str(exe), "-lm"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    try:
+        return run(exe, compiled.graph, samples), None
+    except MCUDeployError as exc:
+        return None, str(exc)
+
+
+def test_the_cores_run_at_once_and_only_a_plan_without_barriers_races(plans, tmp_path):
+    """Under ThreadSanitizer, the plan's two threads meet at every barrier and touch no byte of the other's at
+    once: no report, outputs bit for bit. The same steps with every barrier taken away: reported as a data race
+    (so the threads do run at once, and the check above could fail)."""
+    graph, p = plans["convs"]
+    compiled = p.compiled("convs", load_board("host"))
+    samples = checks.random_inputs(compiled.graph, 1, seed=7)
+    kernels: dict = {}
+    got, report = _tsan_run(compiled, samples, tmp_path / "plan", kernels)
+    assert report is None
+    for g, want in zip(got[0], run_reference(graph, samples[0])):
+        np.testing.assert_array_equal(g, want)
+    flat = CorePlan(p.plan.cores, p.plan.core, (0,) * len(p.plan.phase))
+    _, report = _tsan_run(dataclasses.replace(compiled, cores=flat), samples, tmp_path / "flat", kernels)
+    assert report is not None and "data race" in report
