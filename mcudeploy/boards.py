@@ -103,6 +103,17 @@ class DmaEngine:
 
 
 @dataclass(frozen=True)
+class Cores:
+    """The cores of one chip that share its memory, for one inference on all of them (mcudeploy/cores):
+    firmware/runtime/cores.c starts the others with the ``driver``'s registers at ``base``; a core that
+    does not reach a barrier within ``stall_timeout_ms`` is an error."""
+    count: int
+    driver: str
+    base: int
+    stall_timeout_ms: float = 1000.0
+
+
+@dataclass(frozen=True)
 class Qemu:
     machine: str
     icount_shift: int = 0
@@ -216,6 +227,7 @@ class Board:
     datasheet: str = ""
     notes: tuple[str, ...] = ()
     boot_block: str = ""  # firmware/runtime/boot_<boot_block>.c, right after the vector table ("" none)
+    cores: Optional[Cores] = None  # None: one core runs the firmware (others, if any, wait)
 
     @property
     def sram_bytes(self) -> int:
@@ -251,6 +263,12 @@ def instructions_per_tick(board: Board, timer_hz: Optional[int] = None) -> float
     """Guest instructions per timer tick of an emulated board under QEMU -icount (1e9 / hz / 2^shift)."""
     hz = timer_hz or board.timer.hz
     return 1e9 / hz / (1 << board.qemu.icount_shift)
+
+
+def _cores(entry) -> Optional[Cores]:
+    if entry is None:
+        return None
+    return Cores(int(entry["count"]), entry["driver"], _int(entry["base"]), float(entry.get("stall_timeout_ms", 1000)))
 
 
 def _int(value) -> int:
@@ -356,7 +374,8 @@ def _board(data: dict) -> Board:
                  xip=_xip(data["name"], data.get("xip")), core_timings=data.get("core_timings", ""),
                  arch=data.get("arch", "arm"), toolchain=_toolchain(data.get("toolchain")),
                  silicon=bool(data.get("silicon", True)), datasheet=data.get("datasheet", ""),
-                 notes=tuple(data.get("notes", ())), boot_block=data.get("boot_block", ""))
+                 notes=tuple(data.get("notes", ())), boot_block=data.get("boot_block", ""),
+                 cores=_cores(data.get("cores")))
 
 
 def _toolchain(data: Optional[dict]) -> Toolchain:

@@ -13,6 +13,9 @@
 #include "mcud_fw.h"
 #include "mcud_protocol.h"
 #include "mcud_model.h"
+#if defined(MCUD_CORES_FIRMWARE)
+#include "mcud_cores.h"
+#endif
 
 #define FRAME_BYTES (MCUD_PROTO_HEADER + MCUD_PROTO_MAX_PAYLOAD + MCUD_PROTO_TRAILER)
 
@@ -346,6 +349,12 @@ static void handle(uint32_t cmd, uint32_t seq, const uint8_t *in, uint32_t n, ui
         run_total = mcud_fw_run_model();
         if (mcud_dual_error() != 0) {
             send_error(seq, MCUD_ERR_STALLED, mcud_dual_error());
+            return;
+        }
+#elif defined(MCUD_CORES_FIRMWARE)
+        run_total = mcud_fw_run_model();
+        if (mcud_cores_error() != 0) {
+            send_error(seq, MCUD_ERR_STALLED, mcud_cores_error());
             return;
         }
 #else

@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -201,8 +202,23 @@ def extra_regions(board: Board, sections: Optional[dict] = None) -> list[dict]:
     return out
 
 
+def _cores(board: Board, project: Path, stop_core1: bool) -> Optional[dict]:
+    """The templates' values for a plan on the chip's cores (firmware/cores.c.j2), or None for a plan on one."""
+    found = re.search(r"#define MCUD_MODEL_CORES (\d+)", (project / "mcud_model.h").read_text())
+    if found is None:
+        return None
+    count, cores = int(found.group(1)), board.cores
+    if cores is None or cores.count != count:
+        raise MCUDeployError(f"the plan in {project} runs one inference on {count} cores, but board {board.name} "
+                             f"{'names no cores that share its memory' if cores is None else f'has {cores.count}'} "
+                             f"(its board file's cores)")
+    return {"count": count, "driver": cores.driver, "base": f"0x{cores.base:08X}",
+            "stack_words": board.stack_bytes // 4, "stall_ms": f"{cores.stall_timeout_ms:g}",
+            "stall_ticks": round(cores.stall_timeout_ms * board.timer.hz / 1000.0), "core1_stops": int(stop_core1)}
+
+
 def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.PathLike, None],
-                        dual: Optional[dict] = None, link: Optional[dict] = None) -> dict:
+                        dual: Optional[dict] = None, link: Optional[dict] = None, stop_core1: bool = False) -> dict:
     """Everything needed to build the firmware of ``project_dir`` (a `write_project` output) for ``board``.
 
     Writes ``project_dir/firmware/`` (main.c, mcud_measure.h, link.ld, link-sizing.ld and a copy of
@@ -219,6 +235,10 @@ def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.Pat
 
     ``link`` (a chip of a chain, mcudeploy/target/linked_firmware.py): its link ports and the inputs and
     outputs that cross them (firmware/runtime/link.c); the ports' register writes join the board's.
+
+    A plan of one inference on the chip's cores (its mcud_model.h defines MCUD_MODEL_CORES; mcudeploy/cores) gets
+    the board's ``cores`` start-up and barrier (firmware/cores.c.j2, runtime/cores.c); ``stop_core1`` (tests):
+    core 1 stops instead of running its steps.
     """
     board = load_board(board) if isinstance(board, str) else board
     _check_firmware_board(board)
@@ -233,6 +253,7 @@ def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.Pat
     env = environment()
     arch = ARCH[board.arch]
     values = _context(board, model_id(project), has_model, arena_sections(project) if has_model else None)
+    cores = values["cores"] = _cores(board, project, stop_core1) if has_model else None
     if dual is not None:
         values.update(s0=dual["s0"], s1=dual["s1"], dual=dual["dual"], model_id=f"0x{dual['model_id']:08X}",
                       model_note="CRC-32 of both stages' model.c")
@@ -270,6 +291,8 @@ def firmware_build_spec(board: Union[str, Board], project_dir: Union[str, os.Pat
         drivers += (f"dma_{board.dma_engine.driver}.c",)
     if dual is not None:
         drivers += ("dual.c",)
+    if cores is not None:
+        drivers += ("cores.c",)
     if board.boot_block:
         drivers += (f"boot_{board.boot_block}.c",)
     sources += [runtime / name for name in arch.runtime + RUNTIME_COMMON + drivers]
@@ -451,7 +474,7 @@ def check_compiler(board: Board) -> None:
 
 def build_firmware(board: Union[str, Board], project_dir: Union[str, os.PathLike, None],
                    model_name: str = "(measurer alone)", dual: Optional[dict] = None,
-                   link: Optional[dict] = None) -> Firmware:
+                   link: Optional[dict] = None, stop_core1: bool = False) -> Firmware:
     """Compile and link ``project_dir`` for ``board``; refuse a firmware larger than the board.
 
     The memory check comes from the ELF itself: when the firmware does not fit, it is linked
@@ -459,7 +482,7 @@ def build_firmware(board: Union[str, Board], project_dir: Union[str, os.PathLike
     """
     board = load_board(board) if isinstance(board, str) else board
     check_compiler(board)
-    spec = firmware_build_spec(board, project_dir, dual, link)
+    spec = firmware_build_spec(board, project_dir, dual, link, stop_core1)
     build_dir = Path(spec["project_dir"]) / "firmware" / "build"
     build_dir.mkdir(parents=True, exist_ok=True)
     objs = _objects(spec)

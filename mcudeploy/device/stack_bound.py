@@ -22,7 +22,7 @@ that ``INDIRECT`` does not resolve. The runtime calls through pointers on purpos
 of ``mcud_read_input``, the two-core ring's stage functions): ``INDIRECT`` gives their targets by file and name,
 as data. Calls made in ``asm`` (a naked handler's ``b``) are not in GCC's graph: ``ASM_CALLS`` adds them, and a
 call to an entry (a reset) starts the stack again rather than adding to it. A second core's entry
-(``mcud_dual_core1_reset``) is a chain of its own, as the fault handlers are.
+(``mcud_dual_core1_reset``, ``mcud_cores_core1_reset``) is a chain of its own, as the fault handlers are.
 
 A function no unit defines is the C library's or libgcc's (memcpy, ``__aeabi_*``, soft float): its stack is
 ``LIBRARY`` of the toolchain, measured from the linked firmware (see ``library_frames``), and a library
@@ -43,10 +43,12 @@ INDIRECT_NODE = "__indirect_call"
 # the file of a caller (GCC may inline the static helper that makes the call) -> (file, name pattern) of every function
 # it may call through a pointer: what the runtime's tables hold. kernels/stream.c: p->read is the model's
 # <name>_read_input (model.c, or the firmware's main.c); runtime/dual.c: the two-core config of dual.c.j2 (rendered
-# into main.c) holds its pack functions and each stage's <name>_run (model.c).
+# into main.c) holds its pack functions and each stage's <name>_run (model.c); runtime/cores.c: cores.c.j2's run_core
+# (main.c), which calls the model's <name>_run_core.
 INDIRECT: dict[str, tuple[tuple[str, str], ...]] = {
     "stream.c": (("model.c", r".+_read_input"), ("main.c", r".+_read_input")),
     "dual.c": (("main.c", r"pack_inputs|pack_sent|unpack|pack_outputs"), ("model.c", r".+_run")),
+    "cores.c": (("main.c", r"run_core"),),
 }
 # caller -> callees a naked function reaches in asm (startup.c, startup_riscv.c)
 ASM_CALLS = {"mcud_fault_handler": ("mcud_fault_report",), "mcud_trap_entry": ("mcud_fault_report",),
@@ -55,8 +57,9 @@ ENTRIES = ("Reset_Handler", "_start")  # the main stack's first frame, by arch
 # handlers that return to what they interrupted (startup.c: the weak aliases and the timer's tick)
 HANDLERS = ("mcud_unused_handler", "SysTick_Handler")
 # roots with a stack of their own, whose chain need only fit alone: the fault handlers restart the stack at its top,
-# and a second core (runtime/dual.c) has a stack of stack_bytes too (target/dual_firmware.py)
-RESTARTING = ("mcud_fault_handler", "mcud_trap_entry", "mcud_dual_core1_reset")
+# and a second core (runtime/dual.c, runtime/cores.c) has a stack of stack_bytes too (target/dual_firmware.py,
+# firmware/cores.c.j2)
+RESTARTING = ("mcud_fault_handler", "mcud_trap_entry", "mcud_dual_core1_reset", "mcud_cores_core1_reset")
 EXCEPTION_FRAME = {"arm": 32, "arm-fp": 104, "riscv": 0}
 MARGIN = 64  # bytes the stack keeps beyond the bound, for what GCC's graph does not see (asm's own pushes)
 
