@@ -52,6 +52,15 @@ uint32_t mcud_sys_core(void)
     return cfg != NULL && sp > lo && sp <= lo + 4u * mcud_cores_core1_stack_words ? 1u : 0u;
 }
 
+/* A core begins a phase's steps (its first, or after a barrier): a mark for the plugin that counts each core's
+ * instructions per phase (firmware/qemu/core_phases.c), which watches this function's address. */
+void mcud_cores_phase_start(uint32_t core);
+
+__attribute__((noinline)) void mcud_cores_phase_start(uint32_t core)
+{
+    __asm__ volatile("" : : "r"(core) : "memory");
+}
+
 static void put_number(char *at, uint32_t value)
 {
     char digits[10];
@@ -97,6 +106,7 @@ void mcud_cores_barrier(uint32_t core, uint32_t phase)
         }
     }
     acquire(); /* the other core's writes of the phase are seen after its counter */
+    mcud_cores_phase_start(core);
 }
 
 static void core1_loop(void)
@@ -106,6 +116,7 @@ static void core1_loop(void)
             wait_step();
         }
         acquire();
+        mcud_cores_phase_start(1u);
         if (cfg->core1_stops != 0u) {
             for (;;) { /* tests: a core that stops */
                 __asm__ volatile("wfi");
@@ -148,6 +159,7 @@ void mcud_cores_run(void)
     acquire(); /* the inputs are in memory before core 1 may read them */
     runs = runs + 1u;
     publish();
+    mcud_cores_phase_start(0u);
     cfg->run_core(0u);
 }
 

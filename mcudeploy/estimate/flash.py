@@ -56,17 +56,18 @@ class FlashCaches:
         return cls((capacity // data.line_bytes, data.line_bytes), (capacity // data.read_bytes, data.read_bytes))
 
 
-def plugin() -> Path:
-    """The plugin's shared object, built from its source on first use (kept by the source's digest)."""
-    source = firmware_dir() / SOURCE
+def plugin(name: Path = SOURCE) -> Path:
+    """A plugin's shared object (firmware/``name``; default this module's), built from its source on first use
+    (kept by the source's digest)."""
+    source = firmware_dir() / name
     text = source.read_bytes()
-    target = cache_root() / "qemu-plugins" / f"flash_reads-{hashlib.sha256(text).hexdigest()[:16]}.so"
+    target = cache_root() / "qemu-plugins" / f"{source.stem}-{hashlib.sha256(text).hexdigest()[:16]}.so"
     if target.exists():
         return target
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
-        raise MCUDeployError("the flash-read count of a cycle estimate needs the host's C compiler (cc or gcc), "
-                             "which is not on PATH")
+        raise MCUDeployError(f"the QEMU plugin {source.name} needs the host's C compiler (cc or gcc), which is not "
+                             f"on PATH")
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         built = Path(tmp) / target.name

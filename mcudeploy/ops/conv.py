@@ -506,10 +506,44 @@ def constant_channels(graph: Graph, tensor: str) -> dict[int, int]:
     """The channels of an int8 tensor that hold one value at every pixel, known from the plan alone, channel -> value:
     those of a Conv output whose weights are all 0, and those of a depthwise Conv output whose input channel is the
     input's zero point at every pixel (every tap, padded or not, then adds 0): the bias alone, requantized and
-    clipped, in both."""
+    clipped, in both. Through the views of a split graph too: a Slice keeps the channels of its window (any window
+    of a channel of one value holds that value), and a Concat along the channels of inputs quantized as its output
+    (the pieces of a convolution cut along its channels) holds those of each input at its offset. Kept per graph
+    and tensor: a depthwise convolution asks for its input's, down the whole network."""
+    key = ("mcudeploy.ops.conv.constant_channels", tensor)
+    memo = graph.memo
+    if key not in memo:
+        memo[key] = tuple(sorted(_constant_channels(graph, tensor).items()))
+    return dict(memo[key])
+
+
+def _same_per_tensor(graph: Graph, a: str, b: str) -> bool:
+    qa, qb = graph[a].quant, graph[b].quant
+    return (qa is not None and qb is not None and len(qa.scale) == len(qb.scale) == 1
+            and qa.single() == qb.single() and graph[a].dtype == graph[b].dtype)
+
+
+def _constant_channels(graph: Graph, tensor: str) -> dict[int, int]:
     node = graph.producer(tensor)
-    if node is None or node.op != "Conv" or not graph.is_const(node.inputs[1]) or graph[tensor].dtype != "int8" \
-            or graph[node.inputs[0]].dtype != "int8":
+    if node is None or graph[tensor].dtype != "int8" or len(graph[tensor].shape) < 2:
+        return {}
+    if node.op == "Slice":
+        from mcudeploy.ops.slice import stepped
+        begin, step, count = stepped(graph, node)
+        if step[1] != 1:
+            return {}
+        lo, hi = begin[1], begin[1] + count[1]
+        return {c - lo: v for c, v in constant_channels(graph, node.inputs[0]).items() if lo <= c < hi}
+    if node.op == "Concat":
+        rank = len(graph[tensor].shape)
+        if node.attr("axis", 0) % rank != 1 or not all(_same_per_tensor(graph, t, tensor) for t in node.inputs):
+            return {}
+        out, at = {}, 0
+        for t in node.inputs:
+            out.update({at + c: v for c, v in constant_channels(graph, t).items()})
+            at += graph[t].shape[1]
+        return out
+    if node.op != "Conv" or not graph.is_const(node.inputs[1]) or graph[node.inputs[0]].dtype != "int8":
         return {}
     w = graph[node.inputs[1]].data
     if w.shape[0] != graph[tensor].shape[1]:

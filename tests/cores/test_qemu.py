@@ -60,3 +60,33 @@ def test_a_plan_on_two_cores_is_refused_by_a_board_of_one(branching, tmp_path):
     project = write_project(compiled, tmp_path)
     with pytest.raises(MCUDeployError, match="runs one inference on 2 cores, but board qemu-m4 names no cores"):
         build_firmware(load_board("qemu-m4"), project, "branching")
+
+
+def test_each_cores_instructions_per_phase_and_the_critical_path(need_qemu, branching, tmp_path):
+    """The plugin counts each vCPU's instructions per phase: both cores work, the critical path (the longer core of
+    each phase plus the barrier) is below the sum of both cores' work and above the longer core's, and the outputs
+    are still bit for bit."""
+    from mcudeploy.cores.measure import measure_on_cores
+    graph, compiled = branching
+    samples = checks.random_inputs(compiled.graph, 2, seed=4)
+    measured = measure_on_cores(compiled, samples, tmp_path)
+    for sample, got in zip(samples, measured.outputs):
+        for g, want in zip(got, run_reference(graph, sample)):
+            np.testing.assert_array_equal(g, want)
+    run = measured.runs[0]
+    assert len(run.work) == 2 and len(run.work[0]) == compiled.cores.phase_count
+    totals = [sum(w) for w in run.work]
+    assert min(totals) > 0
+    assert max(totals) <= run.critical_path < sum(totals)
+    assert 0 < run.barriers < run.critical_path
+    assert len(measured.runs) == 2 and len(measured.runs[1].work[1]) == compiled.cores.phase_count
+
+
+def test_the_counts_are_refused_when_they_do_not_add_up():
+    from mcudeploy.cores.measure import parse
+    text = "W 0 10\nW 1 12\nB 0 3\nB 1 1\n"
+    assert parse(text, 2, 1, 1)[0].critical_path == 12 + 1
+    with pytest.raises(MCUDeployError, match="holds \\[1, 1\\] phases of work"):
+        parse(text, 2, 2, 1)
+    with pytest.raises(MCUDeployError, match="names vCPU 2"):
+        parse(text + "W 2 1\n", 2, 1, 1)
