@@ -34,6 +34,8 @@ from mcudeploy.errors import MCUDeployError
 from mcudeploy.frontend import import_model, is_tflite_model
 from mcudeploy.frontend.onnx_import import load_model
 from mcudeploy.ir import Graph, Node
+from mcudeploy.cores.memory import widened
+from mcudeploy.cores.plan import CorePlan
 from mcudeploy.memory import Lifetimes, Placement, check_no_overlap, lifetimes
 from mcudeploy.memory.alias import SHARING
 from mcudeploy.memory.state import offsets as state_layout
@@ -100,14 +102,15 @@ def load_project(path: Union[str, os.PathLike], board: Optional[str] = None) -> 
     graph, order = _order(where, plan, graph, model_path)
     graph, order = _for_board(graph, order, target)
     graph = _in_slow_memory(plan, graph)
-    lives = _lifetimes(where, plan, graph, order, target.alignment, model_path)
+    cores = _cores(where, plan, order)
+    lives = _lifetimes(where, plan, graph, order, target.alignment, model_path, cores)
     placement = _placement(where, plan, lives, target.alignment)
     schedule = _schedule(plan.schedule or Method(), order, lives.lower_bound())
     code = _code(where, plan)
     offload = Offload.from_plan(plan.offload) if plan.offload else None
     compiled = Compiled(os.fspath(model_path), target, graph, schedule, lives, placement, cuts, code=code,
                         int8_input=int8_input, offload=offload, stream_input=stream_input,
-                        objective=_objective(where, plan))
+                        objective=_objective(where, plan), cores=cores)
     _same_plan(where, plan, compiled)
     _same_c(where, compiled)
     return Project(where, plan, model_path, compiled, unsplit)
@@ -323,14 +326,33 @@ def _buffers(lives: Lifetimes) -> list:
     return [(b.name, list(b.tensors), b.size, b.first, b.last, [list(r) for r in b.parts]) for b in lives.buffers]
 
 
-def _lifetimes(where: Path, plan: BoardPlan, graph: Graph, order, alignment: int, model_path: Path) -> Lifetimes:
+def _cores(where: Path, plan: BoardPlan, order) -> Optional[CorePlan]:
+    """The recorded plan of one inference on several cores (mcudeploy/cores), or None for one core."""
+    entry = plan.cores
+    if entry is None:
+        return None
+    try:
+        cores = CorePlan(int(entry["count"]), tuple(int(c) for c in entry["core"]), tuple(int(p) for p in entry["phase"]))
+    except (KeyError, TypeError, ValueError):
+        raise MCUDeployError(f"{where}: its cores are not a count with a core and a phase per step") from None
+    if len(cores.core) != len(order) or len(cores.phase) != len(order) or cores.cores < 2 or \
+            any(not -1 <= c < cores.cores for c in cores.core) or list(cores.phase) != sorted(cores.phase):
+        raise MCUDeployError(f"{where}: its cores do not give each of its {len(order)} steps a core and a phase, in order")
+    return cores
+
+
+def _lifetimes(where: Path, plan: BoardPlan, graph: Graph, order, alignment: int, model_path: Path,
+               cores: Optional[CorePlan] = None) -> Lifetimes:
     """Lifetimes of the recorded order under the recorded kinds of sharing (memory.layout.lay_out
-    keeps the set that placed smallest), which must give exactly the recorded buffers."""
+    keeps the set that placed smallest), which must give exactly the recorded buffers; on several ``cores``,
+    widened to whole phases (cores/memory.py)."""
     kinds = plan.sharing
     if kinds is None or not set(kinds) <= SHARING:
         raise MCUDeployError(f"{where} does not say which memory sharing its buffers use (written by an older "
                              f"mcudeploy?): compile or tune again")
     lives = lifetimes(graph, order, alignment, frozenset(kinds))
+    if cores is not None:
+        lives = widened(lives, cores)
     recorded = [(b.name, list(b.tensors), b.size, b.first, b.last, [list(r) for r in b.parts]) for b in plan.buffers]
     if _buffers(lives) == recorded:
         return lives

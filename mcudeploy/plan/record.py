@@ -166,6 +166,9 @@ def plan_dict(compiled: Compiled, scheme=None, latency=None, split=None) -> dict
         "latency": dict(latency) if latency else {"ticks": None, "baseline_ticks": None, "source": "none"},
         "objective": compiled.objective.as_plan(),  # what the plan was made for (mcudeploy/objective)
     }
+    if compiled.cores is not None:  # one inference on several cores: each step's core (-1: no kernel) and phase
+        plan["cores"] = {"count": compiled.cores.cores, "core": list(compiled.cores.core),
+                         "phase": list(compiled.cores.phase)}
     moved = stays(compiled)
     if moved:  # values a rewrite moved to another region and back (mcudeploy/offload/moves.py)
         plan["moves"] = [{"value": chain[0].value, "stays": [{"tensor": s.tensor, "region": s.region, "first": s.first,

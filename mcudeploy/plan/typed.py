@@ -179,6 +179,7 @@ class BoardPlan:
     cuts: tuple[Mapping, ...] = ()
     latency: Optional[Latency] = None
     objective: Optional[Mapping] = None
+    cores: Optional[Mapping] = None  # one inference on several cores: {"count", "core", "phase"} per step (mcudeploy/cores)
     moves: tuple[Mapping, ...] = ()
     offload: Optional[Mapping] = None
     c: Optional[CFields] = None

@@ -63,6 +63,10 @@ def resolve(request: Request, folders: bool = True, check_options: bool = True) 
     system = system_of(request) if check_options else None
     if system is None:
         return BoardTarget(request)
+    if request.objective == "latency":  # one inference on the cores of the system's chip (target/cores.py)
+        from mcudeploy.target.cores import CoresTarget
+
+        return CoresTarget(request, system)
     from mcudeploy.target.system import SystemTarget
 
     return SystemTarget(request, system)
@@ -81,10 +85,15 @@ def system_of(request: Request):
             raise MCUDeployError(f"{given[0]} applies to a system of cores or chips (e.g. -b qemu-m4x2), not to "
                                  f"the board {r.board}")
         return None
+    system = load_system(r.board)
+    from mcudeploy.target.cores import cores_chip
+
+    on_cores = r.objective == "latency" and cores_chip(system) is not None  # one inference on its chip's cores
     given = [o for o, v in (("--fast-memory", r.fast_memory),
-                            (f"--objective {r.objective}", r.objective in BOARD_OBJECTIVES),
+                            (f"--objective {r.objective}", r.objective in BOARD_OBJECTIVES and not on_cores),
                             ("--memory-budget", r.memory_budget)) if v]
     if given:
         raise MCUDeployError(f"{given[0]} applies to one board, not to the system {r.board}"
-                             + (f" (a system takes {', '.join(SYSTEM_OBJECTIVES)})" if "objective" in given[0] else ""))
-    return load_system(r.board)
+                             + (f" (a system takes {', '.join(SYSTEM_OBJECTIVES)}, and latency where its one chip's "
+                                f"cores share its memory)" if "objective" in given[0] else ""))
+    return system
