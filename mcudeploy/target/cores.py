@@ -61,7 +61,6 @@ class CoresTarget(BoardTarget):
         from mcudeploy.cores.measure import measure_on_cores
         from mcudeploy.device.runner import run_on_board
         from mcudeploy.objective import Objective
-        from mcudeploy.plan import CompileOptions
 
         if measure.settle or measure.estimate_for or self.folder:
             raise MCUDeployError("measure of one inference on several cores takes a model file, without --settle and "

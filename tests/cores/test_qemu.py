@@ -4,7 +4,6 @@ outputs are bit for bit the numpy reference; a core 1 that never comes ends the 
 the phase."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
