@@ -351,6 +351,10 @@ class BoardTarget:
             from mcudeploy.boards import load_board
             from mcudeploy.estimate.cycles import target_for
         loaded = self.loaded(say=to_stderr if measure.json else say)[0] if self.folder else None
+        if loaded is not None and loaded.cores is not None:  # per-operator ticks on QEMU's one clock mix the cores
+            raise MCUDeployError(f"{self.request.model} is a plan of one inference on {loaded.cores.cores} cores: "
+                                 f"measure its model file with -b SYSTEM --objective latency (each core's instructions "
+                                 f"per phase)")
         with board_pool(self.request, loaded.board.name if loaded else self.request.board) as pool:  # before compiling
             compiled = loaded or self.compile(stand_for=measure.estimate_for)
             if measure.estimate_for:

@@ -49,3 +49,11 @@ def test_a_system_of_chips_refuses_the_latency_objective(model, tmp_path, capsys
     assert main(["compile", str(model), "-b", "qemu-m4x2", "--objective", "latency", "-o", str(tmp_path)]) != 0
     err = capsys.readouterr().err
     assert "--objective latency applies to one board, not to the system qemu-m4x2" in err and err.count("\n") == 1
+
+
+def test_measure_of_a_folder_on_two_cores_is_refused(model, tmp_path, capsys):
+    out = tmp_path / "plan"
+    assert main(["compile", str(model), "-b", "qemu-an521", "--objective", "latency", "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["measure", str(out)]) != 0
+    assert "is a plan of one inference on 2 cores: measure its model file with -b SYSTEM" in capsys.readouterr().err
