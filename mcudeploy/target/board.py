@@ -241,7 +241,11 @@ class BoardTarget:
             with board_pool(r, compiled.board.name) as pool:
                 board_run = run_on_board(compiled, samples, pool=pool)
             outputs = board_run.outputs
-            for line in board_run.firmware.report.lines() + ticks_lines(board_run):
+            timed = ticks_lines(board_run) if compiled.cores is None else [
+                f"one inference on {compiled.cores.cores} cores: no per-operator ticks (on the emulator's one clock they "
+                f"would count every core's instructions); measure the model with -b SYSTEM --objective latency for "
+                f"each core's"]
+            for line in board_run.firmware.report.lines() + timed:
                 say(line)
         if run.output:
             save_outputs(run.output, graph.model_outputs(), outputs, say)

@@ -33,6 +33,7 @@ def test_compile_then_run_the_folder_on_both_cores_checked(need_qemu, model, tmp
     assert main(["run", str(out), "--check", "--samples", "3"]) == 0
     said = capsys.readouterr().out
     assert "on qemu-an521-chip" in said and "bit for bit" in said and "PASS" in said
+    assert "one inference on 2 cores: no per-operator ticks" in said
 
 
 @pytest.mark.qemu
