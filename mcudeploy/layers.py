@@ -18,6 +18,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("device",),
     ("stages",),  # systems of cores and chips, planned (target/ runs them)
     ("project",),
+    ("cores",),  # one inference on the cores of one chip, planned (target/ compiles and runs it, project/ reloads it)
     ("compile",),  # the compiler's table of contents
     ("codegen",),
     ("report",),

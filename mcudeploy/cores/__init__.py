@@ -12,7 +12,10 @@ steps that run at once the same bytes (``memory``); ``races`` checks a plan byte
 - assign.py: which core runs each step (greedy, by estimated ticks and barrier cost);
 - plan.py: the phases of an assignment, and the order sorted by them;
 - memory.py: the lifetimes and placement of a plan;
-- races.py: the check that no step reads or writes bytes another core writes in the same phase.
+- races.py: the check that no step reads or writes bytes another core writes in the same phase;
+- compile.py: all of the above for a lowered graph (plan_on_cores).
+
+Each core's instructions per phase, on an emulated chip: mcudeploy/device/core_phases.py.
 """
 from mcudeploy.cores.plan import CorePlan, phases, sorted_order
 

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Optional
 
 from mcudeploy.boards import Board
-from mcudeploy.cores.plan import CorePlan
 from mcudeploy.ir import Graph, Node
 from mcudeploy.memory import Lifetimes, Placement
 from mcudeploy.objective import MEMORY, Objective
@@ -31,7 +30,7 @@ class Compiled:
     stream_input: bool = False  # lowered with --stream-input (recorded in plan.json)
     offload: Optional[Offload] = None  # swaps made to meet a fast-memory budget (mcudeploy/offload/swap.py)
     objective: Objective = MEMORY  # what the plan was made for, and what it met (mcudeploy/objective)
-    cores: Optional["CorePlan"] = None  # one inference on several cores: each step's core and phase (mcudeploy/cores)
+    cores: Optional[object] = None  # one inference on several cores: a cores.plan.CorePlan, each step's core and phase
 
     @property
     def order(self) -> tuple[Node, ...]:

@@ -3,7 +3,7 @@ one chip whose cores share its memory (its chip board names ``cores``: qemu-an52
 
 It is that chip board's target (target/board.py) with another plan: compile, write and run as for one board, the
 plan's steps placed on the cores; measure counts each core's instructions per phase on the emulator
-(cores/measure.py) and sets the critical path beside the one-core latency plan of a core of the system.
+(device/core_phases.py) and sets the critical path beside the one-core latency plan of a core of the system.
 """
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ class CoresTarget(BoardTarget):
     def measure(self, measure: MeasureRequest, output: Optional[Path], settle_rounds: Callable, say=print) -> int:
         from mcudeploy.check import random_inputs
         from mcudeploy.compile import compile_model
-        from mcudeploy.cores.measure import measure_on_cores
+        from mcudeploy.device.core_phases import measure_on_cores
         from mcudeploy.device.runner import run_on_board
         from mcudeploy.objective import Objective
 

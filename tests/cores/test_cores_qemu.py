@@ -65,7 +65,7 @@ def test_each_cores_instructions_per_phase_and_the_critical_path(need_qemu, bran
     """The plugin counts each vCPU's instructions per phase: both cores work, the critical path (the longer core of
     each phase plus the barrier) is below the sum of both cores' work and above the longer core's, and the outputs
     are still bit for bit."""
-    from mcudeploy.cores.measure import measure_on_cores
+    from mcudeploy.device.core_phases import measure_on_cores
     graph, compiled = branching
     samples = checks.random_inputs(compiled.graph, 2, seed=4)
     measured = measure_on_cores(compiled, samples, tmp_path)
@@ -82,7 +82,7 @@ def test_each_cores_instructions_per_phase_and_the_critical_path(need_qemu, bran
 
 
 def test_the_counts_are_refused_when_they_do_not_add_up():
-    from mcudeploy.cores.measure import parse
+    from mcudeploy.device.core_phases import parse
     text = "W 0 10\nW 1 12\nB 0 3\nB 1 1\n"
     assert parse(text, 2, 1, 1)[0].critical_path == 12 + 1
     with pytest.raises(MCUDeployError, match="holds \\[1, 1\\] phases of work"):
