@@ -287,9 +287,16 @@ def cmd_tune(args) -> int:
         raise MCUDeployError(f"tune chooses the execution order itself (it compiles the kept cuts with several "
                              f"methods and keeps the least arena): --schedule {args.schedule} applies to compile, "
                              f"plan, run, measure and flash")
+    from mcudeploy.target import system_of
     from mcudeploy.target.board import objective as board_objective
 
     code = _code(args)
+    if system_of(_request(args)) is not None:
+        if args.objective != "latency":
+            raise MCUDeployError(f"tune takes a board, or with --objective latency a system whose chip's cores share "
+                                 f"its memory (one inference on its cores); {args.board} is a system")
+        with output_lock(args.output, "tune"):
+            return _resolve(args, folders=False).tune(args.output, lambda: _code(args))
     objective = board_objective(_request(args))
     with output_lock(args.output, "tune"):
         return _tune_into(args, code, objective)

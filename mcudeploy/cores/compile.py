@@ -1,15 +1,16 @@
 """A lowered graph planned for one inference on ``cores`` cores of one chip sharing its memory.
 
-split (the cores' pieces) -> schedule (an order) -> the scheduled graph's rewrites, every kernel keeping its
+split (the cores' pieces, of every operator that costs enough) -> schedule (an order) -> the scheduled graph's rewrites, every kernel keeping its
 scratch -> assign (a core per kernel step) -> sorted_order (phases) -> lay_out_on_cores (one arena) ->
-races.check. Which steps run a kernel depends on the sharing the layout decides, and the phases on which
+races.check. The costs are estimated from each step's work by default; cores/search.py plans again with measured
+ones. Which steps run a kernel depends on the sharing the layout decides, and the phases on which
 steps run one, so the plan is made again until both agree.
 """
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 from mcudeploy.boards import Board
 from mcudeploy.cores.assign import assign
@@ -31,6 +32,22 @@ ROUNDS = 4
 
 
 @dataclass(frozen=True)
+class Costs:
+    """What a plan on cores weighs, in the board's ticks: ``ticks(graph)``, each of a graph's steps (0 for a view);
+    a barrier; and ``split_at``, the least an operator costs for it to be cut into one piece per core."""
+    ticks: Callable[[Graph], Mapping[str, float]]
+    barrier: float
+    split_at: float
+    source: str = "estimated"  # or "measured" (cores/search.py)
+
+
+def estimated(board: Board) -> Costs:
+    """Every step's cost from its work alone (split.kernel_ticks), and a barrier guessed."""
+    barrier = ticks_of(board, BARRIER_INSTRUCTIONS)
+    return Costs(lambda graph: kernel_ticks(graph, board), barrier, SPLIT_BARRIERS * barrier)
+
+
+@dataclass(frozen=True)
 class CoresPlan:
     graph: Graph  # split and rewritten
     scheme: Scheme
@@ -38,15 +55,21 @@ class CoresPlan:
     plan: CorePlan
     lifetimes: Lifetimes
     placement: Placement
-    ticks: dict  # node name -> the estimate the assignment used, on core 0
+    ticks: dict  # node name -> the cost the assignment used, on core 0
+    costs: Costs
 
     @property
     def order(self) -> tuple[Node, ...]:
         return self.schedule.order
 
-    def critical_path(self, barrier: float = BARRIER_INSTRUCTIONS) -> float:
+    def critical_path(self) -> float:
+        """The critical path the assignment weighed, in ticks: its costs' steps and barrier."""
         return self.plan.critical_path([self.ticks.get(n.name, 0.0) if self.plan.core[k] >= 0 else 0.0
-                                        for k, n in enumerate(self.order)], barrier)
+                                        for k, n in enumerate(self.order)], self.costs.barrier)
+
+    def key(self) -> tuple:
+        """What makes two plans the same: the cuts, and each step's name, core and phase."""
+        return self.scheme, tuple(n.name for n in self.order), self.plan.core, self.plan.phase
 
     def compiled(self, name: str, board: Board):
         """The plan as one core runs it (its steps one after another, phase by phase): what codegen and the
@@ -61,36 +84,36 @@ class CoresPlan:
 
 
 def plan_on_cores(graph: Graph, board: Board, cores: int = 2, speed: Optional[Sequence[float]] = None,
-                  schedule_method: str = "auto", schedule_time_limit: float = 10.0, placement_method: str = "greedy",
+                  costs: Optional[Costs] = None, schedule_method: str = "auto", schedule_time_limit: float = 10.0, placement_method: str = "greedy",
                   placement_time_limit: float = 5.0) -> CoresPlan:
     from mcudeploy.compile import rewrite_ordered
     refuse_states(graph)
     if cores < 2:
         raise MCUDeployError(f"one inference on several cores needs at least two cores, not {cores}")
-    barrier = _ticks_of(board, BARRIER_INSTRUCTIONS)
-    estimate = kernel_ticks(graph, board)
-    scheme = cuts_for_cores(graph, lambda n: estimate[n.name], SPLIT_BARRIERS * barrier, cores)
+    costs = costs or estimated(board)
+    whole = costs.ticks(graph)
+    scheme = cuts_for_cores(graph, lambda n: whole[n.name], costs.split_at, cores)
     cut = split(graph, scheme)
     sched = schedule(cut, schedule_method, schedule_time_limit, board.alignment)
     rewritten, order = rewrite_ordered(cut, sched.order, board, "keep")
-    ticks = kernel_ticks(rewritten, board)
+    ticks = costs.ticks(rewritten)
     elided = lifetimes(rewritten, order, board.alignment, CONCURRENT).elided
     regions = areas(board)
     for _ in range(ROUNDS):
-        core_of, phase_of = assign(rewritten, order, ticks, elided, cores, barrier, speed)
+        core_of, phase_of = assign(rewritten, order, ticks, elided, cores, costs.barrier, speed)
         ordered, plan = sorted_order(rewritten, order, core_of, elided, cores, phase_of)
         lives, placement = lay_out_on_cores(rewritten, ordered, plan, regions, placement_method, board.alignment,
                                             placement_time_limit)
         if lives.elided == elided:
             check(rewritten, ordered, plan, lives, placement)
             return CoresPlan(rewritten, scheme, dataclasses.replace(sched, order=ordered), plan, lives, placement,
-                             {n: t for n, t in ticks.items() if n not in elided})
+                             {n: t for n, t in ticks.items() if n not in elided}, costs)
         elided = lives.elided
     raise MCUDeployError(f"the plan of {graph.name} on {cores} cores did not settle which steps run a kernel in "
                          f"{ROUNDS} rounds")
 
 
-def _ticks_of(board: Board, instructions: float) -> float:
+def ticks_of(board: Board, instructions: float) -> float:
     from mcudeploy.boards import instructions_per_tick
     if board.qemu is not None:
         return instructions / instructions_per_tick(board)

@@ -175,13 +175,28 @@ def _halo(value: Any) -> str:
     return str(value)
 
 
+def _per_operator(entry) -> list:
+    """A scheme entry as describe() gives it (one operator), or a Cut's fields, one entry per operator named."""
+    if not isinstance(entry, dict) or entry.get("node") or not isinstance(entry.get("axes"), list):
+        return [entry]
+    counts = entry.get("counts") if isinstance(entry.get("counts"), list) else None
+    named = [a for a in entry["axes"] if isinstance(a, (list, tuple)) and len(a) == 2]
+    if not named:
+        return [entry]
+    return [{"node": str(name), "axis": str(axis), "halo": entry.get("halo"),
+             "pieces": counts[k] if counts and k < len(counts) else entry.get("pieces")}
+            for k, (name, axis) in enumerate(named)]
+
+
 def split_rows(plan: BoardPlan) -> list[dict]:
     """plan.json's "scheme" (mcudeploy.partition.describe: one entry per operator cut, with
     "node", "op", "axis", "pieces", "halo", "piece_nodes", and "macs"/"piece_macs": the node's
     work whole and in pieces), one row per entry; "more_macs" is what recomputed halos add
-    (piece_macs / macs - 1). Fields the row does not know are kept in "extra" and shown as given."""
+    (piece_macs / macs - 1); a cut as the rewrite takes it (a partition.Cut's fields: "axes", "pieces",
+    "halo", "counts", as compile writes it) gives a row per operator it names. Fields the row does not know
+    are kept in "extra" and shown as given."""
     rows = []
-    for i, entry in enumerate(plan.scheme):
+    for i, entry in enumerate(e for entry in plan.scheme for e in _per_operator(entry)):
         e = entry if isinstance(entry, dict) else {"entry": entry}
         node = str(e.get("node") or "")
         pieces = e.get("piece_nodes")

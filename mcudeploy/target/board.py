@@ -106,6 +106,20 @@ def save_outputs(path, names, outputs, say=print) -> None:
     say(f"wrote the outputs of {len(outputs)} sample(s) to {path}")
 
 
+def write_folder(compiled, output, code, say=print) -> None:
+    """A compiled plan's C project and plan.json in ``output``, its C as ``code`` (CodeOptions) asks."""
+    from mcudeploy.codegen import write_project
+    from mcudeploy.codegen.emit import c_name
+    from mcudeploy.report.text import summary
+
+    compiled = dataclasses.replace(compiled, code=code)
+    with writing(output):
+        out = write_project(compiled, output)
+    say(summary(compiled))
+    say(f"wrote {out}/model.c, {c_name(compiled)}.h, the build files (CMakeLists.txt, library.json"
+        f"{', arduino/' if code.arduino else ''}; README.txt) and plan.json")
+
+
 class BoardTarget:
     """A board named by -b, or the board of a compile or tune folder's plan (``folder``)."""
 
@@ -158,19 +172,7 @@ class BoardTarget:
 
     def write(self, output, code: Callable, say=print) -> None:
         """compile -o: the C project and plan.json in ``output``; ``code()``: the CodeOptions of its C."""
-        import dataclasses
-
-        from mcudeploy.codegen import write_project
-        from mcudeploy.codegen.emit import c_name
-        from mcudeploy.report.text import summary
-
-        code = code()
-        compiled = dataclasses.replace(self.compile(), code=code)
-        with writing(output):
-            out = write_project(compiled, output)
-        say(summary(compiled))
-        say(f"wrote {out}/model.c, {c_name(compiled)}.h, the build files (CMakeLists.txt, library.json"
-            f"{', arduino/' if code.arduino else ''}; README.txt) and plan.json")
+        write_folder(self.compile(), output, code(), say)
 
     # flash
 

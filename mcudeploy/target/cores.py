@@ -2,7 +2,7 @@
 one chip whose cores share its memory (its chip board names ``cores``: qemu-an521's qemu-an521-chip).
 
 It is that chip board's target (target/board.py) with another plan: compile, write and run as for one board, the
-plan's steps placed on the cores; measure counts each core's instructions per phase on the emulator
+plan's steps placed on the cores; tune chooses the plan by measuring (cores/search.py); measure counts each core's instructions per phase on the emulator
 (device/core_phases.py) and sets the critical path beside the one-core latency plan of a core of the system.
 """
 from __future__ import annotations
@@ -12,8 +12,10 @@ import json
 from pathlib import Path
 from typing import Callable, Optional
 
+import numpy as np
+
 from mcudeploy.errors import MCUDeployError
-from mcudeploy.target.board import BoardTarget, check_fit, plan_options
+from mcudeploy.target.board import BoardTarget, check_fit, plan_options, write_folder
 from mcudeploy.target.request import MeasureRequest, Request
 
 
@@ -37,13 +39,20 @@ class CoresTarget(BoardTarget):
         super().__init__(dataclasses.replace(request, board=chip))
 
     def compile(self, fast_memory=None, earlier={}, stand_for: Optional[str] = None):
-        from mcudeploy.boards import load_board
-        from mcudeploy.compile import computed_outputs, lower
         from mcudeploy.cores.compile import plan_on_cores
-        from mcudeploy.frontend import import_model
 
         if stand_for is not None:
             raise MCUDeployError("--estimate-for is not modelled for one inference on several cores yet")
+        graph, board = self._graph()
+        plan = plan_on_cores(graph, board, board.cores.count)
+        return check_fit(self.request, plan.compiled(self.request.model, board))
+
+    def _graph(self):
+        """(the model's lowered graph, the chip board)."""
+        from mcudeploy.boards import load_board
+        from mcudeploy.compile import computed_outputs, lower
+        from mcudeploy.frontend import import_model
+
         r = self.request
         shapes, options = plan_options(r, board_objective=False)
         if options.scheme or options.fast_memory is not None:
@@ -51,9 +60,44 @@ class CoresTarget(BoardTarget):
                                  "chip's memory: drop --scheme and --fast-memory")
         graph = lower(import_model(r.model, shapes), int8_input=options.int8_input, stream_input=options.stream_input)
         computed_outputs(graph, r.model)
-        board = load_board(r.board)
-        plan = plan_on_cores(graph, board, board.cores.count)
-        return check_fit(r, plan.compiled(r.model, board))
+        return graph, load_board(r.board)
+
+    def tune(self, output, code: Callable, say=print) -> int:
+        """tune -o: the plan on the cores chosen by measurement (cores/search.py), every plan tried checked bit for
+        bit against the reference on the cores, the kept one written as compile writes."""
+        from mcudeploy.check import random_inputs
+        from mcudeploy.cores.search import CoresRun, search
+        from mcudeploy.device.core_phases import measure_on_cores
+        from mcudeploy.device.measure import measure_model
+        from mcudeploy.reference import run_reference
+
+        graph, board = self._graph()
+        name = self.request.model
+        samples = random_inputs(graph, 1, seed=0)
+        want = run_reference(graph, samples[0])
+
+        def time_steps(plan) -> dict:
+            alone = dataclasses.replace(plan.compiled(name, board), cores=None)  # its steps in turn on core 0
+            return {o.node: o.ticks for o in measure_model(alone, repeat=1).ops if o.signature}
+
+        def time_cores(plan) -> CoresRun:
+            result = measure_on_cores(plan.compiled(name, board), samples)
+            for k, (got, expected) in enumerate(zip(result.outputs[0], want)):
+                if not np.array_equal(got, expected):
+                    raise MCUDeployError(f"output {graph.model_outputs()[k]} of a plan on the cores of {board.name} "
+                                         f"differs from the numpy reference: a fault in mcudeploy's plan on cores, "
+                                         f"please report it with the model")
+            run = result.runs[0]
+            return CoresRun(run.critical_path, run.barriers, len(run.work[0]))
+
+        searched = search(graph, board, board.cores.count, time_steps, time_cores, say)
+        best, first = searched.best, searched.tried[0]
+        compiled = check_fit(self.request, best.plan.compiled(name, board))
+        write_folder(compiled, output, code(), say)
+        say(f"kept {best.label}: critical path {best.run.critical_path:,} instructions on {board.cores.count} cores "
+            f"({best.run.critical_path / first.run.critical_path:.3f}x the estimate's plan, "
+            f"{first.run.critical_path:,}); {len(searched.tried)} plan(s) measured, each bit for bit the reference")
+        return 0
 
     def measure(self, measure: MeasureRequest, output: Optional[Path], settle_rounds: Callable, say=print) -> int:
         from mcudeploy.check import random_inputs

@@ -1,0 +1,122 @@
+"""The plan on cores chosen by measurement (``tune -b SYSTEM --objective latency``).
+
+The plan made from estimates (compile.estimated) is timed first: each of its steps alone on one core
+(``time_steps``: ticks per step name) and the whole plan on the cores (``time_cores``: its critical path and
+its barriers, in instructions). What was timed then stands in for the estimate (``measured``):
+
+- a step of the same name and output shapes as a timed one costs what it took;
+- any other (a piece of an operator timed whole, the whole of one timed in pieces, a step the rewrites made)
+  costs its estimate, scaled by what its operator's timed steps took against their estimate (all timed steps'
+  ratio where its operator has none);
+- a barrier costs what the timed plan's barriers took, each.
+
+With these costs the plan is made again for several thresholds of cutting an operator (``SPLIT_AT``, in
+barriers: which operators are worth a piece per core is decided by their measured ticks), each new plan's
+steps are timed (their timings join the others) and the plan is run on the cores. The plan with the least
+measured critical path is kept; the estimate's plan where none is shorter.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping, NamedTuple, Optional, Sequence
+
+from mcudeploy.boards import Board
+from mcudeploy.cores.compile import Costs, CoresPlan, plan_on_cores, ticks_of
+from mcudeploy.cores.split import kernel_ticks
+from mcudeploy.ir import Graph, Node
+
+SPLIT_AT = (8, 64, 512)  # barriers an operator must be worth, measured, to be cut for the cores
+
+
+class CoresRun(NamedTuple):
+    """What ``time_cores`` gives of a plan run on its cores, in instructions."""
+    critical_path: int
+    barriers: int  # the barriers' share of the critical path
+    phases: int
+
+
+@dataclass(frozen=True)
+class Timed:
+    """A step timed alone on one core: its output shapes, ticks, estimate and operator (Node.original)."""
+    shapes: tuple
+    ticks: float
+    estimate: float
+    original: str
+
+
+@dataclass(frozen=True)
+class Tried:
+    label: str
+    plan: CoresPlan
+    run: CoresRun
+
+
+@dataclass(frozen=True)
+class Searched:
+    tried: tuple[Tried, ...]  # the estimate's plan first
+
+    @property
+    def best(self) -> Tried:
+        """The least measured critical path (the earlier tried on a tie)."""
+        return min(self.tried, key=lambda t: t.run.critical_path)
+
+
+def shapes(graph: Graph, node: Node) -> tuple:
+    return tuple(tuple(graph[t].shape) for t in node.outputs)
+
+
+def measured(board: Board, timed: Mapping[str, Timed], barrier: float, split_at: float) -> Costs:
+    """Costs from the ``timed`` steps (the module's rules), a barrier of ``barrier`` ticks, cuts at ``split_at``."""
+    spent: dict[str, list[float]] = {}
+    for t in timed.values():
+        both = spent.setdefault(t.original, [0.0, 0.0])
+        both[0] += t.ticks
+        both[1] += t.estimate
+    total = [sum(v[0] for v in spent.values()), sum(v[1] for v in spent.values())]
+    overall = total[0] / total[1] if total[1] > 0 else 1.0
+    scale = {o: v[0] / v[1] for o, v in spent.items() if v[1] > 0}
+
+    def ticks(graph: Graph) -> dict[str, float]:
+        estimate = kernel_ticks(graph, board)
+        out = {}
+        for node in graph.nodes:
+            t = timed.get(node.name)
+            if t is not None and t.shapes == shapes(graph, node):
+                out[node.name] = t.ticks
+            else:
+                out[node.name] = estimate[node.name] * scale.get(node.original, overall)
+        return out
+
+    return Costs(ticks, barrier, split_at, "measured")
+
+
+def search(graph: Graph, board: Board, cores: int, time_steps: Callable[[CoresPlan], Mapping[str, float]],
+           time_cores: Callable[[CoresPlan], CoresRun], say: Callable[[str], None] = lambda line: None,
+           speed: Optional[Sequence[float]] = None, split_at: Sequence[int] = SPLIT_AT) -> Searched:
+    """The plans tried, each measured on the cores (the module's search)."""
+    timed: dict[str, Timed] = {}
+
+    def time(label: str, plan: CoresPlan) -> Tried:
+        estimate = kernel_ticks(plan.graph, board)
+        nodes = {n.name: n for n in plan.graph.nodes}
+        for name, ticks in time_steps(plan).items():
+            node = nodes[name]
+            timed[name] = Timed(shapes(plan.graph, node), float(ticks), estimate[name], node.original)
+        run = time_cores(plan)
+        cut = len({name for c in plan.scheme for name, _ in c.axes})
+        say(f"{label}: critical path {run.critical_path:,} instructions, {run.phases} phases, {cut} operator(s) cut")
+        return Tried(label, plan, run)
+
+    first = plan_on_cores(graph, board, cores, speed)
+    tried = [time("the estimate's plan", first)]
+    seen = {first.key()}
+    barrier_instructions = tried[0].run.barriers / max(1, tried[0].run.phases)
+    barrier = ticks_of(board, barrier_instructions)
+    for barriers in split_at:
+        plan = plan_on_cores(graph, board, cores, speed, measured(board, timed, barrier, barriers * barrier))
+        if plan.key() in seen:
+            say(f"measured, operators cut at {barriers} barriers: the same plan as one tried")
+            continue
+        seen.add(plan.key())
+        tried.append(time(f"measured, operators cut at {barriers} barriers", plan))
+    return Searched(tuple(tried))
