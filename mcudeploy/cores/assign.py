@@ -3,18 +3,21 @@
 The critical path is the longest core of each phase, summed, plus a barrier between phases. A step alone
 goes to the core where it lengthens the critical path least; ties go to the earlier phase (fewer barriers),
 then to the core with less work so far, then to the lower core. The pieces of one operator (the split's,
-Node.piece) are weighed together: each alone as above, or one per core in one phase, the largest first on the
-core with least work in it, whichever lengthens the critical path less. One at a time, the second piece would
+Node.piece) are weighed together: each alone as above, or one per core in one phase (every way of giving the
+pieces to the cores weighed, up to four cores), whichever lengthens the critical path less. One at a time, the second piece would
 always stay behind the first on its core, since moving to the other core costs a barrier before it can help.
 ``speed`` weighs a core's ticks (an M4 beside an M7 takes more of them for the same step).
 """
 from __future__ import annotations
 
 import copy
+import itertools
 from typing import Mapping, Optional, Sequence
 
 from mcudeploy.cores.plan import sources
 from mcudeploy.ir import Graph, Node
+
+WAYS = 4  # up to this many cores, every way to give an operator's pieces one per core is weighed
 
 
 class _State:
@@ -84,14 +87,25 @@ def assign(graph: Graph, order: Sequence[Node], ticks: Mapping[str, float], elid
 
 
 def _spread(state: _State, group: list[Node], ticks: Mapping[str, float]) -> Optional[_State]:
-    """``state`` with ``group`` one per core, in the first phase every piece may start in on its core."""
+    """``state`` with ``group`` one per core, in the first phase every piece may start in on its core: of the ways
+    to give the pieces to the cores (each way for up to ``WAYS`` cores; beyond, the largest piece on core 0 and so
+    on), the one that lengthens the critical path least, the earlier way on a tie. Pieces of unequal size (Cut.shares)
+    thus go to the cores they fit: the largest to the fastest core, or to the core with least work in the phase."""
     if len(group) < 2:
         return None
-    out = state.clone()
-    cores = list(range(out.cores))
-    by_size = sorted(group, key=lambda n: -ticks[n.name])
-    placed = [(n, cores[k % out.cores]) for k, n in enumerate(by_size)]
-    phase = max(out.earliest(n, c) for n, c in placed)
-    for n, c in placed:
-        out.put(n, c, phase, ticks[n.name])
-    return out
+    cores = list(range(state.cores))
+    if len(group) == state.cores <= WAYS:
+        pieces = sorted(group, key=lambda n: n.piece_index)
+        ways = [list(zip(pieces, perm)) for perm in itertools.permutations(cores)]
+    else:
+        by_size = sorted(group, key=lambda n: -ticks[n.name])
+        ways = [[(n, cores[k % state.cores]) for k, n in enumerate(by_size)]]
+    best = None
+    for placed in ways:
+        out = state.clone()
+        phase = max(out.earliest(n, c) for n, c in placed)
+        for n, c in placed:
+            out.put(n, c, phase, ticks[n.name])
+        if best is None or out.critical_path() < best.critical_path():
+            best = out
+    return best

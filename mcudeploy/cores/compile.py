@@ -9,7 +9,7 @@ steps run one, so the plan is made again until both agree.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional, Sequence
 
 from mcudeploy.boards import Board
@@ -17,7 +17,7 @@ from mcudeploy.cores.assign import assign
 from mcudeploy.cores.memory import CONCURRENT, lay_out_on_cores, refuse_states
 from mcudeploy.cores.plan import CorePlan, sorted_order
 from mcudeploy.cores.races import check
-from mcudeploy.cores.split import cuts_for_cores, kernel_ticks
+from mcudeploy.cores.split import axis_extent, cuts_for_cores, kernel_ticks, sizes
 from mcudeploy.errors import MCUDeployError
 from mcudeploy.ir import Graph, Node
 from mcudeploy.memory import areas
@@ -39,6 +39,7 @@ class Costs:
     barrier: float
     split_at: float
     source: str = "estimated"  # or "measured" (cores/search.py)
+    shares: Mapping[tuple[str, str], tuple[int, ...]] = field(default_factory=dict)  # (node, axis) -> piece sizes
 
 
 def estimated(board: Board) -> Costs:
@@ -92,7 +93,13 @@ def plan_on_cores(graph: Graph, board: Board, cores: int = 2, speed: Optional[Se
         raise MCUDeployError(f"one inference on several cores needs at least two cores, not {cores}")
     costs = costs or estimated(board)
     whole = costs.ticks(graph)
-    scheme = cuts_for_cores(graph, lambda n: whole[n.name], costs.split_at, cores)
+    faster = [1.0 / s for s in speed] if speed is not None and len(set(speed)) > 1 else None
+
+    def shares(node: Node, axis: str) -> Optional[tuple[int, ...]]:
+        given = costs.shares.get((node.name, axis))
+        return given if given else sizes(axis_extent(graph, node, axis), faster) if faster else None
+
+    scheme = cuts_for_cores(graph, lambda n: whole[n.name], costs.split_at, cores, shares)
     cut = split(graph, scheme)
     sched = schedule(cut, schedule_method, schedule_time_limit, board.alignment)
     rewritten, order = rewrite_ordered(cut, sched.order, board, "keep")

@@ -14,18 +14,26 @@ With these costs the plan is made again for several thresholds of cutting an ope
 barriers: which operators are worth a piece per core is decided by their measured ticks), each new plan's
 steps are timed (their timings join the others) and the plan is run on the cores. The plan with the least
 measured critical path is kept; the estimate's plan where none is shorter.
+
+Last, the pieces are sized by what they took (``balancing_shares``): where an operator's pieces took unequal
+time (its work is uneven along the axis: VWW's channels of one value are skipped; or the cores differ in speed),
+the best plan's cuts get piece sizes (Cut.shares) that would give each core the same time, and the plan so made
+is measured; again from it while it is the best (``BALANCE_ROUNDS``).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable, Mapping, NamedTuple, Optional, Sequence
 
 from mcudeploy.boards import Board
 from mcudeploy.cores.compile import Costs, CoresPlan, plan_on_cores, ticks_of
-from mcudeploy.cores.split import kernel_ticks
+from mcudeploy.cores.split import axis_extent, kernel_ticks
 from mcudeploy.ir import Graph, Node
+from mcudeploy.partition.cut import tiling
 
 SPLIT_AT = (8, 64, 512)  # barriers an operator must be worth, measured, to be cut for the cores
+BALANCE_ROUNDS = 2  # plans whose pieces are sized by what the best plan's pieces took
 
 
 class CoresRun(NamedTuple):
@@ -90,9 +98,53 @@ def measured(board: Board, timed: Mapping[str, Timed], barrier: float, split_at:
     return Costs(ticks, barrier, split_at, "measured")
 
 
+def balancing_shares(graph: Graph, plan: CoresPlan, timed: Mapping[str, Timed],
+                     speed: Optional[Sequence[float]] = None) -> dict[tuple[str, str], tuple[int, ...]]:
+    """For each operator ``plan`` cut whose pieces were all timed: the piece sizes along its axis that would give
+    each core (piece k on core k, its ticks weighed by ``speed``) the same time, the work taken as even within
+    each piece as timed; only where they differ from the sizes the plan used."""
+    by_op: dict[str, list[Node]] = {}
+    for node in plan.graph.nodes:
+        if node.piece_index is not None:
+            by_op.setdefault(node.original, []).append(node)
+    out = {}
+    for cut in plan.scheme:
+        if len(cut.axes) != 1:
+            continue
+        (name, axis), = cut.axes
+        tiles = tiling(cut, name, axis_extent(graph, graph.node(name), axis))
+        pieces = sorted(by_op.get(name, []), key=lambda n: n.piece_index)
+        if len(pieces) != len(tiles) or any(p.name not in timed or timed[p.name].shapes != shapes(plan.graph, p)
+                                            for p in pieces):
+            continue
+        xs, ys = [0], [0.0]
+        for (lo, hi), p in zip(tiles, pieces):
+            xs.append(hi)
+            ys.append(ys[-1] + timed[p.name].ticks)
+        if ys[-1] <= 0:
+            continue
+        faster = [1.0 / s for s in speed] if speed is not None else [1.0] * len(tiles)
+        ends = [_at(xs, ys, ys[-1] * sum(faster[:j + 1]) / sum(faster)) for j in range(len(tiles) - 1)]
+        bounds = [0] + [int(round(e)) for e in ends] + [xs[-1]]
+        sized = tuple(b - a for a, b in zip(bounds, bounds[1:]))
+        if min(sized) >= 1 and sized != tuple(hi - lo for lo, hi in tiles):
+            out[(name, axis)] = sized
+    return out
+
+
+def _at(xs: Sequence[int], ys: Sequence[float], y: float) -> float:
+    """Where the piecewise linear function through (xs, ys), rising, reaches ``y``."""
+    for j in range(1, len(xs)):
+        if ys[j] >= y:
+            rise = ys[j] - ys[j - 1]
+            return xs[j - 1] + (xs[j] - xs[j - 1]) * ((y - ys[j - 1]) / rise if rise > 0 else 0.0)
+    return float(xs[-1])
+
+
 def search(graph: Graph, board: Board, cores: int, time_steps: Callable[[CoresPlan], Mapping[str, float]],
            time_cores: Callable[[CoresPlan], CoresRun], say: Callable[[str], None] = lambda line: None,
-           speed: Optional[Sequence[float]] = None, split_at: Sequence[int] = SPLIT_AT) -> Searched:
+           speed: Optional[Sequence[float]] = None, split_at: Sequence[int] = SPLIT_AT,
+           balance_rounds: int = BALANCE_ROUNDS) -> Searched:
     """The plans tried, each measured on the cores (the module's search)."""
     timed: dict[str, Timed] = {}
 
@@ -119,4 +171,17 @@ def search(graph: Graph, board: Board, cores: int, time_steps: Callable[[CoresPl
             continue
         seen.add(plan.key())
         tried.append(time(f"measured, operators cut at {barriers} barriers", plan))
+    for round in range(balance_rounds):
+        best = Searched(tuple(tried)).best
+        shares = balancing_shares(graph, best.plan, timed, speed)
+        if not shares:
+            break
+        costs = measured(board, timed, barrier, best.plan.costs.split_at)
+        plan = plan_on_cores(graph, board, cores, speed, dataclasses.replace(costs, shares=shares))
+        if plan.key() in seen:
+            break
+        seen.add(plan.key())
+        tried.append(time(f"pieces sized by their measured ticks ({len(shares)} operator(s), round {round + 1})", plan))
+        if tried[-1] is not Searched(tuple(tried)).best:
+            break
     return Searched(tuple(tried))

@@ -29,12 +29,15 @@ class Cut:
     every row its consumer piece reads); counts: each node's own piece count, aligned with
     `axes` (None: `pieces` for every node), so that the large maps at the start of a chain with
     strides are cut finely and the small ones at its end coarsely. `pieces` is then the largest
-    of them, and along every edge of the segment one count is a multiple of the other."""
+    of them, and along every edge of the segment one count is a multiple of the other. shares: the
+    pieces' sizes in proportion (None: balanced), for a cut of one node, so that pieces run on cores
+    of different speeds, or of uneven work along the axis, finish together (mcudeploy/cores)."""
 
     axes: tuple[tuple[str, str], ...]
     pieces: int
     halo: str = "keep"
     counts: Optional[tuple[int, ...]] = None
+    shares: Optional[tuple[int, ...]] = None
 
     @classmethod
     def per_node(cls, axes, counts, halo: str = "keep") -> "Cut":
@@ -57,14 +60,22 @@ def cut_to_dict(cut: Cut) -> dict:
     d = {"axes": [list(p) for p in cut.axes], "pieces": cut.pieces, "halo": cut.halo}
     if cut.counts is not None:
         d["counts"] = list(cut.counts)
+    if cut.shares is not None:
+        d["shares"] = list(cut.shares)
     return d
 
 
 def cut_from_dict(d: dict) -> Cut:
     """The cut of `cut_to_dict` (a dict written before per-node counts has none)."""
-    counts = d.get("counts")
+    counts, shares = d.get("counts"), d.get("shares")
     return Cut(tuple((n, a) for n, a in d["axes"]), int(d["pieces"]), d["halo"],
-               None if counts is None else tuple(int(k) for k in counts))
+               None if counts is None else tuple(int(k) for k in counts),
+               None if shares is None else tuple(int(k) for k in shares))
+
+
+def tiling(cut: Cut, name: str, extent: int) -> list[tuple[int, int]]:
+    """The output ranges node `name` of `cut` is cut into, before halos: balanced, or by the cut's shares."""
+    return balanced(extent, cut.count(name), cut.shares)
 
 
 @dataclass(frozen=True)
@@ -107,6 +118,18 @@ def _check_counts(cut: Cut) -> None:
         raise SplitError(f"the cut has {cut.pieces} pieces but its most finely cut node has {max(cut.counts)}")
 
 
+def _check_shares(cut: Cut) -> None:
+    """The shares: a cut of one node, one positive whole number per piece."""
+    if cut.shares is None:
+        return
+    if len(cut.axes) != 1 or cut.counts is not None:
+        raise SplitError(f"a cut with shares names one node, not {len(cut.axes)}")
+    if not isinstance(cut.shares, tuple) or len(cut.shares) != cut.pieces or \
+            any(not isinstance(k, int) or k < 1 for k in cut.shares):
+        raise SplitError(f"the cut of node {cut.axes[0][0]} has {cut.pieces} pieces but gives shares {cut.shares!r} "
+                         f"(one whole number of at least 1 per piece)")
+
+
 def analyse(graph: Graph, cut: Cut) -> CutFacts:
     """The cut's facts; SplitError with the reason it cannot be applied (one sentence naming node and axis)."""
     if not isinstance(cut.pieces, int) or cut.pieces < 2:
@@ -116,6 +139,7 @@ def analyse(graph: Graph, cut: Cut) -> CutFacts:
     if not cut.axes:
         raise SplitError("the cut names no node")
     _check_counts(cut)
+    _check_shares(cut)
     by_name = {n.name: n for n in graph.nodes}
     wanted: dict[str, str] = {}
     for name, axis in cut.axes:
@@ -174,7 +198,11 @@ def analyse(graph: Graph, cut: Cut) -> CutFacts:
             raise SplitError(f"node {name} ({node.op}) reads more than one input through a window "
                              f"along axis {axis!r}")
         exprs[name], extents[name], out_dims[name], in_dims[name] = e, a.extent, tuple(outs), tuple(ins)
-        rows = balanced(a.extent, cut.count(name))[0]
+        tiles = tiling(cut, name, a.extent)
+        if cut.shares is not None and any(hi <= lo for lo, hi in tiles):
+            raise SplitError(f"shares {cut.shares} leave a piece of node {name} empty: axis {axis!r} has "
+                             f"{a.extent} rows")
+        rows = tiles[0]
         if name not in partial and op.piece(graph, node, axis, rows, (0, 0) if windowed else None) is None:
             raise SplitError(f"node {name} ({node.op}) cannot be cut along axis {axis!r}")
     cut_tensors = {o: d for name in nodes for o, d in zip(nodes[name].outputs, out_dims[name])}

@@ -23,9 +23,17 @@ class Read:
     pads: Optional[tuple[int, int]] = None
 
 
-def balanced(extent: int, pieces: int) -> list[tuple[int, int]]:
-    """`pieces` consecutive ranges tiling [0, extent), their sizes differing by at most one."""
-    return [(j * extent // pieces, (j + 1) * extent // pieces) for j in range(pieces)]
+def balanced(extent: int, pieces: int, shares: Optional[tuple[int, ...]] = None) -> list[tuple[int, int]]:
+    """`pieces` consecutive ranges tiling [0, extent), their sizes differing by at most one; with `shares` (one
+    positive number per piece), sized in proportion to them instead (rounded down at each boundary, so a
+    range may be empty where the extent is too short for the shares)."""
+    if shares is None:
+        return [(j * extent // pieces, (j + 1) * extent // pieces) for j in range(pieces)]
+    total, ends, run = sum(shares), [], 0
+    for share in shares:
+        run += share
+        ends.append(extent * run // total)
+    return list(zip([0] + ends[:-1], ends))
 
 
 def window_read(lo: int, hi: int, size: int, stride: int, dilation: int, pad: int, kernel: int) -> Read:

@@ -34,7 +34,7 @@ from mcudeploy.ir import Graph, Node, Piece, Quant, Rows, Tensor, verify
 from mcudeploy.ops import registry
 from mcudeploy.ops.concat import MAX_INPUTS
 from mcudeploy.partition.ranges import balanced, cover, hull
-from mcudeploy.partition.cut import CutFacts, SplitError
+from mcudeploy.partition.cut import CutFacts, SplitError, tiling
 
 
 def sliced_quant(q: Optional[Quant], rank: int, dim: int, lo: int, hi: int) -> Optional[Quant]:
@@ -149,7 +149,7 @@ def _streamed(seg: CutFacts) -> dict[str, list[tuple[int, int]]]:
                             reads = _read_ends(seg, user, i, ranges[user.name], k)
                             ends = reads if ends is None else [max(a, b) for a, b in zip(ends, reads)]
         if ends is None:
-            ranges[node.name] = balanced(extent, k)
+            ranges[node.name] = tiling(seg.cut, node.name, extent)
             continue
         ends[-1] = extent
         for j in range(k - 1):  # every piece keeps a row: the last ones wait for their producers' next piece
@@ -181,9 +181,9 @@ def _ranges(seg: CutFacts) -> dict[str, list[tuple[int, int]]]:
     ranges: dict[str, list[tuple[int, int]]] = {}
     for node in reversed(list(seg.nodes.values())):
         k = count(node.name)
-        tiling = balanced(seg.extent[node.name], k)
+        tiles = tiling(seg.cut, node.name, seg.extent[node.name])
         if seg.cut.halo == "keep" or node.name in seg.partial or any(o in seg.whole for o in node.outputs):
-            ranges[node.name] = tiling
+            ranges[node.name] = tiles
             continue
         reads = [[] for _ in range(k)]
         for o in node.outputs:
@@ -192,7 +192,7 @@ def _ranges(seg: CutFacts) -> dict[str, list[tuple[int, int]]]:
                     if x == o:
                         for j, r in _mapped_reads(seg, user, i, ranges[user.name], k):
                             reads[j].append(r)
-        ranges[node.name] = [hull(r) if r else tiling[j] for j, r in enumerate(reads)]
+        ranges[node.name] = [hull(r) if r else tiles[j] for j, r in enumerate(reads)]
     return ranges
 
 
