@@ -2,7 +2,8 @@
 
 The plan made from estimates (compile.estimated) is timed first: each of its steps alone on one core
 (``time_steps``: ticks per step name) and the whole plan on the cores (``time_cores``: its critical path and
-its barriers, in instructions). What was timed then stands in for the estimate (``measured``):
+its barriers, in instructions; and each core's work, from which the cores' speeds are measured where they
+differ: ``measured_speed``). What was timed then stands in for the estimate (``measured``):
 
 - a step of the same name and output shapes as a timed one costs what it took;
 - any other (a piece of an operator timed whole, the whole of one timed in pieces, a step the rewrites made)
@@ -41,6 +42,10 @@ class CoresRun(NamedTuple):
     critical_path: int
     barriers: int  # the barriers' share of the critical path
     phases: int
+    core_work: tuple[int, ...] = ()  # each core's instructions in its steps (not waiting), where counted
+
+
+SAME_SPEED = 1.05  # cores whose measured speeds differ by less than this ratio are taken as equal
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,24 @@ def measured(board: Board, timed: Mapping[str, Timed], barrier: float, split_at:
         return out
 
     return Costs(ticks, barrier, split_at, "measured")
+
+
+def measured_speed(plan: CoresPlan, timed: Mapping[str, Timed], run: CoresRun) -> Optional[tuple[float, ...]]:
+    """Each core's ticks for one of core 0's, from a run on the cores: what each core's steps took there against
+    what the same steps took timed alone on core 0; None where the cores are equal (``SAME_SPEED``) or a core's
+    steps were not all timed."""
+    alone = [0.0] * plan.plan.cores
+    for k, node in enumerate(plan.order):
+        core = plan.plan.core[k]
+        if core >= 0:
+            if node.name not in timed:
+                return None
+            alone[core] += timed[node.name].ticks
+    if len(run.core_work) != len(alone) or min(alone) <= 0 or min(run.core_work) <= 0:
+        return None
+    ratio = [w / a for w, a in zip(run.core_work, alone)]
+    speed = tuple(r / ratio[0] for r in ratio)
+    return speed if max(speed) / min(speed) >= SAME_SPEED else None
 
 
 def balancing_shares(graph: Graph, plan: CoresPlan, timed: Mapping[str, Timed],
@@ -161,6 +184,10 @@ def search(graph: Graph, board: Board, cores: int, time_steps: Callable[[CoresPl
 
     first = plan_on_cores(graph, board, cores, speed)
     tried = [time("the estimate's plan", first)]
+    if speed is None:
+        speed = measured_speed(first, timed, tried[0].run)
+        if speed is not None:
+            say(f"the cores' measured speeds differ: ticks per core 0's tick {', '.join(f'{s:.2f}' for s in speed)}")
     seen = {first.key()}
     barrier_instructions = tried[0].run.barriers / max(1, tried[0].run.phases)
     barrier = ticks_of(board, barrier_instructions)

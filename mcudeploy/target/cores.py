@@ -88,7 +88,7 @@ class CoresTarget(BoardTarget):
                                          f"differs from the numpy reference: a fault in mcudeploy's plan on cores, "
                                          f"please report it with the model")
             run = result.runs[0]
-            return CoresRun(run.critical_path, run.barriers, len(run.work[0]))
+            return CoresRun(run.critical_path, run.barriers, len(run.work[0]), tuple(sum(w) for w in run.work))
 
         searched = search(graph, board, board.cores.count, time_steps, time_cores, say)
         best, first = searched.best, searched.tried[0]
