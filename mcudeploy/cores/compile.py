@@ -58,6 +58,7 @@ class CoresPlan:
     placement: Placement
     ticks: dict  # node name -> the cost the assignment used, on core 0
     costs: Costs
+    sram_constants_bytes: int = 0  # the constants copied to SRAM at start-up, as the latency objective copies them
 
     @property
     def order(self) -> tuple[Node, ...]:
@@ -77,8 +78,9 @@ class CoresPlan:
         host's bit-for-bit checks take."""
         from mcudeploy.objective import Objective
         from mcudeploy.plan.compiled import Compiled
+        objective = Objective("latency", sram_constants_bytes=self.sram_constants_bytes or None)
         return Compiled(name, board, self.graph, self.schedule, self.lifetimes, self.placement, self.scheme,
-                        objective=Objective("latency"), cores=self.plan)
+                        objective=objective, cores=self.plan)
 
     def one_core(self) -> float:
         return sum(self.ticks.get(n.name, 0.0) for k, n in enumerate(self.order) if self.plan.core[k] >= 0)
@@ -113,8 +115,9 @@ def plan_on_cores(graph: Graph, board: Board, cores: int = 2, speed: Optional[Se
                                             placement_time_limit)
         if lives.elided == elided:
             check(rewritten, ordered, plan, lives, placement)
-            return CoresPlan(rewritten, scheme, dataclasses.replace(sched, order=ordered), plan, lives, placement,
-                             {n: t for n, t in ticks.items() if n not in elided}, costs)
+            moved, ordered, nbytes = constants_in_sram(rewritten, ordered, plan, lives, placement, board)
+            return CoresPlan(moved, scheme, dataclasses.replace(sched, order=ordered), plan, lives, placement,
+                             {n: t for n, t in ticks.items() if n not in elided}, costs, nbytes)
         elided = lives.elided
     raise MCUDeployError(f"the plan of {graph.name} on {cores} cores did not settle which steps run a kernel in "
                          f"{ROUNDS} rounds")
@@ -126,3 +129,20 @@ def ticks_of(board: Board, instructions: float) -> float:
         return instructions / instructions_per_tick(board)
     timer = float((board.timer.hz if board.timer else 0) or board.clock_hz or 1.0)
     return instructions * timer / float(board.clock_hz or timer)
+
+
+def constants_in_sram(graph: Graph, order: Sequence[Node], plan: CorePlan, lives: Lifetimes, placement: Placement,
+                      board: Board) -> tuple[Graph, tuple[Node, ...], int]:
+    """The graph and order with the constants its kernels read copied to SRAM where the first region has room beside
+    the arena, as the latency objective copies them on one core (objective/meet.py, offload/sram.py), and their
+    bytes. Copies are read-only after start-up, so both cores may read them at once."""
+    from mcudeploy.objective.latency import first_region_bytes
+    from mcudeploy.offload.sram import STATICS_ALLOWANCE, constants_to_sram
+
+    if not board.has_firmware:
+        return graph, tuple(order), 0
+    room = areas(board)[0].capacity - placement.state_bytes - first_region_bytes(placement, board) - STATICS_ALLOWANCE
+    kernels = [n for k, n in enumerate(order) if plan.core[k] >= 0 and n.name not in lives.elided]
+    moved, nbytes, _ = constants_to_sram(graph, kernels, board.features, room)
+    by_name = {n.name: n for n in moved.nodes}
+    return moved, tuple(by_name[n.name] for n in order), nbytes

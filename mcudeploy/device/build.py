@@ -202,6 +202,9 @@ def extra_regions(board: Board, sections: Optional[dict] = None) -> list[dict]:
     return out
 
 
+STARTS = ("sse200",)  # the cores' start drivers firmware/runtime/cores.c has
+
+
 def _cores(board: Board, project: Path, stop_core1: bool) -> Optional[dict]:
     """The templates' values for a plan on the chip's cores (firmware/cores.c.j2), or None for a plan on one."""
     found = re.search(r"#define MCUD_MODEL_CORES (\d+)", (project / "mcud_model.h").read_text())
@@ -212,6 +215,11 @@ def _cores(board: Board, project: Path, stop_core1: bool) -> Optional[dict]:
         raise MCUDeployError(f"the plan in {project} runs one inference on {count} cores, but board {board.name} "
                              f"{'names no cores that share its memory' if cores is None else f'has {cores.count}'} "
                              f"(its board file's cores)")
+    if cores.driver not in STARTS:
+        raise MCUDeployError(f"board {board.name}'s cores are data for plans and estimates: the firmware starts a core "
+                             f"only through {', '.join(STARTS)}, not {cores.driver}, so the plan on its cores is not built "
+                             f"into firmware (compile writes its C; measure -b qemu-an521 --objective latency "
+                             f"--estimate-for {board.name} estimates it)")
     return {"count": count, "driver": cores.driver, "base": f"0x{cores.base:08X}",
             "stack_words": board.stack_bytes // 4, "stall_ms": f"{cores.stall_timeout_ms:g}",
             "stall_ticks": round(cores.stall_timeout_ms * board.timer.hz / 1000.0), "core1_stops": int(stop_core1)}

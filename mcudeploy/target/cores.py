@@ -106,9 +106,9 @@ class CoresTarget(BoardTarget):
         from mcudeploy.device.runner import run_on_board
         from mcudeploy.objective import Objective
 
-        if measure.settle or measure.estimate_for or self.folder:
-            raise MCUDeployError("measure of one inference on several cores takes a model file, without --settle and "
-                                 "--estimate-for")
+        if measure.settle or self.folder:
+            raise MCUDeployError("measure of one inference on several cores takes a model file, without --settle")
+        real = estimate_target(measure.estimate_for, self.request.board) if measure.estimate_for else None
         compiled = self.compile()
         samples = random_inputs(compiled.graph, 1, seed=0)
         run = measure_on_cores(compiled, samples).runs[0]
@@ -121,6 +121,8 @@ class CoresTarget(BoardTarget):
                   "ratio": run.critical_path / one_instructions if one_instructions else None,
                   "arena_bytes": compiled.placement.arena_bytes, "one_core_arena_bytes": one.placement.arena_bytes,
                   "one_core_board": one.board.name, "board": compiled.board.name}
+        if real is not None:
+            result["estimate"] = estimate_on_cores(compiled, run, one, real)
         if measure.json:
             say(json.dumps(result, indent=1))
             return 0
@@ -130,4 +132,57 @@ class CoresTarget(BoardTarget):
         say(f"one core ({one.board.name}, --objective latency): {one_instructions:,} instructions: the critical path "
             f"is {result['ratio']:.3f}x of it")
         say(f"arena: {compiled.placement.arena_bytes:,} B on the cores, {one.placement.arena_bytes:,} B on one core")
+        if real is not None:
+            e = result["estimate"]
+            say(f"estimated for {e['board']} ({e['cores']} {e['core']} at {e['clock_hz'] / 1e6:g} MHz): critical path "
+                f"{e['critical_path_ms']:.3f} ms (between {e['range_ms'][0]:.3f} and {e['range_ms'][1]:.3f}), one core's "
+                f"latency plan {e['one_core_ms']:.3f} ms: {e['ratio']:.3f}x; {e['note']}")
         return 0
+
+
+def estimate_target(name: str, chip: str):
+    """The real board ``name`` a plan on the cores of ``chip`` is estimated for, refused in one sentence where it
+    names fewer cores sharing its memory, or another core, than the chip."""
+    from mcudeploy.boards import load_board
+    from mcudeploy.estimate.cycles import target_for
+
+    real, emulated = load_board(name), load_board(chip)
+    target_for(real, emulated)  # a real board of the same core, with timings
+    if real.cores is None or real.cores.count != emulated.cores.count:
+        raise MCUDeployError(f"--estimate-for {name}: board {name} names no {emulated.cores.count} cores sharing its "
+                             f"memory (its board file's cores), so one inference on {emulated.name}'s cores does not "
+                             f"stand for it")
+    return real
+
+
+def estimate_on_cores(compiled, run, one, real) -> dict:
+    """Milliseconds on ``real`` (a board with as many cores of the same kind): every step of the plan estimated from
+    a traced run of its steps on core 0 (measure --estimate-for's model: the core's published timings, the board's
+    flash), each core's steps of a phase summed, the longer core of each phase summed, plus the barriers at one cycle
+    per instruction counted on the emulator; beside it the one-core latency plan ``one`` estimated the same way."""
+    from mcudeploy.device.measure import measure_model
+    from mcudeploy.estimate.cycles import milliseconds, target_for
+
+    target = target_for(real, compiled.board)
+    steps = measure_model(dataclasses.replace(compiled, cores=None), repeat=1, estimate_for=target)
+    cycles = {o.node: steps.estimate.cycles[o.index] for o in steps.ops if o.signature}
+    plan = compiled.cores
+    load = [[0.0] * plan.cores for _ in range(plan.phase_count)]
+    for k, node in enumerate(compiled.order):
+        if plan.core[k] >= 0:
+            load[plan.phase[k]][plan.core[k]] += cycles.get(node.name, 0.0)
+    critical = sum(max(row) for row in load) + run.barriers
+    low, high = steps.estimate.spread
+    whole = steps.estimate.total()
+    alone = measure_model(one, repeat=1, estimate_for=target_for(real, one.board)).estimate
+    ms, one_ms = milliseconds(critical, target), milliseconds(alone.total(), target)
+    note = (f"{steps.estimate.NOTE}; each core's steps as if it ran alone: the cores' contention for memory "
+            f"{'and the XIP cache and serial flash ' if target.xip else ''}is not modelled; the range scales the "
+            f"steps' own range ({steps.estimate.spread_note()})")
+    if steps.estimate.unvalidated():
+        note += f"; {steps.estimate.unvalidated()}"
+    return {"board": real.name, "core": target.core, "cores": plan.cores, "clock_hz": target.clock_hz,
+            "critical_path_cycles": round(critical), "critical_path_ms": ms,
+            "range_ms": [ms * low / whole, ms * high / whole] if whole else [ms, ms],
+            "one_core_cycles": round(alone.total()), "one_core_ms": one_ms,
+            "ratio": ms / one_ms if one_ms else None, "note": note}

@@ -67,3 +67,40 @@ def test_measure_of_a_folder_on_two_cores_is_refused(model, tmp_path, capsys):
     capsys.readouterr()
     assert main(["measure", str(out)]) != 0
     assert "is a plan of one inference on 2 cores: measure its model file with -b SYSTEM" in capsys.readouterr().err
+
+
+@pytest.mark.qemu
+def test_measure_estimates_the_critical_path_for_a_real_board_of_two_such_cores(need_qemu, model, capsys):
+    assert main(["measure", str(model), "-b", "qemu-an521", "--objective", "latency", "--estimate-for", "pico2",
+                 "--json"]) == 0
+    e = json.loads(capsys.readouterr().out)["estimate"]
+    assert e["board"] == "pico2" and e["cores"] == 2 and e["core"] == "cortex-m33" and e["clock_hz"] > 0
+    assert 0 < e["critical_path_ms"] < e["one_core_ms"]
+    assert e["critical_path_ms"] == pytest.approx(e["critical_path_cycles"] * 1e3 / e["clock_hz"])
+    assert e["range_ms"][0] <= e["critical_path_ms"] <= e["range_ms"][1]
+    assert "contention" in e["note"] and "unvalidated" in e["note"]
+
+
+@pytest.mark.parametrize("board, reason", [
+    ("nucleo-u575zi-q", "board nucleo-u575zi-q names no 2 cores sharing its memory"),
+    ("nucleo-l4r5zi", "the instructions traced would be another core's"),
+    ("qemu-m4", "names a real board to estimate for")])
+def test_estimate_for_a_board_without_such_cores_is_refused(model, board, reason, capsys):
+    assert main(["measure", str(model), "-b", "qemu-an521", "--objective", "latency", "--estimate-for", board]) != 0
+    err = capsys.readouterr().err
+    assert reason in err and err.count("\n") == 1
+
+
+def test_a_board_whose_cores_are_data_builds_no_firmware_for_them(model, tmp_path):
+    from mcudeploy.boards import load_board
+    from mcudeploy.compile import lower
+    from mcudeploy.cores.compile import plan_on_cores
+    from mcudeploy.device.runner import build_for_board
+    from mcudeploy.errors import MCUDeployError
+    from mcudeploy.frontend import import_model
+
+    board = load_board("pico2")
+    compiled = plan_on_cores(lower(import_model(str(model))), board).compiled(str(model), board)
+    with pytest.raises(MCUDeployError, match="board pico2's cores are data for plans and estimates: the firmware "
+                                             "starts a core only through sse200, not rp2350-sio"):
+        build_for_board(compiled, tmp_path)
