@@ -40,6 +40,7 @@ class Costs:
     split_at: float
     source: str = "estimated"  # or "measured" (cores/search.py)
     shares: Mapping[tuple[str, str], tuple[int, ...]] = field(default_factory=dict)  # (node, axis) -> piece sizes
+    axes: Mapping[str, str] = field(default_factory=dict)  # node -> the axis its cut tries first
 
 
 def estimated(board: Board) -> Costs:
@@ -101,7 +102,7 @@ def plan_on_cores(graph: Graph, board: Board, cores: int = 2, speed: Optional[Se
         given = costs.shares.get((node.name, axis))
         return given if given else sizes(axis_extent(graph, node, axis), faster) if faster else None
 
-    scheme = cuts_for_cores(graph, lambda n: whole[n.name], costs.split_at, cores, shares)
+    scheme = cuts_for_cores(graph, lambda n: whole[n.name], costs.split_at, cores, shares, costs.axes)
     cut = split(graph, scheme)
     sched = schedule(cut, schedule_method, schedule_time_limit, board.alignment)
     rewritten, order = rewrite_ordered(cut, sched.order, board, "keep")

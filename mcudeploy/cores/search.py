@@ -16,6 +16,10 @@ barriers: which operators are worth a piece per core is decided by their measure
 steps are timed (their timings join the others) and the plan is run on the cores. The plan with the least
 measured critical path is kept; the estimate's plan where none is shorter.
 
+Then each operator the best plan cut is cut along another of its axes (rows where it was cut by channels, say),
+that plan is measured, and each operator takes the axis whose pieces took fewer ticks timed alone: a plan of
+those choices is measured too.
+
 Last, the pieces are sized by what they took (``balancing_shares``): where an operator's pieces took unequal
 time (its work is uneven along the axis: VWW's channels of one value are skipped; or the cores differ in speed),
 the best plan's cuts get piece sizes (Cut.shares) that would give each core the same time, and the plan so made
@@ -29,7 +33,7 @@ from typing import Callable, Mapping, NamedTuple, Optional, Sequence
 
 from mcudeploy.boards import Board
 from mcudeploy.cores.compile import Costs, CoresPlan, plan_on_cores, ticks_of
-from mcudeploy.cores.split import axis_extent, kernel_ticks
+from mcudeploy.cores.split import axes_to_cut, axis_extent, kernel_ticks
 from mcudeploy.ir import Graph, Node
 from mcudeploy.partition.cut import tiling
 
@@ -167,48 +171,71 @@ def _at(xs: Sequence[int], ys: Sequence[float], y: float) -> float:
 def search(graph: Graph, board: Board, cores: int, time_steps: Callable[[CoresPlan], Mapping[str, float]],
            time_cores: Callable[[CoresPlan], CoresRun], say: Callable[[str], None] = lambda line: None,
            speed: Optional[Sequence[float]] = None, split_at: Sequence[int] = SPLIT_AT,
-           balance_rounds: int = BALANCE_ROUNDS) -> Searched:
+           balance_rounds: int = BALANCE_ROUNDS, other_axes: bool = True) -> Searched:
     """The plans tried, each measured on the cores (the module's search)."""
     timed: dict[str, Timed] = {}
+    by_axis: dict[tuple[str, str], float] = {}  # (operator, axis) -> its pieces' ticks, timed alone, when so cut
+    tried: list[Tried] = []
+    seen: set = set()
 
     def time(label: str, plan: CoresPlan) -> Tried:
         estimate = kernel_ticks(plan.graph, board)
         nodes = {n.name: n for n in plan.graph.nodes}
-        for name, ticks in time_steps(plan).items():
+        steps = time_steps(plan)
+        for name, ticks in steps.items():
             node = nodes[name]
             timed[name] = Timed(shapes(plan.graph, node), float(ticks), estimate[name], node.original)
+        for cut in plan.scheme:
+            for name, axis in cut.axes:
+                pieces = [n.name for n in plan.graph.nodes if n.original == name and n.piece_index is not None]
+                if pieces and all(p in steps for p in pieces):
+                    by_axis[(name, axis)] = float(sum(steps[p] for p in pieces))
         run = time_cores(plan)
         cut = len({name for c in plan.scheme for name, _ in c.axes})
         say(f"{label}: critical path {run.critical_path:,} instructions, {run.phases} phases, {cut} operator(s) cut")
-        return Tried(label, plan, run)
+        seen.add(plan.key())
+        tried.append(Tried(label, plan, run))
+        return tried[-1]
 
-    first = plan_on_cores(graph, board, cores, speed)
-    tried = [time("the estimate's plan", first)]
+    def attempt(label: str, costs: Costs) -> Optional[Tried]:
+        plan = plan_on_cores(graph, board, cores, speed, costs)
+        if plan.key() in seen:
+            say(f"{label}: the same plan as one tried")
+            return None
+        return time(label, plan)
+
+    first = time("the estimate's plan", plan_on_cores(graph, board, cores, speed))
     if speed is None:
-        speed = measured_speed(first, timed, tried[0].run)
+        speed = measured_speed(first.plan, timed, first.run)
         if speed is not None:
             say(f"the cores' measured speeds differ: ticks per core 0's tick {', '.join(f'{s:.2f}' for s in speed)}")
-    seen = {first.key()}
-    barrier_instructions = tried[0].run.barriers / max(1, tried[0].run.phases)
-    barrier = ticks_of(board, barrier_instructions)
+    barrier = ticks_of(board, first.run.barriers / max(1, first.run.phases))
     for barriers in split_at:
-        plan = plan_on_cores(graph, board, cores, speed, measured(board, timed, barrier, barriers * barrier))
-        if plan.key() in seen:
-            say(f"measured, operators cut at {barriers} barriers: the same plan as one tried")
-            continue
-        seen.add(plan.key())
-        tried.append(time(f"measured, operators cut at {barriers} barriers", plan))
+        attempt(f"measured, operators cut at {barriers} barriers", measured(board, timed, barrier, barriers * barrier))
+    if other_axes:
+        best = Searched(tuple(tried)).best
+        costs = measured(board, timed, barrier, best.plan.costs.split_at)
+        axes = {name: axis for c in best.plan.scheme for name, axis in c.axes}
+        other = {name: alt[0] for name, axis in axes.items()
+                 for alt in [[a for a in axes_to_cut(graph, graph.node(name), cores) if a != axis]] if alt}
+        if other:
+            attempt(f"measured, {len(other)} operator(s) cut along another axis", dataclasses.replace(costs, axes=other))
+            choice = {name: min((a for a in (axis, other.get(name)) if a is not None and (name, a) in by_axis),
+                                key=lambda a: (by_axis[(name, a)], a != axis), default=axis)
+                      for name, axis in axes.items()}
+            if choice != axes:
+                changed = sum(choice[n] != axes[n] for n in axes)
+                attempt(f"measured, {changed} operator(s) cut along the axis whose pieces took less",
+                        dataclasses.replace(costs, axes=choice))
     for round in range(balance_rounds):
         best = Searched(tuple(tried)).best
         shares = balancing_shares(graph, best.plan, timed, speed)
         if not shares:
             break
         costs = measured(board, timed, barrier, best.plan.costs.split_at)
-        plan = plan_on_cores(graph, board, cores, speed, dataclasses.replace(costs, shares=shares))
-        if plan.key() in seen:
-            break
-        seen.add(plan.key())
-        tried.append(time(f"pieces sized by their measured ticks ({len(shares)} operator(s), round {round + 1})", plan))
-        if tried[-1] is not Searched(tuple(tried)).best:
+        axes = {name: axis for c in best.plan.scheme for name, axis in c.axes}
+        done = attempt(f"pieces sized by their measured ticks ({len(shares)} operator(s), round {round + 1})",
+                       dataclasses.replace(costs, shares=shares, axes=axes))
+        if done is None or done is not Searched(tuple(tried)).best:
             break
     return Searched(tuple(tried))

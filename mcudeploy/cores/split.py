@@ -37,16 +37,19 @@ def axes_to_cut(graph: Graph, node: Node, pieces: int) -> list[str]:
 
 
 def cuts_for_cores(graph: Graph, ticks: Callable[[Node], float], least: float, cores: int = 2,
-                   shares: Callable[[Node, str], Optional[tuple[int, ...]]] = lambda node, axis: None) -> Scheme:
+                   shares: Callable[[Node, str], Optional[tuple[int, ...]]] = lambda node, axis: None,
+                   axes: Mapping[str, str] = {}) -> Scheme:
     """A cut of every operator whose ``ticks`` are at least ``least``, where one applies; ``shares(node, axis)``: the
     sizes its pieces take along that axis (Cut.shares), or None for balanced pieces (also where the shares given
-    leave a piece empty)."""
+    leave a piece empty); ``axes``: node name -> the axis to try first (a measured choice, cores/search.py)."""
     cuts = []
     for node in graph.nodes:
         op = registry.get(node.op)
         if _no_kernel(node) or op.source or ticks(node) < least:
             continue
-        for axis in axes_to_cut(graph, node, cores):
+        candidates = axes_to_cut(graph, node, cores)
+        first = axes.get(node.name)
+        for axis in ([first] if first in candidates else []) + [a for a in candidates if a != first]:
             sized = shares(node, axis)
             tries = [Cut(((node.name, axis),), cores, "recompute", shares=sized)] if sized else []
             cut = next((c for c in tries + [Cut(((node.name, axis),), cores, "recompute")]
