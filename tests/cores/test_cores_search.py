@@ -179,3 +179,33 @@ def test_the_cores_speeds_are_measured_from_their_run(convs):
     same = []
     search(graph, board, 2, time_steps, lambda p: time_cores(p, 1.0), same.append, split_at=(8,), balance_rounds=0)
     assert not any("speeds differ" in line for line in same)
+
+
+def test_each_operator_takes_the_axis_whose_pieces_took_less(convs):
+    graph, board = convs
+    base = {name: axis for c in plan_on_cores(graph, board).scheme for name, axis in c.axes}
+    others = {n: alt[0] for n, axis in base.items()
+              for alt in [[a for a in axes_to_cut(graph, graph.node(n), 2) if a != axis]] if alt}
+    assert len(others) >= 2
+    favoured = sorted(others)[0]  # along its other axis this operator's pieces take half the time; the rest double
+
+    def time_steps(plan):
+        axis_of = {name: axis for c in plan.scheme for name, axis in c.axes}
+        estimate = kernel_ticks(plan.graph, board)
+        out = {}
+        for n in kernel_steps(plan):
+            moved = n.piece_index is not None and axis_of.get(n.original) not in (None, base.get(n.original))
+            out[n.name] = estimate[n.name] * ((0.5 if n.original == favoured else 2.0) if moved else 1.0)
+        return out
+
+    def time_cores(plan):
+        return CoresRun(int(sum(time_steps(plan).values())), 40, plan.plan.phase_count)
+
+    said = []
+    searched = search(graph, board, 2, time_steps, time_cores, said.append, split_at=(), balance_rounds=0)
+    chosen = searched.tried[-1]
+    assert chosen.label == "measured, 1 operator(s) cut along the axis whose pieces took less"
+    axes = {name: axis for c in chosen.plan.scheme for name, axis in c.axes}
+    assert axes[favoured] == others[favoured]
+    assert all(axes[n] == base[n] for n in base if n != favoured)
+    assert searched.best is chosen
