@@ -296,7 +296,7 @@ def cmd_tune(args) -> int:
             raise MCUDeployError(f"tune takes a board, or with --objective latency a system whose chip's cores share "
                                  f"its memory (one inference on its cores); {args.board} is a system")
         with output_lock(args.output, "tune"):
-            return _resolve(args, folders=False).tune(args.output, lambda: _code(args))
+            return _resolve(args, folders=False).tune(args.output, lambda: _code(args), budget=args.budget)
     objective = board_objective(_request(args))
     with output_lock(args.output, "tune"):
         return _tune_into(args, code, objective)

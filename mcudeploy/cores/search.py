@@ -171,12 +171,13 @@ def _at(xs: Sequence[int], ys: Sequence[float], y: float) -> float:
 def search(graph: Graph, board: Board, cores: int, time_steps: Callable[[CoresPlan], Mapping[str, float]],
            time_cores: Callable[[CoresPlan], CoresRun], say: Callable[[str], None] = lambda line: None,
            speed: Optional[Sequence[float]] = None, split_at: Sequence[int] = SPLIT_AT,
-           balance_rounds: int = BALANCE_ROUNDS, other_axes: bool = True) -> Searched:
-    """The plans tried, each measured on the cores (the module's search)."""
+           balance_rounds: int = BALANCE_ROUNDS, other_axes: bool = True, budget: Optional[int] = None) -> Searched:
+    """The plans tried, each measured on the cores (the module's search); at most ``budget`` of them."""
     timed: dict[str, Timed] = {}
     by_axis: dict[tuple[str, str], float] = {}  # (operator, axis) -> its pieces' ticks, timed alone, when so cut
     tried: list[Tried] = []
     seen: set = set()
+    spent: list[str] = []  # the first plan the budget left untried
 
     def time(label: str, plan: CoresPlan) -> Tried:
         estimate = kernel_ticks(plan.graph, board)
@@ -198,6 +199,11 @@ def search(graph: Graph, board: Board, cores: int, time_steps: Callable[[CoresPl
         return tried[-1]
 
     def attempt(label: str, costs: Costs) -> Optional[Tried]:
+        if budget is not None and len(tried) >= budget:
+            if not spent:
+                say(f"the budget of {budget} plans measured is spent: the search stops here")
+                spent.append(label)
+            return None
         plan = plan_on_cores(graph, board, cores, speed, costs)
         if plan.key() in seen:
             say(f"{label}: the same plan as one tried")

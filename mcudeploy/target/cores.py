@@ -62,7 +62,7 @@ class CoresTarget(BoardTarget):
         computed_outputs(graph, r.model)
         return graph, load_board(r.board)
 
-    def tune(self, output, code: Callable, say=print) -> int:
+    def tune(self, output, code: Callable, budget: Optional[int] = None, say=print) -> int:
         """tune -o: the plan on the cores chosen by measurement (cores/search.py), every plan tried checked bit for
         bit against the reference on the cores, the kept one written as compile writes."""
         from mcudeploy.check import random_inputs
@@ -90,7 +90,7 @@ class CoresTarget(BoardTarget):
             run = result.runs[0]
             return CoresRun(run.critical_path, run.barriers, len(run.work[0]), tuple(sum(w) for w in run.work))
 
-        searched = search(graph, board, board.cores.count, time_steps, time_cores, say)
+        searched = search(graph, board, board.cores.count, time_steps, time_cores, say, budget=budget)
         best, first = searched.best, searched.tried[0]
         compiled = check_fit(self.request, best.plan.compiled(name, board))
         write_folder(compiled, output, code(), say)

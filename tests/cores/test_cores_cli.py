@@ -25,9 +25,11 @@ def model(tmp_path_factory):
 @pytest.mark.qemu
 def test_tune_then_run_the_folder_on_both_cores_checked(need_qemu, model, tmp_path, capsys):
     out = tmp_path / "plan"
-    assert main(["tune", str(model), "-b", "qemu-an521", "--objective", "latency", "-o", str(out)]) == 0
+    assert main(["tune", str(model), "-b", "qemu-an521", "--objective", "latency", "-o", str(out),
+                 "--budget", "2"]) == 0
     said = capsys.readouterr().out
     assert said.startswith("the estimate's plan: critical path ") and "measured, operators cut at 8 barriers" in said
+    assert "the budget of 2 plans measured is spent" in said
     assert "plan(s) measured, each bit for bit the reference" in said
     plan = json.loads((out / "plan.json").read_text())
     assert plan["board"] == "qemu-an521-chip" and plan["cores"]["count"] == 2
