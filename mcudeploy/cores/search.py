@@ -225,7 +225,8 @@ def search(graph: Graph, board: Board, cores: int, time_steps: Callable[[CoresPl
         other = {name: alt[0] for name, axis in axes.items()
                  for alt in [[a for a in axes_to_cut(graph, graph.node(name), cores) if a != axis]] if alt}
         if other:
-            attempt(f"measured, {len(other)} operator(s) cut along another axis", dataclasses.replace(costs, axes=other))
+            attempt(f"measured, {len(other)} operator(s) cut along another axis",
+                    dataclasses.replace(costs, axes=other))
             choice = {name: min((a for a in (axis, other.get(name)) if a is not None and (name, a) in by_axis),
                                 key=lambda a: (by_axis[(name, a)], a != axis), default=axis)
                       for name, axis in axes.items()}

@@ -216,9 +216,9 @@ def _cores(board: Board, project: Path, stop_core1: bool) -> Optional[dict]:
                              f"{'names no cores that share its memory' if cores is None else f'has {cores.count}'} "
                              f"(its board file's cores)")
     if cores.driver not in STARTS:
-        raise MCUDeployError(f"board {board.name}'s cores are data for plans and estimates: the firmware starts a core "
-                             f"only through {', '.join(STARTS)}, not {cores.driver}, so the plan on its cores is not built "
-                             f"into firmware (compile writes its C; measure -b qemu-an521 --objective latency "
+        raise MCUDeployError(f"board {board.name}'s cores are data for plans and estimates: the firmware starts a "
+                             f"core only through {', '.join(STARTS)}, not {cores.driver}, so the plan on its cores is "
+                             f"not built into firmware (compile writes its C; measure -b qemu-an521 --objective latency "
                              f"--estimate-for {board.name} estimates it)")
     return {"count": count, "driver": cores.driver, "base": f"0x{cores.base:08X}",
             "stack_words": board.stack_bytes // 4, "stall_ms": f"{cores.stall_timeout_ms:g}",

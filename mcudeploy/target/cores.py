@@ -2,8 +2,9 @@
 one chip whose cores share its memory (its chip board names ``cores``: qemu-an521's qemu-an521-chip).
 
 It is that chip board's target (target/board.py) with another plan: compile, write and run as for one board, the
-plan's steps placed on the cores; tune chooses the plan by measuring (cores/search.py); measure counts each core's instructions per phase on the emulator
-(device/core_phases.py) and sets the critical path beside the one-core latency plan of a core of the system.
+plan's steps placed on the cores; tune chooses the plan by measuring (cores/search.py); measure counts each core's
+instructions per phase on the emulator (device/core_phases.py) and sets the critical path beside the one-core
+latency plan of a core of the system, and with --estimate-for, milliseconds on a real board of as many such cores.
 """
 from __future__ import annotations
 
@@ -134,8 +135,9 @@ class CoresTarget(BoardTarget):
         say(f"arena: {compiled.placement.arena_bytes:,} B on the cores, {one.placement.arena_bytes:,} B on one core")
         if real is not None:
             e = result["estimate"]
+            low, high = e["range_ms"]
             say(f"estimated for {e['board']} ({e['cores']} {e['core']} at {e['clock_hz'] / 1e6:g} MHz): critical path "
-                f"{e['critical_path_ms']:.3f} ms (between {e['range_ms'][0]:.3f} and {e['range_ms'][1]:.3f}), one core's "
+                f"{e['critical_path_ms']:.3f} ms (between {low:.3f} and {high:.3f}), one core's "
                 f"latency plan {e['one_core_ms']:.3f} ms: {e['ratio']:.3f}x; {e['note']}")
         return 0
 

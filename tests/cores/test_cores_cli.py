@@ -1,7 +1,8 @@
 """The command line of one inference on two cores: -b qemu-an521 --objective latency compiles a plan on the chip's
-two cores (plan.json records each step's core and phase), tune chooses one by measuring plans on the cores, `run DIR --check` runs the recorded plan on both cores
-bit for bit, measure --json gives the critical path beside the one-core latency plan, and a system whose chips share
-no memory between cores refuses the objective in one sentence."""
+two cores (plan.json records each step's core and phase), tune chooses one by measuring plans on the cores, `run DIR
+--check` runs the recorded plan on both cores bit for bit, measure --json gives the critical path beside the
+one-core latency plan (and --estimate-for, milliseconds on a real board of two such cores), and a system whose
+chips share no memory between cores refuses the objective in one sentence."""
 from __future__ import annotations
 
 import json
