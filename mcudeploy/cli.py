@@ -96,7 +96,9 @@ def _plan_options(p: argparse.ArgumentParser, tune: bool = False) -> None:
                                                "the least measured ticks within the budget" if tune else
                                                ". A system (-b SYSTEM): throughput (default), the least bottleneck "
                                                "over --stages stages; fit, the fewest stages whose weights and arena "
-                                               "fit their chips"))
+                                               "fit their chips") + "; latency on a system whose chip's cores share "
+                                               "its memory (-b qemu-an521): one inference on all its cores"
+                        + (", the plan chosen by measuring plans on them" if tune else ""))
     p.add_argument("--memory-budget", metavar="BYTES",
                    help="with --objective latency or balanced: the bytes the arena (and latency's constants in SRAM) "
                         "may take in the board's first region (65536, 64K; default: the region, less the stack)")
@@ -474,7 +476,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--budget", type=int, default=CANDIDATES, metavar="N",
                    help="candidate schemes the search may evaluate (compile and estimate; the best are timed on the "
                         f"board): work, not seconds, so the same options give the same plan on a busy machine "
-                        f"(default {CANDIDATES})")
+                        f"(default {CANDIDATES}); on a system's cores (--objective latency), the plans measured on "
+                        f"them")
     s.add_argument("--time-limit", type=float, default=TUNE_TIME_LIMIT, metavar="S",
                    help="an outer bound in wall-clock seconds: the search stops there (keeping the best plan found) "
                         f"and says it was cut short; run again to resume (default {TUNE_TIME_LIMIT:g})")

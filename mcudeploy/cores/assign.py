@@ -5,7 +5,8 @@ goes to the core where it lengthens the critical path least; ties go to the earl
 then to the core with less work so far, then to the lower core. The pieces of one operator (the split's,
 Node.piece) are weighed together: each alone as above, or one per core in one phase (every way of giving the
 pieces to the cores weighed, up to four cores), whichever lengthens the critical path less. One at a time, the
-second piece would always stay behind the first on its core, since moving to the other core costs a barrier before it can help.
+second piece would always stay behind the first on its core, since moving to the other core costs a barrier
+before it can help.
 ``speed`` weighs a core's ticks (an M4 beside an M7 takes more of them for the same step).
 """
 from __future__ import annotations

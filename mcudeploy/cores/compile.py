@@ -1,10 +1,10 @@
 """A lowered graph planned for one inference on ``cores`` cores of one chip sharing its memory.
 
 split (the cores' pieces, of every operator that costs enough) -> schedule (an order) -> the scheduled graph's
-rewrites, every kernel keeping its scratch -> assign (a core per kernel step) -> sorted_order (phases) -> lay_out_on_cores (one arena) ->
-races.check. The costs are estimated from each step's work by default; cores/search.py plans again with measured
-ones. Which steps run a kernel depends on the sharing the layout decides, and the phases on which
-steps run one, so the plan is made again until both agree.
+rewrites, every kernel keeping its scratch -> assign (a core per kernel step) -> sorted_order (phases) ->
+lay_out_on_cores (one arena) -> races.check -> constants_in_sram. The costs are estimated from each step's work
+by default; cores/search.py plans again with measured ones. Which steps run a kernel depends on the sharing the
+layout decides, and the phases on which steps run one, so the plan is made again until both agree.
 """
 from __future__ import annotations
 
@@ -89,8 +89,7 @@ class CoresPlan:
 
 def plan_on_cores(graph: Graph, board: Board, cores: int = 2, speed: Optional[Sequence[float]] = None,
                   costs: Optional[Costs] = None, schedule_method: str = "auto", schedule_time_limit: float = 10.0,
-                  placement_method: str = "greedy",
-                  placement_time_limit: float = 5.0) -> CoresPlan:
+                  placement_method: str = "greedy", placement_time_limit: float = 5.0) -> CoresPlan:
     from mcudeploy.compile import rewrite_ordered
     refuse_states(graph)
     if cores < 2:

@@ -123,7 +123,8 @@ def _check_shares(cut: Cut) -> None:
     if cut.shares is None:
         return
     if len(cut.axes) != 1 or cut.counts is not None:
-        raise SplitError(f"a cut with shares names one node, not {len(cut.axes)}")
+        raise SplitError(f"a cut with shares names one node and gives no per-node counts; this one names "
+                         f"{len(cut.axes)} node(s){' with counts' if cut.counts is not None else ''}")
     if not isinstance(cut.shares, tuple) or len(cut.shares) != cut.pieces or \
             any(not isinstance(k, int) or k < 1 for k in cut.shares):
         raise SplitError(f"the cut of node {cut.axes[0][0]} has {cut.pieces} pieces but gives shares {cut.shares!r} "

@@ -43,7 +43,8 @@ class CoresTarget(BoardTarget):
         from mcudeploy.cores.compile import plan_on_cores
 
         if stand_for is not None:
-            raise MCUDeployError("--estimate-for is not modelled for one inference on several cores yet")
+            raise MCUDeployError("a plan on several cores is not planned as a real board would plan it: measure MODEL "
+                                 "-b SYSTEM --objective latency --estimate-for BOARD estimates it for a real board")
         graph, board = self._graph()
         plan = plan_on_cores(graph, board, board.cores.count)
         return check_fit(self.request, plan.compiled(self.request.model, board))
